@@ -1,0 +1,576 @@
+"""The `pcieperf` command line: one subcommand per capability, `--json` everywhere.
+
+A single try/except around dispatch turns every error into one line on stderr: exit code 2 for
+anything the user caused, 1 for an unexpected failure (with a traceback only under `--debug`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+
+from pcieperf import dpdk, nic, tlp
+from pcieperf.errors import PcieperfError, UsageError
+from pcieperf.ethernet import RATES_GBPS, Ethernet, PacketMix, parse_mix
+from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
+from pcieperf.units import parse_batch_histogram, parse_int_list, parse_rate
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared options
+
+
+def _add_link_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("PCIe link")
+    g.add_argument("--gen", type=int, default=3, help=f"generation {sorted(GENERATIONS)}")
+    g.add_argument("--lanes", type=int, default=8, help=f"lane width {LANE_WIDTHS}")
+    g.add_argument("--mps", type=int, default=256, help="Max_Payload_Size, bytes (128..4096)")
+    g.add_argument("--mrrs", type=int, default=512, help="Max_Read_Request_Size (128..4096)")
+    g.add_argument("--rcb", type=int, default=64, help="Read Completion Boundary (64 or 128)")
+    g.add_argument(
+        "--completion",
+        choices=("rcb", "mps"),
+        default="rcb",
+        help="completer splits read data at every RCB (default) or at MPS",
+    )
+    g.add_argument("--addr32", action="store_true", help="32-bit DMA addresses (3 DW headers)")
+    g.add_argument("--ecrc", action="store_true", help="add a 4-byte ECRC to every TLP")
+    g.add_argument(
+        "--flit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Flit mode (always on for gen 6, off by default below)",
+    )
+    g.add_argument(
+        "--ack-interval",
+        type=float,
+        default=None,
+        metavar="SYMBOLS",
+        help="symbol times between ACK DLLPs (default: spec table)",
+    )
+    g.add_argument(
+        "--fc-interval",
+        type=float,
+        default=None,
+        metavar="SYMBOLS",
+        help="symbol times between UpdateFC DLLPs (default: spec table)",
+    )
+
+
+def _link(args: argparse.Namespace) -> Link:
+    return Link(
+        gen=args.gen,
+        lanes=args.lanes,
+        mps=args.mps,
+        mrrs=args.mrrs,
+        rcb=args.rcb,
+        addr64=not args.addr32,
+        ecrc=args.ecrc,
+        flit=args.flit,
+        completion_policy=args.completion,
+        ack_interval_symbols=args.ack_interval,
+        fc_interval_symbols=args.fc_interval,
+    )
+
+
+def _emit(args: argparse.Namespace, payload: object, human: Callable[[], str]) -> None:
+    """Print JSON with --json, else the human rendering."""
+    if args.json:
+        print(json.dumps(payload, indent=2, default=_json_default))
+    else:
+        print(human())
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Right-aligned text table; floats shown with 2 decimals."""
+
+    def cell(v: object) -> str:
+        return f"{v:,.2f}" if isinstance(v, float | np.floating) else str(v)
+
+    text = [[cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in text)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in text]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Subcommands
+
+
+def cmd_link(args: argparse.Namespace) -> None:
+    """Bandwidth of a link per direction."""
+    link = _link(args)
+    out = {
+        "gen": link.gen,
+        "lanes": link.lanes,
+        "flit": link.flit_mode,
+        "encoding": link.generation.encoding.name,
+        "raw_gbps": link.raw_gbps,
+        "encoded_gbps": link.encoded_gbps,
+        "tlp_gbps": link.tlp_gbps,
+        "skp_fraction": link.skp_fraction,
+        "dllp_fraction": link.dllp_fraction,
+        "flit_tlp_fraction": link.flit_fraction,
+        "ack_interval_symbols": None if link.flit_mode else link.ack_interval,
+        "fc_interval_symbols": None if link.flit_mode else link.fc_interval,
+    }
+
+    def human() -> str:
+        rows = [
+            ("raw", link.raw_gbps),
+            ("after encoding", link.encoded_gbps),
+            ("usable by TLPs", link.tlp_gbps),
+        ]
+        table = format_table(("per direction", "Gb/s"), rows)
+        return (
+            f"PCIe Gen{link.gen} x{link.lanes} ({out['encoding']}"
+            f"{', Flit mode' if link.flit_mode else ''})\n{table}\n"
+            f"SKP {link.skp_fraction:.3%}, DLLPs {link.dllp_fraction:.3%}"
+            + (f", flit TLP share {link.flit_fraction:.2%}" if link.flit_mode else "")
+        )
+
+    _emit(args, out, human)
+
+
+def cmd_dma(args: argparse.Namespace) -> None:
+    """Effective bandwidth and TLP cost of device DMA per transfer size."""
+    link = _link(args)
+    sizes = parse_int_list(args.sizes, "transfer size")
+    cost = tlp.device_dma_cost(link, args.op, sizes, args.offset)
+    eff = tlp.effective_gbps(link, args.op, sizes, args.offset)
+    rows = [
+        {
+            "size": s,
+            "effective_gbps": float(e),
+            "tlps_up": int(tu),
+            "tlps_down": int(td),
+            "bytes_up": int(bu),
+            "bytes_down": int(bd),
+        }
+        for s, e, tu, td, bu, bd in zip(
+            sizes, eff, cost.tlps_out, cost.tlps_back, cost.wire_out, cost.wire_back, strict=True
+        )
+    ]
+    if args.tlps:
+        for row in rows:
+            listed = tlp.list_device_tlps(link, args.op, row["size"], args.offset)
+            row["tlps"] = [
+                {
+                    "kind": k,
+                    "direction": d,
+                    "addr": int(a),
+                    "data_bytes": int(n),
+                    "wire_bytes": int(w),
+                }
+                for k, d, a, n, w in zip(
+                    listed.kind,
+                    listed.direction,
+                    listed.addr,
+                    listed.data_bytes,
+                    listed.wire_bytes,
+                    strict=True,
+                )
+            ]
+
+    def human() -> str:
+        head = (
+            f"DMA {args.op} on Gen{link.gen} x{link.lanes}, MPS {link.mps}, "
+            f"MRRS {link.mrrs}, offset {args.offset}; link {link.tlp_gbps:.2f} Gb/s for TLPs"
+        )
+        table = format_table(
+            ("size", "Gb/s", "TLPs up", "TLPs down", "bytes up", "bytes down"),
+            [
+                (
+                    r["size"],
+                    r["effective_gbps"],
+                    r["tlps_up"],
+                    r["tlps_down"],
+                    r["bytes_up"],
+                    r["bytes_down"],
+                )
+                for r in rows
+            ],
+        )
+        parts = [head, table]
+        for row in rows if args.tlps else []:
+            parts.append(f"\nTLPs of {row['size']} B:")
+            parts.append(
+                format_table(
+                    ("kind", "dir", "addr", "data", "wire"),
+                    [
+                        (t["kind"], t["direction"], t["addr"], t["data_bytes"], t["wire_bytes"])
+                        for t in row["tlps"]
+                    ],
+                )
+            )
+        return "\n".join(parts)
+
+    _emit(args, rows, human)
+
+
+def _mixes(args: argparse.Namespace) -> list[PacketMix]:
+    mixes = [parse_mix(tok) for tok in args.sizes.split(",") if tok.strip()] if args.sizes else []
+    mixes += [parse_mix(m) for m in args.mix or []]
+    if not mixes:
+        raise UsageError("give frame sizes with --sizes (e.g. 64,256,1518,imix) or --mix")
+    return mixes
+
+
+def cmd_nic(args: argparse.Namespace) -> None:
+    """What a NIC/driver profile achieves per frame size or mix."""
+    link = _link(args)
+    profile = nic.load_profile(args.profile)
+    paths = tuple(p.strip() for p in args.paths.split(","))
+    result = nic.evaluate(profile, link, Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths)
+    rows = []
+    for i, label in enumerate(result.label):
+        row = {
+            "size": int(label) if label.isdigit() else label,
+            "mean_frame_bytes": result.mean_frame_bytes[i],
+            "max_pps": result.max_pps[i],
+            "pcie_max_pps": result.pcie_max_pps[i],
+            "line_rate_pps": result.line_pps[i],
+            "achievable_gbps": result.achievable_gbps[i],
+            "line_rate_gbps": result.line_rate_gbps[i],
+            "bottleneck": str(result.bottleneck[i]),
+            "pcie_up_gbps": result.pcie_up_gbps[i],
+            "pcie_down_gbps": result.pcie_down_gbps[i],
+            "up_bytes_per_pkt": result.up_bytes_per_pkt[i],
+            "down_bytes_per_pkt": result.down_bytes_per_pkt[i],
+            "up_tlps_per_pkt": result.up_tlps_per_pkt[i],
+            "down_tlps_per_pkt": result.down_tlps_per_pkt[i],
+        }
+        if args.breakdown:
+            row["operations"] = [
+                {
+                    "path": s.path,
+                    "what": s.op.what,
+                    "initiator": s.op.initiator,
+                    "up_bytes_per_pkt": float(result.weights[i] @ s.up_bytes),
+                    "down_bytes_per_pkt": float(result.weights[i] @ s.down_bytes),
+                }
+                for s in result.shares
+            ]
+        rows.append(row)
+
+    def human() -> str:
+        head = (
+            f"{profile.name}: {profile.description}\nGen{link.gen} x{link.lanes} "
+            f"({link.tlp_gbps:.2f} Gb/s for TLPs per direction), {args.eth} GbE"
+        )
+        table = format_table(
+            (
+                "size",
+                "Mpps",
+                "Gb/s",
+                "line Gb/s",
+                "bottleneck",
+                "up Gb/s",
+                "down Gb/s",
+                "B up/pkt",
+                "B down/pkt",
+            ),
+            [
+                (
+                    r["size"],
+                    r["max_pps"] / 1e6,
+                    r["achievable_gbps"],
+                    r["line_rate_gbps"],
+                    r["bottleneck"],
+                    r["pcie_up_gbps"],
+                    r["pcie_down_gbps"],
+                    r["up_bytes_per_pkt"],
+                    r["down_bytes_per_pkt"],
+                )
+                for r in rows
+            ],
+        )
+        parts = [head, table]
+        for r in rows if args.breakdown else []:
+            parts.append(f"\nper packet at size {r['size']}:")
+            parts.append(
+                format_table(
+                    ("path", "operation", "initiator", "B up", "B down"),
+                    [
+                        (
+                            o["path"],
+                            o["what"],
+                            o["initiator"],
+                            o["up_bytes_per_pkt"],
+                            o["down_bytes_per_pkt"],
+                        )
+                        for o in r["operations"]
+                    ],
+                )
+            )
+        return "\n".join(parts)
+
+    _emit(args, rows, human)
+
+
+def cmd_profiles(args: argparse.Namespace) -> None:
+    """List the built-in NIC profiles, or show one."""
+    if args.name:
+        p = nic.load_profile(args.name)
+        out: object = {
+            "name": p.name,
+            "description": p.description,
+            "source": p.source,
+            "notes": p.notes.strip(),
+            "params": p.params,
+            "operations": [
+                {
+                    "path": path,
+                    "what": op.what,
+                    "initiator": op.initiator,
+                    "size": op.size,
+                    "every": op.every,
+                }
+                for path, op in p.operations()
+            ],
+        }
+
+        def human() -> str:
+            table = format_table(
+                ("path", "operation", "initiator", "size", "every"),
+                [
+                    (o["path"], o["what"], o["initiator"], o["size"], o["every"])
+                    for o in out["operations"]
+                ],
+            )
+            return f"{p.name}: {p.description}\nsource: {p.source}\n{p.notes.strip()}\n\n{table}"
+    else:
+        profiles = [nic.load_profile(n) for n in nic.builtin_profiles()]
+        out = [{"name": p.name, "description": p.description} for p in profiles]
+
+        def human() -> str:
+            return format_table(
+                ("profile", "description"), [(p.name, p.description) for p in profiles]
+            )
+
+    _emit(args, out, human)
+
+
+def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
+    """The VTune-recipe estimate of DPDK forwarding traffic, term by term."""
+    link = _link(args)
+    hist = parse_batch_histogram(args.batch_hist) if args.batch_hist else None
+    cfg = dpdk.ForwardingConfig(
+        pkt_bytes=args.pkt,
+        rx_desc_bytes=args.rx_desc,
+        tx_desc_bytes=args.tx_desc,
+        rs_thresh=args.rs_thresh,
+        rx_free_thresh=args.rx_free_thresh,
+        batch=dpdk.batch_from_args(args.batch, hist),
+        doorbell_bytes=args.doorbell_bytes,
+        full_line_tx_writeback=args.tx_wb_full_line,
+    )
+    pps = parse_rate(args.pps)
+    est = dpdk.estimate(cfg, link, pps, nic.load_profile(args.profile))
+    to_gbps = pps * 8 / 1e9
+    out = {
+        "pps": pps,
+        "pkt": cfg.pkt_bytes,
+        "mean_batch": cfg.batch,
+        **{f"{m}_gbps": float(est.metric_gbps(m)) for m in dpdk.METRICS},
+        "pcie_up_gbps": float(est.wire_up_gbps),
+        "pcie_down_gbps": float(est.wire_down_gbps),
+        "link_tlp_gbps": link.tlp_gbps,
+        "max_pps": est.max_pps,
+        "terms": [
+            {
+                "term": t.name,
+                "metric": t.metric,
+                "initiator": t.initiator,
+                "data_bytes_per_pkt": t.data_bytes,
+                "data_gbps": t.data_bytes * to_gbps,
+                "wire_up_bytes_per_pkt": t.wire_up_bytes,
+                "wire_down_bytes_per_pkt": t.wire_down_bytes,
+                "wire_up_gbps": t.wire_up_bytes * to_gbps,
+                "wire_down_gbps": t.wire_down_bytes * to_gbps,
+            }
+            for t in est.terms
+        ],
+    }
+
+    def human() -> str:
+        head = (
+            f"DPDK forwarding at {pps / 1e6:.3f} Mpps, {cfg.pkt_bytes} B packets, mean batch "
+            f"{cfg.batch:.2f}, Gen{link.gen} x{link.lanes}"
+        )
+        metrics = format_table(
+            ("metric", "Gb/s", "GB/s"),
+            [(m, out[f"{m}_gbps"], out[f"{m}_gbps"] / 8) for m in dpdk.METRICS],
+        )
+        terms = format_table(
+            ("term", "metric", "data B/pkt", "data Gb/s", "wire up Gb/s", "wire down Gb/s"),
+            [
+                (
+                    t["term"],
+                    t["metric"],
+                    t["data_bytes_per_pkt"],
+                    t["data_gbps"],
+                    t["wire_up_gbps"],
+                    t["wire_down_gbps"],
+                )
+                for t in out["terms"]
+            ],
+        )
+        wire = (
+            f"PCIe wire: up {out['pcie_up_gbps']:.2f} Gb/s, down {out['pcie_down_gbps']:.2f} "
+            f"Gb/s of {link.tlp_gbps:.2f}; the link carries at most {est.max_pps / 1e6:.2f} Mpps"
+        )
+        return "\n".join([head, metrics, "", terms, wire])
+
+    _emit(args, out, human)
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    """Write the default report (plots, CSV, index.html)."""
+    from pcieperf.report import ReportConfig, write_report
+
+    out_dir = Path(args.output)
+    if out_dir.exists() and any(out_dir.iterdir()) and not args.force:
+        raise UsageError(
+            f"output folder {out_dir} exists and is not empty; pass --force to "
+            "overwrite it or choose another with -o"
+        )
+    cfg = ReportConfig(link=_link(args), eth_gbps=args.eth)
+    index = write_report(cfg, out_dir, progress=not args.json)
+    _emit(
+        args,
+        {"index": str(index), "files": sorted(p.name for p in out_dir.iterdir())},
+        lambda: f"report written to {index}",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Parser and entry point
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (also used to document the CLI)."""
+    parser = _Parser(prog="pcieperf", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def command(
+        name: str,
+        func: Callable[[argparse.Namespace], None],
+        link: bool = True,
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=func.__doc__, description=func.__doc__)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        if link:
+            _add_link_options(p)
+        p.set_defaults(func=func)
+        return p
+
+    command("link", cmd_link)
+
+    p = command("dma", cmd_dma)
+    p.add_argument("--op", choices=tlp.OPS, default="write")
+    p.add_argument("--sizes", default="64,128,256,512,1024,1500", help="bytes, comma-separated")
+    p.add_argument("--offset", type=int, default=0, help="start address offset in bytes")
+    p.add_argument("--tlps", action="store_true", help="list every TLP of each transfer")
+
+    p = command("nic", cmd_nic)
+    p.add_argument("--profile", default="dpdk", help="built-in name or a .toml file")
+    p.add_argument("--eth", type=int, default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
+    p.add_argument("--vlan", action="store_true", help="frames carry a VLAN tag on the wire")
+    p.add_argument(
+        "--sizes", default=None, help="frame sizes incl. FCS and named mixes, e.g. 64,256,1518,imix"
+    )
+    p.add_argument(
+        "--mix",
+        action="append",
+        metavar="SIZE:COUNT,...",
+        help="a frame-size histogram, e.g. 64:7,594:4,1518:1 (repeatable)",
+    )
+    p.add_argument("--paths", default="rx,tx", help="rx, tx or rx,tx (default both)")
+    p.add_argument("--breakdown", action="store_true", help="per-operation cost per packet")
+
+    p = command("profiles", cmd_profiles, link=False)
+    p.add_argument("name", nargs="?", help="show this profile")
+
+    p = command("dpdk-fwd", cmd_dpdk_fwd)
+    p.add_argument("--pps", default="10M", help="packet rate: 10e6, 10M, 14.88Mpps")
+    p.add_argument("--pkt", type=int, default=64, help="packet bytes DMA'd (no FCS)")
+    p.add_argument("--rx-desc", type=int, default=32, help="Rx descriptor bytes (16 or 32)")
+    p.add_argument("--tx-desc", type=int, default=16, help="Tx descriptor bytes (16 or 32)")
+    p.add_argument("--rs-thresh", type=int, default=32, help="Tx RS-bit threshold")
+    p.add_argument("--rx-free-thresh", type=int, default=32, help="Rx free threshold")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--batch", type=float, default=None, help="mean burst size (default 32)")
+    group.add_argument(
+        "--batch-hist",
+        default=None,
+        metavar="BATCH:CALLS,...",
+        help="Rx batch histogram, e.g. 0:1000,4:5000,8:200",
+    )
+    p.add_argument("--doorbell-bytes", type=int, default=4, help="bytes per tail write")
+    p.add_argument(
+        "--tx-wb-full-line",
+        action="store_true",
+        help="count each Tx write-back as a full 64 B line (partial-line write)",
+    )
+    p.add_argument(
+        "--profile",
+        default=dpdk.FORWARDING_PROFILE,
+        help="forwarding NIC profile whose parameters these options set",
+    )
+
+    p = command("report", cmd_report)
+    p.add_argument("-o", "--output", default="pcieperf-report", help="output folder")
+    p.add_argument("--eth", type=int, default=40, help="Ethernet Gb/s for the NIC figure")
+    p.add_argument("--force", action="store_true", help="overwrite a non-empty output folder")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except UsageError as exc:
+        print(f"pcieperf: error: {exc}", file=sys.stderr)
+        return 2
+    except PcieperfError as exc:
+        print(f"pcieperf: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the one place that catches everything, by design
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"pcieperf: internal error: {type(exc).__name__}: {exc} "
+            "(rerun with --debug for a traceback)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""The PCIe bandwidth of DPDK packet forwarding, term by term (Intel VTune cookbook recipe
+"PCIe Traffic in DPDK Apps", 2020, whose equations this module writes out).
+
+At packet rate R, for every forwarded packet the NIC reads an Rx descriptor, a Tx descriptor and
+the packet (inbound reads); writes the packet and the Rx descriptor write-back, and a Tx
+descriptor write-back once every RS-threshold packets (inbound writes); the core writes the Rx
+tail once per max(Rx-free threshold, batch) packets and the Tx tail once per tx_burst call
+(outbound writes). A poll-mode driver never reads device registers (no outbound reads).
+The platform moves whole 64-byte cache lines, so packet data counts as CL(pkt) = ceil(pkt/64)*64.
+The operations themselves are the `testpmd-fwd` NIC profile, evaluated with this module's
+parameters, so `pcieperf nic --profile testpmd-fwd` and `pcieperf dpdk-fwd` never disagree.
+
+Each term is given twice: as data bytes (what uncore counters such as VTune's report) and as
+PCIe wire bytes per direction (TLP headers, framing, completions), from `pcieperf.tlp`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from pcieperf.errors import UsageError, require_choice, require_positive
+from pcieperf.ethernet import FCS_BYTES
+from pcieperf.link import Link
+from pcieperf.nic import CACHE_LINE_BYTES, Initiator, NicProfile, load_profile, price_operations
+
+Metric = Literal["inbound_read", "inbound_write", "outbound_read", "outbound_write"]
+METRICS: tuple[Metric, ...] = ("inbound_read", "inbound_write", "outbound_read", "outbound_write")
+DESCRIPTOR_SIZES = (16, 32)  # Intel NIC descriptor formats (legacy/advanced 16 B, 32 B Rx)
+
+
+def mean_tx_batch(hist: dict[int, float]) -> float:
+    """Mean Tx batch from an Rx batch histogram {batch size: rx_burst calls}.
+
+    testpmd forwards what each rx_burst returned with one tx_burst, and skips tx_burst when
+    rx_burst returned nothing; each tx_burst writes the Tx tail once. Doorbells per packet are
+    therefore (non-empty calls) / (packets), so the batch that counts doorbells is packets per
+    non-empty call: empty polls must not dilute it, and weighting by packets is what makes the
+    recipe's peaks at 8, 10 and 12 average to 11.
+    """
+    sizes = np.array(list(hist), dtype=np.float64)
+    calls = np.array(list(hist.values()), dtype=np.float64)
+    packets = float(sizes @ calls)
+    busy_calls = float(calls[sizes > 0].sum())
+    if packets <= 0 or busy_calls <= 0:
+        raise UsageError("batch histogram has no packets; it needs a batch size > 0 with calls > 0")
+    return packets / busy_calls
+
+
+@dataclass(frozen=True)
+class ForwardingConfig:
+    """A DPDK forwarding setup; `batch` is the mean Tx batch (see `mean_tx_batch`)."""
+
+    pkt_bytes: int = 64
+    rx_desc_bytes: int = 32
+    tx_desc_bytes: int = 16
+    rs_thresh: int = 32
+    rx_free_thresh: int = 32
+    batch: float = 32.0
+    doorbell_bytes: int = 4
+    full_line_tx_writeback: bool = False
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.pkt_bytes, int) and 1 <= self.pkt_bytes <= 65535):
+            raise UsageError(f"packet size {self.pkt_bytes!r} is not allowed; use 1 to 65535 bytes")
+        require_choice("Rx descriptor size", self.rx_desc_bytes, DESCRIPTOR_SIZES)
+        require_choice("Tx descriptor size", self.tx_desc_bytes, DESCRIPTOR_SIZES)
+        for name in ("rs_thresh", "rx_free_thresh", "batch", "doorbell_bytes"):
+            require_positive(name, getattr(self, name))
+
+
+METRIC_OF_INITIATOR: dict[Initiator, Metric] = {
+    "dma_read": "inbound_read",
+    "dma_write": "inbound_write",
+    "interrupt": "inbound_write",  # an MSI-X message is a device write into host space
+    "host_mmio_write": "outbound_write",
+    "host_mmio_read": "outbound_read",
+}
+FORWARDING_PROFILE = "testpmd-fwd"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One contribution to the forwarding traffic, per packet."""
+
+    name: str
+    metric: Metric
+    initiator: Initiator
+    data_bytes: float
+    wire_up_bytes: float
+    wire_down_bytes: float
+
+
+def forwarding_profile(cfg: ForwardingConfig, profile: NicProfile | None = None) -> NicProfile:
+    """The forwarding profile with its parameters set from `cfg`."""
+    base = profile or load_profile(FORWARDING_PROFILE)
+    params = {
+        **base.params,
+        "rx_desc": cfg.rx_desc_bytes,
+        "tx_desc": cfg.tx_desc_bytes,
+        "rx_fetch": CACHE_LINE_BYTES // cfg.rx_desc_bytes,
+        "tx_fetch": CACHE_LINE_BYTES // cfg.tx_desc_bytes,
+        "rs_thresh": cfg.rs_thresh,
+        "tx_wb_counted": CACHE_LINE_BYTES if cfg.full_line_tx_writeback else cfg.tx_desc_bytes,
+        "rx_tail_every": max(cfg.rx_free_thresh, cfg.batch),
+        "batch": cfg.batch,
+        "doorbell": cfg.doorbell_bytes,
+    }
+    return replace(base, params={k: float(v) for k, v in params.items()})
+
+
+def forwarding_terms(
+    cfg: ForwardingConfig, link: Link, profile: NicProfile | None = None
+) -> list[Term]:
+    """Per-packet terms of rx -> tx forwarding: counted data bytes and PCIe wire bytes."""
+    frame = np.array([cfg.pkt_bytes + FCS_BYTES])
+    shares = price_operations(link, forwarding_profile(cfg, profile), frame)
+    return [
+        Term(
+            s.op.what,
+            METRIC_OF_INITIATOR[s.op.initiator],
+            s.op.initiator,
+            float(s.counted_bytes[0]),
+            float(s.up_bytes[0]),
+            float(s.down_bytes[0]),
+        )
+        for s in shares
+    ]
+
+
+@dataclass(frozen=True)
+class ForwardingEstimate:
+    """Bandwidth of every metric at each packet rate (arrays over `pps`)."""
+
+    pps: NDArray[np.float64]
+    terms: list[Term]
+    link: Link
+
+    def metric_gbps(self, metric: Metric) -> NDArray[np.float64]:
+        """Data bandwidth of one counter metric, in Gb/s."""
+        per_packet = sum(t.data_bytes for t in self.terms if t.metric == metric)
+        return self.pps * per_packet * 8 / 1e9
+
+    @property
+    def wire_up_gbps(self) -> NDArray[np.float64]:
+        """PCIe wire bandwidth device to host, in Gb/s."""
+        return self.pps * sum(t.wire_up_bytes for t in self.terms) * 8 / 1e9
+
+    @property
+    def wire_down_gbps(self) -> NDArray[np.float64]:
+        """PCIe wire bandwidth host to device, in Gb/s."""
+        return self.pps * sum(t.wire_down_bytes for t in self.terms) * 8 / 1e9
+
+    @property
+    def max_pps(self) -> float:
+        """Highest forwarding rate the link carries (busier direction binds)."""
+        per_packet = max(
+            sum(t.wire_up_bytes for t in self.terms), sum(t.wire_down_bytes for t in self.terms)
+        )
+        return self.link.tlp_bytes_per_s / per_packet
+
+
+def estimate(
+    cfg: ForwardingConfig, link: Link, pps: ArrayLike, profile: NicProfile | None = None
+) -> ForwardingEstimate:
+    """Forwarding traffic of `cfg` on `link` at the given packet rate(s)."""
+    rate = np.asarray(pps, dtype=np.float64)
+    if np.any(~np.isfinite(rate)) or np.any(rate < 0):
+        raise UsageError(f"packet rate {rate.ravel()[0]!r} is not allowed; use a rate >= 0")
+    return ForwardingEstimate(rate, forwarding_terms(cfg, link, profile), link)
+
+
+def batch_from_args(batch: float | None, hist: dict[int, float] | None) -> float:
+    """The mean Tx batch from either a fixed batch or an Rx batch histogram."""
+    if hist is not None:
+        return mean_tx_batch(hist)
+    value = 32.0 if batch is None else batch
+    require_positive("batch", value)
+    return float(value)

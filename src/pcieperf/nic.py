@@ -1,0 +1,444 @@
+"""Device/driver interaction models as data: NIC profiles and the engine that prices them.
+
+A profile (TOML) lists, for the receive path and the transmit path, every PCIe operation with
+its initiator, its size and how often it happens. Sizes and frequencies are products of numbers
+and names: the profile's `[params]` plus `pkt` (bytes DMA'd for the packet: frame minus FCS) and
+`frame` (frame size incl. FCS). Each packet is received and transmitted once (a full-duplex port
+at the same rate both ways), unless the evaluation is restricted to one path.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pcieperf.errors import ProfileError, UsageError, require_choice
+from pcieperf.ethernet import Ethernet, PacketMix, dma_bytes
+from pcieperf.link import Link
+from pcieperf.tlp import TransferCost, read_cost, write_cost
+
+Initiator = Literal["host_mmio_write", "host_mmio_read", "dma_read", "dma_write", "interrupt"]
+INITIATORS: tuple[Initiator, ...] = (
+    "host_mmio_write",
+    "host_mmio_read",
+    "dma_read",
+    "dma_write",
+    "interrupt",
+)
+PATHS = ("rx", "tx")
+BUILTIN_NAMES = ("pkt", "frame")
+CACHE_LINE_BYTES = 64  # x86 cache line: the unit in which the root complex moves data
+Bottleneck = Literal["ethernet", "pcie_up", "pcie_down"]
+
+_PROFILE_KEYS = {"name", "description", "source", "notes", "params", "rx", "tx"}
+_OP_KEYS = {"what", "initiator", "size", "every", "counted", "offset", "addr64", "source"}
+_OP_REQUIRED = ("what", "initiator", "size", "every")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One PCIe interaction: who starts it, how many bytes, once every how many packets.
+
+    `counted` is what host-side uncore counters see per occurrence when it differs from
+    `size`, e.g. `cl(pkt)` because the root complex moves whole 64-byte cache lines.
+    """
+
+    what: str
+    initiator: Initiator
+    size: str
+    every: str
+    counted: str = ""
+    offset: int = 0
+    addr64: bool | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class NicProfile:
+    """A named NIC/driver model with its provenance."""
+
+    name: str
+    description: str
+    source: str
+    notes: str
+    params: dict[str, float]
+    rx: tuple[Operation, ...]
+    tx: tuple[Operation, ...]
+    path: str = ""
+
+    def operations(self, paths: tuple[str, ...] = PATHS) -> list[tuple[str, Operation]]:
+        """(path, operation) pairs of the selected paths, in profile order."""
+        return [(p, op) for p in paths for op in getattr(self, p)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and validation
+
+
+def builtin_profiles() -> list[str]:
+    """Names of the profiles shipped with pcieperf."""
+    folder = resources.files("pcieperf") / "profiles"
+    return sorted(
+        p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
+    )
+
+
+def load_profile(name_or_path: str) -> NicProfile:
+    """Load a built-in profile by name, or a user profile from a `.toml` path."""
+    if name_or_path in builtin_profiles():
+        res = resources.files("pcieperf") / "profiles" / f"{name_or_path}.toml"
+        return parse_profile(res.read_text(encoding="utf-8"), f"{name_or_path} (built-in)")
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        raise UsageError(
+            f"unknown profile {name_or_path!r}; use one of {', '.join(builtin_profiles())} "
+            "or a path to a .toml profile"
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read profile {path}: {exc.strerror}") from None
+    return parse_profile(text, str(path))
+
+
+def parse_profile(text: str, origin: str) -> NicProfile:
+    """Parse and validate profile TOML; every error names `origin`, the table path and key."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{origin}: not valid TOML: {exc}") from None
+    _reject_unknown(origin, "", data, _PROFILE_KEYS)
+    for key in ("name", "source"):
+        if not isinstance(data.get(key), str):
+            raise ProfileError(f"{origin}: missing or non-text top-level key {key!r}")
+    params = _parse_params(origin, data.get("params", {}))
+    paths = {
+        p: tuple(
+            _parse_op(origin, f"{p}[{i}]", raw, params) for i, raw in enumerate(data.get(p, []))
+        )
+        for p in PATHS
+    }
+    if not paths["rx"] and not paths["tx"]:
+        raise ProfileError(f"{origin}: a profile needs at least one [[rx]] or [[tx]] operation")
+    return NicProfile(
+        name=data["name"],
+        description=data.get("description", ""),
+        source=data["source"],
+        notes=data.get("notes", ""),
+        params=params,
+        rx=paths["rx"],
+        tx=paths["tx"],
+        path=origin,
+    )
+
+
+def _reject_unknown(origin: str, where: str, table: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        at = f" in {where}" if where else ""
+        raise ProfileError(
+            f"{origin}: unknown key {unknown[0]!r}{at}; allowed: {', '.join(sorted(allowed))}"
+        )
+
+
+def _parse_params(origin: str, raw: object) -> dict[str, float]:
+    if not isinstance(raw, dict):
+        raise ProfileError(f"{origin}: [params] must be a table of numbers")
+    params: dict[str, float] = {}
+    for key, value in raw.items():
+        if key in BUILTIN_NAMES or not key.isidentifier():
+            raise ProfileError(
+                f"{origin}: params.{key} is not a usable name (reserved: pkt, frame)"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise ProfileError(f"{origin}: params.{key} = {value!r}; it must be a number > 0")
+        params[key] = float(value)
+    return params
+
+
+def _parse_op(origin: str, where: str, raw: object, params: dict[str, float]) -> Operation:
+    if not isinstance(raw, dict):
+        raise ProfileError(f"{origin}: {where} must be a table")
+    _reject_unknown(origin, where, raw, _OP_KEYS)
+    for key in _OP_REQUIRED:
+        if key not in raw:
+            raise ProfileError(f"{origin}: {where} is missing {key!r}")
+    if raw["initiator"] not in INITIATORS:
+        raise ProfileError(
+            f"{origin}: {where}.initiator = {raw['initiator']!r}; allowed: {', '.join(INITIATORS)}"
+        )
+    for key in ("size", "every", "counted"):
+        if key in raw:
+            _check_expression(origin, f"{where}.{key}", raw[key], params)
+    offset = raw.get("offset", 0)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ProfileError(f"{origin}: {where}.offset = {offset!r}; use a whole number >= 0")
+    return Operation(
+        what=str(raw["what"]),
+        initiator=raw["initiator"],
+        size=str(raw["size"]),
+        every=str(raw["every"]),
+        counted=str(raw.get("counted", "")),
+        offset=offset,
+        addr64=raw.get("addr64"),
+        source=str(raw.get("source", "")),
+    )
+
+
+def _check_expression(origin: str, where: str, expr: object, params: dict[str, float]) -> None:
+    if isinstance(expr, bool) or not isinstance(expr, int | float | str):
+        raise ProfileError(f"{origin}: {where} = {expr!r}; use a number or names joined by '*'")
+    names = {**params, **dict.fromkeys(BUILTIN_NAMES, 1.0)}
+    for factor in str(expr).split("*"):
+        if _factor_value(factor, names) is None:
+            raise ProfileError(
+                f"{origin}: {where} = {expr!r}: {factor.strip()!r} is neither a positive number, "
+                f"a name ({', '.join(names)}) nor cl(name)"
+            )
+
+
+def _factor_value(factor: str, names: dict) -> float | NDArray[np.float64] | None:
+    """Value of one factor: a positive number, a name, or cl(x) = x in whole cache lines."""
+    token = factor.strip()
+    if token.startswith("cl(") and token.endswith(")"):
+        inner = _factor_value(token[3:-1], names)
+        return (
+            None if inner is None else -(-np.asarray(inner) // CACHE_LINE_BYTES) * CACHE_LINE_BYTES
+        )
+    if token in names:
+        return names[token]
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def evaluate_expression(
+    expr: str, params: dict[str, float], pkt: NDArray[np.int64], frame: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Value of a validated size/frequency expression for each packet size."""
+    names = {**params, "pkt": pkt, "frame": frame}
+    value: NDArray[np.float64] = np.ones(pkt.shape)
+    for factor in expr.split("*"):
+        value = value * _factor_value(factor, names)
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Pricing
+
+
+def operation_cost(
+    link: Link,
+    initiator: Initiator,
+    size: NDArray[np.int64],
+    offset: int = 0,
+    addr64: bool | None = None,
+) -> tuple[TransferCost, bool]:
+    """TLP cost of one occurrence, and whether the device initiates it (out = up).
+
+    Address width when `addr64` is None: DMA follows the link setting (host buffers may lie
+    anywhere); MMIO targets a non-prefetchable register BAR, which a bridge can only map below
+    4 GiB, and requesters must use the 3 DW format below 4 GiB (PCIe Base 6.0 §2.2.4.1,
+    §7.5.1.3.8); MSI/MSI-X writes go to 0xFEEx_xxxx (Intel SDM Vol. 3 §11.11.1), also 3 DW.
+    """
+    device_side = initiator in ("dma_read", "dma_write", "interrupt")
+    if addr64 is None:
+        addr64 = link.addr64 if initiator in ("dma_read", "dma_write") else False
+    if initiator in ("dma_read", "host_mmio_read"):
+        return read_cost(link, size, offset, addr64=addr64), device_side
+    return write_cost(link, size, offset, addr64=addr64), device_side
+
+
+@dataclass(frozen=True)
+class OpShare:
+    """Per-packet cost of one profile operation (arrays over the evaluated sizes)."""
+
+    path: str
+    op: Operation
+    per_packet: NDArray[np.float64]
+    up_bytes: NDArray[np.float64]
+    down_bytes: NDArray[np.float64]
+    up_tlps: NDArray[np.float64]
+    down_tlps: NDArray[np.float64]
+    data_bytes: NDArray[np.float64]
+    counted_bytes: NDArray[np.float64]
+
+
+def price_operations(
+    link: Link, profile: NicProfile, frames: NDArray[np.int64], paths: tuple[str, ...] = PATHS
+) -> list[OpShare]:
+    """Per-packet wire bytes and TLPs of every operation for each frame size."""
+    pkt = dma_bytes(frames)
+    shares = []
+    for path, op in profile.operations(paths):
+        size = evaluate_expression(op.size, profile.params, pkt, frames)
+        if np.any(size != np.round(size)) or np.any(size < 1):
+            raise ProfileError(
+                f"{profile.path}: {path} op {op.what!r} size {op.size!r} "
+                f"gives {size[(size != np.round(size)) | (size < 1)][0]} bytes; "
+                "sizes must be whole bytes >= 1"
+            )
+        per_packet = 1 / evaluate_expression(op.every, profile.params, pkt, frames)
+        counted = (
+            evaluate_expression(op.counted, profile.params, pkt, frames) if op.counted else size
+        )
+        cost, device_side = operation_cost(
+            link, op.initiator, size.astype(np.int64), op.offset, op.addr64
+        )
+        up, down = (
+            (cost.wire_out, cost.wire_back) if device_side else (cost.wire_back, cost.wire_out)
+        )
+        up_t, down_t = (
+            (cost.tlps_out, cost.tlps_back) if device_side else (cost.tlps_back, cost.tlps_out)
+        )
+        shares.append(
+            OpShare(
+                path,
+                op,
+                per_packet,
+                up * per_packet,
+                down * per_packet,
+                up_t * per_packet,
+                down_t * per_packet,
+                size * per_packet,
+                counted * per_packet,
+            )
+        )
+    return shares
+
+
+@dataclass(frozen=True)
+class NicResult:
+    """What a NIC/driver model achieves on a link and Ethernet port, one row per mix.
+
+    Costs are priced once per distinct frame size (`sizes`) and averaged per packet through
+    `weights` (rows: mixes, columns: sizes), so a mix costs the mean of its packets' costs,
+    never the cost of its mean size.
+    """
+
+    label: list[str]
+    sizes: NDArray[np.int64]
+    weights: NDArray[np.float64]
+    shares: list[OpShare] = field(repr=False)
+    line_pps: NDArray[np.float64]
+    capacity_bytes_per_s: float
+
+    def per_packet(self, per_size: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Mean per packet of each mix, for a quantity given per distinct size."""
+        return self.weights @ per_size
+
+    @property
+    def mean_frame_bytes(self) -> NDArray[np.float64]:
+        """Mean frame size of each mix."""
+        return self.per_packet(self.sizes.astype(np.float64))
+
+    @property
+    def up_bytes_per_pkt(self) -> NDArray[np.float64]:
+        """PCIe wire bytes device to host per packet."""
+        return self.per_packet(sum(s.up_bytes for s in self.shares))
+
+    @property
+    def down_bytes_per_pkt(self) -> NDArray[np.float64]:
+        """PCIe wire bytes host to device per packet."""
+        return self.per_packet(sum(s.down_bytes for s in self.shares))
+
+    @property
+    def up_tlps_per_pkt(self) -> NDArray[np.float64]:
+        """TLPs device to host per packet."""
+        return self.per_packet(sum(s.up_tlps for s in self.shares))
+
+    @property
+    def down_tlps_per_pkt(self) -> NDArray[np.float64]:
+        """TLPs host to device per packet."""
+        return self.per_packet(sum(s.down_tlps for s in self.shares))
+
+    @property
+    def pcie_max_pps(self) -> NDArray[np.float64]:
+        """Highest packet rate the link sustains: the busier direction binds."""
+        busiest = np.maximum(self.up_bytes_per_pkt, self.down_bytes_per_pkt)
+        return self.capacity_bytes_per_s / busiest
+
+    @property
+    def max_pps(self) -> NDArray[np.float64]:
+        """Packets per second actually reachable: the lower of PCIe and Ethernet."""
+        return np.minimum(self.pcie_max_pps, self.line_pps)
+
+    @property
+    def achievable_gbps(self) -> NDArray[np.float64]:
+        """Frame throughput (Gb/s, per direction) at `max_pps`."""
+        return self.max_pps * self.mean_frame_bytes * 8 / 1e9
+
+    @property
+    def line_rate_gbps(self) -> NDArray[np.float64]:
+        """Frame throughput (Gb/s) at Ethernet line rate for this size or mix."""
+        return self.line_pps * self.mean_frame_bytes * 8 / 1e9
+
+    @property
+    def pcie_up_gbps(self) -> NDArray[np.float64]:
+        """PCIe wire bandwidth used device to host at `max_pps`, in Gb/s."""
+        return self.max_pps * self.up_bytes_per_pkt * 8 / 1e9
+
+    @property
+    def pcie_down_gbps(self) -> NDArray[np.float64]:
+        """PCIe wire bandwidth used host to device at `max_pps`, in Gb/s."""
+        return self.max_pps * self.down_bytes_per_pkt * 8 / 1e9
+
+    @property
+    def bottleneck(self) -> NDArray[np.str_]:
+        """`ethernet`, `pcie_up` or `pcie_down`; Ethernet wins ties, so a link that just
+        keeps up is not blamed."""
+        up, down = self.up_bytes_per_pkt, self.down_bytes_per_pkt
+        pcie_side = np.where(up >= down, "pcie_up", "pcie_down")
+        return np.where(self.line_pps <= self.pcie_max_pps * (1 + 1e-12), "ethernet", pcie_side)
+
+
+def evaluate(
+    profile: NicProfile,
+    link: Link,
+    eth: Ethernet,
+    mixes: list[PacketMix],
+    paths: tuple[str, ...] = PATHS,
+) -> NicResult:
+    """Price `profile` for each packet mix (a fixed size is a mix of one)."""
+    for p in paths:
+        require_choice("path", p, PATHS)
+    if not mixes:
+        raise UsageError("no packet sizes given; pass at least one size or mix")
+    sizes = np.unique(np.concatenate([m.sizes for m in mixes]))
+    weights = np.zeros((len(mixes), sizes.size))
+    for row, mix in enumerate(mixes):
+        np.add.at(weights[row], np.searchsorted(sizes, mix.sizes), mix.weights)
+    # Mean packet rate of a mix at line rate: one over the mean time per packet on the wire.
+    line_pps = eth.rate_gbps * 1e9 / (8 * (weights @ eth.wire_bytes(sizes)))
+    return NicResult(
+        label=[m.name for m in mixes],
+        sizes=sizes,
+        weights=weights,
+        shares=price_operations(link, profile, sizes, paths),
+        line_pps=line_pps,
+        capacity_bytes_per_s=link.tlp_bytes_per_s,
+    )
+
+
+def fixed_sizes(frames: NDArray[np.int64]) -> list[PacketMix]:
+    """One single-size mix per frame size."""
+    return [PacketMix.fixed(int(f)) for f in frames]
+
+
+def crossover_frame(
+    profile: NicProfile, link: Link, eth: Ethernet, frames: NDArray[np.int64]
+) -> int | None:
+    """Smallest frame size from which the NIC keeps up with line rate at every larger size."""
+    ok = evaluate(profile, link, eth, fixed_sizes(frames)).bottleneck == "ethernet"
+    if not ok[-1]:
+        return None
+    failing = np.flatnonzero(~ok)
+    return int(frames[0] if failing.size == 0 else frames[failing[-1] + 1])

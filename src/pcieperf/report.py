@@ -1,0 +1,229 @@
+"""The default report: figures (PNG + SVG), their data (CSV) and one self-contained index.html.
+
+Figures: the paper's Figure 1 (effective PCIe bandwidth and three NIC models against Ethernet),
+DMA read/write/rw effective bandwidth across generations and widths, and the DPDK forwarding
+estimate versus packet rate.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+from tqdm import tqdm
+
+from pcieperf import dpdk, nic, tlp
+from pcieperf.ethernet import Ethernet
+from pcieperf.link import Link
+
+FIG1_PROFILES = (
+    ("simple", "Simple NIC"),
+    ("kernel", "Modern NIC (kernel driver)"),
+    ("dpdk", "Modern NIC (DPDK driver)"),
+)
+DMA_LINKS = ((3, 8), (3, 16), (4, 8), (4, 16), (5, 8), (5, 16))
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """What the report evaluates; the defaults are the paper's Gen3 x8 with 40 GbE."""
+
+    link: Link = field(default_factory=Link)
+    eth_gbps: float = 40
+    frame_sizes: tuple[int, int] = (64, 1500)
+    dma_sizes: tuple[int, int] = (64, 2048)
+    max_mpps: float = 15.0
+
+
+@dataclass
+class Figure:
+    """One written figure: its files and the facts worth quoting beside it."""
+
+    slug: str
+    title: str
+    caption: str
+    facts: list[str]
+
+
+def _save(fig: plt.Figure, out: Path, slug: str) -> None:
+    for ext in ("png", "svg"):
+        fig.savefig(
+            out / f"{slug}.{ext}", dpi=120, metadata={"Date": None} if ext == "svg" else None
+        )
+    plt.close(fig)
+
+
+def _write_csv(path: Path, header: Sequence[str], columns: Sequence[np.ndarray]) -> None:
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(zip(*(np.asarray(c).tolist() for c in columns), strict=True))
+
+
+def figure_paper_fig1(cfg: ReportConfig, out: Path) -> Figure:
+    """Paper Figure 1: effective PCIe bandwidth and NIC models vs frame size."""
+    frames = np.arange(cfg.frame_sizes[0], cfg.frame_sizes[1] + 1)
+    eth = Ethernet(cfg.eth_gbps)
+    link = cfg.link
+    effective = tlp.effective_gbps(link, "read", frames - 4)
+    line = eth.frame_gbps(frames)
+    curves, facts = {}, []
+    for name, label in FIG1_PROFILES:
+        profile = nic.load_profile(name)
+        result = nic.evaluate(profile, link, eth, nic.fixed_sizes(frames))
+        curves[label] = result.achievable_gbps
+        cross = nic.crossover_frame(profile, link, eth, frames)
+        facts.append(
+            f"{label}: line rate from {cross} B frames"
+            if cross
+            else f"{label}: never reaches line rate up to {frames[-1]} B"
+        )
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    ax.plot(frames, effective, label="Effective PCIe BW (DMA read)", color="black")
+    ax.plot(frames, line, label=f"{cfg.eth_gbps:g}G Ethernet", color="grey", linestyle="--")
+    for label, values in curves.items():
+        ax.plot(frames, values, label=label)
+    ax.set(
+        xlabel="Frame size (bytes)",
+        ylabel="Bandwidth (Gb/s)",
+        title=f"PCIe Gen{link.gen} x{link.lanes}, MPS {link.mps}, MRRS {link.mrrs}",
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    _save(fig, out, "fig1_nic_models")
+    _write_csv(
+        out / "fig1_nic_models.csv",
+        ["frame_bytes", "effective_pcie_gbps", "ethernet_gbps", *curves],
+        [frames, effective, line, *curves.values()],
+    )
+    return Figure(
+        "fig1_nic_models",
+        "Effective PCIe bandwidth and NIC models (paper Figure 1)",
+        "Per-direction throughput of each NIC/driver model on a full-duplex port "
+        "(receive and transmit at once), against the Ethernet frame throughput.",
+        facts,
+    )
+
+
+def figure_dma(cfg: ReportConfig, out: Path) -> Figure:
+    """Effective DMA bandwidth for read, write and rw across generations and widths."""
+    sizes = np.arange(cfg.dma_sizes[0], cfg.dma_sizes[1] + 1)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.5), sharey=True)
+    header, columns, facts = ["size_bytes"], [sizes], []
+    for ax, op in zip(axes, tlp.OPS, strict=True):
+        for gen, lanes in DMA_LINKS:
+            link = replace(cfg.link, gen=gen, lanes=lanes)
+            eff = tlp.effective_gbps(link, op, sizes)
+            ax.plot(sizes, eff, label=f"Gen{gen} x{lanes}", linewidth=1)
+            header.append(f"{op}_gen{gen}_x{lanes}_gbps")
+            columns.append(eff)
+        ax.set(title=f"DMA {op}", xlabel="Transfer size (bytes)", yscale="log")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel("Effective bandwidth (Gb/s)")
+    axes[-1].legend(fontsize=8)
+    _save(fig, out, "dma_effective")
+    _write_csv(out / "dma_effective.csv", header, columns)
+    for op in tlp.OPS:
+        at = tlp.effective_gbps(cfg.link, op, [64, 256, 1500])
+        facts.append(
+            f"Gen{cfg.link.gen} x{cfg.link.lanes} {op}: "
+            + ", ".join(f"{s} B {v:.1f} Gb/s" for s, v in zip((64, 256, 1500), at, strict=True))
+        )
+    return Figure(
+        "dma_effective",
+        "Effective DMA bandwidth by generation and width",
+        f"MPS {cfg.link.mps}, MRRS {cfg.link.mrrs}, RCB {cfg.link.rcb} "
+        f"({cfg.link.completion_policy} completions), aligned buffers. rw is the "
+        "bandwidth of each direction while reads and writes run at once.",
+        facts,
+    )
+
+
+def figure_dpdk(cfg: ReportConfig, out: Path) -> Figure:
+    """The DPDK forwarding estimate versus packet rate."""
+    pps = np.linspace(0, cfg.max_mpps * 1e6, 151)
+    fwd = dpdk.ForwardingConfig()
+    est = dpdk.estimate(fwd, cfg.link, pps)
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    columns = {f"{m}_gbps": est.metric_gbps(m) for m in dpdk.METRICS}
+    columns["pcie_up_wire_gbps"] = est.wire_up_gbps
+    columns["pcie_down_wire_gbps"] = est.wire_down_gbps
+    for name, values in columns.items():
+        style = ":" if "wire" in name else "-"
+        ax.plot(pps / 1e6, values, style, label=name.removesuffix("_gbps").replace("_", " "))
+    ax.axhline(cfg.link.tlp_gbps, color="black", linewidth=0.8, label="link capacity (TLPs)")
+    ax.set(
+        xlabel="Packet rate (Mpps)",
+        ylabel="Bandwidth (Gb/s)",
+        title=f"DPDK forwarding, {fwd.pkt_bytes} B packets, batch {fwd.batch:g}",
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    _save(fig, out, "dpdk_forwarding")
+    _write_csv(out / "dpdk_forwarding.csv", ["pps", *columns], [pps, *columns.values()])
+    at10 = dpdk.estimate(fwd, cfg.link, 10e6)
+    facts = [
+        "at 10 Mpps: "
+        + ", ".join(f"{m} {float(at10.metric_gbps(m)):.2f} Gb/s" for m in dpdk.METRICS),
+        f"the link carries at most {est.max_pps / 1e6:.1f} Mpps of this forwarding",
+    ]
+    return Figure(
+        "dpdk_forwarding",
+        "DPDK forwarding estimate (VTune recipe)",
+        "Counted data bandwidth per metric (solid) and PCIe wire bandwidth per "
+        "direction (dotted); Rx descriptor 32 B, Tx descriptor 16 B, RS threshold 32, "
+        "Rx free threshold 32.",
+        facts,
+    )
+
+
+FIGURES: tuple[Callable[[ReportConfig, Path], Figure], ...] = (
+    figure_paper_fig1,
+    figure_dma,
+    figure_dpdk,
+)
+
+
+def _html(cfg: ReportConfig, figures: list[Figure], out: Path) -> str:
+    link = cfg.link
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>pcieperf report</title>",
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "figure{margin:1em 0}svg{max-width:100%;height:auto}"
+        "figcaption{color:#444}</style></head><body>",
+        "<h1>pcieperf report</h1>",
+        f"<p>PCIe Gen{link.gen} x{link.lanes}: raw {link.raw_gbps:.2f} Gb/s, after encoding "
+        f"{link.encoded_gbps:.2f} Gb/s, usable by TLPs {link.tlp_gbps:.2f} Gb/s per direction; "
+        f"MPS {link.mps}, MRRS {link.mrrs}, RCB {link.rcb}; {cfg.eth_gbps:g} GbE.</p>",
+    ]
+    for fig in figures:
+        svg = (out / f"{fig.slug}.svg").read_text(encoding="utf-8")
+        svg = svg[svg.index("<svg") :]
+        facts = "".join(f"<li>{html.escape(f)}</li>" for f in fig.facts)
+        parts.append(
+            f"<h2>{html.escape(fig.title)}</h2><figure>{svg}<figcaption>"
+            f"{html.escape(fig.caption)} Data: <a href='{fig.slug}.csv'>{fig.slug}.csv</a>"
+            f"</figcaption></figure><ul>{facts}</ul>"
+        )
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(cfg: ReportConfig, out: Path, progress: bool = True) -> Path:
+    """Write every figure, its CSV and index.html into `out`; returns the index path."""
+    out.mkdir(parents=True, exist_ok=True)
+    plt.rcParams["svg.hashsalt"] = "pcieperf"  # stable SVG ids across runs
+    figures = [
+        make(cfg, out) for make in tqdm(FIGURES, desc="report", unit="figure", disable=not progress)
+    ]
+    index = out / "index.html"
+    index.write_text(_html(cfg, figures, out), encoding="utf-8")
+    return index

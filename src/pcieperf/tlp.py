@@ -1,0 +1,271 @@
+"""The PCIe cost of one memory write or read, vectorised over transfer sizes and start offsets.
+
+A transfer is split at naturally aligned boundaries (see `rust/core/src/tlp.rs`): memory writes at
+multiples of MPS, read requests at multiples of MRRS, completions at multiples of the RCB or of
+MPS (the completer's policy). All limits are powers of two no larger than 4 KiB, so no TLP
+crosses a 4 KiB boundary (PCIe Base Spec 6.0 §2.2.7) and every TLP but the first is aligned.
+Counts therefore have a closed form: the number of `cut`-sized blocks the range touches.
+
+Directions are named from the initiator: `out` carries its requests, `back` the completions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from pcieperf.errors import UsageError, require_choice
+from pcieperf.link import Link
+
+Op = Literal["read", "write", "rw"]
+OPS: tuple[Op, ...] = ("read", "write", "rw")
+
+COMPLETION_HEADER_BYTES = 12  # §2.2.9.1: completion header is 3 DW
+OHC_BYTES = 4  # §2.2.1.2: Flit Mode Orthogonal Header Content, 1 DW each
+DW_BYTES = 4  # §2.2.1: TLP payloads are whole double words, byte enables mark the used bytes
+
+Int = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class TransferCost:
+    """TLP counts and byte breakdown of operations, per direction (arrays of equal shape)."""
+
+    data_out: Int
+    data_back: Int
+    tlps_out: Int
+    tlps_back: Int
+    header_out: Int
+    header_back: Int
+    framing_out: Int
+    framing_back: Int
+    padding_out: Int
+    padding_back: Int
+
+    @property
+    def wire_out(self) -> Int:
+        """Bytes on the link towards the target: data + headers + framing + DW padding."""
+        return self.data_out + self.header_out + self.framing_out + self.padding_out
+
+    @property
+    def wire_back(self) -> Int:
+        """Bytes on the link back towards the initiator."""
+        return self.data_back + self.header_back + self.framing_back + self.padding_back
+
+    def __add__(self, other: TransferCost) -> TransferCost:
+        """Cost of doing both operations."""
+        return TransferCost(*(getattr(self, f) + getattr(other, f) for f in _FIELDS))
+
+    def scaled(self, factor: ArrayLike) -> TransferCost:
+        """Cost per packet of an operation that happens `factor` times per packet."""
+        return TransferCost(*(getattr(self, f) * np.asarray(factor) for f in _FIELDS))
+
+
+_FIELDS = tuple(TransferCost.__dataclass_fields__)
+
+
+def _as_int_array(name: str, values: ArrayLike, minimum: int) -> Int:
+    """Validate and convert sizes/offsets to int64, naming the first bad value."""
+    arr = np.asarray(values)
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
+        raise UsageError(f"{name} must be whole bytes, got {arr[~(arr == np.floor(arr))][:1]}")
+    arr = arr.astype(np.int64)
+    bad = arr < minimum
+    if np.any(bad):
+        raise UsageError(f"{name} {int(arr[bad].flat[0])} is not allowed; use {minimum} or more")
+    return arr
+
+
+def blocks_touched(start: Int, end: Int, cut: int) -> Int:
+    """Number of aligned `cut`-byte blocks that the byte range [start, end) touches."""
+    return -(-end // cut) - start // cut
+
+
+def _dw_padding(start: Int, end: Int) -> Int:
+    """Bytes added to round the range out to whole double words at both ends."""
+    return DW_BYTES * blocks_touched(start, end, DW_BYTES) - (end - start)
+
+
+def _zeros_like(a: Int) -> Int:
+    return np.zeros_like(a)
+
+
+def write_cost(
+    link: Link, sizes: ArrayLike, offsets: ArrayLike = 0, *, addr64: bool | None = None
+) -> TransferCost:
+    """Posted memory writes (MWr) of `sizes` bytes starting at address offset `offsets`."""
+    size = _as_int_array("size", sizes, 1)
+    start = _as_int_array("offset", offsets, 0)
+    start, size = np.broadcast_arrays(start, size)
+    end = start + size
+    tlps = blocks_touched(start, end, link.mps)
+    header = tlps * _request_header(link, addr64) + _request_ohc(link, start, end, tlps)
+    zero = _zeros_like(size)
+    return TransferCost(
+        data_out=size,
+        data_back=zero,
+        tlps_out=tlps,
+        tlps_back=zero,
+        header_out=header,
+        header_back=zero,
+        framing_out=tlps * link.tlp_overhead_bytes,
+        framing_back=zero,
+        padding_out=_dw_padding(start, end),
+        padding_back=zero,
+    )
+
+
+def read_cost(
+    link: Link, sizes: ArrayLike, offsets: ArrayLike = 0, *, addr64: bool | None = None
+) -> TransferCost:
+    """Non-posted memory reads: MRd requests out, completions with data (CplD) back."""
+    size = _as_int_array("size", sizes, 1)
+    start = _as_int_array("offset", offsets, 0)
+    start, size = np.broadcast_arrays(start, size)
+    end = start + size
+    requests = blocks_touched(start, end, link.mrrs)
+    completions = blocks_touched(start, end, completion_cut(link))
+    zero = _zeros_like(size)
+    return TransferCost(
+        data_out=zero,
+        data_back=size,
+        tlps_out=requests,
+        tlps_back=completions,
+        header_out=requests * _request_header(link, addr64)
+        + _request_ohc(link, start, end, requests),
+        header_back=completions * COMPLETION_HEADER_BYTES + _completion_ohc(link, start),
+        framing_out=requests * link.tlp_overhead_bytes,
+        framing_back=completions * link.tlp_overhead_bytes,
+        padding_out=zero,
+        padding_back=_dw_padding(start, end),
+    )
+
+
+def completion_cut(link: Link) -> int:
+    """Granularity at which the completer cuts read data into CplD TLPs.
+
+    `rcb`: one completion per RCB-aligned block (seen on Intel root complexes, 64 B);
+    `mps`: completions as large as MPS allows, ending on MPS-aligned addresses. Either way a
+    completion never spans a request boundary, which falls on a multiple of MRRS.
+    """
+    policy_cut = link.rcb if link.completion_policy == "rcb" else link.mps
+    return min(policy_cut, link.mrrs)
+
+
+def _request_ohc(link: Link, start: Int, end: Int, tlps: Int) -> Int:
+    """Flit Mode: +1 DW OHC-A1 on each request whose byte enables are not the implied full
+    ones, i.e. the TLPs holding an unaligned first or last byte (§2.2.5.2)."""
+    if not link.flit_mode:
+        return np.zeros_like(tlps)
+    head, tail = start % DW_BYTES != 0, end % DW_BYTES != 0
+    partial = head.astype(np.int64) + tail - (head & tail & (tlps == 1))
+    return OHC_BYTES * partial
+
+
+def _completion_ohc(link: Link, start: Int) -> Int:
+    """Flit Mode: +1 DW OHC-A5 on the completion whose Lower Address[1:0] is not 00b (§2.2.9.2)."""
+    if not link.flit_mode:
+        return np.zeros_like(start)
+    return OHC_BYTES * (start % DW_BYTES != 0)
+
+
+def _request_header(link: Link, addr64: bool | None) -> int:
+    wide = link.addr64 if addr64 is None else addr64
+    return 16 if wide else 12  # §2.2.4.1: 4 DW header for 64-bit, 3 DW for 32-bit addresses
+
+
+def device_dma_cost(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> TransferCost:
+    """Cost of a device-initiated DMA `read`, `write` or simultaneous `rw` of each size."""
+    require_choice("operation", op, OPS)
+    if op == "write":
+        return write_cost(link, sizes, offsets)
+    if op == "read":
+        return read_cost(link, sizes, offsets)
+    return write_cost(link, sizes, offsets) + read_cost(link, sizes, offsets)
+
+
+def transfers_per_second(link: Link, cost: TransferCost) -> NDArray[np.float64]:
+    """Highest rate at which the link carries the operation: the busier direction binds."""
+    capacity = link.tlp_bytes_per_s
+    busiest = np.maximum(cost.wire_out, cost.wire_back)
+    return capacity / busiest
+
+
+def effective_gbps(
+    link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0
+) -> NDArray[np.float64]:
+    """Data bandwidth (Gb/s) of a stream of DMAs; for `rw`, of each direction's data."""
+    cost = device_dma_cost(link, op, sizes, offsets)
+    size = np.asarray(sizes, dtype=np.float64)
+    return size * 8 * transfers_per_second(link, cost) / 1e9
+
+
+@dataclass(frozen=True)
+class TlpList:
+    """Every TLP of one operation, in issue order (parallel arrays)."""
+
+    kind: list[str]
+    direction: list[str]
+    addr: NDArray[np.uint64]
+    data_bytes: NDArray[np.int64]
+    wire_bytes: NDArray[np.int64]
+
+
+def list_device_tlps(link: Link, op: Op, size: int, offset: int = 0) -> TlpList:
+    """Enumerate the TLPs of one device DMA, walking the transfer in the Rust core.
+
+    This is an independent path to the closed forms above (tests check that they agree), and
+    shows a user exactly how a transfer is cut.
+    """
+    require_choice("operation", op, OPS)
+    parts: list[TlpList] = []
+    if op in ("write", "rw"):
+        header = _request_header(link, None) + link.tlp_overhead_bytes
+        parts.append(_pieces(link, "MWr", "up", offset, size, link.mps, header))
+    if op in ("read", "rw"):
+        header = _request_header(link, None) + link.tlp_overhead_bytes
+        parts.append(_pieces(link, "MRd", "up", offset, size, link.mrrs, header))
+        cpl_header = COMPLETION_HEADER_BYTES + link.tlp_overhead_bytes
+        parts.append(_pieces(link, "CplD", "down", offset, size, completion_cut(link), cpl_header))
+    return TlpList(
+        kind=[k for p in parts for k in p.kind],
+        direction=[d for p in parts for d in p.direction],
+        addr=np.concatenate([p.addr for p in parts]),
+        data_bytes=np.concatenate([p.data_bytes for p in parts]),
+        wire_bytes=np.concatenate([p.wire_bytes for p in parts]),
+    )
+
+
+def _pieces(
+    link: Link, kind: str, direction: str, offset: int, size: int, cut: int, per_tlp_bytes: int
+) -> TlpList:
+    """Split one range at `cut` in the Rust core and price each piece on its own."""
+    from pcieperf._native import core
+
+    size_arr = _as_int_array("size", [size], 1).astype(np.uint64)
+    start_arr = _as_int_array("offset", [offset], 0).astype(np.uint64)
+    _, addr, length = core().split_aligned(start_arr, size_arr, cut)
+    start = addr.astype(np.int64)
+    end = start + length.astype(np.int64)
+    unaligned_start, unaligned_end = start % DW_BYTES != 0, end % DW_BYTES != 0
+    if kind == "MRd":
+        data, payload = np.zeros_like(start), np.zeros_like(start)
+    else:
+        data = end - start
+        payload = DW_BYTES * blocks_touched(start, end, DW_BYTES)
+    if not link.flit_mode:
+        ohc = np.zeros_like(start)
+    elif kind == "CplD":
+        ohc = OHC_BYTES * unaligned_start
+    else:
+        ohc = OHC_BYTES * (unaligned_start | unaligned_end)
+    return TlpList(
+        kind=[kind] * len(addr),
+        direction=[direction] * len(addr),
+        addr=addr,
+        data_bytes=data,
+        wire_bytes=payload + per_tlp_bytes + ohc,
+    )

@@ -1,0 +1,60 @@
+"""Parsing of the quantities users type: rates with SI suffixes, size lists, batch histograms."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from pcieperf.errors import UsageError
+
+_SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmg]?)\s*(pps|p/s)?\s*$", re.I)
+
+
+def parse_rate(text: str, what: str = "packet rate") -> float:
+    """Parse `10e6`, `10M`, `14.88Mpps` or `500k` into a number per second (>= 0)."""
+    match = _RATE.match(str(text))
+    if not match:
+        raise UsageError(
+            f"{what} {text!r} is not understood; write e.g. 10e6, 10M, 14.88Mpps or 500k"
+        )
+    value = float(match.group(1)) * _SI[match.group(2).lower()]
+    if not math.isfinite(value):
+        raise UsageError(f"{what} {text!r} is not a finite number")
+    return value
+
+
+def parse_int_list(text: str, what: str) -> list[int]:
+    """Parse a comma-separated list of whole numbers such as `64,128,1500`."""
+    values = []
+    for token in str(text).split(","):
+        try:
+            values.append(int(token.strip()))
+        except ValueError:
+            raise UsageError(
+                f"{what} {token.strip()!r} in {text!r} is not a whole number; "
+                "write a comma-separated list like 64,128,1500"
+            ) from None
+    return values
+
+
+def parse_batch_histogram(text: str) -> dict[int, float]:
+    """Parse an Rx batch histogram `batch:calls,batch:calls` (e.g. `0:1000,4:5000,8:200`)."""
+    hist: dict[int, float] = {}
+    for entry in str(text).split(","):
+        batch_text, sep, calls_text = entry.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            batch, calls = int(batch_text), float(calls_text)
+            if batch < 0 or calls < 0 or not math.isfinite(calls):
+                raise ValueError
+        except ValueError:
+            raise UsageError(
+                f"batch histogram entry {entry.strip()!r} in {text!r} is malformed; use "
+                "batch:calls pairs with batch >= 0 and calls >= 0, e.g. 0:1000,4:5000,8:200"
+            ) from None
+        if batch in hist:
+            raise UsageError(f"batch size {batch} appears twice in the histogram {text!r}")
+        hist[batch] = calls
+    return hist
