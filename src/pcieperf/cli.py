@@ -267,8 +267,8 @@ def cmd_nic(args: argparse.Namespace) -> None:
                     "path": s.path,
                     "what": s.op.what,
                     "initiator": s.op.initiator,
-                    "up_bytes_per_pkt": float(result.weights[i] @ s.up_bytes),
-                    "down_bytes_per_pkt": float(result.weights[i] @ s.down_bytes),
+                    "up_bytes_per_pkt": float(result.per_packet(s.up_bytes)[i]),
+                    "down_bytes_per_pkt": float(result.per_packet(s.down_bytes)[i]),
                 }
                 for s in result.shares
             ]

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from pcieperf.errors import ProfileError, UsageError, require_choice
-from pcieperf.ethernet import Ethernet, PacketMix, dma_bytes
+from pcieperf.ethernet import Ethernet, PacketMix, check_frame_sizes, dma_bytes
 from pcieperf.link import Link
 from pcieperf.tlp import TransferCost, read_cost, write_cost
 
@@ -319,21 +319,31 @@ def price_operations(
 class NicResult:
     """What a NIC/driver model achieves on a link and Ethernet port, one row per mix.
 
-    Costs are priced once per distinct frame size (`sizes`) and averaged per packet through
-    `weights` (rows: mixes, columns: sizes), so a mix costs the mean of its packets' costs,
-    never the cost of its mean size.
+    Costs are priced once per distinct frame size (`sizes`) and averaged per packet through a
+    sparse weight list (entry k: mix `mix_of[k]` has a share `weight[k]` of size
+    `size_of[k]`), so a mix costs the mean of its packets' costs, never the cost of its mean
+    size, and thousands of fixed sizes stay cheap.
     """
 
     label: list[str]
     sizes: NDArray[np.int64]
-    weights: NDArray[np.float64]
+    mix_of: NDArray[np.int64]
+    size_of: NDArray[np.int64]
+    weight: NDArray[np.float64]
     shares: list[OpShare] = field(repr=False)
-    line_pps: NDArray[np.float64]
     capacity_bytes_per_s: float
+    eth: Ethernet
 
     def per_packet(self, per_size: NDArray[np.float64]) -> NDArray[np.float64]:
         """Mean per packet of each mix, for a quantity given per distinct size."""
-        return self.weights @ per_size
+        values = np.asarray(per_size, dtype=np.float64)[self.size_of] * self.weight
+        return np.bincount(self.mix_of, weights=values, minlength=len(self.label))
+
+    @property
+    def line_pps(self) -> NDArray[np.float64]:
+        """Line-rate packet rate of each mix: one over the mean wire time per packet."""
+        mean_wire = self.per_packet(self.eth.wire_bytes(self.sizes).astype(np.float64))
+        return self.eth.rate_gbps * 1e9 / (8 * mean_wire)
 
     @property
     def mean_frame_bytes(self) -> NDArray[np.float64]:
@@ -408,36 +418,72 @@ def evaluate(
     paths: tuple[str, ...] = PATHS,
 ) -> NicResult:
     """Price `profile` for each packet mix (a fixed size is a mix of one)."""
-    for p in paths:
-        require_choice("path", p, PATHS)
     if not mixes:
         raise UsageError("no packet sizes given; pass at least one size or mix")
-    sizes = np.unique(np.concatenate([m.sizes for m in mixes]))
-    weights = np.zeros((len(mixes), sizes.size))
-    for row, mix in enumerate(mixes):
-        np.add.at(weights[row], np.searchsorted(sizes, mix.sizes), mix.weights)
-    # Mean packet rate of a mix at line rate: one over the mean time per packet on the wire.
-    line_pps = eth.rate_gbps * 1e9 / (8 * (weights @ eth.wire_bytes(sizes)))
-    return NicResult(
+    return _evaluate(
+        profile,
+        link,
+        eth,
+        paths,
         label=[m.name for m in mixes],
-        sizes=sizes,
-        weights=weights,
-        shares=price_operations(link, profile, sizes, paths),
-        line_pps=line_pps,
-        capacity_bytes_per_s=link.tlp_bytes_per_s,
+        mix_of=np.repeat(np.arange(len(mixes)), [m.sizes.size for m in mixes]),
+        frames=np.concatenate([m.sizes for m in mixes]),
+        weight=np.concatenate([m.weights for m in mixes]),
     )
 
 
-def fixed_sizes(frames: NDArray[np.int64]) -> list[PacketMix]:
-    """One single-size mix per frame size."""
-    return [PacketMix.fixed(int(f)) for f in frames]
+def evaluate_sizes(
+    profile: NicProfile,
+    link: Link,
+    eth: Ethernet,
+    frames: ArrayLike,
+    paths: tuple[str, ...] = PATHS,
+) -> NicResult:
+    """Price `profile` for each fixed frame size, vectorised (no per-size objects)."""
+    sizes = check_frame_sizes(frames)
+    return _evaluate(
+        profile,
+        link,
+        eth,
+        paths,
+        label=[str(f) for f in sizes.tolist()],
+        mix_of=np.arange(sizes.size),
+        frames=sizes,
+        weight=np.ones(sizes.size),
+    )
+
+
+def _evaluate(
+    profile: NicProfile,
+    link: Link,
+    eth: Ethernet,
+    paths: tuple[str, ...],
+    *,
+    label: list[str],
+    mix_of: NDArray[np.int64],
+    frames: NDArray[np.int64],
+    weight: NDArray[np.float64],
+) -> NicResult:
+    for p in paths:
+        require_choice("path", p, PATHS)
+    sizes, size_of = np.unique(frames, return_inverse=True)
+    return NicResult(
+        label=label,
+        sizes=sizes,
+        mix_of=mix_of,
+        size_of=size_of,
+        weight=weight,
+        shares=price_operations(link, profile, sizes, paths),
+        capacity_bytes_per_s=link.tlp_bytes_per_s,
+        eth=eth,
+    )
 
 
 def crossover_frame(
     profile: NicProfile, link: Link, eth: Ethernet, frames: NDArray[np.int64]
 ) -> int | None:
     """Smallest frame size from which the NIC keeps up with line rate at every larger size."""
-    ok = evaluate(profile, link, eth, fixed_sizes(frames)).bottleneck == "ethernet"
+    ok = evaluate_sizes(profile, link, eth, frames).bottleneck == "ethernet"
     if not ok[-1]:
         return None
     failing = np.flatnonzero(~ok)

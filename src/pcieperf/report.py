@@ -73,12 +73,12 @@ def figure_paper_fig1(cfg: ReportConfig, out: Path) -> Figure:
     frames = np.arange(cfg.frame_sizes[0], cfg.frame_sizes[1] + 1)
     eth = Ethernet(cfg.eth_gbps)
     link = cfg.link
-    effective = tlp.effective_gbps(link, "read", frames - 4)
+    effective = {op: tlp.effective_gbps(link, op, frames - 4) for op in ("write", "read")}
     line = eth.frame_gbps(frames)
     curves, facts = {}, []
     for name, label in FIG1_PROFILES:
         profile = nic.load_profile(name)
-        result = nic.evaluate(profile, link, eth, nic.fixed_sizes(frames))
+        result = nic.evaluate_sizes(profile, link, eth, frames)
         curves[label] = result.achievable_gbps
         cross = nic.crossover_frame(profile, link, eth, frames)
         facts.append(
@@ -87,7 +87,8 @@ def figure_paper_fig1(cfg: ReportConfig, out: Path) -> Figure:
             else f"{label}: never reaches line rate up to {frames[-1]} B"
         )
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    ax.plot(frames, effective, label="Effective PCIe BW (DMA read)", color="black")
+    for op, style in (("write", "-"), ("read", ":")):
+        ax.plot(frames, effective[op], style, color="black", label=f"Effective PCIe BW ({op})")
     ax.plot(frames, line, label=f"{cfg.eth_gbps:g}G Ethernet", color="grey", linestyle="--")
     for label, values in curves.items():
         ax.plot(frames, values, label=label)
@@ -101,8 +102,8 @@ def figure_paper_fig1(cfg: ReportConfig, out: Path) -> Figure:
     _save(fig, out, "fig1_nic_models")
     _write_csv(
         out / "fig1_nic_models.csv",
-        ["frame_bytes", "effective_pcie_gbps", "ethernet_gbps", *curves],
-        [frames, effective, line, *curves.values()],
+        ["frame_bytes", "effective_write_gbps", "effective_read_gbps", "ethernet_gbps", *curves],
+        [frames, effective["write"], effective["read"], line, *curves.values()],
     )
     return Figure(
         "fig1_nic_models",
@@ -152,11 +153,14 @@ def figure_dpdk(cfg: ReportConfig, out: Path) -> Figure:
     pps = np.linspace(0, cfg.max_mpps * 1e6, 151)
     fwd = dpdk.ForwardingConfig()
     est = dpdk.estimate(fwd, cfg.link, pps)
-    fig, ax = plt.subplots(figsize=(8, 4.8))
+    fig, (ax, ax_out) = plt.subplots(1, 2, figsize=(12, 4.8))
     columns = {f"{m}_gbps": est.metric_gbps(m) for m in dpdk.METRICS}
     columns["pcie_up_wire_gbps"] = est.wire_up_gbps
     columns["pcie_down_wire_gbps"] = est.wire_down_gbps
     for name, values in columns.items():
+        if name.startswith("outbound"):
+            ax_out.plot(pps / 1e6, values * 1e3, label=name.removesuffix("_gbps").replace("_", " "))
+            continue
         style = ":" if "wire" in name else "-"
         ax.plot(pps / 1e6, values, style, label=name.removesuffix("_gbps").replace("_", " "))
     ax.axhline(cfg.link.tlp_gbps, color="black", linewidth=0.8, label="link capacity (TLPs)")
@@ -165,8 +169,10 @@ def figure_dpdk(cfg: ReportConfig, out: Path) -> Figure:
         ylabel="Bandwidth (Gb/s)",
         title=f"DPDK forwarding, {fwd.pkt_bytes} B packets, batch {fwd.batch:g}",
     )
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax_out.set(xlabel="Packet rate (Mpps)", ylabel="Bandwidth (Mb/s)", title="Outbound (MMIO)")
+    for a in (ax, ax_out):
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
     _save(fig, out, "dpdk_forwarding")
     _write_csv(out / "dpdk_forwarding.csv", ["pps", *columns], [pps, *columns.values()])
     at10 = dpdk.estimate(fwd, cfg.link, 10e6)

@@ -1,0 +1,196 @@
+"""The CLI contracts: JSON keys of every subcommand, one-line errors with exit code 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pcieperf.cli import main
+
+
+def run(capsys, *argv):
+    """Run the CLI in-process; argparse's own usage errors arrive as SystemExit."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_link_json_keys(capsys):
+    out = run_json(capsys, "link", "--gen", "3", "--lanes", "8", "--mps", "256")
+    assert out["raw_gbps"] == 64.0
+    assert out["encoded_gbps"] == pytest.approx(63.015, abs=1e-3)
+    assert out["tlp_gbps"] == pytest.approx(62.22, abs=0.01)
+
+
+def test_dma_json_rows(capsys):
+    rows = run_json(
+        capsys, "dma", "--gen", "3", "--lanes", "8", "--op", "read", "--sizes", "64,128,1500"
+    )
+    assert [r["size"] for r in rows] == [64, 128, 1500]
+    assert {"size", "effective_gbps", "tlps_up", "tlps_down", "bytes_up", "bytes_down"} <= set(
+        rows[0]
+    )
+    assert rows[2]["tlps_up"] == 3
+    assert rows[2]["tlps_down"] == 24
+    assert rows[2]["bytes_down"] == 1500 + 24 * 20
+
+
+def test_dma_lists_tlps(capsys):
+    rows = run_json(capsys, "dma", "--op", "write", "--sizes", "300", "--offset", "200", "--tlps")
+    assert [t["data_bytes"] for t in rows[0]["tlps"]] == [56, 244]
+
+
+def test_nic_json_rows(capsys):
+    rows = run_json(
+        capsys,
+        "nic",
+        "--profile",
+        "dpdk",
+        "--gen",
+        "3",
+        "--lanes",
+        "8",
+        "--eth",
+        "40",
+        "--sizes",
+        "64,256,1518,imix",
+    )
+    assert [r["size"] for r in rows] == [64, 256, 1518, "imix"]
+    for key in (
+        "max_pps",
+        "achievable_gbps",
+        "line_rate_gbps",
+        "bottleneck",
+        "pcie_up_gbps",
+        "pcie_down_gbps",
+    ):
+        assert key in rows[0]
+    assert rows[0]["bottleneck"] == "pcie_up"
+    assert rows[2]["bottleneck"] == "ethernet"
+    assert rows[2]["line_rate_gbps"] == pytest.approx(40 * 1518 / 1538)
+
+
+def test_nic_breakdown_sums_to_total(capsys):
+    rows = run_json(capsys, "nic", "--profile", "simple", "--sizes", "64", "--breakdown")
+    assert sum(o["up_bytes_per_pkt"] for o in rows[0]["operations"]) == pytest.approx(
+        rows[0]["up_bytes_per_pkt"]
+    )
+
+
+def test_dpdk_fwd_json(capsys):
+    out = run_json(
+        capsys,
+        "dpdk-fwd",
+        "--pps",
+        "10e6",
+        "--pkt",
+        "64",
+        "--rx-desc",
+        "32",
+        "--tx-desc",
+        "16",
+        "--rs-thresh",
+        "32",
+        "--rx-free-thresh",
+        "32",
+        "--batch",
+        "32",
+    )
+    assert out["inbound_read_gbps"] == pytest.approx(8.96)
+    assert out["inbound_write_gbps"] == pytest.approx(7.72)
+    assert out["outbound_write_gbps"] == pytest.approx(0.02)
+    assert out["outbound_read_gbps"] == 0
+    assert {t["metric"] for t in out["terms"]} == {
+        "inbound_read",
+        "inbound_write",
+        "outbound_write",
+    }
+
+
+@pytest.mark.parametrize("rate", ["10e6", "10M", "10Mpps", "10000k"])
+def test_rate_spellings(capsys, rate):
+    out = run_json(capsys, "dpdk-fwd", "--pps", rate)
+    assert out["pps"] == pytest.approx(10e6)
+
+
+def test_batch_histogram(capsys):
+    out = run_json(capsys, "dpdk-fwd", "--batch-hist", "0:1000,4:5000,8:200")
+    assert out["mean_batch"] == pytest.approx(21600 / 5200)
+
+
+def test_profiles_listing(capsys):
+    names = {p["name"] for p in run_json(capsys, "profiles")}
+    assert {"simple", "kernel", "dpdk", "testpmd-fwd"} <= names
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["link", "--gen", "9"], "generation 9"),
+        (["link", "--lanes", "3"], "lane width 3"),
+        (["link", "--mps", "100"], "MPS 100"),
+        (["dma", "--sizes", "-1"], "size -1"),
+        (["dma", "--sizes", "64,x"], "'x'"),
+        (["nic", "--profile", "nope", "--sizes", "64"], "unknown profile 'nope'"),
+        (["nic", "--sizes", "63"], "frame size 63"),
+        (["dpdk-fwd", "--batch-hist", "4:5000,8"], "'8'"),
+        (["dpdk-fwd", "--pps", "fast"], "'fast'"),
+        (["dpdk-fwd", "--rx-desc", "24"], "Rx descriptor size 24"),
+        (["link", "--gen", "three"], "invalid int value"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(capsys, argv, needle):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert needle in err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_bad_profile_file_is_one_line(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        'name = "x"\nsource = "y"\nspeed = 1\n[[rx]]\nwhat="a"\ninitiator="dma_read"\n'
+        "size=1\nevery=1\n"
+    )
+    code, _, err = run(capsys, "nic", "--profile", str(path), "--sizes", "64")
+    assert code == 2
+    assert "unknown key 'speed'" in err
+    assert err.count("\n") == 1
+
+
+def test_report_writes_files_and_refuses_to_overwrite(tmp_path, capsys):
+    out = tmp_path / "rep"
+    code, _, err = run(capsys, "report", "-o", str(out), "--json")
+    assert code == 0, err
+    names = {p.name for p in out.iterdir()}
+    for slug in ("fig1_nic_models", "dma_effective", "dpdk_forwarding"):
+        assert {f"{slug}.png", f"{slug}.svg", f"{slug}.csv"} <= names
+    html = (out / "index.html").read_text()
+    assert "<svg" in html
+    assert "Simple NIC" in html
+    code, _, err = run(capsys, "report", "-o", str(out))
+    assert code == 2
+    assert "--force" in err
+    assert run(capsys, "report", "-o", str(out), "--force", "--json")[0] == 0
+
+
+def test_console_script_runs():
+    proc = subprocess.run(
+        [sys.executable, "-m", "pcieperf.cli", "link", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(proc.stdout)["tlp_gbps"] > 0
