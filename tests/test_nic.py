@@ -131,3 +131,18 @@ def test_every_builtin_profile_cites_a_source():
         profile = nic.load_profile(name)
         assert profile.source
         assert profile.description
+
+
+def test_mlx5_upstream_bytes_by_hand():
+    # 64 B frame (60 B DMA'd), per packet up: Tx WQE line MRd 24/4, packet MRd 24, Tx CQE
+    # (64+24)/32, Rx WQE line MRd 24/4, packet MWr 60+24, mini-CQE array (64+24)/8, title CQE
+    # (64+24)/64.
+    result = evaluate("mlx5-dpdk", [64])
+    expected = 6 + 24 + 88 / 32 + 6 + 84 + 88 / 8 + 88 / 64
+    assert float(result.up_bytes_per_pkt[0]) == pytest.approx(expected)
+    # Compressed CQEs instead of per-packet descriptor write-backs: line rate from smaller frames.
+    cross = {
+        p: nic.crossover_frame(nic.load_profile(p), GEN3_X8, ETH40, FRAMES)
+        for p in ("mlx5-dpdk", "dpdk")
+    }
+    assert cross["mlx5-dpdk"] < cross["dpdk"]

@@ -187,3 +187,12 @@ def test_spec_ack_table_makes_mps_512_costlier_than_256_on_x8():
     at_512 = float(tlp.effective_gbps(Link(mps=512), "read", 64))
     assert at_512 < at_256
     assert at_512 / at_256 == pytest.approx((1 - 2 / 182) / (1 - 2 / 203))
+
+
+def test_gen3_x8_usable_around_50_gbps_for_typical_sizes():
+    # Paper §2: 62.96 Gb/s at the physical layer, "around 50 Gb/s" after protocol overheads.
+    sizes = np.arange(128, 1501)
+    medians = {op: float(np.median(tlp.effective_gbps(GEN3, op, sizes))) for op in tlp.OPS}
+    assert 45 < medians["read"] < 50
+    assert 45 < medians["rw"] < 50
+    assert 50 < medians["write"] < 57

@@ -235,11 +235,6 @@ class Link:
         return self.tlp_gbps * 1e9 / 8
 
     @property
-    def request_header_bytes(self) -> int:
-        """Memory request header: 3 DW for 32-bit, 4 DW for 64-bit addresses (§2.2.4.1)."""
-        return 16 if self.addr64 else 12
-
-    @property
     def tlp_overhead_bytes(self) -> int:
         """Bytes every TLP adds besides its header and payload: framing/LCRC and optional ECRC."""
         framing = 0 if self.flit_mode else self.generation.tlp_framing_bytes

@@ -59,10 +59,6 @@ class TransferCost:
         """Cost of doing both operations."""
         return TransferCost(*(getattr(self, f) + getattr(other, f) for f in _FIELDS))
 
-    def scaled(self, factor: ArrayLike) -> TransferCost:
-        """Cost per packet of an operation that happens `factor` times per packet."""
-        return TransferCost(*(getattr(self, f) * np.asarray(factor) for f in _FIELDS))
-
 
 _FIELDS = tuple(TransferCost.__dataclass_fields__)
 
@@ -89,10 +85,6 @@ def _dw_padding(start: Int, end: Int) -> Int:
     return DW_BYTES * blocks_touched(start, end, DW_BYTES) - (end - start)
 
 
-def _zeros_like(a: Int) -> Int:
-    return np.zeros_like(a)
-
-
 def write_cost(
     link: Link, sizes: ArrayLike, offsets: ArrayLike = 0, *, addr64: bool | None = None
 ) -> TransferCost:
@@ -103,7 +95,7 @@ def write_cost(
     end = start + size
     tlps = blocks_touched(start, end, link.mps)
     header = tlps * _request_header(link, addr64) + _request_ohc(link, start, end, tlps)
-    zero = _zeros_like(size)
+    zero = np.zeros_like(size)
     return TransferCost(
         data_out=size,
         data_back=zero,
@@ -128,7 +120,7 @@ def read_cost(
     end = start + size
     requests = blocks_touched(start, end, link.mrrs)
     completions = blocks_touched(start, end, completion_cut(link))
-    zero = _zeros_like(size)
+    zero = np.zeros_like(size)
     return TransferCost(
         data_out=zero,
         data_back=size,
