@@ -194,3 +194,10 @@ def test_console_script_runs():
         check=True,
     )
     assert json.loads(proc.stdout)["tlp_gbps"] > 0
+
+
+def test_nic_bandwidth_needed_at_a_rate(capsys):
+    rows = run_json(capsys, "nic", "--profile", "simple", "--sizes", "64", "--pps", "10M")
+    assert rows[0]["needed_up_gbps"] == pytest.approx(10e6 * rows[0]["up_bytes_per_pkt"] * 8 / 1e9)
+    assert rows[0]["fits_pcie"] is True
+    assert rows[0]["fits_line"] is True

@@ -243,6 +243,8 @@ def cmd_nic(args: argparse.Namespace) -> None:
     profile = nic.load_profile(args.profile)
     paths = tuple(p.strip() for p in args.paths.split(","))
     result = nic.evaluate(profile, link, Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths)
+    pps = None if args.pps is None else parse_rate(args.pps)
+    needed = result.needed_gbps(pps) if pps is not None else None
     rows = []
     for i, label in enumerate(result.label):
         row = {
@@ -261,6 +263,14 @@ def cmd_nic(args: argparse.Namespace) -> None:
             "up_tlps_per_pkt": result.up_tlps_per_pkt[i],
             "down_tlps_per_pkt": result.down_tlps_per_pkt[i],
         }
+        if pps is not None:
+            row |= {
+                "pps": pps,
+                "needed_up_gbps": needed[0][i],
+                "needed_down_gbps": needed[1][i],
+                "fits_pcie": bool(pps <= result.pcie_max_pps[i]),
+                "fits_line": bool(pps <= result.line_pps[i]),
+            }
         if args.breakdown:
             row["operations"] = [
                 {
@@ -307,6 +317,23 @@ def cmd_nic(args: argparse.Namespace) -> None:
             ],
         )
         parts = [head, table]
+        if pps is not None:
+            parts.append(f"\nat {pps / 1e6:.3f} Mpps:")
+            parts.append(
+                format_table(
+                    ("size", "needs up Gb/s", "needs down Gb/s", "fits PCIe", "fits line"),
+                    [
+                        (
+                            r["size"],
+                            r["needed_up_gbps"],
+                            r["needed_down_gbps"],
+                            r["fits_pcie"],
+                            r["fits_line"],
+                        )
+                        for r in rows
+                    ],
+                )
+            )
         for r in rows if args.breakdown else []:
             parts.append(f"\nper packet at size {r['size']}:")
             parts.append(
@@ -510,6 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--paths", default="rx,tx", help="rx, tx or rx,tx (default both)")
     p.add_argument("--breakdown", action="store_true", help="per-operation cost per packet")
+    p.add_argument("--pps", default=None, help="also report the PCIe bandwidth this rate needs")
 
     p = command("profiles", cmd_profiles, link=False)
     p.add_argument("name", nargs="?", help="show this profile")

@@ -401,6 +401,10 @@ class NicResult:
         """PCIe wire bandwidth used host to device at `max_pps`, in Gb/s."""
         return self.max_pps * self.down_bytes_per_pkt * 8 / 1e9
 
+    def needed_gbps(self, pps: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """PCIe wire bandwidth (up, down) in Gb/s that `pps` packets per second would need."""
+        return pps * self.up_bytes_per_pkt * 8 / 1e9, pps * self.down_bytes_per_pkt * 8 / 1e9
+
     @property
     def bottleneck(self) -> NDArray[np.str_]:
         """`ethernet`, `pcie_up` or `pcie_down`; Ethernet wins ties, so a link that just
