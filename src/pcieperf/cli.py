@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -17,9 +18,11 @@ from typing import NoReturn
 import numpy as np
 
 from pcieperf import dpdk, nic, tlp
+from pcieperf.bench import TESTS, canonical_test
 from pcieperf.errors import PcieperfError, UsageError
 from pcieperf.ethernet import RATES_GBPS, Ethernet, PacketMix, parse_mix
 from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
+from pcieperf.store import Store
 from pcieperf.units import parse_batch_histogram, parse_int_list, parse_rate
 
 
@@ -492,6 +495,124 @@ def cmd_report(args: argparse.Namespace) -> None:
     )
 
 
+def _store(args: argparse.Namespace) -> Store:
+    return Store(Path(args.db) if args.db else None)
+
+
+def cmd_data_import(args: argparse.Namespace) -> None:
+    """Import pcie-bench result directories into the store (all or nothing)."""
+    with _store(args) as store:
+        parsed = store.import_dirs([Path(d) for d in args.dirs], force=args.force)
+        out = [
+            {
+                "system": p.info.name,
+                "files": len(p.tables),
+                "rows": sum(t.rows for t in p.tables),
+                "host_facts": len(p.facts),
+                "missing": p.missing,
+            }
+            for p in parsed
+        ]
+        path = store.path
+    _emit(
+        args,
+        out,
+        lambda: (
+            format_table(
+                ("system", "files", "rows", "missing"),
+                [(o["system"], o["files"], o["rows"], len(o["missing"])) for o in out],
+            )
+            + f"\nstore: {path}"
+        ),
+    )
+
+
+def cmd_data_ls(args: argparse.Namespace) -> None:
+    """List the systems in the store."""
+    with _store(args) as store:
+        systems = store.systems()
+    out = [{k: (str(v) if k == "imported_at" else v) for k, v in s.items()} for s in systems]
+    _emit(
+        args,
+        out,
+        lambda: (
+            format_table(
+                ("system", "cpu", "numa dev-mem-cpu", "iommu", "bw rows", "lat rows"),
+                [
+                    (
+                        s["system"],
+                        s["cpu"],
+                        f"{s['numa_device']}-{s['numa_memory']}-{s['numa_cpu']}",
+                        s["iommu"],
+                        s["bw_rows"],
+                        s["lat_rows"],
+                    )
+                    for s in systems
+                ],
+            )
+            if systems
+            else "the store is empty; run `pcieperf data import DIR...`"
+        ),
+    )
+
+
+def cmd_data_show(args: argparse.Namespace) -> None:
+    """Show the measured rows of one system and test."""
+    test = canonical_test(args.test)
+    kind = TESTS[test].kind
+    with _store(args) as store:
+        system = store.resolve(args.system)
+        rows = store.rows(kind, system, test=test, file=args.file)
+    keys = [k for k in rows if k != "system"]
+    out = [
+        {
+            k: _json_default(rows[k][i]) if isinstance(rows[k][i], np.generic) else rows[k][i]
+            for k in keys
+        }
+        for i in range(rows["test"].size)
+    ]
+    shown = (
+        [
+            "file",
+            "pattern",
+            "cache",
+            "host_offset",
+            "dev_offset",
+            "window_bytes",
+            "size_bytes",
+            "bw_gbps",
+        ]
+        if kind == "bw"
+        else [
+            "file",
+            "pattern",
+            "cache",
+            "host_offset",
+            "window_bytes",
+            "size_bytes",
+            "med_ns",
+            "p999_ns",
+        ]
+    )
+    _emit(
+        args,
+        out,
+        lambda: f"{system} {test}\n" + format_table(shown, [[o[k] for k in shown] for o in out]),
+    )
+
+
+def cmd_data_plot(args: argparse.Namespace) -> None:
+    """Plot measured data: bandwidth vs size, window or offset, or latency CDFs."""
+    from pcieperf.report import plot_measured
+
+    out_file = Path(args.output)
+    if out_file.exists() and not args.force:
+        raise UsageError(f"{out_file} exists; pass --force to overwrite it")
+    with _store(args) as store:
+        path = plot_measured(store, args.systems, args.view, out_file, args.size, args.direction)
+    _emit(args, {"plot": str(path)}, lambda: f"plot written to {path}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Parser and entry point
 
@@ -569,6 +690,36 @@ def build_parser() -> argparse.ArgumentParser:
         help="forwarding NIC profile whose parameters these options set",
     )
 
+    data = sub.add_parser("data", help="the measured-data store (pcie-bench results)")
+    data_sub = data.add_subparsers(dest="data_command", required=True, parser_class=_Parser)
+
+    def data_command(
+        name: str, func: Callable[[argparse.Namespace], None]
+    ) -> argparse.ArgumentParser:
+        p = data_sub.add_parser(name, help=func.__doc__, description=func.__doc__)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.add_argument(
+            "--db", default=None, help="store file (default: user data dir, or $PCIEPERF_DB)"
+        )
+        p.set_defaults(func=func)
+        return p
+
+    p = data_command("import", cmd_data_import)
+    p.add_argument("dirs", nargs="+", help="pcie-bench result directories")
+    p.add_argument("--force", action="store_true", help="replace systems already imported")
+    data_command("ls", cmd_data_ls)
+    p = data_command("show", cmd_data_show)
+    p.add_argument("system", help="system name or a unique part of it")
+    p.add_argument("--test", required=True, help="e.g. BW_RD, BW_DMA_WR, LAT_RD")
+    p.add_argument("--file", default=None, help="only rows from this result file")
+    p = data_command("plot", cmd_data_plot)
+    p.add_argument("systems", nargs="*", help="systems to overlay (default: all)")
+    p.add_argument("--view", choices=("size", "window", "offset", "cdf"), default="size")
+    p.add_argument("--size", type=int, default=64, help="transfer size for window/offset/cdf")
+    p.add_argument("--direction", choices=("rd", "wr"), default="rd")
+    p.add_argument("-o", "--output", default="pcieperf-data.png", help="PNG or SVG file")
+    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+
     p = command("report", cmd_report)
     p.add_argument("-o", "--output", default="pcieperf-report", help="output folder")
     p.add_argument("--eth", type=int, default=40, help="Ethernet Gb/s for the NIC figure")
@@ -582,6 +733,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         args.func(args)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, as Python's docs recommend.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except UsageError as exc:
         print(f"pcieperf: error: {exc}", file=sys.stderr)
         return 2

@@ -21,8 +21,10 @@ import numpy as np
 from tqdm import tqdm
 
 from pcieperf import dpdk, nic, tlp
+from pcieperf.errors import UsageError
 from pcieperf.ethernet import Ethernet
 from pcieperf.link import Link
+from pcieperf.store import Store
 
 FIG1_PROFILES = (
     ("simple", "Simple NIC"),
@@ -233,3 +235,106 @@ def write_report(cfg: ReportConfig, out: Path, progress: bool = True) -> Path:
     index = out / "index.html"
     index.write_text(_html(cfg, figures, out), encoding="utf-8")
     return index
+
+
+# ---------------------------------------------------------------------------------------------
+# Measured data (pcieperf data plot)
+
+MEASURED_VIEWS = ("size", "window", "offset", "cdf")
+
+
+def plot_measured(
+    store: Store, systems: list[str], view: str, out: Path, size: int = 64, direction: str = "rd"
+) -> Path:
+    """Plot one view of measured pcie-bench data, one line per system; returns the file."""
+    if view not in MEASURED_VIEWS:
+        raise UsageError(
+            f"plot view {view!r} is not allowed; choose one of {', '.join(MEASURED_VIEWS)}"
+        )
+    if direction not in ("rd", "wr"):
+        raise UsageError(f"direction {direction!r} is not allowed; choose rd or wr")
+    if out.suffix not in (".png", ".svg"):
+        raise UsageError(f"plot file {out} must end in .png or .svg")
+    names = [store.resolve(s) for s in systems] or store.system_names()
+    if not names:
+        raise UsageError(f"the store {store.path} holds no systems; run `pcieperf data import`")
+    draw = {"size": _plot_size, "window": _plot_window, "offset": _plot_offset, "cdf": _plot_cdf}[
+        view
+    ]
+    fig = draw(store, names, size, direction)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def _short(name: str) -> str:
+    return name.split("_", 1)[-1]
+
+
+def _plot_size(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
+    for ax, test in zip(axes, ("BW_DMA_RD", "BW_DMA_WR", "BW_DMA_RW"), strict=True):
+        for name in names:
+            rows = store.rows("bw", name, test=test, file="bw_dma_sz_sweep.csv")
+            ax.plot(rows["size_bytes"], rows["bw_gbps"], marker=".", label=_short(name))
+        ax.set(title=test, xlabel="Transfer size (bytes)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("Bandwidth (Gb/s)")
+    axes[0].legend(fontsize=7)
+    return fig
+
+
+def _plot_window(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
+    file = f"bw_dma_win_sweep_{direction}_rnd_{size}.csv"
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4.5), sharey=True)
+    for ax, cache in zip(axes, ("HWarm", "DWarm", "Cold", "DThrash"), strict=True):
+        for name in names:
+            rows = store.rows("bw", name, file=file)
+            keep = rows["cache"] == cache
+            ax.plot(
+                rows["window_bytes"][keep], rows["bw_gbps"][keep], marker=".", label=_short(name)
+            )
+        ax.set(title=f"{cache}, {size} B random {direction}", xlabel="Window (bytes)", xscale="log")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("Bandwidth (Gb/s)")
+    axes[0].legend(fontsize=7)
+    return fig
+
+
+def _plot_offset(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for name in names:
+        rows = store.rows("bw", name, file=f"bw_dma_off_{direction}.csv")
+        keep = rows["size_bytes"] == size
+        half = int(keep.sum()) // 2  # the host-offset sweep comes first, then the device one
+        ho, do, bw = rows["host_offset"][keep], rows["dev_offset"][keep], rows["bw_gbps"][keep]
+        axes[0].plot(ho[:half], bw[:half], marker=".", label=_short(name))
+        axes[1].plot(do[half:], bw[half:], marker=".", label=_short(name))
+    for ax, what in zip(axes, ("Host offset", "Device offset"), strict=True):
+        ax.set(title=f"{what} sweep, {size} B {direction}", xlabel=f"{what} (bytes)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("Bandwidth (Gb/s)")
+    axes[0].legend(fontsize=7)
+    return fig
+
+
+def _plot_cdf(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for name in names:
+        details = store.rows("lat", name, file="lat_dma_details.csv")
+        cdf = store.rows("cdf", name, file="lat_dma_details_cdf.csv")
+        for section in range(details["test"].size):
+            if details["size_bytes"][section] != size:
+                continue
+            keep = cdf["section"] == section
+            label = (
+                f"{_short(name)} {details['test'][section]} "
+                f"{details['window_bytes'][section] // 1024} KiB "
+                f"{details['cache'][section]}"
+            )
+            ax.plot(cdf["ns"][keep], cdf["cdf"][keep], label=label)
+    ax.set(title=f"DMA latency CDF, {size} B", xlabel="Latency (ns)", ylabel="CDF", xscale="log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+    return fig

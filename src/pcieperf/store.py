@@ -1,0 +1,245 @@
+"""The measured-data store: pcie-bench results and host facts in an embedded DuckDB file.
+
+Default location: `<user data dir>/pcieperf/pcieperf.duckdb`; `PCIEPERF_DB` or an explicit path
+overrides it. Imports are all-or-nothing: every file is parsed and checked before the store is
+touched, and the rows go in within one transaction.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import platformdirs
+from numpy.typing import NDArray
+
+from pcieperf.bench import (
+    COLUMNS,
+    INTEGER_COLUMNS,
+    STORE_NAMES,
+    TEXT_COLUMNS,
+    Kind,
+    ResultTable,
+    SystemInfo,
+    canonical_test,
+    file_kind,
+    parse_system_name,
+    read_result_csv,
+)
+from pcieperf.errors import PcieperfError, UsageError
+
+EXPECTED_FILES = (
+    "bw_dma_sz_sweep.csv",
+    *(f"bw_dma_win_sweep_{d}_rnd_{s}.csv" for d in ("rd", "wr") for s in (64, 128, 256, 512)),
+    *(f"bw_dma_off_{d}{c}.csv" for d in ("rd", "wr") for c in ("", "_cold")),
+    "lat_dma_sizes.csv",
+    "lat_dma_sizes_byte_inc.csv",
+    "lat_dma_sweep_rd_rnd_64.csv",
+    "lat_dma_sweep_wrrd_rnd_64.csv",
+    "lat_dma_off_rd.csv",
+    "lat_dma_off_wrrd.csv",
+    "lat_dma_details.csv",
+    "lat_dma_details_cdf.csv",
+)
+
+
+def default_db_path() -> Path:
+    """Where the store lives unless told otherwise."""
+    env = os.environ.get("PCIEPERF_DB")
+    return Path(env) if env else platformdirs.user_data_path("pcieperf") / "pcieperf.duckdb"
+
+
+def _sql_type(csv_name: str) -> str:
+    if csv_name in TEXT_COLUMNS:
+        return "VARCHAR"
+    return "BIGINT" if csv_name in INTEGER_COLUMNS else "DOUBLE"
+
+
+def _schema() -> list[str]:
+    tables = [
+        "CREATE TABLE IF NOT EXISTS systems (system VARCHAR PRIMARY KEY, card VARCHAR, "
+        "arch VARCHAR, cpu VARCHAR, machine VARCHAR, numa_device INTEGER, numa_memory INTEGER, "
+        "numa_cpu INTEGER, iommu VARCHAR, source VARCHAR, imported_at TIMESTAMP)",
+        "CREATE TABLE IF NOT EXISTS host_facts (system VARCHAR, name VARCHAR, text VARCHAR)",
+    ]
+    for kind, columns in COLUMNS.items():
+        cols = ", ".join(f"{STORE_NAMES[c]} {_sql_type(c)}" for c in columns)
+        extra = ", section INTEGER" if kind == "cdf" else ""
+        tables.append(
+            f"CREATE TABLE IF NOT EXISTS {kind} (system VARCHAR, file VARCHAR, {cols}{extra})"
+        )
+    return tables
+
+
+@dataclass
+class ParsedDir:
+    """Everything one result directory holds, parsed and checked."""
+
+    info: SystemInfo
+    source: Path
+    tables: list[ResultTable] = field(default_factory=list)
+    facts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> list[str]:
+        """Expected result files the directory lacks."""
+        present = {t.file for t in self.tables}
+        return [f for f in EXPECTED_FILES if f not in present]
+
+
+def parse_result_dir(path: Path) -> ParsedDir:
+    """Parse a pcie-bench result directory (name, CSVs, sys-*.txt) without touching a store."""
+    if not path.is_dir():
+        raise UsageError(f"{path} is not a directory")
+    parsed = ParsedDir(parse_system_name(path.name), path)
+    for file in sorted(path.iterdir()):
+        if file_kind(file.name):
+            parsed.tables.append(read_result_csv(file))
+        elif file.name.startswith("sys-") and file.suffix == ".txt":
+            parsed.facts[file.stem.removeprefix("sys-")] = file.read_text(errors="replace")
+    if not parsed.tables:
+        raise UsageError(f"{path}: no pcie-bench result files (bw_*.csv, lat_*.csv) found")
+    return parsed
+
+
+class Store:
+    """A DuckDB file of imported measurements."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = duckdb.connect(str(self.path))
+        except duckdb.Error as exc:
+            raise PcieperfError(f"cannot open the store {self.path}: {exc}") from None
+        for statement in _schema():
+            self.con.execute(statement)
+
+    def close(self) -> None:
+        """Close the database file."""
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def import_dirs(self, dirs: list[Path], force: bool = False) -> list[ParsedDir]:
+        """Import result directories all-or-nothing; existing systems need `force`."""
+        parsed = [parse_result_dir(d) for d in dirs]
+        names = [p.info.name for p in parsed]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            raise UsageError(f"system {sorted(duplicates)[0]!r} is given twice")
+        existing = set(self.system_names()) & set(names)
+        if existing and not force:
+            raise UsageError(
+                f"system {sorted(existing)[0]!r} is already in {self.path}; pass "
+                "--force to replace it"
+            )
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for p in parsed:
+                self._delete(p.info.name)
+                self._insert(p)
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        return parsed
+
+    def _delete(self, system: str) -> None:
+        for table in ("systems", "host_facts", *COLUMNS):
+            self.con.execute(f"DELETE FROM {table} WHERE system = ?", [system])
+
+    def _insert(self, p: ParsedDir) -> None:
+        i = p.info
+        self.con.execute(
+            "INSERT INTO systems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+            [
+                i.name,
+                i.card,
+                i.arch,
+                i.cpu,
+                i.machine,
+                i.numa_device,
+                i.numa_memory,
+                i.numa_cpu,
+                i.iommu,
+                str(p.source.resolve()),
+            ],
+        )
+        for name, text in p.facts.items():
+            self.con.execute("INSERT INTO host_facts VALUES (?, ?, ?)", [i.name, name, text])
+        for table in p.tables:
+            columns = {
+                "system": np.full(table.rows, i.name),
+                "file": np.full(table.rows, table.file),
+            }
+            columns |= table.columns
+            self.con.register("incoming", columns)
+            self.con.execute(f"INSERT INTO {table.kind} BY NAME SELECT * FROM incoming")
+            self.con.unregister("incoming")
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def system_names(self) -> list[str]:
+        """Imported system names, sorted."""
+        return [
+            r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()
+        ]
+
+    def systems(self) -> list[dict]:
+        """One dict per system with its metadata and row counts."""
+        rel = self.con.execute(
+            "SELECT s.*, (SELECT count(*) FROM bw WHERE bw.system = s.system) AS bw_rows, "
+            "(SELECT count(*) FROM lat WHERE lat.system = s.system) AS lat_rows "
+            "FROM systems s ORDER BY s.system"
+        )
+        names = [d[0] for d in rel.description]
+        return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
+
+    def resolve(self, name: str) -> str:
+        """A system by exact name, else by unique suffix, else by unique substring."""
+        names = self.system_names()
+        if name in names:
+            return name
+        for matches in ([n for n in names if n.endswith(name)], [n for n in names if name in n]):
+            if len(matches) == 1:
+                return matches[0]
+        if not matches:
+            raise UsageError(f"no system matches {name!r} in {self.path}; see `pcieperf data ls`")
+        raise UsageError(
+            f"{name!r} matches {len(matches)} systems ({matches[0]}, "
+            f"{matches[1]}, ...); give more of the name"
+        )
+
+    def rows(
+        self, kind: Kind, system: str, test: str | None = None, file: str | None = None
+    ) -> dict[str, NDArray]:
+        """Columns of `kind` rows of a system, optionally of one test and/or one file."""
+        query = f"SELECT * FROM {kind} WHERE system = ?"
+        params: list[object] = [self.resolve(system)]
+        if test is not None:
+            query += " AND test = ?"
+            params.append(canonical_test(test))
+        if file is not None:
+            query += " AND file = ?"
+            params.append(file)
+        rel = self.con.execute(query + " ORDER BY rowid", params)
+        names = [d[0] for d in rel.description]
+        data = rel.fetchnumpy()
+        return {n: np.asarray(data[n]) for n in names}
+
+    def host_facts(self, system: str) -> dict[str, str]:
+        """The sys-*.txt texts of a system by name (cpuinfo, lspci, ...)."""
+        rows = self.con.execute(
+            "SELECT name, text FROM host_facts WHERE system = ?", [self.resolve(system)]
+        ).fetchall()
+        return dict(rows)
