@@ -13,6 +13,10 @@ pub enum CoreError {
     ZeroLength { index: usize },
     /// A transfer whose end address does not fit in 64 bits.
     AddressOverflow { index: usize },
+    /// A benchmark window with no unit that fits without crossing 4 KiB.
+    EmptyWindow { window: u64, unit: u64 },
+    /// A simulation parameter out of its range; `what` says which rule broke.
+    BadParameter { what: &'static str },
 }
 
 impl fmt::Display for CoreError {
@@ -22,14 +26,25 @@ impl fmt::Display for CoreError {
                 write!(f, "{name} must be a power of two, got {value}")
             }
             Self::LengthMismatch { left, right } => {
-                write!(f, "addresses and lengths differ in count: {left} vs {right}")
+                write!(
+                    f,
+                    "addresses and lengths differ in count: {left} vs {right}"
+                )
             }
             Self::ZeroLength { index } => {
-                write!(f, "transfer {index} has length 0; lengths must be at least 1 byte")
+                write!(
+                    f,
+                    "transfer {index} has length 0; lengths must be at least 1 byte"
+                )
             }
             Self::AddressOverflow { index } => {
                 write!(f, "transfer {index} ends beyond the 64-bit address space")
             }
+            Self::EmptyWindow { window, unit } => write!(
+                f,
+                "window of {window} bytes holds no {unit}-byte unit that stays within a 4 KiB page"
+            ),
+            Self::BadParameter { what } => write!(f, "bad simulation parameter: {what}"),
         }
     }
 }

@@ -37,17 +37,25 @@ impl Split {
 /// Splits each transfer `[addrs[i], addrs[i] + lens[i])` at every multiple of `cut`.
 pub fn split_aligned(addrs: &[u64], lens: &[u64], cut: u64) -> Result<Split, CoreError> {
     if !cut.is_power_of_two() {
-        return Err(CoreError::NotPowerOfTwo { name: "cut", value: cut });
+        return Err(CoreError::NotPowerOfTwo {
+            name: "cut",
+            value: cut,
+        });
     }
     if addrs.len() != lens.len() {
-        return Err(CoreError::LengthMismatch { left: addrs.len(), right: lens.len() });
+        return Err(CoreError::LengthMismatch {
+            left: addrs.len(),
+            right: lens.len(),
+        });
     }
     let mut out = Split::default();
     for (index, (&start, &len)) in addrs.iter().zip(lens).enumerate() {
         if len == 0 {
             return Err(CoreError::ZeroLength { index });
         }
-        let end = start.checked_add(len).ok_or(CoreError::AddressOverflow { index })?;
+        let end = start
+            .checked_add(len)
+            .ok_or(CoreError::AddressOverflow { index })?;
         let mut cur = start;
         while cur < end {
             let next_cut = (cur / cut + 1).saturating_mul(cut);
@@ -95,9 +103,15 @@ mod tests {
     fn bad_inputs_are_reported() {
         assert_eq!(
             split_aligned(&[0], &[1], 100),
-            Err(CoreError::NotPowerOfTwo { name: "cut", value: 100 })
+            Err(CoreError::NotPowerOfTwo {
+                name: "cut",
+                value: 100
+            })
         );
-        assert_eq!(split_aligned(&[0], &[0], 64), Err(CoreError::ZeroLength { index: 0 }));
+        assert_eq!(
+            split_aligned(&[0], &[0], 64),
+            Err(CoreError::ZeroLength { index: 0 })
+        );
         assert_eq!(
             split_aligned(&[0, 1], &[1], 64),
             Err(CoreError::LengthMismatch { left: 2, right: 1 })
