@@ -18,7 +18,7 @@ from typing import NoReturn
 import numpy as np
 
 from pcieperf import dpdk, nic, tlp
-from pcieperf.bench import TESTS, canonical_test
+from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
 from pcieperf.errors import PcieperfError, UsageError
 from pcieperf.ethernet import RATES_GBPS, Ethernet, PacketMix, parse_mix
 from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
@@ -613,6 +613,58 @@ def cmd_data_plot(args: argparse.Namespace) -> None:
     _emit(args, {"plot": str(path)}, lambda: f"plot written to {path}")
 
 
+def cmd_bench_tests(args: argparse.Namespace) -> None:
+    """List the pcie-bench tests, cache states and access patterns."""
+    out = {
+        "tests": [
+            {"name": t.name, "kind": t.kind, "path": t.path, "description": t.description}
+            for t in TESTS.values()
+        ],
+        "cache_states": CACHE_STATES,
+        "patterns": PATTERNS,
+    }
+    _emit(
+        args,
+        out,
+        lambda: (
+            format_table(
+                ("test", "kind", "meaning"),
+                [(t.name, t.kind, t.description) for t in TESTS.values()],
+            )
+            + "\n\n"
+            + format_table(("cache", "meaning"), list(CACHE_STATES.items()))
+        ),
+    )
+
+
+def cmd_bench_sim(args: argparse.Namespace) -> None:
+    """Simulate pcie-bench points with a host and a device profile."""
+    from pcieperf import sim
+
+    host, device = sim.load_host(Path(args.host)), sim.load_device(Path(args.device))
+    test = canonical_test(args.test)
+    rows = []
+    for size in parse_int_list(args.sizes, "transfer size"):
+        for window in parse_int_list(args.windows, "window"):
+            point = sim.Point(test, args.pattern, args.cache, args.offset, 0, window, size)
+            res = sim.simulate(point, host, device, transactions=args.transactions)
+            rows.append(
+                {
+                    "test": test,
+                    "size": size,
+                    "window": window,
+                    "cache": args.cache,
+                    "bw_gbps": res.bw_gbps,
+                    "trans_per_s": res.trans_per_s,
+                    "iotlb_misses": res.iotlb_misses,
+                    **res.latency_ns,
+                }
+            )
+    lat = TESTS[test].kind == "lat"
+    keys = ("size", "window", "med_ns", "p999_ns") if lat else ("size", "window", "bw_gbps")
+    _emit(args, rows, lambda: format_table(keys, [[r[k] for k in keys] for r in rows]))
+
+
 # ---------------------------------------------------------------------------------------------
 # Parser and entry point
 
@@ -719,6 +771,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--direction", choices=("rd", "wr"), default="rd")
     p.add_argument("-o", "--output", default="pcieperf-data.png", help="PNG or SVG file")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+
+    bench_parser = sub.add_parser("bench", help="pcie-bench: definitions and the simulator")
+    bench_sub = bench_parser.add_subparsers(
+        dest="bench_command", required=True, parser_class=_Parser
+    )
+    p = bench_sub.add_parser("tests", help=cmd_bench_tests.__doc__)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_bench_tests)
+    p = bench_sub.add_parser("sim", help=cmd_bench_sim.__doc__)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--host", required=True, help="host profile (.toml)")
+    p.add_argument("--device", required=True, help="device profile (.toml)")
+    p.add_argument("--test", default="BW_DMA_RD", help="e.g. BW_RD, BW_DMA_WR, LAT_RD")
+    p.add_argument("--sizes", default="64,128,256,512,1024,2048", help="bytes per transaction")
+    p.add_argument("--windows", default="8192", help="window sizes in bytes")
+    p.add_argument("--cache", default="HWarm", help="HWarm, DWarm, Cold or DThrash")
+    p.add_argument("--pattern", choices=("Seq", "Rand"), default="Rand")
+    p.add_argument("--offset", type=int, default=0, help="host offset in bytes")
+    p.add_argument("--transactions", type=int, default=200_000, help="per point")
+    p.set_defaults(func=cmd_bench_sim)
 
     p = command("report", cmd_report)
     p.add_argument("-o", "--output", default="pcieperf-report", help="output folder")

@@ -1,0 +1,278 @@
+"""Simulate pcie-bench tests: host and device profiles -> the Rust simulator -> bandwidth/latency.
+
+A *device profile* describes the DMA engine (outstanding tags, per-transaction issue cost, the
+fixed latency of its descriptor handling); a *host profile* the PCIe link settings, memory and
+LLC latencies, the warm capacity of the LLC and of DDIO, the root complex's write path and the
+IOMMU. Both are TOML files with `name`, `source` and `notes`, and every value in them is either
+a spec fact or the output of a documented calibration run (`pcieperf bench calibrate`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import MISSING, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pcieperf._native import core
+from pcieperf.bench import TESTS, canonical_test
+from pcieperf.errors import ProfileError, UsageError, require_choice
+from pcieperf.link import Link
+from pcieperf.tlp import read_cost, write_cost
+
+SUPERPAGE_BYTES = 2 << 20  # IOMMU super pages (Intel VT-d 2 MiB second-level pages)
+SMALL_PAGE_BYTES = 4096
+IOMMU_MODES = ("off", "on", "nosp")
+CACHE_STATES = ("HWarm", "DWarm", "Cold", "DThrash")
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """The device's DMA engine."""
+
+    name: str
+    source: str
+    tags: int
+    issue_read_ns: float
+    issue_write_ns: float
+    fixed_latency_ns: float
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class HostProfile:
+    """The host: link settings, memory hierarchy as a device sees it, write path and IOMMU."""
+
+    name: str
+    source: str
+    mps: int
+    mrrs: int
+    completion_policy: str
+    addr64: bool
+    llc_latency_ns: float
+    ddio_latency_ns: float
+    dram_latency_ns: float
+    remote_extra_ns: float
+    llc_bytes: int
+    ddio_bytes: int
+    write_ns: float
+    partial_write_ns: float
+    posted_credits: int
+    iotlb_entries: int
+    walk_ns: float
+    walkers: int
+    iommu: str = "off"
+    numa_device: int = 0
+    numa_memory: int = 0
+    numa_cpu: int = 0
+    gen: int = 3
+    lanes: int = 8
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        require_choice("IOMMU mode", self.iommu, IOMMU_MODES)
+
+    @property
+    def link(self) -> Link:
+        """The PCIe link these settings describe."""
+        return Link(
+            gen=self.gen,
+            lanes=self.lanes,
+            mps=self.mps,
+            mrrs=self.mrrs,
+            completion_policy=self.completion_policy,
+            addr64=self.addr64,
+        )
+
+
+def _from_table(cls: type, table: dict[str, Any], origin: str) -> Any:
+    """Build a profile dataclass from a flat TOML table, rejecting unknown or missing keys."""
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise ProfileError(
+            f"{origin}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(known))}"
+        )
+    missing = [
+        n
+        for n, f in known.items()
+        if f.default is MISSING and f.default_factory is MISSING and n not in table
+    ]
+    if missing:
+        raise ProfileError(f"{origin}: missing key {missing[0]!r}")
+    for name, value in table.items():
+        if not _type_ok(known[name].type, value):
+            raise ProfileError(
+                f"{origin}: {name} = {value!r}; expected {_TYPE_WORDS[known[name].type]}"
+            )
+    try:
+        return cls(**table)
+    except UsageError as exc:
+        raise ProfileError(f"{origin}: {exc}") from None
+
+
+_TYPE_WORDS = {
+    "int": "a whole number >= 0",
+    "float": "a number >= 0",
+    "str": "text",
+    "bool": "true or false",
+}
+
+
+def _type_ok(kind: str, value: object) -> bool:
+    """Whether a TOML value fits a profile field's declared type."""
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return False
+    return kind == "float" or isinstance(value, int)
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Read a TOML file, turning I/O and syntax problems into one-line errors."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+
+
+def load_device(path: Path) -> DeviceProfile:
+    """A device profile from TOML."""
+    return _from_table(DeviceProfile, load_toml(path), str(path))
+
+
+def load_host(path: Path) -> HostProfile:
+    """A host profile from TOML."""
+    return _from_table(HostProfile, load_toml(path), str(path))
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement of a pcie-bench test (a row of its result file)."""
+
+    test: str
+    pattern: str
+    cache: str
+    host_offset: int
+    dev_offset: int
+    window: int
+    size: int
+
+
+def _warm(point: Point, host: HostProfile) -> tuple[int, float]:
+    """Bytes of the window that are warm in the LLC, and the latency of a warm line."""
+    remote_cpu = host.numa_cpu != host.numa_device
+    if point.cache == "HWarm":
+        # The helper ran on the CPU socket: lines sit in that socket's LLC.
+        return host.llc_bytes, host.llc_latency_ns + (host.remote_extra_ns if remote_cpu else 0)
+    if point.cache == "DWarm":
+        # Device writes allocate into the LLC through DDIO, within its share of the ways.
+        return host.ddio_bytes, host.ddio_latency_ns
+    return 0, 0.0
+
+
+def sim_params(
+    point: Point,
+    host: HostProfile,
+    device: DeviceProfile,
+    transactions: int,
+    seed: int = 1,
+    record_latencies: bool = False,
+) -> dict[str, Any]:
+    """The Rust simulator's parameters for one point."""
+    test = TESTS[canonical_test(point.test)]
+    require_choice("cache state", point.cache, CACHE_STATES)
+    link = host.link
+    rd, wr = (
+        read_cost(link, point.size, point.host_offset),
+        write_cost(link, point.size, point.host_offset),
+    )
+    warm_bytes, hit_latency = _warm(point, host)
+    remote_memory = host.numa_memory != host.numa_device
+    rate = link.tlp_bytes_per_s / 1e9
+    ops = {
+        "BW_DMA_RD": "read",
+        "BW_DMA_WR": "write",
+        "BW_DMA_RW": "alternate",
+        "LAT_DMA_RD": "read",
+        "LAT_DMA_WRRD": "write_then_read",
+    }.get(test.name)
+    if ops is None:
+        raise UsageError(f"the simulator models DMA tests only, not {test.name}")
+    return {
+        "transactions": transactions,
+        "size": point.size,
+        "host_offset": point.host_offset,
+        "window": point.window,
+        "pattern": "seq" if point.pattern == "Seq" else "rand",
+        "ops": ops,
+        "seed": seed,
+        "tags": device.tags if test.kind == "bw" else 1,
+        "issue_read_ns": device.issue_read_ns,
+        "issue_write_ns": device.issue_write_ns,
+        "fixed_latency_ns": device.fixed_latency_ns,
+        "read_up_bytes": float(rd.wire_out),
+        "read_down_bytes": float(rd.wire_back),
+        "write_up_bytes": float(wr.wire_out),
+        "up_bytes_per_ns": rate,
+        "down_bytes_per_ns": rate,
+        "warm_bytes": warm_bytes,
+        "hit_latency_ns": hit_latency,
+        "miss_latency_ns": host.dram_latency_ns + (host.remote_extra_ns if remote_memory else 0),
+        "write_ns": host.write_ns,
+        "partial_write_ns": host.partial_write_ns,
+        "posted_credits": host.posted_credits,
+        "iotlb_entries": host.iotlb_entries if host.iommu != "off" else 0,
+        "page_bytes": SUPERPAGE_BYTES if host.iommu == "on" else SMALL_PAGE_BYTES,
+        "walk_ns": host.walk_ns,
+        "walkers": host.walkers,
+        "record_latencies": record_latencies,
+    }
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """Simulated outcome of one point: bandwidth for BW tests, latency quantiles for LAT."""
+
+    point: Point
+    bw_gbps: float
+    trans_per_s: float
+    latency_ns: dict[str, float]
+    iotlb_misses: int
+
+
+def simulate(
+    point: Point,
+    host: HostProfile,
+    device: DeviceProfile,
+    transactions: int = 200_000,
+    seed: int = 1,
+) -> PointResult:
+    """Simulate one point of a pcie-bench test."""
+    latency_test = TESTS[canonical_test(point.test)].kind == "lat"
+    params = sim_params(point, host, device, transactions, seed, record_latencies=latency_test)
+    out = core().simulate(params)
+    per_direction = 2 if params["ops"] == "alternate" else 1
+    rate = out["transactions"] / per_direction / out["elapsed_ns"] * 1e9
+    lat = np.asarray(out["latencies_ns"])
+    quantiles = (
+        {}
+        if lat.size == 0
+        else {
+            "avg_ns": float(lat.mean()),
+            "med_ns": float(np.median(lat)),
+            "min_ns": float(lat.min()),
+            "max_ns": float(lat.max()),
+            "p95_ns": float(np.quantile(lat, 0.95)),
+            "p999_ns": float(np.quantile(lat, 0.999)),
+        }
+    )
+    return PointResult(
+        point, rate * point.size * 8 / 1e9, rate, quantiles, int(out["iotlb_misses"])
+    )

@@ -1,0 +1,161 @@
+"""The pcie-bench simulator driven from Python: hand-checked latencies and bandwidths, and the
+qualitative effects it must show (IOTLB reach, warm vs cold, remote memory)."""
+
+from dataclasses import replace
+
+import pytest
+
+from pcieperf import sim
+from pcieperf.errors import ProfileError
+from pcieperf.link import Link
+
+DEVICE = sim.DeviceProfile(
+    name="dev",
+    source="test",
+    tags=32,
+    issue_read_ns=0.0,
+    issue_write_ns=20.0,
+    fixed_latency_ns=100.0,
+)
+HOST = sim.HostProfile(
+    name="host",
+    source="test",
+    mps=256,
+    mrrs=512,
+    completion_policy="mps",
+    addr64=True,
+    llc_latency_ns=400.0,
+    ddio_latency_ns=380.0,
+    dram_latency_ns=480.0,
+    remote_extra_ns=80.0,
+    llc_bytes=8 << 20,
+    ddio_bytes=1 << 20,
+    write_ns=0.0,
+    partial_write_ns=30.0,
+    posted_credits=64,
+    iotlb_entries=64,
+    walk_ns=200.0,
+    walkers=4,
+)
+RATE = Link(mps=256, mrrs=512, completion_policy="mps").tlp_bytes_per_s / 1e9  # bytes per ns
+
+
+def point(test="BW_DMA_RD", size=64, window=8192, cache="HWarm", pattern="Rand", ho=0):
+    return sim.Point(test, pattern, cache, ho, 0, window, size)
+
+
+def test_read_latency_by_hand():
+    # MRd 16+8 = 24 B up, CplD 64+12+8 = 84 B down, a warm line (400 ns), fixed 100 ns.
+    res = sim.simulate(point("LAT_DMA_RD"), HOST, DEVICE, transactions=1000)
+    expected = 24 / RATE + 400 + 84 / RATE + 100
+    assert res.latency_ns["med_ns"] == pytest.approx(expected)
+
+
+def test_small_reads_are_latency_bound():
+    res = sim.simulate(point(), HOST, DEVICE)
+    round_trip = 24 / RATE + 400 + 84 / RATE + 100
+    assert res.trans_per_s == pytest.approx(32 / round_trip * 1e9, rel=0.01)
+
+
+def test_small_writes_hit_the_engine_ceiling():
+    res = sim.simulate(point("BW_DMA_WR"), HOST, DEVICE)
+    assert res.trans_per_s == pytest.approx(1e9 / 20.0, rel=0.01)
+
+
+def test_large_reads_are_link_bound():
+    # 2048 B with MPS completions: 8 x (256 + 20) = 2208 B down per read.
+    res = sim.simulate(point(size=2048), HOST, DEVICE)
+    assert res.bw_gbps == pytest.approx(RATE * 8 * 2048 / 2208, rel=0.01)
+
+
+def test_iotlb_collapse_needs_small_pages():
+    far = dict(size=64, window=64 << 20, cache="Cold")
+    off = sim.simulate(point(**far), HOST, DEVICE).bw_gbps
+    nosp = sim.simulate(point(**far), replace(HOST, iommu="nosp"), DEVICE).bw_gbps
+    on = sim.simulate(point(**far), replace(HOST, iommu="on"), DEVICE).bw_gbps
+    assert nosp < 0.5 * off
+    assert on == pytest.approx(off, rel=0.02)
+    near = sim.simulate(point(size=64, window=128 << 10), replace(HOST, iommu="nosp"), DEVICE)
+    assert near.bw_gbps == pytest.approx(
+        sim.simulate(point(size=64, window=128 << 10), HOST, DEVICE).bw_gbps, rel=0.02
+    )
+
+
+def test_warm_beats_cold_until_the_window_outgrows_the_llc():
+    small = sim.simulate(point(window=1 << 20, cache="HWarm"), HOST, DEVICE).bw_gbps
+    cold = sim.simulate(point(window=1 << 20, cache="Cold"), HOST, DEVICE).bw_gbps
+    huge = sim.simulate(point(window=64 << 20, cache="HWarm"), HOST, DEVICE).bw_gbps
+    assert small > cold
+    assert huge < small
+
+
+def test_remote_memory_is_slower():
+    local = sim.simulate(point(cache="Cold"), HOST, DEVICE).bw_gbps
+    remote = sim.simulate(point(cache="Cold"), replace(HOST, numa_memory=1), DEVICE).bw_gbps
+    assert remote < local
+
+
+def test_rw_reports_one_direction():
+    res = sim.simulate(point("BW_DMA_RW", size=2048), HOST, DEVICE)
+    assert res.bw_gbps < RATE * 8
+
+
+def test_profile_files(tmp_path):
+    path = tmp_path / "dev.toml"
+    path.write_text(
+        'name = "d"\nsource = "s"\ntags = 32\nissue_read_ns = 1.0\n'
+        "issue_write_ns = 2.0\nfixed_latency_ns = 3.0\n"
+    )
+    assert sim.load_device(path).tags == 32
+    path.write_text(path.read_text() + "colour = 1\n")
+    with pytest.raises(ProfileError, match="unknown key 'colour'"):
+        sim.load_device(path)
+    path.write_text(
+        'name = "d"\nsource = "s"\ntags = -1\nissue_read_ns = 1.0\n'
+        "issue_write_ns = 2.0\nfixed_latency_ns = 3.0\n"
+    )
+    with pytest.raises(ProfileError, match="tags = -1"):
+        sim.load_device(path)
+
+
+def test_bench_cli(tmp_path, capsys):
+    import json
+
+    from pcieperf.cli import main
+
+    dev, host = tmp_path / "dev.toml", tmp_path / "host.toml"
+    dev.write_text(
+        'name = "d"\nsource = "s"\ntags = 32\nissue_read_ns = 0.0\n'
+        "issue_write_ns = 20.0\nfixed_latency_ns = 100.0\n"
+    )
+    host.write_text(
+        "\n".join(
+            f"{f.name} = {v!r}".replace("'", '"').replace("True", "true")
+            for f in sim.fields(sim.HostProfile)
+            if (v := getattr(HOST, f.name)) != ""
+        )
+        + "\n"
+    )
+    argv = [
+        "bench",
+        "sim",
+        "--host",
+        str(host),
+        "--device",
+        str(dev),
+        "--test",
+        "BW_WR",
+        "--sizes",
+        "64",
+        "--json",
+    ]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["trans_per_s"] == pytest.approx(50e6, rel=0.01)
+    assert main(["bench", "tests", "--json"]) == 0
+    assert "BW_DMA_RW" in capsys.readouterr().out
+    assert (
+        main(["bench", "sim", "--host", str(host), "--device", str(dev), "--test", "LAT_CMD_RD"])
+        == 2
+    )
+    assert "DMA tests only" in capsys.readouterr().err
