@@ -109,43 +109,13 @@ def canonical_test(name: str) -> str:
 # Result files
 
 
-BW_COLUMNS = (
-    "Test",
-    "PAT",
-    "Cache",
-    "HO",
-    "DO",
-    "WinSZ",
-    "SZ",
-    "Time(cyc)",
-    "Time",
-    "Bytes",
-    "Trans",
-    "BW (GB/s)",
-    "Trans/s",
-)
+# The columns that identify a measurement (a point), shared by bandwidth and latency files.
+KEY_COLUMNS = ("Test", "PAT", "Cache", "HO", "DO", "WinSZ", "SZ")
+BW_COLUMNS = (*KEY_COLUMNS, "Time(cyc)", "Time", "Bytes", "Trans", "BW (GB/s)", "Trans/s")
 LAT_COLUMNS = (
-    "Test",
-    "PAT",
-    "Cache",
-    "HO",
-    "DO",
-    "WinSZ",
-    "SZ",
-    "TAvg",
-    "Avg",
-    "Med",
-    "Min",
-    "Max",
-    "95%",
-    "99.9%",
-    "TAvg(ns)",
-    "Avg(ns)",
-    "Med(ns)",
-    "Min(ns)",
-    "Max(ns)",
-    "95%(ns)",
-    "99.9%(ns)",
+    *KEY_COLUMNS,
+    *("TAvg", "Avg", "Med", "Min", "Max", "95%", "99.9%"),
+    *("TAvg(ns)", "Avg(ns)", "Med(ns)", "Min(ns)", "Max(ns)", "95%(ns)", "99.9%(ns)"),
     "#outliers",
     "#samples",
 )
