@@ -217,7 +217,7 @@ def read_result_csv(path: Path) -> ResultTable:
     columns: dict[str, NDArray] = {}
     for index, name in enumerate(expected):
         values = [r[index] for r in rows]
-        columns[STORE_NAMES[name]] = _column(path, name, values, index)
+        columns[STORE_NAMES[name]] = _column(path, name, values)
     if kind == "cdf":
         # A new section (one test/size/window/cache combination) starts where cdf == 0.
         columns["section"] = np.cumsum(columns["cdf"] == 0) - 1
@@ -253,7 +253,7 @@ def _checked_rows(
         yield row
 
 
-def _column(path: Path, name: str, values: list[str], index: int) -> NDArray:
+def _column(path: Path, name: str, values: list[str]) -> NDArray:
     if name in TEXT_COLUMNS:
         allowed = {"Test": TESTS, "PAT": PATTERNS, "Cache": CACHE_STATES}[name]
         for line, value in enumerate(values, start=2):
@@ -313,11 +313,6 @@ class SystemInfo:
     numa_memory: int
     numa_cpu: int
     iommu: IommuMode
-
-    @property
-    def remote_memory(self) -> bool:
-        """Whether the buffers sit on another NUMA node than the device."""
-        return self.numa_memory != self.numa_device
 
 
 def parse_system_name(name: str) -> SystemInfo:

@@ -214,12 +214,11 @@ def list_device_tlps(link: Link, op: Op, size: int, offset: int = 0) -> TlpList:
     """
     require_choice("operation", op, OPS)
     parts: list[TlpList] = []
+    request = _request_header(link, None) + link.tlp_overhead_bytes
     if op in ("write", "rw"):
-        header = _request_header(link, None) + link.tlp_overhead_bytes
-        parts.append(_pieces(link, "MWr", "up", offset, size, link.mps, header))
+        parts.append(_pieces(link, "MWr", "up", offset, size, link.mps, request))
     if op in ("read", "rw"):
-        header = _request_header(link, None) + link.tlp_overhead_bytes
-        parts.append(_pieces(link, "MRd", "up", offset, size, link.mrrs, header))
+        parts.append(_pieces(link, "MRd", "up", offset, size, link.mrrs, request))
         cpl_header = COMPLETION_HEADER_BYTES + link.tlp_overhead_bytes
         parts.append(_pieces(link, "CplD", "down", offset, size, completion_cut(link), cpl_header))
     return TlpList(

@@ -333,8 +333,7 @@ pub fn simulate(p: &SimParams) -> Result<SimResult, CoreError> {
         let read = match p.ops {
             OpMix::Read => true,
             OpMix::Write => false,
-            OpMix::Alternate => i % 2 == 1,
-            OpMix::WriteThenRead => i % 2 == 1,
+            OpMix::Alternate | OpMix::WriteThenRead => i % 2 == 1,
         };
         let addr = match (p.ops, pending_read_addr.take()) {
             (OpMix::WriteThenRead, Some(a)) => a,
