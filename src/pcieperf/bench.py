@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
@@ -86,10 +86,10 @@ TEST_ALIASES = {
 
 CACHE_STATES = {
     "HWarm": "host thrashes its caches, then writes the window 4 times: lines sit in the LLC",
-    "Cold": "host thrashes its caches only; the window is not touched",
-    "DThrash": "as Cold, then the device writes 64 B lines at random over the 64 MiB buffer",
     "DWarm": "the device writes the window sequentially (2 passes) first; with DDIO the lines "
     "are allocated in the LLC",
+    "Cold": "host thrashes its caches only; the window is not touched",
+    "DThrash": "as Cold, then the device writes 64 B lines at random over the 64 MiB buffer",
 }
 PATTERNS = {"Seq": "units of the window in order", "Rand": "units drawn at random"}
 
@@ -292,6 +292,16 @@ def _is_number(text: str) -> bool:
 
 
 IommuMode = Literal["off", "on", "nosp"]
+IOMMU_MODES: tuple[str, ...] = get_args(IommuMode)
+SMALL_PAGE_BYTES = 4096
+SUPERPAGE_BYTES = 2 << 20  # Intel VT-d 2 MiB second-level pages: `iommu` systems use them
+
+
+def iotlb_page_bytes(iommu: str) -> int:
+    """Page size the IOTLB caches translations for in an IOMMU mode (`iommu` = super pages)."""
+    return SUPERPAGE_BYTES if iommu == "on" else SMALL_PAGE_BYTES
+
+
 _SYSTEM = re.compile(
     r"^(?P<card>[^_]+)_(?P<arch>[a-z]+)-(?P<cpu>[A-Za-z]+-[A-Za-z]?\d+-\d+[A-Za-z0-9]*)"
     r"[-_](?P<machine>.+?)"

@@ -14,10 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from pcieperf.bench import CACHE_STATES, iotlb_page_bytes
 from pcieperf.errors import UsageError
-
-SMALL_PAGE_BYTES = 4096
-SUPERPAGE_BYTES = 2 << 20
 
 
 @dataclass(frozen=True)
@@ -113,10 +111,10 @@ def fit_latency(
     """
     window = np.asarray(window, dtype=np.float64)
     host = np.asarray(avg_ns, dtype=np.float64) - overhead_ns
-    states = {s: np.asarray(cache) == s for s in ("HWarm", "DWarm", "Cold", "DThrash")}
+    states = {s: np.asarray(cache) == s for s in CACHE_STATES}
     if not states["Cold"].any() or not states["HWarm"].any():
         raise UsageError("the latency sweep needs Cold and HWarm rows to fit the host")
-    page = SUPERPAGE_BYTES if iommu == "on" else SMALL_PAGE_BYTES
+    page = iotlb_page_bytes(iommu)
     cold_w, cold = window[states["Cold"]], host[states["Cold"]]
     entries, walk, dram = (
         _fit_iommu(cold_w, cold, page) if iommu != "off" else (0, 0.0, float(np.median(cold)))

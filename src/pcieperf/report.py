@@ -21,6 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from pcieperf import dpdk, nic, tlp
+from pcieperf.bench import CACHE_STATES
 from pcieperf.errors import UsageError
 from pcieperf.ethernet import Ethernet
 from pcieperf.link import Link
@@ -288,7 +289,7 @@ def _plot_size(store: Store, names: list[str], size: int, direction: str) -> plt
 def _plot_window(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
     file = f"bw_dma_win_sweep_{direction}_rnd_{size}.csv"
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.5), sharey=True)
-    for ax, cache in zip(axes, ("HWarm", "DWarm", "Cold", "DThrash"), strict=True):
+    for ax, cache in zip(axes, CACHE_STATES, strict=True):
         for name in names:
             rows = store.rows("bw", name, file=file)
             keep = rows["cache"] == cache

@@ -17,15 +17,10 @@ from typing import Any
 import numpy as np
 
 from pcieperf._native import core
-from pcieperf.bench import TESTS, canonical_test
+from pcieperf.bench import CACHE_STATES, IOMMU_MODES, TESTS, canonical_test, iotlb_page_bytes
 from pcieperf.errors import ProfileError, UsageError, require_choice
 from pcieperf.link import Link
 from pcieperf.tlp import read_cost, write_cost
-
-SUPERPAGE_BYTES = 2 << 20  # IOMMU super pages (Intel VT-d 2 MiB second-level pages)
-SMALL_PAGE_BYTES = 4096
-IOMMU_MODES = ("off", "on", "nosp")
-CACHE_STATES = ("HWarm", "DWarm", "Cold", "DThrash")
 
 
 @dataclass(frozen=True)
@@ -229,7 +224,7 @@ def sim_params(
         "partial_write_ns": host.partial_write_ns,
         "posted_credits": host.posted_credits,
         "iotlb_entries": host.iotlb_entries if host.iommu != "off" else 0,
-        "page_bytes": SUPERPAGE_BYTES if host.iommu == "on" else SMALL_PAGE_BYTES,
+        "page_bytes": iotlb_page_bytes(host.iommu),
         "walk_ns": host.walk_ns,
         "walkers": host.walkers,
         "record_latencies": record_latencies,
