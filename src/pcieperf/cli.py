@@ -669,6 +669,28 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
 # Parser and entry point
 
 
+def _add_command(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    func: Callable[[argparse.Namespace], None],
+    *,
+    link: bool = False,
+    store: bool = False,
+) -> argparse.ArgumentParser:
+    """Register one (sub)command: its help from `func`'s docstring, `--json`, and optionally
+    the link options or the store location."""
+    p = subparsers.add_parser(name, help=func.__doc__, description=func.__doc__)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    if link:
+        _add_link_options(p)
+    if store:
+        p.add_argument(
+            "--db", default=None, help="store file (default: user data dir, or $PCIEPERF_DB)"
+        )
+    p.set_defaults(func=func)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (also used to document the CLI)."""
     parser = _Parser(prog="pcieperf", description=__doc__.splitlines()[0])
@@ -676,16 +698,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def command(
-        name: str,
-        func: Callable[[argparse.Namespace], None],
-        link: bool = True,
+        name: str, func: Callable[[argparse.Namespace], None], link: bool = True
     ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=func.__doc__, description=func.__doc__)
-        p.add_argument("--json", action="store_true", help="machine-readable output")
-        if link:
-            _add_link_options(p)
-        p.set_defaults(func=func)
-        return p
+        return _add_command(sub, name, func, link=link)
 
     command("link", cmd_link)
 
@@ -748,13 +763,7 @@ def build_parser() -> argparse.ArgumentParser:
     def data_command(
         name: str, func: Callable[[argparse.Namespace], None]
     ) -> argparse.ArgumentParser:
-        p = data_sub.add_parser(name, help=func.__doc__, description=func.__doc__)
-        p.add_argument("--json", action="store_true", help="machine-readable output")
-        p.add_argument(
-            "--db", default=None, help="store file (default: user data dir, or $PCIEPERF_DB)"
-        )
-        p.set_defaults(func=func)
-        return p
+        return _add_command(data_sub, name, func, store=True)
 
     p = data_command("import", cmd_data_import)
     p.add_argument("dirs", nargs="+", help="pcie-bench result directories")
@@ -776,11 +785,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench_sub = bench_parser.add_subparsers(
         dest="bench_command", required=True, parser_class=_Parser
     )
-    p = bench_sub.add_parser("tests", help=cmd_bench_tests.__doc__)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_bench_tests)
-    p = bench_sub.add_parser("sim", help=cmd_bench_sim.__doc__)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_command(bench_sub, "tests", cmd_bench_tests)
+    p = _add_command(bench_sub, "sim", cmd_bench_sim)
     p.add_argument("--host", required=True, help="host profile (.toml)")
     p.add_argument("--device", required=True, help="device profile (.toml)")
     p.add_argument("--test", default="BW_DMA_RD", help="e.g. BW_RD, BW_DMA_WR, LAT_RD")
@@ -790,7 +796,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pattern", choices=("Seq", "Rand"), default="Rand")
     p.add_argument("--offset", type=int, default=0, help="host offset in bytes")
     p.add_argument("--transactions", type=int, default=200_000, help="per point")
-    p.set_defaults(func=cmd_bench_sim)
 
     p = command("report", cmd_report)
     p.add_argument("-o", "--output", default="pcieperf-report", help="output folder")
