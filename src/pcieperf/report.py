@@ -23,7 +23,7 @@ from tqdm import tqdm
 from pcieperf import dpdk, nic, tlp
 from pcieperf.bench import CACHE_STATES
 from pcieperf.errors import UsageError
-from pcieperf.ethernet import Ethernet
+from pcieperf.ethernet import Ethernet, dma_bytes
 from pcieperf.link import Link
 from pcieperf.store import Store
 
@@ -76,7 +76,7 @@ def figure_paper_fig1(cfg: ReportConfig, out: Path) -> Figure:
     frames = np.arange(cfg.frame_sizes[0], cfg.frame_sizes[1] + 1)
     eth = Ethernet(cfg.eth_gbps)
     link = cfg.link
-    effective = {op: tlp.effective_gbps(link, op, frames - 4) for op in ("write", "read")}
+    effective = {op: tlp.effective_gbps(link, op, dma_bytes(frames)) for op in ("write", "read")}
     line = eth.frame_gbps(frames)
     curves, facts = {}, []
     for name, label in FIG1_PROFILES:
@@ -178,7 +178,7 @@ def figure_dpdk(cfg: ReportConfig, out: Path) -> Figure:
         a.legend(fontsize=8)
     _save(fig, out, "dpdk_forwarding")
     _write_csv(out / "dpdk_forwarding.csv", ["pps", *columns], [pps, *columns.values()])
-    at10 = dpdk.estimate(fwd, cfg.link, 10e6)
+    at10 = replace(est, pps=np.array(10e6))
     facts = [
         "at 10 Mpps: "
         + ", ".join(f"{m} {float(at10.metric_gbps(m)):.2f} Gb/s" for m in dpdk.METRICS),
@@ -289,9 +289,9 @@ def _plot_size(store: Store, names: list[str], size: int, direction: str) -> plt
 def _plot_window(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
     file = f"bw_dma_win_sweep_{direction}_rnd_{size}.csv"
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.5), sharey=True)
+    measured = {name: store.rows("bw", name, file=file) for name in names}
     for ax, cache in zip(axes, CACHE_STATES, strict=True):
-        for name in names:
-            rows = store.rows("bw", name, file=file)
+        for name, rows in measured.items():
             keep = rows["cache"] == cache
             ax.plot(
                 rows["window_bytes"][keep], rows["bw_gbps"][keep], marker=".", label=_short(name)
