@@ -13,8 +13,12 @@ DEVICE = sim.DeviceProfile(
     name="dev",
     source="test",
     tags=32,
-    issue_read_ns=0.0,
-    issue_write_ns=20.0,
+    read_ns=0.0,
+    read_line_ns=0.0,
+    write_ns=20.0,
+    write_line_ns=0.0,
+    datapath_ns=0.0,
+    datapath_line_ns=0.0,
     fixed_latency_ns=100.0,
 )
 HOST = sim.HostProfile(
@@ -30,8 +34,8 @@ HOST = sim.HostProfile(
     remote_extra_ns=80.0,
     llc_bytes=8 << 20,
     ddio_bytes=1 << 20,
-    write_ns=0.0,
-    partial_write_ns=30.0,
+    write_line_ns=0.0,
+    partial_line_ns=30.0,
     posted_credits=64,
     iotlb_entries=64,
     walk_ns=200.0,
@@ -103,16 +107,18 @@ def test_rw_reports_one_direction():
 def test_profile_files(tmp_path):
     path = tmp_path / "dev.toml"
     path.write_text(
-        'name = "d"\nsource = "s"\ntags = 32\nissue_read_ns = 1.0\n'
-        "issue_write_ns = 2.0\nfixed_latency_ns = 3.0\n"
+        'name = "d"\nsource = "s"\ntags = 32\nread_ns = 0.0\nread_line_ns = 0.0\n'
+        "write_ns = 20.0\nwrite_line_ns = 0.0\ndatapath_ns = 0.0\ndatapath_line_ns = 0.0\n"
+        "fixed_latency_ns = 100.0\n"
     )
     assert sim.load_device(path).tags == 32
     path.write_text(path.read_text() + "colour = 1\n")
     with pytest.raises(ProfileError, match="unknown key 'colour'"):
         sim.load_device(path)
     path.write_text(
-        'name = "d"\nsource = "s"\ntags = -1\nissue_read_ns = 1.0\n'
-        "issue_write_ns = 2.0\nfixed_latency_ns = 3.0\n"
+        'name = "d"\nsource = "s"\ntags = -1\nread_ns = 0.0\nread_line_ns = 0.0\n'
+        "write_ns = 20.0\nwrite_line_ns = 0.0\ndatapath_ns = 0.0\ndatapath_line_ns = 0.0\n"
+        "fixed_latency_ns = 100.0\n"
     )
     with pytest.raises(ProfileError, match="tags = -1"):
         sim.load_device(path)
@@ -125,8 +131,9 @@ def test_bench_cli(tmp_path, capsys):
 
     dev, host = tmp_path / "dev.toml", tmp_path / "host.toml"
     dev.write_text(
-        'name = "d"\nsource = "s"\ntags = 32\nissue_read_ns = 0.0\n'
-        "issue_write_ns = 20.0\nfixed_latency_ns = 100.0\n"
+        'name = "d"\nsource = "s"\ntags = 32\nread_ns = 0.0\nread_line_ns = 0.0\n'
+        "write_ns = 20.0\nwrite_line_ns = 0.0\ndatapath_ns = 0.0\ndatapath_line_ns = 0.0\n"
+        "fixed_latency_ns = 100.0\n"
     )
     host.write_text(
         "\n".join(
@@ -159,3 +166,20 @@ def test_bench_cli(tmp_path, capsys):
         == 2
     )
     assert "DMA tests only" in capsys.readouterr().err
+
+
+def test_root_complex_charges_each_line_and_each_ragged_line():
+    # 10 ns per line, 30 ns more per partly covered line, a fast device: 128 B = 2 lines
+    # (20 ns per write), 129 B = 3 lines, the last one ragged (30 + 30 = 60 ns per write).
+    host = replace(HOST, write_line_ns=10.0, partial_line_ns=30.0, iommu="off")
+    fast = replace(DEVICE, write_ns=0.0)
+    rates = [sim.simulate(point("BW_DMA_WR", size=s), host, fast).trans_per_s for s in (128, 129)]
+    assert rates[0] == pytest.approx(1e9 / max(20.0, (128 + 24) / RATE), rel=0.01)
+    assert rates[1] == pytest.approx(1e9 / 60.0, rel=0.01)
+
+
+def test_cache_lines_and_ragged_ends():
+    assert sim.cache_lines(0, 64) == (1, 0)
+    assert sim.cache_lines(0, 129) == (3, 1)
+    assert sim.cache_lines(1, 64) == (2, 2)
+    assert sim.cache_lines(8, 16) == (1, 1)  # one line, ragged at both ends: still one line

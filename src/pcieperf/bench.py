@@ -297,6 +297,72 @@ SMALL_PAGE_BYTES = 4096
 SUPERPAGE_BYTES = 2 << 20  # Intel VT-d 2 MiB second-level pages: `iommu` systems use them
 
 
+# The bandwidth runs of pcie-bench's NFP suite (docs/bench.md, "What the suite runs"): which
+# rows each result file holds. These are the benchmark's own parameters, not measurements.
+SIZE_SWEEP_BYTES = (
+    *(16, 32, 63, 64, 65, 127, 128, 129, 192, 255, 256, 257, 320, 384, 511, 512, 513, 576),
+    *(640, 704, 767, 768, 769, 832, 896, 960, 1023, 1024, 1025, 1279, 1280, 1281, 1535, 1536),
+    *(1537, 1791, 1792, 1793, 2047, 2048),
+)
+SWEEP_WINDOW_BYTES = (
+    *(4 << 10, 16 << 10, 256 << 10, 512 << 10, 1 << 20, 3 << 19, 2 << 20, 3 << 20, 4 << 20),
+    *(8 << 20, 16 << 20, 32 << 20, 64 << 20),
+)
+WINDOW_SWEEP_SIZES = (64, 128, 256, 512)
+OFFSET_SWEEP_SIZES = (64, 128, 256, 407, 416, 1024, 2048)
+OFFSET_SWEEP_OFFSETS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 20, 25, 32, 41, 48, 63)
+SMALL_WINDOW_BYTES = 8 << 10
+BW_TRANSACTIONS = 8 << 20  # per row; BW_DMA_RW rows count one direction: half of them
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement of a pcie-bench test: the key columns of a result-file row."""
+
+    test: str
+    pattern: str
+    cache: str
+    host_offset: int
+    dev_offset: int
+    window: int
+    size: int
+
+    @property
+    def transactions(self) -> int:
+        """Transactions the benchmark counts for this row (one direction for BW_DMA_RW)."""
+        return BW_TRANSACTIONS // 2 if self.test == "BW_DMA_RW" else BW_TRANSACTIONS
+
+
+def bandwidth_plan() -> dict[str, list[Point]]:
+    """Every bandwidth result file of the suite with its rows, in the benchmark's order."""
+    plan = {
+        "bw_dma_sz_sweep.csv": [
+            Point(test, "Rand", "HWarm", 0, 0, SMALL_WINDOW_BYTES, size)
+            for test in ("BW_DMA_RD", "BW_DMA_WR", "BW_DMA_RW")
+            for size in SIZE_SWEEP_BYTES
+        ]
+    }
+    for op, test in (("rd", "BW_DMA_RD"), ("wr", "BW_DMA_WR")):
+        for size in WINDOW_SWEEP_SIZES:
+            plan[f"bw_dma_win_sweep_{op}_rnd_{size}.csv"] = [
+                Point(test, "Rand", cache, 0, 0, window, size)
+                for cache in sorted(CACHE_STATES)
+                for window in SWEEP_WINDOW_BYTES
+            ]
+        for suffix, cache in (("", "HWarm"), ("_cold", "Cold")):
+            plan[f"bw_dma_off_{op}{suffix}.csv"] = [
+                Point(test, "Seq", cache, ho, do, SMALL_WINDOW_BYTES, size)
+                for size in OFFSET_SWEEP_SIZES
+                for ho, do in _offset_pairs()
+            ]
+    return plan
+
+
+def _offset_pairs() -> list[tuple[int, int]]:
+    """Host-offset sweep with the device offset at 0, then the device-offset sweep."""
+    return [(o, 0) for o in OFFSET_SWEEP_OFFSETS] + [(0, o) for o in OFFSET_SWEEP_OFFSETS]
+
+
 def iotlb_page_bytes(iommu: str) -> int:
     """Page size the IOTLB caches translations for in an IOMMU mode (`iommu` = super pages)."""
     return SUPERPAGE_BYTES if iommu == "on" else SMALL_PAGE_BYTES

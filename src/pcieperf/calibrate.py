@@ -9,13 +9,18 @@ capacities the simulator needs. Both are deterministic least-squares fits over s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from pcieperf.bench import CACHE_STATES, iotlb_page_bytes
-from pcieperf.errors import UsageError
+from pcieperf.bench import CACHE_STATES, WINDOW_SWEEP_SIZES, SystemInfo, iotlb_page_bytes
+from pcieperf.errors import ProfileError, UsageError
+from pcieperf.link import Link
+from pcieperf.sim import DeviceProfile, HostProfile, from_table, load_toml
+from pcieperf.store import parse_result_dir
+from pcieperf.tlp import read_cost, write_cost
 
 
 @dataclass(frozen=True)
@@ -168,3 +173,366 @@ def _fit_warm(window: NDArray, lat: NDArray, cold: float) -> tuple[float, float,
         if err < best[2] - 1e-9:
             best = (hit, float(capacity), err)
     return best
+
+
+# --- A measured host: what a pcie-bench result directory holds --------------------------------
+
+
+@dataclass(frozen=True)
+class HostRun:
+    """One host's result directory, parsed: its name, facts and result tables by file name."""
+
+    info: SystemInfo
+    facts: HostFacts
+    tables: dict[str, dict[str, NDArray]]
+
+    @property
+    def name(self) -> str:
+        """The directory (system) name."""
+        return self.info.name
+
+
+LATENCY_SWEEP_FILE = "lat_dma_sweep_rd_rnd_64.csv"
+# The calibration shipped with pcieperf: `pcieperf bench calibrate` over the NFP-6000 data set.
+DEFAULT_CALIBRATION = Path(__file__).parent / "calibrations" / "nfp6000.toml"
+
+
+def load_run(path: Path) -> HostRun:
+    """Parse a result directory; it must hold the latency sweep and the host facts."""
+    parsed = parse_result_dir(path)
+    tables = {t.file: t.columns for t in parsed.tables}
+    if LATENCY_SWEEP_FILE not in tables:
+        raise UsageError(f"{path}: {LATENCY_SWEEP_FILE} is missing; it is needed to calibrate")
+    return HostRun(parsed.info, parse_host_facts(parsed.facts), tables)
+
+
+def host_latency(run: HostRun) -> LatencyFit:
+    """Fit the host's 64 B random-read latency sweep as measured (nothing subtracted).
+
+    Medians, not means: on some hosts rare millisecond stalls dominate the mean (docs/bench.md).
+    """
+    sweep = run.tables[LATENCY_SWEEP_FILE]
+    return fit_latency(sweep["window_bytes"], sweep["cache"], sweep["med_ns"], 0.0, run.info.iommu)
+
+
+def latency_model(fit: LatencyFit, window: NDArray, cache: NDArray, iommu: str) -> NDArray:
+    """Mean read latency the fit predicts for each (window, cache state)."""
+    window = np.asarray(window, dtype=np.float64)
+    latency = np.full_like(window, fit.dram_latency_ns)
+    if fit.iotlb_entries:
+        latency += miss_fraction(window, fit.iotlb_entries, iotlb_page_bytes(iommu)) * fit.walk_ns
+    for state, hit, capacity in (
+        ("HWarm", fit.llc_latency_ns, fit.llc_bytes),
+        ("DWarm", fit.ddio_latency_ns, fit.ddio_bytes),
+    ):
+        keep = np.asarray(cache) == state
+        latency[keep] += warm_fraction(window[keep], capacity) * (hit - fit.dram_latency_ns)
+    return latency
+
+
+def steadiness(run: HostRun) -> float:
+    """Worst ratio of 99.9th-percentile to median latency over the latency sweep.
+
+    Steady hosts stay below ~2; a host with millisecond stalls (power management, SMIs) shows
+    ratios in the hundreds, and its bandwidth results are not reproducible run to run.
+    """
+    sweep = run.tables[LATENCY_SWEEP_FILE]
+    return float(np.max(sweep["p999_ns"] / sweep["med_ns"]))
+
+
+UNSTEADY_RATIO = 10.0  # p99.9 / median above this: the host stalls (see steadiness)
+
+
+# --- The device-wide fit ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SharedHost:
+    """Host-side parameters that latency cannot reveal, shared by the calibration hosts."""
+
+    write_line_ns: float
+    partial_line_ns: float
+    walkers: int
+    posted_credits: int
+    completion_policy: str
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A fitted device profile, the shared host parameters and how well they fit."""
+
+    device: DeviceProfile
+    shared: SharedHost
+    fit_mape_pct: dict[str, float]
+    points: int
+
+
+FIT_FILES = (
+    "bw_dma_sz_sweep.csv",
+    *(f"bw_dma_win_sweep_{d}_rnd_{s}.csv" for d in ("rd", "wr") for s in WINDOW_SWEEP_SIZES),
+)
+MIN_FIT_SIZE = 64  # the size sweep's 16 and 32 B rows sit below a cache line; not fitted
+POSTED_CREDITS = 64  # not observable in the data: large enough never to bind (docs/bench.md)
+_PARAMETERS = (
+    "tags",
+    "latency_overhead_ns",
+    "read_ns",
+    "read_line_ns",
+    "write_ns",
+    "write_line_ns",
+    "datapath_ns",
+    "datapath_line_ns",
+    "rc_write_line_ns",
+    "rc_partial_line_ns",
+    "walkers",
+)
+_START = np.array([32, 100, 10, 5, 15, 5, 5, 5, 9, 3, 4], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """Per-point quantities of the mean-value model for one host (parameter-free parts)."""
+
+    measured_gbps: NDArray
+    size: NDArray
+    lines: NDArray
+    partial: NDArray
+    test: NDArray
+    latency: NDArray
+    walk_share: NDArray
+    read_up: NDArray
+    read_down: NDArray
+    write_up: NDArray
+    read64_wires: float
+
+
+def bandwidth_points(run: HostRun) -> dict[str, NDArray]:
+    """The fitted/validated bandwidth rows of a host: size sweep (>= 64 B) and window sweeps."""
+    parts = []
+    for file in FIT_FILES:
+        if file not in run.tables:
+            continue
+        cols = run.tables[file]
+        keep = cols["size_bytes"] >= MIN_FIT_SIZE
+        parts.append({k: v[keep] for k, v in cols.items()})
+    if not parts:
+        raise UsageError(f"{run.name}: no bandwidth results to calibrate on ({FIT_FILES[0]}, ...)")
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _terms(run: HostRun, policy: str) -> _Terms:
+    rows = bandwidth_points(run)
+    link = host_link(run.facts, policy)
+    size = rows["size_bytes"].astype(np.int64)
+    fit = host_latency(run)
+    window = rows["window_bytes"].astype(np.float64)
+    walk_share = (
+        miss_fraction(window, fit.iotlb_entries, iotlb_page_bytes(run.info.iommu)) * fit.walk_ns
+        if fit.iotlb_entries
+        else np.zeros_like(window)
+    )
+    rate = link.tlp_bytes_per_s / 1e9
+    rd, wr, rd64 = read_cost(link, size), write_cost(link, size), read_cost(link, 64)
+    lines = -(-size // 64)
+    return _Terms(
+        measured_gbps=rows["bw_gbps"],
+        size=size,
+        lines=lines,
+        partial=(size % 64 != 0).astype(np.float64),
+        test=rows["test"],
+        latency=latency_model(fit, window, rows["cache"], run.info.iommu),
+        walk_share=walk_share,
+        read_up=rd.wire_out / rate,
+        read_down=rd.wire_back / rate,
+        write_up=wr.wire_out / rate,
+        read64_wires=float((rd64.wire_out + rd64.wire_back)[()]) / rate,
+    )
+
+
+def host_link(facts: HostFacts, policy: str) -> Link:
+    """The device's link as the host facts describe it."""
+    return Link(
+        gen=facts.gen,
+        lanes=facts.lanes,
+        mps=facts.mps,
+        mrrs=facts.mrrs,
+        completion_policy=policy,
+        addr64=facts.addr64,
+    )
+
+
+def _mean_value_gbps(t: _Terms, x: NDArray) -> NDArray:
+    """Bandwidth of each point as the slowest of its resources (the simulator's bottlenecks)."""
+    tags, overhead, r0, r1, w0, w1, d0, d1, rc1, rcp, walkers = x
+    read, write, path = r0 + r1 * t.lines, w0 + w1 * t.lines, d0 + d1 * t.lines
+    root_complex = rc1 * t.lines + rcp * t.partial
+    walk = t.walk_share / max(walkers, 1e-9)
+    # Round trip of a read: the measured 64 B latency, corrected for size, minus the overhead.
+    trip = t.latency - overhead + (read + path + t.read_up + t.read_down) - (r0 + r1 + d0 + d1)
+    trip = np.maximum(trip - t.read64_wires, 1.0)
+    read_time = np.maximum.reduce([read, path, t.read_up, t.read_down, walk, trip / tags])
+    write_time = np.maximum.reduce([write, path, t.write_up, root_complex, walk])
+    pair_time = np.maximum.reduce(
+        [
+            read,
+            write,
+            2 * path,
+            t.read_up + t.write_up,
+            t.read_down,
+            root_complex,
+            2 * walk,
+            (trip + write + path + t.write_up) / tags,
+        ]
+    )
+    time = np.where(
+        t.test == "BW_DMA_RD", read_time, np.where(t.test == "BW_DMA_WR", write_time, pair_time)
+    )
+    return t.size * 8 / time
+
+
+def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibration:
+    """Least-squares fit of the device and shared host parameters to the hosts' bandwidths.
+
+    Minimises the robust (soft-L1) sum of log(predicted / measured) over every size-sweep
+    (>= 64 B) and window-sweep point of the steady hosts; both completion policies are tried
+    and the better kept. Latency-derived host parameters come from each host's own sweep.
+    """
+    from scipy.optimize import least_squares  # only fitting needs scipy; keep the CLI quick
+
+    steady = [r for r in runs if steadiness(r) <= UNSTEADY_RATIO] or runs
+    best = None
+    for policy in ("mps", "rcb"):
+        terms = [_terms(r, policy) for r in steady]
+        fit = least_squares(
+            lambda x, terms=terms: np.concatenate(
+                [np.log(_mean_value_gbps(t, x) / t.measured_gbps) for t in terms]
+            ),
+            _START,
+            bounds=(np.r_[1, np.zeros(len(_START) - 2), 1], np.inf),
+            loss="soft_l1",
+            f_scale=0.05,
+        )
+        if best is None or fit.cost < best[0].cost:
+            best = (fit, policy, terms)
+    fit, policy, terms = best
+    x = fit.x
+    mape = {
+        r.name: 100 * float(np.mean(np.abs(_mean_value_gbps(t, x) / t.measured_gbps - 1)))
+        for r, t in zip(steady, terms, strict=True)
+    }
+    values = dict(zip(_PARAMETERS, (float(v) for v in x), strict=True))
+    device = DeviceProfile(
+        name=name,
+        source=f"pcieperf bench calibrate on {len(steady)} hosts (fit.hosts)",
+        tags=round(values["tags"]),
+        read_ns=values["read_ns"],
+        read_line_ns=values["read_line_ns"],
+        write_ns=values["write_ns"],
+        write_line_ns=values["write_line_ns"],
+        datapath_ns=values["datapath_ns"],
+        datapath_line_ns=values["datapath_line_ns"],
+        fixed_latency_ns=0.0,
+        latency_overhead_ns=values["latency_overhead_ns"],
+        notes="fixed latency is folded into the host latencies the latency sweep gives",
+    )
+    shared = SharedHost(
+        write_line_ns=values["rc_write_line_ns"],
+        partial_line_ns=values["rc_partial_line_ns"],
+        walkers=max(1, round(values["walkers"])),
+        posted_credits=POSTED_CREDITS,
+        completion_policy=policy,
+    )
+    return Calibration(device, shared, mape, sum(t.size.size for t in terms))
+
+
+def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
+    """A simulator host profile from a host's facts and latency sweep plus the calibration.
+
+    The sweep's latencies include the device, the link and the benchmark's overhead; those are
+    subtracted (as the simulator adds them back) to leave the host's own share.
+    """
+    fit = host_latency(run)
+    device, shared = calibration.device, calibration.shared
+    link = host_link(run.facts, shared.completion_policy)
+    read64 = read_cost(link, 64)
+    read, _, path = device.costs(1)
+    outside_host = (
+        device.latency_overhead_ns
+        + device.fixed_latency_ns
+        + read
+        + path
+        + float((read64.wire_out + read64.wire_back)[()]) / (link.tlp_bytes_per_s / 1e9)
+    )
+    info = run.info
+    return HostProfile(
+        name=info.name,
+        source=f"latency sweep and host facts of {info.name}, calibration {device.source}",
+        mps=link.mps,
+        mrrs=link.mrrs,
+        completion_policy=shared.completion_policy,
+        addr64=run.facts.addr64,
+        llc_latency_ns=max(fit.llc_latency_ns - outside_host, 0.0),
+        ddio_latency_ns=max(fit.ddio_latency_ns - outside_host, 0.0),
+        dram_latency_ns=max(fit.dram_latency_ns - outside_host, 0.0),
+        remote_extra_ns=0.0,
+        llc_bytes=fit.llc_bytes,
+        ddio_bytes=fit.ddio_bytes,
+        write_line_ns=shared.write_line_ns,
+        partial_line_ns=shared.partial_line_ns,
+        posted_credits=shared.posted_credits,
+        iotlb_entries=fit.iotlb_entries,
+        walk_ns=fit.walk_ns,
+        walkers=shared.walkers,
+        iommu=info.iommu,
+        numa_device=info.numa_device,
+        numa_memory=info.numa_memory,
+        numa_cpu=info.numa_cpu,
+        gen=link.gen,
+        lanes=link.lanes,
+        notes="measured latencies already include any NUMA distance, so remote_extra_ns = 0",
+    )
+
+
+# --- Calibration files ------------------------------------------------------------------------
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def calibration_toml(calibration: Calibration) -> str:
+    """The calibration as TOML: [device] and [host] load as profiles, [fit] says how well."""
+    device = {f.name: getattr(calibration.device, f.name) for f in fields(DeviceProfile)}
+    shared = {f.name: getattr(calibration.shared, f.name) for f in fields(SharedHost)}
+    fit = {
+        "hosts": list(calibration.fit_mape_pct),
+        "mape_pct": [round(v, 2) for v in calibration.fit_mape_pct.values()],
+        "points": calibration.points,
+    }
+    out = ["# Written by `pcieperf bench calibrate`; re-run it to regenerate (docs/bench.md)."]
+    for title, table in (("device", device), ("host", shared), ("fit", fit)):
+        out.append(f"\n[{title}]")
+        out.extend(f"{key} = {_toml_value(value)}" for key, value in table.items())
+    return "\n".join(out) + "\n"
+
+
+def load_calibration(path: Path) -> Calibration:
+    """Read a calibration file written by `calibration_toml`."""
+    data = load_toml(path)
+    for table in ("device", "host", "fit"):
+        if not isinstance(data.get(table), dict):
+            raise ProfileError(f"{path}: missing [{table}] table; is this a calibration file?")
+    fit = data["fit"]
+    hosts, mape = fit.get("hosts", []), fit.get("mape_pct", [])
+    return Calibration(
+        device=from_table(DeviceProfile, data["device"], f"{path} [device]"),
+        shared=from_table(SharedHost, data["host"], f"{path} [host]"),
+        fit_mape_pct=dict(zip(hosts, mape, strict=False)),
+        points=int(fit.get("points", 0)),
+    )

@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import NoReturn
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from pcieperf import dpdk, nic, tlp
 from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
+from pcieperf.calibrate import DEFAULT_CALIBRATION
 from pcieperf.errors import PcieperfError, UsageError
 from pcieperf.ethernet import RATES_GBPS, Ethernet, PacketMix, parse_mix
 from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
@@ -665,6 +667,125 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
     _emit(args, rows, lambda: format_table(keys, [[r[k] for k in keys] for r in rows]))
 
 
+def cmd_bench_calibrate(args: argparse.Namespace) -> None:
+    """Fit the device profile and shared host parameters to measured pcie-bench results."""
+    from pcieperf import calibrate
+
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise UsageError(f"{out} exists; pass --force to overwrite it")
+    runs = [calibrate.load_run(Path(d)) for d in args.dirs]
+    result = calibrate.fit_device(runs, name=args.name)
+    out.write_text(calibrate.calibration_toml(result), encoding="utf-8")
+    skipped = sorted(r.name for r in runs if calibrate.steadiness(r) > calibrate.UNSTEADY_RATIO)
+    payload = {
+        "output": str(out),
+        "device": asdict(result.device),
+        "host": asdict(result.shared),
+        "fit_mape_pct": result.fit_mape_pct,
+        "points": result.points,
+        "unsteady_hosts_left_out": skipped,
+    }
+    _emit(args, payload, lambda: _calibration_text(payload))
+
+
+def _calibration_text(payload: dict) -> str:
+    rows = [[name, pct] for name, pct in payload["fit_mape_pct"].items()]
+    lines = [
+        f"wrote {payload['output']} ({payload['points']} points)",
+        *(f"  {t}.{k} = {v}" for t in ("device", "host") for k, v in payload[t].items()),
+        format_table(("host", "fit MAPE %"), rows),
+    ]
+    if payload["unsteady_hosts_left_out"]:
+        lines.append(
+            "left out (latency p99.9 > 10x median): "
+            + ", ".join(payload["unsteady_hosts_left_out"])
+        )
+    return "\n".join(lines)
+
+
+def cmd_bench_predict(args: argparse.Namespace) -> None:
+    """Predict a host's bandwidth results from its latency files and host facts."""
+    from tqdm import tqdm
+
+    from pcieperf import calibrate, predict
+
+    run = calibrate.load_run(Path(args.calibrate))
+    calibration = calibrate.load_calibration(Path(args.profile))
+    steadiness = calibrate.steadiness(run)
+    with tqdm(total=predict.plan_rows(), desc="simulating", unit="row", disable=args.json) as bar:
+        files = predict.predict_files(
+            run,
+            calibration,
+            Path(args.out),
+            force=args.force,
+            transactions=args.transactions,
+            progress=bar.update,
+        )
+    payload = {
+        "system": run.name,
+        "files": [str(f) for f in files],
+        "host": asdict(calibrate.host_profile(run, calibration)),
+        "steadiness": steadiness,
+        "steady": steadiness <= calibrate.UNSTEADY_RATIO,
+    }
+
+    def human() -> str:
+        text = f"wrote {len(files)} files to {args.out}"
+        if not payload["steady"]:
+            text += (
+                f"\nwarning: latency p99.9 is {steadiness:.0f}x the median on this host "
+                "(millisecond stalls); its measured bandwidth will scatter far around any "
+                "prediction"
+            )
+        return text
+
+    _emit(args, payload, human)
+
+
+def cmd_validate(args: argparse.Namespace) -> None:
+    """Compare predicted with measured pcie-bench bandwidth results (MAPE, worst points)."""
+    from pcieperf import validate
+
+    matched = validate.match(Path(args.measured), Path(args.predicted))
+    result = validate.summary(matched, worst=args.worst)
+    if args.plot:
+        from pcieperf.report import plot_validation
+
+        result["plot"] = str(plot_validation(matched, Path(args.plot), force=args.force))
+
+    def human() -> str:
+        per_file = [[f, v] for f, v in result["per_file"].items()]
+        worst = [
+            [
+                w["file"],
+                w["test"],
+                w["cache"],
+                w["window_bytes"],
+                w["size_bytes"],
+                w["measured_gbps"],
+                w["predicted_gbps"],
+                w["error_pct"],
+            ]
+            for w in result["worst"]
+        ]
+        return "\n".join(
+            [
+                f"{result['points']} points, MAPE {result['mape_pct']} %; acceptance set "
+                f"(size sweep >= 64 B + window sweeps) {result['acceptance_points']} points, "
+                f"MAPE {result['acceptance_mape_pct']} %",
+                format_table(("file", "MAPE %"), per_file),
+                "worst points:",
+                format_table(
+                    ("file", "test", "cache", "window", "size", "measured", "predicted", "err %"),
+                    worst,
+                ),
+            ]
+        )
+
+    _emit(args, result, human)
+
+
 # ---------------------------------------------------------------------------------------------
 # Parser and entry point
 
@@ -796,6 +917,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pattern", choices=("Seq", "Rand"), default="Rand")
     p.add_argument("--offset", type=int, default=0, help="host offset in bytes")
     p.add_argument("--transactions", type=int, default=200_000, help="per point")
+    p = _add_command(bench_sub, "calibrate", cmd_bench_calibrate)
+    p.add_argument("dirs", nargs="+", help="pcie-bench result directories (latency and bandwidth)")
+    p.add_argument("-o", "--output", required=True, help="calibration file to write (.toml)")
+    p.add_argument("--name", default="calibrated device", help="name of the device profile")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p = _add_command(bench_sub, "predict", cmd_bench_predict)
+    p.add_argument(
+        "--calibrate",
+        required=True,
+        metavar="DIR",
+        help="the host's directory: lat_*.csv and sys-*.txt (named like pcie-bench's)",
+    )
+    p.add_argument("--out", required=True, help="folder for the predicted bw_*.csv files")
+    p.add_argument(
+        "--profile",
+        default=str(DEFAULT_CALIBRATION),
+        help="calibration from `bench calibrate` (default: the NFP-6000 one shipped)",
+    )
+    p.add_argument("--transactions", type=int, default=50_000, help="simulated per row")
+    p.add_argument("--force", action="store_true", help="overwrite existing predicted files")
+
+    p = _add_command(sub, "validate", cmd_validate)
+    p.add_argument("--measured", required=True, help="pcie-bench result directory")
+    p.add_argument("--predicted", required=True, help="directory of predicted bw_*.csv files")
+    p.add_argument("--worst", type=int, default=10, help="how many worst points to list")
+    p.add_argument("--plot", default=None, help="measured vs predicted plot (.png or .svg)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
     p = command("report", cmd_report)
     p.add_argument("-o", "--output", default="pcieperf-report", help="output folder")

@@ -26,6 +26,7 @@ from pcieperf.errors import UsageError
 from pcieperf.ethernet import Ethernet, dma_bytes
 from pcieperf.link import Link
 from pcieperf.store import Store
+from pcieperf.validate import Matched
 
 FIG1_PROFILES = (
     ("simple", "Simple NIC"),
@@ -339,3 +340,29 @@ def _plot_cdf(store: Store, names: list[str], size: int, direction: str) -> plt.
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6)
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation (pcieperf validate --plot)
+
+
+def plot_validation(matched: Matched, out: Path, force: bool = False) -> Path:
+    """Measured vs predicted bandwidth, one colour per result-file family; returns the file."""
+    if out.suffix not in (".png", ".svg"):
+        raise UsageError(f"plot file {out} must end in .png or .svg")
+    if out.exists() and not force:
+        raise UsageError(f"{out} exists; pass --force to overwrite it")
+    fig, ax = plt.subplots(figsize=(6, 6))
+    families = np.array([f.rsplit("_", 1)[0] if "win_sweep" in f else f for f in matched.file])
+    for family in np.unique(families):
+        keep = families == family
+        ax.scatter(matched.measured[keep], matched.predicted[keep], s=8, label=family)
+    top = float(max(matched.measured.max(), matched.predicted.max())) * 1.05
+    ax.plot([0, top], [0, top], color="black", linewidth=0.8)
+    ax.set(xlabel="measured Gb/s", ylabel="predicted Gb/s", xlim=(0, top), ylim=(0, top))
+    ax.set_title(f"MAPE {100 * matched.error.mean():.1f} % over {matched.error.size} points")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

@@ -17,28 +17,59 @@ from typing import Any
 import numpy as np
 
 from pcieperf._native import core
-from pcieperf.bench import CACHE_STATES, IOMMU_MODES, TESTS, canonical_test, iotlb_page_bytes
+from pcieperf.bench import (
+    CACHE_STATES,
+    IOMMU_MODES,
+    TESTS,
+    Point,
+    canonical_test,
+    iotlb_page_bytes,
+)
 from pcieperf.errors import ProfileError, UsageError, require_choice
 from pcieperf.link import Link
-from pcieperf.tlp import read_cost, write_cost
+from pcieperf.tlp import blocks_touched, read_cost, write_cost
 
 
 @dataclass(frozen=True)
 class DeviceProfile:
-    """The device's DMA engine."""
+    """The device's DMA engines: tags, per-transaction costs and latency.
+
+    A read costs its engine `read_ns + read_line_ns * lines` and a write `write_ns +
+    write_line_ns * lines` (separate engines, so reads and writes overlap); every transaction
+    also crosses the shared data path for `datapath_ns + datapath_line_ns * lines`, where
+    `lines` counts the 64 B cache lines the transfer touches. `latency_overhead_ns` is time the
+    latency benchmark adds to each sample (timestamping) that bandwidth runs do not see.
+    """
 
     name: str
     source: str
     tags: int
-    issue_read_ns: float
-    issue_write_ns: float
+    read_ns: float
+    read_line_ns: float
+    write_ns: float
+    write_line_ns: float
+    datapath_ns: float
+    datapath_line_ns: float
     fixed_latency_ns: float
+    latency_overhead_ns: float = 0.0
     notes: str = ""
+
+    def costs(self, lines: int) -> tuple[float, float, float]:
+        """Read-engine, write-engine and data-path time of a transfer touching `lines` lines."""
+        return (
+            self.read_ns + self.read_line_ns * lines,
+            self.write_ns + self.write_line_ns * lines,
+            self.datapath_ns + self.datapath_line_ns * lines,
+        )
 
 
 @dataclass(frozen=True)
 class HostProfile:
-    """The host: link settings, memory hierarchy as a device sees it, write path and IOMMU."""
+    """The host: link settings, memory hierarchy as a device sees it, write path and IOMMU.
+
+    The root complex retires a posted write in `write_line_ns` per 64 B line it touches plus
+    `partial_line_ns` per line it only partly covers (a read-modify-write of that line).
+    """
 
     name: str
     source: str
@@ -52,8 +83,8 @@ class HostProfile:
     remote_extra_ns: float
     llc_bytes: int
     ddio_bytes: int
-    write_ns: float
-    partial_write_ns: float
+    write_line_ns: float
+    partial_line_ns: float
     posted_credits: int
     iotlb_entries: int
     walk_ns: float
@@ -82,7 +113,7 @@ class HostProfile:
         )
 
 
-def _from_table(cls: type, table: dict[str, Any], origin: str) -> Any:
+def from_table(cls: type, table: dict[str, Any], origin: str) -> Any:
     """Build a profile dataclass from a flat TOML table, rejecting unknown or missing keys."""
     known = {f.name: f for f in fields(cls)}
     unknown = sorted(set(table) - set(known))
@@ -139,25 +170,23 @@ def load_toml(path: Path) -> dict[str, Any]:
 
 def load_device(path: Path) -> DeviceProfile:
     """A device profile from TOML."""
-    return _from_table(DeviceProfile, load_toml(path), str(path))
+    return from_table(DeviceProfile, load_toml(path), str(path))
 
 
 def load_host(path: Path) -> HostProfile:
     """A host profile from TOML."""
-    return _from_table(HostProfile, load_toml(path), str(path))
+    return from_table(HostProfile, load_toml(path), str(path))
 
 
-@dataclass(frozen=True)
-class Point:
-    """One measurement of a pcie-bench test (a row of its result file)."""
+CACHE_LINE_BYTES = 64  # Intel Xeon (and the NFP's CTM) cache-line size
 
-    test: str
-    pattern: str
-    cache: str
-    host_offset: int
-    dev_offset: int
-    window: int
-    size: int
+
+def cache_lines(offset: int, size: int) -> tuple[int, int]:
+    """64 B lines a transfer at `offset` touches, and how many of them it covers only in part."""
+    end = offset + size
+    lines = int(blocks_touched(np.int64(offset), np.int64(end), CACHE_LINE_BYTES))
+    ragged_ends = int(offset % CACHE_LINE_BYTES != 0) + int(end % CACHE_LINE_BYTES != 0)
+    return lines, min(ragged_ends, lines)
 
 
 def _warm(point: Point, host: HostProfile) -> tuple[int, float]:
@@ -189,6 +218,8 @@ def sim_params(
         write_cost(link, point.size, point.host_offset),
     )
     warm_bytes, hit_latency = _warm(point, host)
+    lines, partial = cache_lines(point.host_offset, point.size)
+    issue_read, issue_write, datapath = device.costs(lines)
     remote_memory = host.numa_memory != host.numa_device
     rate = link.tlp_bytes_per_s / 1e9
     ops = {
@@ -209,8 +240,9 @@ def sim_params(
         "ops": ops,
         "seed": seed,
         "tags": device.tags if test.kind == "bw" else 1,
-        "issue_read_ns": device.issue_read_ns,
-        "issue_write_ns": device.issue_write_ns,
+        "issue_read_ns": issue_read,
+        "issue_write_ns": issue_write,
+        "datapath_ns": datapath,
         "fixed_latency_ns": device.fixed_latency_ns,
         "read_up_bytes": float(rd.wire_out),
         "read_down_bytes": float(rd.wire_back),
@@ -220,8 +252,7 @@ def sim_params(
         "warm_bytes": warm_bytes,
         "hit_latency_ns": hit_latency,
         "miss_latency_ns": host.dram_latency_ns + (host.remote_extra_ns if remote_memory else 0),
-        "write_ns": host.write_ns,
-        "partial_write_ns": host.partial_write_ns,
+        "write_ns": host.write_line_ns * lines + host.partial_line_ns * partial,
         "posted_credits": host.posted_credits,
         "iotlb_entries": host.iotlb_entries if host.iommu != "off" else 0,
         "page_bytes": iotlb_page_bytes(host.iommu),
@@ -255,7 +286,7 @@ def simulate(
     out = core().simulate(params)
     per_direction = 2 if params["ops"] == "alternate" else 1
     rate = out["transactions"] / per_direction / out["elapsed_ns"] * 1e9
-    lat = np.asarray(out["latencies_ns"])
+    lat = np.asarray(out["latencies_ns"]) + device.latency_overhead_ns
     quantiles = (
         {}
         if lat.size == 0
