@@ -12,14 +12,38 @@ from dataclasses import replace
 from pcieperf import sim
 from pcieperf._native import core
 
-DEVICE = sim.DeviceProfile(name="bench", source="benchmark", tags=32, read_ns=10.0,
-                           read_line_ns=0.0, write_ns=20.0, write_line_ns=0.0,
-                           datapath_ns=0.0, datapath_line_ns=0.0, fixed_latency_ns=100.0)
+DEVICE = sim.DeviceProfile(
+    name="bench",
+    source="benchmark",
+    tags=32,
+    read_ns=10.0,
+    read_line_ns=0.0,
+    write_ns=20.0,
+    write_line_ns=0.0,
+    datapath_ns=0.0,
+    datapath_line_ns=0.0,
+    fixed_latency_ns=100.0,
+)
 HOST = sim.HostProfile(
-    name="bench", source="benchmark", mps=256, mrrs=512, completion_policy="mps", addr64=True,
-    llc_latency_ns=400.0, ddio_latency_ns=380.0, dram_latency_ns=480.0, remote_extra_ns=80.0,
-    llc_bytes=8 << 20, ddio_bytes=1 << 20, write_line_ns=0.0, partial_line_ns=30.0,
-    posted_credits=64, iotlb_entries=64, walk_ns=200.0, walkers=4,
+    name="bench",
+    source="benchmark",
+    mps=256,
+    mrrs=512,
+    completion_policy="mps",
+    addr64=True,
+    llc_latency_ns=400.0,
+    ddio_latency_ns=380.0,
+    dram_latency_ns=480.0,
+    remote_extra_ns=80.0,
+    llc_bytes=8 << 20,
+    ddio_bytes=1 << 20,
+    write_line_ns=0.0,
+    partial_line_ns=30.0,
+    posted_credits=64,
+    iotlb_entries=64,
+    walk_ns=200.0,
+    walk_busy_ns=200.0,
+    walkers=4,
 )
 TRANSACTIONS = 1_000_000
 
@@ -38,8 +62,10 @@ def main():
                     elapsed += time.perf_counter() - start
                     total += TRANSACTIONS
     rate = total / elapsed
-    print(f"simulated {total:,} transactions in {elapsed:.2f} s = {rate / 1e6:.1f} M/s "
-          f"(target >= 10 M/s: {'met' if rate >= 10e6 else 'NOT met'})")
+    print(
+        f"simulated {total:,} transactions in {elapsed:.2f} s = {rate / 1e6:.1f} M/s "
+        f"(target >= 10 M/s: {'met' if rate >= 10e6 else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

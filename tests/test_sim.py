@@ -39,6 +39,7 @@ HOST = sim.HostProfile(
     posted_credits=64,
     iotlb_entries=64,
     walk_ns=200.0,
+    walk_busy_ns=200.0,
     walkers=4,
 )
 RATE = Link(mps=256, mrrs=512, completion_policy="mps").tlp_bytes_per_s / 1e9  # bytes per ns

@@ -252,6 +252,7 @@ class SharedHost:
 
     write_line_ns: float
     partial_line_ns: float
+    walk_busy_ns: float
     walkers: int
     posted_credits: int
     completion_policy: str
@@ -284,9 +285,10 @@ _PARAMETERS = (
     "datapath_line_ns",
     "rc_write_line_ns",
     "rc_partial_line_ns",
-    "walkers",
+    "walk_busy_ns",
 )
-_START = np.array([32, 100, 10, 5, 15, 5, 5, 5, 9, 3, 4], dtype=np.float64)
+_START = np.array([32, 100, 10, 5, 15, 5, 5, 5, 9, 3, 40], dtype=np.float64)
+WALKERS = 1  # with the busy time fitted, one walker: only their ratio is observable
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,7 @@ class _Terms:
     partial: NDArray
     test: NDArray
     latency: NDArray
-    walk_share: NDArray
+    miss: NDArray
     read_up: NDArray
     read_down: NDArray
     write_up: NDArray
@@ -326,8 +328,8 @@ def _terms(run: HostRun, policy: str) -> _Terms:
     size = rows["size_bytes"].astype(np.int64)
     fit = host_latency(run)
     window = rows["window_bytes"].astype(np.float64)
-    walk_share = (
-        miss_fraction(window, fit.iotlb_entries, iotlb_page_bytes(run.info.iommu)) * fit.walk_ns
+    miss = (
+        miss_fraction(window, fit.iotlb_entries, iotlb_page_bytes(run.info.iommu))
         if fit.iotlb_entries
         else np.zeros_like(window)
     )
@@ -341,7 +343,7 @@ def _terms(run: HostRun, policy: str) -> _Terms:
         partial=(size % 64 != 0).astype(np.float64),
         test=rows["test"],
         latency=latency_model(fit, window, rows["cache"], run.info.iommu),
-        walk_share=walk_share,
+        miss=miss,
         read_up=rd.wire_out / rate,
         read_down=rd.wire_back / rate,
         write_up=wr.wire_out / rate,
@@ -363,10 +365,10 @@ def host_link(facts: HostFacts, policy: str) -> Link:
 
 def _mean_value_gbps(t: _Terms, x: NDArray) -> NDArray:
     """Bandwidth of each point as the slowest of its resources (the simulator's bottlenecks)."""
-    tags, overhead, r0, r1, w0, w1, d0, d1, rc1, rcp, walkers = x
+    tags, overhead, r0, r1, w0, w1, d0, d1, rc1, rcp, walk_busy = x
     read, write, path = r0 + r1 * t.lines, w0 + w1 * t.lines, d0 + d1 * t.lines
     root_complex = rc1 * t.lines + rcp * t.partial
-    walk = t.walk_share / max(walkers, 1e-9)
+    walk = t.miss * walk_busy / WALKERS
     # Round trip of a read: the measured 64 B latency, corrected for size, minus the overhead.
     trip = t.latency - overhead + (read + path + t.read_up + t.read_down) - (r0 + r1 + d0 + d1)
     trip = np.maximum(trip - t.read64_wires, 1.0)
@@ -417,7 +419,7 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
     fit, policy, terms = best
     x = fit.x
     mape = {
-        r.name: 100 * float(np.mean(np.abs(_mean_value_gbps(t, x) / t.measured_gbps - 1)))
+        r.name: round(100 * float(np.mean(np.abs(_mean_value_gbps(t, x) / t.measured_gbps - 1))), 2)
         for r, t in zip(steady, terms, strict=True)
     }
     values = dict(zip(_PARAMETERS, (float(v) for v in x), strict=True))
@@ -438,7 +440,8 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
     shared = SharedHost(
         write_line_ns=values["rc_write_line_ns"],
         partial_line_ns=values["rc_partial_line_ns"],
-        walkers=max(1, round(values["walkers"])),
+        walk_busy_ns=values["walk_busy_ns"],
+        walkers=WALKERS,
         posted_credits=POSTED_CREDITS,
         completion_policy=policy,
     )
@@ -482,6 +485,7 @@ def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
         posted_credits=shared.posted_credits,
         iotlb_entries=fit.iotlb_entries,
         walk_ns=fit.walk_ns,
+        walk_busy_ns=shared.walk_busy_ns,
         walkers=shared.walkers,
         iommu=info.iommu,
         numa_device=info.numa_device,

@@ -713,6 +713,7 @@ def cmd_bench_predict(args: argparse.Namespace) -> None:
     run = calibrate.load_run(Path(args.calibrate))
     calibration = calibrate.load_calibration(Path(args.profile))
     steadiness = calibrate.steadiness(run)
+    predict.check_outputs(Path(args.out), args.force)
     with tqdm(total=predict.plan_rows(), desc="simulating", unit="row", disable=args.json) as bar:
         files = predict.predict_files(
             run,

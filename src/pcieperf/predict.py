@@ -64,10 +64,7 @@ def predict_files(
 ) -> list[Path]:
     """Simulate every bandwidth file of the suite for `run`'s host and write them to `out`."""
     plan = bandwidth_plan()
-    targets = [out / name for name in plan]
-    clash = [p for p in targets if p.exists()]
-    if clash and not force:
-        raise UsageError(f"{clash[0]} exists; pass --force to overwrite predicted files")
+    targets = check_outputs(out, force)
     host: HostProfile = host_profile(run, calibration)
     clock = card_clock_ghz(run.info.card)
     out.mkdir(parents=True, exist_ok=True)
@@ -82,6 +79,15 @@ def predict_files(
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(BW_COLUMNS)
             writer.writerows(lines)
+    return targets
+
+
+def check_outputs(out: Path, force: bool) -> list[Path]:
+    """The files a prediction writes into `out`; refuses to overwrite any without `force`."""
+    targets = [out / name for name in bandwidth_plan()]
+    clash = [p for p in targets if p.exists()]
+    if clash and not force:
+        raise UsageError(f"{clash[0]} exists; pass --force to overwrite predicted files")
     return targets
 
 

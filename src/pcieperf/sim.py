@@ -68,7 +68,9 @@ class HostProfile:
     """The host: link settings, memory hierarchy as a device sees it, write path and IOMMU.
 
     The root complex retires a posted write in `write_line_ns` per 64 B line it touches plus
-    `partial_line_ns` per line it only partly covers (a read-modify-write of that line).
+    `partial_line_ns` per line it only partly covers (a read-modify-write of that line). An
+    IOTLB miss takes `walk_ns` to translate and keeps one of `walkers` busy for `walk_busy_ns`
+    (a walker may accept the next miss before the previous walk returns).
     """
 
     name: str
@@ -88,6 +90,7 @@ class HostProfile:
     posted_credits: int
     iotlb_entries: int
     walk_ns: float
+    walk_busy_ns: float
     walkers: int
     iommu: str = "off"
     numa_device: int = 0
@@ -257,6 +260,7 @@ def sim_params(
         "iotlb_entries": host.iotlb_entries if host.iommu != "off" else 0,
         "page_bytes": iotlb_page_bytes(host.iommu),
         "walk_ns": host.walk_ns,
+        "walk_busy_ns": host.walk_busy_ns,
         "walkers": host.walkers,
         "record_latencies": record_latencies,
     }

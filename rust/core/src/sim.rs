@@ -4,7 +4,8 @@
 //! Each one passes, in order: its DMA engine (reads and writes have separate engines, each a
 //! serial per-transaction cost), the device's shared data path (a serial cost per transaction,
 //! whichever its direction), the upstream link (its request or write TLP bytes), the IOMMU (an
-//! LRU IOTLB; a miss occupies one of `walkers` page walkers for `walk_ns`), then for a read the
+//! LRU IOTLB; a miss waits for one of `walkers` page walkers, occupies it for `walk_busy_ns` and
+//! is translated `walk_ns` after the walk began), then for a read the
 //! host memory (latency depending on whether the line is warm in the cache) and the downstream
 //! link (completion bytes). Posted writes are retired by the root complex (a serial `write_ns`
 //! per write) and occupy one of `posted_credits` buffer slots until then, which back-pressures
@@ -61,6 +62,7 @@ pub struct SimParams {
     pub iotlb_entries: u32,
     pub page_bytes: u64,
     pub walk_ns: f64,
+    pub walk_busy_ns: f64,
     pub walkers: u32,
     pub record_latencies: bool,
 }
@@ -286,6 +288,7 @@ fn validate(p: &SimParams) -> Result<(), CoreError> {
         p.miss_latency_ns,
         p.write_ns,
         p.walk_ns,
+        p.walk_busy_ns,
     ];
     if finite.iter().any(|v| !v.is_finite() || *v < 0.0)
         || !(p.up_bytes_per_ns > 0.0 && p.down_bytes_per_ns > 0.0)
@@ -361,8 +364,9 @@ pub fn simulate(p: &SimParams) -> Result<SimResult, CoreError> {
         if let Some(tlb) = iotlb.as_mut() {
             if !tlb.access(addr / p.page_bytes) {
                 result.iotlb_misses += 1;
-                t = walkers.acquire(t) + p.walk_ns;
-                walkers.release(t);
+                let began = walkers.acquire(t);
+                walkers.release(began + p.walk_busy_ns);
+                t = began + p.walk_ns;
             }
         }
         let done = if read {
@@ -428,6 +432,7 @@ mod tests {
             iotlb_entries: 0,
             page_bytes: 4096,
             walk_ns: 0.0,
+            walk_busy_ns: 0.0,
             walkers: 1,
             record_latencies: true,
         }
@@ -560,6 +565,7 @@ mod tests {
             iotlb_entries: 64,
             window: 64 << 20,
             walk_ns: 200.0,
+            walk_busy_ns: 200.0,
             walkers: 4,
             posted_credits: 32,
             transactions: 200_000,

@@ -94,6 +94,7 @@ fn params_from_dict(d: &Bound<'_, PyDict>) -> PyResult<SimParams> {
         iotlb_entries: field(d, "iotlb_entries")?,
         page_bytes: field(d, "page_bytes")?,
         walk_ns: field(d, "walk_ns")?,
+        walk_busy_ns: field(d, "walk_busy_ns")?,
         walkers: field(d, "walkers")?,
         record_latencies: field(d, "record_latencies")?,
     })
