@@ -9,7 +9,7 @@ capacities the simulator needs. Both are deterministic least-squares fits over s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from pcieperf.bench import CACHE_STATES, WINDOW_SWEEP_SIZES, SystemInfo, iotlb_page_bytes
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.link import Link
-from pcieperf.sim import DeviceProfile, HostProfile, from_table, load_toml
+from pcieperf.sim import DeviceProfile, HostProfile, cache_lines, from_table, load_toml
 from pcieperf.store import parse_result_dir
 from pcieperf.tlp import read_cost, write_cost
 
@@ -96,6 +96,14 @@ def miss_fraction(window: NDArray[np.float64], entries: int, page_bytes: int) ->
     return np.clip(1.0 - entries / pages, 0.0, 1.0)
 
 
+def iotlb_miss(window: NDArray, entries: int, iommu: str) -> NDArray:
+    """IOTLB miss fraction per window for an IOMMU mode; zero without IOTLB entries."""
+    window = np.asarray(window, dtype=np.float64)
+    if not entries:
+        return np.zeros_like(window)
+    return miss_fraction(window, entries, iotlb_page_bytes(iommu))
+
+
 def warm_fraction(window: NDArray[np.float64], capacity: float) -> NDArray:
     """Share of a window's lines that are warm when `capacity` bytes of it are cached."""
     return np.clip(capacity / window, 0.0, 1.0)
@@ -124,17 +132,12 @@ def fit_latency(
     entries, walk, dram = (
         _fit_iommu(cold_w, cold, page) if iommu != "off" else (0, 0.0, float(np.median(cold)))
     )
-    iommu_term = (miss_fraction(window, entries, page) * walk) if entries else np.zeros_like(window)
+    iommu_term = iotlb_miss(window, entries, iommu) * walk
     fits = {}
     for state in ("HWarm", "DWarm"):
         keep = states[state] if states[state].any() else states["HWarm"]
         fits[state] = _fit_warm(window[keep], host[keep] - iommu_term[keep], dram)
-    model = np.full_like(host, dram) + iommu_term
-    for state, (hit, capacity, _) in fits.items():
-        keep = states[state]
-        model[keep] += warm_fraction(window[keep], capacity) * (hit - dram)
-    rms = float(np.sqrt(np.mean((model - host) ** 2)))
-    return LatencyFit(
+    fit = LatencyFit(
         llc_latency_ns=fits["HWarm"][0],
         ddio_latency_ns=fits["DWarm"][0],
         dram_latency_ns=dram,
@@ -142,8 +145,10 @@ def fit_latency(
         ddio_bytes=int(fits["DWarm"][1]),
         iotlb_entries=int(entries),
         walk_ns=float(walk),
-        rms_error_ns=rms,
+        rms_error_ns=0.0,
     )
+    model = latency_model(fit, window, cache, iommu)
+    return replace(fit, rms_error_ns=float(np.sqrt(np.mean((model - host) ** 2))))
 
 
 def _fit_iommu(window: NDArray, cold: NDArray, page: int) -> tuple[int, float, float]:
@@ -218,9 +223,7 @@ def host_latency(run: HostRun) -> LatencyFit:
 def latency_model(fit: LatencyFit, window: NDArray, cache: NDArray, iommu: str) -> NDArray:
     """Mean read latency the fit predicts for each (window, cache state)."""
     window = np.asarray(window, dtype=np.float64)
-    latency = np.full_like(window, fit.dram_latency_ns)
-    if fit.iotlb_entries:
-        latency += miss_fraction(window, fit.iotlb_entries, iotlb_page_bytes(iommu)) * fit.walk_ns
+    latency = fit.dram_latency_ns + iotlb_miss(window, fit.iotlb_entries, iommu) * fit.walk_ns
     for state, hit, capacity in (
         ("HWarm", fit.llc_latency_ns, fit.llc_bytes),
         ("DWarm", fit.ddio_latency_ns, fit.ddio_bytes),
@@ -328,27 +331,28 @@ def _terms(run: HostRun, policy: str) -> _Terms:
     size = rows["size_bytes"].astype(np.int64)
     fit = host_latency(run)
     window = rows["window_bytes"].astype(np.float64)
-    miss = (
-        miss_fraction(window, fit.iotlb_entries, iotlb_page_bytes(run.info.iommu))
-        if fit.iotlb_entries
-        else np.zeros_like(window)
-    )
     rate = link.tlp_bytes_per_s / 1e9
-    rd, wr, rd64 = read_cost(link, size), write_cost(link, size), read_cost(link, 64)
-    lines = -(-size // 64)
+    rd, wr = read_cost(link, size), write_cost(link, size)
+    lines, partial = cache_lines(0, size)
     return _Terms(
         measured_gbps=rows["bw_gbps"],
         size=size,
         lines=lines,
-        partial=(size % 64 != 0).astype(np.float64),
+        partial=partial.astype(np.float64),
         test=rows["test"],
         latency=latency_model(fit, window, rows["cache"], run.info.iommu),
-        miss=miss,
+        miss=iotlb_miss(window, fit.iotlb_entries, run.info.iommu),
         read_up=rd.wire_out / rate,
         read_down=rd.wire_back / rate,
         write_up=wr.wire_out / rate,
-        read64_wires=float((rd64.wire_out + rd64.wire_back)[()]) / rate,
+        read64_wires=read_wire_ns(link, 64),
     )
+
+
+def read_wire_ns(link: Link, size: int) -> float:
+    """Time a read of `size` bytes spends on the link: its request out plus its completions."""
+    cost = read_cost(link, size)
+    return float((cost.wire_out + cost.wire_back)[()]) / (link.tlp_bytes_per_s / 1e9)
 
 
 def host_link(facts: HostFacts, policy: str) -> Link:
@@ -457,14 +461,9 @@ def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
     fit = host_latency(run)
     device, shared = calibration.device, calibration.shared
     link = host_link(run.facts, shared.completion_policy)
-    read64 = read_cost(link, 64)
     read, _, path = device.costs(1)
     outside_host = (
-        device.latency_overhead_ns
-        + device.fixed_latency_ns
-        + read
-        + path
-        + float((read64.wire_out + read64.wire_back)[()]) / (link.tlp_bytes_per_s / 1e9)
+        device.latency_overhead_ns + device.fixed_latency_ns + read + path + read_wire_ns(link, 64)
     )
     info = run.info
     return HostProfile(

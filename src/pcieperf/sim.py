@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from pcieperf._native import core
 from pcieperf.bench import (
@@ -184,12 +185,14 @@ def load_host(path: Path) -> HostProfile:
 CACHE_LINE_BYTES = 64  # Intel Xeon (and the NFP's CTM) cache-line size
 
 
-def cache_lines(offset: int, size: int) -> tuple[int, int]:
-    """64 B lines a transfer at `offset` touches, and how many of them it covers only in part."""
-    end = offset + size
-    lines = int(blocks_touched(np.int64(offset), np.int64(end), CACHE_LINE_BYTES))
-    ragged_ends = int(offset % CACHE_LINE_BYTES != 0) + int(end % CACHE_LINE_BYTES != 0)
-    return lines, min(ragged_ends, lines)
+def cache_lines(offset: ArrayLike, size: ArrayLike) -> tuple[NDArray, NDArray]:
+    """64 B lines a transfer at `offset` touches, and how many of them it covers only in part
+    (element-wise for arrays)."""
+    start = np.asarray(offset, dtype=np.int64)
+    end = start + np.asarray(size, dtype=np.int64)
+    lines = blocks_touched(start, end, CACHE_LINE_BYTES)
+    ragged_ends = (start % CACHE_LINE_BYTES != 0).astype(np.int64) + (end % CACHE_LINE_BYTES != 0)
+    return lines, np.minimum(ragged_ends, lines)
 
 
 def _warm(point: Point, host: HostProfile) -> tuple[int, float]:
