@@ -81,7 +81,10 @@ def main() -> None:
             fit = calibrate.fit_device(runs[:i] + runs[i + 1 :])
             left_out = calibrate.load_run(latency_only_copy(source, Path(scratch) / "in"))
             out = Path(scratch) / "out" / source.name
-            predict.predict_files(left_out, fit, out)
+            host = calibrate.host_profile(left_out, fit)
+            predict.predict_files(
+                host, fit.device, out, clock_ghz=predict.card_clock_ghz(run.info.card)
+            )
             matched = validate.match(source, out)
             keep = matched.in_acceptance_set
             err = matched.error[keep] * 100

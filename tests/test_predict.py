@@ -97,7 +97,8 @@ def test_calibration_file_round_trips(held_out, tmp_path):
 def test_an_unseen_host_is_predicted_within_ten_percent(held_out, tmp_path):
     # Issue 3 acceptance, for one held-out host: size sweep (>= 64 B) + window sweeps.
     run = calibrate.load_run(latency_only(DATA / T630, tmp_path / "in"))
-    predict.predict_files(run, held_out, tmp_path / "out", transactions=20_000)
+    host = calibrate.host_profile(run, held_out)
+    predict.predict_files(host, held_out.device, tmp_path / "out", transactions=20_000)
     matched = validate.match(DATA / T630, tmp_path / "out")
     assert matched.error[matched.in_acceptance_set].mean() < 0.10
 
@@ -107,7 +108,8 @@ def test_iommu_without_super_pages_collapses_at_the_measured_window(held_out, tm
     # 10.1 at 64 MiB (bw_dma_win_sweep_rd_rnd_64.csv). The prediction must fall at the same
     # step and land within 15 % at 64 MiB.
     run = calibrate.load_run(latency_only(DATA / NOSP, tmp_path / "in"))
-    predict.predict_files(run, held_out, tmp_path / "out", transactions=20_000)
+    host = calibrate.host_profile(run, held_out)
+    predict.predict_files(host, held_out.device, tmp_path / "out", transactions=20_000)
     matched = validate.match(DATA / NOSP, tmp_path / "out")
     keep = (matched.file == "bw_dma_win_sweep_rd_rnd_64.csv") & np.array(
         [k[2] == "Cold" for k in matched.keys]

@@ -713,20 +713,20 @@ def cmd_bench_predict(args: argparse.Namespace) -> None:
     run = calibrate.load_run(Path(args.calibrate))
     calibration = calibrate.load_calibration(Path(args.profile))
     steadiness = calibrate.steadiness(run)
-    predict.check_outputs(Path(args.out), args.force)
-    with tqdm(total=predict.plan_rows(), desc="simulating", unit="row", disable=args.json) as bar:
-        files = predict.predict_files(
-            run,
-            calibration,
-            Path(args.out),
-            force=args.force,
-            transactions=args.transactions,
-            progress=bar.update,
-        )
+    host = calibrate.host_profile(run, calibration)
+    files = predict.predict_files(
+        host,
+        calibration.device,
+        Path(args.out),
+        clock_ghz=predict.card_clock_ghz(run.info.card),
+        force=args.force,
+        transactions=args.transactions,
+        progress=lambda rows: tqdm(rows, desc="simulating", unit="row", disable=args.json),
+    )
     payload = {
         "system": run.name,
         "files": [str(f) for f in files],
-        "host": asdict(calibrate.host_profile(run, calibration)),
+        "host": asdict(host),
         "steadiness": steadiness,
         "steady": steadiness <= calibrate.UNSTEADY_RATIO,
     }

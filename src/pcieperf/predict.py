@@ -1,21 +1,20 @@
 """Predict a host's pcie-bench bandwidth results from its latency sweep and host facts.
 
 `pcieperf bench predict` fits what latency tells about the host (`calibrate.host_profile`),
-takes the device and the rest from a calibration, simulates every row the real benchmark
-writes (`bench.bandwidth_plan`) and writes the files in pcie-bench's own CSV format.
+takes the device and the rest from a calibration; this module simulates every row the real
+benchmark writes (`bench.bandwidth_plan`) and writes the files in pcie-bench's own CSV format.
 """
 
 from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pcieperf.bench import BW_COLUMNS, Point, bandwidth_plan
-from pcieperf.calibrate import Calibration, HostRun, host_profile
 from pcieperf.errors import UsageError
-from pcieperf.sim import HostProfile, simulate
+from pcieperf.sim import DeviceProfile, HostProfile, simulate
 
 DEFAULT_CLOCK_GHZ = 1.2  # NFP-6000 timestamp clock; the card name carries it ("nfp6000-1.2GHz")
 SIM_TRANSACTIONS = 50_000  # per row: enough for 0.5 % repeatability of the rates
@@ -55,42 +54,33 @@ def result_row(point: Point, gbps: float, clock_ghz: float) -> list[str]:
 
 
 def predict_files(
-    run: HostRun,
-    calibration: Calibration,
+    host: HostProfile,
+    device: DeviceProfile,
     out: Path,
+    *,
+    clock_ghz: float = DEFAULT_CLOCK_GHZ,
     force: bool = False,
     transactions: int = SIM_TRANSACTIONS,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[list[Point]], Iterable[Point]] = iter,
 ) -> list[Path]:
-    """Simulate every bandwidth file of the suite for `run`'s host and write them to `out`."""
+    """Simulate every bandwidth file of the suite for `host` and write them to `out`.
+
+    Refuses to overwrite an existing file without `force`, before simulating anything;
+    `progress` wraps the rows as they are simulated (e.g. a progress bar).
+    """
     plan = bandwidth_plan()
-    targets = check_outputs(out, force)
-    host: HostProfile = host_profile(run, calibration)
-    clock = card_clock_ghz(run.info.card)
-    out.mkdir(parents=True, exist_ok=True)
-    for target, rows in zip(targets, plan.values(), strict=True):
-        lines = []
-        for point in rows:
-            result = simulate(point, host, calibration.device, transactions=transactions)
-            lines.append(result_row(point, result.bw_gbps, clock))
-            if progress:
-                progress(1)
-        with target.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(BW_COLUMNS)
-            writer.writerows(lines)
-    return targets
-
-
-def check_outputs(out: Path, force: bool) -> list[Path]:
-    """The files a prediction writes into `out`; refuses to overwrite any without `force`."""
-    targets = [out / name for name in bandwidth_plan()]
+    targets = [out / name for name in plan]
     clash = [p for p in targets if p.exists()]
     if clash and not force:
         raise UsageError(f"{clash[0]} exists; pass --force to overwrite predicted files")
+    rows = [point for file_rows in plan.values() for point in file_rows]
+    rates = iter(
+        [simulate(p, host, device, transactions=transactions).bw_gbps for p in progress(rows)]
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    for target, file_rows in zip(targets, plan.values(), strict=True):
+        with target.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(BW_COLUMNS)
+            writer.writerows(result_row(p, next(rates), clock_ghz) for p in file_rows)
     return targets
-
-
-def plan_rows() -> int:
-    """How many rows `predict_files` simulates."""
-    return sum(len(rows) for rows in bandwidth_plan().values())
