@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from pcieperf import sim
-from pcieperf.errors import ProfileError
+from pcieperf.errors import ProfileError, UsageError
 from pcieperf.link import Link
 
 DEVICE = sim.DeviceProfile(
@@ -184,3 +184,8 @@ def test_cache_lines_and_ragged_ends():
     assert sim.cache_lines(0, 129) == (3, 1)
     assert sim.cache_lines(1, 64) == (2, 2)
     assert sim.cache_lines(8, 16) == (1, 1)  # one line, ragged at both ends: still one line
+
+
+def test_transactions_must_be_positive():
+    with pytest.raises(UsageError, match="transactions 0 is not allowed"):
+        sim.simulate(point(), HOST, DEVICE, transactions=0)

@@ -26,7 +26,7 @@ from pcieperf.bench import (
     canonical_test,
     iotlb_page_bytes,
 )
-from pcieperf.errors import ProfileError, UsageError, require_choice
+from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
 from pcieperf.link import Link
 from pcieperf.tlp import blocks_touched, read_cost, write_cost
 
@@ -288,6 +288,7 @@ def simulate(
     seed: int = 1,
 ) -> PointResult:
     """Simulate one point of a pcie-bench test."""
+    require_positive("transactions", transactions)
     latency_test = TESTS[canonical_test(point.test)].kind == "lat"
     params = sim_params(point, host, device, transactions, seed, record_latencies=latency_test)
     out = core().simulate(params)
