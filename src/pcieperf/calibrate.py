@@ -362,6 +362,7 @@ def host_link(facts: HostFacts, policy: str) -> Link:
         lanes=facts.lanes,
         mps=facts.mps,
         mrrs=facts.mrrs,
+        rcb=facts.rcb,
         completion_policy=policy,
         addr64=facts.addr64,
     )
@@ -492,6 +493,7 @@ def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
         numa_cpu=info.numa_cpu,
         gen=link.gen,
         lanes=link.lanes,
+        rcb=link.rcb,
         notes="measured latencies already include any NUMA distance, so remote_extra_ns = 0",
     )
 

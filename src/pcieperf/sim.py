@@ -99,6 +99,7 @@ class HostProfile:
     numa_cpu: int = 0
     gen: int = 3
     lanes: int = 8
+    rcb: int = 64
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -112,6 +113,7 @@ class HostProfile:
             lanes=self.lanes,
             mps=self.mps,
             mrrs=self.mrrs,
+            rcb=self.rcb,
             completion_policy=self.completion_policy,
             addr64=self.addr64,
         )
