@@ -20,9 +20,9 @@ import numpy as np
 from pcieperf import calibrate, predict, tlp, validate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcie-bench"
-SIZE_INDEX = validate._KEYS.index("size_bytes")
-CACHE_INDEX = validate._KEYS.index("cache")
-WINDOW_INDEX = validate._KEYS.index("window_bytes")
+SIZE_INDEX = validate.KEY_NAMES.index("size_bytes")
+CACHE_INDEX = validate.KEY_NAMES.index("cache")
+WINDOW_INDEX = validate.KEY_NAMES.index("window_bytes")
 OPS = {"BW_DMA_RD": "read", "BW_DMA_WR": "write", "BW_DMA_RW": "rw"}
 KNEE_DROP = 0.95  # a sweep's knee: first window below 95 % of its small-window level
 

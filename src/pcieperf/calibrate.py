@@ -325,11 +325,10 @@ def bandwidth_points(run: HostRun) -> dict[str, NDArray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _terms(run: HostRun, policy: str) -> _Terms:
+def _terms(run: HostRun, fit: LatencyFit, policy: str) -> _Terms:
     rows = bandwidth_points(run)
     link = host_link(run.facts, policy)
     size = rows["size_bytes"].astype(np.int64)
-    fit = host_latency(run)
     window = rows["window_bytes"].astype(np.float64)
     rate = link.tlp_bytes_per_s / 1e9
     rd, wr = read_cost(link, size), write_cost(link, size)
@@ -407,9 +406,10 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
     from scipy.optimize import least_squares  # only fitting needs scipy; keep the CLI quick
 
     steady = [r for r in runs if steadiness(r) <= UNSTEADY_RATIO] or runs
+    latencies = [host_latency(r) for r in steady]
     best = None
     for policy in ("mps", "rcb"):
-        terms = [_terms(r, policy) for r in steady]
+        terms = [_terms(r, lat, policy) for r, lat in zip(steady, latencies, strict=True)]
         fit = least_squares(
             lambda x, terms=terms: np.concatenate(
                 [np.log(_mean_value_gbps(t, x) / t.measured_gbps) for t in terms]
@@ -517,7 +517,7 @@ def calibration_toml(calibration: Calibration) -> str:
     shared = {f.name: getattr(calibration.shared, f.name) for f in fields(SharedHost)}
     fit = {
         "hosts": list(calibration.fit_mape_pct),
-        "mape_pct": [round(v, 2) for v in calibration.fit_mape_pct.values()],
+        "mape_pct": list(calibration.fit_mape_pct.values()),
         "points": calibration.points,
     }
     out = ["# Written by `pcieperf bench calibrate`; re-run it to regenerate (docs/bench.md)."]

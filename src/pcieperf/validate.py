@@ -17,7 +17,7 @@ from pcieperf.bench import KEY_COLUMNS, STORE_NAMES, file_kind, read_result_csv
 from pcieperf.calibrate import FIT_FILES, MIN_FIT_SIZE
 from pcieperf.errors import UsageError
 
-_KEYS = tuple(STORE_NAMES[c] for c in KEY_COLUMNS)
+KEY_NAMES = tuple(STORE_NAMES[c] for c in KEY_COLUMNS)  # store names of the key columns
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Matched:
     @property
     def in_acceptance_set(self) -> NDArray:
         """Points of the size sweep (>= 64 B) and the window sweeps."""
-        size = np.array([k[_KEYS.index("size_bytes")] for k in self.keys])
+        size = np.array([k[KEY_NAMES.index("size_bytes")] for k in self.keys])
         return np.isin(self.file, FIT_FILES) & (size >= MIN_FIT_SIZE)
 
 
@@ -54,7 +54,9 @@ def _rows(path: Path) -> dict[tuple, tuple[str, float]]:
     seen: dict[tuple, int] = {}
     rows = {}
     for key, bw in zip(
-        zip(*(cols[k].tolist() for k in _KEYS), strict=True), cols["bw_gbps"].tolist(), strict=True
+        zip(*(cols[k].tolist() for k in KEY_NAMES), strict=True),
+        cols["bw_gbps"].tolist(),
+        strict=True,
     ):
         seen[key] = seen.get(key, -1) + 1
         rows[(*key, seen[key])] = (key[0], bw)
@@ -106,7 +108,7 @@ def summary(matched: Matched, worst: int = 5) -> dict:
         "worst": [
             {
                 "file": str(matched.file[i]),
-                **dict(zip(_KEYS, matched.keys[i][: len(_KEYS)], strict=True)),
+                **dict(zip(KEY_NAMES, matched.keys[i][: len(KEY_NAMES)], strict=True)),
                 "measured_gbps": round(float(matched.measured[i]), 3),
                 "predicted_gbps": round(float(matched.predicted[i]), 3),
                 "error_pct": round(float(err[i]), 2),
