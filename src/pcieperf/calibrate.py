@@ -269,6 +269,7 @@ class Calibration:
     shared: SharedHost
     fit_mape_pct: dict[str, float]
     points: int
+    left_out: list[str]  # unsteady hosts the fit did not use
 
 
 FIT_FILES = (
@@ -406,6 +407,7 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
     from scipy.optimize import least_squares  # only fitting needs scipy; keep the CLI quick
 
     steady = [r for r in runs if steadiness(r) <= UNSTEADY_RATIO] or runs
+    left_out = [r.name for r in runs if r not in steady]
     latencies = [host_latency(r) for r in steady]
     best = None
     for policy in ("mps", "rcb"):
@@ -450,7 +452,7 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
         posted_credits=POSTED_CREDITS,
         completion_policy=policy,
     )
-    return Calibration(device, shared, mape, sum(t.size.size for t in terms))
+    return Calibration(device, shared, mape, sum(t.size.size for t in terms), left_out)
 
 
 def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
@@ -519,6 +521,7 @@ def calibration_toml(calibration: Calibration) -> str:
         "hosts": list(calibration.fit_mape_pct),
         "mape_pct": list(calibration.fit_mape_pct.values()),
         "points": calibration.points,
+        "left_out": calibration.left_out,
     }
     out = ["# Written by `pcieperf bench calibrate`; re-run it to regenerate (docs/bench.md)."]
     for title, table in (("device", device), ("host", shared), ("fit", fit)):
@@ -540,4 +543,5 @@ def load_calibration(path: Path) -> Calibration:
         shared=from_table(SharedHost, data["host"], f"{path} [host]"),
         fit_mape_pct=dict(zip(hosts, mape, strict=False)),
         points=int(fit.get("points", 0)),
+        left_out=list(fit.get("left_out", [])),
     )

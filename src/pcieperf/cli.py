@@ -677,14 +677,13 @@ def cmd_bench_calibrate(args: argparse.Namespace) -> None:
     runs = [calibrate.load_run(Path(d)) for d in args.dirs]
     result = calibrate.fit_device(runs, name=args.name)
     out.write_text(calibrate.calibration_toml(result), encoding="utf-8")
-    skipped = sorted(r.name for r in runs if calibrate.steadiness(r) > calibrate.UNSTEADY_RATIO)
     payload = {
         "output": str(out),
         "device": asdict(result.device),
         "host": asdict(result.shared),
         "fit_mape_pct": result.fit_mape_pct,
         "points": result.points,
-        "unsteady_hosts_left_out": skipped,
+        "unsteady_hosts_left_out": result.left_out,
     }
     _emit(args, payload, lambda: _calibration_text(payload))
 
