@@ -577,6 +577,26 @@ mod tests {
     }
 
     #[test]
+    fn a_walker_takes_the_next_miss_after_its_busy_time_not_after_the_walk() {
+        // One walker busy 50 ns per miss, walks of 300 ns: 20 M misses/s, each 300 ns late.
+        let p = SimParams {
+            ops: OpMix::Write,
+            tags: 64,
+            iotlb_entries: 64,
+            window: 64 << 20,
+            walk_ns: 300.0,
+            walk_busy_ns: 50.0,
+            walkers: 1,
+            posted_credits: 64,
+            transactions: 200_000,
+            record_latencies: false,
+            ..base()
+        };
+        let rate = simulate(&p).unwrap().rate_per_s();
+        assert!((rate / 20e6 - 1.0).abs() < 0.02, "{rate}");
+    }
+
+    #[test]
     fn write_then_read_latency_spans_both() {
         let p = SimParams {
             ops: OpMix::WriteThenRead,
