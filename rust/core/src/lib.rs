@@ -3,10 +3,15 @@
 //! Layers, top-down:
 //! - [`tlp`]: walks DMA transfers TLP by TLP (the enumeration that the Python closed forms are
 //!   checked against, and that the simulator will consume).
-//! - [`sim`]: the DMA-engine / root-complex simulator that replays pcie-bench.
+//! - [`dataplane`]: the DMA address stream of a DPDK port (rings, mempool, pages).
+//! - [`sim`]: the DMA-engine / root-complex simulator that replays pcie-bench and plays any
+//!   transaction stream (such as a DPDK port's) through the same device, link and IOMMU.
+//! - [`iotlb`]: the IOMMU's translation caches, shared by both.
 //! - [`error`]: the one error type every public function returns.
 
+pub mod dataplane;
 pub mod error;
+pub mod iotlb;
 pub mod sim;
 pub mod tlp;
 

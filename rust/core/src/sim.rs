@@ -1,11 +1,13 @@
-//! A DMA-engine / root-complex simulator that replays pcie-bench's micro-benchmarks.
+//! A DMA-engine / root-complex simulator: pcie-bench's micro-benchmarks ([`simulate`]) and
+//! any other transaction stream ([`run`]), such as a DPDK port's.
 //!
 //! Transactions are issued in order by a device that holds at most `tags` of them in flight.
 //! Each one passes, in order: its DMA engine (reads and writes have separate engines, each a
 //! serial per-transaction cost), the device's shared data path (a serial cost per transaction,
 //! whichever its direction), the upstream link (its request or write TLP bytes), the IOMMU (an
-//! LRU IOTLB; a miss waits for one of `walkers` page walkers, occupies it for `walk_busy_ns` and
-//! is translated `walk_ns` after the walk began), then for a read the
+//! IOTLB from [`crate::iotlb`]; a miss waits for one of `walkers` page walkers, occupies it for
+//! `walk_busy_ns` and is translated `walk_ns` after the walk began; a walk that also misses the
+//! page-walk cache costs twice both), then for a read the
 //! host memory (latency depending on whether the line is warm in the cache) and the downstream
 //! link (completion bytes). Posted writes are retired by the root complex (a serial `write_ns`
 //! per write) and occupy one of `posted_credits` buffer slots until then, which back-pressures
@@ -15,6 +17,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
 use crate::error::CoreError;
+use crate::iotlb::{CacheShape, Lookup, Replacement, Translator};
 
 /// Order in which window units are visited (pcie-bench's `PAT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,11 +124,11 @@ impl Pool {
     }
 }
 
-/// SplitMix64: small, fast and good enough for drawing window units.
-struct Rng(u64);
+/// SplitMix64: small, fast and good enough for drawing window units and victims.
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -133,7 +136,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         // Lemire's multiply-shift; the tiny bias is irrelevant for unit selection.
         ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
     }
@@ -198,205 +201,303 @@ impl Addresses {
     }
 }
 
-/// A fully associative IOTLB with exact LRU replacement, indexed by page number in the window.
-struct Iotlb {
-    slot_of_page: Vec<u32>,
-    page_of_slot: Vec<u64>,
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    head: u32,
-    tail: u32,
-    used: u32,
-}
-
-const NONE: u32 = u32::MAX;
-
-impl Iotlb {
-    fn new(entries: u32, pages: u64) -> Self {
-        let n = entries as usize;
-        Self {
-            slot_of_page: vec![NONE; pages as usize],
-            page_of_slot: vec![0; n],
-            prev: vec![NONE; n],
-            next: vec![NONE; n],
-            head: NONE,
-            tail: NONE,
-            used: 0,
-        }
-    }
-
-    fn unlink(&mut self, s: u32) {
-        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
-        if p == NONE {
-            self.head = n
-        } else {
-            self.next[p as usize] = n
-        }
-        if n == NONE {
-            self.tail = p
-        } else {
-            self.prev[n as usize] = p
-        }
-    }
-
-    fn push_front(&mut self, s: u32) {
-        self.prev[s as usize] = NONE;
-        self.next[s as usize] = self.head;
-        if self.head != NONE {
-            self.prev[self.head as usize] = s;
-        }
-        self.head = s;
-        if self.tail == NONE {
-            self.tail = s;
-        }
-    }
-
-    /// Looks `page` up; true on a hit. A miss installs it, evicting the least recently used.
-    fn access(&mut self, page: u64) -> bool {
-        let slot = self.slot_of_page[page as usize];
-        if slot != NONE {
-            self.unlink(slot);
-            self.push_front(slot);
-            return true;
-        }
-        let slot = if self.used < self.page_of_slot.len() as u32 {
-            self.used += 1;
-            self.used - 1
-        } else {
-            let victim = self.tail;
-            self.unlink(victim);
-            self.slot_of_page[self.page_of_slot[victim as usize] as usize] = NONE;
-            victim
-        };
-        self.page_of_slot[slot as usize] = page;
-        self.slot_of_page[page as usize] = slot;
-        self.push_front(slot);
-        false
-    }
-}
-
 fn validate(p: &SimParams) -> Result<(), CoreError> {
     let finite = [
         p.issue_read_ns,
         p.issue_write_ns,
         p.datapath_ns,
-        p.fixed_latency_ns,
-        p.read_up_bytes,
-        p.read_down_bytes,
-        p.write_up_bytes,
         p.hit_latency_ns,
         p.miss_latency_ns,
         p.write_ns,
-        p.walk_ns,
-        p.walk_busy_ns,
+        p.read_up_bytes,
+        p.read_down_bytes,
+        p.write_up_bytes,
     ];
-    if finite.iter().any(|v| !v.is_finite() || *v < 0.0)
-        || !(p.up_bytes_per_ns > 0.0 && p.down_bytes_per_ns > 0.0)
-    {
+    if finite.iter().any(|v| !v.is_finite() || *v < 0.0) {
         return Err(CoreError::BadParameter {
             what: "times, byte counts and rates must be finite, >= 0 (rates > 0)",
         });
     }
-    if p.tags == 0 || p.posted_credits == 0 || p.size == 0 || p.transactions == 0 {
+    if p.size == 0 || p.transactions == 0 {
         return Err(CoreError::BadParameter {
             what: "tags, posted_credits, size and transactions must be >= 1",
         });
     }
-    if p.iotlb_entries > 0 && (p.walkers == 0 || !p.page_bytes.is_power_of_two()) {
-        return Err(CoreError::BadParameter {
-            what: "an IOTLB needs walkers >= 1 and a power-of-two page size",
-        });
-    }
     Ok(())
+}
+
+/// The two transaction classes of a pcie-bench run (0: read, 1: write).
+fn bench_classes(p: &SimParams) -> [TxnClass; 2] {
+    let common = TxnClass {
+        read: true,
+        issue_ns: p.issue_read_ns,
+        datapath_ns: p.datapath_ns,
+        up_bytes: p.read_up_bytes,
+        down_bytes: p.read_down_bytes,
+        write_ns: 0.0,
+        hit_ns: p.hit_latency_ns,
+        miss_ns: p.miss_latency_ns,
+    };
+    let write = TxnClass {
+        read: false,
+        issue_ns: p.issue_write_ns,
+        up_bytes: p.write_up_bytes,
+        down_bytes: 0.0,
+        write_ns: p.write_ns,
+        ..common
+    };
+    [common, write]
+}
+
+/// The machine and IOMMU a pcie-bench run's parameters describe.
+fn bench_machine(p: &SimParams) -> Result<(Machine, Option<Iommu>), CoreError> {
+    let machine = Machine {
+        tags: p.tags,
+        fixed_latency_ns: p.fixed_latency_ns,
+        up_bytes_per_ns: p.up_bytes_per_ns,
+        down_bytes_per_ns: p.down_bytes_per_ns,
+        warm_bytes: p.warm_bytes,
+        posted_credits: p.posted_credits,
+    };
+    let iommu = if p.iotlb_entries > 0 {
+        let shape = CacheShape {
+            entries: p.iotlb_entries,
+            ways: 0,
+            replacement: Replacement::Lru,
+        };
+        let walks = Walks {
+            walk_ns: p.walk_ns,
+            walk_busy_ns: p.walk_busy_ns,
+            walkers: p.walkers,
+        };
+        Some(Iommu::new(
+            Translator::new(shape, 0, p.page_bytes, p.window, p.seed)?,
+            walks,
+        )?)
+    } else {
+        None
+    };
+    Ok((machine, iommu))
 }
 
 /// Runs one benchmark and returns its elapsed time (and per-transaction latencies if asked).
 pub fn simulate(p: &SimParams) -> Result<SimResult, CoreError> {
     validate(p)?;
     let mut addresses = Addresses::new(p)?;
-    let mut iotlb = (p.iotlb_entries > 0)
-        .then(|| Iotlb::new(p.iotlb_entries, p.window.div_ceil(p.page_bytes) + 1));
-    let mut tags = Pool::new(p.tags);
-    let mut walkers = Pool::new(p.walkers.max(1));
-    let mut credits = Pool::new(p.posted_credits);
-    let (mut read_engine_free, mut write_engine_free, mut datapath_free) = (0.0f64, 0.0f64, 0.0f64);
-    let (mut up_free, mut down_free, mut rc_free) = (0.0f64, 0.0f64, 0.0f64);
-    let mut result = SimResult {
-        transactions: p.transactions,
-        ..SimResult::default()
-    };
-    if p.record_latencies {
-        result.latencies_ns.reserve(p.transactions as usize);
-    }
-    let mut last_done = 0.0f64;
+    let (machine, mut iommu) = bench_machine(p)?;
+    let classes = bench_classes(p);
     let mut pending_read_addr = None;
-    let mut pair_start = 0.0f64;
-    for i in 0..p.transactions {
+    let txns = (0..p.transactions).map(|i| {
         let read = match p.ops {
             OpMix::Read => true,
             OpMix::Write => false,
             OpMix::Alternate | OpMix::WriteThenRead => i % 2 == 1,
         };
-        let addr = match (p.ops, pending_read_addr.take()) {
-            (OpMix::WriteThenRead, Some(a)) => a,
+        let pair = p.ops == OpMix::WriteThenRead;
+        let addr = match pending_read_addr.take() {
+            Some(a) if pair => a,
             _ => addresses.next_addr(),
         };
-        let (engine_free, issue_ns) = if read {
-            (&mut read_engine_free, p.issue_read_ns)
-        } else {
-            (&mut write_engine_free, p.issue_write_ns)
-        };
-        let start = tags.acquire(*engine_free);
-        if p.ops == OpMix::WriteThenRead && !read {
+        if pair && !read {
             pending_read_addr = Some(addr);
-            pair_start = start;
         }
-        *engine_free = start + issue_ns;
-        datapath_free = datapath_free.max(*engine_free) + p.datapath_ns;
-        let up_bytes = if read {
-            p.read_up_bytes
-        } else {
-            p.write_up_bytes
+        Txn {
+            addr,
+            class: usize::from(!read),
+            not_before: 0.0,
+            measure: match (pair, read) {
+                (false, _) => Measure::Own,
+                (true, true) => Measure::SincePrevious,
+                (true, false) => Measure::Skip,
+            },
+        }
+    });
+    run(&machine, &classes, iommu.as_mut(), txns, p.record_latencies)
+}
+
+/// One kind of DMA transaction: direction, device costs, TLP bytes and host service times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TxnClass {
+    pub read: bool,
+    /// Serial time on its DMA engine (reads and writes have separate engines).
+    pub issue_ns: f64,
+    /// Serial time on the device's shared data path.
+    pub datapath_ns: f64,
+    /// Wire bytes upstream (request or posted write) and downstream (completions).
+    pub up_bytes: f64,
+    pub down_bytes: f64,
+    /// Root-complex time to retire a posted write.
+    pub write_ns: f64,
+    /// Host latency of a read whose address is warm in the cache, and of one that is not.
+    pub hit_ns: f64,
+    pub miss_ns: f64,
+}
+
+/// Which latency a transaction contributes to the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    Skip,
+    /// From its own start to its completion.
+    Own,
+    /// From the previous transaction's start to this one's completion (write-then-read pairs).
+    SincePrevious,
+}
+
+/// One DMA transaction of a stream.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Txn {
+    pub addr: u64,
+    /// Index into the class table.
+    pub class: usize,
+    /// Earliest time it may start (its packet's arrival); 0 for a closed loop.
+    pub not_before: f64,
+    pub measure: Measure,
+}
+
+/// The device's tag pool and fixed latency, the link's two directions and the host's caches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
+    pub tags: u32,
+    pub fixed_latency_ns: f64,
+    pub up_bytes_per_ns: f64,
+    pub down_bytes_per_ns: f64,
+    /// Reads below this address are warm (hit latency); the rest are cold.
+    pub warm_bytes: u64,
+    pub posted_credits: u32,
+}
+
+/// Page-walk timing: the walk's latency, how long it keeps a walker busy, how many walkers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Walks {
+    pub walk_ns: f64,
+    pub walk_busy_ns: f64,
+    pub walkers: u32,
+}
+
+/// An IOMMU in time: the translation caches plus the walkers that serve their misses.
+pub struct Iommu {
+    pub translator: Translator,
+    walks: Walks,
+    walkers: Pool,
+}
+
+impl Iommu {
+    pub fn new(translator: Translator, walks: Walks) -> Result<Self, CoreError> {
+        if walks.walkers == 0
+            || !(walks.walk_ns.is_finite() && walks.walk_ns >= 0.0)
+            || !(walks.walk_busy_ns.is_finite() && walks.walk_busy_ns >= 0.0)
+        {
+            return Err(CoreError::BadParameter {
+                what: "an IOTLB needs walkers >= 1 and a power-of-two page size",
+            });
+        }
+        Ok(Self {
+            translator,
+            walks,
+            walkers: Pool::new(walks.walkers),
+        })
+    }
+
+    /// When a request that reached the IOMMU at `t` is translated.
+    fn translate(&mut self, addr: u64, t: f64) -> f64 {
+        let levels = match self.translator.lookup(addr) {
+            Lookup::Hit => return t,
+            Lookup::Walk => 1.0,
+            Lookup::LongWalk => 2.0,
         };
-        let credit_ready = if read { 0.0 } else { credits.acquire(0.0) };
-        up_free = up_free.max(datapath_free).max(credit_ready) + up_bytes / p.up_bytes_per_ns;
-        let mut t = up_free;
-        if let Some(tlb) = iotlb.as_mut() {
-            if !tlb.access(addr / p.page_bytes) {
-                result.iotlb_misses += 1;
-                let began = walkers.acquire(t);
-                walkers.release(began + p.walk_busy_ns);
-                t = began + p.walk_ns;
-            }
-        }
-        let done = if read {
-            let warm = addr < p.warm_bytes;
+        let began = self.walkers.acquire(t);
+        self.walkers.release(began + levels * self.walks.walk_busy_ns);
+        began + levels * self.walks.walk_ns
+    }
+}
+
+fn check_machine(m: &Machine, classes: &[TxnClass]) -> Result<(), CoreError> {
+    let costs = classes.iter().flat_map(|c| {
+        [
+            c.issue_ns,
+            c.datapath_ns,
+            c.up_bytes,
+            c.down_bytes,
+            c.write_ns,
+            c.hit_ns,
+            c.miss_ns,
+        ]
+    });
+    if costs.chain([m.fixed_latency_ns]).any(|v| !v.is_finite() || v < 0.0)
+        || !(m.up_bytes_per_ns > 0.0 && m.down_bytes_per_ns > 0.0)
+    {
+        return Err(CoreError::BadParameter {
+            what: "times, byte counts and rates must be finite, >= 0 (rates > 0)",
+        });
+    }
+    if m.tags == 0 || m.posted_credits == 0 {
+        return Err(CoreError::BadParameter {
+            what: "tags, posted_credits, size and transactions must be >= 1",
+        });
+    }
+    Ok(())
+}
+
+/// Plays a transaction stream through the device, link, IOMMU and host (module docs).
+pub fn run(
+    m: &Machine,
+    classes: &[TxnClass],
+    mut iommu: Option<&mut Iommu>,
+    txns: impl Iterator<Item = Txn>,
+    record_latencies: bool,
+) -> Result<SimResult, CoreError> {
+    check_machine(m, classes)?;
+    let mut tags = Pool::new(m.tags);
+    let mut credits = Pool::new(m.posted_credits);
+    let (mut read_engine_free, mut write_engine_free, mut datapath_free) = (0.0f64, 0.0f64, 0.0f64);
+    let (mut up_free, mut down_free, mut rc_free) = (0.0f64, 0.0f64, 0.0f64);
+    let misses_before = iommu.as_ref().map_or(0, |i| i.translator.misses);
+    let mut result = SimResult::default();
+    let (mut last_done, mut previous_start) = (0.0f64, 0.0f64);
+    for txn in txns {
+        let c = classes.get(txn.class).ok_or(CoreError::BadParameter {
+            what: "a transaction names a class that does not exist",
+        })?;
+        result.transactions += 1;
+        let engine_free = if c.read {
+            &mut read_engine_free
+        } else {
+            &mut write_engine_free
+        };
+        let start = tags.acquire(engine_free.max(txn.not_before));
+        *engine_free = start + c.issue_ns;
+        datapath_free = datapath_free.max(*engine_free) + c.datapath_ns;
+        let credit_ready = if c.read { 0.0 } else { credits.acquire(0.0) };
+        up_free = up_free.max(datapath_free).max(credit_ready) + c.up_bytes / m.up_bytes_per_ns;
+        let t = match iommu.as_mut() {
+            Some(iommu) => iommu.translate(txn.addr, up_free),
+            None => up_free,
+        };
+        let done = if c.read {
+            let warm = txn.addr < m.warm_bytes;
             result.cache_hits += u64::from(warm);
-            let ready = t + if warm {
-                p.hit_latency_ns
-            } else {
-                p.miss_latency_ns
-            };
-            down_free = down_free.max(ready) + p.read_down_bytes / p.down_bytes_per_ns;
+            let ready = t + if warm { c.hit_ns } else { c.miss_ns };
+            down_free = down_free.max(ready) + c.down_bytes / m.down_bytes_per_ns;
             down_free
         } else {
-            rc_free = rc_free.max(t) + p.write_ns;
+            rc_free = rc_free.max(t) + c.write_ns;
             credits.release(rc_free);
             up_free
         };
-        let finished = done + p.fixed_latency_ns;
+        let finished = done + m.fixed_latency_ns;
         tags.release(finished);
         last_done = last_done.max(finished);
-        if p.record_latencies && (p.ops != OpMix::WriteThenRead || read) {
-            let began = if p.ops == OpMix::WriteThenRead {
-                pair_start
-            } else {
-                start
-            };
-            result.latencies_ns.push(finished - began);
+        if record_latencies {
+            match txn.measure {
+                Measure::Skip => {}
+                Measure::Own => result.latencies_ns.push(finished - start),
+                Measure::SincePrevious => result.latencies_ns.push(finished - previous_start),
+            }
         }
+        previous_start = start;
     }
     result.elapsed_ns = last_done;
+    result.iotlb_misses = iommu.map_or(0, |i| i.translator.misses - misses_before);
     Ok(result)
 }
 

@@ -1,11 +1,13 @@
 //! PyO3 glue: the only place where Python and the Rust core meet (`pcieperf._core`).
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pcieperf_core::sim::{self, OpMix, Pattern, SimParams};
+use pcieperf_core::dataplane::{Layout, PortConfig, PortStream};
+use pcieperf_core::iotlb::{CacheShape, Replacement, Translator};
+use pcieperf_core::sim::{self, Iommu, Machine, OpMix, Pattern, SimParams, TxnClass, Walks};
 use pcieperf_core::{tlp, CoreError};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 /// Maps a core error to the Python exception raised for it (one place for all of them).
 fn to_py_err(err: CoreError) -> PyErr {
@@ -114,9 +116,169 @@ fn simulate<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bound
     Ok(out)
 }
 
+fn port_from_dict(d: &Bound<'_, PyDict>) -> PyResult<PortConfig> {
+    let layout = match field::<String>(d, "layout")?.as_str() {
+        "contiguous" => Layout::Contiguous,
+        "scattered" => Layout::Scattered,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "layout {other:?}: use contiguous or scattered"
+            )))
+        }
+    };
+    Ok(PortConfig {
+        ports: field(d, "ports")?,
+        queues: field(d, "queues")?,
+        cross_port: field(d, "cross_port")?,
+        rxd: field(d, "rxd")?,
+        txd: field(d, "txd")?,
+        rx_desc_bytes: field(d, "rx_desc_bytes")?,
+        tx_desc_bytes: field(d, "tx_desc_bytes")?,
+        rx_free_thresh: field(d, "rx_free_thresh")?,
+        tx_free_thresh: field(d, "tx_free_thresh")?,
+        rs_thresh: field(d, "rs_thresh")?,
+        burst: field(d, "burst")?,
+        pool: field(d, "pool")?,
+        cache: field(d, "cache")?,
+        elt_bytes: field(d, "elt_bytes")?,
+        data_offset: field(d, "data_offset")?,
+        page_bytes: field(d, "page_bytes")?,
+        layout,
+        sizes: field(d, "sizes")?,
+        weights: field(d, "weights")?,
+        ns_per_packet: field(d, "ns_per_packet")?,
+        seed: field(d, "seed")?,
+    })
+}
+
+fn shape_from_dict(d: &Bound<'_, PyDict>) -> PyResult<CacheShape> {
+    let replacement = match field::<String>(d, "replacement")?.as_str() {
+        "lru" => Replacement::Lru,
+        "random" => Replacement::Random,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "replacement {other:?}: use lru or random"
+            )))
+        }
+    };
+    Ok(CacheShape {
+        entries: field(d, "iotlb_entries")?,
+        ways: field(d, "iotlb_ways")?,
+        replacement,
+    })
+}
+
+/// A DPDK port's stream and the IOMMU caches it runs through, warmed by `warmup` packets.
+fn warmed_stream(d: &Bound<'_, PyDict>) -> PyResult<(PortStream, Translator)> {
+    let mut stream = PortStream::new(port_from_dict(d)?).map_err(to_py_err)?;
+    let mut caches = Translator::new(
+        shape_from_dict(d)?,
+        field(d, "pwc_entries")?,
+        field(d, "page_bytes")?,
+        stream.span(),
+        field(d, "seed")?,
+    )
+    .map_err(to_py_err)?;
+    for txn in stream.take_packets(field(d, "warmup")?) {
+        caches.lookup(txn.addr);
+    }
+    caches.misses = 0;
+    caches.pwc_misses = 0;
+    Ok((stream, caches))
+}
+
+/// Counts IOTLB misses and touched pages of a DPDK port's DMA stream (no timing).
+#[pyfunction]
+fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let (mut stream, mut caches) = warmed_stream(params)?;
+    let packets: u64 = field(params, "packets")?;
+    let page_bytes: u64 = field(params, "page_bytes")?;
+    let (start, span) = (stream.packets(), stream.span());
+    let (transactions, pages) = py.detach(|| {
+        let mut touched = vec![false; span.div_ceil(page_bytes) as usize + 1];
+        let mut transactions = 0u64;
+        for txn in stream.take_packets(packets) {
+            touched[(txn.addr / page_bytes) as usize] = true;
+            caches.lookup(txn.addr);
+            transactions += 1;
+        }
+        (transactions, touched.iter().filter(|&&t| t).count())
+    });
+    let out = PyDict::new(py);
+    out.set_item("packets", stream.packets() - start)?;
+    out.set_item("transactions", transactions)?;
+    out.set_item("iotlb_misses", caches.misses)?;
+    out.set_item("pwc_misses", caches.pwc_misses)?;
+    out.set_item("pages_touched", pages)?;
+    Ok(out)
+}
+
+fn classes_from_list(items: &Bound<'_, PyList>) -> PyResult<Vec<TxnClass>> {
+    items
+        .iter()
+        .map(|item| {
+            let d = item.cast::<PyDict>()?;
+            Ok(TxnClass {
+                read: field(d, "read")?,
+                issue_ns: field(d, "issue_ns")?,
+                datapath_ns: field(d, "datapath_ns")?,
+                up_bytes: field(d, "up_bytes")?,
+                down_bytes: field(d, "down_bytes")?,
+                write_ns: field(d, "write_ns")?,
+                hit_ns: field(d, "hit_ns")?,
+                miss_ns: field(d, "miss_ns")?,
+            })
+        })
+        .collect()
+}
+
+/// Plays a DPDK port's DMA stream through the device, link and (if `iommu`) the IOMMU.
+#[pyfunction]
+fn port_simulate<'py>(
+    py: Python<'py>,
+    params: &Bound<'py, PyDict>,
+    classes: &Bound<'py, PyList>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let classes = classes_from_list(classes)?;
+    let machine = Machine {
+        tags: field(params, "tags")?,
+        fixed_latency_ns: field(params, "fixed_latency_ns")?,
+        up_bytes_per_ns: field(params, "up_bytes_per_ns")?,
+        down_bytes_per_ns: field(params, "down_bytes_per_ns")?,
+        warm_bytes: u64::MAX,
+        posted_credits: field(params, "posted_credits")?,
+    };
+    let walks = Walks {
+        walk_ns: field(params, "walk_ns")?,
+        walk_busy_ns: field(params, "walk_busy_ns")?,
+        walkers: field(params, "walkers")?,
+    };
+    let with_iommu: bool = field(params, "iommu")?;
+    let packets: u64 = field(params, "packets")?;
+    let (mut stream, caches) = warmed_stream(params)?;
+    let mut iommu = Iommu::new(caches, walks).map_err(to_py_err)?;
+    stream.restart_clock();
+    let start = stream.packets();
+    let result = py
+        .detach(|| {
+            let txns = stream.take_packets(packets);
+            sim::run(&machine, &classes, with_iommu.then_some(&mut iommu), txns, true)
+        })
+        .map_err(to_py_err)?;
+    let out = PyDict::new(py);
+    out.set_item("packets", stream.packets() - start)?;
+    out.set_item("elapsed_ns", result.elapsed_ns)?;
+    out.set_item("transactions", result.transactions)?;
+    out.set_item("iotlb_misses", result.iotlb_misses)?;
+    out.set_item("latencies_ns", result.latencies_ns.into_pyarray(py))?;
+    Ok(out)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(split_aligned, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(port_misses, m)?)?;
+    m.add_function(wrap_pyfunction!(port_simulate, m)?)?;
     Ok(())
 }

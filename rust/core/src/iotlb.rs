@@ -1,0 +1,276 @@
+//! The IOMMU's translation caches: a set-associative IOTLB and an optional page-walk cache.
+//!
+//! One implementation serves both the pcie-bench simulator and the DPDK address-stream model,
+//! so the parameters fitted to pcie-bench's window sweeps apply unchanged to DPDK ports.
+//! Pages are numbered densely from 0 (callers lay their address space out compactly), which
+//! lets a lookup be one array index instead of a hash.
+
+use crate::error::CoreError;
+use crate::sim::Rng;
+
+/// How a full set picks its victim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replacement {
+    /// Exact least-recently-used.
+    Lru,
+    /// A uniformly random way of the set (seeded, reproducible).
+    Random,
+}
+
+/// Shape of an IOTLB: how many entries, how they are grouped and replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheShape {
+    pub entries: u32,
+    /// Entries per set; 0 or `entries` means fully associative.
+    pub ways: u32,
+    pub replacement: Replacement,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// A set-associative translation cache over dense page numbers `0..pages`.
+///
+/// Each set keeps its ways on a doubly linked recency list (head = most recent), so LRU
+/// lookups and updates are O(1) whatever the associativity.
+pub struct Iotlb {
+    ways: u32,
+    sets: u64,
+    replacement: Replacement,
+    rng: Rng,
+    slot_of_page: Vec<u32>,
+    page_of_slot: Vec<u64>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    used: Vec<u32>,
+}
+
+impl Iotlb {
+    /// An empty cache of `shape` for pages `0..pages`; `seed` drives random replacement.
+    pub fn new(shape: CacheShape, pages: u64, seed: u64) -> Result<Self, CoreError> {
+        let ways = if shape.ways == 0 {
+            shape.entries
+        } else {
+            shape.ways
+        };
+        if shape.entries == 0 || ways > shape.entries || !shape.entries.is_multiple_of(ways) {
+            return Err(CoreError::BadParameter {
+                what: "IOTLB entries must be >= 1 and a multiple of its ways",
+            });
+        }
+        let sets = shape.entries / ways;
+        let n = shape.entries as usize;
+        Ok(Self {
+            ways,
+            sets: u64::from(sets),
+            replacement: shape.replacement,
+            rng: Rng(seed),
+            slot_of_page: vec![NONE; pages as usize],
+            page_of_slot: vec![0; n],
+            prev: vec![NONE; n],
+            next: vec![NONE; n],
+            head: vec![NONE; sets as usize],
+            tail: vec![NONE; sets as usize],
+            used: vec![0; sets as usize],
+        })
+    }
+
+    fn unlink(&mut self, set: usize, s: u32) {
+        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
+        if p == NONE {
+            self.head[set] = n
+        } else {
+            self.next[p as usize] = n
+        }
+        if n == NONE {
+            self.tail[set] = p
+        } else {
+            self.prev[n as usize] = p
+        }
+    }
+
+    fn push_front(&mut self, set: usize, s: u32) {
+        self.prev[s as usize] = NONE;
+        self.next[s as usize] = self.head[set];
+        if self.head[set] != NONE {
+            self.prev[self.head[set] as usize] = s;
+        }
+        self.head[set] = s;
+        if self.tail[set] == NONE {
+            self.tail[set] = s;
+        }
+    }
+
+    fn victim(&mut self, set: usize) -> u32 {
+        match self.replacement {
+            Replacement::Lru => self.tail[set],
+            Replacement::Random => set as u32 * self.ways + self.rng.below(u64::from(self.ways)) as u32,
+        }
+    }
+
+    /// Looks `page` up; true on a hit. A miss installs it, evicting a victim of its set.
+    pub fn access(&mut self, page: u64) -> bool {
+        let set = (page % self.sets) as usize;
+        let slot = self.slot_of_page[page as usize];
+        if slot != NONE {
+            self.unlink(set, slot);
+            self.push_front(set, slot);
+            return true;
+        }
+        let slot = if self.used[set] < self.ways {
+            self.used[set] += 1;
+            set as u32 * self.ways + self.used[set] - 1
+        } else {
+            let victim = self.victim(set);
+            self.unlink(set, victim);
+            self.slot_of_page[self.page_of_slot[victim as usize] as usize] = NONE;
+            victim
+        };
+        self.page_of_slot[slot as usize] = page;
+        self.slot_of_page[page as usize] = slot;
+        self.push_front(set, slot);
+        false
+    }
+}
+
+/// Page-table entries per table page (x86-64 / VT-d second-level tables: 4 KiB of 8 B PTEs).
+const ENTRIES_PER_TABLE: u64 = 512;
+
+/// What a translation cost: nothing, one walk, or a walk that also missed the page-walk cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    Hit,
+    Walk,
+    LongWalk,
+}
+
+/// The IOMMU's caches for one address space of fixed-size pages.
+pub struct Translator {
+    page_bytes: u64,
+    tlb: Iotlb,
+    /// Caches the last-level table page covering 512 pages; a miss costs one more table read.
+    pwc: Option<Iotlb>,
+    pub misses: u64,
+    pub pwc_misses: u64,
+}
+
+impl Translator {
+    /// Caches for addresses `0..span` in pages of `page_bytes` (a power of two).
+    pub fn new(
+        shape: CacheShape,
+        pwc_entries: u32,
+        page_bytes: u64,
+        span: u64,
+        seed: u64,
+    ) -> Result<Self, CoreError> {
+        if !page_bytes.is_power_of_two() {
+            return Err(CoreError::NotPowerOfTwo {
+                name: "page size",
+                value: page_bytes,
+            });
+        }
+        let pages = span.div_ceil(page_bytes) + 1;
+        let pwc_shape = CacheShape {
+            entries: pwc_entries,
+            ways: 0,
+            replacement: Replacement::Lru,
+        };
+        let pwc = (pwc_entries > 0)
+            .then(|| Iotlb::new(pwc_shape, pages.div_ceil(ENTRIES_PER_TABLE) + 1, seed ^ 1))
+            .transpose()?;
+        Ok(Self {
+            page_bytes,
+            tlb: Iotlb::new(shape, pages, seed)?,
+            pwc,
+            misses: 0,
+            pwc_misses: 0,
+        })
+    }
+
+    /// Translates `addr`, counting misses.
+    pub fn lookup(&mut self, addr: u64) -> Lookup {
+        let page = addr / self.page_bytes;
+        if self.tlb.access(page) {
+            return Lookup::Hit;
+        }
+        self.misses += 1;
+        let table_cached = self
+            .pwc
+            .as_mut()
+            .is_none_or(|pwc| pwc.access(page / ENTRIES_PER_TABLE));
+        if table_cached {
+            Lookup::Walk
+        } else {
+            self.pwc_misses += 1;
+            Lookup::LongWalk
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(entries: u32, ways: u32, replacement: Replacement) -> CacheShape {
+        CacheShape {
+            entries,
+            ways,
+            replacement,
+        }
+    }
+
+    fn misses(tlb: &mut Iotlb, pages: impl Iterator<Item = u64>) -> usize {
+        pages.filter(|&p| !tlb.access(p)).count()
+    }
+
+    #[test]
+    fn lru_thrashes_on_a_cycle_one_page_longer_than_it_holds() {
+        // Textbook LRU pathology: cycling over entries + 1 pages misses every time.
+        let mut tlb = Iotlb::new(shape(4, 0, Replacement::Lru), 16, 1).unwrap();
+        assert_eq!(misses(&mut tlb, (0..100).map(|i| i % 5)), 100);
+    }
+
+    #[test]
+    fn random_replacement_keeps_some_of_a_cycle_that_lru_loses() {
+        let mut tlb = Iotlb::new(shape(4, 0, Replacement::Random), 16, 1).unwrap();
+        let missed = misses(&mut tlb, (0..10_000).map(|i| i % 5));
+        assert!(missed < 9_000, "{missed}");
+    }
+
+    #[test]
+    fn a_cycle_that_fits_only_takes_compulsory_misses() {
+        for replacement in [Replacement::Lru, Replacement::Random] {
+            let mut tlb = Iotlb::new(shape(8, 0, replacement), 16, 7).unwrap();
+            assert_eq!(misses(&mut tlb, (0..1000).map(|i| i % 8)), 8);
+        }
+    }
+
+    #[test]
+    fn direct_mapped_pages_of_one_set_evict_each_other() {
+        // 4 sets of 1 way: pages 0 and 4 share set 0 and keep evicting each other.
+        let mut tlb = Iotlb::new(shape(4, 1, Replacement::Lru), 16, 1).unwrap();
+        assert_eq!(misses(&mut tlb, (0..100).map(|i| (i % 2) * 4)), 100);
+        // Pages 0..4 land in different sets: compulsory misses only.
+        let mut tlb = Iotlb::new(shape(4, 1, Replacement::Lru), 16, 1).unwrap();
+        assert_eq!(misses(&mut tlb, (0..100).map(|i| i % 4)), 4);
+    }
+
+    #[test]
+    fn the_page_walk_cache_covers_512_pages_per_entry() {
+        let tlb = shape(1, 0, Replacement::Lru);
+        let mut t = Translator::new(tlb, 1, 4096, 4096 * 2048, 1).unwrap();
+        assert_eq!(t.lookup(0), Lookup::LongWalk);
+        assert_eq!(t.lookup(4096), Lookup::Walk); // same table page, new IOTLB page
+        assert_eq!(t.lookup(4096), Lookup::Hit);
+        assert_eq!(t.lookup(4096 * 512), Lookup::LongWalk);
+        assert_eq!((t.misses, t.pwc_misses), (3, 2));
+    }
+
+    #[test]
+    fn shapes_that_cannot_exist_are_rejected() {
+        assert!(Iotlb::new(shape(0, 0, Replacement::Lru), 4, 1).is_err());
+        assert!(Iotlb::new(shape(6, 4, Replacement::Lru), 4, 1).is_err());
+        assert!(Translator::new(shape(4, 0, Replacement::Lru), 0, 3000, 4096, 1).is_err());
+    }
+}
