@@ -89,11 +89,13 @@ impl PortConfig {
 
     /// Mbufs a lane can hold at once: its Rx ring, Tx ring, a burst and its cache's peak.
     pub fn buffers_per_lane(&self) -> u64 {
-        let cache_peak = (u64::from(self.cache) * 3).div_ceil(2).max(if self.cache > 0 {
-            u64::from(self.cache + self.rx_free_thresh)
-        } else {
-            0
-        });
+        let cache_peak = (u64::from(self.cache) * 3)
+            .div_ceil(2)
+            .max(if self.cache > 0 {
+                u64::from(self.cache + self.rx_free_thresh)
+            } else {
+                0
+            });
         u64::from(self.rxd + self.txd + self.burst) + cache_peak
     }
 
@@ -106,7 +108,9 @@ impl PortConfig {
         }
         if !self.rxd.is_multiple_of(self.rx_free_thresh) || !self.txd.is_multiple_of(self.rs_thresh)
         {
-            return Err(bad("rxd must be a multiple of rx_free_thresh, txd of rs_thresh"));
+            return Err(bad(
+                "rxd must be a multiple of rx_free_thresh, txd of rs_thresh",
+            ));
         }
         if self.rx_free_thresh + self.burst > self.rxd
             || self.tx_free_thresh.max(self.burst) + self.rs_thresh >= self.txd
@@ -119,7 +123,9 @@ impl PortConfig {
             }
         }
         if u64::from(self.pool) < u64::from(self.lanes()) * self.buffers_per_lane() {
-            return Err(bad("the mempool is smaller than the rings and caches can hold"));
+            return Err(bad(
+                "the mempool is smaller than the rings and caches can hold",
+            ));
         }
         if !self.page_bytes.is_power_of_two() || self.page_bytes < RING_ALIGN {
             return Err(bad("pages must be a power of two of at least 4 KiB"));
@@ -129,12 +135,17 @@ impl PortConfig {
         }
         if self.sizes.is_empty()
             || self.sizes.len() != self.weights.len()
-            || self.sizes.iter().any(|&s| s == 0 || self.data_offset + s > self.elt_bytes)
+            || self
+                .sizes
+                .iter()
+                .any(|&s| s == 0 || self.data_offset + s > self.elt_bytes)
         {
-            return Err(bad("packet sizes must be >= 1 and fit the mbuf's data room"));
+            return Err(bad(
+                "packet sizes must be >= 1 and fit the mbuf's data room",
+            ));
         }
         if self.weights.iter().any(|w| !w.is_finite() || *w < 0.0)
-            || !(self.weights.iter().sum::<f64>() > 0.0)
+            || self.weights.iter().sum::<f64>() <= 0.0
         {
             return Err(bad("size weights must be >= 0 and not all zero"));
         }
@@ -189,10 +200,11 @@ impl AddressMap {
 
     fn object(&self, id: u32) -> u64 {
         let id = u64::from(id);
-        let virt = if self.per_page == 0 {
-            self.pool_base + id * self.elt_bytes
-        } else {
-            self.pool_base + id / self.per_page * self.page_bytes + id % self.per_page * self.elt_bytes
+        let virt = match id.checked_div(self.per_page) {
+            None => self.pool_base + id * self.elt_bytes,
+            Some(page) => {
+                self.pool_base + page * self.page_bytes + id % self.per_page * self.elt_bytes
+            }
         };
         self.iova(virt)
     }
@@ -285,13 +297,20 @@ impl PortStream {
         let mut rng = Rng(cfg.seed);
         let ring = |n: u32, desc: u64| (u64::from(n) * desc).div_ceil(RING_ALIGN) * RING_ALIGN;
         let lanes = cfg.lanes() as usize;
-        let (rx_bytes, tx_bytes) = (ring(cfg.rxd, cfg.rx_desc_bytes), ring(cfg.txd, cfg.tx_desc_bytes));
+        let (rx_bytes, tx_bytes) = (
+            ring(cfg.rxd, cfg.rx_desc_bytes),
+            ring(cfg.txd, cfg.tx_desc_bytes),
+        );
         let map = AddressMap::new(&cfg, lanes as u64 * (rx_bytes + tx_bytes), &mut rng);
         let mut pool = Mempool::new(cfg.pool, lanes, cfg.cache);
         let mut lane_list = Vec::with_capacity(lanes);
         for lane in 0..lanes {
             let (port, queue) = (lane as u32 / cfg.queues, lane as u32 % cfg.queues);
-            let tx_port = if cfg.cross_port { (port + 1) % cfg.ports } else { port };
+            let tx_port = if cfg.cross_port {
+                (port + 1) % cfg.ports
+            } else {
+                port
+            };
             let tx_lane = u64::from(tx_port * cfg.queues + queue);
             // Queue setup fills the Rx ring straight from the common ring, before any cache.
             let rx_slots = pool.ring.drain(..cfg.rxd as usize).collect();
@@ -426,7 +445,11 @@ impl PortStream {
             }
             self.emit_packet(buf, packet_write_class(size), arrival);
             if slot % rx_per_line == rx_per_line - 1 {
-                self.emit(ring + (slot + 1 - rx_per_line) * desc, RX_DESC_WRITEBACK, arrival);
+                self.emit(
+                    ring + (slot + 1 - rx_per_line) * desc,
+                    RX_DESC_WRITEBACK,
+                    arrival,
+                );
             }
             self.burst_bufs.push((buf, size));
         }
@@ -548,7 +571,11 @@ mod tests {
                 }
             }
         }
-        assert!((128 + 64..=128 + 128).contains(&seen.len()), "{}", seen.len());
+        assert!(
+            (128 + 64..=128 + 128).contains(&seen.len()),
+            "{}",
+            seen.len()
+        );
     }
 
     #[test]
@@ -579,7 +606,10 @@ mod tests {
             .filter(|t| t.class >= 4 && t.class % 2 == 0)
             .map(|t| t.class)
             .collect();
-        let share = writes.iter().filter(|&&c| c == packet_write_class(0)).count() as f64
+        let share = writes
+            .iter()
+            .filter(|&&c| c == packet_write_class(0))
+            .count() as f64
             / writes.len() as f64;
         assert!((share - 7.0 / 12.0).abs() < 0.01, "{share}");
     }

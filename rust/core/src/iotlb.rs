@@ -105,7 +105,9 @@ impl Iotlb {
     fn victim(&mut self, set: usize) -> u32 {
         match self.replacement {
             Replacement::Lru => self.tail[set],
-            Replacement::Random => set as u32 * self.ways + self.rng.below(u64::from(self.ways)) as u32,
+            Replacement::Random => {
+                set as u32 * self.ways + self.rng.below(u64::from(self.ways)) as u32
+            }
         }
     }
 

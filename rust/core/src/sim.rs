@@ -406,7 +406,8 @@ impl Iommu {
             Lookup::LongWalk => 2.0,
         };
         let began = self.walkers.acquire(t);
-        self.walkers.release(began + levels * self.walks.walk_busy_ns);
+        self.walkers
+            .release(began + levels * self.walks.walk_busy_ns);
         began + levels * self.walks.walk_ns
     }
 }
@@ -423,7 +424,9 @@ fn check_machine(m: &Machine, classes: &[TxnClass]) -> Result<(), CoreError> {
             c.miss_ns,
         ]
     });
-    if costs.chain([m.fixed_latency_ns]).any(|v| !v.is_finite() || v < 0.0)
+    if costs
+        .chain([m.fixed_latency_ns])
+        .any(|v| !v.is_finite() || v < 0.0)
         || !(m.up_bytes_per_ns > 0.0 && m.down_bytes_per_ns > 0.0)
     {
         return Err(CoreError::BadParameter {

@@ -262,7 +262,13 @@ fn port_simulate<'py>(
     let result = py
         .detach(|| {
             let txns = stream.take_packets(packets);
-            sim::run(&machine, &classes, with_iommu.then_some(&mut iommu), txns, true)
+            sim::run(
+                &machine,
+                &classes,
+                with_iommu.then_some(&mut iommu),
+                txns,
+                true,
+            )
         })
         .map_err(to_py_err)?;
     let out = PyDict::new(py);
