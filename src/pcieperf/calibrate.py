@@ -9,7 +9,7 @@ capacities the simulator needs. Both are deterministic least-squares fits over s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -262,6 +262,19 @@ class SharedHost:
 
 
 @dataclass(frozen=True)
+class ReferenceHost:
+    """Medians over the calibration's steady IOMMU hosts with 4 KiB pages (`-iommu-nosp`), the
+    only ones whose IOTLB the latency sweep reveals: the host the DPDK IOMMU model assumes."""
+
+    iotlb_entries: int
+    walk_ns: float
+    llc_latency_ns: float
+    mps: int
+    mrrs: int
+    hosts: list[str]
+
+
+@dataclass(frozen=True)
 class Calibration:
     """A fitted device profile, the shared host parameters and how well they fit."""
 
@@ -270,6 +283,7 @@ class Calibration:
     fit_mape_pct: dict[str, float]
     points: int
     left_out: list[str]  # unsteady hosts the fit did not use
+    reference: ReferenceHost | None = None  # None when no steady 4 KiB-page IOMMU host was given
 
 
 FIT_FILES = (
@@ -452,7 +466,27 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
         posted_credits=POSTED_CREDITS,
         completion_policy=policy,
     )
-    return Calibration(device, shared, mape, sum(t.size.size for t in terms), left_out)
+    calibration = Calibration(device, shared, mape, sum(t.size.size for t in terms), left_out)
+    return replace(calibration, reference=reference_host(steady, calibration))
+
+
+def reference_host(runs: list[HostRun], calibration: Calibration) -> ReferenceHost | None:
+    """The median 4 KiB-page IOMMU host among `runs`, as `host_profile` sees each of them."""
+    nosp = [host_profile(r, calibration) for r in runs if r.info.iommu == "nosp"]
+    if not nosp:
+        return None
+
+    def median(name: str) -> float:
+        return float(np.median([getattr(h, name) for h in nosp]))
+
+    return ReferenceHost(
+        iotlb_entries=round(median("iotlb_entries")),
+        walk_ns=median("walk_ns"),
+        llc_latency_ns=median("llc_latency_ns"),
+        mps=round(median("mps")),
+        mrrs=round(median("mrrs")),
+        hosts=[h.name for h in nosp],
+    )
 
 
 def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
@@ -523,8 +557,11 @@ def calibration_toml(calibration: Calibration) -> str:
         "points": calibration.points,
         "left_out": calibration.left_out,
     }
+    tables = [("device", device), ("host", shared), ("fit", fit)]
+    if calibration.reference is not None:
+        tables.append(("reference_host", asdict(calibration.reference)))
     out = ["# Written by `pcieperf bench calibrate`; re-run it to regenerate (docs/bench.md)."]
-    for title, table in (("device", device), ("host", shared), ("fit", fit)):
+    for title, table in tables:
         out.append(f"\n[{title}]")
         out.extend(f"{key} = {_toml_value(value)}" for key, value in table.items())
     return "\n".join(out) + "\n"
@@ -544,4 +581,9 @@ def load_calibration(path: Path) -> Calibration:
         fit_mape_pct=dict(zip(hosts, mape, strict=False)),
         points=int(fit.get("points", 0)),
         left_out=list(fit.get("left_out", [])),
+        reference=(
+            from_table(ReferenceHost, data["reference_host"], f"{path} [reference_host]")
+            if isinstance(data.get("reference_host"), dict)
+            else None
+        ),
     )

@@ -150,6 +150,7 @@ _TYPE_WORDS = {
     "float": "a number >= 0",
     "str": "text",
     "bool": "true or false",
+    "list[str]": "a list of text",
 }
 
 
@@ -159,6 +160,8 @@ def _type_ok(kind: str, value: object) -> bool:
         return isinstance(value, bool)
     if kind == "str":
         return isinstance(value, str)
+    if kind == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         return False
     return kind == "float" or isinstance(value, int)

@@ -113,7 +113,7 @@ impl PortConfig {
             ));
         }
         if self.rx_free_thresh + self.burst > self.rxd
-            || self.tx_free_thresh.max(self.burst) + self.rs_thresh >= self.txd
+            || self.tx_free_thresh.max(self.burst) + self.rs_thresh > self.txd
         {
             return Err(bad("thresholds and burst leave no room in the rings"));
         }
@@ -397,9 +397,10 @@ impl PortStream {
             .unwrap_or(self.cumulative.len() - 1)
     }
 
-    fn emit(&mut self, addr: u64, class: usize, not_before: f64) {
+    fn emit(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
         self.pending.push(Txn {
             addr: self.map.iova(addr),
+            bytes,
             class,
             not_before,
             measure: Measure::Own,
@@ -407,9 +408,10 @@ impl PortStream {
     }
 
     /// A packet's DMA at its mbuf's data (objects never straddle a page when scattered).
-    fn emit_packet(&mut self, buf: u32, class: usize, not_before: f64) {
+    fn emit_packet(&mut self, buf: u32, size: usize, class: usize, not_before: f64) {
         self.pending.push(Txn {
             addr: self.map.object(buf) + self.cfg.data_offset,
+            bytes: self.cfg.sizes[size],
             class,
             not_before,
             measure: Measure::Own,
@@ -441,12 +443,13 @@ impl PortStream {
             lane.rx_consumed += 1;
             let ring = lane.rx_ring;
             if slot.is_multiple_of(rx_per_line) {
-                self.emit(ring + slot * desc, RX_DESC_READ, arrival);
+                self.emit(ring + slot * desc, LINE_BYTES, RX_DESC_READ, arrival);
             }
-            self.emit_packet(buf, packet_write_class(size), arrival);
+            self.emit_packet(buf, size, packet_write_class(size), arrival);
             if slot % rx_per_line == rx_per_line - 1 {
                 self.emit(
                     ring + (slot + 1 - rx_per_line) * desc,
+                    LINE_BYTES,
                     RX_DESC_WRITEBACK,
                     arrival,
                 );
@@ -487,11 +490,11 @@ impl PortStream {
             lane.tx_tail = (lane.tx_tail + 1) % txd;
             lane.tx_held.push_back(buf);
             if slot.is_multiple_of(tx_per_line) {
-                self.emit(ring + slot * desc, TX_DESC_READ, last_arrival);
+                self.emit(ring + slot * desc, LINE_BYTES, TX_DESC_READ, last_arrival);
             }
-            self.emit_packet(buf, packet_read_class(size), last_arrival);
+            self.emit_packet(buf, size, packet_read_class(size), last_arrival);
             if slot % rs == rs - 1 {
-                self.emit(ring + slot * desc, TX_DESC_WRITEBACK, last_arrival);
+                self.emit(ring + slot * desc, desc, TX_DESC_WRITEBACK, last_arrival);
             }
         }
     }

@@ -190,6 +190,23 @@ impl Translator {
         })
     }
 
+    /// The start address of each page that `bytes` bytes from `addr` touch.
+    pub fn pages(&self, addr: u64, bytes: u64) -> impl Iterator<Item = u64> {
+        let (first, last) = (
+            addr / self.page_bytes,
+            (addr + bytes.max(1) - 1) / self.page_bytes,
+        );
+        let page_bytes = self.page_bytes;
+        (first..=last).map(move |page| page * page_bytes)
+    }
+
+    /// Translates every page of a transfer, counting misses.
+    pub fn lookup_range(&mut self, addr: u64, bytes: u64) {
+        for page_addr in self.pages(addr, bytes) {
+            self.lookup(page_addr);
+        }
+    }
+
     /// Translates `addr`, counting misses.
     pub fn lookup(&mut self, addr: u64) -> Lookup {
         let page = addr / self.page_bytes;

@@ -303,6 +303,7 @@ pub fn simulate(p: &SimParams) -> Result<SimResult, CoreError> {
         }
         Txn {
             addr,
+            bytes: p.size,
             class: usize::from(!read),
             not_before: 0.0,
             measure: match (pair, read) {
@@ -347,6 +348,8 @@ pub enum Measure {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Txn {
     pub addr: u64,
+    /// Bytes it moves; a transfer that spans pages needs a translation for each of them.
+    pub bytes: u64,
     /// Index into the class table.
     pub class: usize,
     /// Earliest time it may start (its packet's arrival); 0 for a closed loop.
@@ -398,17 +401,22 @@ impl Iommu {
         })
     }
 
-    /// When a request that reached the IOMMU at `t` is translated.
-    fn translate(&mut self, addr: u64, t: f64) -> f64 {
-        let levels = match self.translator.lookup(addr) {
-            Lookup::Hit => return t,
-            Lookup::Walk => 1.0,
-            Lookup::LongWalk => 2.0,
-        };
-        let began = self.walkers.acquire(t);
-        self.walkers
-            .release(began + levels * self.walks.walk_busy_ns);
-        began + levels * self.walks.walk_ns
+    /// When a transfer whose request reached the IOMMU at `t` is translated (every page it
+    /// spans; their walks may overlap on different walkers).
+    fn translate(&mut self, addr: u64, bytes: u64, t: f64) -> f64 {
+        let mut done = t;
+        for page_addr in self.translator.pages(addr, bytes) {
+            let levels = match self.translator.lookup(page_addr) {
+                Lookup::Hit => continue,
+                Lookup::Walk => 1.0,
+                Lookup::LongWalk => 2.0,
+            };
+            let began = self.walkers.acquire(t);
+            self.walkers
+                .release(began + levels * self.walks.walk_busy_ns);
+            done = done.max(began + levels * self.walks.walk_ns);
+        }
+        done
     }
 }
 
@@ -473,7 +481,7 @@ pub fn run(
         let credit_ready = if c.read { 0.0 } else { credits.acquire(0.0) };
         up_free = up_free.max(datapath_free).max(credit_ready) + c.up_bytes / m.up_bytes_per_ns;
         let t = match iommu.as_mut() {
-            Some(iommu) => iommu.translate(txn.addr, up_free),
+            Some(iommu) => iommu.translate(txn.addr, txn.bytes, up_free),
             None => up_free,
         };
         let done = if c.read {

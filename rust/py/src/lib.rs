@@ -180,7 +180,7 @@ fn warmed_stream(d: &Bound<'_, PyDict>) -> PyResult<(PortStream, Translator)> {
     )
     .map_err(to_py_err)?;
     for txn in stream.take_packets(field(d, "warmup")?) {
-        caches.lookup(txn.addr);
+        caches.lookup_range(txn.addr, txn.bytes);
     }
     caches.misses = 0;
     caches.pwc_misses = 0;
@@ -198,8 +198,10 @@ fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bo
         let mut touched = vec![false; span.div_ceil(page_bytes) as usize + 1];
         let mut transactions = 0u64;
         for txn in stream.take_packets(packets) {
-            touched[(txn.addr / page_bytes) as usize] = true;
-            caches.lookup(txn.addr);
+            for page_addr in caches.pages(txn.addr, txn.bytes) {
+                touched[(page_addr / page_bytes) as usize] = true;
+            }
+            caches.lookup_range(txn.addr, txn.bytes);
             transactions += 1;
         }
         (transactions, touched.iter().filter(|&&t| t).count())

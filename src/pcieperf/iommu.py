@@ -1,0 +1,588 @@
+"""IOMMU and page size in DPDK data planes: IOTLB misses per packet and what they cost.
+
+A DPDK port's DMA stream (descriptor rings, the mbuf pool with its per-lcore LIFO caches,
+thresholds, bursts; `rust/core/src/dataplane.rs`) runs through the same IOTLB and device model
+that reproduce pcie-bench's window sweeps (`rust/core/src/iotlb.rs`, `sim.rs`), with the
+parameters of the shipped calibration unchanged: IOTLB entries and walk latency are the medians
+of the 4 KiB-page IOMMU hosts ([reference_host]), walker busy time the device-wide fit ([host]).
+Nothing here is fitted to DPDK results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from pcieperf._native import core
+from pcieperf.calibrate import DEFAULT_CALIBRATION, Calibration, load_calibration
+from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
+from pcieperf.ethernet import Ethernet, PacketMix, dma_bytes
+from pcieperf.link import Link
+from pcieperf.sim import DeviceProfile, cache_lines
+from pcieperf.tlp import read_cost, write_cost
+
+PAGE_SIZES = {"4k": 4096, "2m": 2 << 20, "1g": 1 << 30}  # x86-64 page sizes (SDM vol. 3 §4.5)
+RING_MIN, RING_MAX = 64, 4096  # ixgbe/i40e descriptor-ring limits (IXGBE/I40E_MIN/MAX_RING_DESC)
+DESCRIPTOR_BYTES = (16, 32)  # Intel 16 B legacy/advanced and 32 B Rx descriptor formats
+LAYOUTS = ("scattered", "contiguous")
+REPLACEMENTS = ("random", "lru")
+# An mbuf pool object (DPDK defaults): 64 B mempool header (cache-line aligned), 128 B struct
+# rte_mbuf, RTE_PKTMBUF_HEADROOM 128 B, RTE_MBUF_DEFAULT_DATAROOM 2048 B. The NIC writes packet
+# data right after the headroom.
+MEMPOOL_HEADER_BYTES, MBUF_BYTES, HEADROOM_BYTES, DATAROOM_BYTES = 64, 128, 128, 2048
+ELEMENT_BYTES = MEMPOOL_HEADER_BYTES + MBUF_BYTES + HEADROOM_BYTES + DATAROOM_BYTES
+DATA_OFFSET = MEMPOOL_HEADER_BYTES + MBUF_BYTES + HEADROOM_BYTES
+LINE = 64  # descriptors move a 64 B cache line at a time
+PACKETS = 200_000  # simulated per run after warm-up; +-1 % run to run (tests/test_iommu.py)
+
+
+@dataclass(frozen=True)
+class PortSetup:
+    """How a DPDK application sets up its ports, rings and mbuf pool (testpmd's defaults)."""
+
+    page: str = "4k"
+    rxd: int = 1024
+    txd: int = 1024
+    pool: int = 8192
+    cache: int = 256
+    queues: int = 1
+    ports: int = 1
+    cross_port: bool = False
+    rx_desc_bytes: int = 32
+    tx_desc_bytes: int = 16
+    rx_free_thresh: int = 32
+    tx_free_thresh: int = 32
+    rs_thresh: int = 32
+    burst: int = 32
+    layout: str = "scattered"
+
+    def __post_init__(self) -> None:
+        require_choice("page size", self.page, PAGE_SIZES)
+        require_choice("mbuf layout", self.layout, LAYOUTS)
+        for name in ("rxd", "txd"):
+            _require_ring(name, getattr(self, name))
+        for name in ("rx_desc_bytes", "tx_desc_bytes"):
+            require_choice(name.replace("_", " "), getattr(self, name), DESCRIPTOR_BYTES)
+        for name in ("queues", "ports", "burst", "rx_free_thresh", "rs_thresh", "pool"):
+            _require_count(name, getattr(self, name), 1)
+        _require_count("tx_free_thresh", self.tx_free_thresh, 0)
+        _require_count("cache", self.cache, 0, 512)  # RTE_MEMPOOL_CACHE_MAX_SIZE
+        self._check_thresholds()
+        if self.pool < self.min_pool:
+            raise UsageError(
+                f"pool {self.pool} is smaller than the rings and caches hold; {self.ports} port(s)"
+                f" x {self.queues} queue(s) with rxd {self.rxd}, txd {self.txd}, burst "
+                f"{self.burst} and cache {self.cache} need at least {self.min_pool} mbufs"
+            )
+
+    def _check_thresholds(self) -> None:
+        """DPDK's own rules (ixgbe/i40e rx/tx queue setup), so no impossible ring is modelled."""
+        if self.rxd % self.rx_free_thresh or self.rx_free_thresh + self.burst > self.rxd:
+            raise UsageError(
+                f"rx_free_thresh {self.rx_free_thresh} must divide rxd {self.rxd} and leave room "
+                f"for a burst of {self.burst}"
+            )
+        if self.txd % self.rs_thresh or self.rs_thresh > max(self.tx_free_thresh, self.burst):
+            raise UsageError(
+                f"rs_thresh {self.rs_thresh} must divide txd {self.txd} and not exceed "
+                f"tx_free_thresh {self.tx_free_thresh} (or the burst)"
+            )
+        if max(self.tx_free_thresh, self.burst) + self.rs_thresh > self.txd:
+            raise UsageError(
+                f"txd {self.txd} leaves no room for tx_free_thresh {self.tx_free_thresh} or burst "
+                f"{self.burst} plus rs_thresh {self.rs_thresh}"
+            )
+
+    @property
+    def page_bytes(self) -> int:
+        """Bytes per page."""
+        return PAGE_SIZES[self.page]
+
+    @property
+    def min_pool(self) -> int:
+        """Fewest mbufs that never run dry: per lane both rings, a burst and the cache's peak
+        (rte_mempool flushes a cache at 1.5 x its size and refills it to size + request)."""
+        peak = max(-(-3 * self.cache // 2), self.cache + self.rx_free_thresh) if self.cache else 0
+        return self.ports * self.queues * (self.rxd + self.txd + self.burst + peak)
+
+
+def _require_ring(name: str, value: int) -> None:
+    ok = isinstance(value, int) and RING_MIN <= value <= RING_MAX and value & (value - 1) == 0
+    if not ok:
+        raise UsageError(
+            f"{name} {value!r} is not allowed; use a power of two from {RING_MIN} to {RING_MAX} "
+            "(the descriptor-ring limits of Intel NICs)"
+        )
+
+
+def _require_count(name: str, value: int, low: int, high: int | None = None) -> None:
+    if not isinstance(value, int) or value < low or (high is not None and value > high):
+        allowed = f"{low} to {high}" if high is not None else f"a whole number >= {low}"
+        raise UsageError(f"{name} {value!r} is not allowed; use {allowed}")
+
+
+def parse_page(text: str) -> str:
+    """Normalise a page-size option: 4k, 4K, 4096, 2m, 2M, 1g ..."""
+    token = text.strip().lower().removesuffix("b").removesuffix("i")
+    by_bytes = {str(v): k for k, v in PAGE_SIZES.items()}
+    page = by_bytes.get(token, token)
+    require_choice("page size", page, PAGE_SIZES)
+    return page
+
+
+@dataclass(frozen=True)
+class IommuParams:
+    """The IOMMU: IOTLB shape and replacement, walk timing and an optional page-walk cache."""
+
+    iotlb_entries: int
+    walk_ns: float
+    walk_busy_ns: float
+    walkers: int
+    iotlb_ways: int = 0  # 0: fully associative
+    replacement: str = "random"
+    pwc_entries: int = 0
+
+    def __post_init__(self) -> None:
+        require_choice("IOTLB replacement", self.replacement, REPLACEMENTS)
+        _require_count("IOTLB entries", self.iotlb_entries, 1)
+        _require_count("IOTLB ways", self.iotlb_ways, 0)
+        _require_count("page-walk cache entries", self.pwc_entries, 0)
+        if self.iotlb_ways and self.iotlb_entries % self.iotlb_ways:
+            raise UsageError(
+                f"IOTLB entries {self.iotlb_entries} must be a multiple of its ways "
+                f"{self.iotlb_ways}"
+            )
+
+
+@dataclass(frozen=True)
+class Platform:
+    """Device, link, host and IOMMU the model runs on; from a calibration file."""
+
+    device: DeviceProfile
+    link: Link
+    llc_latency_ns: float
+    write_line_ns: float
+    partial_line_ns: float
+    posted_credits: int
+    iommu: IommuParams
+    # The calibrated device's per-transaction engine and data-path costs are those of the
+    # NFP-6000's pcie-bench firmware, not of a NIC's pipelined DMA; off unless asked for.
+    engine_costs: bool = False
+
+
+def load_platform(
+    path: Path = DEFAULT_CALIBRATION, *, gen: int = 3, lanes: int = 8, **iommu: object
+) -> Platform:
+    """The calibrated platform on a `gen` x `lanes` link; `iommu` overrides IOMMU fields."""
+    calibration = load_calibration(path)
+    return platform_from(calibration, gen=gen, lanes=lanes, **iommu)
+
+
+def platform_from(calibration: Calibration, *, gen: int, lanes: int, **iommu: object) -> Platform:
+    """As `load_platform`, from a calibration already read."""
+    ref, shared = calibration.reference, calibration.shared
+    if ref is None:
+        raise ProfileError(
+            "the calibration has no [reference_host] table (it needs a steady 4 KiB-page "
+            "IOMMU host); re-run `pcieperf bench calibrate` with one"
+        )
+    params = IommuParams(
+        iotlb_entries=ref.iotlb_entries,
+        walk_ns=ref.walk_ns,
+        walk_busy_ns=shared.walk_busy_ns,
+        walkers=shared.walkers,
+    )
+    link = Link(gen=gen, lanes=lanes, mps=ref.mps, mrrs=ref.mrrs)
+    return Platform(
+        device=calibration.device,
+        link=replace(link, completion_policy=shared.completion_policy),
+        llc_latency_ns=ref.llc_latency_ns,
+        write_line_ns=shared.write_line_ns,
+        partial_line_ns=shared.partial_line_ns,
+        posted_credits=shared.posted_credits,
+        iommu=replace(params, **{k: v for k, v in iommu.items() if v is not None}),
+    )
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What arrives: a packet-size mix at an Ethernet rate on every port, optionally paced."""
+
+    mix: PacketMix
+    eth: Ethernet
+    pace_mpps: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.pace_mpps is not None:
+            require_positive("Rx pacing (Mpps)", self.pace_mpps)
+
+    def line_mpps(self, ports: int) -> float:
+        """Line-rate packet rate of the mix over all ports."""
+        wire = self.mix.mean(self.eth.wire_bytes(self.mix.sizes))
+        return float(ports * self.eth.rate_gbps * 1e3 / (8 * wire))
+
+    def offered_mpps(self, ports: int) -> float:
+        """What reaches the NIC's DMA: line rate, or the pace if the core limits Rx below it."""
+        line = self.line_mpps(ports)
+        return line if self.pace_mpps is None else min(line, self.pace_mpps)
+
+
+def port_params(
+    setup: PortSetup, traffic: Traffic, iommu: IommuParams, packets: int, seed: int = 1
+) -> dict[str, object]:
+    """The Rust core's parameters for a port stream and its IOMMU caches."""
+    # Warm-up: every mbuf of the pool cycles through the rings at least twice.
+    warmup = max(50_000, 2 * setup.pool)
+    return {
+        **{k: v for k, v in asdict(setup).items() if k != "page"},
+        "elt_bytes": ELEMENT_BYTES,
+        "data_offset": DATA_OFFSET,
+        "page_bytes": setup.page_bytes,
+        "sizes": [int(s) for s in dma_bytes(traffic.mix.sizes)],
+        "weights": [float(w) for w in traffic.mix.weights],
+        "ns_per_packet": 1e3 / traffic.offered_mpps(setup.ports),
+        "seed": seed,
+        "iotlb_entries": iommu.iotlb_entries,
+        "iotlb_ways": iommu.iotlb_ways,
+        "replacement": iommu.replacement,
+        "pwc_entries": iommu.pwc_entries,
+        "walk_ns": iommu.walk_ns,
+        "walk_busy_ns": iommu.walk_busy_ns,
+        "walkers": iommu.walkers,
+        "warmup": warmup,
+        "packets": packets,
+    }
+
+
+@dataclass(frozen=True)
+class MissCounts:
+    """IOTLB behaviour of a port's stream after warm-up."""
+
+    misses_per_pkt: float
+    pwc_misses_per_pkt: float
+    transactions_per_pkt: float
+    working_set_pages: int
+
+
+def count_misses(
+    setup: PortSetup, traffic: Traffic, iommu: IommuParams, packets: int = PACKETS, seed: int = 1
+) -> MissCounts:
+    """IOTLB misses per packet and pages touched, from the address stream alone (no timing)."""
+    require_positive("packets", packets)
+    out = core().port_misses(port_params(setup, traffic, iommu, packets, seed))
+    n = out["packets"]
+    return MissCounts(
+        misses_per_pkt=out["iotlb_misses"] / n,
+        pwc_misses_per_pkt=out["pwc_misses"] / n,
+        transactions_per_pkt=out["transactions"] / n,
+        working_set_pages=int(out["pages_touched"]),
+    )
+
+
+def transaction_classes(
+    setup: PortSetup, traffic: Traffic, platform: Platform
+) -> list[dict[str, object]]:
+    """Costs of each transaction class, in the order `rust/core/src/dataplane.rs` numbers them:
+    Rx descriptor line read, Rx write-back line, Tx descriptor line read, Tx RS write-back,
+    then a packet write and a packet read per size of the mix."""
+    tx_wb_offset = (setup.rs_thresh - 1) * setup.tx_desc_bytes % LINE
+    packet = dma_bytes(traffic.mix.sizes)
+    data = DATA_OFFSET % LINE
+    kinds = [("read", LINE, 0), ("write", LINE, 0), ("read", LINE, 0)]
+    kinds.append(("write", setup.tx_desc_bytes, tx_wb_offset))
+    for size in packet:
+        kinds += [("write", int(size), data), ("read", int(size), data)]
+    return [_class_cost(platform, op, size, offset) for op, size, offset in kinds]
+
+
+def _class_cost(platform: Platform, op: str, size: int, offset: int) -> dict[str, object]:
+    """Device, link and host cost of one DMA; reads are LLC hits (descriptors written by the
+    core, packets written by the NIC through DDIO moments before)."""
+    lines, partial = (int(v) for v in cache_lines(offset, size))
+    read_ns, write_ns, datapath_ns = (
+        platform.device.costs(lines) if platform.engine_costs else (0.0, 0.0, 0.0)
+    )
+    read = op == "read"
+    cost = (read_cost if read else write_cost)(platform.link, size, offset)
+    return {
+        "read": read,
+        "issue_ns": read_ns if read else write_ns,
+        "datapath_ns": datapath_ns,
+        "up_bytes": float(cost.wire_out),
+        "down_bytes": float(cost.wire_back) if read else 0.0,
+        "write_ns": 0.0
+        if read
+        else platform.write_line_ns * lines + platform.partial_line_ns * partial,
+        "hit_ns": platform.llc_latency_ns,
+        "miss_ns": platform.llc_latency_ns,
+    }
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed run of a port's stream: packet rate, DMA latency and IOTLB misses."""
+
+    mpps: float
+    mean_latency_ns: float
+    misses_per_pkt: float
+
+
+def _timed_run(
+    setup: PortSetup, traffic: Traffic, platform: Platform, iommu: bool, packets: int, seed: int
+) -> Run:
+    params = port_params(setup, traffic, platform.iommu, packets, seed)
+    device, link = platform.device, platform.link
+    params |= {
+        "iommu": iommu,
+        "tags": device.tags,
+        "fixed_latency_ns": device.fixed_latency_ns,
+        "up_bytes_per_ns": link.tlp_bytes_per_s / 1e9,
+        "down_bytes_per_ns": link.tlp_bytes_per_s / 1e9,
+        "posted_credits": platform.posted_credits,
+    }
+    out = core().port_simulate(params, transaction_classes(setup, traffic, platform))
+    return Run(
+        mpps=out["packets"] / out["elapsed_ns"] * 1e3,
+        mean_latency_ns=float(np.mean(out["latencies_ns"])),
+        misses_per_pkt=out["iotlb_misses"] / out["packets"],
+    )
+
+
+@dataclass(frozen=True)
+class IommuResult:
+    """What the IOMMU costs one setup: misses, working set, packet rate with and without it."""
+
+    page: str
+    rxd: int
+    txd: int
+    pool: int
+    mix: str
+    pace_mpps: float | None
+    iotlb_entries: int
+    iotlb_misses_per_pkt: float
+    pwc_misses_per_pkt: float
+    working_set_pages: int
+    line_mpps: float
+    mpps_no_iommu: float
+    mpps_iommu: float
+    throughput_ratio: float
+    added_latency_ns: float
+    walker_utilization: float
+    bottleneck: str
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready fields."""
+        return asdict(self)
+
+
+SATURATED = 0.99  # a rate within 1 % of a bound counts as reaching it (simulation noise)
+
+
+class Model:
+    """One platform and traffic; evaluates port setups, caching the IOMMU-less runs."""
+
+    def __init__(self, platform: Platform, traffic: Traffic, packets: int = PACKETS) -> None:
+        """Remember the platform, traffic and run length."""
+        require_positive("packets", packets)
+        self.platform, self.traffic, self.packets = platform, traffic, packets
+        self._baseline: dict[tuple[int, ...], Run] = {}
+
+    def no_iommu(self, setup: PortSetup) -> Run:
+        """The run without IOMMU: addresses do not matter, only the traffic and the rings' shape."""
+        key = (setup.ports, setup.rx_desc_bytes, setup.tx_desc_bytes, setup.rs_thresh)
+        if key not in self._baseline:
+            self._baseline[key] = _timed_run(
+                setup, self.traffic, self.platform, False, self.packets, seed=1
+            )
+        return self._baseline[key]
+
+    def evaluate(self, setup: PortSetup, seed: int = 1) -> IommuResult:
+        """Misses, working set and packet rates of one setup."""
+        counts = count_misses(setup, self.traffic, self.platform.iommu, self.packets, seed)
+        base = self.no_iommu(setup)
+        with_iommu = _timed_run(setup, self.traffic, self.platform, True, self.packets, seed)
+        line = self.traffic.line_mpps(setup.ports)
+        iommu = self.platform.iommu
+        mpps = min(with_iommu.mpps, base.mpps)  # the IOMMU never speeds a device up
+        busy = counts.misses_per_pkt + counts.pwc_misses_per_pkt  # a PWC miss walks twice
+        return IommuResult(
+            page=setup.page,
+            rxd=setup.rxd,
+            txd=setup.txd,
+            pool=setup.pool,
+            mix=self.traffic.mix.name,
+            pace_mpps=self.traffic.pace_mpps,
+            iotlb_entries=iommu.iotlb_entries,
+            iotlb_misses_per_pkt=counts.misses_per_pkt,
+            pwc_misses_per_pkt=counts.pwc_misses_per_pkt,
+            working_set_pages=counts.working_set_pages,
+            line_mpps=line,
+            mpps_no_iommu=base.mpps,
+            mpps_iommu=mpps,
+            throughput_ratio=mpps / base.mpps,
+            added_latency_ns=max(with_iommu.mean_latency_ns - base.mean_latency_ns, 0.0),
+            walker_utilization=min(mpps * 1e-3 * busy * iommu.walk_busy_ns / iommu.walkers, 1.0),
+            bottleneck=_bottleneck(line, base.mpps, mpps, self.traffic.pace_mpps),
+        )
+
+
+def _bottleneck(line: float, no_iommu: float, with_iommu: float, pace: float | None) -> str:
+    """Name what limits the rate: the wire, the Rx pacing, the device/PCIe or the IOMMU."""
+    if with_iommu < SATURATED * no_iommu:
+        return "IOMMU page walks"
+    if pace is not None and pace < line:
+        return "Rx pacing"
+    return "line rate" if no_iommu >= SATURATED * line else "device/PCIe"
+
+
+def gain(
+    platform: Platform,
+    eth: Ethernet,
+    setup: PortSetup,
+    to_rxd: int,
+    to_txd: int,
+    mixes: list[PacketMix],
+    packets: int = PACKETS,
+) -> list[dict[str, object]]:
+    """Packet rate with the IOMMU before and after a ring-size change, per packet size or mix."""
+    after = replace(setup, rxd=to_rxd, txd=to_txd)
+    rows = []
+    for mix in mixes:
+        model = Model(platform, Traffic(mix, eth), packets)
+        before, then = model.evaluate(setup), model.evaluate(after)
+        rows.append(
+            {
+                "size": mix.name,
+                "mpps_from": before.mpps_iommu,
+                "mpps_to": then.mpps_iommu,
+                "gain_pct": 100 * (then.mpps_iommu / before.mpps_iommu - 1),
+                "misses_per_pkt_from": before.iotlb_misses_per_pkt,
+                "misses_per_pkt_to": then.iotlb_misses_per_pkt,
+                "mpps_no_iommu": before.mpps_no_iommu,
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One single change to a setup, in the order a user would rather make them."""
+
+    knob: str
+    description: str
+    setup: PortSetup
+    pace_mpps: float | None = None
+
+
+def candidates(setup: PortSetup, line_mpps: float) -> list[Candidate]:
+    """Single changes, smallest first: shrink both rings one step at a time, shrink the pool
+    (matters once mbufs cycle through the common ring), then larger pages, then Rx pacing."""
+    out = []
+    ring = min(setup.rxd, setup.txd) // 2
+    while ring >= RING_MIN:
+        try:
+            out.append(
+                Candidate("rings", f"rxd/txd {ring}", replace(setup, rxd=ring, txd=ring))
+            )
+        except UsageError:  # thresholds that no longer fit a ring this small
+            pass
+        ring //= 2
+    pool = setup.pool // 2
+    while pool >= setup.min_pool:
+        out.append(Candidate("pool", f"pool {pool} mbufs", replace(setup, pool=pool)))
+        pool //= 2
+    for page in ("2m", "1g"):
+        if PAGE_SIZES[page] > setup.page_bytes:
+            out.append(Candidate("page", f"{page.upper()} pages", replace(setup, page=page)))
+    for share in (0.9, 0.75, 0.5):
+        out.append(
+            Candidate("pacing", f"Rx paced to {share * line_mpps:.1f} Mpps", setup, share * line_mpps)
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The sweep behind a recommendation and the recommendation itself."""
+
+    current: IommuResult
+    target_mpps: float
+    options: list[tuple[Candidate, IommuResult]]
+    choice: Candidate | None
+    chosen: IommuResult
+    restores: bool
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready fields."""
+        return {
+            "current": self.current.as_dict(),
+            "target_mpps": self.target_mpps,
+            "recommendation": self.choice.description if self.choice else "no change",
+            "knob": self.choice.knob if self.choice else None,
+            "restores_line_rate": self.restores,
+            "reason": self.reason,
+            "result": self.chosen.as_dict(),
+            "options": [
+                {"knob": c.knob, "change": c.description, **r.as_dict()} for c, r in self.options
+            ],
+        }
+
+
+def advise(
+    platform: Platform,
+    traffic: Traffic,
+    setup: PortSetup,
+    packets: int = PACKETS,
+    progress: Callable[[list[Candidate]], object] = lambda items: items,
+) -> Advice:
+    """Sweep single changes and pick the first (smallest) that restores the IOMMU-free rate,
+    else the one with the best rate."""
+    model = Model(platform, traffic, packets)
+    current = model.evaluate(setup)
+    target = current.mpps_no_iommu
+    options = []
+    for cand in progress(candidates(setup, current.line_mpps)):
+        paced = Model(platform, replace(traffic, pace_mpps=cand.pace_mpps), packets)
+        options.append((cand, (paced if cand.pace_mpps else model).evaluate(cand.setup)))
+    if current.mpps_iommu >= SATURATED * target:
+        return Advice(current, target, options, None, current, True, _reason_ok(current))
+    restoring = [(c, r) for c, r in options if r.mpps_iommu >= SATURATED * target]
+    # max() keeps the first of equals, so ties go to the smaller change.
+    choice, chosen = restoring[0] if restoring else max(options, key=lambda o: o[1].mpps_iommu)
+    return Advice(
+        current,
+        target,
+        options,
+        choice,
+        chosen,
+        bool(restoring),
+        _reason(current, choice, chosen, bool(restoring)),
+    )
+
+
+def _reason_ok(current: IommuResult) -> str:
+    return (
+        f"With {current.page.upper()} pages and rxd/txd {current.rxd}/{current.txd} the IOMMU "
+        f"costs {current.iotlb_misses_per_pkt:.2f} page walks per packet, which the walkers "
+        f"absorb at {current.mpps_iommu:.1f} Mpps, so nothing needs to change."
+    )
+
+
+def _reason(current: IommuResult, choice: Candidate, chosen: IommuResult, restores: bool) -> str:
+    verdict = (
+        f"restores {chosen.mpps_iommu:.1f} Mpps"
+        if restores
+        else f"is the best found at {chosen.mpps_iommu:.1f} Mpps "
+        f"(without IOMMU {current.mpps_no_iommu:.1f})"
+    )
+    return (
+        f"{current.working_set_pages} pages in flight against {current.iotlb_entries} IOTLB "
+        f"entries cost {current.iotlb_misses_per_pkt:.2f} page walks per packet and cap "
+        f"{current.mix} B-mix forwarding at {current.mpps_iommu:.1f} Mpps; {choice.description} "
+        f"cuts that to {chosen.iotlb_misses_per_pkt:.2f} walks per packet "
+        f"({chosen.working_set_pages} pages) and {verdict}."
+    )
