@@ -12,13 +12,13 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
 
-from pcieperf import dpdk, nic, tlp
+from pcieperf import dpdk, iommu, nic, tlp
 from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
 from pcieperf.calibrate import DEFAULT_CALIBRATION
 from pcieperf.errors import PcieperfError, UsageError
@@ -497,6 +497,159 @@ def cmd_report(args: argparse.Namespace) -> None:
     )
 
 
+def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortSetup]:
+    """The platform (calibration, link, IOMMU overrides) and port setup the options describe."""
+    platform = iommu.load_platform(
+        Path(args.calibration),
+        gen=args.gen,
+        lanes=args.lanes,
+        iotlb_entries=args.iotlb,
+        iotlb_ways=args.iotlb_ways,
+        replacement=args.replacement,
+        pwc_entries=args.pwc,
+    )
+    setup = iommu.PortSetup(
+        page=iommu.parse_page(args.page),
+        rxd=args.rxd,
+        txd=args.txd if args.txd is not None else args.rxd,
+        pool=args.pool,
+        cache=args.cache,
+        queues=args.queues,
+        ports=args.ports,
+        cross_port=args.cross_port,
+        rx_desc_bytes=args.rx_desc,
+        tx_desc_bytes=args.tx_desc,
+        rx_free_thresh=args.rx_free_thresh,
+        tx_free_thresh=args.tx_free_thresh,
+        rs_thresh=args.rs_thresh,
+        burst=args.burst,
+        layout=args.layout,
+    )
+    return replace(platform, engine_costs=args.engine_costs), setup
+
+
+def _iommu_text(r: dict) -> str:
+    return "\n".join(
+        [
+            f"{r['mix']} B packets, {r['page']} pages, rxd/txd {r['rxd']}/{r['txd']}, pool "
+            f"{r['pool']}: {r['working_set_pages']} pages touched, "
+            f"{r['iotlb_entries']}-entry IOTLB",
+            f"  IOTLB misses per packet  {r['iotlb_misses_per_pkt']:.3f}",
+            f"  line rate                {r['line_mpps']:.2f} Mpps",
+            f"  without IOMMU            {r['mpps_no_iommu']:.2f} Mpps",
+            f"  with IOMMU               {r['mpps_iommu']:.2f} Mpps "
+            f"(x{r['throughput_ratio']:.2f}, +{r['added_latency_ns']:.0f} ns per DMA, walkers "
+            f"{100 * r['walker_utilization']:.0f} % busy)",
+            f"  bottleneck               {r['bottleneck']}",
+        ]
+    )
+
+
+def cmd_iommu_sim(args: argparse.Namespace) -> None:
+    """IOTLB misses per packet and packet rate with and without the IOMMU for one setup."""
+    platform, setup = _iommu_inputs(args)
+    traffic = iommu.Traffic(parse_mix(args.pkt), Ethernet(args.eth), args.pace)
+    result = iommu.Model(platform, traffic, args.packets).evaluate(setup).as_dict()
+    _emit(args, result, lambda: _iommu_text(result))
+
+
+def cmd_iommu_gain(args: argparse.Namespace) -> None:
+    """Packet-rate gain from shrinking rxd/txd, per packet size, with the IOMMU on."""
+    platform, setup = _iommu_inputs(args)
+    setup = replace(setup, rxd=args.from_rxd, txd=args.from_txd or args.from_rxd)
+    mixes = [parse_mix(token) for token in args.sizes.split(",")]
+    rows = iommu.gain(
+        platform,
+        Ethernet(args.eth),
+        setup,
+        args.to_rxd,
+        args.to_txd or args.to_rxd,
+        mixes,
+        args.packets,
+    )
+    keys = ("size", "mpps_from", "mpps_to", "gain_pct", "misses_per_pkt_from", "misses_per_pkt_to")
+    _emit(args, rows, lambda: format_table(keys, [[r[k] for k in keys] for r in rows]))
+
+
+def cmd_iommu_advise(args: argparse.Namespace) -> None:
+    """Recommend the smallest change (rings, pool, pages, Rx pacing) that restores line rate."""
+    from tqdm import tqdm
+
+    from pcieperf.report import plot_advice
+
+    platform, setup = _iommu_inputs(args)
+    if args.plot and Path(args.plot).exists() and not args.force:
+        raise UsageError(f"{args.plot} exists; pass --force to overwrite it")
+    traffic = iommu.Traffic(parse_mix(args.pkt), Ethernet(args.eth), args.pace)
+    advice = iommu.advise(
+        platform,
+        traffic,
+        setup,
+        args.packets,
+        progress=lambda items: tqdm(items, desc="sweeping", unit="change", disable=args.json),
+    )
+    payload = advice.as_dict()
+    if args.plot:
+        payload["plot"] = str(plot_advice(advice, Path(args.plot), force=args.force))
+
+    def human() -> str:
+        rows = [
+            [o["change"], o["mpps_iommu"], o["iotlb_misses_per_pkt"]] for o in payload["options"]
+        ]
+        return "\n".join(
+            [
+                f"recommendation: {payload['recommendation']}",
+                payload["reason"],
+                format_table(("change", "Mpps", "misses/pkt"), rows),
+            ]
+        )
+
+    _emit(args, payload, human)
+
+
+def _add_iommu_options(p: argparse.ArgumentParser) -> None:
+    """The port, traffic, link and IOMMU options every `iommu` subcommand takes."""
+    d = iommu.PortSetup()
+    p.add_argument("--page", default="4k", help="page size of mbufs and rings: 4k, 2m or 1g")
+    p.add_argument("--rxd", type=int, default=d.rxd, help="Rx descriptors per queue")
+    p.add_argument("--txd", type=int, default=None, help="Tx descriptors per queue (default rxd)")
+    p.add_argument("--pool", type=int, default=d.pool, help="mbufs in the pool")
+    p.add_argument("--cache", type=int, default=d.cache, help="per-lcore mempool cache")
+    p.add_argument("--queues", type=int, default=d.queues, help="queues per port")
+    p.add_argument("--ports", type=int, default=d.ports, help="ports")
+    p.add_argument("--cross-port", action="store_true", help="forward to the next port")
+    p.add_argument("--rx-desc", type=int, default=d.rx_desc_bytes, help="Rx descriptor bytes")
+    p.add_argument("--tx-desc", type=int, default=d.tx_desc_bytes, help="Tx descriptor bytes")
+    p.add_argument("--rx-free-thresh", type=int, default=d.rx_free_thresh)
+    p.add_argument("--tx-free-thresh", type=int, default=d.tx_free_thresh)
+    p.add_argument("--rs-thresh", type=int, default=d.rs_thresh, help="Tx RS-bit threshold")
+    p.add_argument("--burst", type=int, default=d.burst, help="packets per rx/tx burst")
+    p.add_argument(
+        "--layout",
+        choices=iommu.LAYOUTS,
+        default=d.layout,
+        help="scattered: no mbuf crosses a page (DPDK default); contiguous: packed",
+    )
+    p.add_argument("--pkt", default="64", help="frame size incl. FCS, imix, or size:count,...")
+    p.add_argument("--eth", type=int, default=40, help=f"Ethernet Gb/s per port {RATES_GBPS}")
+    p.add_argument("--pace", type=float, default=None, help="Rx pacing: cap the Rx rate (Mpps)")
+    p.add_argument("--gen", type=int, default=3, help="PCIe generation")
+    p.add_argument("--lanes", type=int, default=8, help="PCIe lanes")
+    p.add_argument("--iotlb", type=int, default=None, help="IOTLB entries (default: calibrated)")
+    p.add_argument("--iotlb-ways", type=int, default=None, help="ways (default: fully assoc.)")
+    p.add_argument("--replacement", choices=iommu.REPLACEMENTS, default=None, help="IOTLB policy")
+    p.add_argument("--pwc", type=int, default=None, help="page-walk cache entries (default off)")
+    p.add_argument(
+        "--engine-costs",
+        action="store_true",
+        help="include the calibrated device's per-transaction engine costs (NFP firmware)",
+    )
+    p.add_argument(
+        "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
+    )
+    p.add_argument("--packets", type=int, default=iommu.PACKETS, help="simulated per run")
+
+
 def _store(args: argparse.Namespace) -> Store:
     return Store(Path(args.db) if args.db else None)
 
@@ -943,6 +1096,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predicted", required=True, help="directory of predicted bw_*.csv files")
     p.add_argument("--worst", type=int, default=10, help="how many worst points to list")
     p.add_argument("--plot", default=None, help="measured vs predicted plot (.png or .svg)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+
+    iommu_parser = sub.add_parser("iommu", help="IOMMU and page size in DPDK data planes")
+    iommu_sub = iommu_parser.add_subparsers(
+        dest="iommu_command", required=True, parser_class=_Parser
+    )
+    p = _add_command(iommu_sub, "sim", cmd_iommu_sim)
+    _add_iommu_options(p)
+    p = _add_command(iommu_sub, "gain", cmd_iommu_gain)
+    _add_iommu_options(p)
+    p.add_argument("--from-rxd", type=int, default=1024, help="ring size before")
+    p.add_argument("--from-txd", type=int, default=None, help="(default: --from-rxd)")
+    p.add_argument("--to-rxd", type=int, default=128, help="ring size after")
+    p.add_argument("--to-txd", type=int, default=None, help="(default: --to-rxd)")
+    p.add_argument("--sizes", default="64,128,256,imix", help="frame sizes or mixes")
+    p = _add_command(iommu_sub, "advise", cmd_iommu_advise)
+    _add_iommu_options(p)
+    p.add_argument("--plot", default=None, help="bar chart of the sweep (.png or .svg)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
     p = command("report", cmd_report)

@@ -11,6 +11,7 @@ Nothing here is fitted to DPDK results.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -28,7 +29,7 @@ PAGE_SIZES = {"4k": 4096, "2m": 2 << 20, "1g": 1 << 30}  # x86-64 page sizes (SD
 RING_MIN, RING_MAX = 64, 4096  # ixgbe/i40e descriptor-ring limits (IXGBE/I40E_MIN/MAX_RING_DESC)
 DESCRIPTOR_BYTES = (16, 32)  # Intel 16 B legacy/advanced and 32 B Rx descriptor formats
 LAYOUTS = ("scattered", "contiguous")
-REPLACEMENTS = ("random", "lru")
+REPLACEMENTS = ("lru", "random")
 # An mbuf pool object (DPDK defaults): 64 B mempool header (cache-line aligned), 128 B struct
 # rte_mbuf, RTE_PKTMBUF_HEADROOM 128 B, RTE_MBUF_DEFAULT_DATAROOM 2048 B. The NIC writes packet
 # data right after the headroom.
@@ -142,7 +143,7 @@ class IommuParams:
     walk_busy_ns: float
     walkers: int
     iotlb_ways: int = 0  # 0: fully associative
-    replacement: str = "random"
+    replacement: str = "lru"  # as in the pcie-bench simulator that reproduces the knees
     pwc_entries: int = 0
 
     def __post_init__(self) -> None:
@@ -483,12 +484,8 @@ def candidates(setup: PortSetup, line_mpps: float) -> list[Candidate]:
     out = []
     ring = min(setup.rxd, setup.txd) // 2
     while ring >= RING_MIN:
-        try:
-            out.append(
-                Candidate("rings", f"rxd/txd {ring}", replace(setup, rxd=ring, txd=ring))
-            )
-        except UsageError:  # thresholds that no longer fit a ring this small
-            pass
+        with suppress(UsageError):  # thresholds that no longer fit a ring this small
+            out.append(Candidate("rings", f"rxd/txd {ring}", replace(setup, rxd=ring, txd=ring)))
         ring //= 2
     pool = setup.pool // 2
     while pool >= setup.min_pool:
@@ -499,7 +496,9 @@ def candidates(setup: PortSetup, line_mpps: float) -> list[Candidate]:
             out.append(Candidate("page", f"{page.upper()} pages", replace(setup, page=page)))
     for share in (0.9, 0.75, 0.5):
         out.append(
-            Candidate("pacing", f"Rx paced to {share * line_mpps:.1f} Mpps", setup, share * line_mpps)
+            Candidate(
+                "pacing", f"Rx paced to {share * line_mpps:.1f} Mpps", setup, share * line_mpps
+            )
         )
     return out
 
@@ -564,6 +563,10 @@ def advise(
     )
 
 
+def _traffic_name(mix: str) -> str:
+    return f"{mix} B" if mix.isdigit() else mix
+
+
 def _reason_ok(current: IommuResult) -> str:
     return (
         f"With {current.page.upper()} pages and rxd/txd {current.rxd}/{current.txd} the IOMMU "
@@ -582,7 +585,30 @@ def _reason(current: IommuResult, choice: Candidate, chosen: IommuResult, restor
     return (
         f"{current.working_set_pages} pages in flight against {current.iotlb_entries} IOTLB "
         f"entries cost {current.iotlb_misses_per_pkt:.2f} page walks per packet and cap "
-        f"{current.mix} B-mix forwarding at {current.mpps_iommu:.1f} Mpps; {choice.description} "
+        f"{_traffic_name(current.mix)} forwarding at {current.mpps_iommu:.1f} Mpps; {choice.description} "
         f"cuts that to {chosen.iotlb_misses_per_pkt:.2f} walks per packet "
         f"({chosen.working_set_pages} pages) and {verdict}."
     )
+
+
+RING_SWEEP = (64, 128, 256, 512, 1024, 2048, 4096)
+
+
+def ring_sweep(
+    platform: Platform,
+    eth: Ethernet,
+    mixes: list[PacketMix],
+    pages: tuple[str, ...] = ("4k", "2m"),
+    rings: tuple[int, ...] = RING_SWEEP,
+    packets: int = PACKETS,
+    progress: Callable[[list[PacketMix]], object] = lambda items: items,
+) -> list[IommuResult]:
+    """Every (mix, page size, rxd = txd) of the sweep; the pool grows when the rings need it."""
+    rows = []
+    for mix in progress(mixes):
+        model = Model(platform, Traffic(mix, eth), packets)
+        for page in pages:
+            for ring in rings:
+                shape = PortSetup(page=page, rxd=ring, txd=ring, pool=1 << 20)
+                rows.append(model.evaluate(replace(shape, pool=max(8192, shape.min_pool))))
+    return rows
