@@ -147,6 +147,13 @@ def test_profiles_listing(capsys):
         (["dpdk-fwd", "--pps", "fast"], "'fast'"),
         (["dpdk-fwd", "--rx-desc", "24"], "Rx descriptor size 24"),
         (["link", "--gen", "three"], "invalid int value"),
+        (["iommu", "sim", "--rxd", "1000"], "rxd 1000 is not allowed; use a power of two"),
+        (["iommu", "sim", "--rxd", "8192"], "from 64 to 4096"),
+        (["iommu", "sim", "--page", "3k"], "page size '3k' is not allowed"),
+        (["iommu", "sim", "--pool", "1000"], "pool 1000 is smaller than the rings"),
+        (["iommu", "gain", "--to-rxd", "100"], "rxd 100 is not allowed"),
+        (["iommu", "sim", "--iotlb", "0"], "IOTLB entries 0 is not allowed"),
+        (["iommu", "sim", "--pkt", "32"], "frame size 32"),
         (["frobnicate"], "invalid choice"),
     ],
 )
@@ -175,7 +182,7 @@ def test_report_writes_files_and_refuses_to_overwrite(tmp_path, capsys):
     code, _, err = run(capsys, "report", "-o", str(out), "--json")
     assert code == 0, err
     names = {p.name for p in out.iterdir()}
-    for slug in ("fig1_nic_models", "dma_effective", "dpdk_forwarding"):
+    for slug in ("fig1_nic_models", "dma_effective", "dpdk_forwarding", "iommu_rings"):
         assert {f"{slug}.png", f"{slug}.svg", f"{slug}.csv"} <= names
     html = (out / "index.html").read_text()
     assert "<svg" in html
@@ -201,3 +208,65 @@ def test_nic_bandwidth_needed_at_a_rate(capsys):
     assert rows[0]["needed_up_gbps"] == pytest.approx(10e6 * rows[0]["up_bytes_per_pkt"] * 8 / 1e9)
     assert rows[0]["fits_pcie"] is True
     assert rows[0]["fits_line"] is True
+
+
+def test_iommu_sim_json_keys(capsys):
+    # The keys issue 4 names, plus the ones added beside them.
+    out = run_json(
+        capsys,
+        "iommu",
+        "sim",
+        "--page",
+        "4k",
+        "--rxd",
+        "1024",
+        "--txd",
+        "1024",
+        "--pkt",
+        "64",
+        "--packets",
+        "50000",
+    )
+    for key in (
+        "iotlb_misses_per_pkt",
+        "working_set_pages",
+        "mpps_no_iommu",
+        "mpps_iommu",
+        "throughput_ratio",
+    ):
+        assert key in out
+    assert out["throughput_ratio"] == pytest.approx(out["mpps_iommu"] / out["mpps_no_iommu"])
+    assert out["iotlb_entries"] == 96
+
+
+def test_iommu_gain_json_rows(capsys):
+    rows = run_json(
+        capsys,
+        "iommu",
+        "gain",
+        "--page",
+        "4k",
+        "--from-rxd",
+        "1024",
+        "--to-rxd",
+        "128",
+        "--sizes",
+        "64,imix",
+        "--packets",
+        "50000",
+    )
+    assert [r["size"] for r in rows] == ["64", "imix"]
+    for r in rows:
+        assert r["gain_pct"] == pytest.approx(100 * (r["mpps_to"] / r["mpps_from"] - 1))
+
+
+def test_iommu_advise_recommends_and_plots(tmp_path, capsys):
+    plot = tmp_path / "advice.png"
+    out = run_json(capsys, "iommu", "advise", "--packets", "50000", "--plot", str(plot))
+    assert out["recommendation"] != "no change"
+    assert out["restores_line_rate"] is True
+    assert out["reason"].endswith(".") and "\n" not in out["reason"]
+    assert {o["knob"] for o in out["options"]} == {"rings", "pool", "page", "pacing"}
+    assert plot.stat().st_size > 1000
+    code, _, err = run(capsys, "iommu", "advise", "--packets", "50000", "--plot", str(plot))
+    assert code == 2 and "--force" in err

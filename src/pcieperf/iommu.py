@@ -235,8 +235,11 @@ def port_params(
     setup: PortSetup, traffic: Traffic, iommu: IommuParams, packets: int, seed: int = 1
 ) -> dict[str, object]:
     """The Rust core's parameters for a port stream and its IOMMU caches."""
-    # Warm-up: every mbuf of the pool cycles through the rings at least twice.
+    # Warm-up, and a measured window long enough that every mbuf that cycles at all (the whole
+    # pool when buffers pass through the common ring) is seen twice: the working set is then
+    # every page the stream ever reuses.
     warmup = max(50_000, 2 * setup.pool)
+    packets = max(packets, 2 * setup.pool)
     return {
         **{k: v for k, v in asdict(setup).items() if k != "page"},
         "elt_bytes": ELEMENT_BYTES,

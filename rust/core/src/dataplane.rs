@@ -159,54 +159,46 @@ impl PortConfig {
 /// Where rings and mbufs sit in IOVA space.
 struct AddressMap {
     page_bytes: u64,
-    pool_base: u64,
-    elt_bytes: u64,
-    per_page: u64,
     /// IOVA page of each virtual page (identity unless scattered).
     iova_page: Vec<u64>,
+    /// IOVA of each mbuf's packet data (precomputed: the stream asks twice per packet).
+    data: Vec<u64>,
 }
 
 impl AddressMap {
     fn new(cfg: &PortConfig, ring_bytes: u64, rng: &mut Rng) -> Self {
-        let pool_base = ring_bytes.div_ceil(cfg.page_bytes) * cfg.page_bytes;
-        let per_page = match cfg.layout {
-            Layout::Contiguous => 0,
-            Layout::Scattered => cfg.page_bytes / cfg.elt_bytes,
+        let page = cfg.page_bytes;
+        let pool_base = ring_bytes.div_ceil(page) * page;
+        let scattered = cfg.layout == Layout::Scattered;
+        let per_page = page / cfg.elt_bytes; // >= 1 when scattered (validated)
+        let virt_of = |id: u64| {
+            if scattered {
+                pool_base + id / per_page * page + id % per_page * cfg.elt_bytes
+            } else {
+                pool_base + id * cfg.elt_bytes
+            }
         };
-        let pool_bytes = if per_page == 0 {
-            u64::from(cfg.pool) * cfg.elt_bytes
-        } else {
-            u64::from(cfg.pool).div_ceil(per_page) * cfg.page_bytes
-        };
-        let pages = (pool_base + pool_bytes).div_ceil(cfg.page_bytes);
-        let mut iova_page: Vec<u64> = (0..pages).collect();
-        if cfg.layout == Layout::Scattered {
+        let pool_end = virt_of(u64::from(cfg.pool)) + cfg.elt_bytes;
+        let mut iova_page: Vec<u64> = (0..pool_end.div_ceil(page)).collect();
+        if scattered {
             for i in (1..iova_page.len()).rev() {
                 iova_page.swap(i, rng.below(i as u64 + 1) as usize);
             }
         }
-        Self {
-            page_bytes: cfg.page_bytes,
-            pool_base,
-            elt_bytes: cfg.elt_bytes,
-            per_page,
+        let mut map = Self {
+            page_bytes: page,
             iova_page,
-        }
+            data: Vec::new(),
+        };
+        map.data = (0..u64::from(cfg.pool))
+            .map(|id| map.iova(virt_of(id)) + cfg.data_offset)
+            .collect();
+        map
     }
 
     fn iova(&self, virt: u64) -> u64 {
-        self.iova_page[(virt / self.page_bytes) as usize] * self.page_bytes + virt % self.page_bytes
-    }
-
-    fn object(&self, id: u32) -> u64 {
-        let id = u64::from(id);
-        let virt = match id.checked_div(self.per_page) {
-            None => self.pool_base + id * self.elt_bytes,
-            Some(page) => {
-                self.pool_base + page * self.page_bytes + id % self.per_page * self.elt_bytes
-            }
-        };
-        self.iova(virt)
+        let shift = self.page_bytes.trailing_zeros();
+        (self.iova_page[(virt >> shift) as usize] << shift) | (virt & (self.page_bytes - 1))
     }
 
     fn span(&self) -> u64 {
@@ -410,7 +402,7 @@ impl PortStream {
     /// A packet's DMA at its mbuf's data (objects never straddle a page when scattered).
     fn emit_packet(&mut self, buf: u32, size: usize, class: usize, not_before: f64) {
         self.pending.push(Txn {
-            addr: self.map.object(buf) + self.cfg.data_offset,
+            addr: self.map.data[buf as usize],
             bytes: self.cfg.sizes[size],
             class,
             not_before,

@@ -113,7 +113,11 @@ impl Iotlb {
 
     /// Looks `page` up; true on a hit. A miss installs it, evicting a victim of its set.
     pub fn access(&mut self, page: u64) -> bool {
-        let set = (page % self.sets) as usize;
+        let set = if self.sets == 1 {
+            0
+        } else {
+            (page % self.sets) as usize
+        };
         let slot = self.slot_of_page[page as usize];
         if slot != NONE {
             self.unlink(set, slot);
@@ -149,7 +153,7 @@ pub enum Lookup {
 
 /// The IOMMU's caches for one address space of fixed-size pages.
 pub struct Translator {
-    page_bytes: u64,
+    page_shift: u32,
     tlb: Iotlb,
     /// Caches the last-level table page covering 512 pages; a miss costs one more table read.
     pwc: Option<Iotlb>,
@@ -182,7 +186,7 @@ impl Translator {
             .then(|| Iotlb::new(pwc_shape, pages.div_ceil(ENTRIES_PER_TABLE) + 1, seed ^ 1))
             .transpose()?;
         Ok(Self {
-            page_bytes,
+            page_shift: page_bytes.trailing_zeros(),
             tlb: Iotlb::new(shape, pages, seed)?,
             pwc,
             misses: 0,
@@ -192,12 +196,9 @@ impl Translator {
 
     /// The start address of each page that `bytes` bytes from `addr` touch.
     pub fn pages(&self, addr: u64, bytes: u64) -> impl Iterator<Item = u64> {
-        let (first, last) = (
-            addr / self.page_bytes,
-            (addr + bytes.max(1) - 1) / self.page_bytes,
-        );
-        let page_bytes = self.page_bytes;
-        (first..=last).map(move |page| page * page_bytes)
+        let shift = self.page_shift;
+        let (first, last) = (addr >> shift, (addr + bytes.max(1) - 1) >> shift);
+        (first..=last).map(move |page| page << shift)
     }
 
     /// Translates every page of a transfer, counting misses.
@@ -209,7 +210,7 @@ impl Translator {
 
     /// Translates `addr`, counting misses.
     pub fn lookup(&mut self, addr: u64) -> Lookup {
-        let page = addr / self.page_bytes;
+        let page = addr >> self.page_shift;
         if self.tlb.access(page) {
             return Lookup::Hit;
         }

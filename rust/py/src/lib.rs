@@ -195,13 +195,14 @@ fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bo
     let page_bytes: u64 = field(params, "page_bytes")?;
     let (start, span) = (stream.packets(), stream.span());
     let (transactions, pages) = py.detach(|| {
-        let mut touched = vec![false; span.div_ceil(page_bytes) as usize + 1];
+        let shift = page_bytes.trailing_zeros();
+        let mut touched = vec![false; (span >> shift) as usize + 1];
         let mut transactions = 0u64;
         for txn in stream.take_packets(packets) {
             for page_addr in caches.pages(txn.addr, txn.bytes) {
-                touched[(page_addr / page_bytes) as usize] = true;
+                touched[(page_addr >> shift) as usize] = true;
+                caches.lookup(page_addr);
             }
-            caches.lookup_range(txn.addr, txn.bytes);
             transactions += 1;
         }
         (transactions, touched.iter().filter(|&&t| t).count())
