@@ -265,8 +265,10 @@ def test_iommu_advise_recommends_and_plots(tmp_path, capsys):
     out = run_json(capsys, "iommu", "advise", "--packets", "50000", "--plot", str(plot))
     assert out["recommendation"] != "no change"
     assert out["restores_line_rate"] is True
-    assert out["reason"].endswith(".") and "\n" not in out["reason"]
+    assert out["reason"].endswith(".")
+    assert "\n" not in out["reason"]
     assert {o["knob"] for o in out["options"]} == {"rings", "pool", "page", "pacing"}
     assert plot.stat().st_size > 1000
     code, _, err = run(capsys, "iommu", "advise", "--packets", "50000", "--plot", str(plot))
-    assert code == 2 and "--force" in err
+    assert code == 2
+    assert "--force" in err

@@ -588,8 +588,8 @@ def _reason(current: IommuResult, choice: Candidate, chosen: IommuResult, restor
     return (
         f"{current.working_set_pages} pages in flight against {current.iotlb_entries} IOTLB "
         f"entries cost {current.iotlb_misses_per_pkt:.2f} page walks per packet and cap "
-        f"{_traffic_name(current.mix)} forwarding at {current.mpps_iommu:.1f} Mpps; {choice.description} "
-        f"cuts that to {chosen.iotlb_misses_per_pkt:.2f} walks per packet "
+        f"{_traffic_name(current.mix)} forwarding at {current.mpps_iommu:.1f} Mpps; "
+        f"{choice.description} cuts that to {chosen.iotlb_misses_per_pkt:.2f} walks per packet "
         f"({chosen.working_set_pages} pages) and {verdict}."
     )
 
