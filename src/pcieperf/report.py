@@ -227,6 +227,7 @@ def figure_iommu(cfg: ReportConfig, out: Path) -> Figure:
         a.legend(fontsize=8, ncol=2)
     ax.set_title(f"DPDK io-forward, {cfg.eth_gbps:g} GbE, Gen{cfg.link.gen} x{cfg.link.lanes}")
     ax_miss.set_title(f"4 KiB pages, {platform.iommu.iotlb_entries}-entry IOTLB")
+    ax_miss.set_ylim(bottom=0)
     _save(fig, out, "iommu_rings")
     header = [f.name for f in fields(iommu.IommuResult)]
     _write_csv(
