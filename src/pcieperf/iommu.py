@@ -18,8 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from pcieperf._native import core
-from pcieperf.calibrate import DEFAULT_CALIBRATION, Calibration, load_calibration
-from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
+from pcieperf.calibrate import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.errors import (
+    ProfileError,
+    UsageError,
+    require_choice,
+    require_positive,
+    require_power_of_two,
+)
 from pcieperf.ethernet import Ethernet, PacketMix, dma_bytes
 from pcieperf.link import Link
 from pcieperf.sim import DeviceProfile, cache_lines
@@ -64,7 +70,7 @@ class PortSetup:
         require_choice("page size", self.page, PAGE_SIZES)
         require_choice("mbuf layout", self.layout, LAYOUTS)
         for name in ("rxd", "txd"):
-            _require_ring(name, getattr(self, name))
+            require_power_of_two(name, getattr(self, name), RING_MIN, RING_MAX)
         for name in ("rx_desc_bytes", "tx_desc_bytes"):
             require_choice(name.replace("_", " "), getattr(self, name), DESCRIPTOR_BYTES)
         for name in ("queues", "ports", "burst", "rx_free_thresh", "rs_thresh", "pool"):
@@ -108,15 +114,6 @@ class PortSetup:
         (rte_mempool flushes a cache at 1.5 x its size and refills it to size + request)."""
         peak = max(-(-3 * self.cache // 2), self.cache + self.rx_free_thresh) if self.cache else 0
         return self.ports * self.queues * (self.rxd + self.txd + self.burst + peak)
-
-
-def _require_ring(name: str, value: int) -> None:
-    ok = isinstance(value, int) and RING_MIN <= value <= RING_MAX and value & (value - 1) == 0
-    if not ok:
-        raise UsageError(
-            f"{name} {value!r} is not allowed; use a power of two from {RING_MIN} to {RING_MAX} "
-            "(the descriptor-ring limits of Intel NICs)"
-        )
 
 
 def _require_count(name: str, value: int, low: int, high: int | None = None) -> None:
@@ -179,15 +176,10 @@ def load_platform(
 ) -> Platform:
     """The calibrated platform on a `gen` x `lanes` link; `iommu` overrides IOMMU fields."""
     calibration = load_calibration(path)
-    return platform_from(calibration, gen=gen, lanes=lanes, **iommu)
-
-
-def platform_from(calibration: Calibration, *, gen: int, lanes: int, **iommu: object) -> Platform:
-    """As `load_platform`, from a calibration already read."""
     ref, shared = calibration.reference, calibration.shared
     if ref is None:
         raise ProfileError(
-            "the calibration has no [reference_host] table (it needs a steady 4 KiB-page "
+            f"{path}: the calibration has no [reference_host] table (it needs a steady 4 KiB-page "
             "IOMMU host); re-run `pcieperf bench calibrate` with one"
         )
     params = IommuParams(
@@ -196,10 +188,15 @@ def platform_from(calibration: Calibration, *, gen: int, lanes: int, **iommu: ob
         walk_busy_ns=shared.walk_busy_ns,
         walkers=shared.walkers,
     )
-    link = Link(gen=gen, lanes=lanes, mps=ref.mps, mrrs=ref.mrrs)
     return Platform(
         device=calibration.device,
-        link=replace(link, completion_policy=shared.completion_policy),
+        link=Link(
+            gen=gen,
+            lanes=lanes,
+            mps=ref.mps,
+            mrrs=ref.mrrs,
+            completion_policy=shared.completion_policy,
+        ),
         llc_latency_ns=ref.llc_latency_ns,
         write_line_ns=shared.write_line_ns,
         partial_line_ns=shared.partial_line_ns,
@@ -249,13 +246,7 @@ def port_params(
         "weights": [float(w) for w in traffic.mix.weights],
         "ns_per_packet": 1e3 / traffic.offered_mpps(setup.ports),
         "seed": seed,
-        "iotlb_entries": iommu.iotlb_entries,
-        "iotlb_ways": iommu.iotlb_ways,
-        "replacement": iommu.replacement,
-        "pwc_entries": iommu.pwc_entries,
-        "walk_ns": iommu.walk_ns,
-        "walk_busy_ns": iommu.walk_busy_ns,
-        "walkers": iommu.walkers,
+        **asdict(iommu),
         "warmup": warmup,
         "packets": packets,
     }
@@ -327,11 +318,10 @@ def _class_cost(platform: Platform, op: str, size: int, offset: int) -> dict[str
 
 @dataclass(frozen=True)
 class Run:
-    """One timed run of a port's stream: packet rate, DMA latency and IOTLB misses."""
+    """One timed run of a port's stream: packet rate and mean DMA latency."""
 
     mpps: float
     mean_latency_ns: float
-    misses_per_pkt: float
 
 
 def _timed_run(
@@ -351,7 +341,6 @@ def _timed_run(
     return Run(
         mpps=out["packets"] / out["elapsed_ns"] * 1e3,
         mean_latency_ns=float(np.mean(out["latencies_ns"])),
-        misses_per_pkt=out["iotlb_misses"] / out["packets"],
     )
 
 
@@ -395,8 +384,15 @@ class Model:
         self._baseline: dict[tuple[int, ...], Run] = {}
 
     def no_iommu(self, setup: PortSetup) -> Run:
-        """The run without IOMMU: addresses do not matter, only the traffic and the rings' shape."""
-        key = (setup.ports, setup.rx_desc_bytes, setup.tx_desc_bytes, setup.rs_thresh)
+        """The run without IOMMU: addresses do not matter, only what sets the transactions per
+        packet and their timing (ports, descriptor sizes, RS threshold, burst)."""
+        key = (
+            setup.ports,
+            setup.rx_desc_bytes,
+            setup.tx_desc_bytes,
+            setup.rs_thresh,
+            setup.burst,
+        )
         if key not in self._baseline:
             self._baseline[key] = _timed_run(
                 setup, self.traffic, self.platform, False, self.packets, seed=1
