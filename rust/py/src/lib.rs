@@ -49,27 +49,36 @@ fn field<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResu
     })
 }
 
+/// Reads a text entry that must be one of `options`, returning the value it names.
+fn choice<T: Copy>(d: &Bound<'_, PyDict>, key: &str, options: &[(&str, T)]) -> PyResult<T> {
+    let text = field::<String>(d, key)?;
+    if let Some((_, value)) = options.iter().find(|(name, _)| *name == text) {
+        return Ok(*value);
+    }
+    let names: Vec<&str> = options.iter().map(|(name, _)| *name).collect();
+    let (last, rest) = names.split_last().expect("options are never empty");
+    Err(PyValueError::new_err(format!(
+        "{key} {text:?}: use {} or {last}",
+        rest.join(", ")
+    )))
+}
+
 fn params_from_dict(d: &Bound<'_, PyDict>) -> PyResult<SimParams> {
-    let pattern = match field::<String>(d, "pattern")?.as_str() {
-        "seq" => Pattern::Sequential,
-        "rand" => Pattern::Random,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "pattern {other:?}: use seq or rand"
-            )))
-        }
-    };
-    let ops = match field::<String>(d, "ops")?.as_str() {
-        "read" => OpMix::Read,
-        "write" => OpMix::Write,
-        "alternate" => OpMix::Alternate,
-        "write_then_read" => OpMix::WriteThenRead,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "ops {other:?}: use read, write, alternate or write_then_read"
-            )))
-        }
-    };
+    let pattern = choice(
+        d,
+        "pattern",
+        &[("seq", Pattern::Sequential), ("rand", Pattern::Random)],
+    )?;
+    let ops = choice(
+        d,
+        "ops",
+        &[
+            ("read", OpMix::Read),
+            ("write", OpMix::Write),
+            ("alternate", OpMix::Alternate),
+            ("write_then_read", OpMix::WriteThenRead),
+        ],
+    )?;
     Ok(SimParams {
         transactions: field(d, "transactions")?,
         size: field(d, "size")?,
@@ -117,15 +126,14 @@ fn simulate<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bound
 }
 
 fn port_from_dict(d: &Bound<'_, PyDict>) -> PyResult<PortConfig> {
-    let layout = match field::<String>(d, "layout")?.as_str() {
-        "contiguous" => Layout::Contiguous,
-        "scattered" => Layout::Scattered,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "layout {other:?}: use contiguous or scattered"
-            )))
-        }
-    };
+    let layout = choice(
+        d,
+        "layout",
+        &[
+            ("contiguous", Layout::Contiguous),
+            ("scattered", Layout::Scattered),
+        ],
+    )?;
     Ok(PortConfig {
         ports: field(d, "ports")?,
         queues: field(d, "queues")?,
@@ -152,15 +160,11 @@ fn port_from_dict(d: &Bound<'_, PyDict>) -> PyResult<PortConfig> {
 }
 
 fn shape_from_dict(d: &Bound<'_, PyDict>) -> PyResult<CacheShape> {
-    let replacement = match field::<String>(d, "replacement")?.as_str() {
-        "lru" => Replacement::Lru,
-        "random" => Replacement::Random,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "replacement {other:?}: use lru or random"
-            )))
-        }
-    };
+    let replacement = choice(
+        d,
+        "replacement",
+        &[("lru", Replacement::Lru), ("random", Replacement::Random)],
+    )?;
     Ok(CacheShape {
         entries: field(d, "iotlb_entries")?,
         ways: field(d, "iotlb_ways")?,
