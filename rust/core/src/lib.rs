@@ -7,12 +7,15 @@
 //! - [`sim`]: the DMA-engine / root-complex simulator that replays pcie-bench and plays any
 //!   transaction stream (such as a DPDK port's) through the same device, link and IOMMU.
 //! - [`iotlb`]: the IOMMU's translation caches, shared by both.
-//! - [`error`]: the one error type every public function returns.
+//! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis), with its
+//!   own error type that names the file and byte offset.
+//! - [`error`]: the one error type every other public function returns.
 
 pub mod dataplane;
 pub mod error;
 pub mod iotlb;
 pub mod sim;
 pub mod tlp;
+pub mod trace;
 
 pub use error::CoreError;

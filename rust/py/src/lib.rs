@@ -9,6 +9,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+mod trace;
+
 /// Maps a core error to the Python exception raised for it (one place for all of them).
 fn to_py_err(err: CoreError) -> PyErr {
     PyValueError::new_err(err.to_string())
@@ -293,5 +295,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(port_misses, m)?)?;
     m.add_function(wrap_pyfunction!(port_simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_read, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_merge, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_synth, m)?)?;
+    m.add_class::<trace::TraceWriter>()?;
     Ok(())
 }

@@ -1,0 +1,103 @@
+//! Capture files: reading pcap/pcapng (on rusticata's `pcap-parser`), buffered writing, k-way
+//! merging and synthetic traffic. Timestamps are i64 nanoseconds since the Unix epoch throughout.
+//!
+//! Formats: classic pcap and pcapng as specified by draft-ietf-opsawg-pcap and
+//! draft-ietf-opsawg-pcapng (the IETF write-ups of the libpcap and pcapng formats).
+
+pub mod merge;
+pub mod read;
+pub mod synth;
+pub mod write;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+/// Largest captured length accepted: libpcap's MAXIMUM_SNAPLEN (pcap-int.h, 262144 = 256 KiB),
+/// which is also what tcpdump and dumpcap write as their default snaplen.
+pub const MAX_CAPLEN: u32 = 262_144;
+
+/// A failure in a capture file: which file, where (byte offset, when known) and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceError {
+    pub file: String,
+    pub offset: Option<u64>,
+    pub problem: String,
+}
+
+impl TraceError {
+    /// An error at a byte offset of `file`.
+    pub fn at(file: &str, offset: u64, problem: impl Into<String>) -> Self {
+        Self {
+            file: file.to_owned(),
+            offset: Some(offset),
+            problem: problem.into(),
+        }
+    }
+
+    /// An error about the whole file (opening, writing).
+    pub fn whole(file: &str, problem: impl Into<String>) -> Self {
+        Self {
+            file: file.to_owned(),
+            offset: None,
+            problem: problem.into(),
+        }
+    }
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.offset {
+            Some(offset) => write!(f, "{}: byte {offset}: {}", self.file, self.problem),
+            None => write!(f, "{}: {}", self.file, self.problem),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// One capture interface: a pcap file has one, a pcapng file one per Interface Description
+/// Block, numbered across sections in file order (as Wireshark numbers them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    pub linktype: u16,
+    /// 0 means "no limit" (pcapng allows it; a pcap header with 0 is treated the same).
+    pub snaplen: u32,
+    /// The raw `if_tsresol` byte: 10^-n seconds, or 2^-n when the top bit is set.
+    pub tsresol: u8,
+    /// `if_tsoffset`: seconds added to every timestamp of the interface.
+    pub tsoffset_s: i64,
+    pub name: Option<String>,
+    /// Index of the pcapng section (0 for pcap).
+    pub section: u32,
+}
+
+impl Interface {
+    /// An interface with microsecond timestamps and no name (the pcapng default, §4.2).
+    pub fn new(linktype: u16, snaplen: u32) -> Self {
+        Self {
+            linktype,
+            snaplen,
+            tsresol: 6,
+            tsoffset_s: 0,
+            name: None,
+            section: 0,
+        }
+    }
+
+    /// Largest caplen a record of this interface may carry.
+    pub fn caplen_limit(&self) -> u32 {
+        if self.snaplen == 0 {
+            MAX_CAPLEN
+        } else {
+            self.snaplen.min(MAX_CAPLEN)
+        }
+    }
+}
+
+/// Whether a link type is one the LINKTYPE registry allows (draft-ietf-opsawg-pcaplinktype:
+/// 11-49 and 52-98 are "not to be used"; 301 is the highest value assigned).
+pub fn linktype_known(linktype: u32) -> bool {
+    matches!(linktype, 0..=10 | 50..=51 | 99..=301)
+}
