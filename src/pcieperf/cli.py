@@ -18,14 +18,19 @@ from typing import NoReturn
 
 import numpy as np
 
-from pcieperf import dpdk, iommu, nic, tlp
+from pcieperf import dpdk, iommu, nic, tlp, trace
 from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
 from pcieperf.calibrate import DEFAULT_CALIBRATION
 from pcieperf.errors import PcieperfError, UsageError
 from pcieperf.ethernet import RATES_GBPS, Ethernet, PacketMix, parse_mix
 from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
 from pcieperf.store import Store
-from pcieperf.units import parse_batch_histogram, parse_int_list, parse_rate
+from pcieperf.units import (
+    parse_batch_histogram,
+    parse_duration_ns,
+    parse_int_list,
+    parse_rate,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -243,10 +248,16 @@ def _mixes(args: argparse.Namespace) -> list[PacketMix]:
 
 
 def cmd_nic(args: argparse.Namespace) -> None:
-    """What a NIC/driver profile achieves per frame size or mix."""
+    """What a NIC/driver profile achieves per frame size or mix, or what a trace needs."""
     link = _link(args)
     profile = nic.load_profile(args.profile)
     paths = tuple(p.strip() for p in args.paths.split(","))
+    if args.trace:
+        captured = trace.read(args.trace, skip_bad=args.skip_bad)
+        window = parse_duration_ns(args.window, "window")
+        found = nic.trace_demand(profile, link, captured, window, paths)
+        _emit_trace_demand(args, captured, found, {"profile": profile.name}, link)
+        return
     result = nic.evaluate(profile, link, Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths)
     pps = None if args.pps is None else parse_rate(args.pps)
     needed = result.needed_gbps(pps) if pps is not None else None
@@ -361,6 +372,60 @@ def cmd_nic(args: argparse.Namespace) -> None:
     _emit(args, rows, human)
 
 
+def _emit_trace_demand(
+    args: argparse.Namespace,
+    captured: trace.Trace,
+    found: trace.Demand,
+    extra: dict,
+    link: Link,
+    extra_text: str = "",
+) -> None:
+    """Report (and optionally plot) the PCIe bandwidth a trace needs per window."""
+    out = {
+        "trace": captured.path,
+        "packets": captured.packets,
+        "skipped": captured.skipped,
+        "mean_frame_bytes": float(captured.frame_bytes().mean()),
+        **extra,
+        **found.summary(),
+    }
+    if args.plot:
+        from pcieperf.report import plot_trace_demand
+
+        out["plot"] = str(
+            plot_trace_demand(found, Path(args.plot), Path(captured.path).name, force=args.force)
+        )
+
+    def human() -> str:
+        s = out
+        return (
+            f"{Path(captured.path).name}: {s['packets']} packets, mean frame "
+            f"{s['mean_frame_bytes']:.1f} B, Gen{link.gen} x{link.lanes} carries "
+            f"{s['capacity_gbps']:.2f} Gb/s per direction\n"
+            f"{extra_text}"
+            + format_table(
+                ("direction", "mean Gb/s", f"peak Gb/s per {s['window_ns'] / 1e6:g} ms"),
+                [
+                    ("up (device to host)", s["mean_up_gbps"], s["peak_up_gbps"]),
+                    ("down (host to device)", s["mean_down_gbps"], s["peak_down_gbps"]),
+                ],
+            )
+            + f"\n{s['windows_over_capacity']} of {s['windows']} windows exceed the link"
+            + (f"; plot: {s['plot']}" if "plot" in s else "")
+        )
+
+    _emit(args, out, human)
+
+
+def _add_trace_replay_options(p: argparse.ArgumentParser) -> None:
+    """--trace and its companions, shared by nic and dpdk-fwd."""
+    p.add_argument("--trace", default=None, help="a pcap/pcapng capture to replay instead of sizes")
+    p.add_argument("--window", default="1ms", help="time window of the bandwidth series")
+    p.add_argument("--skip-bad", action="store_true", help="skip damaged capture records")
+    p.add_argument("--plot", default=None, help="PNG/SVG of bandwidth over time vs capacity")
+    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+
+
 def cmd_profiles(args: argparse.Namespace) -> None:
     """List the built-in NIC profiles, or show one."""
     if args.name:
@@ -418,6 +483,9 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
         doorbell_bytes=args.doorbell_bytes,
         full_line_tx_writeback=args.tx_wb_full_line,
     )
+    if args.trace:
+        _dpdk_fwd_trace(args, cfg, link)
+        return
     pps = parse_rate(args.pps)
     est = dpdk.estimate(cfg, link, pps, nic.load_profile(args.profile))
     to_gbps = pps * 8 / 1e9
@@ -476,6 +544,114 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
         return "\n".join([head, metrics, "", terms, wire])
 
     _emit(args, out, human)
+
+
+def _dpdk_fwd_trace(args: argparse.Namespace, cfg: dpdk.ForwardingConfig, link: Link) -> None:
+    """dpdk-fwd --trace: batches from the trace's arrivals, each packet at its own size."""
+    captured = trace.read(args.trace, skip_bad=args.skip_bad)
+    window = parse_duration_ns(args.window, "window")
+    poll = parse_duration_ns(args.poll, "poll period")
+    fwd = dpdk.trace_forwarding(cfg, link, captured, window, poll, nic.load_profile(args.profile))
+    extra = {
+        "poll_ns": poll,
+        "mean_batch": fwd.mean_batch,
+        "batch_hist": {str(k): v for k, v in sorted(fwd.batch_hist.items())},
+    }
+    for metric, series in fwd.metric_gbps.items():
+        extra[f"{metric}_gbps"] = float(series.mean())
+        extra[f"peak_{metric}_gbps"] = float(series.max(initial=0))
+    text = f"mean Tx batch {fwd.mean_batch:.2f} (PMD polling every {poll} ns)\n"
+    _emit_trace_demand(args, captured, fwd.demand, extra, link, text)
+
+
+def cmd_trace_stats(args: argparse.Namespace) -> None:
+    """Packets, bytes, rates per 1 ms and 1 s, frame sizes and bursts of capture files."""
+    eth = Ethernet(args.eth)
+    results = [trace.stats(trace.read(f, skip_bad=args.skip_bad), eth) for f in args.files]
+
+    def human() -> str:
+        return "\n\n".join(_trace_stats_text(r) for r in results)
+
+    _emit(args, results, human)
+
+
+def _trace_stats_text(r: dict) -> str:
+    """One file's statistics as a short text block."""
+    rates = ", ".join(
+        f"peak {x['peak_pps'] / 1e6:.3f} Mpps / {x['peak_gbps']:.3f} Gb/s per "
+        f"{x['window_ns'] / 1e6:g} ms"
+        for x in r["rates"]
+    )
+    mean = (
+        f"mean {r['mean_pps'] / 1e6:.3f} Mpps, {r['mean_gbps']:.3f} Gb/s"
+        if r["mean_pps"]
+        else "no duration"
+    )
+    b = r["bursts"]
+    lines = [
+        f"{r['file']} ({r['format']}): {r['packets']} packets, {r['bytes_wire']} wire bytes "
+        f"({r['bytes_captured']} captured), {r['duration_s']:.6f} s",
+        f"  {mean}; {rates}",
+        f"  bursts at {b['eth_gbps']} GbE: {b['bursts']} ({b['packets_in_bursts']} packets, "
+        f"longest {b['max_burst']})",
+        "  frame sizes: " + ", ".join(f"{k}: {v}" for k, v in r["size_histogram"].items() if v),
+    ]
+    lines += [
+        f"  interface {i['id']} ({i['name'] or 'unnamed'}, linktype {i['linktype']}): "
+        f"{i['packets']} packets"
+        for i in r["interfaces"]
+    ]
+    if r["skipped"]:
+        lines.append(f"  skipped {r['skipped']} damaged records")
+    return "\n".join(lines)
+
+
+def cmd_trace_merge(args: argparse.Namespace) -> None:
+    """Merge captures into one file in time order (pcapng keeps every interface)."""
+    result = trace.merge(args.files, args.output, force=args.force, skip_bad=args.skip_bad)
+    out = {"output": args.output, "inputs": args.files, **result}
+    _emit(
+        args,
+        out,
+        lambda: (
+            f"{out['packets']} packets from {len(args.files)} files, "
+            f"{out['interfaces']} interfaces -> {args.output} ({out['writes']} writes"
+            + (f", {out['skipped']} damaged records skipped" if out["skipped"] else "")
+            + (
+                f", {out['out_of_order']} out of order in their input"
+                if out["out_of_order"]
+                else ""
+            )
+            + ")"
+        ),
+    )
+
+
+def cmd_trace_synth(args: argparse.Namespace) -> None:
+    """Write a synthetic capture: a size mix arriving constant, Poisson or in on/off bursts."""
+    out = trace.synth(
+        args.output,
+        eth=Ethernet(args.eth),
+        mix=parse_mix(args.sizes),
+        pps=parse_rate(args.pps),
+        duration_s=parse_duration_ns(args.duration) / trace.NS_PER_S,
+        arrival=args.arrival,
+        burst=args.burst,
+        flows=args.flows,
+        seed=args.seed,
+        force=args.force,
+    )
+    _emit(args, out, lambda: f"{out['packets']} packets ({out['arrival']}) -> {out['file']}")
+
+
+def cmd_trace_convert(args: argparse.Namespace) -> None:
+    """Rewrite a capture as ns-resolution pcap or pcapng, packet for packet."""
+    out = {
+        "input": args.file,
+        "output": args.output,
+        **trace.convert(args.file, args.output, force=args.force),
+    }
+    _emit(args, out, lambda: f"{out['packets']} packets -> {args.output}")
 
 
 def cmd_report(args: argparse.Namespace) -> None:
@@ -1000,6 +1176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--paths", default="rx,tx", help="rx, tx or rx,tx (default both)")
     p.add_argument("--breakdown", action="store_true", help="per-operation cost per packet")
     p.add_argument("--pps", default=None, help="also report the PCIe bandwidth this rate needs")
+    _add_trace_replay_options(p)
 
     p = command("profiles", cmd_profiles, link=False)
     p.add_argument("name", nargs="?", help="show this profile")
@@ -1030,6 +1207,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=dpdk.FORWARDING_PROFILE,
         help="forwarding NIC profile whose parameters these options set",
     )
+    _add_trace_replay_options(p)
+    p.add_argument("--poll", default="1us", help="with --trace: the PMD's poll period")
 
     data = sub.add_parser("data", help="the measured-data store (pcie-bench results)")
     data_sub = data.add_subparsers(dest="data_command", required=True, parser_class=_Parser)
@@ -1115,6 +1294,35 @@ def build_parser() -> argparse.ArgumentParser:
     _add_iommu_options(p)
     p.add_argument("--plot", default=None, help="bar chart of the sweep (.png or .svg)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+
+    trace_parser = sub.add_parser("trace", help="capture files: stats, merge, synth, convert")
+    trace_sub = trace_parser.add_subparsers(
+        dest="trace_command", required=True, parser_class=_Parser
+    )
+    p = _add_command(trace_sub, "stats", cmd_trace_stats)
+    p.add_argument("files", nargs="+", help="pcap or pcapng files")
+    p.add_argument("--eth", type=int, default=40, help="line rate (Gb/s) that defines bursts")
+    p.add_argument("--skip-bad", action="store_true", help="skip damaged records, count them")
+    p = _add_command(trace_sub, "merge", cmd_trace_merge)
+    p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
+    p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
+    p.add_argument("--skip-bad", action="store_true", help="skip damaged records, count them")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+    p = _add_command(trace_sub, "synth", cmd_trace_synth)
+    p.add_argument("--eth", type=int, default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
+    p.add_argument("--sizes", default="64", help="frame size incl. FCS, imix, or 64:7,594:4,...")
+    p.add_argument("--pps", default="1M", help="mean packet rate: 10e6, 10M, 500k")
+    p.add_argument("--duration", default="10ms", help="capture length: 1s, 10ms, ...")
+    p.add_argument("--arrival", choices=trace.ARRIVALS, default="constant")
+    p.add_argument("--burst", type=int, default=32, help="onoff: frames per back-to-back burst")
+    p.add_argument("--flows", type=int, default=1024, help="UDP flows the packets cycle over")
+    p.add_argument("--seed", type=int, default=1, help="random seed (sizes, Poisson, on/off)")
+    p.add_argument("-o", "--output", required=True, help="OUT.pcap or OUT.pcapng")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+    p = _add_command(trace_sub, "convert", cmd_trace_convert)
+    p.add_argument("file", help="pcap or pcapng input")
+    p.add_argument("-o", "--output", required=True, help="OUT.pcap (ns) or OUT.pcapng")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")
 
     p = command("report", cmd_report)
     p.add_argument("-o", "--output", default="pcieperf-report", help="output folder")

@@ -25,7 +25,15 @@ from numpy.typing import ArrayLike, NDArray
 from pcieperf.errors import UsageError, require_choice, require_positive
 from pcieperf.ethernet import FCS_BYTES
 from pcieperf.link import Link
-from pcieperf.nic import CACHE_LINE_BYTES, Initiator, NicProfile, load_profile, price_operations
+from pcieperf.nic import (
+    CACHE_LINE_BYTES,
+    Initiator,
+    NicProfile,
+    load_profile,
+    per_packet_wire_bytes,
+    price_operations,
+)
+from pcieperf.trace import Demand, Trace, demand, poll_batches, window_gbps
 
 Metric = Literal["inbound_read", "inbound_write", "outbound_read", "outbound_write"]
 METRICS: tuple[Metric, ...] = ("inbound_read", "inbound_write", "outbound_read", "outbound_write")
@@ -180,3 +188,47 @@ def batch_from_args(batch: float | None, hist: dict[int, float] | None) -> float
     value = 32.0 if batch is None else batch
     require_positive("batch", value)
     return float(value)
+
+
+RX_BURST = 32  # testpmd's default --burst: packets one rx_burst call may return
+
+
+@dataclass(frozen=True)
+class TraceForwarding:
+    """Forwarding a trace: the Rx batches a polling PMD would see, the PCIe wire demand per
+    window, and each counter metric's data bandwidth per window (Gb/s)."""
+
+    demand: Demand
+    batch_hist: dict[int, float]
+    mean_batch: float
+    metric_gbps: dict[Metric, NDArray[np.float64]]
+
+
+def trace_forwarding(
+    cfg: ForwardingConfig,
+    link: Link,
+    trace: Trace,
+    window_ns: int,
+    poll_ns: int,
+    profile: NicProfile | None = None,
+) -> TraceForwarding:
+    """Forward the trace's packets at their capture times: batches come from the arrival
+    pattern (`poll_batches`), each packet is priced at its own size."""
+    hist = poll_batches(trace.ts_ns, poll_ns, RX_BURST)
+    batched = replace(cfg, batch=mean_tx_batch(hist))
+    fwd = forwarding_profile(batched, profile)
+    frames = trace.frame_bytes()
+    up, down = per_packet_wire_bytes(fwd, link, frames)
+    sizes, index = np.unique(frames, return_inverse=True)
+    shares = price_operations(link, fwd, sizes)
+    metric_gbps = {}
+    for metric in METRICS:
+        counted = [s.counted_bytes for s in shares if METRIC_OF_INITIATOR[s.op.initiator] == metric]
+        per_packet = np.sum(counted, axis=0)[index] if counted else np.zeros(frames.size)
+        metric_gbps[metric] = window_gbps(trace.ts_ns, per_packet, window_ns)
+    return TraceForwarding(
+        demand(trace.ts_ns, up, down, window_ns, link.tlp_bytes_per_s),
+        hist,
+        batched.batch,
+        metric_gbps,
+    )

@@ -22,6 +22,7 @@ from pcieperf.errors import ProfileError, UsageError, require_choice
 from pcieperf.ethernet import Ethernet, PacketMix, check_frame_sizes, dma_bytes
 from pcieperf.link import Link
 from pcieperf.tlp import TransferCost, read_cost, write_cost
+from pcieperf.trace import Demand, Trace, demand
 
 Initiator = Literal["host_mmio_write", "host_mmio_read", "dma_read", "dma_write", "interrupt"]
 INITIATORS: tuple[Initiator, ...] = (
@@ -492,3 +493,28 @@ def crossover_frame(
         return None
     failing = np.flatnonzero(~ok)
     return int(frames[0] if failing.size == 0 else frames[failing[-1] + 1])
+
+
+def per_packet_wire_bytes(
+    profile: NicProfile, link: Link, frames: NDArray[np.int64], paths: tuple[str, ...] = PATHS
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """PCIe wire bytes (up, down) of every packet in a sequence of frame sizes, priced once
+    per distinct size."""
+    sizes, index = np.unique(frames, return_inverse=True)
+    shares = price_operations(link, profile, sizes, paths)
+    up = np.sum([s.up_bytes for s in shares], axis=0)
+    down = np.sum([s.down_bytes for s in shares], axis=0)
+    return up[index], down[index]
+
+
+def trace_demand(
+    profile: NicProfile,
+    link: Link,
+    trace: Trace,
+    window_ns: int,
+    paths: tuple[str, ...] = PATHS,
+) -> Demand:
+    """PCIe bandwidth per time window that this NIC needs to carry the trace's packets at the
+    times they were captured (each packet priced at its own size)."""
+    up, down = per_packet_wire_bytes(profile, link, trace.frame_bytes(), paths)
+    return demand(trace.ts_ns, up, down, window_ns, link.tlp_bytes_per_s)

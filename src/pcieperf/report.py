@@ -2,7 +2,8 @@
 
 Figures: the paper's Figure 1 (effective PCIe bandwidth and three NIC models against Ethernet),
 DMA read/write/rw effective bandwidth across generations and widths, the DPDK forwarding
-estimate versus packet rate, and DPDK forwarding with the IOMMU against ring and page size.
+estimate versus packet rate, DPDK forwarding with the IOMMU against ring and page size, and
+the PCIe bandwidth a bursty trace needs over time.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm import tqdm
 
-from pcieperf import dpdk, iommu, nic, tlp
+from pcieperf import dpdk, iommu, nic, tlp, trace
 from pcieperf.bench import CACHE_STATES
 from pcieperf.errors import UsageError
 from pcieperf.ethernet import Ethernet, dma_bytes, parse_mix
 from pcieperf.link import Link
 from pcieperf.store import Store
+from pcieperf.trace import Demand
 from pcieperf.validate import Matched
 
 if TYPE_CHECKING:
@@ -251,11 +253,87 @@ def figure_iommu(cfg: ReportConfig, out: Path) -> Figure:
     )
 
 
+TRACE_MIX = "imix"
+TRACE_MPPS = 11.0  # on/off IMIX at 40 GbE: 85 % of line rate on average, line rate in bursts
+TRACE_WINDOW_NS = 50_000
+
+
+def _draw_demand(ax: plt.Axes, found: Demand) -> None:
+    """Up and down Gb/s per window against the link's capacity."""
+    t_ms = (np.arange(found.up_gbps.size) * found.window_ns) / 1e6
+    ax.step(t_ms, found.up_gbps, where="post", label="device to host (up)")
+    ax.step(t_ms, found.down_gbps, where="post", label="host to device (down)")
+    ax.axhline(found.capacity_gbps, color="black", linestyle="--", label="link capacity")
+    ax.set(
+        xlabel="time (ms)",
+        ylabel=f"PCIe Gb/s per {found.window_ns / 1e3:g} us",
+        ylim=(0, max(found.capacity_gbps, found.up_gbps.max(), found.down_gbps.max()) * 1.1),
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def figure_trace(cfg: ReportConfig, out: Path) -> Figure:
+    """DPDK forwarding of a bursty IMIX trace: PCIe bandwidth per window against the link."""
+    eth = Ethernet(cfg.eth_gbps)
+    demo = trace.synthetic(
+        eth=eth,
+        mix=parse_mix(TRACE_MIX),
+        pps=TRACE_MPPS * 1e6 * cfg.eth_gbps / 40,
+        duration_s=0.01,
+        arrival="onoff",
+        burst=256,
+    )
+    fwd = dpdk.trace_forwarding(dpdk.ForwardingConfig(), cfg.link, demo, TRACE_WINDOW_NS, 1000)
+    found = fwd.demand
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    _draw_demand(ax, found)
+    ax.set_title(f"{demo.path} at {cfg.eth_gbps:g} GbE, Gen{cfg.link.gen} x{cfg.link.lanes}")
+    _save(fig, out, "trace_demand")
+    t_ms = np.arange(found.up_gbps.size) * found.window_ns / 1e6
+    _write_csv(
+        out / "trace_demand.csv",
+        ["t_ms", "up_gbps", "down_gbps", "capacity_gbps"],
+        [t_ms, found.up_gbps, found.down_gbps, np.full(t_ms.size, found.capacity_gbps)],
+    )
+    s = found.summary()
+    facts = [
+        f"mean up {s['mean_up_gbps']:.1f} Gb/s, down {s['mean_down_gbps']:.1f} Gb/s; peak up "
+        f"{s['peak_up_gbps']:.1f}, down {s['peak_down_gbps']:.1f} of {s['capacity_gbps']:.1f}",
+        f"{s['windows_over_capacity']} of {s['windows']} windows exceed the link; mean Tx "
+        f"batch {fwd.mean_batch:.1f} from the arrivals (PMD polling every 1 us)",
+    ]
+    return Figure(
+        "trace_demand",
+        "Replaying a bursty trace: PCIe bandwidth over time",
+        "DPDK io-forwarding of a synthetic IMIX trace with on/off bursts (256 frames back to "
+        "back at line rate, exponential idle gaps), each packet priced at its own size and "
+        "batches taken from the arrivals: wire bandwidth per 50 us window in each direction "
+        "against the link's TLP capacity. `pcieperf dpdk-fwd --trace FILE --plot` draws the "
+        "same for a real capture.",
+        facts,
+    )
+
+
+def plot_trace_demand(found: Demand, out: Path, title: str, force: bool = False) -> Path:
+    """The bandwidth a trace needs per window against the link (`nic`/`dpdk-fwd --plot`)."""
+    if out.exists() and not force:
+        raise UsageError(f"{out} exists; pass --force to overwrite it")
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    _draw_demand(ax, found)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
 FIGURES: tuple[Callable[[ReportConfig, Path], Figure], ...] = (
     figure_paper_fig1,
     figure_dma,
     figure_dpdk,
     figure_iommu,
+    figure_trace,
 )
 
 

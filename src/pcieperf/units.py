@@ -24,6 +24,25 @@ def parse_rate(text: str, what: str = "packet rate") -> float:
     return value
 
 
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(ns|us|ms|s)?\s*$", re.I)
+_NS_PER_UNIT = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, None: 1e9}
+
+
+def parse_duration_ns(text: str, what: str = "duration") -> int:
+    """Parse `1s`, `100ms`, `10us`, `500ns` or `0.5` (seconds) into whole nanoseconds (> 0)."""
+    match = _DURATION.match(str(text))
+    value = (
+        float(match.group(1)) * _NS_PER_UNIT[match.group(2) and match.group(2).lower()]
+        if match
+        else 0
+    )
+    if not (match and math.isfinite(value) and value >= 1):
+        raise UsageError(
+            f"{what} {text!r} is not understood; write a positive time like 1s, 100ms, 10us, 500ns"
+        )
+    return round(value)
+
+
 def parse_int_list(text: str, what: str) -> list[int]:
     """Parse a comma-separated list of whole numbers such as `64,128,1500`."""
     values = []
