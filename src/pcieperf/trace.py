@@ -147,6 +147,8 @@ def _write_atomically(output: str | os.PathLike, write: object) -> dict:
     try:
         stats = write(tmp)  # type: ignore[operator]
         tmp.replace(output)
+    except TraceFileError as exc:  # name the file the user asked for, not the temporary one
+        raise TraceFileError(str(exc).replace(str(tmp), os.fspath(output))) from None
     finally:
         tmp.unlink(missing_ok=True)
     return stats
@@ -184,12 +186,14 @@ def convert(source: str | os.PathLike, output: str | os.PathLike, *, force: bool
         writer = _core_call(
             core().TraceWriter, os.fspath(tmp), fmt, first.linktype, first.snaplen, first.name
         )
-        for iface in rest:
+        ids = [0] + [
             _core_call(writer.add_interface, iface.linktype, iface.snaplen, iface.name)
+            for iface in rest
+        ]
         _core_call(
             writer.write_batch,
             trace.ts_ns,
-            trace.iface,
+            np.array(ids, dtype=np.uint32)[trace.iface],
             trace.wirelen,
             trace.caplen,
             data,
@@ -205,6 +209,9 @@ def convert(source: str | os.PathLike, output: str | os.PathLike, *, force: bool
 # --- statistics -------------------------------------------------------------------------------
 
 
+MAX_WINDOWS = 10_000_000  # a dense series longer than this is a mistake (wrong window or ts)
+
+
 def window_sums(
     ts_ns: NDArray[np.int64], weights: NDArray[np.float64] | None, window_ns: int
 ) -> NDArray[np.float64]:
@@ -212,18 +219,29 @@ def window_sums(
     if ts_ns.size == 0:
         return np.zeros(0)
     index = (ts_ns - ts_ns.min()) // window_ns
+    if index.max() >= MAX_WINDOWS:
+        raise UsageError(
+            f"the trace spans {(ts_ns.max() - ts_ns.min()) / NS_PER_S:.6g} s, which is "
+            f"{int(index.max()) + 1} windows of {window_ns} ns; allowed are {MAX_WINDOWS}, "
+            "so pass a larger --window"
+        )
     return np.bincount(index, weights=weights).astype(np.float64)
 
 
 def _rates(ts: NDArray[np.int64], wire_bits: NDArray[np.float64], window_ns: int) -> dict:
-    packets = window_sums(ts, None, window_ns)
-    bits = window_sums(ts, wire_bits, window_ns)
+    """Peak packet and bit rates over windows of `window_ns` (only occupied windows are
+    counted, so a trace spanning years costs no more than one spanning a second)."""
+    if ts.size == 0:
+        return {"window_ns": window_ns, "windows": 0, "peak_pps": 0.0, "peak_gbps": 0.0}
+    occupied, index = np.unique((ts - ts.min()) // window_ns, return_inverse=True)
+    packets = np.bincount(index)
+    bits = np.bincount(index, weights=wire_bits)
     per_s = NS_PER_S / window_ns
     return {
         "window_ns": window_ns,
-        "windows": int(packets.size),
-        "peak_pps": float(packets.max(initial=0) * per_s),
-        "peak_gbps": float(bits.max(initial=0) * per_s / 1e9),
+        "windows": int(occupied[-1] + 1),
+        "peak_pps": float(packets.max() * per_s),
+        "peak_gbps": float(bits.max() * per_s / 1e9),
     }
 
 
@@ -297,7 +315,7 @@ def stats(trace: Trace, eth: Ethernet) -> dict:
     order = np.argsort(trace.ts_ns, kind="stable")
     ts = trace.ts_ns[order]
     frames = _wire_frames(trace)[order]
-    wire_bits = (eth.wire_bytes(frames) * 8).astype(np.float64)
+    data_bits = trace.wirelen[order].astype(np.float64) * 8  # capinfos' "data bit rate"
     result = {
         "file": trace.path,
         "format": trace.format,
@@ -305,7 +323,7 @@ def stats(trace: Trace, eth: Ethernet) -> dict:
         "out_of_order": int(np.count_nonzero(np.diff(trace.ts_ns) < 0)),
         "skipped": trace.skipped,
         "untimed": trace.untimed,
-        "rates": [_rates(ts, wire_bits, w) for w in WINDOWS_NS],
+        "rates": [_rates(ts, data_bits, w) for w in WINDOWS_NS],
         "size_histogram": size_histogram(frames),
         "bursts": {"eth_gbps": eth.rate_gbps, **bursts(ts, frames, eth, _resolution_ns(trace))},
         "interfaces": [],

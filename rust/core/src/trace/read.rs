@@ -26,6 +26,8 @@ const PCAP_RECORD_HEADER_BYTES: usize = 16;
 /// Fixed part of an Enhanced (and Obsolete) Packet Block before the packet data.
 const EPB_FIXED_BYTES: usize = 28;
 const NS_PER_S: i128 = 1_000_000_000;
+/// A resynchronised pcap record must lie within this many seconds of the last good one.
+const RESYNC_WINDOW_S: i64 = 86_400;
 /// Mapped pages already read are dropped every this many bytes so RSS stays bounded.
 const RELEASE_EVERY: usize = 64 << 20;
 
@@ -649,13 +651,17 @@ impl Reader {
         if p + PCAP_RECORD_HEADER_BYTES > bytes.len() {
             return None;
         }
+        let sec = i64::from(read_u32(bytes, p, big_endian));
         let frac = read_u32(bytes, p + 4, big_endian);
         let caplen = read_u32(bytes, p + 8, big_endian);
         let wirelen = read_u32(bytes, p + 12, big_endian);
         let end = p + PCAP_RECORD_HEADER_BYTES + caplen as usize;
+        // Within a day of the last good record: zero-filled or random bytes rarely are.
+        let near = (sec - self.last_ts.div_euclid(1_000_000_000)).abs() <= RESYNC_WINDOW_S;
         let frac_ok = frac < if nanos { 1_000_000_000 } else { 1_000_000 };
-        let len_ok = caplen <= self.interfaces[0].caplen_limit() && caplen <= wirelen;
-        (frac_ok && len_ok && end <= bytes.len()).then_some(end)
+        let len_ok =
+            wirelen > 0 && caplen <= self.interfaces[0].caplen_limit() && caplen <= wirelen;
+        (near && frac_ok && len_ok && end <= bytes.len()).then_some(end)
     }
 }
 

@@ -107,18 +107,15 @@ impl Writer {
         Ok(writer)
     }
 
+    /// The pcap file header. Its snaplen is always 262144 (tcpdump's default): the header is
+    /// written before every interface is known, and records of any of them must fit.
     fn pcap_header(&mut self, iface: &Interface) {
-        let snaplen = if iface.snaplen == 0 {
-            MAX_CAPLEN
-        } else {
-            iface.snaplen
-        };
         push_u32(&mut self.buf, PCAP_NS_MAGIC);
         push_u16(&mut self.buf, 2);
         push_u16(&mut self.buf, 4);
         push_u32(&mut self.buf, 0); // thiszone: always 0 (draft-ietf-opsawg-pcap §4)
         push_u32(&mut self.buf, 0); // sigfigs: always 0
-        push_u32(&mut self.buf, snaplen);
+        push_u32(&mut self.buf, MAX_CAPLEN);
         push_u32(&mut self.buf, u32::from(iface.linktype));
     }
 
@@ -150,7 +147,10 @@ impl Writer {
                 }
                 return Ok(0);
             }
-            self.interfaces.push(iface.clone());
+            self.interfaces.push(Interface {
+                snaplen: MAX_CAPLEN,
+                ..iface.clone()
+            });
             return Ok(0);
         }
         let mut body = Vec::with_capacity(32);
@@ -237,8 +237,11 @@ impl Writer {
                 "interface {iface} was never added ({} defined)",
                 self.interfaces.len()
             )
-        } else if caplen > MAX_CAPLEN as usize {
-            format!("caplen {caplen} exceeds the {MAX_CAPLEN}-byte maximum")
+        } else if caplen > self.interfaces[iface as usize].caplen_limit() as usize {
+            format!(
+                "caplen {caplen} exceeds the snaplen {} of interface {iface}",
+                self.interfaces[iface as usize].snaplen
+            )
         } else if ts_ns < 0 {
             format!("timestamp {ts_ns} ns is before 1970, which pcap and pcapng cannot hold")
         } else if self.format == OutFormat::Pcap && ts_ns / 1_000_000_000 > i64::from(u32::MAX) {
