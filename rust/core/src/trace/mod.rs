@@ -6,6 +6,7 @@
 
 pub mod merge;
 pub mod read;
+mod sink;
 pub mod synth;
 pub mod write;
 

@@ -1,0 +1,114 @@
+//! A file written by its own thread, one whole buffer per `write`: the caller fills the next
+//! buffer while the kernel copies the previous one into the page cache (double buffering).
+//! At most three buffers exist: one being filled, one queued, one being written.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::thread::{self, JoinHandle};
+
+use super::TraceError;
+
+/// Buffers handed over and not yet returned before `submit` waits for one to come back.
+const MAX_IN_FLIGHT: usize = 2;
+
+pub struct Sink {
+    name: String,
+    full: Option<SyncSender<Vec<u8>>>,
+    empty: Receiver<Vec<u8>>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+    in_flight: usize,
+}
+
+impl Sink {
+    /// Creates (or truncates) `path` and starts its writer thread.
+    pub fn create(path: &Path) -> Result<Self, TraceError> {
+        let name = path.display().to_string();
+        let mut file = File::create(path).map_err(|e| TraceError::whole(&name, e.to_string()))?;
+        let (full, to_write) = sync_channel::<Vec<u8>>(1);
+        let (give_back, empty) = channel::<Vec<u8>>();
+        let thread = thread::spawn(move || -> io::Result<()> {
+            for mut buf in to_write {
+                file.write_all(&buf)?;
+                buf.clear();
+                // The writer may be gone already (dropped); the buffer is then simply freed.
+                let _ = give_back.send(buf);
+            }
+            Ok(())
+        });
+        Ok(Sink {
+            name,
+            full: Some(full),
+            empty,
+            thread: Some(thread),
+            in_flight: 0,
+        })
+    }
+
+    /// Queues `buf` for writing and returns an empty buffer of the same capacity to fill next.
+    pub fn submit(&mut self, buf: Vec<u8>) -> Result<Vec<u8>, TraceError> {
+        let capacity = buf.capacity();
+        let sent = match &self.full {
+            Some(full) => full.send(buf).is_ok(),
+            None => false,
+        };
+        if !sent {
+            return Err(self.stop());
+        }
+        self.in_flight += 1;
+        if self.in_flight > MAX_IN_FLIGHT {
+            return self.take_back();
+        }
+        match self.empty.try_recv() {
+            Ok(buf) => {
+                self.in_flight -= 1;
+                Ok(buf)
+            }
+            Err(_) => Ok(Vec::with_capacity(capacity)),
+        }
+    }
+
+    fn take_back(&mut self) -> Result<Vec<u8>, TraceError> {
+        match self.empty.recv() {
+            Ok(buf) => {
+                self.in_flight -= 1;
+                Ok(buf)
+            }
+            Err(_) => Err(self.stop()),
+        }
+    }
+
+    /// Waits until everything submitted is in the file.
+    pub fn wait_idle(&mut self) -> Result<(), TraceError> {
+        while self.in_flight > 0 {
+            self.take_back()?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every write and closes the file.
+    pub fn close(&mut self) -> Result<(), TraceError> {
+        match self.stop() {
+            e if e.problem.is_empty() => Ok(()),
+            e => Err(e),
+        }
+    }
+
+    /// Ends the writer thread and returns its outcome as an error (empty problem: none).
+    fn stop(&mut self) -> TraceError {
+        self.full = None;
+        let outcome = match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(Ok(()))) | None => String::new(),
+            Some(Ok(Err(e))) => e.to_string(),
+            Some(Err(_)) => "the writer thread panicked".to_owned(),
+        };
+        TraceError::whole(&self.name, outcome)
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
