@@ -337,6 +337,8 @@ def test_cli_merge_and_force(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["packets"] == 3
     assert main(["trace", "merge", str(a), str(b), "-o", str(out)]) == 2
     assert "exists; pass --force" in capsys.readouterr().err
+    assert main(["trace", "stats", str(tmp_path)]) == 2
+    assert "is a directory, not a capture file" in capsys.readouterr().err
     assert main(["trace", "merge", str(a), "-o", str(tmp_path / "m.txt")]) == 2
     assert "must end in .pcap or .pcapng" in capsys.readouterr().err
 

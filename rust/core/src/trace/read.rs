@@ -146,10 +146,16 @@ impl Reader {
     pub fn open(path: &Path, skip_bad: bool) -> Result<Self, TraceError> {
         let name = path.display().to_string();
         let file = File::open(path).map_err(|e| TraceError::whole(&name, e.to_string()))?;
-        let len = file
+        let meta = file
             .metadata()
-            .map_err(|e| TraceError::whole(&name, e.to_string()))?
-            .len();
+            .map_err(|e| TraceError::whole(&name, e.to_string()))?;
+        if meta.is_dir() {
+            return Err(TraceError::whole(
+                &name,
+                "is a directory, not a capture file",
+            ));
+        }
+        let len = meta.len();
         if len == 0 {
             return Err(TraceError::at(
                 &name,
