@@ -18,7 +18,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from pcieperf import dpdk, iommu, nic, tlp, trace
+from pcieperf import counters, dpdk, iommu, nic, tlp, trace
 from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
 from pcieperf.calibrate import DEFAULT_CALIBRATION
 from pcieperf.errors import PcieperfError, UsageError
@@ -652,6 +652,54 @@ def cmd_trace_convert(args: argparse.Namespace) -> None:
         **trace.convert(args.file, args.output, force=args.force),
     }
     _emit(args, out, lambda: f"{out['packets']} packets -> {args.output}")
+
+
+def cmd_counters_import(args: argparse.Namespace) -> None:
+    """Import a pcm-iio or perf iostat file into the store (all or nothing)."""
+    samples = counters.parse(
+        Path(args.file),
+        args.format,
+        lenient=args.lenient,
+        delimiter=args.delimiter,
+        interval_s=args.interval,
+    )
+    with _store(args) as store:
+        import_id = store.import_counters(samples, force=args.force)
+    out = {
+        "import_id": import_id,
+        "file": args.file,
+        "source": samples.source,
+        "samples": len(samples),
+        "metrics": sorted(set(samples.metric)),
+        "skipped_columns": samples.skipped_columns,
+    }
+    _emit(
+        args,
+        out,
+        lambda: (
+            f"import {import_id}: {len(samples)} samples of {', '.join(out['metrics'])} "
+            f"from {args.file}"
+            + (
+                f" (skipped columns: {', '.join(samples.skipped_columns)})"
+                if samples.skipped_columns
+                else ""
+            )
+        ),
+    )
+
+
+def cmd_counters_ls(args: argparse.Namespace) -> None:
+    """List imported counter files."""
+    with _store(args) as store:
+        rows = store.counter_imports()
+    _emit(
+        args,
+        rows,
+        lambda: format_table(
+            ("id", "source", "samples", "file", "metrics"),
+            [(r["import_id"], r["source"], r["samples"], r["file"], r["metrics"]) for r in rows],
+        ),
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> None:
@@ -1323,6 +1371,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="pcap or pcapng input")
     p.add_argument("-o", "--output", required=True, help="OUT.pcap (ns) or OUT.pcapng")
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
+
+    counters_parser = sub.add_parser("counters", help="imported uncore counter measurements")
+    counters_sub = counters_parser.add_subparsers(
+        dest="counters_command", required=True, parser_class=_Parser
+    )
+    p = _add_command(counters_sub, "import", cmd_counters_import, store=True)
+    p.add_argument("file", help="a counter file")
+    p.add_argument(
+        "--format", required=True, choices=counters.SOURCES, help="the tool that wrote it"
+    )
+    p.add_argument("--delimiter", default=None, help="pcm-iio -csv-delimiter (default: detected)")
+    p.add_argument("--interval", type=float, default=None, help="perf iostat without -I: seconds")
+    p.add_argument("--lenient", action="store_true", help="skip unknown columns instead of failing")
+    p.add_argument("--force", action="store_true", help="replace an earlier import of the file")
+    _add_command(counters_sub, "ls", cmd_counters_ls, store=True)
 
     p = command("report", cmd_report)
     p.add_argument("-o", "--output", default="pcieperf-report", help="output folder")

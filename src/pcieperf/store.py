@@ -29,6 +29,7 @@ from pcieperf.bench import (
     parse_system_name,
     read_result_csv,
 )
+from pcieperf.counters import Samples
 from pcieperf.errors import PcieperfError, UsageError
 
 EXPECTED_FILES = (
@@ -64,6 +65,11 @@ def _schema() -> list[str]:
         "arch VARCHAR, cpu VARCHAR, machine VARCHAR, numa_device INTEGER, numa_memory INTEGER, "
         "numa_cpu INTEGER, iommu VARCHAR, source VARCHAR, imported_at TIMESTAMP)",
         "CREATE TABLE IF NOT EXISTS host_facts (system VARCHAR, name VARCHAR, text VARCHAR)",
+        "CREATE TABLE IF NOT EXISTS counter_imports (import_id INTEGER PRIMARY KEY, "
+        "file VARCHAR, source VARCHAR, samples BIGINT, imported_at TIMESTAMP)",
+        "CREATE TABLE IF NOT EXISTS counter_samples (import_id INTEGER, t_s DOUBLE, "
+        "wall_time TIMESTAMP, source VARCHAR, socket INTEGER, stack VARCHAR, part VARCHAR, "
+        "metric VARCHAR, value DOUBLE, unit VARCHAR)",
     ]
     for kind, columns in COLUMNS.items():
         cols = ", ".join(f"{STORE_NAMES[c]} {_sql_type(c)}" for c in columns)
@@ -186,6 +192,70 @@ class Store:
             self.con.register("incoming", columns)
             self.con.execute(f"INSERT INTO {table.kind} BY NAME SELECT * FROM incoming")
             self.con.unregister("incoming")
+
+    def import_counters(self, samples: Samples, force: bool = False) -> int:
+        """Store one parsed counter file in one transaction; returns its import id. The same
+        file again needs `force` and replaces the earlier import."""
+        file = str(Path(samples.file).resolve())
+        old = self.con.execute(
+            "SELECT import_id FROM counter_imports WHERE file = ?", [file]
+        ).fetchall()
+        if old and not force:
+            raise UsageError(f"{samples.file} is already imported; pass --force to replace it")
+        n = len(samples)
+        columns = {
+            "t_s": np.asarray(samples.t_s, dtype=np.float64),
+            "wall_time": np.array(samples.wall, dtype="datetime64[us]"),
+            "source": np.full(n, samples.source),
+            "socket": np.array([-1 if s is None else s for s in samples.socket], dtype=np.int64),
+            "stack": np.asarray(samples.stack, dtype=str),
+            "part": np.asarray(samples.part, dtype=str),
+            "metric": np.asarray(samples.metric, dtype=str),
+            "value": np.asarray(samples.value, dtype=np.float64),
+            "unit": np.asarray(samples.unit, dtype=str),
+        }
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for (import_id,) in old:
+                self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [import_id])
+                self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
+            (new_id,) = self.con.execute(
+                "SELECT coalesce(max(import_id), 0) + 1 FROM counter_imports"
+            ).fetchone()
+            self.con.execute(
+                "INSERT INTO counter_imports VALUES (?, ?, ?, ?, now())",
+                [new_id, file, samples.source, n],
+            )
+            self.con.register("incoming", columns)
+            self.con.execute(
+                "INSERT INTO counter_samples SELECT ?, t_s, wall_time, source, "
+                "NULLIF(socket, -1), stack, part, metric, value, unit FROM incoming",
+                [new_id],
+            )
+            self.con.unregister("incoming")
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        return int(new_id)
+
+    def counter_imports(self) -> list[dict]:
+        """Imported counter files with their sample counts and metrics."""
+        rows = self.con.execute(
+            "SELECT i.import_id, i.file, i.source, i.samples, i.imported_at, "
+            "string_agg(DISTINCT s.metric, ',' ORDER BY s.metric) FROM counter_imports i "
+            "LEFT JOIN counter_samples s USING (import_id) GROUP BY ALL ORDER BY i.import_id"
+        ).fetchall()
+        keys = ("import_id", "file", "source", "samples", "imported_at", "metrics")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def counter_samples(self, import_id: int) -> list[tuple]:
+        """(t_s, socket, stack, part, metric, value, unit) of one import, in file order."""
+        return self.con.execute(
+            "SELECT t_s, socket, stack, part, metric, value, unit FROM counter_samples "
+            "WHERE import_id = ? ORDER BY rowid",
+            [import_id],
+        ).fetchall()
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -1,0 +1,143 @@
+"""Counter importers: exact values and units from hand-written files in each tool's documented
+format (tests/data/counters/README.md says where each detail comes from), quirks, bad files,
+and all-or-nothing imports into the store."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pcieperf import counters
+from pcieperf.cli import main
+from pcieperf.store import Store
+
+DATA = Path(__file__).parent / "data" / "counters"
+
+
+def by_key(samples: counters.Samples) -> dict:
+    return {
+        (t, st, part, m): (v, u)
+        for t, st, part, m, v, u in zip(
+            samples.t_s,
+            samples.stack,
+            samples.part,
+            samples.metric,
+            samples.value,
+            samples.unit,
+            strict=True,
+        )
+    }
+
+
+def test_pcm_iio_skylake_repeated_headers_and_ragged_rows():
+    s = counters.parse(DATA / "pcm-iio-skx.csv", "pcm-iio")
+    got = by_key(s)
+    stack, part0 = "IIO Stack 2 - PCIe1", "Part0 (1st x16/x8/x4)"
+    # Values are per second and already bytes (pcm multiplies the 4-byte events by 4).
+    assert got[(0.0, stack, part0, "inbound_write")] == (1_495_000_000, "B/s")
+    assert got[(0.0, stack, part0, "inbound_read")] == (1_189_000_000, "B/s")
+    assert got[(0.0, stack, part0, "iotlb_miss")] == (192, "1/s")
+    # The second block starts 1.001 s later (23:08:10.123 -> 23:08:11.124).
+    assert got[(1.001, stack, part0, "outbound_write")] == (1_230_000, "B/s")
+    # Ragged Part1 rows: four byte metrics, no IOTLB columns.
+    part1 = {m for (t, _, p, m) in got if p == "Part1 (2nd x4)" and t == 0.0}
+    assert part1 == {"inbound_write", "inbound_read", "outbound_read", "outbound_write"}
+    # 2 samples x (Part0: 4 bytes + 7 IOMMU, Part1..3: 4 bytes) = 2 x 23.
+    assert len(s) == 46
+    assert set(s.socket) == {0}
+
+
+def test_pcm_iio_sapphire_rapids_human_readable_root_port_semicolons():
+    s = counters.parse(DATA / "pcm-iio-spr-human.csv", "pcm-iio")
+    got = by_key(s)
+    stack = "IIO Stack 2 - PCIe0 [16:02.0]"  # trailing pad spaces trimmed, Root Port kept
+    assert got[(0.0, stack, "Part0", "inbound_write")] == (1495e6, "B/s")  # "1495 M"
+    assert got[(1.0, stack, "Part0", "inbound_write")] == (2e9, "B/s")  # "   2 G"
+    assert got[(0.0, stack, "Part0", "iotlb_miss")] == (12e3, "1/s")  # "  12 K"
+    assert got[(0.0, stack, "Part0", "iotlb_lookup")] == (19e6, "1/s")
+    assert got[(0.0, stack, "Part0", "256t_cache_hit")] == (0, "1/s")
+
+
+def test_perf_iostat_mib_per_interval_become_bytes_per_second():
+    s = counters.parse(DATA / "perf-iostat-interval.csv", "perf-iostat")
+    got = by_key(s)
+    # 1134 MiB in the first interval of 1.000212350 s.
+    assert got[(1.000212350, "0000:17", "", "inbound_read")][0] == pytest.approx(
+        1134 * 2**20 / 1.000212350
+    )
+    # The second interval is 2.000513790 - 1.000212350 s long.
+    assert got[(2.000513790, "0000:17", "", "inbound_write")][0] == pytest.approx(
+        1432 * 2**20 / (2.000513790 - 1.000212350)
+    )
+    assert len(s) == 16
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "message"),
+    [
+        ("pcm-iio", "hello,world\n1,2\n", "line 1: not a pcm-iio CSV"),
+        (
+            "pcm-iio",
+            (DATA / "pcm-iio-skx.csv").read_text()[:-40],
+            "line 10: truncated row: no counter values",  # the last of 10 lines, cut short
+        ),
+        (
+            "pcm-iio",
+            "Date,Time,Socket,Name,Part,IB write,Mystery\n",
+            "line 1: unknown pcm-iio column 'Mystery'",
+        ),
+        (
+            "pcm-iio",
+            "Date,Time,Socket,Name,Part,IB write\n"
+            "2026-11-21,23:08:10.123,Socket0,S,Part0,73786976294838206460\n",
+            "line 2: IB write value '73786976294838206460' is not a counter rate",
+        ),
+        ("perf-iostat", "port,Inbound Read(MB),Bogus(MB)\n", "line 1: unknown perf iostat column"),
+        (
+            "perf-iostat",
+            "port,Inbound Read(MB)\n0000:17,5\n",
+            "line 2: perf iostat without -I reports totals; pass --interval SECONDS",
+        ),
+    ],
+)
+def test_bad_files_name_file_and_line(tmp_path, fmt, text, message):
+    path = tmp_path / "c.csv"
+    path.write_text(text)
+    with pytest.raises(counters.CounterFileError) as err:
+        counters.parse(path, fmt)
+    assert str(err.value).startswith(f"{path}: {message}")
+
+
+def test_lenient_skips_unknown_columns(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text(
+        "Date,Time,Socket,Name,Part,IB write,Mystery\n"
+        "2026-11-21,23:08:10.123,Socket0,S,Part0,400,7\n"
+    )
+    s = counters.parse(path, "pcm-iio", lenient=True)
+    assert (s.metric, s.value, s.skipped_columns) == (["inbound_write"], [400.0], ["Mystery"])
+
+
+def test_store_round_trip_is_exact_and_imports_are_all_or_nothing(tmp_path, capsys):
+    db = tmp_path / "s.duckdb"
+    source = DATA / "pcm-iio-skx.csv"
+    assert (
+        main(["counters", "import", str(source), "--format", "pcm-iio", "--db", str(db), "--json"])
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["samples"] == 46
+    parsed = counters.parse(source, "pcm-iio")
+    with Store(db) as store:
+        rows = store.counter_samples(out["import_id"])
+    assert [(r[2], r[3], r[4], r[5], r[6]) for r in rows] == list(
+        zip(parsed.stack, parsed.part, parsed.metric, parsed.value, parsed.unit, strict=True)
+    )
+    # The same file again needs --force; a broken file changes nothing.
+    assert main(["counters", "import", str(source), "--format", "pcm-iio", "--db", str(db)]) == 2
+    assert "already imported; pass --force" in capsys.readouterr().err
+    broken = tmp_path / "broken.csv"
+    broken.write_text(source.read_text()[:-40])
+    assert main(["counters", "import", str(broken), "--format", "pcm-iio", "--db", str(db)]) == 2
+    with Store(db) as store:
+        assert [i["samples"] for i in store.counter_imports()] == [46]
