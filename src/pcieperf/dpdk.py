@@ -32,6 +32,7 @@ from pcieperf.nic import (
     load_profile,
     per_packet_wire_bytes,
     price_operations,
+    price_packets,
 )
 from pcieperf.trace import Demand, Trace, demand, poll_batches, window_gbps
 
@@ -217,14 +218,12 @@ def trace_forwarding(
     hist = poll_batches(trace.ts_ns, poll_ns, RX_BURST)
     batched = replace(cfg, batch=mean_tx_batch(hist))
     fwd = forwarding_profile(batched, profile)
-    frames = trace.frame_bytes()
-    up, down = per_packet_wire_bytes(fwd, link, frames)
-    sizes, index = np.unique(frames, return_inverse=True)
-    shares = price_operations(link, fwd, sizes)
+    shares, index = price_packets(fwd, link, trace.frame_bytes())
+    up, down = per_packet_wire_bytes(shares, index)
     metric_gbps = {}
     for metric in METRICS:
         counted = [s.counted_bytes for s in shares if METRIC_OF_INITIATOR[s.op.initiator] == metric]
-        per_packet = np.sum(counted, axis=0)[index] if counted else np.zeros(frames.size)
+        per_packet = np.sum(counted, axis=0)[index] if counted else np.zeros(index.size)
         metric_gbps[metric] = window_gbps(trace.ts_ns, per_packet, window_ns)
     return TraceForwarding(
         demand(trace.ts_ns, up, down, window_ns, link.tlp_bytes_per_s),

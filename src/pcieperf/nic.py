@@ -495,13 +495,19 @@ def crossover_frame(
     return int(frames[0] if failing.size == 0 else frames[failing[-1] + 1])
 
 
-def per_packet_wire_bytes(
+def price_packets(
     profile: NicProfile, link: Link, frames: NDArray[np.int64], paths: tuple[str, ...] = PATHS
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """PCIe wire bytes (up, down) of every packet in a sequence of frame sizes, priced once
-    per distinct size."""
+) -> tuple[list[OpShare], NDArray[np.int64]]:
+    """Operation costs for each distinct size in a sequence of frame sizes, and each packet's
+    index into those sizes (priced once per size, however many packets share it)."""
     sizes, index = np.unique(frames, return_inverse=True)
-    shares = price_operations(link, profile, sizes, paths)
+    return price_operations(link, profile, sizes, paths), index
+
+
+def per_packet_wire_bytes(
+    shares: list[OpShare], index: NDArray[np.int64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """PCIe wire bytes (up, down) of every packet, from `price_packets`."""
     up = np.sum([s.up_bytes for s in shares], axis=0)
     down = np.sum([s.down_bytes for s in shares], axis=0)
     return up[index], down[index]
@@ -516,5 +522,5 @@ def trace_demand(
 ) -> Demand:
     """PCIe bandwidth per time window that this NIC needs to carry the trace's packets at the
     times they were captured (each packet priced at its own size)."""
-    up, down = per_packet_wire_bytes(profile, link, trace.frame_bytes(), paths)
+    up, down = per_packet_wire_bytes(*price_packets(profile, link, trace.frame_bytes(), paths))
     return demand(trace.ts_ns, up, down, window_ns, link.tlp_bytes_per_s)
