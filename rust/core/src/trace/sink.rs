@@ -54,7 +54,7 @@ impl Sink {
             None => false,
         };
         if !sent {
-            return Err(self.stop());
+            return Err(self.failure());
         }
         self.in_flight += 1;
         if self.in_flight > MAX_IN_FLIGHT {
@@ -75,7 +75,7 @@ impl Sink {
                 self.in_flight -= 1;
                 Ok(buf)
             }
-            Err(_) => Err(self.stop()),
+            Err(_) => Err(self.failure()),
         }
     }
 
@@ -89,26 +89,25 @@ impl Sink {
 
     /// Waits for every write and closes the file.
     pub fn close(&mut self) -> Result<(), TraceError> {
-        match self.stop() {
-            e if e.problem.is_empty() => Ok(()),
-            e => Err(e),
-        }
-    }
-
-    /// Ends the writer thread and returns its outcome as an error (empty problem: none).
-    fn stop(&mut self) -> TraceError {
         self.full = None;
         let outcome = match self.thread.take().map(JoinHandle::join) {
-            Some(Ok(Ok(()))) | None => String::new(),
+            Some(Ok(Ok(()))) | None => return Ok(()),
             Some(Ok(Err(e))) => e.to_string(),
             Some(Err(_)) => "the writer thread panicked".to_owned(),
         };
-        TraceError::whole(&self.name, outcome)
+        Err(TraceError::whole(&self.name, outcome))
+    }
+
+    /// Why the writer thread stopped taking buffers (it only stops on an error).
+    fn failure(&mut self) -> TraceError {
+        self.close()
+            .err()
+            .unwrap_or_else(|| TraceError::whole(&self.name, "the writer thread stopped early"))
     }
 }
 
 impl Drop for Sink {
     fn drop(&mut self) {
-        let _ = self.stop();
+        let _ = self.close();
     }
 }
