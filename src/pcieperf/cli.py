@@ -21,7 +21,7 @@ import numpy as np
 from pcieperf import counters, dpdk, iommu, nic, tlp, trace
 from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
 from pcieperf.calibrate import DEFAULT_CALIBRATION
-from pcieperf.errors import PcieperfError, UsageError
+from pcieperf.errors import PcieperfError, UsageError, require_new_file
 from pcieperf.ethernet import RATES_GBPS, Ethernet, PacketMix, parse_mix
 from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
 from pcieperf.store import Store
@@ -802,8 +802,8 @@ def cmd_iommu_advise(args: argparse.Namespace) -> None:
     from pcieperf.report import plot_advice
 
     platform, setup = _iommu_inputs(args)
-    if args.plot and Path(args.plot).exists() and not args.force:
-        raise UsageError(f"{args.plot} exists; pass --force to overwrite it")
+    if args.plot:  # before the sweep, which takes seconds
+        require_new_file(args.plot, args.force)
     traffic = iommu.Traffic(parse_mix(args.pkt), Ethernet(args.eth), args.pace)
     advice = iommu.advise(
         platform,
@@ -984,11 +984,16 @@ def cmd_data_plot(args: argparse.Namespace) -> None:
     """Plot measured data: bandwidth vs size, window or offset, or latency CDFs."""
     from pcieperf.report import plot_measured
 
-    out_file = Path(args.output)
-    if out_file.exists() and not args.force:
-        raise UsageError(f"{out_file} exists; pass --force to overwrite it")
     with _store(args) as store:
-        path = plot_measured(store, args.systems, args.view, out_file, args.size, args.direction)
+        path = plot_measured(
+            store,
+            args.systems,
+            args.view,
+            Path(args.output),
+            args.size,
+            args.direction,
+            force=args.force,
+        )
     _emit(args, {"plot": str(path)}, lambda: f"plot written to {path}")
 
 
@@ -1049,8 +1054,7 @@ def cmd_bench_calibrate(args: argparse.Namespace) -> None:
     from pcieperf import calibrate
 
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise UsageError(f"{out} exists; pass --force to overwrite it")
+    require_new_file(out, args.force)
     runs = [calibrate.load_run(Path(d)) for d in args.dirs]
     result = calibrate.fit_device(runs, name=args.name)
     out.write_text(calibrate.calibration_toml(result), encoding="utf-8")

@@ -8,6 +8,8 @@ PcieperfError            anything pcieperf reports on purpose
 from __future__ import annotations
 
 from collections.abc import Iterable
+from os import PathLike
+from pathlib import Path
 
 
 class PcieperfError(Exception):
@@ -43,3 +45,10 @@ def require_positive(name: str, value: float) -> None:
     """Raise UsageError unless `value` is a finite number > 0."""
     if not (isinstance(value, int | float) and value > 0 and value != float("inf")):
         raise UsageError(f"{name} {value!r} is not allowed; it must be a positive number")
+
+
+def require_new_file(path: str | PathLike, force: bool) -> None:
+    """Raise UsageError if `path` exists and `force` was not given: nothing is overwritten
+    without --force."""
+    if Path(path).exists() and not force:
+        raise UsageError(f"{path} exists; pass --force to overwrite it")

@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from pcieperf import dpdk, iommu, nic, tlp, trace
 from pcieperf.bench import CACHE_STATES
-from pcieperf.errors import UsageError
+from pcieperf.errors import UsageError, require_new_file
 from pcieperf.ethernet import Ethernet, dma_bytes, parse_mix
 from pcieperf.link import Link
 from pcieperf.store import Store
@@ -76,6 +76,21 @@ def _write_csv(path: Path, header: Sequence[str], columns: Sequence[np.ndarray])
         writer = csv.writer(fh)
         writer.writerow(header)
         writer.writerows(zip(*(np.asarray(c).tolist() for c in columns), strict=True))
+
+
+def _plot_target(out: Path, force: bool) -> None:
+    """A plot file must be PNG or SVG, and an existing one is kept unless `force`."""
+    if out.suffix not in (".png", ".svg"):
+        raise UsageError(f"plot file {out} must end in .png or .svg")
+    require_new_file(out, force)
+
+
+def _write_plot(fig: plt.Figure, out: Path, dpi: float | None = None) -> Path:
+    """Lay out, save and close a figure; returns where it went."""
+    fig.tight_layout()
+    fig.savefig(out, dpi=dpi)
+    plt.close(fig)
+    return out
 
 
 def figure_paper_fig1(cfg: ReportConfig, out: Path) -> Figure:
@@ -317,15 +332,11 @@ def figure_trace(cfg: ReportConfig, out: Path) -> Figure:
 
 def plot_trace_demand(found: Demand, out: Path, title: str, force: bool = False) -> Path:
     """The bandwidth a trace needs per window against the link (`nic`/`dpdk-fwd --plot`)."""
-    if out.exists() and not force:
-        raise UsageError(f"{out} exists; pass --force to overwrite it")
+    _plot_target(out, force)
     fig, ax = plt.subplots(figsize=(10, 4.2))
     _draw_demand(ax, found)
     ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return _write_plot(fig, out)
 
 
 FIGURES: tuple[Callable[[ReportConfig, Path], Figure], ...] = (
@@ -381,7 +392,13 @@ MEASURED_VIEWS = ("size", "window", "offset", "cdf")
 
 
 def plot_measured(
-    store: Store, systems: list[str], view: str, out: Path, size: int = 64, direction: str = "rd"
+    store: Store,
+    systems: list[str],
+    view: str,
+    out: Path,
+    size: int = 64,
+    direction: str = "rd",
+    force: bool = False,
 ) -> Path:
     """Plot one view of measured pcie-bench data, one line per system; returns the file."""
     if view not in MEASURED_VIEWS:
@@ -390,19 +407,14 @@ def plot_measured(
         )
     if direction not in ("rd", "wr"):
         raise UsageError(f"direction {direction!r} is not allowed; choose rd or wr")
-    if out.suffix not in (".png", ".svg"):
-        raise UsageError(f"plot file {out} must end in .png or .svg")
+    _plot_target(out, force)
     names = [store.resolve(s) for s in systems] or store.system_names()
     if not names:
         raise UsageError(f"the store {store.path} holds no systems; run `pcieperf data import`")
     draw = {"size": _plot_size, "window": _plot_window, "offset": _plot_offset, "cdf": _plot_cdf}[
         view
     ]
-    fig = draw(store, names, size, direction)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _write_plot(draw(store, names, size, direction), out, dpi=120)
 
 
 def _short(name: str) -> str:
@@ -483,10 +495,7 @@ def _plot_cdf(store: Store, names: list[str], size: int, direction: str) -> plt.
 
 def plot_validation(matched: Matched, out: Path, force: bool = False) -> Path:
     """Measured vs predicted bandwidth, one colour per result-file family; returns the file."""
-    if out.suffix not in (".png", ".svg"):
-        raise UsageError(f"plot file {out} must end in .png or .svg")
-    if out.exists() and not force:
-        raise UsageError(f"{out} exists; pass --force to overwrite it")
+    _plot_target(out, force)
     fig, ax = plt.subplots(figsize=(6, 6))
     families = np.array([f.rsplit("_", 1)[0] if "win_sweep" in f else f for f in matched.file])
     for family in np.unique(families):
@@ -497,16 +506,12 @@ def plot_validation(matched: Matched, out: Path, force: bool = False) -> Path:
     ax.set(xlabel="measured Gb/s", ylabel="predicted Gb/s", xlim=(0, top), ylim=(0, top))
     ax.set_title(f"MAPE {100 * matched.error.mean():.1f} % over {matched.error.size} points")
     ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _write_plot(fig, out, dpi=120)
 
 
 def plot_advice(advice: Advice, out: Path, force: bool = False) -> Path:
     """Bar chart of `iommu advise`'s sweep: packet rate per single change, target marked."""
-    if out.exists() and not force:
-        raise UsageError(f"{out} exists; pass --force to overwrite it")
+    _plot_target(out, force)
     options = advice.options
     fig, ax = plt.subplots(figsize=(10, 0.35 * len(options) + 1.8))
     labels = ["current"] + [c.description for c, _ in options]
@@ -517,7 +522,4 @@ def plot_advice(advice: Advice, out: Path, force: bool = False) -> Path:
     ax.invert_yaxis()
     ax.set(xlabel="Forwarded Mpps (IOMMU on)", title="iommu advise: single changes")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return _write_plot(fig, out)

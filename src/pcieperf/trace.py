@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pcieperf._native import core
-from pcieperf.errors import UsageError, require_choice, require_positive
+from pcieperf.errors import UsageError, require_choice, require_new_file, require_positive
 from pcieperf.ethernet import FCS_BYTES, MIN_FRAME_BYTES, Ethernet, PacketMix
 
 NS_PER_S = 1_000_000_000
@@ -130,8 +130,7 @@ def _check_output(
     out = Path(output)
     if any(out.resolve() == Path(i).resolve() for i in inputs):
         raise UsageError(f"output {os.fspath(output)!r} is also an input; choose another name")
-    if out.exists() and not force:
-        raise UsageError(f"{os.fspath(output)!r} exists; pass --force to overwrite it")
+    require_new_file(out, force)
 
 
 def _atomic_output(output: str | os.PathLike) -> Path:
