@@ -72,6 +72,64 @@ def test_perf_iostat_mib_per_interval_become_bytes_per_second():
     assert len(s) == 16
 
 
+def test_perf_stat_free_running_mib_per_interval_per_socket():
+    s = counters.parse(DATA / "perf-stat-free-running-icx.csv", "perf-stat")
+    got = {
+        (t, sk, st, p, m): v
+        for t, sk, st, p, m, v in zip(
+            s.t_s, s.socket, s.stack, s.part, s.metric, s.value, strict=True
+        )
+    }
+    stack = "uncore_iio_free_running_2"
+    # 1534.25 MiB (perf already applied .scale = 4 B / 2^20) over the first 1.000212350 s.
+    assert got[(1.000212350, 0, stack, "port0", "device_to_host")] == pytest.approx(
+        1534.25 * 2**20 / 1.000212350
+    )
+    # bw_out, second interval: 1220.00 MiB over 2.000401822 - 1.000212350 s.
+    assert got[(2.000401822, 0, stack, "port0", "host_to_device")] == pytest.approx(
+        1220.0 * 2**20 / (2.000401822 - 1.000212350)
+    )
+    assert got[(2.000401822, 1, stack, "port0", "device_to_host")] == 0.0
+    assert len(s) == 8 and set(s.unit) == {"B/s"}
+
+
+def test_perf_stat_aliases_and_raw_events_totals_over_interval():
+    s = counters.parse(DATA / "perf-stat-iio-skx.csv", "perf-stat", interval_s=10.0, lenient=True)
+    got = by_key(s)
+    # UNC_IIO_DATA_REQ_OF_CPU.MEM_READ is the device reading memory: 11.96e9 B (ScaleUnit
+    # 4Bytes already applied, unit "Bytes") over the 10 s run.
+    assert got[(10.0, "uncore_iio_1", "part0", "inbound_read")] == (1.196e9, "B/s")
+    assert got[(10.0, "uncore_iio_1", "part0", "inbound_write")] == (1.495e9, "B/s")
+    # The raw form has no ScaleUnit: 3125000 counts of 4 bytes; ch_mask=0x2 is part 1.
+    assert got[(10.0, "uncore_iio_1", "part1", "outbound_write")] == (3125000 * 4 / 10, "B/s")
+    # <not counted> is skipped under --lenient and named.
+    assert s.skipped_columns == ["UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART1 [uncore_iio_1]"]
+    assert len(s) == 5
+
+
+def test_vtune_summary_quoted_names_and_embedded_table():
+    s = counters.parse(DATA / "vtune-io-summary.csv", "vtune")
+    # MB/sec taken as 10^6 B/s; the averages cover the 20.012 s elapsed time.
+    assert by_key(s) == {
+        (20.012, "", "", "inbound_read"): (1196.2e6, "B/s"),
+        (20.012, "", "", "inbound_write"): (1495.0e6, "B/s"),
+        (20.012, "", "", "outbound_read"): (0.0, "B/s"),
+        (20.012, "", "", "outbound_write"): (12.5e6, "B/s"),
+    }
+
+
+def test_vtune_unquoted_names_and_tab_delimiter(tmp_path):
+    path = tmp_path / "v.csv"
+    # -csv-delimiter tab: detected from the header.
+    path.write_text(
+        "Hierarchy Level\tMetric Name\tMetric Value\n1\tInbound PCIe Write, GB/sec\t1.5\n"
+    )
+    assert counters.parse(path, "vtune").value == [1.5e9]
+    # Unquoted: the name's own comma splits it; the cells are joined back.
+    path.write_text("Hierarchy Level,Metric Name,Metric Value\n1,Outbound PCIe Read, MB/sec,3\n")
+    assert counters.parse(path, "vtune").value == [3e6]
+
+
 @pytest.mark.parametrize(
     ("fmt", "text", "message"),
     [
@@ -97,6 +155,44 @@ def test_perf_iostat_mib_per_interval_become_bytes_per_second():
             "perf-iostat",
             "port,Inbound Read(MB)\n0000:17,5\n",
             "line 2: perf iostat without -I reports totals; pass --interval SECONDS",
+        ),
+        ("perf-stat", "hello world\n", "line 1: not a perf stat -x line"),
+        (
+            "perf-stat",
+            "1.0;5;MiB;uncore_iio_free_running_0/ioclk/;1;100.00;;\n",
+            "line 1: unknown perf stat event 'uncore_iio_free_running_0/ioclk/'",
+        ),
+        (
+            "perf-stat",
+            "<not counted>;Bytes;UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART0;0;0.00;;\n",
+            "line 1: event 'UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART0' is <not counted>",
+        ),
+        (
+            "perf-stat",
+            "1.0;2;MiB;uncore_iio_free_running_0/bw_in_port0/;1;100.00;;\n"
+            "1.0;2;MiB;uncore_iio_free_running_0/bw_in_port0/;1;100.00;;\n",
+            "line 2: time 1.0 does not advance",
+        ),
+        (
+            "perf-stat",
+            "5;Bytes;UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART0;1;100.00;;\n",
+            "line 1: perf without -I reports totals; pass --interval SECONDS",
+        ),
+        ("vtune", "Function,CPU Time\n", "line 1: not a VTune CSV report"),
+        (
+            "vtune",
+            "Hierarchy Level,Metric Name,Metric Value\n0,Elapsed Time,3\n",
+            "line 2: no PCIe bandwidth metric",
+        ),
+        (
+            "vtune",
+            'Hierarchy Level,Metric Name,Metric Value\n1,"Inbound PCIe Read, MB/sec"\n',
+            "line 2: truncated row",
+        ),
+        (
+            "vtune",
+            "Hierarchy Level,Metric Name,Metric Value,Extra\n",
+            "line 1: unknown VTune column 'Extra'",
         ),
     ],
 )

@@ -655,7 +655,7 @@ def cmd_trace_convert(args: argparse.Namespace) -> None:
 
 
 def cmd_counters_import(args: argparse.Namespace) -> None:
-    """Import a pcm-iio or perf iostat file into the store (all or nothing)."""
+    """Import a pcm-iio, perf iostat, perf stat or VTune file into the store (all or nothing)."""
     samples = counters.parse(
         Path(args.file),
         args.format,
@@ -1385,8 +1385,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format", required=True, choices=counters.SOURCES, help="the tool that wrote it"
     )
-    p.add_argument("--delimiter", default=None, help="pcm-iio -csv-delimiter (default: detected)")
-    p.add_argument("--interval", type=float, default=None, help="perf iostat without -I: seconds")
+    p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
+    p.add_argument(
+        "--interval", type=float, default=None, help="perf iostat/stat without -I: run seconds"
+    )
     p.add_argument("--lenient", action="store_true", help="skip unknown columns instead of failing")
     p.add_argument("--force", action="store_true", help="replace an earlier import of the file")
     _add_command(counters_sub, "ls", cmd_counters_ls, store=True)

@@ -1,15 +1,19 @@
-"""Imported uncore counter measurements (pcm-iio, perf iostat), normalised to one table of
-samples: time, source, socket, stack/root port, part, metric, value per second, unit.
+"""Imported uncore counter measurements (pcm-iio, perf iostat, perf stat, VTune), normalised to
+one table of samples: time, source, socket, stack/root port, part, metric, value per second, unit.
 
 Metric names follow the DPDK model's (`dpdk.METRICS`): `inbound_read` is the device reading host
 memory, `inbound_write` the device writing it, `outbound_read`/`outbound_write` the CPU reading /
-writing device space; all in bytes per second. IOMMU counters keep their tool's name in
-snake_case (`iotlb_lookup`, `iotlb_miss`, ...) in events per second. Where each format detail
-comes from is cited at the parser; docs/counters.md has the unit semantics per source.
+writing device space; all in bytes per second. The free-running IIO counters only see a
+direction: `device_to_host` (bw_in: inbound writes plus outbound read completions) and
+`host_to_device` (bw_out: inbound read completions plus outbound writes). IOMMU counters keep
+their tool's name in snake_case (`iotlb_lookup`, `iotlb_miss`, ...) in events per second.
+Where each format detail comes from is cited at the parser; docs/counters.md has the unit
+semantics per source.
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -17,7 +21,7 @@ from pathlib import Path
 
 from pcieperf.errors import UsageError, require_choice
 
-SOURCES = ("pcm-iio", "perf-iostat")
+SOURCES = ("pcm-iio", "perf-iostat", "perf-stat", "vtune")
 BYTES_PER_S = "B/s"
 EVENTS_PER_S = "1/s"
 # pcm-iio column names (hname) per CPU generation, from the opCode-<family>-<model>.txt tables
@@ -317,6 +321,251 @@ def _perf_metric(name: str, file: str, line: int, lenient: bool, out: Samples) -
     )
 
 
+# --- perf stat --------------------------------------------------------------------------------
+
+# Programmable IIO data events (tools/perf/pmu-events/arch/x86/skylakex/uncore-io.json, and
+# pcm's opCode-6-85 table): event 0x83 counts requests OF the CPU by the device (inbound), 0xc0
+# requests BY the CPU of the device (outbound); umask 0x4 reads, 0x1 writes; 4 bytes per count.
+PERF_IIO_RAW = {
+    ("0x83", "0x4"): "inbound_read",
+    ("0x83", "0x1"): "inbound_write",
+    ("0xc0", "0x4"): "outbound_read",
+    ("0xc0", "0x1"): "outbound_write",
+}
+PERF_IIO_ALIAS = re.compile(r"UNC_IIO_DATA_REQ_(OF|BY)_CPU\.MEM_(READ|WRITE)\.PART([0-9]+)")
+# Free-running bandwidth counters (arch/x86/events/intel/uncore_snbep.c): bw_in_portN is data
+# from the device into the IIO, bw_out_portN data from the IIO to the device; perf scales them
+# to MiB (.scale 3.814697266e-6 = 4 B / 2^20).
+PERF_FREE_RUNNING = re.compile(r"(bw_in|bw_out)_port([0-9]+)")
+FREE_RUNNING_METRIC = {"bw_in": "device_to_host", "bw_out": "host_to_device"}
+IIO_COUNT_BYTES = 4  # an unscaled IIO data event counts 4-byte transfers
+# perf prints the unit the event's ScaleUnit names after scaling ("4Bytes" -> Bytes), or none.
+PERF_UNITS = {"MiB": MIB, "KiB": 2**10, "Bytes": 1, "B": 1, "": IIO_COUNT_BYTES}
+# The optional aggregation field: S0-D0 (--per-die), S0 (--per-socket), N0 (--per-node), CPU3.
+_PERF_AGGR = re.compile(r"(?:S([0-9]+)(?:-D[0-9]+)?|N[0-9]+|CPU[0-9]+)")
+_PERF_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?")
+PERF_NOT_COUNTED = ("<not counted>", "<not supported>")
+
+
+@dataclass(frozen=True)
+class PerfEvent:
+    """What one perf stat event name measures: metric, stack (PMU) and part/port."""
+
+    metric: str
+    stack: str
+    part: str
+
+
+def perf_event(name: str) -> PerfEvent | None:
+    """Recognise an IIO event as perf stat names it (tools/perf/util/stat-display.c,
+    uniquify_event_name): `pmu/bw_in_port0/`, `pmu/event=0x83,umask=0x4,.../`, an alias
+    `UNC_IIO_DATA_REQ_...` as `NAME [pmu]` or `pmu/NAME/`, or bare when perf merged the PMUs.
+    None if it is none of these."""
+    bracket = re.fullmatch(r"(\S+) \[(\S+)\]", name)
+    if bracket:
+        inner, pmu = bracket.groups()
+    elif "/" in name:
+        pmu, _, inner = name.strip("/").partition("/")
+    else:
+        inner, pmu = name, ""
+    stack = pmu or "uncore_iio (all)"
+    alias = PERF_IIO_ALIAS.fullmatch(inner)
+    if alias:
+        who, op, part = alias.groups()
+        direction = "inbound" if who == "OF" else "outbound"
+        return PerfEvent(f"{direction}_{op.lower()}", stack, f"part{part}")
+    free = PERF_FREE_RUNNING.fullmatch(inner)
+    if free:
+        return PerfEvent(FREE_RUNNING_METRIC[free.group(1)], stack, f"port{free.group(2)}")
+    terms = dict(t.partition("=")[::2] for t in inner.split(","))
+    raw = PERF_IIO_RAW.get((terms.get("event", ""), terms.get("umask", "")))
+    if raw:
+        return PerfEvent(raw, stack, _ch_mask_part(terms.get("ch_mask", "")))
+    return None
+
+
+def _ch_mask_part(mask: str) -> str:
+    """`ch_mask=0x4` selects part 2 (one bit per x4 part, uncore-io.json PART0..3 = 0x1..0x8)."""
+    try:
+        bits = int(mask, 0)
+    except ValueError:
+        return f"ch_mask={mask}" if mask else ""
+    return f"part{bits.bit_length() - 1}" if bits and bits & (bits - 1) == 0 else f"ch_mask={mask}"
+
+
+def _perf_event_index(cells: list[str]) -> int | None:
+    """Index of the event-name field: the first field after a value and a unit."""
+    for i in range(2, len(cells)):
+        value, unit, name = cells[i - 2], cells[i - 1], cells[i]
+        is_value = value in PERF_NOT_COUNTED or _PERF_NUMBER.fullmatch(value)
+        if is_value and not _PERF_NUMBER.fullmatch(unit) and name and not name[0].isdigit():
+            return i
+    return None
+
+
+def _perf_prefix(prefix: list[str], file: str, line: int) -> tuple[float | None, int | None]:
+    """(time, socket) from the fields before the value: [time] [aggregation [#cpus]]."""
+    time = None
+    if prefix and not _PERF_AGGR.fullmatch(prefix[0]):
+        time = _number(prefix[0], file, line, "time")
+        prefix = prefix[1:]
+    if len(prefix) > 2 or (prefix and not _PERF_AGGR.fullmatch(prefix[0])):
+        raise _fail(file, line, f"unexpected fields {';'.join(prefix)!r} before the value")
+    socket = _PERF_AGGR.fullmatch(prefix[0]).group(1) if prefix else None
+    return time, None if socket is None else int(socket)
+
+
+def parse_perf_stat(
+    text: str,
+    file: str,
+    *,
+    delimiter: str | None = None,
+    interval_s: float | None = None,
+    lenient: bool = False,
+) -> Samples:
+    """Parse `perf stat -x<sep>` output on IIO events (tools/perf/Documentation/perf-stat.txt,
+    CSV FORMAT: [time] [aggregation [#cpus]] value, unit, event, run time, percent, [metric]).
+    With `-I` values are per interval (divided by each event's time step), without it totals
+    (`interval_s` is the run's length). `#` comment lines (perf -o) are skipped."""
+    lines = [
+        (i, ln)
+        for i, ln in enumerate(text.splitlines(), start=1)
+        if ln.strip() and not ln.startswith("#")
+    ]
+    if not lines:
+        raise _fail(file, 1, "empty file")
+    sep = delimiter or max(";,\t", key=lines[0][1].count)
+    out = Samples("perf-stat", file)
+    previous: dict[tuple, float] = {}
+    seen: set[tuple] = set()
+    for number, raw in lines:
+        cells = [c.strip() for c in raw.split(sep)]
+        at = _perf_event_index(cells)
+        if at is None:
+            raise _fail(
+                file, number, "not a perf stat -x line ([time;][S0;1;]value;unit;event;...)"
+            )
+        t, socket = _perf_prefix(cells[: at - 2], file, number)
+        value, unit, name = cells[at - 2 : at + 1]
+        event = perf_event(name)
+        if event is None or value in PERF_NOT_COUNTED:
+            problem = f"event {name!r} is {value}" if event else f"unknown perf stat event {name!r}"
+            if not lenient:
+                raise _fail(file, number, f"{problem} (pass --lenient to skip it)")
+            if name not in out.skipped_columns:
+                out.skipped_columns.append(name)
+            continue
+        key = (socket, name)
+        t, span = _perf_span(t, previous.get(key, 0.0), interval_s, file, number)
+        previous[key] = t
+        sample = (t, socket, event.stack, event.part, event.metric)
+        if sample in seen:
+            raise _fail(
+                file,
+                number,
+                f"{name} counts {event.metric} of {event.stack} {event.part} a second time "
+                f"at {t} s (the same event under two names?)",
+            )
+        seen.add(sample)
+        if unit not in PERF_UNITS:
+            raise _fail(
+                file, number, f"unit {unit!r} of {name} is not one of {', '.join(PERF_UNITS)}"
+            )
+        data_bytes = _number(value, file, number, name) * PERF_UNITS[unit]
+        out.add(
+            t, None, socket, event.stack, event.part, event.metric, data_bytes / span, BYTES_PER_S
+        )
+    return out
+
+
+def _perf_span(
+    t: float | None, previous: float, interval_s: float | None, file: str, line: int
+) -> tuple[float, float]:
+    """(time, length) of the interval a perf value covers."""
+    if t is None:
+        if not interval_s:
+            raise _fail(file, line, "perf without -I reports totals; pass --interval SECONDS")
+        return float(interval_s), float(interval_s)
+    if t <= previous:
+        raise _fail(file, line, f"time {t} does not advance")
+    return t, t - previous
+
+
+# --- VTune ---------------------------------------------------------------------------------------
+
+VTUNE_HEADER = ["Hierarchy Level", "Metric Name", "Metric Value"]
+# `vtune -report summary` of an `-collect io` result (labels as the VTune user guide's Input
+# and Output analysis and public report parsers spell them): the name carries the unit.
+VTUNE_METRICS = {
+    "Inbound PCIe Read": "inbound_read",
+    "Inbound PCIe Write": "inbound_write",
+    "Outbound PCIe Read": "outbound_read",
+    "Outbound PCIe Write": "outbound_write",
+}
+# VTune's bandwidth units; taken as decimal (an assumption: its documentation does not say).
+VTUNE_UNITS = {"B/sec": 1.0, "KB/sec": 1e3, "MB/sec": 1e6, "GB/sec": 1e9}
+VTUNE_TABLE = "Bandwidth Domain"
+VTUNE_ELAPSED = "Elapsed Time"  # seconds; the averages cover it, so it is each sample's time
+
+
+def parse_vtune(
+    text: str, file: str, *, delimiter: str | None = None, lenient: bool = False
+) -> Samples:
+    """Parse `vtune -report summary -format csv` of an Input and Output analysis: rows
+    `level,name,value`, names quoted where they hold the delimiter (or not: the extra cells are
+    joined back), the Bandwidth Utilization table embedded as wider rows (skipped)."""
+    lines = text.splitlines()
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first is None:
+        raise _fail(file, 1, "empty file")
+    sep = delimiter or max(",;\t|", key=lines[first].count)
+    rows = list(csv.reader(lines, delimiter=sep))
+    header = [c.strip() for c in rows[first]]
+    if header[:3] != VTUNE_HEADER:
+        raise _fail(file, first + 1, f"not a VTune CSV report (expected {','.join(VTUNE_HEADER)})")
+    if len(header) > 3 and not lenient:
+        raise _fail(
+            file, first + 1, f"unknown VTune column {header[3]!r} (pass --lenient to skip it)"
+        )
+    out = Samples("vtune", file)
+    out.skipped_columns.extend(header[3:])
+    table_width, elapsed = 0, 0.0
+    for number, cells in enumerate(rows[first + 1 :], start=first + 2):
+        if not any(c.strip() for c in cells):
+            continue
+        if not cells[0].strip().isdigit():
+            raise _fail(file, number, f"hierarchy level {cells[0]!r} is not a number")
+        if len(cells) > 2 and cells[1] == VTUNE_TABLE:
+            table_width = len(cells)
+            continue
+        if table_width and len(cells) == table_width:
+            continue
+        table_width = 0
+        if len(cells) < 3:
+            raise _fail(file, number, f"truncated row: {len(cells)} fields, expected 3")
+        name, value = sep.join(cells[1:-1]).strip(), cells[-1].strip()
+        if name == VTUNE_ELAPSED:
+            elapsed = _number(value, file, number, name)
+        metric = next((m for k, m in VTUNE_METRICS.items() if name.startswith(k)), None)
+        if metric is None or metric in out.metric:
+            continue
+        unit = name.rpartition(",")[2].strip()
+        if unit not in VTUNE_UNITS:
+            raise _fail(
+                file, number, f"unit {unit!r} of {name!r} is not one of {', '.join(VTUNE_UNITS)}"
+            )
+        rate = _number(value, file, number, name) * VTUNE_UNITS[unit]
+        out.add(elapsed, None, None, "", "", metric, rate, BYTES_PER_S)
+    if not len(out):
+        raise _fail(
+            file,
+            len(lines),
+            "no PCIe bandwidth metric (Inbound/Outbound PCIe Read/Write); was the result "
+            "collected with -collect io and collect-pcie-bandwidth=true?",
+        )
+    return out
+
+
 def parse(
     path: Path,
     source: str,
@@ -331,6 +580,13 @@ def parse(
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CounterFileError(f"{path}: cannot read: {exc}") from None
+    file = str(path)
     if source == "pcm-iio":
-        return parse_pcm_iio(text, str(path), delimiter=delimiter, lenient=lenient)
-    return parse_perf_iostat(text, str(path), interval_s=interval_s, lenient=lenient)
+        return parse_pcm_iio(text, file, delimiter=delimiter, lenient=lenient)
+    if source == "perf-stat":
+        return parse_perf_stat(
+            text, file, delimiter=delimiter, interval_s=interval_s, lenient=lenient
+        )
+    if source == "vtune":
+        return parse_vtune(text, file, delimiter=delimiter, lenient=lenient)
+    return parse_perf_iostat(text, file, interval_s=interval_s, lenient=lenient)
