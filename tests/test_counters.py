@@ -90,7 +90,8 @@ def test_perf_stat_free_running_mib_per_interval_per_socket():
         1220.0 * 2**20 / (2.000401822 - 1.000212350)
     )
     assert got[(2.000401822, 1, stack, "port0", "device_to_host")] == 0.0
-    assert len(s) == 8 and set(s.unit) == {"B/s"}
+    assert len(s) == 8
+    assert set(s.unit) == {"B/s"}
 
 
 def test_perf_stat_aliases_and_raw_events_totals_over_interval():

@@ -18,7 +18,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from pcieperf import counters, dpdk, iommu, nic, tlp, trace
+from pcieperf import counters, dpdk, iommu, nic, testpmd, tlp, trace
 from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
 from pcieperf.calibrate import DEFAULT_CALIBRATION
 from pcieperf.errors import PcieperfError, UsageError, require_new_file
@@ -31,6 +31,9 @@ from pcieperf.units import (
     parse_int_list,
     parse_rate,
 )
+
+DEFAULT_PPS = "10M"
+DEFAULT_PKT = 64
 
 
 class _Parser(argparse.ArgumentParser):
@@ -472,7 +475,8 @@ def cmd_profiles(args: argparse.Namespace) -> None:
 def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     """The VTune-recipe estimate of DPDK forwarding traffic, term by term."""
     link = _link(args)
-    hist = parse_batch_histogram(args.batch_hist) if args.batch_hist else None
+    _apply_run(args)
+    hist = parse_batch_histogram(args.batch_hist) if args.batch_hist else args.run_hist
     cfg = dpdk.ForwardingConfig(
         pkt_bytes=args.pkt,
         rx_desc_bytes=args.rx_desc,
@@ -486,10 +490,11 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     if args.trace:
         _dpdk_fwd_trace(args, cfg, link)
         return
-    pps = parse_rate(args.pps)
+    pps = args.run_pps if args.run_pps is not None else parse_rate(args.pps)
     est = dpdk.estimate(cfg, link, pps, nic.load_profile(args.profile))
     to_gbps = pps * 8 / 1e9
     out = {
+        **({"from_run": args.from_run} if args.from_run else {}),
         "pps": pps,
         "pkt": cfg.pkt_bytes,
         "mean_batch": cfg.batch,
@@ -546,6 +551,23 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     _emit(args, out, human)
 
 
+def _apply_run(args: argparse.Namespace) -> None:
+    """--from-run RUN: rate, packet size and burst histogram measured by `dpdk run`; they may
+    not be given as well. Sets args.run_pps / run_hist (None without a run) and the defaults."""
+    args.run_pps = args.run_hist = None
+    if args.from_run is None:
+        args.pps = DEFAULT_PPS if args.pps is None else args.pps
+        args.pkt = DEFAULT_PKT if args.pkt is None else args.pkt
+        return
+    given = [o for o, v in (("--pps", args.pps), ("--pkt", args.pkt)) if v is not None]
+    given += ["--trace"] if getattr(args, "trace", None) else []
+    if given:
+        raise UsageError(f"--from-run measures what {', '.join(given)} would set; give one")
+    with _store(args) as store:
+        run = store.dpdk_run(args.from_run)
+    args.run_pps, args.pkt, args.run_hist = run.rx_pps, run.pkt, run.batch_hist
+
+
 def _dpdk_fwd_trace(args: argparse.Namespace, cfg: dpdk.ForwardingConfig, link: Link) -> None:
     """dpdk-fwd --trace: batches from the trace's arrivals, each packet at its own size."""
     captured = trace.read(args.trace, skip_bad=args.skip_bad)
@@ -562,6 +584,102 @@ def _dpdk_fwd_trace(args: argparse.Namespace, cfg: dpdk.ForwardingConfig, link: 
         extra[f"peak_{metric}_gbps"] = float(series.max(initial=0))
     text = f"mean Tx batch {fwd.mean_batch:.2f} (PMD polling every {poll} ns)\n"
     _emit_trace_demand(args, captured, fwd.demand, extra, link, text)
+
+
+def cmd_dpdk_run(args: argparse.Namespace) -> None:
+    """Run dpdk-testpmd on a virtual port (net_null or a replayed pcap), store its rates and
+    Rx burst histogram."""
+    from tqdm import tqdm
+
+    cfg = testpmd.RunConfig(
+        mode="pcap" if args.pcap else "null",
+        pcap=Path(args.pcap) if args.pcap else None,
+        seconds=args.seconds,
+        null_size=args.null_size,
+        extra_args=tuple(args.testpmd_args),
+    )
+    shape = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} s"
+    with tqdm(total=cfg.seconds, desc="testpmd", bar_format=shape, disable=args.json) as bar:
+
+        def tick(elapsed: float) -> None:
+            bar.update(elapsed - bar.n)
+
+        result = testpmd.run(cfg, tick)
+    with _store(args) as store:
+        run_id = store.add_dpdk_run(result)
+    out = _run_summary(run_id, result)
+
+    def human() -> str:
+        ports = format_table(
+            ("port", "Rx Mpps", "Tx Mpps", "Rx packets", "Rx bursts"),
+            [
+                (p["port"], p["rx_pps"] / 1e6, p["tx_pps"] / 1e6, p["rx_packets"], p["rx_bursts"])
+                for p in out["ports"]
+            ],
+        )
+        return (
+            f"run {run_id}: {result.version}, {cfg.mode}, {result.wall_s:.1f} s"
+            f"{' (stopped by Ctrl-C)' if result.interrupted else ''}\n{ports}\n"
+            f"Rx {out['rx_pps'] / 1e6:.3f} Mpps of {out['pkt_bytes']:.1f} B packets, mean batch "
+            f"{out['mean_batch']:.2f}; predict with `pcieperf dpdk-fwd --from-run {run_id}`"
+        )
+
+    _emit(args, out, human)
+
+
+def _run_summary(run_id: int, result: testpmd.RunResult) -> dict:
+    """The JSON of `dpdk run`."""
+    hist = result.batch_hist
+    return {
+        "run_id": run_id,
+        "version": result.version,
+        "mode": result.config.mode,
+        "wall_s": result.wall_s,
+        "interrupted": result.interrupted,
+        "rx_pps": result.rx_pps,
+        "tx_pps": result.tx_pps,
+        "pkt_bytes": result.pkt_bytes,
+        "batch_hist": {str(k): v for k, v in hist.items()},
+        "mean_batch": dpdk.mean_tx_batch(hist),
+        "ports": [
+            {
+                "port": p.port,
+                "rx_pps": p.rx_pps,
+                "tx_pps": p.tx_pps,
+                "rx_packets": p.rx_packets,
+                "tx_packets": p.tx_packets,
+                "rx_bursts": p.rx_bursts.total if p.rx_bursts else 0,
+            }
+            for p in result.ports
+        ],
+        "command": result.command,
+    }
+
+
+def cmd_dpdk_runs(args: argparse.Namespace) -> None:
+    """List stored testpmd runs."""
+    with _store(args) as store:
+        rows = store.dpdk_runs()
+    _emit(
+        args,
+        rows,
+        lambda: format_table(
+            ("id", "started", "mode", "source", "args", "Rx Mpps", "pkt B", "DPDK"),
+            [
+                (
+                    r["run_id"],
+                    str(r["started"])[:19],
+                    r["mode"],
+                    r["source"],
+                    r["extra_args"],
+                    r["rx_pps"] / 1e6,
+                    r["pkt_bytes"],
+                    r["version"],
+                )
+                for r in rows
+            ],
+        ),
+    )
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> None:
@@ -1234,8 +1352,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", help="show this profile")
 
     p = command("dpdk-fwd", cmd_dpdk_fwd)
-    p.add_argument("--pps", default="10M", help="packet rate: 10e6, 10M, 14.88Mpps")
-    p.add_argument("--pkt", type=int, default=64, help="packet bytes DMA'd (no FCS)")
+    p.add_argument("--pps", default=None, help="packet rate: 10e6, 10M, 14.88Mpps (default 10M)")
+    p.add_argument("--pkt", type=int, default=None, help="packet bytes DMA'd, no FCS (default 64)")
     p.add_argument("--rx-desc", type=int, default=32, help="Rx descriptor bytes (16 or 32)")
     p.add_argument("--tx-desc", type=int, default=16, help="Tx descriptor bytes (16 or 32)")
     p.add_argument("--rs-thresh", type=int, default=32, help="Tx RS-bit threshold")
@@ -1248,6 +1366,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BATCH:CALLS,...",
         help="Rx batch histogram, e.g. 0:1000,4:5000,8:200",
     )
+    group.add_argument(
+        "--from-run",
+        type=int,
+        default=None,
+        metavar="RUN",
+        help="rate, packet size and batch histogram of a stored `dpdk run`",
+    )
+    p.add_argument("--db", default=None, help="store file for --from-run (default: user data dir)")
     p.add_argument("--doorbell-bytes", type=int, default=4, help="bytes per tail write")
     p.add_argument(
         "--tx-wb-full-line",
@@ -1261,6 +1387,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_trace_replay_options(p)
     p.add_argument("--poll", default="1us", help="with --trace: the PMD's poll period")
+
+    dpdk_parser = sub.add_parser("dpdk", help="real DPDK runs (dpdk-testpmd, no NIC needed)")
+    dpdk_sub = dpdk_parser.add_subparsers(dest="dpdk_command", required=True, parser_class=_Parser)
+    p = _add_command(dpdk_sub, "run", cmd_dpdk_run, store=True)
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--pcap", default=None, help="replay this capture (net_pcap, infinite_rx)")
+    source.add_argument("--null", action="store_true", help="net_null packets (the default)")
+    p.add_argument("--seconds", type=float, default=3.0, help="how long to forward (>= 2)")
+    p.add_argument("--null-size", type=int, default=64, help="net_null packet bytes")
+    p.add_argument(
+        "testpmd_args", nargs="*", metavar="-- ARGS", help="extra testpmd args, e.g. -- --burst=8"
+    )
+    _add_command(dpdk_sub, "runs", cmd_dpdk_runs, store=True)
 
     data = sub.add_parser("data", help="the measured-data store (pcie-bench results)")
     data_sub = data.add_subparsers(dest="data_command", required=True, parser_class=_Parser)

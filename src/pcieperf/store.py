@@ -31,6 +31,7 @@ from pcieperf.bench import (
 )
 from pcieperf.counters import Samples
 from pcieperf.errors import PcieperfError, UsageError
+from pcieperf.testpmd import RunResult, StoredRun
 
 EXPECTED_FILES = (
     "bw_dma_sz_sweep.csv",
@@ -70,6 +71,14 @@ def _schema() -> list[str]:
         "CREATE TABLE IF NOT EXISTS counter_samples (import_id INTEGER, t_s DOUBLE, "
         "wall_time TIMESTAMP, source VARCHAR, socket INTEGER, stack VARCHAR, part VARCHAR, "
         "metric VARCHAR, value DOUBLE, unit VARCHAR)",
+        "CREATE TABLE IF NOT EXISTS dpdk_runs (run_id INTEGER PRIMARY KEY, started TIMESTAMP, "
+        "mode VARCHAR, source VARCHAR, extra_args VARCHAR, seconds DOUBLE, wall_s DOUBLE, "
+        "interrupted BOOLEAN, version VARCHAR, command VARCHAR, rx_pps DOUBLE, tx_pps DOUBLE, "
+        "pkt_bytes DOUBLE, output VARCHAR)",
+        "CREATE TABLE IF NOT EXISTS dpdk_run_ports (run_id INTEGER, port INTEGER, "
+        "rx_packets BIGINT, tx_packets BIGINT, rx_pps DOUBLE, tx_pps DOUBLE, "
+        "rx_bursts BIGINT, rx_burst_shares VARCHAR)",
+        "CREATE TABLE IF NOT EXISTS dpdk_run_bursts (run_id INTEGER, burst INTEGER, calls DOUBLE)",
     ]
     for kind, columns in COLUMNS.items():
         cols = ", ".join(f"{STORE_NAMES[c]} {_sql_type(c)}" for c in columns)
@@ -256,6 +265,82 @@ class Store:
             "WHERE import_id = ? ORDER BY rowid",
             [import_id],
         ).fetchall()
+
+    def add_dpdk_run(self, run: RunResult) -> int:
+        """Store one testpmd run (its ports, merged burst histogram and output) in one
+        transaction; returns its run id."""
+        cfg = run.config
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            (run_id,) = self.con.execute(
+                "SELECT coalesce(max(run_id), 0) + 1 FROM dpdk_runs"
+            ).fetchone()
+            self.con.execute(
+                "INSERT INTO dpdk_runs VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    run_id,
+                    cfg.mode,
+                    str(cfg.pcap.resolve()) if cfg.pcap else f"net_null size={cfg.null_size}",
+                    " ".join(cfg.extra_args),
+                    cfg.seconds,
+                    run.wall_s,
+                    run.interrupted,
+                    run.version,
+                    " ".join(run.command),
+                    run.rx_pps,
+                    run.tx_pps,
+                    run.pkt_bytes,
+                    run.output,
+                ],
+            )
+            for p in run.ports:
+                line = p.rx_bursts
+                self.con.execute(
+                    "INSERT INTO dpdk_run_ports VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        run_id,
+                        p.port,
+                        p.rx_packets,
+                        p.tx_packets,
+                        p.rx_pps,
+                        p.tx_pps,
+                        line.total if line else None,
+                        " + ".join(f"{pct}% of {size or 'other'}" for size, pct in line.shares)
+                        if line
+                        else None,
+                    ],
+                )
+            self.con.executemany(
+                "INSERT INTO dpdk_run_bursts VALUES (?, ?, ?)",
+                [[run_id, size, calls] for size, calls in run.batch_hist.items()],
+            )
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        return int(run_id)
+
+    def dpdk_runs(self) -> list[dict]:
+        """Stored testpmd runs, oldest first."""
+        rel = self.con.execute(
+            "SELECT run_id, started, mode, source, extra_args, wall_s, interrupted, version, "
+            "rx_pps, pkt_bytes FROM dpdk_runs ORDER BY run_id"
+        )
+        names = [d[0] for d in rel.description]
+        return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
+
+    def dpdk_run(self, run_id: int) -> StoredRun:
+        """One stored run, ready for the forwarding model."""
+        row = self.con.execute(
+            "SELECT mode, source, version, rx_pps, pkt_bytes FROM dpdk_runs WHERE run_id = ?",
+            [run_id],
+        ).fetchone()
+        if row is None:
+            raise UsageError(f"no DPDK run {run_id} in {self.path}; see `pcieperf dpdk runs`")
+        hist = self.con.execute(
+            "SELECT burst, calls FROM dpdk_run_bursts WHERE run_id = ? ORDER BY burst", [run_id]
+        ).fetchall()
+        return StoredRun(run_id, *row, batch_hist=dict(hist))
 
     # -- reading -----------------------------------------------------------------------------
 

@@ -1,0 +1,410 @@
+"""Real DPDK runs: start `dpdk-testpmd` on virtual devices (no NIC, no hugepages), stop it
+cleanly, and read back each port's packet rates and Rx burst histogram, the inputs the
+forwarding model (`pcieperf.dpdk`) needs.
+
+testpmd runs with `--no-huge -m M --no-pci` and one `net_null` or `net_pcap` (replaying a capture
+with `infinite_rx=1`) port looped back on itself, `--record-burst-stats` for the burst
+histogram and `--stats-period 1` for the rates. It gets its own session and dies with us
+(PR_SET_PDEATHSIG), is stopped with SIGINT (its own handler prints the final statistics) after
+the run or on Ctrl-C, and its EAL runtime directory is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pcieperf.errors import PcieperfError, UsageError, require_choice, require_positive
+
+TESTPMD_ENV = "PCIEPERF_TESTPMD"
+TESTPMD_BINARY = "dpdk-testpmd"  # Debian's dpdk-dev package ships it (22.11: /usr/bin)
+MODES = ("null", "pcap")
+STATS_PERIOD_S = 1
+MIN_SECONDS = 2.0  # the first statistics block has no rate: at least one more is needed
+# Memory for the mbuf pool under --no-huge: testpmd's mbufs are 2176-byte data rooms (RTE_MBUF_
+# DEFAULT_BUF_SIZE) plus the 128-byte rte_mbuf header; the default pool of 155 456 mbufs does
+# not fit -m 512, so the pool is sized here.
+MBUF_BYTES = 2176 + 128
+BASE_MBUFS = 16384
+MIN_MEMORY_MB = 512
+MEMORY_HEADROOM_MB = 256  # EAL, rings and descriptor memory next to the pool
+STOP_TIMEOUT_S = 20.0
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One testpmd run: `null` generates packets of `null_size` bytes, `pcap` replays a file."""
+
+    mode: str = "null"
+    pcap: Path | None = None
+    seconds: float = 3.0
+    null_size: int = 64
+    extra_args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        require_choice("testpmd mode", self.mode, MODES)
+        if self.seconds < MIN_SECONDS:
+            raise UsageError(
+                f"--seconds {self.seconds} is too short; use at least {MIN_SECONDS:g} "
+                "(the first statistics block has no rate)"
+            )
+        require_positive("null packet size", self.null_size)
+        if (self.mode == "pcap") != (self.pcap is not None):
+            raise UsageError("the pcap mode needs a capture file, and only it takes one")
+
+
+@dataclass(frozen=True)
+class BurstLine:
+    """testpmd's `RX-bursts : TOTAL [p% of N pkts + ... + q% of other]` line: the number of
+    burst calls and the integer percentages of the burst sizes it names (None = other)."""
+
+    total: int
+    shares: tuple[tuple[int | None, int], ...]
+
+
+@dataclass
+class PortStats:
+    """One port's counts (final forward statistics), mean rates and byte counts (periodic
+    blocks; `nic_rx_packets` is the packet count of the block `nic_rx_bytes` comes from)."""
+
+    port: int
+    rx_packets: int = 0
+    tx_packets: int = 0
+    nic_rx_packets: int = 0
+    nic_rx_bytes: int = 0
+    rx_pps_samples: list[float] = field(default_factory=list)
+    tx_pps_samples: list[float] = field(default_factory=list)
+    rx_bursts: BurstLine | None = None
+    tx_bursts: BurstLine | None = None
+
+    @property
+    def rx_pps(self) -> float:
+        """Mean Rx rate over the periodic blocks after the first (which has no rate)."""
+        return _mean(self.rx_pps_samples[1:])
+
+    @property
+    def tx_pps(self) -> float:
+        """Mean Tx rate over the periodic blocks after the first."""
+        return _mean(self.tx_pps_samples[1:])
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+@dataclass
+class RunResult:
+    """A finished run: what ran, testpmd's output and what it says."""
+
+    config: RunConfig
+    command: list[str]
+    output: str
+    wall_s: float
+    interrupted: bool
+    version: str
+    ports: list[PortStats]
+
+    @property
+    def rx_pps(self) -> float:
+        """Packets received per second over all ports (each is forwarded once)."""
+        return sum(p.rx_pps for p in self.ports)
+
+    @property
+    def tx_pps(self) -> float:
+        """Packets sent per second over all ports."""
+        return sum(p.tx_pps for p in self.ports)
+
+    @property
+    def pkt_bytes(self) -> float:
+        """Mean packet bytes as the ports counted them (no FCS); the null PMD counts no bytes,
+        so its configured size."""
+        packets = sum(p.nic_rx_packets for p in self.ports)
+        data = sum(p.nic_rx_bytes for p in self.ports)
+        return data / packets if data and packets else float(self.config.null_size)
+
+    @property
+    def batch_hist(self) -> dict[int, float]:
+        """Rx burst calls per burst size, summed over ports."""
+        hist: dict[int, float] = {}
+        for port in self.ports:
+            if port.rx_bursts:
+                for size, calls in burst_histogram(port.rx_bursts, port.rx_packets).items():
+                    hist[size] = hist.get(size, 0.0) + calls
+        return hist
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the store keeps it: what the forwarding model needs, and where it came from."""
+
+    run_id: int
+    mode: str
+    source: str
+    version: str
+    rx_pps: float
+    pkt_bytes: float
+    batch_hist: dict[int, float]
+
+    @property
+    def pkt(self) -> int:
+        """Packet bytes DMA'd per packet, whole (the model's `--pkt`)."""
+        return max(1, round(self.pkt_bytes))
+
+
+def burst_histogram(line: BurstLine, packets: int) -> dict[int, float]:
+    """Burst calls per size from testpmd's summary line and the port's packet count.
+
+    testpmd prints only the empty-call share, the two most frequent sizes and the rest as
+    `other`, in whole percent (app/test-pmd/testpmd.c, pkt_burst_stats_display), so the empty
+    share is useless when idle polls dominate (99 % of 81 M calls). The packet count is exact:
+    non-empty calls are scaled so that they carry exactly `packets`, and the remaining calls are
+    empty. `other` is placed at the named sizes' mean, an approximation.
+    """
+    named = [(size, pct) for size, pct in line.shares if size]
+    other = sum(pct for size, pct in line.shares if size is None)
+    if other:
+        weight = sum(pct for _, pct in named)
+        mean = sum(s * p for s, p in named) / weight if weight else 1.0
+        named.append((max(1, round(mean)), other))
+    carried = sum(size * pct for size, pct in named)
+    hist: dict[int, float] = {}
+    if packets > 0 and carried > 0:
+        for size, pct in named:
+            hist[size] = hist.get(size, 0.0) + pct * packets / carried
+    busy = sum(hist.values())
+    hist[0] = max(float(line.total) - busy, 0.0)
+    return dict(sorted(hist.items()))
+
+
+# --- parsing testpmd's output --------------------------------------------------------------------
+
+_VERSION = re.compile(r"RTE Version: '([^']+)'")
+_NIC_BLOCK = re.compile(r"NIC statistics for port ([0-9]+)")
+_FWD_BLOCK = re.compile(r"Forward statistics for port ([0-9]+)")
+# Blocks that are not one port's: the all-port sum, and per-stream blocks (several queues).
+_OTHER_BLOCK = re.compile(r"Accumulated forward statistics|Forward Stats for RX Port")
+_COUNT = re.compile(r"(RX|TX)-(packets|bytes):\s+([0-9]+)")
+_PPS = re.compile(r"(Rx|Tx)-pps:\s+([0-9]+)")
+_BURSTS = re.compile(r"(RX|TX)-bursts\s*:\s*([0-9]+)\s*\[(.*)\]")
+_SHARE = re.compile(r"([0-9]+)% of (?:([0-9]+) pkts|(other))")
+
+
+def parse_burst_line(total: str, body: str) -> BurstLine:
+    """`81749901`, `99% of 0 pkts + 1% of 32 pkts` -> BurstLine."""
+    shares = []
+    for part in body.split("+"):
+        match = _SHARE.fullmatch(part.strip())
+        if not match:
+            raise PcieperfError(f"testpmd burst statistics {body!r}: cannot read {part.strip()!r}")
+        pct, size, _ = match.groups()
+        shares.append((None if size is None else int(size), int(pct)))
+    return BurstLine(int(total), tuple(shares))
+
+
+def parse_output(text: str) -> tuple[str, list[PortStats]]:
+    """(DPDK version, per-port statistics) from testpmd's output with --stats-period and
+    --record-burst-stats (app/test-pmd/testpmd.c: nic_stats_display, fwd_stats_display)."""
+    version = _VERSION.search(text)
+    ports: dict[int, PortStats] = {}
+    current: PortStats | None = None
+    final = False
+    for raw in text.splitlines():
+        if _OTHER_BLOCK.search(raw):
+            current = None
+            continue
+        block = _NIC_BLOCK.search(raw) or _FWD_BLOCK.search(raw)
+        if block:
+            number = int(block.group(1))
+            current = ports.setdefault(number, PortStats(number))
+            final = bool(_FWD_BLOCK.search(raw))
+            continue
+        if current is None:
+            continue
+        _read_line(raw, current, final)
+    return (version.group(1) if version else "unknown"), [ports[k] for k in sorted(ports)]
+
+
+def _read_line(raw: str, port: PortStats, final: bool) -> None:
+    """One line of a statistics block into `port`."""
+    for direction, what, value in _COUNT.findall(raw):
+        prefix = "" if final else "nic_"
+        if direction == "RX" or final:
+            setattr(port, f"{prefix}{direction.lower()}_{what}", int(value))
+    for direction, value in _PPS.findall(raw):
+        getattr(port, f"{direction.lower()}_pps_samples").append(float(value))
+    bursts = _BURSTS.search(raw)
+    if bursts and final:
+        line = parse_burst_line(bursts.group(2), bursts.group(3))
+        setattr(port, f"{bursts.group(1).lower()}_bursts", line)
+
+
+# --- running it ------------------------------------------------------------------------------
+
+
+def find_testpmd() -> str:
+    """The testpmd binary: $PCIEPERF_TESTPMD, else dpdk-testpmd on PATH."""
+    binary = os.environ.get(TESTPMD_ENV) or shutil.which(TESTPMD_BINARY)
+    if not binary or not os.access(binary, os.X_OK):
+        raise UsageError(
+            f"{TESTPMD_BINARY} not found; install Debian's dpdk-dev (apt-get install "
+            f"--no-install-recommends dpdk-dev) or set {TESTPMD_ENV} to the binary"
+        )
+    return binary
+
+
+def _lcores() -> str:
+    """A main and a forwarding lcore: the first two CPUs we may run on."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise UsageError(
+            f"testpmd needs two CPUs (a main and a forwarding lcore); only CPU {cpus[0]} is "
+            "available to this process"
+        )
+    return f"{cpus[0]},{cpus[1]}"
+
+
+def _pool(cfg: RunConfig) -> tuple[int, int]:
+    """(mbufs, -m megabytes): infinite_rx preloads every packet of the capture into mbufs."""
+    mbufs = BASE_MBUFS
+    if cfg.pcap is not None:
+        from pcieperf import trace
+
+        mbufs += len(trace.read(cfg.pcap).ts_ns)
+    memory = math.ceil(mbufs * MBUF_BYTES / 2**20) + MEMORY_HEADROOM_MB
+    return mbufs, max(MIN_MEMORY_MB, memory)
+
+
+def testpmd_command(cfg: RunConfig, binary: str, prefix: str) -> list[str]:
+    """The full command line: EAL options, one looped virtual port, then the user's args."""
+    mbufs, memory = _pool(cfg)
+    if cfg.mode == "pcap":
+        vdev = f"net_pcap0,rx_pcap={Path(cfg.pcap).resolve()},infinite_rx=1"
+    else:
+        vdev = f"net_null0,size={cfg.null_size}"
+    return [
+        binary,
+        "-v",
+        "--no-huge",
+        "-m",
+        str(memory),
+        "--no-pci",
+        f"--file-prefix={prefix}",
+        "-l",
+        _lcores(),
+        f"--vdev={vdev}",
+        "--",
+        "--no-flush-rx",  # else testpmd drains a pcap port completely before forwarding
+        "--record-burst-stats",
+        f"--stats-period={STATS_PERIOD_S}",
+        f"--total-num-mbufs={mbufs}",
+        "--port-topology=loop",
+        *cfg.extra_args,
+    ]
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGINT when pcieperf dies, so testpmd never outlives it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+
+
+def _runtime_dir(prefix: str) -> Path:
+    """Where EAL keeps a prefix's runtime files (lib/eal/linux eal_create_runtime_dir)."""
+    if os.geteuid() == 0:
+        base = Path("/var/run")
+    else:
+        base = Path(os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
+    return base / "dpdk" / prefix
+
+
+def run(cfg: RunConfig, tick: Callable[[float], None] | None = None) -> RunResult:
+    """Run testpmd for `cfg.seconds` (or until Ctrl-C) and return what it measured; `tick`
+    gets the seconds elapsed, for a progress bar."""
+    binary = find_testpmd()
+    prefix = f"pcieperf-{os.getpid()}-{time.monotonic_ns()}"
+    command = testpmd_command(cfg, binary, prefix)
+    lines: list[str] = []
+    start = time.monotonic()
+    with subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,  # Ctrl-C reaches us only; we stop testpmd ourselves
+        preexec_fn=_die_with_parent,  # prctl must run in the child
+    ) as proc:
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        reader.start()
+        try:
+            interrupted = _wait(proc, cfg.seconds, start, tick)
+        finally:
+            _stop(proc)
+            reader.join(timeout=STOP_TIMEOUT_S)
+            shutil.rmtree(_runtime_dir(prefix), ignore_errors=True)
+    output = "".join(lines)
+    wall = time.monotonic() - start
+    if proc.returncode not in (0, -signal.SIGINT) and not interrupted:
+        raise PcieperfError(f"testpmd failed (exit {proc.returncode}): {_cause(output)}")
+    version, ports = parse_output(output)
+    _check(ports, output)
+    return RunResult(cfg, command, output, wall, interrupted, version, ports)
+
+
+def _wait(
+    proc: subprocess.Popen, seconds: float, start: float, tick: Callable[[float], None] | None
+) -> bool:
+    """Wait out the run; True if Ctrl-C cut it short. testpmd exiting early is an error."""
+    try:
+        while (elapsed := time.monotonic() - start) < seconds:
+            if proc.poll() is not None:
+                return False
+            if tick:
+                tick(elapsed)
+            time.sleep(min(0.1, seconds - elapsed))
+    except KeyboardInterrupt:
+        return True
+    return False
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGINT (testpmd prints its final statistics and exits), then SIGKILL if it hangs."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _cause(output: str) -> str:
+    """The reason testpmd gives for failing (its `Cause:` line), else its last line."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    causes = [ln for ln in lines if ln.startswith("Cause:") or "EAL: FATAL" in ln]
+    return (causes or lines or ["no output"])[-1]
+
+
+def _check(ports: list[PortStats], output: str) -> None:
+    """A run must have forwarded, with burst statistics and at least one rate sample."""
+    if not ports or not any(p.rx_bursts for p in ports):
+        raise PcieperfError(
+            "testpmd printed no per-port burst statistics (runs with several queues per port "
+            f"print them per stream, which is not read): {_cause(output)}"
+        )
+    if not any(p.rx_pps_samples[1:] for p in ports):
+        raise PcieperfError(
+            "testpmd printed only one statistics block, which has no rate; run longer"
+        )
