@@ -19,6 +19,7 @@ from typing import NoReturn
 import numpy as np
 
 from pcieperf import counters, dpdk, iommu, nic, testpmd, tlp, trace
+from pcieperf import explain as explaining
 from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
 from pcieperf.calibrate import DEFAULT_CALIBRATION
 from pcieperf.errors import PcieperfError, UsageError, require_new_file
@@ -475,22 +476,10 @@ def cmd_profiles(args: argparse.Namespace) -> None:
 def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     """The VTune-recipe estimate of DPDK forwarding traffic, term by term."""
     link = _link(args)
-    _apply_run(args)
-    hist = parse_batch_histogram(args.batch_hist) if args.batch_hist else args.run_hist
-    cfg = dpdk.ForwardingConfig(
-        pkt_bytes=args.pkt,
-        rx_desc_bytes=args.rx_desc,
-        tx_desc_bytes=args.tx_desc,
-        rs_thresh=args.rs_thresh,
-        rx_free_thresh=args.rx_free_thresh,
-        batch=dpdk.batch_from_args(args.batch, hist),
-        doorbell_bytes=args.doorbell_bytes,
-        full_line_tx_writeback=args.tx_wb_full_line,
-    )
+    cfg, pps = _forwarding(args)
     if args.trace:
         _dpdk_fwd_trace(args, cfg, link)
         return
-    pps = args.run_pps if args.run_pps is not None else parse_rate(args.pps)
     est = dpdk.estimate(cfg, link, pps, nic.load_profile(args.profile))
     to_gbps = pps * 8 / 1e9
     out = {
@@ -551,6 +540,24 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     _emit(args, out, human)
 
 
+def _forwarding(args: argparse.Namespace) -> tuple[dpdk.ForwardingConfig, float]:
+    """The forwarding setup and packet rate the options (or --from-run) describe."""
+    _apply_run(args)
+    hist = parse_batch_histogram(args.batch_hist) if args.batch_hist else args.run_hist
+    cfg = dpdk.ForwardingConfig(
+        pkt_bytes=args.pkt,
+        rx_desc_bytes=args.rx_desc,
+        tx_desc_bytes=args.tx_desc,
+        rs_thresh=args.rs_thresh,
+        rx_free_thresh=args.rx_free_thresh,
+        batch=dpdk.batch_from_args(args.batch, hist),
+        doorbell_bytes=args.doorbell_bytes,
+        full_line_tx_writeback=args.tx_wb_full_line,
+    )
+    pps = args.run_pps if args.run_pps is not None else parse_rate(args.pps)
+    return cfg, pps
+
+
 def _apply_run(args: argparse.Namespace) -> None:
     """--from-run RUN: rate, packet size and burst histogram measured by `dpdk run`; they may
     not be given as well. Sets args.run_pps / run_hist (None without a run) and the defaults."""
@@ -584,6 +591,85 @@ def _dpdk_fwd_trace(args: argparse.Namespace, cfg: dpdk.ForwardingConfig, link: 
         extra[f"peak_{metric}_gbps"] = float(series.max(initial=0))
     text = f"mean Tx batch {fwd.mean_batch:.2f} (PMD polling every {poll} ns)\n"
     _emit_trace_demand(args, captured, fwd.demand, extra, link, text)
+
+
+def cmd_explain(args: argparse.Namespace) -> None:
+    """Measured PCIe counters against the DPDK forwarding model: measured, predicted and ratio
+    per metric, and a diagnosis for each deviation beyond 15 %."""
+    result = _explanation(args)
+    if args.plot:
+        from pcieperf.report import plot_explanation
+
+        plot_explanation(result, Path(args.plot), force=args.force)
+    out = {
+        "file": result.file,
+        "source": result.source,
+        "stack": result.stack,
+        "pps": result.pps,
+        "pkt": result.pkt,
+        "mean_batch": result.mean_batch,
+        "tolerance": explaining.TOLERANCE,
+        "agreement": result.agreement,
+        "deviating": result.deviating,
+        "metrics": [v.as_dict() for v in result.verdicts],
+    }
+    _emit(args, out, lambda: _explanation_text(out))
+
+
+def _explanation(args: argparse.Namespace) -> explaining.Explanation:
+    """Parse the counter file and explain it with the forwarding options."""
+    if args.from_run is None and (args.pps is None or args.pkt is None):
+        raise UsageError(
+            "explaining counters needs --pps and --pkt (the rate and packet size they were "
+            "measured at), or --from-run RUN"
+        )
+    cfg, pps = _forwarding(args)
+    samples = counters.parse(
+        Path(args.counters),
+        args.format,
+        lenient=args.lenient,
+        delimiter=args.delimiter,
+        interval_s=args.interval,
+    )
+    setup = explaining.IommuSetup(iommu.parse_page(args.page), args.rxd, args.txd or args.rxd)
+    return explaining.explain(
+        samples,
+        cfg,
+        _link(args),
+        pps,
+        profile=nic.load_profile(args.profile),
+        stack=args.stack,
+        iommu_setup=setup,
+    )
+
+
+def _explanation_text(out: dict) -> str:
+    """The human rendering of `explain`: a table, then one diagnosis line per deviation."""
+    rows = []
+    for m in out["metrics"]:
+        per_pkt = "B/pkt" if m["unit"] == "B/s" else "/pkt"
+        ratio = "inf" if m["ratio"] is None else f"{m['ratio']:.2f}"
+        rows.append(
+            (
+                m["metric"],
+                f"{m['measured_per_pkt']:.3f} {per_pkt}",
+                f"{m['predicted_per_pkt']:.3f} {per_pkt}",
+                ratio,
+                m["status"],
+            )
+        )
+    head = (
+        f"{out['file']} ({out['source']}), {out['stack']}: forwarding at "
+        f"{out['pps'] / 1e6:.3f} Mpps, {out['pkt']} B packets, mean batch {out['mean_batch']:.2f}"
+    )
+    table = format_table(("metric", "measured", "predicted", "ratio", "status"), rows)
+    notes = [f"- {m['metric']}: {m['diagnosis']}" for m in out["metrics"] if m["diagnosis"]]
+    verdict = (
+        "every metric agrees with the model within 15 %"
+        if out["agreement"]
+        else f"{len(notes)} metric(s) deviate beyond 15 %:"
+    )
+    return "\n".join([head, table, verdict, *notes])
 
 
 def cmd_dpdk_run(args: argparse.Namespace) -> None:
@@ -830,7 +916,8 @@ def cmd_report(args: argparse.Namespace) -> None:
             f"output folder {out_dir} exists and is not empty; pass --force to "
             "overwrite it or choose another with -o"
         )
-    cfg = ReportConfig(link=_link(args), eth_gbps=args.eth)
+    explanation = _explanation(args) if args.counters else None
+    cfg = ReportConfig(link=_link(args), eth_gbps=args.eth, explanation=explanation)
     index = write_report(cfg, out_dir, progress=not args.json)
     _emit(
         args,
@@ -990,6 +1077,60 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
     )
     p.add_argument("--packets", type=int, default=iommu.PACKETS, help="simulated per run")
+
+
+def _add_forwarding_options(p: argparse.ArgumentParser) -> None:
+    """The forwarding setup of dpdk-fwd and explain: rate, packet, descriptors, thresholds,
+    batches (fixed, a histogram, or a stored `dpdk run`)."""
+    p.add_argument("--pps", default=None, help="packet rate: 10e6, 10M, 14.88Mpps (default 10M)")
+    p.add_argument("--pkt", type=int, default=None, help="packet bytes DMA'd, no FCS (default 64)")
+    p.add_argument("--rx-desc", type=int, default=32, help="Rx descriptor bytes (16 or 32)")
+    p.add_argument("--tx-desc", type=int, default=16, help="Tx descriptor bytes (16 or 32)")
+    p.add_argument("--rs-thresh", type=int, default=32, help="Tx RS-bit threshold")
+    p.add_argument("--rx-free-thresh", type=int, default=32, help="Rx free threshold")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--batch", type=float, default=None, help="mean burst size (default 32)")
+    group.add_argument(
+        "--batch-hist",
+        default=None,
+        metavar="BATCH:CALLS,...",
+        help="Rx batch histogram, e.g. 0:1000,4:5000,8:200",
+    )
+    group.add_argument(
+        "--from-run",
+        type=int,
+        default=None,
+        metavar="RUN",
+        help="rate, packet size and batch histogram of a stored `dpdk run`",
+    )
+    p.add_argument("--db", default=None, help="store file for --from-run (default: user data dir)")
+    p.add_argument("--doorbell-bytes", type=int, default=4, help="bytes per tail write")
+    p.add_argument(
+        "--tx-wb-full-line",
+        action="store_true",
+        help="count each Tx write-back as a full 64 B line (partial-line write)",
+    )
+    p.add_argument(
+        "--profile",
+        default=dpdk.FORWARDING_PROFILE,
+        help="forwarding NIC profile whose parameters these options set",
+    )
+
+
+def _add_explain_options(p: argparse.ArgumentParser, required: bool) -> None:
+    """A counter file and the forwarding it is explained against (explain, report)."""
+    p.add_argument("--counters", required=required, help="a pcm-iio, perf or VTune counter file")
+    p.add_argument(
+        "--format", default=None, choices=counters.SOURCES, help="its tool (default: detected)"
+    )
+    p.add_argument("--stack", default=None, help="IIO stack / root port (part of its name)")
+    p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
+    p.add_argument("--interval", type=float, default=None, help="perf without -I: run seconds")
+    p.add_argument("--lenient", action="store_true", help="skip unknown columns instead of failing")
+    _add_forwarding_options(p)
+    p.add_argument("--page", default="2m", help="IOTLB prediction: page size (DPDK: hugepages)")
+    p.add_argument("--rxd", type=int, default=1024, help="IOTLB prediction: Rx ring size")
+    p.add_argument("--txd", type=int, default=None, help="IOTLB prediction: Tx ring (default rxd)")
 
 
 def _store(args: argparse.Namespace) -> Store:
@@ -1352,41 +1493,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", help="show this profile")
 
     p = command("dpdk-fwd", cmd_dpdk_fwd)
-    p.add_argument("--pps", default=None, help="packet rate: 10e6, 10M, 14.88Mpps (default 10M)")
-    p.add_argument("--pkt", type=int, default=None, help="packet bytes DMA'd, no FCS (default 64)")
-    p.add_argument("--rx-desc", type=int, default=32, help="Rx descriptor bytes (16 or 32)")
-    p.add_argument("--tx-desc", type=int, default=16, help="Tx descriptor bytes (16 or 32)")
-    p.add_argument("--rs-thresh", type=int, default=32, help="Tx RS-bit threshold")
-    p.add_argument("--rx-free-thresh", type=int, default=32, help="Rx free threshold")
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--batch", type=float, default=None, help="mean burst size (default 32)")
-    group.add_argument(
-        "--batch-hist",
-        default=None,
-        metavar="BATCH:CALLS,...",
-        help="Rx batch histogram, e.g. 0:1000,4:5000,8:200",
-    )
-    group.add_argument(
-        "--from-run",
-        type=int,
-        default=None,
-        metavar="RUN",
-        help="rate, packet size and batch histogram of a stored `dpdk run`",
-    )
-    p.add_argument("--db", default=None, help="store file for --from-run (default: user data dir)")
-    p.add_argument("--doorbell-bytes", type=int, default=4, help="bytes per tail write")
-    p.add_argument(
-        "--tx-wb-full-line",
-        action="store_true",
-        help="count each Tx write-back as a full 64 B line (partial-line write)",
-    )
-    p.add_argument(
-        "--profile",
-        default=dpdk.FORWARDING_PROFILE,
-        help="forwarding NIC profile whose parameters these options set",
-    )
+    _add_forwarding_options(p)
     _add_trace_replay_options(p)
     p.add_argument("--poll", default="1us", help="with --trace: the PMD's poll period")
+
+    p = command("explain", cmd_explain)
+    _add_explain_options(p, required=True)
+    p.add_argument("--plot", default=None, help="measured vs predicted over time (.png or .svg)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
     dpdk_parser = sub.add_parser("dpdk", help="real DPDK runs (dpdk-testpmd, no NIC needed)")
     dpdk_sub = dpdk_parser.add_subparsers(dest="dpdk_command", required=True, parser_class=_Parser)
@@ -1522,7 +1636,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add_command(counters_sub, "import", cmd_counters_import, store=True)
     p.add_argument("file", help="a counter file")
     p.add_argument(
-        "--format", required=True, choices=counters.SOURCES, help="the tool that wrote it"
+        "--format", default=None, choices=counters.SOURCES, help="its tool (default: detected)"
     )
     p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
     p.add_argument(
@@ -1536,6 +1650,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="pcieperf-report", help="output folder")
     p.add_argument("--eth", type=int, default=40, help="Ethernet Gb/s for the NIC figure")
     p.add_argument("--force", action="store_true", help="overwrite a non-empty output folder")
+    _add_explain_options(p.add_argument_group("measured counters (adds a section)"), False)
     return parser
 
 

@@ -566,21 +566,38 @@ def parse_vtune(
     return out
 
 
+def detect(text: str, file: str) -> str:
+    """Which tool wrote a counter file, from its first line (or perf's event names)."""
+    first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), "")
+    if first.startswith("Date") and "Socket" in first:
+        return "pcm-iio"
+    if first.startswith("port,"):
+        return "perf-iostat"
+    if first.startswith("Hierarchy Level"):
+        return "vtune"
+    if "uncore_iio" in text[:65536] or "UNC_IIO_" in text[:65536]:
+        return "perf-stat"
+    raise CounterFileError(
+        f"{file}: cannot tell which tool wrote it; pass --format ({', '.join(SOURCES)})"
+    )
+
+
 def parse(
     path: Path,
-    source: str,
+    source: str | None,
     *,
     lenient: bool = False,
     delimiter: str | None = None,
     interval_s: float | None = None,
 ) -> Samples:
-    """Parse a counter file of the given source format."""
-    require_choice("counter format", source, SOURCES)
+    """Parse a counter file of the given source format (None: detect it)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CounterFileError(f"{path}: cannot read: {exc}") from None
     file = str(path)
+    source = source or detect(text, file)
+    require_choice("counter format", source, SOURCES)
     if source == "pcm-iio":
         return parse_pcm_iio(text, file, delimiter=delimiter, lenient=lenient)
     if source == "perf-stat":

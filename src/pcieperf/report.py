@@ -2,8 +2,9 @@
 
 Figures: the paper's Figure 1 (effective PCIe bandwidth and three NIC models against Ethernet),
 DMA read/write/rw effective bandwidth across generations and widths, the DPDK forwarding
-estimate versus packet rate, DPDK forwarding with the IOMMU against ring and page size, and
-the PCIe bandwidth a bursty trace needs over time.
+estimate versus packet rate, DPDK forwarding with the IOMMU against ring and page size, the
+PCIe bandwidth a bursty trace needs over time, and (given a counter file) measured counters
+against the model's prediction band.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pcieperf.trace import Demand
 from pcieperf.validate import Matched
 
 if TYPE_CHECKING:
+    from pcieperf.explain import Explanation
     from pcieperf.iommu import Advice
 
 FIG1_PROFILES = (
@@ -51,6 +53,7 @@ class ReportConfig:
     frame_sizes: tuple[int, int] = (64, 1500)
     dma_sizes: tuple[int, int] = (64, 2048)
     max_mpps: float = 15.0
+    explanation: Explanation | None = None  # measured counters explained, for their section
 
 
 @dataclass
@@ -348,6 +351,75 @@ FIGURES: tuple[Callable[[ReportConfig, Path], Figure], ...] = (
 )
 
 
+def _draw_explanation(result: Explanation) -> plt.Figure:
+    """One panel per metric: measured over time, the prediction and its +-tolerance band."""
+    from pcieperf.explain import TOLERANCE
+
+    verdicts = {v.metric: v for v in result.verdicts}
+    names = list(result.series)
+    fig, axes = plt.subplots(
+        len(names), 1, figsize=(10, 1.9 * len(names) + 0.8), sharex=True, squeeze=False
+    )
+    for ax, name in zip(axes[:, 0], names, strict=True):
+        series, verdict = result.series[name], verdicts[name]
+        scale, unit = (8 / 1e9, "Gb/s") if series.unit == "B/s" else (1e-6, "M/s")
+        low, high = verdict.predicted * (1 - TOLERANCE), verdict.predicted * (1 + TOLERANCE)
+        ax.axhspan(low * scale, high * scale, color="grey", alpha=0.25, label="prediction ±15 %")
+        ax.axhline(verdict.predicted * scale, color="black", linestyle="--", label="predicted")
+        ax.plot(series.t_s, series.value * scale, marker=".", label="measured")
+        colour = "black" if verdict.status == "agrees" else "tab:red"
+        ax.set_title(f"{name}: {verdict.status}", fontsize=9, loc="left", color=colour)
+        ax.set_ylabel(unit)
+        ax.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("time (s)")
+    fig.suptitle(f"{result.source}, {result.stack}: measured vs predicted", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_explanation(result: Explanation, out: Path, force: bool = False) -> Path:
+    """`explain --plot`: measured vs predicted over time; returns the file."""
+    _plot_target(out, force)
+    return _write_plot(_draw_explanation(result), out, dpi=120)
+
+
+def figure_counters(cfg: ReportConfig, out: Path) -> Figure:
+    """Measured counters of one stack over time against the forwarding model's band."""
+    result = cfg.explanation
+    assert result is not None  # only listed when the report has a counter file
+    _save(_draw_explanation(result), out, "counters")
+    names = list(result.series)
+    verdicts = {v.metric: v for v in result.verdicts}
+    _write_csv(
+        out / "counters.csv",
+        ["metric", "t_s", "measured", "predicted", "unit"],
+        [
+            np.concatenate([[n] * result.series[n].t_s.size for n in names]),
+            np.concatenate([result.series[n].t_s for n in names]),
+            np.concatenate([result.series[n].value for n in names]),
+            np.concatenate(
+                [np.full(result.series[n].t_s.size, verdicts[n].predicted) for n in names]
+            ),
+            np.concatenate([[result.series[n].unit] * result.series[n].t_s.size for n in names]),
+        ],
+    )
+    facts = [
+        f"{v.metric}: measured {v.measured / result.pps:.3f}, predicted "
+        f"{v.predicted / result.pps:.3f} per packet ({v.status})"
+        + (f" — {v.diagnosis}" if v.diagnosis else "")
+        for v in result.verdicts
+    ]
+    return Figure(
+        "counters",
+        f"Measured counters: {result.file}",
+        f"{result.source} samples of {result.stack} against DPDK forwarding at "
+        f"{result.pps / 1e6:.3f} Mpps, {result.pkt} B packets, mean batch "
+        f"{result.mean_batch:.2f}; the grey band is the prediction ±15 %.",
+        facts,
+    )
+
+
 def _html(cfg: ReportConfig, figures: list[Figure], out: Path) -> str:
     link = cfg.link
     parts = [
@@ -377,8 +449,9 @@ def write_report(cfg: ReportConfig, out: Path, progress: bool = True) -> Path:
     """Write every figure, its CSV and index.html into `out`; returns the index path."""
     out.mkdir(parents=True, exist_ok=True)
     plt.rcParams["svg.hashsalt"] = "pcieperf"  # stable SVG ids across runs
+    makers = FIGURES + ((figure_counters,) if cfg.explanation else ())
     figures = [
-        make(cfg, out) for make in tqdm(FIGURES, desc="report", unit="figure", disable=not progress)
+        make(cfg, out) for make in tqdm(makers, desc="report", unit="figure", disable=not progress)
     ]
     index = out / "index.html"
     index.write_text(_html(cfg, figures, out), encoding="utf-8")
