@@ -367,6 +367,8 @@ def _draw_explanation(result: Explanation) -> plt.Figure:
         ax.axhspan(low * scale, high * scale, color="grey", alpha=0.25, label="prediction ±15 %")
         ax.axhline(verdict.predicted * scale, color="black", linestyle="--", label="predicted")
         ax.plot(series.t_s, series.value * scale, marker=".", label="measured")
+        if max(high, float(series.value.max(initial=0))) <= 0:
+            ax.set_ylim(-0.05, 1)  # all zero: a readable axis, not matplotlib's 1e-17 ticks
         colour = "black" if verdict.status == "agrees" else "tab:red"
         ax.set_title(f"{name}: {verdict.status}", fontsize=9, loc="left", color=colour)
         ax.set_ylabel(unit)
