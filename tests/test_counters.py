@@ -215,6 +215,43 @@ def test_lenient_skips_unknown_columns(tmp_path):
     assert (s.metric, s.value, s.skipped_columns) == (["inbound_write"], [400.0], ["Mystery"])
 
 
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("pcm-iio-skx.csv", []),
+        ("pcm-iio-spr-human.csv", []),
+        ("perf-iostat-interval.csv", []),
+        ("perf-stat-free-running-icx.csv", []),
+        ("perf-stat-iio-skx.csv", ["--interval", "10", "--lenient"]),
+        ("vtune-io-summary.csv", []),
+    ],
+)
+def test_every_test_file_is_detected_and_round_trips_exactly(tmp_path, capsys, name, options):
+    db = str(tmp_path / "s.duckdb")
+    # No --format: the tool is detected from the file.
+    assert main(["counters", "import", str(DATA / name), *options, "--db", db, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    parsed = counters.parse(
+        DATA / name, None, interval_s=10.0 if options else None, lenient=bool(options)
+    )
+    assert out["source"] == parsed.source
+    with Store(Path(db)) as store:
+        rows = store.counter_samples(out["import_id"])
+    assert [(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows] == list(
+        zip(
+            parsed.t_s,
+            parsed.socket,
+            parsed.stack,
+            parsed.part,
+            parsed.metric,
+            parsed.value,
+            parsed.unit,
+            strict=True,
+        )
+    )
+    assert {r[6] for r in rows} <= {"B/s", "1/s"}
+
+
 def test_store_round_trip_is_exact_and_imports_are_all_or_nothing(tmp_path, capsys):
     db = tmp_path / "s.duckdb"
     source = DATA / "pcm-iio-skx.csv"

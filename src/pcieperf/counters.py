@@ -105,21 +105,14 @@ class Samples:
         unit: str,
     ) -> None:
         """Append one sample."""
-        for column, item in zip(
-            (
-                self.t_s,
-                self.wall,
-                self.socket,
-                self.stack,
-                self.part,
-                self.metric,
-                self.value,
-                self.unit,
-            ),
-            (t_s, wall, socket, stack, part, metric, value, unit),
-            strict=True,
-        ):
-            column.append(item)
+        self.t_s.append(t_s)
+        self.wall.append(wall)
+        self.socket.append(socket)
+        self.stack.append(stack)
+        self.part.append(part)
+        self.metric.append(metric)
+        self.value.append(value)
+        self.unit.append(unit)
 
     def __len__(self) -> int:
         return len(self.value)
@@ -134,10 +127,13 @@ def _fail(file: str, line: int, problem: str) -> CounterFileError:
 
 
 def _number(text: str, file: str, line: int, column: str) -> float:
-    match = _HUMAN.match(text)
-    if not match:
-        raise _fail(file, line, f"{column} value {text.strip()!r} is not a number")
-    value = float(match.group(1)) * HUMAN_SUFFIX[match.group(2)]
+    try:
+        value = float(text)  # the common case, without the regex
+    except ValueError:
+        match = _HUMAN.match(text)
+        if not match:
+            raise _fail(file, line, f"{column} value {text.strip()!r} is not a number") from None
+        value = float(match.group(1)) * HUMAN_SUFFIX[match.group(2)]
     if not 0 <= value < IMPLAUSIBLE:
         raise _fail(
             file,
@@ -201,13 +197,16 @@ def parse_pcm_iio(
     out = Samples("pcm-iio", file)
     header: list[str] | None = None
     columns: dict[int, tuple[str, str]] = {}
+    index: dict[str, int] = {}
     t0: dt.datetime | None = None
+    stamp: tuple[str, str] | None = None
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         cells = [c.strip() for c in raw.split(sep)]
         if cells[0] == "Date":
             header, columns = cells, _pcm_columns(cells, file, number, lenient, out.skipped_columns)
+            index = {name: i for i, name in enumerate(header)}
             continue
         if header is None:
             raise _fail(
@@ -215,11 +214,12 @@ def parse_pcm_iio(
             )
         if len(cells) > len(header):
             raise _fail(file, number, f"{len(cells)} fields but the header has {len(header)}")
-        index = {name: i for i, name in enumerate(header)}
         if len(cells) <= index["Part"] or not any(i < len(cells) for i in columns):
             raise _fail(file, number, "truncated row: no counter values")
-        wall = _pcm_time(cells[0], cells[1], file, number)
-        t0 = t0 or wall
+        if (cells[0], cells[1]) != stamp:  # a block's rows share one time stamp
+            stamp, wall = (cells[0], cells[1]), _pcm_time(cells[0], cells[1], file, number)
+            t0 = t0 or wall
+            t_s = (wall - t0).total_seconds()
         socket = _socket(cells[index["Socket"]], file, number)
         stack = cells[index["Name"]]
         if "Root Port" in index:
@@ -228,7 +228,7 @@ def parse_pcm_iio(
             if i < len(cells) and cells[i] != "":
                 value = _number(cells[i], file, number, header[i])
                 out.add(
-                    (wall - t0).total_seconds(),
+                    t_s,
                     wall,
                     socket,
                     stack,

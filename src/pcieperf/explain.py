@@ -178,13 +178,31 @@ def _stack_key(socket: int | None, stack: str) -> str:
     return stack if socket is None else f"socket {socket}: {stack}"
 
 
-def choose_stack(samples: Samples, wanted: str | None) -> str:
+@dataclass(frozen=True)
+class StackIndex:
+    """Each sample's stack as a small integer, and the stacks' names: one pass over the file's
+    samples, then numpy."""
+
+    names: list[str]
+    ids: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, samples: Samples) -> StackIndex:
+        """Number the (socket, stack) pairs in order of appearance."""
+        seen: dict[tuple[int | None, str], int] = {}
+        pairs = zip(samples.socket, samples.stack, strict=True)
+        ids = np.fromiter(
+            (seen.setdefault(pair, len(seen)) for pair in pairs), dtype=np.int64, count=len(samples)
+        )
+        return cls([_stack_key(*pair) for pair in seen], ids)
+
+
+def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None = None) -> str:
     """The stack to explain: the one matching `wanted`, else the only one carrying traffic."""
-    keys = [_stack_key(s, st) for s, st in zip(samples.socket, samples.stack, strict=True)]
-    busy = sorted(
-        {k for k, v, u in zip(keys, samples.value, samples.unit, strict=True) if v and u == "B/s"}
-    )
-    known = sorted(set(keys))
+    index = index or StackIndex.of(samples)
+    moving = (np.asarray(samples.value) != 0) & (np.asarray(samples.unit) == BYTES_PER_S)
+    busy = sorted(index.names[i] for i in np.unique(index.ids[moving]))
+    known = sorted(index.names)
     if wanted is not None:
         matches = [k for k in known if wanted in k]
         if len(matches) > 1:
@@ -203,18 +221,19 @@ def choose_stack(samples: Samples, wanted: str | None) -> str:
     return busy[0]
 
 
-def measured_series(samples: Samples, stack: str) -> dict[str, Series]:
+def measured_series(
+    samples: Samples, stack: str, index: StackIndex | None = None
+) -> dict[str, Series]:
     """Per explained metric, the stack's value at each time, summed over its parts."""
-    keys = np.array(
-        [_stack_key(s, st) for s, st in zip(samples.socket, samples.stack, strict=True)]
-    )
-    metric = np.asarray(samples.metric)
-    t_s = np.asarray(samples.t_s, dtype=np.float64)
-    value = np.asarray(samples.value, dtype=np.float64)
-    unit = np.asarray(samples.unit)
+    index = index or StackIndex.of(samples)
+    in_stack = index.ids == index.names.index(stack)
+    metric = np.asarray(samples.metric)[in_stack]
+    t_s = np.asarray(samples.t_s, dtype=np.float64)[in_stack]
+    value = np.asarray(samples.value, dtype=np.float64)[in_stack]
+    unit = np.asarray(samples.unit)[in_stack]
     series = {}
     for name in EXPLAINED:
-        keep = (keys == stack) & (metric == name)
+        keep = metric == name
         if keep.any():
             times, at = np.unique(t_s[keep], return_inverse=True)
             sums = np.bincount(at, weights=value[keep], minlength=times.size)
@@ -329,8 +348,9 @@ def explain(
     """Explain one counter file's stack against forwarding at `pps` with `cfg`."""
     if not pps > 0:
         raise UsageError(f"packet rate {pps!r} is not allowed; explain needs a rate > 0")
-    chosen = choose_stack(samples, stack)
-    series = measured_series(samples, chosen)
+    index = StackIndex.of(samples)
+    chosen = choose_stack(samples, stack, index)
+    series = measured_series(samples, chosen, index)
     misses = misses_per_packet(cfg, iommu_setup or IommuSetup()) if MISS_METRIC in series else None
     predicted = predict(cfg, link, pps, profile, misses)
     return Explanation(
