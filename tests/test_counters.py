@@ -108,6 +108,40 @@ def test_perf_stat_aliases_and_raw_events_totals_over_interval():
     assert len(s) == 5
 
 
+def test_perf_stat_per_die_node_and_cpu_keep_each_counter_apart(tmp_path):
+    path = tmp_path / "p.csv"
+    event = "uncore_iio_free_running_2/bw_in_port0/"
+    lines = []
+    for t in ("1.0", "2.0"):
+        for aggregation, mib in (("S0-D0", 1), ("S0-D1", 2), ("N1", 3), ("CPU36", 4)):
+            lines.append(f"{t};{aggregation};1;{mib};MiB;{event};1;100.00;;")
+    path.write_text("\n".join(lines) + "\n")
+    s = counters.parse(path, "perf-stat")
+    got = {(t, sk, st): v for t, sk, st, v in zip(s.t_s, s.socket, s.stack, s.value, strict=True)}
+    stack = "uncore_iio_free_running_2"
+    # Each aggregation is its own counter over 1 s intervals; dies keep their socket.
+    assert got[(2.0, 0, f"{stack} [S0-D1]")] == 2 * 2**20
+    assert got[(2.0, None, f"{stack} [N1]")] == 3 * 2**20
+    assert got[(1.0, None, f"{stack} [CPU36]")] == 4 * 2**20
+    assert len(s) == 8
+
+
+def test_perf_stat_raw_umask_spellings_and_skipped_only_files(tmp_path):
+    path = tmp_path / "p.csv"
+    # uncore-io.json spells umasks 0x04; perf keeps the user's spelling in the name.
+    path.write_text("8;;uncore_iio_0/event=0x83,umask=0x04/;1;100.00;;\n")
+    assert counters.parse(path, "perf-stat", interval_s=2).value == [8 * 4 / 2]
+    path.write_text("<not supported>;Bytes;UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART0;0;0.00;;\n")
+    with pytest.raises(counters.CounterFileError, match="line 1: no IIO samples"):
+        counters.parse(path, "perf-stat", interval_s=2, lenient=True)
+
+
+@pytest.mark.parametrize("interval", [-1.0, float("nan"), float("inf"), 0.0])
+def test_interval_must_be_positive_and_finite(interval):
+    with pytest.raises(counters.UsageError, match="--interval"):
+        counters.parse(DATA / "perf-iostat-interval.csv", None, interval_s=interval)
+
+
 def test_vtune_summary_quoted_names_and_embedded_table():
     s = counters.parse(DATA / "vtune-io-summary.csv", "vtune")
     # MB/sec taken as 10^6 B/s; the averages cover the 20.012 s elapsed time.
@@ -149,7 +183,7 @@ def test_vtune_unquoted_names_and_tab_delimiter(tmp_path):
             "pcm-iio",
             "Date,Time,Socket,Name,Part,IB write\n"
             "2026-11-21,23:08:10.123,Socket0,S,Part0,73786976294838206460\n",
-            "line 2: IB write value '73786976294838206460' is not a counter rate",
+            "line 2: IB write value '73786976294838206460' is not a counter reading",
         ),
         ("perf-iostat", "port,Inbound Read(MB),Bogus(MB)\n", "line 1: unknown perf iostat column"),
         (
@@ -178,6 +212,11 @@ def test_vtune_unquoted_names_and_tab_delimiter(tmp_path):
             "perf-stat",
             "5;Bytes;UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART0;1;100.00;;\n",
             "line 1: perf without -I reports totals; pass --interval SECONDS",
+        ),
+        (
+            "perf-stat",
+            "1.0;S0;1;nan;MiB;uncore_iio_free_running_0/bw_in_port0/;1;100.00;;\n",
+            "line 1: uncore_iio_free_running_0/bw_in_port0/ value 'nan' is not a counter reading",
         ),
         ("vtune", "Function,CPU Time\n", "line 1: not a VTune CSV report"),
         (

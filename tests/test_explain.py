@@ -145,6 +145,20 @@ def test_free_running_directions_compare_with_summed_metrics(tmp_path):
     assert "extra inbound reads" in result.verdicts[1].diagnosis
 
 
+def test_a_profile_that_reads_registers_predicts_outbound_reads(tmp_path):
+    # The kernel-driver-like `simple` profile reads device registers; a file without outbound
+    # reads is then "below" on them, with its own diagnosis.
+    from pcieperf.nic import load_profile
+
+    result = run_explain(
+        write_pcm(tmp_path / "c.csv", model_rates()), profile=load_profile("simple")
+    )
+    verdicts = {v.metric: v for v in result.verdicts}
+    assert verdicts["outbound_read"].predicted > 0
+    assert verdicts["outbound_read"].status == "below"
+    assert "reads device registers less often" in verdicts["outbound_read"].diagnosis
+
+
 def test_cli_json_stack_choice_plot_and_errors(tmp_path, capsys):
     path = write_pcm(tmp_path / "c.csv", model_rates(), scale={"inbound_write": 2.0})
     base = ["explain", "--counters", str(path), "--pps", "10M", "--pkt", "64"]
@@ -167,6 +181,10 @@ def test_cli_json_stack_choice_plot_and_errors(tmp_path, capsys):
     assert "--stack 'nowhere' matches 0 of the file's stacks" in capsys.readouterr().err
     assert main([*base, "--plot", str(tmp_path / "e.png")]) == 2
     assert "exists" in capsys.readouterr().err
+    assert main([*base, "--plot", str(tmp_path / "nowhere" / "e.png")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["report", "-o", str(tmp_path / "r"), "--pps", "10M"]) == 2
+    assert "explain a --counters FILE" in capsys.readouterr().err
 
 
 def test_two_busy_stacks_need_a_choice(tmp_path, capsys):

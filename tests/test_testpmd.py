@@ -53,11 +53,16 @@ def test_burst_histogram_uses_the_exact_packet_count():
     # c8/c4 = 60/40 -> c8 = 1000*60/640 = 93.75, c4 = 62.5.
     two = testpmd.BurstLine(200, ((0, 0), (8, 60), (4, 40)))
     assert testpmd.burst_histogram(two, 1000) == {0: 200 - 156.25, 4: 62.5, 8: 93.75}
-    # "other" sits at the named sizes' call-weighted mean: (8*50 + 4*30)/80 = 6.5 -> 6.
+    # "other" sits at the named sizes' call-weighted mean: (8*50 + 4*30)/80 = 6.5 -> 6 (round
+    # half to even); 1000 packets over 8*50 + 4*30 + 6*20 = 640 -> 1.5625 calls per percent.
     other = testpmd.BurstLine(100, ((0, 0), (8, 50), (4, 30), (None, 20)))
-    hist = testpmd.burst_histogram(other, 1000)
-    assert set(hist) == {0, 4, 6, 8}
-    assert sum(k * v for k, v in hist.items()) == pytest.approx(1000)
+    assert testpmd.burst_histogram(other, 1000) == pytest.approx(
+        {0: 0.0, 4: 46.875, 6: 31.25, 8: 78.125}
+    )
+    # testpmd truncates percentages: with idle polls dominating, the named sizes print 0 % and
+    # "other" goes to their plain mean, (32 + 31)/2 = 31.5 -> 32; 6.4 M packets -> 200 000.
+    idle = testpmd.BurstLine(10**6, ((0, 98), (32, 0), (31, 0), (None, 2)))
+    assert testpmd.burst_histogram(idle, 6_400_000) == {0: 800_000.0, 31: 0.0, 32: 200_000.0}
 
 
 def test_burst_line_that_cannot_be_read_is_an_error():
@@ -85,6 +90,20 @@ def test_missing_testpmd_is_a_usage_error(monkeypatch, capsys, tmp_path):
     assert "dpdk-testpmd not found; install Debian's dpdk-dev" in capsys.readouterr().err
 
 
+def test_listing_an_empty_store(tmp_path, capsys):
+    assert main(["dpdk", "runs", "--db", str(tmp_path / "s.duckdb")]) == 0
+    header = capsys.readouterr().out.split()  # the table's header and no rows
+    assert header[:3] == ["id", "started", "mode"]
+    assert len(header) == 10
+
+
+@needs_testpmd
+def test_bad_testpmd_arguments_are_a_usage_error(tmp_path, capsys):
+    assert main(["dpdk", "run", "--seconds", "2", "--db", str(tmp_path / "s.duckdb"), "--",
+                 "--no-such-option"]) == 2  # fmt: skip
+    assert "testpmd failed" in capsys.readouterr().err
+
+
 def _testpmd_alive(prefix: str) -> bool:
     found = subprocess.run(["pgrep", "-f", prefix], capture_output=True, text=True)
     return bool(found.stdout.strip())
@@ -107,8 +126,13 @@ def test_end_to_end_run_and_prediction_from_it(tmp_path, capsys):
     assert run["mean_batch"] == 16.0
     assert set(run["batch_hist"]) == {"0", "16"}
     # No testpmd left, and its EAL runtime directory is gone.
-    prefix = next(a for a in run["command"] if a.startswith("--file-prefix="))
-    assert not _testpmd_alive(prefix.split("=", 1)[1])
+    prefix = next(a for a in run["command"] if a.startswith("--file-prefix=")).split("=", 1)[1]
+    assert not _testpmd_alive(prefix)
+    assert not testpmd._runtime_dir(prefix).exists()
+    assert main(["dpdk", "runs", "--db", db, "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert (listed["run_id"], listed["mode"]) == (run["run_id"], "pcap")
+    assert listed["started"][:2] == "20"  # an ISO time stamp
 
     assert main(["dpdk-fwd", "--from-run", str(run["run_id"]), "--db", db, "--json"]) == 0
     fwd = json.loads(capsys.readouterr().out)
@@ -119,6 +143,18 @@ def test_end_to_end_run_and_prediction_from_it(tmp_path, capsys):
     cfg = dpdk.ForwardingConfig(pkt_bytes=124, batch=16.0)
     est = dpdk.estimate(cfg, Link(), run["rx_pps"])
     assert fwd["inbound_write_gbps"] == pytest.approx(float(est.metric_gbps("inbound_write")))
+
+
+@needs_testpmd
+def test_sigterm_ends_the_run_like_ctrl_c(tmp_path):
+    proc = _start_cli(tmp_path, 60)
+    prefix = _wait_for_testpmd(proc)
+    proc.terminate()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "(stopped early)" in out
+    assert not _testpmd_alive(prefix)
+    assert not list(testpmd._runtime_dir(prefix).parent.glob(prefix + "*"))
 
 
 def _start_cli(tmp_path: Path, seconds: int) -> subprocess.Popen:
@@ -149,8 +185,9 @@ def test_ctrl_c_stops_testpmd_and_keeps_the_run(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
-    assert "(stopped by Ctrl-C)" in out
+    assert "(stopped early)" in out
     assert not _testpmd_alive(prefix)
+    assert not list(testpmd._runtime_dir(prefix).parent.glob(prefix + "*"))
 
 
 @needs_testpmd

@@ -7,6 +7,7 @@ anything the user caused, 1 for an unexpected failure (with a traceback only und
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import sys
@@ -112,6 +113,8 @@ def _emit(args: argparse.Namespace, payload: object, human: Callable[[], str]) -
 def _json_default(value: object) -> object:
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
@@ -122,7 +125,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
         return f"{v:,.2f}" if isinstance(v, float | np.floating) else str(v)
 
     text = [[cell(v) for v in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in text)) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(r[i]) for r in text)]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in text]
     return "\n".join(lines)
@@ -631,7 +634,8 @@ def _explanation(args: argparse.Namespace) -> explaining.Explanation:
         delimiter=args.delimiter,
         interval_s=args.interval,
     )
-    setup = explaining.IommuSetup(iommu.parse_page(args.page), args.rxd, args.txd or args.rxd)
+    txd = args.rxd if args.txd is None else args.txd
+    setup = explaining.IommuSetup(iommu.parse_page(args.page), args.rxd, txd)
     return explaining.explain(
         samples,
         cfg,
@@ -705,7 +709,7 @@ def cmd_dpdk_run(args: argparse.Namespace) -> None:
         )
         return (
             f"run {run_id}: {result.version}, {cfg.mode}, {result.wall_s:.1f} s"
-            f"{' (stopped by Ctrl-C)' if result.interrupted else ''}\n{ports}\n"
+            f"{' (stopped early)' if result.interrupted else ''}\n{ports}\n"
             f"Rx {out['rx_pps'] / 1e6:.3f} Mpps of {out['pkt_bytes']:.1f} B packets, mean batch "
             f"{out['mean_batch']:.2f}; predict with `pcieperf dpdk-fwd --from-run {run_id}`"
         )
@@ -916,6 +920,8 @@ def cmd_report(args: argparse.Namespace) -> None:
             f"output folder {out_dir} exists and is not empty; pass --force to "
             "overwrite it or choose another with -o"
         )
+    if not args.counters and (args.pps or args.pkt or args.from_run or args.stack):
+        raise UsageError("--pps, --pkt, --from-run and --stack explain a --counters FILE; give one")
     explanation = _explanation(args) if args.counters else None
     cfg = ReportConfig(link=_link(args), eth_gbps=args.eth, explanation=explanation)
     index = write_report(cfg, out_dir, progress=not args.json)
@@ -1660,6 +1666,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         args.func(args)
+    except KeyboardInterrupt:
+        print("pcieperf: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, as Python's docs recommend.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pcieperf.errors import UsageError, require_choice
+from pcieperf.errors import UsageError, require_choice, require_positive
 
 SOURCES = ("pcm-iio", "perf-iostat", "perf-stat", "vtune")
 BYTES_PER_S = "B/s"
@@ -138,8 +138,8 @@ def _number(text: str, file: str, line: int, column: str) -> float:
         raise _fail(
             file,
             line,
-            f"{column} value {text.strip()!r} is not a counter rate (pcm prints "
-            "2^64-1 when a counter is unavailable, intel/pcm#306)",
+            f"{column} value {text.strip()!r} is not a counter reading: negative, not finite, "
+            "or 2^64-1, which pcm prints when a counter is unavailable (intel/pcm#306)",
         )
     return value
 
@@ -327,10 +327,10 @@ def _perf_metric(name: str, file: str, line: int, lenient: bool, out: Samples) -
 # pcm's opCode-6-85 table): event 0x83 counts requests OF the CPU by the device (inbound), 0xc0
 # requests BY the CPU of the device (outbound); umask 0x4 reads, 0x1 writes; 4 bytes per count.
 PERF_IIO_RAW = {
-    ("0x83", "0x4"): "inbound_read",
-    ("0x83", "0x1"): "inbound_write",
-    ("0xc0", "0x4"): "outbound_read",
-    ("0xc0", "0x1"): "outbound_write",
+    (0x83, 0x4): "inbound_read",
+    (0x83, 0x1): "inbound_write",
+    (0xC0, 0x4): "outbound_read",
+    (0xC0, 0x1): "outbound_write",
 }
 PERF_IIO_ALIAS = re.compile(r"UNC_IIO_DATA_REQ_(OF|BY)_CPU\.MEM_(READ|WRITE)\.PART([0-9]+)")
 # Free-running bandwidth counters (arch/x86/events/intel/uncore_snbep.c): bw_in_portN is data
@@ -343,7 +343,8 @@ IIO_COUNT_BYTES = 4  # an unscaled IIO data event counts 4-byte transfers
 PERF_UNITS = {"MiB": MIB, "KiB": 2**10, "Bytes": 1, "B": 1, "": IIO_COUNT_BYTES}
 # The optional aggregation field: S0-D0 (--per-die), S0 (--per-socket), N0 (--per-node), CPU3.
 _PERF_AGGR = re.compile(r"(?:S([0-9]+)(?:-D[0-9]+)?|N[0-9]+|CPU[0-9]+)")
-_PERF_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?")
+# A value field may also be nan/inf (perf prints them for broken scaling); _number rejects them.
+_PERF_VALUE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|nan|inf)", re.IGNORECASE)
 PERF_NOT_COUNTED = ("<not counted>", "<not supported>")
 
 
@@ -378,10 +379,18 @@ def perf_event(name: str) -> PerfEvent | None:
     if free:
         return PerfEvent(FREE_RUNNING_METRIC[free.group(1)], stack, f"port{free.group(2)}")
     terms = dict(t.partition("=")[::2] for t in inner.split(","))
-    raw = PERF_IIO_RAW.get((terms.get("event", ""), terms.get("umask", "")))
+    raw = PERF_IIO_RAW.get((_int(terms.get("event", "")), _int(terms.get("umask", ""))))
     if raw:
         return PerfEvent(raw, stack, _ch_mask_part(terms.get("ch_mask", "")))
     return None
+
+
+def _int(text: str) -> int | None:
+    """`0x04` -> 4; None if it is not a number."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
 
 
 def _ch_mask_part(mask: str) -> str:
@@ -397,22 +406,25 @@ def _perf_event_index(cells: list[str]) -> int | None:
     """Index of the event-name field: the first field after a value and a unit."""
     for i in range(2, len(cells)):
         value, unit, name = cells[i - 2], cells[i - 1], cells[i]
-        is_value = value in PERF_NOT_COUNTED or _PERF_NUMBER.fullmatch(value)
-        if is_value and not _PERF_NUMBER.fullmatch(unit) and name and not name[0].isdigit():
+        is_value = value in PERF_NOT_COUNTED or _PERF_VALUE.fullmatch(value)
+        if is_value and not _PERF_VALUE.fullmatch(unit) and name and not name[0].isdigit():
             return i
     return None
 
 
-def _perf_prefix(prefix: list[str], file: str, line: int) -> tuple[float | None, int | None]:
-    """(time, socket) from the fields before the value: [time] [aggregation [#cpus]]."""
+def _perf_prefix(prefix: list[str], file: str, line: int) -> tuple[float | None, int | None, str]:
+    """(time, socket, aggregation) from the fields before the value: [time] [aggregation
+    [#cpus]]; the aggregation (S0, S0-D1, N1, CPU36) is "" without one."""
     time = None
     if prefix and not _PERF_AGGR.fullmatch(prefix[0]):
         time = _number(prefix[0], file, line, "time")
         prefix = prefix[1:]
     if len(prefix) > 2 or (prefix and not _PERF_AGGR.fullmatch(prefix[0])):
         raise _fail(file, line, f"unexpected fields {';'.join(prefix)!r} before the value")
-    socket = _PERF_AGGR.fullmatch(prefix[0]).group(1) if prefix else None
-    return time, None if socket is None else int(socket)
+    if not prefix:
+        return time, None, ""
+    socket = _PERF_AGGR.fullmatch(prefix[0]).group(1)
+    return time, None if socket is None else int(socket), prefix[0]
 
 
 def parse_perf_stat(
@@ -445,9 +457,13 @@ def parse_perf_stat(
             raise _fail(
                 file, number, "not a perf stat -x line ([time;][S0;1;]value;unit;event;...)"
             )
-        t, socket = _perf_prefix(cells[: at - 2], file, number)
+        t, socket, aggregation = _perf_prefix(cells[: at - 2], file, number)
         value, unit, name = cells[at - 2 : at + 1]
         event = perf_event(name)
+        per_part = aggregation and (not aggregation.startswith("S") or "-D" in aggregation)
+        if event and per_part:
+            # Per die, node or CPU: keep which one in the stack (a socket is its own column).
+            event = PerfEvent(event.metric, f"{event.stack} [{aggregation}]", event.part)
         if event is None or value in PERF_NOT_COUNTED:
             problem = f"event {name!r} is {value}" if event else f"unknown perf stat event {name!r}"
             if not lenient:
@@ -455,7 +471,7 @@ def parse_perf_stat(
             if name not in out.skipped_columns:
                 out.skipped_columns.append(name)
             continue
-        key = (socket, name)
+        key = (aggregation, name)
         t, span = _perf_span(t, previous.get(key, 0.0), interval_s, file, number)
         previous[key] = t
         sample = (t, socket, event.stack, event.part, event.metric)
@@ -475,6 +491,8 @@ def parse_perf_stat(
         out.add(
             t, None, socket, event.stack, event.part, event.metric, data_bytes / span, BYTES_PER_S
         )
+    if not len(out):
+        raise _fail(file, lines[-1][0], "no IIO samples (every event was skipped)")
     return out
 
 
@@ -595,6 +613,8 @@ def parse(
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CounterFileError(f"{path}: cannot read: {exc}") from None
+    if interval_s is not None:
+        require_positive("--interval", interval_s)
     file = str(path)
     source = source or detect(text, file)
     require_choice("counter format", source, SOURCES)

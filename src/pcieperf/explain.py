@@ -47,6 +47,10 @@ RULES: dict[tuple[str, str], str] = {
         "registers (MMIO), so it is not a poll-mode driver; a PMD learns ring positions from "
         "descriptor write-backs and never reads the device"
     ),
+    ("outbound_read", "below"): (
+        "outbound reads {ratio:.2f}x the prediction: the driver reads device registers less "
+        "often than the profile assumes (a poll-mode driver reads none)"
+    ),
     ("inbound_write", "above"): (
         "inbound writes {ratio:.2f}x the prediction: descriptor write-backs are not coalesced "
         "(one per packet rather than one per rs_thresh) or the device writes partial cache "

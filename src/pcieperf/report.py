@@ -85,6 +85,8 @@ def _plot_target(out: Path, force: bool) -> None:
     """A plot file must be PNG or SVG, and an existing one is kept unless `force`."""
     if out.suffix not in (".png", ".svg"):
         raise UsageError(f"plot file {out} must end in .png or .svg")
+    if not out.parent.is_dir():
+        raise UsageError(f"plot file {out}: folder {out.parent} does not exist")
     require_new_file(out, force)
 
 

@@ -307,7 +307,10 @@ class Store:
                         p.rx_pps,
                         p.tx_pps,
                         line.total if line else None,
-                        " + ".join(f"{pct}% of {size or 'other'}" for size, pct in line.shares)
+                        " + ".join(
+                            f"{pct}% of " + ("other" if size is None else f"{size} pkts")
+                            for size, pct in line.shares
+                        )
                         if line
                         else None,
                     ],

@@ -20,7 +20,8 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,7 @@ BASE_MBUFS = 16384
 MIN_MEMORY_MB = 512
 MEMORY_HEADROOM_MB = 256  # EAL, rings and descriptor memory next to the pool
 STOP_TIMEOUT_S = 20.0
+COMMAND_LINE_ERROR = r"(?i)command line|invalid|unrecognized option|usage"
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
@@ -54,6 +56,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         require_choice("testpmd mode", self.mode, MODES)
+        require_positive("--seconds", self.seconds)
         if self.seconds < MIN_SECONDS:
             raise UsageError(
                 f"--seconds {self.seconds} is too short; use at least {MIN_SECONDS:g} "
@@ -174,9 +177,7 @@ def burst_histogram(line: BurstLine, packets: int) -> dict[int, float]:
     named = [(size, pct) for size, pct in line.shares if size]
     other = sum(pct for size, pct in line.shares if size is None)
     if other:
-        weight = sum(pct for _, pct in named)
-        mean = sum(s * p for s, p in named) / weight if weight else 1.0
-        named.append((max(1, round(mean)), other))
+        named.append((_other_size(named, other, line.total, packets), other))
     carried = sum(size * pct for size, pct in named)
     hist: dict[int, float] = {}
     if packets > 0 and carried > 0:
@@ -185,6 +186,19 @@ def burst_histogram(line: BurstLine, packets: int) -> dict[int, float]:
     busy = sum(hist.values())
     hist[0] = max(float(line.total) - busy, 0.0)
     return dict(sorted(hist.items()))
+
+
+def _other_size(named: list[tuple[int, int]], other: int, total: int, packets: int) -> int:
+    """Where to put `other`: the named sizes' call-weighted mean; their plain mean when all
+    print as 0 % (testpmd truncates); without named sizes, the packets per `other` call."""
+    weight = sum(pct for _, pct in named)
+    if weight:
+        mean = sum(size * pct for size, pct in named) / weight
+    elif named:
+        mean = sum(size for size, _ in named) / len(named)
+    else:
+        mean = packets / (total * other / 100)
+    return max(1, round(mean))
 
 
 # --- parsing testpmd's output --------------------------------------------------------------------
@@ -313,10 +327,19 @@ def testpmd_command(cfg: RunConfig, binary: str, prefix: str) -> list[str]:
     ]
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGINT when pcieperf dies, so testpmd never outlives it."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+def _die_with_parent() -> Callable[[], None]:
+    """What the child runs before exec: ask for SIGINT when pcieperf dies, so testpmd never
+    outlives it, and exit if pcieperf is already gone. prctl is looked up here, in the parent:
+    between fork and exec the child may only call it (no dlopen, no allocation)."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
 
 
 def _runtime_dir(prefix: str) -> Path:
@@ -344,23 +367,59 @@ def run(cfg: RunConfig, tick: Callable[[float], None] | None = None) -> RunResul
         text=True,
         errors="replace",
         start_new_session=True,  # Ctrl-C reaches us only; we stop testpmd ourselves
-        preexec_fn=_die_with_parent,  # prctl must run in the child
+        preexec_fn=_die_with_parent(),  # prctl must run in the child
     ) as proc:
         reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
         reader.start()
         try:
-            interrupted = _wait(proc, cfg.seconds, start, tick)
+            with _terminate_as_interrupt():
+                interrupted = _wait(proc, cfg.seconds, start, tick)
         finally:
-            _stop(proc)
-            reader.join(timeout=STOP_TIMEOUT_S)
-            shutil.rmtree(_runtime_dir(prefix), ignore_errors=True)
+            with _signals_ignored():
+                _stop(proc)
+                reader.join(timeout=STOP_TIMEOUT_S)
+                shutil.rmtree(_runtime_dir(prefix), ignore_errors=True)
     output = "".join(lines)
     wall = time.monotonic() - start
     if proc.returncode not in (0, -signal.SIGINT) and not interrupted:
-        raise PcieperfError(f"testpmd failed (exit {proc.returncode}): {_cause(output)}")
+        cause = _cause(output)
+        # testpmd's own argument checks (launch_args_parse, EAL) end in these words.
+        failure = UsageError if re.search(COMMAND_LINE_ERROR, cause) else PcieperfError
+        raise failure(f"testpmd failed (exit {proc.returncode}): {cause}")
     version, ports = parse_output(output)
     _check(ports, output)
     return RunResult(cfg, command, output, wall, interrupted, version, ports)
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (e.g. from `timeout`) ends the run the way Ctrl-C does: stored, not lost."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+@contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """While testpmd is being stopped and cleaned up, a second Ctrl-C or SIGTERM waits."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def _wait(
