@@ -8,6 +8,8 @@ touched, and the rows go in within one transaction.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -158,15 +160,10 @@ class Store:
                 f"system {sorted(existing)[0]!r} is already in {self.path}; pass "
                 "--force to replace it"
             )
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with self._transaction():
             for p in parsed:
                 self._delete(p.info.name)
                 self._insert(p)
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
         return parsed
 
     def _delete(self, system: str) -> None:
@@ -225,8 +222,7 @@ class Store:
             "value": np.asarray(samples.value, dtype=np.float64),
             "unit": np.array(samples.unit, dtype=object),
         }
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with self._transaction():
             for (import_id,) in old:
                 self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [import_id])
                 self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
@@ -244,21 +240,18 @@ class Store:
                 [new_id],
             )
             self.con.unregister("incoming")
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
         return int(new_id)
 
     def counter_imports(self) -> list[dict]:
         """Imported counter files with their sample counts and metrics."""
-        rows = self.con.execute(
-            "SELECT i.import_id, i.file, i.source, i.samples, i.imported_at, "
-            "string_agg(DISTINCT s.metric, ',' ORDER BY s.metric) FROM counter_imports i "
-            "LEFT JOIN counter_samples s USING (import_id) GROUP BY ALL ORDER BY i.import_id"
-        ).fetchall()
-        keys = ("import_id", "file", "source", "samples", "imported_at", "metrics")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+        return self._records(
+            self.con.execute(
+                "SELECT i.import_id, i.file, i.source, i.samples, i.imported_at, "
+                "string_agg(DISTINCT s.metric, ',' ORDER BY s.metric) AS metrics "
+                "FROM counter_imports i LEFT JOIN counter_samples s USING (import_id) "
+                "GROUP BY ALL ORDER BY i.import_id"
+            )
+        )
 
     def counter_samples(self, import_id: int) -> list[tuple]:
         """(t_s, socket, stack, part, metric, value, unit) of one import, in file order."""
@@ -272,8 +265,7 @@ class Store:
         """Store one testpmd run (its ports, merged burst histogram and output) in one
         transaction; returns its run id."""
         cfg = run.config
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with self._transaction():
             (run_id,) = self.con.execute(
                 "SELECT coalesce(max(run_id), 0) + 1 FROM dpdk_runs"
             ).fetchone()
@@ -319,20 +311,16 @@ class Store:
                 "INSERT INTO dpdk_run_bursts VALUES (?, ?, ?)",
                 [[run_id, size, calls] for size, calls in run.batch_hist.items()],
             )
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
         return int(run_id)
 
     def dpdk_runs(self) -> list[dict]:
         """Stored testpmd runs, oldest first."""
-        rel = self.con.execute(
-            "SELECT run_id, started, mode, source, extra_args, wall_s, interrupted, version, "
-            "rx_pps, pkt_bytes FROM dpdk_runs ORDER BY run_id"
+        return self._records(
+            self.con.execute(
+                "SELECT run_id, started, mode, source, extra_args, wall_s, interrupted, version, "
+                "rx_pps, pkt_bytes FROM dpdk_runs ORDER BY run_id"
+            )
         )
-        names = [d[0] for d in rel.description]
-        return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
 
     def dpdk_run(self, run_id: int) -> StoredRun:
         """One stored run, ready for the forwarding model."""
@@ -347,6 +335,23 @@ class Store:
         ).fetchall()
         return StoredRun(run_id, *row, batch_hist=dict(hist))
 
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """All of the block's writes, or none of them."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _records(rel: duckdb.DuckDBPyConnection) -> list[dict]:
+        """The rows of a query as dicts keyed by column name."""
+        names = [d[0] for d in rel.description]
+        return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
+
     # -- reading -----------------------------------------------------------------------------
 
     def system_names(self) -> list[str]:
@@ -357,13 +362,13 @@ class Store:
 
     def systems(self) -> list[dict]:
         """One dict per system with its metadata and row counts."""
-        rel = self.con.execute(
-            "SELECT s.*, (SELECT count(*) FROM bw WHERE bw.system = s.system) AS bw_rows, "
-            "(SELECT count(*) FROM lat WHERE lat.system = s.system) AS lat_rows "
-            "FROM systems s ORDER BY s.system"
+        return self._records(
+            self.con.execute(
+                "SELECT s.*, (SELECT count(*) FROM bw WHERE bw.system = s.system) AS bw_rows, "
+                "(SELECT count(*) FROM lat WHERE lat.system = s.system) AS lat_rows "
+                "FROM systems s ORDER BY s.system"
+            )
         )
-        names = [d[0] for d in rel.description]
-        return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
 
     def resolve(self, name: str) -> str:
         """A system by exact name, else by unique suffix, else by unique substring."""
