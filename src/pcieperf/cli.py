@@ -544,11 +544,17 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
 
 
 def _forwarding(args: argparse.Namespace) -> tuple[dpdk.ForwardingConfig, float]:
-    """The forwarding setup and packet rate the options (or --from-run) describe."""
-    _apply_run(args)
-    hist = parse_batch_histogram(args.batch_hist) if args.batch_hist else args.run_hist
+    """The forwarding setup and packet rate the options describe; with --from-run RUN the
+    rate, packet size and burst histogram are the run's."""
+    run = _stored_run(args)
+    if run is not None:
+        pps, pkt, hist = run.rx_pps, run.pkt, run.batch_hist
+    else:
+        pps = parse_rate(DEFAULT_PPS if args.pps is None else args.pps)
+        pkt = DEFAULT_PKT if args.pkt is None else args.pkt
+        hist = parse_batch_histogram(args.batch_hist) if args.batch_hist else None
     cfg = dpdk.ForwardingConfig(
-        pkt_bytes=args.pkt,
+        pkt_bytes=pkt,
         rx_desc_bytes=args.rx_desc,
         tx_desc_bytes=args.tx_desc,
         rs_thresh=args.rs_thresh,
@@ -557,25 +563,20 @@ def _forwarding(args: argparse.Namespace) -> tuple[dpdk.ForwardingConfig, float]
         doorbell_bytes=args.doorbell_bytes,
         full_line_tx_writeback=args.tx_wb_full_line,
     )
-    pps = args.run_pps if args.run_pps is not None else parse_rate(args.pps)
     return cfg, pps
 
 
-def _apply_run(args: argparse.Namespace) -> None:
-    """--from-run RUN: rate, packet size and burst histogram measured by `dpdk run`; they may
-    not be given as well. Sets args.run_pps / run_hist (None without a run) and the defaults."""
-    args.run_pps = args.run_hist = None
+def _stored_run(args: argparse.Namespace) -> testpmd.StoredRun | None:
+    """The run --from-run names (None without it); it measured what --pps, --pkt and --trace
+    would set, so they may not be given as well."""
     if args.from_run is None:
-        args.pps = DEFAULT_PPS if args.pps is None else args.pps
-        args.pkt = DEFAULT_PKT if args.pkt is None else args.pkt
-        return
+        return None
     given = [o for o, v in (("--pps", args.pps), ("--pkt", args.pkt)) if v is not None]
     given += ["--trace"] if getattr(args, "trace", None) else []
     if given:
         raise UsageError(f"--from-run measures what {', '.join(given)} would set; give one")
     with _store(args) as store:
-        run = store.dpdk_run(args.from_run)
-    args.run_pps, args.pkt, args.run_hist = run.rx_pps, run.pkt, run.batch_hist
+        return store.dpdk_run(args.from_run)
 
 
 def _dpdk_fwd_trace(args: argparse.Namespace, cfg: dpdk.ForwardingConfig, link: Link) -> None:
@@ -920,7 +921,8 @@ def cmd_report(args: argparse.Namespace) -> None:
             f"output folder {out_dir} exists and is not empty; pass --force to "
             "overwrite it or choose another with -o"
         )
-    if not args.counters and (args.pps or args.pkt or args.from_run or args.stack):
+    explain_options = (args.pps, args.pkt, args.from_run, args.stack)
+    if not args.counters and any(o is not None for o in explain_options):
         raise UsageError("--pps, --pkt, --from-run and --stack explain a --counters FILE; give one")
     explanation = _explanation(args) if args.counters else None
     cfg = ReportConfig(link=_link(args), eth_gbps=args.eth, explanation=explanation)
