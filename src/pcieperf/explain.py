@@ -7,7 +7,7 @@ compare), made open and automatic for any counter source `pcieperf.counters` rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import inf
 
 import numpy as np
@@ -311,32 +311,34 @@ def judge(series: dict[str, Series], predicted: dict[str, float], pps: float) ->
 
 def _diagnose(verdicts: list[Verdict], pps: float) -> list[Verdict]:
     """Fill in diagnoses: the rate rule when all deviations share one factor, else per metric."""
+    rate = _rate_diagnosis(verdicts, pps)
+    return [
+        v if v.status == "agrees" else replace(v, diagnosis=rate or _rule_diagnosis(v))
+        for v in verdicts
+    ]
+
+
+def _rate_diagnosis(verdicts: list[Verdict], pps: float) -> str | None:
+    """The rate rule's text when every predicted byte metric is off by one factor, else None."""
     off = [v for v in verdicts if v.status != "agrees"]
     ratios = [v.ratio for v in off]
     byte_metrics = [v for v in verdicts if v.unit == BYTES_PER_S and v.predicted]
-    same = (
-        len(off) >= 2
-        and inf not in ratios
-        and max(ratios) <= min(ratios) * (1 + SAME_FACTOR)
-        and all(v in off for v in byte_metrics)
+    if (
+        len(off) < 2
+        or inf in ratios
+        or max(ratios) > min(ratios) * (1 + SAME_FACTOR)
+        or any(v not in off for v in byte_metrics)
+    ):
+        return None
+    mean = float(np.mean(ratios))
+    return RATE_RULE.format(ratio=mean, rate_mpps=mean * pps / 1e6, pps_mpps=pps / 1e6)
+
+
+def _rule_diagnosis(v: Verdict) -> str:
+    """The rule set's text for one deviating metric."""
+    return RULES[(v.metric, v.status)].format(
+        ratio=v.ratio, measured_per_pkt=v.measured / v.pps, predicted_per_pkt=v.predicted / v.pps
     )
-    out = []
-    for v in verdicts:
-        if v.status == "agrees":
-            out.append(v)
-            continue
-        fields = {
-            "ratio": v.ratio,
-            "measured_per_pkt": v.measured / pps,
-            "predicted_per_pkt": v.predicted / pps,
-        }
-        if same:
-            mean = float(np.mean(ratios))
-            text = RATE_RULE.format(ratio=mean, rate_mpps=mean * pps / 1e6, pps_mpps=pps / 1e6)
-        else:
-            text = RULES[(v.metric, v.status)].format(**fields)
-        out.append(Verdict(v.metric, v.unit, v.measured, v.predicted, pps, v.status, text))
-    return out
 
 
 def explain(

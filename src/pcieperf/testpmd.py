@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pcieperf import trace
 from pcieperf.errors import PcieperfError, UsageError, require_choice, require_positive
 
 TESTPMD_ENV = "PCIEPERF_TESTPMD"
@@ -89,7 +90,6 @@ class PortStats:
     rx_pps_samples: list[float] = field(default_factory=list)
     tx_pps_samples: list[float] = field(default_factory=list)
     rx_bursts: BurstLine | None = None
-    tx_bursts: BurstLine | None = None
 
     @property
     def rx_pps(self) -> float:
@@ -210,7 +210,7 @@ _FWD_BLOCK = re.compile(r"Forward statistics for port ([0-9]+)")
 _OTHER_BLOCK = re.compile(r"Accumulated forward statistics|Forward Stats for RX Port")
 _COUNT = re.compile(r"(RX|TX)-(packets|bytes):\s+([0-9]+)")
 _PPS = re.compile(r"(Rx|Tx)-pps:\s+([0-9]+)")
-_BURSTS = re.compile(r"(RX|TX)-bursts\s*:\s*([0-9]+)\s*\[(.*)\]")
+_RX_BURSTS = re.compile(r"RX-bursts\s*:\s*([0-9]+)\s*\[(.*)\]")  # the model needs Rx only
 _SHARE = re.compile(r"([0-9]+)% of (?:([0-9]+) pkts|(other))")
 
 
@@ -257,10 +257,9 @@ def _read_line(raw: str, port: PortStats, final: bool) -> None:
             setattr(port, f"{prefix}{direction.lower()}_{what}", int(value))
     for direction, value in _PPS.findall(raw):
         getattr(port, f"{direction.lower()}_pps_samples").append(float(value))
-    bursts = _BURSTS.search(raw)
+    bursts = _RX_BURSTS.search(raw)
     if bursts and final:
-        line = parse_burst_line(bursts.group(2), bursts.group(3))
-        setattr(port, f"{bursts.group(1).lower()}_bursts", line)
+        port.rx_bursts = parse_burst_line(bursts.group(1), bursts.group(2))
 
 
 # --- running it ------------------------------------------------------------------------------
@@ -292,8 +291,6 @@ def _pool(cfg: RunConfig) -> tuple[int, int]:
     """(mbufs, -m megabytes): infinite_rx preloads every packet of the capture into mbufs."""
     mbufs = BASE_MBUFS
     if cfg.pcap is not None:
-        from pcieperf import trace
-
         mbufs += len(trace.read(cfg.pcap).ts_ns)
     memory = math.ceil(mbufs * MBUF_BYTES / 2**20) + MEMORY_HEADROOM_MB
     return mbufs, max(MIN_MEMORY_MB, memory)
