@@ -4,7 +4,9 @@ forwarding model (`pcieperf.dpdk`) needs.
 
 testpmd runs with `--no-huge -m M --no-pci` and one `net_null` or `net_pcap` (replaying a capture
 with `infinite_rx=1`) port looped back on itself, `--record-burst-stats` for the burst
-histogram and `--stats-period 1` for the rates. It gets its own session and dies with us
+histogram and `--stats-period 1` for the rates. A run lasts its `--seconds` and until two
+periodic statistics blocks have arrived (the first has no rate), however slowly a busy machine
+starts testpmd, up to a deadline. testpmd gets its own session and dies with us
 (PR_SET_PDEATHSIG), is stopped with SIGINT (its own handler prints the final statistics) after
 the run or on Ctrl-C, and its EAL runtime directory is removed afterwards.
 """
@@ -20,7 +22,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +34,13 @@ TESTPMD_ENV = "PCIEPERF_TESTPMD"
 TESTPMD_BINARY = "dpdk-testpmd"  # Debian's dpdk-dev package ships it (22.11: /usr/bin)
 MODES = ("null", "pcap")
 STATS_PERIOD_S = 1
-MIN_SECONDS = 2.0  # the first statistics block has no rate: at least one more is needed
+RATE_BLOCKS = 2  # periodic statistics blocks a rate needs: the first has none
+# How long a run may wait for its rate past --seconds: several times longer, and at least a
+# minute more. Measured on a 2-vCPU VM: testpmd's first block comes 0.7 s after the start when
+# the machine is idle, 1 to 4 s when other work keeps both CPUs busy, then one every second.
+DEADLINE_FACTOR = 4.0
+DEADLINE_SLACK_S = 60.0
+POLL_S = 0.1  # how often the run checks testpmd, the clock and its output
 # Memory for the mbuf pool under --no-huge: testpmd's mbufs are 2176-byte data rooms (RTE_MBUF_
 # DEFAULT_BUF_SIZE) plus the 128-byte rte_mbuf header; the default pool of 155 456 mbufs does
 # not fit -m 512, so the pool is sized here.
@@ -47,7 +55,8 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 @dataclass(frozen=True)
 class RunConfig:
-    """One testpmd run: `null` generates packets of `null_size` bytes, `pcap` replays a file."""
+    """One testpmd run: `null` generates packets of `null_size` bytes, `pcap` replays a file.
+    It lasts at least `seconds` and until testpmd has printed a rate."""
 
     mode: str = "null"
     pcap: Path | None = None
@@ -58,11 +67,6 @@ class RunConfig:
     def __post_init__(self) -> None:
         require_choice("testpmd mode", self.mode, MODES)
         require_positive("--seconds", self.seconds)
-        if self.seconds < MIN_SECONDS:
-            raise UsageError(
-                f"--seconds {self.seconds} is too short; use at least {MIN_SECONDS:g} "
-                "(the first statistics block has no rate)"
-            )
         require_positive("null packet size", self.null_size)
         if (self.mode == "pcap") != (self.pcap is not None):
             raise UsageError("the pcap mode needs a capture file, and only it takes one")
@@ -226,27 +230,49 @@ def parse_burst_line(total: str, body: str) -> BurstLine:
     return BurstLine(int(total), tuple(shares))
 
 
-def parse_output(text: str) -> tuple[str, list[PortStats]]:
-    """(DPDK version, per-port statistics) from testpmd's output with --stats-period and
-    --record-burst-stats (app/test-pmd/testpmd.c: nic_stats_display, fwd_stats_display)."""
-    version = _VERSION.search(text)
-    ports: dict[int, PortStats] = {}
-    current: PortStats | None = None
-    final = False
-    for raw in text.splitlines():
-        if _OTHER_BLOCK.search(raw):
-            current = None
-            continue
-        block = _NIC_BLOCK.search(raw) or _FWD_BLOCK.search(raw)
-        if block:
+class OutputReader:
+    """testpmd's output read line by line as it arrives (app/test-pmd/testpmd.c:
+    nic_stats_display for the periodic blocks, fwd_stats_display for the final ones), so that a
+    run can tell when it has a rate."""
+
+    def __init__(self) -> None:
+        self.version = "unknown"
+        self.ports: dict[int, PortStats] = {}
+        # Periodic blocks every port has printed (a port counts from its first block on).
+        # Written by the reading thread only; one int, so other threads read it safely.
+        self.blocks = 0
+        self._current: PortStats | None = None
+        self._final = False
+
+    def feed(self, raw: str) -> None:
+        """Take one line of output."""
+        if version := _VERSION.search(raw):
+            self.version = version.group(1)
+        elif _OTHER_BLOCK.search(raw):
+            self._current = None
+        elif block := _NIC_BLOCK.search(raw) or _FWD_BLOCK.search(raw):
             number = int(block.group(1))
-            current = ports.setdefault(number, PortStats(number))
-            final = bool(_FWD_BLOCK.search(raw))
-            continue
-        if current is None:
-            continue
-        _read_line(raw, current, final)
-    return (version.group(1) if version else "unknown"), [ports[k] for k in sorted(ports)]
+            self._current = self.ports.setdefault(number, PortStats(number))
+            self._final = bool(_FWD_BLOCK.search(raw))
+        elif self._current is not None:
+            _read_line(raw, self._current, self._final)
+            self.blocks = min(
+                (len(p.rx_pps_samples) for p in self.ports.values() if p.rx_pps_samples),
+                default=0,
+            )
+
+    def result(self) -> tuple[str, list[PortStats]]:
+        """(DPDK version, per-port statistics in port order)."""
+        return self.version, [self.ports[k] for k in sorted(self.ports)]
+
+
+def parse_output(text: str) -> tuple[str, list[PortStats]]:
+    """(DPDK version, per-port statistics) from testpmd's whole output with --stats-period and
+    --record-burst-stats."""
+    reader = OutputReader()
+    for raw in text.splitlines():
+        reader.feed(raw)
+    return reader.result()
 
 
 def _read_line(raw: str, port: PortStats, final: bool) -> None:
@@ -348,13 +374,20 @@ def _runtime_dir(prefix: str) -> Path:
     return base / "dpdk" / prefix
 
 
-def run(cfg: RunConfig, tick: Callable[[float], None] | None = None) -> RunResult:
-    """Run testpmd for `cfg.seconds` (or until Ctrl-C) and return what it measured; `tick`
-    gets the seconds elapsed, for a progress bar."""
+def deadline_s(seconds: float) -> float:
+    """When a run that still has no rate gives up, in seconds from its start."""
+    return max(DEADLINE_FACTOR * seconds, seconds + DEADLINE_SLACK_S)
+
+
+def run(cfg: RunConfig, tick: Callable[[float, int], None] | None = None) -> RunResult:
+    """Run testpmd until `cfg.seconds` have passed and it has printed a rate (or until Ctrl-C)
+    and return what it measured; `tick` gets the seconds elapsed and the statistics blocks
+    printed so far, for a progress bar."""
     binary = find_testpmd()
     prefix = f"pcieperf-{os.getpid()}-{time.monotonic_ns()}"
     command = testpmd_command(cfg, binary, prefix)
     lines: list[str] = []
+    parsed = OutputReader()
     start = time.monotonic()
     with subprocess.Popen(
         command,
@@ -366,11 +399,11 @@ def run(cfg: RunConfig, tick: Callable[[float], None] | None = None) -> RunResul
         start_new_session=True,  # Ctrl-C reaches us only; we stop testpmd ourselves
         preexec_fn=_die_with_parent(),  # prctl must run in the child
     ) as proc:
-        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        reader = threading.Thread(target=_read, args=(proc.stdout, lines, parsed), daemon=True)
         reader.start()
         try:
             with _terminate_as_interrupt():
-                interrupted = _wait(proc, cfg.seconds, start, tick)
+                interrupted = _wait(proc, cfg.seconds, start, parsed, tick)
         finally:
             with _signals_ignored():
                 _stop(proc)
@@ -383,9 +416,16 @@ def run(cfg: RunConfig, tick: Callable[[float], None] | None = None) -> RunResul
         # testpmd's own argument checks (launch_args_parse, EAL) end in these words.
         failure = UsageError if re.search(COMMAND_LINE_ERROR, cause) else PcieperfError
         raise failure(f"testpmd failed (exit {proc.returncode}): {cause}")
-    version, ports = parse_output(output)
-    _check(ports, output)
+    version, ports = parsed.result()
+    _check(ports, parsed.blocks, output, interrupted)
     return RunResult(cfg, command, output, wall, interrupted, version, ports)
+
+
+def _read(stream: Iterable[str], lines: list[str], parsed: OutputReader) -> None:
+    """The reading thread: keep every line of testpmd's output and parse it as it comes."""
+    for line in stream:
+        lines.append(line)
+        parsed.feed(line)
 
 
 @contextmanager
@@ -420,19 +460,39 @@ def _signals_ignored() -> Iterator[None]:
 
 
 def _wait(
-    proc: subprocess.Popen, seconds: float, start: float, tick: Callable[[float], None] | None
+    proc: subprocess.Popen,
+    seconds: float,
+    start: float,
+    parsed: OutputReader,
+    tick: Callable[[float, int], None] | None,
 ) -> bool:
-    """Wait out the run; True if Ctrl-C cut it short. testpmd exiting early is an error."""
+    """Wait until `seconds` have passed and testpmd has printed a rate; True if Ctrl-C cut it
+    short. testpmd exiting by itself ends the wait (what it printed is judged afterwards); no
+    rate by the deadline is an error."""
+    deadline = deadline_s(seconds)
     try:
-        while (elapsed := time.monotonic() - start) < seconds:
-            if proc.poll() is not None:
-                return False
+        while (elapsed := time.monotonic() - start) < seconds or parsed.blocks < RATE_BLOCKS:
+            if elapsed >= deadline:
+                raise PcieperfError(
+                    f"no rate after {deadline:g} s: testpmd printed {_blocks(parsed.blocks)} "
+                    f"and a rate needs {RATE_BLOCKS} (the first has none); the machine may be "
+                    "too busy, or testpmd stuck starting"
+                )
             if tick:
-                tick(elapsed)
-            time.sleep(min(0.1, seconds - elapsed))
+                tick(elapsed, parsed.blocks)
+            try:
+                proc.wait(timeout=POLL_S)
+                return False
+            except subprocess.TimeoutExpired:
+                pass
     except KeyboardInterrupt:
         return True
     return False
+
+
+def _blocks(count: int) -> str:
+    """`1 statistics block`, `0 statistics blocks`."""
+    return f"{count} statistics block{'' if count == 1 else 's'}"
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -453,14 +513,16 @@ def _cause(output: str) -> str:
     return (causes or lines or ["no output"])[-1]
 
 
-def _check(ports: list[PortStats], output: str) -> None:
-    """A run must have forwarded, with burst statistics and at least one rate sample."""
-    if not ports or not any(p.rx_bursts for p in ports):
+def _check(ports: list[PortStats], blocks: int, output: str, interrupted: bool) -> None:
+    """A run must have a rate (two periodic blocks for every port) and burst statistics."""
+    if blocks < RATE_BLOCKS:
+        ended = "stopped early" if interrupted else "testpmd exited"
+        raise PcieperfError(
+            f"{ended} after {_blocks(blocks)}; a rate needs {RATE_BLOCKS}, {STATS_PERIOD_S} s "
+            "apart (the first has none); nothing stored"
+        )
+    if not any(p.rx_bursts for p in ports):
         raise PcieperfError(
             "testpmd printed no per-port burst statistics (runs with several queues per port "
             f"print them per stream, which is not read): {_cause(output)}"
-        )
-    if not any(p.rx_pps_samples[1:] for p in ports):
-        raise PcieperfError(
-            "testpmd printed only one statistics block, which has no rate; run longer"
         )
