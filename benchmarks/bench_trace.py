@@ -3,10 +3,13 @@
 Read: pcieperf (Rust reader into numpy columns) against `capinfos` and `dpkt`.
 Write: pcieperf's buffered writer against a C program that calls libpcap's `pcap_dump` once
 per packet (built here from Debian's libpcap-dev), both writing the same frames.
-Merge: two interleaved halves merged by pcieperf and by `mergecap`; peak RSS of the merge for
-inputs of 1/4 and of the full size (it must not grow with input size).
+Merge: two interleaved halves merged by pcieperf and by `mergecap`; peak RSS (VmHWM) of the
+merge for inputs of 1/4 and of the full size, and for the full size split into 2, 8 and 64
+inputs (it must grow with neither size nor count). Two figures per merge: the process that runs
+only the Rust merge (Python + the extension, what the engine holds), and the `pcieperf trace
+merge` command as a whole (its imports included), beside `mergecap`'s.
 Targets: read >= 1 GB/s and >= 10x dpkt; write >= 3x the per-packet libpcap baseline;
-merge >= 2x mergecap; merge peak memory independent of input size.
+merge >= 2x mergecap; merge peak memory < 32 MiB whatever the size and count of the inputs.
 Run: python3 benchmarks/bench_trace.py [--gib 1.0] [--dir /tmp]
 Comparisons whose tool is missing are skipped with a note (apt-get install tshark libpcap-dev,
 pip install dpkt).
@@ -168,24 +171,47 @@ def bench_write(folder: Path, n: int) -> None:
 
 
 # VmHWM (peak RSS of this process image) rather than ru_maxrss, which a child inherits from
-# the benchmark process that forked it.
+# the benchmark process that forked it. The engine alone: the extension is loaded from its file,
+# without the pcieperf package, whose __init__ imports numpy and the models (~41 MB by itself).
 MERGE_PEAK = """
-import sys
-from pcieperf import trace
-trace.merge(sys.argv[1:3], sys.argv[3], force=True)
+import importlib.machinery, importlib.util, sys
+loader = importlib.machinery.ExtensionFileLoader("pcieperf._core", sys.argv[1])
+core = importlib.util.module_from_spec(
+    importlib.util.spec_from_file_location("pcieperf._core", sys.argv[1], loader=loader)
+)
+loader.exec_module(core)
+core.trace_merge(sys.argv[3:], sys.argv[2], "pcapng", False)
 status = open("/proc/self/status").read().split("VmHWM:")[1]
 print(int(status.split()[0]))
 """
 
 
-def merge_peak_mib(a: Path, b: Path, out: Path) -> float:
+def merge_peak_mib(inputs: list[Path], out: Path) -> float:
+    extension = core().__file__
     done = subprocess.run(
-        [sys.executable, "-c", MERGE_PEAK, str(a), str(b), str(out)],
+        [sys.executable, "-c", MERGE_PEAK, extension, str(out), *map(str, inputs)],
         check=True,
         capture_output=True,
         text=True,
     )
     return int(done.stdout.strip()) / 1024
+
+
+def command_peak_mib(cmd: list[str]) -> float:
+    """Peak RSS of a whole command (GNU time's maximum resident set size of the child)."""
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", *cmd], check=True, capture_output=True, text=True
+    )
+    return int(done.stderr.strip().splitlines()[-1]) / 1024
+
+
+def split_inputs(folder: Path, n: int, parts: int) -> list[Path]:
+    """`n` packets split into `parts` interleaved inputs (input k holds packets k, k+parts...)."""
+    paths = []
+    for k in range(parts):
+        paths.append(folder / f"part{parts}-{k}.pcap")
+        write_capture(paths[-1], n // parts, 17 * k, 17 * parts)
+    return paths
 
 
 def bench_merge(folder: Path, n: int) -> None:
@@ -208,12 +234,35 @@ def bench_merge(folder: Path, n: int) -> None:
     small_a, small_b = folder / "sa.pcap", folder / "sb.pcap"
     write_capture(small_a, half // 4, 0, 34)
     write_capture(small_b, half // 4, 17, 34)
-    small = merge_peak_mib(small_a, small_b, folder / "sm.pcap")
-    full = merge_peak_mib(a, b, out)
+    small = merge_peak_mib([small_a, small_b], folder / "sm.pcapng")
+    full = merge_peak_mib([a, b], folder / "m.pcapng")
     print(
-        f"  merge peak RSS: {small:.0f} MiB for {size / 4 / 2**20:.0f} MiB in, "
-        f"{full:.0f} MiB for {size / 2**20:.0f} MiB in"
+        f"  merge peak RSS (engine): {small:.1f} MiB for {size / 4 / 2**20:.0f} MiB in, "
+        f"{full:.1f} MiB for {size / 2**20:.0f} MiB in"
     )
+    for f in (small_a, small_b):
+        f.unlink()
+    bench_merge_count(folder, [a, b], size)
+
+
+def bench_merge_count(folder: Path, pair: list[Path], size: int) -> None:
+    """Peak RSS with 2, 8 and 64 inputs of the same total size."""
+    n = sum((p.stat().st_size - 24) // RECORD for p in pair)
+    pcieperf = [sys.executable, "-m", "pcieperf.cli", "trace", "merge", "--force"]
+    for parts in (2, 8, 64):
+        inputs = pair if parts == 2 else split_inputs(folder, n, parts)
+        out = folder / "count.pcapng"
+        engine = merge_peak_mib(inputs, out)
+        whole = command_peak_mib([*pcieperf, *map(str, inputs), "-o", str(out)])
+        line_ = f"  {parts:>2} inputs, {size / 2**20:.0f} MiB: engine {engine:5.1f} MiB, "
+        line_ += f"pcieperf trace merge {whole:5.1f} MiB"
+        if shutil.which("mergecap"):
+            theirs = command_peak_mib(["mergecap", "-w", str(out), *map(str, inputs)])
+            line_ += f", mergecap {theirs:5.1f} MiB"
+        print(line_)
+        if parts != 2:
+            for p in inputs:
+                p.unlink()
 
 
 def main() -> None:

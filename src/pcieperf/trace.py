@@ -8,15 +8,19 @@ arguments, names files in errors and does the vectorised statistics.
 
 from __future__ import annotations
 
+import math
 import os
-import tempfile
-from collections.abc import Sequence
+import secrets
+import shutil
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from pcieperf import progress
 from pcieperf._native import core
 from pcieperf.errors import UsageError, require_choice, require_new_file, require_positive
 from pcieperf.ethernet import FCS_BYTES, MIN_FRAME_BYTES, Ethernet, PacketMix
@@ -36,6 +40,43 @@ ETHERNET_HEADER_BYTES = 14
 LINK_HEADER_BYTES = {1: ETHERNET_HEADER_BYTES, 113: 16, 276: 20, 101: 0, 228: 0, 229: 0}
 # A fixed start for synthetic captures (2026-01-01T00:00:00Z), so that they are reproducible.
 SYNTH_START_NS = 1_767_225_600 * NS_PER_S
+# Packets generated and written per step of `trace synth` (rounded down to whole on/off bursts):
+# memory stays at a few MiB whatever the duration.
+SYNTH_CHUNK = 1 << 18
+# Names of the link types in the LINKTYPE registry (draft-ietf-opsawg-pcaplinktype, the
+# descriptions shortened as capinfos prints them); others are shown as "linktype N".
+LINKTYPE_NAMES = {
+    0: "BSD loopback",
+    1: "Ethernet",
+    6: "Token Ring",
+    8: "SLIP",
+    9: "PPP",
+    10: "FDDI",
+    50: "PPP in HDLC-like framing",
+    51: "PPPoE",
+    101: "Raw IP",
+    104: "Cisco HDLC",
+    105: "IEEE 802.11",
+    107: "Frame Relay",
+    108: "OpenBSD loopback",
+    113: "Linux cooked",
+    117: "OpenBSD pflog",
+    127: "IEEE 802.11 radiotap",
+    143: "DOCSIS",
+    187: "Bluetooth HCI H4",
+    189: "USB Linux",
+    195: "IEEE 802.15.4",
+    220: "USB Linux mmapped",
+    227: "SocketCAN",
+    228: "Raw IPv4",
+    229: "Raw IPv6",
+    231: "D-Bus",
+    249: "USBPcap",
+    252: "Wireshark Upper PDU",
+    253: "Netlink",
+    276: "Linux cooked v2",
+    279: "EBHSCR",
+} | {147 + k: f"User {k}" for k in range(16)}
 
 
 class TraceFileError(UsageError):
@@ -69,6 +110,15 @@ class Trace:
     skipped: int = 0
     untimed: int = 0
     offset: NDArray[np.uint64] | None = None
+    snaplen_exceeded: int = 0
+    wirelen_below_caplen: int = 0
+    cut_short: str | None = None
+    compression: str = "none"
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the capture ends inside a record (what came before was read)."""
+        return self.cut_short is not None
 
     @property
     def packets(self) -> int:
@@ -98,10 +148,26 @@ def _core_call(func: object, *args: object, **kwargs: object) -> dict:
         raise TraceFileError(str(exc)) from None
 
 
-def read(path: str | os.PathLike, *, skip_bad: bool = False, offsets: bool = False) -> Trace:
-    """Read a pcap or pcapng file; `skip_bad` passes over damaged records (counted in
-    `skipped`), `offsets` also returns where each packet's bytes start in the file."""
-    raw = _core_call(core().trace_read, os.fspath(path), skip_bad=skip_bad, offsets=offsets)
+def linktype_name(linktype: int) -> str:
+    """The registry name of a link type ("Ethernet", "Raw IP", ...), or "linktype N"."""
+    return LINKTYPE_NAMES.get(linktype, f"linktype {linktype}")
+
+
+def read(
+    path: str | os.PathLike,
+    *,
+    skip_bad: bool = False,
+    offsets: bool = False,
+    strict: bool = False,
+) -> Trace:
+    """Read a pcap or pcapng file (`-` is standard input; gzip and zstd are unpacked, told by
+    their magic). `skip_bad` passes over damaged records (counted in `skipped`); a capture cut
+    short inside a record keeps what came before (`cut_short` says where) unless `strict`,
+    which makes it an error; `offsets` also returns where each packet's bytes start in the
+    (decompressed) capture."""
+    raw = _core_call(
+        core().trace_read, os.fspath(path), skip_bad=skip_bad, offsets=offsets, strict=strict
+    )
     return Trace(
         path=os.fspath(path),
         format=raw["format"],
@@ -113,6 +179,10 @@ def read(path: str | os.PathLike, *, skip_bad: bool = False, offsets: bool = Fal
         skipped=raw["skipped"],
         untimed=raw["untimed"],
         offset=raw.get("offset"),
+        snaplen_exceeded=raw["snaplen_exceeded"],
+        wirelen_below_caplen=raw["wirelen_below_caplen"],
+        cut_short=raw["cut_short"],
+        compression=raw["compression"],
     )
 
 
@@ -128,23 +198,23 @@ def _check_output(
     output: str | os.PathLike, inputs: Sequence[str | os.PathLike], force: bool
 ) -> None:
     out = Path(output)
-    if any(out.resolve() == Path(i).resolve() for i in inputs):
+    if any(i != "-" and out.resolve() == Path(i).resolve() for i in map(os.fspath, inputs)):
         raise UsageError(f"output {os.fspath(output)!r} is also an input; choose another name")
     require_new_file(out, force)
 
 
-def _atomic_output(output: str | os.PathLike) -> Path:
-    """A temporary file beside `output`: renamed onto it only once the write succeeded."""
+def _temporary_beside(output: str | os.PathLike) -> Path:
+    """A fresh name beside `output` for the file being written, renamed onto `output` only
+    once complete. It is not created here: the writer creates it like any new file, so it
+    gets the user's umask (a mkstemp file would stay 0600)."""
     out = Path(output)
-    handle, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent or ".")
-    os.close(handle)
-    return Path(tmp)
+    return out.parent / f".{out.name}.{secrets.token_hex(8)}.part"
 
 
-def _write_atomically(output: str | os.PathLike, write: object) -> dict:
-    tmp = _atomic_output(output)
+def _write_atomically(output: str | os.PathLike, write: Callable[[Path], dict]) -> dict:
+    tmp = _temporary_beside(output)
     try:
-        stats = write(tmp)  # type: ignore[operator]
+        stats = write(tmp)
         tmp.replace(output)
     except TraceFileError as exc:  # name the file the user asked for, not the temporary one
         raise TraceFileError(str(exc).replace(str(tmp), os.fspath(output))) from None
@@ -153,56 +223,56 @@ def _write_atomically(output: str | os.PathLike, write: object) -> dict:
     return stats
 
 
+def _check_inputs(inputs: Sequence[str | os.PathLike]) -> list[str]:
+    """Input paths as strings; standard input (`-`) can be read once only."""
+    paths = [os.fspath(p) for p in inputs]
+    if paths.count("-") > 1:
+        raise UsageError("standard input (-) can be given once only")
+    return paths
+
+
 def merge(
     inputs: Sequence[str | os.PathLike],
     output: str | os.PathLike,
     *,
     force: bool = False,
     skip_bad: bool = False,
+    strict: bool = False,
 ) -> dict:
     """Merge captures into `output` (.pcap or .pcapng) in timestamp order, stable for equal
-    timestamps; pcapng output keeps one interface per input interface."""
+    timestamps; pcapng output keeps one interface per input interface. Inputs are streamed:
+    memory does not grow with their size. `truncated` counts inputs cut short (everything
+    before the cut is merged) unless `strict` makes that an error."""
     if not inputs:
         raise UsageError("merge needs at least one input capture")
     fmt = output_format(output)
-    _check_output(output, inputs, force)
-    paths = [os.fspath(p) for p in inputs]
+    paths = _check_inputs(inputs)
+    _check_output(output, paths, force)
     return _write_atomically(
         output,
-        lambda tmp: _core_call(core().trace_merge, paths, os.fspath(tmp), fmt, skip_bad),
+        lambda tmp: _core_call(core().trace_merge, paths, os.fspath(tmp), fmt, skip_bad, strict),
     )
 
 
-def convert(source: str | os.PathLike, output: str | os.PathLike, *, force: bool = False) -> dict:
-    """Rewrite a capture as ns pcap or pcapng (by suffix), packet for packet."""
+def convert(
+    source: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    force: bool = False,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> dict:
+    """Rewrite a capture as ns pcap or pcapng (by suffix), packet for packet, interfaces and
+    their names kept; streamed like `merge`."""
     fmt = output_format(output)
-    _check_output(output, [source], force)
-    trace = read(source, offsets=True)
-    data = np.memmap(source, dtype=np.uint8, mode="r") if trace.packets else np.zeros(1, np.uint8)
-
-    def write(tmp: Path) -> dict:
-        first, *rest = trace.interfaces
-        writer = _core_call(
-            core().TraceWriter, os.fspath(tmp), fmt, first.linktype, first.snaplen, first.name
-        )
-        ids = [0] + [
-            _core_call(writer.add_interface, iface.linktype, iface.snaplen, iface.name)
-            for iface in rest
-        ]
-        _core_call(
-            writer.write_batch,
-            trace.ts_ns,
-            np.array(ids, dtype=np.uint32)[trace.iface],
-            trace.wirelen,
-            trace.caplen,
-            data,
-            trace.offset,
-        )
-        return _core_call(writer.close)
-
-    if not trace.interfaces:
-        raise UsageError(f"{os.fspath(source)}: no interface defined, nothing to convert")
-    return _write_atomically(output, write)
+    (path,) = _check_inputs([source])
+    _check_output(output, [path], force)
+    return _write_atomically(
+        output,
+        lambda tmp: _core_call(
+            core().trace_convert, path, os.fspath(tmp), fmt, skip_bad=skip_bad, strict=strict
+        ),
+    )
 
 
 # --- statistics -------------------------------------------------------------------------------
@@ -211,36 +281,91 @@ def convert(source: str | os.PathLike, output: str | os.PathLike, *, force: bool
 MAX_WINDOWS = 10_000_000  # a dense series longer than this is a mistake (wrong window or ts)
 
 
+@dataclass(frozen=True)
+class Windows:
+    """Windows of `window_ns` from the first packet: each packet's window index, and how much
+    of the capture the last window covers. Every window covers `window_ns` but the last, which
+    covers only up to the last packet: rates divide by the covered time, so a part-filled last
+    window shows its true rate instead of a false dip. A last packet exactly on a window start
+    would leave a window that covers nothing; it is counted in the window before (which then
+    covers up to it), so the covered times add up to the capture's duration."""
+
+    window_ns: int
+    index: NDArray[np.int64]
+    count: int
+    last_covered_ns: int
+
+    @classmethod
+    def of(cls, ts_ns: NDArray[np.int64], window_ns: int) -> Windows:
+        """The windows of a non-empty set of timestamps."""
+        first = int(ts_ns.min())
+        span = int(ts_ns.max()) - first
+        last, covered = divmod(span, window_ns)
+        if covered == 0 and last > 0:
+            last, covered = last - 1, window_ns
+        # A capture without duration has nothing to divide by: its one window counts as whole.
+        covered = covered or window_ns
+        return cls(window_ns, np.minimum((ts_ns - first) // window_ns, last), last + 1, covered)
+
+    def covered_ns(self, windows: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Time covered by each of the given window indices."""
+        return np.where(windows == self.count - 1, self.last_covered_ns, self.window_ns)
+
+
 def window_sums(
     ts_ns: NDArray[np.int64], weights: NDArray[np.float64] | None, window_ns: int
 ) -> NDArray[np.float64]:
-    """Sum of `weights` (or packet count) per window of `window_ns` from the first packet."""
+    """Sum of `weights` (or packet count) per window of `window_ns` from the first packet (see
+    `Windows` for the last one)."""
     if ts_ns.size == 0:
         return np.zeros(0)
-    index = (ts_ns - ts_ns.min()) // window_ns
-    if index.max() >= MAX_WINDOWS:
+    windows = Windows.of(ts_ns, window_ns)
+    if windows.count > MAX_WINDOWS:
         raise UsageError(
             f"the trace spans {(ts_ns.max() - ts_ns.min()) / NS_PER_S:.6g} s, which is "
-            f"{int(index.max()) + 1} windows of {window_ns} ns; allowed are {MAX_WINDOWS}, "
+            f"{windows.count} windows of {window_ns} ns; allowed are {MAX_WINDOWS}, "
             "so pass a larger --window"
         )
-    return np.bincount(index, weights=weights).astype(np.float64)
+    return np.bincount(windows.index, weights=weights, minlength=windows.count).astype(np.float64)
 
 
-def _rates(ts: NDArray[np.int64], wire_bits: NDArray[np.float64], window_ns: int) -> dict:
-    """Peak packet and bit rates over windows of `window_ns` (only occupied windows are
-    counted, so a trace spanning years costs no more than one spanning a second)."""
-    if ts.size == 0:
-        return {"window_ns": window_ns, "windows": 0, "peak_pps": 0.0, "peak_gbps": 0.0}
-    occupied, index = np.unique((ts - ts.min()) // window_ns, return_inverse=True)
-    packets = np.bincount(index)
-    bits = np.bincount(index, weights=wire_bits)
-    per_s = NS_PER_S / window_ns
+def _peak_per_ns(amounts: NDArray[np.int64], covered_ns: NDArray[np.int64]) -> Fraction:
+    """The largest amount per ns over windows, exact. Callers round it once, as they round the
+    mean (a weighted average of the windows' rates), so rounding never puts a peak below the
+    mean. Windows cover at most two distinct times (see `Windows`)."""
+    return max(
+        Fraction(int(amounts[covered_ns == c].max()), int(c)) for c in np.unique(covered_ns)
+    )
+
+
+def _per_s(per_ns: Fraction) -> float:
+    """Events per ns as events per second, rounded once (int / int is correctly rounded)."""
+    return per_ns.numerator * NS_PER_S / per_ns.denominator
+
+
+def _gbps(bits_per_ns: Fraction) -> float:
+    """Bits per ns are Gb/s, rounded once."""
+    return bits_per_ns.numerator / bits_per_ns.denominator
+
+
+def _rates(ts: NDArray[np.int64], wire_bits: NDArray[np.int64], window_ns: int) -> dict:
+    """Peak packet and bit rates over windows of `window_ns`, each divided by the time it
+    covers (see `Windows`), so a peak is never below the mean. Only occupied windows are
+    counted, so a trace spanning years costs no more than one spanning a second. A capture
+    without duration has no rate (None), as it has no mean."""
+    if ts.size == 0 or ts[0] == ts[-1]:
+        return {"window_ns": window_ns, "windows": int(ts.size > 0), "peak_pps": None,
+                "peak_gbps": None}
+    windows = Windows.of(ts, window_ns)
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(windows.index)) + 1))
+    covered = windows.covered_ns(windows.index[starts])
+    packets = np.diff(np.append(starts, ts.size))
+    bits = np.add.reduceat(wire_bits, starts)
     return {
         "window_ns": window_ns,
-        "windows": int(occupied[-1] + 1),
-        "peak_pps": float(packets.max() * per_s),
-        "peak_gbps": float(bits.max() * per_s / 1e9),
+        "windows": windows.count,
+        "peak_pps": _per_s(_peak_per_ns(packets, covered)),
+        "peak_gbps": _gbps(_peak_per_ns(bits, covered)),
     }
 
 
@@ -295,7 +420,7 @@ def _summary(
     n = int(ts.size)
     first = int(ts.min()) if n else None
     last = int(ts.max()) if n else None
-    duration = (last - first) / NS_PER_S if n else 0.0
+    span_ns = last - first if n else 0
     wire = int(wirelen.sum(dtype=np.int64))
     return {
         "packets": n,
@@ -303,9 +428,10 @@ def _summary(
         "bytes_wire": wire,
         "first_ts_ns": first,
         "last_ts_ns": last,
-        "duration_s": duration,
-        "mean_pps": n / duration if duration > 0 else None,
-        "mean_gbps": wire * 8 / duration / 1e9 if duration > 0 else None,
+        "duration_s": span_ns / NS_PER_S,
+        # Exact ratios rounded once, like the peaks they are compared with.
+        "mean_pps": _per_s(Fraction(n, span_ns)) if span_ns else None,
+        "mean_gbps": _gbps(Fraction(wire * 8, span_ns)) if span_ns else None,
     }
 
 
@@ -314,14 +440,24 @@ def stats(trace: Trace, eth: Ethernet) -> dict:
     order = np.argsort(trace.ts_ns, kind="stable")
     ts = trace.ts_ns[order]
     frames = _wire_frames(trace)[order]
-    data_bits = trace.wirelen[order].astype(np.float64) * 8  # capinfos' "data bit rate"
+    data_bits = trace.wirelen[order].astype(np.int64) * 8  # capinfos' "data bit rate"
+    out_of_order = int(np.count_nonzero(np.diff(trace.ts_ns) < 0))
     result = {
         "file": trace.path,
         "format": trace.format,
+        "compression": trace.compression,
         **_summary(trace.ts_ns, trace.wirelen, trace.caplen),
-        "out_of_order": int(np.count_nonzero(np.diff(trace.ts_ns) < 0)),
+        "out_of_order": out_of_order,
+        # capinfos -o: no packet earlier than the one before it (equal times allowed); unknown
+        # (None), as capinfos says, where none is but some carry no timestamp (Simple Packet
+        # Blocks).
+        "strict_time_order": False if out_of_order else (None if trace.untimed else True),
         "skipped": trace.skipped,
         "untimed": trace.untimed,
+        "snaplen_exceeded": trace.snaplen_exceeded,
+        "wirelen_below_caplen": trace.wirelen_below_caplen,
+        "truncated": trace.truncated,
+        "cut_short": trace.cut_short,
         "rates": [_rates(ts, data_bits, w) for w in WINDOWS_NS],
         "size_histogram": size_histogram(frames),
         "bursts": {"eth_gbps": eth.rate_gbps, **bursts(ts, frames, eth, _resolution_ns(trace))},
@@ -333,6 +469,7 @@ def stats(trace: Trace, eth: Ethernet) -> dict:
             {
                 "id": k,
                 "linktype": iface.linktype,
+                "linktype_name": linktype_name(iface.linktype),
                 "name": iface.name,
                 "snaplen": iface.snaplen,
                 "section": iface.section,
@@ -345,34 +482,77 @@ def stats(trace: Trace, eth: Ethernet) -> dict:
 # --- synthetic traffic ------------------------------------------------------------------------
 
 
-def arrival_times(
-    frames: NDArray[np.int64],
-    pps: float,
-    arrival: str,
-    eth: Ethernet,
-    rng: np.random.Generator,
-    burst: int = 32,
-) -> NDArray[np.int64]:
-    """Arrival times (ns from 0) of `frames` at mean rate `pps`: evenly spaced, Poisson, or
-    on/off bursts of `burst` back-to-back frames at line rate with exponential idle gaps."""
-    require_choice("arrival process", arrival, ARRIVALS)
-    n = frames.size
-    if arrival == "constant":
-        return (np.arange(n) * (NS_PER_S / pps)).astype(np.int64)
-    if arrival == "poisson":
-        gaps = rng.exponential(NS_PER_S / pps, n)
-        return np.concatenate(([0.0], np.cumsum(gaps[:-1]))).astype(np.int64)
-    wire_ns = eth.wire_bytes(frames) * 8 / eth.rate_gbps
-    in_burst = np.arange(n) % burst != 0
-    # Each burst occupies its wire time; the idle gap before it makes the mean rate `pps`.
-    idle_mean = burst * NS_PER_S / pps - np.add.reduceat(wire_ns, np.arange(0, n, burst)).mean()
-    idle = np.where(in_burst, 0.0, rng.exponential(max(idle_mean, 0.0), n))
-    idle[0] = 0.0
-    starts = np.concatenate(([0.0], np.cumsum(wire_ns[:-1]))) + np.cumsum(idle)
-    return starts.astype(np.int64)
+@dataclass(frozen=True)
+class SynthPlan:
+    """A checked request for synthetic traffic: `packets` frames drawn from `mix`, arriving by
+    `arrival` at mean rate `pps`. Arrivals are generated chunk by chunk (`chunks`), so memory
+    does not depend on the duration."""
+
+    eth: Ethernet
+    mix: PacketMix
+    pps: float
+    arrival: str
+    burst: int
+    seed: int
+    packets: int
+
+    def frames(self) -> Iterator[NDArray[np.int64]]:
+        """Frame sizes (incl. FCS) in chunks of whole bursts: one uniform draw per frame, so
+        the chunks are the draws of one `rng.choice` over every frame."""
+        rng = np.random.default_rng(self.seed)
+        chunk = max(SYNTH_CHUNK // self.burst, 1) * self.burst
+        for start in range(0, self.packets, chunk):
+            size = min(chunk, self.packets - start)
+            yield rng.choice(self.mix.sizes, size=size, p=self.mix.weights)
+
+    def _gap_rng(self) -> np.random.Generator:
+        """The generator of the arrival process: the seed's stream after the frames' draws
+        (each frame takes one 64-bit draw), as when frames were drawn first, all at once."""
+        bits = np.random.PCG64(self.seed)
+        bits.advance(self.packets)
+        return np.random.Generator(bits)
+
+    def _wire_ns(self, frames: NDArray[np.int64]) -> NDArray[np.float64]:
+        return self.eth.wire_bytes(frames) * 8 / self.eth.rate_gbps
+
+    def _idle_mean_ns(self) -> float:
+        """On/off: the mean idle gap before a burst that brings the mean rate to `pps`: a
+        burst's period minus its mean wire time, from a first pass over the frames."""
+        burst_ns, bursts = [], 0
+        for frames in self.frames():
+            sums = np.add.reduceat(self._wire_ns(frames), np.arange(0, frames.size, self.burst))
+            burst_ns.append(math.fsum(sums))
+            bursts += sums.size
+        return max(self.burst * NS_PER_S / self.pps - math.fsum(burst_ns) / bursts, 0.0)
+
+    def chunks(self) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+        """(arrival ns from 0, frame sizes) in chunks. Running sums carry over from chunk to
+        chunk in the order a single cumulative sum adds them, so the times are those of one
+        pass over every packet."""
+        gaps = self._gap_rng()
+        idle_mean = self._idle_mean_ns() if self.arrival == "onoff" else 0.0
+        wire_at, idle_at, start = 0.0, 0.0, 0
+        for frames in self.frames():
+            index = np.arange(start, start + frames.size)
+            if self.arrival == "constant":
+                ts = index * (NS_PER_S / self.pps)
+            elif self.arrival == "poisson":
+                drawn = gaps.exponential(NS_PER_S / self.pps, frames.size)
+                times = np.cumsum(np.concatenate(([idle_at], drawn)))
+                ts, idle_at = times[:-1], times[-1]
+            else:
+                wire = np.cumsum(np.concatenate(([wire_at], self._wire_ns(frames))))
+                idle = gaps.exponential(idle_mean, frames.size)
+                idle[(index % self.burst != 0) | (index == 0)] = 0.0
+                idle = np.cumsum(np.concatenate(([idle_at], idle)))
+                # A burst's frames go back to back at line rate; each burst waits an idle gap.
+                ts = wire[:-1] + idle[1:]
+                wire_at, idle_at = wire[-1], idle[-1]
+            start += frames.size
+            yield ts.astype(np.int64), frames
 
 
-def synthetic(
+def plan_synthetic(
     *,
     eth: Ethernet,
     mix: PacketMix,
@@ -381,54 +561,85 @@ def synthetic(
     arrival: str = "constant",
     burst: int = 32,
     seed: int = 1,
-) -> Trace:
-    """An in-memory Ethernet trace: frames drawn from `mix`, arriving by `arrival` at mean rate
-    `pps` for `duration_s` seconds (captured lengths exclude the FCS, as on Linux)."""
+) -> SynthPlan:
+    """Check a synthetic-traffic request before any work: positive rate, duration and burst, at
+    least one packet, and a mean rate the line carries for the mix's mean frame."""
     require_positive("packet rate", pps)
     require_positive("duration", duration_s)
     require_positive("burst", burst)
+    require_choice("arrival process", arrival, ARRIVALS)
     n = round(pps * duration_s)
     if n < 1:
         raise UsageError(f"{pps:g} pps for {duration_s:g} s is less than one packet")
-    rng = np.random.default_rng(seed)
-    frames = rng.choice(mix.sizes, size=n, p=mix.weights)
-    line_pps = eth.rate_gbps * 1e9 / (8 * eth.wire_bytes(frames).mean())
+    line_pps = eth.rate_gbps * 1e9 / (8 * mix.mean(eth.wire_bytes(mix.sizes)))
     if pps > line_pps:
         raise UsageError(
             f"{pps / 1e6:g} Mpps of {mix.name} exceeds {eth.rate_gbps:g} GbE line rate "
             f"({line_pps / 1e6:.2f} Mpps); lower --pps or raise --eth"
         )
-    ts = SYNTH_START_NS + arrival_times(frames, pps, arrival, eth, rng, int(burst))
+    return SynthPlan(eth, mix, float(pps), arrival, int(burst), int(seed), n)
+
+
+def synthetic(**kw: object) -> Trace:
+    """An in-memory Ethernet trace (arguments of `plan_synthetic`): frames drawn from the mix,
+    arriving by the arrival process from SYNTH_START_NS (captured lengths exclude the FCS, as
+    on Linux). For long traces write a file with `synth`, which streams."""
+    plan = plan_synthetic(**kw)  # type: ignore[arg-type]
+    ts, frames = (np.concatenate(part) for part in zip(*plan.chunks(), strict=True))
     captured = (frames - FCS_BYTES).astype(np.uint32)
     return Trace(
-        path=f"synthetic {mix.name} {arrival} {pps / 1e6:g} Mpps",
+        path=f"synthetic {plan.mix.name} {plan.arrival} {plan.pps / 1e6:g} Mpps",
         format="synthetic",
-        ts_ns=ts,
+        ts_ns=SYNTH_START_NS + ts,
         caplen=captured,
         wirelen=captured,
-        iface=np.zeros(n, dtype=np.uint32),
+        iface=np.zeros(plan.packets, dtype=np.uint32),
         interfaces=(Interface(1, 0, 9, 0, None, 0),),
     )
+
+
+# Bytes a record adds to its data: pcap record header; pcapng EPB header and trailer (+ padding).
+RECORD_OVERHEAD_BYTES = {"pcap": 16, "pcapng": 32 + 3}
+
+
+def _require_room(output: Path, fmt: str, plan: SynthPlan) -> None:
+    """Refuse, before writing, a capture larger than the free space of its folder (estimated
+    from the mix's mean frame)."""
+    mean_caplen = float(plan.mix.mean(plan.mix.sizes)) - FCS_BYTES
+    need = plan.packets * (mean_caplen + RECORD_OVERHEAD_BYTES[fmt])
+    free = shutil.disk_usage(output.absolute().parent).free
+    if need > free:
+        raise UsageError(
+            f"{plan.packets} packets make about {need / 1e9:.4g} GB, but {output.absolute().parent}"
+            f" has {free / 1e9:.4g} GB free; shorten --duration or lower --pps"
+        )
 
 
 def synth(
     output: str | os.PathLike, *, flows: int = 1024, force: bool = False, **kw: object
 ) -> dict:
-    """Write `synthetic(**kw)` as Ethernet/IPv4/UDP frames cycling over `flows` UDP flows."""
+    """Write `synthetic(**kw)` as Ethernet/IPv4/UDP frames cycling over `flows` UDP flows,
+    generated and written chunk by chunk (bounded memory at any duration), with a progress
+    bar where one is seen."""
     fmt = output_format(output)
+    require_positive("flows", flows)
     _check_output(output, [], force)
-    made = synthetic(**kw)  # type: ignore[arg-type]
-    stats_out = _write_atomically(
-        output,
-        lambda tmp: _core_call(
-            core().trace_synth, os.fspath(tmp), fmt, made.ts_ns, made.wirelen, int(flows)
-        ),
-    )
+    plan = plan_synthetic(**kw)  # type: ignore[arg-type]
+    _require_room(Path(output), fmt, plan)
+
+    def write(tmp: Path) -> dict:
+        writer = _core_call(core().TraceSynth, os.fspath(tmp), fmt, int(flows))
+        with progress.bar(plan.packets, f"synth {Path(output).name}", "pkt") as bar:
+            for ts, frames in plan.chunks():
+                _core_call(writer.push, SYNTH_START_NS + ts, (frames - FCS_BYTES).astype(np.uint32))
+                bar.update(ts.size)
+        return _core_call(writer.close)
+
     return {
         "file": os.fspath(output),
         "format": fmt,
-        "arrival": kw.get("arrival", "constant"),
-        **stats_out,
+        "arrival": plan.arrival,
+        **_write_atomically(output, write),
     }
 
 
@@ -483,9 +694,14 @@ def demand(
 def window_gbps(
     ts_ns: NDArray[np.int64], byte_counts: NDArray[np.float64], window_ns: int
 ) -> NDArray[np.float64]:
-    """Gb/s per window of `window_ns` for bytes attributed to each packet."""
+    """Gb/s per window of `window_ns` for bytes attributed to each packet; the last window is
+    divided by the time it covers (see `Windows`), so a trace does not seem to fade at its end."""
     require_positive("window", window_ns)
-    return window_sums(ts_ns, byte_counts, window_ns) * 8 / window_ns
+    sums = window_sums(ts_ns, byte_counts, window_ns)
+    if sums.size == 0:
+        return sums
+    covered = Windows.of(ts_ns, window_ns).covered_ns(np.arange(sums.size))
+    return sums * 8 / covered
 
 
 def poll_batches(ts_ns: NDArray[np.int64], poll_ns: int, burst: int = 32) -> dict[int, float]:

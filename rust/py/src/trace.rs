@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
-use pcieperf_core::trace::merge::merge;
-use pcieperf_core::trace::read::Reader;
-use pcieperf_core::trace::synth::synthesize;
+use pcieperf_core::trace::merge::{convert, merge_with, MergeOptions, MergeStats};
+use pcieperf_core::trace::read::{Quirks, ReadOptions, Reader};
+use pcieperf_core::trace::synth::{synthesize, Synthesizer};
 use pcieperf_core::trace::write::{OutFormat, WriteStats, Writer, DEFAULT_BUFFER_BYTES};
 use pcieperf_core::trace::{Interface, TraceError};
 use pyo3::exceptions::PyValueError;
@@ -36,16 +36,20 @@ struct Columns {
     interfaces: Vec<Interface>,
     skipped: u64,
     untimed: u64,
+    quirks: Quirks,
+    cut_short: Option<String>,
     format: &'static str,
+    compression: &'static str,
     nanosecond: bool,
-    file_bytes: usize,
+    file_bytes: u64,
 }
 
-fn read_columns(path: &Path, skip_bad: bool, offsets: bool) -> Result<Columns, TraceError> {
-    let mut reader = Reader::open(path, skip_bad)?;
+fn read_columns(path: &Path, options: ReadOptions, offsets: bool) -> Result<Columns, TraceError> {
+    let mut reader = Reader::open_with(path, options)?;
     // A lower bound on the packet count (16-byte headers, no data) would over-allocate; the
-    // average 64-byte frame is a good first guess and the vectors grow from there.
-    let guess = reader.file_bytes() / 96;
+    // average 64-byte frame is a good first guess and the vectors grow from there (they start
+    // empty where the size is unknown: standard input, compressed files).
+    let guess = reader.size_hint().unwrap_or(0) as usize / 96;
     let mut c = Columns {
         ts_ns: Vec::with_capacity(guess),
         caplen: Vec::with_capacity(guess),
@@ -55,9 +59,12 @@ fn read_columns(path: &Path, skip_bad: bool, offsets: bool) -> Result<Columns, T
         interfaces: Vec::new(),
         skipped: 0,
         untimed: 0,
+        quirks: Quirks::default(),
+        cut_short: None,
         format: reader.format(),
+        compression: reader.compression().name(),
         nanosecond: reader.nanosecond_pcap(),
-        file_bytes: reader.file_bytes(),
+        file_bytes: 0,
     };
     while let Some(r) = reader.next_record()? {
         c.ts_ns.push(r.ts_ns);
@@ -71,6 +78,9 @@ fn read_columns(path: &Path, skip_bad: bool, offsets: bool) -> Result<Columns, T
     c.interfaces = reader.interfaces().to_vec();
     c.skipped = reader.skipped();
     c.untimed = reader.untimed();
+    c.quirks = reader.quirks();
+    c.cut_short = reader.cut_short().map(ToString::to_string);
+    c.file_bytes = reader.bytes_read();
     Ok(c)
 }
 
@@ -89,17 +99,24 @@ fn interfaces_list<'py>(py: Python<'py>, ifaces: &[Interface]) -> PyResult<Bound
     Ok(list)
 }
 
-/// Reads a pcap/pcapng file into numpy columns (ts_ns, caplen, wirelen, iface[, offset]).
+/// Reads a pcap/pcapng file (`-`: standard input; gzip or zstd by magic) into numpy columns
+/// (ts_ns, caplen, wirelen, iface[, offset into the decompressed stream]).
 #[pyfunction]
-#[pyo3(signature = (path, skip_bad=false, offsets=false))]
+#[pyo3(signature = (path, skip_bad=false, offsets=false, strict=false))]
 pub fn trace_read<'py>(
     py: Python<'py>,
     path: PathBuf,
     skip_bad: bool,
     offsets: bool,
+    strict: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let options = ReadOptions {
+        skip_bad,
+        strict,
+        ..ReadOptions::default()
+    };
     let c = py
-        .detach(|| read_columns(&path, skip_bad, offsets))
+        .detach(|| read_columns(&path, options, offsets))
         .map_err(to_py_err)?;
     let out = PyDict::new(py);
     out.set_item("ts_ns", c.ts_ns.into_pyarray(py))?;
@@ -112,7 +129,11 @@ pub fn trace_read<'py>(
     out.set_item("interfaces", interfaces_list(py, &c.interfaces)?)?;
     out.set_item("skipped", c.skipped)?;
     out.set_item("untimed", c.untimed)?;
+    out.set_item("snaplen_exceeded", c.quirks.snaplen_exceeded)?;
+    out.set_item("wirelen_below_caplen", c.quirks.wirelen_below_caplen)?;
+    out.set_item("cut_short", c.cut_short)?;
     out.set_item("format", c.format)?;
+    out.set_item("compression", c.compression)?;
     out.set_item("nanosecond", c.nanosecond)?;
     out.set_item("file_bytes", c.file_bytes)?;
     Ok(out)
@@ -126,27 +147,57 @@ fn stats_dict<'py>(py: Python<'py>, s: WriteStats) -> PyResult<Bound<'py, PyDict
     Ok(d)
 }
 
+fn merge_dict<'py>(py: Python<'py>, s: MergeStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("packets", s.packets)?;
+    d.set_item("interfaces", s.interfaces)?;
+    d.set_item("out_of_order", s.out_of_order)?;
+    d.set_item("skipped", s.skipped)?;
+    d.set_item("truncated", s.truncated)?;
+    d.set_item("writes", s.writes)?;
+    d.set_item("bytes", s.bytes)?;
+    Ok(d)
+}
+
 /// Merges captures into one file in timestamp order (stable: input order, then record order).
 #[pyfunction]
+#[pyo3(signature = (inputs, output, format, skip_bad, strict=false))]
 pub fn trace_merge<'py>(
     py: Python<'py>,
     inputs: Vec<PathBuf>,
     output: PathBuf,
     format: &str,
     skip_bad: bool,
+    strict: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let format = out_format(format)?;
+    let options = MergeOptions {
+        skip_bad,
+        strict,
+        keep_names: false,
+    };
+    let s = py
+        .detach(|| merge_with(&inputs, &output, format, options))
+        .map_err(to_py_err)?;
+    merge_dict(py, s)
+}
+
+/// Rewrites a capture packet for packet (interfaces and names kept), streaming.
+#[pyfunction]
+#[pyo3(signature = (input, output, format, skip_bad=false, strict=false))]
+pub fn trace_convert<'py>(
+    py: Python<'py>,
+    input: PathBuf,
+    output: PathBuf,
+    format: &str,
+    skip_bad: bool,
+    strict: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = out_format(format)?;
     let s = py
-        .detach(|| merge(&inputs, &output, format, skip_bad))
+        .detach(|| convert(&input, &output, format, skip_bad, strict))
         .map_err(to_py_err)?;
-    let d = PyDict::new(py);
-    d.set_item("packets", s.packets)?;
-    d.set_item("interfaces", s.interfaces)?;
-    d.set_item("out_of_order", s.out_of_order)?;
-    d.set_item("skipped", s.skipped)?;
-    d.set_item("writes", s.writes)?;
-    d.set_item("bytes", s.bytes)?;
-    Ok(d)
+    merge_dict(py, s)
 }
 
 /// Writes synthetic Ethernet/IPv4/UDP frames at the given timestamps and lengths.
@@ -165,6 +216,47 @@ pub fn trace_synth<'py>(
         .detach(|| synthesize(&path, format, ts, lens, flows))
         .map_err(to_py_err)?;
     stats_dict(py, s)
+}
+
+/// A synthetic capture written chunk by chunk (`push` releases the GIL), so arrivals can be
+/// generated in bounded memory at any duration.
+#[pyclass(unsendable)]
+pub struct TraceSynth {
+    inner: Option<Synthesizer>,
+}
+
+#[pymethods]
+impl TraceSynth {
+    /// Creates `path` for Ethernet/IPv4/UDP frames cycling over `flows` flows.
+    #[new]
+    fn new(path: PathBuf, format: &str, flows: u32) -> PyResult<Self> {
+        let synth = Synthesizer::create(&path, out_format(format)?, flows).map_err(to_py_err)?;
+        Ok(Self { inner: Some(synth) })
+    }
+
+    /// Appends one frame per (timestamp, frame length without FCS).
+    fn push(
+        &mut self,
+        py: Python<'_>,
+        ts_ns: PyReadonlyArray1<'_, i64>,
+        frame_len: PyReadonlyArray1<'_, u32>,
+    ) -> PyResult<()> {
+        let synth = self
+            .inner
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the synthetic capture is already closed"))?;
+        let (ts, lens) = (ts_ns.as_slice()?, frame_len.as_slice()?);
+        py.detach(|| synth.push(ts, lens)).map_err(to_py_err)
+    }
+
+    /// Flushes, closes the file and returns {packets, bytes, writes}.
+    fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let synth = self
+            .inner
+            .take()
+            .ok_or_else(|| PyValueError::new_err("the synthetic capture is already closed"))?;
+        stats_dict(py, synth.finish().map_err(to_py_err)?)
+    }
 }
 
 /// A buffered capture writer: packets go in as numpy batches, `close` flushes everything.

@@ -1,14 +1,21 @@
-//! k-way merge of captures into one file in timestamp order. Equal timestamps keep input order,
-//! then record order (the heap key is (ts, input, sequence)), so the merge is stable. Memory is
-//! one head record per input plus the write buffer: inputs are streamed from their maps.
+//! k-way merge of captures into one file in timestamp order, and conversion (a merge of one
+//! input that keeps its interface names). Equal timestamps keep input order, then record order
+//! (the heap key is (ts, input, sequence)), so the merge is stable. Memory is one read buffer
+//! and one head record per input plus the write buffers: inputs are streamed, never mapped.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
-use super::read::{Reader, Record};
+use super::read::{ReadOptions, Reader, Record};
 use super::write::{OutFormat, Writer, DEFAULT_BUFFER_BYTES};
 use super::{Interface, TraceError};
+
+/// Read buffers of all inputs together: each input gets this divided by the input count,
+/// within `MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES`, so memory stays bounded as inputs are added.
+const READ_BUDGET_BYTES: usize = 8 << 20;
+const MIN_CHUNK_BYTES: usize = 32 << 10;
+const MAX_CHUNK_BYTES: usize = 128 << 10;
 
 /// What a merge did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -19,32 +26,63 @@ pub struct MergeStats {
     /// inputs (as mergecap does), so these come out of order too.
     pub out_of_order: u64,
     pub skipped: u64,
+    /// Inputs that were cut short inside a record (everything before the cut is merged).
+    pub truncated: u64,
     pub writes: u64,
     pub bytes: u64,
 }
 
+/// How inputs are read and how their interfaces are named in the output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MergeOptions {
+    pub skip_bad: bool,
+    pub strict: bool,
+    /// Keep each interface's own name (a conversion) instead of prefixing the input's file name.
+    pub keep_names: bool,
+}
+
 /// One input: its reader, the output id of each of its interfaces, and its ordering state.
 struct Input {
+    path: PathBuf,
     reader: Reader,
     out_iface: Vec<u32>,
     last_ts: i64,
     seq: u64,
 }
 
-/// The interface an output interface is made from: pcapng output keeps the input's name, or
-/// names it after the file and interface number so identities stay apart.
-fn output_interface(path: &Path, index: usize, iface: &Interface) -> Interface {
-    let stem = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let name = match &iface.name {
-        Some(name) => format!("{stem}:{name}"),
-        None => format!("{stem}:{index}"),
-    };
-    Interface {
-        name: Some(name),
-        ..iface.clone()
+impl Input {
+    /// The output form of interface `index`: pcapng output keeps the input's name or, merging,
+    /// names it after the file and interface so that identities stay apart.
+    fn output_interface(&self, index: usize, keep_names: bool) -> Interface {
+        let iface = &self.reader.interfaces()[index];
+        if keep_names {
+            return iface.clone();
+        }
+        let stem = self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let name = match &iface.name {
+            Some(name) => format!("{stem}:{name}"),
+            None => format!("{stem}:{index}"),
+        };
+        Interface {
+            name: Some(name),
+            ..iface.clone()
+        }
+    }
+
+    /// Gives every interface the input has revealed so far an output id (writing its IDB).
+    fn declare_interfaces(
+        &mut self,
+        writer: &mut Writer,
+        keep_names: bool,
+    ) -> Result<(), TraceError> {
+        while self.out_iface.len() < self.reader.interfaces().len() {
+            let iface = self.output_interface(self.out_iface.len(), keep_names);
+            self.out_iface.push(writer.add_interface(&iface)?);
+        }
+        Ok(())
     }
 }
 
@@ -55,22 +93,58 @@ pub fn merge(
     format: OutFormat,
     skip_bad: bool,
 ) -> Result<MergeStats, TraceError> {
+    let options = MergeOptions {
+        skip_bad,
+        ..MergeOptions::default()
+    };
+    merge_with(inputs, output, format, options)
+}
+
+/// Rewrites `input` as `output` packet for packet, interfaces and their names kept.
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    format: OutFormat,
+    skip_bad: bool,
+    strict: bool,
+) -> Result<MergeStats, TraceError> {
+    let options = MergeOptions {
+        skip_bad,
+        strict,
+        keep_names: true,
+    };
+    merge_with(&[input.to_path_buf()], output, format, options)
+}
+
+/// Merges `inputs` into `output` with explicit options.
+pub fn merge_with(
+    inputs: &[PathBuf],
+    output: &Path,
+    format: OutFormat,
+    options: MergeOptions,
+) -> Result<MergeStats, TraceError> {
+    let read = ReadOptions {
+        skip_bad: options.skip_bad,
+        strict: options.strict,
+        chunk: (READ_BUDGET_BYTES / inputs.len().max(1)).clamp(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES),
+    };
     let mut sources = Vec::with_capacity(inputs.len());
     let mut heap = BinaryHeap::with_capacity(inputs.len());
     let mut heads: Vec<Option<Record>> = Vec::with_capacity(inputs.len());
     for (k, path) in inputs.iter().enumerate() {
-        let mut input = Input {
-            reader: Reader::open(path, skip_bad)?,
-            out_iface: Vec::new(),
-            last_ts: i64::MIN,
-            seq: 0,
-        };
-        let head = input.reader.next_record()?;
+        let mut reader = Reader::open_with(path, read)?;
+        let head = reader.next_record()?;
         if let Some(r) = head {
             heap.push(Reverse((r.ts_ns, k, 0u64)));
         }
         heads.push(head);
-        sources.push(input);
+        sources.push(Input {
+            path: path.clone(),
+            reader,
+            out_iface: Vec::new(),
+            last_ts: i64::MIN,
+            seq: 0,
+        });
     }
     let k0 = sources
         .iter()
@@ -81,23 +155,22 @@ pub fn merge(
                 "no input defines an interface",
             )
         })?;
-    let first = output_interface(&inputs[k0], 0, &sources[k0].reader.interfaces()[0]);
+    let first = sources[k0].output_interface(0, options.keep_names);
     let mut writer = Writer::create(output, format, &first, DEFAULT_BUFFER_BYTES)?;
     sources[k0].out_iface.push(0);
-    for (k, input) in sources.iter_mut().enumerate() {
-        declare_interfaces(&mut writer, input, &inputs[k])?;
+    for input in sources.iter_mut() {
+        input.declare_interfaces(&mut writer, options.keep_names)?;
     }
     let mut stats = MergeStats::default();
     while let Some(Reverse((_, k, _))) = heap.pop() {
         let record = heads[k].take().expect("a heap entry always has its head");
         let input = &mut sources[k];
-        declare_interfaces(&mut writer, input, &inputs[k])?;
-        let data = input.reader.data(&record);
+        input.declare_interfaces(&mut writer, options.keep_names)?;
         writer.write_packet(
             record.ts_ns,
             input.out_iface[record.iface as usize],
             record.wirelen,
-            data,
+            input.reader.data(&record),
         )?;
         stats.packets += 1;
         if record.ts_ns < input.last_ts {
@@ -110,28 +183,15 @@ pub fn merge(
             heads[k] = Some(next);
         }
     }
-    for (k, input) in sources.iter_mut().enumerate() {
+    for input in sources.iter_mut() {
         // Interfaces without packets are still declared, so none is lost.
-        declare_interfaces(&mut writer, input, &inputs[k])?;
+        input.declare_interfaces(&mut writer, options.keep_names)?;
         stats.skipped += input.reader.skipped();
+        stats.truncated += u64::from(input.reader.cut_short().is_some());
     }
     stats.interfaces = writer.interfaces().len() as u64;
     let written = writer.finish()?;
     stats.writes = written.writes;
     stats.bytes = written.bytes;
     Ok(stats)
-}
-
-/// Gives every interface the input has revealed so far an output id (writing its IDB).
-fn declare_interfaces(
-    writer: &mut Writer,
-    input: &mut Input,
-    path: &Path,
-) -> Result<(), TraceError> {
-    while input.out_iface.len() < input.reader.interfaces().len() {
-        let index = input.out_iface.len();
-        let iface = output_interface(path, index, &input.reader.interfaces()[index]);
-        input.out_iface.push(writer.add_interface(&iface)?);
-    }
-    Ok(())
 }

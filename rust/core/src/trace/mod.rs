@@ -7,6 +7,7 @@
 pub mod merge;
 pub mod read;
 mod sink;
+pub mod stream;
 pub mod synth;
 pub mod write;
 
@@ -15,9 +16,22 @@ mod tests;
 
 use std::fmt;
 
-/// Largest captured length accepted: libpcap's MAXIMUM_SNAPLEN (pcap-int.h, 262144 = 256 KiB),
-/// which is also what tcpdump and dumpcap write as their default snaplen.
+/// Largest captured length accepted for most link types: libpcap's MAXIMUM_SNAPLEN (pcap-int.h,
+/// 262144 = 256 KiB), which is also what tcpdump and dumpcap write as their default snaplen.
 pub const MAX_CAPLEN: u32 = 262_144;
+
+/// Largest captured length libpcap accepts for a link type: `max_snaplen_for_dlt` in libpcap's
+/// pcap-common.c gives D-Bus 128 MiB, EBHSCR 8 MiB, USBPcap 1 MiB and MAXIMUM_SNAPLEN to every
+/// other type; sf-pcap.c rejects a record above it as damaged. (LINKTYPE numbers from
+/// draft-ietf-opsawg-pcaplinktype: DBUS 231, USBPCAP 249, EBHSCR 279.)
+pub fn max_caplen(linktype: u16) -> u32 {
+    match linktype {
+        231 => 128 << 20,
+        279 => 8 << 20,
+        249 => 1 << 20,
+        _ => MAX_CAPLEN,
+    }
+}
 
 /// A failure in a capture file: which file, where (byte offset, when known) and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,12 +101,20 @@ impl Interface {
         }
     }
 
-    /// Largest caplen a record of this interface may carry.
+    /// Largest caplen a record of this interface may carry: the link type's maximum. A record
+    /// longer than the snaplen is still read (and written) in full, as libpcap's sf-pcap.c and
+    /// Wireshark do; the reader counts it.
     pub fn caplen_limit(&self) -> u32 {
+        max_caplen(self.linktype)
+    }
+
+    /// The snaplen as a bound on captured bytes: 0 (or a value above the link type's maximum)
+    /// means the maximum, as libpcap's pcap_check_header treats it.
+    pub fn snap_limit(&self) -> u32 {
         if self.snaplen == 0 {
-            MAX_CAPLEN
+            self.caplen_limit()
         } else {
-            self.snaplen.min(MAX_CAPLEN)
+            self.snaplen.min(self.caplen_limit())
         }
     }
 }

@@ -1,17 +1,24 @@
-//! Memory-mapped pcap/pcapng reader: `pcap-parser` decodes headers and blocks in place; this
-//! layer checks every length before trusting it, numbers interfaces across sections, converts
-//! timestamps to ns and, with `skip_bad`, resynchronises past damaged records.
+//! Streaming pcap/pcapng reader: the capture is read through one bounded buffer
+//! (`stream.rs`: files, standard input, gzip and zstd alike), `pcap-parser` decodes pcap headers
+//! and pcapng blocks in place, and this layer checks every length before trusting it, numbers
+//! interfaces across sections, converts timestamps to ns and, with `skip_bad`, resynchronises
+//! past damaged records.
+//!
+//! What is refused follows libpcap (sf-pcap.c, sf-pcapng.c) and Wireshark: a bad magic, a caplen
+//! above the link type's maximum, a record running past the end of the file. A caplen above
+//! the file's snaplen is read in full and counted (Wireshark shows such records, and sf-pcap.c
+//! accepts them up to the maximum), as is a wire length below the caplen. A capture cut short
+//! ends the reading without an error unless `strict`: what was read stands, as in capinfos.
 
-use std::fs::File;
+use std::io;
 use std::path::Path;
 
-use memmap2::{Advice, Mmap, UncheckedAdvice};
 use pcap_parser::{
-    parse_block_be, parse_block_le, parse_pcap_frame, parse_pcap_frame_be, parse_pcap_header,
-    Block, OptionCode, PcapNGOption,
+    parse_block_be, parse_block_le, parse_pcap_header, Block, OptionCode, PcapNGOption,
 };
 
-use super::{linktype_known, Interface, TraceError, MAX_CAPLEN};
+use super::stream::{Compression, Stream, DEFAULT_CHUNK_BYTES};
+use super::{linktype_known, max_caplen, Interface, TraceError};
 
 /// Section Header Block type: a byte palindrome, so it reads the same in either byte order.
 const SHB_TYPE: u32 = 0x0A0D_0D0A;
@@ -28,10 +35,16 @@ const EPB_FIXED_BYTES: usize = 28;
 const NS_PER_S: i128 = 1_000_000_000;
 /// A resynchronised pcap record must lie within this many seconds of the last good one.
 const RESYNC_WINDOW_S: i64 = 86_400;
-/// Mapped pages already read are dropped every this many bytes so RSS stays bounded.
-const RELEASE_EVERY: usize = 64 << 20;
+/// Largest pcapng block accepted before any interface raises it: libpcap's
+/// INITIAL_MAX_BLOCKSIZE (sf-pcapng.c, 16 MiB).
+const INITIAL_MAX_BLOCK_BYTES: usize = 16 << 20;
+/// Room libpcap's MAX_BLOCKSIZE_FOR_SNAPLEN leaves for options beside a maximal packet (128 KiB).
+const BLOCK_OPTIONS_BYTES: usize = 128 << 10;
+/// Largest block a pcapng resync takes as a fresh start: a maximal Enhanced Packet Block with
+/// its options fits; random bytes that only claim a huge length are not buffered to be checked.
+const RESYNC_MAX_BLOCK_BYTES: usize = 1 << 20;
 
-/// One packet record: where its bytes are (`data_offset`, `caplen`) and what it says.
+/// One packet record: where its bytes are in the (decompressed) stream and what it says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Record {
     pub ts_ns: i64,
@@ -41,18 +54,32 @@ pub struct Record {
     pub data_offset: u64,
 }
 
-enum Source {
-    Mapped(Mmap),
-    Owned(Vec<u8>),
+/// How a reader treats damage: `skip_bad` passes over damaged records (counted), `strict`
+/// makes a capture cut short an error instead of the end; `chunk` is the read buffer's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    pub skip_bad: bool,
+    pub strict: bool,
+    pub chunk: usize,
 }
 
-impl Source {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Source::Mapped(map) => map,
-            Source::Owned(bytes) => bytes,
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            skip_bad: false,
+            strict: false,
+            chunk: DEFAULT_CHUNK_BYTES,
         }
     }
+}
+
+/// Quirks libpcap and Wireshark read without complaint, counted per file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quirks {
+    /// Records whose caplen exceeds their interface's (non-zero) snaplen.
+    pub snaplen_exceeded: u64,
+    /// Records whose wire length is below their caplen.
+    pub wirelen_below_caplen: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -98,7 +125,7 @@ impl TsScale {
     }
 }
 
-/// What one pcapng block means to the reader, detached from the borrowed file bytes.
+/// What one pcapng block means to the reader, detached from the buffered bytes.
 enum Parsed {
     Section { big_endian: bool },
     Iface(Interface),
@@ -107,29 +134,44 @@ enum Parsed {
 }
 
 /// A packet as found in a block: local interface id, raw timestamp (None for a Simple Packet
-/// Block, which has none), lengths and data position.
+/// Block, which has none), lengths and data position in the stream.
 struct RawPacket {
     local_iface: u32,
     ts_raw: Option<u64>,
     caplen: u32,
     wirelen: u32,
-    data_offset: usize,
+    data_offset: u64,
 }
 
-/// A reader over one capture file (or an in-memory copy of one).
+/// Why a record could not be read: the capture ends inside it, its bytes are damaged (the read
+/// position still at its start), it was read whole but makes no sense (a packet for an
+/// undefined interface: the position is past it), or the source itself failed (an I/O or
+/// decompression error, fatal in every mode).
+enum Fault {
+    CutShort(TraceError),
+    Damaged(TraceError),
+    Rejected(TraceError),
+    Source(TraceError),
+}
+
+/// A reader over one capture: a file, `-` for standard input, or bytes in memory.
 pub struct Reader {
     name: String,
-    source: Source,
-    pos: usize,
-    released: usize,
+    stream: Stream,
     layout: Layout,
     interfaces: Vec<Interface>,
     scales: Vec<(TsScale, i128)>,
-    skip_bad: bool,
+    options: ReadOptions,
     skipped: u64,
     untimed: u64,
+    quirks: Quirks,
     last_ts: i64,
+    /// Whether a timestamp was read yet (a resync then looks for times near `last_ts`).
+    timed: bool,
     sections: u32,
+    max_block: usize,
+    finished: bool,
+    cut_short: Option<TraceError>,
 }
 
 fn read_u32(bytes: &[u8], at: usize, big_endian: bool) -> u32 {
@@ -142,122 +184,159 @@ fn read_u32(bytes: &[u8], at: usize, big_endian: bool) -> u32 {
 }
 
 impl Reader {
-    /// Maps `path` and reads its file header; a bad header is fatal even with `skip_bad`.
+    /// Opens `path` (`-`: standard input) and reads its file header; a bad header is fatal even
+    /// with `skip_bad`. A capture cut short ends the reading (see `cut_short`).
     pub fn open(path: &Path, skip_bad: bool) -> Result<Self, TraceError> {
+        Self::open_with(
+            path,
+            ReadOptions {
+                skip_bad,
+                ..ReadOptions::default()
+            },
+        )
+    }
+
+    /// Opens `path` with explicit options.
+    pub fn open_with(path: &Path, options: ReadOptions) -> Result<Self, TraceError> {
         let name = path.display().to_string();
-        let file = File::open(path).map_err(|e| TraceError::whole(&name, e.to_string()))?;
-        let meta = file
-            .metadata()
-            .map_err(|e| TraceError::whole(&name, e.to_string()))?;
-        if meta.is_dir() {
-            return Err(TraceError::whole(
-                &name,
-                "is a directory, not a capture file",
-            ));
-        }
-        let len = meta.len();
-        if len == 0 {
-            return Err(TraceError::at(
-                &name,
-                0,
-                "empty file: no pcap or pcapng header",
-            ));
-        }
-        // SAFETY: the map is read-only; like every mmap reader, it assumes nobody truncates or
-        // rewrites the file while it is being read.
-        let map =
-            unsafe { Mmap::map(&file) }.map_err(|e| TraceError::whole(&name, e.to_string()))?;
-        // Advice is a hint; a kernel that ignores it changes nothing but speed.
-        let _ = map.advise(Advice::Sequential);
-        Self::new(name, Source::Mapped(map), skip_bad)
+        let stream = Stream::open(path, options.chunk)?;
+        Self::new(name, stream, options)
     }
 
     /// A reader over bytes already in memory (tests, fuzzing); `name` appears in errors.
     pub fn from_bytes(name: &str, bytes: Vec<u8>, skip_bad: bool) -> Result<Self, TraceError> {
-        Self::new(name.to_owned(), Source::Owned(bytes), skip_bad)
+        let options = ReadOptions {
+            skip_bad,
+            ..ReadOptions::default()
+        };
+        Self::from_bytes_with(name, bytes, options)
     }
 
-    fn new(name: String, source: Source, skip_bad: bool) -> Result<Self, TraceError> {
+    /// A reader over bytes in memory with explicit options.
+    pub fn from_bytes_with(
+        name: &str,
+        bytes: Vec<u8>,
+        options: ReadOptions,
+    ) -> Result<Self, TraceError> {
+        let stream = Stream::from_bytes(bytes, options.chunk)
+            .map_err(|e| TraceError::whole(name, e.to_string()))?;
+        Self::new(name.to_owned(), stream, options)
+    }
+
+    fn new(name: String, stream: Stream, options: ReadOptions) -> Result<Self, TraceError> {
         let mut reader = Reader {
             name,
-            source,
-            pos: 0,
-            released: 0,
+            stream,
             layout: Layout::PcapNg {
                 big_endian: false,
                 section_base: 0,
             },
             interfaces: Vec::new(),
             scales: Vec::new(),
-            skip_bad,
+            options,
             skipped: 0,
             untimed: 0,
+            quirks: Quirks::default(),
             last_ts: 0,
+            timed: false,
             sections: 0,
+            max_block: INITIAL_MAX_BLOCK_BYTES,
+            finished: false,
+            cut_short: None,
         };
-        reader.read_file_header()?;
+        reader.read_file_header().map_err(|fault| match fault {
+            Fault::CutShort(e) | Fault::Damaged(e) | Fault::Rejected(e) | Fault::Source(e) => e,
+        })?;
         Ok(reader)
     }
 
-    fn error(&self, offset: usize, problem: impl Into<String>) -> TraceError {
-        TraceError::at(&self.name, offset as u64, problem)
+    fn error(&self, offset: u64, problem: impl Into<String>) -> TraceError {
+        TraceError::at(&self.name, offset, problem)
     }
 
-    fn read_file_header(&mut self) -> Result<(), TraceError> {
-        let bytes = self.source.bytes();
-        if bytes.len() < 4 {
-            return Err(self.error(0, format!("truncated file header: {} bytes", bytes.len())));
+    /// Makes `need` bytes available if the capture has them; returns how many are.
+    fn fill(&mut self, need: usize) -> Result<usize, Fault> {
+        self.stream.fill(need).map_err(|e| {
+            let at = self.stream.offset();
+            let problem = format!("reading failed: {e}");
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                // A compressed stream that stops mid-way is a capture cut short.
+                Fault::CutShort(self.error(at, problem))
+            } else {
+                Fault::Source(self.error(at, problem))
+            }
+        })
+    }
+
+    fn read_file_header(&mut self) -> Result<(), Fault> {
+        let have = self.fill(PCAP_HEADER_BYTES)?;
+        if have == 0 {
+            return Err(Fault::Damaged(
+                self.error(0, "empty file: no pcap or pcapng header"),
+            ));
         }
-        let magic = read_u32(bytes, 0, false);
+        if have < 4 {
+            return Err(Fault::Damaged(
+                self.error(0, format!("truncated file header: {have} bytes")),
+            ));
+        }
+        let magic = read_u32(self.stream.available(), 0, false);
         if magic == SHB_TYPE {
             // The first block is a Section Header; it sets the byte order on its own.
             let section = self.pcapng_block()?;
-            return self.apply(section, 0).map(|_| ());
+            return self.apply(section, 0).map(|_| ()).map_err(Fault::Damaged);
         }
+        let damaged = |reader: &Self, at: u64, problem: String| {
+            Err(Fault::Damaged(reader.error(at, problem)))
+        };
         let (big_endian, nanos) = match magic {
             0xA1B2_C3D4 => (false, false),
             0xA1B2_3C4D => (false, true),
             0xD4C3_B2A1 => (true, false),
             0x4D3C_B2A1 => (true, true),
             0xA1B2_CD34 | 0x34CD_B2A1 => {
-                return Err(self.error(0, "modified (Kuznetzov) pcap is not supported"))
+                return damaged(self, 0, "modified (Kuznetzov) pcap is not supported".into())
             }
             _ => {
-                return Err(self.error(0, format!("not a pcap or pcapng file: magic 0x{magic:08x}")))
+                return damaged(
+                    self,
+                    0,
+                    format!("not a pcap or pcapng file: magic 0x{magic:08x}"),
+                )
             }
         };
-        if bytes.len() < PCAP_HEADER_BYTES {
-            return Err(self.error(
+        if have < PCAP_HEADER_BYTES {
+            return damaged(
+                self,
                 0,
-                format!(
-                    "truncated file header: {} of {PCAP_HEADER_BYTES} bytes",
-                    bytes.len()
-                ),
-            ));
+                format!("truncated file header: {have} of {PCAP_HEADER_BYTES} bytes"),
+            );
         }
-        let (_, header) =
-            parse_pcap_header(bytes).map_err(|_| self.error(0, "unreadable pcap file header"))?;
+        let Ok((_, header)) = parse_pcap_header(self.stream.available()) else {
+            return damaged(self, 0, "unreadable pcap file header".into());
+        };
         if header.version_major != 2 {
-            return Err(self.error(
+            return damaged(
+                self,
                 4,
                 format!(
                     "pcap version {}.{} is not supported (2.x expected)",
                     header.version_major, header.version_minor
                 ),
-            ));
+            );
         }
         // The upper 16 bits of the link-type field carry FCS information (draft-ietf-opsawg-pcap
         // §4, "LinkType and additional information").
         let linktype = (header.network.0 as u32) & 0xFFFF;
         if !linktype_known(linktype) {
-            return Err(self.error(20, format!("unknown link type {linktype}")));
+            return damaged(self, 20, format!("unknown link type {linktype}"));
         }
         let mut iface = Interface::new(linktype as u16, header.snaplen);
         iface.tsresol = if nanos { 9 } else { 6 };
         self.interfaces.push(iface);
         self.scales.push((TsScale::Mul(1), 0));
         self.layout = Layout::Pcap { big_endian, nanos };
-        self.pos = PCAP_HEADER_BYTES;
+        self.stream.consume(PCAP_HEADER_BYTES);
         Ok(())
     }
 
@@ -279,6 +358,11 @@ impl Reader {
         matches!(self.layout, Layout::Pcap { nanos: true, .. })
     }
 
+    /// How the capture was stored: uncompressed, gzip or zstd.
+    pub fn compression(&self) -> Compression {
+        self.stream.compression()
+    }
+
     /// Records passed over because they were damaged (only with `skip_bad`).
     pub fn skipped(&self) -> u64 {
         self.skipped
@@ -289,179 +373,249 @@ impl Reader {
         self.untimed
     }
 
-    /// Size of the file in bytes.
-    pub fn file_bytes(&self) -> usize {
-        self.source.bytes().len()
+    /// Records read in spite of a quirk (caplen above the snaplen, wire length below caplen).
+    pub fn quirks(&self) -> Quirks {
+        self.quirks
     }
 
-    /// The captured bytes of `record`.
+    /// Why the capture ended early, when it was cut short inside a record (never with `strict`,
+    /// which reports it as an error instead).
+    pub fn cut_short(&self) -> Option<&TraceError> {
+        self.cut_short.as_ref()
+    }
+
+    /// Bytes of the (decompressed) capture consumed so far: its size once read to the end.
+    pub fn bytes_read(&self) -> u64 {
+        self.stream.offset()
+    }
+
+    /// The size of the input where it is known before reading (an uncompressed file).
+    pub fn size_hint(&self) -> Option<u64> {
+        self.stream.size_hint()
+    }
+
+    /// The captured bytes of `record`, which must be the record returned last: its bytes stay
+    /// buffered until the next `next_record`.
     pub fn data(&self, record: &Record) -> &[u8] {
-        let start = record.data_offset as usize;
-        &self.source.bytes()[start..start + record.caplen as usize]
+        self.stream
+            .bytes_at(record.data_offset, record.caplen as usize)
+            .expect("a record's data stays buffered until the next record is read")
     }
 
-    /// The next packet, or None at the end of the file.
+    /// The next packet, or None at the end of the capture (or where it was cut short).
     pub fn next_record(&mut self) -> Result<Option<Record>, TraceError> {
-        self.release_consumed();
-        while self.pos < self.source.bytes().len() {
-            let start = self.pos;
+        while !self.finished {
+            let start = self.stream.offset();
             let step = match self.layout {
                 Layout::Pcap { big_endian, nanos } => self.pcap_record(big_endian, nanos),
-                Layout::PcapNg { .. } => self.pcapng_block().and_then(|p| self.apply(p, start)),
+                Layout::PcapNg { .. } => self
+                    .pcapng_block()
+                    .and_then(|p| self.apply(p, start).map_err(Fault::Rejected)),
             };
             match step {
                 Ok(Some(record)) => return Ok(Some(record)),
                 Ok(None) => {}
-                Err(_) if self.skip_bad => {
-                    self.skipped += 1;
-                    self.pos = self.resync(start);
-                }
-                Err(e) => return Err(e),
+                Err(fault) => self.recover(fault)?,
             }
         }
         Ok(None)
     }
 
-    /// Drops mapped pages behind the read position (they refault from the file if touched).
-    fn release_consumed(&mut self) {
-        let Source::Mapped(map) = &self.source else {
-            return;
+    /// Goes on after a fault where the options allow it: past damage with `skip_bad`, to the
+    /// end of a capture cut short unless `strict`.
+    fn recover(&mut self, fault: Fault) -> Result<(), TraceError> {
+        let (error, cut) = match fault {
+            Fault::Source(e) => return Err(e),
+            Fault::Rejected(_) if self.options.skip_bad => {
+                self.skipped += 1;
+                return Ok(());
+            }
+            Fault::Rejected(e) => return Err(e),
+            Fault::Damaged(e) => (e, false),
+            Fault::CutShort(e) => (e, true),
         };
-        let upto = self.pos & !4095;
-        if upto >= self.released + RELEASE_EVERY {
-            // SAFETY: the map is a read-only file mapping; MADV_DONTNEED only drops resident
-            // pages, which the kernel reloads from the file on the next access, so no slice
-            // into the map ever sees different bytes.
-            let _ = unsafe {
-                map.unchecked_advise_range(
-                    UncheckedAdvice::DontNeed,
-                    self.released,
-                    upto - self.released,
-                )
-            };
-            self.released = upto;
+        if self.options.skip_bad {
+            match self.resync() {
+                Ok(true) => {
+                    self.skipped += 1;
+                    return Ok(());
+                }
+                Err(Fault::Source(e)) => return Err(e),
+                // Nothing readable follows the damage: it ran to the end of the capture.
+                Ok(false) | Err(_) if !cut => {
+                    self.skipped += 1;
+                    self.finished = true;
+                    return Ok(());
+                }
+                Ok(false) | Err(_) => {}
+            }
         }
+        if cut && !self.options.strict {
+            self.cut_short = Some(error);
+            self.finished = true;
+            return Ok(());
+        }
+        Err(error)
     }
 
-    fn pcap_record(&mut self, big_endian: bool, nanos: bool) -> Result<Option<Record>, TraceError> {
-        let pos = self.pos;
-        let rest = &self.source.bytes()[pos..];
-        if rest.len() < PCAP_RECORD_HEADER_BYTES {
-            return Err(self.error(
-                pos,
-                format!("truncated record header: {} of 16 bytes", rest.len()),
+    fn pcap_record(&mut self, big_endian: bool, nanos: bool) -> Result<Option<Record>, Fault> {
+        let at = self.stream.offset();
+        let have = self.fill(PCAP_RECORD_HEADER_BYTES)?;
+        if have == 0 {
+            self.finished = true;
+            return Ok(None);
+        }
+        if have < PCAP_RECORD_HEADER_BYTES {
+            return Err(Fault::CutShort(
+                self.error(at, format!("truncated record header: {have} of 16 bytes")),
             ));
         }
-        let caplen = read_u32(rest, 8, big_endian);
-        self.check_caplen(pos, caplen, &self.interfaces[0])?;
-        let parsed = if big_endian {
-            parse_pcap_frame_be(rest)
-        } else {
-            parse_pcap_frame(rest)
-        };
-        let Ok((after, frame)) = parsed else {
-            return Err(self.error(
-                pos,
+        let head = self.stream.available();
+        let field = |k: usize| read_u32(head, 4 * k, big_endian);
+        let (sec, frac, caplen, wirelen) = (field(0), field(1), field(2), field(3));
+        self.check_caplen(at, caplen, 0).map_err(Fault::Damaged)?;
+        let total = PCAP_RECORD_HEADER_BYTES + caplen as usize;
+        let have = self.fill(total)?;
+        if have < total {
+            return Err(Fault::CutShort(self.error(
+                at,
                 format!(
                     "truncated record: caplen {caplen}, {} bytes left",
-                    rest.len() - PCAP_RECORD_HEADER_BYTES
+                    have - PCAP_RECORD_HEADER_BYTES
                 ),
-            ));
-        };
+            )));
+        }
         let frac_ns = if nanos {
-            i64::from(frame.ts_usec)
+            i64::from(frac)
         } else {
-            i64::from(frame.ts_usec) * 1000
+            i64::from(frac) * 1000
         };
         let record = Record {
-            ts_ns: i64::from(frame.ts_sec) * 1_000_000_000 + frac_ns,
+            ts_ns: i64::from(sec) * 1_000_000_000 + frac_ns,
             caplen,
-            wirelen: frame.origlen,
+            wirelen,
             iface: 0,
-            data_offset: (pos + PCAP_RECORD_HEADER_BYTES) as u64,
+            data_offset: at + PCAP_RECORD_HEADER_BYTES as u64,
         };
-        self.pos = self.source.bytes().len() - after.len();
+        self.count_quirks(&record);
+        self.stream.consume(total);
         self.last_ts = record.ts_ns;
+        self.timed = true;
         Ok(Some(record))
     }
 
-    fn check_caplen(&self, pos: usize, caplen: u32, iface: &Interface) -> Result<(), TraceError> {
-        if caplen > MAX_CAPLEN {
+    /// Refuses what libpcap refuses: a caplen above the link type's maximum.
+    fn check_caplen(&self, at: u64, caplen: u32, iface: usize) -> Result<(), TraceError> {
+        let limit = self.interfaces[iface].caplen_limit();
+        if caplen > limit {
             return Err(self.error(
-                pos,
-                format!("caplen {caplen} exceeds the {MAX_CAPLEN}-byte maximum"),
-            ));
-        }
-        if caplen > iface.caplen_limit() {
-            return Err(self.error(
-                pos,
-                format!("caplen {caplen} exceeds the snaplen {}", iface.snaplen),
+                at,
+                format!("caplen {caplen} exceeds the {limit}-byte maximum"),
             ));
         }
         Ok(())
     }
 
-    /// Reads the pcapng block at `pos` after checking its framing; advances past it.
-    fn pcapng_block(&mut self) -> Result<Parsed, TraceError> {
-        let pos = self.pos;
-        let bytes = self.source.bytes();
-        let rest = &bytes[pos..];
-        if rest.len() < 12 {
-            return Err(self.error(
-                pos,
-                format!("truncated block header: {} of 12 bytes", rest.len()),
+    fn count_quirks(&mut self, record: &Record) {
+        let iface = &self.interfaces[record.iface as usize];
+        if iface.snaplen != 0 && record.caplen > iface.snaplen {
+            self.quirks.snaplen_exceeded += 1;
+        }
+        if record.wirelen < record.caplen {
+            self.quirks.wirelen_below_caplen += 1;
+        }
+    }
+
+    fn section_big_endian(&self) -> bool {
+        matches!(
+            self.layout,
+            Layout::PcapNg {
+                big_endian: true,
+                ..
+            }
+        )
+    }
+
+    /// Reads the pcapng block at the read position after checking its framing; consumes it.
+    fn pcapng_block(&mut self) -> Result<Parsed, Fault> {
+        let at = self.stream.offset();
+        let have = self.fill(12)?;
+        if have == 0 {
+            self.finished = true;
+            return Ok(Parsed::Other);
+        }
+        if have < 12 {
+            return Err(Fault::CutShort(
+                self.error(at, format!("truncated block header: {have} of 12 bytes")),
             ));
         }
-        let is_section = read_u32(rest, 0, false) == SHB_TYPE;
+        let head = self.stream.available();
+        let is_section = read_u32(head, 0, false) == SHB_TYPE;
         let big_endian = if is_section {
-            match read_u32(rest, 8, false) {
+            match read_u32(head, 8, false) {
                 BYTE_ORDER_MAGIC => false,
                 m if m.swap_bytes() == BYTE_ORDER_MAGIC => true,
                 m => {
-                    return Err(self.error(
-                        pos + 8,
+                    return Err(Fault::Damaged(self.error(
+                        at + 8,
                         format!("section header byte-order magic 0x{m:08x} is not 0x1a2b3c4d"),
-                    ))
+                    )))
                 }
             }
         } else {
-            matches!(
-                self.layout,
-                Layout::PcapNg {
-                    big_endian: true,
-                    ..
-                }
-            )
+            self.section_big_endian()
         };
-        let block_type = read_u32(rest, 0, big_endian);
-        let len = read_u32(rest, 4, big_endian) as usize;
+        let block_type = read_u32(head, 0, big_endian);
+        let len = read_u32(head, 4, big_endian) as usize;
         if len < 12 || !len.is_multiple_of(4) {
-            return Err(self.error(
-                pos,
+            return Err(Fault::Damaged(self.error(
+                at,
                 format!("block length {len} is not a multiple of 4 of at least 12"),
-            ));
+            )));
         }
-        if len > rest.len() {
-            return Err(self.error(
-                pos,
-                format!("truncated block: length {len}, {} bytes left", rest.len()),
-            ));
+        if len > self.max_block {
+            return Err(Fault::Damaged(self.error(
+                at,
+                format!(
+                    "block length {len} is above the {}-byte maximum",
+                    self.max_block
+                ),
+            )));
         }
-        let trailer = read_u32(rest, len - 4, big_endian) as usize;
+        let have = self.fill(len)?;
+        if have < len {
+            return Err(Fault::CutShort(self.error(
+                at,
+                format!("truncated block: length {len}, {have} bytes left"),
+            )));
+        }
+        let meaning = self.decode_block(at, block_type, len, big_endian)?;
+        self.stream.consume(len);
+        Ok(meaning)
+    }
+
+    /// Decodes the whole block of `len` bytes buffered at the read position.
+    fn decode_block(
+        &self,
+        at: u64,
+        block_type: u32,
+        len: usize,
+        big_endian: bool,
+    ) -> Result<Parsed, Fault> {
+        let damaged = |problem: String| Fault::Damaged(self.error(at, problem));
+        let block = &self.stream.available()[..len];
+        let trailer = read_u32(block, len - 4, big_endian) as usize;
         if trailer != len {
-            return Err(self.error(
-                pos,
-                format!("block length mismatch: {len} at the start, {trailer} at the end"),
-            ));
+            return Err(damaged(format!(
+                "block length mismatch: {len} at the start, {trailer} at the end"
+            )));
         }
-        let block = &rest[..len];
         if block_type == 6 || block_type == OPB_TYPE {
             let caplen = read_u32(block, 20, big_endian);
             if caplen as usize > len.saturating_sub(EPB_FIXED_BYTES + 4) {
-                return Err(self.error(
-                    pos,
-                    format!("caplen {caplen} does not fit in a block of {len} bytes"),
-                ));
+                return Err(damaged(format!(
+                    "caplen {caplen} does not fit in a block of {len} bytes"
+                )));
             }
         }
         let parsed = if big_endian {
@@ -470,25 +624,23 @@ impl Reader {
             parse_block_le(block)
         };
         let Ok((_, parsed)) = parsed else {
-            return Err(self.error(pos, format!("malformed block of type 0x{block_type:x}")));
+            return Err(damaged(format!("malformed block of type 0x{block_type:x}")));
         };
-        let offset_of = |data: &[u8]| data.as_ptr() as usize - bytes.as_ptr() as usize;
-        let meaning = match parsed {
+        let offset_of =
+            |data: &[u8]| at + (data.as_ptr() as usize - block.as_ptr() as usize) as u64;
+        Ok(match parsed {
             Block::SectionHeader(shb) => {
                 if shb.major_version != 1 {
-                    return Err(self.error(
-                        pos,
-                        format!(
-                            "pcapng version {}.{} is not supported (1.x expected)",
-                            shb.major_version, shb.minor_version
-                        ),
-                    ));
+                    return Err(damaged(format!(
+                        "pcapng version {}.{} is not supported (1.x expected)",
+                        shb.major_version, shb.minor_version
+                    )));
                 }
                 Parsed::Section { big_endian }
             }
             Block::InterfaceDescription(idb) => {
                 if !linktype_known(u32::from(idb.linktype.0 as u16)) {
-                    return Err(self.error(pos, format!("unknown link type {}", idb.linktype.0)));
+                    return Err(damaged(format!("unknown link type {}", idb.linktype.0)));
                 }
                 Parsed::Iface(Interface {
                     linktype: idb.linktype.0 as u16,
@@ -528,13 +680,11 @@ impl Reader {
                 })
             }
             _ => Parsed::Other,
-        };
-        self.pos = pos + len;
-        Ok(meaning)
+        })
     }
 
     /// Applies a decoded block to the reader state; returns the packet if it was one.
-    fn apply(&mut self, parsed: Parsed, block_start: usize) -> Result<Option<Record>, TraceError> {
+    fn apply(&mut self, parsed: Parsed, block_start: u64) -> Result<Option<Record>, TraceError> {
         match parsed {
             Parsed::Section { big_endian } => {
                 self.layout = Layout::PcapNg {
@@ -553,6 +703,10 @@ impl Reader {
                 })?;
                 iface.section = self.sections.saturating_sub(1);
                 let offset_ns = i128::from(iface.tsoffset_s) * NS_PER_S;
+                // libpcap lets a block grow to a maximal packet plus 128 KiB of options
+                // (MAX_BLOCKSIZE_FOR_SNAPLEN in sf-pcapng.c).
+                let room = EPB_FIXED_BYTES + 4 + max_caplen(iface.linktype) as usize;
+                self.max_block = self.max_block.max(room + BLOCK_OPTIONS_BYTES);
                 self.scales
                     .push((TsScale::from_units_per_s(units), offset_ns));
                 self.interfaces.push(iface);
@@ -563,7 +717,7 @@ impl Reader {
         }
     }
 
-    fn packet(&mut self, raw: RawPacket, block_start: usize) -> Result<Record, TraceError> {
+    fn packet(&mut self, raw: RawPacket, block_start: u64) -> Result<Record, TraceError> {
         let Layout::PcapNg { section_base, .. } = self.layout else {
             unreachable!("packets from blocks only exist in pcapng");
         };
@@ -580,9 +734,10 @@ impl Reader {
         let iface = section_base + raw.local_iface as usize;
         let caplen = match raw.ts_raw {
             Some(_) => raw.caplen,
-            None => raw.caplen.min(self.interfaces[iface].caplen_limit()),
+            // libpcap's sf-pcapng.c: an SPB's caplen is min(packet length, snapshot length).
+            None => raw.caplen.min(self.interfaces[iface].snap_limit()),
         };
-        self.check_caplen(block_start, caplen, &self.interfaces[iface])?;
+        self.check_caplen(block_start, caplen, iface)?;
         let ts_ns = match raw.ts_raw {
             Some(units) => {
                 let (scale, offset_ns) = self.scales[iface];
@@ -600,74 +755,144 @@ impl Reader {
             }
         };
         self.last_ts = ts_ns;
-        Ok(Record {
+        let record = Record {
             ts_ns,
             caplen,
             wirelen: raw.wirelen,
             iface: iface as u32,
-            data_offset: raw.data_offset as u64,
+            data_offset: raw.data_offset,
+        };
+        self.count_quirks(&record);
+        Ok(record)
+    }
+
+    /// Moves the read position past a damaged record: to its end when its framing is intact,
+    /// else to the next plausible record start. False when none follows (the position is then
+    /// the end of the capture).
+    fn resync(&mut self) -> Result<bool, Fault> {
+        match self.layout {
+            Layout::Pcap { big_endian, nanos } => self.resync_pcap(big_endian, nanos),
+            Layout::PcapNg { big_endian, .. } => self.resync_pcapng(big_endian),
+        }
+    }
+
+    fn resync_pcap(&mut self, big_endian: bool, nanos: bool) -> Result<bool, Fault> {
+        if self.fill(PCAP_RECORD_HEADER_BYTES)? == PCAP_RECORD_HEADER_BYTES {
+            let caplen = read_u32(self.stream.available(), 8, big_endian) as usize;
+            if caplen <= self.max_block {
+                let end = PCAP_RECORD_HEADER_BYTES + caplen;
+                let have = self.fill(end + 1)?;
+                if have == end
+                    || self
+                        .pcap_header_plausible(end, big_endian, nanos, None, false)?
+                        .is_some()
+                {
+                    self.stream.consume(end);
+                    return Ok(true);
+                }
+            }
+        }
+        self.scan(|reader| reader.pcap_chain_plausible(big_endian, nanos))
+    }
+
+    fn resync_pcapng(&mut self, big_endian: bool) -> Result<bool, Fault> {
+        let max_block = self.max_block;
+        if let Some(len) = self.block_plausible(big_endian, max_block)? {
+            self.stream.consume(len);
+            return Ok(true);
+        }
+        // Byte by byte, not by 4: damage may have shifted the blocks that follow.
+        self.scan(|reader| {
+            Ok(reader
+                .block_plausible(big_endian, RESYNC_MAX_BLOCK_BYTES)?
+                .is_some())
         })
     }
 
-    /// The first offset after a damaged record from which reading can plausibly go on: the end
-    /// of the record itself when its framing is intact, else the next plausible record start.
-    fn resync(&self, bad: usize) -> usize {
-        let bytes = self.source.bytes();
-        match self.layout {
-            Layout::Pcap { big_endian, nanos } => {
-                if bad + PCAP_RECORD_HEADER_BYTES <= bytes.len() {
-                    let end = bad
-                        + PCAP_RECORD_HEADER_BYTES
-                        + read_u32(bytes, bad + 8, big_endian) as usize;
-                    if end == bytes.len()
-                        || self.pcap_header_plausible(end, big_endian, nanos).is_some()
-                    {
-                        return end;
-                    }
-                }
-                (bad + 1..bytes.len())
-                    .find(|&p| self.pcap_chain_plausible(p, big_endian, nanos))
-                    .unwrap_or(bytes.len())
+    /// Drops bytes one at a time until `found` holds at the read position (true) or the
+    /// capture ends (false).
+    fn scan(
+        &mut self,
+        mut found: impl FnMut(&mut Self) -> Result<bool, Fault>,
+    ) -> Result<bool, Fault> {
+        loop {
+            if self.fill(1)? == 0 {
+                return Ok(false);
             }
-            Layout::PcapNg { big_endian, .. } => {
-                if block_plausible(bytes, bad, big_endian) {
-                    return bad + read_u32(bytes, bad + 4, big_endian) as usize;
-                }
-                ((bad + 4)..bytes.len())
-                    .step_by(4)
-                    .find(|&p| block_plausible(bytes, p, big_endian))
-                    .unwrap_or(bytes.len())
+            self.stream.consume(1);
+            if found(self)? {
+                return Ok(true);
             }
         }
     }
 
-    /// A record header at `p` that looks sane and is followed by the end or another such header.
-    fn pcap_chain_plausible(&self, p: usize, big_endian: bool, nanos: bool) -> bool {
-        let next = |p: usize| self.pcap_header_plausible(p, big_endian, nanos);
-        match next(p) {
-            Some(end) if end == self.source.bytes().len() => true,
-            Some(end) => next(end).is_some(),
-            None => false,
-        }
+    /// A record header at the read position that looks sane and is followed by another such
+    /// header within a day of it (whose record may run past a cut end), the end of the
+    /// capture, or a tail too short for a record header.
+    fn pcap_chain_plausible(&mut self, big_endian: bool, nanos: bool) -> Result<bool, Fault> {
+        let last_sec = self.last_ts.div_euclid(1_000_000_000);
+        let near = self.timed.then_some(last_sec);
+        let Some((end, sec)) = self.pcap_header_plausible(0, big_endian, nanos, near, false)?
+        else {
+            return Ok(false);
+        };
+        Ok(
+            self.fill(end + PCAP_RECORD_HEADER_BYTES)? < end + PCAP_RECORD_HEADER_BYTES
+                || self
+                    .pcap_header_plausible(end, big_endian, nanos, Some(sec), true)?
+                    .is_some(),
+        )
     }
 
-    /// Where the record at `p` ends, if its header is plausible.
-    fn pcap_header_plausible(&self, p: usize, big_endian: bool, nanos: bool) -> Option<usize> {
-        let bytes = self.source.bytes();
-        if p + PCAP_RECORD_HEADER_BYTES > bytes.len() {
-            return None;
+    /// Where the record `rel` bytes past the read position ends (relative) and its second, if
+    /// its header is plausible, within a day of `near_sec` where given, and the record is whole
+    /// (or, with `cut_ok`, runs past the end of the capture).
+    fn pcap_header_plausible(
+        &mut self,
+        rel: usize,
+        big_endian: bool,
+        nanos: bool,
+        near_sec: Option<i64>,
+        cut_ok: bool,
+    ) -> Result<Option<(usize, i64)>, Fault> {
+        if self.fill(rel + PCAP_RECORD_HEADER_BYTES)? < rel + PCAP_RECORD_HEADER_BYTES {
+            return Ok(None);
         }
-        let sec = i64::from(read_u32(bytes, p, big_endian));
-        let frac = read_u32(bytes, p + 4, big_endian);
-        let caplen = read_u32(bytes, p + 8, big_endian);
-        let wirelen = read_u32(bytes, p + 12, big_endian);
-        let end = p + PCAP_RECORD_HEADER_BYTES + caplen as usize;
-        // Within a day of the last good record: zero-filled or random bytes rarely are.
-        let near = (sec - self.last_ts.div_euclid(1_000_000_000)).abs() <= RESYNC_WINDOW_S;
+        let head = &self.stream.available()[rel..];
+        let field = |k: usize| read_u32(head, 4 * k, big_endian);
+        let (sec, frac, caplen, wirelen) = (i64::from(field(0)), field(1), field(2), field(3));
+        // Zero-filled or random bytes rarely hold a time within a day of a real one.
+        let near = near_sec.is_none_or(|s| (sec - s).abs() <= RESYNC_WINDOW_S);
         let frac_ok = frac < if nanos { 1_000_000_000 } else { 1_000_000 };
-        let len_ok =
-            wirelen > 0 && caplen <= self.interfaces[0].caplen_limit() && caplen <= wirelen;
-        (near && frac_ok && len_ok && end <= bytes.len()).then_some(end)
+        let len_ok = wirelen > 0 && caplen <= self.interfaces[0].snap_limit() && caplen <= wirelen;
+        if !(near && frac_ok && len_ok) {
+            return Ok(None);
+        }
+        let end = rel + PCAP_RECORD_HEADER_BYTES + caplen as usize;
+        Ok((cut_ok || self.fill(end)? >= end).then_some((end, sec)))
+    }
+
+    /// The length of a whole, self-consistent pcapng block of a known type, at most `max`
+    /// bytes, at the read position.
+    fn block_plausible(&mut self, big_endian: bool, max: usize) -> Result<Option<usize>, Fault> {
+        if self.fill(12)? < 12 {
+            return Ok(None);
+        }
+        let head = self.stream.available();
+        let block_type = read_u32(head, 0, big_endian);
+        let len = read_u32(head, 4, big_endian) as usize;
+        if !KNOWN_BLOCK_TYPES.contains(&block_type)
+            || len < 12
+            || !len.is_multiple_of(4)
+            || len > max
+        {
+            return Ok(None);
+        }
+        if self.fill(len)? < len {
+            return Ok(None);
+        }
+        let trailer = read_u32(self.stream.available(), len - 4, big_endian) as usize;
+        Ok((trailer == len).then_some(len))
     }
 }
 
@@ -698,18 +923,4 @@ fn units_per_second(tsresol: u8) -> Option<u64> {
     } else {
         10u64.checked_pow(exponent)
     }
-}
-
-/// Whether a whole, self-consistent pcapng block of a known type starts at `p`.
-fn block_plausible(bytes: &[u8], p: usize, big_endian: bool) -> bool {
-    if p + 12 > bytes.len() {
-        return false;
-    }
-    let block_type = read_u32(bytes, p, big_endian);
-    let len = read_u32(bytes, p + 4, big_endian) as usize;
-    KNOWN_BLOCK_TYPES.contains(&block_type)
-        && len >= 12
-        && len.is_multiple_of(4)
-        && p + len <= bytes.len()
-        && read_u32(bytes, p + len - 4, big_endian) as usize == len
 }

@@ -57,8 +57,63 @@ pub fn fill_udp_frame(frame: &mut [u8], flow: u32) {
     // UDP checksum 0: "no checksum", allowed over IPv4 (RFC 768).
 }
 
-/// Writes one synthetic UDP frame per (timestamp, frame length) pair to `path`, cycling
-/// through `flows` flows. Lengths exclude the FCS, as captures do.
+/// A synthetic capture being written chunk by chunk: arrivals can be generated and written in
+/// pieces of any size, so memory does not grow with the duration. Packet i (counted over all
+/// chunks) belongs to flow i mod `flows`.
+pub struct Synthesizer {
+    name: String,
+    writer: Writer,
+    flows: u32,
+    next_flow: u32,
+}
+
+impl Synthesizer {
+    /// Creates `path` for Ethernet frames.
+    pub fn create(path: &Path, format: OutFormat, flows: u32) -> Result<Self, TraceError> {
+        let iface = Interface::new(LINKTYPE_ETHERNET, MAX_CAPLEN);
+        Ok(Synthesizer {
+            name: path.display().to_string(),
+            writer: Writer::create(path, format, &iface, DEFAULT_BUFFER_BYTES)?,
+            flows: flows.max(1),
+            next_flow: 0,
+        })
+    }
+
+    /// Appends one frame per (timestamp, frame length) pair; lengths exclude the FCS, as
+    /// captures do.
+    pub fn push(&mut self, ts_ns: &[i64], frame_len: &[u32]) -> Result<(), TraceError> {
+        if ts_ns.len() != frame_len.len() {
+            return Err(TraceError::whole(
+                &self.name,
+                format!("{} timestamps but {} lengths", ts_ns.len(), frame_len.len()),
+            ));
+        }
+        if let Some(bad) = frame_len
+            .iter()
+            .find(|&&l| (l as usize) < MIN_SYNTH_FRAME || l > MAX_CAPLEN)
+        {
+            return Err(TraceError::whole(
+                &self.name,
+                format!("frame length {bad} is outside {MIN_SYNTH_FRAME}..{MAX_CAPLEN}"),
+            ));
+        }
+        for (&ts, &len) in ts_ns.iter().zip(frame_len) {
+            let flow = self.next_flow;
+            self.next_flow = (flow + 1) % self.flows;
+            self.writer.write_with(ts, 0, len, len as usize, |frame| {
+                fill_udp_frame(frame, flow)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is buffered, closes the file and reports.
+    pub fn finish(mut self) -> Result<WriteStats, TraceError> {
+        self.writer.finish()
+    }
+}
+
+/// Writes one synthetic UDP frame per (timestamp, frame length) pair to `path` in one go.
 pub fn synthesize(
     path: &Path,
     format: OutFormat,
@@ -66,30 +121,7 @@ pub fn synthesize(
     frame_len: &[u32],
     flows: u32,
 ) -> Result<WriteStats, TraceError> {
-    let name = path.display().to_string();
-    if ts_ns.len() != frame_len.len() {
-        return Err(TraceError::whole(
-            &name,
-            format!("{} timestamps but {} lengths", ts_ns.len(), frame_len.len()),
-        ));
-    }
-    if let Some(bad) = frame_len
-        .iter()
-        .find(|&&l| (l as usize) < MIN_SYNTH_FRAME || l > MAX_CAPLEN)
-    {
-        return Err(TraceError::whole(
-            &name,
-            format!("frame length {bad} is outside {MIN_SYNTH_FRAME}..{MAX_CAPLEN}"),
-        ));
-    }
-    let iface = Interface::new(LINKTYPE_ETHERNET, MAX_CAPLEN);
-    let mut writer = Writer::create(path, format, &iface, DEFAULT_BUFFER_BYTES)?;
-    let flows = flows.max(1);
-    for (i, (&ts, &len)) in ts_ns.iter().zip(frame_len).enumerate() {
-        let flow = (i as u32) % flows;
-        writer.write_with(ts, 0, len, len as usize, |frame| {
-            fill_udp_frame(frame, flow)
-        })?;
-    }
-    writer.finish()
+    let mut synth = Synthesizer::create(path, format, flows)?;
+    synth.push(ts_ns, frame_len)?;
+    synth.finish()
 }

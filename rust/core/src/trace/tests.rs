@@ -3,8 +3,10 @@
 
 use std::path::PathBuf;
 
-use super::merge::merge;
-use super::read::{Reader, Record};
+use std::io::Write;
+
+use super::merge::{convert, merge};
+use super::read::{ReadOptions, Reader, Record};
 use super::synth::{fill_udp_frame, synthesize};
 use super::write::{OutFormat, Writer};
 use super::Interface;
@@ -104,11 +106,57 @@ fn read_all(bytes: Vec<u8>, skip_bad: bool) -> Result<(Vec<Record>, Reader), Str
     Ok((out, reader))
 }
 
+fn read_with(bytes: Vec<u8>, options: ReadOptions) -> Result<(Vec<Record>, Reader), String> {
+    let mut reader = Reader::from_bytes_with("t.cap", bytes, options).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    while let Some(r) = reader.next_record().map_err(|e| e.to_string())? {
+        out.push(r);
+    }
+    Ok((out, reader))
+}
+
+const STRICT: ReadOptions = ReadOptions {
+    skip_bad: false,
+    strict: true,
+    chunk: 4096,
+};
+
+/// The captured bytes of every record (a record's bytes are there until the next is read).
+fn payloads(bytes: Vec<u8>) -> Vec<Vec<u8>> {
+    let mut reader = Reader::from_bytes("t.cap", bytes, false).unwrap();
+    let mut out = Vec::new();
+    while let Some(r) = reader.next_record().unwrap() {
+        out.push(reader.data(&r).to_vec());
+    }
+    out
+}
+
+/// Like `payloads`, passing over damage.
+fn payloads_skipping(bytes: Vec<u8>) -> Vec<Vec<u8>> {
+    let mut reader = Reader::from_bytes("t.cap", bytes, true).unwrap();
+    let mut out = Vec::new();
+    while let Some(r) = reader.next_record().unwrap() {
+        out.push(reader.data(&r).to_vec());
+    }
+    assert_eq!(reader.skipped(), 1);
+    out
+}
+
 fn read_err(bytes: Vec<u8>) -> String {
-    match read_all(bytes, false) {
+    match read_with(bytes, STRICT) {
         Err(e) => e,
         Ok((recs, _)) => panic!("expected an error, read {} records", recs.len()),
     }
+}
+
+/// A pcap record with explicit lengths: `caplen` bytes of `fill`, wire length `wirelen`.
+fn pcap_record(sec: u32, caplen: u32, wirelen: u32, fill: u8) -> Vec<u8> {
+    let mut r = Vec::new();
+    for v in [sec, 0, caplen, wirelen] {
+        r.extend(v.to_le_bytes());
+    }
+    r.extend(vec![fill; caplen as usize]);
+    r
 }
 
 fn temp(name: &str) -> PathBuf {
@@ -121,14 +169,14 @@ fn temp(name: &str) -> PathBuf {
 fn pcap_both_byte_orders_and_resolutions() {
     for be in [false, true] {
         // µs magic: 7 s + 250 µs = 7_000_250_000 ns; ns magic: 7 s + 250 ns.
-        let (recs, reader) =
-            read_all(pcap(be, false, 128, &[(7, 250, &[1, 2, 3])]), false).unwrap();
+        let f = pcap(be, false, 128, &[(7, 250, &[1, 2, 3])]);
+        let (recs, _) = read_all(f.clone(), false).unwrap();
         assert_eq!(recs[0].ts_ns, 7_000_250_000);
         assert_eq!(
             (recs[0].caplen, recs[0].wirelen, recs[0].data_offset),
             (3, 7, 40)
         );
-        assert_eq!(reader.data(&recs[0]), &[1, 2, 3]);
+        assert_eq!(payloads(f), vec![vec![1, 2, 3]]);
         let (recs, _) = read_all(pcap(be, true, 128, &[(7, 250, &[1])]), false).unwrap();
         assert_eq!(recs[0].ts_ns, 7_000_000_250);
     }
@@ -143,11 +191,11 @@ fn pcapng_tsresol_and_tsoffset() {
         f.extend(idb(be, 64, Some(9), None));
         f.extend(epb(be, 0, 3 * 1024 + 512, &[9; 5], 60));
         f.extend(epb(be, 1, 42, &[8; 4], 4));
-        let (recs, reader) = read_all(f, false).unwrap();
+        let (recs, reader) = read_all(f.clone(), false).unwrap();
         assert_eq!(recs[0].ts_ns, 103_500_000_000);
         assert_eq!((recs[0].caplen, recs[0].wirelen, recs[0].iface), (5, 60, 0));
         assert_eq!(recs[1].ts_ns, 42);
-        assert_eq!(reader.data(&recs[0]), &[9; 5]);
+        assert_eq!(payloads(f)[0], vec![9; 5]);
         assert_eq!(reader.interfaces().len(), 2);
     }
 }
@@ -183,10 +231,6 @@ fn bad_files_name_the_offset_and_the_problem() {
         (
             pcap(false, false, 128, &[(0, 0, &[0; 8])])[..44].to_vec(),
             "t.cap: byte 24: truncated record: caplen 8, 4 bytes left",
-        ),
-        (
-            pcap(false, false, 4, &[(0, 0, &[0; 8])]),
-            "t.cap: byte 24: caplen 8 exceeds the snaplen 4",
         ),
         (
             {
@@ -234,20 +278,183 @@ fn block_length_mismatch_is_reported_at_the_block() {
 
 #[test]
 fn skip_bad_steps_over_a_damaged_record() {
-    // Record 2 of 3 claims a caplen above the snaplen but is framed intact: skipping it keeps 1
-    // and 3; a garbage tail (a header cut short) is the second skip.
+    // Record 2 of 3 claims a caplen of 300 000, above libpcap's 262 144 maximum: the reader
+    // resynchronises on record 3, so 1 and 3 are kept. A 5-byte tail (a record header cut
+    // short) is a capture cut short, not a skip.
     let mut f = pcap(false, false, 8, &[(1, 0, &[1; 8])]);
-    f.extend(u32b(2, false));
-    f.extend(u32b(0, false));
-    f.extend(u32b(12, false));
-    f.extend(u32b(12, false));
-    f.extend([2; 12]);
+    let mut bad = pcap_record(2, 12, 12, 2);
+    bad[8..12].copy_from_slice(&300_000u32.to_le_bytes());
+    f.extend(bad);
     f.extend(pcap(false, false, 8, &[(3, 0, &[3; 8])])[24..].to_vec());
     f.extend([0xEE; 5]);
     let (recs, reader) = read_all(f, true).unwrap();
     let secs: Vec<i64> = recs.iter().map(|r| r.ts_ns / 1_000_000_000).collect();
     assert_eq!(secs, vec![1, 3]);
-    assert_eq!(reader.skipped(), 2);
+    assert_eq!(reader.skipped(), 1);
+    let cut = reader.cut_short().expect("the 5-byte tail").to_string();
+    assert_eq!(
+        cut,
+        "t.cap: byte 100: truncated record header: 5 of 16 bytes"
+    );
+}
+
+#[test]
+fn skip_bad_finds_the_first_record_after_garbage_before_it() {
+    // 40 bytes of 0xFF right after the file header, then 20 intact records: with no time read
+    // yet, the resync trusts a record whose successor is a record within a day of it.
+    let data: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 30 + usize::from(i)]).collect();
+    let records: Vec<(u32, u32, &[u8])> = data
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (1_700_000_000 + i as u32, 500, &d[..]))
+        .collect();
+    let good = pcap(false, false, 0, &records);
+    let mut f = good[..24].to_vec();
+    f.extend([0xFF; 40]);
+    f.extend(&good[24..]);
+    assert_eq!(payloads_skipping(f), data);
+}
+
+#[test]
+fn records_beyond_the_snaplen_and_below_their_caplen_are_read_and_counted() {
+    // snaplen 8: a 12-byte record exceeds it (libpcap and Wireshark read it whole); a record of
+    // caplen 6 with wire length 4 has a wire length below its caplen; a zero-length record
+    // (caplen 0, wire length 0) is a record like any other.
+    let mut f = pcap(false, false, 8, &[]);
+    f.extend(pcap_record(1, 12, 12, 0xA1));
+    f.extend(pcap_record(2, 6, 4, 0xA2));
+    f.extend(pcap_record(3, 0, 0, 0));
+    let (recs, reader) = read_all(f, false).unwrap();
+    let lens: Vec<(u32, u32)> = recs.iter().map(|r| (r.caplen, r.wirelen)).collect();
+    assert_eq!(lens, vec![(12, 12), (6, 4), (0, 0)]);
+    assert_eq!(reader.quirks().snaplen_exceeded, 1);
+    assert_eq!(reader.quirks().wirelen_below_caplen, 1);
+    assert!(reader.cut_short().is_none());
+}
+
+#[test]
+fn caplen_limits_follow_libpcaps_per_link_type_maximum() {
+    // max_snaplen_for_dlt (libpcap pcap-common.c): 262144 for Ethernet, 128 MiB for D-Bus (231).
+    let mut f = pcap(false, false, 0, &[]);
+    f.extend(pcap_record(1, 262_145, 262_145, 7));
+    assert!(read_err(f.clone()).contains("caplen 262145 exceeds the 262144-byte maximum"));
+    f[20..24].copy_from_slice(&231u32.to_le_bytes());
+    let (recs, _) = read_all(f, false).unwrap();
+    assert_eq!(recs[0].caplen, 262_145);
+}
+
+#[test]
+fn a_capture_cut_short_ends_the_reading_unless_strict() {
+    // Two 8-byte records, the second cut after 3 of its data bytes.
+    let whole = pcap(false, false, 64, &[(1, 0, &[1; 8]), (2, 0, &[2; 8])]);
+    let cut = whole[..whole.len() - 5].to_vec();
+    let (recs, reader) = read_all(cut.clone(), false).unwrap();
+    assert_eq!(recs.len(), 1);
+    let why = reader.cut_short().unwrap().to_string();
+    assert_eq!(
+        why,
+        "t.cap: byte 48: truncated record: caplen 8, 3 bytes left"
+    );
+    assert_eq!(read_err(cut), why);
+    // pcapng: a block cut inside its body.
+    let mut f = shb(false);
+    f.extend(idb(false, 0, None, None));
+    f.extend(epb(false, 0, 1, &[5; 8], 8));
+    let whole_len = f.len();
+    f.extend(epb(false, 0, 2, &[6; 8], 8));
+    f.truncate(f.len() - 6);
+    let (recs, reader) = read_all(f, false).unwrap();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(
+        reader.cut_short().unwrap().to_string(),
+        format!("t.cap: byte {whole_len}: truncated block: length 40, 34 bytes left")
+    );
+}
+
+#[test]
+fn gzip_and_zstd_captures_are_read_by_their_magic() {
+    let plain = pcap(false, true, 64, &[(1, 5, &[1; 8]), (2, 6, &[2; 9])]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&plain).unwrap();
+    let gz = gz.finish().unwrap();
+    let zst = zstd::encode_all(&plain[..], 3).unwrap();
+    for (bytes, kind) in [(gz.clone(), "gzip"), (zst, "zstd")] {
+        let (recs, reader) = read_all(bytes.clone(), false).unwrap();
+        assert_eq!(reader.compression().name(), kind);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[1].ts_ns, 2_000_000_006);
+        assert_eq!(payloads(bytes), vec![vec![1; 8], vec![2; 9]]);
+    }
+    // A gzip stream cut in the middle is a capture cut short, not a failure.
+    let (_, reader) = read_all(gz[..gz.len() - 12].to_vec(), false).unwrap();
+    assert!(reader.cut_short().is_some());
+}
+
+#[test]
+fn records_crossing_buffer_boundaries_read_whole() {
+    // 4 KiB buffers and 1500-byte records: most records straddle a refill.
+    let data: Vec<Vec<u8>> = (0..200u32)
+        .map(|i| vec![i as u8; 1000 + (i as usize * 7) % 1500])
+        .collect();
+    let records: Vec<(u32, u32, &[u8])> = data
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (i as u32, 0, &d[..]))
+        .collect();
+    let f = pcap(false, false, 0, &records);
+    let options = ReadOptions {
+        chunk: 4096,
+        ..ReadOptions::default()
+    };
+    let mut reader = Reader::from_bytes_with("t.cap", f, options).unwrap();
+    for d in &data {
+        let r = reader.next_record().unwrap().unwrap();
+        assert_eq!(reader.data(&r), &d[..]);
+    }
+    assert!(reader.next_record().unwrap().is_none());
+}
+
+#[test]
+fn pcapng_resync_finds_blocks_shifted_by_odd_garbage() {
+    // 7 bytes of garbage between two EPBs shift the second off 4-byte alignment.
+    let mut f = shb(false);
+    f.extend(idb(false, 0, None, None));
+    f.extend(epb(false, 0, 1, &[1; 4], 4));
+    f.extend([0xF1; 7]);
+    f.extend(epb(false, 0, 2, &[2; 4], 4));
+    let (recs, reader) = read_all(f, true).unwrap();
+    assert_eq!(
+        recs.iter().map(|r| r.ts_ns).collect::<Vec<_>>(),
+        vec![1_000, 2_000]
+    );
+    assert_eq!(reader.skipped(), 1);
+}
+
+#[test]
+fn convert_keeps_interface_names_and_every_packet() {
+    let a = temp("named.pcapng");
+    let eth0 = Interface {
+        name: Some("eth0".into()),
+        ..Interface::new(1, 0)
+    };
+    let mut w = Writer::create(&a, OutFormat::PcapNg, &eth0, 1 << 16).unwrap();
+    for ts in [3, 1, 2] {
+        w.write_packet(ts, 0, 9, &[ts as u8; 3]).unwrap();
+    }
+    w.finish().unwrap();
+    let out = temp("named-copy.pcapng");
+    let stats = convert(&a, &out, OutFormat::PcapNg, false, false).unwrap();
+    assert_eq!(
+        (stats.packets, stats.out_of_order, stats.truncated),
+        (3, 1, 0)
+    );
+    let mut r = Reader::open(&out, false).unwrap();
+    let mut got = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        got.push((rec.ts_ns, r.data(&rec).to_vec()));
+    }
+    assert_eq!(got, vec![(3, vec![3; 3]), (1, vec![1; 3]), (2, vec![2; 3])]);
+    assert_eq!(r.interfaces()[0].name.as_deref(), Some("eth0"));
 }
 
 #[test]

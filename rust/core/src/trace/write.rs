@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::sink::Sink;
 
-use super::{Interface, TraceError, MAX_CAPLEN};
+use super::{max_caplen, Interface, TraceError};
 
 /// Default write buffer: 1 MiB, so a 1 GiB capture takes ~1000 writes and the three buffers of
 /// the double-buffered sink (filling, queued, being written) stay in a core's 2 MiB L2 cache.
@@ -120,15 +120,16 @@ impl Writer {
         Ok(writer)
     }
 
-    /// The pcap file header. Its snaplen is always 262144 (tcpdump's default): the header is
-    /// written before every interface is known, and records of any of them must fit.
+    /// The pcap file header. Its snaplen is the link type's maximum (262144, tcpdump's default,
+    /// for most): the header is written before every interface is known, and records of any of
+    /// them must fit.
     fn pcap_header(&mut self, iface: &Interface) {
         push_u32(&mut self.buf, PCAP_NS_MAGIC);
         push_u16(&mut self.buf, 2);
         push_u16(&mut self.buf, 4);
         push_u32(&mut self.buf, 0); // thiszone: always 0 (draft-ietf-opsawg-pcap §4)
         push_u32(&mut self.buf, 0); // sigfigs: always 0
-        push_u32(&mut self.buf, MAX_CAPLEN);
+        push_u32(&mut self.buf, max_caplen(iface.linktype));
         push_u32(&mut self.buf, u32::from(iface.linktype));
     }
 
@@ -161,7 +162,7 @@ impl Writer {
                 return Ok(0);
             }
             self.interfaces.push(Interface {
-                snaplen: MAX_CAPLEN,
+                snaplen: max_caplen(iface.linktype),
                 ..iface.clone()
             });
             return Ok(0);
@@ -277,8 +278,8 @@ impl Writer {
             )
         } else if caplen > self.interfaces[iface as usize].caplen_limit() as usize {
             format!(
-                "caplen {caplen} exceeds the snaplen {} of interface {iface}",
-                self.interfaces[iface as usize].snaplen
+                "caplen {caplen} exceeds the {}-byte maximum of interface {iface}'s link type",
+                self.interfaces[iface as usize].caplen_limit()
             )
         } else if ts_ns < 0 {
             format!("timestamp {ts_ns} ns is before 1970, which pcap and pcapng cannot hold")

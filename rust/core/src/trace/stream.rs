@@ -1,0 +1,193 @@
+//! The bytes of a capture as a stream: a file, standard input (`-`) or an in-memory copy, gzip-
+//! or zstd-compressed or not (told apart by magic bytes, never by name), read through one
+//! bounded, reused buffer. Nothing is mapped, so what the reader holds is what the buffer holds,
+//! whatever the size of the input.
+
+use std::fs::File;
+use std::io::{self, Cursor, Read};
+use std::path::Path;
+
+use flate2::read::MultiGzDecoder;
+
+use super::TraceError;
+
+/// gzip member header ID1 ID2 (RFC 1952 §2.3.1).
+const GZIP_MAGIC: [u8; 2] = [0x1F, 0x8B];
+/// zstd frame magic number 0xFD2FB528, little-endian on disk (RFC 8878 §3.1.1).
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+/// Default buffer: large enough that a read call moves a good slice of the page cache at once,
+/// small enough that dozens of inputs merged together stay within a few MiB.
+pub const DEFAULT_CHUNK_BYTES: usize = 256 << 10;
+
+/// How the capture bytes were stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    /// "none", "gzip" or "zstd".
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+/// A forward-only window over a byte source: `fill` makes bytes available, `consume` drops them.
+pub struct Stream {
+    source: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    /// Bytes of `buf` before `start` are consumed; `start..end` are available.
+    start: usize,
+    end: usize,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    chunk: usize,
+    eof: bool,
+    compression: Compression,
+    size_hint: Option<u64>,
+}
+
+impl Stream {
+    /// Opens `path` (`-` is standard input) and unpacks gzip or zstd if its magic says so.
+    pub fn open(path: &Path, chunk: usize) -> Result<Self, TraceError> {
+        let name = path.display().to_string();
+        let whole = |e: io::Error| TraceError::whole(&name, e.to_string());
+        if path.as_os_str() == "-" {
+            return Self::detect(Box::new(io::stdin()), chunk).map_err(whole);
+        }
+        let file = File::open(path).map_err(whole)?;
+        let meta = file.metadata().map_err(whole)?;
+        if meta.is_dir() {
+            return Err(TraceError::whole(
+                &name,
+                "is a directory, not a capture file",
+            ));
+        }
+        let mut stream = Self::detect(Box::new(file), chunk).map_err(whole)?;
+        if stream.compression == Compression::None {
+            stream.size_hint = Some(meta.len());
+        }
+        Ok(stream)
+    }
+
+    /// A stream over bytes already in memory (tests, fuzzing), compressed or not.
+    pub fn from_bytes(bytes: Vec<u8>, chunk: usize) -> io::Result<Self> {
+        Self::detect(Box::new(Cursor::new(bytes)), chunk)
+    }
+
+    /// Peeks at the first bytes and puts a decompressor in front of `raw` where they ask for one.
+    fn detect(raw: Box<dyn Read + Send>, chunk: usize) -> io::Result<Self> {
+        let mut plain = Self::new(raw, Compression::None, chunk);
+        plain.fill(ZSTD_MAGIC.len())?;
+        let head = plain.available();
+        let compression = if head.starts_with(&GZIP_MAGIC) {
+            Compression::Gzip
+        } else if head.starts_with(&ZSTD_MAGIC) {
+            Compression::Zstd
+        } else {
+            return Ok(plain);
+        };
+        // The peeked bytes go back in front of the rest of the source.
+        let peeked = Cursor::new(head.to_vec());
+        let rest = peeked.chain(plain.source);
+        let decoded: Box<dyn Read + Send> = match compression {
+            Compression::Gzip => Box::new(MultiGzDecoder::new(rest)),
+            _ => Box::new(zstd::stream::read::Decoder::new(rest)?),
+        };
+        Ok(Self::new(decoded, compression, chunk))
+    }
+
+    fn new(source: Box<dyn Read + Send>, compression: Compression, chunk: usize) -> Self {
+        Stream {
+            source,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            base: 0,
+            chunk: chunk.max(4096),
+            eof: false,
+            compression,
+            size_hint: None,
+        }
+    }
+
+    /// How the bytes were stored.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// The input's size where it is known before reading (an uncompressed file).
+    pub fn size_hint(&self) -> Option<u64> {
+        self.size_hint
+    }
+
+    /// Stream offset of the first available byte.
+    pub fn offset(&self) -> u64 {
+        self.base + self.start as u64
+    }
+
+    /// The bytes available now (at least what the last `fill` asked for, unless at the end).
+    pub fn available(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Bytes at stream offsets `from..from + len`, if they are still in the buffer (a record's
+    /// data stays there until the next `fill`).
+    pub fn bytes_at(&self, from: u64, len: usize) -> Option<&[u8]> {
+        let at = usize::try_from(from.checked_sub(self.base)?).ok()?;
+        self.buf.get(at..at.checked_add(len)?)
+    }
+
+    /// Drops `n` available bytes.
+    pub fn consume(&mut self, n: usize) {
+        debug_assert!(n <= self.end - self.start);
+        self.start += n;
+    }
+
+    /// Whether the source is exhausted and every byte consumed.
+    pub fn at_end(&mut self) -> io::Result<bool> {
+        Ok(self.fill(1)? == 0)
+    }
+
+    /// Makes at least `need` bytes available unless the source ends first; returns how many
+    /// are. Consumed bytes are dropped first; the buffer grows only for a `need` beyond it,
+    /// and then to twice that, so that a scan asking for `need` bytes at every step moves
+    /// each byte at most twice.
+    pub fn fill(&mut self, need: usize) -> io::Result<usize> {
+        if self.end - self.start >= need || self.eof {
+            return Ok(self.end - self.start);
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.base += self.start as u64;
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let want = if need > self.chunk {
+            need.saturating_mul(2)
+        } else {
+            self.chunk
+        };
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
+        while self.end < need {
+            match self.source.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self.end)
+    }
+}
