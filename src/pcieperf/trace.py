@@ -333,9 +333,7 @@ def _peak_per_ns(amounts: NDArray[np.int64], covered_ns: NDArray[np.int64]) -> F
     """The largest amount per ns over windows, exact. Callers round it once, as they round the
     mean (a weighted average of the windows' rates), so rounding never puts a peak below the
     mean. Windows cover at most two distinct times (see `Windows`)."""
-    return max(
-        Fraction(int(amounts[covered_ns == c].max()), int(c)) for c in np.unique(covered_ns)
-    )
+    return max(Fraction(int(amounts[covered_ns == c].max()), int(c)) for c in np.unique(covered_ns))
 
 
 def _per_s(per_ns: Fraction) -> float:
@@ -354,8 +352,12 @@ def _rates(ts: NDArray[np.int64], wire_bits: NDArray[np.int64], window_ns: int) 
     counted, so a trace spanning years costs no more than one spanning a second. A capture
     without duration has no rate (None), as it has no mean."""
     if ts.size == 0 or ts[0] == ts[-1]:
-        return {"window_ns": window_ns, "windows": int(ts.size > 0), "peak_pps": None,
-                "peak_gbps": None}
+        return {
+            "window_ns": window_ns,
+            "windows": int(ts.size > 0),
+            "peak_pps": None,
+            "peak_gbps": None,
+        }
     windows = Windows.of(ts, window_ns)
     starts = np.concatenate(([0], np.flatnonzero(np.diff(windows.index)) + 1))
     covered = windows.covered_ns(windows.index[starts])
