@@ -6,17 +6,7 @@ import sys
 
 import pytest
 
-from pcieperf.cli import main
-
-
-def run(capsys, *argv):
-    """Run the CLI in-process; argparse's own usage errors arrive as SystemExit."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from helpers import run_cli as run
 
 
 def run_json(capsys, *argv):
@@ -146,7 +136,7 @@ def test_profiles_listing(capsys):
         (["dpdk-fwd", "--batch-hist", "4:5000,8"], "'8'"),
         (["dpdk-fwd", "--pps", "fast"], "'fast'"),
         (["dpdk-fwd", "--rx-desc", "24"], "Rx descriptor size 24"),
-        (["link", "--gen", "three"], "invalid int value"),
+        (["link", "--gen", "three"], "'three' is not a whole number"),
         (["iommu", "sim", "--rxd", "1000"], "rxd 1000 is not allowed; use a power of two"),
         (["iommu", "sim", "--rxd", "8192"], "from 64 to 4096"),
         (["iommu", "sim", "--page", "3k"], "page size '3k' is not allowed"),

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from pcieperf.bench import CACHE_STATES, WINDOW_SWEEP_SIZES, SystemInfo, iotlb_page_bytes
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.link import Link
+from pcieperf.progress import wrap as with_progress
 from pcieperf.sim import DeviceProfile, HostProfile, cache_lines, from_table, load_toml
 from pcieperf.store import parse_result_dir
 from pcieperf.tlp import read_cost, write_cost
@@ -424,7 +425,7 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
     left_out = [r.name for r in runs if r not in steady]
     latencies = [host_latency(r) for r in steady]
     best = None
-    for policy in ("mps", "rcb"):
+    for policy in with_progress(("mps", "rcb"), "fitting", "completion policy"):
         terms = [_terms(r, lat, policy) for r, lat in zip(steady, latencies, strict=True)]
         fit = least_squares(
             lambda x, terms=terms: np.concatenate(

@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -19,14 +21,21 @@ from typing import NoReturn
 
 import numpy as np
 
-from pcieperf import counters, dpdk, iommu, nic, testpmd, tlp, trace
+from pcieperf import counters, dpdk, iommu, nic, progress, testpmd, tlp, trace
 from pcieperf import explain as explaining
 from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
 from pcieperf.calibrate import DEFAULT_CALIBRATION
-from pcieperf.errors import PcieperfError, UsageError, require_new_file
+from pcieperf.errors import (
+    PcieperfError,
+    PcieperfWarning,
+    UsageError,
+    require_new_file,
+    require_new_folder,
+    require_plot_file,
+)
 from pcieperf.ethernet import RATES_GBPS, Ethernet, PacketMix, parse_mix
 from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
-from pcieperf.store import Store
+from pcieperf.store import Store, parse_result_dir
 from pcieperf.units import (
     parse_batch_histogram,
     parse_duration_ns,
@@ -51,11 +60,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_link_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("PCIe link")
-    g.add_argument("--gen", type=int, default=3, help=f"generation {sorted(GENERATIONS)}")
-    g.add_argument("--lanes", type=int, default=8, help=f"lane width {LANE_WIDTHS}")
-    g.add_argument("--mps", type=int, default=256, help="Max_Payload_Size, bytes (128..4096)")
-    g.add_argument("--mrrs", type=int, default=512, help="Max_Read_Request_Size (128..4096)")
-    g.add_argument("--rcb", type=int, default=64, help="Read Completion Boundary (64 or 128)")
+    g.add_argument("--gen", type=_whole(), default=3, help=f"generation {sorted(GENERATIONS)}")
+    g.add_argument("--lanes", type=_whole(), default=8, help=f"lane width {LANE_WIDTHS}")
+    g.add_argument("--mps", type=_whole(), default=256, help="Max_Payload_Size, bytes (128..4096)")
+    g.add_argument("--mrrs", type=_whole(), default=512, help="Max_Read_Request_Size (128..4096)")
+    g.add_argument("--rcb", type=_whole(), default=64, help="Read Completion Boundary (64 or 128)")
     g.add_argument(
         "--completion",
         choices=("rcb", "mps"),
@@ -72,18 +81,49 @@ def _add_link_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--ack-interval",
-        type=float,
+        type=_real(),
         default=None,
         metavar="SYMBOLS",
         help="symbol times between ACK DLLPs (default: spec table)",
     )
     g.add_argument(
         "--fc-interval",
-        type=float,
+        type=_real(),
         default=None,
         metavar="SYMBOLS",
         help="symbol times between UpdateFC DLLPs (default: spec table)",
     )
+
+
+def _whole(low: int = -(2**62), high: int = 2**62) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high` (huge values are typos, and would
+    overflow the 64-bit arithmetic of the models)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is not allowed; use {low} to {high}")
+        return value
+
+    return parse
+
+
+def _real() -> Callable[[str], float]:
+    """An argparse type: a finite number (NaN and infinity are refused here, by name)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text} is not allowed; give a finite number")
+        return value
+
+    return parse
 
 
 def _link(args: argparse.Namespace) -> Link:
@@ -268,6 +308,9 @@ def cmd_nic(args: argparse.Namespace) -> None:
     result = nic.evaluate(profile, link, Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths)
     pps = None if args.pps is None else parse_rate(args.pps)
     needed = result.needed_gbps(pps) if pps is not None else None
+    if pps is not None:
+        _warn_rate_over(pps, result.label, result.line_pps, "the line")
+        _warn_rate_over(pps, result.label, result.pcie_max_pps, "the PCIe link")
     rows = []
     for i, label in enumerate(result.label):
         row = {
@@ -379,6 +422,19 @@ def cmd_nic(args: argparse.Namespace) -> None:
     _emit(args, rows, human)
 
 
+def _warn_rate_over(
+    pps: float, labels: Sequence[str], capacity_pps: Sequence[float], what: str
+) -> None:
+    """Warn once when the rate asked for is above what `what` carries for some sizes."""
+    over = [
+        f"{label} (at most {cap / 1e6:.2f} Mpps)"
+        for label, cap in zip(labels, capacity_pps, strict=True)
+        if pps > cap
+    ]
+    if over:
+        _warn(f"{pps / 1e6:.6g} Mpps is more than {what} carries for size {', '.join(over)}")
+
+
 def _emit_trace_demand(
     args: argparse.Namespace,
     captured: trace.Trace,
@@ -484,6 +540,12 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
         _dpdk_fwd_trace(args, cfg, link)
         return
     est = dpdk.estimate(cfg, link, pps, nic.load_profile(args.profile))
+    if pps > est.max_pps:
+        _warn(
+            f"{pps / 1e6:.6g} Mpps needs {float(est.wire_up_gbps):.1f} Gb/s up and "
+            f"{float(est.wire_down_gbps):.1f} Gb/s down, but Gen{link.gen} x{link.lanes} carries "
+            f"{link.tlp_gbps:.1f} Gb/s per direction: at most {est.max_pps / 1e6:.2f} Mpps"
+        )
     to_gbps = pps * 8 / 1e9
     out = {
         **({"from_run": args.from_run} if args.from_run else {}),
@@ -680,8 +742,6 @@ def _explanation_text(out: dict) -> str:
 def cmd_dpdk_run(args: argparse.Namespace) -> None:
     """Run dpdk-testpmd on a virtual port (net_null or a replayed pcap), store its rates and
     Rx burst histogram."""
-    from tqdm import tqdm
-
     cfg = testpmd.RunConfig(
         mode="pcap" if args.pcap else "null",
         pcap=Path(args.pcap) if args.pcap else None,
@@ -689,14 +749,16 @@ def cmd_dpdk_run(args: argparse.Namespace) -> None:
         null_size=args.null_size,
         extra_args=tuple(args.testpmd_args),
     )
-    shape = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} s"
-    with tqdm(total=cfg.seconds, desc="testpmd", bar_format=shape, disable=args.json) as bar:
+    # Full once --seconds have passed; the blocks say why a run may go on (it waits for a rate).
+    shape = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} s{postfix}"
+    with progress.bar(cfg.seconds, "testpmd", unit="s", bar_format=shape) as bar:
 
-        def tick(elapsed: float) -> None:
-            bar.update(elapsed - bar.n)
+        def tick(elapsed: float, blocks: int) -> None:
+            bar.update(min(elapsed, cfg.seconds) - bar.n)
+            bar.set_postfix_str(f"statistics blocks: {blocks}")
 
         result = testpmd.run(cfg, tick)
-    with _store(args) as store:
+    with _store(args, write=True) as store:
         run_id = store.add_dpdk_run(result)
     out = _run_summary(run_id, result)
 
@@ -776,12 +838,35 @@ def cmd_dpdk_runs(args: argparse.Namespace) -> None:
 def cmd_trace_stats(args: argparse.Namespace) -> None:
     """Packets, bytes, rates per 1 ms and 1 s, frame sizes and bursts of capture files."""
     eth = Ethernet(args.eth)
-    results = [trace.stats(trace.read(f, skip_bad=args.skip_bad), eth) for f in args.files]
+    if args.files.count("-") > 1:
+        raise UsageError("standard input (-) can be given once only")
+    results = []
+    for f in args.files:
+        captured = trace.read(f, skip_bad=args.skip_bad, strict=args.strict)
+        _warn_capture_quirks(captured)
+        results.append(trace.stats(captured, eth))
 
     def human() -> str:
         return "\n\n".join(_trace_stats_text(r) for r in results)
 
     _emit(args, results, human)
+
+
+def _warn_capture_quirks(captured: trace.Trace) -> None:
+    """One warning per file for what libpcap and Wireshark read but the user should know."""
+    if captured.snaplen_exceeded:
+        _warn(
+            f"{captured.path}: {captured.snaplen_exceeded} records are longer than their "
+            "snaplen; read in full, as Wireshark does"
+        )
+    if captured.cut_short:
+        _warn(
+            f"{captured.cut_short}: the capture was cut short; the {captured.packets} packets "
+            "before it are reported (--strict makes this an error)"
+        )
+
+
+_STRICT_ORDER = {True: "yes", False: "no", None: "unknown (packets without timestamps)"}
 
 
 def _trace_stats_text(r: dict) -> str:
@@ -790,34 +875,59 @@ def _trace_stats_text(r: dict) -> str:
         f"peak {x['peak_pps'] / 1e6:.3f} Mpps / {x['peak_gbps']:.3f} Gb/s per "
         f"{x['window_ns'] / 1e6:g} ms"
         for x in r["rates"]
+        if x["peak_pps"] is not None
     )
     mean = (
-        f"mean {r['mean_pps'] / 1e6:.3f} Mpps, {r['mean_gbps']:.3f} Gb/s"
+        f"mean {r['mean_pps'] / 1e6:.3f} Mpps, {r['mean_gbps']:.3f} Gb/s; {rates}"
         if r["mean_pps"]
         else "no duration"
     )
     b = r["bursts"]
+    stored = "" if r["compression"] == "none" else f", {r['compression']}"
     lines = [
-        f"{r['file']} ({r['format']}): {r['packets']} packets, {r['bytes_wire']} wire bytes "
-        f"({r['bytes_captured']} captured), {r['duration_s']:.6f} s",
-        f"  {mean}; {rates}",
+        f"{r['file']} ({r['format']}{stored}): {r['packets']} packets, {r['bytes_wire']} wire "
+        f"bytes ({r['bytes_captured']} captured), {r['duration_s']:.6f} s",
+        f"  {mean}",
+        f"  strict time order: {_STRICT_ORDER[r['strict_time_order']]} "
+        f"({r['out_of_order']} packets earlier than the one before)",
         f"  bursts at {b['eth_gbps']} GbE: {b['bursts']} ({b['packets_in_bursts']} packets, "
         f"longest {b['max_burst']})",
         "  frame sizes: " + ", ".join(f"{k}: {v}" for k, v in r["size_histogram"].items() if v),
     ]
     lines += [
-        f"  interface {i['id']} ({i['name'] or 'unnamed'}, linktype {i['linktype']}): "
+        f"  interface {i['id']} ({i['name'] or 'unnamed'}, {i['linktype_name']}): "
         f"{i['packets']} packets"
         for i in r["interfaces"]
     ]
-    if r["skipped"]:
-        lines.append(f"  skipped {r['skipped']} damaged records")
+    notes = {
+        "skipped": "damaged records skipped",
+        "snaplen_exceeded": "records longer than their snaplen",
+        "wirelen_below_caplen": "records with a wire length below their caplen",
+    }
+    lines += [f"  {r[key]} {text}" for key, text in notes.items() if r[key]]
+    if r["truncated"]:
+        lines.append(f"  cut short: {r['cut_short']}")
     return "\n".join(lines)
+
+
+def _add_capture_read_options(p: argparse.ArgumentParser) -> None:
+    """--skip-bad and --strict, shared by the trace commands that read captures."""
+    p.add_argument("--skip-bad", action="store_true", help="skip damaged records, count them")
+    p.add_argument(
+        "--strict", action="store_true", help="a capture cut short is an error, not a warning"
+    )
 
 
 def cmd_trace_merge(args: argparse.Namespace) -> None:
     """Merge captures into one file in time order (pcapng keeps every interface)."""
-    result = trace.merge(args.files, args.output, force=args.force, skip_bad=args.skip_bad)
+    result = trace.merge(
+        args.files, args.output, force=args.force, skip_bad=args.skip_bad, strict=args.strict
+    )
+    if result["truncated"]:
+        _warn(
+            f"{result['truncated']} inputs were cut short inside a record; what came before "
+            "is merged (--strict makes this an error)"
+        )
     out = {"output": args.output, "inputs": args.files, **result}
     _emit(
         args,
@@ -858,8 +968,12 @@ def cmd_trace_convert(args: argparse.Namespace) -> None:
     out = {
         "input": args.file,
         "output": args.output,
-        **trace.convert(args.file, args.output, force=args.force),
+        **trace.convert(
+            args.file, args.output, force=args.force, skip_bad=args.skip_bad, strict=args.strict
+        ),
     }
+    if out["truncated"]:
+        _warn(f"{args.file} was cut short inside a record; what came before is converted")
     _emit(args, out, lambda: f"{out['packets']} packets -> {args.output}")
 
 
@@ -872,7 +986,7 @@ def cmd_counters_import(args: argparse.Namespace) -> None:
         delimiter=args.delimiter,
         interval_s=args.interval,
     )
-    with _store(args) as store:
+    with _store(args, write=True) as store:
         import_id = store.import_counters(samples, force=args.force)
     out = {
         "import_id": import_id,
@@ -913,20 +1027,16 @@ def cmd_counters_ls(args: argparse.Namespace) -> None:
 
 def cmd_report(args: argparse.Namespace) -> None:
     """Write the default report (plots, CSV, index.html)."""
-    from pcieperf.report import ReportConfig, write_report
-
     out_dir = Path(args.output)
-    if out_dir.exists() and any(out_dir.iterdir()) and not args.force:
-        raise UsageError(
-            f"output folder {out_dir} exists and is not empty; pass --force to "
-            "overwrite it or choose another with -o"
-        )
+    require_new_folder(out_dir, args.force)
     explain_options = (args.pps, args.pkt, args.from_run, args.stack)
     if not args.counters and any(o is not None for o in explain_options):
         raise UsageError("--pps, --pkt, --from-run and --stack explain a --counters FILE; give one")
     explanation = _explanation(args) if args.counters else None
+    from pcieperf.report import ReportConfig, write_report  # matplotlib: after the checks
+
     cfg = ReportConfig(link=_link(args), eth_gbps=args.eth, explanation=explanation)
-    index = write_report(cfg, out_dir, progress=not args.json)
+    index = write_report(cfg, out_dir)
     _emit(
         args,
         {"index": str(index), "files": sorted(p.name for p in out_dir.iterdir())},
@@ -1010,20 +1120,16 @@ def cmd_iommu_gain(args: argparse.Namespace) -> None:
 
 def cmd_iommu_advise(args: argparse.Namespace) -> None:
     """Recommend the smallest change (rings, pool, pages, Rx pacing) that restores line rate."""
-    from tqdm import tqdm
-
     from pcieperf.report import plot_advice
 
     platform, setup = _iommu_inputs(args)
-    if args.plot:  # before the sweep, which takes seconds
-        require_new_file(args.plot, args.force)
     traffic = iommu.Traffic(parse_mix(args.pkt), Ethernet(args.eth), args.pace)
     advice = iommu.advise(
         platform,
         traffic,
         setup,
         args.packets,
-        progress=lambda items: tqdm(items, desc="sweeping", unit="change", disable=args.json),
+        progress=lambda items: progress.wrap(items, "sweeping", "change"),
     )
     payload = advice.as_dict()
     if args.plot:
@@ -1048,19 +1154,21 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
     """The port, traffic, link and IOMMU options every `iommu` subcommand takes."""
     d = iommu.PortSetup()
     p.add_argument("--page", default="4k", help="page size of mbufs and rings: 4k, 2m or 1g")
-    p.add_argument("--rxd", type=int, default=d.rxd, help="Rx descriptors per queue")
-    p.add_argument("--txd", type=int, default=None, help="Tx descriptors per queue (default rxd)")
-    p.add_argument("--pool", type=int, default=d.pool, help="mbufs in the pool")
-    p.add_argument("--cache", type=int, default=d.cache, help="per-lcore mempool cache")
-    p.add_argument("--queues", type=int, default=d.queues, help="queues per port")
-    p.add_argument("--ports", type=int, default=d.ports, help="ports")
+    p.add_argument("--rxd", type=_whole(), default=d.rxd, help="Rx descriptors per queue")
+    p.add_argument(
+        "--txd", type=_whole(), default=None, help="Tx descriptors per queue (default rxd)"
+    )
+    p.add_argument("--pool", type=_whole(), default=d.pool, help="mbufs in the pool")
+    p.add_argument("--cache", type=_whole(), default=d.cache, help="per-lcore mempool cache")
+    p.add_argument("--queues", type=_whole(), default=d.queues, help="queues per port")
+    p.add_argument("--ports", type=_whole(), default=d.ports, help="ports")
     p.add_argument("--cross-port", action="store_true", help="forward to the next port")
-    p.add_argument("--rx-desc", type=int, default=d.rx_desc_bytes, help="Rx descriptor bytes")
-    p.add_argument("--tx-desc", type=int, default=d.tx_desc_bytes, help="Tx descriptor bytes")
-    p.add_argument("--rx-free-thresh", type=int, default=d.rx_free_thresh)
-    p.add_argument("--tx-free-thresh", type=int, default=d.tx_free_thresh)
-    p.add_argument("--rs-thresh", type=int, default=d.rs_thresh, help="Tx RS-bit threshold")
-    p.add_argument("--burst", type=int, default=d.burst, help="packets per rx/tx burst")
+    p.add_argument("--rx-desc", type=_whole(), default=d.rx_desc_bytes, help="Rx descriptor bytes")
+    p.add_argument("--tx-desc", type=_whole(), default=d.tx_desc_bytes, help="Tx descriptor bytes")
+    p.add_argument("--rx-free-thresh", type=_whole(), default=d.rx_free_thresh)
+    p.add_argument("--tx-free-thresh", type=_whole(), default=d.tx_free_thresh)
+    p.add_argument("--rs-thresh", type=_whole(), default=d.rs_thresh, help="Tx RS-bit threshold")
+    p.add_argument("--burst", type=_whole(), default=d.burst, help="packets per rx/tx burst")
     p.add_argument(
         "--layout",
         choices=iommu.LAYOUTS,
@@ -1068,14 +1176,18 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         help="scattered: no mbuf crosses a page (DPDK default); contiguous: packed",
     )
     p.add_argument("--pkt", default="64", help="frame size incl. FCS, imix, or size:count,...")
-    p.add_argument("--eth", type=int, default=40, help=f"Ethernet Gb/s per port {RATES_GBPS}")
-    p.add_argument("--pace", type=float, default=None, help="Rx pacing: cap the Rx rate (Mpps)")
-    p.add_argument("--gen", type=int, default=3, help="PCIe generation")
-    p.add_argument("--lanes", type=int, default=8, help="PCIe lanes")
-    p.add_argument("--iotlb", type=int, default=None, help="IOTLB entries (default: calibrated)")
-    p.add_argument("--iotlb-ways", type=int, default=None, help="ways (default: fully assoc.)")
+    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s per port {RATES_GBPS}")
+    p.add_argument("--pace", type=_real(), default=None, help="Rx pacing: cap the Rx rate (Mpps)")
+    p.add_argument("--gen", type=_whole(), default=3, help="PCIe generation")
+    p.add_argument("--lanes", type=_whole(), default=8, help="PCIe lanes")
+    p.add_argument(
+        "--iotlb", type=_whole(), default=None, help="IOTLB entries (default: calibrated)"
+    )
+    p.add_argument("--iotlb-ways", type=_whole(), default=None, help="ways (default: fully assoc.)")
     p.add_argument("--replacement", choices=iommu.REPLACEMENTS, default=None, help="IOTLB policy")
-    p.add_argument("--pwc", type=int, default=None, help="page-walk cache entries (default off)")
+    p.add_argument(
+        "--pwc", type=_whole(), default=None, help="page-walk cache entries (default off)"
+    )
     p.add_argument(
         "--engine-costs",
         action="store_true",
@@ -1084,20 +1196,24 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
     )
-    p.add_argument("--packets", type=int, default=iommu.PACKETS, help="simulated per run")
+    p.add_argument(
+        "--packets", type=_whole(1, 10**9), default=iommu.PACKETS, help="simulated per run"
+    )
 
 
 def _add_forwarding_options(p: argparse.ArgumentParser) -> None:
     """The forwarding setup of dpdk-fwd and explain: rate, packet, descriptors, thresholds,
     batches (fixed, a histogram, or a stored `dpdk run`)."""
     p.add_argument("--pps", default=None, help="packet rate: 10e6, 10M, 14.88Mpps (default 10M)")
-    p.add_argument("--pkt", type=int, default=None, help="packet bytes DMA'd, no FCS (default 64)")
-    p.add_argument("--rx-desc", type=int, default=32, help="Rx descriptor bytes (16 or 32)")
-    p.add_argument("--tx-desc", type=int, default=16, help="Tx descriptor bytes (16 or 32)")
-    p.add_argument("--rs-thresh", type=int, default=32, help="Tx RS-bit threshold")
-    p.add_argument("--rx-free-thresh", type=int, default=32, help="Rx free threshold")
+    p.add_argument(
+        "--pkt", type=_whole(), default=None, help="packet bytes DMA'd, no FCS (default 64)"
+    )
+    p.add_argument("--rx-desc", type=_whole(), default=32, help="Rx descriptor bytes (16 or 32)")
+    p.add_argument("--tx-desc", type=_whole(), default=16, help="Tx descriptor bytes (16 or 32)")
+    p.add_argument("--rs-thresh", type=_whole(), default=32, help="Tx RS-bit threshold")
+    p.add_argument("--rx-free-thresh", type=_whole(), default=32, help="Rx free threshold")
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--batch", type=float, default=None, help="mean burst size (default 32)")
+    group.add_argument("--batch", type=_real(), default=None, help="mean burst size (default 32)")
     group.add_argument(
         "--batch-hist",
         default=None,
@@ -1106,13 +1222,13 @@ def _add_forwarding_options(p: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--from-run",
-        type=int,
+        type=_whole(),
         default=None,
         metavar="RUN",
         help="rate, packet size and batch histogram of a stored `dpdk run`",
     )
     p.add_argument("--db", default=None, help="store file for --from-run (default: user data dir)")
-    p.add_argument("--doorbell-bytes", type=int, default=4, help="bytes per tail write")
+    p.add_argument("--doorbell-bytes", type=_whole(), default=4, help="bytes per tail write")
     p.add_argument(
         "--tx-wb-full-line",
         action="store_true",
@@ -1133,22 +1249,27 @@ def _add_explain_options(p: argparse.ArgumentParser, required: bool) -> None:
     )
     p.add_argument("--stack", default=None, help="IIO stack / root port (part of its name)")
     p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
-    p.add_argument("--interval", type=float, default=None, help="perf without -I: run seconds")
+    p.add_argument("--interval", type=_real(), default=None, help="perf without -I: run seconds")
     p.add_argument("--lenient", action="store_true", help="skip unknown columns instead of failing")
     _add_forwarding_options(p)
     p.add_argument("--page", default="2m", help="IOTLB prediction: page size (DPDK: hugepages)")
-    p.add_argument("--rxd", type=int, default=1024, help="IOTLB prediction: Rx ring size")
-    p.add_argument("--txd", type=int, default=None, help="IOTLB prediction: Tx ring (default rxd)")
+    p.add_argument("--rxd", type=_whole(), default=1024, help="IOTLB prediction: Rx ring size")
+    p.add_argument(
+        "--txd", type=_whole(), default=None, help="IOTLB prediction: Tx ring (default rxd)"
+    )
 
 
-def _store(args: argparse.Namespace) -> Store:
-    return Store(Path(args.db) if args.db else None)
+def _store(args: argparse.Namespace, *, write: bool = False) -> Store:
+    """The store --db names (default: the user's); only commands that `write` create it."""
+    return Store(Path(args.db) if args.db else None, create=write)
 
 
 def cmd_data_import(args: argparse.Namespace) -> None:
     """Import pcie-bench result directories into the store (all or nothing)."""
-    with _store(args) as store:
-        parsed = store.import_dirs([Path(d) for d in args.dirs], force=args.force)
+    # Parsed before the store is opened: a bad folder must not leave a new store file behind.
+    parsed = [parse_result_dir(Path(d)) for d in progress.wrap(args.dirs, "reading", "dir")]
+    with _store(args, write=True) as store:
+        store.import_parsed(parsed, force=args.force)
         out = [
             {
                 "system": p.info.name,
@@ -1294,23 +1415,27 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
 
     host, device = sim.load_host(Path(args.host)), sim.load_device(Path(args.device))
     test = canonical_test(args.test)
+    grid = [
+        (size, window)
+        for size in parse_int_list(args.sizes, "transfer size")
+        for window in parse_int_list(args.windows, "window")
+    ]
     rows = []
-    for size in parse_int_list(args.sizes, "transfer size"):
-        for window in parse_int_list(args.windows, "window"):
-            point = sim.Point(test, args.pattern, args.cache, args.offset, 0, window, size)
-            res = sim.simulate(point, host, device, transactions=args.transactions)
-            rows.append(
-                {
-                    "test": test,
-                    "size": size,
-                    "window": window,
-                    "cache": args.cache,
-                    "bw_gbps": res.bw_gbps,
-                    "trans_per_s": res.trans_per_s,
-                    "iotlb_misses": res.iotlb_misses,
-                    **res.latency_ns,
-                }
-            )
+    for size, window in progress.wrap(grid, "simulating", "point"):
+        point = sim.Point(test, args.pattern, args.cache, args.offset, 0, window, size)
+        res = sim.simulate(point, host, device, transactions=args.transactions)
+        rows.append(
+            {
+                "test": test,
+                "size": size,
+                "window": window,
+                "cache": args.cache,
+                "bw_gbps": res.bw_gbps,
+                "trans_per_s": res.trans_per_s,
+                "iotlb_misses": res.iotlb_misses,
+                **res.latency_ns,
+            }
+        )
     lat = TESTS[test].kind == "lat"
     keys = ("size", "window", "med_ns", "p999_ns") if lat else ("size", "window", "bw_gbps")
     _emit(args, rows, lambda: format_table(keys, [[r[k] for k in keys] for r in rows]))
@@ -1322,7 +1447,7 @@ def cmd_bench_calibrate(args: argparse.Namespace) -> None:
 
     out = Path(args.output)
     require_new_file(out, args.force)
-    runs = [calibrate.load_run(Path(d)) for d in args.dirs]
+    runs = [calibrate.load_run(Path(d)) for d in progress.wrap(args.dirs, "reading", "dir")]
     result = calibrate.fit_device(runs, name=args.name)
     out.write_text(calibrate.calibration_toml(result), encoding="utf-8")
     payload = {
@@ -1353,8 +1478,6 @@ def _calibration_text(payload: dict) -> str:
 
 def cmd_bench_predict(args: argparse.Namespace) -> None:
     """Predict a host's bandwidth results from its latency files and host facts."""
-    from tqdm import tqdm
-
     from pcieperf import calibrate, predict
 
     run = calibrate.load_run(Path(args.calibrate))
@@ -1368,7 +1491,7 @@ def cmd_bench_predict(args: argparse.Namespace) -> None:
         clock_ghz=predict.card_clock_ghz(run.info.card),
         force=args.force,
         transactions=args.transactions,
-        progress=lambda rows: tqdm(rows, desc="simulating", unit="row", disable=args.json),
+        progress=lambda rows: progress.wrap(rows, "simulating", "row"),
     )
     payload = {
         "system": run.name,
@@ -1438,6 +1561,61 @@ def cmd_validate(args: argparse.Namespace) -> None:
 # Parser and entry point
 
 
+EXAMPLES = {
+    "link": "pcieperf link --gen 4 --lanes 16",
+    "dma": "pcieperf dma --op read --sizes 64,256,1500 --mrrs 512",
+    "nic": "pcieperf nic --profile dpdk --eth 100 --sizes 64,256,1518,imix",
+    "profiles": "pcieperf profiles mlx5-dpdk",
+    "dpdk-fwd": "pcieperf dpdk-fwd --pps 14.2M --pkt 60 --batch-hist 0:1000,4:5000,32:200",
+    "explain": "pcieperf explain --counters pcm.csv --pps 10M --pkt 64",
+    "dpdk": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
+    "dpdk run": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
+    "dpdk runs": "pcieperf dpdk runs --json",
+    "data": "pcieperf data import ../shared/data/pcie-bench/*/",
+    "data import": "pcieperf data import ../shared/data/pcie-bench/*/",
+    "data ls": "pcieperf data ls",
+    "data show": "pcieperf data show nfp6000-bdw --test BW_RD",
+    "data plot": "pcieperf data plot --view window --size 64 -o window.png",
+    "bench": "pcieperf bench tests",
+    "bench tests": "pcieperf bench tests",
+    "bench sim": "pcieperf bench sim --host host.toml --device device.toml --test BW_DMA_RD",
+    "bench calibrate": "pcieperf bench calibrate ../shared/data/pcie-bench/*/ -o cal.toml",
+    "bench predict": "pcieperf bench predict --calibrate HOSTDIR --out predicted/",
+    "validate": "pcieperf validate --measured HOSTDIR --predicted predicted/ --plot v.png",
+    "iommu": "pcieperf iommu sim --page 4k --rxd 1024 --pkt 64",
+    "iommu sim": "pcieperf iommu sim --page 4k --rxd 1024 --pkt 64",
+    "iommu gain": "pcieperf iommu gain --from-rxd 1024 --to-rxd 128 --sizes 64,imix",
+    "iommu advise": "pcieperf iommu advise --page 4k --pkt 64 --plot advice.png",
+    "trace": "pcieperf trace stats capture.pcapng",
+    "trace stats": "pcieperf trace stats capture.pcapng other.pcap",
+    "trace merge": "pcieperf trace merge a.pcap b.pcapng -o merged.pcapng",
+    "trace synth": "pcieperf trace synth --sizes imix --pps 10M --duration 1s -o imix.pcap",
+    "trace convert": "pcieperf trace convert old.pcap -o new.pcapng",
+    "counters": "pcieperf counters import pcm-iio.csv",
+    "counters import": "pcieperf counters import pcm-iio.csv --format pcm-iio",
+    "counters ls": "pcieperf counters ls",
+    "report": "pcieperf report -o pcieperf-report",
+}
+"""One example line per command and command group, shown at the end of its --help."""
+
+
+def _help_text(text: str) -> str:
+    """Double every literal % (as in "15 %"): argparse %-formats help strings."""
+    return text.replace("%", "%%")
+
+
+def _parser_options(subparsers: argparse._SubParsersAction, name: str, summary: str) -> dict:
+    """The help, description and example epilog of one (sub)command or command group."""
+    path = f"{subparsers._prog_prefix} {name}".removeprefix("pcieperf ")
+    first_sentence = " ".join(summary.split()).split(". ")[0].rstrip(".")
+    return {
+        "help": _help_text(first_sentence),
+        "description": _help_text(summary),
+        "epilog": f"example:\n  {EXAMPLES[path]}",
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
+
+
 def _add_command(
     subparsers: argparse._SubParsersAction,
     name: str,
@@ -1446,10 +1624,11 @@ def _add_command(
     link: bool = False,
     store: bool = False,
 ) -> argparse.ArgumentParser:
-    """Register one (sub)command: its help from `func`'s docstring, `--json`, and optionally
-    the link options or the store location."""
-    p = subparsers.add_parser(name, help=func.__doc__, description=func.__doc__)
+    """Register one (sub)command: its help from `func`'s docstring, `--json`, `--quiet`, and
+    optionally the link options or the store location."""
+    p = subparsers.add_parser(name, **_parser_options(subparsers, name, func.__doc__ or name))
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     if link:
         _add_link_options(p)
     if store:
@@ -1460,11 +1639,29 @@ def _add_command(
     return p
 
 
+def _add_group(
+    subparsers: argparse._SubParsersAction, name: str, summary: str
+) -> argparse._SubParsersAction:
+    """Register a command group (`trace`, `iommu`, …); given alone it prints its help."""
+    group = subparsers.add_parser(name, **_parser_options(subparsers, name, summary))
+    group.set_defaults(help_of=group)
+    return group.add_subparsers(dest=f"{name}_command", metavar="COMMAND", parser_class=_Parser)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (also used to document the CLI)."""
-    parser = _Parser(prog="pcieperf", description=__doc__.splitlines()[0])
+    parser = _Parser(
+        prog="pcieperf",
+        description="Predict, measure and explain the PCIe cost of packet I/O on high-speed "
+        "NICs and DPDK data planes.",
+        epilog="examples:\n  "
+        + "\n  ".join(EXAMPLES[c] for c in ("nic", "dpdk-fwd", "trace stats", "report"))
+        + "\n\n`pcieperf COMMAND --help` describes each command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.set_defaults(help_of=parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def command(
         name: str, func: Callable[[argparse.Namespace], None], link: bool = True
@@ -1476,12 +1673,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("dma", cmd_dma)
     p.add_argument("--op", choices=tlp.OPS, default="write")
     p.add_argument("--sizes", default="64,128,256,512,1024,1500", help="bytes, comma-separated")
-    p.add_argument("--offset", type=int, default=0, help="start address offset in bytes")
+    p.add_argument("--offset", type=_whole(), default=0, help="start address offset in bytes")
     p.add_argument("--tlps", action="store_true", help="list every TLP of each transfer")
 
     p = command("nic", cmd_nic)
     p.add_argument("--profile", default="dpdk", help="built-in name or a .toml file")
-    p.add_argument("--eth", type=int, default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
+    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
     p.add_argument("--vlan", action="store_true", help="frames carry a VLAN tag on the wire")
     p.add_argument(
         "--sizes", default=None, help="frame sizes incl. FCS and named mixes, e.g. 64,256,1518,imix"
@@ -1510,21 +1707,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, help="measured vs predicted over time (.png or .svg)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
-    dpdk_parser = sub.add_parser("dpdk", help="real DPDK runs (dpdk-testpmd, no NIC needed)")
-    dpdk_sub = dpdk_parser.add_subparsers(dest="dpdk_command", required=True, parser_class=_Parser)
+    dpdk_sub = _add_group(sub, "dpdk", "Real DPDK runs (dpdk-testpmd, no NIC needed)")
     p = _add_command(dpdk_sub, "run", cmd_dpdk_run, store=True)
     source = p.add_mutually_exclusive_group()
     source.add_argument("--pcap", default=None, help="replay this capture (net_pcap, infinite_rx)")
     source.add_argument("--null", action="store_true", help="net_null packets (the default)")
-    p.add_argument("--seconds", type=float, default=3.0, help="how long to forward (>= 2)")
-    p.add_argument("--null-size", type=int, default=64, help="net_null packet bytes")
+    p.add_argument(
+        "--seconds",
+        type=_real(),
+        default=3.0,
+        help="forward at least this long, and until testpmd has measured a rate",
+    )
+    p.add_argument("--null-size", type=_whole(), default=64, help="net_null packet bytes")
     p.add_argument(
         "testpmd_args", nargs="*", metavar="-- ARGS", help="extra testpmd args, e.g. -- --burst=8"
     )
     _add_command(dpdk_sub, "runs", cmd_dpdk_runs, store=True)
 
-    data = sub.add_parser("data", help="the measured-data store (pcie-bench results)")
-    data_sub = data.add_subparsers(dest="data_command", required=True, parser_class=_Parser)
+    data_sub = _add_group(sub, "data", "The measured-data store (pcie-bench results)")
 
     def data_command(
         name: str, func: Callable[[argparse.Namespace], None]
@@ -1542,14 +1742,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = data_command("plot", cmd_data_plot)
     p.add_argument("systems", nargs="*", help="systems to overlay (default: all)")
     p.add_argument("--view", choices=("size", "window", "offset", "cdf"), default="size")
-    p.add_argument("--size", type=int, default=64, help="transfer size for window/offset/cdf")
+    p.add_argument("--size", type=_whole(), default=64, help="transfer size for window/offset/cdf")
     p.add_argument("--direction", choices=("rd", "wr"), default="rd")
     p.add_argument("-o", "--output", default="pcieperf-data.png", help="PNG or SVG file")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
-    bench_parser = sub.add_parser("bench", help="pcie-bench: definitions and the simulator")
-    bench_sub = bench_parser.add_subparsers(
-        dest="bench_command", required=True, parser_class=_Parser
+    bench_sub = _add_group(
+        sub, "bench", "pcie-bench: test definitions, the simulator, calibration and prediction"
     )
     _add_command(bench_sub, "tests", cmd_bench_tests)
     p = _add_command(bench_sub, "sim", cmd_bench_sim)
@@ -1560,8 +1759,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--windows", default="8192", help="window sizes in bytes")
     p.add_argument("--cache", default="HWarm", help="HWarm, DWarm, Cold or DThrash")
     p.add_argument("--pattern", choices=("Seq", "Rand"), default="Rand")
-    p.add_argument("--offset", type=int, default=0, help="host offset in bytes")
-    p.add_argument("--transactions", type=int, default=200_000, help="per point")
+    p.add_argument("--offset", type=_whole(), default=0, help="host offset in bytes")
+    p.add_argument("--transactions", type=_whole(1, 10**9), default=200_000, help="per point")
     p = _add_command(bench_sub, "calibrate", cmd_bench_calibrate)
     p.add_argument("dirs", nargs="+", help="pcie-bench result directories (latency and bandwidth)")
     p.add_argument("-o", "--output", required=True, help="calibration file to write (.toml)")
@@ -1580,66 +1779,64 @@ def build_parser() -> argparse.ArgumentParser:
         default=str(DEFAULT_CALIBRATION),
         help="calibration from `bench calibrate` (default: the NFP-6000 one shipped)",
     )
-    p.add_argument("--transactions", type=int, default=50_000, help="simulated per row")
+    p.add_argument(
+        "--transactions", type=_whole(1, 10**9), default=50_000, help="simulated per row"
+    )
     p.add_argument("--force", action="store_true", help="overwrite existing predicted files")
 
     p = _add_command(sub, "validate", cmd_validate)
     p.add_argument("--measured", required=True, help="pcie-bench result directory")
     p.add_argument("--predicted", required=True, help="directory of predicted bw_*.csv files")
-    p.add_argument("--worst", type=int, default=10, help="how many worst points to list")
+    p.add_argument("--worst", type=_whole(), default=10, help="how many worst points to list")
     p.add_argument("--plot", default=None, help="measured vs predicted plot (.png or .svg)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
-    iommu_parser = sub.add_parser("iommu", help="IOMMU and page size in DPDK data planes")
-    iommu_sub = iommu_parser.add_subparsers(
-        dest="iommu_command", required=True, parser_class=_Parser
-    )
+    iommu_sub = _add_group(sub, "iommu", "IOMMU and page size in DPDK data planes")
     p = _add_command(iommu_sub, "sim", cmd_iommu_sim)
     _add_iommu_options(p)
     p = _add_command(iommu_sub, "gain", cmd_iommu_gain)
     _add_iommu_options(p)
-    p.add_argument("--from-rxd", type=int, default=1024, help="ring size before")
-    p.add_argument("--from-txd", type=int, default=None, help="(default: --from-rxd)")
-    p.add_argument("--to-rxd", type=int, default=128, help="ring size after")
-    p.add_argument("--to-txd", type=int, default=None, help="(default: --to-rxd)")
+    p.add_argument("--from-rxd", type=_whole(), default=1024, help="ring size before")
+    p.add_argument("--from-txd", type=_whole(), default=None, help="(default: --from-rxd)")
+    p.add_argument("--to-rxd", type=_whole(), default=128, help="ring size after")
+    p.add_argument("--to-txd", type=_whole(), default=None, help="(default: --to-rxd)")
     p.add_argument("--sizes", default="64,128,256,imix", help="frame sizes or mixes")
     p = _add_command(iommu_sub, "advise", cmd_iommu_advise)
     _add_iommu_options(p)
     p.add_argument("--plot", default=None, help="bar chart of the sweep (.png or .svg)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
-    trace_parser = sub.add_parser("trace", help="capture files: stats, merge, synth, convert")
-    trace_sub = trace_parser.add_subparsers(
-        dest="trace_command", required=True, parser_class=_Parser
-    )
+    trace_sub = _add_group(sub, "trace", "Capture files: stats, merge, synth, convert")
     p = _add_command(trace_sub, "stats", cmd_trace_stats)
-    p.add_argument("files", nargs="+", help="pcap or pcapng files")
-    p.add_argument("--eth", type=int, default=40, help="line rate (Gb/s) that defines bursts")
-    p.add_argument("--skip-bad", action="store_true", help="skip damaged records, count them")
+    p.add_argument("files", nargs="+", help="pcap or pcapng files (.gz/.zst too; - is stdin)")
+    p.add_argument("--eth", type=_whole(), default=40, help="line rate (Gb/s) that defines bursts")
+    _add_capture_read_options(p)
     p = _add_command(trace_sub, "merge", cmd_trace_merge)
     p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
     p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
-    p.add_argument("--skip-bad", action="store_true", help="skip damaged records, count them")
+    _add_capture_read_options(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
     p = _add_command(trace_sub, "synth", cmd_trace_synth)
-    p.add_argument("--eth", type=int, default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
+    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
     p.add_argument("--sizes", default="64", help="frame size incl. FCS, imix, or 64:7,594:4,...")
     p.add_argument("--pps", default="1M", help="mean packet rate: 10e6, 10M, 500k")
     p.add_argument("--duration", default="10ms", help="capture length: 1s, 10ms, ...")
     p.add_argument("--arrival", choices=trace.ARRIVALS, default="constant")
-    p.add_argument("--burst", type=int, default=32, help="onoff: frames per back-to-back burst")
-    p.add_argument("--flows", type=int, default=1024, help="UDP flows the packets cycle over")
-    p.add_argument("--seed", type=int, default=1, help="random seed (sizes, Poisson, on/off)")
+    p.add_argument(
+        "--burst", type=_whole(), default=32, help="onoff: frames per back-to-back burst"
+    )
+    p.add_argument("--flows", type=_whole(), default=1024, help="UDP flows the packets cycle over")
+    p.add_argument("--seed", type=_whole(), default=1, help="random seed (sizes, Poisson, on/off)")
     p.add_argument("-o", "--output", required=True, help="OUT.pcap or OUT.pcapng")
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
     p = _add_command(trace_sub, "convert", cmd_trace_convert)
-    p.add_argument("file", help="pcap or pcapng input")
+    p.add_argument("file", help="pcap or pcapng input (.gz/.zst too; - is stdin)")
     p.add_argument("-o", "--output", required=True, help="OUT.pcap (ns) or OUT.pcapng")
+    _add_capture_read_options(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
 
-    counters_parser = sub.add_parser("counters", help="imported uncore counter measurements")
-    counters_sub = counters_parser.add_subparsers(
-        dest="counters_command", required=True, parser_class=_Parser
+    counters_sub = _add_group(
+        sub, "counters", "Imported uncore counter measurements (pcm-iio, perf, VTune)"
     )
     p = _add_command(counters_sub, "import", cmd_counters_import, store=True)
     p.add_argument("file", help="a counter file")
@@ -1648,7 +1845,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
     p.add_argument(
-        "--interval", type=float, default=None, help="perf iostat/stat without -I: run seconds"
+        "--interval", type=_real(), default=None, help="perf iostat/stat without -I: run seconds"
     )
     p.add_argument("--lenient", action="store_true", help="skip unknown columns instead of failing")
     p.add_argument("--force", action="store_true", help="replace an earlier import of the file")
@@ -1656,18 +1853,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("report", cmd_report)
     p.add_argument("-o", "--output", default="pcieperf-report", help="output folder")
-    p.add_argument("--eth", type=int, default=40, help="Ethernet Gb/s for the NIC figure")
+    p.add_argument("--eth", type=_whole(), default=40, help="Ethernet Gb/s for the NIC figure")
     p.add_argument("--force", action="store_true", help="overwrite a non-empty output folder")
     _add_explain_options(p.add_argument_group("measured counters (adds a section)"), False)
     return parser
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: object) -> None:
+    """One line on stderr per warning, in the CLI's voice (no file and line of the source)."""
+    print(f"pcieperf: warning: {message}", file=sys.stderr)
+
+
+def _warn(text: str) -> None:
+    """A result is printed, but the user should know something about it."""
+    warnings.warn(text, PcieperfWarning, stacklevel=2)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse an unusable plot file before any work starts (a long sweep or simulation must
+    not end in 'file exists')."""
+    plot = getattr(args, "plot", None)
+    if plot is not None:
+        require_plot_file(plot, getattr(args, "force", False))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:  # `pcieperf` or a group alone: show what it offers
+        args.help_of.print_help()
+        return 0
+    progress.configure(quiet=args.quiet or args.json)
     try:
-        args.func(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", PcieperfWarning)
+            warnings.showwarning = _show_warning
+            _check_outputs(args)
+            args.func(args)
     except KeyboardInterrupt:
         print("pcieperf: interrupted", file=sys.stderr)
         return 130

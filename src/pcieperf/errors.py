@@ -2,7 +2,10 @@
 
 PcieperfError            anything pcieperf reports on purpose
 └── UsageError           the user gave a bad value, option or file (CLI exit code 2)
-└── ProfileError     a NIC profile file is malformed (names file, table path and key)
+    └── ProfileError     a NIC profile file is malformed (names file, table path and key)
+
+PcieperfWarning          something odd but usable (a rate above what the link carries, …):
+                         library code warns, the CLI prints it as one line on stderr
 """
 
 from __future__ import annotations
@@ -47,8 +50,41 @@ def require_positive(name: str, value: float) -> None:
         raise UsageError(f"{name} {value!r} is not allowed; it must be a positive number")
 
 
+class PcieperfWarning(UserWarning):
+    """A result is computed but an input is odd; the message says what and why it matters."""
+
+
 def require_new_file(path: str | PathLike, force: bool) -> None:
-    """Raise UsageError if `path` exists and `force` was not given: nothing is overwritten
-    without --force."""
-    if Path(path).exists() and not force:
+    """Raise UsageError unless `path` can be written as a regular file: its folder exists, it
+    is not a folder or device, and an existing file is kept unless `force` (--force)."""
+    out = Path(path)
+    if out.is_dir():
+        raise UsageError(f"{path} is a folder; give a file name")
+    if out.exists() and not out.is_file():
+        raise UsageError(f"{path} is not a regular file (a device or pipe); give a file name")
+    if out.exists() and not force:
         raise UsageError(f"{path} exists; pass --force to overwrite it")
+    if not out.absolute().parent.is_dir():
+        raise UsageError(f"{path}: folder {out.absolute().parent} does not exist")
+
+
+def require_new_folder(path: str | PathLike, force: bool) -> None:
+    """Raise UsageError unless `path` can hold output files: it is a missing or empty folder
+    whose parent exists, or any folder with `force` (--force)."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"output folder {path} exists and is not a folder; choose another")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise UsageError(
+            f"output folder {path} exists and is not empty; pass --force to write into it"
+        )
+    if not out.absolute().parent.is_dir():
+        raise UsageError(f"output folder {path}: folder {out.absolute().parent} does not exist")
+
+
+def require_plot_file(path: str | PathLike, force: bool) -> None:
+    """A plot file must end in .png or .svg and be writable as a new file (see
+    require_new_file)."""
+    if Path(path).suffix not in (".png", ".svg"):
+        raise UsageError(f"plot file {path} must end in .png or .svg")
+    require_new_file(path, force)

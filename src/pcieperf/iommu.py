@@ -28,12 +28,15 @@ from pcieperf.errors import (
 )
 from pcieperf.ethernet import Ethernet, PacketMix, dma_bytes
 from pcieperf.link import Link
+from pcieperf.progress import wrap as with_progress
 from pcieperf.sim import DeviceProfile, cache_lines
 from pcieperf.tlp import read_cost, write_cost
 
 PAGE_SIZES = {"4k": 4096, "2m": 2 << 20, "1g": 1 << 30}  # x86-64 page sizes (SDM vol. 3 §4.5)
 RING_MIN, RING_MAX = 64, 4096  # ixgbe/i40e descriptor-ring limits (IXGBE/I40E_MIN/MAX_RING_DESC)
 DESCRIPTOR_BYTES = (16, 32)  # Intel 16 B legacy/advanced and 32 B Rx descriptor formats
+POOL_MAX = 1 << 24  # 16 M mbufs: 32 GiB of 2 KiB buffers, beyond any one DPDK port's pool
+TLB_MAX = 1 << 20  # IOTLBs and walk caches hold tens to thousands of entries (VT-d spec §6)
 LAYOUTS = ("scattered", "contiguous")
 REPLACEMENTS = ("lru", "random")
 # An mbuf pool object (DPDK defaults): 64 B mempool header (cache-line aligned), 128 B struct
@@ -73,9 +76,12 @@ class PortSetup:
             require_power_of_two(name, getattr(self, name), RING_MIN, RING_MAX)
         for name in ("rx_desc_bytes", "tx_desc_bytes"):
             require_choice(name.replace("_", " "), getattr(self, name), DESCRIPTOR_BYTES)
-        for name in ("queues", "ports", "burst", "rx_free_thresh", "rs_thresh", "pool"):
-            _require_count(name, getattr(self, name), 1)
-        _require_count("tx_free_thresh", self.tx_free_thresh, 0)
+        for name in ("burst", "rx_free_thresh", "rs_thresh"):
+            _require_count(name, getattr(self, name), 1, RING_MAX)
+        _require_count("queues", self.queues, 1, 1024)  # RTE_MAX_QUEUES_PER_PORT
+        _require_count("ports", self.ports, 1, 1024)  # RTE_MAX_ETHPORTS is 32 by default
+        _require_count("pool", self.pool, 1, POOL_MAX)
+        _require_count("tx_free_thresh", self.tx_free_thresh, 0, RING_MAX)
         _require_count("cache", self.cache, 0, 512)  # RTE_MEMPOOL_CACHE_MAX_SIZE
         self._check_thresholds()
         if self.pool < self.min_pool:
@@ -145,9 +151,9 @@ class IommuParams:
 
     def __post_init__(self) -> None:
         require_choice("IOTLB replacement", self.replacement, REPLACEMENTS)
-        _require_count("IOTLB entries", self.iotlb_entries, 1)
-        _require_count("IOTLB ways", self.iotlb_ways, 0)
-        _require_count("page-walk cache entries", self.pwc_entries, 0)
+        _require_count("IOTLB entries", self.iotlb_entries, 1, TLB_MAX)
+        _require_count("IOTLB ways", self.iotlb_ways, 0, TLB_MAX)
+        _require_count("page-walk cache entries", self.pwc_entries, 0, TLB_MAX)
         if self.iotlb_ways and self.iotlb_entries % self.iotlb_ways:
             raise UsageError(
                 f"IOTLB entries {self.iotlb_entries} must be a multiple of its ways "
@@ -450,7 +456,7 @@ def gain(
     """Packet rate with the IOMMU before and after a ring-size change, per packet size or mix."""
     after = replace(setup, rxd=to_rxd, txd=to_txd)
     rows = []
-    for mix in mixes:
+    for mix in with_progress(mixes, "simulating", "size"):
         model = Model(platform, Traffic(mix, eth), packets)
         before, then = model.evaluate(setup), model.evaluate(after)
         rows.append(

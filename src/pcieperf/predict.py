@@ -68,6 +68,8 @@ def predict_files(
     Refuses to overwrite an existing file without `force`, before simulating anything;
     `progress` wraps the rows as they are simulated (e.g. a progress bar).
     """
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a folder for the predicted bw_*.csv files")
     plan = bandwidth_plan()
     targets = [out / name for name in plan]
     clash = [p for p in targets if p.exists()]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import html
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -21,11 +22,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-from tqdm import tqdm
 
-from pcieperf import dpdk, iommu, nic, tlp, trace
+from pcieperf import dpdk, iommu, nic, progress, tlp, trace
 from pcieperf.bench import CACHE_STATES
-from pcieperf.errors import UsageError, require_new_file
+from pcieperf.errors import UsageError, require_plot_file
 from pcieperf.ethernet import Ethernet, dma_bytes, parse_mix
 from pcieperf.link import Link
 from pcieperf.store import Store
@@ -79,15 +79,6 @@ def _write_csv(path: Path, header: Sequence[str], columns: Sequence[np.ndarray])
         writer = csv.writer(fh)
         writer.writerow(header)
         writer.writerows(zip(*(np.asarray(c).tolist() for c in columns), strict=True))
-
-
-def _plot_target(out: Path, force: bool) -> None:
-    """A plot file must be PNG or SVG, and an existing one is kept unless `force`."""
-    if out.suffix not in (".png", ".svg"):
-        raise UsageError(f"plot file {out} must end in .png or .svg")
-    if not out.parent.is_dir():
-        raise UsageError(f"plot file {out}: folder {out.parent} does not exist")
-    require_new_file(out, force)
 
 
 def _write_plot(fig: plt.Figure, out: Path, dpi: float | None = None) -> Path:
@@ -337,7 +328,7 @@ def figure_trace(cfg: ReportConfig, out: Path) -> Figure:
 
 def plot_trace_demand(found: Demand, out: Path, title: str, force: bool = False) -> Path:
     """The bandwidth a trace needs per window against the link (`nic`/`dpdk-fwd --plot`)."""
-    _plot_target(out, force)
+    require_plot_file(out, force)
     fig, ax = plt.subplots(figsize=(10, 4.2))
     _draw_demand(ax, found)
     ax.set_title(title)
@@ -384,7 +375,7 @@ def _draw_explanation(result: Explanation) -> plt.Figure:
 
 def plot_explanation(result: Explanation, out: Path, force: bool = False) -> Path:
     """`explain --plot`: measured vs predicted over time; returns the file."""
-    _plot_target(out, force)
+    require_plot_file(out, force)
     return _write_plot(_draw_explanation(result), out, dpi=120)
 
 
@@ -449,17 +440,23 @@ def _html(cfg: ReportConfig, figures: list[Figure], out: Path) -> str:
     return "\n".join(parts)
 
 
-def write_report(cfg: ReportConfig, out: Path, progress: bool = True) -> Path:
-    """Write every figure, its CSV and index.html into `out`; returns the index path."""
-    out.mkdir(parents=True, exist_ok=True)
+def write_report(cfg: ReportConfig, out: Path) -> Path:
+    """Write every figure, its CSV and index.html into `out`; returns the index path.
+
+    Everything is written into a temporary folder beside `out` first and moved in only once
+    the whole report succeeded, so a failure leaves no half-written report behind.
+    """
     plt.rcParams["svg.hashsalt"] = "pcieperf"  # stable SVG ids across runs
     makers = FIGURES + ((figure_counters,) if cfg.explanation else ())
-    figures = [
-        make(cfg, out) for make in tqdm(makers, desc="report", unit="figure", disable=not progress)
-    ]
-    index = out / "index.html"
-    index.write_text(_html(cfg, figures, out), encoding="utf-8")
-    return index
+    out.absolute().parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.absolute().parent) as tmp:
+        work = Path(tmp)
+        figures = [make(cfg, work) for make in progress.wrap(makers, "report", "figure")]
+        (work / "index.html").write_text(_html(cfg, figures, work), encoding="utf-8")
+        out.mkdir(exist_ok=True)
+        for made in sorted(work.iterdir()):
+            made.replace(out / made.name)
+    return out / "index.html"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -484,7 +481,7 @@ def plot_measured(
         )
     if direction not in ("rd", "wr"):
         raise UsageError(f"direction {direction!r} is not allowed; choose rd or wr")
-    _plot_target(out, force)
+    require_plot_file(out, force)
     names = [store.resolve(s) for s in systems] or store.system_names()
     if not names:
         raise UsageError(f"the store {store.path} holds no systems; run `pcieperf data import`")
@@ -572,7 +569,7 @@ def _plot_cdf(store: Store, names: list[str], size: int, direction: str) -> plt.
 
 def plot_validation(matched: Matched, out: Path, force: bool = False) -> Path:
     """Measured vs predicted bandwidth, one colour per result-file family; returns the file."""
-    _plot_target(out, force)
+    require_plot_file(out, force)
     fig, ax = plt.subplots(figsize=(6, 6))
     families = np.array([f.rsplit("_", 1)[0] if "win_sweep" in f else f for f in matched.file])
     for family in np.unique(families):
@@ -588,7 +585,7 @@ def plot_validation(matched: Matched, out: Path, force: bool = False) -> Path:
 
 def plot_advice(advice: Advice, out: Path, force: bool = False) -> Path:
     """Bar chart of `iommu advise`'s sweep: packet rate per single change, target marked."""
-    _plot_target(out, force)
+    require_plot_file(out, force)
     options = advice.options
     fig, ax = plt.subplots(figsize=(10, 0.35 * len(options) + 1.8))
     labels = ["current"] + [c.description for c, _ in options]

@@ -32,7 +32,8 @@ from pcieperf.bench import (
     read_result_csv,
 )
 from pcieperf.counters import Samples
-from pcieperf.errors import PcieperfError, UsageError
+from pcieperf.errors import UsageError
+from pcieperf.progress import wrap as with_progress
 from pcieperf.testpmd import RunResult, StoredRun
 
 EXPECTED_FILES = (
@@ -125,13 +126,18 @@ def parse_result_dir(path: Path) -> ParsedDir:
 class Store:
     """A DuckDB file of imported measurements."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, create: bool = True) -> None:
+        """Open the store file; without `create`, a missing file reads as an empty store and is
+        not made (a query must not leave a file behind)."""
         self.path = path or default_db_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        missing = not self.path.exists()
         try:
-            self.con = duckdb.connect(str(self.path))
-        except duckdb.Error as exc:
-            raise PcieperfError(f"cannot open the store {self.path}: {exc}") from None
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.con = duckdb.connect(":memory:" if missing and not create else str(self.path))
+        except (duckdb.Error, OSError) as exc:
+            reason = str(exc).splitlines()[0]
+            raise UsageError(f"cannot open the store {self.path}: {reason}") from None
         for statement in _schema():
             self.con.execute(statement)
 
@@ -149,7 +155,10 @@ class Store:
 
     def import_dirs(self, dirs: list[Path], force: bool = False) -> list[ParsedDir]:
         """Import result directories all-or-nothing; existing systems need `force`."""
-        parsed = [parse_result_dir(d) for d in dirs]
+        return self.import_parsed([parse_result_dir(d) for d in dirs], force)
+
+    def import_parsed(self, parsed: list[ParsedDir], force: bool = False) -> list[ParsedDir]:
+        """Import already parsed result directories all-or-nothing (see import_dirs)."""
         names = [p.info.name for p in parsed]
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
@@ -161,7 +170,7 @@ class Store:
                 "--force to replace it"
             )
         with self._transaction():
-            for p in parsed:
+            for p in with_progress(parsed, "storing", "system"):
                 self._delete(p.info.name)
                 self._insert(p)
         return parsed

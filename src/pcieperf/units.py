@@ -8,6 +8,9 @@ import re
 from pcieperf.errors import UsageError
 
 _SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+MAX_RATE = 1e12
+"""Rates above this are typos, not packet rates: 400 GbE at its smallest frames (84 wire bytes,
+IEEE 802.3 clause 4.4.2 minimum frame plus preamble and gap) carries 0.6e9 packets/s."""
 _RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmg]?)\s*(pps|p/s)?\s*$", re.I)
 
 
@@ -21,8 +24,16 @@ def parse_rate(text: str, what: str = "packet rate") -> float:
     value = float(match.group(1)) * _SI[match.group(2).lower()]
     if not math.isfinite(value):
         raise UsageError(f"{what} {text!r} is not a finite number")
+    if value > MAX_RATE:
+        raise UsageError(
+            f"{what} {text!r} is above 1e12 per second; no link carries that (400 GbE: 0.6e9)"
+        )
     return value
 
+
+MAX_LIST_VALUE = 2**31
+"""Sizes and windows beyond 2 GiB are typos: PCIe lengths are at most 4 KiB per TLP (PCIe Base
+Specification 5.0, §2.2.2 Length field), pcie-bench windows at most 64 MiB."""
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(ns|us|ms|s)?\s*$", re.I)
 _NS_PER_UNIT = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, None: 1e9}
@@ -48,12 +59,15 @@ def parse_int_list(text: str, what: str) -> list[int]:
     values = []
     for token in str(text).split(","):
         try:
-            values.append(int(token.strip()))
+            value = int(token.strip())
         except ValueError:
             raise UsageError(
                 f"{what} {token.strip()!r} in {text!r} is not a whole number; "
                 "write a comma-separated list like 64,128,1500"
             ) from None
+        if abs(value) > MAX_LIST_VALUE:
+            raise UsageError(f"{what} {value} is too large; the limit is 2**31 (2 GiB)")
+        values.append(value)
     return values
 
 

@@ -1,0 +1,20 @@
+"""Test-wide settings: property tests must not depend on the machine being idle or fast.
+
+Hypothesis' per-example deadline (200 ms) and its too-slow health check both measure the
+machine, so they are off; CI draws the same examples on every run (derandomize). Set
+HYPOTHESIS_PROFILE=explore to draw new examples, as a fuzzing session would.
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+_NOT_ABOUT_SPEED = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+settings.register_profile(
+    "ci", deadline=None, derandomize=True, suppress_health_check=_NOT_ABOUT_SPEED
+)
+settings.register_profile(
+    "explore", deadline=None, max_examples=2000, suppress_health_check=_NOT_ABOUT_SPEED
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
