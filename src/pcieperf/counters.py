@@ -214,7 +214,8 @@ def parse_pcm_iio(
             )
         if len(cells) > len(header):
             raise _fail(file, number, f"{len(cells)} fields but the header has {len(header)}")
-        if len(cells) <= index["Part"] or not any(i < len(cells) for i in columns):
+        keys = max(index[k] for k in PCM_KEYS if k in index)  # Name, Part may come late
+        if len(cells) <= keys or not any(i < len(cells) for i in columns):
             raise _fail(file, number, "truncated row: no counter values")
         if (cells[0], cells[1]) != stamp:  # a block's rows share one time stamp
             stamp, wall = (cells[0], cells[1]), _pcm_time(cells[0], cells[1], file, number)

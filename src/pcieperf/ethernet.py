@@ -89,9 +89,11 @@ class PacketMix:
         """A histogram of frame sizes with packet counts (any non-negative numbers)."""
         size = check_frame_sizes(sizes)
         count = np.asarray(counts, dtype=np.float64)
-        if count.shape != size.shape or np.any(count < 0) or not count.sum() > 0:
-            raise UsageError(f"mix {name!r}: counts must be non-negative and not all zero")
-        return cls(name, size, count / count.sum())
+        usable = count.shape == size.shape and np.all((count >= 0) & np.isfinite(count))
+        if not (usable and count.max(initial=0) > 0):
+            raise UsageError(f"mix {name!r}: counts must be finite, >= 0 and not all zero")
+        scaled = count / count.max()  # the sum of 1e308s would overflow
+        return cls(name, size, scaled / scaled.sum())
 
     def mean(self, per_size: ArrayLike) -> NDArray[np.float64]:
         """Mean per packet of a quantity given per size (last axis follows `sizes`)."""
@@ -114,7 +116,7 @@ def parse_mix(text: str) -> PacketMix:
     token = text.strip().lower()
     if token in NAMED_MIXES:
         return NAMED_MIXES[token]
-    if token.isdigit():
+    if token.isdecimal():  # not isdigit(): int() refuses digits such as "¹"
         return PacketMix.fixed(int(token))
     sizes, counts = [], []
     for entry in token.split(","):

@@ -105,6 +105,8 @@ def load_profile(name_or_path: str) -> NicProfile:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read profile {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     return parse_profile(text, str(path))
 
 
@@ -119,6 +121,9 @@ def parse_profile(text: str, origin: str) -> NicProfile:
         if not isinstance(data.get(key), str):
             raise ProfileError(f"{origin}: missing or non-text top-level key {key!r}")
     params = _parse_params(origin, data.get("params", {}))
+    for p in PATHS:
+        if not isinstance(data.get(p, []), list):
+            raise ProfileError(f"{origin}: {p} = {data[p]!r}; expected [[{p}]] operation tables")
     paths = {
         p: tuple(
             _parse_op(origin, f"{p}[{i}]", raw, params) for i, raw in enumerate(data.get(p, []))

@@ -151,6 +151,7 @@ _TYPE_WORDS = {
     "str": "text",
     "bool": "true or false",
     "list[str]": "a list of text",
+    "list[float]": "a list of numbers >= 0",
 }
 
 
@@ -162,6 +163,8 @@ def _type_ok(kind: str, value: object) -> bool:
         return isinstance(value, str)
     if kind == "list[str]":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "list[float]":
+        return isinstance(value, list) and all(_type_ok("float", v) for v in value)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         return False
     return kind == "float" or isinstance(value, int)
@@ -173,6 +176,8 @@ def load_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}") from None
 
