@@ -6,6 +6,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from pcieperf import dpdk, explain, testpmd
 from pcieperf.cli import main
@@ -18,10 +20,13 @@ HIST = "0:200,16:100,32:1000"  # packets 33600 over 1100 busy calls: mean batch 
 PCM_HEADER = "Date,Time,Socket,Name,Part,IB write,IB read,OB read,OB write,IOTLB Lookup,IOTLB Miss"
 STACK = "IIO Stack 2 - PCIe0"
 SAMPLES = 6
+SHARED_PCM = Path(__file__).parent / "data" / "counters" / "pcm-iio-skx.csv"
 
 
-def model_rates(pps: float = PPS, misses_pkt: float = 0.0) -> dict[str, float]:
-    cfg = dpdk.ForwardingConfig(pkt_bytes=PKT, batch=33600 / 1100)
+def model_rates(
+    pps: float = PPS, misses_pkt: float = 0.0, batch: float = 33600 / 1100
+) -> dict[str, float]:
+    cfg = dpdk.ForwardingConfig(pkt_bytes=PKT, batch=batch)
     return explain.predict(cfg, Link(), pps, misses_pkt=misses_pkt)
 
 
@@ -54,9 +59,9 @@ def write_pcm(
     return path
 
 
-def run_explain(path: Path, **kwargs) -> explain.Explanation:
+def run_explain(path: Path, pps: float = PPS, **kwargs) -> explain.Explanation:
     cfg = dpdk.ForwardingConfig(pkt_bytes=PKT, batch=33600 / 1100)
-    return explain.explain(parse(path, None), cfg, Link(), PPS, **kwargs)
+    return explain.explain(parse(path, None), cfg, Link(), pps, **kwargs)
 
 
 def test_unperturbed_file_agrees(tmp_path):
@@ -125,6 +130,141 @@ def test_a_different_packet_rate_is_one_diagnosis_for_all(tmp_path):
     result = run_explain(write_pcm(tmp_path / "c.csv", model_rates(pps=PPS / 2)))
     assert set(result.deviating) == {"inbound_read", "inbound_write", "outbound_write"}
     assert all("packet rate is about 5.00" in v.diagnosis for v in result.verdicts if v.diagnosis)
+    # The rate alone: no per-metric rule, and 2x is no input mistake (that takes more than 10x).
+    assert result.cause == "rate"
+    assert result.rate.explains_all
+    assert result.rate.outliers == []
+    assert not result.rate.mistake
+
+
+@given(
+    true_pps=st.floats(1e5, 5e7),
+    log_off=st.floats(-3, 3).filter(lambda x: not math.log10(0.9) <= x <= math.log10(1.1)),
+)
+def test_any_wrong_rate_on_an_unperturbed_file_is_the_rate_alone(
+    tmp_path_factory, true_pps, log_off
+):
+    # A model-made file at `true_pps`, explained at a rate 10**log_off times it, anything outside
+    # [0.9, 1.1]x of it (issue 14's property).
+    assume(abs(abs(log_off) - 1) > 0.01)  # not within 2.3 % of exactly 10x, the mistake limit
+    path = write_pcm(tmp_path_factory.mktemp("rate") / "c.csv", model_rates(pps=true_pps))
+    result = run_explain(path, pps=true_pps * 10**log_off)
+    assert result.cause == "rate"
+    assert result.rate.explains_all
+    # The +-2 % wobble averages to +0.06 % over six samples and "%.0f" rounds each value.
+    assert result.rate.implied_pps == pytest.approx(true_pps, rel=0.02)
+    assert result.rate.mistake == (abs(log_off) > 1)
+    assert all(v.diagnosis in (None, result.rate.diagnosis) for v in result.verdicts)
+
+
+def test_doorbells_may_follow_another_batch_when_the_rate_is_wrong(tmp_path):
+    # Taken at 1.25 Mpps where every rx_burst returned one packet: doorbells per packet are
+    # 4/1 + 4/max(32, 1) = 4.125 B (VTune recipe), 16x the 0.256 B of the given batch (30.5).
+    # Explained at 10 Mpps, reads and writes say 1.25 Mpps; the doorbells fit batch 1 there.
+    path = write_pcm(tmp_path / "c.csv", model_rates(pps=PPS / 8, batch=1.0))
+    result = run_explain(path)
+    assert result.cause == "rate"
+    assert result.rate.explains_all
+    assert result.rate.implied_pps == pytest.approx(PPS / 8, rel=0.01)
+    doorbell = {v.metric: v for v in result.rate.at_implied}["outbound_write"]
+    assert doorbell.status == "agrees"
+    assert doorbell.predicted / doorbell.pps == pytest.approx(4 + 4 / 32)  # the batch-1 end
+    assert not result.rate.mistake  # 8x: not more than 10x
+
+
+def test_a_wrong_rate_still_names_what_no_rate_explains(tmp_path):
+    # At 2 Mpps, not 10: 8 B/packet of MMIO reads is still a driver that reads registers.
+    path = write_pcm(
+        tmp_path / "c.csv", model_rates(pps=PPS / 5), add={"outbound_read": 8 * PPS / 5}
+    )
+    result = run_explain(path)
+    assert result.cause == "rate+metrics"
+    assert result.rate.implied_pps == pytest.approx(PPS / 5, rel=0.01)
+    assert result.rate.outliers == ["outbound_read"]
+    verdicts = {v.metric: v for v in result.verdicts}
+    assert "not a poll-mode driver" in verdicts["outbound_read"].diagnosis
+    assert "(8.00 B/packet)" in verdicts["outbound_read"].diagnosis  # per packet at 2 Mpps
+    assert "packet rate is about 2.00" in verdicts["inbound_read"].diagnosis
+
+
+def test_with_a_third_voter_a_doubled_metric_is_told_from_a_wrong_rate(tmp_path):
+    # 4 KiB pages: IOTLB misses are a third per-packet metric. At 2 Mpps, not 10, reads and misses
+    # agree on the rate and the doubled inbound writes are named at that rate (2.00x).
+    setup = explain.IommuSetup(page="4k", rxd=1024, txd=1024)
+    cfg = dpdk.ForwardingConfig(pkt_bytes=PKT, batch=33600 / 1100)
+    per_pkt = explain.misses_per_packet(cfg, setup)
+    rates = model_rates(pps=PPS / 5, misses_pkt=per_pkt)
+    path = write_pcm(tmp_path / "c.csv", rates, scale={"inbound_write": 2.0})
+    result = run_explain(path, iommu_setup=setup)
+    assert result.cause == "rate+metrics"
+    assert result.rate.resolved
+    assert result.rate.outliers == ["inbound_write"]
+    (writes,) = [v for v in result.rate.at_implied if v.metric == "inbound_write"]
+    assert writes.ratio == pytest.approx(2, rel=0.02)
+    # Three voters at 1x, 2x and 4x: the median one agrees with itself, which is no quorum.
+    rates["iotlb_miss"] *= 4
+    path = write_pcm(tmp_path / "c3.csv", rates, scale={"inbound_write": 2.0})
+    result = run_explain(path, iommu_setup=setup)
+    assert result.cause == "rate"
+    assert not result.rate.resolved
+    # On hugepages only reads and writes vote: 1x and 2x of one wrong rate cannot be told apart,
+    # so the rate alone is named, with what each of them implies.
+    path = write_pcm(tmp_path / "h.csv", model_rates(pps=PPS / 5), scale={"inbound_write": 2.0})
+    result = run_explain(path)
+    assert result.cause == "rate"
+    assert not result.rate.resolved
+    assert "which of them is off cannot be told" in result.rate.rule
+
+
+# The shared pcm-iio test file (illustrative SKX numbers, 64 B packets) read by hand: inbound
+# reads (1189 + 1194) / 2 = 1191.5 MB/s over the model's 112 B/packet (32 B Rx descriptor share
+# + 16 B Tx descriptor share + 64 B packet) = 10.638 Mpps; inbound writes (1495 + 1502) / 2 =
+# 1498.5 MB/s over 96.5 B (64 B packet + 32 B Rx write-back + 16/32 B Tx write-back) = 15.528
+# Mpps; their geometric mean 12.853 Mpps is the rate the file implies.
+SHARED_READS_PPS, SHARED_WRITES_PPS = 1191.5e6 / 112, 1498.5e6 / 96.5
+SHARED_PPS = math.sqrt(SHARED_READS_PPS * SHARED_WRITES_PPS)
+
+
+@pytest.mark.parametrize(
+    ("pps", "mistake"),
+    [("100M", False), ("1G", True), ("1M", True), ("100k", True), ("0.001", True)],
+)
+def test_shared_pcm_file_with_a_wrong_rate_names_the_rate_alone(capsys, pps, mistake):
+    # --pps off by 10x, 100x and 0.1x of the file's nominal 10 Mpps (issue 14's acceptance), the
+    # issue's 100k and 0.001. 100M is 7.8x the 12.853 Mpps implied: named, but not a mistake.
+    base = ["explain", "--counters", str(SHARED_PCM), "--pps", pps, "--pkt", "64"]
+    assert main([*base, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cause"] == "rate"
+    assert out["rate_mistake"] is mistake
+    assert out["implied_pps"] == pytest.approx(SHARED_PPS, rel=1e-6)
+    assert out["rate"]["implied_pps_by_metric"] == pytest.approx(
+        {"inbound_read": SHARED_READS_PPS, "inbound_write": SHARED_WRITES_PPS}, rel=1e-6
+    )
+    assert out["rate"]["outliers"] == []
+    diagnoses = {m["diagnosis"] for m in out["metrics"]} - {None}
+    assert len(diagnoses) == 1  # one diagnosis, the rate's, for every deviating metric
+    assert "packet rate is about 12.853 Mpps" in diagnoses.pop()
+    assert main(base) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("likely input mistake") is mistake
+    # The table is at the implied rate: per-packet numbers stay sane for any --pps.
+    assert "forwarding at 12.853 Mpps as the counters imply" in lines[int(mistake)]
+    # 1191.5e6 B/s / 12.853 Mpps = 92.702 B/packet, 0.83x the model's 112 B.
+    assert "inbound_read   92.702 B/pkt  112.000 B/pkt   0.83" in "\n".join(lines)
+    assert not [line for line in lines if line.startswith("- ")]  # no per-metric rule
+
+
+def test_shared_pcm_file_at_its_rate_keeps_the_per_metric_rules(capsys):
+    # At 10 Mpps the reads corroborate the rate (1.06x); writes (149.85 B against 96.5) and
+    # doorbells (1.2275 MB/s / 10 Mpps = 0.123 B against 0.25) are the file's own deviations.
+    args = ["explain", "--counters", str(SHARED_PCM), "--pps", "10M", "--pkt", "64", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cause"] == "metrics"
+    assert out["deviating"] == ["inbound_write", "outbound_write"]
+    assert out["rate"]["named"] is False
+    assert out["rate_mistake"] is False
 
 
 def test_free_running_directions_compare_with_summed_metrics(tmp_path):
