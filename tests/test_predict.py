@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pcieperf import bench, calibrate, predict, validate
+from pcieperf import bench, calibrate, predict, sim, validate
 from pcieperf.cli import main
 from pcieperf.errors import ProfileError, UsageError
 
@@ -186,3 +188,148 @@ def test_predict_and_validate_cli(tmp_path, capsys):
     assert code == 0
     assert plot.stat().st_size > 0
     assert json.loads(capsys.readouterr().out)["acceptance_points"] == 527
+
+
+# --- Issue 14: evidence over names, provenance, prediction intervals ---------------------------
+
+
+def relabelled(source: Path, tmp: Path, name: str) -> Path:
+    """The latency files and host facts of `source` in a directory called `name`."""
+    return latency_only(source, tmp).rename(tmp / name)
+
+
+def knee(bw: np.ndarray) -> int | None:
+    """First window index from 256 KiB (index 2) below 95 % of the three smallest windows'
+    median (scripts/crossval.py's definition)."""
+    below = np.nonzero(bw[2:] < 0.95 * np.median(bw[:3]))[0]
+    return int(below[0]) + 2 if below.size else None
+
+
+def window_sweep(directory: Path, name: str, cache: str) -> np.ndarray:
+    """A window sweep's bandwidths in window order."""
+    cols = bench.read_result_csv(directory / name).columns
+    keep = cols["cache"] == cache
+    return cols["bw_gbps"][keep][np.argsort(cols["window_bytes"][keep])]
+
+
+def predict_with_bounds(run, calibration, out: Path) -> list[dict]:
+    """What `bench predict` writes, at fewer transactions; returns the provenance."""
+    host = calibrate.host_profile(run, calibration)
+    rows = calibrate.provenance(run, calibration, host)
+    predict.predict_files(
+        host,
+        calibration.device,
+        out,
+        transactions=20_000,
+        alternatives=calibrate.interval_hosts(run, calibration, host),
+        band=calibrate.interval_band(run, calibration, host),
+        provenance=rows,
+    )
+    return rows
+
+
+def test_a_4k_page_host_named_iommu_still_collapses_at_its_knee(held_out, tmp_path):
+    # t630-iommu-nosp's latency files and facts in a directory named like a super-page host.
+    # Measured (bw_dma_win_sweep_rd_rnd_64.csv, Cold): 28.2 Gb/s at 256 KiB, 22.1 at 512 KiB:
+    # knee at index 3 (512 KiB). The prediction must fall at the same window.
+    run = calibrate.load_run(relabelled(DATA / NOSP, tmp_path / "in", T630 + "-iommu"))
+    assert run.info.iommu == "on"  # what the name says
+    rows = {r["parameter"]: r for r in predict_with_bounds(run, held_out, tmp_path / "out")}
+    for file in ("bw_dma_win_sweep_rd_rnd_64.csv", "bw_dma_win_sweep_wr_rnd_64.csv"):
+        measured = knee(window_sweep(DATA / NOSP, file, "Cold"))
+        assert measured in (3, 4)  # 512 KiB reads, 1 MiB writes (docs/crossval.md)
+        assert knee(window_sweep(tmp_path / "out", file, "Cold")) == measured
+    for name in ("iommu", "page_bytes", "iotlb_entries", "walk_ns"):
+        assert rows[name]["source"] == calibrate.HOST_LATENCY
+    assert rows["iommu"]["value"] == "nosp"
+    assert "name says iommu=on" in rows["iommu"]["why"]
+    # The t630 sweep: +254 ns past 96 entries (lat_dma_sweep_rd_rnd_64.csv Cold medians 600 ns
+    # up to 512 KiB, 813-827 ns from 1 MiB).
+    assert rows["iotlb_entries"]["value"] == 96
+    assert 200 < rows["walk_ns"]["value"] < 300
+    provenance = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert provenance[1]["parameter"] == "iommu"
+
+
+def test_a_host_without_iommu_named_nosp_is_predicted_flat(held_out, tmp_path):
+    # t630 without IOMMU (Cold medians 600 ns at every window) in a -iommu-nosp directory.
+    run = calibrate.load_run(relabelled(DATA / T630, tmp_path / "in", NOSP))
+    rows = {r["parameter"]: r for r in predict_with_bounds(run, held_out, tmp_path / "out")}
+    for file in ("bw_dma_win_sweep_rd_rnd_64.csv", "bw_dma_win_sweep_wr_rnd_64.csv"):
+        assert knee(window_sweep(tmp_path / "out", file, "Cold")) is None
+    # The boot files (no intel_iommu=, no 'IOMMU enabled') say off; the sweep has no misses.
+    assert (rows["iommu"]["value"], rows["iommu"]["source"]) == ("off", calibrate.HOST_FACTS)
+    assert rows["iotlb_entries"]["value"] == 0
+
+
+def test_an_unknown_cpu_generation_bounds_the_walker(held_out, tmp_path):
+    # The t630-iommu-nosp host as if its CPU were a Skylake-SP (06_55H), which no calibration
+    # host had: the slow bound walks one miss at a time, busy for the 254 ns walk latency.
+    src = latency_only(DATA / NOSP, tmp_path / "in")
+    cpuinfo = (src / "sys-cpuinfo.txt").read_text()
+    (src / "sys-cpuinfo.txt").write_text(cpuinfo.replace("model\t\t: 63", "model\t\t: 85"))
+    run = calibrate.load_run(src)
+    assert run.generation == "skx"
+    host = calibrate.host_profile(run, held_out)
+    (slow,) = calibrate.interval_hosts(run, held_out, host)
+    assert (slow.walk_busy_ns, slow.walkers) == (host.walk_ns, 1)
+    # 64 B writes at 64 MiB miss in nearly every access (1 - 96 / 16384): bound by the walker,
+    # 512 bit / 51.7 ns = 9.9 Gb/s calibrated, 512 bit / 254 ns = 2.0 Gb/s one at a time.
+    point = bench.Point("BW_DMA_WR", "Rand", "Cold", 0, 0, 64 << 20, 64)
+    fast = sim.simulate(point, host, held_out.device, transactions=20_000).bw_gbps
+    low = sim.simulate(point, slow, held_out.device, transactions=20_000).bw_gbps
+    assert fast == pytest.approx(512 / host.walk_busy_ns, rel=0.05)
+    assert low == pytest.approx(512 / host.walk_ns, rel=0.05)
+    row = {r["parameter"]: r for r in calibrate.provenance(run, held_out, host)}["walk_busy_ns"]
+    assert row["source"] == calibrate.ASSUMPTION
+    assert "skx" in row["why"]
+    # The calibration's walker generations: the steady 4 KiB-page hosts left in it (the t630
+    # ones are held out, the fujitsu E3 is unsteady): Broadwell and Ivy Bridge. One of those
+    # gets no alternative.
+    assert held_out.shared.walker_generations == ["bdw", "ivb"]
+    real = calibrate.load_run(
+        DATA / "nfp6000-1.2GHz_ib-Xeon-E5-2620v2_dell-t620-s0-s0-s0-iommu-nosp"
+    )
+    assert calibrate.interval_hosts(real, held_out, calibrate.host_profile(real, held_out)) == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    values=st.lists(st.floats(0.5, 60.0), min_size=1, max_size=3),
+    low=st.floats(0.05, 1.5),
+    high=st.floats(0.5, 3.0),
+)
+def test_the_point_lies_inside_its_interval(tmp_path_factory, values, low, high):
+    # Invariant: low <= point <= high for any alternatives and band; coverage in [0, 1].
+    path = tmp_path_factory.mktemp("b") / predict.BOUNDS_FILE
+    plan = {"bw_dma_sz_sweep.csv": bench.bandwidth_plan()["bw_dma_sz_sweep.csv"][:2]}
+    rates = [[v, v] for v in values]
+    predict.write_bounds(path, plan, rates, lambda p: (low, high))
+    with path.open() as fh:
+        for row in csv.DictReader(fh):
+            lo, point, hi = (float(row[k]) for k in ("bw_low_gbps", "bw_gbps", "bw_high_gbps"))
+            assert lo <= point <= hi
+            assert point == values[0]
+
+
+def test_validate_scores_interval_coverage_and_width(tmp_path):
+    # 52 rows measured at 20 Gb/s, predicted 22 with bounds [21, 23] on the first 26 rows and
+    # [19, 25] on the rest: coverage 50 %, widths 2/22 and 6/22 -> median (9.1+27.3)/2 = 18.2 %.
+    name = "bw_dma_win_sweep_wr_rnd_64.csv"
+    rows = bench.bandwidth_plan()[name]
+    for folder, bw in (("measured", 20.0), ("predicted", 22.0)):
+        (tmp_path / folder).mkdir()
+        with (tmp_path / folder / name).open("w", newline="") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(bench.BW_COLUMNS)
+            writer.writerows(predict.result_row(r, bw, 1.2) for r in rows)
+    bands = [(21.0 / 22, 23.0 / 22)] * 26 + [(19.0 / 22, 25.0 / 22)] * 26
+    band_of = dict(zip(rows, bands, strict=True))
+    predict.write_bounds(
+        tmp_path / "predicted" / predict.BOUNDS_FILE, {name: rows}, [[22.0] * 52], band_of.get
+    )
+    result = validate.summary(validate.match(tmp_path / "measured", tmp_path / "predicted"))
+    stats = result["intervals"]["all"]
+    assert stats["points"] == 52
+    assert stats["coverage_pct"] == pytest.approx(50.0)
+    assert stats["median_relative_width_pct"] == pytest.approx(18.2, abs=0.05)

@@ -9,13 +9,22 @@ capacities the simulator needs. Both are deterministic least-squares fits over s
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from pcieperf.bench import CACHE_STATES, WINDOW_SWEEP_SIZES, SystemInfo, iotlb_page_bytes
+from pcieperf.bench import (
+    CACHE_STATES,
+    SMALL_PAGE_BYTES,
+    WINDOW_SWEEP_SIZES,
+    IommuMode,
+    Point,
+    SystemInfo,
+    iotlb_page_bytes,
+)
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.link import Link
 from pcieperf.progress import wrap as with_progress
@@ -44,7 +53,7 @@ def _device_block(lspci: str, vendor: str) -> str:
     """The lspci -vv block of the first device whose header names `vendor`."""
     blocks = re.split(r"\n(?=\S)", lspci)
     for block in blocks:
-        if vendor in block.splitlines()[0]:
+        if vendor in next(iter(block.splitlines()), ""):  # its first line; none if empty
             return block
     raise UsageError(f"sys-lspci.txt: no device of vendor {vendor!r} found")
 
@@ -152,8 +161,17 @@ def fit_latency(
     return replace(fit, rms_error_ns=float(np.sqrt(np.mean((model - host) ** 2))))
 
 
+# Windows of fewer pages than this cannot tell an IOTLB: on remote-memory hosts the 8 KiB
+# window reads ~70-130 ns faster than every larger one (a cache effect; 2 pages miss in no IOTLB).
+MIN_IOTLB_PAGES = 16
+
+
 def _fit_iommu(window: NDArray, cold: NDArray, page: int) -> tuple[int, float, float]:
-    """Best (entries, walk, base) for cold = base + miss(W) * walk, by grid + least squares."""
+    """Best (entries, walk, base) for cold = base + miss(W) * walk, by grid + least squares,
+    over the windows of at least MIN_IOTLB_PAGES pages."""
+    keep = window >= MIN_IOTLB_PAGES * page
+    if np.count_nonzero(keep) >= 3:
+        window, cold = window[keep], cold[keep]
     best = (0, 0.0, float(np.median(cold)), np.inf)
     for entries in _ENTRY_GRID:
         miss = miss_fraction(window, int(entries), page)
@@ -181,16 +199,155 @@ def _fit_warm(window: NDArray, lat: NDArray, cold: float) -> tuple[float, float,
     return best
 
 
+# --- Host IOMMU evidence: the latency sweep decides, the boot files corroborate -----------------
+
+
+@dataclass(frozen=True)
+class IommuFacts:
+    """What the host's boot files say about its IOMMU; None where they say nothing."""
+
+    enabled: bool | None
+    superpages: bool | None
+    why: str
+
+
+# VT-d spec (rev 3.x) §10.4.2 Capability Register: bits 37:34 are SLLPS, Second Level Large
+# Page Support (bit 34: 2 MiB, bit 35: 1 GiB); 0 means second-level tables map 4 KiB only.
+SLLPS_SHIFT, SLLPS_MASK = 34, 0xF
+
+
+def sllps(cap: int) -> int:
+    """The SLLPS field of a DMAR capability register value."""
+    return (cap >> SLLPS_SHIFT) & SLLPS_MASK
+
+
+def parse_iommu_facts(facts: dict[str, str]) -> IommuFacts:
+    """IOMMU state from `intel_iommu=` on the kernel command line, the kernel's DMAR lines in
+    dmesg (enabled, super pages disabled) and the DMAR units' SLLPS capability bits."""
+    cmdline, dmesg = facts.get("kernel-cmdline", ""), facts.get("dmesg", "")
+    options = {o for m in re.findall(r"intel_iommu=(\S+)", cmdline) for o in m.split(",")}
+    caps = [int(c, 16) for c in re.findall(r"\bcap ([0-9a-fA-F]+)", dmesg)]
+    said_on = re.search(r"IOMMU:? enabled|IOMMU enabled", dmesg, re.IGNORECASE) is not None
+    enabled = True if ("on" in options or said_on) else False if "off" in options else None
+    if enabled is None and (cmdline or dmesg):
+        enabled, why = False, "no intel_iommu=on and no 'IOMMU enabled' line at boot"
+    else:
+        why = f"intel_iommu={','.join(sorted(options))}" if options else "dmesg"
+    superpages = None
+    if "sp_off" in options or re.search(r"disable supported super ?page", dmesg, re.I):
+        superpages, why = False, why + "; super pages disabled (sp_off)"
+    elif caps and not any(sllps(c) for c in caps):
+        superpages, why = False, why + "; DMAR cap SLLPS = 0 (4 KiB second-level pages only)"
+    elif caps and enabled:
+        superpages = True
+        why += f"; DMAR cap SLLPS = {sllps(caps[0]):#x} (2 MiB pages supported)"
+    return IommuFacts(enabled=enabled, superpages=superpages, why=why)
+
+
+# DisplayFamily_DisplayModel -> microarchitecture (Intel SDM Vol. 4, Table 2-1, and Intel's
+# "Intel Architecture and Processor Identification with CPUID Model and Family Numbers").
+_INTEL_MODELS = {
+    **dict.fromkeys((0x2A, 0x2D), "snb"),
+    **dict.fromkeys((0x3A, 0x3E), "ivb"),
+    **dict.fromkeys((0x3C, 0x3F, 0x45, 0x46), "hsw"),
+    **dict.fromkeys((0x3D, 0x47, 0x4F, 0x56), "bdw"),
+    0x55: "skx",  # Skylake-SP, Cascade Lake, Cooper Lake share the model number
+    **dict.fromkeys((0x6A, 0x6C), "icx"),
+    0x8F: "spr",
+    0xCF: "emr",
+}
+
+
+def cpu_generation(cpuinfo: str) -> str:
+    """The CPU's microarchitecture from /proc/cpuinfo's vendor, family and model."""
+    family = re.search(r"^cpu family\s*:\s*(\d+)", cpuinfo, re.M)
+    model = re.search(r"^model\s*:\s*(\d+)", cpuinfo, re.M)
+    if not (family and model):
+        return "unknown"
+    fam, mod = int(family.group(1)), int(model.group(1))
+    if "GenuineIntel" in cpuinfo and fam == 6 and mod in _INTEL_MODELS:
+        return _INTEL_MODELS[mod]
+    vendor = "amd" if "AuthenticAMD" in cpuinfo else "intel" if "GenuineIntel" in cpuinfo else ""
+    return f"{vendor} family {fam} model {mod}".strip()
+
+
+@dataclass(frozen=True)
+class IommuEvidence:
+    """The IOMMU as predictions use it: decided by the latency sweep, corroborated by facts.
+
+    `mode` is what is in effect for DMA: `nosp` when the sweep shows 4 KiB-page IOTLB misses,
+    `on` when the IOMMU is on but no miss shows up to the sweep's largest window (super pages),
+    `off` otherwise. `entries` and `walk_ns` are the fitted reach and miss latency (0 if none).
+    """
+
+    mode: IommuMode
+    entries: int
+    walk_ns: float
+    named: IommuMode
+    facts: IommuFacts
+    why: str
+    conflicts: tuple[str, ...] = ()
+
+    @property
+    def misses(self) -> bool:
+        """Whether the sweep shows IOTLB misses (4 KiB pages in effect)."""
+        return self.entries > 0
+
+    @property
+    def page_bytes(self) -> int:
+        """Page size the IOTLB caches in effect (0 with the IOMMU off)."""
+        return 0 if self.mode == "off" else iotlb_page_bytes(self.mode)
+
+
+MIN_WALK_NS = 50.0  # added latency below this is noise (steady hosts jitter by ~15 ns)
+
+
+def iommu_evidence(sweep: dict[str, NDArray], info: SystemInfo, facts: IommuFacts) -> IommuEvidence:
+    """Decide IOMMU mode, page size, IOTLB reach and walk latency from the latency sweep.
+
+    The Cold medians are fitted with 4 KiB-page misses (`_fit_iommu`); a walk of MIN_WALK_NS or
+    more means misses exist. The name and the boot files only corroborate: where they
+    disagree, the sweep wins and `conflicts` says so.
+    """
+    cold = np.asarray(sweep["cache"]) == "Cold"
+    window = np.asarray(sweep["window_bytes"], dtype=np.float64)[cold]
+    entries, walk, _ = _fit_iommu(window, np.asarray(sweep["med_ns"])[cold], SMALL_PAGE_BYTES)
+    largest = int(window.max()) >> 20 if window.size else 0
+    conflicts = []
+    if walk >= MIN_WALK_NS:
+        mode: IommuMode = "nosp"
+        why = f"latency sweep: +{walk:.0f} ns past {entries} 4 KiB pages (IOTLB misses)"
+        if info.iommu != "nosp":
+            conflicts.append(f"name says iommu={info.iommu}")
+        if facts.enabled is False:
+            conflicts.append("boot files show no IOMMU enabled")
+        if facts.superpages:
+            conflicts.append("boot files allow super pages")
+    else:
+        entries, walk = 0, 0.0
+        on = facts.enabled if facts.enabled is not None else info.iommu != "off"
+        mode = "on" if on else "off"
+        why = f"latency sweep flat up to {largest} MiB (no IOTLB misses)"
+        if info.iommu == "nosp" or (facts.superpages is False and on):
+            conflicts.append("name or boot files say 4 KiB pages, but no miss shows")
+        if (info.iommu != "off") != on:
+            conflicts.append(f"name says iommu={info.iommu}")
+    return IommuEvidence(mode, int(entries), float(walk), info.iommu, facts, why, tuple(conflicts))
+
+
 # --- A measured host: what a pcie-bench result directory holds --------------------------------
 
 
 @dataclass(frozen=True)
 class HostRun:
-    """One host's result directory, parsed: its name, facts and result tables by file name."""
+    """One host's result directory, parsed: its name, facts, result tables by file name, the
+    IOMMU its own evidence shows and its CPU generation."""
 
     info: SystemInfo
     facts: HostFacts
     tables: dict[str, dict[str, NDArray]]
+    iommu: IommuEvidence
+    generation: str
 
     @property
     def name(self) -> str:
@@ -209,16 +366,23 @@ def load_run(path: Path) -> HostRun:
     tables = {t.file: t.columns for t in parsed.tables}
     if LATENCY_SWEEP_FILE not in tables:
         raise UsageError(f"{path}: {LATENCY_SWEEP_FILE} is missing; it is needed to calibrate")
-    return HostRun(parsed.info, parse_host_facts(parsed.facts), tables)
+    evidence = iommu_evidence(
+        tables[LATENCY_SWEEP_FILE], parsed.info, parse_iommu_facts(parsed.facts)
+    )
+    generation = cpu_generation(parsed.facts.get("cpuinfo", ""))
+    return HostRun(parsed.info, parse_host_facts(parsed.facts), tables, evidence, generation)
 
 
 def host_latency(run: HostRun) -> LatencyFit:
     """Fit the host's 64 B random-read latency sweep as measured (nothing subtracted).
 
     Medians, not means: on some hosts rare millisecond stalls dominate the mean (docs/bench.md).
+    IOTLB misses are fitted only where the sweep shows them (`iommu_evidence`), whatever the
+    directory's name says.
     """
     sweep = run.tables[LATENCY_SWEEP_FILE]
-    return fit_latency(sweep["window_bytes"], sweep["cache"], sweep["med_ns"], 0.0, run.info.iommu)
+    mode = "nosp" if run.iommu.misses else "off"
+    return fit_latency(sweep["window_bytes"], sweep["cache"], sweep["med_ns"], 0.0, mode)
 
 
 def latency_model(fit: LatencyFit, window: NDArray, cache: NDArray, iommu: str) -> NDArray:
@@ -260,6 +424,40 @@ class SharedHost:
     walkers: int
     posted_credits: int
     completion_policy: str
+    # CPU generations of the hosts whose IOTLB misses fixed walk_busy_ns (cpu_generation)
+    walker_generations: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How far measured bandwidth strays from the fitted model on the calibration's hosts:
+    the 2.5th and 97.5th percentile of measured / fitted, per point category (`category`).
+
+    It stands for what one global device fit cannot know of a new host (the per-host spread
+    of the device and root-complex parameters), and is the band a prediction interval adds.
+    """
+
+    categories: list[str] = field(default_factory=list)
+    low: list[float] = field(default_factory=list)
+    high: list[float] = field(default_factory=list)
+
+    def band(self, category: str) -> tuple[float, float]:
+        """(low, high) ratio for a category; the widest band for one the fit never saw."""
+        if category in self.categories:
+            i = self.categories.index(category)
+            return self.low[i], self.high[i]
+        return (min(self.low, default=1.0), max(self.high, default=1.0))
+
+
+SPREAD_QUANTILES = (2.5, 97.5)
+
+
+def category(test: str, misses: bool, pattern: str = "Rand", dev_offset: int = 0) -> str:
+    """A point's spread category: its test, whether its accesses miss in the IOTLB, and for
+    the offset sweeps (the suite's only `Seq` rows) whether the device offset is non-zero,
+    which the model does not know yet (issue 14 item 3)."""
+    tag = "+do" if dev_offset > 0 else "+seq" if pattern == "Seq" else ""
+    return f"{test}{'+iotlb' if misses else ''}{tag}"
 
 
 @dataclass(frozen=True)
@@ -285,12 +483,25 @@ class Calibration:
     points: int
     left_out: list[str]  # unsteady hosts the fit did not use
     reference: ReferenceHost | None = None  # None when no steady 4 KiB-page IOMMU host was given
+    spread: Spread = field(default_factory=Spread)
+
+
+@dataclass(frozen=True)
+class FitSummary:
+    """The [fit] table of a calibration file: how well the fit did, per host."""
+
+    hosts: list[str] = field(default_factory=list)
+    mape_pct: list[float] = field(default_factory=list)
+    points: int = 0
+    left_out: list[str] = field(default_factory=list)
 
 
 FIT_FILES = (
     "bw_dma_sz_sweep.csv",
     *(f"bw_dma_win_sweep_{d}_rnd_{s}.csv" for d in ("rd", "wr") for s in WINDOW_SWEEP_SIZES),
 )
+# Not fitted (device offsets are not modelled), only measured for the calibration's spread.
+OFFSET_FILES = tuple(f"bw_dma_off_{d}{c}.csv" for d in ("rd", "wr") for c in ("", "_cold"))
 MIN_FIT_SIZE = 64  # the size sweep's 16 and 32 B rows sit below a cache line; not fitted
 POSTED_CREDITS = 64  # not observable in the data: large enough never to bind (docs/bench.md)
 _PARAMETERS = (
@@ -325,42 +536,52 @@ class _Terms:
     read_down: NDArray
     write_up: NDArray
     read64_wires: float
+    category: NDArray
 
 
-def bandwidth_points(run: HostRun) -> dict[str, NDArray]:
-    """The fitted/validated bandwidth rows of a host: size sweep (>= 64 B) and window sweeps."""
+def bandwidth_points(run: HostRun, files: tuple[str, ...] = FIT_FILES) -> dict[str, NDArray]:
+    """A host's bandwidth rows of `files` from 64 B up (default: the fitted/validated ones,
+    the size sweep and the window sweeps)."""
     parts = []
-    for file in FIT_FILES:
+    for file in files:
         if file not in run.tables:
             continue
         cols = run.tables[file]
         keep = cols["size_bytes"] >= MIN_FIT_SIZE
         parts.append({k: v[keep] for k, v in cols.items()})
     if not parts:
-        raise UsageError(f"{run.name}: no bandwidth results to calibrate on ({FIT_FILES[0]}, ...)")
+        raise UsageError(f"{run.name}: no bandwidth results to calibrate on ({files[0]}, ...)")
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _terms(run: HostRun, fit: LatencyFit, policy: str) -> _Terms:
-    rows = bandwidth_points(run)
+def _terms(
+    run: HostRun, fit: LatencyFit, policy: str, files: tuple[str, ...] = FIT_FILES
+) -> _Terms:
+    rows = bandwidth_points(run, files)
     link = host_link(run.facts, policy)
     size = rows["size_bytes"].astype(np.int64)
     window = rows["window_bytes"].astype(np.float64)
     rate = link.tlp_bytes_per_s / 1e9
     rd, wr = read_cost(link, size), write_cost(link, size)
-    lines, partial = cache_lines(0, size)
+    lines, partial = cache_lines(rows["host_offset"], size)
+    miss = iotlb_miss(window, fit.iotlb_entries, run.iommu.mode)
+    cats = [
+        category(*row)
+        for row in zip(rows["test"], miss > 0, rows["pattern"], rows["dev_offset"], strict=True)
+    ]
     return _Terms(
         measured_gbps=rows["bw_gbps"],
         size=size,
         lines=lines,
         partial=partial.astype(np.float64),
         test=rows["test"],
-        latency=latency_model(fit, window, rows["cache"], run.info.iommu),
-        miss=iotlb_miss(window, fit.iotlb_entries, run.info.iommu),
+        latency=latency_model(fit, window, rows["cache"], run.iommu.mode),
+        miss=miss,
         read_up=rd.wire_out / rate,
         read_down=rd.wire_back / rate,
         write_up=wr.wire_out / rate,
         read64_wires=read_wire_ns(link, 64),
+        category=np.array(cats),
     )
 
 
@@ -466,14 +687,31 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
         walkers=WALKERS,
         posted_credits=POSTED_CREDITS,
         completion_policy=policy,
+        walker_generations=sorted({r.generation for r in steady if r.iommu.misses}),
     )
-    calibration = Calibration(device, shared, mape, sum(t.size.size for t in terms), left_out)
+    points = sum(t.size.size for t in terms)
+    offsets = [
+        _terms(r, lat, policy, OFFSET_FILES)
+        for r, lat in zip(steady, latencies, strict=True)
+        if any(f in r.tables for f in OFFSET_FILES)
+    ]
+    spread = fit_spread(terms + offsets, x)
+    calibration = Calibration(device, shared, mape, points, left_out, spread=spread)
     return replace(calibration, reference=reference_host(steady, calibration))
+
+
+def fit_spread(terms: list[_Terms], x: NDArray) -> Spread:
+    """Percentiles of measured / fitted bandwidth per category over the given points."""
+    ratio = np.concatenate([t.measured_gbps / _mean_value_gbps(t, x) for t in terms])
+    cats = np.concatenate([t.category for t in terms])
+    names = sorted(set(cats.tolist()))
+    lo, hi = ([float(np.percentile(ratio[cats == c], q)) for c in names] for q in SPREAD_QUANTILES)
+    return Spread(categories=names, low=lo, high=hi)
 
 
 def reference_host(runs: list[HostRun], calibration: Calibration) -> ReferenceHost | None:
     """The median 4 KiB-page IOMMU host among `runs`, as `host_profile` sees each of them."""
-    nosp = [host_profile(r, calibration) for r in runs if r.info.iommu == "nosp"]
+    nosp = [host_profile(r, calibration) for r in runs if r.iommu.misses]
     if not nosp:
         return None
 
@@ -524,7 +762,7 @@ def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
         walk_ns=fit.walk_ns,
         walk_busy_ns=shared.walk_busy_ns,
         walkers=shared.walkers,
-        iommu=info.iommu,
+        iommu=run.iommu.mode,
         numa_device=info.numa_device,
         numa_memory=info.numa_memory,
         numa_cpu=info.numa_cpu,
@@ -533,6 +771,130 @@ def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
         rcb=link.rcb,
         notes="measured latencies already include any NUMA distance, so remote_extra_ns = 0",
     )
+
+
+def walker_unknown(run: HostRun, calibration: Calibration) -> bool:
+    """Whether the host misses in its IOTLB on a CPU generation whose walker throughput the
+    calibration never saw (its busy time was fitted on `walker_generations` only)."""
+    return run.iommu.misses and run.generation not in calibration.shared.walker_generations
+
+
+def interval_hosts(run: HostRun, calibration: Calibration, host: HostProfile) -> list[HostProfile]:
+    """The other host profiles the evidence leaves possible besides `host`.
+
+    Where the walker throughput is unknown (`walker_unknown`), the slow bound walks one miss
+    at a time: busy for the whole walk latency the sweep shows, not the calibrated busy time.
+    """
+    if not walker_unknown(run, calibration):
+        return []
+    return [replace(host, walk_busy_ns=max(host.walk_ns, host.walk_busy_ns), walkers=1)]
+
+
+def interval_band(
+    run: HostRun, calibration: Calibration, host: HostProfile
+) -> Callable[[Point], tuple[float, float]]:
+    """Each row's (low, high) ratio to its prediction: the calibration's spread for the row's
+    category (`Spread`), on an unsteady host widened by its own latency spread (`stall_band`)."""
+    low_stall, high_stall = stall_band(run)
+
+    def band(point: Point) -> tuple[float, float]:
+        misses = bool(iotlb_miss(np.array([point.window]), host.iotlb_entries, host.iommu)[0])
+        cat = category(point.test, misses, point.pattern, point.dev_offset)
+        low, high = calibration.spread.band(cat)
+        return low * low_stall, high * high_stall
+
+    return band
+
+
+def stall_band(run: HostRun) -> tuple[float, float]:
+    """(low, high) factor for a host that stalls (steadiness above UNSTEADY_RATIO), else 1.
+
+    Bandwidth is bound by latency over in-flight reads; on a stalling host a run's effective
+    latency lies anywhere between the fastest sample (min) and what the stalls add to the
+    mean, so the bandwidth may range over median/mean .. median/min of the latency sweep.
+    """
+    if steadiness(run) <= UNSTEADY_RATIO:
+        return 1.0, 1.0
+    sweep = run.tables[LATENCY_SWEEP_FILE]
+    med = sweep["med_ns"]
+    return float(np.min(med / sweep["avg_ns"])), float(np.max(med / sweep["min_ns"]))
+
+
+HOST_LATENCY, HOST_FACTS, DEVICE = "host latency fit", "host facts", "device calibration"
+DEFAULT, ASSUMPTION = "calibration default", "assumption"
+_DEVICE_FIELDS = (
+    *("tags", "read_ns", "read_line_ns", "write_ns", "write_line_ns", "datapath_ns"),
+    *("datapath_line_ns", "latency_overhead_ns"),
+)
+
+
+def _iommu_rows(run: HostRun) -> list[tuple[str, object, str, str]]:
+    """Provenance of the IOMMU parameters: the sweep decides, facts and name corroborate."""
+    ev = run.iommu
+    overruled = f"; latency sweep wins over: {', '.join(ev.conflicts)}" if ev.conflicts else ""
+    if ev.misses:
+        source, why = HOST_LATENCY, ev.why + overruled
+    elif ev.facts.enabled is not None:
+        source, why = HOST_FACTS, f"{ev.why}; {ev.facts.why}{overruled}"
+    else:
+        source, why = ASSUMPTION, f"{ev.why}; no boot files: the name's iommu={ev.named}"
+    page_why = "misses follow 4 KiB pages" if ev.misses else "no miss up to the largest window"
+    return [
+        ("iommu", ev.mode, source, why),
+        ("page_bytes", ev.page_bytes, source, page_why + overruled),
+        ("iotlb_entries", ev.entries, HOST_LATENCY, ev.why),
+        ("walk_ns", round(ev.walk_ns, 1), HOST_LATENCY, ev.why),
+    ]
+
+
+def _walker_rows(run: HostRun, calibration: Calibration, host: HostProfile) -> list[tuple]:
+    """Provenance of the walker's busy time and count: calibrated, or an interval if unknown."""
+    gens = ", ".join(calibration.shared.walker_generations) or "none"
+    if walker_unknown(run, calibration):
+        why = (
+            f"CPU {run.generation} is not among the calibrated walker generations ({gens}): "
+            f"point = calibrated, bounds down to one walk at a time ({host.walk_ns:.0f} ns)"
+        )
+        source = ASSUMPTION
+    else:
+        why, source = f"fitted on IOTLB-miss hosts of {gens}", DEVICE
+    return [
+        ("walk_busy_ns", round(host.walk_busy_ns, 2), source, why),
+        ("walkers", host.walkers, source, why),
+    ]
+
+
+def provenance(run: HostRun, calibration: Calibration, host: HostProfile) -> list[dict]:
+    """For every parameter of a prediction: its value, which evidence decided it, and why."""
+    lat = f"{LATENCY_SWEEP_FILE} medians"
+    rows: list[tuple] = [
+        ("cpu_generation", run.generation, HOST_FACTS, "sys-cpuinfo.txt family/model"),
+        *_iommu_rows(run),
+        *_walker_rows(run, calibration, host),
+        *(
+            (name, round(getattr(host, name), 1), HOST_LATENCY, lat)
+            for name in ("dram_latency_ns", "llc_latency_ns", "ddio_latency_ns")
+        ),
+        *((name, getattr(host, name), HOST_LATENCY, lat) for name in ("llc_bytes", "ddio_bytes")),
+        *(
+            (name, getattr(host, name), HOST_FACTS, "sys-lspci.txt, the device's block")
+            for name in ("mps", "mrrs", "rcb", "gen", "lanes")
+        ),
+        ("addr64", host.addr64, HOST_FACTS, "sys-dma-addrs.txt: a buffer above 4 GiB"),
+        ("completion_policy", host.completion_policy, DEVICE, "the better fit of rcb and mps"),
+        *(
+            (name, round(getattr(host, name), 2), DEVICE, "bandwidth fit over the hosts")
+            for name in ("write_line_ns", "partial_line_ns")
+        ),
+        ("posted_credits", host.posted_credits, DEFAULT, "not observable: never binds"),
+        ("remote_extra_ns", host.remote_extra_ns, ASSUMPTION, "measured latency has NUMA in it"),
+        *(
+            (f"device.{name}", getattr(calibration.device, name), DEVICE, calibration.device.source)
+            for name in _DEVICE_FIELDS
+        ),
+    ]
+    keys = ("parameter", "value", "source", "why")
+    return [dict(zip(keys, row, strict=True)) for row in rows]
 
 
 # --- Calibration files ------------------------------------------------------------------------
@@ -561,6 +923,8 @@ def calibration_toml(calibration: Calibration) -> str:
     tables = [("device", device), ("host", shared), ("fit", fit)]
     if calibration.reference is not None:
         tables.append(("reference_host", asdict(calibration.reference)))
+    if calibration.spread.categories:
+        tables.append(("spread", asdict(calibration.spread)))
     out = ["# Written by `pcieperf bench calibrate`; re-run it to regenerate (docs/bench.md)."]
     for title, table in tables:
         out.append(f"\n[{title}]")
@@ -574,17 +938,17 @@ def load_calibration(path: Path) -> Calibration:
     for table in ("device", "host", "fit"):
         if not isinstance(data.get(table), dict):
             raise ProfileError(f"{path}: missing [{table}] table; is this a calibration file?")
-    fit = data["fit"]
-    hosts, mape = fit.get("hosts", []), fit.get("mape_pct", [])
+    fit = from_table(FitSummary, data["fit"], f"{path} [fit]")
     return Calibration(
         device=from_table(DeviceProfile, data["device"], f"{path} [device]"),
         shared=from_table(SharedHost, data["host"], f"{path} [host]"),
-        fit_mape_pct=dict(zip(hosts, mape, strict=False)),
-        points=int(fit.get("points", 0)),
-        left_out=list(fit.get("left_out", [])),
+        fit_mape_pct=dict(zip(fit.hosts, fit.mape_pct, strict=False)),
+        points=fit.points,
+        left_out=fit.left_out,
         reference=(
             from_table(ReferenceHost, data["reference_host"], f"{path} [reference_host]")
             if isinstance(data.get("reference_host"), dict)
             else None
         ),
+        spread=from_table(Spread, data.get("spread", {}), f"{path} [spread]"),
     )

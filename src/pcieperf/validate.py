@@ -2,11 +2,14 @@
 
 Rows are matched on the key columns (Test, PAT, Cache, HO, DO, WinSZ, SZ) file by file; the
 error of a point is |predicted / measured - 1|. The *acceptance set* is what issue 3 judges:
-the size sweep from 64 B up and the eight window sweeps.
+the size sweep from 64 B up and the eight window sweeps. Where the predicted directory holds
+`bounds.csv` (`bench predict`), each point also has a prediction interval: *coverage* is the
+share of measured points inside [low, high], *relative width* (high - low) / predicted.
 """
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +19,9 @@ from numpy.typing import NDArray
 from pcieperf.bench import KEY_COLUMNS, STORE_NAMES, file_kind, read_result_csv
 from pcieperf.calibrate import FIT_FILES, MIN_FIT_SIZE
 from pcieperf.errors import UsageError
+from pcieperf.predict import BOUNDS_FILE
+
+OFFSET_PREFIX = "bw_dma_off_"  # the offset sweeps: device offsets are not modelled yet
 
 KEY_NAMES = tuple(STORE_NAMES[c] for c in KEY_COLUMNS)  # store names of the key columns
 
@@ -29,6 +35,8 @@ class Matched:
     keys: list[tuple]
     measured: NDArray
     predicted: NDArray
+    low: NDArray  # interval bounds; NaN where the prediction has no bounds.csv
+    high: NDArray
 
     @property
     def error(self) -> NDArray:
@@ -40,6 +48,21 @@ class Matched:
         """Points of the size sweep (>= 64 B) and the window sweeps."""
         size = np.array([k[KEY_NAMES.index("size_bytes")] for k in self.keys])
         return np.isin(self.file, FIT_FILES) & (size >= MIN_FIT_SIZE)
+
+    @property
+    def in_offset_sweeps(self) -> NDArray:
+        """Points of the bw_dma_off_* files."""
+        return np.char.startswith(self.file.astype(str), OFFSET_PREFIX)
+
+    @property
+    def covered(self) -> NDArray:
+        """Whether each measured point lies inside its interval (False without one)."""
+        return (self.low <= self.measured) & (self.measured <= self.high)
+
+    @property
+    def relative_width(self) -> NDArray:
+        """(high - low) / predicted of every point (NaN without an interval)."""
+        return (self.high - self.low) / self.predicted
 
 
 def _bandwidth_files(directory: Path) -> dict[str, Path]:
@@ -63,13 +86,35 @@ def _rows(path: Path) -> dict[tuple, tuple[str, float]]:
     return rows
 
 
+def _bounds(path: Path) -> dict[tuple, tuple[float, float]]:
+    """(file, key..., ordinal) -> (low, high) from a bounds.csv; empty if there is none."""
+    if not path.is_file():
+        return {}
+    seen: dict[tuple, int] = {}
+    out = {}
+    with path.open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            key = (row["file"], *_typed_key(row))
+            seen[key] = seen.get(key, -1) + 1
+            out[(*key, seen[key])] = (float(row["bw_low_gbps"]), float(row["bw_high_gbps"]))
+    return out
+
+
+def _typed_key(row: dict[str, str]) -> tuple:
+    """A bounds.csv row's key columns typed as read_result_csv types them."""
+    return tuple(
+        row[c] if c in ("Test", "PAT", "Cache") else int(float(row[c])) for c in KEY_COLUMNS
+    )
+
+
 def match(measured: Path, predicted: Path) -> Matched:
     """Pair up the rows of every bandwidth file present in both directories."""
     real, guess = _bandwidth_files(measured), _bandwidth_files(predicted)
+    bounds = _bounds(predicted / BOUNDS_FILE)
     common = sorted(set(real) & set(guess))
     if not common:
         raise UsageError(f"{measured} and {predicted} share no bandwidth result file (bw_*.csv)")
-    files, tests, keys, m, p = [], [], [], [], []
+    files, tests, keys, m, p, lo, hi = [], [], [], [], [], [], []
     for name in common:
         truth, model = _rows(real[name]), _rows(guess[name])
         for key in truth.keys() & model.keys():
@@ -78,6 +123,9 @@ def match(measured: Path, predicted: Path) -> Matched:
             keys.append(key)
             m.append(truth[key][1])
             p.append(model[key][1])
+            low, high = bounds.get((name, *key), (np.nan, np.nan))
+            lo.append(low)
+            hi.append(high)
     order = sorted(range(len(keys)), key=lambda i: (files[i], keys[i]))
     pick = np.asarray(order, dtype=np.int64)
     return Matched(
@@ -86,7 +134,21 @@ def match(measured: Path, predicted: Path) -> Matched:
         keys=[keys[i] for i in order],
         measured=np.asarray(m, dtype=np.float64)[pick],
         predicted=np.asarray(p, dtype=np.float64)[pick],
+        low=np.asarray(lo, dtype=np.float64)[pick],
+        high=np.asarray(hi, dtype=np.float64)[pick],
     )
+
+
+def interval_stats(matched: Matched, mask: NDArray) -> dict | None:
+    """Coverage (%) and median relative width (%) of the points in `mask` that have bounds."""
+    keep = mask & np.isfinite(matched.low)
+    if not keep.any():
+        return None
+    return {
+        "points": int(keep.sum()),
+        "coverage_pct": round(100 * float(matched.covered[keep].mean()), 1),
+        "median_relative_width_pct": round(100 * float(np.median(matched.relative_width[keep])), 1),
+    }
 
 
 def summary(matched: Matched, worst: int = 5) -> dict:
@@ -98,11 +160,18 @@ def summary(matched: Matched, worst: int = 5) -> dict:
         return round(float(err[mask].mean()), 2) if mask.any() else None
 
     worst_idx = np.argsort(-err)[:worst]
+    every = np.ones_like(accept)
+    offsets = matched.in_offset_sweeps
     return {
         "points": int(err.size),
-        "mape_pct": mape(np.ones_like(accept)),
+        "mape_pct": mape(every),
+        "mape_without_offset_pct": mape(~offsets),
         "acceptance_points": int(accept.sum()),
         "acceptance_mape_pct": mape(accept),
+        "intervals": {
+            name: interval_stats(matched, mask)
+            for name, mask in (("all", every), ("without_offset", ~offsets), ("acceptance", accept))
+        },
         "per_file": {f: mape(matched.file == f) for f in np.unique(matched.file).tolist()},
         "per_test": {t: mape(matched.test == t) for t in np.unique(matched.test).tolist()},
         "worst": [
