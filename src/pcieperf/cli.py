@@ -45,6 +45,7 @@ from pcieperf.units import (
 
 DEFAULT_PPS = "10M"
 DEFAULT_PKT = 64
+SECONDS_PER_DAY = 86_400  # the longest `dpdk run`: a longer one is a typo (it was found hanging)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,8 +112,9 @@ def _whole(low: int = -(2**62), high: int = 2**62) -> Callable[[str], int]:
     return parse
 
 
-def _real() -> Callable[[str], float]:
-    """An argparse type: a finite number (NaN and infinity are refused here, by name)."""
+def _real(high: float = math.inf) -> Callable[[str], float]:
+    """An argparse type: a finite number up to `high` (NaN and infinity are refused here, by
+    name)."""
 
     def parse(text: str) -> float:
         try:
@@ -121,6 +123,8 @@ def _real() -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"{text} is not allowed; give a finite number")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"{text} is not allowed; the most is {high:g}")
         return value
 
     return parse
@@ -660,13 +664,17 @@ def _dpdk_fwd_trace(args: argparse.Namespace, cfg: dpdk.ForwardingConfig, link: 
 
 
 def cmd_explain(args: argparse.Namespace) -> None:
-    """Measured PCIe counters against the DPDK forwarding model: measured, predicted and ratio
-    per metric, and a diagnosis for each deviation beyond 15 %."""
+    """Measured PCIe counters against the DPDK forwarding model: the rate hypothesis first (is
+    the packet rate given the one the counters imply?), then measured, predicted and ratio per
+    metric, and a diagnosis for each deviation beyond 15 %. A rate more than 10x off is flagged
+    as a likely input mistake; that is still an answer (exit 0): the counters may cover other
+    ports too, and only the user knows."""
     result = _explanation(args)
     if args.plot:
         from pcieperf.report import plot_explanation
 
         plot_explanation(result, Path(args.plot), force=args.force)
+    rate = result.rate
     out = {
         "file": result.file,
         "source": result.source,
@@ -675,9 +683,13 @@ def cmd_explain(args: argparse.Namespace) -> None:
         "pkt": result.pkt,
         "mean_batch": result.mean_batch,
         "tolerance": explaining.TOLERANCE,
+        "cause": result.cause,
+        "rate_mistake": bool(rate and rate.mistake),
+        "implied_pps": rate.implied_pps if rate else None,
         "agreement": result.agreement,
         "deviating": result.deviating,
         "metrics": [v.as_dict() for v in result.verdicts],
+        "rate": rate.as_dict() if rate else None,
     }
     _emit(args, out, lambda: _explanation_text(out))
 
@@ -711,9 +723,12 @@ def _explanation(args: argparse.Namespace) -> explaining.Explanation:
 
 
 def _explanation_text(out: dict) -> str:
-    """The human rendering of `explain`: a table, then one diagnosis line per deviation."""
+    """The human rendering of `explain`: a likely input mistake first, then a table at the rate
+    the diagnosis uses (the implied one when it names the rate), then the diagnoses."""
+    rate = out["rate"] if out["rate"] and out["rate"]["named"] else None
+    metrics = rate["metrics"] if rate else out["metrics"]
     rows = []
-    for m in out["metrics"]:
+    for m in metrics:
         per_pkt = "B/pkt" if m["unit"] == "B/s" else "/pkt"
         ratio = "inf" if m["ratio"] is None else f"{m['ratio']:.2f}"
         rows.append(
@@ -725,12 +740,22 @@ def _explanation_text(out: dict) -> str:
                 m["status"],
             )
         )
+    at = explaining.rate_text(out["pps"])
+    if rate:
+        at = f"{explaining.rate_text(rate['implied_pps'])} as the counters imply ({at} given)"
     head = (
-        f"{out['file']} ({out['source']}), {out['stack']}: forwarding at "
-        f"{out['pps'] / 1e6:.3f} Mpps, {out['pkt']} B packets, mean batch {out['mean_batch']:.2f}"
+        f"{out['file']} ({out['source']}), {out['stack']}: forwarding at {at}, {out['pkt']} B "
+        f"packets, mean batch {out['mean_batch']:.2f}"
     )
     table = format_table(("metric", "measured", "predicted", "ratio", "status"), rows)
-    notes = [f"- {m['metric']}: {m['diagnosis']}" for m in out["metrics"] if m["diagnosis"]]
+    by_metric = {m["metric"]: m["diagnosis"] for m in out["metrics"]}
+    if rate:
+        outliers = [f"- {name}: {by_metric[name]}" for name in rate["outliers"]]
+        lines = [f"cause: {rate['rule']}"]
+        if outliers:
+            lines.append(f"{len(outliers)} metric(s) deviate beyond 15 % at that rate:")
+        return "\n".join([*filter(None, [rate["headline"], head]), table, *lines, *outliers])
+    notes = [f"- {name}: {text}" for name, text in by_metric.items() if text]
     verdict = (
         "every metric agrees with the model within 15 %"
         if out["agreement"]
@@ -1484,6 +1509,7 @@ def cmd_bench_predict(args: argparse.Namespace) -> None:
     calibration = calibrate.load_calibration(Path(args.profile))
     steadiness = calibrate.steadiness(run)
     host = calibrate.host_profile(run, calibration)
+    provenance = calibrate.provenance(run, calibration, host)
     files = predict.predict_files(
         host,
         calibration.device,
@@ -1492,17 +1518,29 @@ def cmd_bench_predict(args: argparse.Namespace) -> None:
         force=args.force,
         transactions=args.transactions,
         progress=lambda rows: progress.wrap(rows, "simulating", "row"),
+        alternatives=calibrate.interval_hosts(run, calibration, host),
+        band=calibrate.interval_band(run, calibration, host),
+        provenance=provenance,
     )
     payload = {
         "system": run.name,
         "files": [str(f) for f in files],
+        "bounds": str(Path(args.out) / predict.BOUNDS_FILE),
+        "provenance": provenance,
+        "iommu_conflicts": list(run.iommu.conflicts),
         "host": asdict(host),
         "steadiness": steadiness,
         "steady": steadiness <= calibrate.UNSTEADY_RATIO,
     }
 
     def human() -> str:
-        text = f"wrote {len(files)} files to {args.out}"
+        text = f"wrote {len(files)} files, {predict.BOUNDS_FILE} and provenance to {args.out}"
+        text += "\n" + format_table(
+            ("parameter", "value", "source", "why"),
+            [[r["parameter"], r["value"], r["source"], r["why"]] for r in provenance[:7]],
+        )
+        if run.iommu.conflicts:
+            text += "\nnote: the latency sweep overrules " + "; ".join(run.iommu.conflicts)
         if not payload["steady"]:
             text += (
                 f"\nwarning: latency p99.9 is {steadiness:.0f}x the median on this host "
@@ -1540,11 +1578,20 @@ def cmd_validate(args: argparse.Namespace) -> None:
             ]
             for w in result["worst"]
         ]
+        intervals = [
+            [name, v["points"], v["coverage_pct"], v["median_relative_width_pct"]]
+            for name, v in result["intervals"].items()
+            if v is not None
+        ]
         return "\n".join(
             [
-                f"{result['points']} points, MAPE {result['mape_pct']} %; acceptance set "
-                f"(size sweep >= 64 B + window sweeps) {result['acceptance_points']} points, "
-                f"MAPE {result['acceptance_mape_pct']} %",
+                f"{result['points']} points, MAPE {result['mape_pct']} % "
+                f"({result['mape_without_offset_pct']} % without the offset sweeps); "
+                f"acceptance set (size sweep >= 64 B + window sweeps) "
+                f"{result['acceptance_points']} points, MAPE {result['acceptance_mape_pct']} %",
+                format_table(("points", "n", "coverage %", "median width %"), intervals)
+                if intervals
+                else "no bounds.csv: no intervals to score",
                 format_table(("file", "MAPE %"), per_file),
                 "worst points:",
                 format_table(
@@ -1714,7 +1761,7 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--null", action="store_true", help="net_null packets (the default)")
     p.add_argument(
         "--seconds",
-        type=_real(),
+        type=_real(high=SECONDS_PER_DAY),
         default=3.0,
         help="forward at least this long, and until testpmd has measured a rate",
     )
