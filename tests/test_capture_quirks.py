@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import epoch_ns, tshark_fields
 from pcieperf import progress, trace
 from pcieperf.cli import main
 from pcieperf.ethernet import Ethernet, parse_mix
@@ -131,18 +132,7 @@ def capinfos(path: Path) -> dict[str, str]:
 def tshark_rows(path: Path) -> list[tuple[int, int, int]]:
     """(epoch ns, wire length, captured length) of every packet, as tshark reads it."""
     fields = ("frame.time_epoch", "frame.len", "frame.cap_len")
-    out = subprocess.run(
-        ["tshark", "-r", str(path), "-T", "fields", *(a for f in fields for a in ("-e", f))],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    rows = []
-    for line in out.splitlines():
-        epoch, wire, cap = line.split("\t")
-        seconds, _, frac = epoch.partition(".")
-        rows.append((int(seconds) * 10**9 + int(frac.ljust(9, "0")), int(wire), int(cap)))
-    return rows
+    return [(epoch_ns(e), int(w), int(c)) for e, w, c in tshark_fields(path, fields)]
 
 
 def assert_agrees_with_capinfos(path: Path, t: trace.Trace) -> None:

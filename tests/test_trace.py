@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import epoch_ns, tshark_fields
 from pcieperf import dpdk, nic, trace
 from pcieperf.cli import main
 from pcieperf.errors import UsageError
@@ -31,22 +32,11 @@ OVER_SNAPLEN = {"pim-packet-assortment.pcap": 2}
 def tshark_packets(path: Path) -> list[list[str]]:
     """(time_epoch, len, cap_len, section-local interface id) of every packet record."""
     fields = ["frame.time_epoch", "frame.len", "frame.cap_len", "frame.interface_id"]
-    out = subprocess.run(
-        ["tshark", "-r", str(path), "-T", "fields", *(a for f in fields for a in ("-e", f))],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    rows = [line.split("\t") for line in out.splitlines()]
+    rows = tshark_fields(path, fields)
     if path.suffix == ".pcapng":
         # tshark also lists custom and decryption-secrets blocks; they have no interface.
         rows = [r for r in rows if r[3] != ""]
     return rows
-
-
-def epoch_ns(text: str) -> int:
-    seconds, _, frac = text.partition(".")
-    return int(seconds) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
 
 
 def local_iface(t: trace.Trace) -> np.ndarray:
