@@ -211,7 +211,7 @@ def test_ctrl_c_before_a_rate_says_so_and_stores_nothing(fake_testpmd, tmp_path,
     proc = _start_cli(tmp_path, 60)
     _until(lambda: (fake_testpmd / "printed-1").exists(), proc, "the first block")
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=WAIT_S)
+    out, err = _finish(proc)
     assert (proc.returncode, out) == (1, "")
     assert err == (
         "pcieperf: error: stopped early after 1 statistics block; a rate needs 2, 1 s apart "
@@ -294,7 +294,26 @@ def _start_cli(tmp_path: Path, seconds: int) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A shell without job control starts background commands (`.ci/run &`) with SIGINT
+    ignored, and the child inherits that: restore the default so the child's Python turns
+    SIGINT into KeyboardInterrupt, as a terminal's Ctrl-C does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _finish(proc: subprocess.Popen) -> tuple[str, str]:
+    """The CLI's output once it has ended, waiting up to WAIT_S; a CLI still running then is
+    killed (no process outlives its test) and the test fails."""
+    try:
+        return proc.communicate(timeout=WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
 
 
 def _start_logged_cli(tmp_path: Path, monkeypatch) -> tuple[subprocess.Popen, Path]:
@@ -327,7 +346,7 @@ def test_stopping_the_run_early_stops_testpmd_and_keeps_the_run(tmp_path, monkey
     proc, log = _start_logged_cli(tmp_path, monkeypatch)
     prefix = _wait_for_blocks(proc, log, testpmd.RATE_BLOCKS)  # a rate: the run can be kept
     proc.send_signal(stop)
-    out, err = proc.communicate(timeout=WAIT_S)
+    out, err = _finish(proc)
     assert proc.returncode == 0, err
     assert "(stopped early)" in out
     assert not _testpmd_alive(prefix)

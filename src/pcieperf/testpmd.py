@@ -351,13 +351,19 @@ def testpmd_command(cfg: RunConfig, binary: str, prefix: str) -> list[str]:
 
 
 def _die_with_parent() -> Callable[[], None]:
-    """What the child runs before exec: ask for SIGINT when pcieperf dies, so testpmd never
-    outlives it, and exit if pcieperf is already gone. prctl is looked up here, in the parent:
-    between fork and exec the child may only call it (no dlopen, no allocation)."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    """What the child runs before exec: SIGINT back to its default (pcieperf run as a background
+    job of a script has it ignored, and testpmd would then ignore the SIGINT that stops it),
+    ask for SIGINT when pcieperf dies, so testpmd never outlives it, and exit if pcieperf is
+    already gone. The libc functions are looked up here, in the parent: between fork and exec
+    the child may only call them (no dlopen, no allocation)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl, set_handler = libc.prctl, libc.signal
+    set_handler.argtypes = (ctypes.c_int, ctypes.c_void_p)
+    set_handler.restype = ctypes.c_void_p
     parent = os.getpid()
 
     def arm() -> None:
+        set_handler(signal.SIGINT, None)  # None is SIG_DFL, the null handler
         prctl(PR_SET_PDEATHSIG, signal.SIGINT)
         if os.getppid() != parent:
             os._exit(1)
