@@ -302,7 +302,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
     """What a NIC/driver profile achieves per frame size or mix, or what a trace needs."""
     link = _link(args)
     profile = nic.load_profile(args.profile)
-    paths = tuple(p.strip() for p in args.paths.split(","))
+    paths = nic.check_paths(tuple(p.strip() for p in args.paths.split(",")))  # before reading
     if args.trace:
         captured = trace.read(args.trace, skip_bad=args.skip_bad)
         window = parse_duration_ns(args.window, "window")

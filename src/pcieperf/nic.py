@@ -60,6 +60,13 @@ class Operation:
     source: str = ""
 
 
+def check_paths(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths, each of them rx or tx (a usage error names any other)."""
+    for p in paths:
+        require_choice("path", p, PATHS)
+    return paths
+
+
 @dataclass(frozen=True)
 class NicProfile:
     """A named NIC/driver model with its provenance."""
@@ -75,6 +82,7 @@ class NicProfile:
 
     def operations(self, paths: tuple[str, ...] = PATHS) -> list[tuple[str, Operation]]:
         """(path, operation) pairs of the selected paths, in profile order."""
+        check_paths(paths)
         return [(p, op) for p in paths for op in getattr(self, p)]
 
 
@@ -474,8 +482,6 @@ def _evaluate(
     frames: NDArray[np.int64],
     weight: NDArray[np.float64],
 ) -> NicResult:
-    for p in paths:
-        require_choice("path", p, PATHS)
     sizes, size_of = np.unique(frames, return_inverse=True)
     return NicResult(
         label=label,
