@@ -141,7 +141,7 @@ impl Iotlb {
 }
 
 /// Page-table entries per table page (x86-64 / VT-d second-level tables: 4 KiB of 8 B PTEs).
-const ENTRIES_PER_TABLE: u64 = 512;
+pub const ENTRIES_PER_TABLE: u64 = 512;
 
 /// What a translation cost: nothing, one walk, or a walk that also missed the page-walk cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,11 +7,13 @@
 //! - [`sim`]: the DMA-engine / root-complex simulator that replays pcie-bench and plays any
 //!   transaction stream (such as a DPDK port's) through the same device, link and IOMMU.
 //! - [`iotlb`]: the IOMMU's translation caches, shared by both.
+//! - [`ddio`]: the LLC ways DDIO allocates into, as a DPDK port's DMA sees them.
 //! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis), with its
 //!   own error type that names the file and byte offset.
 //! - [`error`]: the one error type every other public function returns.
 
 pub mod dataplane;
+pub mod ddio;
 pub mod error;
 pub mod iotlb;
 pub mod sim;

@@ -1,7 +1,8 @@
 //! PyO3 glue: the only place where Python and the Rust core meet (`pcieperf._core`).
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pcieperf_core::dataplane::{Layout, PortConfig, PortStream};
+use pcieperf_core::dataplane::{Iova, Layout, PortConfig, PortStream};
+use pcieperf_core::ddio::LlcShape;
 use pcieperf_core::iotlb::{CacheShape, Replacement, Translator};
 use pcieperf_core::sim::{self, Iommu, Machine, OpMix, Pattern, SimParams, TxnClass, Walks};
 use pcieperf_core::{tlp, CoreError};
@@ -131,11 +132,9 @@ fn port_from_dict(d: &Bound<'_, PyDict>) -> PyResult<PortConfig> {
     let layout = choice(
         d,
         "layout",
-        &[
-            ("contiguous", Layout::Contiguous),
-            ("scattered", Layout::Scattered),
-        ],
+        &[("dpdk", Layout::PageBound), ("packed", Layout::Packed)],
     )?;
+    let iova = choice(d, "iova", &[("va", Iova::Va), ("pa", Iova::Pa)])?;
     Ok(PortConfig {
         ports: field(d, "ports")?,
         queues: field(d, "queues")?,
@@ -154,11 +153,42 @@ fn port_from_dict(d: &Bound<'_, PyDict>) -> PyResult<PortConfig> {
         data_offset: field(d, "data_offset")?,
         page_bytes: field(d, "page_bytes")?,
         layout,
+        iova,
+        host_pages: field(d, "host_pages")?,
+        rx_backlog: field(d, "rx_backlog")?,
+        tx_backlog: field(d, "tx_backlog")?,
+        drop_per_fwd: field(d, "drop_per_fwd")?,
+        poll_batch: field(d, "poll_batch")?,
+        llc: llc_from_dict(d)?,
         sizes: field(d, "sizes")?,
         weights: field(d, "weights")?,
         ns_per_packet: field(d, "ns_per_packet")?,
         seed: field(d, "seed")?,
     })
+}
+
+/// The LLC's DDIO ways, if the dict's `llc` entry is not None.
+fn llc_from_dict(d: &Bound<'_, PyDict>) -> PyResult<Option<LlcShape>> {
+    let llc: Option<Bound<'_, PyDict>> = field(d, "llc")?;
+    llc.map(|l| {
+        Ok(LlcShape {
+            sets_per_slice: field(&l, "sets_per_slice")?,
+            slices: field(&l, "slices")?,
+            ddio_ways: field(&l, "ddio_ways")?,
+        })
+    })
+    .transpose()
+}
+
+/// The stream's DDIO counters (zero without an LLC model).
+fn set_ddio_counts(out: &Bound<'_, PyDict>, stream: &PortStream) -> PyResult<()> {
+    let (allocations, read_misses, reads) = stream
+        .ddio()
+        .map_or((0, 0, 0), |d| (d.allocations, d.read_misses, d.reads));
+    out.set_item("ddio_allocations", allocations)?;
+    out.set_item("ddio_read_misses", read_misses)?;
+    out.set_item("ddio_reads", reads)?;
+    Ok(())
 }
 
 fn shape_from_dict(d: &Bound<'_, PyDict>) -> PyResult<CacheShape> {
@@ -190,6 +220,7 @@ fn warmed_stream(d: &Bound<'_, PyDict>) -> PyResult<(PortStream, Translator)> {
     }
     caches.misses = 0;
     caches.pwc_misses = 0;
+    stream.reset_ddio_counts();
     Ok((stream, caches))
 }
 
@@ -200,6 +231,7 @@ fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bo
     let packets: u64 = field(params, "packets")?;
     let page_bytes: u64 = field(params, "page_bytes")?;
     let (start, span) = (stream.packets(), stream.span());
+    let forwarded_before = stream.forwarded();
     let (transactions, pages) = py.detach(|| {
         let shift = page_bytes.trailing_zeros();
         let mut touched = vec![false; (span >> shift) as usize + 1];
@@ -215,10 +247,12 @@ fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bo
     });
     let out = PyDict::new(py);
     out.set_item("packets", stream.packets() - start)?;
+    out.set_item("forwarded", stream.forwarded() - forwarded_before)?;
     out.set_item("transactions", transactions)?;
     out.set_item("iotlb_misses", caches.misses)?;
     out.set_item("pwc_misses", caches.pwc_misses)?;
     out.set_item("pages_touched", pages)?;
+    set_ddio_counts(&out, &stream)?;
     Ok(out)
 }
 
@@ -267,7 +301,7 @@ fn port_simulate<'py>(
     let (mut stream, caches) = warmed_stream(params)?;
     let mut iommu = Iommu::new(caches, walks).map_err(to_py_err)?;
     stream.restart_clock();
-    let start = stream.packets();
+    let (start, forwarded_before) = (stream.packets(), stream.forwarded());
     let result = py
         .detach(|| {
             let txns = stream.take_packets(packets);
@@ -282,10 +316,12 @@ fn port_simulate<'py>(
         .map_err(to_py_err)?;
     let out = PyDict::new(py);
     out.set_item("packets", stream.packets() - start)?;
+    out.set_item("forwarded", stream.forwarded() - forwarded_before)?;
     out.set_item("elapsed_ns", result.elapsed_ns)?;
     out.set_item("transactions", result.transactions)?;
     out.set_item("iotlb_misses", result.iotlb_misses)?;
     out.set_item("latencies_ns", result.latencies_ns.into_pyarray(py))?;
+    set_ddio_counts(&out, &stream)?;
     Ok(out)
 }
 

@@ -1,0 +1,155 @@
+//! The LLC ways DDIO may allocate into, as seen by a NIC's DMA.
+//!
+//! With DDIO, a device write allocates its lines in a few "I/O" ways of the last-level cache
+//! (Intel DDIO; 2 of 11 ways by default on Skylake-SP: the IIO LLC WAYS register, Farshin et
+//! al., "Reexamining Direct Cache Access", USENIX ATC'20, §2); a device read is served from the
+//! LLC when its lines are still there and from DRAM otherwise. This module tracks which written
+//! lines the I/O ways still hold: per LLC set, `ways` entries with exact LRU.
+//!
+//! Where a line lands: the set index inside a slice is taken from the physical line address
+//! (the bits above the 64 B offset), the slice from a hash of the whole line address (the slice
+//! hash is undocumented; any uniform hash has the property that matters here: lines at one
+//! offset of many 4 KiB pages only reach the sets that share that offset's index bits).
+//! Physical frames are drawn at random per page: neither 4 KiB anonymous memory nor separate
+//! hugepages are physically contiguous with each other.
+
+use crate::error::CoreError;
+
+/// Shape of the LLC as DDIO sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LlcShape {
+    /// Sets per slice (a power of two) and slices.
+    pub sets_per_slice: u32,
+    pub slices: u32,
+    /// Ways a device write may allocate into.
+    pub ddio_ways: u32,
+}
+
+const EMPTY: u64 = u64::MAX;
+
+/// 64-bit finaliser (SplitMix64's): spreads frame numbers and line addresses uniformly.
+pub fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The I/O ways of every LLC set, with what they hold and how often DMA missed them.
+pub struct Ddio {
+    shape: LlcShape,
+    lines: Vec<u64>,
+    stamps: Vec<u64>,
+    clock: u64,
+    /// Device writes that had to allocate (the line was not held) and device reads of lines
+    /// that were no longer held, out of all device reads checked.
+    pub allocations: u64,
+    pub read_misses: u64,
+    pub reads: u64,
+}
+
+impl Ddio {
+    pub fn new(shape: LlcShape) -> Result<Self, CoreError> {
+        if !shape.sets_per_slice.is_power_of_two() || shape.slices == 0 || shape.ddio_ways == 0 {
+            return Err(CoreError::BadParameter {
+                what: "the LLC needs a power-of-two sets per slice, >= 1 slice and >= 1 DDIO way",
+            });
+        }
+        let n = shape.sets_per_slice as usize * shape.slices as usize * shape.ddio_ways as usize;
+        Ok(Self {
+            shape,
+            lines: vec![EMPTY; n],
+            stamps: vec![0; n],
+            clock: 0,
+            allocations: 0,
+            read_misses: 0,
+            reads: 0,
+        })
+    }
+
+    /// Bytes of LLC the I/O ways hold in all.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.lines.len() as u64 * 64
+    }
+
+    fn ways_of(&self, line: u64) -> std::ops::Range<usize> {
+        let s = &self.shape;
+        let index = line & u64::from(s.sets_per_slice - 1);
+        let slice = mix(line) % u64::from(s.slices);
+        let set = (slice * u64::from(s.sets_per_slice) + index) as usize;
+        let w = s.ddio_ways as usize;
+        set * w..set * w + w
+    }
+
+    fn find(&self, line: u64) -> Option<usize> {
+        self.ways_of(line).find(|&i| self.lines[i] == line)
+    }
+
+    /// A device write of one physical line: refreshes it, or allocates it over the LRU way.
+    pub fn write(&mut self, line: u64) {
+        self.clock += 1;
+        let slot = self.find(line).unwrap_or_else(|| {
+            self.allocations += 1;
+            self.ways_of(line)
+                .min_by_key(|&i| self.stamps[i])
+                .expect("at least one way")
+        });
+        self.lines[slot] = line;
+        self.stamps[slot] = self.clock;
+    }
+
+    /// A device read of one physical line: true when the LLC still holds it (no allocation
+    /// on a miss: the data comes from DRAM).
+    pub fn read(&mut self, line: u64) -> bool {
+        self.reads += 1;
+        let hit = self.find(line).is_some();
+        self.read_misses += u64::from(!hit);
+        hit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(sets: u32, slices: u32, ways: u32) -> LlcShape {
+        LlcShape {
+            sets_per_slice: sets,
+            slices,
+            ddio_ways: ways,
+        }
+    }
+
+    #[test]
+    fn a_written_line_is_read_back_from_the_llc() {
+        let mut d = Ddio::new(shape(64, 1, 2)).unwrap();
+        d.write(5);
+        assert!(d.read(5));
+        assert!(!d.read(6));
+        assert_eq!((d.allocations, d.read_misses, d.reads), (1, 1, 2));
+    }
+
+    #[test]
+    fn three_lines_of_one_set_evict_the_oldest_of_two_ways() {
+        // One slice of 64 sets: lines 0, 64 and 128 share set 0 (index = line mod 64).
+        let mut d = Ddio::new(shape(64, 1, 2)).unwrap();
+        for line in [0, 64, 128] {
+            d.write(line);
+        }
+        assert!(!d.read(0));
+        assert!(d.read(64) && d.read(128));
+    }
+
+    #[test]
+    fn capacity_is_sets_times_slices_times_ways_lines() {
+        // Skylake-SP 8180: 28 slices x 2048 sets, 2 DDIO ways -> 114688 lines = 7 MiB.
+        let d = Ddio::new(shape(2048, 28, 2)).unwrap();
+        assert_eq!(d.capacity_bytes(), 28 * 2048 * 2 * 64);
+    }
+
+    #[test]
+    fn shapes_that_cannot_exist_are_rejected() {
+        assert!(Ddio::new(shape(100, 1, 2)).is_err());
+        assert!(Ddio::new(shape(64, 0, 2)).is_err());
+        assert!(Ddio::new(shape(64, 1, 0)).is_err());
+    }
+}
