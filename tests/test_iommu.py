@@ -1,6 +1,8 @@
 """The DPDK IOMMU model: calibrated parameters used unchanged, working sets counted by hand,
-walker bounds, the orderings the model predicts, invariants, and bad input."""
+load states and walker bounds, the DPDK 4 KiB-page talk on the Skylake-SP profile, pacing,
+IOVA modes, DDIO, invariants, and bad input."""
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -20,6 +22,11 @@ def platform():
     return iommu.load_platform()
 
 
+@pytest.fixture(scope="module")
+def skx():
+    return iommu.load_platform(platform="skylake-sp")
+
+
 def model(platform, mix="64", eth=40, pace=None):
     return iommu.Model(platform, iommu.Traffic(parse_mix(mix), Ethernet(eth), pace), PACKETS)
 
@@ -36,9 +43,9 @@ def test_the_iotlb_is_the_pcie_bench_calibration_unchanged(platform):
 
 
 def test_working_set_is_both_rings_of_mbufs_one_page_each(platform):
-    # Scattered 4 KiB layout: one 2368 B mbuf per page. In circulation: the Rx ring's 1024,
-    # the Tx ring's held mbufs (1023 minus up to rs_thresh just freed) -> 2015..2047 pages,
-    # plus the rings: 1024 x 32 B = 8 pages Rx, 1024 x 16 B = 4 pages Tx.
+    # DPDK's populate rule with 4 KiB pages: one 2368 B mbuf per page. In circulation: the Rx
+    # ring's 1024, the Tx ring's held mbufs (1023 minus up to rs_thresh just freed) ->
+    # 2015..2047 pages, plus the rings: 1024 x 32 B = 8 pages Rx, 1024 x 16 B = 4 pages Tx.
     counts = iommu.count_misses(
         iommu.PortSetup(), iommu.Traffic(parse_mix("64"), Ethernet(40)), platform.iommu, PACKETS
     )
@@ -61,14 +68,30 @@ def test_transactions_per_packet_follow_the_descriptor_batching(platform):
     assert counts.transactions_per_pkt == pytest.approx(3.28125, abs=1e-3)
 
 
-def test_walkers_bound_the_rate_when_every_packet_misses(platform):
-    # One walker busy 51.7 ns per miss (calibration [host]) and ~1.01 misses per packet:
-    # at most 1e3 / (1.01 * 51.7) = 19.1 Mpps.
-    r = model(platform).evaluate(iommu.PortSetup())
-    bound = 1e3 / (r.iotlb_misses_per_pkt * platform.iommu.walk_busy_ns)
-    assert r.mpps_iommu <= bound * 1.01
-    assert r.mpps_iommu >= 0.8 * bound
+def test_walks_beyond_the_walkers_fill_the_tx_ring(platform):
+    # e5-v4: one walker busy 51.7 ns per miss (calibration [host]). Light state at the
+    # IOMMU-free 28.4 Mpps: 1.01 walks per packet -> 28.4 * 1.01 * 51.7e-3 = 1.48 walkers:
+    # more than there are, so the Tx ring fills; every Tx read then misses too and the lcore
+    # drops posted_credits / tags - 1 = 64 / 26 - 1 = 1.46 received packets per forwarded one.
+    m = model(platform)
+    r = m.evaluate(iommu.PortSetup())
+    assert r.state == "tx-full"
+    assert r.drops_per_fwd_pkt == pytest.approx(64 / 26 - 1)
+    # Per forwarded packet: (1 + 1.46) Rx writes and one Tx read, all missing.
+    assert r.iotlb_misses_per_fwd_pkt == pytest.approx(2 + 1.4615, abs=0.05)
+    # The walker is the bound: 1 / (3.46 walks * 51.7 ns) = 5.59 Mpps.
+    bound = 1e3 / (r.iotlb_misses_per_fwd_pkt * platform.iommu.walk_busy_ns)
+    assert 0.9 * bound <= r.mpps_iommu <= 1.01 * bound
     assert r.bottleneck == "IOMMU page walks"
+    assert r.walker_utilization > 0.9
+
+
+def test_walks_within_the_walkers_keep_the_rings_light(platform):
+    # 256 B on e5-v4: 14.5 Mpps * 1.01 * 51.7e-3 = 0.76 walkers: the rings stay near empty.
+    r = model(platform, "256").evaluate(iommu.PortSetup())
+    assert r.state == "light"
+    assert r.iotlb_misses_per_pkt == r.iotlb_misses_per_fwd_pkt == pytest.approx(1.0, abs=0.02)
+    assert r.drops_per_fwd_pkt == 0.0
 
 
 def test_64b_with_4k_pages_is_well_below_hugepages(platform):
@@ -91,28 +114,104 @@ def test_2m_pages_make_ring_size_irrelevant(platform):
     assert max(rates) / min(rates) < 1.01
 
 
-def test_ring_shrink_gains_shrink_with_packet_size(platform):
-    # The orderings the calibrated model predicts: 64 B and 128 B gain most, 256 B less,
-    # IMIX (13 Mpps at 40 GbE, below the walker bound most of the time) least.
-    rows = iommu.gain(
-        platform,
-        Ethernet(40),
-        iommu.PortSetup(),
-        128,
-        128,
-        [parse_mix(s) for s in ("64", "128", "256", "imix")],
-        PACKETS,
-    )
-    gain = {r["size"]: r["gain_pct"] for r in rows}
-    assert min(gain["64"], gain["128"]) > gain["256"] > gain["imix"] >= 0
-    assert gain["64"] > 3
+@pytest.fixture(scope="module")
+def talk_gains(skx):
+    """`iommu gain --platform skylake-sp --page 4k --from-rxd 1024 --to-rxd 128` with the
+    talk's DPDK defaults (testpmd: 32 B Rx / 16 B Tx descriptors, burst 32, IOVA as VA)."""
+    mixes = [parse_mix(s) for s in ("64", "128", "256", "imix")]
+    rows = iommu.gain(skx, Ethernet(40), iommu.PortSetup(), 128, 128, mixes, PACKETS)
+    return {r["size"]: r for r in rows}
+
+
+def test_the_talk_64b_gain_more_than_doubles_the_rate(talk_gains):
+    # DPDK 4 KiB-page talk (Xeon Platinum 8180): rxd/txd 1024 -> 128 more than doubles 64 B
+    # forwarding (issue 14 acceptance: a gain above 80 %).
+    assert talk_gains["64"]["gain_pct"] > 80
+
+
+def test_the_talk_128_and_256_b_gain_little(talk_gains):
+    # Talk: about a tenth at 128 B and 256 B (acceptance: 0 to 25 %).
+    for size in ("128", "256"):
+        assert 0 <= talk_gains[size]["gain_pct"] <= 25
+
+
+def test_imix_gains_least_in_this_model(talk_gains):
+    # Known departure (docs/iommu.md): the talk puts IMIX between 64 B and 128/256 B; at
+    # 40 GbE IMIX runs at ~10 Mpps, where the walkers are half idle, so here it gains least.
+    gains = {k: v["gain_pct"] for k, v in talk_gains.items()}
+    assert 0 <= gains["imix"] < min(gains["128"], gains["256"])
+
+
+def test_the_talk_sees_one_to_two_misses_per_packet_at_1024(skx):
+    # Talk: pcm-iio showed about one IOTLB miss per forwarded packet at rxd 1024 (acceptance:
+    # 0.5-2 per packet). Here per packet received: 1 Rx write + 1 / (1 + 1.46) Tx reads.
+    r = model(skx).evaluate(iommu.PortSetup())
+    assert 0.5 <= r.iotlb_misses_per_pkt <= 2
+    assert r.iotlb_misses_per_pkt == pytest.approx(1 + 1 / (64 / 26), abs=0.05)
+
+
+def test_a_poll_delay_of_about_2_us_is_best_for_64b(skx):
+    # Talk: a ~2 us stall per poll raised 64 B throughput. With the delay the lcore takes
+    # 32 / (delay + 60 ns + 32 * 18 ns) packets/s; the full Rx ring makes the NIC drop at
+    # the wire, before any DMA or walk, instead of after it.
+    m = model(skx)
+    unpaced = m.evaluate(iommu.PortSetup())
+    best = m.best_poll_delay(iommu.PortSetup())
+    assert 0.5 <= best <= 5  # low microseconds
+    paced = m.evaluate(iommu.PortSetup(poll_delay_us=best))
+    assert paced.state == "rx-full"
+    assert paced.mpps_iommu > 1.3 * unpaced.mpps_iommu
+    assert paced.mpps_iommu == pytest.approx(32e3 / (best * 1e3 + 60 + 32 * 18), rel=0.02)
+    # Polling slower only loses: the lcore's rate is the packet rate.
+    slower = m.evaluate(iommu.PortSetup(poll_delay_us=2 * best))
+    assert slower.mpps_iommu == pytest.approx(32e3 / (2e3 * best + 60 + 32 * 18), rel=0.02)
+
+
+def test_iova_as_pa_scatters_pages_over_the_page_walk_cache(skx):
+    # skylake-sp: 16 page-walk-cache entries, each a 512-page table. As VA the ~2000 mbuf
+    # pages in flight sit in ~5 tables: walks hit it. As PA each page is a random frame of
+    # 96 GiB (24 M frames, 48 K tables): nearly every walk also misses it and walks twice.
+    m = model(skx)
+    va = m.evaluate(iommu.PortSetup(iova="va"))
+    pa = m.evaluate(iommu.PortSetup(iova="pa"))
+    assert va.pwc_misses_per_pkt < 0.05
+    assert pa.pwc_misses_per_pkt == pytest.approx(pa.iotlb_misses_per_pkt, rel=0.02)
+    assert pa.mpps_iommu < 0.7 * va.mpps_iommu
+
+
+def test_ddio_loses_page_aligned_buffers_only_when_they_wait_a_full_ring(skx):
+    # Skylake-SP: 28 slices x 2048 sets, 2 DDIO ways; a line offset of 4 KiB pages reaches
+    # 28 * 32 sets = 1792 lines. Light state (128 B): a Tx read follows its write within a
+    # poll, the line is still there. Full Tx ring (64 B, ~960 packets wait): ~2 * 960 lines of
+    # that offset are written in between; many sets get 3 or more: lost.
+    light = model(skx, "128").evaluate(iommu.PortSetup())
+    full = model(skx).evaluate(iommu.PortSetup())
+    assert light.ddio_read_miss_fraction < 0.01
+    assert full.ddio_read_miss_fraction > 0.3
+    # 2 MiB pages pack mbufs over all sets: nothing is lost whatever the rings.
+    huge = model(skx).evaluate(iommu.PortSetup(page="2m", rxd=4096, txd=4096, pool=16384))
+    assert huge.ddio_read_miss_fraction < 0.01
+
+
+def test_core_rate_and_poll_batch_by_hand():
+    costs = iommu.CoreCosts(poll_ns=60, packet_ns=18)
+    setup = iommu.PortSetup(poll_delay_us=2.0)
+    # 32 / (2000 + 60 + 32 * 18) ns = 12.14 Mpps per lane.
+    assert iommu.core_mpps(setup, costs) == pytest.approx(32e3 / 2636)
+    # 256 B at 40 GbE: 18.12 Mpps = 0.01812 per ns; b = 0.01812 * 2060 / (1 - 0.01812 * 18)
+    # = 55.4 -> a full burst; 1518 B (3.25 Mpps): 0.00325 * 2060 / 0.9415 = 7.1 -> 7.
+    assert iommu.poll_batch(setup, iommu.Traffic(parse_mix("256"), Ethernet(40)), costs) == 32
+    assert iommu.poll_batch(setup, iommu.Traffic(parse_mix("1518"), Ethernet(40)), costs) == 7
+    # Without a delay the model keeps testpmd's full bursts.
+    no_delay = iommu.PortSetup()
+    assert iommu.poll_batch(no_delay, iommu.Traffic(parse_mix("1518"), Ethernet(40)), costs) == 32
 
 
 def test_rings_that_fit_the_iotlb_restore_the_hugepage_rate(platform):
-    # Contiguous layout, rxd = txd = 64: ~150 mbufs of 2368 B = ~87 pages plus 2 ring
+    # Packed layout, rxd = txd = 64: ~150 mbufs of 2368 B = ~87 pages plus 2 ring
     # pages, within the 96 entries: no capacity misses, so the IOMMU costs nothing.
     m = model(platform)
-    fits = m.evaluate(iommu.PortSetup(rxd=64, txd=64, layout="contiguous"))
+    fits = m.evaluate(iommu.PortSetup(rxd=64, txd=64, layout="packed"))
     assert fits.working_set_pages <= platform.iommu.iotlb_entries
     assert fits.iotlb_misses_per_pkt == 0.0
     assert fits.throughput_ratio == 1.0
@@ -122,7 +221,7 @@ def test_advise_prefers_the_smallest_change_that_restores_the_rate(platform):
     advice = iommu.advise(
         platform,
         iommu.Traffic(parse_mix("64"), Ethernet(40)),
-        iommu.PortSetup(layout="contiguous"),
+        iommu.PortSetup(layout="packed"),
         PACKETS,
     )
     # Shrinking rings is tried before pages, larger rings first; the choice is the first
@@ -144,17 +243,18 @@ def test_pacing_never_beats_the_iommu_free_rate(platform):
 
 def test_set_associativity_adds_conflict_misses(platform):
     m = model(platform)
-    setup = iommu.PortSetup(rxd=64, txd=64, layout="contiguous")
+    setup = iommu.PortSetup(rxd=64, txd=64, layout="packed")
     direct = replace(platform, iommu=replace(platform.iommu, iotlb_ways=1))
     assert iommu.Model(direct, m.traffic, PACKETS).evaluate(setup).iotlb_misses_per_pkt > 0.05
 
 
 def test_a_page_walk_cache_miss_walks_twice(platform):
-    # 1 PWC entry covers 512 pages (2 MiB); scattered pages sit all over ~16 MiB of IOVA.
+    # 1 PWC entry covers 512 pages (2 MiB); as PA the pages sit all over 64 GiB.
     small_pwc = replace(platform, iommu=replace(platform.iommu, pwc_entries=1))
-    r = iommu.Model(small_pwc, model(platform).traffic, PACKETS).evaluate(iommu.PortSetup())
+    setup = iommu.PortSetup(iova="pa")
+    r = iommu.Model(small_pwc, model(platform).traffic, PACKETS).evaluate(setup)
     assert 0.5 < r.pwc_misses_per_pkt <= r.iotlb_misses_per_pkt
-    base = model(platform).evaluate(iommu.PortSetup())
+    base = model(platform).evaluate(setup)
     assert r.mpps_iommu < base.mpps_iommu
 
 
@@ -206,10 +306,13 @@ def test_an_iotlb_larger_than_the_working_set_only_takes_compulsory_misses(platf
         ({"pool": 1000}, "pool 1000 is smaller than the rings and caches hold"),
         ({"rx_free_thresh": 48}, "rx_free_thresh 48 must divide rxd 1024"),
         ({"cache": 600}, "cache 600 is not allowed; use 0 to 512"),
+        ({"iova": "io"}, "IOVA mode 'io' is not allowed; choose one of va, pa"),
+        ({"poll_delay_us": -1.0}, "poll delay -1.0 us is not allowed; use 0 to 1e+06"),
+        ({"layout": "scattered"}, "mbuf layout 'scattered' is not allowed; choose one of dpdk"),
     ],
 )
 def test_bad_setups_are_named(changes, words):
-    with pytest.raises(UsageError, match=words.replace("(", r"\(")):
+    with pytest.raises(UsageError, match=re.escape(words)):
         iommu.PortSetup(**changes)
 
 

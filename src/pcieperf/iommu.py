@@ -1,15 +1,17 @@
 """IOMMU and page size in DPDK data planes: IOTLB misses per packet and what they cost.
 
-A DPDK port's DMA stream (descriptor rings, the mbuf pool with its per-lcore LIFO caches,
-thresholds, bursts; `rust/core/src/dataplane.rs`) runs through the same IOTLB and device model
-that reproduce pcie-bench's window sweeps (`rust/core/src/iotlb.rs`, `sim.rs`), with the
-parameters of the shipped calibration unchanged: IOTLB entries and walk latency are the medians
-of the 4 KiB-page IOMMU hosts ([reference_host]), walker busy time the device-wide fit ([host]).
-Nothing here is fitted to DPDK results.
+A DPDK port's DMA stream (descriptor rings, the mbuf pool laid out as DPDK populates it, its
+per-lcore LIFO caches, thresholds, polls; `rust/core/src/dataplane.rs`) runs through the same
+IOTLB and device model that reproduce pcie-bench's window sweeps (`rust/core/src/iotlb.rs`,
+`sim.rs`). The IOMMU, the LLC's DDIO ways and the polling core come from a platform profile
+(`platforms.py`): `e5-v4` is the shipped pcie-bench calibration unchanged, the others cite
+their numbers or carry ranges. Where packets wait (Rx ring, Tx ring) follows from the load:
+see `Model.evaluate` and docs/iommu.md.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
@@ -28,6 +30,7 @@ from pcieperf.errors import (
 )
 from pcieperf.ethernet import Ethernet, PacketMix, dma_bytes
 from pcieperf.link import Link
+from pcieperf.platforms import DEFAULT_PLATFORM, PlatformProfile, load_platform_profile
 from pcieperf.progress import wrap as with_progress
 from pcieperf.sim import DeviceProfile, cache_lines
 from pcieperf.tlp import read_cost, write_cost
@@ -37,7 +40,11 @@ RING_MIN, RING_MAX = 64, 4096  # ixgbe/i40e descriptor-ring limits (IXGBE/I40E_M
 DESCRIPTOR_BYTES = (16, 32)  # Intel 16 B legacy/advanced and 32 B Rx descriptor formats
 POOL_MAX = 1 << 24  # 16 M mbufs: 32 GiB of 2 KiB buffers, beyond any one DPDK port's pool
 TLB_MAX = 1 << 20  # IOTLBs and walk caches hold tens to thousands of entries (VT-d spec §6)
-LAYOUTS = ("scattered", "contiguous")
+# DPDK's populate rule (no object crosses a page; rte_mempool_ops_default.c check_obj_bounds)
+# or objects packed back to back (pools flagged RTE_MEMPOOL_F_NO_IOVA_CONTIG).
+LAYOUTS = ("dpdk", "packed")
+IOVA_MODES = ("va", "pa")  # EAL --iova-mode
+POLL_DELAY_MAX_US = 1e6  # a poll per second is already no data plane
 REPLACEMENTS = ("lru", "random")
 # An mbuf pool object (DPDK defaults): 64 B mempool header (cache-line aligned), 128 B struct
 # rte_mbuf, RTE_PKTMBUF_HEADROOM 128 B, RTE_MBUF_DEFAULT_DATAROOM 2048 B. The NIC writes packet
@@ -67,11 +74,19 @@ class PortSetup:
     tx_free_thresh: int = 32
     rs_thresh: int = 32
     burst: int = 32
-    layout: str = "scattered"
+    layout: str = "dpdk"
+    iova: str = "va"
+    poll_delay_us: float = 0.0  # the lcore waits this long after each poll (Rx pacing)
 
     def __post_init__(self) -> None:
         require_choice("page size", self.page, PAGE_SIZES)
         require_choice("mbuf layout", self.layout, LAYOUTS)
+        require_choice("IOVA mode", self.iova, IOVA_MODES)
+        delay = self.poll_delay_us
+        if not isinstance(delay, int | float) or not 0 <= delay <= POLL_DELAY_MAX_US:
+            raise UsageError(
+                f"poll delay {delay!r} us is not allowed; use 0 to {POLL_DELAY_MAX_US:g}"
+            )
         for name in ("rxd", "txd"):
             require_power_of_two(name, getattr(self, name), RING_MIN, RING_MAX)
         for name in ("rx_desc_bytes", "tx_desc_bytes"):
@@ -113,6 +128,22 @@ class PortSetup:
     def page_bytes(self) -> int:
         """Bytes per page."""
         return PAGE_SIZES[self.page]
+
+    @property
+    def lanes(self) -> int:
+        """(port, queue) pairs, each polled by its own lcore."""
+        return self.ports * self.queues
+
+    @property
+    def max_rx_backlog(self) -> int:
+        """Most packets that wait in a full Rx ring (less a refill and a poll in flight)."""
+        return max(self.rxd - self.rx_free_thresh - self.burst, 0)
+
+    @property
+    def max_tx_backlog(self) -> int:
+        """Most packets that wait in a full Tx ring: room stays for the PMD to free
+        rs_thresh sent mbufs and enqueue a burst (ixgbe/i40e tx_free_thresh logic)."""
+        return max(self.txd - 1 - max(self.tx_free_thresh, self.burst) - self.rs_thresh, 0)
 
     @property
     def min_pool(self) -> int:
@@ -162,8 +193,50 @@ class IommuParams:
 
 
 @dataclass(frozen=True)
+class Llc:
+    """The LLC as DDIO sees it: sets, slices, the ways device writes allocate into, and what a
+    device read of a line DDIO lost adds (DRAM instead of LLC)."""
+
+    sets_per_slice: int
+    slices: int
+    ways: int
+    ddio_ways: int
+    dram_extra_ns: float
+
+    @property
+    def ddio_bytes(self) -> int:
+        """Bytes the DDIO ways hold in all."""
+        return self.sets_per_slice * self.slices * self.ddio_ways * LINE
+
+    def shape(self) -> dict[str, int]:
+        """The Rust core's LLC parameters."""
+        return {
+            "sets_per_slice": self.sets_per_slice,
+            "slices": self.slices,
+            "ddio_ways": self.ddio_ways,
+        }
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Where pages live: how much host memory IOVA-as-PA draws frames from, and the LLC."""
+
+    memory_gib: float = 64.0
+    llc: Llc | None = None
+
+
+@dataclass(frozen=True)
+class CoreCosts:
+    """What one lcore's poll costs: a fixed part (rx_burst + tx_burst) and a part per packet."""
+
+    poll_ns: float = 60.0
+    packet_ns: float = 18.0
+
+
+@dataclass(frozen=True)
 class Platform:
-    """Device, link, host and IOMMU the model runs on; from a calibration file."""
+    """Device, link, host, IOMMU, LLC and core the model runs on: the device and link from a
+    calibration file, the IOMMU, LLC and core from a platform profile."""
 
     device: DeviceProfile
     link: Link
@@ -175,12 +248,49 @@ class Platform:
     # The calibrated device's per-transaction engine and data-path costs are those of the
     # NFP-6000's pcie-bench firmware, not of a NIC's pipelined DMA; off unless asked for.
     engine_costs: bool = False
+    name: str = DEFAULT_PLATFORM
+    memory: Memory = Memory()
+    core: CoreCosts = CoreCosts()
+
+
+def platform_parts(profile: PlatformProfile) -> tuple[IommuParams, Memory, CoreCosts]:
+    """The IOMMU, memory/LLC and core a platform profile describes."""
+    v = profile.value
+    iommu = IommuParams(
+        iotlb_entries=v("iommu.iotlb_entries"),
+        walk_ns=v("iommu.walk_ns"),
+        walk_busy_ns=v("iommu.walk_busy_ns"),
+        walkers=v("iommu.walkers"),
+        pwc_entries=v("iommu.pwc_entries"),
+    )
+    llc = (
+        Llc(
+            sets_per_slice=v("llc.sets_per_slice"),
+            slices=v("llc.slices"),
+            ways=v("llc.ways"),
+            ddio_ways=v("llc.ddio_ways"),
+            dram_extra_ns=v("llc.dram_extra_ns"),
+        )
+        if profile.has_llc
+        else None
+    )
+    return (
+        iommu,
+        Memory(v("host.memory_gib"), llc),
+        CoreCosts(v("core.poll_ns"), v("core.packet_ns")),
+    )
 
 
 def load_platform(
-    path: Path = DEFAULT_CALIBRATION, *, gen: int = 3, lanes: int = 8, **iommu: object
+    path: Path = DEFAULT_CALIBRATION,
+    *,
+    gen: int = 3,
+    lanes: int = 8,
+    platform: str | Path = DEFAULT_PLATFORM,
+    **iommu: object,
 ) -> Platform:
-    """The calibrated platform on a `gen` x `lanes` link; `iommu` overrides IOMMU fields."""
+    """The calibrated device on a `gen` x `lanes` link with a platform profile's IOMMU, LLC and
+    core (a built-in name or a file); `iommu` overrides IOMMU fields."""
     calibration = load_calibration(path)
     ref, shared = calibration.reference, calibration.shared
     if ref is None:
@@ -188,12 +298,8 @@ def load_platform(
             f"{path}: the calibration has no [reference_host] table (it needs a steady 4 KiB-page "
             "IOMMU host); re-run `pcieperf bench calibrate` with one"
         )
-    params = IommuParams(
-        iotlb_entries=ref.iotlb_entries,
-        walk_ns=ref.walk_ns,
-        walk_busy_ns=shared.walk_busy_ns,
-        walkers=shared.walkers,
-    )
+    profile = load_platform_profile(platform, path)
+    params, memory, core = platform_parts(profile)
     return Platform(
         device=calibration.device,
         link=Link(
@@ -208,6 +314,9 @@ def load_platform(
         partial_line_ns=shared.partial_line_ns,
         posted_credits=shared.posted_credits,
         iommu=replace(params, **{k: v for k, v in iommu.items() if v is not None}),
+        name=profile.name,
+        memory=memory,
+        core=core,
     )
 
 
@@ -234,23 +343,80 @@ class Traffic:
         return line if self.pace_mpps is None else min(line, self.pace_mpps)
 
 
+@dataclass(frozen=True)
+class Load:
+    """Where a port's packets wait and what its lcore drops: the state a load puts it in.
+
+    `light`: both rings near empty. `rx-full`: the lcore polls slower than the NIC receives, so
+    packets wait a full Rx ring and the NIC drops the excess before any DMA. `tx-full`: the
+    NIC's Tx DMA falls behind, packets wait a full Tx ring and the lcore frees what tx_burst
+    refuses (`drop_per_fwd` per forwarded packet, after their Rx DMA). `both-full`: both."""
+
+    state: str = "light"
+    rx_backlog: int = 0
+    tx_backlog: int = 0
+    drop_per_fwd: float = 0.0
+    admit_mpps: float | None = None  # Rx DMA rate; None: the traffic's offered rate
+
+
+LIGHT = Load()
+
+
+def core_mpps(setup: PortSetup, lcore: CoreCosts) -> float:
+    """Most packets per second the lcores take when every poll returns a full burst: burst per
+    (poll delay + poll cost + burst x per-packet cost), per lane."""
+    period_ns = setup.poll_delay_us * 1e3 + lcore.poll_ns + setup.burst * lcore.packet_ns
+    return setup.lanes * setup.burst / period_ns * 1e3
+
+
+def poll_batch(setup: PortSetup, traffic: Traffic, lcore: CoreCosts) -> int:
+    """Packets per poll. Without a poll delay: full bursts (testpmd's saturated loop, as before
+    pacing was modelled). With one: what arrives in a poll period P = delay + poll cost +
+    batch x per-packet cost, i.e. b = rate (delay + poll) / (1 - rate x per-packet), at most a
+    burst."""
+    if not setup.poll_delay_us:
+        return setup.burst
+    rate = traffic.offered_mpps(setup.ports) / setup.lanes * 1e-3  # packets per ns per lane
+    busy = 1.0 - rate * lcore.packet_ns
+    if busy <= 0:
+        return setup.burst
+    batch = rate * (setup.poll_delay_us * 1e3 + lcore.poll_ns) / busy
+    return max(1, min(setup.burst, round(batch)))
+
+
 def port_params(
-    setup: PortSetup, traffic: Traffic, iommu: IommuParams, packets: int, seed: int = 1
+    setup: PortSetup,
+    traffic: Traffic,
+    iommu: IommuParams,
+    packets: int,
+    seed: int = 1,
+    *,
+    load: Load = LIGHT,
+    memory: Memory = Memory(),
+    lcore: CoreCosts = CoreCosts(),
 ) -> dict[str, object]:
-    """The Rust core's parameters for a port stream and its IOMMU caches."""
+    """The Rust core's parameters for a port stream in a load state and its IOMMU caches."""
     # Warm-up, and a measured window long enough that every mbuf that cycles at all (the whole
     # pool when buffers pass through the common ring) is seen twice: the working set is then
     # every page the stream ever reuses.
     warmup = max(50_000, 2 * setup.pool)
     packets = max(packets, 2 * setup.pool)
+    admit = load.admit_mpps or traffic.offered_mpps(setup.ports)
+    skip = ("page", "poll_delay_us")
     return {
-        **{k: v for k, v in asdict(setup).items() if k != "page"},
+        **{k: v for k, v in asdict(setup).items() if k not in skip},
         "elt_bytes": ELEMENT_BYTES,
         "data_offset": DATA_OFFSET,
         "page_bytes": setup.page_bytes,
+        "host_pages": max(int(memory.memory_gib * 2**30) // setup.page_bytes, 1),
+        "rx_backlog": load.rx_backlog,
+        "tx_backlog": load.tx_backlog,
+        "drop_per_fwd": load.drop_per_fwd,
+        "poll_batch": setup.burst if load.state != "light" else poll_batch(setup, traffic, lcore),
+        "llc": memory.llc.shape() if memory.llc else None,
         "sizes": [int(s) for s in dma_bytes(traffic.mix.sizes)],
         "weights": [float(w) for w in traffic.mix.weights],
-        "ns_per_packet": 1e3 / traffic.offered_mpps(setup.ports),
+        "ns_per_packet": 1e3 / admit,
         "seed": seed,
         **asdict(iommu),
         "warmup": warmup,
@@ -260,26 +426,43 @@ def port_params(
 
 @dataclass(frozen=True)
 class MissCounts:
-    """IOTLB behaviour of a port's stream after warm-up."""
+    """IOTLB and DDIO behaviour of a port's stream after warm-up, per packet the NIC wrote into
+    host memory and per packet forwarded (they differ when the lcore drops at a full Tx ring)."""
 
     misses_per_pkt: float
     pwc_misses_per_pkt: float
     transactions_per_pkt: float
     working_set_pages: int
+    misses_per_fwd_pkt: float = 0.0
+    ddio_read_miss_fraction: float = 0.0
 
 
 def count_misses(
-    setup: PortSetup, traffic: Traffic, iommu: IommuParams, packets: int = PACKETS, seed: int = 1
+    setup: PortSetup,
+    traffic: Traffic,
+    iommu: IommuParams,
+    packets: int = PACKETS,
+    seed: int = 1,
+    *,
+    load: Load = LIGHT,
+    memory: Memory = Memory(),
+    lcore: CoreCosts = CoreCosts(),
 ) -> MissCounts:
-    """IOTLB misses per packet and pages touched, from the address stream alone (no timing)."""
+    """IOTLB misses per packet, pages touched and DDIO losses, from the address stream alone
+    (no timing)."""
     require_positive("packets", packets)
-    out = core().port_misses(port_params(setup, traffic, iommu, packets, seed))
-    n = out["packets"]
+    params = port_params(
+        setup, traffic, iommu, packets, seed, load=load, memory=memory, lcore=lcore
+    )
+    out = core().port_misses(params)
+    n, fwd = out["packets"], max(out["forwarded"], 1)
     return MissCounts(
         misses_per_pkt=out["iotlb_misses"] / n,
         pwc_misses_per_pkt=out["pwc_misses"] / n,
         transactions_per_pkt=out["transactions"] / n,
         working_set_pages=int(out["pages_touched"]),
+        misses_per_fwd_pkt=out["iotlb_misses"] / fwd,
+        ddio_read_miss_fraction=out["ddio_read_misses"] / max(out["ddio_reads"], 1),
     )
 
 
@@ -330,10 +513,39 @@ class Run:
     mean_latency_ns: float
 
 
+def cold_read_classes(
+    setup: PortSetup, traffic: Traffic, platform: Platform, classes: list[dict[str, object]]
+) -> list[dict[str, object]]:
+    """A packet read per size whose lines DDIO lost: its class with DRAM latency (they follow
+    the packet classes: rust/core/src/dataplane.rs cold_read_class)."""
+    llc = platform.memory.llc
+    extra = llc.dram_extra_ns if llc else 0.0
+    reads = classes[5 : 5 + 2 * len(traffic.mix.sizes) : 2]
+    return [{**c, "hit_ns": c["hit_ns"] + extra, "miss_ns": c["miss_ns"] + extra} for c in reads]
+
+
 def _timed_run(
-    setup: PortSetup, traffic: Traffic, platform: Platform, iommu: bool, packets: int, seed: int
+    setup: PortSetup,
+    traffic: Traffic,
+    platform: Platform,
+    iommu: bool,
+    packets: int,
+    seed: int,
+    load: Load = LIGHT,
 ) -> Run:
-    params = port_params(setup, traffic, platform.iommu, packets, seed)
+    # The IOMMU-less reference is the light state's (cached without pages and rings): no packet
+    # waits there long enough for DDIO to lose it, so it runs without the LLC model.
+    memory = platform.memory if iommu else replace(platform.memory, llc=None)
+    params = port_params(
+        setup,
+        traffic,
+        platform.iommu,
+        packets,
+        seed,
+        load=load,
+        memory=memory,
+        lcore=platform.core,
+    )
     device, link = platform.device, platform.link
     params |= {
         "iommu": iommu,
@@ -343,9 +555,11 @@ def _timed_run(
         "down_bytes_per_ns": link.tlp_bytes_per_s / 1e9,
         "posted_credits": platform.posted_credits,
     }
-    out = core().port_simulate(params, transaction_classes(setup, traffic, platform))
+    classes = transaction_classes(setup, traffic, platform)
+    classes += cold_read_classes(setup, traffic, platform, classes)
+    out = core().port_simulate(params, classes)
     return Run(
-        mpps=out["packets"] / out["elapsed_ns"] * 1e3,
+        mpps=out["forwarded"] / out["elapsed_ns"] * 1e3,
         mean_latency_ns=float(np.mean(out["latencies_ns"])),
     )
 
@@ -371,6 +585,14 @@ class IommuResult:
     added_latency_ns: float
     walker_utilization: float
     bottleneck: str
+    platform: str = DEFAULT_PLATFORM
+    iova: str = "va"
+    poll_delay_us: float = 0.0
+    state: str = "light"
+    iotlb_misses_per_fwd_pkt: float = 0.0
+    drops_per_fwd_pkt: float = 0.0
+    ddio_read_miss_fraction: float = 0.0
+    core_mpps: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready fields."""
@@ -387,17 +609,18 @@ class Model:
         """Remember the platform, traffic and run length."""
         require_positive("packets", packets)
         self.platform, self.traffic, self.packets = platform, traffic, packets
-        self._baseline: dict[tuple[int, ...], Run] = {}
+        self._baseline: dict[tuple[float, ...], Run] = {}
 
     def no_iommu(self, setup: PortSetup) -> Run:
         """The run without IOMMU: addresses do not matter, only what sets the transactions per
-        packet and their timing (ports, descriptor sizes, RS threshold, burst)."""
+        packet and their timing (ports, descriptor sizes, RS threshold, burst, poll delay)."""
         key = (
             setup.ports,
             setup.rx_desc_bytes,
             setup.tx_desc_bytes,
             setup.rs_thresh,
             setup.burst,
+            setup.poll_delay_us,
         )
         if key not in self._baseline:
             self._baseline[key] = _timed_run(
@@ -405,34 +628,147 @@ class Model:
             )
         return self._baseline[key]
 
-    def evaluate(self, setup: PortSetup, seed: int = 1) -> IommuResult:
-        """Misses, working set and packet rates of one setup."""
-        counts = count_misses(setup, self.traffic, self.platform.iommu, self.packets, seed)
-        base = self.no_iommu(setup)
-        with_iommu = _timed_run(setup, self.traffic, self.platform, True, self.packets, seed)
-        line = self.traffic.line_mpps(setup.ports)
+    def _run(self, setup: PortSetup, load: Load, seed: int) -> Run:
+        return _timed_run(setup, self.traffic, self.platform, True, self.packets, seed, load)
+
+    def counts(self, setup: PortSetup, load: Load = LIGHT, seed: int = 1) -> MissCounts:
+        """The stream's misses in a load state (no timing)."""
+        p = self.platform
+        return count_misses(
+            setup,
+            self.traffic,
+            p.iommu,
+            self.packets,
+            seed,
+            load=load,
+            memory=p.memory,
+            lcore=p.core,
+        )
+
+    def walk_load(self, rate_mpps: float, counts: MissCounts) -> float:
+        """Walker utilisation a rate would need: walks per second x busy time per walk /
+        walkers (a page-walk-cache miss walks twice)."""
         iommu = self.platform.iommu
-        mpps = min(with_iommu.mpps, base.mpps)  # the IOMMU never speeds a device up
-        busy = counts.misses_per_pkt + counts.pwc_misses_per_pkt  # a PWC miss walks twice
+        walks = counts.misses_per_fwd_pkt + counts.pwc_misses_per_pkt * (
+            counts.misses_per_fwd_pkt / max(counts.misses_per_pkt, 1e-12)
+        )
+        return rate_mpps * 1e-3 * walks * iommu.walk_busy_ns / iommu.walkers
+
+    def load_state(
+        self, setup: PortSetup, base: Run, seed: int = 1
+    ) -> tuple[Load, Run, MissCounts]:
+        """Where packets wait under this traffic, the timed run and the misses in that state.
+
+        If the lcores take fewer packets than the NIC could receive (a poll delay, or a slow
+        core), the Rx ring fills and the NIC drops the rest at the wire (`rx_full`). Else the
+        rings stay near empty, unless the walks the light state needs at the IOMMU-free rate
+        exceed what the walkers do (utilisation >= 1: the walk queue grows without bound).
+        Then posted writes wait in the root complex for walks, reads (which hold the NIC's
+        outstanding-read slots, posted writes only credits) fall behind, the Tx ring fills,
+        and every Tx read comes a full ring after its packet's Rx write (`tx_full`)."""
+        lcores = core_mpps(setup, self.platform.core)
+        if lcores < SATURATED * min(self.traffic.offered_mpps(setup.ports), base.mpps):
+            return self._rx_full(setup, lcores, seed)
+        light = self.counts(setup, LIGHT, seed)
+        if self.walk_load(base.mpps, light) < 1.0:
+            return LIGHT, self._run(setup, LIGHT, seed), light
+        return self._tx_full(setup, seed)
+
+    def _rx_full(self, setup: PortSetup, lcores: float, seed: int) -> tuple[Load, Run, MissCounts]:
+        """The lcores' rate admitted through a full Rx ring. If the DMA cannot forward even
+        that, the Tx ring fills too and the lcores drop what tx_burst refuses; the drops settle
+        where the NIC's Rx DMA (forwarded plus dropped) matches the lcores' rate, found by
+        bisection between no drops and the drops of an unpaced full Tx ring."""
+        full_rx = setup.max_rx_backlog
+        load = Load("rx-full", rx_backlog=full_rx, admit_mpps=lcores)
+        run = self._run(setup, load, seed)
+        if run.mpps >= SATURATED * lcores:
+            return load, run, self.counts(setup, load, seed)
+        unpaced = self._tx_full(setup, seed)
+        if unpaced[1].mpps * (1 + unpaced[0].drop_per_fwd) <= lcores:
+            return unpaced  # the lcores poll faster than the NIC's Rx DMA delivers
+        low, high = 0.0, unpaced[0].drop_per_fwd
+        for _ in range(DROP_BISECTIONS):
+            drops = (low + high) / 2
+            load = Load("both-full", full_rx, setup.max_tx_backlog, drops, lcores)
+            run = self._run(setup, load, seed)
+            low, high = (drops, high) if run.mpps * (1 + drops) < lcores else (low, drops)
+        return load, run, self.counts(setup, load, seed)
+
+    def _tx_full(self, setup: PortSetup, seed: int) -> tuple[Load, Run, MissCounts]:
+        """The Tx ring full, the Rx ring empty, and the lcores dropping at tx_burst."""
+        load = Load(
+            "tx-full",
+            tx_backlog=setup.max_tx_backlog,
+            drop_per_fwd=drops_at_full_tx_ring(self.platform),
+        )
+        return load, self._run(setup, load, seed), self.counts(setup, load, seed)
+
+    def best_poll_delay(self, setup: PortSetup, seed: int = 1) -> float | None:
+        """The poll delay (us, rounded up to 0.1) at which the lcores take what the DMA can
+        forward through a full Rx ring: slower polling forwards less, faster polling fills the
+        Tx ring too and the NIC spends DMA and walks on packets the lcores then drop. None when
+        the full Rx ring forwards no more than the state the port is in without a delay."""
+        full = Load("rx-full", rx_backlog=setup.max_rx_backlog, admit_mpps=UNPACED_MPPS)
+        capacity = self._run(setup, full, seed).mpps
+        if capacity <= self.evaluate(replace(setup, poll_delay_us=0.0), seed).mpps_iommu:
+            return None
+        lcore = self.platform.core
+        period_ns = setup.lanes * setup.burst / capacity * 1e3
+        delay_ns = period_ns - lcore.poll_ns - setup.burst * lcore.packet_ns
+        return math.ceil(delay_ns / 100) / 10 if delay_ns > 0 else None
+
+    def evaluate(self, setup: PortSetup, seed: int = 1) -> IommuResult:
+        """Misses, working set and packet rates of one setup, in the state its load puts it."""
+        platform, traffic = self.platform, self.traffic
+        base = self.no_iommu(setup)
+        lcores = core_mpps(setup, platform.core)
+        load, with_iommu, counts = self.load_state(setup, base, seed)
+        line = traffic.line_mpps(setup.ports)
+        iommu = platform.iommu
+        reference = min(base.mpps, lcores)  # without IOMMU the lcores still cap the rate
+        mpps = min(with_iommu.mpps, reference)  # the IOMMU never speeds a device up
         return IommuResult(
             page=setup.page,
             rxd=setup.rxd,
             txd=setup.txd,
             pool=setup.pool,
-            mix=self.traffic.mix.name,
-            pace_mpps=self.traffic.pace_mpps,
+            mix=traffic.mix.name,
+            pace_mpps=traffic.pace_mpps,
             iotlb_entries=iommu.iotlb_entries,
             iotlb_misses_per_pkt=counts.misses_per_pkt,
             pwc_misses_per_pkt=counts.pwc_misses_per_pkt,
             working_set_pages=counts.working_set_pages,
             line_mpps=line,
-            mpps_no_iommu=base.mpps,
+            mpps_no_iommu=reference,
             mpps_iommu=mpps,
-            throughput_ratio=mpps / base.mpps,
+            throughput_ratio=mpps / reference,
             added_latency_ns=max(with_iommu.mean_latency_ns - base.mean_latency_ns, 0.0),
-            walker_utilization=min(mpps * 1e-3 * busy * iommu.walk_busy_ns / iommu.walkers, 1.0),
-            bottleneck=_bottleneck(line, base.mpps, mpps, self.traffic.pace_mpps),
+            walker_utilization=min(self.walk_load(mpps, counts), 1.0),
+            bottleneck=_bottleneck(line, reference, mpps, traffic.pace_mpps),
+            platform=platform.name,
+            iova=setup.iova,
+            poll_delay_us=setup.poll_delay_us,
+            state=load.state,
+            iotlb_misses_per_fwd_pkt=counts.misses_per_fwd_pkt,
+            drops_per_fwd_pkt=load.drop_per_fwd,
+            ddio_read_miss_fraction=counts.ddio_read_miss_fraction,
+            core_mpps=lcores,
         )
+
+
+UNPACED_MPPS = 1e6  # arrivals "as fast as the device takes them" for a capacity run
+DROP_BISECTIONS = 6  # drops of a both-full state to 1/64 of the unpaced full-Tx-ring drops
+
+
+def drops_at_full_tx_ring(platform: Platform) -> float:
+    """Packets the lcores drop per forwarded packet when the Tx ring is full and the Rx ring is
+    not: the NIC keeps writing received packets, and when page walks are the bottleneck each
+    direction gets walks in proportion to the requests it keeps waiting for one. Posted writes
+    wait up to the root port's posted credits (calibration [host] posted_credits), reads up to
+    the device's outstanding-read tags (a device fact, `platform.device.tags`), so
+    Rx : Tx = credits : tags."""
+    return max(platform.posted_credits / platform.device.tags - 1.0, 0.0)
 
 
 def _bottleneck(line: float, no_iommu: float, with_iommu: float, pace: float | None) -> str:
@@ -480,12 +816,12 @@ class Candidate:
     knob: str
     description: str
     setup: PortSetup
-    pace_mpps: float | None = None
 
 
-def candidates(setup: PortSetup, line_mpps: float) -> list[Candidate]:
+def candidates(setup: PortSetup, poll_delays: tuple[float, ...] = ()) -> list[Candidate]:
     """Single changes, smallest first: shrink both rings one step at a time, shrink the pool
-    (matters once mbufs cycle through the common ring), then larger pages, then Rx pacing."""
+    (matters once mbufs cycle through the common ring), then larger pages, then Rx pacing
+    (a poll delay)."""
     out = []
     ring = min(setup.rxd, setup.txd) // 2
     while ring >= RING_MIN:
@@ -499,12 +835,9 @@ def candidates(setup: PortSetup, line_mpps: float) -> list[Candidate]:
     for page in ("2m", "1g"):
         if PAGE_SIZES[page] > setup.page_bytes:
             out.append(Candidate("page", f"{page.upper()} pages", replace(setup, page=page)))
-    for share in (0.9, 0.75, 0.5):
-        out.append(
-            Candidate(
-                "pacing", f"Rx paced to {share * line_mpps:.1f} Mpps", setup, share * line_mpps
-            )
-        )
+    for delay in poll_delays:
+        paced = replace(setup, poll_delay_us=delay)
+        out.append(Candidate("pacing", f"Rx poll delay {delay:g} us", paced))
     return out
 
 
@@ -548,10 +881,9 @@ def advise(
     model = Model(platform, traffic, packets)
     current = model.evaluate(setup)
     target = current.mpps_no_iommu
-    options = []
-    for cand in progress(candidates(setup, current.line_mpps)):
-        paced = Model(platform, replace(traffic, pace_mpps=cand.pace_mpps), packets)
-        options.append((cand, (paced if cand.pace_mpps else model).evaluate(cand.setup)))
+    best = model.best_poll_delay(setup) if not setup.poll_delay_us else None
+    delays = (best, 2 * best) if best else ()
+    options = [(c, model.evaluate(c.setup)) for c in progress(candidates(setup, delays))]
     if current.mpps_iommu >= SATURATED * target:
         return Advice(current, target, options, None, current, True, _reason_ok(current))
     restoring = [(c, r) for c, r in options if r.mpps_iommu >= SATURATED * target]

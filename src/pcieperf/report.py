@@ -258,8 +258,8 @@ def figure_iommu(cfg: ReportConfig, out: Path) -> Figure:
         "IOMMU and page size in DPDK forwarding",
         "Packet rate with the IOMMU on (left) and IOTLB misses per packet (right) against the "
         "descriptor-ring size, for 4 KiB (solid) and 2 MiB (dashed) pages; mbuf pool 8192, "
-        "cache 256, thresholds 32, DPDK's scattered layout for 4 KiB pages. IOTLB and walk "
-        "timing are the pcie-bench calibration's, unchanged.",
+        "cache 256, thresholds 32, DPDK's populate layout (one mbuf per 4 KiB page), IOVA as "
+        "VA. IOTLB and walk timing are the pcie-bench calibration's (platform e5-v4).",
         facts,
     )
 
