@@ -21,7 +21,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from pcieperf import counters, dpdk, iommu, nic, progress, testpmd, tlp, trace
+from pcieperf import counters, dpdk, iommu, iommu_fit, nic, platforms, progress, testpmd, tlp, trace
 from pcieperf import explain as explaining
 from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
 from pcieperf.calibrate import DEFAULT_CALIBRATION
@@ -1075,6 +1075,7 @@ def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortS
         Path(args.calibration),
         gen=args.gen,
         lanes=args.lanes,
+        platform=args.platform,
         iotlb_entries=args.iotlb,
         iotlb_ways=args.iotlb_ways,
         replacement=args.replacement,
@@ -1096,6 +1097,8 @@ def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortS
         rs_thresh=args.rs_thresh,
         burst=args.burst,
         layout=args.layout,
+        iova=args.iova,
+        poll_delay_us=args.poll_delay,
     )
     return replace(platform, engine_costs=args.engine_costs), setup
 
@@ -1104,9 +1107,11 @@ def _iommu_text(r: dict) -> str:
     return "\n".join(
         [
             f"{r['mix']} B packets, {r['page']} pages, rxd/txd {r['rxd']}/{r['txd']}, pool "
-            f"{r['pool']}: {r['working_set_pages']} pages touched, "
-            f"{r['iotlb_entries']}-entry IOTLB",
-            f"  IOTLB misses per packet  {r['iotlb_misses_per_pkt']:.3f}",
+            f"{r['pool']}, IOVA as {r['iova'].upper()}: {r['working_set_pages']} pages touched, "
+            f"{r['iotlb_entries']}-entry IOTLB ({r['platform']})",
+            f"  rings                    {_STATE_WORDS[r['state']]}",
+            f"  IOTLB misses per packet  {r['iotlb_misses_per_pkt']:.3f} received, "
+            f"{r['iotlb_misses_per_fwd_pkt']:.3f} forwarded",
             f"  line rate                {r['line_mpps']:.2f} Mpps",
             f"  without IOMMU            {r['mpps_no_iommu']:.2f} Mpps",
             f"  with IOMMU               {r['mpps_iommu']:.2f} Mpps "
@@ -1115,6 +1120,16 @@ def _iommu_text(r: dict) -> str:
             f"  bottleneck               {r['bottleneck']}",
         ]
     )
+
+
+_STATE_WORDS = {
+    "light": "near empty",
+    "rx-full": "Rx ring full: the lcores poll slower than the NIC receives",
+    "tx-full": "Tx ring full: page walks hold the NIC's Tx DMA back; the lcores drop "
+    "what tx_burst refuses",
+    "both-full": "Rx and Tx rings full: the lcores poll slower than the NIC receives and "
+    "still faster than it transmits",
+}
 
 
 def cmd_iommu_sim(args: argparse.Namespace) -> None:
@@ -1139,7 +1154,16 @@ def cmd_iommu_gain(args: argparse.Namespace) -> None:
         mixes,
         args.packets,
     )
-    keys = ("size", "mpps_from", "mpps_to", "gain_pct", "misses_per_pkt_from", "misses_per_pkt_to")
+    keys = (
+        "size",
+        "mpps_from",
+        "mpps_to",
+        "gain_pct",
+        "misses_per_pkt_from",
+        "misses_per_pkt_to",
+        "state_from",
+        "state_to",
+    )
     _emit(args, rows, lambda: format_table(keys, [[r[k] for k in keys] for r in rows]))
 
 
@@ -1175,6 +1199,85 @@ def cmd_iommu_advise(args: argparse.Namespace) -> None:
     _emit(args, payload, human)
 
 
+def cmd_platforms(args: argparse.Namespace) -> None:
+    """List the platform IOMMU profiles with their sources, or show one parameter by parameter
+    (value, the range the evidence leaves open, kind of evidence, source)."""
+    if args.name:
+        profile = platforms.load_platform_profile(args.name, Path(args.calibration))
+        out: object = profile.as_dict()
+
+        def human() -> str:
+            rows = [
+                (k, f"{p.value:g}", f"{p.low:g}-{p.high:g}", p.kind, p.source)
+                for k, p in profile.params.items()
+            ]
+            table = format_table(("parameter", "value", "range", "kind", "source"), rows)
+            return f"{profile.name}: {profile.title}\n\n{table}"
+    else:
+        profiles = [
+            platforms.load_platform_profile(n, Path(args.calibration))
+            for n in platforms.builtin_platforms()
+        ]
+        out = [p.as_dict() for p in profiles]
+
+        def human() -> str:
+            rows = [
+                (
+                    p.name,
+                    p.title,
+                    f"{p.value('iommu.iotlb_entries')}",
+                    f"{p.value('iommu.walkers')}",
+                    ", ".join(sorted({q.kind for q in p.params.values()})),
+                )
+                for p in profiles
+            ]
+            return format_table(("platform", "title", "IOTLB", "walkers", "evidence"), rows)
+
+    _emit(args, out, human)
+
+
+def cmd_iommu_fit(args: argparse.Namespace) -> None:
+    """Fit the host's IOTLB reach and walk throughput from its measured IOTLB counters
+    (pcm-iio), the forwarding rate and the port setup, and write a platform profile of the
+    host for --platform FILE."""
+    if args.out:
+        require_new_file(args.out, args.force)
+    pps = parse_rate(args.pps)
+    platform, setup = _iommu_inputs(args)
+    samples = counters.parse(Path(args.counters), args.format)
+    base = platforms.load_platform_profile(args.platform, Path(args.calibration))
+    result = iommu_fit.fit(
+        samples,
+        stack=args.stack,
+        pps=pps,
+        setup=setup,
+        traffic=iommu.Traffic(parse_mix(args.pkt), Ethernet(args.eth)),
+        platform=platform,
+        base=base,
+        name=args.name,
+        packets=args.packets,
+    )
+    payload = result.as_dict()
+    if args.out:
+        Path(args.out).write_text(platforms.platform_toml(result.profile), encoding="utf-8")
+        payload["file"] = args.out
+
+    def human() -> str:
+        e, w = result.entries, result.walkers
+        lines = [
+            f"{result.measured.stack}: {result.measured.misses_per_s:,.0f} IOTLB misses/s at "
+            f"{pps:,.0f} packets/s = {result.misses_per_pkt:.3f} per forwarded packet",
+            f"  IOTLB reach   {e.value:g} entries (consistent: {e.low:g}-{e.high:g})",
+            f"  walkers       {w.value:g} ({w.low:g}-{w.high:g}; "
+            + ("the walks bound the rate)" if result.walk_bound else "a lower bound)"),
+        ]
+        if args.out:
+            lines.append(f"profile written to {args.out}; use it with --platform {args.out}")
+        return "\n".join(lines)
+
+    _emit(args, payload, human)
+
+
 def _add_iommu_options(p: argparse.ArgumentParser) -> None:
     """The port, traffic, link and IOMMU options every `iommu` subcommand takes."""
     d = iommu.PortSetup()
@@ -1198,7 +1301,21 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         "--layout",
         choices=iommu.LAYOUTS,
         default=d.layout,
-        help="scattered: no mbuf crosses a page (DPDK default); contiguous: packed",
+        help="dpdk: no mbuf crosses a page (DPDK's populate rule); packed: back to back",
+    )
+    p.add_argument(
+        "--iova", choices=iommu.IOVA_MODES, default=d.iova, help="EAL IOVA mode (VA or PA)"
+    )
+    p.add_argument(
+        "--poll-delay",
+        type=_real(iommu.POLL_DELAY_MAX_US),
+        default=d.poll_delay_us,
+        help="us the lcore waits after each poll (Rx pacing)",
+    )
+    p.add_argument(
+        "--platform",
+        default=platforms.DEFAULT_PLATFORM,
+        help=f"IOMMU/LLC profile: {', '.join(platforms.builtin_platforms())}, or a .toml file",
     )
     p.add_argument("--pkt", default="64", help="frame size incl. FCS, imix, or size:count,...")
     p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s per port {RATES_GBPS}")
@@ -1633,6 +1750,8 @@ EXAMPLES = {
     "iommu sim": "pcieperf iommu sim --page 4k --rxd 1024 --pkt 64",
     "iommu gain": "pcieperf iommu gain --from-rxd 1024 --to-rxd 128 --sizes 64,imix",
     "iommu advise": "pcieperf iommu advise --page 4k --pkt 64 --plot advice.png",
+    "iommu fit": "pcieperf iommu fit --counters pcm.csv --pps 7M --rxd 1024 --pkt 64 -o my.toml",
+    "platforms": "pcieperf platforms skylake-sp",
     "trace": "pcieperf trace stats capture.pcapng",
     "trace stats": "pcieperf trace stats capture.pcapng other.pcap",
     "trace merge": "pcieperf trace merge a.pcap b.pcapng -o merged.pcapng",
@@ -1852,6 +1971,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_iommu_options(p)
     p.add_argument("--plot", default=None, help="bar chart of the sweep (.png or .svg)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+    p = _add_command(iommu_sub, "fit", cmd_iommu_fit)
+    _add_iommu_options(p)
+    p.add_argument("--counters", required=True, help="counter file with IOTLB misses (pcm-iio)")
+    p.add_argument("--format", default=None, choices=counters.SOURCES, help="its tool")
+    p.add_argument("--stack", default=None, help="the NIC's IIO stack (default: the busy one)")
+    p.add_argument("--pps", required=True, help="forwarded packets per second while measured")
+    p.add_argument("-o", "--out", default=None, help="write the fitted profile (.toml)")
+    p.add_argument("--name", default="fitted", help="name of the fitted profile")
+    p.add_argument("--force", action="store_true", help="overwrite an existing profile file")
+
+    p = _add_command(sub, "platforms", cmd_platforms)
+    p.add_argument("name", nargs="?", help="show this platform (a name or a .toml file)")
+    p.add_argument(
+        "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
+    )
 
     trace_sub = _add_group(sub, "trace", "Capture files: stats, merge, synth, convert")
     p = _add_command(trace_sub, "stats", cmd_trace_stats)

@@ -804,6 +804,8 @@ def gain(
                 "misses_per_pkt_from": before.iotlb_misses_per_pkt,
                 "misses_per_pkt_to": then.iotlb_misses_per_pkt,
                 "mpps_no_iommu": before.mpps_no_iommu,
+                "state_from": before.state,
+                "state_to": then.state,
             }
         )
     return rows
