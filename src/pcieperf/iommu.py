@@ -628,7 +628,9 @@ class Model:
             )
         return self._baseline[key]
 
-    def _run(self, setup: PortSetup, load: Load, seed: int) -> Run:
+    def run_in(self, setup: PortSetup, load: Load, seed: int = 1) -> Run:
+        """The timed run with the IOMMU in a given load state (for what-ifs; evaluate picks
+        the state itself)."""
         return _timed_run(setup, self.traffic, self.platform, True, self.packets, seed, load)
 
     def counts(self, setup: PortSetup, load: Load = LIGHT, seed: int = 1) -> MissCounts:
@@ -671,7 +673,7 @@ class Model:
             return self._rx_full(setup, lcores, seed)
         light = self.counts(setup, LIGHT, seed)
         if self.walk_load(base.mpps, light) < 1.0:
-            return LIGHT, self._run(setup, LIGHT, seed), light
+            return LIGHT, self.run_in(setup, LIGHT, seed), light
         return self._tx_full(setup, seed)
 
     def _rx_full(self, setup: PortSetup, lcores: float, seed: int) -> tuple[Load, Run, MissCounts]:
@@ -681,7 +683,7 @@ class Model:
         bisection between no drops and the drops of an unpaced full Tx ring."""
         full_rx = setup.max_rx_backlog
         load = Load("rx-full", rx_backlog=full_rx, admit_mpps=lcores)
-        run = self._run(setup, load, seed)
+        run = self.run_in(setup, load, seed)
         if run.mpps >= SATURATED * lcores:
             return load, run, self.counts(setup, load, seed)
         unpaced = self._tx_full(setup, seed)
@@ -691,7 +693,7 @@ class Model:
         for _ in range(DROP_BISECTIONS):
             drops = (low + high) / 2
             load = Load("both-full", full_rx, setup.max_tx_backlog, drops, lcores)
-            run = self._run(setup, load, seed)
+            run = self.run_in(setup, load, seed)
             low, high = (drops, high) if run.mpps * (1 + drops) < lcores else (low, drops)
         return load, run, self.counts(setup, load, seed)
 
@@ -702,7 +704,7 @@ class Model:
             tx_backlog=setup.max_tx_backlog,
             drop_per_fwd=drops_at_full_tx_ring(self.platform),
         )
-        return load, self._run(setup, load, seed), self.counts(setup, load, seed)
+        return load, self.run_in(setup, load, seed), self.counts(setup, load, seed)
 
     def best_poll_delay(self, setup: PortSetup, seed: int = 1) -> float | None:
         """The poll delay (us, rounded up to 0.1) at which the lcores take what the DMA can
@@ -710,7 +712,7 @@ class Model:
         Tx ring too and the NIC spends DMA and walks on packets the lcores then drop. None when
         the full Rx ring forwards no more than the state the port is in without a delay."""
         full = Load("rx-full", rx_backlog=setup.max_rx_backlog, admit_mpps=UNPACED_MPPS)
-        capacity = self._run(setup, full, seed).mpps
+        capacity = self.run_in(setup, full, seed).mpps
         if capacity <= self.evaluate(replace(setup, poll_delay_us=0.0), seed).mpps_iommu:
             return None
         lcore = self.platform.core

@@ -1,0 +1,222 @@
+"""Regenerate the tables of docs/iommu.md from the model (issue 14).
+
+Every table sits between `<!-- BEGIN name -->` and `<!-- END name -->` in docs/iommu.md; the
+prose around them is kept. Tables: the platform parameters with their sources, the DPDK 4 KiB-page
+talk on skylake-sp (ring-size gains, misses, the poll-delay sweep), each candidate mechanism
+quantified by switching it off or on, the IOVA modes, DDIO with both page sizes, and the e5-v4
+reference.
+
+Run: python3 scripts/iommu_doc.py [--doc docs/iommu.md] [--packets 200000]
+"""
+
+import argparse
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from pcieperf import iommu, platforms
+from pcieperf.ethernet import Ethernet, parse_mix
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "iommu.md"
+TALK_SIZES = ("64", "128", "256", "imix")
+ETH = Ethernet(40)
+
+
+def table(headers: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
+    """A markdown table."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def model(platform: iommu.Platform, mix: str, packets: int) -> iommu.Model:
+    """The model of one mix at 40 GbE."""
+    return iommu.Model(platform, iommu.Traffic(parse_mix(mix), ETH), packets)
+
+
+def gains(platform: iommu.Platform, packets: int, setup: iommu.PortSetup) -> dict[str, dict]:
+    """`iommu gain` 1024 -> 128 for the talk's sizes, by size."""
+    rows = iommu.gain(platform, ETH, setup, 128, 128, [parse_mix(m) for m in TALK_SIZES], packets)
+    return {r["size"]: r for r in rows}
+
+
+def platform_table(_: int) -> str:
+    """Every parameter of every profile: value, range, kind, source."""
+    rows = []
+    for name in platforms.builtin_platforms():
+        profile = platforms.load_platform_profile(name)
+        for key, p in profile.params.items():
+            rows.append((name, key, f"{p.value:g}", f"{p.low:g}-{p.high:g}", p.kind, p.source))
+    return table(("platform", "parameter", "value", "range", "kind", "source"), rows)
+
+
+def talk_gain_table(packets: int) -> str:
+    """The talk's ring-size gains on skylake-sp."""
+    skx = iommu.load_platform(platform="skylake-sp")
+    rows = []
+    for size, r in gains(skx, packets, iommu.PortSetup()).items():
+        rows.append(
+            (
+                size,
+                f"{r['mpps_from']:.1f} ({r['state_from']})",
+                f"{r['mpps_to']:.1f} ({r['state_to']})",
+                f"{r['gain_pct']:+.1f} %",
+                f"{r['misses_per_pkt_from']:.2f}",
+                f"{r['mpps_no_iommu']:.1f}",
+            )
+        )
+    return table(
+        ("size", "Mpps rxd 1024", "Mpps rxd 128", "gain", "misses/pkt at 1024", "no IOMMU"),
+        rows,
+    )
+
+
+def talk_pacing_table(packets: int) -> str:
+    """64 B at rxd 1024 on skylake-sp over poll delays, the best one included."""
+    skx = iommu.load_platform(platform="skylake-sp")
+    m = model(skx, "64", packets)
+    best = m.best_poll_delay(iommu.PortSetup())
+    rows = []
+    for delay in sorted({0.0, 0.5, 1.0, 1.5, best, 3.0, 4.0}):
+        r = m.evaluate(iommu.PortSetup(poll_delay_us=delay))
+        rows.append(
+            (
+                f"{delay:g}" + (" (best)" if delay == best else ""),
+                f"{r.core_mpps:.1f}",
+                r.state,
+                f"{r.mpps_iommu:.2f}",
+                f"{r.iotlb_misses_per_pkt:.2f} / {r.iotlb_misses_per_fwd_pkt:.2f}",
+                f"{r.drops_per_fwd_pkt:.2f}",
+            )
+        )
+    return table(
+        (
+            "poll delay (us)",
+            "lcore Mpps",
+            "state",
+            "Mpps forwarded",
+            "misses per received / forwarded packet",
+            "drops per forwarded",
+        ),
+        rows,
+    )
+
+
+def mechanism_table(packets: int) -> str:
+    """The talk's 64 B and 128 B gains with each candidate mechanism changed alone."""
+    skx = iommu.load_platform(platform="skylake-sp")
+    cases: list[tuple[str, iommu.Platform, iommu.PortSetup]] = [
+        ("skylake-sp as shipped", skx, iommu.PortSetup()),
+    ]
+    for entries in (96, 256, 2048):
+        p = replace(skx, iommu=replace(skx.iommu, iotlb_entries=entries))
+        cases.append((f"(a) IOTLB reach {entries} entries", p, iommu.PortSetup()))
+    cases.append(
+        ("(b) IOVA as PA (walks miss the page-walk cache)", skx, iommu.PortSetup(iova="pa"))
+    )
+    for walkers in (4, 16):
+        p = replace(skx, iommu=replace(skx.iommu, walkers=walkers))
+        cases.append((f"(b) {walkers} concurrent walks", p, iommu.PortSetup()))
+    no_llc = replace(skx, memory=replace(skx.memory, llc=None))
+    cases.append(("(e) no DDIO/LLC model", no_llc, iommu.PortSetup()))
+    rows = []
+    for label, platform, setup in cases:
+        g = gains(platform, packets, setup)
+        cells = (f"{g[s]['gain_pct']:+.0f} % ({g[s]['state_from']})" for s in ("64", "128", "imix"))
+        rows.append((label, *cells))
+    return table(("model", "64 B gain", "128 B gain", "IMIX gain"), rows)
+
+
+def overload_table(packets: int) -> str:
+    """(c)/(d): 64 B at rxd 1024 on skylake-sp forced into each state."""
+    skx = iommu.load_platform(platform="skylake-sp")
+    m = model(skx, "64", packets)
+    setup = iommu.PortSetup()
+    drops = iommu.drops_at_full_tx_ring(skx)
+    loads = [
+        iommu.LIGHT,
+        iommu.Load("tx-full", tx_backlog=setup.max_tx_backlog),
+        iommu.Load("tx-full", tx_backlog=setup.max_tx_backlog, drop_per_fwd=drops),
+    ]
+    rows = []
+    for load in loads:
+        run = m.run_in(setup, load)
+        counts = m.counts(setup, load)
+        rows.append(
+            (
+                f"{load.state}, {load.drop_per_fwd:.2f} drops per forwarded",
+                f"{counts.misses_per_pkt:.2f} / {counts.misses_per_fwd_pkt:.2f}",
+                f"{counts.ddio_read_miss_fraction:.2f}",
+                f"{run.mpps:.2f}",
+            )
+        )
+    return table(
+        ("state (64 B, rxd 1024)", "misses per received / forwarded", "DDIO-lost reads", "Mpps"),
+        rows,
+    )
+
+
+def ddio_table(packets: int) -> str:
+    """Ring size with 2 MiB pages (DDIO only) and 4 KiB pages (DDIO + IOMMU), skylake-sp."""
+    skx = iommu.load_platform(platform="skylake-sp")
+    rows = []
+    for mix in ("64", "1518"):
+        m = model(skx, mix, packets)
+        for page in ("2m", "4k"):
+            cells = []
+            for ring in (128, 1024, 4096):
+                shape = iommu.PortSetup(page=page, rxd=ring, txd=ring, pool=1 << 20)
+                r = m.evaluate(replace(shape, pool=max(8192, shape.min_pool)))
+                cells.append(f"{r.mpps_iommu:.2f} ({r.state}, {r.ddio_read_miss_fraction:.2f})")
+            rows.append((f"{mix} B", page, *cells))
+    return table(("size", "pages", "rxd 128", "rxd 1024", "rxd 4096"), rows)
+
+
+def e5_table(packets: int) -> str:
+    """The ring-size gains on the e5-v4 reference."""
+    e5 = iommu.load_platform()
+    rows = []
+    for size, r in gains(e5, packets, iommu.PortSetup()).items():
+        rows.append(
+            (
+                size,
+                f"{r['mpps_from']:.1f} ({r['state_from']})",
+                f"{r['mpps_to']:.1f} ({r['state_to']})",
+                f"{r['gain_pct']:+.1f} %",
+                f"{r['misses_per_pkt_from']:.2f} / {r['misses_per_pkt_to']:.2f}",
+            )
+        )
+    return table(("size", "Mpps rxd 1024", "Mpps rxd 128", "gain", "misses/pkt 1024 / 128"), rows)
+
+
+TABLES: dict[str, Callable[[int], str]] = {
+    "platforms": platform_table,
+    "talk-gain": talk_gain_table,
+    "talk-pacing": talk_pacing_table,
+    "mechanisms": mechanism_table,
+    "overload": overload_table,
+    "ddio": ddio_table,
+    "e5": e5_table,
+}
+
+
+def main() -> None:
+    """Fill every generated block of the document."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--doc", type=Path, default=DOC)
+    parser.add_argument("--packets", type=int, default=iommu.PACKETS)
+    args = parser.parse_args()
+    text = args.doc.read_text()
+    for name, build in TABLES.items():
+        pattern = re.compile(rf"(<!-- BEGIN {name} -->\n)(?:.*?\n)?(<!-- END {name} -->)", re.S)
+        if not pattern.search(text):
+            raise SystemExit(f"{args.doc}: no <!-- BEGIN {name} --> ... <!-- END {name} --> block")
+        body = build(args.packets)
+        text = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), text)
+        print(f"{name}: done")
+    args.doc.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
