@@ -925,11 +925,25 @@ def _reason(current: IommuResult, choice: Candidate, chosen: IommuResult, restor
     )
     return (
         f"{current.working_set_pages} pages in flight against {current.iotlb_entries} IOTLB "
-        f"entries cost {current.iotlb_misses_per_pkt:.2f} page walks per packet and cap "
-        f"{_traffic_name(current.mix)} forwarding at {current.mpps_iommu:.1f} Mpps; "
-        f"{choice.description} cuts that to {chosen.iotlb_misses_per_pkt:.2f} walks per packet "
+        f"entries cost {current.iotlb_misses_per_fwd_pkt:.2f} page walks per forwarded packet"
+        f"{_state_note(current)} and cap {_traffic_name(current.mix)} forwarding at "
+        f"{current.mpps_iommu:.1f} Mpps; {choice.description} cuts that to "
+        f"{chosen.iotlb_misses_per_fwd_pkt:.2f} walks per forwarded packet "
         f"({chosen.working_set_pages} pages) and {verdict}."
     )
+
+
+def _state_note(result: IommuResult) -> str:
+    """Why walks per forwarded packet exceed one per packet, if a ring is full."""
+    if result.state == "tx-full":
+        return (
+            " (the walks outrun the walkers, so the Tx ring fills, every Tx read misses again "
+            f"and the lcore drops {result.drops_per_fwd_pkt:.2f} received packets per "
+            "forwarded one)"
+        )
+    if result.state in ("rx-full", "both-full"):
+        return " (the lcores poll slower than packets arrive, so packets wait a full Rx ring)"
+    return ""
 
 
 RING_SWEEP = (64, 128, 256, 512, 1024, 2048, 4096)
