@@ -361,7 +361,7 @@ impl Mempool {
 #[derive(Clone, Copy)]
 struct TxEntry {
     buf: u32,
-    size: usize,
+    size: u32,
     fetch: bool,
 }
 
@@ -395,6 +395,7 @@ pub struct PortStream {
     clock_base: u64,
     ddio: Option<Ddio>,
     poll_bufs: Vec<(u32, usize)>,
+    dma_out: Vec<TxEntry>,
     scratch: Vec<u32>,
     pending: Vec<Txn>,
     pos: usize,
@@ -460,6 +461,7 @@ impl PortStream {
             clock_base: 0,
             ddio,
             poll_bufs: Vec::with_capacity(cfg.burst as usize),
+            dma_out: Vec::with_capacity(cfg.txd as usize),
             scratch: Vec::with_capacity(cfg.burst.max(cfg.rx_free_thresh) as usize),
             pending: Vec::with_capacity(cfg.burst as usize * 4),
             pos: 0,
@@ -618,9 +620,13 @@ impl PortStream {
         self.poll_bufs.clear();
         let lane = &mut self.lanes[li];
         let take = lane.rx_waiting.len().saturating_sub(backlog).min(batch);
+        lane.rx_consumed += take as u32;
+        if drop_share == 0.0 {
+            self.poll_bufs.extend(lane.rx_waiting.drain(..take));
+            return;
+        }
         for _ in 0..take {
             let (buf, size) = lane.rx_waiting.pop_front().expect("counted");
-            lane.rx_consumed += 1;
             lane.drop_credit += drop_share;
             if lane.drop_credit >= 1.0 {
                 lane.drop_credit -= 1.0;
@@ -660,22 +666,29 @@ impl PortStream {
         for (k, &(buf, size)) in self.poll_bufs.iter().enumerate() {
             let fetch = k == 0 || lane.tx_tail.is_multiple_of(tx_per_line);
             lane.tx_tail = (lane.tx_tail + 1) % self.cfg.txd;
+            let size = size as u32;
             lane.tx_queued.push_back(TxEntry { buf, size, fetch });
         }
-        let (ring, desc) = (lane.tx_ring, self.cfg.tx_desc_bytes);
+        // The NIC's Tx DMA of everything beyond the backlog, oldest first.
+        let dma = lane
+            .tx_queued
+            .len()
+            .saturating_sub(self.cfg.tx_backlog as usize);
+        self.dma_out.clear();
+        self.dma_out.extend(lane.tx_queued.drain(..dma));
+        lane.tx_sent.extend(self.dma_out.iter().map(|e| e.buf));
+        let (ring, desc, first) = (lane.tx_ring, self.cfg.tx_desc_bytes, lane.tx_dma);
+        lane.tx_dma = (lane.tx_dma + dma as u32) % self.cfg.txd;
+        self.forwarded += dma as u64;
         let last_arrival = self.arrival(self.packets - 1);
-        while self.lanes[li].tx_queued.len() > self.cfg.tx_backlog as usize {
-            let lane = &mut self.lanes[li];
-            let entry = lane.tx_queued.pop_front().expect("counted");
-            let slot = u64::from(lane.tx_dma);
-            lane.tx_dma = (lane.tx_dma + 1) % self.cfg.txd;
-            lane.tx_sent.push_back(entry.buf);
-            self.forwarded += 1;
+        for k in 0..dma {
+            let entry = self.dma_out[k];
+            let slot = (u64::from(first) + k as u64) % u64::from(self.cfg.txd);
             if entry.fetch {
                 let line = self.map.iova(ring + slot * desc / LINE_BYTES * LINE_BYTES);
                 self.push(line, LINE_BYTES, TX_DESC_READ, last_arrival);
             }
-            self.read_packet(entry.buf, entry.size, last_arrival);
+            self.read_packet(entry.buf, entry.size as usize, last_arrival);
             if slot % rs as u64 == rs as u64 - 1 {
                 let line = self.map.iova(ring + slot * desc);
                 self.write(line, desc, TX_DESC_WRITEBACK, last_arrival);
