@@ -17,14 +17,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-import numpy as np
-
-from pcieperf import counters, dpdk, iommu, nic, progress, testpmd, tlp, trace
-from pcieperf import explain as explaining
-from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
-from pcieperf.calibrate import DEFAULT_CALIBRATION
+from pcieperf import _lazy, progress, wire
 from pcieperf.errors import (
     PcieperfError,
     PcieperfWarning,
@@ -33,15 +28,31 @@ from pcieperf.errors import (
     require_new_folder,
     require_plot_file,
 )
-from pcieperf.ethernet import RATES_GBPS, Ethernet, PacketMix, parse_mix
 from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
-from pcieperf.store import Store, parse_result_dir
 from pcieperf.units import (
     parse_batch_histogram,
     parse_duration_ns,
     parse_int_list,
     parse_rate,
 )
+
+if TYPE_CHECKING:
+    from pcieperf.ethernet import PacketMix
+    from pcieperf.store import Store
+
+# The models and their numpy, duckdb and scipy are imported when a command first uses them, so
+# that the capture commands start without them (docs/trace.md).
+bench = _lazy.module("pcieperf.bench")
+calibrate = _lazy.module("pcieperf.calibrate")
+counters = _lazy.module("pcieperf.counters")
+dpdk = _lazy.module("pcieperf.dpdk")
+ethernet = _lazy.module("pcieperf.ethernet")
+explaining = _lazy.module("pcieperf.explain")
+iommu = _lazy.module("pcieperf.iommu")
+nic = _lazy.module("pcieperf.nic")
+testpmd = _lazy.module("pcieperf.testpmd")
+tlp = _lazy.module("pcieperf.tlp")
+trace = _lazy.module("pcieperf.trace")
 
 DEFAULT_PPS = "10M"
 DEFAULT_PKT = 64
@@ -154,9 +165,16 @@ def _emit(args: argparse.Namespace, payload: object, human: Callable[[], str]) -
         print(human())
 
 
+def _numpy_scalar(value: object, kind: str = "generic") -> bool:
+    """Whether `value` is a numpy scalar of `kind` (asked without loading numpy: a numpy value
+    exists only where numpy was loaded)."""
+    numpy = sys.modules.get("numpy") if type(value).__module__ == "numpy" else None
+    return numpy is not None and isinstance(value, getattr(numpy, kind))
+
+
 def _json_default(value: object) -> object:
-    if isinstance(value, np.generic):
-        return value.item()
+    if _numpy_scalar(value):
+        return value.item()  # type: ignore[attr-defined]
     if isinstance(value, dt.datetime):
         return value.isoformat()
     raise TypeError(f"cannot encode {type(value).__name__}")
@@ -166,7 +184,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     """Right-aligned text table; floats shown with 2 decimals."""
 
     def cell(v: object) -> str:
-        return f"{v:,.2f}" if isinstance(v, float | np.floating) else str(v)
+        return f"{v:,.2f}" if isinstance(v, float) or _numpy_scalar(v, "floating") else str(v)
 
     text = [[cell(v) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in text)]) for i, h in enumerate(headers)]
@@ -291,8 +309,12 @@ def cmd_dma(args: argparse.Namespace) -> None:
 
 
 def _mixes(args: argparse.Namespace) -> list[PacketMix]:
-    mixes = [parse_mix(tok) for tok in args.sizes.split(",") if tok.strip()] if args.sizes else []
-    mixes += [parse_mix(m) for m in args.mix or []]
+    mixes = (
+        [ethernet.parse_mix(tok) for tok in args.sizes.split(",") if tok.strip()]
+        if args.sizes
+        else []
+    )
+    mixes += [ethernet.parse_mix(m) for m in args.mix or []]
     if not mixes:
         raise UsageError("give frame sizes with --sizes (e.g. 64,256,1518,imix) or --mix")
     return mixes
@@ -309,7 +331,9 @@ def cmd_nic(args: argparse.Namespace) -> None:
         found = nic.trace_demand(profile, link, captured, window, paths)
         _emit_trace_demand(args, captured, found, {"profile": profile.name}, link)
         return
-    result = nic.evaluate(profile, link, Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths)
+    result = nic.evaluate(
+        profile, link, ethernet.Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths
+    )
     pps = None if args.pps is None else parse_rate(args.pps)
     needed = result.needed_gbps(pps) if pps is not None else None
     if pps is not None:
@@ -861,15 +885,24 @@ def cmd_dpdk_runs(args: argparse.Namespace) -> None:
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> None:
-    """Packets, bytes, rates per 1 ms and 1 s, frame sizes and bursts of capture files."""
-    eth = Ethernet(args.eth)
-    if args.files.count("-") > 1:
-        raise UsageError("standard input (-) can be given once only")
+    """Packets, bytes, peak rates per window (1 ms and 1 s unless --windows), frame sizes and
+    bursts of capture files, each summarised while it is read."""
+    windows = (
+        [parse_duration_ns(w, "rate window") for w in args.windows.split(",")]
+        if args.windows
+        else trace.WINDOWS_NS
+    )
+    found = trace.stats_files(
+        args.files,
+        eth_gbps=args.eth,
+        windows_ns=windows,
+        skip_bad=args.skip_bad,
+        strict=args.strict,
+    )
     results = []
-    for f in args.files:
-        captured = trace.read(f, skip_bad=args.skip_bad, strict=args.strict)
-        _warn_capture_quirks(captured)
-        results.append(trace.stats(captured, eth))
+    for result in found:
+        _warn_capture_quirks(result)
+        results.append(result)
 
     def human() -> str:
         return "\n\n".join(_trace_stats_text(r) for r in results)
@@ -877,16 +910,16 @@ def cmd_trace_stats(args: argparse.Namespace) -> None:
     _emit(args, results, human)
 
 
-def _warn_capture_quirks(captured: trace.Trace) -> None:
+def _warn_capture_quirks(result: dict) -> None:
     """One warning per file for what libpcap and Wireshark read but the user should know."""
-    if captured.snaplen_exceeded:
+    if result["snaplen_exceeded"]:
         _warn(
-            f"{captured.path}: {captured.snaplen_exceeded} records are longer than their "
+            f"{result['file']}: {result['snaplen_exceeded']} records are longer than their "
             "snaplen; read in full, as Wireshark does"
         )
-    if captured.cut_short:
+    if result["cut_short"]:
         _warn(
-            f"{captured.cut_short}: the capture was cut short; the {captured.packets} packets "
+            f"{result['cut_short']}: the capture was cut short; the {result['packets']} packets "
             "before it are reported (--strict makes this an error)"
         )
 
@@ -975,8 +1008,8 @@ def cmd_trace_synth(args: argparse.Namespace) -> None:
     """Write a synthetic capture: a size mix arriving constant, Poisson or in on/off bursts."""
     out = trace.synth(
         args.output,
-        eth=Ethernet(args.eth),
-        mix=parse_mix(args.sizes),
+        eth=ethernet.Ethernet(args.eth),
+        mix=ethernet.parse_mix(args.sizes),
         pps=parse_rate(args.pps),
         duration_s=parse_duration_ns(args.duration) / trace.NS_PER_S,
         arrival=args.arrival,
@@ -1120,7 +1153,7 @@ def _iommu_text(r: dict) -> str:
 def cmd_iommu_sim(args: argparse.Namespace) -> None:
     """IOTLB misses per packet and packet rate with and without the IOMMU for one setup."""
     platform, setup = _iommu_inputs(args)
-    traffic = iommu.Traffic(parse_mix(args.pkt), Ethernet(args.eth), args.pace)
+    traffic = iommu.Traffic(ethernet.parse_mix(args.pkt), ethernet.Ethernet(args.eth), args.pace)
     result = iommu.Model(platform, traffic, args.packets).evaluate(setup).as_dict()
     _emit(args, result, lambda: _iommu_text(result))
 
@@ -1129,10 +1162,10 @@ def cmd_iommu_gain(args: argparse.Namespace) -> None:
     """Packet-rate gain from shrinking rxd/txd, per packet size, with the IOMMU on."""
     platform, setup = _iommu_inputs(args)
     setup = replace(setup, rxd=args.from_rxd, txd=args.from_txd or args.from_rxd)
-    mixes = [parse_mix(token) for token in args.sizes.split(",")]
+    mixes = [ethernet.parse_mix(token) for token in args.sizes.split(",")]
     rows = iommu.gain(
         platform,
-        Ethernet(args.eth),
+        ethernet.Ethernet(args.eth),
         setup,
         args.to_rxd,
         args.to_txd or args.to_rxd,
@@ -1148,7 +1181,7 @@ def cmd_iommu_advise(args: argparse.Namespace) -> None:
     from pcieperf.report import plot_advice
 
     platform, setup = _iommu_inputs(args)
-    traffic = iommu.Traffic(parse_mix(args.pkt), Ethernet(args.eth), args.pace)
+    traffic = iommu.Traffic(ethernet.parse_mix(args.pkt), ethernet.Ethernet(args.eth), args.pace)
     advice = iommu.advise(
         platform,
         traffic,
@@ -1201,7 +1234,9 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         help="scattered: no mbuf crosses a page (DPDK default); contiguous: packed",
     )
     p.add_argument("--pkt", default="64", help="frame size incl. FCS, imix, or size:count,...")
-    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s per port {RATES_GBPS}")
+    p.add_argument(
+        "--eth", type=_whole(), default=40, help=f"Ethernet Gb/s per port {wire.RATES_GBPS}"
+    )
     p.add_argument("--pace", type=_real(), default=None, help="Rx pacing: cap the Rx rate (Mpps)")
     p.add_argument("--gen", type=_whole(), default=3, help="PCIe generation")
     p.add_argument("--lanes", type=_whole(), default=8, help="PCIe lanes")
@@ -1219,7 +1254,7 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         help="include the calibrated device's per-transaction engine costs (NFP firmware)",
     )
     p.add_argument(
-        "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
+        "--calibration", default=str(calibrate.DEFAULT_CALIBRATION), help="calibration file (.toml)"
     )
     p.add_argument(
         "--packets", type=_whole(1, 10**9), default=iommu.PACKETS, help="simulated per run"
@@ -1286,12 +1321,16 @@ def _add_explain_options(p: argparse.ArgumentParser, required: bool) -> None:
 
 def _store(args: argparse.Namespace, *, write: bool = False) -> Store:
     """The store --db names (default: the user's); only commands that `write` create it."""
+    from pcieperf.store import Store  # duckdb: only for the commands that use the store
+
     return Store(Path(args.db) if args.db else None, create=write)
 
 
 def cmd_data_import(args: argparse.Namespace) -> None:
     """Import pcie-bench result directories into the store (all or nothing)."""
     # Parsed before the store is opened: a bad folder must not leave a new store file behind.
+    from pcieperf.store import parse_result_dir
+
     parsed = [parse_result_dir(Path(d)) for d in progress.wrap(args.dirs, "reading", "dir")]
     with _store(args, write=True) as store:
         store.import_parsed(parsed, force=args.force)
@@ -1350,17 +1389,14 @@ def cmd_data_ls(args: argparse.Namespace) -> None:
 
 def cmd_data_show(args: argparse.Namespace) -> None:
     """Show the measured rows of one system and test."""
-    test = canonical_test(args.test)
-    kind = TESTS[test].kind
+    test = bench.canonical_test(args.test)
+    kind = bench.TESTS[test].kind
     with _store(args) as store:
         system = store.resolve(args.system)
         rows = store.rows(kind, system, test=test, file=args.file)
     keys = [k for k in rows if k != "system"]
     out = [
-        {
-            k: _json_default(rows[k][i]) if isinstance(rows[k][i], np.generic) else rows[k][i]
-            for k in keys
-        }
+        {k: _json_default(rows[k][i]) if _numpy_scalar(rows[k][i]) else rows[k][i] for k in keys}
         for i in range(rows["test"].size)
     ]
     shown = (
@@ -1415,10 +1451,10 @@ def cmd_bench_tests(args: argparse.Namespace) -> None:
     out = {
         "tests": [
             {"name": t.name, "kind": t.kind, "path": t.path, "description": t.description}
-            for t in TESTS.values()
+            for t in bench.TESTS.values()
         ],
-        "cache_states": CACHE_STATES,
-        "patterns": PATTERNS,
+        "cache_states": bench.CACHE_STATES,
+        "patterns": bench.PATTERNS,
     }
     _emit(
         args,
@@ -1426,10 +1462,10 @@ def cmd_bench_tests(args: argparse.Namespace) -> None:
         lambda: (
             format_table(
                 ("test", "kind", "meaning"),
-                [(t.name, t.kind, t.description) for t in TESTS.values()],
+                [(t.name, t.kind, t.description) for t in bench.TESTS.values()],
             )
             + "\n\n"
-            + format_table(("cache", "meaning"), list(CACHE_STATES.items()))
+            + format_table(("cache", "meaning"), list(bench.CACHE_STATES.items()))
         ),
     )
 
@@ -1439,7 +1475,7 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
     from pcieperf import sim
 
     host, device = sim.load_host(Path(args.host)), sim.load_device(Path(args.device))
-    test = canonical_test(args.test)
+    test = bench.canonical_test(args.test)
     grid = [
         (size, window)
         for size in parse_int_list(args.sizes, "transfer size")
@@ -1461,7 +1497,7 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
                 **res.latency_ns,
             }
         )
-    lat = TESTS[test].kind == "lat"
+    lat = bench.TESTS[test].kind == "lat"
     keys = ("size", "window", "med_ns", "p999_ns") if lat else ("size", "window", "bw_gbps")
     _emit(args, rows, lambda: format_table(keys, [[r[k] for k in keys] for r in rows]))
 
@@ -1695,8 +1731,49 @@ def _add_group(
     return group.add_subparsers(dest=f"{name}_command", metavar="COMMAND", parser_class=_Parser)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (also used to document the CLI)."""
+def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
+    """The `trace` group: capture statistics, merge, synthesis and conversion."""
+    trace_sub = _add_group(sub, "trace", "Capture files: stats, merge, synth, convert")
+    p = _add_command(trace_sub, "stats", cmd_trace_stats)
+    p.add_argument("files", nargs="+", help="pcap or pcapng files (.gz/.zst too; - is stdin)")
+    p.add_argument("--eth", type=_whole(), default=40, help="line rate (Gb/s) that defines bursts")
+    p.add_argument(
+        "--windows", default=None, help="peak-rate windows, comma-separated (default 1ms,1s)"
+    )
+    _add_capture_read_options(p)
+    p = _add_command(trace_sub, "merge", cmd_trace_merge)
+    p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
+    p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
+    _add_capture_read_options(p)
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+    p = _add_command(trace_sub, "synth", cmd_trace_synth)
+    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
+    p.add_argument("--sizes", default="64", help="frame size incl. FCS, imix, or 64:7,594:4,...")
+    p.add_argument("--pps", default="1M", help="mean packet rate: 10e6, 10M, 500k")
+    p.add_argument("--duration", default="10ms", help="capture length: 1s, 10ms, ...")
+    p.add_argument("--arrival", choices=trace.ARRIVALS, default="constant")
+    p.add_argument(
+        "--burst", type=_whole(), default=32, help="onoff: frames per back-to-back burst"
+    )
+    p.add_argument("--flows", type=_whole(), default=1024, help="UDP flows the packets cycle over")
+    p.add_argument("--seed", type=_whole(), default=1, help="random seed (sizes, Poisson, on/off)")
+    p.add_argument("-o", "--output", required=True, help="OUT.pcap or OUT.pcapng")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+    p = _add_command(trace_sub, "convert", cmd_trace_convert)
+    p.add_argument("file", help="pcap or pcapng input (.gz/.zst too; - is stdin)")
+    p.add_argument("-o", "--output", required=True, help="OUT.pcap (ns) or OUT.pcapng")
+    _add_capture_read_options(p)
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+
+
+QUICK_GROUPS = ("trace",)
+"""Command groups whose parser is built alone when they are asked for: they use none of the
+models, so they start without numpy, duckdb or scipy (docs/trace.md)."""
+
+
+def build_parser(group: str | None = None) -> argparse.ArgumentParser:
+    """The full argument parser (also used to document the CLI), or with `group` (one of
+    QUICK_GROUPS) the same parser holding only that group."""
     parser = _Parser(
         prog="pcieperf",
         description="Predict, measure and explain the PCIe cost of packet I/O on high-speed "
@@ -1709,6 +1786,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
     parser.set_defaults(help_of=parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    if group == "trace":
+        _add_trace_commands(sub)
+        return parser
 
     def command(
         name: str, func: Callable[[argparse.Namespace], None], link: bool = True
@@ -1725,7 +1805,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("nic", cmd_nic)
     p.add_argument("--profile", default="dpdk", help="built-in name or a .toml file")
-    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
+    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     p.add_argument("--vlan", action="store_true", help="frames carry a VLAN tag on the wire")
     p.add_argument(
         "--sizes", default=None, help="frame sizes incl. FCS and named mixes, e.g. 64,256,1518,imix"
@@ -1823,7 +1903,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="folder for the predicted bw_*.csv files")
     p.add_argument(
         "--profile",
-        default=str(DEFAULT_CALIBRATION),
+        default=str(calibrate.DEFAULT_CALIBRATION),
         help="calibration from `bench calibrate` (default: the NFP-6000 one shipped)",
     )
     p.add_argument(
@@ -1853,34 +1933,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, help="bar chart of the sweep (.png or .svg)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
-    trace_sub = _add_group(sub, "trace", "Capture files: stats, merge, synth, convert")
-    p = _add_command(trace_sub, "stats", cmd_trace_stats)
-    p.add_argument("files", nargs="+", help="pcap or pcapng files (.gz/.zst too; - is stdin)")
-    p.add_argument("--eth", type=_whole(), default=40, help="line rate (Gb/s) that defines bursts")
-    _add_capture_read_options(p)
-    p = _add_command(trace_sub, "merge", cmd_trace_merge)
-    p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
-    p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
-    _add_capture_read_options(p)
-    p.add_argument("--force", action="store_true", help="overwrite an existing output")
-    p = _add_command(trace_sub, "synth", cmd_trace_synth)
-    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
-    p.add_argument("--sizes", default="64", help="frame size incl. FCS, imix, or 64:7,594:4,...")
-    p.add_argument("--pps", default="1M", help="mean packet rate: 10e6, 10M, 500k")
-    p.add_argument("--duration", default="10ms", help="capture length: 1s, 10ms, ...")
-    p.add_argument("--arrival", choices=trace.ARRIVALS, default="constant")
-    p.add_argument(
-        "--burst", type=_whole(), default=32, help="onoff: frames per back-to-back burst"
-    )
-    p.add_argument("--flows", type=_whole(), default=1024, help="UDP flows the packets cycle over")
-    p.add_argument("--seed", type=_whole(), default=1, help="random seed (sizes, Poisson, on/off)")
-    p.add_argument("-o", "--output", required=True, help="OUT.pcap or OUT.pcapng")
-    p.add_argument("--force", action="store_true", help="overwrite an existing output")
-    p = _add_command(trace_sub, "convert", cmd_trace_convert)
-    p.add_argument("file", help="pcap or pcapng input (.gz/.zst too; - is stdin)")
-    p.add_argument("-o", "--output", required=True, help="OUT.pcap (ns) or OUT.pcapng")
-    _add_capture_read_options(p)
-    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+    _add_trace_commands(sub)
 
     counters_sub = _add_group(
         sub, "counters", "Imported uncore counter measurements (pcm-iio, perf, VTune)"
@@ -1926,7 +1979,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv[:1] and argv[0] in QUICK_GROUPS else None)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:  # `pcieperf` or a group alone: show what it offers
         args.help_of.print_help()

@@ -299,6 +299,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::trace_merge, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_synth, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_stats_columns, m)?)?;
     m.add_class::<trace::TraceWriter>()?;
     m.add_class::<trace::TraceSynth>()?;
     Ok(())

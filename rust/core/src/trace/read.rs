@@ -255,6 +255,7 @@ impl Reader {
     }
 
     /// Makes `need` bytes available if the capture has them; returns how many are.
+    #[inline]
     fn fill(&mut self, need: usize) -> Result<usize, Fault> {
         self.stream.fill(need).map_err(|e| {
             let at = self.stream.offset();
@@ -505,6 +506,7 @@ impl Reader {
     }
 
     /// Refuses what libpcap refuses: a caplen above the link type's maximum.
+    #[inline]
     fn check_caplen(&self, at: u64, caplen: u32, iface: usize) -> Result<(), TraceError> {
         let limit = self.interfaces[iface].caplen_limit();
         if caplen > limit {
@@ -516,6 +518,7 @@ impl Reader {
         Ok(())
     }
 
+    #[inline]
     fn count_quirks(&mut self, record: &Record) {
         let iface = &self.interfaces[record.iface as usize];
         if iface.snaplen != 0 && record.caplen > iface.snaplen {

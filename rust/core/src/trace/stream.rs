@@ -159,10 +159,18 @@ impl Stream {
     /// are. Consumed bytes are dropped first; the buffer grows only for a `need` beyond it,
     /// and then to twice that, so that a scan asking for `need` bytes at every step moves
     /// each byte at most twice.
+    #[inline]
     pub fn fill(&mut self, need: usize) -> io::Result<usize> {
         if self.end - self.start >= need || self.eof {
             return Ok(self.end - self.start);
         }
+        self.refill(need)
+    }
+
+    /// `fill` once the buffer holds fewer than `need` bytes: moves what is left to the front
+    /// and reads (kept out of line, so that the check above inlines into every reader step).
+    #[inline(never)]
+    fn refill(&mut self, need: usize) -> io::Result<usize> {
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.base += self.start as u64;
