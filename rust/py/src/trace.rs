@@ -158,16 +158,32 @@ fn stats_config(config: &Bound<'_, PyDict>) -> PyResult<StatsConfig> {
     if windows_ns.contains(&0) {
         return Err(PyValueError::new_err("rate windows must be at least 1 ns"));
     }
+    let size_bins: Vec<i64> = config_item(config, "size_bins")?;
+    if size_bins.is_empty() || size_bins.windows(2).any(|w| w[0] >= w[1]) || size_bins[0] > 0 {
+        return Err(PyValueError::new_err(
+            "size bins must ascend from at most 0 (lower bounds of the buckets)",
+        ));
+    }
+    let percentiles: Vec<f64> = config_item(config, "percentiles")?;
+    if percentiles.iter().any(|p| !(0.0..=100.0).contains(p)) {
+        return Err(PyValueError::new_err("percentiles must lie within 0..=100"));
+    }
+    let eth_gbps: f64 = config_item(config, "eth_gbps")?;
+    if !(eth_gbps.is_finite() && eth_gbps > 0.0) {
+        return Err(PyValueError::new_err(
+            "the Ethernet rate must be a positive number",
+        ));
+    }
     Ok(StatsConfig {
         windows_ns,
-        eth_gbps: config_item(config, "eth_gbps")?,
+        eth_gbps,
         overhead_bytes: config_item(config, "overhead_bytes")?,
         fcs_bytes: config_item(config, "fcs_bytes")?,
         min_frame_bytes: config_item(config, "min_frame_bytes")?,
         ethernet_header_bytes: config_item(config, "ethernet_header_bytes")?,
         link_header_bytes: config_item(config, "link_header_bytes")?,
-        size_bins: config_item(config, "size_bins")?,
-        percentiles: config_item(config, "percentiles")?,
+        size_bins,
+        percentiles,
         distinct_gap_limit: match config.get_item("distinct_gap_limit")? {
             Some(limit) => limit.extract()?,
             None => DISTINCT_GAP_LIMIT,
