@@ -241,7 +241,7 @@ impl WindowAcc {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, ts: i64, bits: u64) {
         let origin = *self.origin.get_or_insert(ts);
         let offset = ts.wrapping_sub(origin) as u64;
@@ -377,7 +377,7 @@ impl GapCounts {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, gap: i64) {
         self.n += 1;
         self.min = self.min.min(gap);
@@ -577,7 +577,7 @@ impl Ordered {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, ts: i64, wirelen: u32, iface: u32, config: &StatsConfig) {
         let bits = u64::from(wirelen) * 8;
         for w in &mut self.windows {
@@ -670,7 +670,7 @@ struct Counts {
 }
 
 impl Counts {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, ts: i64, caplen: u32, wirelen: u32, iface: u32) -> bool {
         let in_order = self.totals.packets == 0 || ts >= self.last_ts;
         self.out_of_order += u64::from(!in_order);
