@@ -6,7 +6,7 @@ the tool it replaces, in the same run, alternating, median of --runs runs with t
   peak memory on a 4 GiB capture (a sparse file: its hole reads as zero-length records at
   time 0, so nothing is written to disk; deleted after).
 - merge: `pcieperf trace merge ... -o M.pcapng` vs `mergecap -w M.pcapng` (pcapng out on both
-  sides) for 2 and 64 interleaved inputs holding the same packets, with peak memory.
+  sides) for 2, 8 and 64 interleaved inputs holding the same packets, with peak memory.
 - convert: `pcieperf trace convert F -o C.pcap` vs a C program that reads F with libpcap and
   writes it with `pcap_dump`, one call per packet (built here from Debian's libpcap-dev).
 - writer (the engine, in this process): pcieperf's buffered writer vs libpcap's `pcap_dump`
@@ -252,7 +252,7 @@ def bench_stats_memory(bench: Bench) -> None:
 
 def bench_merge(bench: Bench, packets: int) -> None:
     out = bench.out_dir / "merged.pcapng"
-    for parts in (2, 64):
+    for parts in (2, 8, 64):
         inputs = [bench.scratch / f"part{parts}-{k}.pcap" for k in range(parts)]
         for k, path in enumerate(inputs):
             write_capture(path, packets // parts, 17 * k, 17 * parts)

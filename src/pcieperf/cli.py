@@ -7,7 +7,6 @@ anything the user caused, 1 for an unexpected failure (with a traceback only und
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 import os
@@ -28,7 +27,6 @@ from pcieperf.errors import (
     require_new_folder,
     require_plot_file,
 )
-from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
 from pcieperf.units import (
     parse_batch_histogram,
     parse_duration_ns,
@@ -38,6 +36,7 @@ from pcieperf.units import (
 
 if TYPE_CHECKING:
     from pcieperf.ethernet import PacketMix
+    from pcieperf.link import Link
     from pcieperf.store import Store
 
 # The models and their numpy, duckdb and scipy are imported when a command first uses them, so
@@ -49,6 +48,7 @@ dpdk = _lazy.module("pcieperf.dpdk")
 ethernet = _lazy.module("pcieperf.ethernet")
 explaining = _lazy.module("pcieperf.explain")
 iommu = _lazy.module("pcieperf.iommu")
+pcie = _lazy.module("pcieperf.link")
 nic = _lazy.module("pcieperf.nic")
 testpmd = _lazy.module("pcieperf.testpmd")
 tlp = _lazy.module("pcieperf.tlp")
@@ -72,8 +72,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_link_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("PCIe link")
-    g.add_argument("--gen", type=_whole(), default=3, help=f"generation {sorted(GENERATIONS)}")
-    g.add_argument("--lanes", type=_whole(), default=8, help=f"lane width {LANE_WIDTHS}")
+    g.add_argument("--gen", type=_whole(), default=3, help=f"generation {sorted(pcie.GENERATIONS)}")
+    g.add_argument("--lanes", type=_whole(), default=8, help=f"lane width {pcie.LANE_WIDTHS}")
     g.add_argument("--mps", type=_whole(), default=256, help="Max_Payload_Size, bytes (128..4096)")
     g.add_argument("--mrrs", type=_whole(), default=512, help="Max_Read_Request_Size (128..4096)")
     g.add_argument("--rcb", type=_whole(), default=64, help="Read Completion Boundary (64 or 128)")
@@ -142,7 +142,7 @@ def _real(high: float = math.inf) -> Callable[[str], float]:
 
 
 def _link(args: argparse.Namespace) -> Link:
-    return Link(
+    return pcie.Link(
         gen=args.gen,
         lanes=args.lanes,
         mps=args.mps,
@@ -175,7 +175,8 @@ def _numpy_scalar(value: object, kind: str = "generic") -> bool:
 def _json_default(value: object) -> object:
     if _numpy_scalar(value):
         return value.item()  # type: ignore[attr-defined]
-    if isinstance(value, dt.datetime):
+    datetime = sys.modules.get("datetime")  # a datetime exists only where it was imported
+    if datetime is not None and isinstance(value, datetime.datetime):
         return value.isoformat()
     raise TypeError(f"cannot encode {type(value).__name__}")
 
