@@ -660,13 +660,28 @@ impl Ordered {
     }
 }
 
-/// Totals per file and interface and the time order, which need no sorting.
-#[derive(Debug, Clone, Default)]
+/// Totals per file and interface and the time order, which need no sorting. While every
+/// packet is on interface 0 (a pcap file, most pcapng ones) its totals are the file's, and
+/// only those are counted.
+#[derive(Debug, Clone)]
 struct Counts {
     totals: Totals,
     per_interface: Vec<Totals>,
+    only_first: bool,
     out_of_order: u64,
     last_ts: i64,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts {
+            totals: Totals::default(),
+            per_interface: Vec::new(),
+            only_first: true,
+            out_of_order: 0,
+            last_ts: 0,
+        }
+    }
 }
 
 impl Counts {
@@ -675,13 +690,31 @@ impl Counts {
         let in_order = self.totals.packets == 0 || ts >= self.last_ts;
         self.out_of_order += u64::from(!in_order);
         self.last_ts = ts;
-        self.totals.add(ts, caplen, wirelen);
-        let i = iface as usize;
-        if self.per_interface.len() <= i {
-            self.per_interface.resize(i + 1, Totals::default());
+        if iface != 0 && self.only_first {
+            self.only_first = false;
+            self.per_interface = vec![self.totals];
         }
-        self.per_interface[i].add(ts, caplen, wirelen);
+        self.totals.add(ts, caplen, wirelen);
+        if !self.only_first {
+            let i = iface as usize;
+            if self.per_interface.len() <= i {
+                self.per_interface.resize(i + 1, Totals::default());
+            }
+            self.per_interface[i].add(ts, caplen, wirelen);
+        }
         in_order
+    }
+
+    /// Totals per interface, one for each of `interfaces` interfaces (packets name only
+    /// interfaces that exist).
+    fn per_interface(&self, interfaces: usize) -> Vec<Totals> {
+        let mut per_interface = match (self.only_first, self.totals.packets) {
+            (true, 0) => Vec::new(),
+            (true, _) => vec![self.totals],
+            (false, _) => self.per_interface.clone(),
+        };
+        per_interface.resize(interfaces, Totals::default());
+        per_interface
     }
 }
 
@@ -727,9 +760,7 @@ fn read_in_order(
     }
     let last = FrameRule::new(reader.interfaces(), config);
     stale |= counts.totals.packets > 0 && !rule.agrees(&last);
-    counts
-        .per_interface
-        .resize(reader.interfaces().len(), Totals::default());
+    let per_interface = counts.per_interface(reader.interfaces().len());
     let finished = ordered.finish(&counts.totals, config);
     if stale {
         // Sizes and bursts counted under another rule: a second read with the final one.
@@ -740,7 +771,7 @@ fn read_in_order(
     Ok(match finished {
         Ok((rates, size_histogram, bursts)) => Pass::Done(Summary {
             totals: counts.totals,
-            per_interface: counts.per_interface,
+            per_interface,
             out_of_order: 0,
             rates,
             size_histogram,
@@ -775,11 +806,9 @@ fn summarise_unsorted(
     let (rates, size_histogram, bursts) = ordered
         .finish(&counts.totals, config)
         .unwrap_or_else(|_| unreachable!("without a limit every gap is counted exactly"));
-    let mut per_interface = counts.per_interface;
-    per_interface.resize(interfaces.len().max(per_interface.len()), Totals::default());
     Summary {
         totals: counts.totals,
-        per_interface,
+        per_interface: counts.per_interface(interfaces.len()),
         out_of_order: counts.out_of_order,
         rates,
         size_histogram,
