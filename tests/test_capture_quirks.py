@@ -338,6 +338,27 @@ def test_peak_rates_are_never_below_the_mean(times, lengths):
         assert rate["peak_gbps"] >= s["mean_gbps"]
 
 
+def test_stats_windows_are_the_ones_asked_for(tmp_path, capsys):
+    # 1 Mpps of 64-byte frames for 10 ms: packets 1 us apart, the last at 9.999 ms.
+    out = tmp_path / "c.pcap"
+    trace.synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
+    assert main(["trace", "stats", "--json", "--windows", "100us,2ms", str(out)]) == 0
+    fine, coarse = json.loads(capsys.readouterr().out)[0]["rates"]
+    # 100 us windows: 100 of them, the last covering 99 us with 100 packets (9900..9999).
+    assert (fine["window_ns"], fine["windows"]) == (100_000, 100)
+    assert fine["peak_pps"] == 100 * 1e9 / 99_000
+    # 2 ms windows: 5, the last covering 1.999 ms with 2000 packets; a full one has 2000 in 2 ms.
+    assert (coarse["window_ns"], coarse["windows"]) == (2_000_000, 5)
+    assert coarse["peak_pps"] == 2000 * 1e9 / 1_999_000
+    # 2000 frames of 60 bytes (960 000 bits) in 1.999 ms.
+    assert coarse["peak_gbps"] == 960_000 / 1_999_000
+    assert main(["trace", "stats", "--windows", "1ms,0s", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "pcieperf: error: rate window '0s' is not understood; write a positive time like 1s, "
+        "100ms, 10us, 500ns\n"
+    )
+
+
 def test_demand_does_not_dip_in_a_part_filled_last_window():
     # 1 Mpps for 10.5 ms with 1 ms windows: the last window covers 0.499 ms (up to the last
     # packet at 10.499 ms) and holds 500 packets, so it shows 500 / 0.499 ms, not half a window.
