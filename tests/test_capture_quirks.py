@@ -11,6 +11,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -280,6 +281,25 @@ def test_standard_input_is_read_for_a_dash(tmp_path):
         2,
         b"pcieperf: error: standard input (-) can be given once only\n",
     )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes (POSIX)")
+def test_a_pipe_is_read_once_even_out_of_order(tmp_path, capsys):
+    # A pipe (as from `<(zcat x.pcap.gz)`) cannot be read a second time, as an out-of-order
+    # regular file is: it is kept in memory like standard input, with the same statistics.
+    data = QUIRKS["out_of_order.pcap"][0]
+    plain, fifo = tmp_path / "plain.pcap", tmp_path / "pipe.pcap"
+    plain.write_bytes(data)
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_bytes, args=(data,))
+    writer.start()
+    assert main(["trace", "stats", "--json", str(fifo)]) == 0
+    writer.join()
+    got = json.loads(capsys.readouterr().out)[0]
+    assert main(["trace", "stats", "--json", str(plain)]) == 0
+    expected = json.loads(capsys.readouterr().out)[0]
+    assert got == expected | {"file": str(fifo)}
+    assert (got["packets"], got["out_of_order"]) == (3, 1)  # 1001 s after 1002 s
 
 
 def test_link_types_are_named(tmp_path, capsys):

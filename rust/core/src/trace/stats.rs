@@ -6,7 +6,8 @@
 //! so a file is read once, in order, holding a few counters per window and one count per
 //! distinct gap. Where that is not enough the file is read again:
 //! - a packet earlier than the one before it: the packets are kept as 16-byte columns, sorted
-//!   (stably) and summarised; standard input, which cannot be read twice, is always kept so;
+//!   (stably) and summarised; standard input, pipes and devices, which cannot be read twice,
+//!   are always kept so;
 //! - an interface defined after packets were counted that changes how frames are sized (a link
 //!   type without an Ethernet equivalent) or the timestamp resolution bursts are judged at;
 //! - more distinct gaps of 65 536 ns or more than `distinct_gap_limit`: the first read keeps
@@ -838,7 +839,8 @@ fn read_unsorted(reader: &mut Reader, config: &StatsConfig) -> Result<Summary, T
 }
 
 /// The statistics of a capture file (`-`: standard input), read once where it is in time
-/// order (see the module notes for when it is read again).
+/// order (see the module notes for when it is read again; what cannot be read twice, standard
+/// input, a pipe or a device, is kept as columns).
 pub fn file_stats(
     path: &Path,
     read: ReadOptions,
@@ -846,7 +848,9 @@ pub fn file_stats(
 ) -> Result<FileStats, TraceError> {
     let mut reader = Reader::open_with(path, read)?;
     let mut reads = 1;
-    let summary = if path.as_os_str() == "-" {
+    // Only a regular file can be read twice: standard input, a pipe or a device is kept.
+    let rereadable = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let summary = if !rereadable {
         read_unsorted(&mut reader, config)?
     } else {
         match read_in_order(&mut reader, config, None, &[])? {
