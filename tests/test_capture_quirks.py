@@ -194,6 +194,22 @@ def test_snaplen_warning_is_one_line_per_file(tmp_path, capsys):
     )
 
 
+def test_files_are_reported_in_order_up_to_the_first_that_fails(tmp_path, capsys):
+    # Files are read in parallel, but warnings and the error come in the order of the files:
+    # the first file's warning, then the second's error (exit 2), as when they were read one
+    # after the other; the third, readable, is not reported.
+    over, missing = tmp_path / "over.pcap", tmp_path / "missing.pcap"
+    over.write_bytes(QUIRKS["over_snaplen.pcap"][0])
+    assert main(["trace", "stats", str(over), str(missing), str(over)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"pcieperf: warning: {over}: 1 records are longer than their snaplen; read in full, "
+        "as Wireshark does\n"
+        f"pcieperf: error: {missing}: No such file or directory (os error 2)\n"
+    )
+
+
 def test_caplen_above_the_link_types_maximum_is_refused(tmp_path, capsys):
     # libpcap's max_snaplen_for_dlt: 262144 for Ethernet (1), 128 MiB for D-Bus (231).
     record = [(1000, 0, b"\x01" * 262_145, 262_145)]
