@@ -341,6 +341,12 @@ impl Reader {
         Ok(())
     }
 
+    /// Reads the rest of the capture on a thread of its own, a block ahead of the decoding
+    /// (`Stream::read_ahead`): for files, whose reads end, not for standard input.
+    pub fn read_ahead(&mut self) {
+        self.stream.read_ahead();
+    }
+
     /// Interfaces seen so far (pcapng interfaces appear as their blocks are read).
     pub fn interfaces(&self) -> &[Interface] {
         &self.interfaces

@@ -846,24 +846,32 @@ pub fn file_stats(
     read: ReadOptions,
     config: &StatsConfig,
 ) -> Result<FileStats, TraceError> {
-    let mut reader = Reader::open_with(path, read)?;
-    let mut reads = 1;
-    // Only a regular file can be read twice: standard input, a pipe or a device is kept.
+    // Only a regular file can be read twice (standard input, a pipe or a device is kept as
+    // columns), and only a file is read ahead: its reads end.
     let rereadable = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let open = || {
+        let mut reader = Reader::open_with(path, read)?;
+        if rereadable {
+            reader.read_ahead();
+        }
+        Ok::<_, TraceError>(reader)
+    };
+    let mut reader = open()?;
+    let mut reads = 1;
     let summary = if !rereadable {
         read_unsorted(&mut reader, config)?
     } else {
         match read_in_order(&mut reader, config, None, &[])? {
             Pass::Done(summary) => summary,
             Pass::Unsorted => {
-                reader = Reader::open_with(path, read)?;
+                reader = open()?;
                 reads += 1;
                 read_unsorted(&mut reader, config)?
             }
             Pass::Again { collect } => {
                 let rule = FrameRule::new(reader.interfaces(), config);
                 let expected = reader.bytes_read();
-                reader = Reader::open_with(path, read)?;
+                reader = open()?;
                 reads += 1;
                 match read_in_order(&mut reader, config, Some(&rule), &collect)? {
                     Pass::Done(summary) if reader.bytes_read() == expected => summary,

@@ -418,6 +418,44 @@ fn records_crossing_buffer_boundaries_read_whole() {
 }
 
 #[test]
+fn reading_ahead_on_a_thread_gives_the_same_records_and_bytes() {
+    // Records of 0 bytes to 100 000 (longer than the 64 KiB headroom of a read-ahead block, so
+    // some are assembled across blocks) with 4 KiB blocks, pcap and pcapng alike.
+    let data: Vec<Vec<u8>> = (0..300u32)
+        .map(|i| vec![i as u8; [0, 60, 1500, 9000, 70_000, 100_000][i as usize % 6]])
+        .collect();
+    let records: Vec<(u32, u32, &[u8])> = data
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (i as u32, 0, &d[..]))
+        .collect();
+    let mut ng = shb(false);
+    ng.extend(idb(false, 0, None, None));
+    for (i, d) in data.iter().enumerate() {
+        ng.extend(epb(false, 0, i as u64, d, d.len() as u32));
+    }
+    for file in [pcap(false, false, 0, &records), ng] {
+        let options = ReadOptions {
+            chunk: 4096,
+            ..ReadOptions::default()
+        };
+        let mut reader = Reader::from_bytes_with("t.cap", file.clone(), options).unwrap();
+        reader.read_ahead();
+        let mut direct = Reader::from_bytes_with("t.cap", file, options).unwrap();
+        for d in &data {
+            let (r, s) = (
+                reader.next_record().unwrap().unwrap(),
+                direct.next_record().unwrap().unwrap(),
+            );
+            assert_eq!(r, s);
+            assert_eq!(reader.data(&r), &d[..]);
+        }
+        assert!(reader.next_record().unwrap().is_none());
+        assert_eq!(reader.bytes_read(), direct.bytes_read());
+    }
+}
+
+#[test]
 fn pcapng_resync_finds_blocks_shifted_by_odd_garbage() {
     // 7 bytes of garbage between two EPBs shift the second off 4-byte alignment.
     let mut f = shb(false);
