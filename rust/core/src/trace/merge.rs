@@ -20,9 +20,6 @@ use super::{Interface, TraceError};
 const READ_BUDGET_BYTES: usize = 4 << 20;
 const MIN_CHUNK_BYTES: usize = 32 << 10;
 const MAX_CHUNK_BYTES: usize = 128 << 10;
-/// Up to this many inputs, each file is read ahead on a thread of its own (a few blocks of
-/// memory each; beyond, threads and blocks would outgrow the point of a bounded merge).
-const READ_AHEAD_INPUTS: usize = 4;
 
 /// What a merge did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -173,9 +170,6 @@ pub fn merge_with(
     let mut heads: Vec<Record> = Vec::with_capacity(inputs.len());
     for (k, path) in inputs.iter().enumerate() {
         let mut reader = Reader::open_with(path, read)?;
-        if inputs.len() <= READ_AHEAD_INPUTS && std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-            reader.read_ahead();
-        }
         let head = reader.next_record()?;
         if let Some(r) = head {
             heap.push(Reverse((r.ts_ns, k)));
