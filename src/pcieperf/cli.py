@@ -1706,11 +1706,13 @@ def _sweep_bench_sim(args: argparse.Namespace) -> dict[str, object]:
 class _Sweepable(NamedTuple):
     """How `sweep` evaluates one command: its function, points per chunk by default (sized so
     a task runs well above the ~1 ms a Dask task costs, docs/scale.md), the options that are
-    no parameter, and whether sizes may be joined into one call given the fixed options."""
+    no parameter, those naming a .toml file, and whether sizes may be joined into one call
+    given the fixed options."""
 
     evaluate: Callable[[argparse.Namespace], dict[str, object]]
     chunk: int
     excluded: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
     joinable: Callable[[argparse.Namespace], bool] = lambda _: True
 
 
@@ -1719,11 +1721,12 @@ _SWEEPABLE = {
         _sweep_nic,
         20_000,
         ("trace", "window", "skip_bad", "plot", "force", "breakdown"),
+        ("profile",),
         lambda args: not args.mix,  # --mix rows follow the sizes': joining would reorder them
     ),
     "dma": _Sweepable(_sweep_dma, 100_000, ("tlps",)),
-    "iommu sim": _Sweepable(_sweep_iommu_sim, 4),
-    "bench sim": _Sweepable(_sweep_bench_sim, 8),
+    "iommu sim": _Sweepable(_sweep_iommu_sim, 4, files=("calibration",)),
+    "bench sim": _Sweepable(_sweep_bench_sim, 8, files=("host", "device")),
 }
 
 
@@ -1751,6 +1754,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
         _command_parser(spec.command),
         how.evaluate,
         excluded=how.excluded,
+        files=how.files,
         vector_ok=how.joinable,
     )
     output = Path(args.output)

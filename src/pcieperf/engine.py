@@ -140,6 +140,11 @@ class _Failed:
     error: PcieperfError
 
 
+def _identity(value: T) -> T:
+    """The shared value as a task result (see map_chunks)."""
+    return value
+
+
 def _run_chunk(func: Callable[[object, T], R], shared: object, chunk: T) -> R | _Failed:
     """The task each chunk becomes: `func(shared, chunk)` on a worker."""
     try:
@@ -173,13 +178,15 @@ def map_chunks(
     """Run `func(shared, chunk)` for every chunk on the cluster and yield each result as it
     finishes (completion order; `index` tells where it belongs). `shared` goes to the workers
     once. A bar counts `weight(chunk)` units per chunk out of `total` (default: all chunks'),
-    `done` of them finished before this call (a resumed run). At most a few tasks per worker
+    `done` of them finished before this call (a resumed run). At most four tasks per worker
     thread are in flight, so millions of chunks do not all sit in the scheduler at once.
     A PcieperfError from a chunk, or a chunk that killed its workers, ends the run with one
     error; leaving the loop early cancels what is still running."""
     from distributed import KilledWorker, as_completed
 
-    shared_future = client.scatter(shared, broadcast=True) if shared is not None else None
+    # A task, not scatter(): if every worker holding `shared` dies, the scheduler recomputes
+    # a task's result from its spec, but scattered data would be lost with them.
+    shared_future = client.submit(_identity, shared, pure=False)
     todo = iter(enumerate(chunks))
     window = 4 * max(1, sum(client.nthreads().values()))
     running: dict[object, tuple[int, T]] = {}

@@ -215,12 +215,14 @@ def plan(
     evaluate: Callable[[argparse.Namespace], Columns],
     *,
     excluded: Collection[str] = (),
+    files: Collection[str] = (),
     vector_ok: Callable[[argparse.Namespace], bool] = lambda _: True,
 ) -> Plan:
     """Check every option and axis value with the command's `parser` (a copy used only here:
     its error() is replaced) and build the plan. `excluded` are options that are no parameter
-    (a trace to replay, a plot); `vector_ok(base)` says whether `sizes` may be joined for one
-    call with these fixed options."""
+    (a trace to replay, a plot); `files` are options naming a .toml file, made absolute so that
+    workers started in another folder read the same file; `vector_ok(base)` says whether
+    `sizes` may be joined for one call with these fixed options."""
     actions = _sweepable_actions(spec, parser, excluded)
     base_argv = [a for n, v in spec.options.items() for a in _argv(actions, spec, n, v)]
     base = _parse(parser, base_argv, f"spec {spec.path}: options")
@@ -238,18 +240,27 @@ def plan(
             )
             for v in values
         ]
-        axes.append(Axis(dest, values, parsed))
+        axes.append(Axis(dest, values, [_absolute(v) if dest in files else v for v in parsed]))
     keep = {a.dest for a in actions.values()}
+    base_values = {k: _absolute(v) if k in files else v for k, v in vars(base).items() if k in keep}
     vector = next((i for i, a in enumerate(axes) if a.dest == VECTOR), None)
     joinable = vector is not None and all("," not in str(v) for v in axes[vector].parsed)
     return Plan(
         spec,
         evaluate,
-        {k: v for k, v in vars(base).items() if k in keep},
+        base_values,
         tuple(axes),
         vector if joinable and vector_ok(base) else None,
         _fingerprint(spec),
     )
+
+
+def _absolute(value: object) -> object:
+    """A relative path to a .toml file as an absolute one; anything else (a built-in profile's
+    name) as it is."""
+    if isinstance(value, str) and value.endswith(".toml"):
+        return str(Path(value).absolute())
+    return value
 
 
 def _flag(name: str) -> str:
@@ -289,7 +300,7 @@ def _argv(actions: dict[str, argparse.Action], spec: Spec, name: str, value: Sca
         return [flag] if value else []
     if type(value) is bool:
         raise UsageError(f"spec {spec.path}: {name} = {value!r} is not allowed; give a value")
-    return [flag, str(value)]
+    return [f"{flag}={value}"]  # one word: a value starting with "-" is not an option
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str], where: str) -> argparse.Namespace:
