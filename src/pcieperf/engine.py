@@ -41,6 +41,10 @@ OSError reading a remote file, say). A worker that dies is handled by the schedu
 its tasks go to other workers, and a task that kills `distributed.scheduler.allowed-failures`
 workers (3 by default) fails with KilledWorker."""
 
+IN_FLIGHT_PER_THREAD = 16
+"""Tasks submitted ahead per worker thread: enough to hide the round trip of a result to this
+process and the next submission (docs/scale.md), few enough that millions of chunks never
+sit in the scheduler at once."""
 MAX_LOCAL_WORKERS = 1024  # a larger local:N is a typo: each worker is a process on this host
 CONNECT_TIMEOUT_S = 30  # generous: a scheduler on a loaded host still answers within this
 _ADDRESS = re.compile(r"(tcp|tls)://([^\s:/]+|\[[0-9a-fA-F:]+\]):(\d{1,5})")
@@ -178,8 +182,8 @@ def map_chunks(
     """Run `func(shared, chunk)` for every chunk on the cluster and yield each result as it
     finishes (completion order; `index` tells where it belongs). `shared` goes to the workers
     once. A bar counts `weight(chunk)` units per chunk out of `total` (default: all chunks'),
-    `done` of them finished before this call (a resumed run). At most four tasks per worker
-    thread are in flight, so millions of chunks do not all sit in the scheduler at once.
+    `done` of them finished before this call (a resumed run). IN_FLIGHT_PER_THREAD tasks per
+    worker thread are in flight at most.
     A PcieperfError from a chunk, or a chunk that killed its workers, ends the run with one
     error; leaving the loop early cancels what is still running."""
     from distributed import KilledWorker, as_completed
@@ -188,7 +192,7 @@ def map_chunks(
     # a task's result from its spec, but scattered data would be lost with them.
     shared_future = client.submit(_identity, shared, pure=False)
     todo = iter(enumerate(chunks))
-    window = 4 * max(1, sum(client.nthreads().values()))
+    window = IN_FLIGHT_PER_THREAD * max(1, sum(client.nthreads().values()))
     running: dict[object, tuple[int, T]] = {}
 
     def submit(count: int) -> list[object]:
