@@ -1704,10 +1704,10 @@ def _sweep_bench_sim(args: argparse.Namespace) -> dict[str, object]:
 
 
 class _Sweepable(NamedTuple):
-    """How `sweep` evaluates one command: its function, points per chunk by default (sized so
-    a task runs well above the ~1 ms a Dask task costs, docs/scale.md), the options that are
-    no parameter, those naming a .toml file, and whether sizes may be joined into one call
-    given the fixed options."""
+    """How `sweep` evaluates one command: its function, points per chunk by default (about
+    half a second of work per task, far above what a Dask task costs: docs/scale.md), the
+    options that are no parameter, those naming a .toml file, and whether sizes may be joined
+    into one call given the fixed options."""
 
     evaluate: Callable[[argparse.Namespace], dict[str, object]]
     chunk: int
@@ -1719,14 +1719,14 @@ class _Sweepable(NamedTuple):
 _SWEEPABLE = {
     "nic": _Sweepable(
         _sweep_nic,
-        20_000,
+        40_000,
         ("trace", "window", "skip_bad", "plot", "force", "breakdown"),
         ("profile",),
         lambda args: not args.mix,  # --mix rows follow the sizes': joining would reorder them
     ),
-    "dma": _Sweepable(_sweep_dma, 100_000, ("tlps",)),
+    "dma": _Sweepable(_sweep_dma, 200_000, ("tlps",)),
     "iommu sim": _Sweepable(_sweep_iommu_sim, 4, files=("calibration",)),
-    "bench sim": _Sweepable(_sweep_bench_sim, 8, files=("host", "device")),
+    "bench sim": _Sweepable(_sweep_bench_sim, 32, files=("host", "device")),
 }
 
 
