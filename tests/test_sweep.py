@@ -218,6 +218,23 @@ def test_sizes_are_joined_into_one_call_per_run(specs):
     assert table.num_rows == 7
 
 
+def test_a_mix_axis_keeps_sizes_apart(tmp_path, capsys, monkeypatch):
+    # `nic --sizes 64 --mix M` prints the size's row, then the mix's: joining sizes would put
+    # the mix rows after all sizes, so a mix on an axis turns joining off.
+    monkeypatch.chdir(tmp_path)
+    spec = write_spec(
+        tmp_path, 'command = "nic"\n[axes]\nmix = ["64:7,1518:1", "128:1"]\nsizes = [64, 256]\n'
+    )
+    plan = make_plan(spec)
+    assert plan.vector is None
+    rows = sweep_cli(capsys, spec, "-o", "m.parquet")["rows"]
+    table = pq.read_table("m.parquet").to_pylist()
+    assert rows == len(table) == 4 * 2  # 4 points, each a size row and a mix row
+    for start in range(0, len(table), 2):
+        printed = command_json(capsys, *spec_argv(plan, table[start]))
+        assert [r["max_pps"] for r in table[start : start + 2]] == [p["max_pps"] for p in printed]
+
+
 # ---------------------------------------------------------------------------------------------
 # One engine: in-process, local:2, tcp://
 
@@ -243,6 +260,14 @@ def test_local2_gives_the_in_process_table_for_every_command(specs, local2, tmp_
         summary = sweep.run(plan, tmp_path / f"{command}-2.parquet", local2, force=False)
         assert summary["workers"] == 2
         assert pq.read_table(tmp_path / f"{command}-2.parquet").equals(expected), command
+
+
+def test_the_command_line_with_local2_gives_the_in_process_file(specs, capsys):
+    assert sweep_cli(capsys, specs["dma"], "-o", "a.parquet")["scheduler"] == "in-process"
+    summary = sweep_cli(capsys, specs["dma"], "-o", "b.parquet", "--scheduler", "local:2")
+    assert summary["scheduler"] == "local:2"
+    assert summary["workers"] == 2
+    assert pq.read_table("a.parquet").equals(pq.read_table("b.parquet"))
 
 
 def killing_once(marker):

@@ -221,36 +221,33 @@ def plan(
     """Check every option and axis value with the command's `parser` (a copy used only here:
     its error() is replaced) and build the plan. `excluded` are options that are no parameter
     (a trace to replay, a plot); `files` are options naming a .toml file, made absolute so that
-    workers started in another folder read the same file; `vector_ok(base)` says whether
-    `sizes` may be joined for one call with these fixed options."""
+    workers started in another folder read the same file; `vector_ok(options)` says whether
+    `sizes` may be joined into one call given the other options (asked of the fixed options and
+    of each axis value)."""
     actions = _sweepable_actions(spec, parser, excluded)
     base_argv = [a for n, v in spec.options.items() for a in _argv(actions, spec, n, v)]
     base = _parse(parser, base_argv, f"spec {spec.path}: options")
-    axes = []
+    axes, joinable = [], vector_ok(base)
     for name, values in spec.axes.items():
         dest = actions[_flag(name)].dest
-        parsed = [
-            getattr(
-                _parse(
-                    parser,
-                    [*base_argv, *_argv(actions, spec, name, v)],
-                    f"spec {spec.path}: axes.{name} = {v!r}",
-                ),
-                dest,
-            )
+        where = f"spec {spec.path}: axes.{name}"
+        spaces = [
+            _parse(parser, [*base_argv, *_argv(actions, spec, name, v)], f"{where} = {v!r}")
             for v in values
         ]
+        joinable = joinable and all(vector_ok(ns) for ns in spaces)
+        parsed = [getattr(ns, dest) for ns in spaces]
         axes.append(Axis(dest, values, [_absolute(v) if dest in files else v for v in parsed]))
     keep = {a.dest for a in actions.values()}
     base_values = {k: _absolute(v) if k in files else v for k, v in vars(base).items() if k in keep}
     vector = next((i for i, a in enumerate(axes) if a.dest == VECTOR), None)
-    joinable = vector is not None and all("," not in str(v) for v in axes[vector].parsed)
+    joinable = joinable and vector is not None
     return Plan(
         spec,
         evaluate,
         base_values,
         tuple(axes),
-        vector if joinable and vector_ok(base) else None,
+        vector if joinable and all("," not in str(v) for v in axes[vector].parsed) else None,
         _fingerprint(spec),
     )
 
