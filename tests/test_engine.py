@@ -183,3 +183,26 @@ def test_a_chunk_that_kills_every_worker_is_one_error(tmp_path):
     ):
         list(engine.map_chunks(client, die, ["x"], desc="sweeping"))
     assert "\n" not in str(got.value)
+
+
+@needs_dask
+def test_no_scheduler_at_the_address_is_one_line(tmp_path, capsys, monkeypatch):
+    import socket
+
+    monkeypatch.setattr(engine, "CONNECT_TIMEOUT_S", 1)
+    with socket.socket() as probe:  # a port nobody listens on: bound, never listening
+        probe.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+        spec = tmp_path / "s.toml"
+        spec.write_text('command = "dma"\n[axes]\nmps = [128, 256]\n')
+        code, out, err = run_cli(
+            capsys, "sweep", str(spec), "-o", str(tmp_path / "o.parquet"), "--scheduler", address
+        )
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(
+        f"pcieperf: error: --scheduler {address}: no Dask scheduler answered within 1 s"
+    )
+    assert err.endswith("start one with `dask scheduler`\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]

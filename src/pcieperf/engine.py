@@ -46,7 +46,7 @@ IN_FLIGHT_PER_THREAD = 16
 process and the next submission (docs/scale.md), few enough that millions of chunks never
 sit in the scheduler at once."""
 MAX_LOCAL_WORKERS = 1024  # a larger local:N is a typo: each worker is a process on this host
-CONNECT_TIMEOUT_S = 30  # generous: a scheduler on a loaded host still answers within this
+CONNECT_TIMEOUT_S = 10  # a running scheduler answers in milliseconds, even on a loaded host
 _ADDRESS = re.compile(r"(tcp|tls)://([^\s:/]+|\[[0-9a-fA-F:]+\]):(\d{1,5})")
 _SCHEDULER_HELP = "use local, local:N (N worker processes) or tcp://HOST:PORT"
 
