@@ -110,7 +110,7 @@ def require_dask(what: str) -> None:
 @contextmanager
 def connect(scheduler: Scheduler, *, quiet_logs: bool = True) -> Iterator[Client]:
     """A Client on `scheduler`, closed (and a cluster it started, shut down) on exit.
-    `quiet_logs` keeps dask's own log lines below ERROR off stderr."""
+    `quiet_logs` keeps dask's own log lines off stderr (--debug shows them)."""
     require_dask("running on Dask")
     from distributed import Client, LocalCluster
 
@@ -130,7 +130,9 @@ def connect(scheduler: Scheduler, *, quiet_logs: bool = True) -> Iterator[Client
         n_workers=scheduler.workers or 1,
         threads_per_worker=1,  # the models are single-threaded: one task per core
         dashboard_address="127.0.0.1:0",  # any free port: 8787 may belong to another cluster
-        silence_logs=logging.ERROR if quiet_logs else logging.INFO,
+        # Errors reach the caller as exceptions; what workers log besides is noise on stderr
+        # (a heartbeat racing the shutdown logs a traceback at ERROR on a loaded host).
+        silence_logs=logging.CRITICAL if quiet_logs else logging.INFO,
     )
     with cluster, Client(cluster) as client:
         yield client
