@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("distributed", reason="the dask extra (pip install 'pcieperf[dask]')")
 pq = pytest.importorskip("pyarrow.parquet", reason="the dask extra (pyarrow)")
+pa = pytest.importorskip("pyarrow", reason="the dask extra (pyarrow)")
 
 import duckdb  # noqa: E402
 
@@ -497,3 +498,17 @@ def test_axis_indices_are_the_mixed_radix_digits_of_the_point(sizes, data):
             assert 0 <= digit < n
             value = value * n + digit  # the last axis fastest
         assert value == point
+
+
+@given(chunk=st.integers(1, 18), data=st.data())
+def test_the_table_does_not_depend_on_the_chunk_size(tmp_path_factory, chunk, data):
+    # The same grid cut into chunks of any size, joined in order, is the same table: joining
+    # sizes inside a chunk (runs cut at chunk edges) changes nothing, value for value.
+    folder = tmp_path_factory.mktemp("chunks")
+    order = data.draw(st.permutations(["op", "mps", "sizes"]))  # sizes last or not
+    axes = {"op": '["read", "rw"]', "mps": "[128, 512]", "sizes": "[60, 64, 65, 1500]"}
+    lines = "".join(f"{name} = {axes[name]}\n" for name in order)
+    whole = make_plan(write_spec(folder, f'command = "dma"\nchunk = 16\n[axes]\n{lines}'))
+    cut = make_plan(write_spec(folder, f'command = "dma"\nchunk = {chunk}\n[axes]\n{lines}', "c"))
+    tables = [sweep.evaluate_chunk(cut, cut.bounds(i)) for i in range(cut.chunks)]
+    assert pa.concat_tables(tables).equals(sweep.evaluate_chunk(whole, whole.bounds(0)))
