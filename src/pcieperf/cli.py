@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from pcieperf import _lazy, progress, wire
 from pcieperf.errors import (
@@ -45,10 +45,12 @@ bench = _lazy.module("pcieperf.bench")
 calibrate = _lazy.module("pcieperf.calibrate")
 counters = _lazy.module("pcieperf.counters")
 dpdk = _lazy.module("pcieperf.dpdk")
+engine = _lazy.module("pcieperf.engine")
 ethernet = _lazy.module("pcieperf.ethernet")
 explaining = _lazy.module("pcieperf.explain")
 iommu = _lazy.module("pcieperf.iommu")
 pcie = _lazy.module("pcieperf.link")
+sweep = _lazy.module("pcieperf.sweep")
 nic = _lazy.module("pcieperf.nic")
 testpmd = _lazy.module("pcieperf.testpmd")
 tlp = _lazy.module("pcieperf.tlp")
@@ -1641,6 +1643,176 @@ def cmd_validate(args: argparse.Namespace) -> None:
     _emit(args, result, human)
 
 
+def _add_scheduler_option(p: argparse.ArgumentParser) -> None:
+    """--scheduler: where Dask runs the work (shared by the commands that run on Dask)."""
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="local[:N]|tcp://HOST:PORT",
+        help="run on Dask: N local worker processes (default one per CPU) or an existing "
+        f"scheduler; default: in this process. Needs {engine.INSTALL}",
+    )
+
+
+_NIC_COLUMNS = {
+    "mean_frame_bytes": "mean_frame_bytes",
+    "max_pps": "max_pps",
+    "pcie_max_pps": "pcie_max_pps",
+    "line_rate_pps": "line_pps",
+    "achievable_gbps": "achievable_gbps",
+    "line_rate_gbps": "line_rate_gbps",
+    "bottleneck": "bottleneck",
+    "pcie_up_gbps": "pcie_up_gbps",
+    "pcie_down_gbps": "pcie_down_gbps",
+    "up_bytes_per_pkt": "up_bytes_per_pkt",
+    "down_bytes_per_pkt": "down_bytes_per_pkt",
+    "up_tlps_per_pkt": "up_tlps_per_pkt",
+    "down_tlps_per_pkt": "down_tlps_per_pkt",
+}
+"""Sweep column (the `nic --json` key) -> NicResult attribute."""
+
+
+def _sweep_nic(args: argparse.Namespace) -> dict[str, object]:
+    """One `nic` evaluation as columns, through the calls cmd_nic makes."""
+    profile = nic.load_profile(args.profile)
+    paths = nic.check_paths(tuple(p.strip() for p in args.paths.split(",")))
+    result = nic.evaluate(
+        profile, _link(args), ethernet.Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths
+    )
+    columns = {"size": result.label, **{k: getattr(result, a) for k, a in _NIC_COLUMNS.items()}}
+    if args.pps is not None:
+        pps = parse_rate(args.pps)
+        up, down = result.needed_gbps(pps)
+        columns |= {
+            "pps": [pps] * len(result.label),
+            "needed_up_gbps": up,
+            "needed_down_gbps": down,
+            "fits_pcie": pps <= result.pcie_max_pps,
+            "fits_line": pps <= result.line_pps,
+        }
+    return columns
+
+
+def _sweep_dma(args: argparse.Namespace) -> dict[str, object]:
+    """One `dma` evaluation as columns, through the calls cmd_dma makes."""
+    link = _link(args)
+    sizes = parse_int_list(args.sizes, "transfer size")
+    cost = tlp.device_dma_cost(link, args.op, sizes, args.offset)
+    return {
+        "size": sizes,
+        "effective_gbps": tlp.effective_gbps(link, args.op, sizes, args.offset),
+        "tlps_up": cost.tlps_out,
+        "tlps_down": cost.tlps_back,
+        "bytes_up": cost.wire_out,
+        "bytes_down": cost.wire_back,
+    }
+
+
+def _sweep_iommu_sim(args: argparse.Namespace) -> dict[str, object]:
+    """One `iommu sim` evaluation as a one-row table, through the calls cmd_iommu_sim makes."""
+    platform, setup = _iommu_inputs(args)
+    traffic = iommu.Traffic(ethernet.parse_mix(args.pkt), ethernet.Ethernet(args.eth), args.pace)
+    result = iommu.Model(platform, traffic, args.packets).evaluate(setup)
+    return sweep.columns_from_rows([result.as_dict()])
+
+
+def _sweep_bench_sim(args: argparse.Namespace) -> dict[str, object]:
+    """One `bench sim` evaluation (sizes x windows) as columns, through the calls
+    cmd_bench_sim makes; latency columns are null for bandwidth tests."""
+    from pcieperf import sim
+
+    host, device = sim.load_host(Path(args.host)), sim.load_device(Path(args.device))
+    test = bench.canonical_test(args.test)
+    rows = []
+    for size in parse_int_list(args.sizes, "transfer size"):
+        for window in parse_int_list(args.windows, "window"):
+            point = sim.Point(test, args.pattern, args.cache, args.offset, 0, window, size)
+            res = sim.simulate(point, host, device, transactions=args.transactions)
+            rows.append(
+                {
+                    "test": test,
+                    "size": size,
+                    "window": window,
+                    "bw_gbps": res.bw_gbps,
+                    "trans_per_s": res.trans_per_s,
+                    "iotlb_misses": res.iotlb_misses,
+                    **res.latency_ns,
+                }
+            )
+    return sweep.columns_from_rows(rows)
+
+
+class _Sweepable(NamedTuple):
+    """How `sweep` evaluates one command: its function, points per chunk by default (about
+    half a second of work per task, far above what a Dask task costs: docs/scale.md), the
+    options that are no parameter, those naming a .toml file, and whether sizes may be joined
+    into one call given the fixed options."""
+
+    evaluate: Callable[[argparse.Namespace], dict[str, object]]
+    chunk: int
+    excluded: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    joinable: Callable[[argparse.Namespace], bool] = lambda _: True
+
+
+_SWEEPABLE = {
+    "nic": _Sweepable(
+        _sweep_nic,
+        40_000,
+        ("trace", "window", "skip_bad", "plot", "force", "breakdown"),
+        ("profile",),
+        lambda args: not args.mix,  # --mix rows follow the sizes': joining would reorder them
+    ),
+    "dma": _Sweepable(_sweep_dma, 200_000, ("tlps",)),
+    "iommu sim": _Sweepable(_sweep_iommu_sim, 4, files=("calibration",)),
+    "bench sim": _Sweepable(_sweep_bench_sim, 32, files=("host", "device")),
+}
+
+
+def _command_parser(command: str) -> argparse.ArgumentParser:
+    """A fresh copy of the parser of `command` ("nic", "iommu sim", ...)."""
+    parser: argparse.ArgumentParser = build_parser()
+    for word in command.split():
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return parser
+
+
+def cmd_sweep(args: argparse.Namespace) -> None:
+    """Evaluate every combination of `nic`, `dma`, `iommu sim` or `bench sim` options that a
+    spec declares, in chunks on Dask, into one Parquet file (pandas, DuckDB). A run that
+    stopped resumes from the chunks it wrote (OUT.parts/)."""
+    scheduler = engine.parse_scheduler(args.scheduler)
+    engine.require_dask("pcieperf sweep")
+    spec = sweep.load_spec(
+        Path(args.spec), _SWEEPABLE, {name: s.chunk for name, s in _SWEEPABLE.items()}
+    )
+    how = _SWEEPABLE[spec.command]
+    plan = sweep.plan(
+        spec,
+        _command_parser(spec.command),
+        how.evaluate,
+        excluded=how.excluded,
+        files=how.files,
+        vector_ok=how.joinable,
+    )
+    output = Path(args.output)
+    sweep.check_output(output, args.force)
+    sweep.check_first_point(plan)  # a spec that fails fails before a cluster starts
+    with engine.connect(scheduler, quiet_logs=not args.debug) as client:
+        out = {"scheduler": str(scheduler), **sweep.run(plan, output, client, force=args.force)}
+
+    def human() -> str:
+        resumed = f", {out['chunks_resumed']} resumed" if out["chunks_resumed"] else ""
+        return (
+            f"{out['rows']:,} rows of {out['points']:,} points -> {output} "
+            f"({out['chunks_evaluated']} chunks evaluated{resumed}, {out['scheduler']}, "
+            f"{out['seconds']:.1f} s)"
+        )
+
+    _emit(args, out, human)
+
+
 # ---------------------------------------------------------------------------------------------
 # Parser and entry point
 
@@ -1679,6 +1851,7 @@ EXAMPLES = {
     "counters import": "pcieperf counters import pcm-iio.csv --format pcm-iio",
     "counters ls": "pcieperf counters ls",
     "report": "pcieperf report -o pcieperf-report",
+    "sweep": "pcieperf sweep grid.toml -o grid.parquet --scheduler local:2",
 }
 """One example line per command and command group, shown at the end of its --help."""
 
@@ -1957,6 +2130,12 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--eth", type=_whole(), default=40, help="Ethernet Gb/s for the NIC figure")
     p.add_argument("--force", action="store_true", help="overwrite a non-empty output folder")
     _add_explain_options(p.add_argument_group("measured counters (adds a section)"), False)
+
+    p = _add_command(sub, "sweep", cmd_sweep)
+    p.add_argument("spec", help="sweep spec (.toml): command, options, axes (docs/scale.md)")
+    p.add_argument("-o", "--output", required=True, help="OUT.parquet")
+    p.add_argument("--force", action="store_true", help="overwrite OUT, discard another's parts")
+    _add_scheduler_option(p)
     return parser
 
 
