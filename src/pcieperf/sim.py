@@ -40,7 +40,7 @@ class DeviceProfile:
     write_line_ns * lines` (separate engines, so reads and writes overlap); every transaction
     also crosses the shared data path for `datapath_ns + datapath_line_ns * lines`, where
     `lines` counts the transfer's 64 B of data (`alignment.data_lines`). On top of that
-    (`times`, docs/bench.md "Device offsets"): a read costs `read_request_ns` per read
+    (`times`, docs/bench.md "Device and host offsets"): a read costs `read_request_ns` per read
     request beyond the first and `unaligned_read_ns` when its device buffer needs an extra
     8-byte word; the write engine reads device memory in bursts of `burst_bytes`, each
     `burst_ns` (plus `burst_base_ns` once), and keeps pace with the slower of its two sides.
