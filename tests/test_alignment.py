@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pcieperf import alignment, sim
-from pcieperf.errors import ProfileError
+from pcieperf.errors import ProfileError, UsageError
 from pcieperf.link import Link
 
 LINK = Link(mps=256, mrrs=512, completion_policy="mps")  # the E5 hosts' settings (lspci)
@@ -57,6 +57,16 @@ def test_read_requests_averaged_over_the_units_the_benchmark_visits():
     # A posted write of 64 B at an aligned address: one MWr of 16 B header (64-bit) + 8 B
     # framing + 64 B data = 88 B, wherever the 64 B unit is.
     assert alignment.host_side(LINK, 64, 0, 64 << 20).write_up_bytes == 88.0
+
+
+def test_bad_transfers_are_named():
+    with pytest.raises(UsageError, match="host offset -5 is not allowed"):
+        alignment.host_side(LINK, 64, -5, 8192)
+    with pytest.raises(UsageError, match="size 0 is not allowed"):
+        alignment.host_side(LINK, 0, 0, 8192)
+    # 64 B at HO 8192 takes 8256 B units: none fits a 4 KiB window.
+    with pytest.raises(UsageError, match="window of 4096 bytes holds no 8256-byte unit"):
+        alignment.host_side(LINK, 64, 8192, 4096)
 
 
 def test_the_shape_of_points_element_wise():

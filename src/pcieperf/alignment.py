@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from pcieperf._native import core
+from pcieperf.errors import UsageError
 from pcieperf.link import Link
 from pcieperf.tlp import read_cost, write_cost
 
@@ -79,7 +80,13 @@ class HostSide:
 
 def host_side(link: Link, size: int, host_offset: int, window: int) -> HostSide:
     """TLP costs of a transfer averaged over the window's unit addresses (`bench_addresses`)."""
-    addrs = core().bench_addresses(size, host_offset, window).astype(np.int64)
+    if size < 1 or host_offset < 0:
+        bad = f"size {size}" if size < 1 else f"host offset {host_offset}"
+        raise UsageError(f"{bad} is not allowed; sizes are 1 byte or more, offsets 0 or more")
+    try:
+        addrs = core().bench_addresses(size, host_offset, window).astype(np.int64)
+    except ValueError as exc:  # the window holds no unit (the core's message says which)
+        raise UsageError(str(exc)) from None
     sizes = np.full(addrs.shape, size)
     rd, wr = read_cost(link, sizes, addrs), write_cost(link, sizes, addrs)
     return HostSide(
