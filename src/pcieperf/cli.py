@@ -1486,7 +1486,9 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
     ]
     rows = []
     for size, window in progress.wrap(grid, "simulating", "point"):
-        point = sim.Point(test, args.pattern, args.cache, args.offset, 0, window, size)
+        point = sim.Point(
+            test, args.pattern, args.cache, args.offset, args.dev_offset, window, size
+        )
         res = sim.simulate(point, host, device, transactions=args.transactions)
         rows.append(
             {
@@ -2061,6 +2063,12 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--cache", default="HWarm", help="HWarm, DWarm, Cold or DThrash")
     p.add_argument("--pattern", choices=("Seq", "Rand"), default="Rand")
     p.add_argument("--offset", type=_whole(), default=0, help="host offset in bytes")
+    p.add_argument(
+        "--dev-offset",
+        type=_whole(0),
+        default=0,
+        help="offset of the device-side buffer in bytes (its 8-byte alignment matters)",
+    )
     p.add_argument("--transactions", type=_whole(1, 10**9), default=200_000, help="per point")
     p = _add_command(bench_sub, "calibrate", cmd_bench_calibrate)
     p.add_argument("dirs", nargs="+", help="pcie-bench result directories (latency and bandwidth)")

@@ -156,8 +156,13 @@ pub struct Addresses {
 const PAGE_4K: u64 = 4096;
 
 impl Addresses {
+    /// Bytes of window one transfer takes: roundup64(size + offset).
+    fn unit(size: u64, offset: u64) -> u64 {
+        (size + offset).div_ceil(64) * 64
+    }
+
     pub fn new(p: &SimParams) -> Result<Self, CoreError> {
-        let unit = (p.size + p.host_offset).div_ceil(64) * 64;
+        let unit = Self::unit(p.size, p.host_offset);
         let units = p.window / unit.max(1);
         let fits =
             (0..units.min(PAGE_4K)).any(|i| !Self::crosses(i * unit + p.host_offset, p.size));
@@ -182,6 +187,28 @@ impl Addresses {
         addr / PAGE_4K != (addr + size - 1) / PAGE_4K
     }
 
+    /// Start address of every unit of one period of the window that a transfer may use (those
+    /// not crossing 4 KiB), in window order. Both patterns visit exactly these units, each as
+    /// often, and a transfer's TLP split depends only on its address modulo 4 KiB, which
+    /// repeats every lcm(unit, 4 KiB) bytes: these addresses stand for the whole window.
+    pub fn period_starts(size: u64, offset: u64, window: u64) -> Result<Vec<u64>, CoreError> {
+        if size == 0 {
+            return Err(CoreError::BadParameter {
+                what: "size must be >= 1",
+            });
+        }
+        let unit = Self::unit(size, offset);
+        let per_period = PAGE_4K / gcd(unit, PAGE_4K);
+        let starts: Vec<u64> = (0..(window / unit).min(per_period))
+            .map(|i| i * unit + offset)
+            .filter(|&addr| !Self::crosses(addr, size))
+            .collect();
+        if starts.is_empty() {
+            return Err(CoreError::EmptyWindow { window, unit });
+        }
+        Ok(starts)
+    }
+
     /// The next transfer's start address relative to the window.
     pub fn next_addr(&mut self) -> u64 {
         loop {
@@ -198,6 +225,15 @@ impl Addresses {
                 return addr;
             }
         }
+    }
+}
+
+/// Greatest common divisor (Euclid).
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -726,6 +762,23 @@ mod tests {
             assert!(addr + 1000 <= 64 * 1024);
             assert_eq!(addr % 64, 8);
         }
+    }
+
+    #[test]
+    fn one_period_of_starts_stands_for_the_window() {
+        // 416 B at offset 0: 448 B units, 18 in 8 KiB; the tenth (4032..4447) crosses 4 KiB.
+        let starts = Addresses::period_starts(416, 0, 8192).unwrap();
+        assert_eq!(starts.len(), 17);
+        assert_eq!(&starts[8..10], &[3584, 4480]);
+        // 64 B units repeat every 4 KiB: 64 starts however large the window.
+        assert_eq!(Addresses::period_starts(64, 0, 64 << 20).unwrap().len(), 64);
+        // 1536 B in 8 KiB: units at 0, 1536, (3072 crosses), 4608, 6144.
+        assert_eq!(
+            Addresses::period_starts(1536, 0, 8192).unwrap(),
+            vec![0, 1536, 4608, 6144]
+        );
+        assert!(Addresses::period_starts(0, 0, 8192).is_err());
+        assert!(Addresses::period_starts(64, 0, 32).is_err());
     }
 
     #[test]

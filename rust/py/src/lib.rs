@@ -41,6 +41,18 @@ fn split_aligned<'py>(
     ))
 }
 
+/// pcie-bench's unit start addresses over one period of a window (`sim::Addresses`).
+#[pyfunction]
+fn bench_addresses(
+    py: Python<'_>,
+    size: u64,
+    host_offset: u64,
+    window: u64,
+) -> PyResult<Bound<'_, PyArray1<u64>>> {
+    let starts = sim::Addresses::period_starts(size, host_offset, window).map_err(to_py_err)?;
+    Ok(starts.into_pyarray(py))
+}
+
 /// Reads one required entry of the parameter dict, naming it when missing or mistyped.
 fn field<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
     let value = d
@@ -292,6 +304,7 @@ fn port_simulate<'py>(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(split_aligned, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_addresses, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(port_misses, m)?)?;
     m.add_function(wrap_pyfunction!(port_simulate, m)?)?;
