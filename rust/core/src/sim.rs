@@ -1,9 +1,10 @@
 //! A DMA-engine / root-complex simulator: pcie-bench's micro-benchmarks ([`simulate`]) and
 //! any other transaction stream ([`run`]), such as a DPDK port's.
 //!
-//! Transactions are issued in order by a device that holds at most `tags` of them in flight.
-//! Each one passes, in order: its DMA engine (reads and writes have separate engines, each a
-//! serial per-transaction cost), the device's shared data path (a serial cost per transaction,
+//! Transactions are issued in order; each holds its class's number of the device's `tags` until
+//! it completes (a NIC: one per read request, none for a posted write; the NFP's pcie-bench
+//! firmware: one per transfer). Each one passes, in order: its DMA engine (reads and writes have
+//! separate engines, each a serial per-transaction cost), the device's shared data path (a serial cost per transaction,
 //! whichever its direction), the upstream link (its request or write TLP bytes), the IOMMU (an
 //! IOTLB from [`crate::iotlb`]; a miss waits for one of `walkers` page walkers, occupies it for
 //! `walk_busy_ns` and is translated `walk_ns` after the walk began; a walk that also misses the
@@ -78,6 +79,12 @@ pub struct SimResult {
     pub iotlb_misses: u64,
     pub cache_hits: u64,
     pub latencies_ns: Vec<f64>,
+    /// Time each resource was busy: the upstream and downstream link, the tags (summed over
+    /// tags, so tags x elapsed means all were always held) and the root complex's write path.
+    pub up_busy_ns: f64,
+    pub down_busy_ns: f64,
+    pub tag_busy_ns: f64,
+    pub rc_busy_ns: f64,
 }
 
 impl SimResult {
@@ -216,6 +223,7 @@ fn validate(p: &SimParams) -> Result<(), CoreError> {
 fn bench_classes(p: &SimParams) -> [TxnClass; 2] {
     let common = TxnClass {
         read: true,
+        tags: 1,
         issue_ns: p.issue_read_ns,
         datapath_ns: p.datapath_ns,
         up_bytes: p.read_up_bytes,
@@ -306,11 +314,15 @@ pub fn simulate(p: &SimParams) -> Result<SimResult, CoreError> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TxnClass {
     pub read: bool,
-    /// Serial time on its DMA engine (reads and writes have separate engines).
+    /// Tags it holds from issue to completion: one per read request (a read larger than MRRS
+    /// is several); 0 for a posted write, which needs none (PCIe Base 3.0 §2.2.6.2).
+    pub tags: u32,
+    /// Serial time on its DMA engine.
     pub issue_ns: f64,
     /// Serial time on the device's shared data path.
     pub datapath_ns: f64,
-    /// Wire bytes upstream (request or posted write) and downstream (completions).
+    /// Wire bytes upstream (request or posted write) and downstream (a read's completions; for
+    /// a write, host-to-device bytes that go with it, such as the core's doorbell writes).
     pub up_bytes: f64,
     pub down_bytes: f64,
     /// Root-complex time to retire a posted write.
@@ -432,6 +444,11 @@ fn check_machine(m: &Machine, classes: &[TxnClass]) -> Result<(), CoreError> {
             what: "tags and posted_credits must be >= 1",
         });
     }
+    if classes.iter().any(|c| c.tags > m.tags) {
+        return Err(CoreError::BadParameter {
+            what: "a transaction class needs more tags than the device has",
+        });
+    }
     Ok(())
 }
 
@@ -461,29 +478,41 @@ pub fn run(
         } else {
             &mut write_engine_free
         };
-        let start = tags.acquire(engine_free.max(txn.not_before));
+        let ready = engine_free.max(txn.not_before);
+        let start = (0..c.tags).fold(ready, |s, _| s.max(tags.acquire(ready)));
         *engine_free = start + c.issue_ns;
         datapath_free = datapath_free.max(*engine_free) + c.datapath_ns;
         let credit_ready = if c.read { 0.0 } else { credits.acquire(0.0) };
-        up_free = up_free.max(datapath_free).max(credit_ready) + c.up_bytes / m.up_bytes_per_ns;
+        let up_ns = c.up_bytes / m.up_bytes_per_ns;
+        up_free = up_free.max(datapath_free).max(credit_ready) + up_ns;
         let t = match iommu.as_mut() {
             Some(iommu) => iommu.translate(txn.addr, txn.bytes, up_free),
             None => up_free,
         };
+        let down_ns = c.down_bytes / m.down_bytes_per_ns;
         let done = if c.read {
             let warm = txn.addr < m.warm_bytes;
             result.cache_hits += u64::from(warm);
             let ready = t + if warm { c.hit_ns } else { c.miss_ns };
-            down_free = down_free.max(ready) + c.down_bytes / m.down_bytes_per_ns;
+            down_free = down_free.max(ready) + down_ns;
             down_free
         } else {
+            if down_ns > 0.0 {
+                down_free = down_free.max(up_free - up_ns) + down_ns;
+            }
             rc_free = rc_free.max(t) + c.write_ns;
             credits.release(rc_free);
             up_free
         };
         let finished = done + m.fixed_latency_ns;
-        tags.release(finished);
-        last_done = last_done.max(finished);
+        for _ in 0..c.tags {
+            tags.release(finished);
+        }
+        result.up_busy_ns += up_ns;
+        result.down_busy_ns += down_ns;
+        result.tag_busy_ns += f64::from(c.tags) * (finished - start);
+        result.rc_busy_ns += if c.read { 0.0 } else { c.write_ns };
+        last_done = last_done.max(finished).max(down_free);
         if record_latencies {
             match txn.measure {
                 Measure::Skip => {}
@@ -726,6 +755,124 @@ mod tests {
             assert!(addr + 1000 <= 64 * 1024);
             assert_eq!(addr % 64, 8);
         }
+    }
+
+    /// A device of `tags` tags on a link of 8 B/ns each way, fixed latency 0, no IOMMU.
+    fn machine(tags: u32) -> Machine {
+        Machine {
+            tags,
+            fixed_latency_ns: 0.0,
+            up_bytes_per_ns: 8.0,
+            down_bytes_per_ns: 8.0,
+            warm_bytes: u64::MAX,
+            posted_credits: 1024,
+        }
+    }
+
+    fn nic_read(tags: u32) -> TxnClass {
+        TxnClass {
+            read: true,
+            tags,
+            issue_ns: 0.0,
+            datapath_ns: 0.0,
+            up_bytes: 24.0,
+            down_bytes: 84.0,
+            write_ns: 0.0,
+            hit_ns: 500.0,
+            miss_ns: 500.0,
+        }
+    }
+
+    fn posted_write(tags: u32, down_bytes: f64) -> TxnClass {
+        TxnClass {
+            read: false,
+            up_bytes: 88.0,
+            down_bytes,
+            hit_ns: 0.0,
+            miss_ns: 0.0,
+            ..nic_read(tags)
+        }
+    }
+
+    fn stream(classes: &[usize], n: usize) -> impl Iterator<Item = Txn> + '_ {
+        (0..n).map(move |i| Txn {
+            addr: 0,
+            bytes: 64,
+            class: classes[i % classes.len()],
+            not_before: 0.0,
+            measure: Measure::Own,
+        })
+    }
+
+    #[test]
+    fn a_read_split_into_requests_holds_a_tag_for_each() {
+        // 30 tags, 3 requests per read: 10 reads in flight of 3 + 500 + 10.5 ns each, so
+        // 10 / 513.5 ns = 19.47 M reads/s, and every tag is held all the time.
+        let r = run(
+            &machine(30),
+            &[nic_read(3)],
+            None,
+            stream(&[0], 60_000),
+            false,
+        )
+        .unwrap();
+        let expected = 10.0 / 513.5 * 1e9;
+        assert!(
+            (r.rate_per_s() / expected - 1.0).abs() < 0.01,
+            "{}",
+            r.rate_per_s()
+        );
+        assert!((r.tag_busy_ns / (30.0 * r.elapsed_ns) - 1.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn posted_writes_that_take_no_tag_do_not_wait_for_one() {
+        // One tag; a read (513.5 ns) then three 11 ns writes. Untagged, the writes go while the
+        // read is out: 4 transactions per 513.5 ns. Holding the tag, each waits for the one
+        // before: 4 per 513.5 + 3 x 11 = 546.5 ns.
+        let pattern = [0, 1, 1, 1];
+        let rate = |write_tags| {
+            let classes = [nic_read(1), posted_write(write_tags, 0.0)];
+            run(&machine(1), &classes, None, stream(&pattern, 40_000), false)
+                .unwrap()
+                .rate_per_s()
+        };
+        assert!(
+            (rate(0) / (4.0 / 513.5 * 1e9) - 1.0).abs() < 0.01,
+            "{}",
+            rate(0)
+        );
+        assert!(
+            (rate(1) / (4.0 / 546.5 * 1e9) - 1.0).abs() < 0.01,
+            "{}",
+            rate(1)
+        );
+    }
+
+    #[test]
+    fn a_writes_host_bytes_occupy_the_downstream_link() {
+        // Writes of 88 B up that carry 160 B of doorbells down: the downstream link binds at
+        // 8 / 160 = 50 M writes/s (the upstream alone would allow 8 / 88 = 90.9 M/s).
+        let r = run(
+            &machine(1),
+            &[posted_write(0, 160.0)],
+            None,
+            stream(&[0], 50_000),
+            false,
+        )
+        .unwrap();
+        assert!(
+            (r.rate_per_s() / 50e6 - 1.0).abs() < 0.01,
+            "{}",
+            r.rate_per_s()
+        );
+        assert!((r.down_busy_ns - 50_000.0 * 20.0).abs() < 1e-6);
+        assert!((r.up_busy_ns - 50_000.0 * 11.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_class_needing_more_tags_than_the_device_has_is_refused() {
+        assert!(run(&machine(2), &[nic_read(3)], None, stream(&[0], 1), false).is_err());
     }
 
     #[test]
