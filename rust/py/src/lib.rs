@@ -229,6 +229,7 @@ fn classes_from_list(items: &Bound<'_, PyList>) -> PyResult<Vec<TxnClass>> {
             let d = item.cast::<PyDict>()?;
             Ok(TxnClass {
                 read: field(d, "read")?,
+                queue: field(d, "queue")?,
                 tags: field(d, "tags")?,
                 issue_ns: field(d, "issue_ns")?,
                 datapath_ns: field(d, "datapath_ns")?,
@@ -257,6 +258,8 @@ fn port_simulate<'py>(
         down_bytes_per_ns: field(params, "down_bytes_per_ns")?,
         warm_bytes: u64::MAX,
         posted_credits: field(params, "posted_credits")?,
+        tags_from_link: true,
+        lookahead: field(params, "lookahead")?,
     };
     let walks = Walks {
         walk_ns: field(params, "walk_ns")?,
