@@ -24,7 +24,7 @@ import numpy as np
 from pcieperf import counters, dpdk, iommu, nic, progress, testpmd, tlp, trace
 from pcieperf import explain as explaining
 from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
-from pcieperf.calibrate import DEFAULT_CALIBRATION
+from pcieperf.calibrate import DEFAULT_CALIBRATION, load_calibration
 from pcieperf.errors import (
     PcieperfError,
     PcieperfWarning,
@@ -45,6 +45,7 @@ from pcieperf.units import (
 
 DEFAULT_PPS = "10M"
 DEFAULT_PKT = 64
+BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only, not a NIC
 SECONDS_PER_DAY = 86_400  # the longest `dpdk run`: a longer one is a typo (it was found hanging)
 
 
@@ -315,6 +316,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
     if pps is not None:
         _warn_rate_over(pps, result.label, result.line_pps, "the line")
         _warn_rate_over(pps, result.label, result.pcie_max_pps, "the PCIe link")
+    limits = result.limited_by
     rows = []
     for i, label in enumerate(result.label):
         row = {
@@ -326,6 +328,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
             "achievable_gbps": result.achievable_gbps[i],
             "line_rate_gbps": result.line_rate_gbps[i],
             "bottleneck": str(result.bottleneck[i]),
+            "limited_by": limits[i],
             "pcie_up_gbps": result.pcie_up_gbps[i],
             "pcie_down_gbps": result.pcie_down_gbps[i],
             "up_bytes_per_pkt": result.up_bytes_per_pkt[i],
@@ -366,6 +369,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
                 "Gb/s",
                 "line Gb/s",
                 "bottleneck",
+                "limited by",
                 "up Gb/s",
                 "down Gb/s",
                 "B up/pkt",
@@ -378,6 +382,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
                     r["achievable_gbps"],
                     r["line_rate_gbps"],
                     r["bottleneck"],
+                    "+".join(r["limited_by"]),
                     r["pcie_up_gbps"],
                     r["pcie_down_gbps"],
                     r["up_bytes_per_pkt"],
@@ -540,10 +545,13 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     """The VTune-recipe estimate of DPDK forwarding traffic, term by term."""
     link = _link(args)
     cfg, pps = _forwarding(args)
+    mix = _forwarding_mix(args)
     if args.trace:
         _dpdk_fwd_trace(args, cfg, link)
         return
-    est = dpdk.estimate(cfg, link, pps, nic.load_profile(args.profile))
+    profile = nic.load_profile(args.profile)
+    est = dpdk.estimate(cfg, link, pps, profile, mix)
+    rate = dpdk.forwarding_rate(cfg, link, Ethernet(args.eth), profile, mix)
     if pps > est.max_pps:
         _warn(
             f"{pps / 1e6:.6g} Mpps needs {float(est.wire_up_gbps):.1f} Gb/s up and "
@@ -554,13 +562,20 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     out = {
         **({"from_run": args.from_run} if args.from_run else {}),
         "pps": pps,
-        "pkt": cfg.pkt_bytes,
+        "pkt": None if mix else cfg.pkt_bytes,
+        "frames": rate.label[0],
+        "mean_frame_bytes": float(rate.mean_frame_bytes[0]),
         "mean_batch": cfg.batch,
         **{f"{m}_gbps": float(est.metric_gbps(m)) for m in dpdk.METRICS},
         "pcie_up_gbps": float(est.wire_up_gbps),
         "pcie_down_gbps": float(est.wire_down_gbps),
         "link_tlp_gbps": link.tlp_gbps,
-        "max_pps": est.max_pps,
+        "pcie_max_pps": est.max_pps,
+        "line_pps": float(rate.line_pps[0]),
+        "max_pps": float(rate.max_pps[0]),
+        "bottleneck": str(rate.bottleneck[0]),
+        "limited_by": rate.limited_by[0],
+        "profile": profile.name,
         "terms": [
             {
                 "term": t.name,
@@ -578,8 +593,11 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     }
 
     def human() -> str:
+        frames = (
+            f"{mix.name} frames" if mix else f"{cfg.pkt_bytes} B packets ({out['frames']} B frames)"
+        )
         head = (
-            f"DPDK forwarding at {pps / 1e6:.3f} Mpps, {cfg.pkt_bytes} B packets, mean batch "
+            f"DPDK forwarding ({profile.name}) at {pps / 1e6:.3f} Mpps, {frames}, mean batch "
             f"{cfg.batch:.2f}, Gen{link.gen} x{link.lanes}"
         )
         metrics = format_table(
@@ -604,9 +622,25 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
             f"PCIe wire: up {out['pcie_up_gbps']:.2f} Gb/s, down {out['pcie_down_gbps']:.2f} "
             f"Gb/s of {link.tlp_gbps:.2f}; the link carries at most {est.max_pps / 1e6:.2f} Mpps"
         )
-        return "\n".join([head, metrics, "", terms, wire])
+        limit = (
+            f"on {args.eth:g} GbE at most {out['max_pps'] / 1e6:.2f} Mpps, limited by "
+            f"{' + '.join(out['limited_by'])} (bottleneck {out['bottleneck']})"
+        )
+        return "\n".join([head, metrics, "", terms, wire, limit])
 
     _emit(args, out, human)
+
+
+def _forwarding_mix(args: argparse.Namespace) -> PacketMix | None:
+    """The frame-size mix of --mix (None without it); it replaces --pkt, and a stored run or a
+    trace brings its own sizes."""
+    if getattr(args, "mix", None) is None:
+        return None
+    given = [o for o, v in (("--pkt", args.pkt), ("--from-run", args.from_run)) if v is not None]
+    given += ["--trace"] if getattr(args, "trace", None) else []
+    if given:
+        raise UsageError(f"--mix sets the frame sizes; drop {', '.join(given)}")
+    return parse_mix(args.mix)
 
 
 def _forwarding(args: argparse.Namespace) -> tuple[dpdk.ForwardingConfig, float]:
@@ -1079,6 +1113,7 @@ def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortS
         iotlb_ways=args.iotlb_ways,
         replacement=args.replacement,
         pwc_entries=args.pwc,
+        profile=args.profile,
     )
     setup = iommu.PortSetup(
         page=iommu.parse_page(args.page),
@@ -1097,22 +1132,32 @@ def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortS
         burst=args.burst,
         layout=args.layout,
     )
-    return replace(platform, engine_costs=args.engine_costs), setup
+    return platform, setup
 
 
 def _iommu_text(r: dict) -> str:
+    bounds = ", ".join(
+        f"{k} {v:.1f}" for k, v in sorted(r["bounds_mpps"].items(), key=lambda kv: kv[1])
+    )
     return "\n".join(
         [
             f"{r['mix']} B packets, {r['page']} pages, rxd/txd {r['rxd']}/{r['txd']}, pool "
             f"{r['pool']}: {r['working_set_pages']} pages touched, "
             f"{r['iotlb_entries']}-entry IOTLB",
+            f"  NIC                      {r['device']} ({r['profile']}, "
+            f"{r['read_requests']} read requests)",
             f"  IOTLB misses per packet  {r['iotlb_misses_per_pkt']:.3f}",
             f"  line rate                {r['line_mpps']:.2f} Mpps",
-            f"  without IOMMU            {r['mpps_no_iommu']:.2f} Mpps",
+            f"  nic model                {r['nic_mpps']:.2f} Mpps (`nic --profile {r['profile']}`: "
+            "line and PCIe only)",
+            f"  without IOMMU            {r['mpps_no_iommu']:.2f} Mpps, limited by "
+            f"{' + '.join(r['limited_by_no_iommu']) or 'nothing reached'}",
             f"  with IOMMU               {r['mpps_iommu']:.2f} Mpps "
             f"(x{r['throughput_ratio']:.2f}, +{r['added_latency_ns']:.0f} ns per DMA, walkers "
             f"{100 * r['walker_utilization']:.0f} % busy)",
             f"  bottleneck               {r['bottleneck']}",
+            f"  limited by               {' + '.join(r['limited_by']) or 'nothing reached'}",
+            f"  bounds (Mpps)            {bounds}",
         ]
     )
 
@@ -1214,9 +1259,9 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         "--pwc", type=_whole(), default=None, help="page-walk cache entries (default off)"
     )
     p.add_argument(
-        "--engine-costs",
-        action="store_true",
-        help="include the calibrated device's per-transaction engine costs (NFP firmware)",
+        "--profile",
+        default=iommu.DEFAULT_PROFILE,
+        help="forwarding NIC profile: the NIC's operations and [device] facts",
     )
     p.add_argument(
         "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
@@ -1438,7 +1483,12 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
     """Simulate pcie-bench points with a host and a device profile."""
     from pcieperf import sim
 
-    host, device = sim.load_host(Path(args.host)), sim.load_device(Path(args.device))
+    host = sim.load_host(Path(args.host))
+    device = (
+        load_calibration(DEFAULT_CALIBRATION).device
+        if args.device == BENCH_DEVICE
+        else sim.load_device(Path(args.device))
+    )
     test = canonical_test(args.test)
     grid = [
         (size, window)
@@ -1746,6 +1796,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("dpdk-fwd", cmd_dpdk_fwd)
     _add_forwarding_options(p)
+    p.add_argument(
+        "--mix",
+        default=None,
+        help="frame sizes incl. FCS instead of --pkt: imix, a size, or size:count,...",
+    )
+    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
     _add_trace_replay_options(p)
     p.add_argument("--poll", default="1us", help="with --trace: the PMD's poll period")
 
@@ -1800,7 +1856,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_command(bench_sub, "tests", cmd_bench_tests)
     p = _add_command(bench_sub, "sim", cmd_bench_sim)
     p.add_argument("--host", required=True, help="host profile (.toml)")
-    p.add_argument("--device", required=True, help="device profile (.toml)")
+    p.add_argument(
+        "--device",
+        required=True,
+        help="device profile (.toml), or nfp6000: the shipped calibration's NFP-6000 engine",
+    )
     p.add_argument("--test", default="BW_DMA_RD", help="e.g. BW_RD, BW_DMA_WR, LAT_RD")
     p.add_argument("--sizes", default="64,128,256,512,1024,2048", help="bytes per transaction")
     p.add_argument("--windows", default="8192", help="window sizes in bytes")
