@@ -58,7 +58,7 @@ def test_nic_dpdk_fwd_and_iommu_sim_agree_or_name_the_cause(capsys, size):
 @pytest.mark.parametrize("size", ["256", "1518", "imix"])
 def test_line_rate_sizes_agree_within_one_percent(capsys, size):
     # 256 B, 1518 B and IMIX are below every PCIe and host bound at 40 GbE (nic: line rate
-    # from about 250 B), so all three give the line rate.
+    # from 202 B, docs/model.md), so all three give the line rate.
     by_nic = cli_json(capsys, "nic", "--profile", "testpmd-fwd", "--sizes", size)[0]
     by_sim = cli_json(capsys, "iommu", "sim", "--page", "2m", "--pkt", size, "--packets", PACKETS)
     assert by_nic["limited_by"] == ["ethernet"]

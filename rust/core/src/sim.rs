@@ -476,6 +476,8 @@ struct Timeline {
     up_free: f64,
     down_free: f64,
     rc_free: f64,
+    /// Tags taken out to look at, and put back.
+    scratch: Vec<Reverse<Time>>,
 }
 
 impl Timeline {
@@ -487,9 +489,24 @@ impl Timeline {
     /// its engine, its arrival, its tags and, for a write, a posted-write credit.
     fn earliest_start(&mut self, m: &Machine, c: &TxnClass, txn: &Txn) -> f64 {
         let ready = self.ready(m, c, txn);
-        let taken: Vec<Reverse<Time>> = (0..c.tags).filter_map(|_| self.tags.0.pop()).collect();
-        let start = taken.iter().fold(ready, |s, Reverse(Time(t))| s.max(*t));
-        self.tags.0.extend(taken);
+        let start = match c.tags {
+            0 => ready,
+            1 => self
+                .tags
+                .0
+                .peek()
+                .map_or(ready, |Reverse(Time(t))| ready.max(*t)),
+            k => {
+                self.scratch
+                    .extend((0..k).filter_map(|_| self.tags.0.pop()));
+                let start = self
+                    .scratch
+                    .iter()
+                    .fold(ready, |s, Reverse(Time(t))| s.max(*t));
+                self.tags.0.extend(self.scratch.drain(..));
+                start
+            }
+        };
         match self.credits.0.peek() {
             Some(Reverse(Time(credit))) if !c.read => start.max(*credit),
             _ => start,
@@ -526,6 +543,7 @@ pub fn run(
         up_free: 0.0,
         down_free: 0.0,
         rc_free: 0.0,
+        scratch: Vec::new(),
     };
     let mut pending: Vec<VecDeque<Txn>> = (0..queues).map(|_| VecDeque::new()).collect();
     let misses_before = iommu.as_ref().map_or(0, |i| i.translator.misses);
@@ -544,8 +562,13 @@ pub fn run(
         }
         // The queue that can go first; ties go round-robin, from the one after the last served.
         let mut next: Option<(f64, usize)> = None;
+        let waiting = pending.iter().filter(|q| !q.is_empty()).count();
         for q in (1..=queues).map(|k| (last_queue + k) % queues) {
             if let Some(txn) = pending[q].front() {
+                if waiting == 1 {
+                    next = Some((0.0, q));
+                    break;
+                }
                 let t = line.earliest_start(m, &classes[txn.class], txn);
                 if next.is_none_or(|(best, _)| t < best) {
                     next = Some((t, q));
