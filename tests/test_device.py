@@ -318,3 +318,22 @@ def test_the_reports_figures_agree(platform):
             assert at_line or DEVICE_AND_HOST & set(r.limited_by), name
         else:
             assert not at_line, name
+
+
+@pytest.mark.parametrize(
+    ("size", "every", "message"),
+    [
+        ("1e308 * 1e308", "1", "gives inf bytes"),
+        ("1e308 / 1e-10", "1", "gives inf bytes"),
+        ("8589934592", "1", "from 1 to 4294967296"),
+        ("pkt", "1e-308 * 1e-308", "every '1e-308 \\* 1e-308' gives 0.0"),
+        ("pkt", "1e308 / 1e-308", "gives inf; it must be a finite number > 0"),
+    ],
+)
+def test_sizes_and_frequencies_out_of_range_are_refused(size, every, message):
+    # Products and quotients can overflow to inf or underflow to 0: a one-line profile error,
+    # not a numpy warning or a division by zero.
+    text = 'name = "x"\nsource = "s"\n[[rx]]\nwhat = "w"\ninitiator = "dma_write"\n'
+    profile = nic.parse_profile(text + f'size = "{size}"\nevery = "{every}"\n', "x.toml")
+    with pytest.raises(ProfileError, match=message):
+        nic.evaluate(profile, Link(), Ethernet(40), [PacketMix.fixed(64)])

@@ -43,6 +43,7 @@ PATHS = ("rx", "tx")
 BUILTIN_NAMES = ("pkt", "frame")
 CACHE_LINE_BYTES = 64  # x86 cache line: the unit in which the root complex moves data
 Bottleneck = Literal["ethernet", "pcie_up", "pcie_down"]
+MAX_OP_BYTES = 1 << 32  # 4 GiB per operation: larger sizes are typos
 NEAR_LIMIT = 0.01  # a bound within 1 % of the achieved rate is named as a limit too
 
 _PROFILE_KEYS = {"name", "description", "source", "notes", "params", "device", "rx", "tx"}
@@ -342,9 +343,10 @@ def evaluate_expression(
     profile's (`NicProfile.names`)."""
     known = {**names, "pkt": pkt, "frame": frame}
     value: NDArray[np.float64] = np.ones(pkt.shape)
-    for operator, factor in _factors(expr):
-        operand = _factor_value(factor, known)
-        value = value * operand if operator == "*" else value / operand
+    with np.errstate(over="ignore", under="ignore"):  # callers refuse what is not finite
+        for operator, factor in _factors(expr):
+            operand = _factor_value(factor, known)
+            value = value * operand if operator == "*" else value / operand
     return value
 
 
@@ -398,13 +400,19 @@ def price_operations(
     for path, op in profile.operations(paths):
         names = profile.names
         size = evaluate_expression(op.size, names, pkt, frames)
-        if np.any(size != np.round(size)) or np.any(size < 1):
+        bad = (size != np.round(size)) | (size < 1) | ~np.isfinite(size) | (size > MAX_OP_BYTES)
+        if np.any(bad):
             raise ProfileError(
                 f"{profile.path}: {path} op {op.what!r} size {op.size!r} "
-                f"gives {size[(size != np.round(size)) | (size < 1)][0]} bytes; "
-                "sizes must be whole bytes >= 1"
+                f"gives {size[bad][0]} bytes; sizes must be whole bytes from 1 to {MAX_OP_BYTES}"
             )
-        per_packet = 1 / evaluate_expression(op.every, names, pkt, frames)
+        every = evaluate_expression(op.every, names, pkt, frames)
+        if not np.all(np.isfinite(every) & (every > 0)):
+            raise ProfileError(
+                f"{profile.path}: {path} op {op.what!r} every {op.every!r} gives "
+                f"{every[~(np.isfinite(every) & (every > 0))][0]}; it must be a finite number > 0"
+            )
+        per_packet = 1 / every
         counted = evaluate_expression(op.counted, names, pkt, frames) if op.counted else size
         cost, device_side = operation_cost(
             link, op.initiator, size.astype(np.int64), op.offset, op.addr64
