@@ -362,14 +362,21 @@ def transaction_classes(
     sizes = traffic.mix.sizes.size
     occurrences = np.array([*_packets_per_occurrence(setup), *[1] * (2 * sizes)], dtype=float)
     per_occurrence = _costs_per_packet(setup, traffic, platform) * occurrences[:, None, None]
-    classes = [
-        _class(platform, cls in (0, 2), cls >= 2, *(traffic.mix.weights @ per_occurrence[cls]))
-        for cls in range(4)
-    ]
-    for k in range(sizes):
-        classes.append(_class(platform, False, False, *per_occurrence[4 + 2 * k, k]))
-        classes.append(_class(platform, True, True, *per_occurrence[5 + 2 * k, k]))
-    return classes
+    # Descriptor classes carry the mix's mean; packet class 4 + 2k (write) and 5 + 2k (read)
+    # the k-th size's cost.
+    costs = [traffic.mix.weights @ per_occurrence[cls] for cls in range(4)]
+    costs += [per_occurrence[cls, (cls - 4) // 2] for cls in range(4, 4 + 2 * sizes)]
+    return [_class(platform, _is_read(cls), _is_tx(cls), *cost) for cls, cost in enumerate(costs)]
+
+
+def _is_read(cls: int) -> bool:
+    """Whether a stream class is a read: descriptor line reads (0, 2) and packet reads."""
+    return cls in (0, 2) or (cls >= 4 and cls % 2 == 1)
+
+
+def _is_tx(cls: int) -> bool:
+    """Whether a stream class is Tx DMA: Tx descriptors (2, 3) and packet reads."""
+    return cls in (2, 3) or (cls >= 4 and cls % 2 == 1)
 
 
 UP, DOWN, REQUESTS, RC_NS = range(4)  # the cost axis of `_costs_per_packet`
@@ -403,7 +410,7 @@ def resource_bounds(setup: PortSetup, traffic: Traffic, platform: Platform) -> d
     per_packet = _costs_per_packet(setup, traffic, platform)
     mean = np.einsum("csm,s->cm", per_packet, traffic.mix.weights)  # per class, per packet
     capacity = platform.link.tlp_bytes_per_s / 1e9  # bytes per ns
-    reads = np.array([cls in (0, 2) or (cls >= 4 and cls % 2 == 1) for cls in range(len(mean))])
+    reads = np.array([_is_read(cls) for cls in range(len(mean))])
     held_ns = (
         mean[reads, REQUESTS].sum() * platform.llc_latency_ns
         + (mean[reads, UP].sum() + mean[reads, DOWN].sum()) / capacity
