@@ -337,3 +337,13 @@ def test_sizes_and_frequencies_out_of_range_are_refused(size, every, message):
     profile = nic.parse_profile(text + f'size = "{size}"\nevery = "{every}"\n', "x.toml")
     with pytest.raises(ProfileError, match=message):
         nic.evaluate(profile, Link(), Ethernet(40), [PacketMix.fixed(64)])
+
+
+def test_profiles_show_the_device_and_its_assumptions(capsys):
+    out = cli_json(capsys, "profiles", "testpmd-fwd")
+    assert out["device"]["read_requests"] == 256
+    assert out["device"]["assumed"]["read_requests"] == [32, 256]
+    code, text, _ = run_cli(capsys, "profiles", "dpdk")
+    assert code == 0
+    assert "82599" in text
+    assert "32-256" in text  # read_requests: assumed, with its range

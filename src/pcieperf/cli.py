@@ -508,6 +508,7 @@ def cmd_profiles(args: argparse.Namespace) -> None:
             "source": p.source,
             "notes": p.notes.strip(),
             "params": p.params,
+            "device": asdict(p.device) if p.device else None,
             "operations": [
                 {
                     "path": path,
@@ -528,7 +529,8 @@ def cmd_profiles(args: argparse.Namespace) -> None:
                     for o in out["operations"]
                 ],
             )
-            return f"{p.name}: {p.description}\nsource: {p.source}\n{p.notes.strip()}\n\n{table}"
+            text = f"{p.name}: {p.description}\nsource: {p.source}\n{p.notes.strip()}\n\n{table}"
+            return text + (_device_text(p.device) if p.device else "")
     else:
         profiles = [nic.load_profile(n) for n in nic.builtin_profiles()]
         out = [{"name": p.name, "description": p.description} for p in profiles]
@@ -539,6 +541,16 @@ def cmd_profiles(args: argparse.Namespace) -> None:
             )
 
     _emit(args, out, human)
+
+
+def _device_text(device: nic.DeviceFacts) -> str:
+    """The profile's [device] facts, each assumed one with its range."""
+    rows = [
+        (name, getattr(device, name), "-".join(map(str, device.assumed.get(name, ()))) or "cited")
+        for name in nic.DEVICE_FACTS
+    ]
+    table = format_table(("device fact", "value", "assumed range"), rows)
+    return f"\n\ndevice: {device.name}\nsource: {device.source}\n{table}"
 
 
 def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
