@@ -358,8 +358,9 @@ def cmd_nic(args: argparse.Namespace) -> None:
         rows.append(row)
 
     def human() -> str:
+        device = f"\nNIC: {profile.device.name}" if profile.device else ""
         head = (
-            f"{profile.name}: {profile.description}\nGen{link.gen} x{link.lanes} "
+            f"{profile.name}: {profile.description}{device}\nGen{link.gen} x{link.lanes} "
             f"({link.tlp_gbps:.2f} Gb/s for TLPs per direction), {args.eth} GbE"
         )
         table = format_table(
