@@ -347,3 +347,18 @@ def test_profiles_show_the_device_and_its_assumptions(capsys):
     assert code == 0
     assert "82599" in text
     assert "32-256" in text  # read_requests: assumed, with its range
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--mix", "imix", "--pkt", "60"], "--mix sets the frame sizes; drop --pkt"),
+        (["--mix", "64:x"], "packet mix entry '64:x'"),
+        (["--mix", "64", "--eth", "33"], "Ethernet rate (Gb/s) 33"),
+    ],
+)
+def test_dpdk_fwd_mix_and_eth_errors_are_one_line(capsys, argv, words):
+    code, _, err = run_cli(capsys, "dpdk-fwd", *argv)
+    assert code == 2
+    assert words in err
+    assert "\n" not in err.strip()
