@@ -92,8 +92,10 @@ def test_2m_pages_make_ring_size_irrelevant(platform):
 
 
 def test_ring_shrink_gains_shrink_with_packet_size(platform):
-    # The orderings the calibrated model predicts: 64 B and 128 B gain most, 256 B less,
-    # IMIX (13 Mpps at 40 GbE, below the walker bound most of the time) least.
+    # With the NIC's own device (no NFP engine), 64 B and 128 B are walker bound (~19.1 Mpps,
+    # below their PCIe bounds) and gain from fewer misses; 256 B and IMIX sit at line rate
+    # (18.1 and 13.1 Mpps, below the walker bound) with either ring, so they gain nothing
+    # beyond the +-1 % run-to-run noise.
     rows = iommu.gain(
         platform,
         Ethernet(40),
@@ -104,8 +106,9 @@ def test_ring_shrink_gains_shrink_with_packet_size(platform):
         PACKETS,
     )
     gain = {r["size"]: r["gain_pct"] for r in rows}
-    assert min(gain["64"], gain["128"]) > gain["256"] > gain["imix"] >= 0
-    assert gain["64"] > 3
+    assert min(gain["64"], gain["128"]) > 0.5
+    assert abs(gain["256"]) < 1
+    assert abs(gain["imix"]) < 1
 
 
 def test_rings_that_fit_the_iotlb_restore_the_hugepage_rate(platform):

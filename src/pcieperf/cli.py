@@ -58,6 +58,7 @@ trace = _lazy.module("pcieperf.trace")
 
 DEFAULT_PPS = "10M"
 DEFAULT_PKT = 64
+BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only, not a NIC
 SECONDS_PER_DAY = 86_400  # the longest `dpdk run`: a longer one is a typo (it was found hanging)
 
 
@@ -342,6 +343,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
     if pps is not None:
         _warn_rate_over(pps, result.label, result.line_pps, "the line")
         _warn_rate_over(pps, result.label, result.pcie_max_pps, "the PCIe link")
+    limits = result.limited_by
     rows = []
     for i, label in enumerate(result.label):
         row = {
@@ -353,6 +355,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
             "achievable_gbps": result.achievable_gbps[i],
             "line_rate_gbps": result.line_rate_gbps[i],
             "bottleneck": str(result.bottleneck[i]),
+            "limited_by": limits[i],
             "pcie_up_gbps": result.pcie_up_gbps[i],
             "pcie_down_gbps": result.pcie_down_gbps[i],
             "up_bytes_per_pkt": result.up_bytes_per_pkt[i],
@@ -382,8 +385,9 @@ def cmd_nic(args: argparse.Namespace) -> None:
         rows.append(row)
 
     def human() -> str:
+        device = f"\nNIC: {profile.device.name}" if profile.device else ""
         head = (
-            f"{profile.name}: {profile.description}\nGen{link.gen} x{link.lanes} "
+            f"{profile.name}: {profile.description}{device}\nGen{link.gen} x{link.lanes} "
             f"({link.tlp_gbps:.2f} Gb/s for TLPs per direction), {args.eth} GbE"
         )
         table = format_table(
@@ -393,6 +397,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
                 "Gb/s",
                 "line Gb/s",
                 "bottleneck",
+                "limited by",
                 "up Gb/s",
                 "down Gb/s",
                 "B up/pkt",
@@ -405,6 +410,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
                     r["achievable_gbps"],
                     r["line_rate_gbps"],
                     r["bottleneck"],
+                    "+".join(r["limited_by"]),
                     r["pcie_up_gbps"],
                     r["pcie_down_gbps"],
                     r["up_bytes_per_pkt"],
@@ -530,6 +536,7 @@ def cmd_profiles(args: argparse.Namespace) -> None:
             "source": p.source,
             "notes": p.notes.strip(),
             "params": p.params,
+            "device": asdict(p.device) if p.device else None,
             "operations": [
                 {
                     "path": path,
@@ -550,7 +557,8 @@ def cmd_profiles(args: argparse.Namespace) -> None:
                     for o in out["operations"]
                 ],
             )
-            return f"{p.name}: {p.description}\nsource: {p.source}\n{p.notes.strip()}\n\n{table}"
+            text = f"{p.name}: {p.description}\nsource: {p.source}\n{p.notes.strip()}\n\n{table}"
+            return text + (_device_text(p.device) if p.device else "")
     else:
         profiles = [nic.load_profile(n) for n in nic.builtin_profiles()]
         out = [{"name": p.name, "description": p.description} for p in profiles]
@@ -563,14 +571,27 @@ def cmd_profiles(args: argparse.Namespace) -> None:
     _emit(args, out, human)
 
 
+def _device_text(device: nic.DeviceFacts) -> str:
+    """The profile's [device] facts, each assumed one with its range."""
+    rows = [
+        (name, getattr(device, name), "-".join(map(str, device.assumed.get(name, ()))) or "cited")
+        for name in nic.DEVICE_FACTS
+    ]
+    table = format_table(("device fact", "value", "assumed range"), rows)
+    return f"\n\ndevice: {device.name}\nsource: {device.source}\n{table}"
+
+
 def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     """The VTune-recipe estimate of DPDK forwarding traffic, term by term."""
     link = _link(args)
     cfg, pps = _forwarding(args)
+    mix = _forwarding_mix(args)
     if args.trace:
         _dpdk_fwd_trace(args, cfg, link)
         return
-    est = dpdk.estimate(cfg, link, pps, nic.load_profile(args.profile))
+    profile = nic.load_profile(args.profile)
+    est = dpdk.estimate(cfg, link, pps, profile, mix)
+    rate = dpdk.forwarding_rate(cfg, link, ethernet.Ethernet(args.eth), profile, mix)
     if pps > est.max_pps:
         _warn(
             f"{pps / 1e6:.6g} Mpps needs {float(est.wire_up_gbps):.1f} Gb/s up and "
@@ -581,13 +602,20 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     out = {
         **({"from_run": args.from_run} if args.from_run else {}),
         "pps": pps,
-        "pkt": cfg.pkt_bytes,
+        "pkt": None if mix else cfg.pkt_bytes,
+        "frames": rate.label[0],
+        "mean_frame_bytes": float(rate.mean_frame_bytes[0]),
         "mean_batch": cfg.batch,
         **{f"{m}_gbps": float(est.metric_gbps(m)) for m in dpdk.METRICS},
         "pcie_up_gbps": float(est.wire_up_gbps),
         "pcie_down_gbps": float(est.wire_down_gbps),
         "link_tlp_gbps": link.tlp_gbps,
-        "max_pps": est.max_pps,
+        "pcie_max_pps": est.max_pps,
+        "line_pps": float(rate.line_pps[0]),
+        "max_pps": float(rate.max_pps[0]),
+        "bottleneck": str(rate.bottleneck[0]),
+        "limited_by": rate.limited_by[0],
+        "profile": profile.name,
         "terms": [
             {
                 "term": t.name,
@@ -605,8 +633,11 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     }
 
     def human() -> str:
+        frames = (
+            f"{mix.name} frames" if mix else f"{cfg.pkt_bytes} B packets ({out['frames']} B frames)"
+        )
         head = (
-            f"DPDK forwarding at {pps / 1e6:.3f} Mpps, {cfg.pkt_bytes} B packets, mean batch "
+            f"DPDK forwarding ({profile.name}) at {pps / 1e6:.3f} Mpps, {frames}, mean batch "
             f"{cfg.batch:.2f}, Gen{link.gen} x{link.lanes}"
         )
         metrics = format_table(
@@ -631,9 +662,25 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
             f"PCIe wire: up {out['pcie_up_gbps']:.2f} Gb/s, down {out['pcie_down_gbps']:.2f} "
             f"Gb/s of {link.tlp_gbps:.2f}; the link carries at most {est.max_pps / 1e6:.2f} Mpps"
         )
-        return "\n".join([head, metrics, "", terms, wire])
+        limit = (
+            f"on {args.eth:g} GbE at most {out['max_pps'] / 1e6:.2f} Mpps, limited by "
+            f"{' + '.join(out['limited_by'])} (bottleneck {out['bottleneck']})"
+        )
+        return "\n".join([head, metrics, "", terms, wire, limit])
 
     _emit(args, out, human)
+
+
+def _forwarding_mix(args: argparse.Namespace) -> PacketMix | None:
+    """The frame-size mix of --mix (None without it); it replaces --pkt, and a stored run or a
+    trace brings its own sizes."""
+    if getattr(args, "mix", None) is None:
+        return None
+    given = [o for o, v in (("--pkt", args.pkt), ("--from-run", args.from_run)) if v is not None]
+    given += ["--trace"] if getattr(args, "trace", None) else []
+    if given:
+        raise UsageError(f"--mix sets the frame sizes; drop {', '.join(given)}")
+    return ethernet.parse_mix(args.mix)
 
 
 def _forwarding(args: argparse.Namespace) -> tuple[dpdk.ForwardingConfig, float]:
@@ -1115,6 +1162,7 @@ def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortS
         iotlb_ways=args.iotlb_ways,
         replacement=args.replacement,
         pwc_entries=args.pwc,
+        profile=args.profile,
     )
     setup = iommu.PortSetup(
         page=iommu.parse_page(args.page),
@@ -1133,22 +1181,32 @@ def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortS
         burst=args.burst,
         layout=args.layout,
     )
-    return replace(platform, engine_costs=args.engine_costs), setup
+    return platform, setup
 
 
 def _iommu_text(r: dict) -> str:
+    bounds = ", ".join(
+        f"{k} {v:.1f}" for k, v in sorted(r["bounds_mpps"].items(), key=lambda kv: kv[1])
+    )
     return "\n".join(
         [
             f"{r['mix']} B packets, {r['page']} pages, rxd/txd {r['rxd']}/{r['txd']}, pool "
             f"{r['pool']}: {r['working_set_pages']} pages touched, "
             f"{r['iotlb_entries']}-entry IOTLB",
+            f"  NIC                      {r['device']} ({r['profile']}, "
+            f"{r['read_requests']} read requests)",
             f"  IOTLB misses per packet  {r['iotlb_misses_per_pkt']:.3f}",
             f"  line rate                {r['line_mpps']:.2f} Mpps",
-            f"  without IOMMU            {r['mpps_no_iommu']:.2f} Mpps",
+            f"  nic model                {r['nic_mpps']:.2f} Mpps (`nic --profile {r['profile']}`: "
+            "line and PCIe only)",
+            f"  without IOMMU            {r['mpps_no_iommu']:.2f} Mpps, limited by "
+            f"{' + '.join(r['limited_by_no_iommu']) or 'nothing reached'}",
             f"  with IOMMU               {r['mpps_iommu']:.2f} Mpps "
             f"(x{r['throughput_ratio']:.2f}, +{r['added_latency_ns']:.0f} ns per DMA, walkers "
             f"{100 * r['walker_utilization']:.0f} % busy)",
             f"  bottleneck               {r['bottleneck']}",
+            f"  limited by               {' + '.join(r['limited_by']) or 'nothing reached'}",
+            f"  bounds (Mpps)            {bounds}",
         ]
     )
 
@@ -1252,9 +1310,9 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         "--pwc", type=_whole(), default=None, help="page-walk cache entries (default off)"
     )
     p.add_argument(
-        "--engine-costs",
-        action="store_true",
-        help="include the calibrated device's per-transaction engine costs (NFP firmware)",
+        "--profile",
+        default=iommu.DEFAULT_PROFILE,
+        help="forwarding NIC profile: the NIC's operations and [device] facts",
     )
     p.add_argument(
         "--calibration", default=str(calibrate.DEFAULT_CALIBRATION), help="calibration file (.toml)"
@@ -1473,11 +1531,20 @@ def cmd_bench_tests(args: argparse.Namespace) -> None:
     )
 
 
+def _bench_device(name: str) -> object:
+    """The pcie-bench device: the shipped NFP-6000 calibration's, or a device profile file."""
+    from pcieperf import sim
+
+    if name == BENCH_DEVICE:
+        return calibrate.load_calibration(calibrate.DEFAULT_CALIBRATION).device
+    return sim.load_device(Path(name))
+
+
 def cmd_bench_sim(args: argparse.Namespace) -> None:
     """Simulate pcie-bench points with a host and a device profile."""
     from pcieperf import sim
 
-    host, device = sim.load_host(Path(args.host)), sim.load_device(Path(args.device))
+    host, device = sim.load_host(Path(args.host)), _bench_device(args.device)
     test = bench.canonical_test(args.test)
     grid = [
         (size, window)
@@ -1723,7 +1790,7 @@ def _sweep_bench_sim(args: argparse.Namespace) -> dict[str, object]:
     cmd_bench_sim makes; latency columns are null for bandwidth tests."""
     from pcieperf import sim
 
-    host, device = sim.load_host(Path(args.host)), sim.load_device(Path(args.device))
+    host, device = sim.load_host(Path(args.host)), _bench_device(args.device)
     test = bench.canonical_test(args.test)
     rows = []
     for size in parse_int_list(args.sizes, "transfer size"):
@@ -2002,6 +2069,12 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
 
     p = command("dpdk-fwd", cmd_dpdk_fwd)
     _add_forwarding_options(p)
+    p.add_argument(
+        "--mix",
+        default=None,
+        help="frame sizes incl. FCS instead of --pkt: imix, a size, or size:count,...",
+    )
+    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     _add_trace_replay_options(p)
     p.add_argument("--poll", default="1us", help="with --trace: the PMD's poll period")
 
@@ -2056,7 +2129,11 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     _add_command(bench_sub, "tests", cmd_bench_tests)
     p = _add_command(bench_sub, "sim", cmd_bench_sim)
     p.add_argument("--host", required=True, help="host profile (.toml)")
-    p.add_argument("--device", required=True, help="device profile (.toml)")
+    p.add_argument(
+        "--device",
+        required=True,
+        help="device profile (.toml), or nfp6000: the shipped calibration's NFP-6000 engine",
+    )
     p.add_argument("--test", default="BW_DMA_RD", help="e.g. BW_RD, BW_DMA_WR, LAT_RD")
     p.add_argument("--sizes", default="64,128,256,512,1024,2048", help="bytes per transaction")
     p.add_argument("--windows", default="8192", help="window sizes in bytes")

@@ -241,6 +241,8 @@ fn classes_from_list(items: &Bound<'_, PyList>) -> PyResult<Vec<TxnClass>> {
             let d = item.cast::<PyDict>()?;
             Ok(TxnClass {
                 read: field(d, "read")?,
+                queue: field(d, "queue")?,
+                tags: field(d, "tags")?,
                 issue_ns: field(d, "issue_ns")?,
                 datapath_ns: field(d, "datapath_ns")?,
                 up_bytes: field(d, "up_bytes")?,
@@ -268,6 +270,8 @@ fn port_simulate<'py>(
         down_bytes_per_ns: field(params, "down_bytes_per_ns")?,
         warm_bytes: u64::MAX,
         posted_credits: field(params, "posted_credits")?,
+        tags_from_link: true,
+        lookahead: field(params, "lookahead")?,
     };
     let walks = Walks {
         walk_ns: field(params, "walk_ns")?,
@@ -297,6 +301,10 @@ fn port_simulate<'py>(
     out.set_item("elapsed_ns", result.elapsed_ns)?;
     out.set_item("transactions", result.transactions)?;
     out.set_item("iotlb_misses", result.iotlb_misses)?;
+    out.set_item("up_busy_ns", result.up_busy_ns)?;
+    out.set_item("down_busy_ns", result.down_busy_ns)?;
+    out.set_item("tag_busy_ns", result.tag_busy_ns)?;
+    out.set_item("rc_busy_ns", result.rc_busy_ns)?;
     out.set_item("latencies_ns", result.latencies_ns.into_pyarray(py))?;
     Ok(out)
 }
