@@ -66,20 +66,21 @@ def test_line_rate_sizes_agree_within_one_percent(capsys, size):
     assert by_sim["limited_by_no_iommu"][0] == "ethernet"
 
 
-def test_64b_forwarding_is_held_by_the_root_complex_below_the_link(platform):
+def test_64b_root_complex_bound_is_the_calibrated_write_cost_above_the_link(platform):
     # Per 64 B packet the root complex retires the 60 B packet write and the 32 B Rx
     # write-back (each one line, partly covered: write_line_ns + partial_line_ns) and a 16 B
     # RS write-back every 32 packets: (w + p) * (1 + 1 + 1/32) ns, with w and p the
-    # calibration's [host] values (9.76 and 1.98 ns): 41.9 Mpps, below the link's 42.4.
+    # calibration's [host] values. Since the offset sweeps joined the fit (docs/bench.md,
+    # "Device offsets") p is ~0 and the bound (~52 Mpps) sits above the link's 42.4, so the
+    # simulation gives the nic model's rate, PCIe up.
     cal = load_calibration(DEFAULT_CALIBRATION).shared
     per_packet_ns = (cal.write_line_ns + cal.partial_line_ns) * (2 + 1 / 32)
     model = iommu.Model(platform, iommu.Traffic(parse_mix("64"), Ethernet(40)), 50_000)
     r = model.evaluate(iommu.PortSetup(page="2m"))
     assert r.bounds_mpps["root_complex"] == pytest.approx(1e3 / per_packet_ns, rel=1e-9)
-    assert r.bounds_mpps["root_complex"] < r.nic_mpps
-    assert r.limited_by_no_iommu[0] == "root_complex"
-    assert r.bottleneck == "root-complex writes"
-    assert r.mpps_no_iommu == pytest.approx(r.bounds_mpps["root_complex"], rel=0.01)
+    assert r.bounds_mpps["root_complex"] > r.nic_mpps
+    assert r.limited_by_no_iommu[0] == "pcie_up"
+    assert r.mpps_no_iommu == pytest.approx(r.nic_mpps, rel=0.01)
 
 
 def test_dpdk_fwd_pkt_counts_bytes_dmad_so_64_is_a_68_byte_frame(capsys):
