@@ -1,23 +1,31 @@
-"""Capture-file speed (issue 5) on a generated capture of 64-byte frames (1 GiB by default).
+"""Capture commands as a user times them (issue 15): each whole `pcieperf trace` command beside
+the tool it replaces, in the same run, alternating, median of --runs runs with the spread.
 
-Read: pcieperf (Rust reader into numpy columns) against `capinfos` and `dpkt`.
-Write: pcieperf's buffered writer against a C program that calls libpcap's `pcap_dump` once
-per packet (built here from Debian's libpcap-dev), both writing the same frames.
-Merge: two interleaved halves merged by pcieperf and by `mergecap`; peak RSS (VmHWM) of the
-merge for inputs of 1/4 and of the full size, and for the full size split into 2, 8 and 64
-inputs (it must grow with neither size nor count). Two figures per merge: the process that runs
-only the Rust merge (Python + the extension, what the engine holds), and the `pcieperf trace
-merge` command as a whole (its imports included), beside `mergecap`'s.
-Targets: read >= 1 GB/s and >= 10x dpkt; write >= 3x the per-packet libpcap baseline;
-merge >= 2x mergecap; merge peak memory < 32 MiB whatever the size and count of the inputs.
-Run: python3 benchmarks/bench_trace.py [--gib 1.0] [--dir /tmp]
-Comparisons whose tool is missing are skipped with a note (apt-get install tshark libpcap-dev,
-pip install dpkt).
+- stats: `pcieperf trace stats F --json` vs `capinfos -c -d F` and a dpkt script (count and
+  bytes) on --packets 64-byte frames made by `pcieperf trace synth`;
+  peak memory on a 4 GiB capture (a sparse file: its hole reads as zero-length records at
+  time 0, so nothing is written to disk; deleted after).
+- merge: `pcieperf trace merge ... -o M.pcapng` vs `mergecap -w M.pcapng` (pcapng out on both
+  sides) for 2, 8 and 64 interleaved inputs holding the same packets, with peak memory.
+- convert: `pcieperf trace convert F -o C.pcap` vs a C program that reads F with libpcap and
+  writes it with `pcap_dump`, one call per packet (built here from Debian's libpcap-dev).
+- writer (the engine, in this process): pcieperf's buffered writer vs libpcap's `pcap_dump`
+  per packet, both writing --packets copies of one frame from memory.
+Outputs go to a tmpfs (/dev/shm) when there is one, so the disk adds noise to neither side.
+`--baseline-src DIR` also times an earlier pcieperf (its src folder, extension built) beside.
+Targets: stats >= 2x capinfos and >= 50x dpkt, < 64 MiB on 4 GiB; merge >= 3x mergecap and
+< 32 MiB at 2 and 64 inputs; convert >= 5x libpcap pcap_dump.
+Run: python3 benchmarks/bench_trace.py [--packets 6000000] [--runs 5] [--json-out F.json]
+Peers that are missing are skipped with the reason (apt-get install tshark libpcap-dev gcc;
+dpkt is pip-installed into this interpreter's environment if absent).
 """
 
 import argparse
+import compileall
+import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,17 +34,47 @@ from pathlib import Path
 
 import numpy as np
 
+import pcieperf
 from pcieperf import trace
 from pcieperf._native import core
 
 FRAME = 60  # a 64-byte frame as captured: no FCS
-RECORD = 16 + FRAME  # pcap record header + data
-BASELINE_C = r"""
+TIME = "/usr/bin/time"  # GNU time: the peak RSS of the command itself (%M, KiB)
+DPKT_SCRIPT = """
+import sys, dpkt
+packets = data = 0
+with open(sys.argv[1], "rb") as f:
+    for _, buf in dpkt.pcap.Reader(f):
+        packets += 1
+        data += len(buf)
+print(packets, data)
+"""
+CONVERT_C = r"""
+#include <pcap/pcap.h>
+#include <stdio.h>
+/* libpcap's own convert: pcap_next_ex per record, pcap_dump (two fwrites) per record. */
+int main(int argc, char **argv) {
+    char err[PCAP_ERRBUF_SIZE];
+    pcap_t *in = pcap_open_offline_with_tstamp_precision(argv[1], PCAP_TSTAMP_PRECISION_NANO,
+                                                         err);
+    if (!in) { fprintf(stderr, "%s\n", err); return 1; }
+    pcap_dumper_t *out = pcap_dump_open(in, argv[2]);
+    if (!out) { fprintf(stderr, "%s\n", pcap_geterr(in)); return 1; }
+    struct pcap_pkthdr *h;
+    const u_char *data;
+    int rc;
+    while ((rc = pcap_next_ex(in, &h, &data)) == 1) pcap_dump((u_char *)out, h, data);
+    pcap_dump_close(out);
+    pcap_close(in);
+    return rc == PCAP_ERROR_BREAK ? 0 : 1;
+}
+"""
+DUMP_C = r"""
 #include <pcap/pcap.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-/* One pcap_dump call per packet: libpcap's own per-record write path. */
+/* One pcap_dump call per packet from memory: libpcap's own per-record write path. */
 int main(int argc, char **argv) {
     long n = atol(argv[2]);
     pcap_t *p = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 262144,
@@ -60,224 +98,275 @@ int main(int argc, char **argv) {
 """
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+class Bench:
+    """Runs commands side by side and collects the figures (printed and, on request, JSON)."""
+
+    def __init__(self, runs: int, scratch: Path, out_dir: Path, baseline: Path | None) -> None:
+        self.runs = runs
+        self.scratch = scratch
+        self.out_dir = out_dir
+        self.baseline = baseline
+        self.results: dict[str, dict] = {}
+
+    def pcieperf(self, *args: str, baseline: bool = False) -> list[str]:
+        """The `pcieperf` command as a user runs it (this one, or the baseline source's)."""
+        if baseline:
+            base = ["env", f"PYTHONPATH={self.baseline}", sys.executable, "-m", "pcieperf.cli"]
+            return [*base, *args]
+        script = Path(sys.executable).with_name("pcieperf")
+        command = [str(script)] if script.exists() else [sys.executable, "-m", "pcieperf.cli"]
+        return [*command, *args]
+
+    def once(self, cmd: list[str], clean: Path | None) -> tuple[float, float | None]:
+        """Wall seconds and peak RSS (MiB, from GNU time) of one run; `clean` is removed
+        before, so no run writes over the file of another."""
+        if clean is not None:
+            clean.unlink(missing_ok=True)
+        timed = [TIME, "-f", "%M", *cmd] if Path(TIME).exists() else cmd
+        start = time.perf_counter()
+        done = subprocess.run(timed, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.strip()[-500:]}")
+        peak = int(done.stderr.strip().splitlines()[-1]) / 1024 if timed is not cmd else None
+        own = done.stdout.strip().splitlines()[-1:]  # a command may time its own work
+        if own and own[0].startswith("elapsed_s="):
+            seconds = float(own[0].removeprefix("elapsed_s="))
+        return seconds, peak
+
+    def compare(self, name: str, contenders: dict[str, tuple[list[str], Path | None]]) -> None:
+        """Times every contender `runs` times, alternating, and reports medians, spreads and
+        the speed of the first (pcieperf) against each other one."""
+        seconds: dict[str, list[float]] = {k: [] for k in contenders}
+        peaks: dict[str, list[float]] = {k: [] for k in contenders}
+        for _ in range(self.runs):
+            for label, (cmd, clean) in contenders.items():
+                s, peak = self.once(cmd, clean)
+                seconds[label].append(s)
+                if peak is not None:
+                    peaks[label].append(peak)
+        ours = next(iter(contenders))
+        print(f"{name} (median of {self.runs}, [min-max]):")
+        entry = {}
+        for label in contenders:
+            med = statistics.median(seconds[label])
+            peak = max(peaks[label]) if peaks[label] else None
+            ratio = med / statistics.median(seconds[ours])
+            shown = f"{peak:6.1f} MiB" if peak is not None else "   n/a"
+            print(
+                f"  {label:<34} {med:7.3f} s [{min(seconds[label]):.3f}-"
+                f"{max(seconds[label]):.3f}]  peak {shown}"
+                + ("" if label == ours else f"  -> pcieperf {ratio:.2f}x faster")
+            )
+            entry[label] = {"median_s": med, "runs_s": seconds[label], "peak_mib": peak}
+        self.results[name] = entry
 
 
-def run(cmd: list[str]) -> float:
-    return timed(lambda: subprocess.run(cmd, check=True, capture_output=True))
+def skip(what: str, why: str) -> None:
+    print(f"  {what}: skipped ({why})")
 
 
-def line(what: str, packets: int, nbytes: int, seconds: float) -> None:
-    print(
-        f"  {what:<38} {seconds:7.2f} s  {packets / seconds / 1e6:7.2f} Mpps  "
-        f"{nbytes / seconds / 1e9:6.2f} GB/s"
-    )
-
-
-def write_capture(path: Path, n: int, offset_ns: int = 0, step_ns: int = 17) -> float:
-    ts = trace.SYNTH_START_NS + offset_ns + np.arange(n, dtype=np.int64) * step_ns
-    lens = np.full(n, FRAME, dtype=np.uint32)
-    return timed(lambda: core().trace_synth(str(path), "pcap", ts, lens, 1024))
-
-
-def bench_read(path: Path, n: int) -> None:
-    size = path.stat().st_size
-    print(f"read ({n} packets, {size / 2**30:.2f} GiB, page cache warm):")
-    run(["cat", str(path)])  # warm the page cache for every reader alike
-    ours = timed(lambda: trace.read(path))
-    line("pcieperf trace.read -> numpy", n, size, ours)
-    if shutil.which("capinfos"):
-        theirs = run(["capinfos", "-c", "-M", str(path)])
-        line("capinfos -c", n, size, theirs)
-        print(f"  pcieperf / capinfos: {theirs / ours:.1f}x")
-    else:
-        print("  capinfos missing (apt-get install wireshark-common): skipped")
+def ensure_dpkt() -> bool:
+    """dpkt in this interpreter's environment, pip-installed if absent."""
     try:
-        import dpkt
+        import dpkt  # noqa: F401
     except ImportError:
-        print("  dpkt missing (pip install dpkt): skipped")
-        return
-
-    def dpkt_read() -> None:
-        with path.open("rb") as fh:
-            for _ in dpkt.pcap.Reader(fh):
-                pass
-
-    theirs = timed(dpkt_read)
-    line("dpkt.pcap.Reader", n, size, theirs)
-    print(f"  pcieperf / dpkt: {theirs / ours:.1f}x (target >= 10x); GB/s target >= 1")
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "dpkt"], capture_output=True
+        )
+        if done.returncode != 0:
+            return False
+    return True
 
 
-def write_batch(path: Path, n: int) -> float:
-    """The writer alone: n copies of one 60-byte frame from memory, as the C baseline writes."""
-    ts = trace.SYNTH_START_NS + np.arange(n, dtype=np.int64) * 17
-    lens = np.full(n, FRAME, dtype=np.uint32)
-    frame, offsets, iface = (
-        np.zeros(FRAME, np.uint8),
-        np.zeros(n, np.uint64),
-        np.zeros(n, np.uint32),
-    )
-
-    def write() -> None:
-        writer = core().TraceWriter(str(path), "pcap", 1, 0)
-        writer.write_batch(ts, iface, lens, lens, frame, offsets)
-        writer.close()
-
-    return timed(write)
-
-
-ROUNDS = 3
-
-
-def best_and_median(folder: Path, name: str, write) -> tuple[float, float]:
-    """Seconds of `write(path)` over ROUNDS fresh files: best and median. Each round deletes the
-    previous file and syncs first, so no writer pays for the last one's writeback."""
-    times = []
-    for _ in range(ROUNDS):
-        path = folder / name
-        path.unlink(missing_ok=True)
-        os.sync()
-        times.append(write(path))
-    return min(times), float(np.median(times))
-
-
-def bench_write(folder: Path, n: int) -> None:
-    print(f"write ({n} packets of {FRAME} B, pcap with ns timestamps, best/median of {ROUNDS}):")
-    ours = best_and_median(folder, "ours.pcap", lambda p: write_batch(p, n))
-    size = (folder / "ours.pcap").stat().st_size
-    for label, t in zip(("best", "median"), ours, strict=True):
-        line(f"pcieperf writer, {label}", n, size, t)
-    os.sync()
-    synth = write_capture(folder / "synth.pcap", n)
-    line("pcieperf trace synth (builds UDP frames)", n, size, synth)
-    (folder / "synth.pcap").unlink()
+def build_c(source: str, folder: Path, name: str) -> Path | None:
     if not (shutil.which("gcc") and Path("/usr/include/pcap/pcap.h").exists()):
-        print("  gcc or libpcap-dev missing (apt-get install libpcap-dev): skipped")
-        return
-    source = folder / "dump.c"
-    source.write_text(BASELINE_C)
-    binary = folder / "dump"
-    subprocess.run(["gcc", "-O2", "-o", str(binary), str(source), "-lpcap"], check=True)
-    theirs = best_and_median(folder, "libpcap.pcap", lambda p: run([str(binary), str(p), str(n)]))
-    for label, t in zip(("best", "median"), theirs, strict=True):
-        line(f"libpcap pcap_dump per packet, {label}", n, size, t)
-    print(
-        f"  pcieperf / pcap_dump: best {theirs[0] / ours[0]:.1f}x, median "
-        f"{theirs[1] / ours[1]:.1f}x (target >= 3x)"
+        return None
+    (folder / f"{name}.c").write_text(source)
+    binary = folder / name
+    subprocess.run(
+        ["gcc", "-O2", "-o", str(binary), str(folder / f"{name}.c"), "-lpcap"], check=True
     )
+    return binary
 
 
-# VmHWM (peak RSS of this process image) rather than ru_maxrss, which a child inherits from
-# the benchmark process that forked it. The engine alone: the extension is loaded from its file,
-# without the pcieperf package, whose __init__ imports numpy and the models (~41 MB by itself).
-MERGE_PEAK = """
-import importlib.machinery, importlib.util, sys
-loader = importlib.machinery.ExtensionFileLoader("pcieperf._core", sys.argv[1])
-core = importlib.util.module_from_spec(
-    importlib.util.spec_from_file_location("pcieperf._core", sys.argv[1], loader=loader)
-)
-loader.exec_module(core)
-core.trace_merge(sys.argv[3:], sys.argv[2], "pcapng", False)
-status = open("/proc/self/status").read().split("VmHWM:")[1]
-print(int(status.split()[0]))
+def write_capture(path: Path, n: int, offset_ns: int = 0, step_ns: int = 17) -> None:
+    """`n` UDP frames of 64 bytes, `step_ns` apart from `offset_ns` (pcap, ns)."""
+    ts = trace.SYNTH_START_NS + offset_ns + np.arange(n, dtype=np.int64) * step_ns
+    core().trace_synth(str(path), "pcap", ts, np.full(n, FRAME, dtype=np.uint32), 1024)
+
+
+def bench_stats(bench: Bench, packets: int) -> Path:
+    capture = bench.scratch / "frames.pcap"
+    seconds = packets / 10e6
+    synth = ["trace", "synth", "--sizes", "64", "--pps", "10M", "--duration", f"{seconds}s"]
+    subprocess.run([*bench.pcieperf(*synth, "-o", str(capture))], check=True, capture_output=True)
+    subprocess.run(["cat", str(capture)], check=True, stdout=subprocess.DEVNULL)  # page cache
+    contenders = {
+        "pcieperf trace stats --json": (
+            bench.pcieperf("trace", "stats", str(capture), "--json"),
+            None,
+        )
+    }
+    if bench.baseline:
+        base = bench.pcieperf("trace", "stats", str(capture), "--json", baseline=True)
+        contenders["baseline pcieperf trace stats --json"] = (base, None)
+    if shutil.which("capinfos"):
+        contenders["capinfos -c -d"] = (["capinfos", "-c", "-d", str(capture)], None)
+    else:
+        skip("capinfos", "not installed: apt-get install tshark")
+    if ensure_dpkt():
+        contenders["dpkt.pcap.Reader (count, bytes)"] = (
+            [sys.executable, "-c", DPKT_SCRIPT, str(capture)],
+            None,
+        )
+    else:
+        skip("dpkt", "pip could not install it")
+    size = capture.stat().st_size
+    bench.compare(
+        f"stats: {packets} packets of 64 B, {size / 1e6:.0f} MB, page cache warm", contenders
+    )
+    return capture
+
+
+def bench_stats_memory(bench: Bench) -> None:
+    """Peak memory of `trace stats` on 4 GiB: a sparse pcap whose hole reads as 16-byte zero
+    records (time 0, no data), 268 M packets, with no disk used."""
+    big = bench.scratch / "sparse-4gib.pcap"
+    header = (0xA1B23C4D).to_bytes(4, "little") + bytes([2, 0, 4, 0]) + bytes(8)
+    header += (262144).to_bytes(4, "little") + (1).to_bytes(4, "little")  # snaplen, Ethernet
+    records = ((4 << 30) - len(header)) // 16
+    with big.open("wb") as f:
+        f.write(header)
+        f.truncate(len(header) + 16 * records)
+    try:
+        seconds, peak = bench.once(bench.pcieperf("trace", "stats", str(big), "--json"), None)
+    finally:
+        big.unlink()
+    print(
+        f"stats of a 4 GiB capture ({records / 1e6:.0f} M records): {seconds:.1f} s, "
+        f"peak {peak:.1f} MiB (target < 64)"
+    )
+    bench.results["stats 4 GiB"] = {"seconds": seconds, "peak_mib": peak}
+
+
+def bench_merge(bench: Bench, packets: int) -> None:
+    out = bench.out_dir / "merged.pcapng"
+    for parts in (2, 8, 64):
+        inputs = [bench.scratch / f"part{parts}-{k}.pcap" for k in range(parts)]
+        for k, path in enumerate(inputs):
+            write_capture(path, packets // parts, 17 * k, 17 * parts)
+        subprocess.run(["cat", *map(str, inputs)], check=True, stdout=subprocess.DEVNULL)
+        names = [str(p) for p in inputs]
+        contenders = {
+            "pcieperf trace merge -o M.pcapng": (
+                bench.pcieperf("trace", "merge", *names, "-o", str(out), "--force"),
+                out,
+            )
+        }
+        if bench.baseline:
+            base = bench.pcieperf(
+                "trace", "merge", *names, "-o", str(out), "--force", baseline=True
+            )
+            contenders["baseline pcieperf trace merge"] = (base, out)
+        if shutil.which("mergecap"):
+            contenders["mergecap -w M.pcapng"] = (["mergecap", "-w", str(out), *names], out)
+        else:
+            skip("mergecap", "not installed: apt-get install tshark")
+        bench.compare(f"merge: {parts} inputs, {packets} packets to pcapng", contenders)
+        out.unlink(missing_ok=True)
+        for path in inputs:
+            path.unlink()
+
+
+def bench_convert(bench: Bench, capture: Path, packets: int) -> None:
+    out = bench.out_dir / "converted.pcap"
+    contenders = {
+        "pcieperf trace convert -o C.pcap": (
+            bench.pcieperf("trace", "convert", str(capture), "-o", str(out), "--force"),
+            out,
+        )
+    }
+    binary = build_c(CONVERT_C, bench.scratch, "pcap_convert")
+    if binary is None:
+        skip("libpcap convert", "gcc or libpcap-dev missing: apt-get install gcc libpcap-dev")
+    else:
+        contenders["libpcap pcap_next_ex + pcap_dump"] = (
+            [str(binary), str(capture), str(out)],
+            out,
+        )
+    bench.compare(f"convert: {packets} packets, pcap (ns) to pcap (ns)", contenders)
+    out.unlink(missing_ok=True)
+
+
+# The writer as an engine: the time of writing and closing only (not Python's start-up, numpy's
+# import or building the arrays), against the C program's whole run.
+WRITER = """
+import sys, time, numpy as np
+from pcieperf._native import core
+n = int(sys.argv[2])
+ts = 1767225600000000000 + np.arange(n, dtype=np.int64) * 17
+lens = np.full(n, 60, dtype=np.uint32)
+start = time.perf_counter()
+writer = core().TraceWriter(sys.argv[1], "pcap", 1, 0)
+writer.write_batch(ts, np.zeros(n, np.uint32), lens, lens, np.zeros(60, np.uint8),
+                   np.zeros(n, np.uint64))
+writer.close()
+print(f"elapsed_s={time.perf_counter() - start}")
 """
 
 
-def merge_peak_mib(inputs: list[Path], out: Path) -> float:
-    extension = core().__file__
-    done = subprocess.run(
-        [sys.executable, "-c", MERGE_PEAK, extension, str(out), *map(str, inputs)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return int(done.stdout.strip()) / 1024
-
-
-def command_peak_mib(cmd: list[str]) -> float:
-    """Peak RSS of a whole command (GNU time's maximum resident set size of the child)."""
-    done = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", *cmd], check=True, capture_output=True, text=True
-    )
-    return int(done.stderr.strip().splitlines()[-1]) / 1024
-
-
-def split_inputs(folder: Path, n: int, parts: int) -> list[Path]:
-    """`n` packets split into `parts` interleaved inputs (input k holds packets k, k+parts...)."""
-    paths = []
-    for k in range(parts):
-        paths.append(folder / f"part{parts}-{k}.pcap")
-        write_capture(paths[-1], n // parts, 17 * k, 17 * parts)
-    return paths
-
-
-def bench_merge(folder: Path, n: int) -> None:
-    half = n // 2
-    a, b = folder / "a.pcap", folder / "b.pcap"
-    write_capture(a, half, 0, 34)
-    write_capture(b, half, 17, 34)  # interleaves with a: the merge alternates inputs
-    size = a.stat().st_size + b.stat().st_size
-    print(f"merge (2 x {half} packets, {size / 2**30:.2f} GiB in):")
-    run(["cat", str(a), str(b)])
-    out = folder / "merged.pcap"
-    ours = timed(lambda: trace.merge([a, b], out, force=True))
-    line("pcieperf trace.merge", 2 * half, size, ours)
-    if shutil.which("mergecap"):
-        theirs = run(["mergecap", "-F", "pcap", "-w", str(folder / "mc.pcap"), str(a), str(b)])
-        line("mergecap -F pcap", 2 * half, size, theirs)
-        print(f"  pcieperf / mergecap: {theirs / ours:.1f}x (target >= 2x)")
+def bench_writer(bench: Bench, packets: int) -> None:
+    out = bench.out_dir / "written.pcap"
+    contenders = {
+        "pcieperf writer (engine only)": (
+            [sys.executable, "-c", WRITER, str(out), str(packets)],
+            out,
+        )
+    }
+    binary = build_c(DUMP_C, bench.scratch, "pcap_dump_loop")
+    if binary is None:
+        skip("libpcap pcap_dump", "gcc or libpcap-dev missing: apt-get install gcc libpcap-dev")
     else:
-        print("  mergecap missing (apt-get install wireshark-common): skipped")
-    small_a, small_b = folder / "sa.pcap", folder / "sb.pcap"
-    write_capture(small_a, half // 4, 0, 34)
-    write_capture(small_b, half // 4, 17, 34)
-    small = merge_peak_mib([small_a, small_b], folder / "sm.pcapng")
-    full = merge_peak_mib([a, b], folder / "m.pcapng")
-    print(
-        f"  merge peak RSS (engine): {small:.1f} MiB for {size / 4 / 2**20:.0f} MiB in, "
-        f"{full:.1f} MiB for {size / 2**20:.0f} MiB in"
-    )
-    for f in (small_a, small_b):
-        f.unlink()
-    bench_merge_count(folder, [a, b], size)
-
-
-def bench_merge_count(folder: Path, pair: list[Path], size: int) -> None:
-    """Peak RSS with 2, 8 and 64 inputs of the same total size."""
-    n = sum((p.stat().st_size - 24) // RECORD for p in pair)
-    pcieperf = [sys.executable, "-m", "pcieperf.cli", "trace", "merge", "--force"]
-    for parts in (2, 8, 64):
-        inputs = pair if parts == 2 else split_inputs(folder, n, parts)
-        out = folder / "count.pcapng"
-        engine = merge_peak_mib(inputs, out)
-        whole = command_peak_mib([*pcieperf, *map(str, inputs), "-o", str(out)])
-        line_ = f"  {parts:>2} inputs, {size / 2**20:.0f} MiB: engine {engine:5.1f} MiB, "
-        line_ += f"pcieperf trace merge {whole:5.1f} MiB"
-        if shutil.which("mergecap"):
-            theirs = command_peak_mib(["mergecap", "-w", str(out), *map(str, inputs)])
-            line_ += f", mergecap {theirs:5.1f} MiB"
-        print(line_)
-        if parts != 2:
-            for p in inputs:
-                p.unlink()
+        contenders["libpcap pcap_dump per packet"] = ([str(binary), str(out), str(packets)], out)
+    bench.compare(f"writer: {packets} frames of 60 B from memory", contenders)
+    out.unlink(missing_ok=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gib", type=float, default=1.0, help="size of the generated capture")
+    parser.add_argument("--packets", type=int, default=6_000_000, help="64-byte frames")
+    parser.add_argument("--runs", type=int, default=5, help="runs per command (median)")
     parser.add_argument("--dir", default=None, help="scratch folder (default: a temp dir)")
+    parser.add_argument("--baseline-src", default=None, help="an earlier pcieperf's src folder")
+    parser.add_argument("--json-out", default=None, help="also write the figures here")
+    parser.add_argument("--skip-4gib", action="store_true", help="skip the 4 GiB memory run")
     args = parser.parse_args()
-    n = int(args.gib * 2**30 - 24) // RECORD
-    with tempfile.TemporaryDirectory(dir=args.dir) as scratch:
-        folder = Path(scratch)
-        bench_write(folder, n)
-        bench_read(folder / "ours.pcap", n)
-        for name in ("libpcap.pcap", "ours.pcap"):
-            (folder / name).unlink(missing_ok=True)
-        bench_merge(folder, n)
+    # A pip install compiles the package's bytecode; an editable one, or a machine with
+    # PYTHONDONTWRITEBYTECODE set, would recompile it on every run: compile it once here.
+    compileall.compile_dir(Path(pcieperf.__file__).parent, quiet=1)
+    if args.baseline_src:
+        compileall.compile_dir(Path(args.baseline_src), quiet=1)
+    shm = Path("/dev/shm")
+    with (
+        tempfile.TemporaryDirectory(dir=args.dir) as scratch,
+        tempfile.TemporaryDirectory(
+            dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else args.dir
+        ) as out_dir,
+    ):
+        baseline = Path(args.baseline_src).resolve() if args.baseline_src else None
+        bench = Bench(args.runs, Path(scratch), Path(out_dir), baseline)
+        print(f"load average before: {os.getloadavg()}, {os.cpu_count()} CPUs")
+        capture = bench_stats(bench, args.packets)
+        bench_convert(bench, capture, args.packets)
+        capture.unlink()
+        bench_merge(bench, args.packets)
+        bench_writer(bench, args.packets)
+        if not args.skip_4gib:
+            bench_stats_memory(bench)
+        print(f"load average after: {os.getloadavg()}")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(bench.results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -193,6 +194,22 @@ def test_snaplen_warning_is_one_line_per_file(tmp_path, capsys):
     )
 
 
+def test_files_are_reported_in_order_up_to_the_first_that_fails(tmp_path, capsys):
+    # Files are read in parallel, but warnings and the error come in the order of the files:
+    # the first file's warning, then the second's error (exit 2), as when they were read one
+    # after the other; the third, readable, is not reported.
+    over, missing = tmp_path / "over.pcap", tmp_path / "missing.pcap"
+    over.write_bytes(QUIRKS["over_snaplen.pcap"][0])
+    assert main(["trace", "stats", str(over), str(missing), str(over)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"pcieperf: warning: {over}: 1 records are longer than their snaplen; read in full, "
+        "as Wireshark does\n"
+        f"pcieperf: error: {missing}: No such file or directory (os error 2)\n"
+    )
+
+
 def test_caplen_above_the_link_types_maximum_is_refused(tmp_path, capsys):
     # libpcap's max_snaplen_for_dlt: 262144 for Ethernet (1), 128 MiB for D-Bus (231).
     record = [(1000, 0, b"\x01" * 262_145, 262_145)]
@@ -282,6 +299,25 @@ def test_standard_input_is_read_for_a_dash(tmp_path):
     )
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes (POSIX)")
+def test_a_pipe_is_read_once_even_out_of_order(tmp_path, capsys):
+    # A pipe (as from `<(zcat x.pcap.gz)`) cannot be read a second time, as an out-of-order
+    # regular file is: it is kept in memory like standard input, with the same statistics.
+    data = QUIRKS["out_of_order.pcap"][0]
+    plain, fifo = tmp_path / "plain.pcap", tmp_path / "pipe.pcap"
+    plain.write_bytes(data)
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_bytes, args=(data,))
+    writer.start()
+    assert main(["trace", "stats", "--json", str(fifo)]) == 0
+    writer.join()
+    got = json.loads(capsys.readouterr().out)[0]
+    assert main(["trace", "stats", "--json", str(plain)]) == 0
+    expected = json.loads(capsys.readouterr().out)[0]
+    assert got == expected | {"file": str(fifo)}
+    assert (got["packets"], got["out_of_order"]) == (3, 1)  # 1001 s after 1002 s
+
+
 def test_link_types_are_named(tmp_path, capsys):
     path = tmp_path / "cooked.pcapng"
     path.write_bytes(shb("<") + idb("<", 0, linktype=113) + idb("<", 0, linktype=101))
@@ -336,6 +372,27 @@ def test_peak_rates_are_never_below_the_mean(times, lengths):
             continue
         assert rate["peak_pps"] >= s["mean_pps"]
         assert rate["peak_gbps"] >= s["mean_gbps"]
+
+
+def test_stats_windows_are_the_ones_asked_for(tmp_path, capsys):
+    # 1 Mpps of 64-byte frames for 10 ms: packets 1 us apart, the last at 9.999 ms.
+    out = tmp_path / "c.pcap"
+    trace.synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
+    assert main(["trace", "stats", "--json", "--windows", "100us,2ms", str(out)]) == 0
+    fine, coarse = json.loads(capsys.readouterr().out)[0]["rates"]
+    # 100 us windows: 100 of them, the last covering 99 us with 100 packets (9900..9999).
+    assert (fine["window_ns"], fine["windows"]) == (100_000, 100)
+    assert fine["peak_pps"] == 100 * 1e9 / 99_000
+    # 2 ms windows: 5, the last covering 1.999 ms with 2000 packets; a full one has 2000 in 2 ms.
+    assert (coarse["window_ns"], coarse["windows"]) == (2_000_000, 5)
+    assert coarse["peak_pps"] == 2000 * 1e9 / 1_999_000
+    # 2000 frames of 60 bytes (960 000 bits) in 1.999 ms.
+    assert coarse["peak_gbps"] == 960_000 / 1_999_000
+    assert main(["trace", "stats", "--windows", "1ms,0s", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "pcieperf: error: rate window '0s' is not understood; write a positive time like 1s, "
+        "100ms, 10us, 500ns\n"
+    )
 
 
 def test_demand_does_not_dip_in_a_part_filled_last_window():

@@ -66,20 +66,20 @@ def run_fit(tmp_path, skx, result, setup=None, base="e5-v4"):
 
 
 def test_walk_bound_counters_give_back_the_walkers(tmp_path, skx, skx_64b):
-    # skylake-sp at 64 B, rxd 1024: 7.15 Mpps forwarded, 3.48 misses each = 24.9 M walks/s,
-    # with 321 ns per walk = 8.0 walkers (the profile's 8); the rate is below the IOMMU-free
-    # 28.4 Mpps, so the walks bound it.
+    # skylake-sp at 64 B, rxd 1024 on testpmd-fwd: 18.6 Mpps forwarded, 2.01 misses each =
+    # 37.4 M walks/s, with 321 ns per walk = 12.0 walkers (the profile's 12); the rate is below
+    # the IOMMU-free 42.4 Mpps, so the walks bound it.
     fit = run_fit(tmp_path, skx, skx_64b)
     assert fit.walk_bound
     assert fit.misses_per_pkt == pytest.approx(skx_64b.iotlb_misses_per_fwd_pkt, rel=0.01)
-    assert fit.walkers.value == 8
-    assert fit.walkers.low <= 8 <= fit.walkers.high
-    # 3.48 misses per packet only happen while the ~2000 pages in flight outgrow the IOTLB:
+    assert fit.walkers.value == 12
+    assert fit.walkers.low <= 12 <= fit.walkers.high
+    # 2.01 misses per packet only happen while the ~2000 pages in flight outgrow the IOTLB:
     # the reach is below that, and the skylake-sp value (512) lies inside.
     assert fit.entries.low <= 512 <= fit.entries.high < 2048
     assert fit.entries.kind == fit.walkers.kind == "fit"
     # Lookups per packet: (hits 3e7 + misses) / rate.
-    assert fit.lookups_per_pkt == pytest.approx((3e7 + 24.9e6) / 7.15e6, rel=0.02)
+    assert fit.lookups_per_pkt == pytest.approx((3e7 + 37.4e6) / 18.6e6, rel=0.02)
 
 
 def test_no_misses_bound_the_reach_from_below(tmp_path, skx):
@@ -111,15 +111,17 @@ def test_a_miss_rate_no_reach_gives_is_refused(tmp_path, skx):
 
 
 def test_cli_writes_a_profile_that_iommu_sim_runs(tmp_path, capsys, skx_64b):
-    path = write_skx(tmp_path / "pcm.csv", skx_64b.iotlb_misses_per_fwd_pkt * 7.15e6, 3e7)
+    # The rate skylake-sp forwards at 64 B, rxd 1024 (18.6 Mpps, test above): 12 walkers back.
+    pps = skx_64b.mpps_iommu * 1e6
+    path = write_skx(tmp_path / "pcm.csv", skx_64b.iotlb_misses_per_fwd_pkt * pps, 3e7)
     out_file = tmp_path / "mine.toml"
-    argv = ["iommu", "fit", "--counters", str(path), "--pps", "7.15M", "--rxd", "1024"]
+    argv = ["iommu", "fit", "--counters", str(path), "--pps", f"{pps:.0f}", "--rxd", "1024"]
     argv += ["--pkt", "64", "--platform", "skylake-sp", "--packets", str(PACKETS)]
     code, out, err = run_cli(capsys, *argv, "-o", str(out_file), "--json")
     assert code == 0, err
     payload = json.loads(out)
     assert payload["walk_bound"] is True
-    assert payload["walkers"]["value"] == 8
+    assert payload["walkers"]["value"] == 12
     assert payload["file"] == str(out_file)
     code, out, err = run_cli(
         capsys, "iommu", "sim", "--platform", str(out_file), "--packets", str(PACKETS), "--json"

@@ -160,6 +160,15 @@ def test_bench_cli(tmp_path, capsys):
     assert main(argv) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["trans_per_s"] == pytest.approx(50e6, rel=0.01)
+    # A device that reads its memory in 128 B bursts of 4 + 17 ns: 128 B writes from device
+    # offset 2 span 17 words, two bursts: one write per 38 ns.
+    dev.write_text(
+        dev.read_text().replace("write_ns = 20.0", "write_ns = 0.0")
+        + "burst_base_ns = 4.0\nburst_ns = 17.0\n"
+    )
+    assert main([*argv[:-3], "--sizes", "128", "--dev-offset", "2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["trans_per_s"] == pytest.approx(1e9 / 38.0, rel=0.01)
     assert main(["bench", "tests", "--json"]) == 0
     assert "BW_DMA_RW" in capsys.readouterr().out
     assert (

@@ -1,20 +1,59 @@
 //! Any byte string through the capture reader, strict and with `skip_bad`: it must return
-//! records or a one-line error, never panic, loop forever or read out of bounds.
+//! records or a one-line error, never panic, loop forever or read out of bounds. The records
+//! read then go through the statistics (any times, lengths and interfaces), which must not
+//! panic or overflow either.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use pcieperf_core::trace::read::Reader;
+use pcieperf_core::trace::stats::{columns_stats, StatsConfig, DISTINCT_GAP_LIMIT};
+
+/// The configuration `trace stats` uses (src/pcieperf/trace.py), with a tiny distinct-gap
+/// limit so that the bucketed gap counts are exercised too.
+fn config() -> StatsConfig {
+    StatsConfig {
+        windows_ns: vec![1, 1_000_000, 1_000_000_000],
+        eth_gbps: 40.0,
+        overhead_bytes: 20,
+        fcs_bytes: 4,
+        min_frame_bytes: 64,
+        ethernet_header_bytes: 14,
+        link_header_bytes: vec![(1, 14), (113, 16), (276, 20), (101, 0), (228, 0), (229, 0)],
+        size_bins: vec![0, 64, 65, 128, 256, 512, 1024, 1519],
+        percentiles: vec![0.0, 50.0, 99.0, 100.0],
+        distinct_gap_limit: DISTINCT_GAP_LIMIT.min(2),
+    }
+}
 
 fuzz_target!(|data: &[u8]| {
-    for skip_bad in [false, true] {
+    // Strict, skipping damage, and read ahead on a thread (the block swap must give the same
+    // bytes as the plain buffer).
+    for (skip_bad, ahead) in [(false, false), (true, false), (false, true)] {
         let Ok(mut reader) = Reader::from_bytes("fuzz", data.to_vec(), skip_bad) else {
             continue;
         };
-        let mut records = 0usize;
+        if ahead {
+            reader.read_ahead();
+        }
+        let mut records = Vec::new();
         while let Ok(Some(record)) = reader.next_record() {
             assert_eq!(reader.data(&record).len(), record.caplen as usize);
-            records += 1;
-            assert!(records <= data.len(), "more records than bytes");
+            records.push(record);
+            assert!(records.len() <= data.len(), "more records than bytes");
         }
+        let ts: Vec<i64> = records.iter().map(|r| r.ts_ns).collect();
+        let caplen: Vec<u32> = records.iter().map(|r| r.caplen).collect();
+        let wirelen: Vec<u32> = records.iter().map(|r| r.wirelen).collect();
+        let iface: Vec<u32> = records.iter().map(|r| r.iface).collect();
+        let summary = columns_stats(
+            &ts,
+            &caplen,
+            &wirelen,
+            &iface,
+            reader.interfaces(),
+            &config(),
+        )
+        .expect("records name interfaces the reader defined");
+        assert_eq!(summary.totals.packets, records.len() as u64);
     }
 });

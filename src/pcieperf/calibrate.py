@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from pcieperf.alignment import BURST_BYTES, TransferShape, transfer_shape
 from pcieperf.bench import (
     CACHE_STATES,
     SMALL_PAGE_BYTES,
@@ -30,7 +31,7 @@ from pcieperf.link import Link
 from pcieperf.progress import wrap as with_progress
 from pcieperf.sim import DeviceProfile, HostProfile, cache_lines, from_table, load_toml
 from pcieperf.store import parse_result_dir
-from pcieperf.tlp import read_cost, write_cost
+from pcieperf.tlp import read_cost
 
 
 @dataclass(frozen=True)
@@ -424,6 +425,7 @@ class SharedHost:
     walkers: int
     posted_credits: int
     completion_policy: str
+    read_partial_line_ns: float = 0.0
     # CPU generations of the hosts whose IOTLB misses fixed walk_busy_ns (cpu_generation)
     walker_generations: list[str] = field(default_factory=list)
 
@@ -454,8 +456,8 @@ SPREAD_QUANTILES = (2.5, 97.5)
 
 def category(test: str, misses: bool, pattern: str = "Rand", dev_offset: int = 0) -> str:
     """A point's spread category: its test, whether its accesses miss in the IOTLB, and for
-    the offset sweeps (the suite's only `Seq` rows) whether the device offset is non-zero,
-    which the model does not know yet (issue 14 item 3)."""
+    the offset sweeps (the suite's only `Seq` rows) whether the device offset is non-zero
+    (modelled by the same fit, but strays from it in its own way)."""
     tag = "+do" if dev_offset > 0 else "+seq" if pattern == "Seq" else ""
     return f"{test}{'+iotlb' if misses else ''}{tag}"
 
@@ -496,12 +498,14 @@ class FitSummary:
     left_out: list[str] = field(default_factory=list)
 
 
-FIT_FILES = (
+# Issue 3's acceptance set: the size sweep and the window sweeps.
+ACCEPTANCE_FILES = (
     "bw_dma_sz_sweep.csv",
     *(f"bw_dma_win_sweep_{d}_rnd_{s}.csv" for d in ("rd", "wr") for s in WINDOW_SWEEP_SIZES),
 )
-# Not fitted (device offsets are not modelled), only measured for the calibration's spread.
+# The offset sweeps (issue 14 item 3: host and device offsets).
 OFFSET_FILES = tuple(f"bw_dma_off_{d}{c}.csv" for d in ("rd", "wr") for c in ("", "_cold"))
+FIT_FILES = (*ACCEPTANCE_FILES, *OFFSET_FILES)
 MIN_FIT_SIZE = 64  # the size sweep's 16 and 32 B rows sit below a cache line; not fitted
 POSTED_CREDITS = 64  # not observable in the data: large enough never to bind (docs/bench.md)
 _PARAMETERS = (
@@ -516,8 +520,13 @@ _PARAMETERS = (
     "rc_write_line_ns",
     "rc_partial_line_ns",
     "walk_busy_ns",
+    "read_request_ns",
+    "unaligned_read_ns",
+    "burst_base_ns",
+    "burst_ns",
+    "read_partial_line_ns",
 )
-_START = np.array([32, 100, 10, 5, 15, 5, 5, 5, 9, 3, 40], dtype=np.float64)
+_START = np.array([32, 100, 10, 5, 15, 5, 5, 5, 9, 3, 40, 10, 20, 4, 17, 2], dtype=np.float64)
 WALKERS = 1  # with the busy time fitted, one walker: only their ratio is observable
 
 
@@ -529,6 +538,7 @@ class _Terms:
     size: NDArray
     lines: NDArray
     partial: NDArray
+    shape: TransferShape
     test: NDArray
     latency: NDArray
     miss: NDArray
@@ -540,8 +550,8 @@ class _Terms:
 
 
 def bandwidth_points(run: HostRun, files: tuple[str, ...] = FIT_FILES) -> dict[str, NDArray]:
-    """A host's bandwidth rows of `files` from 64 B up (default: the fitted/validated ones,
-    the size sweep and the window sweeps)."""
+    """A host's bandwidth rows of `files` from 64 B up (default: the fitted ones, the size,
+    window and offset sweeps)."""
     parts = []
     for file in files:
         if file not in run.tables:
@@ -555,14 +565,20 @@ def bandwidth_points(run: HostRun, files: tuple[str, ...] = FIT_FILES) -> dict[s
 
 
 def _terms(
-    run: HostRun, fit: LatencyFit, policy: str, files: tuple[str, ...] = FIT_FILES
+    run: HostRun,
+    fit: LatencyFit,
+    policy: str,
+    files: tuple[str, ...] = FIT_FILES,
+    burst_bytes: int = BURST_BYTES,
 ) -> _Terms:
     rows = bandwidth_points(run, files)
     link = host_link(run.facts, policy)
     size = rows["size_bytes"].astype(np.int64)
     window = rows["window_bytes"].astype(np.float64)
     rate = link.tlp_bytes_per_s / 1e9
-    rd, wr = read_cost(link, size), write_cost(link, size)
+    shape = transfer_shape(
+        link, size, rows["host_offset"], rows["dev_offset"], rows["window_bytes"], burst_bytes
+    )
     lines, partial = cache_lines(rows["host_offset"], size)
     miss = iotlb_miss(window, fit.iotlb_entries, run.iommu.mode)
     cats = [
@@ -574,12 +590,13 @@ def _terms(
         size=size,
         lines=lines,
         partial=partial.astype(np.float64),
+        shape=shape,
         test=rows["test"],
         latency=latency_model(fit, window, rows["cache"], run.iommu.mode),
         miss=miss,
-        read_up=rd.wire_out / rate,
-        read_down=rd.wire_back / rate,
-        write_up=wr.wire_out / rate,
+        read_up=shape.read_up_bytes / rate,
+        read_down=shape.read_down_bytes / rate,
+        write_up=shape.write_up_bytes / rate,
         read64_wires=read_wire_ns(link, 64),
         category=np.array(cats),
     )
@@ -604,14 +621,32 @@ def host_link(facts: HostFacts, policy: str) -> Link:
     )
 
 
+def _device_of(
+    values: dict[str, float], name: str, source: str, burst_bytes: int = BURST_BYTES
+) -> DeviceProfile:
+    """The device profile that fitted parameter values describe."""
+    return DeviceProfile(
+        name=name,
+        source=source,
+        fixed_latency_ns=0.0,
+        burst_bytes=burst_bytes,
+        notes="fixed latency is folded into the host latencies the latency sweep gives",
+        **{k: round(values[k]) if k == "tags" else values[k] for k in _DEVICE_FIELDS},
+    )
+
+
 def _mean_value_gbps(t: _Terms, x: NDArray) -> NDArray:
     """Bandwidth of each point as the slowest of its resources (the simulator's bottlenecks)."""
-    tags, overhead, r0, r1, w0, w1, d0, d1, rc1, rcp, walk_busy = x
-    read, write, path = r0 + r1 * t.lines, w0 + w1 * t.lines, d0 + d1 * t.lines
-    root_complex = rc1 * t.lines + rcp * t.partial
-    walk = t.miss * walk_busy / WALKERS
+    v = dict(zip(_PARAMETERS, x, strict=True))
+    tags, overhead = v["tags"], v["latency_overhead_ns"]
+    device = _device_of(v, "mean-value model", "fit")
+    read, write, path = device.times(t.shape)
+    read = read + v["read_partial_line_ns"] * t.partial
+    root_complex = v["rc_write_line_ns"] * t.lines + v["rc_partial_line_ns"] * t.partial
+    walk = t.miss * v["walk_busy_ns"] / WALKERS
     # Round trip of a read: the measured 64 B latency, corrected for size, minus the overhead.
-    trip = t.latency - overhead + (read + path + t.read_up + t.read_down) - (r0 + r1 + d0 + d1)
+    read64, _, path64 = device.costs(1)
+    trip = t.latency - overhead + (read + path + t.read_up + t.read_down) - (read64 + path64)
     trip = np.maximum(trip - t.read64_wires, 1.0)
     read_time = np.maximum.reduce([read, path, t.read_up, t.read_down, walk, trip / tags])
     write_time = np.maximum.reduce([write, path, t.write_up, root_complex, walk])
@@ -633,12 +668,15 @@ def _mean_value_gbps(t: _Terms, x: NDArray) -> NDArray:
     return t.size * 8 / time
 
 
-def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibration:
+def fit_device(
+    runs: list[HostRun], name: str = "calibrated device", burst_bytes: int = BURST_BYTES
+) -> Calibration:
     """Least-squares fit of the device and shared host parameters to the hosts' bandwidths.
 
     Minimises the robust (soft-L1) sum of log(predicted / measured) over every size-sweep
-    (>= 64 B) and window-sweep point of the steady hosts; both completion policies are tried
-    and the better kept. Latency-derived host parameters come from each host's own sweep.
+    (>= 64 B), window-sweep and offset-sweep point of the steady hosts; both completion
+    policies are tried and the better kept. Latency-derived host parameters come from each
+    host's own sweep; `burst_bytes` is the device-memory burst the fit assumes.
     """
     from scipy.optimize import least_squares  # only fitting needs scipy; keep the CLI quick
 
@@ -647,7 +685,10 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
     latencies = [host_latency(r) for r in steady]
     best = None
     for policy in with_progress(("mps", "rcb"), "fitting", "completion policy"):
-        terms = [_terms(r, lat, policy) for r, lat in zip(steady, latencies, strict=True)]
+        terms = [
+            _terms(r, lat, policy, burst_bytes=burst_bytes)
+            for r, lat in zip(steady, latencies, strict=True)
+        ]
         fit = least_squares(
             lambda x, terms=terms: np.concatenate(
                 [np.log(_mean_value_gbps(t, x) / t.measured_gbps) for t in terms]
@@ -666,20 +707,8 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
         for r, t in zip(steady, terms, strict=True)
     }
     values = dict(zip(_PARAMETERS, (float(v) for v in x), strict=True))
-    device = DeviceProfile(
-        name=name,
-        source=f"pcieperf bench calibrate on {len(steady)} hosts (fit.hosts)",
-        tags=round(values["tags"]),
-        read_ns=values["read_ns"],
-        read_line_ns=values["read_line_ns"],
-        write_ns=values["write_ns"],
-        write_line_ns=values["write_line_ns"],
-        datapath_ns=values["datapath_ns"],
-        datapath_line_ns=values["datapath_line_ns"],
-        fixed_latency_ns=0.0,
-        latency_overhead_ns=values["latency_overhead_ns"],
-        notes="fixed latency is folded into the host latencies the latency sweep gives",
-    )
+    source = f"pcieperf bench calibrate on {len(steady)} hosts (fit.hosts)"
+    device = _device_of(values, name, source, burst_bytes)
     shared = SharedHost(
         write_line_ns=values["rc_write_line_ns"],
         partial_line_ns=values["rc_partial_line_ns"],
@@ -687,15 +716,11 @@ def fit_device(runs: list[HostRun], name: str = "calibrated device") -> Calibrat
         walkers=WALKERS,
         posted_credits=POSTED_CREDITS,
         completion_policy=policy,
+        read_partial_line_ns=values["read_partial_line_ns"],
         walker_generations=sorted({r.generation for r in steady if r.iommu.misses}),
     )
     points = sum(t.size.size for t in terms)
-    offsets = [
-        _terms(r, lat, policy, OFFSET_FILES)
-        for r, lat in zip(steady, latencies, strict=True)
-        if any(f in r.tables for f in OFFSET_FILES)
-    ]
-    spread = fit_spread(terms + offsets, x)
+    spread = fit_spread(terms, x)
     calibration = Calibration(device, shared, mape, points, left_out, spread=spread)
     return replace(calibration, reference=reference_host(steady, calibration))
 
@@ -757,6 +782,7 @@ def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
         ddio_bytes=fit.ddio_bytes,
         write_line_ns=shared.write_line_ns,
         partial_line_ns=shared.partial_line_ns,
+        read_partial_line_ns=shared.read_partial_line_ns,
         posted_credits=shared.posted_credits,
         iotlb_entries=fit.iotlb_entries,
         walk_ns=fit.walk_ns,
@@ -824,8 +850,10 @@ HOST_LATENCY, HOST_FACTS, DEVICE = "host latency fit", "host facts", "device cal
 DEFAULT, ASSUMPTION = "calibration default", "assumption"
 _DEVICE_FIELDS = (
     *("tags", "read_ns", "read_line_ns", "write_ns", "write_line_ns", "datapath_ns"),
-    *("datapath_line_ns", "latency_overhead_ns"),
+    *("datapath_line_ns", "latency_overhead_ns", "read_request_ns", "unaligned_read_ns"),
+    *("burst_base_ns", "burst_ns"),
 )
+_BURST_WHY = "no public figure: of 64, 128 and 256 B, 128 B fits the offset sweeps best"
 
 
 def _iommu_rows(run: HostRun) -> list[tuple[str, object, str, str]]:
@@ -884,7 +912,7 @@ def provenance(run: HostRun, calibration: Calibration, host: HostProfile) -> lis
         ("completion_policy", host.completion_policy, DEVICE, "the better fit of rcb and mps"),
         *(
             (name, round(getattr(host, name), 2), DEVICE, "bandwidth fit over the hosts")
-            for name in ("write_line_ns", "partial_line_ns")
+            for name in ("write_line_ns", "partial_line_ns", "read_partial_line_ns")
         ),
         ("posted_credits", host.posted_credits, DEFAULT, "not observable: never binds"),
         ("remote_extra_ns", host.remote_extra_ns, ASSUMPTION, "measured latency has NUMA in it"),
@@ -892,6 +920,7 @@ def provenance(run: HostRun, calibration: Calibration, host: HostProfile) -> lis
             (f"device.{name}", getattr(calibration.device, name), DEVICE, calibration.device.source)
             for name in _DEVICE_FIELDS
         ),
+        ("device.burst_bytes", calibration.device.burst_bytes, ASSUMPTION, _BURST_WHY),
     ]
     keys = ("parameter", "value", "source", "why")
     return [dict(zip(keys, row, strict=True)) for row in rows]

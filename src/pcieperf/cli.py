@@ -7,7 +7,6 @@ anything the user caused, 1 for an unexpected failure (with a traceback only und
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 import os
@@ -17,14 +16,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
-import numpy as np
-
-from pcieperf import counters, dpdk, iommu, iommu_fit, nic, platforms, progress, testpmd, tlp, trace
-from pcieperf import explain as explaining
-from pcieperf.bench import CACHE_STATES, PATTERNS, TESTS, canonical_test
-from pcieperf.calibrate import DEFAULT_CALIBRATION
+from pcieperf import _lazy, progress, wire
 from pcieperf.errors import (
     PcieperfError,
     PcieperfWarning,
@@ -33,9 +27,6 @@ from pcieperf.errors import (
     require_new_folder,
     require_plot_file,
 )
-from pcieperf.ethernet import RATES_GBPS, Ethernet, PacketMix, parse_mix
-from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
-from pcieperf.store import Store, parse_result_dir
 from pcieperf.units import (
     parse_batch_histogram,
     parse_duration_ns,
@@ -43,8 +34,33 @@ from pcieperf.units import (
     parse_rate,
 )
 
+if TYPE_CHECKING:
+    from pcieperf.ethernet import PacketMix
+    from pcieperf.link import Link
+    from pcieperf.store import Store
+
+# The models and their numpy, duckdb and scipy are imported when a command first uses them, so
+# that the capture commands start without them (docs/trace.md).
+bench = _lazy.module("pcieperf.bench")
+calibrate = _lazy.module("pcieperf.calibrate")
+counters = _lazy.module("pcieperf.counters")
+dpdk = _lazy.module("pcieperf.dpdk")
+engine = _lazy.module("pcieperf.engine")
+ethernet = _lazy.module("pcieperf.ethernet")
+explaining = _lazy.module("pcieperf.explain")
+iommu = _lazy.module("pcieperf.iommu")
+iommu_fit = _lazy.module("pcieperf.iommu_fit")
+pcie = _lazy.module("pcieperf.link")
+platforms = _lazy.module("pcieperf.platforms")
+sweep = _lazy.module("pcieperf.sweep")
+nic = _lazy.module("pcieperf.nic")
+testpmd = _lazy.module("pcieperf.testpmd")
+tlp = _lazy.module("pcieperf.tlp")
+trace = _lazy.module("pcieperf.trace")
+
 DEFAULT_PPS = "10M"
 DEFAULT_PKT = 64
+BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only, not a NIC
 SECONDS_PER_DAY = 86_400  # the longest `dpdk run`: a longer one is a typo (it was found hanging)
 
 
@@ -61,8 +77,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_link_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("PCIe link")
-    g.add_argument("--gen", type=_whole(), default=3, help=f"generation {sorted(GENERATIONS)}")
-    g.add_argument("--lanes", type=_whole(), default=8, help=f"lane width {LANE_WIDTHS}")
+    g.add_argument("--gen", type=_whole(), default=3, help=f"generation {sorted(pcie.GENERATIONS)}")
+    g.add_argument("--lanes", type=_whole(), default=8, help=f"lane width {pcie.LANE_WIDTHS}")
     g.add_argument("--mps", type=_whole(), default=256, help="Max_Payload_Size, bytes (128..4096)")
     g.add_argument("--mrrs", type=_whole(), default=512, help="Max_Read_Request_Size (128..4096)")
     g.add_argument("--rcb", type=_whole(), default=64, help="Read Completion Boundary (64 or 128)")
@@ -131,7 +147,7 @@ def _real(high: float = math.inf) -> Callable[[str], float]:
 
 
 def _link(args: argparse.Namespace) -> Link:
-    return Link(
+    return pcie.Link(
         gen=args.gen,
         lanes=args.lanes,
         mps=args.mps,
@@ -154,10 +170,18 @@ def _emit(args: argparse.Namespace, payload: object, human: Callable[[], str]) -
         print(human())
 
 
+def _numpy_scalar(value: object, kind: str = "generic") -> bool:
+    """Whether `value` is a numpy scalar of `kind` (asked without loading numpy: a numpy value
+    exists only where numpy was loaded)."""
+    numpy = sys.modules.get("numpy") if type(value).__module__ == "numpy" else None
+    return numpy is not None and isinstance(value, getattr(numpy, kind))
+
+
 def _json_default(value: object) -> object:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, dt.datetime):
+    if _numpy_scalar(value):
+        return value.item()  # type: ignore[attr-defined]
+    datetime = sys.modules.get("datetime")  # a datetime exists only where it was imported
+    if datetime is not None and isinstance(value, datetime.datetime):
         return value.isoformat()
     raise TypeError(f"cannot encode {type(value).__name__}")
 
@@ -166,7 +190,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     """Right-aligned text table; floats shown with 2 decimals."""
 
     def cell(v: object) -> str:
-        return f"{v:,.2f}" if isinstance(v, float | np.floating) else str(v)
+        return f"{v:,.2f}" if isinstance(v, float) or _numpy_scalar(v, "floating") else str(v)
 
     text = [[cell(v) for v in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in text)]) for i, h in enumerate(headers)]
@@ -291,8 +315,12 @@ def cmd_dma(args: argparse.Namespace) -> None:
 
 
 def _mixes(args: argparse.Namespace) -> list[PacketMix]:
-    mixes = [parse_mix(tok) for tok in args.sizes.split(",") if tok.strip()] if args.sizes else []
-    mixes += [parse_mix(m) for m in args.mix or []]
+    mixes = (
+        [ethernet.parse_mix(tok) for tok in args.sizes.split(",") if tok.strip()]
+        if args.sizes
+        else []
+    )
+    mixes += [ethernet.parse_mix(m) for m in args.mix or []]
     if not mixes:
         raise UsageError("give frame sizes with --sizes (e.g. 64,256,1518,imix) or --mix")
     return mixes
@@ -309,12 +337,15 @@ def cmd_nic(args: argparse.Namespace) -> None:
         found = nic.trace_demand(profile, link, captured, window, paths)
         _emit_trace_demand(args, captured, found, {"profile": profile.name}, link)
         return
-    result = nic.evaluate(profile, link, Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths)
+    result = nic.evaluate(
+        profile, link, ethernet.Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths
+    )
     pps = None if args.pps is None else parse_rate(args.pps)
     needed = result.needed_gbps(pps) if pps is not None else None
     if pps is not None:
         _warn_rate_over(pps, result.label, result.line_pps, "the line")
         _warn_rate_over(pps, result.label, result.pcie_max_pps, "the PCIe link")
+    limits = result.limited_by
     rows = []
     for i, label in enumerate(result.label):
         row = {
@@ -326,6 +357,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
             "achievable_gbps": result.achievable_gbps[i],
             "line_rate_gbps": result.line_rate_gbps[i],
             "bottleneck": str(result.bottleneck[i]),
+            "limited_by": limits[i],
             "pcie_up_gbps": result.pcie_up_gbps[i],
             "pcie_down_gbps": result.pcie_down_gbps[i],
             "up_bytes_per_pkt": result.up_bytes_per_pkt[i],
@@ -355,8 +387,9 @@ def cmd_nic(args: argparse.Namespace) -> None:
         rows.append(row)
 
     def human() -> str:
+        device = f"\nNIC: {profile.device.name}" if profile.device else ""
         head = (
-            f"{profile.name}: {profile.description}\nGen{link.gen} x{link.lanes} "
+            f"{profile.name}: {profile.description}{device}\nGen{link.gen} x{link.lanes} "
             f"({link.tlp_gbps:.2f} Gb/s for TLPs per direction), {args.eth} GbE"
         )
         table = format_table(
@@ -366,6 +399,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
                 "Gb/s",
                 "line Gb/s",
                 "bottleneck",
+                "limited by",
                 "up Gb/s",
                 "down Gb/s",
                 "B up/pkt",
@@ -378,6 +412,7 @@ def cmd_nic(args: argparse.Namespace) -> None:
                     r["achievable_gbps"],
                     r["line_rate_gbps"],
                     r["bottleneck"],
+                    "+".join(r["limited_by"]),
                     r["pcie_up_gbps"],
                     r["pcie_down_gbps"],
                     r["up_bytes_per_pkt"],
@@ -503,6 +538,7 @@ def cmd_profiles(args: argparse.Namespace) -> None:
             "source": p.source,
             "notes": p.notes.strip(),
             "params": p.params,
+            "device": asdict(p.device) if p.device else None,
             "operations": [
                 {
                     "path": path,
@@ -523,7 +559,8 @@ def cmd_profiles(args: argparse.Namespace) -> None:
                     for o in out["operations"]
                 ],
             )
-            return f"{p.name}: {p.description}\nsource: {p.source}\n{p.notes.strip()}\n\n{table}"
+            text = f"{p.name}: {p.description}\nsource: {p.source}\n{p.notes.strip()}\n\n{table}"
+            return text + (_device_text(p.device) if p.device else "")
     else:
         profiles = [nic.load_profile(n) for n in nic.builtin_profiles()]
         out = [{"name": p.name, "description": p.description} for p in profiles]
@@ -536,14 +573,27 @@ def cmd_profiles(args: argparse.Namespace) -> None:
     _emit(args, out, human)
 
 
+def _device_text(device: nic.DeviceFacts) -> str:
+    """The profile's [device] facts, each assumed one with its range."""
+    rows = [
+        (name, getattr(device, name), "-".join(map(str, device.assumed.get(name, ()))) or "cited")
+        for name in nic.DEVICE_FACTS
+    ]
+    table = format_table(("device fact", "value", "assumed range"), rows)
+    return f"\n\ndevice: {device.name}\nsource: {device.source}\n{table}"
+
+
 def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     """The VTune-recipe estimate of DPDK forwarding traffic, term by term."""
     link = _link(args)
     cfg, pps = _forwarding(args)
+    mix = _forwarding_mix(args)
     if args.trace:
         _dpdk_fwd_trace(args, cfg, link)
         return
-    est = dpdk.estimate(cfg, link, pps, nic.load_profile(args.profile))
+    profile = nic.load_profile(args.profile)
+    est = dpdk.estimate(cfg, link, pps, profile, mix)
+    rate = dpdk.forwarding_rate(cfg, link, ethernet.Ethernet(args.eth), profile, mix)
     if pps > est.max_pps:
         _warn(
             f"{pps / 1e6:.6g} Mpps needs {float(est.wire_up_gbps):.1f} Gb/s up and "
@@ -554,13 +604,20 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     out = {
         **({"from_run": args.from_run} if args.from_run else {}),
         "pps": pps,
-        "pkt": cfg.pkt_bytes,
+        "pkt": None if mix else cfg.pkt_bytes,
+        "frames": rate.label[0],
+        "mean_frame_bytes": float(rate.mean_frame_bytes[0]),
         "mean_batch": cfg.batch,
         **{f"{m}_gbps": float(est.metric_gbps(m)) for m in dpdk.METRICS},
         "pcie_up_gbps": float(est.wire_up_gbps),
         "pcie_down_gbps": float(est.wire_down_gbps),
         "link_tlp_gbps": link.tlp_gbps,
-        "max_pps": est.max_pps,
+        "pcie_max_pps": est.max_pps,
+        "line_pps": float(rate.line_pps[0]),
+        "max_pps": float(rate.max_pps[0]),
+        "bottleneck": str(rate.bottleneck[0]),
+        "limited_by": rate.limited_by[0],
+        "profile": profile.name,
         "terms": [
             {
                 "term": t.name,
@@ -578,8 +635,11 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     }
 
     def human() -> str:
+        frames = (
+            f"{mix.name} frames" if mix else f"{cfg.pkt_bytes} B packets ({out['frames']} B frames)"
+        )
         head = (
-            f"DPDK forwarding at {pps / 1e6:.3f} Mpps, {cfg.pkt_bytes} B packets, mean batch "
+            f"DPDK forwarding ({profile.name}) at {pps / 1e6:.3f} Mpps, {frames}, mean batch "
             f"{cfg.batch:.2f}, Gen{link.gen} x{link.lanes}"
         )
         metrics = format_table(
@@ -604,9 +664,25 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
             f"PCIe wire: up {out['pcie_up_gbps']:.2f} Gb/s, down {out['pcie_down_gbps']:.2f} "
             f"Gb/s of {link.tlp_gbps:.2f}; the link carries at most {est.max_pps / 1e6:.2f} Mpps"
         )
-        return "\n".join([head, metrics, "", terms, wire])
+        limit = (
+            f"on {args.eth:g} GbE at most {out['max_pps'] / 1e6:.2f} Mpps, limited by "
+            f"{' + '.join(out['limited_by'])} (bottleneck {out['bottleneck']})"
+        )
+        return "\n".join([head, metrics, "", terms, wire, limit])
 
     _emit(args, out, human)
+
+
+def _forwarding_mix(args: argparse.Namespace) -> PacketMix | None:
+    """The frame-size mix of --mix (None without it); it replaces --pkt, and a stored run or a
+    trace brings its own sizes."""
+    if getattr(args, "mix", None) is None:
+        return None
+    given = [o for o, v in (("--pkt", args.pkt), ("--from-run", args.from_run)) if v is not None]
+    given += ["--trace"] if getattr(args, "trace", None) else []
+    if given:
+        raise UsageError(f"--mix sets the frame sizes; drop {', '.join(given)}")
+    return ethernet.parse_mix(args.mix)
 
 
 def _forwarding(args: argparse.Namespace) -> tuple[dpdk.ForwardingConfig, float]:
@@ -861,15 +937,24 @@ def cmd_dpdk_runs(args: argparse.Namespace) -> None:
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> None:
-    """Packets, bytes, rates per 1 ms and 1 s, frame sizes and bursts of capture files."""
-    eth = Ethernet(args.eth)
-    if args.files.count("-") > 1:
-        raise UsageError("standard input (-) can be given once only")
+    """Packets, bytes, peak rates per window (1 ms and 1 s unless --windows), frame sizes and
+    bursts of capture files, each summarised while it is read."""
+    windows = (
+        [parse_duration_ns(w, "rate window") for w in args.windows.split(",")]
+        if args.windows
+        else trace.WINDOWS_NS
+    )
+    found = trace.stats_files(
+        args.files,
+        eth_gbps=args.eth,
+        windows_ns=windows,
+        skip_bad=args.skip_bad,
+        strict=args.strict,
+    )
     results = []
-    for f in args.files:
-        captured = trace.read(f, skip_bad=args.skip_bad, strict=args.strict)
-        _warn_capture_quirks(captured)
-        results.append(trace.stats(captured, eth))
+    for result in found:
+        _warn_capture_quirks(result)
+        results.append(result)
 
     def human() -> str:
         return "\n\n".join(_trace_stats_text(r) for r in results)
@@ -877,16 +962,16 @@ def cmd_trace_stats(args: argparse.Namespace) -> None:
     _emit(args, results, human)
 
 
-def _warn_capture_quirks(captured: trace.Trace) -> None:
+def _warn_capture_quirks(result: dict) -> None:
     """One warning per file for what libpcap and Wireshark read but the user should know."""
-    if captured.snaplen_exceeded:
+    if result["snaplen_exceeded"]:
         _warn(
-            f"{captured.path}: {captured.snaplen_exceeded} records are longer than their "
+            f"{result['file']}: {result['snaplen_exceeded']} records are longer than their "
             "snaplen; read in full, as Wireshark does"
         )
-    if captured.cut_short:
+    if result["cut_short"]:
         _warn(
-            f"{captured.cut_short}: the capture was cut short; the {captured.packets} packets "
+            f"{result['cut_short']}: the capture was cut short; the {result['packets']} packets "
             "before it are reported (--strict makes this an error)"
         )
 
@@ -975,8 +1060,8 @@ def cmd_trace_synth(args: argparse.Namespace) -> None:
     """Write a synthetic capture: a size mix arriving constant, Poisson or in on/off bursts."""
     out = trace.synth(
         args.output,
-        eth=Ethernet(args.eth),
-        mix=parse_mix(args.sizes),
+        eth=ethernet.Ethernet(args.eth),
+        mix=ethernet.parse_mix(args.sizes),
         pps=parse_rate(args.pps),
         duration_s=parse_duration_ns(args.duration) / trace.NS_PER_S,
         arrival=args.arrival,
@@ -1080,6 +1165,7 @@ def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortS
         iotlb_ways=args.iotlb_ways,
         replacement=args.replacement,
         pwc_entries=args.pwc,
+        profile=args.profile,
     )
     setup = iommu.PortSetup(
         page=iommu.parse_page(args.page),
@@ -1100,24 +1186,33 @@ def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortS
         iova=args.iova,
         poll_delay_us=args.poll_delay,
     )
-    return replace(platform, engine_costs=args.engine_costs), setup
+    return platform, setup
 
 
 def _iommu_text(r: dict) -> str:
+    reached = {k: v for k, v in r["bounds_mpps"].items() if v is not None}  # null: no walks
+    bounds = ", ".join(f"{k} {v:.1f}" for k, v in sorted(reached.items(), key=lambda kv: kv[1]))
     return "\n".join(
         [
             f"{r['mix']} B packets, {r['page']} pages, rxd/txd {r['rxd']}/{r['txd']}, pool "
             f"{r['pool']}, IOVA as {r['iova'].upper()}: {r['working_set_pages']} pages touched, "
             f"{r['iotlb_entries']}-entry IOTLB ({r['platform']})",
+            f"  NIC                      {r['device']} ({r['profile']}, "
+            f"{r['read_requests']} read requests)",
             f"  rings                    {_STATE_WORDS[r['state']]}",
             f"  IOTLB misses per packet  {r['iotlb_misses_per_pkt']:.3f} received, "
             f"{r['iotlb_misses_per_fwd_pkt']:.3f} forwarded",
             f"  line rate                {r['line_mpps']:.2f} Mpps",
-            f"  without IOMMU            {r['mpps_no_iommu']:.2f} Mpps",
+            f"  nic model                {r['nic_mpps']:.2f} Mpps (`nic --profile {r['profile']}`: "
+            "line and PCIe only)",
+            f"  without IOMMU            {r['mpps_no_iommu']:.2f} Mpps, limited by "
+            f"{' + '.join(r['limited_by_no_iommu']) or 'nothing reached'}",
             f"  with IOMMU               {r['mpps_iommu']:.2f} Mpps "
             f"(x{r['throughput_ratio']:.2f}, +{r['added_latency_ns']:.0f} ns per DMA, walkers "
             f"{100 * r['walker_utilization']:.0f} % busy)",
             f"  bottleneck               {r['bottleneck']}",
+            f"  limited by               {' + '.join(r['limited_by']) or 'nothing reached'}",
+            f"  bounds (Mpps)            {bounds}",
         ]
     )
 
@@ -1135,7 +1230,7 @@ _STATE_WORDS = {
 def cmd_iommu_sim(args: argparse.Namespace) -> None:
     """IOTLB misses per packet and packet rate with and without the IOMMU for one setup."""
     platform, setup = _iommu_inputs(args)
-    traffic = iommu.Traffic(parse_mix(args.pkt), Ethernet(args.eth), args.pace)
+    traffic = iommu.Traffic(ethernet.parse_mix(args.pkt), ethernet.Ethernet(args.eth), args.pace)
     result = iommu.Model(platform, traffic, args.packets).evaluate(setup).as_dict()
     _emit(args, result, lambda: _iommu_text(result))
 
@@ -1144,10 +1239,10 @@ def cmd_iommu_gain(args: argparse.Namespace) -> None:
     """Packet-rate gain from shrinking rxd/txd, per packet size, with the IOMMU on."""
     platform, setup = _iommu_inputs(args)
     setup = replace(setup, rxd=args.from_rxd, txd=args.from_txd or args.from_rxd)
-    mixes = [parse_mix(token) for token in args.sizes.split(",")]
+    mixes = [ethernet.parse_mix(token) for token in args.sizes.split(",")]
     rows = iommu.gain(
         platform,
-        Ethernet(args.eth),
+        ethernet.Ethernet(args.eth),
         setup,
         args.to_rxd,
         args.to_txd or args.to_rxd,
@@ -1172,7 +1267,7 @@ def cmd_iommu_advise(args: argparse.Namespace) -> None:
     from pcieperf.report import plot_advice
 
     platform, setup = _iommu_inputs(args)
-    traffic = iommu.Traffic(parse_mix(args.pkt), Ethernet(args.eth), args.pace)
+    traffic = iommu.Traffic(ethernet.parse_mix(args.pkt), ethernet.Ethernet(args.eth), args.pace)
     advice = iommu.advise(
         platform,
         traffic,
@@ -1251,7 +1346,7 @@ def cmd_iommu_fit(args: argparse.Namespace) -> None:
         stack=args.stack,
         pps=pps,
         setup=setup,
-        traffic=iommu.Traffic(parse_mix(args.pkt), Ethernet(args.eth)),
+        traffic=iommu.Traffic(ethernet.parse_mix(args.pkt), ethernet.Ethernet(args.eth)),
         platform=platform,
         base=base,
         name=args.name,
@@ -1318,7 +1413,9 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         help=f"IOMMU/LLC profile: {', '.join(platforms.builtin_platforms())}, or a .toml file",
     )
     p.add_argument("--pkt", default="64", help="frame size incl. FCS, imix, or size:count,...")
-    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s per port {RATES_GBPS}")
+    p.add_argument(
+        "--eth", type=_whole(), default=40, help=f"Ethernet Gb/s per port {wire.RATES_GBPS}"
+    )
     p.add_argument("--pace", type=_real(), default=None, help="Rx pacing: cap the Rx rate (Mpps)")
     p.add_argument("--gen", type=_whole(), default=3, help="PCIe generation")
     p.add_argument("--lanes", type=_whole(), default=8, help="PCIe lanes")
@@ -1331,12 +1428,12 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         "--pwc", type=_whole(), default=None, help="page-walk cache entries (default off)"
     )
     p.add_argument(
-        "--engine-costs",
-        action="store_true",
-        help="include the calibrated device's per-transaction engine costs (NFP firmware)",
+        "--profile",
+        default=iommu.DEFAULT_PROFILE,
+        help="forwarding NIC profile: the NIC's operations and [device] facts",
     )
     p.add_argument(
-        "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
+        "--calibration", default=str(calibrate.DEFAULT_CALIBRATION), help="calibration file (.toml)"
     )
     p.add_argument(
         "--packets", type=_whole(1, 10**9), default=iommu.PACKETS, help="simulated per run"
@@ -1403,12 +1500,16 @@ def _add_explain_options(p: argparse.ArgumentParser, required: bool) -> None:
 
 def _store(args: argparse.Namespace, *, write: bool = False) -> Store:
     """The store --db names (default: the user's); only commands that `write` create it."""
+    from pcieperf.store import Store  # duckdb: only for the commands that use the store
+
     return Store(Path(args.db) if args.db else None, create=write)
 
 
 def cmd_data_import(args: argparse.Namespace) -> None:
     """Import pcie-bench result directories into the store (all or nothing)."""
     # Parsed before the store is opened: a bad folder must not leave a new store file behind.
+    from pcieperf.store import parse_result_dir
+
     parsed = [parse_result_dir(Path(d)) for d in progress.wrap(args.dirs, "reading", "dir")]
     with _store(args, write=True) as store:
         store.import_parsed(parsed, force=args.force)
@@ -1467,17 +1568,14 @@ def cmd_data_ls(args: argparse.Namespace) -> None:
 
 def cmd_data_show(args: argparse.Namespace) -> None:
     """Show the measured rows of one system and test."""
-    test = canonical_test(args.test)
-    kind = TESTS[test].kind
+    test = bench.canonical_test(args.test)
+    kind = bench.TESTS[test].kind
     with _store(args) as store:
         system = store.resolve(args.system)
         rows = store.rows(kind, system, test=test, file=args.file)
     keys = [k for k in rows if k != "system"]
     out = [
-        {
-            k: _json_default(rows[k][i]) if isinstance(rows[k][i], np.generic) else rows[k][i]
-            for k in keys
-        }
+        {k: _json_default(rows[k][i]) if _numpy_scalar(rows[k][i]) else rows[k][i] for k in keys}
         for i in range(rows["test"].size)
     ]
     shown = (
@@ -1532,10 +1630,10 @@ def cmd_bench_tests(args: argparse.Namespace) -> None:
     out = {
         "tests": [
             {"name": t.name, "kind": t.kind, "path": t.path, "description": t.description}
-            for t in TESTS.values()
+            for t in bench.TESTS.values()
         ],
-        "cache_states": CACHE_STATES,
-        "patterns": PATTERNS,
+        "cache_states": bench.CACHE_STATES,
+        "patterns": bench.PATTERNS,
     }
     _emit(
         args,
@@ -1543,20 +1641,29 @@ def cmd_bench_tests(args: argparse.Namespace) -> None:
         lambda: (
             format_table(
                 ("test", "kind", "meaning"),
-                [(t.name, t.kind, t.description) for t in TESTS.values()],
+                [(t.name, t.kind, t.description) for t in bench.TESTS.values()],
             )
             + "\n\n"
-            + format_table(("cache", "meaning"), list(CACHE_STATES.items()))
+            + format_table(("cache", "meaning"), list(bench.CACHE_STATES.items()))
         ),
     )
+
+
+def _bench_device(name: str) -> object:
+    """The pcie-bench device: the shipped NFP-6000 calibration's, or a device profile file."""
+    from pcieperf import sim
+
+    if name == BENCH_DEVICE:
+        return calibrate.load_calibration(calibrate.DEFAULT_CALIBRATION).device
+    return sim.load_device(Path(name))
 
 
 def cmd_bench_sim(args: argparse.Namespace) -> None:
     """Simulate pcie-bench points with a host and a device profile."""
     from pcieperf import sim
 
-    host, device = sim.load_host(Path(args.host)), sim.load_device(Path(args.device))
-    test = canonical_test(args.test)
+    host, device = sim.load_host(Path(args.host)), _bench_device(args.device)
+    test = bench.canonical_test(args.test)
     grid = [
         (size, window)
         for size in parse_int_list(args.sizes, "transfer size")
@@ -1564,7 +1671,9 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
     ]
     rows = []
     for size, window in progress.wrap(grid, "simulating", "point"):
-        point = sim.Point(test, args.pattern, args.cache, args.offset, 0, window, size)
+        point = sim.Point(
+            test, args.pattern, args.cache, args.offset, args.dev_offset, window, size
+        )
         res = sim.simulate(point, host, device, transactions=args.transactions)
         rows.append(
             {
@@ -1578,7 +1687,7 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
                 **res.latency_ns,
             }
         )
-    lat = TESTS[test].kind == "lat"
+    lat = bench.TESTS[test].kind == "lat"
     keys = ("size", "window", "med_ns", "p999_ns") if lat else ("size", "window", "bw_gbps")
     _emit(args, rows, lambda: format_table(keys, [[r[k] for k in keys] for r in rows]))
 
@@ -1721,6 +1830,176 @@ def cmd_validate(args: argparse.Namespace) -> None:
     _emit(args, result, human)
 
 
+def _add_scheduler_option(p: argparse.ArgumentParser) -> None:
+    """--scheduler: where Dask runs the work (shared by the commands that run on Dask)."""
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="local[:N]|tcp://HOST:PORT",
+        help="run on Dask: N local worker processes (default one per CPU) or an existing "
+        f"scheduler; default: in this process. Needs {engine.INSTALL}",
+    )
+
+
+_NIC_COLUMNS = {
+    "mean_frame_bytes": "mean_frame_bytes",
+    "max_pps": "max_pps",
+    "pcie_max_pps": "pcie_max_pps",
+    "line_rate_pps": "line_pps",
+    "achievable_gbps": "achievable_gbps",
+    "line_rate_gbps": "line_rate_gbps",
+    "bottleneck": "bottleneck",
+    "pcie_up_gbps": "pcie_up_gbps",
+    "pcie_down_gbps": "pcie_down_gbps",
+    "up_bytes_per_pkt": "up_bytes_per_pkt",
+    "down_bytes_per_pkt": "down_bytes_per_pkt",
+    "up_tlps_per_pkt": "up_tlps_per_pkt",
+    "down_tlps_per_pkt": "down_tlps_per_pkt",
+}
+"""Sweep column (the `nic --json` key) -> NicResult attribute."""
+
+
+def _sweep_nic(args: argparse.Namespace) -> dict[str, object]:
+    """One `nic` evaluation as columns, through the calls cmd_nic makes."""
+    profile = nic.load_profile(args.profile)
+    paths = nic.check_paths(tuple(p.strip() for p in args.paths.split(",")))
+    result = nic.evaluate(
+        profile, _link(args), ethernet.Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths
+    )
+    columns = {"size": result.label, **{k: getattr(result, a) for k, a in _NIC_COLUMNS.items()}}
+    if args.pps is not None:
+        pps = parse_rate(args.pps)
+        up, down = result.needed_gbps(pps)
+        columns |= {
+            "pps": [pps] * len(result.label),
+            "needed_up_gbps": up,
+            "needed_down_gbps": down,
+            "fits_pcie": pps <= result.pcie_max_pps,
+            "fits_line": pps <= result.line_pps,
+        }
+    return columns
+
+
+def _sweep_dma(args: argparse.Namespace) -> dict[str, object]:
+    """One `dma` evaluation as columns, through the calls cmd_dma makes."""
+    link = _link(args)
+    sizes = parse_int_list(args.sizes, "transfer size")
+    cost = tlp.device_dma_cost(link, args.op, sizes, args.offset)
+    return {
+        "size": sizes,
+        "effective_gbps": tlp.effective_gbps(link, args.op, sizes, args.offset),
+        "tlps_up": cost.tlps_out,
+        "tlps_down": cost.tlps_back,
+        "bytes_up": cost.wire_out,
+        "bytes_down": cost.wire_back,
+    }
+
+
+def _sweep_iommu_sim(args: argparse.Namespace) -> dict[str, object]:
+    """One `iommu sim` evaluation as a one-row table, through the calls cmd_iommu_sim makes."""
+    platform, setup = _iommu_inputs(args)
+    traffic = iommu.Traffic(ethernet.parse_mix(args.pkt), ethernet.Ethernet(args.eth), args.pace)
+    result = iommu.Model(platform, traffic, args.packets).evaluate(setup)
+    return sweep.columns_from_rows([result.as_dict()])
+
+
+def _sweep_bench_sim(args: argparse.Namespace) -> dict[str, object]:
+    """One `bench sim` evaluation (sizes x windows) as columns, through the calls
+    cmd_bench_sim makes; latency columns are null for bandwidth tests."""
+    from pcieperf import sim
+
+    host, device = sim.load_host(Path(args.host)), _bench_device(args.device)
+    test = bench.canonical_test(args.test)
+    rows = []
+    for size in parse_int_list(args.sizes, "transfer size"):
+        for window in parse_int_list(args.windows, "window"):
+            point = sim.Point(test, args.pattern, args.cache, args.offset, 0, window, size)
+            res = sim.simulate(point, host, device, transactions=args.transactions)
+            rows.append(
+                {
+                    "test": test,
+                    "size": size,
+                    "window": window,
+                    "bw_gbps": res.bw_gbps,
+                    "trans_per_s": res.trans_per_s,
+                    "iotlb_misses": res.iotlb_misses,
+                    **res.latency_ns,
+                }
+            )
+    return sweep.columns_from_rows(rows)
+
+
+class _Sweepable(NamedTuple):
+    """How `sweep` evaluates one command: its function, points per chunk by default (about
+    half a second of work per task, far above what a Dask task costs: docs/scale.md), the
+    options that are no parameter, those naming a .toml file, and whether sizes may be joined
+    into one call given the fixed options."""
+
+    evaluate: Callable[[argparse.Namespace], dict[str, object]]
+    chunk: int
+    excluded: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    joinable: Callable[[argparse.Namespace], bool] = lambda _: True
+
+
+_SWEEPABLE = {
+    "nic": _Sweepable(
+        _sweep_nic,
+        40_000,
+        ("trace", "window", "skip_bad", "plot", "force", "breakdown"),
+        ("profile",),
+        lambda args: not args.mix,  # --mix rows follow the sizes': joining would reorder them
+    ),
+    "dma": _Sweepable(_sweep_dma, 200_000, ("tlps",)),
+    "iommu sim": _Sweepable(_sweep_iommu_sim, 4, files=("calibration",)),
+    "bench sim": _Sweepable(_sweep_bench_sim, 32, files=("host", "device")),
+}
+
+
+def _command_parser(command: str) -> argparse.ArgumentParser:
+    """A fresh copy of the parser of `command` ("nic", "iommu sim", ...)."""
+    parser: argparse.ArgumentParser = build_parser()
+    for word in command.split():
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return parser
+
+
+def cmd_sweep(args: argparse.Namespace) -> None:
+    """Evaluate every combination of `nic`, `dma`, `iommu sim` or `bench sim` options that a
+    spec declares, in chunks on Dask, into one Parquet file (pandas, DuckDB). A run that
+    stopped resumes from the chunks it wrote (OUT.parts/)."""
+    scheduler = engine.parse_scheduler(args.scheduler)
+    engine.require_dask("pcieperf sweep")
+    spec = sweep.load_spec(
+        Path(args.spec), _SWEEPABLE, {name: s.chunk for name, s in _SWEEPABLE.items()}
+    )
+    how = _SWEEPABLE[spec.command]
+    plan = sweep.plan(
+        spec,
+        _command_parser(spec.command),
+        how.evaluate,
+        excluded=how.excluded,
+        files=how.files,
+        vector_ok=how.joinable,
+    )
+    output = Path(args.output)
+    sweep.check_output(output, args.force)
+    sweep.check_first_point(plan)  # a spec that fails fails before a cluster starts
+    with engine.connect(scheduler, quiet_logs=not args.debug) as client:
+        out = {"scheduler": str(scheduler), **sweep.run(plan, output, client, force=args.force)}
+
+    def human() -> str:
+        resumed = f", {out['chunks_resumed']} resumed" if out["chunks_resumed"] else ""
+        return (
+            f"{out['rows']:,} rows of {out['points']:,} points -> {output} "
+            f"({out['chunks_evaluated']} chunks evaluated{resumed}, {out['scheduler']}, "
+            f"{out['seconds']:.1f} s)"
+        )
+
+    _emit(args, out, human)
+
+
 # ---------------------------------------------------------------------------------------------
 # Parser and entry point
 
@@ -1761,6 +2040,7 @@ EXAMPLES = {
     "counters import": "pcieperf counters import pcm-iio.csv --format pcm-iio",
     "counters ls": "pcieperf counters ls",
     "report": "pcieperf report -o pcieperf-report",
+    "sweep": "pcieperf sweep grid.toml -o grid.parquet --scheduler local:2",
 }
 """One example line per command and command group, shown at the end of its --help."""
 
@@ -1814,8 +2094,49 @@ def _add_group(
     return group.add_subparsers(dest=f"{name}_command", metavar="COMMAND", parser_class=_Parser)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (also used to document the CLI)."""
+def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
+    """The `trace` group: capture statistics, merge, synthesis and conversion."""
+    trace_sub = _add_group(sub, "trace", "Capture files: stats, merge, synth, convert")
+    p = _add_command(trace_sub, "stats", cmd_trace_stats)
+    p.add_argument("files", nargs="+", help="pcap or pcapng files (.gz/.zst too; - is stdin)")
+    p.add_argument("--eth", type=_whole(), default=40, help="line rate (Gb/s) that defines bursts")
+    p.add_argument(
+        "--windows", default=None, help="peak-rate windows, comma-separated (default 1ms,1s)"
+    )
+    _add_capture_read_options(p)
+    p = _add_command(trace_sub, "merge", cmd_trace_merge)
+    p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
+    p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
+    _add_capture_read_options(p)
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+    p = _add_command(trace_sub, "synth", cmd_trace_synth)
+    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
+    p.add_argument("--sizes", default="64", help="frame size incl. FCS, imix, or 64:7,594:4,...")
+    p.add_argument("--pps", default="1M", help="mean packet rate: 10e6, 10M, 500k")
+    p.add_argument("--duration", default="10ms", help="capture length: 1s, 10ms, ...")
+    p.add_argument("--arrival", choices=trace.ARRIVALS, default="constant")
+    p.add_argument(
+        "--burst", type=_whole(), default=32, help="onoff: frames per back-to-back burst"
+    )
+    p.add_argument("--flows", type=_whole(), default=1024, help="UDP flows the packets cycle over")
+    p.add_argument("--seed", type=_whole(), default=1, help="random seed (sizes, Poisson, on/off)")
+    p.add_argument("-o", "--output", required=True, help="OUT.pcap or OUT.pcapng")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+    p = _add_command(trace_sub, "convert", cmd_trace_convert)
+    p.add_argument("file", help="pcap or pcapng input (.gz/.zst too; - is stdin)")
+    p.add_argument("-o", "--output", required=True, help="OUT.pcap (ns) or OUT.pcapng")
+    _add_capture_read_options(p)
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+
+
+QUICK_GROUPS = ("trace",)
+"""Command groups whose parser is built alone when they are asked for: they use none of the
+models, so they start without numpy, duckdb or scipy (docs/trace.md)."""
+
+
+def build_parser(group: str | None = None) -> argparse.ArgumentParser:
+    """The full argument parser (also used to document the CLI), or with `group` (one of
+    QUICK_GROUPS) the same parser holding only that group."""
     parser = _Parser(
         prog="pcieperf",
         description="Predict, measure and explain the PCIe cost of packet I/O on high-speed "
@@ -1828,6 +2149,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
     parser.set_defaults(help_of=parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    if group == "trace":
+        _add_trace_commands(sub)
+        return parser
 
     def command(
         name: str, func: Callable[[argparse.Namespace], None], link: bool = True
@@ -1844,7 +2168,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("nic", cmd_nic)
     p.add_argument("--profile", default="dpdk", help="built-in name or a .toml file")
-    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
+    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     p.add_argument("--vlan", action="store_true", help="frames carry a VLAN tag on the wire")
     p.add_argument(
         "--sizes", default=None, help="frame sizes incl. FCS and named mixes, e.g. 64,256,1518,imix"
@@ -1865,6 +2189,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("dpdk-fwd", cmd_dpdk_fwd)
     _add_forwarding_options(p)
+    p.add_argument(
+        "--mix",
+        default=None,
+        help="frame sizes incl. FCS instead of --pkt: imix, a size, or size:count,...",
+    )
+    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     _add_trace_replay_options(p)
     p.add_argument("--poll", default="1us", help="with --trace: the PMD's poll period")
 
@@ -1919,13 +2249,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_command(bench_sub, "tests", cmd_bench_tests)
     p = _add_command(bench_sub, "sim", cmd_bench_sim)
     p.add_argument("--host", required=True, help="host profile (.toml)")
-    p.add_argument("--device", required=True, help="device profile (.toml)")
+    p.add_argument(
+        "--device",
+        required=True,
+        help="device profile (.toml), or nfp6000: the shipped calibration's NFP-6000 engine",
+    )
     p.add_argument("--test", default="BW_DMA_RD", help="e.g. BW_RD, BW_DMA_WR, LAT_RD")
     p.add_argument("--sizes", default="64,128,256,512,1024,2048", help="bytes per transaction")
     p.add_argument("--windows", default="8192", help="window sizes in bytes")
     p.add_argument("--cache", default="HWarm", help="HWarm, DWarm, Cold or DThrash")
     p.add_argument("--pattern", choices=("Seq", "Rand"), default="Rand")
     p.add_argument("--offset", type=_whole(), default=0, help="host offset in bytes")
+    p.add_argument(
+        "--dev-offset",
+        type=_whole(0),
+        default=0,
+        help="offset of the device-side buffer in bytes (its 8-byte alignment matters)",
+    )
     p.add_argument("--transactions", type=_whole(1, 10**9), default=200_000, help="per point")
     p = _add_command(bench_sub, "calibrate", cmd_bench_calibrate)
     p.add_argument("dirs", nargs="+", help="pcie-bench result directories (latency and bandwidth)")
@@ -1942,7 +2282,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="folder for the predicted bw_*.csv files")
     p.add_argument(
         "--profile",
-        default=str(DEFAULT_CALIBRATION),
+        default=str(calibrate.DEFAULT_CALIBRATION),
         help="calibration from `bench calibrate` (default: the NFP-6000 one shipped)",
     )
     p.add_argument(
@@ -1984,37 +2324,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add_command(sub, "platforms", cmd_platforms)
     p.add_argument("name", nargs="?", help="show this platform (a name or a .toml file)")
     p.add_argument(
-        "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
+        "--calibration", default=str(calibrate.DEFAULT_CALIBRATION), help="calibration file (.toml)"
     )
 
-    trace_sub = _add_group(sub, "trace", "Capture files: stats, merge, synth, convert")
-    p = _add_command(trace_sub, "stats", cmd_trace_stats)
-    p.add_argument("files", nargs="+", help="pcap or pcapng files (.gz/.zst too; - is stdin)")
-    p.add_argument("--eth", type=_whole(), default=40, help="line rate (Gb/s) that defines bursts")
-    _add_capture_read_options(p)
-    p = _add_command(trace_sub, "merge", cmd_trace_merge)
-    p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
-    p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
-    _add_capture_read_options(p)
-    p.add_argument("--force", action="store_true", help="overwrite an existing output")
-    p = _add_command(trace_sub, "synth", cmd_trace_synth)
-    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {RATES_GBPS}")
-    p.add_argument("--sizes", default="64", help="frame size incl. FCS, imix, or 64:7,594:4,...")
-    p.add_argument("--pps", default="1M", help="mean packet rate: 10e6, 10M, 500k")
-    p.add_argument("--duration", default="10ms", help="capture length: 1s, 10ms, ...")
-    p.add_argument("--arrival", choices=trace.ARRIVALS, default="constant")
-    p.add_argument(
-        "--burst", type=_whole(), default=32, help="onoff: frames per back-to-back burst"
-    )
-    p.add_argument("--flows", type=_whole(), default=1024, help="UDP flows the packets cycle over")
-    p.add_argument("--seed", type=_whole(), default=1, help="random seed (sizes, Poisson, on/off)")
-    p.add_argument("-o", "--output", required=True, help="OUT.pcap or OUT.pcapng")
-    p.add_argument("--force", action="store_true", help="overwrite an existing output")
-    p = _add_command(trace_sub, "convert", cmd_trace_convert)
-    p.add_argument("file", help="pcap or pcapng input (.gz/.zst too; - is stdin)")
-    p.add_argument("-o", "--output", required=True, help="OUT.pcap (ns) or OUT.pcapng")
-    _add_capture_read_options(p)
-    p.add_argument("--force", action="store_true", help="overwrite an existing output")
+    _add_trace_commands(sub)
 
     counters_sub = _add_group(
         sub, "counters", "Imported uncore counter measurements (pcm-iio, perf, VTune)"
@@ -2037,6 +2350,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eth", type=_whole(), default=40, help="Ethernet Gb/s for the NIC figure")
     p.add_argument("--force", action="store_true", help="overwrite a non-empty output folder")
     _add_explain_options(p.add_argument_group("measured counters (adds a section)"), False)
+
+    p = _add_command(sub, "sweep", cmd_sweep)
+    p.add_argument("spec", help="sweep spec (.toml): command, options, axes (docs/scale.md)")
+    p.add_argument("-o", "--output", required=True, help="OUT.parquet")
+    p.add_argument("--force", action="store_true", help="overwrite OUT, discard another's parts")
+    _add_scheduler_option(p)
     return parser
 
 
@@ -2060,7 +2379,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv[:1] and argv[0] in QUICK_GROUPS else None)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:  # `pcieperf` or a group alone: show what it offers
         args.help_of.print_help()

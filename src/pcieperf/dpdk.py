@@ -23,12 +23,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from pcieperf.errors import UsageError, require_choice, require_positive
-from pcieperf.ethernet import FCS_BYTES
+from pcieperf.ethernet import FCS_BYTES, Ethernet, PacketMix
 from pcieperf.link import Link
 from pcieperf.nic import (
     CACHE_LINE_BYTES,
     Initiator,
     NicProfile,
+    NicResult,
+    evaluate,
     load_profile,
     per_packet_wire_bytes,
     price_operations,
@@ -89,6 +91,16 @@ METRIC_OF_INITIATOR: dict[Initiator, Metric] = {
     "host_mmio_read": "outbound_read",
 }
 FORWARDING_PROFILE = "testpmd-fwd"
+# The parameters a forwarding setup sets in a profile.
+FORWARDING_PARAMS = (
+    "rx_desc",
+    "tx_desc",
+    "rs_thresh",
+    "tx_wb_counted",
+    "rx_tail_every",
+    "batch",
+    "doorbell",
+)
 
 
 @dataclass(frozen=True)
@@ -104,14 +116,14 @@ class Term:
 
 
 def forwarding_profile(cfg: ForwardingConfig, profile: NicProfile | None = None) -> NicProfile:
-    """The forwarding profile with its parameters set from `cfg`."""
+    """The forwarding profile with its parameters (`FORWARDING_PARAMS`) set from `cfg`; a
+    profile that does not use one of them is priced as it stands. Descriptor fetch and
+    write-back batching stay the profile's `[device]` facts."""
     base = profile or load_profile(FORWARDING_PROFILE)
     params = {
         **base.params,
         "rx_desc": cfg.rx_desc_bytes,
         "tx_desc": cfg.tx_desc_bytes,
-        "rx_fetch": CACHE_LINE_BYTES // cfg.rx_desc_bytes,
-        "tx_fetch": CACHE_LINE_BYTES // cfg.tx_desc_bytes,
         "rs_thresh": cfg.rs_thresh,
         "tx_wb_counted": CACHE_LINE_BYTES if cfg.full_line_tx_writeback else cfg.tx_desc_bytes,
         "rx_tail_every": max(cfg.rx_free_thresh, cfg.batch),
@@ -121,23 +133,45 @@ def forwarding_profile(cfg: ForwardingConfig, profile: NicProfile | None = None)
     return replace(base, params={k: float(v) for k, v in params.items()})
 
 
+def packet_mix(cfg: ForwardingConfig) -> PacketMix:
+    """The one frame size `cfg.pkt_bytes` stands for (it counts bytes DMA'd, without FCS)."""
+    frame = cfg.pkt_bytes + FCS_BYTES
+    return PacketMix(str(frame), np.array([frame]), np.ones(1))
+
+
 def forwarding_terms(
-    cfg: ForwardingConfig, link: Link, profile: NicProfile | None = None
+    cfg: ForwardingConfig,
+    link: Link,
+    profile: NicProfile | None = None,
+    mix: PacketMix | None = None,
 ) -> list[Term]:
-    """Per-packet terms of rx -> tx forwarding: counted data bytes and PCIe wire bytes."""
-    frame = np.array([cfg.pkt_bytes + FCS_BYTES])
-    shares = price_operations(link, forwarding_profile(cfg, profile), frame)
+    """Per-packet terms of rx -> tx forwarding: counted data bytes and PCIe wire bytes, the mean
+    over `mix` (frame sizes incl. FCS) or of `cfg.pkt_bytes`."""
+    frames = mix or packet_mix(cfg)
+    shares = price_operations(link, forwarding_profile(cfg, profile), frames.sizes)
     return [
         Term(
             s.op.what,
             METRIC_OF_INITIATOR[s.op.initiator],
             s.op.initiator,
-            float(s.counted_bytes[0]),
-            float(s.up_bytes[0]),
-            float(s.down_bytes[0]),
+            float(frames.mean(s.counted_bytes)),
+            float(frames.mean(s.up_bytes)),
+            float(frames.mean(s.down_bytes)),
         )
         for s in shares
     ]
+
+
+def forwarding_rate(
+    cfg: ForwardingConfig,
+    link: Link,
+    eth: Ethernet,
+    profile: NicProfile | None = None,
+    mix: PacketMix | None = None,
+) -> NicResult:
+    """The highest forwarding rate on an `eth` port and what limits it: the `nic` model of the
+    same profile with `cfg`'s parameters, so `dpdk-fwd` and `nic` cannot disagree."""
+    return evaluate(forwarding_profile(cfg, profile), link, eth, [mix or packet_mix(cfg)])
 
 
 @dataclass(frozen=True)
@@ -173,13 +207,18 @@ class ForwardingEstimate:
 
 
 def estimate(
-    cfg: ForwardingConfig, link: Link, pps: ArrayLike, profile: NicProfile | None = None
+    cfg: ForwardingConfig,
+    link: Link,
+    pps: ArrayLike,
+    profile: NicProfile | None = None,
+    mix: PacketMix | None = None,
 ) -> ForwardingEstimate:
-    """Forwarding traffic of `cfg` on `link` at the given packet rate(s)."""
+    """Forwarding traffic of `cfg` (or of the frame-size `mix`) on `link` at the packet
+    rate(s) given."""
     rate = np.asarray(pps, dtype=np.float64)
     if np.any(~np.isfinite(rate)) or np.any(rate < 0):
         raise UsageError(f"packet rate {rate.ravel()[0]!r} is not allowed; use a rate >= 0")
-    return ForwardingEstimate(rate, forwarding_terms(cfg, link, profile), link)
+    return ForwardingEstimate(rate, forwarding_terms(cfg, link, profile, mix), link)
 
 
 def batch_from_args(batch: float | None, hist: dict[int, float] | None) -> float:

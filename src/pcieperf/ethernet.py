@@ -12,15 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from pcieperf.errors import UsageError, require_choice
-
-RATES_GBPS = (1, 10, 25, 40, 50, 100, 200, 400, 800)
-PREAMBLE_SFD_BYTES = 8  # §3.1.1: 7-byte preamble + 1-byte start frame delimiter
-IFG_BYTES = 12  # §4.4.2: minimum interpacket gap of 96 bit times
-FCS_BYTES = 4  # §3.2.9: frame check sequence, part of the frame, stripped by the NIC
-VLAN_TAG_BYTES = 4  # IEEE 802.1Q §9.6: one C-tag
-MIN_FRAME_BYTES = 64  # §4.4.2: minFrameSize 512 bits
-MAX_FRAME_BYTES = 9216  # not in 802.3: the usual jumbo-frame maximum of switches and NICs
+from pcieperf import wire
+from pcieperf.errors import UsageError
+from pcieperf.wire import FCS_BYTES, MAX_FRAME_BYTES, MIN_FRAME_BYTES
+from pcieperf.wire import RATES_GBPS as RATES_GBPS  # the line rates, where models look for them
 
 
 def check_frame_sizes(sizes: ArrayLike) -> NDArray[np.int64]:
@@ -51,12 +46,12 @@ class Ethernet:
     vlan: bool = False
 
     def __post_init__(self) -> None:
-        require_choice("Ethernet rate (Gb/s)", self.rate_gbps, RATES_GBPS)
+        wire.check_rate(self.rate_gbps)
 
     @property
     def overhead_bytes(self) -> int:
         """Wire bytes per frame besides the frame: preamble, SFD, IFG and a VLAN tag if set."""
-        return PREAMBLE_SFD_BYTES + IFG_BYTES + (VLAN_TAG_BYTES if self.vlan else 0)
+        return wire.overhead_bytes(self.vlan)
 
     def wire_bytes(self, frames: ArrayLike) -> NDArray[np.int64]:
         """Wire bytes each frame occupies, overhead included."""

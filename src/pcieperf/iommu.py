@@ -2,11 +2,14 @@
 
 A DPDK port's DMA stream (descriptor rings, the mbuf pool laid out as DPDK populates it, its
 per-lcore LIFO caches, thresholds, polls; `rust/core/src/dataplane.rs`) runs through the same
-IOTLB and device model that reproduce pcie-bench's window sweeps (`rust/core/src/iotlb.rs`,
+IOTLB and simulator that reproduce pcie-bench's window sweeps (`rust/core/src/iotlb.rs`,
 `sim.rs`). The IOMMU, the LLC's DDIO ways and the polling core come from a platform profile
 (`platforms.py`): `e5-v4` is the shipped pcie-bench calibration unchanged, the others cite
-their numbers or carry ranges. Where packets wait (Rx ring, Tx ring) follows from the load:
-see `Model.evaluate` and docs/iommu.md.
+their numbers or carry ranges. The device is the NIC of a forwarding profile (default
+`testpmd-fwd`): the same operations, bytes and `[device]` facts that `nic` and `dpdk-fwd`
+price, so without IOMMU, latency limit or pacing the three agree; every bound the run reaches is
+named in `limited_by`. Where packets wait (Rx ring, Tx ring) follows from the load: see
+`Model.evaluate` and docs/iommu.md. Nothing here is fitted to DPDK results.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pcieperf import dpdk, nic
 from pcieperf._native import core
 from pcieperf.calibrate import DEFAULT_CALIBRATION, load_calibration
 from pcieperf.errors import (
@@ -32,8 +36,7 @@ from pcieperf.ethernet import Ethernet, PacketMix, dma_bytes
 from pcieperf.link import Link
 from pcieperf.platforms import DEFAULT_PLATFORM, PlatformProfile, load_platform_profile
 from pcieperf.progress import wrap as with_progress
-from pcieperf.sim import DeviceProfile, cache_lines
-from pcieperf.tlp import read_cost, write_cost
+from pcieperf.sim import cache_lines
 
 PAGE_SIZES = {"4k": 4096, "2m": 2 << 20, "1g": 1 << 30}  # x86-64 page sizes (SDM vol. 3 §4.5)
 RING_MIN, RING_MAX = 64, 4096  # ixgbe/i40e descriptor-ring limits (IXGBE/I40E_MIN/MAX_RING_DESC)
@@ -192,6 +195,9 @@ class IommuParams:
             )
 
 
+DEFAULT_PROFILE = dpdk.FORWARDING_PROFILE
+
+
 @dataclass(frozen=True)
 class Llc:
     """The LLC as DDIO sees it: sets, slices, the ways device writes allocate into, and what a
@@ -235,19 +241,17 @@ class CoreCosts:
 
 @dataclass(frozen=True)
 class Platform:
-    """Device, link, host, IOMMU, LLC and core the model runs on: the device and link from a
-    calibration file, the IOMMU, LLC and core from a platform profile."""
+    """The NIC (a forwarding profile with its `[device]` facts), link, host, IOMMU, LLC and
+    core the model runs on: link and host from a calibration file, the IOMMU, LLC and core from
+    a platform profile."""
 
-    device: DeviceProfile
+    device: nic.NicProfile
     link: Link
     llc_latency_ns: float
     write_line_ns: float
     partial_line_ns: float
     posted_credits: int
     iommu: IommuParams
-    # The calibrated device's per-transaction engine and data-path costs are those of the
-    # NFP-6000's pcie-bench firmware, not of a NIC's pipelined DMA; off unless asked for.
-    engine_costs: bool = False
     name: str = DEFAULT_PLATFORM
     memory: Memory = Memory()
     core: CoreCosts = CoreCosts()
@@ -286,11 +290,13 @@ def load_platform(
     *,
     gen: int = 3,
     lanes: int = 8,
+    profile: str | nic.NicProfile = DEFAULT_PROFILE,
     platform: str | Path = DEFAULT_PLATFORM,
     **iommu: object,
 ) -> Platform:
-    """The calibrated device on a `gen` x `lanes` link with a platform profile's IOMMU, LLC and
-    core (a built-in name or a file); `iommu` overrides IOMMU fields."""
+    """The calibrated link and host on a `gen` x `lanes` link with the NIC of `profile` (a name,
+    a .toml path or a loaded profile) and a platform profile's IOMMU, LLC and core (a built-in
+    name or a file); `iommu` overrides IOMMU fields."""
     calibration = load_calibration(path)
     ref, shared = calibration.reference, calibration.shared
     if ref is None:
@@ -298,10 +304,19 @@ def load_platform(
             f"{path}: the calibration has no [reference_host] table (it needs a steady 4 KiB-page "
             "IOMMU host); re-run `pcieperf bench calibrate` with one"
         )
-    profile = load_platform_profile(platform, path)
-    params, memory, core = platform_parts(profile)
+    device = nic.load_profile(profile) if isinstance(profile, str) else profile
+    missing = [name for name in dpdk.FORWARDING_PARAMS if name not in device.params]
+    if missing or device.device is None:
+        lacks = f"the parameters {', '.join(missing)}" if missing else "a [device] table"
+        raise UsageError(
+            f"profile {device.name!r} lacks {lacks}; the DPDK port model needs a descriptor-ring "
+            f"forwarding profile with [device] and {', '.join(dpdk.FORWARDING_PARAMS)}, such as "
+            f"{DEFAULT_PROFILE}"
+        )
+    platform_profile = load_platform_profile(platform, path)
+    params, memory, core = platform_parts(platform_profile)
     return Platform(
-        device=calibration.device,
+        device=device,
         link=Link(
             gen=gen,
             lanes=lanes,
@@ -314,7 +329,7 @@ def load_platform(
         partial_line_ns=shared.partial_line_ns,
         posted_credits=shared.posted_credits,
         iommu=replace(params, **{k: v for k, v in iommu.items() if v is not None}),
-        name=profile.name,
+        name=platform_profile.name,
         memory=memory,
         core=core,
     )
@@ -466,40 +481,168 @@ def count_misses(
     )
 
 
+def forwarding_nic(setup: PortSetup, platform: Platform) -> nic.NicProfile:
+    """The platform's NIC profile with the setup's descriptors, thresholds and burst: exactly
+    what `dpdk-fwd` prices for the same values."""
+    cfg = dpdk.ForwardingConfig(
+        rx_desc_bytes=setup.rx_desc_bytes,
+        tx_desc_bytes=setup.tx_desc_bytes,
+        rs_thresh=setup.rs_thresh,
+        rx_free_thresh=setup.rx_free_thresh,
+        batch=float(setup.burst),
+    )
+    return dpdk.forwarding_profile(cfg, platform.device)
+
+
+# The stream's descriptor classes (rust/core/src/dataplane.rs numbers them 0..3), by the path and
+# initiator of the profile operations whose bytes they carry.
+_DESCRIPTOR_CLASS = {
+    ("rx", "dma_read"): 0,
+    ("rx", "dma_write"): 1,
+    ("tx", "dma_read"): 2,
+    ("tx", "dma_write"): 3,
+}
+
+
+def _stream_class(path: str, op: nic.Operation) -> int | None:
+    """The descriptor class that carries an operation, or None for the path's packet DMA
+    (the packet itself, and host MMIO and interrupts, which the stream does not emit)."""
+    return None if op.moves_packet else _DESCRIPTOR_CLASS.get((path, op.initiator))
+
+
+def _packets_per_occurrence(setup: PortSetup) -> list[int]:
+    """How many packets pass per transaction of each descriptor class in the stream: a 64 B
+    line of Rx descriptors read and written back, a line of Tx descriptors, an RS write-back."""
+    rx_line, tx_line = LINE // setup.rx_desc_bytes, LINE // setup.tx_desc_bytes
+    return [rx_line, rx_line, tx_line, setup.rs_thresh]
+
+
+def burst_transactions(setup: PortSetup) -> int:
+    """Transactions of one burst: a packet write and read per packet plus the descriptor
+    classes. The simulator lets the Rx queue run this far ahead of the stream, so the NIC's Rx
+    DMA fills the next burst while its Tx DMA sends the one the core has just handed over."""
+    per_packet = 2 + sum(1 / n for n in _packets_per_occurrence(setup))
+    return int(np.ceil(setup.burst * per_packet))
+
+
 def transaction_classes(
     setup: PortSetup, traffic: Traffic, platform: Platform
 ) -> list[dict[str, object]]:
     """Costs of each transaction class, in the order `rust/core/src/dataplane.rs` numbers them:
     Rx descriptor line read, Rx write-back line, Tx descriptor line read, Tx RS write-back,
-    then a packet write and a packet read per size of the mix."""
-    tx_wb_offset = (setup.rs_thresh - 1) * setup.tx_desc_bytes % LINE
-    packet = dma_bytes(traffic.mix.sizes)
-    data = DATA_OFFSET % LINE
-    kinds = [("read", LINE, 0), ("write", LINE, 0), ("read", LINE, 0)]
-    kinds.append(("write", setup.tx_desc_bytes, tx_wb_offset))
-    for size in packet:
-        kinds += [("write", int(size), data), ("read", int(size), data)]
-    return [_class_cost(platform, op, size, offset) for op, size, offset in kinds]
+    then a packet write and a packet read per size of the mix.
+
+    The stream gives the addresses and the order; the bytes are the NIC profile's, priced as
+    `nic` prices them: each operation's per-packet wire bytes, read requests and root-complex
+    time ride on the class that carries it, times the packets that pass per transaction of that
+    class, so a packet costs exactly what `nic` charges (MMIO doorbells and interrupts ride on
+    the path's packet DMA).
+    """
+    sizes = traffic.mix.sizes.size
+    occurrences = np.array([*_packets_per_occurrence(setup), *[1] * (2 * sizes)], dtype=float)
+    per_occurrence = _costs_per_packet(setup, traffic, platform) * occurrences[:, None, None]
+    # Descriptor classes carry the mix's mean; packet class 4 + 2k (write) and 5 + 2k (read)
+    # the k-th size's cost.
+    costs = [traffic.mix.weights @ per_occurrence[cls] for cls in range(4)]
+    costs += [per_occurrence[cls, (cls - 4) // 2] for cls in range(4, 4 + 2 * sizes)]
+    return [_class(platform, _is_read(cls), _is_tx(cls), *cost) for cls, cost in enumerate(costs)]
 
 
-def _class_cost(platform: Platform, op: str, size: int, offset: int) -> dict[str, object]:
-    """Device, link and host cost of one DMA; reads are LLC hits (descriptors written by the
-    core, packets written by the NIC through DDIO moments before)."""
-    lines, partial = (int(v) for v in cache_lines(offset, size))
-    read_ns, write_ns, datapath_ns = (
-        platform.device.costs(lines) if platform.engine_costs else (0.0, 0.0, 0.0)
+def _is_read(cls: int) -> bool:
+    """Whether a stream class is a read: descriptor line reads (0, 2) and packet reads."""
+    return cls in (0, 2) or (cls >= 4 and cls % 2 == 1)
+
+
+def _is_tx(cls: int) -> bool:
+    """Whether a stream class is Tx DMA: Tx descriptors (2, 3) and packet reads."""
+    return cls in (2, 3) or (cls >= 4 and cls % 2 == 1)
+
+
+UP, DOWN, REQUESTS, RC_NS = range(4)  # the cost axis of `_costs_per_packet`
+
+
+def _costs_per_packet(setup: PortSetup, traffic: Traffic, platform: Platform) -> np.ndarray:
+    """Per stream class and packet size, what a packet of that size costs through that class:
+    up bytes, down bytes, read requests and root-complex ns (`UP`, `DOWN`, `REQUESTS`, `RC_NS`)."""
+    shares = nic.price_operations(platform.link, forwarding_nic(setup, platform), traffic.mix.sizes)
+    sizes = traffic.mix.sizes.size
+    per_packet = np.zeros((4 + 2 * sizes, sizes, 4))
+    for share in shares:
+        costs = np.stack(
+            [share.up_bytes, share.down_bytes, _requests(share), _root_complex_ns(share, platform)],
+            axis=-1,
+        )
+        cls = _stream_class(share.path, share.op)
+        if cls is not None:
+            per_packet[cls] += costs
+            continue
+        for k in range(sizes):
+            per_packet[4 + 2 * k + (share.path == "tx"), k] += costs[k]
+    return per_packet
+
+
+def resource_bounds(setup: PortSetup, traffic: Traffic, platform: Platform) -> dict[str, float]:
+    """The packet rate (Mpps) each resource alone would allow, from the mean cost per packet:
+    the line (all ports), the Rx pacing, each link direction (what `nic` computes), the root
+    complex's write retirement, and the read requests (tags held for the host's read latency
+    plus the request and completion on the link)."""
+    per_packet = _costs_per_packet(setup, traffic, platform)
+    mean = np.einsum("csm,s->cm", per_packet, traffic.mix.weights)  # per class, per packet
+    capacity = platform.link.tlp_bytes_per_s / 1e9  # bytes per ns
+    reads = np.array([_is_read(cls) for cls in range(len(mean))])
+    held_ns = (
+        mean[reads, REQUESTS].sum() * platform.llc_latency_ns
+        + (mean[reads, UP].sum() + mean[reads, DOWN].sum()) / capacity
     )
-    read = op == "read"
-    cost = (read_cost if read else write_cost)(platform.link, size, offset)
+    total = mean.sum(axis=0)
+    bounds = {
+        "ethernet": traffic.line_mpps(setup.ports),
+        "pcie_up": 1e3 * capacity / total[UP],
+        "pcie_down": 1e3 * capacity / total[DOWN],
+        "root_complex": 1e3 / total[RC_NS] if total[RC_NS] else np.inf,
+        "read_requests": 1e3 * platform.device.device.read_requests / held_ns,
+    }
+    if traffic.pace_mpps is not None:
+        bounds["rx_pacing"] = traffic.pace_mpps
+    return {name: float(b) for name, b in bounds.items()}
+
+
+def _requests(share: nic.OpShare) -> np.ndarray:
+    """Read requests per packet (one tag each): the device's reads' request TLPs."""
+    return share.up_tlps if share.op.initiator == "dma_read" else np.zeros_like(share.up_tlps)
+
+
+def _root_complex_ns(share: nic.OpShare, platform: Platform) -> np.ndarray:
+    """Root-complex time per packet to retire the device's posted writes of one operation."""
+    if share.op.initiator not in ("dma_write", "interrupt"):
+        return np.zeros_like(share.per_packet)
+    size = np.rint(share.data_bytes / share.per_packet).astype(np.int64)
+    lines, partial = cache_lines(share.op.offset, size)
+    return share.per_packet * (platform.write_line_ns * lines + platform.partial_line_ns * partial)
+
+
+def _class(
+    platform: Platform,
+    read: bool,
+    tx: bool,
+    up: float,
+    down: float,
+    requests: float,
+    rc_ns: float,
+) -> dict[str, object]:
+    """One class for the simulator: Rx and Tx DMA are separate in-order queues, a NIC's DMA is
+    pipelined (no per-transaction engine cost), a read holds a tag per request and its data are
+    LLC hits (descriptors written by the core, packets written through DDIO moments before), a
+    posted write holds no tag."""
     return {
         "read": read,
-        "issue_ns": read_ns if read else write_ns,
-        "datapath_ns": datapath_ns,
-        "up_bytes": float(cost.wire_out),
-        "down_bytes": float(cost.wire_back) if read else 0.0,
-        "write_ns": 0.0
-        if read
-        else platform.write_line_ns * lines + platform.partial_line_ns * partial,
+        "queue": int(tx),
+        "tags": max(1, int(np.ceil(requests - 1e-9))) if read else 0,
+        "issue_ns": 0.0,
+        "datapath_ns": 0.0,
+        "up_bytes": float(up),
+        "down_bytes": float(down),
+        "write_ns": 0.0 if read else float(rc_ns),
         "hit_ns": platform.llc_latency_ns,
         "miss_ns": platform.llc_latency_ns,
     }
@@ -507,10 +650,12 @@ def _class_cost(platform: Platform, op: str, size: int, offset: int) -> dict[str
 
 @dataclass(frozen=True)
 class Run:
-    """One timed run of a port's stream: packet rate and mean DMA latency."""
+    """One timed run of a port's stream: packet rate, mean DMA latency, and how busy each
+    resource was (fraction of the run)."""
 
     mpps: float
     mean_latency_ns: float
+    utilization: dict[str, float]
 
 
 def cold_read_classes(
@@ -546,22 +691,44 @@ def _timed_run(
         memory=memory,
         lcore=platform.core,
     )
-    device, link = platform.device, platform.link
+    device, link = platform.device.device, platform.link
+    classes = transaction_classes(setup, traffic, platform)
+    _check_tags(classes, device, traffic)
+    classes += cold_read_classes(setup, traffic, platform, classes)
     params |= {
         "iommu": iommu,
-        "tags": device.tags,
-        "fixed_latency_ns": device.fixed_latency_ns,
+        "tags": device.read_requests,
+        "fixed_latency_ns": 0.0,
         "up_bytes_per_ns": link.tlp_bytes_per_s / 1e9,
         "down_bytes_per_ns": link.tlp_bytes_per_s / 1e9,
         "posted_credits": platform.posted_credits,
+        "lookahead": burst_transactions(setup),
     }
-    classes = transaction_classes(setup, traffic, platform)
-    classes += cold_read_classes(setup, traffic, platform, classes)
     out = core().port_simulate(params, classes)
+    elapsed = out["elapsed_ns"]
     return Run(
-        mpps=out["forwarded"] / out["elapsed_ns"] * 1e3,
+        mpps=out["forwarded"] / elapsed * 1e3,
         mean_latency_ns=float(np.mean(out["latencies_ns"])),
+        utilization={
+            "pcie_up": out["up_busy_ns"] / elapsed,
+            "pcie_down": out["down_busy_ns"] / elapsed,
+            "read_requests": out["tag_busy_ns"] / (elapsed * device.read_requests),
+            "root_complex": out["rc_busy_ns"] / elapsed,
+        },
     )
+
+
+def _check_tags(
+    classes: list[dict[str, object]], device: nic.DeviceFacts, traffic: Traffic
+) -> None:
+    """A packet read needing more read requests than the device may hold cannot be issued."""
+    need = max(int(c["tags"]) for c in classes)
+    if need > device.read_requests:
+        raise UsageError(
+            f"a {int(traffic.mix.sizes.max())} B frame is read in {need} requests, more than the "
+            f"{device.read_requests} read requests {device.name} may hold; use a larger MRRS or "
+            "smaller frames"
+        )
 
 
 @dataclass(frozen=True)
@@ -585,6 +752,14 @@ class IommuResult:
     added_latency_ns: float
     walker_utilization: float
     bottleneck: str
+    limited_by: list[str]
+    limited_by_no_iommu: list[str]
+    profile: str
+    device: str
+    read_requests: int
+    nic_mpps: float
+    bounds_mpps: dict[str, float | None]
+    utilization: dict[str, float]
     platform: str = DEFAULT_PLATFORM
     iova: str = "va"
     poll_delay_us: float = 0.0
@@ -600,6 +775,21 @@ class IommuResult:
 
 
 SATURATED = 0.99  # a rate within 1 % of a bound counts as reaching it (simulation noise)
+# A resource whose own bound is within 5 % of the simulated rate is named as a limit: where two
+# resources are nearly saturated at once, queueing between them costs the run a few percent.
+NEAR_BOUND = 0.05
+UNLIMITED_READS = 4096  # more read requests than any run can use (10-bit tags allow 768)
+# What can limit the simulated rate (`limited_by`), and how `bottleneck` names it.
+LIMITS = {
+    "iommu_walks": "IOMMU page walks",
+    "rx_pacing": "Rx pacing",
+    "ethernet": "line rate",
+    "pcie_up": "PCIe up",
+    "pcie_down": "PCIe down",
+    "read_requests": "device read requests",
+    "root_complex": "root-complex writes",
+    "lcores": "lcore polling",
+}
 
 
 class Model:
@@ -610,23 +800,50 @@ class Model:
         require_positive("packets", packets)
         self.platform, self.traffic, self.packets = platform, traffic, packets
         self._baseline: dict[tuple[float, ...], Run] = {}
+        self._baseline_limits: dict[tuple[float, ...], list[str]] = {}
 
-    def no_iommu(self, setup: PortSetup) -> Run:
-        """The run without IOMMU: addresses do not matter, only what sets the transactions per
-        packet and their timing (ports, descriptor sizes, RS threshold, burst, poll delay)."""
-        key = (
+    @staticmethod
+    def _key(setup: PortSetup) -> tuple[float, ...]:
+        """What sets the transactions per packet and their timing without IOMMU (addresses do
+        not matter then): ports, queues, descriptor sizes, thresholds, burst, poll delay."""
+        return (
+            setup.queues,
             setup.ports,
             setup.rx_desc_bytes,
             setup.tx_desc_bytes,
             setup.rs_thresh,
+            setup.rx_free_thresh,
             setup.burst,
             setup.poll_delay_us,
         )
+
+    def no_iommu(self, setup: PortSetup) -> Run:
+        """The run without IOMMU."""
+        key = self._key(setup)
         if key not in self._baseline:
             self._baseline[key] = _timed_run(
                 setup, self.traffic, self.platform, False, self.packets, seed=1
             )
         return self._baseline[key]
+
+    def no_iommu_limits(self, setup: PortSetup, bounds: dict[str, float]) -> list[str]:
+        """What holds the run without IOMMU. When no bound is near and no resource saturated,
+        the read requests bind in bursts (a Tx burst asks for more than the tags, then the tags
+        idle during Rx): it is named if the same run with unlimited read requests is faster."""
+        key = self._key(setup)
+        if key not in self._baseline_limits:
+            base = self.no_iommu(setup)
+            limits = _limits(bounds, base.mpps, base.utilization, base.mpps)
+            if not limits and self._unlimited_reads(setup).mpps > base.mpps / SATURATED:
+                limits = ["read_requests"]
+            self._baseline_limits[key] = limits
+        return self._baseline_limits[key]
+
+    def _unlimited_reads(self, setup: PortSetup) -> Run:
+        nic_device = self.platform.device
+        facts = replace(nic_device.device, read_requests=UNLIMITED_READS)
+        platform = replace(self.platform, device=replace(nic_device, device=facts))
+        return _timed_run(setup, self.traffic, platform, False, self.packets, seed=1)
 
     def run_in(self, setup: PortSetup, load: Load, seed: int = 1) -> Run:
         """The timed run with the IOMMU in a given load state (for what-ifs; evaluate picks
@@ -721,8 +938,15 @@ class Model:
         return math.ceil(delay_ns / 100) / 10 if delay_ns > 0 else None
 
     def evaluate(self, setup: PortSetup, seed: int = 1) -> IommuResult:
-        """Misses, working set and packet rates of one setup, in the state its load puts it."""
+        """Misses, working set and packet rates of one setup, in the state its load puts it,
+        and what limits them."""
         platform, traffic = self.platform, self.traffic
+        device = platform.device
+        if setup.queues > device.device.queues:
+            raise UsageError(
+                f"queues {setup.queues} is more than {device.device.name} has "
+                f"({device.device.queues} queue pairs)"
+            )
         base = self.no_iommu(setup)
         lcores = core_mpps(setup, platform.core)
         load, with_iommu, counts = self.load_state(setup, base, seed)
@@ -730,6 +954,13 @@ class Model:
         iommu = platform.iommu
         reference = min(base.mpps, lcores)  # without IOMMU the lcores still cap the rate
         mpps = min(with_iommu.mpps, reference)  # the IOMMU never speeds a device up
+        bounds = {**resource_bounds(setup, traffic, platform), "lcores": lcores}
+        walks_per_mpps = self.walk_load(1.0, counts)  # walker utilisation per Mpps forwarded
+        walk_bound = {"iommu_walks": 1.0 / walks_per_mpps} if walks_per_mpps else {}
+        base_limits = self.no_iommu_limits(setup, bounds)
+        limits = _limits({**bounds, **walk_bound}, mpps, with_iommu.utilization, reference)
+        if not limits and mpps >= SATURATED * reference:
+            limits = base_limits
         return IommuResult(
             page=setup.page,
             rxd=setup.rxd,
@@ -747,7 +978,16 @@ class Model:
             throughput_ratio=mpps / reference,
             added_latency_ns=max(with_iommu.mean_latency_ns - base.mean_latency_ns, 0.0),
             walker_utilization=min(self.walk_load(mpps, counts), 1.0),
-            bottleneck=_bottleneck(line, reference, mpps, traffic.pace_mpps),
+            bottleneck=LIMITS[limits[0]] if limits else "none reached",
+            limited_by=limits,
+            limited_by_no_iommu=base_limits,
+            profile=device.name,
+            device=device.device.name,
+            read_requests=device.device.read_requests,
+            nic_mpps=min(bounds["ethernet"], bounds["pcie_up"], bounds["pcie_down"]),
+            # Every key always (a sweep's table has one column per key): no walks, no bound.
+            bounds_mpps={**bounds, "iommu_walks": walk_bound.get("iommu_walks")},
+            utilization=with_iommu.utilization,
             platform=platform.name,
             iova=setup.iova,
             poll_delay_us=setup.poll_delay_us,
@@ -768,18 +1008,22 @@ def drops_at_full_tx_ring(platform: Platform) -> float:
     not: the NIC keeps writing received packets, and when page walks are the bottleneck each
     direction gets walks in proportion to the requests it keeps waiting for one. Posted writes
     wait up to the root port's posted credits (calibration [host] posted_credits), reads up to
-    the device's outstanding-read tags (a device fact, `platform.device.tags`), so
-    Rx : Tx = credits : tags."""
-    return max(platform.posted_credits / platform.device.tags - 1.0, 0.0)
+    the NIC's outstanding read requests (the profile's [device] read_requests), so
+    Rx : Tx = credits : read requests."""
+    return max(platform.posted_credits / platform.device.device.read_requests - 1.0, 0.0)
 
 
-def _bottleneck(line: float, no_iommu: float, with_iommu: float, pace: float | None) -> str:
-    """Name what limits the rate: the wire, the Rx pacing, the device/PCIe or the IOMMU."""
-    if with_iommu < SATURATED * no_iommu:
-        return "IOMMU page walks"
-    if pace is not None and pace < line:
-        return "Rx pacing"
-    return "line rate" if no_iommu >= SATURATED * line else "device/PCIe"
+def _limits(
+    bounds: dict[str, float], mpps: float, utilization: dict[str, float], no_iommu: float
+) -> list[str]:
+    """What limits a run's rate (`LIMITS` keys), the one that explains it first: the IOMMU if
+    it cost throughput, every resource whose own bound is within `NEAR_BOUND` of the rate
+    (tightest first), then any other resource busy at least 99 % of the run."""
+    names = ["iommu_walks"] if mpps < SATURATED * no_iommu else []
+    near = sorted((b, n) for n, b in bounds.items() if b <= mpps * (1 + NEAR_BOUND))
+    names += [n for _, n in near if n not in names]
+    busy = sorted(((u, n) for n, u in utilization.items() if u >= SATURATED), reverse=True)
+    return names + [n for _, n in busy if n not in names]
 
 
 def gain(

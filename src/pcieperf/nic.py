@@ -1,14 +1,21 @@
 """Device/driver interaction models as data: NIC profiles and the engine that prices them.
 
 A profile (TOML) lists, for the receive path and the transmit path, every PCIe operation with
-its initiator, its size and how often it happens. Sizes and frequencies are products of numbers
-and names: the profile's `[params]` plus `pkt` (bytes DMA'd for the packet: frame minus FCS) and
-`frame` (frame size incl. FCS). Each packet is received and transmitted once (a full-duplex port
-at the same rate both ways), unless the evaluation is restricted to one path.
+its initiator, its size and how often it happens. Sizes and frequencies are products and
+quotients of numbers and names: the profile's `[params]`, the facts of its `[device]` table, `pkt`
+(bytes DMA'd for the packet: frame minus FCS) and `frame` (frame size incl. FCS). Each packet is
+received and transmitted once (a full-duplex port at the same rate both ways), unless the
+evaluation is restricted to one path.
+
+`[device]` describes the NIC's DMA side once, for every command that prices or simulates the
+profile (`nic`, `dpdk-fwd`, `iommu`): outstanding read requests, queues, descriptor fetch and
+write-back batching. Each fact is cited in its `source` or, where no datasheet gives it, listed
+in `[device.assumed]` with the range it may take.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -36,8 +43,12 @@ PATHS = ("rx", "tx")
 BUILTIN_NAMES = ("pkt", "frame")
 CACHE_LINE_BYTES = 64  # x86 cache line: the unit in which the root complex moves data
 Bottleneck = Literal["ethernet", "pcie_up", "pcie_down"]
+MAX_OP_BYTES = 1 << 32  # 4 GiB per operation: larger sizes are typos
+NEAR_LIMIT = 0.01  # a bound within 1 % of the achieved rate is named as a limit too
 
-_PROFILE_KEYS = {"name", "description", "source", "notes", "params", "rx", "tx"}
+_PROFILE_KEYS = {"name", "description", "source", "notes", "params", "device", "rx", "tx"}
+DEVICE_FACTS = ("read_requests", "queues", "rx_fetch_bytes", "tx_fetch_bytes", "rx_wb_batch")
+_DEVICE_KEYS = {"name", "source", "notes", "assumed", *DEVICE_FACTS}
 _OP_KEYS = {"what", "initiator", "size", "every", "counted", "offset", "addr64", "source"}
 _OP_REQUIRED = ("what", "initiator", "size", "every")
 
@@ -59,6 +70,37 @@ class Operation:
     addr64: bool | None = None
     source: str = ""
 
+    @property
+    def moves_packet(self) -> bool:
+        """Whether it carries the packet itself (its size depends on pkt or frame)."""
+        tokens = {f.strip().removeprefix("cl(").removesuffix(")") for _, f in _factors(self.size)}
+        return bool(tokens & set(BUILTIN_NAMES))
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """A NIC's DMA side (the profile's `[device]` table), as pricing and simulation need it.
+
+    `read_requests`: non-posted requests (tags) the device keeps outstanding at once; `queues`:
+    Rx/Tx queue pairs; `rx_fetch_bytes` / `tx_fetch_bytes`: bytes per descriptor fetch;
+    `rx_wb_batch`: Rx completions (descriptor write-backs, CQEs) per DMA write. `assumed` maps
+    each fact no datasheet gives to the (low, high) range it may take.
+    """
+
+    name: str
+    source: str
+    read_requests: int
+    queues: int
+    rx_fetch_bytes: int
+    tx_fetch_bytes: int
+    rx_wb_batch: int
+    notes: str = ""
+    assumed: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def facts(self) -> dict[str, float]:
+        """The numeric facts by name, as operation expressions use them."""
+        return {name: float(getattr(self, name)) for name in DEVICE_FACTS}
+
 
 def check_paths(paths: tuple[str, ...]) -> tuple[str, ...]:
     """The paths, each of them rx or tx (a usage error names any other)."""
@@ -79,6 +121,12 @@ class NicProfile:
     rx: tuple[Operation, ...]
     tx: tuple[Operation, ...]
     path: str = ""
+    device: DeviceFacts | None = None
+
+    @property
+    def names(self) -> dict[str, float]:
+        """Every name an operation expression may use besides pkt and frame."""
+        return {**self.params, **(self.device.facts() if self.device else {})}
 
     def operations(self, paths: tuple[str, ...] = PATHS) -> list[tuple[str, Operation]]:
         """(path, operation) pairs of the selected paths, in profile order."""
@@ -129,12 +177,14 @@ def parse_profile(text: str, origin: str) -> NicProfile:
         if not isinstance(data.get(key), str):
             raise ProfileError(f"{origin}: missing or non-text top-level key {key!r}")
     params = _parse_params(origin, data.get("params", {}))
+    device = _parse_device(origin, data["device"]) if "device" in data else None
+    names = {**params, **(device.facts() if device else {})}
     for p in PATHS:
         if not isinstance(data.get(p, []), list):
             raise ProfileError(f"{origin}: {p} = {data[p]!r}; expected [[{p}]] operation tables")
     paths = {
         p: tuple(
-            _parse_op(origin, f"{p}[{i}]", raw, params) for i, raw in enumerate(data.get(p, []))
+            _parse_op(origin, f"{p}[{i}]", raw, names) for i, raw in enumerate(data.get(p, []))
         )
         for p in PATHS
     }
@@ -149,6 +199,7 @@ def parse_profile(text: str, origin: str) -> NicProfile:
         rx=paths["rx"],
         tx=paths["tx"],
         path=origin,
+        device=device,
     )
 
 
@@ -166,9 +217,10 @@ def _parse_params(origin: str, raw: object) -> dict[str, float]:
         raise ProfileError(f"{origin}: [params] must be a table of numbers")
     params: dict[str, float] = {}
     for key, value in raw.items():
-        if key in BUILTIN_NAMES or not key.isidentifier():
+        if key in BUILTIN_NAMES or key in DEVICE_FACTS or not key.isidentifier():
             raise ProfileError(
-                f"{origin}: params.{key} is not a usable name (reserved: pkt, frame)"
+                f"{origin}: params.{key} is not a usable name (reserved: "
+                f"{', '.join((*BUILTIN_NAMES, *DEVICE_FACTS))})"
             )
         if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
             raise ProfileError(f"{origin}: params.{key} = {value!r}; it must be a number > 0")
@@ -176,7 +228,46 @@ def _parse_params(origin: str, raw: object) -> dict[str, float]:
     return params
 
 
-def _parse_op(origin: str, where: str, raw: object, params: dict[str, float]) -> Operation:
+def _parse_device(origin: str, raw: object) -> DeviceFacts:
+    """The `[device]` table: text name and source, whole-number facts >= 1, and the range of
+    each assumed fact (which must hold the value used)."""
+    if not isinstance(raw, dict):
+        raise ProfileError(f"{origin}: [device] must be a table")
+    _reject_unknown(origin, "device", raw, _DEVICE_KEYS)
+    for key in ("name", "source", *DEVICE_FACTS):
+        if key not in raw:
+            raise ProfileError(f"{origin}: [device] is missing {key!r}")
+    for key in ("name", "source", "notes"):
+        if not isinstance(raw.get(key, ""), str):
+            raise ProfileError(f"{origin}: device.{key} must be text")
+    for key in DEVICE_FACTS:
+        _require_whole(origin, f"device.{key}", raw[key])
+    assumed = raw.get("assumed", {})
+    if not isinstance(assumed, dict):
+        raise ProfileError(f"{origin}: [device.assumed] must be a table of [low, high] ranges")
+    _reject_unknown(origin, "device.assumed", assumed, set(DEVICE_FACTS))
+    for key, bounds in assumed.items():
+        where = f"device.assumed.{key}"
+        if not isinstance(bounds, list) or len(bounds) != 2:
+            raise ProfileError(f"{origin}: {where} = {bounds!r}; use [low, high]")
+        for bound in bounds:
+            _require_whole(origin, where, bound)
+        if not bounds[0] <= raw[key] <= bounds[1]:
+            raise ProfileError(
+                f"{origin}: {where} = {bounds!r} does not hold device.{key} = {raw[key]}"
+            )
+    return DeviceFacts(
+        **{k: v for k, v in raw.items() if k != "assumed"},
+        assumed={k: (int(lo), int(hi)) for k, (lo, hi) in assumed.items()},
+    )
+
+
+def _require_whole(origin: str, where: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ProfileError(f"{origin}: {where} = {value!r}; it must be a whole number >= 1")
+
+
+def _parse_op(origin: str, where: str, raw: object, names: dict[str, float]) -> Operation:
     if not isinstance(raw, dict):
         raise ProfileError(f"{origin}: {where} must be a table")
     _reject_unknown(origin, where, raw, _OP_KEYS)
@@ -189,7 +280,7 @@ def _parse_op(origin: str, where: str, raw: object, params: dict[str, float]) ->
         )
     for key in ("size", "every", "counted"):
         if key in raw:
-            _check_expression(origin, f"{where}.{key}", raw[key], params)
+            _check_expression(origin, f"{where}.{key}", raw[key], names)
     offset = raw.get("offset", 0)
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise ProfileError(f"{origin}: {where}.offset = {offset!r}; use a whole number >= 0")
@@ -205,15 +296,26 @@ def _parse_op(origin: str, where: str, raw: object, params: dict[str, float]) ->
     )
 
 
-def _check_expression(origin: str, where: str, expr: object, params: dict[str, float]) -> None:
+_OPERATOR = re.compile(r"\s*([*/])\s*")
+
+
+def _factors(expr: str) -> list[tuple[str, str]]:
+    """(operator, factor) pairs of an expression: names and numbers joined by '*' or '/'."""
+    parts = _OPERATOR.split(str(expr))
+    return list(zip(["*", *parts[1::2]], parts[0::2], strict=True))
+
+
+def _check_expression(origin: str, where: str, expr: object, names: dict[str, float]) -> None:
     if isinstance(expr, bool) or not isinstance(expr, int | float | str):
-        raise ProfileError(f"{origin}: {where} = {expr!r}; use a number or names joined by '*'")
-    names = {**params, **dict.fromkeys(BUILTIN_NAMES, 1.0)}
-    for factor in str(expr).split("*"):
-        if _factor_value(factor, names) is None:
+        raise ProfileError(
+            f"{origin}: {where} = {expr!r}; use a number or names joined by '*' or '/'"
+        )
+    known = {**names, **dict.fromkeys(BUILTIN_NAMES, 1.0)}
+    for _, factor in _factors(str(expr)):
+        if _factor_value(factor, known) is None:
             raise ProfileError(
                 f"{origin}: {where} = {expr!r}: {factor.strip()!r} is neither a positive number, "
-                f"a name ({', '.join(names)}) nor cl(name)"
+                f"a name ({', '.join(known)}) nor cl(name)"
             )
 
 
@@ -235,13 +337,16 @@ def _factor_value(factor: str, names: dict) -> float | NDArray[np.float64] | Non
 
 
 def evaluate_expression(
-    expr: str, params: dict[str, float], pkt: NDArray[np.int64], frame: NDArray[np.int64]
+    expr: str, names: dict[str, float], pkt: NDArray[np.int64], frame: NDArray[np.int64]
 ) -> NDArray[np.float64]:
-    """Value of a validated size/frequency expression for each packet size."""
-    names = {**params, "pkt": pkt, "frame": frame}
+    """Value of a validated size/frequency expression for each packet size; `names` are the
+    profile's (`NicProfile.names`)."""
+    known = {**names, "pkt": pkt, "frame": frame}
     value: NDArray[np.float64] = np.ones(pkt.shape)
-    for factor in expr.split("*"):
-        value = value * _factor_value(factor, names)
+    with np.errstate(over="ignore", under="ignore"):  # callers refuse what is not finite
+        for operator, factor in _factors(expr):
+            operand = _factor_value(factor, known)
+            value = value * operand if operator == "*" else value / operand
     return value
 
 
@@ -293,17 +398,22 @@ def price_operations(
     pkt = dma_bytes(frames)
     shares = []
     for path, op in profile.operations(paths):
-        size = evaluate_expression(op.size, profile.params, pkt, frames)
-        if np.any(size != np.round(size)) or np.any(size < 1):
+        names = profile.names
+        size = evaluate_expression(op.size, names, pkt, frames)
+        bad = (size != np.round(size)) | (size < 1) | ~np.isfinite(size) | (size > MAX_OP_BYTES)
+        if np.any(bad):
             raise ProfileError(
                 f"{profile.path}: {path} op {op.what!r} size {op.size!r} "
-                f"gives {size[(size != np.round(size)) | (size < 1)][0]} bytes; "
-                "sizes must be whole bytes >= 1"
+                f"gives {size[bad][0]} bytes; sizes must be whole bytes from 1 to {MAX_OP_BYTES}"
             )
-        per_packet = 1 / evaluate_expression(op.every, profile.params, pkt, frames)
-        counted = (
-            evaluate_expression(op.counted, profile.params, pkt, frames) if op.counted else size
-        )
+        every = evaluate_expression(op.every, names, pkt, frames)
+        if not np.all(np.isfinite(every) & (every > 0)):
+            raise ProfileError(
+                f"{profile.path}: {path} op {op.what!r} every {op.every!r} gives "
+                f"{every[~(np.isfinite(every) & (every > 0))][0]}; it must be a finite number > 0"
+            )
+        per_packet = 1 / every
+        counted = evaluate_expression(op.counted, names, pkt, frames) if op.counted else size
         cost, device_side = operation_cost(
             link, op.initiator, size.astype(np.int64), op.offset, op.addr64
         )
@@ -426,6 +536,23 @@ class NicResult:
         up, down = self.up_bytes_per_pkt, self.down_bytes_per_pkt
         pcie_side = np.where(up >= down, "pcie_up", "pcie_down")
         return np.where(self.line_pps <= self.pcie_max_pps * (1 + 1e-12), "ethernet", pcie_side)
+
+    @property
+    def limited_by(self) -> list[list[str]]:
+        """Per row, every bound within 1 % of the achieved rate, the tightest first: what would
+        have to move for the rate to rise."""
+        bounds = {
+            "ethernet": self.line_pps,
+            "pcie_up": self.capacity_bytes_per_s / self.up_bytes_per_pkt,
+            "pcie_down": self.capacity_bytes_per_s / self.down_bytes_per_pkt,
+        }
+        rows = []
+        for i, rate in enumerate(self.max_pps):
+            near = [
+                (float(b[i]), name) for name, b in bounds.items() if b[i] <= rate * (1 + NEAR_LIMIT)
+            ]
+            rows.append([name for _, name in sorted(near)])
+        return rows
 
 
 def evaluate(

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from pcieperf._native import core
+from pcieperf.alignment import BURST_BYTES, WORD_BYTES, TransferShape, transfer_shape
 from pcieperf.bench import (
     CACHE_STATES,
     IOMMU_MODES,
@@ -28,7 +29,7 @@ from pcieperf.bench import (
 )
 from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
 from pcieperf.link import Link
-from pcieperf.tlp import blocks_touched, read_cost, write_cost
+from pcieperf.tlp import blocks_touched
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,13 @@ class DeviceProfile:
     A read costs its engine `read_ns + read_line_ns * lines` and a write `write_ns +
     write_line_ns * lines` (separate engines, so reads and writes overlap); every transaction
     also crosses the shared data path for `datapath_ns + datapath_line_ns * lines`, where
-    `lines` counts the 64 B cache lines the transfer touches. `latency_overhead_ns` is time the
-    latency benchmark adds to each sample (timestamping) that bandwidth runs do not see.
+    `lines` counts the transfer's 64 B of data (`alignment.data_lines`). On top of that
+    (`times`, docs/bench.md "Device and host offsets"): a read costs `read_request_ns` per read
+    request beyond the first and `unaligned_read_ns` when its device buffer needs an extra
+    8-byte word; the write engine reads device memory in bursts of `burst_bytes`, each
+    `burst_ns` (plus `burst_base_ns` once), and keeps pace with the slower of its two sides.
+    `latency_overhead_ns` is time the latency benchmark adds to each sample (timestamping)
+    that bandwidth runs do not see.
     """
 
     name: str
@@ -53,15 +59,38 @@ class DeviceProfile:
     datapath_line_ns: float
     fixed_latency_ns: float
     latency_overhead_ns: float = 0.0
+    read_request_ns: float = 0.0
+    unaligned_read_ns: float = 0.0
+    burst_bytes: int = BURST_BYTES
+    burst_base_ns: float = 0.0
+    burst_ns: float = 0.0
     notes: str = ""
 
-    def costs(self, lines: int) -> tuple[float, float, float]:
-        """Read-engine, write-engine and data-path time of a transfer touching `lines` lines."""
+    def __post_init__(self) -> None:
+        if self.burst_bytes < WORD_BYTES or self.burst_bytes % WORD_BYTES:
+            raise UsageError(
+                f"burst_bytes {self.burst_bytes} must be a whole number of {WORD_BYTES}-byte words"
+            )
+
+    def costs(self, lines: ArrayLike) -> tuple[Any, Any, Any]:
+        """Read-engine, write-engine and data-path time of an aligned transfer of `lines`
+        64 B lines of data."""
         return (
             self.read_ns + self.read_line_ns * lines,
             self.write_ns + self.write_line_ns * lines,
             self.datapath_ns + self.datapath_line_ns * lines,
         )
+
+    def times(self, shape: TransferShape) -> tuple[Any, Any, Any]:
+        """Read-engine, write-engine and data-path time of transfers of this shape."""
+        read, write, path = self.costs(shape.data_lines)
+        read = (
+            read
+            + self.read_request_ns * (shape.read_requests - 1)
+            + self.unaligned_read_ns * shape.extra_word
+        )
+        write = np.maximum(write, self.burst_base_ns + self.burst_ns * shape.bursts)
+        return read, write, path
 
 
 @dataclass(frozen=True)
@@ -69,7 +98,8 @@ class HostProfile:
     """The host: link settings, memory hierarchy as a device sees it, write path and IOMMU.
 
     The root complex retires a posted write in `write_line_ns` per 64 B line it touches plus
-    `partial_line_ns` per line it only partly covers (a read-modify-write of that line). An
+    `partial_line_ns` per line it only partly covers (a read-modify-write of that line); a
+    read takes `read_partial_line_ns` longer to issue per line it only partly covers. An
     IOTLB miss takes `walk_ns` to translate and keeps one of `walkers` busy for `walk_busy_ns`
     (a walker may accept the next miss before the previous walk returns).
     """
@@ -94,6 +124,7 @@ class HostProfile:
     walk_busy_ns: float
     walkers: int
     iommu: str = "off"
+    read_partial_line_ns: float = 0.0
     numa_device: int = 0
     numa_memory: int = 0
     numa_cpu: int = 0
@@ -229,13 +260,12 @@ def sim_params(
     test = TESTS[canonical_test(point.test)]
     require_choice("cache state", point.cache, CACHE_STATES)
     link = host.link
-    rd, wr = (
-        read_cost(link, point.size, point.host_offset),
-        write_cost(link, point.size, point.host_offset),
+    shape = transfer_shape(
+        link, point.size, point.host_offset, point.dev_offset, point.window, device.burst_bytes
     )
     warm_bytes, hit_latency = _warm(point, host)
     lines, partial = cache_lines(point.host_offset, point.size)
-    issue_read, issue_write, datapath = device.costs(lines)
+    issue_read, issue_write, datapath = device.times(shape)
     remote_memory = host.numa_memory != host.numa_device
     rate = link.tlp_bytes_per_s / 1e9
     ops = {
@@ -256,13 +286,13 @@ def sim_params(
         "ops": ops,
         "seed": seed,
         "tags": device.tags if test.kind == "bw" else 1,
-        "issue_read_ns": issue_read,
-        "issue_write_ns": issue_write,
-        "datapath_ns": datapath,
+        "issue_read_ns": float(issue_read + host.read_partial_line_ns * partial),
+        "issue_write_ns": float(issue_write),
+        "datapath_ns": float(datapath),
         "fixed_latency_ns": device.fixed_latency_ns,
-        "read_up_bytes": float(rd.wire_out),
-        "read_down_bytes": float(rd.wire_back),
-        "write_up_bytes": float(wr.wire_out),
+        "read_up_bytes": float(shape.read_up_bytes),
+        "read_down_bytes": float(shape.read_down_bytes),
+        "write_up_bytes": float(shape.write_up_bytes),
         "up_bytes_per_ns": rate,
         "down_bytes_per_ns": rate,
         "warm_bytes": warm_bytes,

@@ -2,31 +2,37 @@
 (rates per window, frame sizes, bursts at line rate), merging, synthetic traffic, and the
 per-window bandwidth a trace needs from a per-packet cost.
 
-Parsing, writing and merging run in the Rust core (`pcieperf._core`); this module validates
-arguments, names files in errors and does the vectorised statistics.
+Parsing, writing, merging and the statistics of captures run in the Rust core
+(`pcieperf._core`); this module validates arguments, names files in errors, turns the core's
+exact counts into rates and computes per-window demand over numpy columns.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import secrets
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
-
-from pcieperf import progress
+from pcieperf import _lazy, progress, wire
 from pcieperf._native import core
 from pcieperf.errors import UsageError, require_choice, require_new_file, require_positive
-from pcieperf.ethernet import FCS_BYTES, MIN_FRAME_BYTES, Ethernet, PacketMix
+from pcieperf.wire import FCS_BYTES, MIN_FRAME_BYTES
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from pcieperf.ethernet import Ethernet, PacketMix
+
+# numpy on first use: merge, convert and the statistics of files do not need it (docs/trace.md).
+np = _lazy.module("numpy")
 
 NS_PER_S = 1_000_000_000
 WINDOWS_NS = (1_000_000, NS_PER_S)  # the issue's 1 ms and 1 s rate windows
+GAP_PERCENTILES = (50, 99)  # gap_ns_p50 and gap_ns_p99 of `trace stats`
 ARRIVALS = ("constant", "poisson", "onoff")
 FORMATS = ("pcap", "pcapng")
 # Frame-size buckets of RMON etherStatsPkts64Octets..Pkts1024to1518Octets (RFC 2819), frame
@@ -208,7 +214,7 @@ def _temporary_beside(output: str | os.PathLike) -> Path:
     once complete. It is not created here: the writer creates it like any new file, so it
     gets the user's umask (a mkstemp file would stay 0600)."""
     out = Path(output)
-    return out.parent / f".{out.name}.{secrets.token_hex(8)}.part"
+    return out.parent / f".{out.name}.{os.urandom(8).hex()}.part"
 
 
 def _write_atomically(output: str | os.PathLike, write: Callable[[Path], dict]) -> dict:
@@ -329,145 +335,120 @@ def window_sums(
     return np.bincount(windows.index, weights=weights, minlength=windows.count).astype(np.float64)
 
 
-def _peak_per_ns(amounts: NDArray[np.int64], covered_ns: NDArray[np.int64]) -> Fraction:
-    """The largest amount per ns over windows, exact. Callers round it once, as they round the
-    mean (a weighted average of the windows' rates), so rounding never puts a peak below the
-    mean. Windows cover at most two distinct times (see `Windows`)."""
-    return max(Fraction(int(amounts[covered_ns == c].max()), int(c)) for c in np.unique(covered_ns))
+def _per_s(events: int, ns: int) -> float:
+    """Events in `ns` nanoseconds per second, rounded once (int / int is correctly rounded)."""
+    return events * NS_PER_S / ns
 
 
-def _per_s(per_ns: Fraction) -> float:
-    """Events per ns as events per second, rounded once (int / int is correctly rounded)."""
-    return per_ns.numerator * NS_PER_S / per_ns.denominator
+def _gbps(bits: int, ns: int) -> float:
+    """Bits in `ns` nanoseconds (bits per ns are Gb/s), rounded once."""
+    return bits / ns
 
 
-def _gbps(bits_per_ns: Fraction) -> float:
-    """Bits per ns are Gb/s, rounded once."""
-    return bits_per_ns.numerator / bits_per_ns.denominator
+def _largest_ratio(pairs: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """The (amount, ns) pair of the largest amount per ns, compared exactly (in integers)."""
+    best = pairs[0]
+    for amount, ns in pairs[1:]:
+        if amount * best[1] > best[0] * ns:
+            best = (amount, ns)
+    return best
 
 
-def _rates(ts: NDArray[np.int64], wire_bits: NDArray[np.int64], window_ns: int) -> dict:
-    """Peak packet and bit rates over windows of `window_ns`, each divided by the time it
-    covers (see `Windows`), so a peak is never below the mean. Only occupied windows are
-    counted, so a trace spanning years costs no more than one spanning a second. A capture
-    without duration has no rate (None), as it has no mean."""
-    if ts.size == 0 or ts[0] == ts[-1]:
+def _stats_config(eth_gbps: float, overhead_bytes: int, windows_ns: Sequence[int]) -> dict:
+    """What the Rust statistics need: the rate windows, how a record becomes a frame and how
+    long the frame is on the wire, the RMON buckets and the gap percentiles."""
+    for window in windows_ns:
+        require_positive("rate window", window)
+    return {
+        "windows_ns": [int(w) for w in windows_ns],
+        "eth_gbps": float(eth_gbps),
+        "overhead_bytes": int(overhead_bytes),
+        "fcs_bytes": FCS_BYTES,
+        "min_frame_bytes": MIN_FRAME_BYTES,
+        "ethernet_header_bytes": ETHERNET_HEADER_BYTES,
+        "link_header_bytes": list(LINK_HEADER_BYTES.items()),
+        "size_bins": list(SIZE_BINS),
+        "percentiles": [float(p) for p in GAP_PERCENTILES],
+    }
+
+
+def _summary(totals: dict) -> dict:
+    """Packets, bytes, first/last time, duration and mean rates of a set of packets."""
+    n, wire_bytes = totals["packets"], totals["bytes_wire"]
+    span_ns = totals["last_ts_ns"] - totals["first_ts_ns"] if n else 0
+    return {
+        "packets": n,
+        "bytes_captured": totals["bytes_captured"],
+        "bytes_wire": wire_bytes,
+        "first_ts_ns": totals["first_ts_ns"] if n else None,
+        "last_ts_ns": totals["last_ts_ns"] if n else None,
+        "duration_s": span_ns / NS_PER_S,
+        # Exact ratios rounded once, like the peaks they are compared with.
+        "mean_pps": _per_s(n, span_ns) if span_ns else None,
+        "mean_gbps": _gbps(wire_bytes * 8, span_ns) if span_ns else None,
+    }
+
+
+def _rates(window: dict, totals: dict) -> dict:
+    """Peak packet and bit rates over windows of one length, each window's sums divided by the
+    time it covers (the last covers only up to the last packet: see `Windows`), so a peak is
+    never below the mean. A capture without duration has no rate (None), as it has no mean."""
+    n = totals["packets"]
+    if n == 0 or totals["first_ts_ns"] == totals["last_ts_ns"]:
         return {
-            "window_ns": window_ns,
-            "windows": int(ts.size > 0),
+            "window_ns": window["window_ns"],
+            "windows": int(n > 0),
             "peak_pps": None,
             "peak_gbps": None,
         }
-    windows = Windows.of(ts, window_ns)
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(windows.index)) + 1))
-    covered = windows.covered_ns(windows.index[starts])
-    packets = np.diff(np.append(starts, ts.size))
-    bits = np.add.reduceat(wire_bits, starts)
+    groups = window["groups"]  # (covered ns, largest packet count, largest bit sum)
     return {
-        "window_ns": window_ns,
-        "windows": windows.count,
-        "peak_pps": _per_s(_peak_per_ns(packets, covered)),
-        "peak_gbps": _gbps(_peak_per_ns(bits, covered)),
+        "window_ns": window["window_ns"],
+        "windows": window["last_index"] + 1,
+        "peak_pps": _per_s(*_largest_ratio([(packets, c) for c, packets, _ in groups])),
+        "peak_gbps": _gbps(*_largest_ratio([(bits, c) for c, _, bits in groups])),
     }
 
 
-def size_histogram(frames: NDArray[np.int64]) -> dict[str, int]:
-    """Packets per RMON frame-size bucket (frame bytes incl. FCS)."""
-    counts = np.bincount(np.searchsorted(SIZE_BINS, frames, side="right") - 1, minlength=8)
-    return {label: int(n) for label, n in zip(SIZE_LABELS, counts, strict=True)}
-
-
-def _wire_frames(trace: Trace) -> NDArray[np.int64]:
-    """Frame bytes incl. FCS where the link type is known, else the recorded wire length."""
-    known = all(i.linktype in LINK_HEADER_BYTES for i in trace.interfaces)
-    return trace.frame_bytes() if known else trace.wirelen.astype(np.int64)
-
-
-def bursts(
-    ts_ns: NDArray[np.int64], frames: NDArray[np.int64], eth: Ethernet, resolution_ns: int
-) -> dict:
-    """Runs of back-to-back packets: a packet is back-to-back with its predecessor when it
-    starts no later than the predecessor's wire time at line rate (+ timestamp resolution)."""
-    if ts_ns.size < 2:
-        return {"bursts": 0, "packets_in_bursts": 0, "max_burst": int(ts_ns.size)}
-    gap = np.diff(ts_ns)
-    wire_ns = eth.wire_bytes(frames[:-1]) * 8 / eth.rate_gbps
-    b2b = gap <= wire_ns + resolution_ns
-    edges = np.diff(np.concatenate(([0], b2b.astype(np.int8), [0])))
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    lengths = ends - starts + 1  # a run of k back-to-back gaps is a burst of k+1 packets
+def _bursts(raw: dict | None, packets: int) -> dict:
+    """Runs of back-to-back packets and gap percentiles (none below two packets)."""
+    if raw is None:
+        return {"bursts": 0, "packets_in_bursts": 0, "max_burst": packets}
+    p50, p99 = raw["gap_percentiles"]
     return {
-        "bursts": int(lengths.size),
-        "packets_in_bursts": int(lengths.sum()),
-        "mean_burst": float(lengths.mean()) if lengths.size else 0.0,
-        "max_burst": int(lengths.max(initial=1)),
-        "gap_ns_p50": float(np.percentile(gap, 50)),
-        "gap_ns_p99": float(np.percentile(gap, 99)),
-        "gap_ns_min": int(gap.min()),
+        "bursts": raw["bursts"],
+        "packets_in_bursts": raw["packets_in_bursts"],
+        "mean_burst": raw["packets_in_bursts"] / raw["bursts"] if raw["bursts"] else 0.0,
+        "max_burst": raw["max_burst"],
+        "gap_ns_p50": p50,
+        "gap_ns_p99": p99,
+        "gap_ns_min": raw["gap_min_ns"],
     }
 
 
-def _resolution_ns(trace: Trace) -> int:
-    """Coarsest timestamp resolution among the interfaces, in ns (at least 1)."""
-    worst = 1.0
-    for i in trace.interfaces:
-        base = 2.0 if i.tsresol & 0x80 else 10.0
-        worst = max(worst, NS_PER_S * base ** -(i.tsresol & 0x7F))
-    return int(np.ceil(worst))
-
-
-def _summary(
-    ts: NDArray[np.int64], wirelen: NDArray[np.uint32], caplen: NDArray[np.uint32]
-) -> dict:
-    n = int(ts.size)
-    first = int(ts.min()) if n else None
-    last = int(ts.max()) if n else None
-    span_ns = last - first if n else 0
-    wire = int(wirelen.sum(dtype=np.int64))
+def _report(path: str, raw: dict, interfaces: Sequence[Interface], eth_gbps: float) -> dict:
+    """The `trace stats` JSON of one file (see the README's contract) from the Rust counts."""
+    untimed, out_of_order = raw["untimed"], raw["out_of_order"]
     return {
-        "packets": n,
-        "bytes_captured": int(caplen.sum(dtype=np.int64)),
-        "bytes_wire": wire,
-        "first_ts_ns": first,
-        "last_ts_ns": last,
-        "duration_s": span_ns / NS_PER_S,
-        # Exact ratios rounded once, like the peaks they are compared with.
-        "mean_pps": _per_s(Fraction(n, span_ns)) if span_ns else None,
-        "mean_gbps": _gbps(Fraction(wire * 8, span_ns)) if span_ns else None,
-    }
-
-
-def stats(trace: Trace, eth: Ethernet) -> dict:
-    """Everything `pcieperf trace stats` reports for one file (see the README's contract)."""
-    order = np.argsort(trace.ts_ns, kind="stable")
-    ts = trace.ts_ns[order]
-    frames = _wire_frames(trace)[order]
-    data_bits = trace.wirelen[order].astype(np.int64) * 8  # capinfos' "data bit rate"
-    out_of_order = int(np.count_nonzero(np.diff(trace.ts_ns) < 0))
-    result = {
-        "file": trace.path,
-        "format": trace.format,
-        "compression": trace.compression,
-        **_summary(trace.ts_ns, trace.wirelen, trace.caplen),
+        "file": path,
+        "format": raw["format"],
+        "compression": raw["compression"],
+        **_summary(raw),
         "out_of_order": out_of_order,
         # capinfos -o: no packet earlier than the one before it (equal times allowed); unknown
         # (None), as capinfos says, where none is but some carry no timestamp (Simple Packet
         # Blocks).
-        "strict_time_order": False if out_of_order else (None if trace.untimed else True),
-        "skipped": trace.skipped,
-        "untimed": trace.untimed,
-        "snaplen_exceeded": trace.snaplen_exceeded,
-        "wirelen_below_caplen": trace.wirelen_below_caplen,
-        "truncated": trace.truncated,
-        "cut_short": trace.cut_short,
-        "rates": [_rates(ts, data_bits, w) for w in WINDOWS_NS],
-        "size_histogram": size_histogram(frames),
-        "bursts": {"eth_gbps": eth.rate_gbps, **bursts(ts, frames, eth, _resolution_ns(trace))},
-        "interfaces": [],
-    }
-    for k, iface in enumerate(trace.interfaces):
-        mine = trace.iface == k
-        result["interfaces"].append(
+        "strict_time_order": False if out_of_order else (None if untimed else True),
+        "skipped": raw["skipped"],
+        "untimed": untimed,
+        "snaplen_exceeded": raw["snaplen_exceeded"],
+        "wirelen_below_caplen": raw["wirelen_below_caplen"],
+        "truncated": raw["cut_short"] is not None,
+        "cut_short": raw["cut_short"],
+        "rates": [_rates(w, raw) for w in raw["rates"]],
+        "size_histogram": dict(zip(SIZE_LABELS, raw["size_histogram"], strict=True)),
+        "bursts": {"eth_gbps": eth_gbps, **_bursts(raw["bursts"], raw["packets"])},
+        "interfaces": [
             {
                 "id": k,
                 "linktype": iface.linktype,
@@ -475,10 +456,60 @@ def stats(trace: Trace, eth: Ethernet) -> dict:
                 "name": iface.name,
                 "snaplen": iface.snaplen,
                 "section": iface.section,
-                **_summary(trace.ts_ns[mine], trace.wirelen[mine], trace.caplen[mine]),
+                **_summary(totals),
             }
-        )
-    return result
+            for k, (iface, totals) in enumerate(zip(interfaces, raw["per_interface"], strict=True))
+        ],
+    }
+
+
+def stats(trace: Trace, eth: Ethernet, windows_ns: Sequence[int] = WINDOWS_NS) -> dict:
+    """`trace stats` of a trace in memory (see `stats_files` for files, which need no columns):
+    the same keys, computed by the same Rust code."""
+    columns = (
+        np.ascontiguousarray(trace.ts_ns, dtype=np.int64),
+        *(np.ascontiguousarray(c, dtype=np.uint32) for c in (trace.caplen, trace.wirelen)),
+        np.ascontiguousarray(trace.iface, dtype=np.uint32),
+    )
+    raw = _core_call(
+        core().trace_stats_columns,
+        *columns,
+        [(i.linktype, i.tsresol) for i in trace.interfaces],
+        _stats_config(eth.rate_gbps, eth.overhead_bytes, windows_ns),
+    )
+    read = {
+        "format": trace.format,
+        "compression": trace.compression,
+        "skipped": trace.skipped,
+        "untimed": trace.untimed,
+        "snaplen_exceeded": trace.snaplen_exceeded,
+        "wirelen_below_caplen": trace.wirelen_below_caplen,
+        "cut_short": trace.cut_short,
+    }
+    return _report(trace.path, raw | read, trace.interfaces, eth.rate_gbps)
+
+
+def stats_files(
+    paths: Sequence[str | os.PathLike],
+    *,
+    eth_gbps: float = 40,
+    windows_ns: Sequence[int] = WINDOWS_NS,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> Iterator[dict]:
+    """`trace stats` of each file, in order: every file is summarised while it is decoded, in
+    bounded memory (docs/trace.md), the files in parallel across cores. Arguments are checked
+    before any file is read; a file that cannot be read raises when its turn comes, after the
+    files before it were yielded."""
+    wire.check_rate(eth_gbps)
+    config = _stats_config(eth_gbps, wire.overhead_bytes(), windows_ns)
+    files = _check_inputs(paths)
+    found = _core_call(core().trace_stats, files, config, skip_bad=skip_bad, strict=strict)
+    for path, raw in zip(files, found, strict=True):
+        if isinstance(raw, str):
+            raise TraceFileError(raw)
+        interfaces = [Interface(**i) for i in raw["interfaces"]]
+        yield _report(path, raw, interfaces, eth_gbps)
 
 
 # --- synthetic traffic ------------------------------------------------------------------------

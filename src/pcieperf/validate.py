@@ -17,11 +17,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pcieperf.bench import KEY_COLUMNS, STORE_NAMES, file_kind, read_result_csv
-from pcieperf.calibrate import FIT_FILES, MIN_FIT_SIZE
+from pcieperf.calibrate import ACCEPTANCE_FILES, MIN_FIT_SIZE
 from pcieperf.errors import UsageError
 from pcieperf.predict import BOUNDS_FILE
 
-OFFSET_PREFIX = "bw_dma_off_"  # the offset sweeps: device offsets are not modelled yet
+OFFSET_PREFIX = "bw_dma_off_"  # the offset sweeps (host and device offsets)
 
 KEY_NAMES = tuple(STORE_NAMES[c] for c in KEY_COLUMNS)  # store names of the key columns
 
@@ -47,7 +47,7 @@ class Matched:
     def in_acceptance_set(self) -> NDArray:
         """Points of the size sweep (>= 64 B) and the window sweeps."""
         size = np.array([k[KEY_NAMES.index("size_bytes")] for k in self.keys])
-        return np.isin(self.file, FIT_FILES) & (size >= MIN_FIT_SIZE)
+        return np.isin(self.file, ACCEPTANCE_FILES) & (size >= MIN_FIT_SIZE)
 
     @property
     def in_offset_sweeps(self) -> NDArray:

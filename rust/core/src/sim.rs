@@ -1,9 +1,12 @@
 //! A DMA-engine / root-complex simulator: pcie-bench's micro-benchmarks ([`simulate`]) and
 //! any other transaction stream ([`run`]), such as a DPDK port's.
 //!
-//! Transactions are issued in order by a device that holds at most `tags` of them in flight.
-//! Each one passes, in order: its DMA engine (reads and writes have separate engines, each a
-//! serial per-transaction cost), the device's shared data path (a serial cost per transaction,
+//! Each class belongs to an in-order queue (pcie-bench: one; a NIC: Rx and Tx), and the queue
+//! whose next transaction can start first goes next. A transaction holds its class's number of
+//! the device's `tags` until it completes (a NIC: one per read request, taken when the link can
+//! carry the request, none for a posted write; the NFP's pcie-bench firmware: one per transfer,
+//! taken at issue). Each one passes, in order: its queue's DMA engine (reads and writes have
+//! separate engines, each a serial per-transaction cost), the device's shared data path (a serial cost per transaction,
 //! whichever its direction), the upstream link (its request or write TLP bytes), the IOMMU (an
 //! IOTLB from [`crate::iotlb`]; a miss waits for one of `walkers` page walkers, occupies it for
 //! `walk_busy_ns` and is translated `walk_ns` after the walk began; a walk that also misses the
@@ -14,7 +17,7 @@
 //! the link the way PCIe flow control does. Times are in nanoseconds.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::error::CoreError;
 use crate::iotlb::{CacheShape, Lookup, Replacement, Translator};
@@ -78,6 +81,12 @@ pub struct SimResult {
     pub iotlb_misses: u64,
     pub cache_hits: u64,
     pub latencies_ns: Vec<f64>,
+    /// Time each resource was busy: the upstream and downstream link, the tags (summed over
+    /// tags, so tags x elapsed means all were always held) and the root complex's write path.
+    pub up_busy_ns: f64,
+    pub down_busy_ns: f64,
+    pub tag_busy_ns: f64,
+    pub rc_busy_ns: f64,
 }
 
 impl SimResult {
@@ -156,8 +165,13 @@ pub struct Addresses {
 const PAGE_4K: u64 = 4096;
 
 impl Addresses {
+    /// Bytes of window one transfer takes: roundup64(size + offset).
+    fn unit(size: u64, offset: u64) -> u64 {
+        (size + offset).div_ceil(64) * 64
+    }
+
     pub fn new(p: &SimParams) -> Result<Self, CoreError> {
-        let unit = (p.size + p.host_offset).div_ceil(64) * 64;
+        let unit = Self::unit(p.size, p.host_offset);
         let units = p.window / unit.max(1);
         let fits =
             (0..units.min(PAGE_4K)).any(|i| !Self::crosses(i * unit + p.host_offset, p.size));
@@ -182,6 +196,28 @@ impl Addresses {
         addr / PAGE_4K != (addr + size - 1) / PAGE_4K
     }
 
+    /// Start address of every unit of one period of the window that a transfer may use (those
+    /// not crossing 4 KiB), in window order. Both patterns visit exactly these units, each as
+    /// often, and a transfer's TLP split depends only on its address modulo 4 KiB, which
+    /// repeats every lcm(unit, 4 KiB) bytes: these addresses stand for the whole window.
+    pub fn period_starts(size: u64, offset: u64, window: u64) -> Result<Vec<u64>, CoreError> {
+        if size == 0 {
+            return Err(CoreError::BadParameter {
+                what: "size must be >= 1",
+            });
+        }
+        let unit = Self::unit(size, offset);
+        let per_period = PAGE_4K / gcd(unit, PAGE_4K);
+        let starts: Vec<u64> = (0..(window / unit).min(per_period))
+            .map(|i| i * unit + offset)
+            .filter(|&addr| !Self::crosses(addr, size))
+            .collect();
+        if starts.is_empty() {
+            return Err(CoreError::EmptyWindow { window, unit });
+        }
+        Ok(starts)
+    }
+
     /// The next transfer's start address relative to the window.
     pub fn next_addr(&mut self) -> u64 {
         loop {
@@ -201,6 +237,15 @@ impl Addresses {
     }
 }
 
+/// Greatest common divisor (Euclid).
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 /// What only a pcie-bench run can get wrong; costs, rates, tags and credits are checked by
 /// [`run`] for every stream.
 fn validate(p: &SimParams) -> Result<(), CoreError> {
@@ -216,6 +261,8 @@ fn validate(p: &SimParams) -> Result<(), CoreError> {
 fn bench_classes(p: &SimParams) -> [TxnClass; 2] {
     let common = TxnClass {
         read: true,
+        queue: 0,
+        tags: 1,
         issue_ns: p.issue_read_ns,
         datapath_ns: p.datapath_ns,
         up_bytes: p.read_up_bytes,
@@ -244,6 +291,8 @@ fn bench_machine(p: &SimParams) -> Result<(Machine, Option<Iommu>), CoreError> {
         down_bytes_per_ns: p.down_bytes_per_ns,
         warm_bytes: p.warm_bytes,
         posted_credits: p.posted_credits,
+        tags_from_link: false,
+        lookahead: 1,
     };
     let iommu = if p.iotlb_entries > 0 {
         let shape = CacheShape {
@@ -306,11 +355,18 @@ pub fn simulate(p: &SimParams) -> Result<SimResult, CoreError> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TxnClass {
     pub read: bool,
-    /// Serial time on its DMA engine (reads and writes have separate engines).
+    /// The in-order DMA queue that issues it, each with a read and a write engine (pcie-bench:
+    /// 0 for all; a NIC: 0 for Rx DMA, 1 for Tx DMA).
+    pub queue: usize,
+    /// Tags it holds from issue to completion: one per read request (a read larger than MRRS
+    /// is several); 0 for a posted write, which needs none (PCIe Base 3.0 §2.2.6.2).
+    pub tags: u32,
+    /// Serial time on its DMA engine.
     pub issue_ns: f64,
     /// Serial time on the device's shared data path.
     pub datapath_ns: f64,
-    /// Wire bytes upstream (request or posted write) and downstream (completions).
+    /// Wire bytes upstream (request or posted write) and downstream (a read's completions; for
+    /// a write, host-to-device bytes that go with it, such as the core's doorbell writes).
     pub up_bytes: f64,
     pub down_bytes: f64,
     /// Root-complex time to retire a posted write.
@@ -353,6 +409,12 @@ pub struct Machine {
     /// Reads below this address are warm (hit latency); the rest are cold.
     pub warm_bytes: u64,
     pub posted_credits: u32,
+    /// A transaction takes its tags when the link can carry its request (a NIC queues requests
+    /// on chip until then), not when its engine is ready (the NFP's pcie-bench firmware).
+    pub tags_from_link: bool,
+    /// How many transactions may be held back from the stream while another queue goes first:
+    /// how far one queue may run ahead of the stream's order (irrelevant with one queue).
+    pub lookahead: usize,
 }
 
 /// Page-walk timing: the walk's latency, how long it keeps a walker busy, how many walkers.
@@ -432,58 +494,168 @@ fn check_machine(m: &Machine, classes: &[TxnClass]) -> Result<(), CoreError> {
             what: "tags and posted_credits must be >= 1",
         });
     }
+    if classes.iter().any(|c| c.tags > m.tags) {
+        return Err(CoreError::BadParameter {
+            what: "a transaction class needs more tags than the device has",
+        });
+    }
     Ok(())
 }
 
-/// Plays a transaction stream through the device, link, IOMMU and host (module docs).
+/// When each engine, the data path, both link directions and the root complex are next free,
+/// and who holds the tags and posted-write credits.
+struct Timeline {
+    tags: Pool,
+    credits: Pool,
+    engine_free: Vec<f64>,
+    datapath_free: f64,
+    up_free: f64,
+    down_free: f64,
+    rc_free: f64,
+    /// Tags taken out to look at, and put back.
+    scratch: Vec<Reverse<Time>>,
+}
+
+impl Timeline {
+    fn engine(c: &TxnClass) -> usize {
+        2 * c.queue + usize::from(!c.read)
+    }
+
+    /// Earliest time a transaction of class `c` could go on the link, without taking anything:
+    /// its engine, its arrival, its tags and, for a write, a posted-write credit.
+    fn earliest_start(&mut self, m: &Machine, c: &TxnClass, txn: &Txn) -> f64 {
+        let ready = self.ready(m, c, txn);
+        let start = match c.tags {
+            0 => ready,
+            1 => self
+                .tags
+                .0
+                .peek()
+                .map_or(ready, |Reverse(Time(t))| ready.max(*t)),
+            k => {
+                self.scratch
+                    .extend((0..k).filter_map(|_| self.tags.0.pop()));
+                let start = self
+                    .scratch
+                    .iter()
+                    .fold(ready, |s, Reverse(Time(t))| s.max(*t));
+                self.tags.0.extend(self.scratch.drain(..));
+                start
+            }
+        };
+        match self.credits.0.peek() {
+            Some(Reverse(Time(credit))) if !c.read => start.max(*credit),
+            _ => start,
+        }
+    }
+
+    fn ready(&self, m: &Machine, c: &TxnClass, txn: &Txn) -> f64 {
+        let ready = self.engine_free[Self::engine(c)].max(txn.not_before);
+        if m.tags_from_link {
+            ready.max(self.up_free)
+        } else {
+            ready
+        }
+    }
+}
+
+/// Plays a transaction stream through the device, link, IOMMU and host (module docs). Each
+/// class's queue is served in order; when there are several, the transaction that can start
+/// first goes next, so one queue waiting for tags does not hold up the others.
 pub fn run(
     m: &Machine,
     classes: &[TxnClass],
     mut iommu: Option<&mut Iommu>,
-    txns: impl Iterator<Item = Txn>,
+    mut txns: impl Iterator<Item = Txn>,
     record_latencies: bool,
 ) -> Result<SimResult, CoreError> {
     check_machine(m, classes)?;
-    let mut tags = Pool::new(m.tags);
-    let mut credits = Pool::new(m.posted_credits);
-    let (mut read_engine_free, mut write_engine_free, mut datapath_free) = (0.0f64, 0.0f64, 0.0f64);
-    let (mut up_free, mut down_free, mut rc_free) = (0.0f64, 0.0f64, 0.0f64);
+    let queues = classes.iter().map(|c| c.queue + 1).max().unwrap_or(1);
+    let mut line = Timeline {
+        tags: Pool::new(m.tags),
+        credits: Pool::new(m.posted_credits),
+        engine_free: vec![0.0; 2 * queues],
+        datapath_free: 0.0,
+        up_free: 0.0,
+        down_free: 0.0,
+        rc_free: 0.0,
+        scratch: Vec::new(),
+    };
+    let mut pending: Vec<VecDeque<Txn>> = (0..queues).map(|_| VecDeque::new()).collect();
     let misses_before = iommu.as_ref().map_or(0, |i| i.translator.misses);
     let mut result = SimResult::default();
     let (mut last_done, mut previous_start) = (0.0f64, 0.0f64);
-    for txn in txns {
-        let c = classes.get(txn.class).ok_or(CoreError::BadParameter {
-            what: "a transaction names a class that does not exist",
-        })?;
+    let mut last_queue = queues - 1;
+    loop {
+        let mut buffered: usize = pending.iter().map(VecDeque::len).sum();
+        while buffered < m.lookahead.max(1) && pending.iter().any(VecDeque::is_empty) {
+            let Some(txn) = txns.next() else { break };
+            let c = classes.get(txn.class).ok_or(CoreError::BadParameter {
+                what: "a transaction names a class that does not exist",
+            })?;
+            pending[c.queue].push_back(txn);
+            buffered += 1;
+        }
+        // The queue that can go first; ties go round-robin, from the one after the last served.
+        let mut next: Option<(f64, usize)> = None;
+        let waiting = pending.iter().filter(|q| !q.is_empty()).count();
+        for q in (1..=queues).map(|k| (last_queue + k) % queues) {
+            if let Some(txn) = pending[q].front() {
+                if waiting == 1 {
+                    next = Some((0.0, q));
+                    break;
+                }
+                let t = line.earliest_start(m, &classes[txn.class], txn);
+                if next.is_none_or(|(best, _)| t < best) {
+                    next = Some((t, q));
+                }
+            }
+        }
+        let Some((_, q)) = next else { break };
+        last_queue = q;
+        let txn = pending[q].pop_front().expect("a queue with a head");
+        let c = &classes[txn.class];
         result.transactions += 1;
-        let engine_free = if c.read {
-            &mut read_engine_free
+        let ready = line.ready(m, c, &txn);
+        let start = (0..c.tags).fold(ready, |s, _| s.max(line.tags.acquire(ready)));
+        let engine_free = start + c.issue_ns;
+        line.engine_free[Timeline::engine(c)] = engine_free;
+        line.datapath_free = line.datapath_free.max(engine_free) + c.datapath_ns;
+        let credit_ready = if c.read {
+            0.0
         } else {
-            &mut write_engine_free
+            line.credits.acquire(0.0)
         };
-        let start = tags.acquire(engine_free.max(txn.not_before));
-        *engine_free = start + c.issue_ns;
-        datapath_free = datapath_free.max(*engine_free) + c.datapath_ns;
-        let credit_ready = if c.read { 0.0 } else { credits.acquire(0.0) };
-        up_free = up_free.max(datapath_free).max(credit_ready) + c.up_bytes / m.up_bytes_per_ns;
+        let up_ns = c.up_bytes / m.up_bytes_per_ns;
+        line.up_free = line.up_free.max(line.datapath_free).max(credit_ready) + up_ns;
         let t = match iommu.as_mut() {
-            Some(iommu) => iommu.translate(txn.addr, txn.bytes, up_free),
-            None => up_free,
+            Some(iommu) => iommu.translate(txn.addr, txn.bytes, line.up_free),
+            None => line.up_free,
         };
+        let down_ns = c.down_bytes / m.down_bytes_per_ns;
         let done = if c.read {
             let warm = txn.addr < m.warm_bytes;
             result.cache_hits += u64::from(warm);
             let ready = t + if warm { c.hit_ns } else { c.miss_ns };
-            down_free = down_free.max(ready) + c.down_bytes / m.down_bytes_per_ns;
-            down_free
+            line.down_free = line.down_free.max(ready) + down_ns;
+            line.down_free
         } else {
-            rc_free = rc_free.max(t) + c.write_ns;
-            credits.release(rc_free);
-            up_free
+            if down_ns > 0.0 {
+                line.down_free = line.down_free.max(line.up_free - up_ns) + down_ns;
+            }
+            line.rc_free = line.rc_free.max(t) + c.write_ns;
+            line.credits.release(line.rc_free);
+            line.up_free
         };
         let finished = done + m.fixed_latency_ns;
-        tags.release(finished);
-        last_done = last_done.max(finished);
+        for _ in 0..c.tags {
+            line.tags.release(finished);
+        }
+        result.up_busy_ns += up_ns;
+        result.down_busy_ns += down_ns;
+        result.tag_busy_ns += f64::from(c.tags) * (finished - start);
+        result.rc_busy_ns += if c.read { 0.0 } else { c.write_ns };
+        last_done = last_done.max(finished).max(line.down_free);
         if record_latencies {
             match txn.measure {
                 Measure::Skip => {}
@@ -726,6 +898,202 @@ mod tests {
             assert!(addr + 1000 <= 64 * 1024);
             assert_eq!(addr % 64, 8);
         }
+    }
+
+    /// A device of `tags` tags on a link of 8 B/ns each way, fixed latency 0, no IOMMU.
+    fn machine(tags: u32) -> Machine {
+        Machine {
+            tags,
+            fixed_latency_ns: 0.0,
+            up_bytes_per_ns: 8.0,
+            down_bytes_per_ns: 8.0,
+            warm_bytes: u64::MAX,
+            posted_credits: 1024,
+            tags_from_link: true,
+            lookahead: 64,
+        }
+    }
+
+    fn nic_read(tags: u32) -> TxnClass {
+        TxnClass {
+            read: true,
+            queue: 0,
+            tags,
+            issue_ns: 0.0,
+            datapath_ns: 0.0,
+            up_bytes: 24.0,
+            down_bytes: 84.0,
+            write_ns: 0.0,
+            hit_ns: 500.0,
+            miss_ns: 500.0,
+        }
+    }
+
+    fn posted_write(tags: u32, down_bytes: f64) -> TxnClass {
+        TxnClass {
+            read: false,
+            up_bytes: 88.0,
+            down_bytes,
+            hit_ns: 0.0,
+            miss_ns: 0.0,
+            ..nic_read(tags)
+        }
+    }
+
+    fn stream(classes: &[usize], n: usize) -> impl Iterator<Item = Txn> + '_ {
+        (0..n).map(move |i| Txn {
+            addr: 0,
+            bytes: 64,
+            class: classes[i % classes.len()],
+            not_before: 0.0,
+            measure: Measure::Own,
+        })
+    }
+
+    #[test]
+    fn a_read_split_into_requests_holds_a_tag_for_each() {
+        // 30 tags, 3 requests per read: 10 reads in flight of 3 + 500 + 10.5 ns each, so
+        // 10 / 513.5 ns = 19.47 M reads/s, and every tag is held all the time.
+        let r = run(
+            &machine(30),
+            &[nic_read(3)],
+            None,
+            stream(&[0], 60_000),
+            false,
+        )
+        .unwrap();
+        let expected = 10.0 / 513.5 * 1e9;
+        assert!(
+            (r.rate_per_s() / expected - 1.0).abs() < 0.01,
+            "{}",
+            r.rate_per_s()
+        );
+        assert!((r.tag_busy_ns / (30.0 * r.elapsed_ns) - 1.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn posted_writes_that_take_no_tag_do_not_wait_for_one() {
+        // One tag; a read (513.5 ns) then three 11 ns writes. Untagged, the writes go while the
+        // read is out: 4 transactions per 513.5 ns. Holding the tag, each waits for the one
+        // before: 4 per 513.5 + 3 x 11 = 546.5 ns.
+        let pattern = [0, 1, 1, 1];
+        let rate = |write_tags| {
+            let classes = [nic_read(1), posted_write(write_tags, 0.0)];
+            run(&machine(1), &classes, None, stream(&pattern, 40_000), false)
+                .unwrap()
+                .rate_per_s()
+        };
+        assert!(
+            (rate(0) / (4.0 / 513.5 * 1e9) - 1.0).abs() < 0.01,
+            "{}",
+            rate(0)
+        );
+        assert!(
+            (rate(1) / (4.0 / 546.5 * 1e9) - 1.0).abs() < 0.01,
+            "{}",
+            rate(1)
+        );
+    }
+
+    #[test]
+    fn a_writes_host_bytes_occupy_the_downstream_link() {
+        // Writes of 88 B up that carry 160 B of doorbells down: the downstream link binds at
+        // 8 / 160 = 50 M writes/s (the upstream alone would allow 8 / 88 = 90.9 M/s).
+        let r = run(
+            &machine(1),
+            &[posted_write(0, 160.0)],
+            None,
+            stream(&[0], 50_000),
+            false,
+        )
+        .unwrap();
+        assert!(
+            (r.rate_per_s() / 50e6 - 1.0).abs() < 0.01,
+            "{}",
+            r.rate_per_s()
+        );
+        assert!((r.down_busy_ns - 50_000.0 * 20.0).abs() < 1e-6);
+        assert!((r.up_busy_ns - 50_000.0 * 11.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_nic_holds_tags_from_the_link_not_while_its_requests_queue() {
+        // Reads arrive all at once behind a slow request link (240 B requests at 8 B/ns: 30 ns
+        // each) with 64 tags: the link binds at 33.3 M reads/s either way, but only a tag
+        // taken at issue is held through the queue (all 64 busy); taken at the link, a read
+        // holds it 30 + 500 + 10.5 ns, so 33.3 M/s x 540.5 ns = 18 tags are busy on average.
+        let slow = TxnClass {
+            up_bytes: 240.0,
+            ..nic_read(1)
+        };
+        let busy = |from_link| {
+            let m = Machine {
+                tags_from_link: from_link,
+                ..machine(64)
+            };
+            let r = run(&m, &[slow], None, stream(&[0], 50_000), false).unwrap();
+            assert!((r.rate_per_s() / (8.0 / 240.0 * 1e9) - 1.0).abs() < 0.01);
+            r.tag_busy_ns / (64.0 * r.elapsed_ns)
+        };
+        assert!(busy(false) > 0.99);
+        assert!(
+            (busy(true) - 540.5 / 30.0 / 64.0).abs() < 0.01,
+            "{}",
+            busy(true)
+        );
+    }
+
+    #[test]
+    fn a_queue_waiting_for_tags_does_not_hold_up_another() {
+        // Bursts of 8 reads (4 tags, 513.5 ns each: two waves, about 1027 ns) then 8 writes of
+        // 110 ns on the link (880 B at 8 B/ns). In one queue the writes wait for the last read's
+        // request, which waits for the fourth tag: completions leave the down link 10.5 ns
+        // apart, so it goes at 513.5 + 3 x 10.5 and is sent 3 ns later; the next burst's reads
+        // wait for the writes: 513.5 + 31.5 + 3 + 880 = 1428 ns per 16. With the writes on a
+        // queue of their own they overlap the read waves, and the reads bind.
+        let write = TxnClass {
+            up_bytes: 880.0,
+            ..posted_write(0, 0.0)
+        };
+        let pattern = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1];
+        let rate = |write_queue| {
+            let classes = [
+                nic_read(1),
+                TxnClass {
+                    queue: write_queue,
+                    ..write
+                },
+            ];
+            run(&machine(4), &classes, None, stream(&pattern, 64_000), false)
+                .unwrap()
+                .rate_per_s()
+        };
+        let (one, two) = (rate(0), rate(1));
+        assert!((one / (16.0 / 1428.0 * 1e9) - 1.0).abs() < 0.01, "{one}");
+        assert!(two <= 16.0 / 1027.0 * 1e9 * 1.01, "{two}");
+        assert!(two > 1.25 * one, "{two} vs {one}");
+    }
+
+    #[test]
+    fn a_class_needing_more_tags_than_the_device_has_is_refused() {
+        assert!(run(&machine(2), &[nic_read(3)], None, stream(&[0], 1), false).is_err());
+    }
+
+    #[test]
+    fn one_period_of_starts_stands_for_the_window() {
+        // 416 B at offset 0: 448 B units, 18 in 8 KiB; the tenth (4032..4447) crosses 4 KiB.
+        let starts = Addresses::period_starts(416, 0, 8192).unwrap();
+        assert_eq!(starts.len(), 17);
+        assert_eq!(&starts[8..10], &[3584, 4480]);
+        // 64 B units repeat every 4 KiB: 64 starts however large the window.
+        assert_eq!(Addresses::period_starts(64, 0, 64 << 20).unwrap().len(), 64);
+        // 1536 B in 8 KiB: units at 0, 1536, (3072 crosses), 4608, 6144.
+        assert_eq!(
+            Addresses::period_starts(1536, 0, 8192).unwrap(),
+            vec![0, 1536, 4608, 6144]
+        );
+        assert!(Addresses::period_starts(0, 0, 8192).is_err());
+        assert!(Addresses::period_starts(64, 0, 32).is_err());
     }
 
     #[test]

@@ -42,6 +42,18 @@ fn split_aligned<'py>(
     ))
 }
 
+/// pcie-bench's unit start addresses over one period of a window (`sim::Addresses`).
+#[pyfunction]
+fn bench_addresses(
+    py: Python<'_>,
+    size: u64,
+    host_offset: u64,
+    window: u64,
+) -> PyResult<Bound<'_, PyArray1<u64>>> {
+    let starts = sim::Addresses::period_starts(size, host_offset, window).map_err(to_py_err)?;
+    Ok(starts.into_pyarray(py))
+}
+
 /// Reads one required entry of the parameter dict, naming it when missing or mistyped.
 fn field<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
     let value = d
@@ -263,6 +275,8 @@ fn classes_from_list(items: &Bound<'_, PyList>) -> PyResult<Vec<TxnClass>> {
             let d = item.cast::<PyDict>()?;
             Ok(TxnClass {
                 read: field(d, "read")?,
+                queue: field(d, "queue")?,
+                tags: field(d, "tags")?,
                 issue_ns: field(d, "issue_ns")?,
                 datapath_ns: field(d, "datapath_ns")?,
                 up_bytes: field(d, "up_bytes")?,
@@ -290,6 +304,8 @@ fn port_simulate<'py>(
         down_bytes_per_ns: field(params, "down_bytes_per_ns")?,
         warm_bytes: u64::MAX,
         posted_credits: field(params, "posted_credits")?,
+        tags_from_link: true,
+        lookahead: field(params, "lookahead")?,
     };
     let walks = Walks {
         walk_ns: field(params, "walk_ns")?,
@@ -320,6 +336,10 @@ fn port_simulate<'py>(
     out.set_item("elapsed_ns", result.elapsed_ns)?;
     out.set_item("transactions", result.transactions)?;
     out.set_item("iotlb_misses", result.iotlb_misses)?;
+    out.set_item("up_busy_ns", result.up_busy_ns)?;
+    out.set_item("down_busy_ns", result.down_busy_ns)?;
+    out.set_item("tag_busy_ns", result.tag_busy_ns)?;
+    out.set_item("rc_busy_ns", result.rc_busy_ns)?;
     out.set_item("latencies_ns", result.latencies_ns.into_pyarray(py))?;
     set_ddio_counts(&out, &stream)?;
     Ok(out)
@@ -328,6 +348,7 @@ fn port_simulate<'py>(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(split_aligned, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_addresses, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(port_misses, m)?)?;
     m.add_function(wrap_pyfunction!(port_simulate, m)?)?;
@@ -335,6 +356,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::trace_merge, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_synth, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_stats_columns, m)?)?;
     m.add_class::<trace::TraceWriter>()?;
     m.add_class::<trace::TraceSynth>()?;
     Ok(())

@@ -1,10 +1,15 @@
 //! Capture-file glue: reading into numpy columns, the buffered writer, merge and synthesis.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pcieperf_core::trace::merge::{convert, merge_with, MergeOptions, MergeStats};
 use pcieperf_core::trace::read::{Quirks, ReadOptions, Reader};
+use pcieperf_core::trace::stats::{
+    columns_stats, file_stats, FileStats, StatsConfig, Summary, Totals, DISTINCT_GAP_LIMIT,
+};
 use pcieperf_core::trace::synth::{synthesize, Synthesizer};
 use pcieperf_core::trace::write::{OutFormat, WriteStats, Writer, DEFAULT_BUFFER_BYTES};
 use pcieperf_core::trace::{Interface, TraceError};
@@ -137,6 +142,210 @@ pub fn trace_read<'py>(
     out.set_item("nanosecond", c.nanosecond)?;
     out.set_item("file_bytes", c.file_bytes)?;
     Ok(out)
+}
+
+/// A required entry of the statistics configuration dict.
+fn config_item<'py, T: FromPyObject<'py>>(config: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
+    config
+        .get_item(key)?
+        .ok_or_else(|| PyValueError::new_err(format!("statistics config lacks {key:?}")))?
+        .extract()
+}
+
+/// The statistics configuration from the dict `trace.py` builds (see `StatsConfig`).
+fn stats_config(config: &Bound<'_, PyDict>) -> PyResult<StatsConfig> {
+    let windows_ns: Vec<u64> = config_item(config, "windows_ns")?;
+    if windows_ns.contains(&0) {
+        return Err(PyValueError::new_err("rate windows must be at least 1 ns"));
+    }
+    let size_bins: Vec<i64> = config_item(config, "size_bins")?;
+    if size_bins.is_empty() || size_bins.windows(2).any(|w| w[0] >= w[1]) || size_bins[0] > 0 {
+        return Err(PyValueError::new_err(
+            "size bins must ascend from at most 0 (lower bounds of the buckets)",
+        ));
+    }
+    let percentiles: Vec<f64> = config_item(config, "percentiles")?;
+    if percentiles.iter().any(|p| !(0.0..=100.0).contains(p)) {
+        return Err(PyValueError::new_err("percentiles must lie within 0..=100"));
+    }
+    let eth_gbps: f64 = config_item(config, "eth_gbps")?;
+    if !(eth_gbps.is_finite() && eth_gbps > 0.0) {
+        return Err(PyValueError::new_err(
+            "the Ethernet rate must be a positive number",
+        ));
+    }
+    Ok(StatsConfig {
+        windows_ns,
+        eth_gbps,
+        overhead_bytes: config_item(config, "overhead_bytes")?,
+        fcs_bytes: config_item(config, "fcs_bytes")?,
+        min_frame_bytes: config_item(config, "min_frame_bytes")?,
+        ethernet_header_bytes: config_item(config, "ethernet_header_bytes")?,
+        link_header_bytes: config_item(config, "link_header_bytes")?,
+        size_bins,
+        percentiles,
+        distinct_gap_limit: match config.get_item("distinct_gap_limit")? {
+            Some(limit) => limit.extract()?,
+            None => DISTINCT_GAP_LIMIT,
+        },
+    })
+}
+
+fn totals_dict<'py>(py: Python<'py>, t: &Totals) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("packets", t.packets)?;
+    d.set_item("bytes_captured", t.bytes_captured)?;
+    d.set_item("bytes_wire", t.bytes_wire)?;
+    d.set_item("first_ts_ns", t.first_ts_ns)?;
+    d.set_item("last_ts_ns", t.last_ts_ns)?;
+    Ok(d)
+}
+
+/// A summary as a dict: `totals_dict` keys, then out_of_order, per_interface, rates (window_ns,
+/// last_index, groups of (covered ns, packets, bits)), size_histogram and bursts (or None).
+fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
+    let d = totals_dict(py, &s.totals)?;
+    d.set_item("out_of_order", s.out_of_order)?;
+    let per_interface = PyList::empty(py);
+    for t in &s.per_interface {
+        per_interface.append(totals_dict(py, t)?)?;
+    }
+    d.set_item("per_interface", per_interface)?;
+    let rates = PyList::empty(py);
+    for r in &s.rates {
+        let w = PyDict::new(py);
+        w.set_item("window_ns", r.window_ns)?;
+        w.set_item("last_index", r.last_index)?;
+        w.set_item("groups", r.groups.clone())?;
+        rates.append(w)?;
+    }
+    d.set_item("rates", rates)?;
+    d.set_item("size_histogram", s.size_histogram.clone())?;
+    let bursts = match &s.bursts {
+        None => None,
+        Some(b) => {
+            let bd = PyDict::new(py);
+            bd.set_item("bursts", b.bursts)?;
+            bd.set_item("packets_in_bursts", b.packets_in_bursts)?;
+            bd.set_item("max_burst", b.max_burst)?;
+            bd.set_item("gap_min_ns", b.gap_min_ns)?;
+            bd.set_item("gap_percentiles", b.gap_percentiles.clone())?;
+            Some(bd)
+        }
+    };
+    d.set_item("bursts", bursts)?;
+    Ok(d)
+}
+
+fn file_stats_dict<'py>(py: Python<'py>, f: &FileStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = summary_dict(py, &f.summary)?;
+    d.set_item("format", f.format)?;
+    d.set_item("compression", f.compression)?;
+    d.set_item("interfaces", interfaces_list(py, &f.interfaces)?)?;
+    d.set_item("skipped", f.skipped)?;
+    d.set_item("untimed", f.untimed)?;
+    d.set_item("snaplen_exceeded", f.quirks.snaplen_exceeded)?;
+    d.set_item("wirelen_below_caplen", f.quirks.wirelen_below_caplen)?;
+    d.set_item("cut_short", f.cut_short.clone())?;
+    d.set_item("reads", f.reads)?;
+    Ok(d)
+}
+
+/// Runs `work` on every item on up to `threads` threads; results come back in item order.
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(k) else { break };
+                let result = work(item);
+                *results[k].lock().expect("no worker panics holding it") = Some(result);
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .ok()
+                .flatten()
+                .expect("every item was worked on")
+        })
+        .collect()
+}
+
+/// Statistics of capture files, each read while it is decoded (no columns), files in parallel
+/// on up to `threads` threads (0: one per core), without the GIL. A file that cannot be read
+/// comes back as its one-line error (a str) in its place, for the caller to raise in turn.
+#[pyfunction]
+#[pyo3(signature = (paths, config, skip_bad=false, strict=false, threads=0))]
+pub fn trace_stats<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    config: &Bound<'py, PyDict>,
+    skip_bad: bool,
+    strict: bool,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let config = stats_config(config)?;
+    let read = ReadOptions {
+        skip_bad,
+        strict,
+        ..ReadOptions::default()
+    };
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    } else {
+        threads
+    };
+    let results = py.detach(|| in_parallel(&paths, threads, |p| file_stats(p, read, &config)));
+    let out = PyList::empty(py);
+    for result in results {
+        match result {
+            Ok(stats) => out.append(file_stats_dict(py, &stats)?)?,
+            Err(error) => out.append(error.to_string())?,
+        }
+    }
+    Ok(out)
+}
+
+/// Statistics of packets given as columns in file order (an in-memory trace); `interfaces`
+/// are (link type, if_tsresol) pairs. Same keys as `trace_stats` without the reader's.
+#[pyfunction]
+#[pyo3(signature = (ts_ns, caplen, wirelen, iface, interfaces, config))]
+pub fn trace_stats_columns<'py>(
+    py: Python<'py>,
+    ts_ns: PyReadonlyArray1<'py, i64>,
+    caplen: PyReadonlyArray1<'py, u32>,
+    wirelen: PyReadonlyArray1<'py, u32>,
+    iface: PyReadonlyArray1<'py, u32>,
+    interfaces: Vec<(u16, u8)>,
+    config: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let config = stats_config(config)?;
+    let interfaces: Vec<Interface> = interfaces
+        .into_iter()
+        .map(|(linktype, tsresol)| Interface {
+            tsresol,
+            ..Interface::new(linktype, 0)
+        })
+        .collect();
+    let (ts, cap, wire, ifs) = (
+        ts_ns.as_slice()?,
+        caplen.as_slice()?,
+        wirelen.as_slice()?,
+        iface.as_slice()?,
+    );
+    let summary = py
+        .detach(|| columns_stats(ts, cap, wire, ifs, &interfaces, &config))
+        .map_err(PyValueError::new_err)?;
+    summary_dict(py, &summary)
 }
 
 fn stats_dict<'py>(py: Python<'py>, s: WriteStats) -> PyResult<Bound<'py, PyDict>> {

@@ -7,6 +7,7 @@
 pub mod merge;
 pub mod read;
 mod sink;
+pub mod stats;
 pub mod stream;
 pub mod synth;
 pub mod write;

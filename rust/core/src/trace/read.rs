@@ -255,6 +255,7 @@ impl Reader {
     }
 
     /// Makes `need` bytes available if the capture has them; returns how many are.
+    #[inline(always)]
     fn fill(&mut self, need: usize) -> Result<usize, Fault> {
         self.stream.fill(need).map_err(|e| {
             let at = self.stream.offset();
@@ -340,6 +341,12 @@ impl Reader {
         Ok(())
     }
 
+    /// Reads the rest of the capture on a thread of its own, a block ahead of the decoding
+    /// (`Stream::read_ahead`): for files, whose reads end, not for standard input.
+    pub fn read_ahead(&mut self) {
+        self.stream.read_ahead();
+    }
+
     /// Interfaces seen so far (pcapng interfaces appear as their blocks are read).
     pub fn interfaces(&self) -> &[Interface] {
         &self.interfaces
@@ -404,6 +411,11 @@ impl Reader {
 
     /// The next packet, or None at the end of the capture (or where it was cut short).
     pub fn next_record(&mut self) -> Result<Option<Record>, TraceError> {
+        if let Layout::Pcap { big_endian, nanos } = self.layout {
+            if let Some(record) = self.buffered_pcap_record(big_endian, nanos) {
+                return Ok(Some(record));
+            }
+        }
         while !self.finished {
             let start = self.stream.offset();
             let step = match self.layout {
@@ -485,6 +497,32 @@ impl Reader {
                 ),
             )));
         }
+        Ok(Some(
+            self.take_pcap_record(nanos, [sec, frac, caplen, wirelen]),
+        ))
+    }
+
+    /// The common case without a system call or a fault: a whole pcap record with an
+    /// acceptable caplen is buffered at the read position (else `pcap_record` deals with it).
+    #[inline(always)]
+    fn buffered_pcap_record(&mut self, big_endian: bool, nanos: bool) -> Option<Record> {
+        let head = self.stream.available();
+        if self.finished || head.len() < PCAP_RECORD_HEADER_BYTES {
+            return None;
+        }
+        let field = |k: usize| read_u32(head, 4 * k, big_endian);
+        let fields = [field(0), field(1), field(2), field(3)];
+        let caplen = fields[2];
+        let whole = head.len() - PCAP_RECORD_HEADER_BYTES >= caplen as usize;
+        (whole && caplen <= self.interfaces[0].caplen_limit())
+            .then(|| self.take_pcap_record(nanos, fields))
+    }
+
+    /// Consumes the pcap record buffered whole at the read position, given its header fields
+    /// (seconds, fraction, caplen, wire length).
+    #[inline(always)]
+    fn take_pcap_record(&mut self, nanos: bool, [sec, frac, caplen, wirelen]: [u32; 4]) -> Record {
+        let at = self.stream.offset();
         let frac_ns = if nanos {
             i64::from(frac)
         } else {
@@ -498,13 +536,15 @@ impl Reader {
             data_offset: at + PCAP_RECORD_HEADER_BYTES as u64,
         };
         self.count_quirks(&record);
-        self.stream.consume(total);
+        self.stream
+            .consume(PCAP_RECORD_HEADER_BYTES + caplen as usize);
         self.last_ts = record.ts_ns;
         self.timed = true;
-        Ok(Some(record))
+        record
     }
 
     /// Refuses what libpcap refuses: a caplen above the link type's maximum.
+    #[inline]
     fn check_caplen(&self, at: u64, caplen: u32, iface: usize) -> Result<(), TraceError> {
         let limit = self.interfaces[iface].caplen_limit();
         if caplen > limit {
@@ -516,6 +556,7 @@ impl Reader {
         Ok(())
     }
 
+    #[inline]
     fn count_quirks(&mut self, record: &Record) {
         let iface = &self.interfaces[record.iface as usize];
         if iface.snaplen != 0 && record.caplen > iface.snaplen {

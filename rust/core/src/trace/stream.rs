@@ -6,6 +6,8 @@
 use std::fs::File;
 use std::io::{self, Cursor, Read};
 use std::path::Path;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread;
 
 use flate2::read::MultiGzDecoder;
 
@@ -18,6 +20,57 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// Default buffer: large enough that a read call moves a good slice of the page cache at once,
 /// small enough that dozens of inputs merged together stay within a few MiB.
 pub const DEFAULT_CHUNK_BYTES: usize = 256 << 10;
+
+/// Room left before the bytes a read-ahead block carries, for the unread end of the block
+/// before it: records up to this long continue into the next block without a copy of it.
+const HEADROOM_BYTES: usize = 64 << 10;
+
+/// A block read ahead: the buffer and where its bytes end (they start at HEADROOM_BYTES; none
+/// means the end of the source).
+type Block = (Vec<u8>, usize);
+
+/// The source read on a thread of its own, a block ahead of the parser, so that the kernel's
+/// copy (and any decompression) runs beside the parsing. At most three blocks exist: one being
+/// read, one queued, one being parsed; used blocks come back to be read into again.
+struct ReadAhead {
+    full: Receiver<io::Result<Block>>,
+    empty: SyncSender<Vec<u8>>,
+}
+
+impl ReadAhead {
+    fn start(mut source: Box<dyn Read + Send>, chunk: usize) -> Self {
+        let (to_parse, full) = sync_channel::<io::Result<Block>>(1);
+        let (empty, returned) = sync_channel::<Vec<u8>>(2);
+        // The thread ends when the source does, fails, or the stream is dropped (a send fails).
+        thread::spawn(move || loop {
+            // A buffer given back may be the stream's first, smaller one (grown here) or one
+            // grown for a long record (not kept, so that memory does not stay up).
+            let size = HEADROOM_BYTES + chunk;
+            let mut block = returned.try_recv().unwrap_or_default();
+            if block.len() > 2 * size {
+                block = Vec::new();
+            }
+            block.resize(block.len().max(size), 0);
+            let mut end = HEADROOM_BYTES;
+            let outcome = loop {
+                if end == block.len() {
+                    break Ok(());
+                }
+                match source.read(&mut block[end..]) {
+                    Ok(0) => break Ok(()),
+                    Ok(n) => end += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            };
+            let done = outcome.is_err() || end == HEADROOM_BYTES;
+            if to_parse.send(outcome.map(|()| (block, end))).is_err() || done {
+                return;
+            }
+        });
+        ReadAhead { full, empty }
+    }
+}
 
 /// How the capture bytes were stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +104,7 @@ pub struct Stream {
     eof: bool,
     compression: Compression,
     size_hint: Option<u64>,
+    ahead: Option<ReadAhead>,
 }
 
 impl Stream {
@@ -114,6 +168,16 @@ impl Stream {
             eof: false,
             compression,
             size_hint: None,
+            ahead: None,
+        }
+    }
+
+    /// Reads the rest of the source on a thread of its own, a block ahead (see `ReadAhead`);
+    /// for sources that end (a file), not for a terminal or a pipe that may wait forever.
+    pub fn read_ahead(&mut self) {
+        if self.ahead.is_none() && !self.eof {
+            let source = std::mem::replace(&mut self.source, Box::new(io::empty()));
+            self.ahead = Some(ReadAhead::start(source, self.chunk));
         }
     }
 
@@ -129,7 +193,7 @@ impl Stream {
 
     /// Stream offset of the first available byte.
     pub fn offset(&self) -> u64 {
-        self.base + self.start as u64
+        self.base.wrapping_add(self.start as u64)
     }
 
     /// The bytes available now (at least what the last `fill` asked for, unless at the end).
@@ -140,7 +204,8 @@ impl Stream {
     /// Bytes at stream offsets `from..from + len`, if they are still in the buffer (a record's
     /// data stays there until the next `fill`).
     pub fn bytes_at(&self, from: u64, len: usize) -> Option<&[u8]> {
-        let at = usize::try_from(from.checked_sub(self.base)?).ok()?;
+        // `base` may lie "before" offset 0 (wrapping) once read-ahead blocks carry headroom.
+        let at = usize::try_from(from.wrapping_sub(self.base)).ok()?;
         self.buf.get(at..at.checked_add(len)?)
     }
 
@@ -159,9 +224,20 @@ impl Stream {
     /// are. Consumed bytes are dropped first; the buffer grows only for a `need` beyond it,
     /// and then to twice that, so that a scan asking for `need` bytes at every step moves
     /// each byte at most twice.
+    #[inline]
     pub fn fill(&mut self, need: usize) -> io::Result<usize> {
         if self.end - self.start >= need || self.eof {
             return Ok(self.end - self.start);
+        }
+        self.refill(need)
+    }
+
+    /// `fill` once the buffer holds fewer than `need` bytes: moves what is left to the front
+    /// and reads (kept out of line, so that the check above inlines into every reader step).
+    #[inline(never)]
+    fn refill(&mut self, need: usize) -> io::Result<usize> {
+        if self.ahead.is_some() {
+            return self.refill_ahead(need);
         }
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
@@ -189,5 +265,45 @@ impl Stream {
             }
         }
         Ok(self.end)
+    }
+
+    /// `refill` from read-ahead blocks: the next block becomes the buffer, with the unread
+    /// bytes copied into its headroom; a record longer than that is assembled by copying.
+    fn refill_ahead(&mut self, need: usize) -> io::Result<usize> {
+        while self.end - self.start < need && !self.eof {
+            let ahead = self
+                .ahead
+                .as_ref()
+                .expect("refill_ahead runs with read-ahead");
+            let (mut block, end) = match ahead.full.recv() {
+                Ok(message) => message?,
+                Err(_) => (Vec::new(), HEADROOM_BYTES), // the reader thread has ended
+            };
+            if end <= HEADROOM_BYTES {
+                self.eof = true;
+                break;
+            }
+            let left = self.end - self.start;
+            if left <= HEADROOM_BYTES {
+                let at = HEADROOM_BYTES - left;
+                block[at..HEADROOM_BYTES].copy_from_slice(&self.buf[self.start..self.end]);
+                let used = std::mem::replace(&mut self.buf, block);
+                // The byte at `start` moves to `at`: offsets are kept, `base` moves with it.
+                self.base = self
+                    .base
+                    .wrapping_add(self.start as u64)
+                    .wrapping_sub(at as u64);
+                (self.start, self.end) = (at, end);
+                let _ = ahead.empty.try_send(used); // given back to be read into again
+            } else {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.base = self.base.wrapping_add(self.start as u64);
+                self.buf.truncate(left);
+                self.buf.extend_from_slice(&block[HEADROOM_BYTES..end]);
+                (self.start, self.end) = (0, self.buf.len());
+                let _ = ahead.empty.try_send(block);
+            }
+        }
+        Ok(self.end - self.start)
     }
 }

@@ -7,6 +7,9 @@ use std::io::Write;
 
 use super::merge::{convert, merge};
 use super::read::{ReadOptions, Reader, Record};
+use super::stats::{
+    columns_stats, file_stats, resolution_ns, FileStats, StatsConfig, Summary, DISTINCT_GAP_LIMIT,
+};
 use super::synth::{fill_udp_frame, synthesize};
 use super::write::{OutFormat, Writer};
 use super::Interface;
@@ -415,6 +418,44 @@ fn records_crossing_buffer_boundaries_read_whole() {
 }
 
 #[test]
+fn reading_ahead_on_a_thread_gives_the_same_records_and_bytes() {
+    // Records of 0 bytes to 100 000 (longer than the 64 KiB headroom of a read-ahead block, so
+    // some are assembled across blocks) with 4 KiB blocks, pcap and pcapng alike.
+    let data: Vec<Vec<u8>> = (0..300u32)
+        .map(|i| vec![i as u8; [0, 60, 1500, 9000, 70_000, 100_000][i as usize % 6]])
+        .collect();
+    let records: Vec<(u32, u32, &[u8])> = data
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (i as u32, 0, &d[..]))
+        .collect();
+    let mut ng = shb(false);
+    ng.extend(idb(false, 0, None, None));
+    for (i, d) in data.iter().enumerate() {
+        ng.extend(epb(false, 0, i as u64, d, d.len() as u32));
+    }
+    for file in [pcap(false, false, 0, &records), ng] {
+        let options = ReadOptions {
+            chunk: 4096,
+            ..ReadOptions::default()
+        };
+        let mut reader = Reader::from_bytes_with("t.cap", file.clone(), options).unwrap();
+        reader.read_ahead();
+        let mut direct = Reader::from_bytes_with("t.cap", file, options).unwrap();
+        for d in &data {
+            let (r, s) = (
+                reader.next_record().unwrap().unwrap(),
+                direct.next_record().unwrap().unwrap(),
+            );
+            assert_eq!(r, s);
+            assert_eq!(reader.data(&r), &d[..]);
+        }
+        assert!(reader.next_record().unwrap().is_none());
+        assert_eq!(reader.bytes_read(), direct.bytes_read());
+    }
+}
+
+#[test]
 fn pcapng_resync_finds_blocks_shifted_by_odd_garbage() {
     // 7 bytes of garbage between two EPBs shift the second off 4-byte alignment.
     let mut f = shb(false);
@@ -549,4 +590,218 @@ fn synthetic_frames_carry_valid_headers() {
     let stats = synthesize(&path, OutFormat::Pcap, &[1, 2], &[60, 1514], 4).unwrap();
     assert_eq!(stats.bytes, 24 + 16 + 60 + 16 + 1514);
     assert!(synthesize(&path, OutFormat::Pcap, &[1], &[20], 1).is_err());
+}
+
+// --- statistics -------------------------------------------------------------------------------
+
+/// The statistics configuration `trace.py` passes: 1 ms and 1 s windows, 40 GbE (20 bytes of
+/// preamble, SFD and IFG per frame), RMON buckets, the 50th and 99th gap percentiles.
+fn stats_config() -> StatsConfig {
+    StatsConfig {
+        windows_ns: vec![1_000_000, 1_000_000_000],
+        eth_gbps: 40.0,
+        overhead_bytes: 20,
+        fcs_bytes: 4,
+        min_frame_bytes: 64,
+        ethernet_header_bytes: 14,
+        link_header_bytes: vec![(1, 14), (113, 16), (276, 20), (101, 0), (228, 0), (229, 0)],
+        size_bins: vec![0, 64, 65, 128, 256, 512, 1024, 1519],
+        percentiles: vec![50.0, 99.0],
+        distinct_gap_limit: DISTINCT_GAP_LIMIT,
+    }
+}
+
+fn stats_of(name: &str, bytes: &[u8], config: &StatsConfig) -> FileStats {
+    let path = temp(name);
+    std::fs::write(&path, bytes).unwrap();
+    let stats = file_stats(&path, ReadOptions::default(), config).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    stats
+}
+
+/// The same packets as columns in file order (what `trace.stats` hands over for a trace in
+/// memory), with the file's interfaces.
+fn stats_of_columns(bytes: Vec<u8>, config: &StatsConfig) -> Summary {
+    let (records, reader) = read_all(bytes, false).unwrap();
+    let column = |f: fn(&Record) -> u32| records.iter().map(f).collect::<Vec<_>>();
+    let ts: Vec<i64> = records.iter().map(|r| r.ts_ns).collect();
+    let (cap, wire, iface) = (
+        column(|r| r.caplen),
+        column(|r| r.wirelen),
+        column(|r| r.iface),
+    );
+    columns_stats(&ts, &cap, &wire, &iface, reader.interfaces(), config).unwrap()
+}
+
+#[test]
+fn stats_of_a_small_capture_by_hand() {
+    // µs pcap, 60 captured / 64 wire bytes each, at 0, 1, 2, 1000 and 1500 µs after 1000 s.
+    let data = [0u8; 60];
+    let at = |usec: u32| (1000 + usec / 1_000_000, usec % 1_000_000, &data[..]);
+    let file = pcap(false, false, 0, &[at(0), at(1), at(2), at(1000), at(1500)]);
+    let s = stats_of("small.pcap", &file, &stats_config());
+    let t = s.summary.totals;
+    assert_eq!((t.packets, t.bytes_captured, t.bytes_wire), (5, 300, 320));
+    assert_eq!(
+        (t.first_ts_ns, t.last_ts_ns),
+        (1_000_000_000_000, 1_000_001_500_000)
+    );
+    assert_eq!((s.summary.out_of_order, s.reads), (0, 1));
+    // 1 ms windows: [0, 1 ms) holds 3 packets (3 x 512 bits); the last covers 0.5 ms up to the
+    // last packet and holds 2. One 1 s window covers the 1.5 ms span.
+    let ms = &s.summary.rates[0];
+    assert_eq!(ms.last_index, 1);
+    assert_eq!(ms.groups, vec![(1_000_000, 3, 1536), (500_000, 2, 1024)]);
+    assert_eq!(s.summary.rates[1].groups, vec![(1_500_000, 5, 2560)]);
+    // Frames of 64 + 4 (FCS) bytes: RMON bucket 65-127 (index 2).
+    assert_eq!(s.summary.size_histogram, vec![0, 0, 5, 0, 0, 0, 0, 0]);
+    // Back to back: gap <= (68 + 20) * 8 / 40 ns + 1000 ns (µs resolution) = 1017.6 ns, so the
+    // first three packets (gaps 1000, 1000) are one burst; gaps 998 000 and 500 000 are not.
+    let b = s.summary.bursts.unwrap();
+    assert_eq!(
+        (b.bursts, b.packets_in_bursts, b.max_burst, b.gap_min_ns),
+        (1, 3, 3, 1000)
+    );
+    // numpy.percentile([1000, 1000, 998000, 500000], 50 and 99).
+    assert_eq!(b.gap_percentiles, vec![250_500.0, 983_059.999_999_999_9]);
+}
+
+#[test]
+fn a_last_packet_on_a_window_start_belongs_to_the_window_before() {
+    // ns pcap at 0, 0.5 and exactly 1 ms: the span is one whole 1 ms window holding all three
+    // (not a second window covering nothing).
+    let data = [0u8; 60];
+    let on_start = pcap(
+        false,
+        true,
+        0,
+        &[(7, 0, &data), (7, 500_000, &data), (7, 1_000_000, &data)],
+    );
+    let ms = &stats_of("edge.pcap", &on_start, &stats_config())
+        .summary
+        .rates[0];
+    assert_eq!(
+        (ms.last_index, ms.groups.clone()),
+        (0, vec![(1_000_000, 3, 1536)])
+    );
+    // One ns earlier, the one window covers the 999 999 ns up to the last packet.
+    let inside = pcap(
+        false,
+        true,
+        0,
+        &[(7, 0, &data), (7, 500_000, &data), (7, 999_999, &data)],
+    );
+    let ms = &stats_of("inside.pcap", &inside, &stats_config())
+        .summary
+        .rates[0];
+    assert_eq!(
+        (ms.last_index, ms.groups.clone()),
+        (0, vec![(999_999, 3, 1536)])
+    );
+}
+
+#[test]
+fn resolution_follows_if_tsresol() {
+    // 10^-6 s, 10^-9 s, 10^-3 s, 2^-10 s = 976 562.5 ns (rounded up), 2^-30 s < 1 ns, 1 s.
+    let got: Vec<i64> = [6, 9, 3, 0x80 | 10, 0x80 | 30, 0, 12]
+        .map(resolution_ns)
+        .to_vec();
+    assert_eq!(got, vec![1000, 1, 1_000_000, 976_563, 1, 1_000_000_000, 1]);
+}
+
+#[test]
+fn an_unsorted_capture_is_read_again_and_summarised_sorted() {
+    let data = [0u8; 60];
+    let file = pcap(
+        false,
+        true,
+        0,
+        &[(5, 300, &data), (5, 100, &data), (5, 200, &data)],
+    );
+    let sorted = pcap(
+        false,
+        true,
+        0,
+        &[(5, 100, &data), (5, 200, &data), (5, 300, &data)],
+    );
+    let s = stats_of("unsorted.pcap", &file, &stats_config());
+    assert_eq!((s.reads, s.summary.out_of_order), (2, 1)); // 100 after 300; 200 after 100 is fine
+    let in_order = stats_of("sorted.pcap", &sorted, &stats_config()).summary;
+    assert_eq!(
+        Summary {
+            out_of_order: 0,
+            ..s.summary.clone()
+        },
+        in_order
+    );
+    assert_eq!(s.summary, stats_of_columns(file, &stats_config()));
+}
+
+#[test]
+fn an_interface_defined_late_sizes_every_frame_again() {
+    // Ethernet packets, then a second section whose interface has link type 147 (no Ethernet
+    // equivalent): every frame is then sized by its wire length, the first ones too.
+    let mut file = shb(false);
+    file.extend(idb(false, 0, Some(9), None));
+    file.extend(epb(false, 0, 1_000, &[0; 60], 60));
+    file.extend(epb(false, 0, 2_000, &[0; 60], 60));
+    file.extend(shb(false));
+    let mut user = idb(false, 0, Some(9), None);
+    user[8..10].copy_from_slice(&147u16.to_le_bytes()); // the IDB's link type field
+    file.extend(user);
+    file.extend(epb(false, 0, 3_000, &[0; 10], 10));
+    let s = stats_of("late.pcapng", &file, &stats_config());
+    assert_eq!(s.reads, 2);
+    // Wire lengths 60, 60 and 10 are all below 64: the first bucket ("<64").
+    assert_eq!(s.summary.size_histogram, vec![3, 0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(s.summary, stats_of_columns(file, &stats_config()));
+}
+
+#[test]
+fn gaps_beyond_the_distinct_limit_are_refined_by_a_second_read() {
+    // 300 packets 70 000 + 7k ns apart (all distinct, above the dense table): with room for 10
+    // distinct gaps the first read keeps buckets and the second collects the percentiles' ones.
+    let data = [0u8; 60];
+    let mut ts = 0u64;
+    let records: Vec<(u32, u32, &[u8])> = (0..300u64)
+        .map(|k| {
+            ts += 70_000 + 7 * k;
+            (
+                (ts / 1_000_000_000) as u32,
+                (ts % 1_000_000_000) as u32,
+                &data[..],
+            )
+        })
+        .collect();
+    let file = pcap(false, true, 0, &records);
+    let small = StatsConfig {
+        distinct_gap_limit: 10,
+        ..stats_config()
+    };
+    let refined = stats_of("gaps.pcap", &file, &small);
+    let exact = stats_of("gaps.pcap", &file, &stats_config());
+    assert_eq!((refined.reads, exact.reads), (2, 1));
+    assert_eq!(refined.summary, exact.summary);
+    // 299 gaps 70 007 .. 72 093 ns: the median is the 150th, 70 000 + 7 * 150.
+    assert_eq!(exact.summary.bursts.unwrap().gap_percentiles[0], 71_050.0);
+}
+
+#[test]
+fn columns_must_agree_with_each_other_and_the_interfaces() {
+    let config = stats_config();
+    let iface = Interface::new(1, 0);
+    let err = columns_stats(
+        &[1, 2],
+        &[60],
+        &[60, 60],
+        &[0, 0],
+        std::slice::from_ref(&iface),
+        &config,
+    );
+    assert!(err.unwrap_err().contains("same length"));
+    let err = columns_stats(&[1], &[60], &[60], &[1], &[iface], &config);
+    assert_eq!(
+        err.unwrap_err(),
+        "packet for interface 1, but 1 are defined"
+    );
 }

@@ -1,0 +1,231 @@
+"""Dask as the engine for work cut into chunks: one code path in this process, on a local
+cluster or on an existing one (issue 17).
+
+    --scheduler      what runs the chunks
+    (none)           LocalCluster(processes=False): one worker thread inside this process
+    local[:N]        LocalCluster of N worker processes (default: one per CPU), one thread each
+    tcp://HOST:PORT  an existing dask.distributed scheduler (`dask scheduler`, `dask worker`)
+
+Why an in-process distributed cluster and not dask's synchronous scheduler: the futures API is
+what the callers need (results as each chunk finishes, so a sweep writes each part as it comes
+and resumes after a crash; per-task retries; a lost worker's tasks rerun elsewhere; progress from
+the futures). The synchronous scheduler has none of it, so using it would mean a second driver
+loop; the in-process cluster costs about half a second to start (docs/scale.md).
+
+Callers describe the work as a function and a list of chunks (`map_chunks`), so the archive
+statistics can reuse this module as the sweep does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from pcieperf import progress
+from pcieperf.errors import PcieperfError, UsageError
+
+if TYPE_CHECKING:  # distributed is the optional `dask` extra: imported where it is used
+    from distributed import Client
+
+INSTALL = "pip install 'pcieperf[dask]'"
+"""How to get the optional engine; every error about it says this."""
+
+RETRIES = 2
+"""Reruns of a chunk whose function raised something other than a PcieperfError (a transient
+OSError reading a remote file, say). A worker that dies is handled by the scheduler instead:
+its tasks go to other workers, and a task that kills `distributed.scheduler.allowed-failures`
+workers (3 by default) fails with KilledWorker."""
+
+IN_FLIGHT_PER_THREAD = 16
+"""Tasks submitted ahead per worker thread: enough to hide the round trip of a result to this
+process and the next submission (docs/scale.md), few enough that millions of chunks never
+sit in the scheduler at once."""
+MAX_LOCAL_WORKERS = 1024  # a larger local:N is a typo: each worker is a process on this host
+CONNECT_TIMEOUT_S = 10  # a running scheduler answers in milliseconds, even on a loaded host
+_ADDRESS = re.compile(r"(tcp|tls)://([^\s:/]+|\[[0-9a-fA-F:]+\]):(\d{1,5})")
+_SCHEDULER_HELP = "use local, local:N (N worker processes) or tcp://HOST:PORT"
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """Where chunks run: this process (`workers` and `address` None), a local cluster of
+    `workers` processes, or the scheduler at `address`."""
+
+    workers: int | None = None
+    address: str | None = None
+
+    @property
+    def in_process(self) -> bool:
+        """True for the default: no cluster outside this process."""
+        return self.workers is None and self.address is None
+
+    def __str__(self) -> str:
+        if self.address:
+            return self.address
+        return "in-process" if self.workers is None else f"local:{self.workers}"
+
+
+def parse_scheduler(text: str | None) -> Scheduler:
+    """The --scheduler value as a Scheduler; None is the in-process default. Checks that the
+    `dask` extra is installed when a scheduler is named."""
+    if text is None:
+        return Scheduler()
+    require_dask(f"--scheduler {text}")
+    if text == "local":
+        return Scheduler(workers=os.cpu_count() or 1)
+    if text.startswith("local:"):
+        count = text.removeprefix("local:")
+        if not count.isdigit() or not 1 <= int(count) <= MAX_LOCAL_WORKERS:
+            raise UsageError(
+                f"--scheduler {text!r} is not allowed; N in local:N is a whole number from 1 "
+                f"to {MAX_LOCAL_WORKERS}"
+            )
+        return Scheduler(workers=int(count))
+    match = _ADDRESS.fullmatch(text)
+    if match is None or not 1 <= int(match.group(3)) <= 65535:
+        raise UsageError(f"--scheduler {text!r} is not allowed; {_SCHEDULER_HELP}")
+    return Scheduler(address=text)
+
+
+def require_dask(what: str) -> None:
+    """Raise UsageError naming `what` and the install command unless dask.distributed and
+    pyarrow import."""
+    try:
+        import distributed  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(
+            f"{what} needs Dask and pyarrow ({exc.name} is missing): {INSTALL}"
+        ) from None
+
+
+@contextmanager
+def connect(scheduler: Scheduler, *, quiet_logs: bool = True) -> Iterator[Client]:
+    """A Client on `scheduler`, closed (and a cluster it started, shut down) on exit.
+    `quiet_logs` keeps dask's own log lines off stderr (--debug shows them)."""
+    require_dask("running on Dask")
+    from distributed import Client, LocalCluster
+
+    if scheduler.address:
+        try:
+            client = Client(scheduler.address, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as exc:
+            raise UsageError(
+                f"--scheduler {scheduler.address}: no Dask scheduler answered within "
+                f"{CONNECT_TIMEOUT_S} s ({type(exc).__name__}); start one with `dask scheduler`"
+            ) from None
+        with client:
+            yield client
+        return
+    cluster = LocalCluster(
+        processes=not scheduler.in_process,
+        n_workers=scheduler.workers or 1,
+        threads_per_worker=1,  # the models are single-threaded: one task per core
+        dashboard_address="127.0.0.1:0",  # any free port: 8787 may belong to another cluster
+        # Errors reach the caller as exceptions; what workers log besides is noise on stderr
+        # (a heartbeat racing the shutdown logs a traceback at ERROR on a loaded host).
+        silence_logs=logging.CRITICAL if quiet_logs else logging.INFO,
+    )
+    with cluster, Client(cluster) as client:
+        yield client
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A chunk's PcieperfError, returned rather than raised so that dask does not retry what
+    would fail again (a bad value in a spec, an unreadable file)."""
+
+    error: PcieperfError
+
+
+def _identity(value: T) -> T:
+    """The shared value as a task result (see map_chunks)."""
+    return value
+
+
+def _run_chunk(func: Callable[[object, T], R], shared: object, chunk: T) -> R | _Failed:
+    """The task each chunk becomes: `func(shared, chunk)` on a worker."""
+    try:
+        return func(shared, chunk)
+    except PcieperfError as exc:
+        return _Failed(exc)
+
+
+@dataclass(frozen=True)
+class Done(Generic[T, R]):
+    """One finished chunk: its position in the list given to map_chunks, the chunk, the
+    result."""
+
+    index: int
+    chunk: T
+    result: R
+
+
+def map_chunks(
+    client: Client,
+    func: Callable[[object, T], R],
+    chunks: Sequence[T],
+    *,
+    shared: object = None,
+    weight: Callable[[T], int] = lambda _: 1,
+    desc: str = "chunks",
+    unit: str = "it",
+    done: int = 0,
+    total: int | None = None,
+) -> Iterator[Done[T, R]]:
+    """Run `func(shared, chunk)` for every chunk on the cluster and yield each result as it
+    finishes (completion order; `index` tells where it belongs). `shared` goes to the workers
+    once. A bar counts `weight(chunk)` units per chunk out of `total` (default: all chunks'),
+    `done` of them finished before this call (a resumed run). IN_FLIGHT_PER_THREAD tasks per
+    worker thread are in flight at most.
+    A PcieperfError from a chunk, or a chunk that killed its workers, ends the run with one
+    error; leaving the loop early cancels what is still running."""
+    from distributed import KilledWorker, as_completed
+
+    # A task, not scatter(): if every worker holding `shared` dies, the scheduler recomputes
+    # a task's result from its spec, but scattered data would be lost with them.
+    shared_future = client.submit(_identity, shared, pure=False)
+    todo = iter(enumerate(chunks))
+    window = IN_FLIGHT_PER_THREAD * max(1, sum(client.nthreads().values()))
+    running: dict[object, tuple[int, T]] = {}
+
+    def submit(count: int) -> list[object]:
+        futures = []
+        for index, chunk in (item for _, item in zip(range(count), todo, strict=False)):
+            future = client.submit(
+                _run_chunk, func, shared_future, chunk, retries=RETRIES, pure=False
+            )
+            running[future] = (index, chunk)
+            futures.append(future)
+        return futures
+
+    units = sum(weight(c) for c in chunks) + done if total is None else total
+    pending = as_completed(submit(window))
+    try:
+        with progress.bar(units, desc, unit) as bar:
+            bar.update(done)
+            for future in pending:
+                index, chunk = running.pop(future)
+                try:
+                    result = future.result()
+                except KilledWorker as exc:
+                    raise PcieperfError(
+                        f"{desc}: chunk {index} killed each of the {exc.allowed_failures + 1} "
+                        "workers that ran it (out of memory?); what finished is kept"
+                    ) from None
+                if isinstance(result, _Failed):
+                    raise result.error
+                pending.update(submit(1))
+                bar.update(weight(chunk))
+                yield Done(index, chunk, result)
+    finally:
+        if running:
+            client.cancel(list(running))

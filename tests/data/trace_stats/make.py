@@ -1,0 +1,128 @@
+"""Writes the inputs and records the expected `pcieperf trace stats --json` output of the
+byte-identity test (tests/test_trace_stats_golden.py).
+
+The expected files were recorded ONCE, by the numpy implementation of commit 085f2a9 (before
+the statistics moved into the Rust core), so that the test compares the new code with the old
+one. Re-recording them with the code under test would make the test unable to fail: do it only
+for a deliberate change of the output, and say so in the commit.
+
+Run from the project root: python3 tests/data/trace_stats/make.py [--inputs-only]
+"""
+
+import argparse
+import gzip
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_capture_quirks import CUT_PCAP, QUIRKS, epb, idb, pcap, shb  # noqa: E402
+
+INPUTS = HERE / "inputs"
+EXPECTED = HERE / "expected"
+SHARED = ROOT.parent / "shared" / "data" / "captures"
+# Ethernet rates each input is summarised at (bursts depend on the rate); the shared captures at
+# the default 40 GbE only.
+ETH_RATES = ("10", "40", "100")
+SYNTH = {
+    # name: trace synth arguments (5 ms of traffic at most: small files, several 1 ms windows)
+    "constant_64.pcap": ["--sizes", "64", "--pps", "1M", "--duration", "5ms"],
+    "poisson_imix.pcap": ["--sizes", "imix", "--pps", "2M", "--duration", "3ms", "--arrival",
+                          "poisson", "--seed", "3"],
+    "onoff_imix.pcapng": ["--sizes", "imix", "--pps", "3M", "--duration", "2ms", "--arrival",
+                          "onoff", "--burst", "16", "--seed", "5", "--eth", "100"],
+    "onoff_64.pcap": ["--sizes", "64", "--pps", "5M", "--duration", "1ms", "--arrival", "onoff",
+                      "--burst", "32"],
+}  # fmt: skip
+
+
+def cli(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "pcieperf.cli", *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def shuffled_pcap(count: int, seed: int) -> bytes:
+    """A µs pcap whose records are out of time order: random times within 3 s, random lengths
+    (0..1600 wire, caplen up to 96), so windows, bursts and gaps see unsorted input."""
+    rng = random.Random(seed)
+    records = []
+    for _ in range(count):
+        usec = rng.getrandbits(22) % 3_000_000
+        wire = rng.getrandbits(11) % 1601
+        records.append((1_700_000_000 + usec // 10**6, usec % 10**6, b"\xab" * min(wire, 96), wire))
+    return pcap(records)
+
+
+def multi_interface_pcapng(count: int, seed: int, units: tuple[int, int, int]) -> bytes:
+    """A pcapng with Ethernet, raw IP and Linux cooked interfaces whose timestamps count
+    `units` ns each, interleaved, with equal timestamps and back-to-back packets. Times lie on a
+    µs grid: in order with units of 1 and 1000 ns; coarser units put packets out of order."""
+    rng = random.Random(seed)
+    resolutions = [9 - len(str(u)) + 1 for u in units]  # 1 ns -> 9, 1000 ns -> 6, ...
+    out = shb("<")
+    for linktype, resolution in zip((1, 101, 113), resolutions, strict=True):
+        out += idb("<", 0, resolution, linktype)
+    us = 1_700_000_000 * 10**6
+    for _ in range(count):
+        us += rng.choice((0, 1, 1, 2, 17, 300))
+        ts = us * 1000
+        iface = rng.getrandbits(2) % 3
+        wire = rng.choice((0, 10, 46, 60, 300, 1500, 9000))
+        out += epb("<", iface, ts // units[iface], b"\xcd" * min(wire, 64), wire)
+    return out
+
+
+def write_inputs() -> list[Path]:
+    INPUTS.mkdir(exist_ok=True)
+    files = {name: data for name, (data, _) in QUIRKS.items()}
+    files["cut.pcap"] = CUT_PCAP
+    files["shuffled.pcap.gz"] = gzip.compress(shuffled_pcap(4000, 11), mtime=0)
+    in_order = multi_interface_pcapng(3000, 12, (1000, 1000, 1000))
+    mixed = multi_interface_pcapng(3000, 13, (1, 1000, 1_000_000))
+    files["interfaces.pcapng.gz"] = gzip.compress(in_order, mtime=0)
+    files["resolutions.pcapng.gz"] = gzip.compress(mixed, mtime=0)
+    for name, data in files.items():
+        (INPUTS / name).write_bytes(data)
+    for name, args in SYNTH.items():
+        cli("trace", "synth", *args, "-o", str(INPUTS / name), "--force")
+    parts = [str(INPUTS / n) for n in ("constant_64.pcap", "poisson_imix.pcap")]
+    cli("trace", "merge", *parts, "-o", str(INPUTS / "merged.pcapng"), "--force")
+    for name in [*SYNTH, "merged.pcapng"]:  # gzip keeps the repository small (~0.5 MB)
+        plain = INPUTS / name
+        Path(f"{plain}.gz").write_bytes(gzip.compress(plain.read_bytes(), 9, mtime=0))
+        plain.unlink()
+    return sorted(INPUTS.iterdir())
+
+
+def record(path: Path, eth: str, key: str) -> None:
+    """Expected output for one input at one Ethernet rate, with the path made relative."""
+    (result,) = json.loads(cli("trace", "stats", "--json", "--eth", eth, str(path)))
+    result["file"] = key
+    out = EXPECTED / f"{key.replace('/', '__')}@{eth}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inputs-only", action="store_true", help="do not record outputs")
+    args = parser.parse_args()
+    inputs = write_inputs()
+    if args.inputs_only:
+        return
+    EXPECTED.mkdir(exist_ok=True)
+    for path in inputs:
+        for eth in ETH_RATES:
+            record(path, eth, f"inputs/{path.name}")
+    for path in sorted(SHARED.glob("**/*.pcap*")):
+        record(path, "40", f"shared/{path.relative_to(SHARED)}")
+
+
+if __name__ == "__main__":
+    main()
