@@ -161,6 +161,14 @@ def spec_argv(plan, row):
 # Rows are the commands' own results
 
 
+def _present(value: object) -> object:
+    """A Parquet struct has every key any row has (null where a row has none, e.g. the
+    `iommu_walks` bound of a 2 MiB-page point); the command prints only those present."""
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if v is not None}
+    return value
+
+
 @pytest.mark.parametrize("command", list(SPECS))
 def test_every_row_is_what_the_command_prints(specs, capsys, command):
     out = sweep_cli(capsys, specs[command], "-o", "out.parquet")
@@ -183,7 +191,7 @@ def test_every_row_is_what_the_command_prints(specs, capsys, command):
         for row, expected in zip(rows, printed, strict=True):
             for key, value in expected.items():
                 if key in row and key not in plan.spec.axes:  # an axis column is as given
-                    assert row[key] == (
+                    assert _present(row[key]) == (
                         str(value) if key == "size" and command == "nic" else value
                     ), key
     assert not Path("out.parquet.parts").exists()  # the parts are gone once joined
