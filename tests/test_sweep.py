@@ -22,7 +22,7 @@ import duckdb  # noqa: E402
 
 from helpers import run_cli  # noqa: E402
 from pcieperf import engine, sweep  # noqa: E402
-from pcieperf.cli import _SWEEPABLE, _command_parser, _sweep_dma  # noqa: E402
+from pcieperf.cli import _SWEEPABLE, _sweep_dma, sweep_plan  # noqa: E402
 from pcieperf.errors import UsageError  # noqa: E402
 
 CHUNKS = {name: s.chunk for name, s in _SWEEPABLE.items()}
@@ -122,16 +122,7 @@ def specs(tmp_path, monkeypatch):
 
 def make_plan(path, evaluate=None):
     """The plan the CLI makes of a spec file (optionally with another evaluation)."""
-    spec = sweep.load_spec(Path(path), _SWEEPABLE, CHUNKS)
-    how = _SWEEPABLE[spec.command]
-    return sweep.plan(
-        spec,
-        _command_parser(spec.command),
-        evaluate or how.evaluate,
-        excluded=how.excluded,
-        files=how.files,
-        vector_ok=how.joinable,
-    )
+    return sweep_plan(Path(path), evaluate)
 
 
 def sweep_cli(capsys, *argv):
