@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from distributed import get_task_stream
 
 from pcieperf import engine, sweep
-from pcieperf.cli import _SWEEPABLE, _command_parser
+from pcieperf.cli import sweep_plan
 
 SPECS = {
     "iommu": """command = "iommu sim"
@@ -49,16 +49,7 @@ sizes = { from = 64, to = 1518 }
 
 
 def make_plan(path):
-    spec = sweep.load_spec(path, _SWEEPABLE, {n: s.chunk for n, s in _SWEEPABLE.items()})
-    how = _SWEEPABLE[spec.command]
-    return sweep.plan(
-        spec,
-        _command_parser(spec.command),
-        how.evaluate,
-        excluded=how.excluded,
-        files=how.files,
-        vector_ok=how.joinable,
-    )
+    return sweep_plan(Path(path))
 
 
 def timed_sweep(plan, scheduler, out):

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import test_sim
 from pcieperf import alignment, sim
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.link import Link
@@ -91,34 +92,15 @@ def test_an_unaligned_buffer_needs_at_most_one_extra_word(dev_offset, size):
 
 # --- The simulator runs the same device model --------------------------------------------------
 
-FAST = sim.DeviceProfile(
-    name="dev",
-    source="test",
-    tags=64,
-    read_ns=0.0,
-    read_line_ns=0.0,
-    write_ns=0.0,
-    write_line_ns=0.0,
-    datapath_ns=0.0,
-    datapath_line_ns=0.0,
-    fixed_latency_ns=0.0,
-)
-HOST = sim.HostProfile(
-    name="host",
-    source="test",
-    mps=256,
-    mrrs=512,
-    completion_policy="mps",
-    addr64=True,
+# test_sim's profiles with every cost that would hide the alignment effects set to zero or fast.
+FAST = replace(test_sim.DEVICE, tags=64, write_ns=0.0, fixed_latency_ns=0.0)
+HOST = replace(
+    test_sim.HOST,
     llc_latency_ns=10.0,
     ddio_latency_ns=10.0,
     dram_latency_ns=10.0,
     remote_extra_ns=0.0,
-    llc_bytes=8 << 20,
-    ddio_bytes=1 << 20,
-    write_line_ns=0.0,
     partial_line_ns=0.0,
-    posted_credits=64,
     iotlb_entries=0,
     walk_ns=0.0,
     walk_busy_ns=0.0,

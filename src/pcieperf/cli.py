@@ -1965,24 +1965,30 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
     return parser
 
 
+def sweep_plan(
+    path: Path, evaluate: Callable[[argparse.Namespace], dict[str, object]] | None = None
+) -> sweep.Plan:
+    """The plan of a sweep spec file: its points, checked by the command's own parser, and the
+    evaluation of one point (the command's, unless another is given: tests, benchmarks)."""
+    spec = sweep.load_spec(path, _SWEEPABLE, {name: s.chunk for name, s in _SWEEPABLE.items()})
+    how = _SWEEPABLE[spec.command]
+    return sweep.plan(
+        spec,
+        _command_parser(spec.command),
+        evaluate or how.evaluate,
+        excluded=how.excluded,
+        files=how.files,
+        vector_ok=how.joinable,
+    )
+
+
 def cmd_sweep(args: argparse.Namespace) -> None:
     """Evaluate every combination of `nic`, `dma`, `iommu sim` or `bench sim` options that a
     spec declares, in chunks on Dask, into one Parquet file (pandas, DuckDB). A run that
     stopped resumes from the chunks it wrote (OUT.parts/)."""
     scheduler = engine.parse_scheduler(args.scheduler)
     engine.require_dask("pcieperf sweep")
-    spec = sweep.load_spec(
-        Path(args.spec), _SWEEPABLE, {name: s.chunk for name, s in _SWEEPABLE.items()}
-    )
-    how = _SWEEPABLE[spec.command]
-    plan = sweep.plan(
-        spec,
-        _command_parser(spec.command),
-        how.evaluate,
-        excluded=how.excluded,
-        files=how.files,
-        vector_ok=how.joinable,
-    )
+    plan = sweep_plan(Path(args.spec))
     output = Path(args.output)
     sweep.check_output(output, args.force)
     sweep.check_first_point(plan)  # a spec that fails fails before a cluster starts

@@ -102,8 +102,10 @@ def write_inputs() -> list[Path]:
 
 
 def record(path: Path, eth: str, key: str) -> None:
-    """Expected output for one input at one Ethernet rate, with the path made relative."""
-    (result,) = json.loads(cli("trace", "stats", "--json", "--eth", eth, str(path)))
+    """Expected output for one input at one Ethernet rate, with the path made relative (and
+    `{file}` where a message names it: the test puts the checkout's path back)."""
+    text = cli("trace", "stats", "--json", "--eth", eth, str(path))
+    (result,) = json.loads(text.replace(json.dumps(str(path))[1:-1], "{file}"))
     result["file"] = key
     out = EXPECTED / f"{key.replace('/', '__')}@{eth}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
