@@ -1190,8 +1190,9 @@ def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortS
 
 
 def _iommu_text(r: dict) -> str:
-    reached = {k: v for k, v in r["bounds_mpps"].items() if v is not None}  # null: no walks
-    bounds = ", ".join(f"{k} {v:.1f}" for k, v in sorted(reached.items(), key=lambda kv: kv[1]))
+    bounds = ", ".join(
+        f"{k} {v:.1f}" for k, v in sorted(r["bounds_mpps"].items(), key=lambda kv: kv[1])
+    )
     return "\n".join(
         [
             f"{r['mix']} B packets, {r['page']} pages, rxd/txd {r['rxd']}/{r['txd']}, pool "

@@ -758,7 +758,7 @@ class IommuResult:
     device: str
     read_requests: int
     nic_mpps: float
-    bounds_mpps: dict[str, float | None]
+    bounds_mpps: dict[str, float]
     utilization: dict[str, float]
     platform: str = DEFAULT_PLATFORM
     iova: str = "va"
@@ -985,8 +985,7 @@ class Model:
             device=device.device.name,
             read_requests=device.device.read_requests,
             nic_mpps=min(bounds["ethernet"], bounds["pcie_up"], bounds["pcie_down"]),
-            # Every key always (a sweep's table has one column per key): no walks, no bound.
-            bounds_mpps={**bounds, "iommu_walks": walk_bound.get("iommu_walks")},
+            bounds_mpps={**bounds, **walk_bound},
             utilization=with_iommu.utilization,
             platform=platform.name,
             iova=setup.iova,
