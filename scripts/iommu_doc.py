@@ -51,6 +51,16 @@ def platform_table(_: int) -> str:
     return table(("platform", "parameter", "value", "range", "kind", "source"), rows)
 
 
+def gain_cells(size: str, r: dict) -> tuple[str, str, str, str]:
+    """Size, rate and load state before and after the ring change, and the gain."""
+    return (
+        size,
+        f"{r['mpps_from']:.1f} ({r['state_from']})",
+        f"{r['mpps_to']:.1f} ({r['state_to']})",
+        f"{r['gain_pct']:+.1f} %",
+    )
+
+
 def talk_gain_table(packets: int) -> str:
     """The talk's ring-size gains on skylake-sp."""
     skx = iommu.load_platform(platform="skylake-sp")
@@ -58,10 +68,7 @@ def talk_gain_table(packets: int) -> str:
     for size, r in gains(skx, packets, iommu.PortSetup()).items():
         rows.append(
             (
-                size,
-                f"{r['mpps_from']:.1f} ({r['state_from']})",
-                f"{r['mpps_to']:.1f} ({r['state_to']})",
-                f"{r['gain_pct']:+.1f} %",
+                *gain_cells(size, r),
                 f"{r['misses_per_pkt_from']:.2f}",
                 f"{r['mpps_no_iommu']:.1f}",
             )
@@ -205,10 +212,7 @@ def e5_table(packets: int) -> str:
     for size, r in gains(e5, packets, iommu.PortSetup()).items():
         rows.append(
             (
-                size,
-                f"{r['mpps_from']:.1f} ({r['state_from']})",
-                f"{r['mpps_to']:.1f} ({r['state_to']})",
-                f"{r['gain_pct']:+.1f} %",
+                *gain_cells(size, r),
                 f"{r['misses_per_pkt_from']:.2f} / {r['misses_per_pkt_to']:.2f}",
             )
         )

@@ -283,17 +283,10 @@ def test_iommu_refuses_more_queues_than_the_nic_has(capsys, tmp_path):
 def test_bench_sim_takes_the_nfp6000_engine_by_name(capsys, tmp_path):
     # The pcie-bench engine is a device of `bench`, by name, identical to the calibration's.
     from pcieperf import sim
-    from test_sim import HOST
+    from test_sim import HOST, write_host_toml
 
     host = tmp_path / "host.toml"
-    host.write_text(
-        "\n".join(
-            f"{f.name} = {v!r}".replace("'", '"').replace("True", "true")
-            for f in sim.fields(sim.HostProfile)
-            if (v := getattr(HOST, f.name)) != ""
-        )
-        + "\n"
-    )
+    write_host_toml(host)
     argv = ["bench", "sim", "--host", str(host), "--sizes", "64", "--transactions", "20000"]
     rows = cli_json(capsys, *argv, "--device", "nfp6000")
     device = load_calibration(DEFAULT_CALIBRATION).device

@@ -125,6 +125,18 @@ def test_profile_files(tmp_path):
         sim.load_device(path)
 
 
+def write_host_toml(path, host=HOST):
+    """`host` as the host profile file `bench sim --host` reads."""
+    path.write_text(
+        "\n".join(
+            f"{f.name} = {v!r}".replace("'", '"').replace("True", "true")
+            for f in sim.fields(sim.HostProfile)
+            if (v := getattr(host, f.name)) != ""
+        )
+        + "\n"
+    )
+
+
 def test_bench_cli(tmp_path, capsys):
     import json
 
@@ -136,14 +148,7 @@ def test_bench_cli(tmp_path, capsys):
         "write_ns = 20.0\nwrite_line_ns = 0.0\ndatapath_ns = 0.0\ndatapath_line_ns = 0.0\n"
         "fixed_latency_ns = 100.0\n"
     )
-    host.write_text(
-        "\n".join(
-            f"{f.name} = {v!r}".replace("'", '"').replace("True", "true")
-            for f in sim.fields(sim.HostProfile)
-            if (v := getattr(HOST, f.name)) != ""
-        )
-        + "\n"
-    )
+    write_host_toml(host)
     argv = [
         "bench",
         "sim",

@@ -10,7 +10,7 @@ same shape from a host's own counters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +53,7 @@ class Param:
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready fields."""
-        return {
-            "value": self.value,
-            "low": self.low,
-            "high": self.high,
-            "kind": self.kind,
-            "source": self.source,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
