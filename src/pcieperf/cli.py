@@ -326,20 +326,31 @@ def _mixes(args: argparse.Namespace) -> list[PacketMix]:
     return mixes
 
 
+def _nic_paths(args: argparse.Namespace) -> tuple[str, ...]:
+    """The --paths option, checked against the known DMA paths."""
+    return nic.check_paths(tuple(p.strip() for p in args.paths.split(",")))
+
+
+def _nic_result(
+    args: argparse.Namespace, profile: nic.NicProfile, link: Link, paths: tuple[str, ...]
+) -> nic.NicResult:
+    """A NIC profile priced over the sizes and mixes asked for (the command and its sweep)."""
+    eth = ethernet.Ethernet(args.eth, vlan=args.vlan)
+    return nic.evaluate(profile, link, eth, _mixes(args), paths)
+
+
 def cmd_nic(args: argparse.Namespace) -> None:
     """What a NIC/driver profile achieves per frame size or mix, or what a trace needs."""
     link = _link(args)
     profile = nic.load_profile(args.profile)
-    paths = nic.check_paths(tuple(p.strip() for p in args.paths.split(",")))  # before reading
+    paths = _nic_paths(args)  # checked before a trace is read
     if args.trace:
         captured = trace.read(args.trace, skip_bad=args.skip_bad)
         window = parse_duration_ns(args.window, "window")
         found = nic.trace_demand(profile, link, captured, window, paths)
         _emit_trace_demand(args, captured, found, {"profile": profile.name}, link)
         return
-    result = nic.evaluate(
-        profile, link, ethernet.Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths
-    )
+    result = _nic_result(args, profile, link, paths)
     pps = None if args.pps is None else parse_rate(args.pps)
     needed = result.needed_gbps(pps) if pps is not None else None
     if pps is not None:
@@ -1228,11 +1239,16 @@ _STATE_WORDS = {
 }
 
 
-def cmd_iommu_sim(args: argparse.Namespace) -> None:
-    """IOTLB misses per packet and packet rate with and without the IOMMU for one setup."""
+def _iommu_sim_result(args: argparse.Namespace) -> iommu.IommuResult:
+    """One setup of `iommu sim` evaluated (the command and its sweep)."""
     platform, setup = _iommu_inputs(args)
     traffic = iommu.Traffic(ethernet.parse_mix(args.pkt), ethernet.Ethernet(args.eth), args.pace)
-    result = iommu.Model(platform, traffic, args.packets).evaluate(setup).as_dict()
+    return iommu.Model(platform, traffic, args.packets).evaluate(setup)
+
+
+def cmd_iommu_sim(args: argparse.Namespace) -> None:
+    """IOTLB misses per packet and packet rate with and without the IOMMU for one setup."""
+    result = _iommu_sim_result(args).as_dict()
     _emit(args, result, lambda: _iommu_text(result))
 
 
@@ -1862,11 +1878,7 @@ _NIC_COLUMNS = {
 
 def _sweep_nic(args: argparse.Namespace) -> dict[str, object]:
     """One `nic` evaluation as columns, through the calls cmd_nic makes."""
-    profile = nic.load_profile(args.profile)
-    paths = nic.check_paths(tuple(p.strip() for p in args.paths.split(",")))
-    result = nic.evaluate(
-        profile, _link(args), ethernet.Ethernet(args.eth, vlan=args.vlan), _mixes(args), paths
-    )
+    result = _nic_result(args, nic.load_profile(args.profile), _link(args), _nic_paths(args))
     columns = {"size": result.label, **{k: getattr(result, a) for k, a in _NIC_COLUMNS.items()}}
     if args.pps is not None:
         pps = parse_rate(args.pps)
@@ -1898,10 +1910,7 @@ def _sweep_dma(args: argparse.Namespace) -> dict[str, object]:
 
 def _sweep_iommu_sim(args: argparse.Namespace) -> dict[str, object]:
     """One `iommu sim` evaluation as a one-row table, through the calls cmd_iommu_sim makes."""
-    platform, setup = _iommu_inputs(args)
-    traffic = iommu.Traffic(ethernet.parse_mix(args.pkt), ethernet.Ethernet(args.eth), args.pace)
-    result = iommu.Model(platform, traffic, args.packets).evaluate(setup)
-    return sweep.columns_from_rows([result.as_dict()])
+    return sweep.columns_from_rows([_iommu_sim_result(args).as_dict()])
 
 
 def _sweep_bench_sim(args: argparse.Namespace) -> dict[str, object]:
