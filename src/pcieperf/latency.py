@@ -296,12 +296,14 @@ def loopback(
     eth: Ethernet | None = None,
     pps: float | None = None,
     params: dict[str, float] | None = None,
+    tags: int | None = None,
 ) -> Loopback:
     """One packet's loopback latency and the concurrency its rate needs, per frame size.
 
     `frames`: frame sizes incl. FCS; `host`: default the shipped calibration's reference host;
     `pps`: the rate for concurrency (default line rate of each size); `params`: overrides of
-    `PARAMS`, whose low and high ends give `total_range_ns`.
+    `PARAMS`, whose low and high ends give `total_range_ns`; `tags`: the device's outstanding
+    read requests (default the profile's `read_requests`).
     """
     nic = load_profile(profile) if isinstance(profile, str) else profile
     frame = check_frame_sizes(frames)
@@ -309,6 +311,8 @@ def loopback(
     eth = eth or Ethernet()
     if pps is not None and not (np.isfinite(pps) and pps > 0):
         raise UsageError(f"rate {pps!r} is not allowed; give packets per second > 0")
+    if tags is not None and tags < 1:
+        raise UsageError(f"tags {tags!r} is not allowed; give a whole number >= 1")
     if host is None:
         from pcieperf.calibrate import DEFAULT_CALIBRATION
 
@@ -328,7 +332,7 @@ def loopback(
         read_requests_per_pkt=requests,
         read_ns_per_request=read_ns,
         dmas_in_flight=path.dmas_in_flight(pps),
-        tags_available=nic.device.read_requests if nic.device else None,
+        tags_available=tags or (nic.device.read_requests if nic.device else None),
         params=chosen,
         total_range_ns=(_sum(low), _sum(high)),
     )
