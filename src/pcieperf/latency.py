@@ -506,7 +506,7 @@ def rows(result: Loopback) -> list[dict[str, object]]:
     return out
 
 
-def latency(
+def latency_table(
     profile: NicProfile | str = DEFAULT_PROFILE,
     sizes: ArrayLike = (64, 128, 256, 512, 1024, 1500),
     host: HostLatency | str | Path | None = None,
@@ -518,7 +518,7 @@ def latency(
     try:
         import pandas
     except ImportError:
-        raise UsageError("pcieperf.latency needs pandas: pip install pandas") from None
+        raise UsageError("pcieperf.latency_table needs pandas: pip install pandas") from None
     if isinstance(host, str | Path):
         host = host_from_dir(Path(host))
     result = loopback(profile, sizes, host, **options)  # type: ignore[arg-type]
@@ -529,6 +529,8 @@ def latency(
             {
                 **{k: v for k, v in row.items() if not isinstance(v, dict | list)},
                 **{f"total_{s}_ns": v for s, v in row["total_by_stat_ns"].items()},
+                "total_low_ns": row["total_range_ns"][0],
+                "total_high_ns": row["total_range_ns"][1],
                 "inflight_needed": row["inflight_needed"]["up"],
                 "dmas_in_flight_up": row["dmas_in_flight"]["up"],
                 "dmas_in_flight_down": row["dmas_in_flight"]["down"],
