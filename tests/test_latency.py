@@ -221,6 +221,8 @@ def test_cli_json_contract(capsys):
         (["--write-ns", "100"], "--write-ns goes with --read-ns"),
         (["--set", "poll_ns=-1"], "poll_ns -1.0"),
         (["--set", "nope=1"], "latency parameter 'nope'"),
+        (["--set", "poll_ns"], "write NAME=NS"),
+        (["--cache", "Warm", "--host", "."], "cache state 'Warm'"),
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2(capsys, argv, names):

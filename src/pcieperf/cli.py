@@ -1235,8 +1235,10 @@ def _latency_params(items: list[str]) -> dict[str, float]:
     params = {}
     for item in items:
         name, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--set {item!r}: write NAME=NS, e.g. poll_ns=100")
         try:
-            params[name.strip()] = float(value) if sep else float("nan")
+            params[name.strip()] = float(value)
         except ValueError:
             raise UsageError(f"--set {item!r}: {value!r} is not a number of ns") from None
     return params

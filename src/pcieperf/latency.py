@@ -29,7 +29,6 @@ from pcieperf.nic import NicProfile, Operation, evaluate_expression, load_profil
 if TYPE_CHECKING:
     import pandas
 
-Stat = Literal["mean", "p50", "p95", "p99.9"]
 # The percentiles pcie-bench's latency files report (Med, 95%, 99.9%); the CDFs give them too.
 QUANTILES: dict[str, float] = {"p50": 0.5, "p95": 0.95, "p99.9": 0.999}
 DETAILS_COLUMNS = {"p50": "med_ns", "p95": "p95_ns", "p99.9": "p999_ns"}
@@ -219,7 +218,6 @@ class Loopback:
     read_ns_per_request: NDArray[np.float64]
     dmas_in_flight: dict[str, NDArray[np.float64]]
     tags_available: int | None
-    params: dict[str, float]
     total_range_ns: tuple[NDArray[np.float64], NDArray[np.float64]] = field(repr=False)
 
     def total_ns(self, stat: str = "p50") -> NDArray[np.float64]:
@@ -323,17 +321,17 @@ def loopback(
     low = path.terms({n: a.low for n, a in PARAMS.items()} | (params or {}))
     high = path.terms({n: a.high for n, a in PARAMS.items()} | (params or {}))
     requests, read_ns = path.read_requests()
+    rate = np.full(frame.shape, pps) if pps else eth.frames_per_second(frame)
     return Loopback(
         profile=nic.name,
         host=host,
         frames=frame,
         terms=terms,
-        rate_pps=np.full(frame.shape, pps) if pps else eth.frames_per_second(frame),
+        rate_pps=rate,
         read_requests_per_pkt=requests,
         read_ns_per_request=read_ns,
-        dmas_in_flight=path.dmas_in_flight(pps),
+        dmas_in_flight=path.dmas_in_flight(rate),
         tags_available=tags or (nic.device.read_requests if nic.device else None),
-        params=chosen,
         total_range_ns=(_sum(low), _sum(high)),
     )
 
@@ -352,7 +350,7 @@ class _Path:
     frame: NDArray[np.int64]
     host: HostLatency
 
-    def size(self, op: Operation, expr: str) -> NDArray[np.float64]:
+    def size(self, expr: str) -> NDArray[np.float64]:
         """An operation's size or frequency expression for each frame."""
         return evaluate_expression(expr, self.nic.names, dma_bytes(self.frame), self.frame)
 
@@ -361,7 +359,7 @@ class _Path:
         cost, _ = operation_cost(
             self.link,
             op.initiator,
-            np.ceil(self.size(op, op.size)).astype(np.int64),
+            np.ceil(self.size(op.size)).astype(np.int64),
             op.offset,
             op.addr64,
         )
@@ -449,23 +447,23 @@ class _Path:
         requests = np.zeros(self.frame.shape)
         held = np.zeros(self.frame.shape)
         for op in self._dma_ops("dma_read"):
-            size = np.ceil(self.size(op, op.size)).astype(np.int64)
+            size = np.ceil(self.size(op.size)).astype(np.int64)
             cost, _ = operation_cost(self.link, "dma_read", size, op.offset, op.addr64)
-            per_pkt = cost.tlps_out / self.size(op, op.every)
+            per_pkt = cost.tlps_out / self.size(op.every)
             requests += per_pkt
             held += per_pkt * self.op_ns(op, "mean", chained=False)
         per_request = np.divide(held, requests, out=np.zeros_like(held), where=requests > 0)
         return requests, per_request
 
-    def dmas_in_flight(self, pps: float | None) -> dict[str, NDArray[np.float64]]:
-        """Device DMAs in flight per direction by Little's law, each for its own latency:
-        reads (data down) for their round trip, writes (up) for their posted latency."""
-        rate = np.full(self.frame.shape, pps) if pps else self.eth.frames_per_second(self.frame)
+    def dmas_in_flight(self, rate: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+        """Device DMAs in flight per direction at `rate` packets/s by Little's law, each for
+        its own latency: reads (data down) for their round trip, writes (up) for their posted
+        latency."""
         out = {}
         for direction, initiator in (("down", "dma_read"), ("up", "dma_write")):
             busy = np.zeros(self.frame.shape)
             for op in self._dma_ops(initiator):
-                busy += self.op_ns(op, "mean", chained=False) / self.size(op, op.every)
+                busy += self.op_ns(op, "mean", chained=False) / self.size(op.every)
             out[direction] = in_flight(rate, busy)
         return out
 
