@@ -161,6 +161,22 @@ def test_dataframe_api():
     assert np.allclose(terms, frame["total_ns"])  # the term columns add up to the total
 
 
+def test_report_figures_write_the_model(tmp_path):
+    from pcieperf.report import ReportConfig, figure_concurrency, figure_latency
+
+    latency_fig = figure_latency(ReportConfig(), tmp_path)
+    with (tmp_path / "fig2_latency.csv").open() as fh:
+        header, *rows = [line.strip().split(",") for line in fh]
+    share = [float(r[header.index("pcie_share")]) for r in rows]
+    expected = latency.loopback("bypass", [64, 1500]).pcie_share()  # the shipped calibration
+    assert [share[0], share[-1]] == pytest.approx(list(expected))
+    assert share[0] > share[-1]  # the wire's share grows with size
+    assert len(latency_fig.facts) == 3  # 64, 512 and 1500 B labelled
+    figure_concurrency(ReportConfig(), tmp_path)
+    for slug in ("fig2_latency", "concurrency"):
+        assert (tmp_path / f"{slug}.svg").stat().st_size > 0
+
+
 # --- properties ---------------------------------------------------------------------------
 
 

@@ -1195,7 +1195,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
                     100 * r["pcie_share"],
                     r["total_by_stat_ns"]["p99.9"],
                     r["inflight_needed"]["up"],
-                    f"{r['tags_needed']:.1f} of {r['tags_available']}",
+                    f"{r['tags_needed']:.1f} of {r['tags_available'] or 'unknown'}",
                 )
                 for r in rows
             ],
