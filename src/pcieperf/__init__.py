@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
     from pcieperf.ethernet import Ethernet, PacketMix, parse_mix
+    from pcieperf.latency import latency_table
     from pcieperf.link import Link
     from pcieperf.nic import evaluate, load_profile
 
@@ -28,6 +29,7 @@ _HOMES = {
     "ProfileError": "errors",
     "UsageError": "errors",
     "evaluate": "nic",
+    "latency_table": "latency",
     "load_profile": "nic",
     "parse_mix": "ethernet",
 }
@@ -39,6 +41,7 @@ __all__ = [
     "ProfileError",
     "UsageError",
     "evaluate",
+    "latency_table",
     "load_profile",
     "parse_mix",
 ]

@@ -50,7 +50,7 @@ class HostFacts:
 _GEN_OF_SPEED = {"2.5": 1, "5": 2, "8": 3, "16": 4, "32": 5, "64": 6}
 
 
-def _device_block(lspci: str, vendor: str) -> str:
+def device_block(lspci: str, vendor: str) -> str:
     """The lspci -vv block of the first device whose header names `vendor`."""
     blocks = re.split(r"\n(?=\S)", lspci)
     for block in blocks:
@@ -65,7 +65,7 @@ def parse_host_facts(facts: dict[str, str], vendor: str = "Netronome") -> HostFa
     for name in ("lspci", "cpuinfo", "dma-addrs"):
         if name not in facts:
             raise UsageError(f"host facts lack sys-{name}.txt; it is needed to predict")
-    block = _device_block(facts["lspci"], vendor)
+    block = device_block(facts["lspci"], vendor)
     ctl = re.search(r"MaxPayload (\d+) bytes, MaxReadReq (\d+) bytes", block)
     sta = re.search(r"LnkSta:\s+Speed ([\d.]+)GT/s, Width x(\d+)", block)
     rcb = re.search(r"RCB (\d+) bytes", block)
@@ -753,6 +753,15 @@ def reference_host(runs: list[HostRun], calibration: Calibration) -> ReferenceHo
     )
 
 
+def outside_host_ns(device: DeviceProfile, link: Link) -> float:
+    """What a 64 B latency-test read spends outside the host: the device's latency, its read
+    engine and data path for one line, the benchmark's overhead and the link time."""
+    read, _, path = device.costs(1)
+    return (
+        device.latency_overhead_ns + device.fixed_latency_ns + read + path + read_wire_ns(link, 64)
+    )
+
+
 def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
     """A simulator host profile from a host's facts and latency sweep plus the calibration.
 
@@ -762,10 +771,7 @@ def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
     fit = host_latency(run)
     device, shared = calibration.device, calibration.shared
     link = host_link(run.facts, shared.completion_policy)
-    read, _, path = device.costs(1)
-    outside_host = (
-        device.latency_overhead_ns + device.fixed_latency_ns + read + path + read_wire_ns(link, 64)
-    )
+    outside_host = outside_host_ns(device, link)
     info = run.info
     return HostProfile(
         name=info.name,

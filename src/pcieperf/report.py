@@ -3,8 +3,9 @@
 Figures: the paper's Figure 1 (effective PCIe bandwidth and three NIC models against Ethernet),
 DMA read/write/rw effective bandwidth across generations and widths, the DPDK forwarding
 estimate versus packet rate, DPDK forwarding with the IOMMU against ring and page size, the
-PCIe bandwidth a bursty trace needs over time, and (given a counter file) measured counters
-against the model's prediction band.
+PCIe bandwidth a bursty trace needs over time, the paper's Figure 2 (where a packet's loopback
+latency goes) with the DMAs in flight that line rate needs, and (given a counter file) measured
+counters against the model's prediction band.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pcieperf import dpdk, iommu, nic, progress, tlp, trace
+from pcieperf import dpdk, iommu, latency, nic, progress, tlp, trace
 from pcieperf.bench import CACHE_STATES
 from pcieperf.errors import UsageError, require_plot_file
 from pcieperf.ethernet import Ethernet, dma_bytes, parse_mix
@@ -362,12 +363,118 @@ def plot_trace_demand(found: Demand, out: Path, title: str, force: bool = False)
     return _write_plot(fig, out)
 
 
+LATENCY_FRAMES = np.arange(64, 1501, 4)  # the paper's Figure 2 spans 64 to 1500 B
+LATENCY_LABELS = (64, 512, 1500)  # sizes whose PCIe share is written on the figure
+CONCURRENCY_RATES_GBPS = (10, 40, 100, 400)
+
+
+def _frame_index(size: int) -> int:
+    """Where a frame size sits in LATENCY_FRAMES."""
+    return int(np.searchsorted(LATENCY_FRAMES, size))
+
+
+def figure_latency(cfg: ReportConfig, out: Path) -> Figure:
+    """Paper Figure 2: one packet's median loopback latency vs size, PCIe's part shaded."""
+    result = latency.loopback(
+        latency.DEFAULT_PROFILE, LATENCY_FRAMES, link=cfg.link, eth=Ethernet(cfg.eth_gbps)
+    )
+    total, pcie, share = result.total_ns(), result.kind_ns("pcie"), result.pcie_share()
+    low, high = result.total_range_ns
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    ax.fill_between(LATENCY_FRAMES, 0, pcie, color="tab:blue", alpha=0.35, label="PCIe")
+    ax.fill_between(
+        LATENCY_FRAMES, pcie, total, color="tab:orange", alpha=0.35, label="NIC, wire, host"
+    )
+    ax.plot(LATENCY_FRAMES, total, color="black", label="median latency")
+    ax.plot(LATENCY_FRAMES, high, ":", color="grey", label="assumptions at their high end")
+    for size in LATENCY_LABELS:
+        i = _frame_index(size)
+        ax.annotate(
+            f"{100 * share[i]:.1f}%",
+            (size, pcie[i]),
+            textcoords="offset points",
+            xytext=(0, -14),
+            ha="center",
+            fontsize=9,
+        )
+    ax.set(
+        xlabel="Frame size (bytes)",
+        ylabel="Median latency (ns)",
+        ylim=(0, None),
+        title=f"{result.profile} NIC loopback, {cfg.eth_gbps:g} GbE; host: {result.host.source}",
+    )
+    ax.title.set_fontsize(8)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    _save(fig, out, "fig2_latency")
+    _write_csv(
+        out / "fig2_latency.csv",
+        ["frame_bytes", "total_ns", "pcie_ns", "pcie_share", "total_low_ns", "total_high_ns"],
+        [LATENCY_FRAMES, total, pcie, share, low, high],
+    )
+    at = [_frame_index(size) for size in LATENCY_LABELS]
+    facts = [
+        f"{LATENCY_FRAMES[i]} B: {total[i]:.0f} ns, PCIe {pcie[i]:.0f} ns ({100 * share[i]:.1f} %)"
+        for i in at
+    ]
+    return Figure(
+        "fig2_latency",
+        "Where a packet's loopback latency goes (paper Figure 2)",
+        "PCIe (shaded blue) is most of a kernel-bypass NIC's loopback latency, its share "
+        "falling with size as the wire's grows; host latency from the shipped calibration "
+        "(`pcieperf latency --host DIR` for a measured host), device costs assumed "
+        "(docs/latency.md).",
+        facts,
+    )
+
+
+def figure_concurrency(cfg: ReportConfig, out: Path) -> Figure:
+    """DMAs in flight that line rate needs, per size and Ethernet rate, against the tags."""
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    header, columns, facts, tags = ["frame_bytes"], [LATENCY_FRAMES], [], None
+    for rate in CONCURRENCY_RATES_GBPS:
+        result = latency.loopback(
+            latency.DEFAULT_PROFILE, LATENCY_FRAMES, link=cfg.link, eth=Ethernet(rate)
+        )
+        (line,) = ax.plot(LATENCY_FRAMES, result.inflight_needed, label=f"{rate} GbE")
+        ax.plot(LATENCY_FRAMES, result.tags_needed, "--", color=line.get_color(), linewidth=1)
+        header += [f"inflight_needed_{rate}g", f"tags_needed_{rate}g"]
+        columns += [result.inflight_needed, result.tags_needed]
+        i = _frame_index(128)
+        facts.append(
+            f"{rate} GbE, 128 B: {result.inflight_needed[i]:.0f} DMAs in flight per direction, "
+            f"{result.tags_needed[i]:.0f} read tags"
+        )
+        tags = result.tags_available
+    ax.axhline(tags, color="black", linewidth=0.8, label=f"device tags ({tags})")
+    ax.set(
+        xlabel="Frame size (bytes)",
+        ylabel="In flight at line rate",
+        yscale="log",
+        title="In-flight DMAs per direction (solid) and read tags (dashed) at line rate",
+    )
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    _save(fig, out, "concurrency")
+    _write_csv(out / "concurrency.csv", header, columns)
+    return Figure(
+        "concurrency",
+        "DMAs in flight that line rate needs",
+        "By Little's law (rate x latency), the DMAs each direction keeps in flight to cover "
+        "the packet's PCIe latency at line rate (solid, the paper's §2 rule) and the read "
+        "requests the device holds (dashed), against its tags.",
+        facts,
+    )
+
+
 FIGURES: tuple[Callable[[ReportConfig, Path], Figure], ...] = (
     figure_paper_fig1,
     figure_dma,
     figure_dpdk,
     figure_iommu,
     figure_trace,
+    figure_latency,
+    figure_concurrency,
 )
 
 
