@@ -513,10 +513,8 @@ def latency_table(
     """`loopback` as a pandas DataFrame, one row per frame size: the totals, shares and
     concurrency columns, one `term:<path>:<what>` column per term (median ns). `host` may be a
     pcie-bench result directory; other keywords go to `loopback`."""
-    try:
-        import pandas
-    except ImportError:
-        raise UsageError("pcieperf.latency_table needs pandas: pip install pandas") from None
+    import pandas  # deferred: the CLI's latency command does not need it
+
     if isinstance(host, str | Path):
         host = host_from_dir(Path(host))
     result = loopback(profile, sizes, host, **options)  # type: ignore[arg-type]
@@ -529,7 +527,8 @@ def latency_table(
                 **{f"total_{s}_ns": v for s, v in row["total_by_stat_ns"].items()},
                 "total_low_ns": row["total_range_ns"][0],
                 "total_high_ns": row["total_range_ns"][1],
-                "inflight_needed": row["inflight_needed"]["up"],
+                "inflight_needed_up": row["inflight_needed"]["up"],
+                "inflight_needed_down": row["inflight_needed"]["down"],
                 "dmas_in_flight_up": row["dmas_in_flight"]["up"],
                 "dmas_in_flight_down": row["dmas_in_flight"]["down"],
                 **{f"term:{t['path']}:{t['what']}": t["ns"] for t in terms},
