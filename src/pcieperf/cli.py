@@ -1181,6 +1181,8 @@ def cmd_latency(args: argparse.Namespace) -> None:
         _latency_params(args.set or []),
         tags=args.tags,
     )
+    for note in result.host.notes:
+        _warn(note)
     rows = latency.rows(result)
 
     def human() -> str:

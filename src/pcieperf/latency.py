@@ -104,6 +104,7 @@ class HostLatency:
     read_ns: dict[str, float]
     write_ns: dict[str, float]
     write_assumed: bool = False
+    notes: tuple[str, ...] = ()  # what the user should know about these numbers
 
 
 def host_from_values(read_ns: float, write_ns: float | None = None) -> HostLatency:
@@ -142,6 +143,33 @@ def host_from_dir(path: Path, cache: str = "HWarm") -> HostLatency:
         source=f"pcie-bench {path.name}: {files}, 64 B, 8 KiB, {cache}",
         read_ns=read,
         write_ns={s: max(wrrd[s] - read[s], 0.0) for s in STATS},
+        notes=_unsteady_notes(path, read),
+    )
+
+
+IDLE_DRIVER_LINE = "intel_idle: MWAIT substates"  # Linux drivers/idle/intel_idle.c boot line
+
+
+def _unsteady_notes(path: Path, read: dict[str, float]) -> tuple[str, ...]:
+    """A note when the host's read latency stalls (p99.9 over UNSTEADY_RATIO x the median,
+    the rule `calibrate.steadiness` applies): its mean then says little about a loaded host,
+    and the two Fujitsu E3 hosts' tag-bound rates are 88-91 % low (docs/latency.md)."""
+    from pcieperf.calibrate import UNSTEADY_RATIO
+
+    ratio = read["p99.9"] / read["p50"] if read.get("p50") else 0.0
+    if ratio <= UNSTEADY_RATIO:
+        return ()
+    dmesg = path / "sys-dmesg.txt"
+    idle = dmesg.is_file() and IDLE_DRIVER_LINE in dmesg.read_text(errors="replace")
+    why = (
+        "; sys-dmesg.txt shows the intel_idle driver, so deep C-states may wake the host for "
+        "each DMA of an idle latency test but not under load"
+        if idle
+        else ""
+    )
+    return (
+        f"{path.name}: 64 B read latency p99.9 is {ratio:.0f}x its median (host stalls){why}; "
+        "the mean and the tails overstate a loaded host's latency",
     )
 
 
