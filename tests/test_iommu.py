@@ -430,3 +430,12 @@ def test_the_rate_never_outruns_the_walkers_for_its_own_misses(
     if walks:
         p = chosen.iommu
         assert r.mpps_iommu <= 1e3 * p.walkers / (walks * p.walk_busy_ns) * (1 + 1e-9)
+
+
+def test_a_mix_arrives_at_each_frames_own_wire_time():
+    # IMIX 7:4:1 of 64, 594, 1518 B frames; wire bytes add 20 (preamble 8 + gap 12, IEEE
+    # 802.3): 84, 614, 1538, mean 7/12 x 84 + 4/12 x 614 + 1/12 x 1538 = 381.83 B. A 64 B
+    # frame arrives 84 / 381.83 = 0.22 of the mean spacing after the one before it.
+    shares = iommu.wire_shares(iommu.Traffic(parse_mix("imix"), Ethernet(40)))
+    assert shares == pytest.approx([84 / 381.8333, 614 / 381.8333, 1538 / 381.8333], rel=1e-5)
+    assert iommu.wire_shares(iommu.Traffic(parse_mix("64"), Ethernet(40))) == [1.0]

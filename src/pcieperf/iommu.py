@@ -432,11 +432,20 @@ def port_params(
         "sizes": [int(s) for s in dma_bytes(traffic.mix.sizes)],
         "weights": [float(w) for w in traffic.mix.weights],
         "ns_per_packet": 1e3 / admit,
+        "wire_shares": wire_shares(traffic),
         "seed": seed,
         **asdict(iommu),
         "warmup": warmup,
         "packets": packets,
     }
+
+
+def wire_shares(traffic: Traffic) -> list[float]:
+    """Each size's wire time relative to the mix's mean (frame, preamble and inter-frame gap:
+    `Ethernet.wire_bytes`): packets of a mix arrive back to back at the line's pace, a 64 B
+    frame 84 B of wire time after the one before, not at the mix's mean spacing."""
+    wire = traffic.eth.wire_bytes(traffic.mix.sizes)
+    return [float(w) for w in wire / traffic.mix.mean(wire)]
 
 
 @dataclass(frozen=True)

@@ -175,6 +175,7 @@ fn port_from_dict(d: &Bound<'_, PyDict>) -> PyResult<PortConfig> {
         sizes: field(d, "sizes")?,
         weights: field(d, "weights")?,
         ns_per_packet: field(d, "ns_per_packet")?,
+        wire_shares: field(d, "wire_shares")?,
         seed: field(d, "seed")?,
     })
 }
