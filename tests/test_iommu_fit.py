@@ -6,9 +6,10 @@ import json
 import pytest
 
 from helpers import run_cli
-from pcieperf import counters, iommu, iommu_fit, platforms
+from pcieperf import counters, dpdk, explain, iommu, iommu_fit, platforms
 from pcieperf.errors import UsageError
 from pcieperf.ethernet import Ethernet, parse_mix
+from pcieperf.link import Link
 
 PACKETS = 50_000
 SKX_HEADER = (
@@ -142,3 +143,40 @@ def test_cli_names_a_file_without_iotlb_counters(tmp_path, capsys):
     code, _, err = run_cli(capsys, "iommu", "fit", "--counters", str(path), "--pps", "1M")
     assert code == 2
     assert "has no IOTLB miss counter" in err
+
+
+def test_explain_routes_its_counters_into_the_same_fit(tmp_path, capsys, skx_64b):
+    # Issue 14 item 4, "or through explain": a pcm-iio file whose byte counters are the
+    # forwarding model's at the skylake-sp 64 B rate (18.6 Mpps, so explain keeps the rate) and
+    # whose IOTLB misses are the IOMMU model's (2.01 per packet): `explain --fit-iommu` fits on
+    # the stack, setup and rate it explained, and gives what `iommu fit` gives (12 walkers).
+    from test_explain import write_pcm  # the explain tests' pcm-iio writer
+
+    pps = skx_64b.mpps_iommu * 1e6
+    cfg = dpdk.ForwardingConfig(pkt_bytes=60)  # explain's --pkt: DMA bytes, 64 B frame - FCS
+    rates = explain.predict(cfg, Link(), pps, misses_pkt=skx_64b.iotlb_misses_per_fwd_pkt)
+    path = write_pcm(tmp_path / "pcm.csv", rates)
+    out_file = tmp_path / "host.toml"
+    argv = ["explain", "--counters", str(path), "--pps", f"{pps:.0f}", "--pkt", "60"]
+    argv += ["--page", "4k", "--rxd", "1024", "--platform", "skylake-sp", "--json"]
+    code, out, err = run_cli(capsys, *argv, "--fit-out", str(out_file))
+    assert code == 0, err
+    payload = json.loads(out)
+    assert not payload["rate_mistake"]
+    fitted = payload["iommu_fit"]
+    assert fitted["pps"] == pytest.approx(pps)
+    assert fitted["walk_bound"] is True
+    assert fitted["walkers"]["value"] == 12
+    assert fitted["iotlb_entries"]["low"] <= 512 <= fitted["iotlb_entries"]["high"]
+    assert fitted["file"] == str(out_file)
+    assert platforms.load_platform_profile(out_file).value("iommu.walkers") == 12
+    # Without --fit-iommu/--fit-out explain says nothing about a fit; the text names the fit.
+    code, out, _ = run_cli(capsys, *argv[:-1], "--json")
+    assert "iommu_fit" not in json.loads(out)
+    code, out, _ = run_cli(capsys, *argv[:-1], "--fit-iommu")
+    assert code == 0
+    assert "walkers       12 " in out
+    # The profile file is not overwritten without --force.
+    code, _, err = run_cli(capsys, *argv, "--fit-out", str(out_file))
+    assert code == 2
+    assert "exists; pass --force" in err

@@ -757,7 +757,12 @@ def cmd_explain(args: argparse.Namespace) -> None:
     metric, and a diagnosis for each deviation beyond 15 %. A rate more than 10x off is flagged
     as a likely input mistake; that is still an answer (exit 0): the counters may cover other
     ports too, and only the user knows."""
-    result = _explanation(args)
+    if args.fit_out:
+        require_new_file(args.fit_out, args.force)
+    samples = _explain_samples(args)
+    result = _explanation(args, samples)
+    # Fitted before any file is written: a fit that fails leaves no plot behind.
+    fitted = _explain_fit(args, samples, result) if args.fit_iommu or args.fit_out else None
     if args.plot:
         from pcieperf.report import plot_explanation
 
@@ -779,34 +784,69 @@ def cmd_explain(args: argparse.Namespace) -> None:
         "metrics": [v.as_dict() for v in result.verdicts],
         "rate": rate.as_dict() if rate else None,
     }
-    _emit(args, out, lambda: _explanation_text(out))
+    if fitted:
+        out["iommu_fit"] = fitted.as_dict()
+        if args.fit_out:
+            Path(args.fit_out).write_text(platforms.platform_toml(fitted.profile), "utf-8")
+            out["iommu_fit"]["file"] = args.fit_out
+
+    def human() -> str:
+        text = _explanation_text(out)
+        return f"{text}\n{_fit_text(fitted, args.fit_out)}" if fitted else text
+
+    _emit(args, out, human)
 
 
-def _explanation(args: argparse.Namespace) -> explaining.Explanation:
-    """Parse the counter file and explain it with the forwarding options."""
-    if args.from_run is None and (args.pps is None or args.pkt is None):
-        raise UsageError(
-            "explaining counters needs --pps and --pkt (the rate and packet size they were "
-            "measured at), or --from-run RUN"
-        )
-    cfg, pps = _forwarding(args)
-    samples = counters.parse(
+def _explain_fit(
+    args: argparse.Namespace, samples: counters.Samples, result: explaining.Explanation
+) -> iommu_fit.Fit:
+    """`explain --fit-iommu`: `iommu fit` on the explained stack, setup and rate."""
+    cfg, _ = _forwarding(args)
+    return iommu_fit.fit_explained(
+        samples,
+        result,
+        cfg,
+        _explain_iommu_setup(args),
+        platform=args.platform,
+        name=args.name,
+    )
+
+
+def _explain_samples(args: argparse.Namespace) -> counters.Samples:
+    """The counter file --counters names, parsed with the explain options."""
+    return counters.parse(
         Path(args.counters),
         args.format,
         lenient=args.lenient,
         delimiter=args.delimiter,
         interval_s=args.interval,
     )
+
+
+def _explain_iommu_setup(args: argparse.Namespace) -> explaining.IommuSetup:
+    """Pages and rings of explain's IOTLB prediction (--page, --rxd, --txd)."""
     txd = args.rxd if args.txd is None else args.txd
-    setup = explaining.IommuSetup(iommu.parse_page(args.page), args.rxd, txd)
+    return explaining.IommuSetup(iommu.parse_page(args.page), args.rxd, txd)
+
+
+def _explanation(
+    args: argparse.Namespace, samples: counters.Samples | None = None
+) -> explaining.Explanation:
+    """Explain the counter file (parsed here unless given) with the forwarding options."""
+    if args.from_run is None and (args.pps is None or args.pkt is None):
+        raise UsageError(
+            "explaining counters needs --pps and --pkt (the rate and packet size they were "
+            "measured at), or --from-run RUN"
+        )
+    cfg, pps = _forwarding(args)
     return explaining.explain(
-        samples,
+        samples or _explain_samples(args),
         cfg,
         _link(args),
         pps,
         profile=nic.load_profile(args.profile),
         stack=args.stack,
-        iommu_setup=setup,
+        iommu_setup=_explain_iommu_setup(args),
     )
 
 
@@ -1455,20 +1495,22 @@ def cmd_iommu_fit(args: argparse.Namespace) -> None:
         Path(args.out).write_text(platforms.platform_toml(result.profile), encoding="utf-8")
         payload["file"] = args.out
 
-    def human() -> str:
-        e, w = result.entries, result.walkers
-        lines = [
-            f"{result.measured.stack}: {result.measured.misses_per_s:,.0f} IOTLB misses/s at "
-            f"{pps:,.0f} packets/s = {result.misses_per_pkt:.3f} per forwarded packet",
-            f"  IOTLB reach   {e.value:g} entries (consistent: {e.low:g}-{e.high:g})",
-            f"  walkers       {w.value:g} ({w.low:g}-{w.high:g}; "
-            + ("the walks bound the rate)" if result.walk_bound else "a lower bound)"),
-        ]
-        if args.out:
-            lines.append(f"profile written to {args.out}; use it with --platform {args.out}")
-        return "\n".join(lines)
+    _emit(args, payload, lambda: _fit_text(result, args.out))
 
-    _emit(args, payload, human)
+
+def _fit_text(result: iommu_fit.Fit, out: str | None) -> str:
+    """The human rendering of an IOMMU fit (`iommu fit`, `explain --fit-iommu`)."""
+    e, w = result.entries, result.walkers
+    lines = [
+        f"{result.measured.stack}: {result.measured.misses_per_s:,.0f} IOTLB misses/s at "
+        f"{result.pps:,.0f} packets/s = {result.misses_per_pkt:.3f} per forwarded packet",
+        f"  IOTLB reach   {e.value:g} entries (consistent: {e.low:g}-{e.high:g})",
+        f"  walkers       {w.value:g} ({w.low:g}-{w.high:g}; "
+        + ("the walks bound the rate)" if result.walk_bound else "a lower bound)"),
+    ]
+    if out:
+        lines.append(f"profile written to {out}; use it with --platform {out}")
+    return "\n".join(lines)
 
 
 def _add_iommu_options(p: argparse.ArgumentParser) -> None:
@@ -2316,7 +2358,14 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     p = command("explain", cmd_explain)
     _add_explain_options(p, required=True)
     p.add_argument("--plot", default=None, help="measured vs predicted over time (.png or .svg)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+    p.add_argument("--force", action="store_true", help="overwrite an existing plot/profile file")
+    fit = p.add_argument_group("IOMMU fit (as `iommu fit`, from the same counters and setup)")
+    fit.add_argument(
+        "--fit-iommu", action="store_true", help="fit IOTLB reach and walkers from IOTLB Miss"
+    )
+    fit.add_argument("--fit-out", default=None, help="write the fitted profile (implies the fit)")
+    fit.add_argument("--platform", default=platforms.DEFAULT_PLATFORM, help="base IOMMU profile")
+    fit.add_argument("--name", default="fitted", help="name of the fitted profile")
 
     dpdk_sub = _add_group(sub, "dpdk", "Real DPDK runs (dpdk-testpmd, no NIC needed)")
     p = _add_command(dpdk_sub, "run", cmd_dpdk_run, store=True)

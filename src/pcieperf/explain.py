@@ -92,7 +92,8 @@ RULES: dict[tuple[str, str], str] = {
     ("iotlb_miss", "above"): (
         "IOTLB misses {measured_per_pkt:.3f}/packet against {predicted_per_pkt:.3f} predicted: "
         "4 KiB pages with large rings and mbuf pool spread the working set over more pages than "
-        "the IOTLB holds; see `pcieperf iommu advise`"
+        "the IOTLB holds; see `pcieperf iommu advise`, and `--fit-iommu` to learn this host's "
+        "IOTLB reach and walkers from these counters"
     ),
     ("iotlb_miss", "below"): (
         "IOTLB misses {ratio:.2f}x the prediction: pages are larger than --page or the working "
@@ -398,9 +399,10 @@ class IommuSetup:
     txd: int = 1024
 
 
-def misses_per_packet(cfg: dpdk.ForwardingConfig, setup: IommuSetup) -> float:
-    """IOTLB misses per forwarded packet from the IOMMU model's address stream."""
-    port = iommu.PortSetup(
+def port_setup(cfg: dpdk.ForwardingConfig, setup: IommuSetup) -> iommu.PortSetup:
+    """The IOMMU model's port for a forwarding setup: its pages, rings, descriptors and
+    thresholds (explain's options), testpmd's defaults for the rest."""
+    return iommu.PortSetup(
         page=setup.page,
         rxd=setup.rxd,
         txd=setup.txd,
@@ -409,7 +411,16 @@ def misses_per_packet(cfg: dpdk.ForwardingConfig, setup: IommuSetup) -> float:
         rx_free_thresh=cfg.rx_free_thresh,
         rs_thresh=cfg.rs_thresh,
     )
-    traffic = iommu.Traffic(parse_mix(str(cfg.pkt_bytes + FCS_BYTES)), Ethernet(40))
+
+
+def port_traffic(cfg: dpdk.ForwardingConfig) -> iommu.Traffic:
+    """The forwarded frames (explain's packet bytes plus the FCS) at 40 GbE."""
+    return iommu.Traffic(parse_mix(str(cfg.pkt_bytes + FCS_BYTES)), Ethernet(40))
+
+
+def misses_per_packet(cfg: dpdk.ForwardingConfig, setup: IommuSetup) -> float:
+    """IOTLB misses per forwarded packet from the IOMMU model's address stream."""
+    port, traffic = port_setup(cfg, setup), port_traffic(cfg)
     return iommu.count_misses(port, traffic, iommu.load_platform().iommu).misses_per_pkt
 
 

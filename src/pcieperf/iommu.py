@@ -432,11 +432,20 @@ def port_params(
         "sizes": [int(s) for s in dma_bytes(traffic.mix.sizes)],
         "weights": [float(w) for w in traffic.mix.weights],
         "ns_per_packet": 1e3 / admit,
+        "wire_shares": wire_shares(traffic),
         "seed": seed,
         **asdict(iommu),
         "warmup": warmup,
         "packets": packets,
     }
+
+
+def wire_shares(traffic: Traffic) -> list[float]:
+    """Each size's wire time relative to the mix's mean (frame, preamble and inter-frame gap:
+    `Ethernet.wire_bytes`): packets of a mix arrive back to back at the line's pace, a 64 B
+    frame 84 B of wire time after the one before, not at the mix's mean spacing."""
+    wire = traffic.eth.wire_bytes(traffic.mix.sizes)
+    return [float(w) for w in wire / traffic.mix.mean(wire)]
 
 
 @dataclass(frozen=True)
@@ -469,7 +478,11 @@ def count_misses(
     params = port_params(
         setup, traffic, iommu, packets, seed, load=load, memory=memory, lcore=lcore
     )
-    out = core().port_misses(params)
+    return _miss_counts(core().port_misses(params))
+
+
+def _miss_counts(out: dict[str, object]) -> MissCounts:
+    """Per-packet counts of a Rust port run (`port_misses` or `port_simulate`)."""
     n, fwd = out["packets"], max(out["forwarded"], 1)
     return MissCounts(
         misses_per_pkt=out["iotlb_misses"] / n,
@@ -650,12 +663,19 @@ def _class(
 
 @dataclass(frozen=True)
 class Run:
-    """One timed run of a port's stream: packet rate, mean DMA latency, and how busy each
-    resource was (fraction of the run)."""
+    """One timed run of a port's stream: packet rate, mean DMA latency, how busy each resource
+    was (fraction of the run), and the IOTLB misses the walkers served in it.
+
+    The misses are counted in the order the IOMMU saw the transactions in this run (link
+    order), not in the stream's order: the NIC's Rx and Tx queues interleave up to a burst
+    apart, which can move an mbuf's Tx read closer to its Rx write than the stream has it (at
+    rxd 128 on e5-v4 that turns every Tx read into a hit). Rate and misses then come from one
+    run, so the rate never exceeds what the walkers can do for those misses."""
 
     mpps: float
     mean_latency_ns: float
     utilization: dict[str, float]
+    counts: MissCounts
 
 
 def cold_read_classes(
@@ -715,6 +735,7 @@ def _timed_run(
             "read_requests": out["tag_busy_ns"] / (elapsed * device.read_requests),
             "root_complex": out["rc_busy_ns"] / elapsed,
         },
+        counts=_miss_counts(out),
     )
 
 
@@ -851,7 +872,8 @@ class Model:
         return _timed_run(setup, self.traffic, self.platform, True, self.packets, seed, load)
 
     def counts(self, setup: PortSetup, load: Load = LIGHT, seed: int = 1) -> MissCounts:
-        """The stream's misses in a load state (no timing)."""
+        """The misses of a load state in the stream's own order (no timing; `evaluate` reports
+        those of its timed run, in link order)."""
         p = self.platform
         return count_misses(
             setup,
@@ -873,10 +895,8 @@ class Model:
         )
         return rate_mpps * 1e-3 * walks * iommu.walk_busy_ns / iommu.walkers
 
-    def load_state(
-        self, setup: PortSetup, base: Run, seed: int = 1
-    ) -> tuple[Load, Run, MissCounts]:
-        """Where packets wait under this traffic, the timed run and the misses in that state.
+    def load_state(self, setup: PortSetup, base: Run, seed: int = 1) -> tuple[Load, Run]:
+        """Where packets wait under this traffic, and the timed run in that state.
 
         If the lcores take fewer packets than the NIC could receive (a poll delay, or a slow
         core), the Rx ring fills and the NIC drops the rest at the wire (`rx_full`). Else the
@@ -888,12 +908,12 @@ class Model:
         lcores = core_mpps(setup, self.platform.core)
         if lcores < SATURATED * min(self.traffic.offered_mpps(setup.ports), base.mpps):
             return self._rx_full(setup, lcores, seed)
-        light = self.counts(setup, LIGHT, seed)
-        if self.walk_load(base.mpps, light) < 1.0:
-            return LIGHT, self.run_in(setup, LIGHT, seed), light
+        light = self.run_in(setup, LIGHT, seed)
+        if self.walk_load(base.mpps, light.counts) < 1.0:
+            return LIGHT, light
         return self._tx_full(setup, seed)
 
-    def _rx_full(self, setup: PortSetup, lcores: float, seed: int) -> tuple[Load, Run, MissCounts]:
+    def _rx_full(self, setup: PortSetup, lcores: float, seed: int) -> tuple[Load, Run]:
         """The lcores' rate admitted through a full Rx ring. If the DMA cannot forward even
         that, the Tx ring fills too and the lcores drop what tx_burst refuses; the drops settle
         where the NIC's Rx DMA (forwarded plus dropped) matches the lcores' rate, found by
@@ -902,7 +922,7 @@ class Model:
         load = Load("rx-full", rx_backlog=full_rx, admit_mpps=lcores)
         run = self.run_in(setup, load, seed)
         if run.mpps >= SATURATED * lcores:
-            return load, run, self.counts(setup, load, seed)
+            return load, run
         unpaced = self._tx_full(setup, seed)
         if unpaced[1].mpps * (1 + unpaced[0].drop_per_fwd) <= lcores:
             return unpaced  # the lcores poll faster than the NIC's Rx DMA delivers
@@ -912,16 +932,16 @@ class Model:
             load = Load("both-full", full_rx, setup.max_tx_backlog, drops, lcores)
             run = self.run_in(setup, load, seed)
             low, high = (drops, high) if run.mpps * (1 + drops) < lcores else (low, drops)
-        return load, run, self.counts(setup, load, seed)
+        return load, run
 
-    def _tx_full(self, setup: PortSetup, seed: int) -> tuple[Load, Run, MissCounts]:
+    def _tx_full(self, setup: PortSetup, seed: int) -> tuple[Load, Run]:
         """The Tx ring full, the Rx ring empty, and the lcores dropping at tx_burst."""
         load = Load(
             "tx-full",
             tx_backlog=setup.max_tx_backlog,
             drop_per_fwd=drops_at_full_tx_ring(self.platform),
         )
-        return load, self.run_in(setup, load, seed), self.counts(setup, load, seed)
+        return load, self.run_in(setup, load, seed)
 
     def best_poll_delay(self, setup: PortSetup, seed: int = 1) -> float | None:
         """The poll delay (us, rounded up to 0.1) at which the lcores take what the DMA can
@@ -949,7 +969,8 @@ class Model:
             )
         base = self.no_iommu(setup)
         lcores = core_mpps(setup, platform.core)
-        load, with_iommu, counts = self.load_state(setup, base, seed)
+        load, with_iommu = self.load_state(setup, base, seed)
+        counts = with_iommu.counts
         line = traffic.line_mpps(setup.ports)
         iommu = platform.iommu
         reference = min(base.mpps, lcores)  # without IOMMU the lcores still cap the rate

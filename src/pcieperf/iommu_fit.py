@@ -22,11 +22,18 @@ from pathlib import Path
 
 import numpy as np
 
-from pcieperf import iommu
+from pcieperf import dpdk, iommu
 from pcieperf.counters import Samples
 from pcieperf.errors import UsageError, require_positive
-from pcieperf.explain import StackIndex, choose_stack
-from pcieperf.platforms import Param, PlatformProfile
+from pcieperf.explain import (
+    Explanation,
+    IommuSetup,
+    StackIndex,
+    choose_stack,
+    port_setup,
+    port_traffic,
+)
+from pcieperf.platforms import DEFAULT_PLATFORM, Param, PlatformProfile, load_platform_profile
 
 # Reaches tried: powers of two and their 1.5x, 16 to 16 Ki entries.
 REACH_GRID = tuple(sorted({int(b * f) for b in (2**k for k in range(4, 15)) for f in (1, 1.5)}))
@@ -240,4 +247,32 @@ def fit(
         bound,
         no_iommu,
         profile,
+    )
+
+
+def fit_explained(
+    samples: Samples,
+    explanation: Explanation,
+    cfg: dpdk.ForwardingConfig,
+    setup: IommuSetup,
+    *,
+    platform: str | Path = DEFAULT_PLATFORM,
+    name: str = "fitted",
+    packets: int = FIT_PACKETS,
+) -> Fit:
+    """`explain --fit-iommu`: the same fit on the stack and forwarding setup an explanation
+    used, at the rate its diagnosis settles on (the implied one when it names the rate as the
+    cause, else the rate given)."""
+    rate = explanation.rate
+    pps = rate.implied_pps if explanation.rate_named and rate else explanation.pps
+    return fit(
+        samples,
+        stack=explanation.stack,
+        pps=pps,
+        setup=port_setup(cfg, setup),
+        traffic=port_traffic(cfg),
+        platform=iommu.load_platform(platform=platform),
+        base=load_platform_profile(platform),
+        name=name,
+        packets=packets,
     )

@@ -111,8 +111,12 @@ pub struct PortConfig {
     /// DMA bytes of each packet size and the fraction of packets of that size.
     pub sizes: Vec<u64>,
     pub weights: Vec<f64>,
-    /// Arrival spacing of received packets (0: as fast as the device takes them).
+    /// Mean arrival spacing of received packets (0: as fast as the device takes them).
     pub ns_per_packet: f64,
+    /// Each size's wire time relative to the mix's mean (frame plus preamble and gap over the
+    /// mean of the mix): a packet arrives that share of `ns_per_packet` after the one before,
+    /// so a mix's small frames come back to back at their own line rate, not at the mean's.
+    pub wire_shares: Vec<f64>,
     pub seed: u64,
 }
 
@@ -194,6 +198,8 @@ impl PortConfig {
         }
         if self.sizes.is_empty()
             || self.sizes.len() != self.weights.len()
+            || self.sizes.len() != self.wire_shares.len()
+            || self.wire_shares.iter().any(|w| !w.is_finite() || *w <= 0.0)
             || self
                 .sizes
                 .iter()
@@ -392,7 +398,9 @@ pub struct PortStream {
     rng: Rng,
     packets: u64,
     forwarded: u64,
-    clock_base: u64,
+    /// When the last packet arrived (ns since the clock restarted), also kept as `clock_ns`.
+    clock_ns: f64,
+    last_arrival_ns: f64,
     ddio: Option<Ddio>,
     poll_bufs: Vec<(u32, usize)>,
     dma_out: Vec<TxEntry>,
@@ -458,7 +466,8 @@ impl PortStream {
             rng,
             packets: 0,
             forwarded: 0,
-            clock_base: 0,
+            clock_ns: 0.0,
+            last_arrival_ns: 0.0,
             ddio,
             poll_bufs: Vec::with_capacity(cfg.burst as usize),
             dma_out: Vec::with_capacity(cfg.txd as usize),
@@ -504,11 +513,15 @@ impl PortStream {
 
     /// Makes the next packet arrive at time 0 (after a warm-up that is not timed).
     pub fn restart_clock(&mut self) {
-        self.clock_base = self.packets;
+        (self.clock_ns, self.last_arrival_ns) = (0.0, 0.0);
     }
 
-    fn arrival(&self, packet: u64) -> f64 {
-        (packet - self.clock_base) as f64 * self.cfg.ns_per_packet
+    /// The arrival time of the next packet, of size index `size`: when its last bit is in,
+    /// its own wire time after the previous one's.
+    fn arrival(&mut self, size: usize) -> f64 {
+        self.clock_ns += self.cfg.ns_per_packet * self.cfg.wire_shares[size];
+        self.last_arrival_ns = self.clock_ns;
+        self.last_arrival_ns
     }
 
     /// Packets the NIC has written into host memory so far.
@@ -587,7 +600,7 @@ impl PortStream {
         let (rx_per_line, desc) = (LINE_BYTES / self.cfg.rx_desc_bytes, self.cfg.rx_desc_bytes);
         for _ in 0..self.cfg.poll_batch {
             let size = self.draw_size();
-            let arrival = self.arrival(self.packets);
+            let arrival = self.arrival(size);
             self.packets += 1;
             let lane = &mut self.lanes[li];
             let slot = u64::from(lane.rx_next);
@@ -680,7 +693,7 @@ impl PortStream {
         let (ring, desc, first) = (lane.tx_ring, self.cfg.tx_desc_bytes, lane.tx_dma);
         lane.tx_dma = (lane.tx_dma + dma as u32) % self.cfg.txd;
         self.forwarded += dma as u64;
-        let last_arrival = self.arrival(self.packets - 1);
+        let last_arrival = self.last_arrival_ns;
         for k in 0..dma {
             let entry = self.dma_out[k];
             let slot = (u64::from(first) + k as u64) % u64::from(self.cfg.txd);
@@ -738,6 +751,7 @@ mod tests {
             sizes: vec![60],
             weights: vec![1.0],
             ns_per_packet: 0.0,
+            wire_shares: vec![1.0],
             seed: 1,
         }
     }
@@ -927,6 +941,7 @@ mod tests {
         let cfg = PortConfig {
             sizes: vec![60, 590, 1514],
             weights: vec![7.0, 4.0, 1.0],
+            wire_shares: vec![1.0; 3],
             ..config()
         };
         let s = PortStream::new(cfg).unwrap();
@@ -941,6 +956,37 @@ mod tests {
             .count() as f64
             / writes.len() as f64;
         assert!((share - 7.0 / 12.0).abs() < 0.01, "{share}");
+    }
+
+    #[test]
+    fn each_packet_arrives_its_own_wire_time_after_the_one_before() {
+        // 60 B and 1514 B frames at 10 ns mean spacing, wire shares 0.5 and 1.5: a packet's
+        // write may start (not_before) its own share of 10 ns after the previous packet's.
+        let cfg = PortConfig {
+            sizes: vec![60, 1514],
+            weights: vec![1.0, 1.0],
+            wire_shares: vec![0.5, 1.5],
+            ns_per_packet: 10.0,
+            ..config()
+        };
+        let s = PortStream::new(cfg).unwrap();
+        let writes: Vec<Txn> = s
+            .take(40_000)
+            .filter(|t| t.class == packet_write_class(0) || t.class == packet_write_class(1))
+            .collect();
+        let mut previous = 0.0;
+        for t in &writes {
+            let share = if t.class == packet_write_class(0) {
+                0.5
+            } else {
+                1.5
+            };
+            assert!((t.not_before - previous - 10.0 * share).abs() < 1e-6);
+            previous = t.not_before;
+        }
+        // Equal weights: the mean spacing is the mean share, 1.0 x 10 ns.
+        let mean = previous / writes.len() as f64;
+        assert!((mean - 10.0).abs() < 0.2, "{mean}");
     }
 
     #[test]

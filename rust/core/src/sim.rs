@@ -655,7 +655,9 @@ pub fn run(
         result.down_busy_ns += down_ns;
         result.tag_busy_ns += f64::from(c.tags) * (finished - start);
         result.rc_busy_ns += if c.read { 0.0 } else { c.write_ns };
-        last_done = last_done.max(finished).max(line.down_free);
+        // A posted write leaves the link before its walk ends: the run lasts until the walk
+        // has (so a rate never outruns the walkers that served its misses).
+        last_done = last_done.max(finished).max(line.down_free).max(t);
         if record_latencies {
             match txn.measure {
                 Measure::Skip => {}

@@ -175,6 +175,7 @@ fn port_from_dict(d: &Bound<'_, PyDict>) -> PyResult<PortConfig> {
         sizes: field(d, "sizes")?,
         weights: field(d, "weights")?,
         ns_per_packet: field(d, "ns_per_packet")?,
+        wire_shares: field(d, "wire_shares")?,
         seed: field(d, "seed")?,
     })
 }
@@ -236,27 +237,51 @@ fn warmed_stream(d: &Bound<'_, PyDict>) -> PyResult<(PortStream, Translator)> {
     Ok((stream, caches))
 }
 
+/// The distinct pages a stream's transactions touch (its working set).
+struct PagesTouched {
+    shift: u32,
+    seen: Vec<bool>,
+}
+
+impl PagesTouched {
+    fn new(page_bytes: u64, span: u64) -> Self {
+        let shift = page_bytes.trailing_zeros();
+        Self {
+            shift,
+            seen: vec![false; (span >> shift) as usize + 1],
+        }
+    }
+
+    fn mark(&mut self, addr: u64, bytes: u64) {
+        let (first, last) = (addr >> self.shift, (addr + bytes.max(1) - 1) >> self.shift);
+        for page in first..=last {
+            self.seen[page as usize] = true;
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.seen.iter().filter(|&&t| t).count()
+    }
+}
+
 /// Counts IOTLB misses and touched pages of a DPDK port's DMA stream (no timing).
 #[pyfunction]
 fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
     let (mut stream, mut caches) = warmed_stream(params)?;
     let packets: u64 = field(params, "packets")?;
-    let page_bytes: u64 = field(params, "page_bytes")?;
-    let (start, span) = (stream.packets(), stream.span());
+    let mut touched = PagesTouched::new(field(params, "page_bytes")?, stream.span());
+    let start = stream.packets();
     let forwarded_before = stream.forwarded();
-    let (transactions, pages) = py.detach(|| {
-        let shift = page_bytes.trailing_zeros();
-        let mut touched = vec![false; (span >> shift) as usize + 1];
+    let transactions = py.detach(|| {
         let mut transactions = 0u64;
         for txn in stream.take_packets(packets) {
-            for page_addr in caches.pages(txn.addr, txn.bytes) {
-                touched[(page_addr >> shift) as usize] = true;
-                caches.lookup(page_addr);
-            }
+            touched.mark(txn.addr, txn.bytes);
+            caches.lookup_range(txn.addr, txn.bytes);
             transactions += 1;
         }
-        (transactions, touched.iter().filter(|&&t| t).count())
+        transactions
     });
+    let pages = touched.count();
     let out = PyDict::new(py);
     out.set_item("packets", stream.packets() - start)?;
     out.set_item("forwarded", stream.forwarded() - forwarded_before)?;
@@ -318,9 +343,12 @@ fn port_simulate<'py>(
     let mut iommu = Iommu::new(caches, walks).map_err(to_py_err)?;
     stream.restart_clock();
     let (start, forwarded_before) = (stream.packets(), stream.forwarded());
+    let mut touched = PagesTouched::new(field(params, "page_bytes")?, stream.span());
     let result = py
         .detach(|| {
-            let txns = stream.take_packets(packets);
+            let txns = stream
+                .take_packets(packets)
+                .inspect(|t| touched.mark(t.addr, t.bytes));
             sim::run(
                 &machine,
                 &classes,
@@ -335,7 +363,18 @@ fn port_simulate<'py>(
     out.set_item("forwarded", stream.forwarded() - forwarded_before)?;
     out.set_item("elapsed_ns", result.elapsed_ns)?;
     out.set_item("transactions", result.transactions)?;
+    // Misses in the order the IOMMU saw the transactions (link order, which the NIC's two
+    // queues may interleave differently from the stream): the ones the walkers served.
     out.set_item("iotlb_misses", result.iotlb_misses)?;
+    out.set_item(
+        "pwc_misses",
+        if with_iommu {
+            iommu.translator.pwc_misses
+        } else {
+            0
+        },
+    )?;
+    out.set_item("pages_touched", touched.count())?;
     out.set_item("up_busy_ns", result.up_busy_ns)?;
     out.set_item("down_busy_ns", result.down_busy_ns)?;
     out.set_item("tag_busy_ns", result.tag_busy_ns)?;
