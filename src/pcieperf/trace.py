@@ -372,6 +372,12 @@ def _stats_config(eth_gbps: float, overhead_bytes: int, windows_ns: Sequence[int
     }
 
 
+def stats_config(eth_gbps: float, windows_ns: Sequence[int]) -> dict:
+    """The checked configuration of the statistics of files at `eth_gbps` GbE."""
+    wire.check_rate(eth_gbps)
+    return _stats_config(eth_gbps, wire.overhead_bytes(), windows_ns)
+
+
 def _summary(totals: dict) -> dict:
     """Packets, bytes, first/last time, duration and mean rates of a set of packets."""
     n, wire_bytes = totals["packets"], totals["bytes_wire"]
@@ -501,8 +507,7 @@ def stats_files(
     bounded memory (docs/trace.md), the files in parallel across cores. Arguments are checked
     before any file is read; a file that cannot be read raises when its turn comes, after the
     files before it were yielded."""
-    wire.check_rate(eth_gbps)
-    config = _stats_config(eth_gbps, wire.overhead_bytes(), windows_ns)
+    config = stats_config(eth_gbps, windows_ns)
     files = _check_inputs(paths)
     found = _core_call(core().trace_stats, files, config, skip_bad=skip_bad, strict=strict)
     for path, raw in zip(files, found, strict=True):

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
+use pcieperf_core::trace::archive::{file_partial, files_partial, first_record, Partial};
 use pcieperf_core::trace::merge::{convert, merge_with, MergeOptions, MergeStats};
 use pcieperf_core::trace::read::{Quirks, ReadOptions, Reader};
 use pcieperf_core::trace::stats::{
@@ -572,4 +573,155 @@ impl TraceWriter {
         self.inner = None;
         stats_dict(py, stats)
     }
+}
+
+/// Mergeable statistics of one capture file or of consecutive files of one port
+/// (`pcieperf_core::trace::archive`): computed by a worker, pickled as bytes, appended in port
+/// order by the caller, summarised once.
+#[pyclass(module = "pcieperf._core")]
+pub struct TracePartial {
+    inner: Partial,
+}
+
+fn read_options(skip_bad: bool, strict: bool) -> ReadOptions {
+    ReadOptions {
+        skip_bad,
+        strict,
+        ..ReadOptions::default()
+    }
+}
+
+#[pymethods]
+impl TracePartial {
+    /// A partial from `to_bytes`.
+    #[staticmethod]
+    fn from_bytes(data: &[u8]) -> PyResult<Self> {
+        Partial::from_bytes(data)
+            .map(|inner| TracePartial { inner })
+            .map_err(PyValueError::new_err)
+    }
+
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
+        pyo3::types::PyBytes::new(py, &self.inner.to_bytes())
+    }
+
+    /// Pickled as its bytes (Dask ships partials between processes).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>,))> {
+        let py = slf.py();
+        let from = slf.get_type().getattr("from_bytes")?;
+        Ok((from, (slf.borrow().to_bytes(py).into_any(),)))
+    }
+
+    /// Adds the partial of the files that follow; ValueError saying why where the two cannot
+    /// be merged exactly (they overlap in time, count windows from other origins, or size
+    /// frames by another rule).
+    fn append(&mut self, next: &TracePartial, config: &Bound<'_, PyDict>) -> PyResult<()> {
+        let config = stats_config(config)?;
+        self.inner
+            .append(&next.inner, &config)
+            .map_err(PyValueError::new_err)
+    }
+
+    /// The statistics as `trace_stats` gives them for one file.
+    fn summary<'py>(
+        &self,
+        py: Python<'py>,
+        config: &Bound<'py, PyDict>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let config = stats_config(config)?;
+        let summary = self
+            .inner
+            .summary(&config)
+            .map_err(PyValueError::new_err)?;
+        let f = &self.inner.facts;
+        let d = summary_dict(py, &summary)?;
+        d.set_item("format", &f.format)?;
+        d.set_item("compression", &f.compression)?;
+        d.set_item("interfaces", interfaces_list(py, &f.interfaces)?)?;
+        d.set_item("skipped", f.skipped)?;
+        d.set_item("untimed", f.untimed)?;
+        d.set_item("snaplen_exceeded", f.quirks.snaplen_exceeded)?;
+        d.set_item("wirelen_below_caplen", f.quirks.wirelen_below_caplen)?;
+        d.set_item("cut_short", f.cut_short.clone())?;
+        d.set_item("reads", f.reads)?;
+        Ok(d)
+    }
+
+    /// Packets summarised.
+    #[getter]
+    fn packets(&self) -> u64 {
+        self.inner.totals.packets
+    }
+
+    /// Time of the earliest and latest packet (None without packets).
+    #[getter]
+    fn span_ns(&self) -> Option<(i64, i64)> {
+        let t = &self.inner.totals;
+        (t.packets > 0).then_some((t.first_ts_ns, t.last_ts_ns))
+    }
+
+    /// Where windows are counted from.
+    #[getter]
+    fn origin(&self) -> i64 {
+        self.inner.origin
+    }
+}
+
+/// The partial of one capture file, windows counted from `origin` ns, read without the GIL.
+#[pyfunction]
+#[pyo3(signature = (path, config, origin, skip_bad=false, strict=false))]
+pub fn trace_partial(
+    py: Python<'_>,
+    path: PathBuf,
+    config: &Bound<'_, PyDict>,
+    origin: i64,
+    skip_bad: bool,
+    strict: bool,
+) -> PyResult<TracePartial> {
+    let config = stats_config(config)?;
+    let read = read_options(skip_bad, strict);
+    py.detach(|| file_partial(&path, read, &config, origin))
+        .map(|inner| TracePartial { inner })
+        .map_err(to_py_err)
+}
+
+/// The partial of files that overlap in time, concatenated in the order given (every packet
+/// held and sorted), windows counted from the first packet.
+#[pyfunction]
+#[pyo3(signature = (paths, config, skip_bad=false, strict=false))]
+pub fn trace_partial_files(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    config: &Bound<'_, PyDict>,
+    skip_bad: bool,
+    strict: bool,
+) -> PyResult<TracePartial> {
+    let config = stats_config(config)?;
+    let read = read_options(skip_bad, strict);
+    py.detach(|| files_partial(&paths, read, &config))
+        .map(|inner| TracePartial { inner })
+        .map_err(to_py_err)
+}
+
+/// Per file, (time of its first record or None, its interfaces then), or the file's one-line
+/// error (a str) in its place; files in parallel on up to `threads` threads, without the GIL.
+#[pyfunction]
+#[pyo3(signature = (paths, skip_bad=false, strict=false, threads=1))]
+pub fn trace_first_records<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    skip_bad: bool,
+    strict: bool,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let read = read_options(skip_bad, strict);
+    let results = py.detach(|| in_parallel(&paths, threads, |p| first_record(p, read)));
+    let out = PyList::empty(py);
+    for result in results {
+        match result {
+            Ok((first, interfaces)) => out.append((first, interfaces_list(py, &interfaces)?))?,
+            Err(error) => out.append(error.to_string())?,
+        }
+    }
+    Ok(out)
 }

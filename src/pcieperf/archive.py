@@ -1,0 +1,226 @@
+"""Statistics of capture archives (issue 17): `trace stats --archive GLOB...` summarises many
+files on Dask workers (the Rust reader, without the GIL) and merges the summaries exactly, per
+port, into the statistics of the port's files concatenated in time order (docs/scale.md).
+
+A port is the files whose interfaces have the same link type, timestamp resolution and name,
+in the same order (a capture appliance rotating one port's capture writes such files). Its
+files are ordered by the time of their first packet, then by path; files without packets come
+last. Steps, each a map over the engine (`engine.map_chunks`):
+
+1. the first record of every file (its time, and the interfaces then), HEADS_PER_TASK files a
+   task: this groups files into ports and gives each port's origin (its first packet), from
+   which every file counts its rate windows;
+2. one `TracePartial` per file (`rust/core/src/trace/archive.rs`): sums, the edge windows,
+   the bursts touching either end, the distinct gaps;
+3. per port, the partials appended in order and summarised. Where that cannot be exact (files
+   of one port overlap in time, or a file out of time order holds a packet before the port's
+   first record) the port is summarised again in one task that holds and sorts all its packets
+   (16 bytes each), as `trace stats` does for one capture out of time order.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from pcieperf import engine, trace
+from pcieperf._native import core
+from pcieperf.errors import UsageError
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+HEADS_PER_TASK = 64
+"""Files whose first record one task reads: opening a file costs well under a millisecond,
+so one file per task would be mostly scheduler overhead (docs/scale.md)."""
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def expand(patterns: Sequence[str]) -> list[str]:
+    """The files named by paths and glob patterns (`**` included), each pattern's matches in
+    sorted order; a file named twice is read once. A pattern that matches nothing is an error."""
+    found: dict[str, None] = {}
+    for pattern in patterns:
+        if _GLOB_CHARS.isdisjoint(pattern):
+            found[pattern] = None
+            continue
+        matches = sorted(glob.glob(pattern, recursive=True))
+        if not matches:
+            raise UsageError(f"{pattern!r} matches no file; give capture files or a glob")
+        found.update(dict.fromkeys(matches))
+    return list(found)
+
+
+@dataclass(frozen=True)
+class Head:
+    """A file's first record time (None without packets) and its port's key."""
+
+    path: str
+    first_ts_ns: int | None
+    port: tuple[tuple[int, int, str | None], ...]
+
+
+def _core(func: object, *args: object) -> object:
+    """A Rust call on a worker, its ValueError as TraceFileError (reported, not retried)."""
+    try:
+        return func(*args)  # type: ignore[operator]
+    except ValueError as exc:
+        raise trace.TraceFileError(str(exc)) from None
+
+
+def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]:
+    skip_bad, strict = shared
+    found = _core(core().trace_first_records, list(paths), skip_bad, strict)
+    heads = []
+    for path, item in zip(paths, found, strict=True):  # type: ignore[call-overload]
+        if isinstance(item, str):
+            raise trace.TraceFileError(item)
+        first, interfaces = item
+        port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
+        heads.append(Head(path, first, port))
+    return heads
+
+
+def _partial_task(shared: tuple[dict, bool, bool], chunk: tuple[str, int]) -> object:
+    config, skip_bad, strict = shared
+    path, origin = chunk
+    return _core(core().trace_partial, path, config, origin, skip_bad, strict)
+
+
+def _port_task(shared: tuple[dict, bool, bool], paths: tuple[str, ...]) -> object:
+    config, skip_bad, strict = shared
+    return _core(core().trace_partial_files, list(paths), config, skip_bad, strict)
+
+
+def _stats_task(shared: tuple[dict, bool, bool], path: str) -> dict:
+    config, skip_bad, strict = shared
+    (raw,) = _core(core().trace_stats, [path], config, skip_bad, strict, 1)  # type: ignore[misc]
+    if isinstance(raw, str):
+        raise trace.TraceFileError(raw)
+    return raw
+
+
+def ports(heads: Sequence[Head]) -> list[list[Head]]:
+    """Files grouped by port, each port's files in time order of their first packet (then
+    path; files without packets last), ports in order of their first packet."""
+    groups: dict[tuple, list[Head]] = {}
+    for head in heads:
+        groups.setdefault(head.port, []).append(head)
+
+    def order(h: Head) -> tuple:
+        return (h.first_ts_ns is None, h.first_ts_ns or 0, h.path)
+
+    found = [sorted(group, key=order) for group in groups.values()]
+    return sorted(found, key=lambda group: order(group[0]))
+
+
+def _merged(partials: Sequence[object], config: dict) -> dict | None:
+    """The summary of a port's partials appended in order, or None where that is not exact."""
+    total, *rest = partials
+    try:
+        for partial in rest:
+            total.append(partial, config)  # type: ignore[attr-defined]
+        return total.summary(config)  # type: ignore[attr-defined]
+    except ValueError:
+        return None
+
+
+def _port_report(n: int, port: Sequence[Head], raw: dict, eth_gbps: float) -> dict:
+    interfaces = [trace.Interface(**i) for i in raw["interfaces"]]
+    report = trace._report(port[0].path, raw, interfaces, eth_gbps)
+    del report["file"]
+    where = {"port": n, "files": len(port), "first_file": port[0].path, "last_file": port[-1].path}
+    return where | report
+
+
+def archive_stats(
+    client: Client,
+    paths: Sequence[str],
+    *,
+    eth_gbps: float = 40,
+    windows_ns: Sequence[int] = trace.WINDOWS_NS,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> list[dict]:
+    """`trace stats` of each port of an archive: the files of a port as if concatenated in
+    time order, the same keys as one file's statistics without `file`, plus `port`, `files`,
+    `first_file` and `last_file`."""
+    config, files = _checked(paths, eth_gbps, windows_ns)
+    read = (skip_bad, strict)
+    given = {os.path.abspath(f): f for f in files}  # workers may run in another folder
+    absolute = list(given)
+    batches = [tuple(absolute[k : k + HEADS_PER_TASK]) for k in range(0, len(absolute), HEADS_PER_TASK)]
+    heads: list[list[Head]] = [[] for _ in batches]
+    for done in engine.map_chunks(
+        client, _heads_task, batches, shared=read, weight=len, desc="first records", unit="file"
+    ):
+        heads[done.index] = done.result
+    grouped = ports([replace(h, path=given[h.path]) for batch in heads for h in batch])
+    origins = [min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped]
+    chunks = [(os.path.abspath(h.path), origin) for p, origin in zip(grouped, origins, strict=True) for h in p]
+    shared = (config, skip_bad, strict)
+    partials: list[object] = [None] * len(chunks)
+    for done in engine.map_chunks(
+        client, _partial_task, chunks, shared=shared, desc="trace stats", unit="file"
+    ):
+        partials[done.index] = done.result
+    raws: list[dict | None] = []
+    start = 0
+    for port in grouped:
+        raws.append(_merged(partials[start : start + len(port)], config))
+        start += len(port)
+    redo = [k for k, raw in enumerate(raws) if raw is None]
+    again = [tuple(os.path.abspath(h.path) for h in grouped[k]) for k in redo]
+    for done in engine.map_chunks(
+        client, _port_task, again, shared=shared, weight=len, desc="overlapping", unit="file"
+    ):
+        raws[redo[done.index]] = done.result.summary(config)  # type: ignore[attr-defined]
+    return [
+        _port_report(n, port, raw, eth_gbps)
+        for n, (port, raw) in enumerate(zip(grouped, raws, strict=True))
+        if raw is not None
+    ]
+
+
+def file_stats(
+    client: Client,
+    paths: Sequence[str],
+    *,
+    eth_gbps: float = 40,
+    windows_ns: Sequence[int] = trace.WINDOWS_NS,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> list[dict]:
+    """`trace stats` of each file, in order, one task per file: what `trace.stats_files`
+    computes in this process."""
+    config, files = _checked(paths, eth_gbps, windows_ns)
+    found: list[dict] = [{}] * len(files)
+    for done in engine.map_chunks(
+        client,
+        _stats_task,
+        [os.path.abspath(f) for f in files],
+        shared=(config, skip_bad, strict),
+        desc="trace stats",
+        unit="file",
+    ):
+        found[done.index] = done.result
+    return [
+        trace._report(path, raw, [trace.Interface(**i) for i in raw["interfaces"]], eth_gbps)
+        for path, raw in zip(files, found, strict=True)
+    ]
+
+
+def _checked(
+    paths: Sequence[str], eth_gbps: float, windows_ns: Sequence[int]
+) -> tuple[dict, list[str]]:
+    """The statistics config and the files, checked before any work; standard input cannot be
+    read by a worker."""
+    config = trace.stats_config(eth_gbps, windows_ns)
+    files = trace._check_inputs(paths)
+    if "-" in files:
+        raise UsageError("standard input (-) cannot be read by Dask workers; give files")
+    return config, files
