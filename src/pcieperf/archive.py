@@ -45,7 +45,7 @@ def expand(patterns: Sequence[str]) -> list[str]:
     sorted order; a file named twice is read once. A pattern that matches nothing is an error."""
     found: dict[str, None] = {}
     for pattern in patterns:
-        if _GLOB_CHARS.isdisjoint(pattern):
+        if _GLOB_CHARS.isdisjoint(pattern) or os.path.exists(pattern):
             found[pattern] = None
             continue
         matches = sorted(glob.glob(pattern, recursive=True))

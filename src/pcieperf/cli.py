@@ -45,6 +45,7 @@ bench = _lazy.module("pcieperf.bench")
 calibrate = _lazy.module("pcieperf.calibrate")
 counters = _lazy.module("pcieperf.counters")
 dpdk = _lazy.module("pcieperf.dpdk")
+archiving = _lazy.module("pcieperf.archive")
 engine = _lazy.module("pcieperf.engine")
 ethernet = _lazy.module("pcieperf.ethernet")
 explaining = _lazy.module("pcieperf.explain")
@@ -955,22 +956,43 @@ def cmd_trace_stats(args: argparse.Namespace) -> None:
         if args.windows
         else trace.WINDOWS_NS
     )
-    found = trace.stats_files(
-        args.files,
-        eth_gbps=args.eth,
-        windows_ns=windows,
-        skip_bad=args.skip_bad,
-        strict=args.strict,
-    )
+    options = {
+        "eth_gbps": args.eth,
+        "windows_ns": windows,
+        "skip_bad": args.skip_bad,
+        "strict": args.strict,
+    }
+    if args.archive or args.scheduler:
+        found = _trace_stats_on_dask(args, options)
+    else:
+        found = trace.stats_files(archiving.expand(args.files), **options)
     results = []
     for result in found:
         _warn_capture_quirks(result)
         results.append(result)
 
     def human() -> str:
-        return "\n\n".join(_trace_stats_text(r) for r in results)
+        return "\n\n".join(_trace_stats_text(_archive_label(r)) for r in results)
 
     _emit(args, results, human)
+
+
+def _trace_stats_on_dask(args: argparse.Namespace, options: dict) -> list[dict]:
+    """`trace stats` through the engine: per file, or per port with --archive."""
+    scheduler = engine.parse_scheduler(args.scheduler)
+    files = archiving.expand(args.files)
+    trace.stats_config(options["eth_gbps"], options["windows_ns"])  # checked before a cluster
+    run = archiving.archive_stats if args.archive else archiving.file_stats
+    with engine.connect(scheduler, quiet_logs=not args.debug) as client:
+        return run(client, files, **options)
+
+
+def _archive_label(result: dict) -> dict:
+    """An archive port's result with a `file` line for the text output."""
+    if "port" not in result:
+        return result
+    files = f"{result['files']} files, {result['first_file']} .. {result['last_file']}"
+    return result | {"file": f"port {result['port']} ({files})"}
 
 
 def _warn_capture_quirks(result: dict) -> None:
@@ -2048,7 +2070,7 @@ EXAMPLES = {
     "iommu fit": "pcieperf iommu fit --counters pcm.csv --pps 7M --rxd 1024 --pkt 64 -o my.toml",
     "platforms": "pcieperf platforms skylake-sp",
     "trace": "pcieperf trace stats capture.pcapng",
-    "trace stats": "pcieperf trace stats capture.pcapng other.pcap",
+    "trace stats": "pcieperf trace stats 'archive/*.pcap' --archive --scheduler local:2",
     "trace merge": "pcieperf trace merge a.pcap b.pcapng -o merged.pcapng",
     "trace synth": "pcieperf trace synth --sizes imix --pps 10M --duration 1s -o imix.pcap",
     "trace convert": "pcieperf trace convert old.pcap -o new.pcapng",
@@ -2120,6 +2142,13 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
         "--windows", default=None, help="peak-rate windows, comma-separated (default 1ms,1s)"
     )
     _add_capture_read_options(p)
+    p.add_argument(
+        "--archive",
+        action="store_true",
+        help="one result per port (files with the same interfaces): its files as if "
+        "concatenated in time order, summarised on Dask (docs/scale.md)",
+    )
+    _add_scheduler_option(p)
     p = _add_command(trace_sub, "merge", cmd_trace_merge)
     p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
     p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
