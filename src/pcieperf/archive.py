@@ -153,15 +153,23 @@ def archive_stats(
     read = (skip_bad, strict)
     given = {os.path.abspath(f): f for f in files}  # workers may run in another folder
     absolute = list(given)
-    batches = [tuple(absolute[k : k + HEADS_PER_TASK]) for k in range(0, len(absolute), HEADS_PER_TASK)]
+    batches = [
+        tuple(absolute[k : k + HEADS_PER_TASK]) for k in range(0, len(absolute), HEADS_PER_TASK)
+    ]
     heads: list[list[Head]] = [[] for _ in batches]
     for done in engine.map_chunks(
         client, _heads_task, batches, shared=read, weight=len, desc="first records", unit="file"
     ):
         heads[done.index] = done.result
     grouped = ports([replace(h, path=given[h.path]) for batch in heads for h in batch])
-    origins = [min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped]
-    chunks = [(os.path.abspath(h.path), origin) for p, origin in zip(grouped, origins, strict=True) for h in p]
+    origins = [
+        min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped
+    ]
+    chunks = [
+        (os.path.abspath(h.path), origin)
+        for p, origin in zip(grouped, origins, strict=True)
+        for h in p
+    ]
     shared = (config, skip_bad, strict)
     partials: list[object] = [None] * len(chunks)
     for done in engine.map_chunks(

@@ -968,7 +968,7 @@ def cmd_trace_stats(args: argparse.Namespace) -> None:
         found = trace.stats_files(archiving.expand(args.files), **options)
     results = []
     for result in found:
-        _warn_capture_quirks(result)
+        _warn_capture_quirks(_archive_label(result))
         results.append(result)
 
     def human() -> str:

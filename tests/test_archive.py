@@ -1,0 +1,171 @@
+"""Archive statistics (issue 17 item 2): per-file partial statistics merged exactly, per port,
+into the statistics of the files concatenated in time order; the same on local workers."""
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers import run_cli
+from pcieperf import trace
+from pcieperf._native import core
+
+CAPTURES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "captures"
+INPUTS = Path(__file__).resolve().parent / "data" / "trace_stats" / "inputs"
+PORT_KEYS = ("port", "files", "first_file", "last_file")
+PCAP_HEADER = 24  # bytes of a pcap file header (draft-ietf-opsawg-pcap §4)
+PCAP_RECORD_HEADER = 16  # bytes before each record's data (same, §5)
+CONFIG = trace.stats_config(40, trace.WINDOWS_NS)
+
+
+def synth(tmp_path: Path, capsys, *extra: str) -> Path:
+    """A 100 000-packet on/off IMIX capture: bursts of 32 frames at 40 GbE line rate."""
+    out = tmp_path / "one.pcap"
+    argv = ["trace", "synth", "--eth", "40", "--sizes", "imix", "--pps", "2M"]
+    code, _, _ = run_cli(capsys, *argv, "--duration", "50ms", "--arrival", "onoff", "-o", str(out))
+    assert code == 0
+    return out
+
+
+def split(capture: Path, folder: Path, cuts: list[int]) -> list[Path]:
+    """The capture's records cut before each packet index in `cuts`, one pcap file each."""
+    t = trace.read(capture, offsets=True)
+    data = capture.read_bytes()
+    starts = [int(o) - PCAP_RECORD_HEADER for o in t.offset] + [len(data)]
+    bounds = [0, *cuts, t.packets]
+    folder.mkdir()
+    paths = []
+    for k, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        paths.append(folder / f"part-{k:03d}.pcap")
+        paths[-1].write_bytes(data[:PCAP_HEADER] + data[starts[a] : starts[b]])
+    return paths
+
+
+def without(result: dict, keys: tuple[str, ...]) -> str:
+    return json.dumps({k: v for k, v in result.items() if k not in keys}, indent=2)
+
+
+def test_a_partial_alone_is_the_file_statistics():
+    # Every shared capture and every purpose-written one (quirks, out of order, several
+    # interfaces, gzip): the partial of a file, pickled and summarised, is what `trace stats`
+    # computes (both in Rust; the stats side is pinned by test_trace_stats_golden.py).
+    files = sorted(INPUTS.iterdir()) + sorted(CAPTURES.glob("**/*.pcap*"))
+    checked = 0
+    for path in files:
+        (raw,) = core().trace_stats([str(path)], CONFIG)
+        if isinstance(raw, str):
+            continue  # a capture refused by both (damaged on purpose)
+        origin = raw["first_ts_ns"] if raw["packets"] else 0
+        partial = pickle.loads(pickle.dumps(core().trace_partial(str(path), CONFIG, origin)))
+        assert partial.summary(CONFIG) == raw, path
+        checked += 1
+    assert checked >= 16  # the 16 written by tests/data/trace_stats/make.py at least
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(cuts=st.lists(st.integers(1, 1999), max_size=12, unique=True).map(sorted))
+def test_partials_of_any_split_merge_to_the_whole(tmp_path_factory, cuts):
+    # Invariant: wherever a time-ordered capture is cut (inside bursts, inside windows), the
+    # partials appended in order summarise to the statistics of the whole file.
+    folder = tmp_path_factory.mktemp("split")
+    whole = folder / "whole.pcap"
+    trace.synth(
+        whole,
+        eth=trace_eth(),
+        mix=imix(),
+        pps=2e6,
+        duration_s=0.001,
+        arrival="onoff",
+    )
+    (raw,) = core().trace_stats([str(whole)], CONFIG)
+    parts = split(whole, folder / "parts", cuts)
+    partials = [core().trace_partial(str(p), CONFIG, raw["first_ts_ns"]) for p in parts]
+    total = partials[0]
+    for p in partials[1:]:
+        total.append(p, CONFIG)
+    got = total.summary(CONFIG)
+    assert got.pop("reads") == len(parts)  # one read of each file
+    assert got == {k: v for k, v in raw.items() if k != "reads"}
+
+
+def trace_eth():
+    from pcieperf.ethernet import Ethernet
+
+    return Ethernet(40)
+
+
+def imix():
+    from pcieperf.ethernet import parse_mix
+
+    return parse_mix("imix")
+
+
+pytest.importorskip("distributed", reason="the dask extra (pip install 'pcieperf[dask]')")
+
+
+def test_100_files_with_bursts_across_them_equal_one_file(tmp_path, capsys, monkeypatch):
+    # The issue's acceptance: 100 files cut from one synthetic capture, every cut inside a
+    # 32-frame burst (bursts start at multiples of 32; cut k is at packet 1000k + 7, and
+    # 1000k + 7 = 8 (125k) + 7 is odd); the archive's statistics are the one file's, byte for
+    # byte.
+    monkeypatch.chdir(tmp_path)
+    one = synth(tmp_path, capsys)
+    cuts = [1000 * k + 7 for k in range(1, 100)]
+    assert all(c % 32 for c in cuts)
+    split(one, tmp_path / "parts", cuts)
+    code, out, _ = run_cli(capsys, "trace", "stats", "--json", "--archive", "parts/*.pcap")
+    assert code == 0
+    (port,) = json.loads(out)
+    assert (port["files"], port["first_file"]) == (100, "parts/part-000.pcap")
+    code, single, _ = run_cli(capsys, "trace", "stats", "--json", str(one))
+    (whole,) = json.loads(single)
+    assert whole["bursts"]["max_burst"] == 32  # the bursts the cuts go through
+    assert without(port, PORT_KEYS) == without(whole, ("file",))
+
+
+def test_files_that_overlap_in_time_are_summarised_together(tmp_path, capsys, monkeypatch):
+    # Two files of one port whose times interleave: the result is that of one file holding
+    # both files' records, the first's then the second's (out of order, so sorted by time).
+    monkeypatch.chdir(tmp_path)
+    one = synth(tmp_path, capsys)
+    a, b = split(one, tmp_path / "parts", [50_000])
+    data_b = b.read_bytes()
+    a.write_bytes(data_b)  # both files hold b's records: they overlap entirely
+    both = tmp_path / "both.pcap"
+    both.write_bytes(data_b + data_b[PCAP_HEADER:])
+    code, out, _ = run_cli(capsys, "trace", "stats", "--json", "--archive", "parts/*.pcap")
+    assert code == 0
+    (port,) = json.loads(out)
+    code, single, _ = run_cli(capsys, "trace", "stats", "--json", str(both))
+    (whole,) = json.loads(single)
+    assert whole["out_of_order"] == 1  # the second copy's first packet
+    assert without(port, PORT_KEYS) == without(whole, ("file",))
+
+
+@pytest.mark.skipif(not CAPTURES.is_dir(), reason="../shared/data/captures is absent")
+@pytest.mark.parametrize("mode", [(), ("--archive",)], ids=["per-file", "archive"])
+def test_local2_gives_the_in_process_result_on_the_shared_captures(capsys, mode):
+    # The issue's acceptance: --scheduler local:2 prints what the in-process run prints.
+    files = [str(p) for p in sorted(CAPTURES.glob("**/*.pcap*"))]
+    readable = [f for f in files if not isinstance(core().trace_stats([f], CONFIG)[0], str)]
+    argv = ["trace", "stats", "--json", *mode, *readable]
+    code, in_process, _ = run_cli(capsys, *argv)
+    assert code == 0
+    code, local2, _ = run_cli(capsys, *argv, "--scheduler", "local:2")
+    assert code == 0
+    assert local2 == in_process
+    if not mode:  # the per-file result through Dask is the plain command's
+        code, plain, _ = run_cli(capsys, "trace", "stats", "--json", *readable)
+        assert plain == in_process
+
+
+def test_a_glob_that_matches_nothing_is_one_line(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "trace", "stats", "--archive", str(tmp_path / "*.pcap"))
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "matches no file" in err
