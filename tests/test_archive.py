@@ -1,6 +1,7 @@
 """Archive statistics (issue 17 item 2): per-file partial statistics merged exactly, per port,
 into the statistics of the files concatenated in time order; the same on local workers."""
 
+import itertools
 import json
 import pickle
 from pathlib import Path
@@ -38,7 +39,7 @@ def split(capture: Path, folder: Path, cuts: list[int]) -> list[Path]:
     bounds = [0, *cuts, t.packets]
     folder.mkdir()
     paths = []
-    for k, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
+    for k, (a, b) in enumerate(itertools.pairwise(bounds)):
         paths.append(folder / f"part-{k:03d}.pcap")
         paths[-1].write_bytes(data[:PCAP_HEADER] + data[starts[a] : starts[b]])
     return paths

@@ -606,7 +606,9 @@ impl TracePartial {
     }
 
     /// Pickled as its bytes (Dask ships partials between processes).
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>,))> {
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>,))> {
         let py = slf.py();
         let from = slf.get_type().getattr("from_bytes")?;
         Ok((from, (slf.borrow().to_bytes(py).into_any(),)))
@@ -629,10 +631,7 @@ impl TracePartial {
         config: &Bound<'py, PyDict>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let config = stats_config(config)?;
-        let summary = self
-            .inner
-            .summary(&config)
-            .map_err(PyValueError::new_err)?;
+        let summary = self.inner.summary(&config).map_err(PyValueError::new_err)?;
         let f = &self.inner.facts;
         let d = summary_dict(py, &summary)?;
         d.set_item("format", &f.format)?;

@@ -202,7 +202,11 @@ impl GapDist {
         if other.n == 0 {
             return;
         }
-        self.min = if self.n == 0 { other.min } else { self.min.min(other.min) };
+        self.min = if self.n == 0 {
+            other.min
+        } else {
+            self.min.min(other.min)
+        };
         self.n += other.n;
         let (a, b) = (std::mem::take(&mut self.values), &other.values);
         let mut out = Vec::with_capacity(a.len() + b.len());
@@ -562,7 +566,7 @@ impl Partial {
 
 /// How one read in file order went.
 enum Pass {
-    Done(Partial),
+    Done(Box<Partial>),
     /// Frames were sized under a rule that changed later: read again with the final one.
     Again(FrameRule),
     Unsorted,
@@ -603,7 +607,9 @@ fn read_in_order(
     }
     let records = (first_record.unwrap_or(0), counts.totals.last_ts_ns);
     let facts = ReadFacts::of(reader, reads);
-    Ok(Pass::Done(Partial::new(facts, &counts, records, built, origin)))
+    Ok(Pass::Done(Box::new(Partial::new(
+        facts, &counts, records, built, origin,
+    ))))
 }
 
 /// Packets of files read in file order, with their counts.
@@ -630,11 +636,7 @@ impl Held {
     fn partial(mut self, facts: ReadFacts, config: &StatsConfig, origin: Option<i64>) -> Partial {
         self.packets.sort_by_key(|p| p.0);
         let origin = origin.unwrap_or(self.counts.totals.first_ts_ns);
-        let mut built = Builder::new(
-            config,
-            origin,
-            FrameRule::new(&facts.interfaces, config),
-        );
+        let mut built = Builder::new(config, origin, FrameRule::new(&facts.interfaces, config));
         for &(ts, wirelen, iface) in &self.packets {
             built.push(ts, wirelen, iface, config);
         }
@@ -663,14 +665,14 @@ pub fn file_partial(
     let mut reader = open(path, read, rereadable)?;
     if rereadable {
         let expected_rule = match read_in_order(&mut reader, config, origin, None, 1)? {
-            Pass::Done(partial) => return Ok(partial),
+            Pass::Done(partial) => return Ok(*partial),
             Pass::Again(rule) => Some(rule),
             Pass::Unsorted => None,
         };
         reader = open(path, read, rereadable)?;
         if let Some(rule) = expected_rule {
             return match read_in_order(&mut reader, config, origin, Some(&rule), 2)? {
-                Pass::Done(partial) => Ok(partial),
+                Pass::Done(partial) => Ok(*partial),
                 _ => Err(TraceError::whole(
                     &path.display().to_string(),
                     "the capture changed while it was read twice",
@@ -765,10 +767,14 @@ impl Dec<'_> {
         Ok(head)
     }
     fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
     fn i64(&mut self) -> Result<i64, String> {
-        Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(i64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
     fn len(&mut self) -> Result<usize, String> {
         let n = self.u64()?;
@@ -782,7 +788,11 @@ impl Dec<'_> {
         String::from_utf8(self.take(n)?.to_vec()).map_err(|e| e.to_string())
     }
     fn opt_str(&mut self) -> Result<Option<String>, String> {
-        Ok(if self.u64()? == 1 { Some(self.str()?) } else { None })
+        Ok(if self.u64()? == 1 {
+            Some(self.str()?)
+        } else {
+            None
+        })
     }
     fn totals(&mut self) -> Result<Totals, String> {
         Ok(Totals {
