@@ -1063,20 +1063,25 @@ def _add_capture_read_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_trace_merge(args: argparse.Namespace) -> None:
     """Merge captures into one file in time order (pcapng keeps every interface)."""
-    result = trace.merge(
-        args.files, args.output, force=args.force, skip_bad=args.skip_bad, strict=args.strict
-    )
+    files = archiving.expand(args.files)
+    options = {"force": args.force, "skip_bad": args.skip_bad, "strict": args.strict}
+    if args.scheduler:
+        scheduler = engine.parse_scheduler(args.scheduler)
+        with engine.connect(scheduler, quiet_logs=not args.debug) as client:
+            result = archiving.merge(client, files, args.output, **options)
+    else:
+        result = trace.merge(files, args.output, **options)
     if result["truncated"]:
         _warn(
             f"{result['truncated']} inputs were cut short inside a record; what came before "
             "is merged (--strict makes this an error)"
         )
-    out = {"output": args.output, "inputs": args.files, **result}
+    out = {"output": args.output, "inputs": files, **result}
     _emit(
         args,
         out,
         lambda: (
-            f"{out['packets']} packets from {len(args.files)} files, "
+            f"{out['packets']} packets from {len(files)} files, "
             f"{out['interfaces']} interfaces -> {args.output} ({out['writes']} writes"
             + (f", {out['skipped']} damaged records skipped" if out["skipped"] else "")
             + (
@@ -2152,6 +2157,7 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     p = _add_command(trace_sub, "merge", cmd_trace_merge)
     p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
     p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
+    _add_scheduler_option(p)
     _add_capture_read_options(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
     p = _add_command(trace_sub, "synth", cmd_trace_synth)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 np = _lazy.module("numpy")
 
 NS_PER_S = 1_000_000_000
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # timestamps are int64 ns
 WINDOWS_NS = (1_000_000, NS_PER_S)  # the 1 ms and 1 s rate windows
 GAP_PERCENTILES = (50, 99)  # gap_ns_p50 and gap_ns_p99 of `trace stats`
 ARRIVALS = ("constant", "poisson", "onoff")

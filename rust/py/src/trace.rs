@@ -6,7 +6,9 @@ use std::sync::Mutex;
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pcieperf_core::trace::archive::{file_partial, files_partial, first_record, Partial};
-use pcieperf_core::trace::merge::{convert, merge_with, MergeOptions, MergeStats};
+use pcieperf_core::trace::merge::{
+    convert, merge_part, merge_with, scan, MergeOptions, MergeStats, Part,
+};
 use pcieperf_core::trace::read::{Quirks, ReadOptions, Reader};
 use pcieperf_core::trace::stats::{
     columns_stats, file_stats, FileStats, StatsConfig, Summary, Totals, DISTINCT_GAP_LIMIT,
@@ -719,6 +721,73 @@ pub fn trace_first_records<'py>(
     for result in results {
         match result {
             Ok((first, interfaces)) => out.append((first, interfaces_list(py, &interfaces)?))?,
+            Err(error) => out.append(error.to_string())?,
+        }
+    }
+    Ok(out)
+}
+
+/// The records of `inputs` within [from_ns, to_ns) (to_ns = i64::MAX: to the end) merged into
+/// `output` with the whole merge's header and interfaces, reading only the inputs `selected`
+/// (`merge::merge_part`).
+#[pyfunction]
+#[pyo3(signature = (inputs, output, format, from_ns, to_ns, selected, skip_bad=false, strict=false))]
+#[allow(clippy::too_many_arguments)]
+pub fn trace_merge_part<'py>(
+    py: Python<'py>,
+    inputs: Vec<PathBuf>,
+    output: PathBuf,
+    format: &str,
+    from_ns: i64,
+    to_ns: i64,
+    selected: Vec<bool>,
+    skip_bad: bool,
+    strict: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let format = out_format(format)?;
+    let options = MergeOptions {
+        skip_bad,
+        strict,
+        keep_names: false,
+    };
+    let part = Part {
+        from_ns,
+        to_ns,
+        inputs: Some(selected),
+    };
+    let s = py
+        .detach(|| merge_part(&inputs, &output, format, options, &part))
+        .map_err(to_py_err)?;
+    merge_dict(py, s)
+}
+
+/// Per file, its time span and order (`merge::scan`) as a dict, or its one-line error (a str)
+/// in its place; files in parallel on up to `threads` threads, without the GIL.
+#[pyfunction]
+#[pyo3(signature = (paths, skip_bad=false, strict=false, threads=1))]
+pub fn trace_scan<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    skip_bad: bool,
+    strict: bool,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let read = read_options(skip_bad, strict);
+    let results = py.detach(|| in_parallel(&paths, threads, |p| scan(p, read)));
+    let out = PyList::empty(py);
+    for result in results {
+        match result {
+            Ok(s) => {
+                let d = PyDict::new(py);
+                d.set_item("packets", s.packets)?;
+                d.set_item("first_ns", s.first_ns)?;
+                d.set_item("last_ns", s.last_ns)?;
+                d.set_item("in_order", s.in_order)?;
+                d.set_item("interfaces_up_front", s.interfaces_up_front)?;
+                d.set_item("skipped", s.skipped)?;
+                d.set_item("cut_short", s.cut_short)?;
+                out.append(d)?;
+            }
             Err(error) => out.append(error.to_string())?,
         }
     }
