@@ -21,6 +21,7 @@ last. Steps, each a map over the engine (`engine.map_chunks`):
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import shutil
 from collections.abc import Sequence
@@ -295,7 +296,7 @@ def time_ranges(scans: Sequence[dict], parts: int) -> list[tuple[int, int]]:
         if a > bounds[-1]:
             bounds.append(a)
     bounds.append(trace.INT64_MAX)
-    return list(zip(bounds, bounds[1:], strict=False))
+    return list(itertools.pairwise(bounds))
 
 
 def merge(
