@@ -3,7 +3,10 @@ into the statistics of the files concatenated in time order; the same on local w
 
 import itertools
 import json
+import os
 import pickle
+import signal
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -231,3 +234,22 @@ def local2():
     with engine.connect(engine.parse_scheduler("local:2")) as client:
         client.wait_for_workers(2, timeout=300)
         yield client
+
+
+def test_a_worker_killed_mid_run_changes_nothing(tmp_path, capsys, monkeypatch, local2):
+    # The acceptance: a worker process dies while it summarises files; the scheduler
+    # reruns its tasks elsewhere (the nanny starts a new worker) and the result is unchanged.
+    monkeypatch.chdir(tmp_path)
+    one = synth(tmp_path, capsys)
+    files = [str(p) for p in split(one, tmp_path / "parts", [1000 * k for k in range(1, 100)])]
+    expected = archive.archive_stats(local2, files)
+    pids = local2.run(os.getpid)
+    with ThreadPoolExecutor(1) as pool:
+        run = pool.submit(archive.archive_stats, local2, files)
+        busy = None
+        while busy is None and not run.done():  # the first worker seen running a task
+            busy = next((w for w, tasks in local2.processing().items() if tasks), None)
+        if busy is not None:
+            os.kill(pids[busy], signal.SIGKILL)  # as the kernel's OOM killer does
+        assert run.result() == expected
+    assert busy is not None  # a worker was killed while it held a task
