@@ -5,8 +5,8 @@ on every run. Also: the cost of one file's partial in this process (the Rust rea
 reduce (appending every partial and summarising), and of a no-op task on the cluster; the load
 average before and after, since other work shares the machine.
 
-Run: python3 benchmarks/bench_archive.py [--files 64] [--packets 4000000] [--workers 1,2,4]
-     [--runs 3] [--json-out F.json]
+Run: python3 benchmarks/bench_archive.py [--files 64] [--packets 4000000] [--sizes 64]
+     [--workers 1,2,4] [--runs 3] [--json-out F.json]
 """
 
 import argparse
@@ -24,13 +24,13 @@ from pcieperf.ethernet import Ethernet, parse_mix
 PCAP_HEADER, RECORD_HEADER = 24, 16  # draft-ietf-opsawg-pcap §4, §5
 
 
-def make_archive(folder: Path, files: int, packets: int) -> list[str]:
-    """One on/off IMIX capture of `packets` packets cut into `files` pcap files."""
+def make_archive(folder: Path, files: int, packets: int, sizes: str) -> list[str]:
+    """One on/off capture of `packets` packets of the `sizes` mix cut into `files` pcap files."""
     whole = folder / "whole.pcap"
     trace.synth(
         whole,
         eth=Ethernet(40),
-        mix=parse_mix("imix"),
+        mix=parse_mix(sizes),
         pps=10e6,
         duration_s=packets / 10e6,
         arrival="onoff",
@@ -62,13 +62,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=64)
     parser.add_argument("--packets", type=int, default=4_000_000)
+    parser.add_argument("--sizes", default="64", help="frame mix (64 keeps the files small)")
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json-out", default=None, help="also write the figures here")
     args = parser.parse_args()
-    out: dict = {"files": args.files, "packets": args.packets, "load_before": os.getloadavg()}
+    out: dict = {
+        "files": args.files,
+        "packets": args.packets,
+        "sizes": args.sizes,
+        "load_before": os.getloadavg(),
+    }
     with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
-        paths = make_archive(Path(d), args.files, args.packets)
+        paths = make_archive(Path(d), args.files, args.packets, args.sizes)
         out["bytes"] = sum(Path(p).stat().st_size for p in paths)
         config = trace.stats_config(40, trace.WINDOWS_NS)
         per_file = [timed(lambda p=p: core().trace_partial(p, config, 0))[0] for p in paths[:8]]
