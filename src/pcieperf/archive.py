@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 
 from pcieperf import engine, trace
 from pcieperf._native import core
-from pcieperf.errors import UsageError
+from pcieperf.errors import UsageError, require_positive
+from pcieperf.wire import MIN_FRAME_BYTES
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -88,19 +89,19 @@ def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]
     return heads
 
 
-def _partial_task(shared: tuple[dict, bool, bool], chunk: tuple[str, int]) -> object:
-    config, skip_bad, strict = shared
+def _partial_task(shared: tuple[dict, bool, bool, object], chunk: tuple[str, int]) -> object:
+    config, skip_bad, strict, demand = shared
     path, origin = chunk
-    return _core(core().trace_partial, path, config, origin, skip_bad, strict)
+    return _core(core().trace_partial, path, config, origin, skip_bad, strict, demand)
 
 
-def _port_task(shared: tuple[dict, bool, bool], paths: tuple[str, ...]) -> object:
-    config, skip_bad, strict = shared
-    return _core(core().trace_partial_files, list(paths), config, skip_bad, strict)
+def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) -> object:
+    config, skip_bad, strict, demand = shared
+    return _core(core().trace_partial_files, list(paths), config, skip_bad, strict, demand)
 
 
-def _stats_task(shared: tuple[dict, bool, bool], path: str) -> dict:
-    config, skip_bad, strict = shared
+def _stats_task(shared: tuple[dict, bool, bool, object], path: str) -> dict:
+    config, skip_bad, strict, _ = shared
     (raw,) = _core(core().trace_stats, [path], config, skip_bad, strict, 1)  # type: ignore[misc]
     if isinstance(raw, str):
         raise trace.TraceFileError(raw)
@@ -121,23 +122,83 @@ def ports(heads: Sequence[Head]) -> list[list[Head]]:
     return sorted(found, key=lambda group: order(group[0]))
 
 
-def _merged(partials: Sequence[object], config: dict) -> dict | None:
-    """The summary of a port's partials appended in order, or None where that is not exact."""
+def _merged(partials: Sequence[object], config: dict, demand: object) -> object | None:
+    """A port's partials appended in order, or None where that is not exact."""
     total, *rest = partials
     try:
         for partial in rest:
-            total.append(partial, config)  # type: ignore[attr-defined]
-        return total.summary(config)  # type: ignore[attr-defined]
+            total.append(partial, config, demand)  # type: ignore[attr-defined]
+        total.summary(config)  # type: ignore[attr-defined]  # checks the origin
     except ValueError:
         return None
+    return total
+
+
+def _where(n: int, port: Sequence[Head]) -> dict:
+    """The keys that name a port of an archive."""
+    return {"port": n, "files": len(port), "first_file": port[0].path, "last_file": port[-1].path}
 
 
 def _port_report(n: int, port: Sequence[Head], raw: dict, eth_gbps: float) -> dict:
     interfaces = [trace.Interface(**i) for i in raw["interfaces"]]
     report = trace._report(port[0].path, raw, interfaces, eth_gbps)
     del report["file"]
-    where = {"port": n, "files": len(port), "first_file": port[0].path, "last_file": port[-1].path}
-    return where | report
+    return _where(n, port) | report
+
+
+def _port_partials(
+    client: Client,
+    files: Sequence[str],
+    shared: tuple[dict, bool, bool, object],
+    *,
+    per_file: bool = False,
+) -> list[tuple[list[Head], object]]:
+    """Each port (each file with `per_file`) and the partial of its files in port order: the
+    steps of the module notes."""
+    config, skip_bad, strict, demand = shared
+    given = {os.path.abspath(f): f for f in files}  # workers may run in another folder
+    absolute = list(given)
+    batches = [
+        tuple(absolute[k : k + HEADS_PER_TASK]) for k in range(0, len(absolute), HEADS_PER_TASK)
+    ]
+    heads: list[list[Head]] = [[] for _ in batches]
+    for done in engine.map_chunks(
+        client,
+        _heads_task,
+        batches,
+        shared=(skip_bad, strict),
+        weight=len,
+        desc="first records",
+        unit="file",
+    ):
+        heads[done.index] = done.result
+    found = [replace(h, path=given[h.path]) for batch in heads for h in batch]
+    grouped = [[h] for h in found] if per_file else ports(found)
+    origins = [
+        min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped
+    ]
+    chunks = [
+        (os.path.abspath(h.path), origin)
+        for p, origin in zip(grouped, origins, strict=True)
+        for h in p
+    ]
+    partials: list[object] = [None] * len(chunks)
+    for done in engine.map_chunks(
+        client, _partial_task, chunks, shared=shared, desc="reading", unit="file"
+    ):
+        partials[done.index] = done.result
+    merged: list[object | None] = []
+    start = 0
+    for port in grouped:
+        merged.append(_merged(partials[start : start + len(port)], config, demand))
+        start += len(port)
+    redo = [k for k, partial in enumerate(merged) if partial is None]
+    again = [tuple(os.path.abspath(h.path) for h in grouped[k]) for k in redo]
+    for done in engine.map_chunks(
+        client, _port_task, again, shared=shared, weight=len, desc="overlapping", unit="file"
+    ):
+        merged[redo[done.index]] = done.result
+    return list(zip(grouped, merged, strict=True))
 
 
 def archive_stats(
@@ -153,47 +214,10 @@ def archive_stats(
     time order, the same keys as one file's statistics without `file`, plus `port`, `files`,
     `first_file` and `last_file`."""
     config, files = _checked(paths, eth_gbps, windows_ns)
-    read = (skip_bad, strict)
-    given = {os.path.abspath(f): f for f in files}  # workers may run in another folder
-    absolute = list(given)
-    batches = [
-        tuple(absolute[k : k + HEADS_PER_TASK]) for k in range(0, len(absolute), HEADS_PER_TASK)
-    ]
-    heads: list[list[Head]] = [[] for _ in batches]
-    for done in engine.map_chunks(
-        client, _heads_task, batches, shared=read, weight=len, desc="first records", unit="file"
-    ):
-        heads[done.index] = done.result
-    grouped = ports([replace(h, path=given[h.path]) for batch in heads for h in batch])
-    origins = [
-        min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped
-    ]
-    chunks = [
-        (os.path.abspath(h.path), origin)
-        for p, origin in zip(grouped, origins, strict=True)
-        for h in p
-    ]
-    shared = (config, skip_bad, strict)
-    partials: list[object] = [None] * len(chunks)
-    for done in engine.map_chunks(
-        client, _partial_task, chunks, shared=shared, desc="trace stats", unit="file"
-    ):
-        partials[done.index] = done.result
-    raws: list[dict | None] = []
-    start = 0
-    for port in grouped:
-        raws.append(_merged(partials[start : start + len(port)], config))
-        start += len(port)
-    redo = [k for k, raw in enumerate(raws) if raw is None]
-    again = [tuple(os.path.abspath(h.path) for h in grouped[k]) for k in redo]
-    for done in engine.map_chunks(
-        client, _port_task, again, shared=shared, weight=len, desc="overlapping", unit="file"
-    ):
-        raws[redo[done.index]] = done.result.summary(config)  # type: ignore[attr-defined]
+    found = _port_partials(client, files, (config, skip_bad, strict, None))
     return [
-        _port_report(n, port, raw, eth_gbps)
-        for n, (port, raw) in enumerate(zip(grouped, raws, strict=True))
-        if raw is not None
+        _port_report(n, port, partial.summary(config), eth_gbps)  # type: ignore[attr-defined]
+        for n, (port, partial) in enumerate(found)
     ]
 
 
@@ -214,7 +238,7 @@ def file_stats(
         client,
         _stats_task,
         [os.path.abspath(f) for f in files],
-        shared=(config, skip_bad, strict),
+        shared=(config, skip_bad, strict, None),
         desc="trace stats",
         unit="file",
     ):
@@ -387,3 +411,90 @@ def _concatenate(names: Sequence[str], out: Path) -> dict:
                     raise trace.TraceFileError(f"{name}: a part does not start with the header")
                 shutil.copyfileobj(src, dst, 1 << 20)
     return {"bytes": out.stat().st_size}
+
+
+# --- PCIe demand of archives ------------------------------------------------------------------
+
+MAX_DEMAND_FRAME = 65_535 + 18
+"""Largest frame priced for `trace demand`: a 64 KiB GSO/TSO packet with its Ethernet header
+and FCS; a larger frame is an error naming it."""
+
+
+def demand_cost(
+    profile: object, link: object, window_ns: int, dma_paths: tuple[str, ...]
+) -> object:
+    """What each frame size costs the link up and down, priced as `nic --trace` prices a
+    packet (`nic.price_packets`), for the workers (`TraceDemandCost`)."""
+    import numpy as np
+
+    from pcieperf import nic
+
+    frames = np.maximum(np.arange(MAX_DEMAND_FRAME + 1), MIN_FRAME_BYTES)
+    up, down = nic.per_packet_wire_bytes(*nic.price_packets(profile, link, frames, dma_paths))
+    capacity = link.tlp_bytes_per_s * 8 / 1e9  # type: ignore[attr-defined]
+    return core().TraceDemandCost(window_ns, up.tolist(), down.tolist(), capacity)
+
+
+def _require_ethernet(name: str, raw: dict) -> None:
+    """Frames are priced as Ethernet frames: other link types have no size to price."""
+    unknown = sorted({i["linktype"] for i in raw["interfaces"]} - set(trace.LINK_HEADER_BYTES))
+    if unknown and raw["packets"]:
+        raise UsageError(
+            f"{name}: link type {unknown[0]} has no Ethernet equivalent; the demand needs link "
+            f"types {', '.join(map(str, trace.LINK_HEADER_BYTES))}"
+        )
+
+
+def demand(
+    client: Client,
+    paths: Sequence[str],
+    *,
+    profile: object,
+    link: object,
+    window_ns: int,
+    dma_paths: tuple[str, ...],
+    per_file: bool = False,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> list[dict]:
+    """The PCIe bandwidth each port (or each file, `per_file`) needs per window of `window_ns`
+    from a NIC `profile` on `link`, every packet priced at its own frame size at the time it
+    was captured: mean (over the duration) and peak Gb/s per direction, and the windows above
+    the link's capacity. Windows follow `trace stats`'s rule (from the first packet; the last
+    covers up to the last packet), across file boundaries."""
+    require_positive("window", window_ns)
+    config, files = _checked(paths, 40, trace.WINDOWS_NS)
+    cost = demand_cost(profile, link, window_ns, dma_paths)
+    found = _port_partials(client, files, (config, skip_bad, strict, cost), per_file=per_file)
+    capacity = link.tlp_bytes_per_s * 8 / 1e9  # type: ignore[attr-defined]
+    out = []
+    for n, (port, partial) in enumerate(found):
+        raw = partial.summary(config)  # type: ignore[attr-defined]
+        name = port[0].path if per_file else f"port {n} ({port[0].path} ...)"
+        _require_ethernet(name, raw)
+        try:
+            d = partial.demand(cost)  # type: ignore[attr-defined]
+        except ValueError as exc:
+            raise UsageError(f"{name}: {exc}") from None
+        packets = raw["packets"]
+        span = raw["last_ts_ns"] - raw["first_ts_ns"] if packets else 0
+        where = {"file": port[0].path} if per_file else _where(n, port)
+        out.append(
+            where
+            | {
+                "profile": getattr(profile, "name", str(profile)),
+                "packets": packets,
+                "mean_frame_bytes": d["frame_bytes"] / packets if packets else None,
+                "duration_s": span / trace.NS_PER_S,
+                "window_ns": window_ns,
+                "windows": d["windows"],
+                "capacity_gbps": capacity,
+                "mean_up_gbps": d["bytes_up"] * 8 / span if span else None,
+                "mean_down_gbps": d["bytes_down"] * 8 / span if span else None,
+                "peak_up_gbps": d["peak_up_gbps"],
+                "peak_down_gbps": d["peak_down_gbps"],
+                "windows_over_capacity": d["windows_over_capacity"],
+                "fits": d["windows_over_capacity"] == 0,
+            }
+        )
+    return out

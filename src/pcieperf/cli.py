@@ -1061,6 +1061,44 @@ def _add_capture_read_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def cmd_trace_demand(args: argparse.Namespace) -> None:
+    """The PCIe bandwidth captures need per window from a NIC profile, per file or per port of
+    an archive, on Dask."""
+    window = parse_duration_ns(args.window, "window")
+    link = _link(args)
+    profile = nic.load_profile(args.profile)
+    dma_paths = _nic_paths(args)
+    scheduler = engine.parse_scheduler(args.scheduler)
+    files = archiving.expand(args.files)
+    with engine.connect(scheduler, quiet_logs=not args.debug) as client:
+        results = archiving.demand(
+            client,
+            files,
+            profile=profile,
+            link=link,
+            window_ns=window,
+            dma_paths=dma_paths,
+            per_file=not args.archive,
+            skip_bad=args.skip_bad,
+            strict=args.strict,
+        )
+
+    def line(r: dict) -> str:
+        mean = (
+            f"mean {r['mean_up_gbps']:.3f} up / {r['mean_down_gbps']:.3f} down Gb/s, "
+            if r["mean_up_gbps"] is not None
+            else ""
+        )
+        return (
+            f"{_archive_label(r)['file']}: {r['packets']} packets; {mean}peak "
+            f"{r['peak_up_gbps']:.3f} up / {r['peak_down_gbps']:.3f} down Gb/s per "
+            f"{r['window_ns'] / 1e6:g} ms; {r['windows_over_capacity']} of {r['windows']} "
+            f"windows exceed the link's {r['capacity_gbps']:.2f} Gb/s"
+        )
+
+    _emit(args, results, lambda: "\n".join(line(r) for r in results))
+
+
 def cmd_trace_merge(args: argparse.Namespace) -> None:
     """Merge captures into one file in time order (pcapng keeps every interface)."""
     files = archiving.expand(args.files)
@@ -2076,6 +2114,7 @@ EXAMPLES = {
     "platforms": "pcieperf platforms skylake-sp",
     "trace": "pcieperf trace stats capture.pcapng",
     "trace stats": "pcieperf trace stats 'archive/*.pcap' --archive --scheduler local:2",
+    "trace demand": "pcieperf trace demand 'archive/*.pcap' --archive --profile dpdk --gen 4",
     "trace merge": "pcieperf trace merge a.pcap b.pcapng -o merged.pcapng",
     "trace synth": "pcieperf trace synth --sizes imix --pps 10M --duration 1s -o imix.pcap",
     "trace convert": "pcieperf trace convert old.pcap -o new.pcapng",
@@ -2139,7 +2178,7 @@ def _add_group(
 
 def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     """The `trace` group: capture statistics, merge, synthesis and conversion."""
-    trace_sub = _add_group(sub, "trace", "Capture files: stats, merge, synth, convert")
+    trace_sub = _add_group(sub, "trace", "Capture files: stats, demand, merge, synth, convert")
     p = _add_command(trace_sub, "stats", cmd_trace_stats)
     p.add_argument("files", nargs="+", help="pcap or pcapng files (.gz/.zst too; - is stdin)")
     p.add_argument("--eth", type=_whole(), default=40, help="line rate (Gb/s) that defines bursts")
@@ -2153,6 +2192,15 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
         help="one result per port (files with the same interfaces): its files as if "
         "concatenated in time order, summarised on Dask (docs/scale.md)",
     )
+    _add_scheduler_option(p)
+    p = _add_command(trace_sub, "demand", cmd_trace_demand)
+    p.add_argument("files", nargs="+", help="pcap or pcapng files or globs")
+    p.add_argument("--profile", default="dpdk", help="NIC profile: built-in name or a .toml file")
+    p.add_argument("--paths", default="rx,tx", help="rx, tx or rx,tx (default both)")
+    p.add_argument("--window", default="1ms", help="time window of the bandwidth")
+    p.add_argument("--archive", action="store_true", help="one result per port, as trace stats")
+    _add_capture_read_options(p)
+    _add_link_options(p)
     _add_scheduler_option(p)
     p = _add_command(trace_sub, "merge", cmd_trace_merge)
     p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")

@@ -364,6 +364,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::trace_merge_part, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_scan, m)?)?;
     m.add_class::<trace::TracePartial>()?;
+    m.add_class::<trace::TraceDemandCost>()?;
     m.add_class::<trace::TraceWriter>()?;
     m.add_class::<trace::TraceSynth>()?;
     Ok(())

@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
-use pcieperf_core::trace::archive::{file_partial, files_partial, first_record, Partial};
+use pcieperf_core::trace::archive::{
+    file_partial, files_partial, first_record, DemandConfig, Partial,
+};
 use pcieperf_core::trace::merge::{
     convert, merge_part, merge_with, scan, MergeOptions, MergeStats, Part,
 };
@@ -619,11 +621,34 @@ impl TracePartial {
     /// Adds the partial of the files that follow; ValueError saying why where the two cannot
     /// be merged exactly (they overlap in time, count windows from other origins, or size
     /// frames by another rule).
-    fn append(&mut self, next: &TracePartial, config: &Bound<'_, PyDict>) -> PyResult<()> {
+    #[pyo3(signature = (next, config, demand=None))]
+    fn append(
+        &mut self,
+        next: &TracePartial,
+        config: &Bound<'_, PyDict>,
+        demand: Option<&TraceDemandCost>,
+    ) -> PyResult<()> {
         let config = stats_config(config)?;
         self.inner
-            .append(&next.inner, &config)
+            .append(&next.inner, &config, demand.map(|d| &d.inner))
             .map_err(PyValueError::new_err)
+    }
+
+    /// The PCIe demand of the packets (`archive::Partial::demand`) as a dict.
+    fn demand<'py>(&self, py: Python<'py>, cost: &TraceDemandCost) -> PyResult<Bound<'py, PyDict>> {
+        let d = self
+            .inner
+            .demand(&cost.inner)
+            .map_err(PyValueError::new_err)?;
+        let out = PyDict::new(py);
+        out.set_item("windows", d.windows)?;
+        out.set_item("peak_up_gbps", d.peak_up_gbps)?;
+        out.set_item("peak_down_gbps", d.peak_down_gbps)?;
+        out.set_item("windows_over_capacity", d.windows_over_capacity)?;
+        out.set_item("bytes_up", d.bytes_up)?;
+        out.set_item("bytes_down", d.bytes_down)?;
+        out.set_item("frame_bytes", d.frame_bytes)?;
+        Ok(out)
     }
 
     /// The statistics as `trace_stats` gives them for one file.
@@ -668,9 +693,49 @@ impl TracePartial {
     }
 }
 
-/// The partial of one capture file, windows counted from `origin` ns, read without the GIL.
+/// The arguments of `TraceDemandCost`: window, costs up and down, capacity.
+type CostArgs = (u64, Vec<f64>, Vec<f64>, f64);
+
+/// What the PCIe demand of a trace costs (`archive::DemandConfig`): bytes up and down per
+/// frame size (index: frame bytes incl. FCS), the window and the link capacity per direction.
+#[pyclass(module = "pcieperf._core")]
+pub struct TraceDemandCost {
+    inner: DemandConfig,
+}
+
+#[pymethods]
+impl TraceDemandCost {
+    #[new]
+    fn new(window_ns: u64, up: Vec<f64>, down: Vec<f64>, capacity_gbps: f64) -> PyResult<Self> {
+        if window_ns == 0 || up.len() != down.len() || up.is_empty() {
+            return Err(PyValueError::new_err(
+                "a demand needs a window of at least 1 ns and equally long, non-empty costs",
+            ));
+        }
+        Ok(TraceDemandCost {
+            inner: DemandConfig {
+                window_ns,
+                up,
+                down,
+                capacity_gbps,
+            },
+        })
+    }
+
+    /// Pickled as its arguments.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, CostArgs)> {
+        let c = &slf.borrow().inner;
+        Ok((
+            slf.get_type().into_any(),
+            (c.window_ns, c.up.clone(), c.down.clone(), c.capacity_gbps),
+        ))
+    }
+}
+
+/// The partial of one capture file, windows counted from `origin` ns, read without the GIL;
+/// with `demand`, the PCIe demand of its packets too.
 #[pyfunction]
-#[pyo3(signature = (path, config, origin, skip_bad=false, strict=false))]
+#[pyo3(signature = (path, config, origin, skip_bad=false, strict=false, demand=None))]
 pub fn trace_partial(
     py: Python<'_>,
     path: PathBuf,
@@ -678,10 +743,12 @@ pub fn trace_partial(
     origin: i64,
     skip_bad: bool,
     strict: bool,
+    demand: Option<&TraceDemandCost>,
 ) -> PyResult<TracePartial> {
     let config = stats_config(config)?;
     let read = read_options(skip_bad, strict);
-    py.detach(|| file_partial(&path, read, &config, origin))
+    let cost = demand.map(|d| &d.inner);
+    py.detach(|| file_partial(&path, read, &config, origin, cost))
         .map(|inner| TracePartial { inner })
         .map_err(to_py_err)
 }
@@ -689,17 +756,19 @@ pub fn trace_partial(
 /// The partial of files that overlap in time, concatenated in the order given (every packet
 /// held and sorted), windows counted from the first packet.
 #[pyfunction]
-#[pyo3(signature = (paths, config, skip_bad=false, strict=false))]
+#[pyo3(signature = (paths, config, skip_bad=false, strict=false, demand=None))]
 pub fn trace_partial_files(
     py: Python<'_>,
     paths: Vec<PathBuf>,
     config: &Bound<'_, PyDict>,
     skip_bad: bool,
     strict: bool,
+    demand: Option<&TraceDemandCost>,
 ) -> PyResult<TracePartial> {
     let config = stats_config(config)?;
     let read = read_options(skip_bad, strict);
-    py.detach(|| files_partial(&paths, read, &config))
+    let cost = demand.map(|d| &d.inner);
+    py.detach(|| files_partial(&paths, read, &config, cost))
         .map(|inner| TracePartial { inner })
         .map_err(to_py_err)
 }

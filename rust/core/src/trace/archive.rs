@@ -302,10 +302,16 @@ struct Builder {
     first: Option<(i64, i64)>,
     last: Option<(i64, i64)>,
     threshold: (i64, f64),
+    demand: Option<(DemandAcc, DemandConfig)>,
 }
 
 impl Builder {
-    fn new(config: &StatsConfig, origin: i64, rule: FrameRule) -> Self {
+    fn new(
+        config: &StatsConfig,
+        origin: i64,
+        rule: FrameRule,
+        cost: Option<&DemandConfig>,
+    ) -> Self {
         Builder {
             origin,
             rule,
@@ -325,6 +331,7 @@ impl Builder {
             first: None,
             last: None,
             threshold: (i64::MIN, 0.0),
+            demand: cost.map(|c| (DemandAcc::default(), c.clone())),
         }
     }
 
@@ -342,6 +349,9 @@ impl Builder {
         }
         let frame = self.rule.frame(wirelen, iface, config);
         self.sizes[size_bucket(frame, config)] += 1;
+        if let Some((acc, cost)) = &mut self.demand {
+            acc.push(offset, frame, cost);
+        }
         if let Some((prev_ts, prev_frame)) = self.last {
             let gap = ts.wrapping_sub(prev_ts);
             self.gaps.push(gap);
@@ -433,6 +443,7 @@ pub struct Partial {
     last: (i64, i64),
     chain: Chain,
     gaps: GapDist,
+    demand: Option<DemandAcc>,
 }
 
 fn add_totals(a: &mut Totals, b: &Totals) {
@@ -473,13 +484,19 @@ impl Partial {
             last: built.last.unwrap_or_default(),
             chain: built.chain,
             gaps: built.gaps.finish(),
+            demand: built.demand.map(|(acc, _)| acc),
         }
     }
 
     /// Adds the partial of the files that follow this one's in the port. Fails, saying why,
     /// where the two cannot be merged exactly: `next` has packets before this one's last, its
     /// windows start elsewhere, or its frames are sized or timed by another rule.
-    pub fn append(&mut self, next: &Partial, config: &StatsConfig) -> Result<(), String> {
+    pub fn append(
+        &mut self,
+        next: &Partial,
+        config: &StatsConfig,
+        cost: Option<&DemandConfig>,
+    ) -> Result<(), String> {
         if next.origin != self.origin {
             return Err("the partials count windows from different origins".into());
         }
@@ -526,6 +543,11 @@ impl Partial {
         }
         for (mine, theirs) in self.sizes.iter_mut().zip(&next.sizes) {
             *mine += theirs;
+        }
+        match (&mut self.demand, &next.demand, cost) {
+            (Some(mine), Some(theirs), Some(cost)) => mine.append(theirs, cost),
+            (None, None, _) => {}
+            _ => return Err("the partials were read with different demands".into()),
         }
         self.facts.add(&next.facts);
         Ok(())
@@ -578,12 +600,13 @@ fn read_in_order(
     origin: i64,
     fixed: Option<&FrameRule>,
     reads: u32,
+    cost: Option<&DemandConfig>,
 ) -> Result<Pass, TraceError> {
     let mut rule = fixed
         .cloned()
         .unwrap_or_else(|| FrameRule::new(reader.interfaces(), config));
     let mut seen = reader.interfaces().len();
-    let mut built = Builder::new(config, origin, rule.clone());
+    let mut built = Builder::new(config, origin, rule.clone(), cost);
     let mut counts = Counts::default();
     let mut stale = false;
     let mut first_record = None;
@@ -633,10 +656,17 @@ impl Held {
 
     /// The partial of the held packets sorted by time (stably), windows from `origin` (None:
     /// the first packet).
-    fn partial(mut self, facts: ReadFacts, config: &StatsConfig, origin: Option<i64>) -> Partial {
+    fn partial(
+        mut self,
+        facts: ReadFacts,
+        config: &StatsConfig,
+        origin: Option<i64>,
+        cost: Option<&DemandConfig>,
+    ) -> Partial {
         self.packets.sort_by_key(|p| p.0);
         let origin = origin.unwrap_or(self.counts.totals.first_ts_ns);
-        let mut built = Builder::new(config, origin, FrameRule::new(&facts.interfaces, config));
+        let rule = FrameRule::new(&facts.interfaces, config);
+        let mut built = Builder::new(config, origin, rule, cost);
         for &(ts, wirelen, iface) in &self.packets {
             built.push(ts, wirelen, iface, config);
         }
@@ -660,18 +690,19 @@ pub fn file_partial(
     read: ReadOptions,
     config: &StatsConfig,
     origin: i64,
+    cost: Option<&DemandConfig>,
 ) -> Result<Partial, TraceError> {
     let rereadable = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
     let mut reader = open(path, read, rereadable)?;
     if rereadable {
-        let expected_rule = match read_in_order(&mut reader, config, origin, None, 1)? {
+        let expected_rule = match read_in_order(&mut reader, config, origin, None, 1, cost)? {
             Pass::Done(partial) => return Ok(*partial),
             Pass::Again(rule) => Some(rule),
             Pass::Unsorted => None,
         };
         reader = open(path, read, rereadable)?;
         if let Some(rule) = expected_rule {
-            return match read_in_order(&mut reader, config, origin, Some(&rule), 2)? {
+            return match read_in_order(&mut reader, config, origin, Some(&rule), 2, cost)? {
                 Pass::Done(partial) => Ok(*partial),
                 _ => Err(TraceError::whole(
                     &path.display().to_string(),
@@ -683,7 +714,7 @@ pub fn file_partial(
     let mut held = Held::default();
     held.read(&mut reader)?;
     let reads = if rereadable { 2 } else { 1 };
-    Ok(held.partial(ReadFacts::of(&reader, reads), config, Some(origin)))
+    Ok(held.partial(ReadFacts::of(&reader, reads), config, Some(origin), cost))
 }
 
 /// The partial of files that overlap in time, concatenated in the order given: every packet
@@ -693,6 +724,7 @@ pub fn files_partial(
     paths: &[PathBuf],
     read: ReadOptions,
     config: &StatsConfig,
+    cost: Option<&DemandConfig>,
 ) -> Result<Partial, TraceError> {
     let mut held = Held::default();
     let mut facts: Option<ReadFacts> = None;
@@ -705,7 +737,7 @@ pub fn files_partial(
             Some(all) => all.add(&these),
         }
     }
-    Ok(held.partial(facts.unwrap_or_default(), config, None))
+    Ok(held.partial(facts.unwrap_or_default(), config, None, cost))
 }
 
 /// Time of the first record of a capture and its interfaces then (None without packets).
@@ -751,6 +783,13 @@ impl Enc {
     fn window(&mut self, w: &Window) {
         for v in [w.index, w.packets, w.bits] {
             self.u64(v);
+        }
+    }
+    fn sizes(&mut self, counts: &SizeCounts) {
+        self.u64(counts.len() as u64);
+        for &(frame, n) in counts {
+            self.i64(frame);
+            self.u64(n);
         }
     }
 }
@@ -802,6 +841,11 @@ impl Dec<'_> {
             first_ts_ns: self.i64()?,
             last_ts_ns: self.i64()?,
         })
+    }
+    fn sizes(&mut self) -> Result<SizeCounts, String> {
+        (0..self.len()?)
+            .map(|_| Ok((self.i64()?, self.u64()?)))
+            .collect()
     }
     fn window(&mut self) -> Result<Window, String> {
         Ok(Window {
@@ -884,6 +928,20 @@ impl Partial {
             e.i64(gap);
             e.u64(count);
         }
+        e.u64(u64::from(self.demand.is_some()));
+        if let Some(d) = &self.demand {
+            e.u64(d.edges.len() as u64);
+            for (index, counts) in &d.edges {
+                e.u64(*index);
+                e.sizes(counts);
+            }
+            e.u64(d.inner.up.to_bits());
+            e.u64(d.inner.down.to_bits());
+            e.u64(d.inner.over);
+            e.sizes(&d.sizes);
+            e.u64(u64::from(d.unpriced.is_some()));
+            e.i64(d.unpriced.unwrap_or(0));
+        }
         e.0
     }
 
@@ -949,6 +1007,28 @@ impl Partial {
         let values = (0..d.len()?)
             .map(|_| Ok((d.i64()?, d.u64()?)))
             .collect::<Result<_, String>>()?;
+        let demand = if d.u64()? == 1 {
+            let edges = (0..d.len()?)
+                .map(|_| Ok((d.u64()?, d.sizes()?)))
+                .collect::<Result<_, String>>()?;
+            let inner = DemandPeaks {
+                up: f64::from_bits(d.u64()?),
+                down: f64::from_bits(d.u64()?),
+                over: d.u64()?,
+            };
+            let sizes = d.sizes()?;
+            let (present, frame) = (d.u64()? == 1, d.i64()?);
+            Some(DemandAcc {
+                edges,
+                inner,
+                sizes,
+                unpriced: present.then_some(frame),
+                lo: 0,
+                hi: 0,
+            })
+        } else {
+            None
+        };
         if !d.0.is_empty() {
             return Err("the partial has bytes after its end".into());
         }
@@ -975,6 +1055,203 @@ impl Partial {
             last,
             chain,
             gaps: GapDist { n, min, values },
+            demand,
+        })
+    }
+}
+
+// --- PCIe demand: bytes per window from a per-frame-size cost ---------------------------------
+
+/// What the demand of a trace costs: PCIe wire bytes up and down per frame size (index: frame
+/// bytes incl. FCS), the window, and the link's capacity per direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemandConfig {
+    pub window_ns: u64,
+    pub up: Vec<f64>,
+    pub down: Vec<f64>,
+    pub capacity_gbps: f64,
+}
+
+/// Frame sizes and their counts, ascending.
+type SizeCounts = Vec<(i64, u64)>;
+
+fn add_size(counts: &mut SizeCounts, frame: i64, n: u64) {
+    match counts.binary_search_by_key(&frame, |e| e.0) {
+        Ok(k) => counts[k].1 += n,
+        Err(k) => counts.insert(k, (frame, n)),
+    }
+}
+
+/// Gb/s up and down of packets of the given sizes over `covered_ns`: bytes summed in ascending
+/// frame order (the same order however the packets were split into files), then one division.
+fn window_gbps(counts: &SizeCounts, covered_ns: u64, cost: &DemandConfig) -> (f64, f64) {
+    let (mut up, mut down) = (0.0, 0.0);
+    for &(frame, n) in counts {
+        up += n as f64 * cost.up[frame as usize];
+        down += n as f64 * cost.down[frame as usize];
+    }
+    (up * 8.0 / covered_ns as f64, down * 8.0 / covered_ns as f64)
+}
+
+/// Peak rates and windows over capacity of complete windows.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct DemandPeaks {
+    up: f64,
+    down: f64,
+    over: u64,
+}
+
+impl DemandPeaks {
+    fn add(&mut self, (up, down): (f64, f64), capacity: f64) {
+        self.up = self.up.max(up);
+        self.down = self.down.max(down);
+        self.over += u64::from(up > capacity || down > capacity);
+    }
+
+    fn merge(&mut self, other: &DemandPeaks) {
+        self.up = self.up.max(other.up);
+        self.down = self.down.max(other.down);
+        self.over += other.over;
+    }
+}
+
+/// The demand windows of packets in time order: the first window and the last two with the
+/// sizes of their packets, the peaks of all others; the sizes of all packets.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct DemandAcc {
+    edges: Vec<(u64, SizeCounts)>,
+    inner: DemandPeaks,
+    sizes: SizeCounts,
+    /// Frames larger than the cost table prices (an error when summarised).
+    unpriced: Option<i64>,
+    lo: u64,
+    hi: u64,
+}
+
+impl DemandAcc {
+    fn add(&mut self, index: u64, counts: &SizeCounts, cost: &DemandConfig) {
+        match self.edges.last_mut() {
+            Some(last) if last.0 == index => {
+                for &(frame, n) in counts {
+                    add_size(&mut last.1, frame, n);
+                }
+            }
+            _ => {
+                self.edges.push((index, counts.clone()));
+                if self.edges.len() > 3 {
+                    let (_, done) = self.edges.remove(1);
+                    let rates = window_gbps(&done, cost.window_ns, cost);
+                    self.inner.add(rates, cost.capacity_gbps);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, offset: u64, frame: i64, cost: &DemandConfig) {
+        if usize::try_from(frame).map_or(true, |f| f >= cost.up.len()) {
+            self.unpriced = Some(self.unpriced.map_or(frame, |u| u.max(frame)));
+            return;
+        }
+        add_size(&mut self.sizes, frame, 1);
+        if (self.lo..self.hi).contains(&offset) {
+            if let Some(last) = self.edges.last_mut() {
+                add_size(&mut last.1, frame, 1);
+                return;
+            }
+        }
+        let index = offset / cost.window_ns;
+        self.lo = index.saturating_mul(cost.window_ns);
+        self.hi = (index + 1).saturating_mul(cost.window_ns);
+        self.add(index, &vec![(frame, 1)], cost);
+    }
+
+    fn append(&mut self, next: &DemandAcc, cost: &DemandConfig) {
+        for (index, counts) in &next.edges {
+            self.add(*index, counts, cost);
+        }
+        self.inner.merge(&next.inner);
+        for &(frame, n) in &next.sizes {
+            add_size(&mut self.sizes, frame, n);
+        }
+        self.unpriced = self.unpriced.max(next.unpriced);
+    }
+}
+
+/// The PCIe demand of a set of packets, per direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Demand {
+    pub windows: u64,
+    pub peak_up_gbps: f64,
+    pub peak_down_gbps: f64,
+    pub windows_over_capacity: u64,
+    /// Bytes up and down of all packets.
+    pub bytes_up: f64,
+    pub bytes_down: f64,
+    /// Frame bytes of all packets (for the mean frame).
+    pub frame_bytes: u64,
+}
+
+impl Partial {
+    /// The demand of the packets summarised (same rules for the last window as the rates of
+    /// `summary`). Fails where a frame is larger than the cost table or the partial was read
+    /// without a demand.
+    pub fn demand(&self, cost: &DemandConfig) -> Result<Demand, String> {
+        let acc = self
+            .demand
+            .as_ref()
+            .ok_or("the partial was read without a demand")?;
+        if self.totals.packets > 0 && self.origin != self.totals.first_ts_ns {
+            return Err("windows were not counted from the first packet".into());
+        }
+        if let Some(frame) = acc.unpriced {
+            return Err(format!(
+                "a frame of {frame} bytes is larger than the {} priced",
+                cost.up.len() - 1
+            ));
+        }
+        let w = cost.window_ns;
+        let span = self.totals.span_ns();
+        let (mut last, mut covered) = (span / w, span % w);
+        if covered == 0 && last > 0 {
+            last -= 1;
+            covered = w; // a last packet exactly on a window start belongs to the window before
+        }
+        if covered == 0 {
+            covered = w;
+        }
+        let mut peaks = acc.inner;
+        let n = acc.edges.len();
+        for (_, done) in &acc.edges[..n.saturating_sub(2)] {
+            peaks.add(window_gbps(done, w, cost), cost.capacity_gbps);
+        }
+        if let Some((index, cur)) = acc.edges.last() {
+            let mut tail = cur.clone();
+            if let Some((prev_index, prev)) = n.checked_sub(2).map(|k| &acc.edges[k]) {
+                if *index > last && *prev_index == last {
+                    for &(frame, count) in prev {
+                        add_size(&mut tail, frame, count);
+                    }
+                } else {
+                    peaks.add(window_gbps(prev, w, cost), cost.capacity_gbps);
+                }
+            }
+            peaks.add(window_gbps(&tail, covered, cost), cost.capacity_gbps);
+        }
+        let (mut bytes_up, mut bytes_down, mut frame_bytes) = (0.0, 0.0, 0u64);
+        for &(frame, count) in &acc.sizes {
+            bytes_up += count as f64 * cost.up[frame as usize];
+            bytes_down += count as f64 * cost.down[frame as usize];
+            frame_bytes += count * frame as u64;
+        }
+        Ok(Demand {
+            windows: last + 1,
+            peak_up_gbps: peaks.up,
+            peak_down_gbps: peaks.down,
+            windows_over_capacity: peaks.over,
+            bytes_up,
+            bytes_down,
+            frame_bytes,
         })
     }
 }

@@ -163,7 +163,7 @@ pub fn resolution_ns(tsresol: u8) -> i64 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct FrameRule {
     /// Every link type has an Ethernet equivalent (else frames are sized by wire length).
-    ethernet: bool,
+    pub(super) ethernet: bool,
     /// Link header bytes per interface.
     headers: Vec<i64>,
     /// The coarsest timestamp resolution of the interfaces, in ns.
