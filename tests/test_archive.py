@@ -253,3 +253,39 @@ def test_a_worker_killed_mid_run_changes_nothing(tmp_path, capsys, monkeypatch, 
             os.kill(pids[busy], signal.SIGKILL)  # as the kernel's OOM killer does
         assert run.result() == expected
     assert busy is not None  # a worker was killed while it held a task
+
+
+def test_demand_of_100_files_equals_one_file_and_nic_trace(tmp_path, capsys, monkeypatch):
+    # `trace demand --archive` of the 100 files is the one file's, byte for byte (windows that
+    # span file boundaries add up); and it agrees with `nic --trace` on the same capture: same
+    # windows and peaks (to rounding: nic sums bytes packet by packet, the archive size by
+    # size), mean over the duration = all bytes / duration (nic averages the window rates).
+    monkeypatch.chdir(tmp_path)
+    one = synth(tmp_path, capsys)
+    split(one, tmp_path / "parts", [1000 * k + 7 for k in range(1, 100)])
+    options = ("--json", "--profile", "dpdk", "--window", "100us")
+    code, out, _ = run_cli(capsys, "trace", "demand", *options, "--archive", "parts/*.pcap")
+    assert code == 0
+    (port,) = json.loads(out)
+    code, out, _ = run_cli(capsys, "trace", "demand", *options, str(one))
+    (whole,) = json.loads(out)
+    assert without(port, PORT_KEYS) == without(whole, ("file",))
+    code, out, _ = run_cli(
+        capsys, "nic", "--json", "--profile", "dpdk", "--trace", str(one), "--window", "100us"
+    )
+    nic_trace = json.loads(out)
+    for key in ("windows", "windows_over_capacity", "capacity_gbps", "mean_frame_bytes"):
+        assert whole[key] == nic_trace[key], key
+    for key in ("peak_up_gbps", "peak_down_gbps"):
+        assert whole[key] == pytest.approx(nic_trace[key], rel=1e-12), key
+    from pcieperf import nic
+    from pcieperf.link import Link
+
+    captured = trace.read(one)
+    up, down = nic.per_packet_wire_bytes(
+        *nic.price_packets(nic.load_profile("dpdk"), Link(3, 8), captured.frame_bytes())
+    )
+    span = int(captured.ts_ns.max() - captured.ts_ns.min())
+    assert whole["mean_up_gbps"] == pytest.approx(up.sum() * 8 / span, rel=1e-12)
+    assert whole["mean_down_gbps"] == pytest.approx(down.sum() * 8 / span, rel=1e-12)
+    assert whole["peak_up_gbps"] > whole["mean_up_gbps"]  # on/off bursts: peaks above the mean

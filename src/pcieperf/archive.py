@@ -46,17 +46,18 @@ _GLOB_CHARS = frozenset("*?[")
 
 def expand(patterns: Sequence[str]) -> list[str]:
     """The files named by paths and glob patterns (`**` included), each pattern's matches in
-    sorted order; a file named twice is read once. A pattern that matches nothing is an error."""
-    found: dict[str, None] = {}
+    sorted order (a path that exists is taken as it is). A pattern that matches nothing is an
+    error."""
+    found: list[str] = []
     for pattern in patterns:
         if _GLOB_CHARS.isdisjoint(pattern) or os.path.exists(pattern):
-            found[pattern] = None
+            found.append(pattern)
             continue
         matches = sorted(glob.glob(pattern, recursive=True))
         if not matches:
             raise UsageError(f"{pattern!r} matches no file; give capture files or a glob")
-        found.update(dict.fromkeys(matches))
-    return list(found)
+        found += matches
+    return found
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,8 @@ def _port_partials(
     """Each port (each file with `per_file`) and the partial of its files in port order: the
     steps of the module notes."""
     config, skip_bad, strict, demand = shared
-    given = {os.path.abspath(f): f for f in files}  # workers may run in another folder
+    # Absolute for workers that run in another folder; a file named twice is read once.
+    given = {os.path.abspath(f): f for f in files}
     absolute = list(given)
     batches = [
         tuple(absolute[k : k + HEADS_PER_TASK]) for k in range(0, len(absolute), HEADS_PER_TASK)
