@@ -24,7 +24,9 @@ import glob
 import itertools
 import os
 import shutil
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +38,10 @@ from pcieperf.wire import MIN_FRAME_BYTES
 
 if TYPE_CHECKING:
     from distributed import Client
+
+HEAD_BYTES = 1 << 20
+"""Bytes of a remote (fsspec) file copied to read its first record: the header, interfaces
+and first packet of any capture but one whose first record is larger."""
 
 HEADS_PER_TASK = 64
 """Files whose first record one task reads: opening a file costs well under a millisecond,
@@ -53,11 +59,21 @@ def expand(patterns: Sequence[str]) -> list[str]:
         if _GLOB_CHARS.isdisjoint(pattern) or os.path.exists(pattern):
             found.append(pattern)
             continue
-        matches = sorted(glob.glob(pattern, recursive=True))
+        matches = (
+            _url_glob(pattern) if is_url(pattern) else sorted(glob.glob(pattern, recursive=True))
+        )
         if not matches:
             raise UsageError(f"{pattern!r} matches no file; give capture files or a glob")
         found += matches
     return found
+
+
+def _url_glob(pattern: str) -> list[str]:
+    """The URLs an fsspec glob matches, sorted."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(pattern)
+    return sorted(fs.unstrip_protocol(p) for p in fs.glob(path))
 
 
 @dataclass(frozen=True)
@@ -77,35 +93,91 @@ def _core(func: object, *args: object) -> object:
         raise trace.TraceFileError(str(exc)) from None
 
 
+def is_url(path: str) -> bool:
+    """Whether `path` is an fsspec URL (s3://, gs://, http://, memory://, ...) rather than a
+    local path, which the Rust reader opens itself."""
+    return "://" in path and not path.startswith("file://")
+
+
+def _absolute(path: str) -> str:
+    """The path as a worker in another folder must see it (URLs as they are)."""
+    return path if is_url(path) else os.path.abspath(path)
+
+
+@contextmanager
+def _readable(paths: Sequence[str], limit: int | None = None) -> Iterator[list[str]]:
+    """Paths the Rust reader can open: a local path as it is; an fsspec URL copied (its first
+    `limit` bytes, or all) into this worker's temporary folder for the call, removed after,
+    and named again in errors instead of the copy."""
+    copies: dict[str, str] = {}
+    try:
+        yield [_copy(p, limit, copies) if is_url(p) else p for p in paths]
+    except trace.TraceFileError as exc:
+        text = str(exc)
+        for local, url in copies.items():
+            text = text.replace(local, url)
+        raise trace.TraceFileError(text) from None
+    finally:
+        for local in copies:
+            os.unlink(local)
+
+
+def _copy(url: str, limit: int | None, copies: dict[str, str]) -> str:
+    import fsspec
+
+    fd, local = tempfile.mkstemp(prefix="pcieperf-", suffix=".capture")
+    copies[local] = url
+    try:
+        with os.fdopen(fd, "wb") as out, fsspec.open(url, "rb") as src:
+            if limit is None:
+                shutil.copyfileobj(src, out, 1 << 20)
+            else:
+                out.write(src.read(limit))
+    except (OSError, ValueError) as exc:
+        raise trace.TraceFileError(f"{url}: cannot be read ({exc})") from None
+    return local
+
+
 def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]:
     skip_bad, strict = shared
-    found = _core(core().trace_first_records, list(paths), skip_bad, strict)
-    heads = []
-    for path, item in zip(paths, found, strict=True):  # type: ignore[call-overload]
-        if isinstance(item, str):
-            raise trace.TraceFileError(item)
-        first, interfaces = item
-        port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
-        heads.append(Head(path, first, port))
+    with _readable(paths, HEAD_BYTES) as local:
+        found = _core(core().trace_first_records, local, skip_bad, strict)
+        heads = []
+        for path, item in zip(paths, found, strict=True):  # type: ignore[call-overload]
+            if isinstance(item, str):
+                raise trace.TraceFileError(item)
+            first, interfaces = item
+            port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
+            heads.append(Head(path, first, port))
     return heads
 
 
 def _partial_task(shared: tuple[dict, bool, bool, object], chunk: tuple[str, int]) -> object:
     config, skip_bad, strict, demand = shared
     path, origin = chunk
-    return _core(core().trace_partial, path, config, origin, skip_bad, strict, demand)
+    with _readable([path]) as (local,):
+        partial = _core(core().trace_partial, local, config, origin, skip_bad, strict, demand)
+        partial.rename_file(local, path)  # type: ignore[attr-defined]
+    return partial
 
 
 def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) -> object:
     config, skip_bad, strict, demand = shared
-    return _core(core().trace_partial_files, list(paths), config, skip_bad, strict, demand)
+    with _readable(paths) as local:
+        partial = _core(core().trace_partial_files, local, config, skip_bad, strict, demand)
+        for copy, path in zip(local, paths, strict=True):
+            partial.rename_file(copy, path)  # type: ignore[attr-defined]
+    return partial
 
 
 def _stats_task(shared: tuple[dict, bool, bool, object], path: str) -> dict:
     config, skip_bad, strict, _ = shared
-    (raw,) = _core(core().trace_stats, [path], config, skip_bad, strict, 1)  # type: ignore[misc]
-    if isinstance(raw, str):
-        raise trace.TraceFileError(raw)
+    with _readable([path]) as local:
+        (raw,) = _core(core().trace_stats, local, config, skip_bad, strict, 1)  # type: ignore[misc]
+        if isinstance(raw, str):
+            raise trace.TraceFileError(raw)
+    if raw["cut_short"]:
+        raw["cut_short"] = raw["cut_short"].replace(local[0], path)
     return raw
 
 
@@ -158,7 +230,7 @@ def _port_partials(
     steps of the module notes."""
     config, skip_bad, strict, demand = shared
     # Absolute for workers that run in another folder; a file named twice is read once.
-    given = {os.path.abspath(f): f for f in files}
+    given = {_absolute(f): f for f in files}
     absolute = list(given)
     batches = [
         tuple(absolute[k : k + HEADS_PER_TASK]) for k in range(0, len(absolute), HEADS_PER_TASK)
@@ -180,9 +252,7 @@ def _port_partials(
         min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped
     ]
     chunks = [
-        (os.path.abspath(h.path), origin)
-        for p, origin in zip(grouped, origins, strict=True)
-        for h in p
+        (_absolute(h.path), origin) for p, origin in zip(grouped, origins, strict=True) for h in p
     ]
     partials: list[object] = [None] * len(chunks)
     for done in engine.map_chunks(
@@ -195,7 +265,7 @@ def _port_partials(
         merged.append(_merged(partials[start : start + len(port)], config, demand))
         start += len(port)
     redo = [k for k, partial in enumerate(merged) if partial is None]
-    again = [tuple(os.path.abspath(h.path) for h in grouped[k]) for k in redo]
+    again = [tuple(_absolute(h.path) for h in grouped[k]) for k in redo]
     for done in engine.map_chunks(
         client, _port_task, again, shared=shared, weight=len, desc="overlapping", unit="file"
     ):
@@ -239,7 +309,7 @@ def file_stats(
     for done in engine.map_chunks(
         client,
         _stats_task,
-        [os.path.abspath(f) for f in files],
+        [_absolute(f) for f in files],
         shared=(config, skip_bad, strict, None),
         desc="trace stats",
         unit="file",
@@ -345,6 +415,9 @@ def merge(
         raise UsageError("merge needs at least one input capture")
     if "-" in paths:
         raise UsageError("standard input (-) cannot be read by Dask workers; give files")
+    remote = next((p for p in paths if is_url(p)), None)
+    if remote:
+        raise UsageError(f"{remote}: trace merge reads local files only; copy it first")
     trace._check_output(output, paths, force)
     absolute = [os.path.abspath(p) for p in paths]
     read = (skip_bad, strict)

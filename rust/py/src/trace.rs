@@ -673,6 +673,11 @@ impl TracePartial {
         Ok(d)
     }
 
+    /// Names `to` instead of `from` in what the reader reported (a file read from a copy).
+    fn rename_file(&mut self, from: &str, to: &str) {
+        self.inner.rename_file(from, to);
+    }
+
     /// Packets summarised.
     #[getter]
     fn packets(&self) -> u64 {

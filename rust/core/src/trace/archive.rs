@@ -553,6 +553,13 @@ impl Partial {
         Ok(())
     }
 
+    /// Names `to` instead of `from` in what the reader reported (a file read from a local copy).
+    pub fn rename_file(&mut self, from: &str, to: &str) {
+        if let Some(text) = &mut self.facts.cut_short {
+            *text = text.replace(from, to);
+        }
+    }
+
     /// The statistics of the packets summarised, as `stats::file_stats` reports them for one
     /// file. Fails when the windows were not counted from the first packet.
     pub fn summary(&self, config: &StatsConfig) -> Result<Summary, String> {
