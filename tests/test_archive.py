@@ -289,3 +289,34 @@ def test_demand_of_100_files_equals_one_file_and_nic_trace(tmp_path, capsys, mon
     assert whole["mean_up_gbps"] == pytest.approx(up.sum() * 8 / span, rel=1e-12)
     assert whole["mean_down_gbps"] == pytest.approx(down.sum() * 8 / span, rel=1e-12)
     assert whole["peak_up_gbps"] > whole["mean_up_gbps"]  # on/off bursts: peaks above the mean
+
+
+def test_fsspec_urls_give_the_local_result(tmp_path, capsys, monkeypatch):
+    # Files on any fsspec file system the workers can read (here memory://, which the
+    # in-process default shares with this process; s3://, gs://, http:// alike) are copied to
+    # the worker and read by the Rust reader: same statistics as the local files.
+    fsspec = pytest.importorskip("fsspec")
+    monkeypatch.chdir(tmp_path)
+    one = synth(tmp_path, capsys)
+    parts = split(one, tmp_path / "parts", [1000 * k + 7 for k in range(1, 10)])
+    fs = fsspec.filesystem("memory")
+    for p in parts:
+        fs.pipe(f"/archive-test/{p.name}", p.read_bytes())
+    try:
+        code, remote, _ = run_cli(
+            capsys, "trace", "stats", "--json", "--archive", "memory://archive-test/*.pcap"
+        )
+        assert code == 0
+        code, local, _ = run_cli(capsys, "trace", "stats", "--json", "--archive", "parts/*.pcap")
+        (r,), (loc,) = json.loads(remote), json.loads(local)
+        first = fs.unstrip_protocol("/archive-test/part-000.pcap")  # as fsspec's glob names it
+        assert (r["files"], r["first_file"]) == (10, first)
+        assert without(r, PORT_KEYS) == without(loc, PORT_KEYS)
+        code, _, err = run_cli(
+            capsys, "trace", "stats", "--archive", "memory://archive-test/x.pcap"
+        )
+        assert code == 2
+        assert err.count("\n") == 1
+        assert "memory://archive-test/x.pcap" in err
+    finally:
+        fs.rm("/archive-test", recursive=True)
