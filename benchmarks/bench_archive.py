@@ -1,9 +1,11 @@
 """Archive statistics on Dask (issue 17 item 4): `archive.archive_stats` over --files captures
-of one port (cut from one `trace synth` on/off IMIX capture) on 1, 2 and 4 local workers, the
-cluster started before the clock runs (start-up is printed apart); the result is checked equal
-on every run. Also: the cost of one file's partial in this process (the Rust reader), of the
-reduce (appending every partial and summarising), and of a no-op task on the cluster; the load
-average before and after, since other work shares the machine.
+of one port (cut from one `trace synth` on/off capture of the --sizes mix) on 1, 2 and 4 local
+workers, the cluster started before the clock runs (start-up is printed apart); the result is
+checked equal on every run. Then `archive.merge` (time ranges, pcapng out) on the same
+clusters against the single-process `trace.merge`, the output checked byte-identical. Also:
+the cost of one file's partial in this process (the Rust reader), of the reduce (appending
+every partial and summarising), and of a no-op task on the cluster; the load average before
+and after, since other work shares the machine.
 
 Run: python3 benchmarks/bench_archive.py [--files 64] [--packets 4000000] [--sizes 64]
      [--workers 1,2,4] [--runs 3] [--json-out F.json]
@@ -80,7 +82,12 @@ def main() -> None:
         per_file = [timed(lambda p=p: core().trace_partial(p, config, 0))[0] for p in paths[:8]]
         out["partial_s_per_file"] = statistics.median(per_file)
         partials = [core().trace_partial(p, config, 0) for p in paths]
-        out["reduce_s"], _ = timed(lambda: archive._merged(partials, config))
+        out["reduce_s"], _ = timed(lambda: archive._merged(partials, config, None))
+        single = Path(d) / "single.pcapng"
+        singles = [
+            timed(lambda: trace.merge(paths, single, force=True))[0] for _ in range(args.runs)
+        ]
+        out["merge_single_process_s"] = statistics.median(singles)
         out["runs"] = {}
         expected = None
         for n in [int(w) for w in args.workers.split(",")]:
@@ -98,16 +105,28 @@ def main() -> None:
                     expected = expected or result
                     assert result == expected, "results differ between runs"
                     walls.append(wall)
+                merges = []
+                for _ in range(args.runs):
+                    ranged = Path(d) / "ranged.pcapng"
+                    merges.append(
+                        timed(
+                            lambda c=client, o=ranged: archive.merge(c, paths, str(o), force=True)
+                        )[0]
+                    )
+                    assert ranged.read_bytes() == single.read_bytes(), "merge differs"
             out["runs"][n] = {
                 "start_s": started,
                 "noop_task_s": min(noop),
                 "wall_s": statistics.median(walls),
                 "wall_range_s": [min(walls), max(walls)],
+                "merge_s": statistics.median(merges),
+                "merge_range_s": [min(merges), max(merges)],
             }
             print(n, "workers:", out["runs"][n], flush=True)
     one = out["runs"].get(1, {}).get("wall_s")
     for run in out["runs"].values():
         run["speedup_vs_1"] = one / run["wall_s"] if one else None
+        run["merge_speedup_vs_single"] = out["merge_single_process_s"] / run["merge_s"]
     out["load_after"] = os.getloadavg()
     print(json.dumps(out, indent=2))
     if args.json_out:
