@@ -16,6 +16,10 @@ last. Steps, each a map over the engine (`engine.map_chunks`):
    of one port overlap in time, or a file out of time order holds a packet before the port's
    first record) the port is summarised again in one task that holds and sorts all its packets
    (16 bytes each), as `trace stats` does for one capture out of time order.
+
+The same partials carry the PCIe demand of `trace demand` (per-window bytes from a NIC
+profile's cost per frame size). `merge` cuts `trace merge` into time ranges that workers merge
+and this process concatenates. fsspec URLs are copied to the worker and read from there.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,8 +48,8 @@ HEAD_BYTES = 1 << 20
 and first packet of any capture but one whose first record is larger."""
 
 HEADS_PER_TASK = 64
-"""Files whose first record one task reads: opening a file costs well under a millisecond,
-so one file per task would be mostly scheduler overhead (docs/scale.md)."""
+"""Files whose first record (or time span, for a merge) one task reads: opening a file costs
+well under a millisecond, so one file per task would be mostly scheduler overhead."""
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -181,6 +185,23 @@ def _stats_task(shared: tuple[dict, bool, bool, object], path: str) -> dict:
     return raw
 
 
+def _batched(
+    client: Client,
+    task: Callable[[object, tuple[str, ...]], list],
+    paths: list[str],
+    shared: object,
+    desc: str,
+) -> list:
+    """`task` over the paths, HEADS_PER_TASK a task; its results in path order."""
+    batches = [tuple(paths[k : k + HEADS_PER_TASK]) for k in range(0, len(paths), HEADS_PER_TASK)]
+    found: list[list] = [[] for _ in batches]
+    for done in engine.map_chunks(
+        client, task, batches, shared=shared, weight=len, desc=desc, unit="file"
+    ):
+        found[done.index] = done.result
+    return [item for batch in found for item in batch]
+
+
 def ports(heads: Sequence[Head]) -> list[list[Head]]:
     """Files grouped by port, each port's files in time order of their first packet (then
     path; files without packets last), ports in order of their first packet."""
@@ -231,22 +252,8 @@ def _port_partials(
     config, skip_bad, strict, demand = shared
     # Absolute for workers that run in another folder; a file named twice is read once.
     given = {_absolute(f): f for f in files}
-    absolute = list(given)
-    batches = [
-        tuple(absolute[k : k + HEADS_PER_TASK]) for k in range(0, len(absolute), HEADS_PER_TASK)
-    ]
-    heads: list[list[Head]] = [[] for _ in batches]
-    for done in engine.map_chunks(
-        client,
-        _heads_task,
-        batches,
-        shared=(skip_bad, strict),
-        weight=len,
-        desc="first records",
-        unit="file",
-    ):
-        heads[done.index] = done.result
-    found = [replace(h, path=given[h.path]) for batch in heads for h in batch]
+    heads = _batched(client, _heads_task, list(given), (skip_bad, strict), "first records")
+    found = [replace(h, path=given[h.path]) for h in heads]
     grouped = [[h] for h in found] if per_file else ports(found)
     origins = [
         min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped
@@ -420,17 +427,7 @@ def merge(
         raise UsageError(f"{remote}: trace merge reads local files only; copy it first")
     trace._check_output(output, paths, force)
     absolute = [os.path.abspath(p) for p in paths]
-    read = (skip_bad, strict)
-    batches = [
-        tuple(absolute[k : k + HEADS_PER_TASK]) for k in range(0, len(absolute), HEADS_PER_TASK)
-    ]
-    scans: list[dict] = []
-    found: list[list[dict]] = [[] for _ in batches]
-    for done in engine.map_chunks(
-        client, _scan_task, batches, shared=read, weight=len, desc="scanning", unit="file"
-    ):
-        found[done.index] = done.result
-    scans = [s for batch in found for s in batch]
+    scans = _batched(client, _scan_task, absolute, (skip_bad, strict), "scanning")
     workers = max(1, sum(client.nthreads().values()))
     count = parts or MERGE_PARTS_PER_WORKER * workers
     mergeable = all(s["in_order"] and s["interfaces_up_front"] for s in scans)
