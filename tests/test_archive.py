@@ -320,3 +320,29 @@ def test_fsspec_urls_give_the_local_result(tmp_path, capsys, monkeypatch):
         assert "memory://archive-test/x.pcap" in err
     finally:
         fs.rm("/archive-test", recursive=True)
+
+
+@pytest.fixture(scope="module")
+def fold_case(tmp_path_factory):
+    """8 files cut from a 1 ms on/off capture, their origin and the whole file's statistics."""
+    folder = tmp_path_factory.mktemp("fold")
+    whole = folder / "whole.pcap"
+    trace.synth(whole, eth=trace_eth(), mix=imix(), pps=2e6, duration_s=0.001, arrival="onoff")
+    (raw,) = core().trace_stats([str(whole)], CONFIG)
+    parts = split(whole, folder / "parts", [250 * k + 3 for k in range(1, 8)])
+    return parts, raw
+
+
+@settings(max_examples=20, deadline=None)
+@given(order=st.permutations(range(8)))
+def test_partials_arriving_in_any_order_fold_in_port_order(fold_case, order):
+    # Workers finish in any order; the driver appends each partial when its turn comes, so the
+    # result is the in-order one (the whole file's) whatever the arrival order.
+    parts, raw = fold_case
+    heads = [archive.Head(str(p), 0, ()) for p in parts]
+    partials = [core().trace_partial(str(p), CONFIG, raw["first_ts_ns"]) for p in parts]
+    fold = archive._Fold([heads], CONFIG, None)
+    for index in order:
+        fold.add(index, partials[index])
+    (merged,) = fold.result()
+    assert merged.summary(CONFIG) == raw | {"reads": 8}

@@ -216,16 +216,49 @@ def ports(heads: Sequence[Head]) -> list[list[Head]]:
     return sorted(found, key=lambda group: order(group[0]))
 
 
-def _merged(partials: Sequence[object], config: dict, demand: object) -> object | None:
-    """A port's partials appended in order, or None where that is not exact."""
-    total, *rest = partials
-    try:
-        for partial in rest:
-            total.append(partial, config, demand)  # type: ignore[attr-defined]
-        total.summary(config)  # type: ignore[attr-defined]  # checks the origin
-    except ValueError:
-        return None
-    return total
+class _Fold:
+    """Appends each port's partials in port order as they arrive, in any order: only those that
+    come before their turn are held, so the driver holds about the tasks in flight, not the
+    archive. A port whose partials cannot be appended exactly is marked for a second look."""
+
+    def __init__(self, grouped: Sequence[Sequence[Head]], config: dict, demand: object) -> None:
+        self.port_of = [k for k, port in enumerate(grouped) for _ in port]
+        self.config, self.demand = config, demand
+        self.waiting: dict[int, object] = {}
+        self.turn = 0
+        self.merged: list[object | None] = [None] * len(grouped)
+        self.failed: set[int] = set()
+
+    def add(self, index: int, partial: object) -> None:
+        """The partial of chunk `index`; appended now if it is its turn."""
+        self.waiting[index] = partial
+        while self.turn in self.waiting:
+            self._append(self.port_of[self.turn], self.waiting.pop(self.turn))
+            self.turn += 1
+
+    def _append(self, port: int, partial: object) -> None:
+        total = self.merged[port]
+        if port in self.failed:
+            return
+        if total is None:  # the port's first file
+            self.merged[port] = partial
+            return
+        try:
+            total.append(partial, self.config, self.demand)  # type: ignore[attr-defined]
+        except ValueError:
+            self.failed.add(port)
+            self.merged[port] = None
+
+    def result(self) -> list[object | None]:
+        """Each port's partial, None where it must be summarised again (its files overlap, or
+        its windows were not counted from its first packet)."""
+        for port, total in enumerate(self.merged):
+            try:
+                if total is not None:
+                    total.summary(self.config)  # type: ignore[attr-defined]
+            except ValueError:
+                self.merged[port] = None
+        return self.merged
 
 
 def _where(n: int, port: Sequence[Head]) -> dict:
@@ -261,16 +294,12 @@ def _port_partials(
     chunks = [
         (_absolute(h.path), origin) for p, origin in zip(grouped, origins, strict=True) for h in p
     ]
-    partials: list[object] = [None] * len(chunks)
+    fold = _Fold(grouped, config, demand)
     for done in engine.map_chunks(
         client, _partial_task, chunks, shared=shared, desc="reading", unit="file"
     ):
-        partials[done.index] = done.result
-    merged: list[object | None] = []
-    start = 0
-    for port in grouped:
-        merged.append(_merged(partials[start : start + len(port)], config, demand))
-        start += len(port)
+        fold.add(done.index, done.result)
+    merged = fold.result()
     redo = [k for k, partial in enumerate(merged) if partial is None]
     again = [tuple(_absolute(h.path) for h in grouped[k]) for k in redo]
     for done in engine.map_chunks(
