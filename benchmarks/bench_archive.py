@@ -90,7 +90,8 @@ def main() -> None:
         config = trace.stats_config(40, trace.WINDOWS_NS)
         per_file = [timed(lambda p=p: core().trace_partial(p, config, 0))[0] for p in paths[:8]]
         out["partial_s_per_file"] = statistics.median(per_file)
-        partials = [core().trace_partial(p, config, 0) for p in paths]
+        ((origin, _),) = core().trace_first_records(paths[:1])
+        partials = [core().trace_partial(p, config, origin) for p in paths]
         out["reduce_s"], _ = timed(lambda: reduce(paths, partials, config))
         single = Path(d) / "single.pcapng"
         singles = [
