@@ -45,6 +45,7 @@ bench = _lazy.module("pcieperf.bench")
 calibrate = _lazy.module("pcieperf.calibrate")
 counters = _lazy.module("pcieperf.counters")
 dpdk = _lazy.module("pcieperf.dpdk")
+archiving = _lazy.module("pcieperf.archive")
 engine = _lazy.module("pcieperf.engine")
 ethernet = _lazy.module("pcieperf.ethernet")
 explaining = _lazy.module("pcieperf.explain")
@@ -996,22 +997,43 @@ def cmd_trace_stats(args: argparse.Namespace) -> None:
         if args.windows
         else trace.WINDOWS_NS
     )
-    found = trace.stats_files(
-        args.files,
-        eth_gbps=args.eth,
-        windows_ns=windows,
-        skip_bad=args.skip_bad,
-        strict=args.strict,
-    )
+    options = {
+        "eth_gbps": args.eth,
+        "windows_ns": windows,
+        "skip_bad": args.skip_bad,
+        "strict": args.strict,
+    }
+    if args.archive or args.scheduler:
+        found = _trace_stats_on_dask(args, options)
+    else:
+        found = trace.stats_files(archiving.expand(args.files), **options)
     results = []
     for result in found:
-        _warn_capture_quirks(result)
+        _warn_capture_quirks(_archive_label(result))
         results.append(result)
 
     def human() -> str:
-        return "\n\n".join(_trace_stats_text(r) for r in results)
+        return "\n\n".join(_trace_stats_text(_archive_label(r)) for r in results)
 
     _emit(args, results, human)
+
+
+def _trace_stats_on_dask(args: argparse.Namespace, options: dict) -> list[dict]:
+    """`trace stats` through the engine: per file, or per port with --archive."""
+    scheduler = engine.parse_scheduler(args.scheduler)
+    files = archiving.expand(args.files)
+    trace.stats_config(options["eth_gbps"], options["windows_ns"])  # checked before a cluster
+    run = archiving.archive_stats if args.archive else archiving.file_stats
+    with engine.connect(scheduler, quiet_logs=not args.debug) as client:
+        return run(client, files, **options)
+
+
+def _archive_label(result: dict) -> dict:
+    """An archive port's result with a `file` line for the text output."""
+    if "port" not in result:
+        return result
+    files = f"{result['files']} files, {result['first_file']} .. {result['last_file']}"
+    return result | {"file": f"port {result['port']} ({files})"}
 
 
 def _warn_capture_quirks(result: dict) -> None:
@@ -1080,22 +1102,65 @@ def _add_capture_read_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def cmd_trace_demand(args: argparse.Namespace) -> None:
+    """The PCIe bandwidth captures need per window from a NIC profile, per file or per port of
+    an archive, on Dask."""
+    window = parse_duration_ns(args.window, "window")
+    link = _link(args)
+    profile = nic.load_profile(args.profile)
+    dma_paths = _nic_paths(args)
+    scheduler = engine.parse_scheduler(args.scheduler)
+    files = archiving.expand(args.files)
+    with engine.connect(scheduler, quiet_logs=not args.debug) as client:
+        results = archiving.demand(
+            client,
+            files,
+            profile=profile,
+            link=link,
+            window_ns=window,
+            dma_paths=dma_paths,
+            per_file=not args.archive,
+            skip_bad=args.skip_bad,
+            strict=args.strict,
+        )
+
+    def line(r: dict) -> str:
+        mean = (
+            f"mean {r['mean_up_gbps']:.3f} up / {r['mean_down_gbps']:.3f} down Gb/s, "
+            if r["mean_up_gbps"] is not None
+            else ""
+        )
+        return (
+            f"{_archive_label(r)['file']}: {r['packets']} packets; {mean}peak "
+            f"{r['peak_up_gbps']:.3f} up / {r['peak_down_gbps']:.3f} down Gb/s per "
+            f"{r['window_ns'] / 1e6:g} ms; {r['windows_over_capacity']} of {r['windows']} "
+            f"windows exceed the link's {r['capacity_gbps']:.2f} Gb/s"
+        )
+
+    _emit(args, results, lambda: "\n".join(line(r) for r in results))
+
+
 def cmd_trace_merge(args: argparse.Namespace) -> None:
     """Merge captures into one file in time order (pcapng keeps every interface)."""
-    result = trace.merge(
-        args.files, args.output, force=args.force, skip_bad=args.skip_bad, strict=args.strict
-    )
+    files = archiving.expand(args.files)
+    options = {"force": args.force, "skip_bad": args.skip_bad, "strict": args.strict}
+    if args.scheduler:
+        scheduler = engine.parse_scheduler(args.scheduler)
+        with engine.connect(scheduler, quiet_logs=not args.debug) as client:
+            result = archiving.merge(client, files, args.output, **options)
+    else:
+        result = trace.merge(files, args.output, **options)
     if result["truncated"]:
         _warn(
             f"{result['truncated']} inputs were cut short inside a record; what came before "
             "is merged (--strict makes this an error)"
         )
-    out = {"output": args.output, "inputs": args.files, **result}
+    out = {"output": args.output, "inputs": files, **result}
     _emit(
         args,
         out,
         lambda: (
-            f"{out['packets']} packets from {len(args.files)} files, "
+            f"{out['packets']} packets from {len(files)} files, "
             f"{out['interfaces']} interfaces -> {args.output} ({out['writes']} writes"
             + (f", {out['skipped']} damaged records skipped" if out["skipped"] else "")
             + (
@@ -2172,7 +2237,8 @@ EXAMPLES = {
     "iommu fit": "pcieperf iommu fit --counters pcm.csv --pps 7M --rxd 1024 --pkt 64 -o my.toml",
     "platforms": "pcieperf platforms skylake-sp",
     "trace": "pcieperf trace stats capture.pcapng",
-    "trace stats": "pcieperf trace stats capture.pcapng other.pcap",
+    "trace stats": "pcieperf trace stats 'archive/*.pcap' --archive --scheduler local:2",
+    "trace demand": "pcieperf trace demand 'archive/*.pcap' --archive --profile dpdk --gen 4",
     "trace merge": "pcieperf trace merge a.pcap b.pcapng -o merged.pcapng",
     "trace synth": "pcieperf trace synth --sizes imix --pps 10M --duration 1s -o imix.pcap",
     "trace convert": "pcieperf trace convert old.pcap -o new.pcapng",
@@ -2236,7 +2302,7 @@ def _add_group(
 
 def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     """The `trace` group: capture statistics, merge, synthesis and conversion."""
-    trace_sub = _add_group(sub, "trace", "Capture files: stats, merge, synth, convert")
+    trace_sub = _add_group(sub, "trace", "Capture files: stats, demand, merge, synth, convert")
     p = _add_command(trace_sub, "stats", cmd_trace_stats)
     p.add_argument("files", nargs="+", help="pcap or pcapng files (.gz/.zst too; - is stdin)")
     p.add_argument("--eth", type=_whole(), default=40, help="line rate (Gb/s) that defines bursts")
@@ -2244,9 +2310,26 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
         "--windows", default=None, help="peak-rate windows, comma-separated (default 1ms,1s)"
     )
     _add_capture_read_options(p)
+    p.add_argument(
+        "--archive",
+        action="store_true",
+        help="one result per port (files with the same interfaces): its files as if "
+        "concatenated in time order, summarised on Dask (docs/scale.md)",
+    )
+    _add_scheduler_option(p)
+    p = _add_command(trace_sub, "demand", cmd_trace_demand)
+    p.add_argument("files", nargs="+", help="pcap or pcapng files or globs")
+    p.add_argument("--profile", default="dpdk", help="NIC profile: built-in name or a .toml file")
+    p.add_argument("--paths", default="rx,tx", help="rx, tx or rx,tx (default both)")
+    p.add_argument("--window", default="1ms", help="time window of the bandwidth")
+    p.add_argument("--archive", action="store_true", help="one result per port, as trace stats")
+    _add_capture_read_options(p)
+    _add_link_options(p)
+    _add_scheduler_option(p)
     p = _add_command(trace_sub, "merge", cmd_trace_merge)
     p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
     p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
+    _add_scheduler_option(p)
     _add_capture_read_options(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
     p = _add_command(trace_sub, "synth", cmd_trace_synth)

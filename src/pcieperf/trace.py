@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 np = _lazy.module("numpy")
 
 NS_PER_S = 1_000_000_000
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # timestamps are int64 ns
 WINDOWS_NS = (1_000_000, NS_PER_S)  # the issue's 1 ms and 1 s rate windows
 GAP_PERCENTILES = (50, 99)  # gap_ns_p50 and gap_ns_p99 of `trace stats`
 ARRIVALS = ("constant", "poisson", "onoff")
@@ -372,6 +373,12 @@ def _stats_config(eth_gbps: float, overhead_bytes: int, windows_ns: Sequence[int
     }
 
 
+def stats_config(eth_gbps: float, windows_ns: Sequence[int]) -> dict:
+    """The checked configuration of the statistics of files at `eth_gbps` GbE."""
+    wire.check_rate(eth_gbps)
+    return _stats_config(eth_gbps, wire.overhead_bytes(), windows_ns)
+
+
 def _summary(totals: dict) -> dict:
     """Packets, bytes, first/last time, duration and mean rates of a set of packets."""
     n, wire_bytes = totals["packets"], totals["bytes_wire"]
@@ -501,8 +508,7 @@ def stats_files(
     bounded memory (docs/trace.md), the files in parallel across cores. Arguments are checked
     before any file is read; a file that cannot be read raises when its turn comes, after the
     files before it were yielded."""
-    wire.check_rate(eth_gbps)
-    config = _stats_config(eth_gbps, wire.overhead_bytes(), windows_ns)
+    config = stats_config(eth_gbps, windows_ns)
     files = _check_inputs(paths)
     found = _core_call(core().trace_stats, files, config, skip_bad=skip_bad, strict=strict)
     for path, raw in zip(files, found, strict=True):

@@ -397,6 +397,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::trace_synth, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_stats, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_stats_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_partial, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_partial_files, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_first_records, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_merge_part, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_scan, m)?)?;
+    m.add_class::<trace::TracePartial>()?;
+    m.add_class::<trace::TraceDemandCost>()?;
     m.add_class::<trace::TraceWriter>()?;
     m.add_class::<trace::TraceSynth>()?;
     Ok(())

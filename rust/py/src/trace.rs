@@ -5,7 +5,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
-use pcieperf_core::trace::merge::{convert, merge_with, MergeOptions, MergeStats};
+use pcieperf_core::trace::archive::{
+    file_partial, files_partial, first_record, DemandConfig, Partial,
+};
+use pcieperf_core::trace::merge::{
+    convert, merge_part, merge_with, scan, MergeOptions, MergeStats, Part,
+};
 use pcieperf_core::trace::read::{Quirks, ReadOptions, Reader};
 use pcieperf_core::trace::stats::{
     columns_stats, file_stats, FileStats, StatsConfig, Summary, Totals, DISTINCT_GAP_LIMIT,
@@ -572,4 +577,293 @@ impl TraceWriter {
         self.inner = None;
         stats_dict(py, stats)
     }
+}
+
+/// Mergeable statistics of one capture file or of consecutive files of one port
+/// (`pcieperf_core::trace::archive`): computed by a worker, pickled as bytes, appended in port
+/// order by the caller, summarised once.
+#[pyclass(module = "pcieperf._core")]
+pub struct TracePartial {
+    inner: Partial,
+}
+
+fn read_options(skip_bad: bool, strict: bool) -> ReadOptions {
+    ReadOptions {
+        skip_bad,
+        strict,
+        ..ReadOptions::default()
+    }
+}
+
+#[pymethods]
+impl TracePartial {
+    /// A partial from `to_bytes`.
+    #[staticmethod]
+    fn from_bytes(data: &[u8]) -> PyResult<Self> {
+        Partial::from_bytes(data)
+            .map(|inner| TracePartial { inner })
+            .map_err(PyValueError::new_err)
+    }
+
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
+        pyo3::types::PyBytes::new(py, &self.inner.to_bytes())
+    }
+
+    /// Pickled as its bytes (Dask ships partials between processes).
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>,))> {
+        let py = slf.py();
+        let from = slf.get_type().getattr("from_bytes")?;
+        Ok((from, (slf.borrow().to_bytes(py).into_any(),)))
+    }
+
+    /// Adds the partial of the files that follow; ValueError saying why where the two cannot
+    /// be merged exactly (they overlap in time, count windows from other origins, or size
+    /// frames by another rule).
+    #[pyo3(signature = (next, config, demand=None))]
+    fn append(
+        &mut self,
+        next: &TracePartial,
+        config: &Bound<'_, PyDict>,
+        demand: Option<&TraceDemandCost>,
+    ) -> PyResult<()> {
+        let config = stats_config(config)?;
+        self.inner
+            .append(&next.inner, &config, demand.map(|d| &d.inner))
+            .map_err(PyValueError::new_err)
+    }
+
+    /// The PCIe demand of the packets (`archive::Partial::demand`) as a dict.
+    fn demand<'py>(&self, py: Python<'py>, cost: &TraceDemandCost) -> PyResult<Bound<'py, PyDict>> {
+        let d = self
+            .inner
+            .demand(&cost.inner)
+            .map_err(PyValueError::new_err)?;
+        let out = PyDict::new(py);
+        out.set_item("windows", d.windows)?;
+        out.set_item("peak_up_gbps", d.peak_up_gbps)?;
+        out.set_item("peak_down_gbps", d.peak_down_gbps)?;
+        out.set_item("windows_over_capacity", d.windows_over_capacity)?;
+        out.set_item("bytes_up", d.bytes_up)?;
+        out.set_item("bytes_down", d.bytes_down)?;
+        out.set_item("frame_bytes", d.frame_bytes)?;
+        Ok(out)
+    }
+
+    /// The statistics as `trace_stats` gives them for one file.
+    fn summary<'py>(
+        &self,
+        py: Python<'py>,
+        config: &Bound<'py, PyDict>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let config = stats_config(config)?;
+        let summary = self.inner.summary(&config).map_err(PyValueError::new_err)?;
+        let f = &self.inner.facts;
+        let d = summary_dict(py, &summary)?;
+        d.set_item("format", &f.format)?;
+        d.set_item("compression", &f.compression)?;
+        d.set_item("interfaces", interfaces_list(py, &f.interfaces)?)?;
+        d.set_item("skipped", f.skipped)?;
+        d.set_item("untimed", f.untimed)?;
+        d.set_item("snaplen_exceeded", f.quirks.snaplen_exceeded)?;
+        d.set_item("wirelen_below_caplen", f.quirks.wirelen_below_caplen)?;
+        d.set_item("cut_short", f.cut_short.clone())?;
+        d.set_item("reads", f.reads)?;
+        Ok(d)
+    }
+
+    /// Names `to` instead of `from` in what the reader reported (a file read from a copy).
+    fn rename_file(&mut self, from: &str, to: &str) {
+        self.inner.rename_file(from, to);
+    }
+
+    /// Packets summarised.
+    #[getter]
+    fn packets(&self) -> u64 {
+        self.inner.totals.packets
+    }
+
+    /// Time of the earliest and latest packet (None without packets).
+    #[getter]
+    fn span_ns(&self) -> Option<(i64, i64)> {
+        let t = &self.inner.totals;
+        (t.packets > 0).then_some((t.first_ts_ns, t.last_ts_ns))
+    }
+
+    /// Where windows are counted from.
+    #[getter]
+    fn origin(&self) -> i64 {
+        self.inner.origin
+    }
+}
+
+/// The arguments of `TraceDemandCost`: window, costs up and down, capacity.
+type CostArgs = (u64, Vec<f64>, Vec<f64>, f64);
+
+/// What the PCIe demand of a trace costs (`archive::DemandConfig`): bytes up and down per
+/// frame size (index: frame bytes incl. FCS), the window and the link capacity per direction.
+#[pyclass(module = "pcieperf._core")]
+pub struct TraceDemandCost {
+    inner: DemandConfig,
+}
+
+#[pymethods]
+impl TraceDemandCost {
+    #[new]
+    fn new(window_ns: u64, up: Vec<f64>, down: Vec<f64>, capacity_gbps: f64) -> PyResult<Self> {
+        if window_ns == 0 || up.len() != down.len() || up.is_empty() {
+            return Err(PyValueError::new_err(
+                "a demand needs a window of at least 1 ns and equally long, non-empty costs",
+            ));
+        }
+        Ok(TraceDemandCost {
+            inner: DemandConfig {
+                window_ns,
+                up,
+                down,
+                capacity_gbps,
+            },
+        })
+    }
+
+    /// Pickled as its arguments.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, CostArgs)> {
+        let c = &slf.borrow().inner;
+        Ok((
+            slf.get_type().into_any(),
+            (c.window_ns, c.up.clone(), c.down.clone(), c.capacity_gbps),
+        ))
+    }
+}
+
+/// The partial of one capture file, windows counted from `origin` ns, read without the GIL;
+/// with `demand`, the PCIe demand of its packets too.
+#[pyfunction]
+#[pyo3(signature = (path, config, origin, skip_bad=false, strict=false, demand=None))]
+pub fn trace_partial(
+    py: Python<'_>,
+    path: PathBuf,
+    config: &Bound<'_, PyDict>,
+    origin: i64,
+    skip_bad: bool,
+    strict: bool,
+    demand: Option<&TraceDemandCost>,
+) -> PyResult<TracePartial> {
+    let config = stats_config(config)?;
+    let read = read_options(skip_bad, strict);
+    let cost = demand.map(|d| &d.inner);
+    py.detach(|| file_partial(&path, read, &config, origin, cost))
+        .map(|inner| TracePartial { inner })
+        .map_err(to_py_err)
+}
+
+/// The partial of files that overlap in time, concatenated in the order given (every packet
+/// held and sorted), windows counted from the first packet.
+#[pyfunction]
+#[pyo3(signature = (paths, config, skip_bad=false, strict=false, demand=None))]
+pub fn trace_partial_files(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    config: &Bound<'_, PyDict>,
+    skip_bad: bool,
+    strict: bool,
+    demand: Option<&TraceDemandCost>,
+) -> PyResult<TracePartial> {
+    let config = stats_config(config)?;
+    let read = read_options(skip_bad, strict);
+    let cost = demand.map(|d| &d.inner);
+    py.detach(|| files_partial(&paths, read, &config, cost))
+        .map(|inner| TracePartial { inner })
+        .map_err(to_py_err)
+}
+
+/// Per file, (time of its first record or None, its interfaces then), or the file's one-line
+/// error (a str) in its place; files in parallel on up to `threads` threads, without the GIL.
+#[pyfunction]
+#[pyo3(signature = (paths, skip_bad=false, strict=false, threads=1))]
+pub fn trace_first_records<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    skip_bad: bool,
+    strict: bool,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let read = read_options(skip_bad, strict);
+    let results = py.detach(|| in_parallel(&paths, threads, |p| first_record(p, read)));
+    let out = PyList::empty(py);
+    for result in results {
+        match result {
+            Ok((first, interfaces)) => out.append((first, interfaces_list(py, &interfaces)?))?,
+            Err(error) => out.append(error.to_string())?,
+        }
+    }
+    Ok(out)
+}
+
+/// The records of `inputs` within [from_ns, to_ns) (to_ns = i64::MAX: to the end) merged into
+/// `output` with the whole merge's header and interfaces, reading only the inputs `selected`
+/// (`merge::merge_part`).
+#[pyfunction]
+#[pyo3(signature = (inputs, output, format, from_ns, to_ns, selected, skip_bad=false, strict=false))]
+#[allow(clippy::too_many_arguments)]
+pub fn trace_merge_part<'py>(
+    py: Python<'py>,
+    inputs: Vec<PathBuf>,
+    output: PathBuf,
+    format: &str,
+    from_ns: i64,
+    to_ns: i64,
+    selected: Vec<bool>,
+    skip_bad: bool,
+    strict: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let format = out_format(format)?;
+    let options = MergeOptions {
+        skip_bad,
+        strict,
+        keep_names: false,
+    };
+    let part = Part {
+        from_ns,
+        to_ns,
+        inputs: Some(selected),
+    };
+    let s = py
+        .detach(|| merge_part(&inputs, &output, format, options, &part))
+        .map_err(to_py_err)?;
+    merge_dict(py, s)
+}
+
+/// Per file, its time span and order (`merge::scan`) as a dict, or its one-line error (a str)
+/// in its place; files in parallel on up to `threads` threads, without the GIL.
+#[pyfunction]
+#[pyo3(signature = (paths, skip_bad=false, strict=false, threads=1))]
+pub fn trace_scan<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    skip_bad: bool,
+    strict: bool,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let read = read_options(skip_bad, strict);
+    let results = py.detach(|| in_parallel(&paths, threads, |p| scan(p, read)));
+    let out = PyList::empty(py);
+    for result in results {
+        match result {
+            Ok(s) => {
+                let d = PyDict::new(py);
+                d.set_item("packets", s.packets)?;
+                d.set_item("first_ns", s.first_ns)?;
+                d.set_item("last_ns", s.last_ns)?;
+                d.set_item("in_order", s.in_order)?;
+                d.set_item("interfaces_up_front", s.interfaces_up_front)?;
+                d.set_item("skipped", s.skipped)?;
+                d.set_item("cut_short", s.cut_short)?;
+                out.append(d)?;
+            }
+            Err(error) => out.append(error.to_string())?,
+        }
+    }
+    Ok(out)
 }

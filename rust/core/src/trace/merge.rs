@@ -160,6 +160,58 @@ pub fn merge_with(
     format: OutFormat,
     options: MergeOptions,
 ) -> Result<MergeStats, TraceError> {
+    merge_part(inputs, output, format, options, &Part::default())
+}
+
+/// A time range of a merge and the inputs that hold records in it (None: all).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    pub from_ns: i64,
+    pub to_ns: i64,
+    pub inputs: Option<Vec<bool>>,
+}
+
+impl Default for Part {
+    fn default() -> Self {
+        Part {
+            from_ns: i64::MIN,
+            to_ns: i64::MAX,
+            inputs: None,
+        }
+    }
+}
+
+impl Part {
+    fn wants(&self, k: usize) -> bool {
+        self.inputs
+            .as_ref()
+            .is_none_or(|v| v.get(k).copied().unwrap_or(false))
+    }
+
+    /// The first record of `reader` at or after the start of the range, if it is before its
+    /// end (the inputs of a part are in time order: a record at or past the end ends it).
+    fn first_in(&self, reader: &mut Reader) -> Result<Option<Record>, TraceError> {
+        while let Some(r) = reader.next_record()? {
+            if r.ts_ns >= self.from_ns {
+                return Ok((r.ts_ns < self.to_ns || self.to_ns == i64::MAX).then_some(r));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The records of `inputs` within `part`'s time range, merged into `output` with the header
+/// and every interface the whole merge declares (all inputs are opened and their first record
+/// read, as `merge_with` does): for inputs in time order whose interfaces all come before their
+/// first packet, the parts of consecutive ranges, each without its header, concatenate into
+/// exactly what `merge_with` writes. `merge_with` is the part that covers all time.
+pub fn merge_part(
+    inputs: &[PathBuf],
+    output: &Path,
+    format: OutFormat,
+    options: MergeOptions,
+    part: &Part,
+) -> Result<MergeStats, TraceError> {
     let read = ReadOptions {
         skip_bad: options.skip_bad,
         strict: options.strict,
@@ -170,7 +222,16 @@ pub fn merge_with(
     let mut heads: Vec<Record> = Vec::with_capacity(inputs.len());
     for (k, path) in inputs.iter().enumerate() {
         let mut reader = Reader::open_with(path, read)?;
-        let head = reader.next_record()?;
+        let mut head = reader.next_record()?;
+        if part.inputs.is_some() {
+            head = match head {
+                Some(r) if part.wants(k) && r.ts_ns >= part.from_ns => {
+                    (r.ts_ns < part.to_ns || part.to_ns == i64::MAX).then_some(r)
+                }
+                Some(_) if part.wants(k) => part.first_in(&mut reader)?,
+                _ => None,
+            };
+        }
         if let Some(r) = head {
             heap.push(Reverse((r.ts_ns, k)));
         }
@@ -204,11 +265,11 @@ pub fn merge_with(
         let record = heads[k];
         input.write(&record, &mut writer, &mut stats, options.keep_names)?;
         match input.reader.next_record()? {
-            Some(next) => {
+            Some(next) if next.ts_ns < part.to_ns || part.to_ns == i64::MAX => {
                 heads[k] = next;
                 *top = Reverse((next.ts_ns, k)); // sifted down when `top` goes
             }
-            None => {
+            _ => {
                 PeekMut::pop(top);
             }
         }
@@ -224,4 +285,46 @@ pub fn merge_with(
     stats.writes = written.writes;
     stats.bytes = written.bytes;
     Ok(stats)
+}
+
+/// What a partitioned merge needs to know of an input before it is cut into time ranges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scan {
+    pub packets: u64,
+    /// Time of the first and last record (0 without records).
+    pub first_ns: i64,
+    pub last_ns: i64,
+    /// No record earlier than the one before it.
+    pub in_order: bool,
+    /// Every interface was defined by the time the first record was read.
+    pub interfaces_up_front: bool,
+    pub skipped: u64,
+    pub cut_short: bool,
+}
+
+/// Reads every record of `path` for its time span and order (no data is kept).
+pub fn scan(path: &Path, read: ReadOptions) -> Result<Scan, TraceError> {
+    let mut reader = Reader::open_with(path, read)?;
+    if path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        reader.read_ahead();
+    }
+    let mut s = Scan {
+        in_order: true,
+        ..Scan::default()
+    };
+    let mut up_front = None;
+    while let Some(r) = reader.next_record()? {
+        if s.packets == 0 {
+            s.first_ns = r.ts_ns;
+            up_front = Some(reader.interfaces().len());
+        } else {
+            s.in_order &= r.ts_ns >= s.last_ns;
+        }
+        s.last_ns = r.ts_ns;
+        s.packets += 1;
+    }
+    s.interfaces_up_front = up_front.is_none_or(|n| n == reader.interfaces().len());
+    s.skipped = reader.skipped();
+    s.cut_short = reader.cut_short().is_some();
+    Ok(s)
 }

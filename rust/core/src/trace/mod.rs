@@ -4,6 +4,7 @@
 //! Formats: classic pcap and pcapng as specified by draft-ietf-opsawg-pcap and
 //! draft-ietf-opsawg-pcapng (the IETF write-ups of the libpcap and pcapng formats).
 
+pub mod archive;
 pub mod merge;
 pub mod read;
 mod sink;

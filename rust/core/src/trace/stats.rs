@@ -161,9 +161,9 @@ pub fn resolution_ns(tsresol: u8) -> i64 {
 
 /// How records become frames for sizes and bursts; it depends on every interface of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct FrameRule {
+pub(super) struct FrameRule {
     /// Every link type has an Ethernet equivalent (else frames are sized by wire length).
-    ethernet: bool,
+    pub(super) ethernet: bool,
     /// Link header bytes per interface.
     headers: Vec<i64>,
     /// The coarsest timestamp resolution of the interfaces, in ns.
@@ -171,7 +171,7 @@ struct FrameRule {
 }
 
 impl FrameRule {
-    fn new(interfaces: &[Interface], config: &StatsConfig) -> Self {
+    pub(super) fn new(interfaces: &[Interface], config: &StatsConfig) -> Self {
         let header = |t: u16| {
             config
                 .link_header_bytes
@@ -193,13 +193,13 @@ impl FrameRule {
     }
 
     /// Whether a later rule sizes and times the packets already counted as this one did.
-    fn agrees(&self, later: &FrameRule) -> bool {
+    pub(super) fn agrees(&self, later: &FrameRule) -> bool {
         self.ethernet == later.ethernet && self.resolution_ns == later.resolution_ns
     }
 
     /// Frame bytes with FCS, padded to the minimum, where the link type allows; else the wire
     /// length.
-    fn frame(&self, wirelen: u32, iface: u32, config: &StatsConfig) -> i64 {
+    pub(super) fn frame(&self, wirelen: u32, iface: u32, config: &StatsConfig) -> i64 {
         if !self.ethernet {
             return i64::from(wirelen);
         }
@@ -210,11 +210,11 @@ impl FrameRule {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Window {
-    index: u64,
-    packets: u64,
-    bits: u64,
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Window {
+    pub(super) index: u64,
+    pub(super) packets: u64,
+    pub(super) bits: u64,
 }
 
 /// One window length over packets in time order: the current window, the one before (which
@@ -267,44 +267,55 @@ impl WindowAcc {
 
     /// The peaks, given the span from the first to the last packet.
     fn finish(&self, span_ns: u64) -> WindowPeaks {
-        let w = self.window_ns;
-        let (mut last, mut covered) = (span_ns / w, span_ns % w);
-        if covered == 0 && last > 0 {
-            // A last packet exactly on a window start belongs to the window before.
-            last -= 1;
-            covered = w;
-        }
-        if covered == 0 {
-            covered = w; // no duration: the one window counts as whole
-        }
-        let mut full = self.full;
-        let mut tail = self.cur;
-        if let Some(prev) = self.prev {
-            if tail.index > last && prev.index == last {
-                tail.packets += prev.packets;
-                tail.bits += prev.bits;
-            } else {
-                fold(&mut full, prev);
-            }
-        }
-        let mut groups = Vec::with_capacity(2);
-        if covered == w {
-            fold(&mut full, tail);
-        } else {
-            groups.push((covered, tail.packets, tail.bits));
-        }
-        if let Some((packets, bits)) = full {
-            groups.insert(0, (w, packets, bits));
-        }
-        WindowPeaks {
-            window_ns: w,
-            last_index: last,
-            groups,
-        }
+        peaks(self.window_ns, span_ns, self.full, self.prev, self.cur)
     }
 }
 
-fn fold(full: &mut Option<(u64, u64)>, window: Window) {
+/// The peaks of windows of `w` ns over a span from the first to the last packet, given the
+/// largest sums of the windows before the last two non-empty ones (`full`), and those two.
+pub(super) fn peaks(
+    w: u64,
+    span_ns: u64,
+    full: Option<(u64, u64)>,
+    prev: Option<Window>,
+    cur: Window,
+) -> WindowPeaks {
+    let (mut last, mut covered) = (span_ns / w, span_ns % w);
+    if covered == 0 && last > 0 {
+        // A last packet exactly on a window start belongs to the window before.
+        last -= 1;
+        covered = w;
+    }
+    if covered == 0 {
+        covered = w; // no duration: the one window counts as whole
+    }
+    let mut full = full;
+    let mut tail = cur;
+    if let Some(prev) = prev {
+        if tail.index > last && prev.index == last {
+            tail.packets += prev.packets;
+            tail.bits += prev.bits;
+        } else {
+            fold(&mut full, prev);
+        }
+    }
+    let mut groups = Vec::with_capacity(2);
+    if covered == w {
+        fold(&mut full, tail);
+    } else {
+        groups.push((covered, tail.packets, tail.bits));
+    }
+    if let Some((packets, bits)) = full {
+        groups.insert(0, (w, packets, bits));
+    }
+    WindowPeaks {
+        window_ns: w,
+        last_index: last,
+        groups,
+    }
+}
+
+pub(super) fn fold(full: &mut Option<(u64, u64)>, window: Window) {
     let (packets, bits) = full.get_or_insert((0, 0));
     *packets = (*packets).max(window.packets);
     *bits = (*bits).max(window.bits);
@@ -499,7 +510,7 @@ impl GapCounts {
 /// numpy's "linear" percentile of `n` sorted values: the two ranks it interpolates between and
 /// the weight, as `_quantile` computes them (virtual index (n - 1) * p / 100; at or past the
 /// last value, the last value twice).
-fn linear_ranks(n: u64, p: f64) -> (u64, u64, f64) {
+pub(super) fn linear_ranks(n: u64, p: f64) -> (u64, u64, f64) {
     let last = (n - 1) as f64;
     let virtual_index = last * (p / 100.0);
     if virtual_index >= last {
@@ -514,13 +525,21 @@ fn linear_ranks(n: u64, p: f64) -> (u64, u64, f64) {
 }
 
 /// numpy's `_lerp` on int64 values: a + (b - a) * t, or b - (b - a) * (1 - t) from t = 0.5 on.
-fn lerp(a: i64, b: i64, t: f64) -> f64 {
+pub(super) fn lerp(a: i64, b: i64, t: f64) -> f64 {
     let diff = b.wrapping_sub(a) as f64;
     if t >= 0.5 {
         b as f64 - diff * (1.0 - t)
     } else {
         a as f64 + diff * t
     }
+}
+
+/// The largest gap after a frame that keeps the next packet back to back with it: the frame's
+/// wire time at line rate plus the timestamp resolution, in the operations (and so the
+/// roundings) of the numpy expression it replaces.
+pub(super) fn back_to_back_ns(frame: i64, rule: &FrameRule, config: &StatsConfig) -> f64 {
+    let wire_ns = ((frame + config.overhead_bytes) * 8) as f64 / config.eth_gbps;
+    wire_ns + rule.resolution_ns as f64
 }
 
 /// Everything that needs the packets in time order.
@@ -621,8 +640,7 @@ impl Ordered {
     #[inline]
     fn back_to_back_ns(&mut self, frame: i64, config: &StatsConfig) -> f64 {
         if self.threshold.0 != frame {
-            let wire_ns = ((frame + config.overhead_bytes) * 8) as f64 / config.eth_gbps;
-            self.threshold = (frame, wire_ns + self.rule.resolution_ns as f64);
+            self.threshold = (frame, back_to_back_ns(frame, &self.rule, config));
         }
         self.threshold.1
     }
@@ -665,11 +683,11 @@ impl Ordered {
 /// packet is on interface 0 (a pcap file, most pcapng ones) its totals are the file's, and
 /// only those are counted.
 #[derive(Debug, Clone)]
-struct Counts {
-    totals: Totals,
+pub(super) struct Counts {
+    pub(super) totals: Totals,
     per_interface: Vec<Totals>,
     only_first: bool,
-    out_of_order: u64,
+    pub(super) out_of_order: u64,
     last_ts: i64,
 }
 
@@ -687,7 +705,7 @@ impl Default for Counts {
 
 impl Counts {
     #[inline(always)]
-    fn push(&mut self, ts: i64, caplen: u32, wirelen: u32, iface: u32) -> bool {
+    pub(super) fn push(&mut self, ts: i64, caplen: u32, wirelen: u32, iface: u32) -> bool {
         let in_order = self.totals.packets == 0 || ts >= self.last_ts;
         self.out_of_order += u64::from(!in_order);
         self.last_ts = ts;
@@ -708,7 +726,7 @@ impl Counts {
 
     /// Totals per interface, one for each of `interfaces` interfaces (packets name only
     /// interfaces that exist).
-    fn per_interface(&self, interfaces: usize) -> Vec<Totals> {
+    pub(super) fn per_interface(&self, interfaces: usize) -> Vec<Totals> {
         let mut per_interface = match (self.only_first, self.totals.packets) {
             (true, 0) => Vec::new(),
             (true, _) => vec![self.totals],

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use std::io::Write;
 
+use super::archive::{file_partial, Partial};
 use super::merge::{convert, merge};
 use super::read::{ReadOptions, Reader, Record};
 use super::stats::{
@@ -804,4 +805,64 @@ fn columns_must_agree_with_each_other_and_the_interfaces() {
         err.unwrap_err(),
         "packet for interface 1, but 1 are defined"
     );
+}
+
+// --- archive partials -------------------------------------------------------------------------
+
+fn partial_of(name: &str, bytes: &[u8], origin: i64) -> Partial {
+    let path = temp(name);
+    std::fs::write(&path, bytes).unwrap();
+    let partial = file_partial(&path, ReadOptions::default(), &stats_config(), origin, None);
+    std::fs::remove_file(&path).unwrap();
+    partial.unwrap()
+}
+
+#[test]
+fn a_burst_and_a_window_split_between_two_files_merge_into_one() {
+    // The capture of `stats_of_a_small_capture_by_hand` cut after its second packet: the burst
+    // of the first three packets (0, 1, 2 µs) and the first 1 ms window straddle the files.
+    let data = [0u8; 60];
+    let at = |usec: u32| (1000 + usec / 1_000_000, usec % 1_000_000, &data[..]);
+    let whole = pcap(false, false, 0, &[at(0), at(1), at(2), at(1000), at(1500)]);
+    let first = pcap(false, false, 0, &[at(0), at(1)]);
+    let second = pcap(false, false, 0, &[at(2), at(1000), at(1500)]);
+    let origin = 1_000_000_000_000; // the first packet, 1000 s
+    let mut merged = partial_of("a.pcap", &first, origin);
+    let next = partial_of("b.pcap", &second, origin);
+    merged.append(&next, &stats_config(), None).unwrap();
+    let summary = merged.summary(&stats_config()).unwrap();
+    assert_eq!(
+        summary,
+        stats_of("whole.pcap", &whole, &stats_config()).summary
+    );
+    // Hand-computed in stats_of_a_small_capture_by_hand: one burst of 3, windows of 3 and 2.
+    let b = summary.bursts.unwrap();
+    assert_eq!((b.bursts, b.packets_in_bursts, b.max_burst), (1, 3, 3));
+    assert_eq!(
+        summary.rates[0].groups,
+        vec![(1_000_000, 3, 1536), (500_000, 2, 1024)]
+    );
+}
+
+#[test]
+fn files_that_overlap_in_time_do_not_append() {
+    let data = [0u8; 60];
+    let at = |usec: u32| (1000, usec, &data[..]);
+    let origin = 1_000_000_000_000;
+    let mut a = partial_of("a.pcap", &pcap(false, false, 0, &[at(0), at(10)]), origin);
+    let b = partial_of("b.pcap", &pcap(false, false, 0, &[at(5), at(20)]), origin);
+    let err = a.append(&b, &stats_config(), None).unwrap_err();
+    assert_eq!(err, "the files overlap in time");
+}
+
+#[test]
+fn a_partial_round_trips_through_its_bytes() {
+    let data = [0u8; 60];
+    let at = |usec: u32| (1000, usec, &data[..]);
+    let file = pcap(false, false, 0, &[at(0), at(3), at(7_000)]);
+    let partial = partial_of("p.pcap", &file, 1_000_000_000_000);
+    let bytes = partial.to_bytes();
+    assert_eq!(Partial::from_bytes(&bytes).unwrap(), partial);
+    assert!(Partial::from_bytes(&bytes[..bytes.len() - 1]).is_err());
+    assert!(Partial::from_bytes(b"not a partial").is_err());
 }

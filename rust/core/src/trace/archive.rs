@@ -1,0 +1,1264 @@
+//! Archive statistics: a compact summary of one capture file (a `Partial`) that merges exactly
+//! with the summary of the next file of the same port, so that many files are summarised by
+//! many workers and reduced to the statistics of the files concatenated in time order
+//! (docs/scale.md, "Archive statistics").
+//!
+//! Besides sums (packets, bytes, the size histogram, per interface) a partial keeps:
+//! - per rate window length, the first window its packets touch, the last two, and the largest
+//!   sums of all the others. Those are complete, since later files hold later packets; the
+//!   edges are added to the neighbours' when partials are merged. Windows are counted from
+//!   `origin`, the first packet of the whole port, which the caller passes to every file;
+//! - the first and last packet (time, frame size) and the back-to-back runs that touch either
+//!   end, so a burst that straddles two files is joined into one; closed runs are counted;
+//! - the count of every distinct gap between packets ((gap, count) pairs in ascending order),
+//!   so the percentiles of the merged gaps are exact; the gap from one file's last packet to the
+//!   next file's first is added when the two are merged.
+//!
+//! A file read out of time order is summarised from its packets sorted by time, as
+//! `stats::file_stats` does; files that overlap in time cannot be merged this way and are
+//! summarised together by `files_partial` instead.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::read::{Quirks, ReadOptions, Reader};
+use super::stats::{
+    back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Counts, FrameRule, StatsConfig,
+    Summary, Totals, Window,
+};
+use super::{Interface, TraceError};
+
+/// Gaps below this many ns are counted in a dense table while a file is read.
+const DENSE_GAPS: usize = 1 << 16;
+
+/// The windows of one length touched by packets in time order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Edges {
+    /// The first window and the last two (fewer when fewer are touched), in time order.
+    edges: Vec<Window>,
+    /// Largest packet count and bit sum of every other window.
+    inner: Option<(u64, u64)>,
+}
+
+impl Edges {
+    /// Adds packets to the window `window.index`, which is not before the last one.
+    fn add(&mut self, window: Window) {
+        match self.edges.last_mut() {
+            Some(last) if last.index == window.index => {
+                last.packets += window.packets;
+                last.bits += window.bits;
+            }
+            _ => {
+                self.edges.push(window);
+                if self.edges.len() > 3 {
+                    let done = self.edges.remove(1);
+                    fold(&mut self.inner, done);
+                }
+            }
+        }
+    }
+
+    /// The windows of later packets: shared edges add up, the rest are complete.
+    fn append(&mut self, next: &Edges) {
+        for &window in &next.edges {
+            self.add(window);
+        }
+        if let Some((packets, bits)) = next.inner {
+            fold(
+                &mut self.inner,
+                Window {
+                    index: 0,
+                    packets,
+                    bits,
+                },
+            );
+        }
+    }
+
+    fn peaks(&self, window_ns: u64, span_ns: u64) -> super::stats::WindowPeaks {
+        let n = self.edges.len();
+        let mut full = self.inner;
+        for &done in &self.edges[..n.saturating_sub(2)] {
+            fold(&mut full, done);
+        }
+        let prev = n.checked_sub(2).map(|k| self.edges[k]);
+        let cur = self.edges.last().copied().unwrap_or_default();
+        peaks(window_ns, span_ns, full, prev, cur)
+    }
+}
+
+/// Counts one window length per packet without a division while packets stay in one window.
+#[derive(Debug, Clone)]
+struct WindowCounter {
+    window_ns: u64,
+    lo: u64,
+    hi: u64,
+    edges: Edges,
+}
+
+impl WindowCounter {
+    #[inline(always)]
+    fn push(&mut self, offset: u64, bits: u64) {
+        if (self.lo..self.hi).contains(&offset) {
+            if let Some(last) = self.edges.edges.last_mut() {
+                last.packets += 1;
+                last.bits += bits;
+                return;
+            }
+        }
+        let index = offset / self.window_ns;
+        self.lo = index.saturating_mul(self.window_ns);
+        self.hi = (index + 1).saturating_mul(self.window_ns);
+        self.edges.add(Window {
+            index,
+            packets: 1,
+            bits,
+        });
+    }
+}
+
+/// Runs of back-to-back packets: links (packet pairs back to back) at the start before the
+/// first break, at the end after the last break, and the runs closed in between.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Chain {
+    head: u64,
+    tail: u64,
+    broken: bool,
+    bursts: u64,
+    packets_in_bursts: u64,
+    max_burst: u64,
+}
+
+impl Chain {
+    fn close(&mut self, links: u64) {
+        if links > 0 {
+            self.bursts += 1;
+            self.packets_in_bursts += links + 1;
+            self.max_burst = self.max_burst.max(links + 1);
+        }
+    }
+
+    /// `n` more back-to-back links.
+    fn extend(&mut self, n: u64) {
+        self.tail += n;
+        if !self.broken {
+            self.head += n;
+        }
+    }
+
+    /// A gap that is not back to back: the run at the end closes (unless it is the head run,
+    /// which may continue an earlier file's).
+    fn break_run(&mut self) {
+        if self.broken {
+            self.close(self.tail);
+        }
+        self.broken = true;
+        self.tail = 0;
+    }
+
+    #[inline(always)]
+    fn link(&mut self, back_to_back: bool) {
+        if back_to_back {
+            self.extend(1);
+        } else {
+            self.break_run();
+        }
+    }
+
+    /// The chain of later packets, joined by a link of the given kind.
+    fn append(&mut self, next: &Chain, back_to_back: bool) {
+        self.link(back_to_back);
+        self.extend(next.head);
+        if next.broken {
+            self.break_run();
+            self.bursts += next.bursts;
+            self.packets_in_bursts += next.packets_in_bursts;
+            self.max_burst = self.max_burst.max(next.max_burst);
+            self.tail = next.tail;
+        }
+    }
+
+    /// Bursts, packets in bursts and the longest (at least 1) once no packet follows.
+    fn finish(&self) -> (u64, u64, u64) {
+        let mut done = *self;
+        if done.broken {
+            done.close(done.head);
+        }
+        done.close(done.tail);
+        (done.bursts, done.packets_in_bursts, done.max_burst.max(1))
+    }
+}
+
+/// Exact counts of distinct gaps, as (gap, count) pairs in ascending order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct GapDist {
+    n: u64,
+    min: i64,
+    values: Vec<(i64, u64)>,
+}
+
+impl GapDist {
+    fn merge(&mut self, other: &GapDist) {
+        if other.n == 0 {
+            return;
+        }
+        self.min = if self.n == 0 {
+            other.min
+        } else {
+            self.min.min(other.min)
+        };
+        self.n += other.n;
+        let (a, b) = (std::mem::take(&mut self.values), &other.values);
+        let mut out = Vec::with_capacity(a.len() + b.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            let (gap, take_a, take_b) = match a[i].0.cmp(&b[j].0) {
+                std::cmp::Ordering::Less => (a[i].0, true, false),
+                std::cmp::Ordering::Greater => (b[j].0, false, true),
+                std::cmp::Ordering::Equal => (a[i].0, true, true),
+            };
+            let count = if take_a { a[i].1 } else { 0 } + if take_b { b[j].1 } else { 0 };
+            out.push((gap, count));
+            i += usize::from(take_a);
+            j += usize::from(take_b);
+        }
+        out.extend_from_slice(&a[i..]);
+        out.extend_from_slice(&b[j..]);
+        self.values = out;
+    }
+
+    fn value_at(&self, rank: u64) -> i64 {
+        let mut seen = 0;
+        for &(gap, count) in &self.values {
+            seen += count;
+            if rank < seen {
+                return gap;
+            }
+        }
+        unreachable!("rank {rank} of {} gaps", self.n)
+    }
+
+    /// numpy.percentile of the gaps (method "linear"), as `stats` computes it for one file.
+    fn percentiles(&self, ps: &[f64]) -> Vec<f64> {
+        ps.iter()
+            .map(|&p| {
+                let (lo, hi, gamma) = linear_ranks(self.n, p);
+                lerp(self.value_at(lo), self.value_at(hi), gamma)
+            })
+            .collect()
+    }
+}
+
+/// Gap counts while a file is read: a dense table for small gaps, a map for the rest.
+#[derive(Debug, Default)]
+struct GapCounter {
+    n: u64,
+    min: i64,
+    dense: Vec<u64>,
+    sparse: HashMap<i64, u64>,
+}
+
+impl GapCounter {
+    #[inline(always)]
+    fn push(&mut self, gap: i64) {
+        self.min = if self.n == 0 { gap } else { self.min.min(gap) };
+        self.n += 1;
+        if (0..DENSE_GAPS as i64).contains(&gap) {
+            if self.dense.is_empty() {
+                self.dense = vec![0; DENSE_GAPS];
+            }
+            self.dense[gap as usize] += 1;
+        } else {
+            *self.sparse.entry(gap).or_insert(0) += 1;
+        }
+    }
+
+    fn finish(self) -> GapDist {
+        let mut values: Vec<(i64, u64)> = self.sparse.into_iter().collect();
+        values.extend(
+            self.dense
+                .iter()
+                .enumerate()
+                .filter(|e| *e.1 > 0)
+                .map(|(gap, &count)| (gap as i64, count)),
+        );
+        values.sort_unstable();
+        GapDist {
+            n: self.n,
+            min: self.min,
+            values,
+        }
+    }
+}
+
+/// The time-ordered part of a partial while packets are pushed in time order.
+struct Builder {
+    origin: i64,
+    rule: FrameRule,
+    windows: Vec<WindowCounter>,
+    sizes: Vec<u64>,
+    chain: Chain,
+    gaps: GapCounter,
+    first: Option<(i64, i64)>,
+    last: Option<(i64, i64)>,
+    threshold: (i64, f64),
+    demand: Option<(DemandAcc, DemandConfig)>,
+}
+
+impl Builder {
+    fn new(
+        config: &StatsConfig,
+        origin: i64,
+        rule: FrameRule,
+        cost: Option<&DemandConfig>,
+    ) -> Self {
+        Builder {
+            origin,
+            rule,
+            windows: config
+                .windows_ns
+                .iter()
+                .map(|&w| WindowCounter {
+                    window_ns: w,
+                    lo: 0,
+                    hi: 0,
+                    edges: Edges::default(),
+                })
+                .collect(),
+            sizes: vec![0; config.size_bins.len()],
+            chain: Chain::default(),
+            gaps: GapCounter::default(),
+            first: None,
+            last: None,
+            threshold: (i64::MIN, 0.0),
+            demand: cost.map(|c| (DemandAcc::default(), c.clone())),
+        }
+    }
+
+    fn set_rule(&mut self, rule: FrameRule) {
+        self.rule = rule;
+        self.threshold = (i64::MIN, 0.0);
+    }
+
+    #[inline(always)]
+    fn push(&mut self, ts: i64, wirelen: u32, iface: u32, config: &StatsConfig) {
+        let offset = ts.wrapping_sub(self.origin) as u64;
+        let bits = u64::from(wirelen) * 8;
+        for w in &mut self.windows {
+            w.push(offset, bits);
+        }
+        let frame = self.rule.frame(wirelen, iface, config);
+        self.sizes[size_bucket(frame, config)] += 1;
+        if let Some((acc, cost)) = &mut self.demand {
+            acc.push(offset, frame, cost);
+        }
+        if let Some((prev_ts, prev_frame)) = self.last {
+            let gap = ts.wrapping_sub(prev_ts);
+            self.gaps.push(gap);
+            if self.threshold.0 != prev_frame {
+                self.threshold = (prev_frame, back_to_back_ns(prev_frame, &self.rule, config));
+            }
+            self.chain.link(gap as f64 <= self.threshold.1);
+        } else {
+            self.first = Some((ts, frame));
+        }
+        self.last = Some((ts, frame));
+    }
+}
+
+fn size_bucket(frame: i64, config: &StatsConfig) -> usize {
+    config
+        .size_bins
+        .partition_point(|&b| b <= frame)
+        .saturating_sub(1)
+}
+
+/// What the reader found in a file, added up over files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadFacts {
+    pub format: String,
+    pub compression: String,
+    pub interfaces: Vec<Interface>,
+    pub skipped: u64,
+    pub untimed: u64,
+    pub quirks: Quirks,
+    pub cut_short: Option<String>,
+    pub reads: u32,
+}
+
+impl ReadFacts {
+    fn of(reader: &Reader, reads: u32) -> Self {
+        ReadFacts {
+            format: reader.format().to_owned(),
+            compression: reader.compression().name().to_owned(),
+            interfaces: reader.interfaces().to_vec(),
+            skipped: reader.skipped(),
+            untimed: reader.untimed(),
+            quirks: reader.quirks(),
+            cut_short: reader.cut_short().map(ToString::to_string),
+            reads,
+        }
+    }
+
+    fn add(&mut self, next: &ReadFacts) {
+        for (mine, theirs) in [
+            (&mut self.format, &next.format),
+            (&mut self.compression, &next.compression),
+        ] {
+            if mine != theirs {
+                *mine = "mixed".to_owned();
+            }
+        }
+        if next.interfaces.len() > self.interfaces.len() {
+            self.interfaces = next.interfaces.clone();
+        }
+        self.skipped += next.skipped;
+        self.untimed += next.untimed;
+        self.quirks.snaplen_exceeded += next.quirks.snaplen_exceeded;
+        self.quirks.wirelen_below_caplen += next.quirks.wirelen_below_caplen;
+        if self.cut_short.is_none() {
+            self.cut_short = next.cut_short.clone();
+        }
+        self.reads += next.reads;
+    }
+}
+
+/// The mergeable statistics of one file, or of consecutive files of one port.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partial {
+    pub facts: ReadFacts,
+    /// Where windows are counted from: the first packet of the port, as the caller said.
+    pub origin: i64,
+    pub totals: Totals,
+    pub per_interface: Vec<Totals>,
+    /// Packets earlier than the one before them, in file order (across files too).
+    pub out_of_order: u64,
+    /// Time of the first and the last record in file order (0 without packets).
+    pub first_record_ts: i64,
+    pub last_record_ts: i64,
+    windows: Vec<Edges>,
+    sizes: Vec<u64>,
+    /// (time, frame bytes) of the first and last packet in time order.
+    first: (i64, i64),
+    last: (i64, i64),
+    chain: Chain,
+    gaps: GapDist,
+    demand: Option<DemandAcc>,
+}
+
+fn add_totals(a: &mut Totals, b: &Totals) {
+    if b.packets == 0 {
+        return;
+    }
+    if a.packets == 0 {
+        *a = *b;
+        return;
+    }
+    a.packets += b.packets;
+    a.bytes_captured += b.bytes_captured;
+    a.bytes_wire += b.bytes_wire;
+    a.first_ts_ns = a.first_ts_ns.min(b.first_ts_ns);
+    a.last_ts_ns = a.last_ts_ns.max(b.last_ts_ns);
+}
+
+impl Partial {
+    fn new(
+        facts: ReadFacts,
+        counts: &Counts,
+        records: (i64, i64),
+        built: Builder,
+        origin: i64,
+    ) -> Self {
+        let interfaces = facts.interfaces.len();
+        Partial {
+            facts,
+            origin,
+            totals: counts.totals,
+            per_interface: counts.per_interface(interfaces),
+            out_of_order: counts.out_of_order,
+            first_record_ts: records.0,
+            last_record_ts: records.1,
+            windows: built.windows.into_iter().map(|w| w.edges).collect(),
+            sizes: built.sizes,
+            first: built.first.unwrap_or_default(),
+            last: built.last.unwrap_or_default(),
+            chain: built.chain,
+            gaps: built.gaps.finish(),
+            demand: built.demand.map(|(acc, _)| acc),
+        }
+    }
+
+    /// Adds the partial of the files that follow this one's in the port. Fails, saying why,
+    /// where the two cannot be merged exactly: `next` has packets before this one's last, its
+    /// windows start elsewhere, or its frames are sized or timed by another rule.
+    pub fn append(
+        &mut self,
+        next: &Partial,
+        config: &StatsConfig,
+        cost: Option<&DemandConfig>,
+    ) -> Result<(), String> {
+        if next.origin != self.origin {
+            return Err("the partials count windows from different origins".into());
+        }
+        let rule = FrameRule::new(&self.facts.interfaces, config);
+        if self.totals.packets > 0 && next.totals.packets > 0 {
+            if next.totals.first_ts_ns < self.totals.last_ts_ns {
+                return Err("the files overlap in time".into());
+            }
+            if !rule.agrees(&FrameRule::new(&next.facts.interfaces, config)) {
+                return Err("the files size or time frames differently".into());
+            }
+            let gap = next.first.0.wrapping_sub(self.last.0);
+            let back_to_back = gap as f64 <= back_to_back_ns(self.last.1, &rule, config);
+            self.chain.append(&next.chain, back_to_back);
+            self.gaps.merge(&GapDist {
+                n: 1,
+                min: gap,
+                values: vec![(gap, 1)],
+            });
+            self.out_of_order += u64::from(next.first_record_ts < self.last_record_ts);
+        } else if self.totals.packets == 0 {
+            self.chain = next.chain;
+            self.first = next.first;
+        }
+        self.gaps.merge(&next.gaps);
+        if next.totals.packets > 0 {
+            self.last = next.last;
+            self.last_record_ts = next.last_record_ts;
+            if self.totals.packets == 0 {
+                self.first_record_ts = next.first_record_ts;
+            }
+        }
+        add_totals(&mut self.totals, &next.totals);
+        self.out_of_order += next.out_of_order;
+        if next.per_interface.len() > self.per_interface.len() {
+            self.per_interface
+                .resize(next.per_interface.len(), Totals::default());
+        }
+        for (mine, theirs) in self.per_interface.iter_mut().zip(&next.per_interface) {
+            add_totals(mine, theirs);
+        }
+        for (mine, theirs) in self.windows.iter_mut().zip(&next.windows) {
+            mine.append(theirs);
+        }
+        for (mine, theirs) in self.sizes.iter_mut().zip(&next.sizes) {
+            *mine += theirs;
+        }
+        match (&mut self.demand, &next.demand, cost) {
+            (Some(mine), Some(theirs), Some(cost)) => mine.append(theirs, cost),
+            (None, None, _) => {}
+            _ => return Err("the partials were read with different demands".into()),
+        }
+        self.facts.add(&next.facts);
+        Ok(())
+    }
+
+    /// Names `to` instead of `from` in what the reader reported (a file read from a local copy).
+    pub fn rename_file(&mut self, from: &str, to: &str) {
+        if let Some(text) = &mut self.facts.cut_short {
+            *text = text.replace(from, to);
+        }
+    }
+
+    /// The statistics of the packets summarised, as `stats::file_stats` reports them for one
+    /// file. Fails when the windows were not counted from the first packet.
+    pub fn summary(&self, config: &StatsConfig) -> Result<Summary, String> {
+        if self.totals.packets > 0 && self.origin != self.totals.first_ts_ns {
+            return Err(format!(
+                "windows were counted from {} ns, but the first packet is at {} ns",
+                self.origin, self.totals.first_ts_ns
+            ));
+        }
+        let span = self.totals.span_ns();
+        let (bursts, packets_in_bursts, max_burst) = self.chain.finish();
+        Ok(Summary {
+            totals: self.totals,
+            per_interface: self.per_interface.clone(),
+            out_of_order: self.out_of_order,
+            rates: self
+                .windows
+                .iter()
+                .zip(&config.windows_ns)
+                .map(|(edges, &w)| edges.peaks(w, span))
+                .collect(),
+            size_histogram: self.sizes.clone(),
+            bursts: (self.totals.packets >= 2).then(|| Bursts {
+                bursts,
+                packets_in_bursts,
+                max_burst,
+                gap_min_ns: self.gaps.min,
+                gap_percentiles: self.gaps.percentiles(&config.percentiles),
+            }),
+        })
+    }
+}
+
+/// How one read in file order went.
+enum Pass {
+    Done(Box<Partial>),
+    /// Frames were sized under a rule that changed later: read again with the final one.
+    Again(FrameRule),
+    Unsorted,
+}
+
+fn read_in_order(
+    reader: &mut Reader,
+    config: &StatsConfig,
+    origin: i64,
+    fixed: Option<&FrameRule>,
+    reads: u32,
+    cost: Option<&DemandConfig>,
+) -> Result<Pass, TraceError> {
+    let mut rule = fixed
+        .cloned()
+        .unwrap_or_else(|| FrameRule::new(reader.interfaces(), config));
+    let mut seen = reader.interfaces().len();
+    let mut built = Builder::new(config, origin, rule.clone(), cost);
+    let mut counts = Counts::default();
+    let mut stale = false;
+    let mut first_record = None;
+    while let Some(r) = reader.next_record()? {
+        if reader.interfaces().len() != seen && fixed.is_none() {
+            seen = reader.interfaces().len();
+            let later = FrameRule::new(reader.interfaces(), config);
+            stale |= counts.totals.packets > 0 && !rule.agrees(&later);
+            rule = later;
+            built.set_rule(rule.clone());
+        }
+        first_record.get_or_insert(r.ts_ns);
+        if !counts.push(r.ts_ns, r.caplen, r.wirelen, r.iface) {
+            return Ok(Pass::Unsorted);
+        }
+        built.push(r.ts_ns, r.wirelen, r.iface, config);
+    }
+    let last = FrameRule::new(reader.interfaces(), config);
+    if stale || (counts.totals.packets > 0 && !rule.agrees(&last)) {
+        return Ok(Pass::Again(last));
+    }
+    let records = (first_record.unwrap_or(0), counts.totals.last_ts_ns);
+    let facts = ReadFacts::of(reader, reads);
+    Ok(Pass::Done(Box::new(Partial::new(
+        facts, &counts, records, built, origin,
+    ))))
+}
+
+/// Packets of files read in file order, with their counts.
+#[derive(Default)]
+struct Held {
+    packets: Vec<(i64, u32, u32)>,
+    counts: Counts,
+    records: Option<(i64, i64)>,
+}
+
+impl Held {
+    fn read(&mut self, reader: &mut Reader) -> Result<(), TraceError> {
+        while let Some(r) = reader.next_record()? {
+            self.counts.push(r.ts_ns, r.caplen, r.wirelen, r.iface);
+            self.packets.push((r.ts_ns, r.wirelen, r.iface));
+            let first = self.records.map_or(r.ts_ns, |f| f.0);
+            self.records = Some((first, r.ts_ns));
+        }
+        Ok(())
+    }
+
+    /// The partial of the held packets sorted by time (stably), windows from `origin` (None:
+    /// the first packet).
+    fn partial(
+        mut self,
+        facts: ReadFacts,
+        config: &StatsConfig,
+        origin: Option<i64>,
+        cost: Option<&DemandConfig>,
+    ) -> Partial {
+        self.packets.sort_by_key(|p| p.0);
+        let origin = origin.unwrap_or(self.counts.totals.first_ts_ns);
+        let rule = FrameRule::new(&facts.interfaces, config);
+        let mut built = Builder::new(config, origin, rule, cost);
+        for &(ts, wirelen, iface) in &self.packets {
+            built.push(ts, wirelen, iface, config);
+        }
+        let records = self.records.unwrap_or((0, 0));
+        Partial::new(facts, &self.counts, records, built, origin)
+    }
+}
+
+fn open(path: &Path, read: ReadOptions, rereadable: bool) -> Result<Reader, TraceError> {
+    let mut reader = Reader::open_with(path, read)?;
+    if rereadable {
+        reader.read_ahead();
+    }
+    Ok(reader)
+}
+
+/// The partial of one capture file with windows counted from `origin` (`-`: standard input).
+/// Read once where it is in time order; otherwise as `stats::file_stats` reads it.
+pub fn file_partial(
+    path: &Path,
+    read: ReadOptions,
+    config: &StatsConfig,
+    origin: i64,
+    cost: Option<&DemandConfig>,
+) -> Result<Partial, TraceError> {
+    let rereadable = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let mut reader = open(path, read, rereadable)?;
+    if rereadable {
+        let expected_rule = match read_in_order(&mut reader, config, origin, None, 1, cost)? {
+            Pass::Done(partial) => return Ok(*partial),
+            Pass::Again(rule) => Some(rule),
+            Pass::Unsorted => None,
+        };
+        reader = open(path, read, rereadable)?;
+        if let Some(rule) = expected_rule {
+            return match read_in_order(&mut reader, config, origin, Some(&rule), 2, cost)? {
+                Pass::Done(partial) => Ok(*partial),
+                _ => Err(TraceError::whole(
+                    &path.display().to_string(),
+                    "the capture changed while it was read twice",
+                )),
+            };
+        }
+    }
+    let mut held = Held::default();
+    held.read(&mut reader)?;
+    let reads = if rereadable { 2 } else { 1 };
+    Ok(held.partial(ReadFacts::of(&reader, reads), config, Some(origin), cost))
+}
+
+/// The partial of files that overlap in time, concatenated in the order given: every packet
+/// is held (16 bytes each) and sorted, as for one file out of time order; windows count from
+/// the first packet.
+pub fn files_partial(
+    paths: &[PathBuf],
+    read: ReadOptions,
+    config: &StatsConfig,
+    cost: Option<&DemandConfig>,
+) -> Result<Partial, TraceError> {
+    let mut held = Held::default();
+    let mut facts: Option<ReadFacts> = None;
+    for path in paths {
+        let mut reader = Reader::open_with(path, read)?;
+        held.read(&mut reader)?;
+        let these = ReadFacts::of(&reader, 1);
+        match &mut facts {
+            None => facts = Some(these),
+            Some(all) => all.add(&these),
+        }
+    }
+    Ok(held.partial(facts.unwrap_or_default(), config, None, cost))
+}
+
+/// Time of the first record of a capture and its interfaces then (None without packets).
+pub fn first_record(
+    path: &Path,
+    read: ReadOptions,
+) -> Result<(Option<i64>, Vec<Interface>), TraceError> {
+    let mut reader = Reader::open_with(path, read)?;
+    let first = reader.next_record()?.map(|r| r.ts_ns);
+    Ok((first, reader.interfaces().to_vec()))
+}
+
+// --- serialisation: little-endian, for shipping partials between processes ---------------------
+
+const MAGIC: &[u8; 8] = b"PCPART01";
+
+struct Enc(Vec<u8>);
+
+impl Enc {
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn str(&mut self, v: &str) {
+        self.u64(v.len() as u64);
+        self.0.extend_from_slice(v.as_bytes());
+    }
+    fn opt_str(&mut self, v: Option<&str>) {
+        self.u64(u64::from(v.is_some()));
+        if let Some(s) = v {
+            self.str(s);
+        }
+    }
+    fn totals(&mut self, t: &Totals) {
+        for v in [t.packets, t.bytes_captured, t.bytes_wire] {
+            self.u64(v);
+        }
+        self.i64(t.first_ts_ns);
+        self.i64(t.last_ts_ns);
+    }
+    fn window(&mut self, w: &Window) {
+        for v in [w.index, w.packets, w.bits] {
+            self.u64(v);
+        }
+    }
+    fn sizes(&mut self, counts: &SizeCounts) {
+        self.u64(counts.len() as u64);
+        for &(frame, n) in counts {
+            self.i64(frame);
+            self.u64(n);
+        }
+    }
+}
+
+struct Dec<'a>(&'a [u8]);
+
+impl Dec<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        if self.0.len() < n {
+            return Err("the partial's bytes end early".into());
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+    fn i64(&mut self) -> Result<i64, String> {
+        Ok(i64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+    fn len(&mut self) -> Result<usize, String> {
+        let n = self.u64()?;
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= self.0.len())
+            .ok_or_else(|| format!("the partial names {n} items, more than its bytes hold"))
+    }
+    fn str(&mut self) -> Result<String, String> {
+        let n = self.len()?;
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|e| e.to_string())
+    }
+    fn opt_str(&mut self) -> Result<Option<String>, String> {
+        Ok(if self.u64()? == 1 {
+            Some(self.str()?)
+        } else {
+            None
+        })
+    }
+    fn totals(&mut self) -> Result<Totals, String> {
+        Ok(Totals {
+            packets: self.u64()?,
+            bytes_captured: self.u64()?,
+            bytes_wire: self.u64()?,
+            first_ts_ns: self.i64()?,
+            last_ts_ns: self.i64()?,
+        })
+    }
+    fn sizes(&mut self) -> Result<SizeCounts, String> {
+        (0..self.len()?)
+            .map(|_| Ok((self.i64()?, self.u64()?)))
+            .collect()
+    }
+    fn window(&mut self) -> Result<Window, String> {
+        Ok(Window {
+            index: self.u64()?,
+            packets: self.u64()?,
+            bits: self.u64()?,
+        })
+    }
+}
+
+impl Partial {
+    /// The partial as bytes (`from_bytes` reads them back): its size is that of its distinct
+    /// gaps (16 bytes each) plus about 1 KiB.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut e = Enc(MAGIC.to_vec());
+        let f = &self.facts;
+        e.str(&f.format);
+        e.str(&f.compression);
+        e.u64(f.interfaces.len() as u64);
+        for i in &f.interfaces {
+            e.u64(u64::from(i.linktype));
+            e.u64(u64::from(i.snaplen));
+            e.u64(u64::from(i.tsresol));
+            e.i64(i.tsoffset_s);
+            e.opt_str(i.name.as_deref());
+            e.u64(u64::from(i.section));
+        }
+        for v in [
+            f.skipped,
+            f.untimed,
+            f.quirks.snaplen_exceeded,
+            f.quirks.wirelen_below_caplen,
+            u64::from(f.reads),
+        ] {
+            e.u64(v);
+        }
+        e.opt_str(f.cut_short.as_deref());
+        e.i64(self.origin);
+        e.totals(&self.totals);
+        e.u64(self.per_interface.len() as u64);
+        for t in &self.per_interface {
+            e.totals(t);
+        }
+        e.u64(self.out_of_order);
+        e.i64(self.first_record_ts);
+        e.i64(self.last_record_ts);
+        e.u64(self.windows.len() as u64);
+        for w in &self.windows {
+            e.u64(w.edges.len() as u64);
+            for window in &w.edges {
+                e.window(window);
+            }
+            let (present, (packets, bits)) = (w.inner.is_some(), w.inner.unwrap_or_default());
+            for v in [u64::from(present), packets, bits] {
+                e.u64(v);
+            }
+        }
+        e.u64(self.sizes.len() as u64);
+        for &s in &self.sizes {
+            e.u64(s);
+        }
+        for v in [self.first.0, self.first.1, self.last.0, self.last.1] {
+            e.i64(v);
+        }
+        let c = &self.chain;
+        for v in [
+            c.head,
+            c.tail,
+            u64::from(c.broken),
+            c.bursts,
+            c.packets_in_bursts,
+            c.max_burst,
+        ] {
+            e.u64(v);
+        }
+        e.u64(self.gaps.n);
+        e.i64(self.gaps.min);
+        e.u64(self.gaps.values.len() as u64);
+        for &(gap, count) in &self.gaps.values {
+            e.i64(gap);
+            e.u64(count);
+        }
+        e.u64(u64::from(self.demand.is_some()));
+        if let Some(d) = &self.demand {
+            e.u64(d.edges.len() as u64);
+            for (index, counts) in &d.edges {
+                e.u64(*index);
+                e.sizes(counts);
+            }
+            e.u64(d.inner.up.to_bits());
+            e.u64(d.inner.down.to_bits());
+            e.u64(d.inner.over);
+            e.sizes(&d.sizes);
+            e.u64(u64::from(d.unpriced.is_some()));
+            e.i64(d.unpriced.unwrap_or(0));
+        }
+        e.0
+    }
+
+    /// A partial from `to_bytes`; fails on bytes that are not one.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Partial, String> {
+        let mut d = Dec(bytes);
+        if d.take(MAGIC.len())? != MAGIC {
+            return Err("not a pcieperf trace partial (or one of another version)".into());
+        }
+        let small = |v: u64, what: &str| {
+            u32::try_from(v).map_err(|_| format!("the partial's {what} is out of range"))
+        };
+        let format = d.str()?;
+        let compression = d.str()?;
+        let mut interfaces = Vec::new();
+        for _ in 0..d.len()? {
+            interfaces.push(Interface {
+                linktype: u16::try_from(d.u64()?).map_err(|e| e.to_string())?,
+                snaplen: small(d.u64()?, "snaplen")?,
+                tsresol: u8::try_from(d.u64()?).map_err(|e| e.to_string())?,
+                tsoffset_s: d.i64()?,
+                name: d.opt_str()?,
+                section: small(d.u64()?, "section")?,
+            });
+        }
+        let (skipped, untimed) = (d.u64()?, d.u64()?);
+        let quirks = Quirks {
+            snaplen_exceeded: d.u64()?,
+            wirelen_below_caplen: d.u64()?,
+        };
+        let reads = small(d.u64()?, "read count")?;
+        let cut_short = d.opt_str()?;
+        let origin = d.i64()?;
+        let totals = d.totals()?;
+        let per_interface = (0..d.len()?)
+            .map(|_| d.totals())
+            .collect::<Result<_, _>>()?;
+        let out_of_order = d.u64()?;
+        let (first_record_ts, last_record_ts) = (d.i64()?, d.i64()?);
+        let mut windows = Vec::new();
+        for _ in 0..d.len()? {
+            let edges = (0..d.len()?)
+                .map(|_| d.window())
+                .collect::<Result<_, _>>()?;
+            let (present, packets, bits) = (d.u64()?, d.u64()?, d.u64()?);
+            windows.push(Edges {
+                edges,
+                inner: (present == 1).then_some((packets, bits)),
+            });
+        }
+        let sizes = (0..d.len()?).map(|_| d.u64()).collect::<Result<_, _>>()?;
+        let first = (d.i64()?, d.i64()?);
+        let last = (d.i64()?, d.i64()?);
+        let chain = Chain {
+            head: d.u64()?,
+            tail: d.u64()?,
+            broken: d.u64()? == 1,
+            bursts: d.u64()?,
+            packets_in_bursts: d.u64()?,
+            max_burst: d.u64()?,
+        };
+        let (n, min) = (d.u64()?, d.i64()?);
+        let values = (0..d.len()?)
+            .map(|_| Ok((d.i64()?, d.u64()?)))
+            .collect::<Result<_, String>>()?;
+        let demand = if d.u64()? == 1 {
+            let edges = (0..d.len()?)
+                .map(|_| Ok((d.u64()?, d.sizes()?)))
+                .collect::<Result<_, String>>()?;
+            let inner = DemandPeaks {
+                up: f64::from_bits(d.u64()?),
+                down: f64::from_bits(d.u64()?),
+                over: d.u64()?,
+            };
+            let sizes = d.sizes()?;
+            let (present, frame) = (d.u64()? == 1, d.i64()?);
+            Some(DemandAcc {
+                edges,
+                inner,
+                sizes,
+                unpriced: present.then_some(frame),
+                lo: 0,
+                hi: 0,
+            })
+        } else {
+            None
+        };
+        if !d.0.is_empty() {
+            return Err("the partial has bytes after its end".into());
+        }
+        Ok(Partial {
+            facts: ReadFacts {
+                format,
+                compression,
+                interfaces,
+                skipped,
+                untimed,
+                quirks,
+                cut_short,
+                reads,
+            },
+            origin,
+            totals,
+            per_interface,
+            out_of_order,
+            first_record_ts,
+            last_record_ts,
+            windows,
+            sizes,
+            first,
+            last,
+            chain,
+            gaps: GapDist { n, min, values },
+            demand,
+        })
+    }
+}
+
+// --- PCIe demand: bytes per window from a per-frame-size cost ---------------------------------
+
+/// What the demand of a trace costs: PCIe wire bytes up and down per frame size (index: frame
+/// bytes incl. FCS), the window, and the link's capacity per direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemandConfig {
+    pub window_ns: u64,
+    pub up: Vec<f64>,
+    pub down: Vec<f64>,
+    pub capacity_gbps: f64,
+}
+
+/// Frame sizes and their counts, ascending.
+type SizeCounts = Vec<(i64, u64)>;
+
+fn add_size(counts: &mut SizeCounts, frame: i64, n: u64) {
+    match counts.binary_search_by_key(&frame, |e| e.0) {
+        Ok(k) => counts[k].1 += n,
+        Err(k) => counts.insert(k, (frame, n)),
+    }
+}
+
+/// Gb/s up and down of packets of the given sizes over `covered_ns`: bytes summed in ascending
+/// frame order (the same order however the packets were split into files), then one division.
+fn window_gbps(counts: &SizeCounts, covered_ns: u64, cost: &DemandConfig) -> (f64, f64) {
+    let (mut up, mut down) = (0.0, 0.0);
+    for &(frame, n) in counts {
+        up += n as f64 * cost.up[frame as usize];
+        down += n as f64 * cost.down[frame as usize];
+    }
+    (up * 8.0 / covered_ns as f64, down * 8.0 / covered_ns as f64)
+}
+
+/// Peak rates and windows over capacity of complete windows.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct DemandPeaks {
+    up: f64,
+    down: f64,
+    over: u64,
+}
+
+impl DemandPeaks {
+    fn add(&mut self, (up, down): (f64, f64), capacity: f64) {
+        self.up = self.up.max(up);
+        self.down = self.down.max(down);
+        self.over += u64::from(up > capacity || down > capacity);
+    }
+
+    fn merge(&mut self, other: &DemandPeaks) {
+        self.up = self.up.max(other.up);
+        self.down = self.down.max(other.down);
+        self.over += other.over;
+    }
+}
+
+/// The demand windows of packets in time order: the first window and the last two with the
+/// sizes of their packets, the peaks of all others; the sizes of all packets.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct DemandAcc {
+    edges: Vec<(u64, SizeCounts)>,
+    inner: DemandPeaks,
+    sizes: SizeCounts,
+    /// Frames larger than the cost table prices (an error when summarised).
+    unpriced: Option<i64>,
+    lo: u64,
+    hi: u64,
+}
+
+impl DemandAcc {
+    fn add(&mut self, index: u64, counts: &SizeCounts, cost: &DemandConfig) {
+        match self.edges.last_mut() {
+            Some(last) if last.0 == index => {
+                for &(frame, n) in counts {
+                    add_size(&mut last.1, frame, n);
+                }
+            }
+            _ => {
+                self.edges.push((index, counts.clone()));
+                if self.edges.len() > 3 {
+                    let (_, done) = self.edges.remove(1);
+                    let rates = window_gbps(&done, cost.window_ns, cost);
+                    self.inner.add(rates, cost.capacity_gbps);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, offset: u64, frame: i64, cost: &DemandConfig) {
+        if usize::try_from(frame).map_or(true, |f| f >= cost.up.len()) {
+            self.unpriced = Some(self.unpriced.map_or(frame, |u| u.max(frame)));
+            return;
+        }
+        add_size(&mut self.sizes, frame, 1);
+        if (self.lo..self.hi).contains(&offset) {
+            if let Some(last) = self.edges.last_mut() {
+                add_size(&mut last.1, frame, 1);
+                return;
+            }
+        }
+        let index = offset / cost.window_ns;
+        self.lo = index.saturating_mul(cost.window_ns);
+        self.hi = (index + 1).saturating_mul(cost.window_ns);
+        self.add(index, &vec![(frame, 1)], cost);
+    }
+
+    fn append(&mut self, next: &DemandAcc, cost: &DemandConfig) {
+        for (index, counts) in &next.edges {
+            self.add(*index, counts, cost);
+        }
+        self.inner.merge(&next.inner);
+        for &(frame, n) in &next.sizes {
+            add_size(&mut self.sizes, frame, n);
+        }
+        self.unpriced = self.unpriced.max(next.unpriced);
+    }
+}
+
+/// The PCIe demand of a set of packets, per direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Demand {
+    pub windows: u64,
+    pub peak_up_gbps: f64,
+    pub peak_down_gbps: f64,
+    pub windows_over_capacity: u64,
+    /// Bytes up and down of all packets.
+    pub bytes_up: f64,
+    pub bytes_down: f64,
+    /// Frame bytes of all packets (for the mean frame).
+    pub frame_bytes: u64,
+}
+
+impl Partial {
+    /// The demand of the packets summarised (same rules for the last window as the rates of
+    /// `summary`). Fails where a frame is larger than the cost table or the partial was read
+    /// without a demand.
+    pub fn demand(&self, cost: &DemandConfig) -> Result<Demand, String> {
+        let acc = self
+            .demand
+            .as_ref()
+            .ok_or("the partial was read without a demand")?;
+        if self.totals.packets > 0 && self.origin != self.totals.first_ts_ns {
+            return Err("windows were not counted from the first packet".into());
+        }
+        if let Some(frame) = acc.unpriced {
+            return Err(format!(
+                "a frame of {frame} bytes is larger than the {} priced",
+                cost.up.len() - 1
+            ));
+        }
+        let w = cost.window_ns;
+        let span = self.totals.span_ns();
+        let (mut last, mut covered) = (span / w, span % w);
+        if covered == 0 && last > 0 {
+            last -= 1;
+            covered = w; // a last packet exactly on a window start belongs to the window before
+        }
+        if covered == 0 {
+            covered = w;
+        }
+        let mut peaks = acc.inner;
+        let n = acc.edges.len();
+        for (_, done) in &acc.edges[..n.saturating_sub(2)] {
+            peaks.add(window_gbps(done, w, cost), cost.capacity_gbps);
+        }
+        if let Some((index, cur)) = acc.edges.last() {
+            let mut tail = cur.clone();
+            if let Some((prev_index, prev)) = n.checked_sub(2).map(|k| &acc.edges[k]) {
+                if *index > last && *prev_index == last {
+                    for &(frame, count) in prev {
+                        add_size(&mut tail, frame, count);
+                    }
+                } else {
+                    peaks.add(window_gbps(prev, w, cost), cost.capacity_gbps);
+                }
+            }
+            peaks.add(window_gbps(&tail, covered, cost), cost.capacity_gbps);
+        }
+        let (mut bytes_up, mut bytes_down, mut frame_bytes) = (0.0, 0.0, 0u64);
+        for &(frame, count) in &acc.sizes {
+            bytes_up += count as f64 * cost.up[frame as usize];
+            bytes_down += count as f64 * cost.down[frame as usize];
+            frame_bytes += count * frame as u64;
+        }
+        Ok(Demand {
+            windows: last + 1,
+            peak_up_gbps: peaks.up,
+            peak_down_gbps: peaks.down,
+            windows_over_capacity: peaks.over,
+            bytes_up,
+            bytes_down,
+            frame_bytes,
+        })
+    }
+}
