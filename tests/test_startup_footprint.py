@@ -16,12 +16,13 @@ HEAVY = ("numpy", "pandas", "duckdb", "scipy", "matplotlib")
 RUN = """
 import json, sys
 from pcieperf.cli import main
+heavy = sys.argv.pop(1).split(",")
 try:
     code = main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
 loaded = [
-    m for m in sys.argv.pop(1).split(",")
+    m for m in heavy
     if m in sys.modules and type(sys.modules[m]).__name__ != "_LazyModule"
 ]
 print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
