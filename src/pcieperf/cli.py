@@ -242,8 +242,7 @@ def cmd_dma(args: argparse.Namespace) -> None:
     """Effective bandwidth and TLP cost of device DMA per transfer size."""
     link = _link(args)
     sizes = parse_int_list(args.sizes, "transfer size")
-    cost = tlp.device_dma_cost(link, args.op, sizes, args.offset)
-    eff = tlp.effective_gbps(link, args.op, sizes, args.offset)
+    cost = tlp.dma_rows(link, args.op, sizes, args.offset)
     rows = [
         {
             "size": s,
@@ -254,7 +253,13 @@ def cmd_dma(args: argparse.Namespace) -> None:
             "bytes_down": int(bd),
         }
         for s, e, tu, td, bu, bd in zip(
-            sizes, eff, cost.tlps_out, cost.tlps_back, cost.wire_out, cost.wire_back, strict=True
+            sizes,
+            cost.effective_gbps,
+            cost.tlps_up,
+            cost.tlps_down,
+            cost.bytes_up,
+            cost.bytes_down,
+            strict=True,
         )
     ]
     if args.tlps:
@@ -1897,15 +1902,7 @@ def _sweep_dma(args: argparse.Namespace) -> dict[str, object]:
     """One `dma` evaluation as columns, through the calls cmd_dma makes."""
     link = _link(args)
     sizes = parse_int_list(args.sizes, "transfer size")
-    cost = tlp.device_dma_cost(link, args.op, sizes, args.offset)
-    return {
-        "size": sizes,
-        "effective_gbps": tlp.effective_gbps(link, args.op, sizes, args.offset),
-        "tlps_up": cost.tlps_out,
-        "tlps_down": cost.tlps_back,
-        "bytes_up": cost.wire_out,
-        "bytes_down": cost.wire_back,
-    }
+    return {"size": sizes, **vars(tlp.dma_rows(link, args.op, sizes, args.offset))}
 
 
 def _sweep_iommu_sim(args: argparse.Namespace) -> dict[str, object]:
