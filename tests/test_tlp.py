@@ -234,3 +234,19 @@ def test_wire_cost_with_32_bit_addresses_matches_the_breakdown(kind):
     assert summed.wire_out.tolist() == cost.wire_out.tolist()
     assert summed.wire_back.tolist() == cost.wire_back.tolist()
     assert int(tlp.wire_cost(GEN3, "write", 4, addr64=False).wire_out) == 12 + 8 + 4
+
+
+def test_reused_prices_follow_the_link_and_the_sizes():
+    # dma_rows reuses the TLP arithmetic across link speeds: a Gen1 x1 and a Gen5 x16 link
+    # with the same MPS share TLPs and bytes, while the rate scales with tlp_gbps; changing the
+    # size array in place must not return the old sizes' figures.
+    sizes = np.array([64, 256, 1500])
+    slow, fast = Link(gen=1, lanes=1), Link(gen=5, lanes=16)
+    a, b = tlp.dma_rows(slow, "rw", sizes), tlp.dma_rows(fast, "rw", sizes)
+X
+    ratio = b.effective_gbps / a.effective_gbps
+    assert ratio == pytest.approx(np.full(3, fast.tlp_gbps / slow.tlp_gbps))
+    sizes[0] = 128
+    again = tlp.dma_rows(slow, "rw", sizes)
+    assert again.bytes_up[0] == tlp.device_dma_cost(slow, "rw", 128).wire_out
+    assert not again.bytes_up.flags.writeable  # shared between calls, so read-only

@@ -11,6 +11,7 @@ Directions are named from the initiator: `out` carries its requests, `back` the 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -252,6 +253,60 @@ def _requests(link: Link, start: Int, end: Int, cut: int, addr64: bool | None) -
 
 
 @dataclass(frozen=True)
+class _Priced:
+    """A `wire_cost` and what a link's rate is divided and multiplied by: the busier
+    direction's bytes and the data bits of each size (exact as floats)."""
+
+    cost: WireCost
+    busiest: NDArray[np.float64]
+    bits: NDArray[np.float64]
+
+
+def _priced(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
+    cost = wire_cost(link, op, sizes, offsets)
+    busiest = cost.wire_out if op == "write" else np.maximum(cost.wire_out, cost.wire_back)
+    return _Priced(cost, busiest.astype(np.float64), np.asarray(sizes, dtype=np.float64) * 8)
+
+
+class _RecentPrices:
+    """The last few `_priced` results, reused when a sweep asks again for the same sizes on a
+    link that differs only in speed (generation, lanes, ACK/FC intervals): TLPs and their bytes
+    depend on MPS, MRRS, completion cut, header and framing bytes alone, so a sweep over link
+    speeds prices them once per (MPS, ..., operation) and computes only the rate per link.
+    Bounded: `ENTRIES` results of at most `MAX_SIZES` sizes each, read-only as they are shared."""
+
+    ENTRIES = 64
+    MAX_SIZES = 1 << 14
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple, tuple[Int, _Priced]] = OrderedDict()
+
+    def priced(self, link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
+        """`_priced(link, op, sizes, offsets)`, from the entries when it was just computed."""
+        size = np.asarray(sizes)
+        reusable = size.ndim == 1 and size.size <= self.MAX_SIZES and size.dtype.kind in "iu"
+        if not reusable or np.ndim(offsets) != 0:
+            return _priced(link, op, sizes, offsets)
+        key = (op, int(offsets), link.mps, link.mrrs, completion_cut(link), link.flit_mode)
+        key += (_request_header(link, None), link.tlp_overhead_bytes, size.shape)
+        found = self._entries.get(key)
+        if found is not None and np.array_equal(found[0], size):
+            self._entries.move_to_end(key)
+            return found[1]
+        result = _priced(link, op, size, offsets)
+        size = size.copy()
+        for array in (size, result.busiest, result.bits, *vars(result.cost).values()):
+            array.flags.writeable = False
+        self._entries[key] = (size, result)
+        if len(self._entries) > self.ENTRIES:
+            self._entries.popitem(last=False)
+        return result
+
+
+_RECENT = _RecentPrices()
+
+
+@dataclass(frozen=True)
 class DmaRows:
     """What `dma` reports for each size of a device DMA: TLPs and wire bytes per direction
     (up = device to host: writes and read requests) and the data bandwidth."""
@@ -265,14 +320,12 @@ class DmaRows:
 
 def dma_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> DmaRows:
     """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost` (one pass)."""
-    cost = wire_cost(link, op, sizes, offsets)
-    busiest = cost.wire_out if op == "write" else np.maximum(cost.wire_out, cost.wire_back)
-    # size * 8 * (transfers per second) / 1e9, in place and bit for bit: products commute and
-    # scaling by 8 is exact, so (rate * size) * 8 == (size * 8) * rate.
-    gbps = np.divide(link.tlp_bytes_per_s, busiest)
-    gbps *= np.asarray(sizes)
-    gbps *= 8
+    priced = _RECENT.priced(link, op, sizes, offsets)
+    # (size * 8) * (transfers per second) / 1e9, bit for bit as before: products commute.
+    gbps = np.divide(link.tlp_bytes_per_s, priced.busiest)
+    gbps *= priced.bits
     gbps /= 1e9
+    cost = priced.cost
     return DmaRows(gbps, cost.tlps_out, cost.tlps_back, cost.wire_out, cost.wire_back)
 
 
