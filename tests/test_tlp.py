@@ -243,7 +243,9 @@ def test_reused_prices_follow_the_link_and_the_sizes():
     sizes = np.array([64, 256, 1500])
     slow, fast = Link(gen=1, lanes=1), Link(gen=5, lanes=16)
     a, b = tlp.dma_rows(slow, "rw", sizes), tlp.dma_rows(fast, "rw", sizes)
-X
+    # Hand-computed, MWr + MRd up at 24 B per TLP (16 B header + 8 B framing): 64 B: 64 + 24
+    # + 24; 256 B: 256 + 24 + 24; 1500 B: 1500 + 6 * 24 + 3 * 24 (MPS 256, MRRS 512).
+    assert a.bytes_up.tolist() == b.bytes_up.tolist() == [112, 304, 1716]
     ratio = b.effective_gbps / a.effective_gbps
     assert ratio == pytest.approx(np.full(3, fast.tlp_gbps / slow.tlp_gbps))
     sizes[0] = 128
