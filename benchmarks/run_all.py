@@ -63,6 +63,10 @@ def side_by_side_rows(figures: dict) -> list[Row]:
     pcieperf and every other one its peer (seconds, lower is better)."""
     rows = []
     for name, contenders in figures.items():
+        if "seconds" in contenders:  # one measurement, no peer (bench_trace's 4 GiB run)
+            rows.append({"figure": name, "unit": "s", "peer": None, "ratio": None})
+            rows[-1] |= _spread([contenders["seconds"]]) | _peak(contenders, None)
+            continue
         labels = list(contenders)
         ours = contenders[labels[0]]
         mine = {"figure": name, "unit": "s", **_spread(ours["runs_s"])}
@@ -218,7 +222,10 @@ def run_benchmark(name: str, bench: Benchmark, opts: argparse.Namespace, tmp: Pa
             return {"error": f"{bench.script} exited with {done.returncode}"}
         outputs.append(json.loads(out.read_text()))
     figures = outputs if bench.repeat else outputs[0]
-    rows = bench.rows(figures)
+    try:
+        rows = bench.rows(figures)
+    except (KeyError, TypeError, IndexError) as exc:  # figures kept; only the table lacks them
+        return {"figures": figures, "error": f"unreadable figures ({type(exc).__name__}: {exc})"}
     return {"seconds": time.perf_counter() - started, "figures": figures, "rows": rows}
 
 

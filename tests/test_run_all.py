@@ -64,3 +64,9 @@ def test_markdown_shows_median_spread_peer_and_skips():
     assert "| trace | stats | 219 ms [150-242] | capinfos | 732 ms [700-800] | 3.34x |" in text
     assert "| iommu | not run: exited with 1 |" in text
     assert "Skipped: dpkt: not installed." in text
+
+
+def test_a_single_measurement_is_a_row_without_peer():
+    # bench_trace's 4 GiB run: one time and a peak, nothing beside it.
+    (row,) = run_all.side_by_side_rows({"stats 4 GiB": {"seconds": 27.6, "peak_mib": 17.2}})
+    assert (row["median"], row["peer"], row["peak_mib"]) == (27.6, None, 17.2)
