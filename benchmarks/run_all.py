@@ -13,6 +13,7 @@ Peers that are missing are skipped with the reason (tshark provides capinfos and
 libpcap-dev and gcc the C program, dpkt is pip-installed by bench_trace);
 --install-peers installs them first (apt-get as root, pip for dpkt).
 Run: python3 benchmarks/run_all.py [--quick] [--runs 5] [--baseline-src DIR] [--readme]
+(--render: only rewrite the tables from results.json)
 """
 
 from __future__ import annotations
@@ -265,7 +266,9 @@ def _cell(row: Row, key: str = "") -> str:
     if med is None:
         return "-"
     scale, shown = _scale(med, str(row["unit"]))
-    return f"{med / scale:.4g} {shown} [{low / scale:.4g}-{high / scale:.4g}]"
+    peak = row.get(f"{key}peak_mib")
+    memory = f", {peak:.1f} MiB peak" if peak is not None else ""
+    return f"{med / scale:.4g} {shown} [{low / scale:.4g}-{high / scale:.4g}]{memory}"
 
 
 def markdown(results: dict) -> str:
@@ -317,6 +320,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--install-peers", action="store_true", help="apt-get/pip the peers")
     parser.add_argument("--out", default=str(HERE / "results.json"), help="results file")
     parser.add_argument("--readme", action="store_true", help="update README.md's table")
+    parser.add_argument(
+        "--render", action="store_true", help="only write the tables from the results file"
+    )
     opts = parser.parse_args()
     if opts.quick:
         opts.runs = min(opts.runs, 3)
@@ -337,6 +343,11 @@ def main() -> None:
         install_peers()
     out = Path(opts.out)
     previous = json.loads(out.read_text()) if out.exists() else {}
+    if opts.render:
+        if not previous:
+            raise SystemExit(f"run_all.py: no {out} to render; run the benchmarks first")
+        publish(previous, out, opts.readme)
+        return
     results = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
@@ -359,10 +370,15 @@ def main() -> None:
     results["load_after"] = os.getloadavg()[0]
     with_previous(results, previous)
     out.write_text(json.dumps(results, indent=2) + "\n")
+    publish(results, out, opts.readme)
+
+
+def publish(results: dict, out: Path, readme: bool) -> None:
+    """Write the Markdown table beside the results file (and into README.md)."""
     table = markdown(results)
     out.with_suffix(".md").write_text(table)
     print(table)
-    if opts.readme:
+    if readme:
         update_readme(table)
 
 

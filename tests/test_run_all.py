@@ -51,7 +51,7 @@ def test_readme_section_is_replaced_and_nothing_else(tmp_path, monkeypatch):
 def test_markdown_shows_median_spread_peer_and_skips():
     row = {"figure": "stats", "unit": "s", "median": 0.219, "min": 0.15, "max": 0.242}
     row |= {"peer": "capinfos", "peer_median": 0.732, "peer_min": 0.7, "peer_max": 0.8}
-    row |= {"ratio": 0.732 / 0.219, "previous_median": 0.25}
+    row |= {"ratio": 0.732 / 0.219, "previous_median": 0.25, "peak_mib": 17.0}
     results = {
         "date": "d",
         "machine": "m",
@@ -61,7 +61,8 @@ def test_markdown_shows_median_spread_peer_and_skips():
         "benchmarks": {"trace": {"rows": [row]}, "iommu": {"error": "exited with 1"}},
     }
     text = run_all.markdown(results)
-    assert "| trace | stats | 219 ms [150-242] | capinfos | 732 ms [700-800] | 3.34x |" in text
+    cells = "| trace | stats | 219 ms [150-242], 17.0 MiB peak | capinfos | 732 ms [700-800] |"
+    assert f"{cells} 3.34x |  | 250 ms |" in text
     assert "| iommu | not run: exited with 1 |" in text
     assert "Skipped: dpkt: not installed." in text
 
