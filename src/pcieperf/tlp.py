@@ -11,6 +11,7 @@ Directions are named from the initiator: `out` carries its requests, `back` the 
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
@@ -280,6 +281,7 @@ class _RecentPrices:
 
     def __init__(self) -> None:
         self._entries: OrderedDict[tuple, tuple[Int, _Priced]] = OrderedDict()
+        self._lock = threading.Lock()  # sweeps may price on several threads (Dask workers)
 
     def priced(self, link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
         """`_priced(link, op, sizes, offsets)`, from the entries when it was just computed."""
@@ -289,17 +291,19 @@ class _RecentPrices:
             return _priced(link, op, sizes, offsets)
         key = (op, int(offsets), link.mps, link.mrrs, completion_cut(link), link.flit_mode)
         key += (_request_header(link, None), link.tlp_overhead_bytes, size.shape)
-        found = self._entries.get(key)
-        if found is not None and np.array_equal(found[0], size):
-            self._entries.move_to_end(key)
-            return found[1]
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and np.array_equal(found[0], size):
+                self._entries.move_to_end(key)
+                return found[1]
         result = _priced(link, op, size, offsets)
         size = size.copy()
         for array in (size, result.busiest, result.bits, *vars(result.cost).values()):
             array.flags.writeable = False
-        self._entries[key] = (size, result)
-        if len(self._entries) > self.ENTRIES:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = (size, result)
+            if len(self._entries) > self.ENTRIES:
+                self._entries.popitem(last=False)
         return result
 
 
