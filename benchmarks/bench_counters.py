@@ -3,13 +3,14 @@
 Writes one hour of `pcm-iio 1 -csv` from a two-socket Sapphire Rapids (12 IIO stacks x 8 parts
 per socket: 192 rows and a repeated header per second, IOTLB columns on Part0 rows), then
 times parsing, the DuckDB import and `explain` of one stack.
-Run: python3 benchmarks/bench_counters.py
+Run: python3 benchmarks/bench_counters.py [--json-out F.json]
 """
 
 import tempfile
 import time
 from pathlib import Path
 
+from _json_out import write_figures
 from pcieperf import counters, dpdk, explain
 from pcieperf.link import Link
 from pcieperf.store import Store
@@ -64,6 +65,10 @@ def main() -> None:
     print(f"parse: {parse_s:.2f} s ({rate})")
     print(f"store: {store_s:.2f} s ({len(samples) / store_s / 1e6:.2f} M values/s)")
     print(f"explain one stack: {explain_s:.2f} s")
+    write_figures(
+        {"parse_rows_per_s": rows / parse_s, "store_values_per_s": len(samples) / store_s}
+        | {"explain_s": explain_s}
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ and `nic` (582 000 points priced in calls of 1 455 sizes: many cheap points). Ev
 its Parquet file; the files of all runs are checked to be identical.
 
 Run: python3 benchmarks/bench_dask_sweep.py [--workers 1,2,4] [--only iommu|nic] [--tasks 2000]
+[--json-out F.json]
 """
 
 import argparse
@@ -24,6 +25,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from distributed import get_task_stream
 
+from _json_out import write_figures
 from pcieperf import engine, sweep
 from pcieperf.cli import sweep_plan
 
@@ -95,7 +97,7 @@ def bench(name, workers, folder):
         f"{'engine':>12} {'start s':>8} {'sweep s':>8} {'points/s':>10} {'speed-up':>9} "
         f"{'at once':>8} {'chunk s':>8}"
     )
-    base, first = None, None
+    base, first, figures = None, None, {}
     for scheduler in [None, *(f"local:{n}" for n in workers)]:
         out = folder / f"{name}-{scheduler or 'inproc'}.parquet".replace(":", "")
         start_s, sweep_s, chunks = timed_sweep(plan, scheduler, out)
@@ -110,6 +112,8 @@ def bench(name, workers, folder):
             f"{label:>12} {start_s:8.2f} {sweep_s:8.2f} {plan.points / sweep_s:10,.0f} "
             f"{speedup:>9} {sum(chunks) / sweep_s:8.2f} {sum(chunks) / len(chunks):8.3f}"
         )
+        figures[f"{name} {label} points_per_s"] = plan.points / sweep_s
+    return figures
 
 
 def driver_costs(folder):
@@ -139,12 +143,14 @@ def main():
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--only", choices=sorted(SPECS), default=None)
     parser.add_argument("--tasks", type=int, default=2000, help="no-op tasks for the overhead")
+    parser.add_argument("--json-out", default=None, help="also write the figures here")
     args = parser.parse_args()
     workers = [int(n) for n in args.workers.split(",")]
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
+        figures = {}
         for name in [args.only] if args.only else sorted(SPECS):
-            bench(name, workers, Path(tmp))
+            figures |= bench(name, workers, Path(tmp))
         driver_costs(Path(tmp))
     print(
         f"\nscheduler cost per task ({args.tasks} no-op tasks, "
@@ -153,6 +159,8 @@ def main():
     for scheduler in (None, "local:1", "local:2"):
         per_task = task_overhead(scheduler, args.tasks)
         print(f"{scheduler or 'in-process':>12} {per_task * 1e3:.2f} ms")
+        figures[f"{scheduler or 'in-process'} task_s"] = per_task
+    write_figures(figures)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,13 @@ without and once with the platform's DDIO/LLC model), and runs the timed model (
 + DDIO + device, link and walkers, in the load state it decides) for 1 M packets, on one core.
 Setups: 4 KiB (DPDK layout and packed), 2 MiB; rxd/txd 128 and 1024; 64 B and IMIX.
 Target: >= 20 million simulated packets per second for the address stream + IOTLB.
-Run: python3 benchmarks/bench_iommu.py
+Run: python3 benchmarks/bench_iommu.py [--json-out F.json]
 """
 
 import time
 from itertools import product
 
+from _json_out import write_figures
 from pcieperf import iommu
 from pcieperf._native import core
 from pcieperf.ethernet import Ethernet, parse_mix
@@ -50,6 +51,13 @@ def main() -> None:
     print(f"address stream + IOTLB + DDIO: {counted / ddio_s / 1e6:.1f} M packets/s")
     print(
         f"full model (counts + timed run, incl. warm-up): {timed / timed_s / 1e6:.1f} M packets/s"
+    )
+    write_figures(
+        {
+            "stream_iotlb_packets_per_s": counted / count_s,
+            "stream_iotlb_ddio_packets_per_s": counted / ddio_s,
+            "full_model_packets_per_s": timed / timed_s,
+        }
     )
 
 

@@ -3,12 +3,13 @@
 Runs the Rust simulator on a spread of pcie-bench points (reads, writes, rw; 64..2048 B; windows
 8 KiB..64 MiB; IOMMU off and with 4 KiB pages) and prints transactions per second.
 Target: >= 10 million simulated transactions per second.
-Run: python3 benchmarks/bench_sim.py
+Run: python3 benchmarks/bench_sim.py [--json-out F.json]
 """
 
 import time
 from dataclasses import replace
 
+from _json_out import write_figures
 from pcieperf import sim
 from pcieperf._native import core
 
@@ -66,6 +67,7 @@ def main():
         f"simulated {total:,} transactions in {elapsed:.2f} s = {rate / 1e6:.1f} M/s "
         f"(target >= 10 M/s: {'met' if rate >= 10e6 else 'NOT met'})"
     )
+    write_figures({"transactions_per_s": rate})
 
 
 if __name__ == "__main__":

@@ -1,13 +1,25 @@
-"""Sweep benchmark of the analytic models (issue 2): prints evaluations per second and peak memory.
+"""Analytic model speed (issues 2, 15): size-evaluations per second of a full sweep.
 
-DMA model: every transfer size 1..9216 B x every generation x lane width x MPS x operation.
-NIC model: every frame size 64..9216 B x every built-in profile.
-Target: >= 10 million DMA-size evaluations per second on one core.
-Run: python3 benchmarks/bench_sweep.py
+- DMA: every transfer size 1..9216 B x every generation x lane width x MPS x operation, each
+  (link, operation) priced as `dma` and `sweep` price it (TLPs and wire bytes per direction
+  and the effective Gb/s of every size).
+- NIC: every frame size 64..9216 B x every built-in profile, with every column `sweep` writes.
+Each figure is the median of --runs full sweeps with [min-max]; one more run under tracemalloc
+gives the peak memory. `--baseline-src DIR` times an earlier pcieperf (its src folder) the
+same way in a second process of the same run, beside this one.
+Target (issue 15): >= 1e8 DMA size-evaluations per second on one core.
+Run: python3 benchmarks/bench_sweep.py [--runs 5] [--baseline-src DIR] [--json-out F.json]
 """
 
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 
@@ -16,54 +28,126 @@ from pcieperf.ethernet import Ethernet
 from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
 
 MPS_VALUES = (128, 256, 512, 1024, 2048, 4096)
+NIC_COLUMNS = (
+    "mean_frame_bytes",
+    "max_pps",
+    "pcie_max_pps",
+    "line_pps",
+    "achievable_gbps",
+    "line_rate_gbps",
+    "bottleneck",
+    "pcie_up_gbps",
+    "pcie_down_gbps",
+    "up_bytes_per_pkt",
+    "down_bytes_per_pkt",
+    "up_tlps_per_pkt",
+    "down_tlps_per_pkt",
+)
+TARGET = 1e8
 
 
-def sweep_dma(sizes):
+def dma_row_columns(link: Link, op: str, sizes: np.ndarray) -> int:
+    """What `dma` reports for every size (the calls it makes in this pcieperf, or, in one
+    from before issue 15 given as --baseline-src, the calls it made then); returns the count."""
+    if hasattr(tlp, "dma_rows"):
+        return tlp.dma_rows(link, op, sizes).effective_gbps.size
+    tlp.device_dma_cost(link, op, sizes)  # the TLP and byte columns
+    return tlp.effective_gbps(link, op, sizes).size
+
+
+def sweep_dma(sizes: np.ndarray) -> int:
     evaluations = 0
     for gen in GENERATIONS:
         for lanes in LANE_WIDTHS:
             for mps in MPS_VALUES:
                 link = Link(gen=gen, lanes=lanes, mps=mps)
                 for op in tlp.OPS:
-                    eff = tlp.effective_gbps(link, op, sizes)
-                    evaluations += eff.size
+                    evaluations += dma_row_columns(link, op, sizes)
     return evaluations
 
 
-def sweep_nic(frames):
+def sweep_nic(frames: np.ndarray) -> int:
     link, eth = Link(), Ethernet(40)
     evaluations = 0
     for name in nic.builtin_profiles():
         result = nic.evaluate_sizes(nic.load_profile(name), link, eth, frames)
-        evaluations += result.achievable_gbps.size
+        for column in NIC_COLUMNS:
+            getattr(result, column)
+        evaluations += len(result.label)
     return evaluations
 
 
-def timed(label, func, *args):
-    """Best of three timed runs, then one run under tracemalloc for the memory peak."""
-    elapsed = float("inf")
-    for _ in range(3):
+def measure(func, arg, runs: int) -> dict:
+    """Evaluations per second of `runs` timed calls (median, min, max) and the peak memory."""
+    rates = []
+    for _ in range(runs):
         start = time.perf_counter()
-        n = func(*args)
-        elapsed = min(elapsed, time.perf_counter() - start)
+        n = func(arg)
+        rates.append(n / (time.perf_counter() - start))
     tracemalloc.start()
-    func(*args)
+    func(arg)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    print(
-        f"{label}: {n:,} evaluations in {elapsed:.3f} s = {n / elapsed / 1e6:.2f} M/s, "
-        f"peak traced memory {peak / 2**20:.1f} MiB"
-    )
-    return n / elapsed
+    return {
+        "evaluations": n,
+        "median_per_s": statistics.median(rates),
+        "runs_per_s": rates,
+        "peak_mib": peak / 2**20,
+    }
 
 
-def main():
-    sizes = np.arange(1, 9217)
-    frames = np.arange(64, 9217)
+def measure_all(runs: int) -> dict:
+    sizes, frames = np.arange(1, 9217), np.arange(64, 9217)
     sweep_dma(sizes[:100])  # warm-up (imports, first-call costs)
-    rate = timed("DMA model (size x gen x lanes x MPS x op)", sweep_dma, sizes)
-    timed("NIC model (frame size x profile)", sweep_nic, frames)
-    print(f"target >= 10 M DMA-size evaluations/s: {'met' if rate >= 10e6 else 'NOT met'}")
+    return {
+        "dma": measure(sweep_dma, sizes, runs),
+        "nic": measure(sweep_nic, frames, runs),
+    }
+
+
+def baseline(src: Path, runs: int) -> dict:
+    """The same measurement in a process that imports pcieperf from `src`."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run(
+        [sys.executable, __file__, "--runs", str(runs), "--json-stdout"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def show(label: str, figures: dict) -> None:
+    for model, f in figures.items():
+        rates = f["runs_per_s"]
+        print(
+            f"  {label:<10} {model}: {f['median_per_s'] / 1e6:8.2f} M evaluations/s "
+            f"[{min(rates) / 1e6:.2f}-{max(rates) / 1e6:.2f}] over {f['evaluations']:,}, "
+            f"peak traced memory {f['peak_mib']:.1f} MiB"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="full sweeps per figure (median)")
+    parser.add_argument("--baseline-src", default=None, help="an earlier pcieperf's src folder")
+    parser.add_argument("--json-out", default=None, help="also write the figures here")
+    parser.add_argument("--json-stdout", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.json_stdout:  # the baseline's process
+        print(json.dumps(measure_all(args.runs)))
+        return
+    results = {"pcieperf": measure_all(args.runs)}
+    if args.baseline_src:
+        results["baseline"] = baseline(Path(args.baseline_src).resolve(), args.runs)
+    print(f"model sweeps (median of {args.runs}, [min-max]):")
+    for label, figures in results.items():
+        show(label, figures)
+    dma = results["pcieperf"]["dma"]["median_per_s"]
+    print(f"target >= {TARGET:.0e} DMA size-evaluations/s: {'met' if dma >= TARGET else 'NOT met'}")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ validation."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pcieperf import nic
 from pcieperf.errors import ProfileError, UsageError
@@ -146,3 +148,24 @@ def test_mlx5_upstream_bytes_by_hand():
         for p in ("mlx5-dpdk", "dpdk")
     }
     assert cross["mlx5-dpdk"] < cross["dpdk"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(nic.builtin_profiles()),
+    frames=st.lists(st.integers(64, 9216), min_size=1, max_size=30),
+    gen=st.sampled_from([3, 6]),
+    mps=st.sampled_from([128, 256, 4096]),
+    paths=st.sampled_from([("rx", "tx"), ("rx",), ("tx",)]),
+)
+def test_vectorised_sizes_equal_one_size_at_a_time(name, frames, gen, mps, paths):
+    # Issue 15: evaluate_sizes prices a doorbell or descriptor once and broadcasts it, and
+    # caches derived rows; the scalar path (one size per call) must give the same float bits.
+    profile, link, eth = nic.load_profile(name), Link(gen=gen, mps=mps), Ethernet(40)
+    together = nic.evaluate_sizes(profile, link, eth, frames, paths)
+    for i, frame in enumerate(frames):
+        alone = nic.evaluate(profile, link, eth, [PacketMix.fixed(frame)], paths)
+        for column in ("max_pps", "achievable_gbps", "up_bytes_per_pkt", "down_tlps_per_pkt"):
+            assert getattr(together, column)[i] == getattr(alone, column)[0], column
+        assert together.bottleneck[i] == alone.bottleneck[0]
+        assert together.limited_by[i] == alone.limited_by[0]

@@ -196,3 +196,59 @@ def test_gen3_x8_usable_around_50_gbps_for_typical_sizes():
     assert 45 < medians["read"] < 50
     assert 45 < medians["rw"] < 50
     assert 50 < medians["write"] < 57
+
+
+@settings(max_examples=300)
+@given(
+    link=links,
+    op=st.sampled_from(tlp.OPS),
+    sizes=st.lists(st.integers(1, 20000), min_size=1, max_size=40),
+    offset=st.integers(0, 8191) | st.lists(st.integers(0, 8191), min_size=40, max_size=40),
+)
+def test_dma_rows_equal_the_breakdown_bit_for_bit(link, op, sizes, offset):
+    # Issue 15: the in-place closed forms (`wire_cost`, `dma_rows`) must give exactly what the
+    # per-field breakdown gives, and effective_gbps exactly what it was computed as before
+    # (size * 8 * transfers_per_second / 1e9): the same integers and the same float bits.
+    if isinstance(offset, list):
+        offset = offset[: len(sizes)]
+    cost = tlp.device_dma_cost(link, op, sizes, offset)
+    rows = tlp.dma_rows(link, op, sizes, offset)
+    before = np.asarray(sizes, dtype=np.float64) * 8 * tlp.transfers_per_second(link, cost) / 1e9
+    assert rows.effective_gbps.tobytes() == before.tobytes()
+    assert rows.tlps_up.tolist() == cost.tlps_out.tolist()
+    assert rows.tlps_down.tolist() == cost.tlps_back.tolist()
+    assert rows.bytes_up.tolist() == cost.wire_out.tolist()
+    assert rows.bytes_down.tolist() == cost.wire_back.tolist()
+    # A size given alone is the same number as in a list.
+    alone = tlp.effective_gbps(link, op, sizes[0], offset if np.isscalar(offset) else offset[0])
+    assert float(alone) == float(before[0])
+
+
+@pytest.mark.parametrize("kind", ["read", "write"])
+def test_wire_cost_with_32_bit_addresses_matches_the_breakdown(kind):
+    # The NIC's MMIO operations use 3 DW headers (addr64=False) whatever the link says: hand
+    # check for a 4-byte doorbell write at offset 0: 12 B header + 8 B framing + 4 B data.
+    sizes = np.arange(1, 600)
+    summed = tlp.wire_cost(GEN3, kind, sizes, 2, addr64=False)
+    cost = (tlp.read_cost if kind == "read" else tlp.write_cost)(GEN3, sizes, 2, addr64=False)
+    assert summed.wire_out.tolist() == cost.wire_out.tolist()
+    assert summed.wire_back.tolist() == cost.wire_back.tolist()
+    assert int(tlp.wire_cost(GEN3, "write", 4, addr64=False).wire_out) == 12 + 8 + 4
+
+
+def test_reused_prices_follow_the_link_and_the_sizes():
+    # dma_rows reuses the TLP arithmetic across link speeds: a Gen1 x1 and a Gen5 x16 link
+    # with the same MPS share TLPs and bytes, while the rate scales with tlp_gbps; changing the
+    # size array in place must not return the old sizes' figures.
+    sizes = np.array([64, 256, 1500])
+    slow, fast = Link(gen=1, lanes=1), Link(gen=5, lanes=16)
+    a, b = tlp.dma_rows(slow, "rw", sizes), tlp.dma_rows(fast, "rw", sizes)
+    # Hand-computed, MWr + MRd up at 24 B per TLP (16 B header + 8 B framing): 64 B: 64 + 24
+    # + 24; 256 B: 256 + 24 + 24; 1500 B: 1500 + 6 * 24 + 3 * 24 (MPS 256, MRRS 512).
+    assert a.bytes_up.tolist() == b.bytes_up.tolist() == [112, 304, 1716]
+    ratio = b.effective_gbps / a.effective_gbps
+    assert ratio == pytest.approx(np.full(3, fast.tlp_gbps / slow.tlp_gbps))
+    sizes[0] = 128
+    again = tlp.dma_rows(slow, "rw", sizes)
+    assert again.bytes_up[0] == tlp.device_dma_cost(slow, "rw", 128).wire_out
+    assert not again.bytes_up.flags.writeable  # shared between calls, so read-only

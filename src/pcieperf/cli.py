@@ -244,8 +244,7 @@ def cmd_dma(args: argparse.Namespace) -> None:
     """Effective bandwidth and TLP cost of device DMA per transfer size."""
     link = _link(args)
     sizes = parse_int_list(args.sizes, "transfer size")
-    cost = tlp.device_dma_cost(link, args.op, sizes, args.offset)
-    eff = tlp.effective_gbps(link, args.op, sizes, args.offset)
+    cost = tlp.dma_rows(link, args.op, sizes, args.offset)
     rows = [
         {
             "size": s,
@@ -256,7 +255,13 @@ def cmd_dma(args: argparse.Namespace) -> None:
             "bytes_down": int(bd),
         }
         for s, e, tu, td, bu, bd in zip(
-            sizes, eff, cost.tlps_out, cost.tlps_back, cost.wire_out, cost.wire_back, strict=True
+            sizes,
+            cost.effective_gbps,
+            cost.tlps_up,
+            cost.tlps_down,
+            cost.bytes_up,
+            cost.bytes_down,
+            strict=True,
         )
     ]
     if args.tlps:
@@ -2085,15 +2090,7 @@ def _sweep_dma(args: argparse.Namespace) -> dict[str, object]:
     """One `dma` evaluation as columns, through the calls cmd_dma makes."""
     link = _link(args)
     sizes = parse_int_list(args.sizes, "transfer size")
-    cost = tlp.device_dma_cost(link, args.op, sizes, args.offset)
-    return {
-        "size": sizes,
-        "effective_gbps": tlp.effective_gbps(link, args.op, sizes, args.offset),
-        "tlps_up": cost.tlps_out,
-        "tlps_down": cost.tlps_back,
-        "bytes_up": cost.wire_out,
-        "bytes_down": cost.wire_back,
-    }
+    return {"size": sizes, **vars(tlp.dma_rows(link, args.op, sizes, args.offset))}
 
 
 def _sweep_iommu_sim(args: argparse.Namespace) -> dict[str, object]:
@@ -2156,7 +2153,7 @@ _SWEEPABLE = {
 
 def _command_parser(command: str) -> argparse.ArgumentParser:
     """A fresh copy of the parser of `command` ("nic", "iommu sim", ...)."""
-    parser: argparse.ArgumentParser = build_parser()
+    parser: argparse.ArgumentParser = build_parser(command.split()[0])
     for word in command.split():
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parser = sub.choices[word]
@@ -2302,7 +2299,7 @@ def _add_group(
 
 def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     """The `trace` group: capture statistics, merge, synthesis and conversion."""
-    trace_sub = _add_group(sub, "trace", "Capture files: stats, demand, merge, synth, convert")
+    trace_sub = _add_group(sub, "trace", _GROUPS["trace"])
     p = _add_command(trace_sub, "stats", cmd_trace_stats)
     p.add_argument("files", nargs="+", help="pcap or pcapng files (.gz/.zst too; - is stdin)")
     p.add_argument("--eth", type=_whole(), default=40, help="line rate (Gb/s) that defines bursts")
@@ -2352,44 +2349,34 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
 
 
-QUICK_GROUPS = ("trace",)
-"""Command groups whose parser is built alone when they are asked for: they use none of the
-models, so they start without numpy, duckdb or scipy (docs/trace.md)."""
+_GROUPS = {
+    "dpdk": "Real DPDK runs (dpdk-testpmd, no NIC needed)",
+    "data": "The measured-data store (pcie-bench results)",
+    "bench": "pcie-bench: test definitions, the simulator, calibration and prediction",
+    "iommu": "IOMMU and page size in DPDK data planes",
+    "counters": "Imported uncore counter measurements (pcm-iio, perf, VTune)",
+    "trace": "Capture files: stats, demand, merge, synth, convert",
+}
+"""The summary of each command group, shown beside its name in `pcieperf --help`."""
 
 
-def build_parser(group: str | None = None) -> argparse.ArgumentParser:
-    """The full argument parser (also used to document the CLI), or with `group` (one of
-    QUICK_GROUPS) the same parser holding only that group."""
-    parser = _Parser(
-        prog="pcieperf",
-        description="Predict, measure and explain the PCIe cost of packet I/O on high-speed "
-        "NICs and DPDK data planes.",
-        epilog="examples:\n  "
-        + "\n  ".join(EXAMPLES[c] for c in ("nic", "dpdk-fwd", "trace stats", "report"))
-        + "\n\n`pcieperf COMMAND --help` describes each command.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
-    parser.set_defaults(help_of=parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    if group == "trace":
-        _add_trace_commands(sub)
-        return parser
+def _add_link_command(sub: argparse._SubParsersAction) -> None:
+    """The `link` command and its options."""
+    _add_command(sub, "link", cmd_link, link=True)
 
-    def command(
-        name: str, func: Callable[[argparse.Namespace], None], link: bool = True
-    ) -> argparse.ArgumentParser:
-        return _add_command(sub, name, func, link=link)
 
-    command("link", cmd_link)
-
-    p = command("dma", cmd_dma)
+def _add_dma_command(sub: argparse._SubParsersAction) -> None:
+    """The `dma` command and its options."""
+    p = _add_command(sub, "dma", cmd_dma, link=True)
     p.add_argument("--op", choices=tlp.OPS, default="write")
     p.add_argument("--sizes", default="64,128,256,512,1024,1500", help="bytes, comma-separated")
     p.add_argument("--offset", type=_whole(), default=0, help="start address offset in bytes")
     p.add_argument("--tlps", action="store_true", help="list every TLP of each transfer")
 
-    p = command("nic", cmd_nic)
+
+def _add_nic_command(sub: argparse._SubParsersAction) -> None:
+    """The `nic` command and its options."""
+    p = _add_command(sub, "nic", cmd_nic, link=True)
     p.add_argument("--profile", default="dpdk", help="built-in name or a .toml file")
     p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     p.add_argument("--vlan", action="store_true", help="frames carry a VLAN tag on the wire")
@@ -2407,7 +2394,10 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--pps", default=None, help="also report the PCIe bandwidth this rate needs")
     _add_trace_replay_options(p)
 
-    p = command("latency", cmd_latency)
+
+def _add_latency_command(sub: argparse._SubParsersAction) -> None:
+    """The `latency` command and its options."""
+    p = _add_command(sub, "latency", cmd_latency, link=True)
     p.add_argument("--profile", default="bypass", help="built-in name or a .toml file")
     p.add_argument("--sizes", default="64,128,256,512,1024,1500", help="frame sizes incl. FCS")
     p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
@@ -2424,10 +2414,16 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--breakdown", action="store_true", help="every term of every size")
 
-    p = command("profiles", cmd_profiles, link=False)
+
+def _add_profiles_command(sub: argparse._SubParsersAction) -> None:
+    """The `profiles` command and its options."""
+    p = _add_command(sub, "profiles", cmd_profiles)
     p.add_argument("name", nargs="?", help="show this profile")
 
-    p = command("dpdk-fwd", cmd_dpdk_fwd)
+
+def _add_dpdk_fwd_command(sub: argparse._SubParsersAction) -> None:
+    """The `dpdk-fwd` command and its options."""
+    p = _add_command(sub, "dpdk-fwd", cmd_dpdk_fwd, link=True)
     _add_forwarding_options(p)
     p.add_argument(
         "--mix",
@@ -2438,7 +2434,10 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     _add_trace_replay_options(p)
     p.add_argument("--poll", default="1us", help="with --trace: the PMD's poll period")
 
-    p = command("explain", cmd_explain)
+
+def _add_explain_command(sub: argparse._SubParsersAction) -> None:
+    """The `explain` command and its options."""
+    p = _add_command(sub, "explain", cmd_explain, link=True)
     _add_explain_options(p, required=True)
     p.add_argument("--plot", default=None, help="measured vs predicted over time (.png or .svg)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot/profile file")
@@ -2450,7 +2449,10 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     fit.add_argument("--platform", default=platforms.DEFAULT_PLATFORM, help="base IOMMU profile")
     fit.add_argument("--name", default="fitted", help="name of the fitted profile")
 
-    dpdk_sub = _add_group(sub, "dpdk", "Real DPDK runs (dpdk-testpmd, no NIC needed)")
+
+def _add_dpdk_commands(sub: argparse._SubParsersAction) -> None:
+    """The `dpdk` group."""
+    dpdk_sub = _add_group(sub, "dpdk", _GROUPS["dpdk"])
     p = _add_command(dpdk_sub, "run", cmd_dpdk_run, store=True)
     source = p.add_mutually_exclusive_group()
     source.add_argument("--pcap", default=None, help="replay this capture (net_pcap, infinite_rx)")
@@ -2467,7 +2469,10 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     )
     _add_command(dpdk_sub, "runs", cmd_dpdk_runs, store=True)
 
-    data_sub = _add_group(sub, "data", "The measured-data store (pcie-bench results)")
+
+def _add_data_commands(sub: argparse._SubParsersAction) -> None:
+    """The `data` group."""
+    data_sub = _add_group(sub, "data", _GROUPS["data"])
 
     def data_command(
         name: str, func: Callable[[argparse.Namespace], None]
@@ -2490,9 +2495,10 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="pcieperf-data.png", help="PNG or SVG file")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
-    bench_sub = _add_group(
-        sub, "bench", "pcie-bench: test definitions, the simulator, calibration and prediction"
-    )
+
+def _add_bench_commands(sub: argparse._SubParsersAction) -> None:
+    """The `bench` group."""
+    bench_sub = _add_group(sub, "bench", _GROUPS["bench"])
     _add_command(bench_sub, "tests", cmd_bench_tests)
     p = _add_command(bench_sub, "sim", cmd_bench_sim)
     p.add_argument("--host", required=True, help="host profile (.toml)")
@@ -2537,6 +2543,9 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--force", action="store_true", help="overwrite existing predicted files")
 
+
+def _add_validate_command(sub: argparse._SubParsersAction) -> None:
+    """The `validate` command and its options."""
     p = _add_command(sub, "validate", cmd_validate)
     p.add_argument("--measured", required=True, help="pcie-bench result directory")
     p.add_argument("--predicted", required=True, help="directory of predicted bw_*.csv files")
@@ -2544,7 +2553,10 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, help="measured vs predicted plot (.png or .svg)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
-    iommu_sub = _add_group(sub, "iommu", "IOMMU and page size in DPDK data planes")
+
+def _add_iommu_commands(sub: argparse._SubParsersAction) -> None:
+    """The `iommu` group."""
+    iommu_sub = _add_group(sub, "iommu", _GROUPS["iommu"])
     p = _add_command(iommu_sub, "sim", cmd_iommu_sim)
     _add_iommu_options(p)
     p = _add_command(iommu_sub, "gain", cmd_iommu_gain)
@@ -2568,17 +2580,19 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--name", default="fitted", help="name of the fitted profile")
     p.add_argument("--force", action="store_true", help="overwrite an existing profile file")
 
+
+def _add_platforms_command(sub: argparse._SubParsersAction) -> None:
+    """The `platforms` command and its options."""
     p = _add_command(sub, "platforms", cmd_platforms)
     p.add_argument("name", nargs="?", help="show this platform (a name or a .toml file)")
     p.add_argument(
         "--calibration", default=str(calibrate.DEFAULT_CALIBRATION), help="calibration file (.toml)"
     )
 
-    _add_trace_commands(sub)
 
-    counters_sub = _add_group(
-        sub, "counters", "Imported uncore counter measurements (pcm-iio, perf, VTune)"
-    )
+def _add_counters_commands(sub: argparse._SubParsersAction) -> None:
+    """The `counters` group."""
+    counters_sub = _add_group(sub, "counters", _GROUPS["counters"])
     p = _add_command(counters_sub, "import", cmd_counters_import, store=True)
     p.add_argument("file", help="a counter file")
     p.add_argument(
@@ -2592,18 +2606,76 @@ def build_parser(group: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an earlier import of the file")
     _add_command(counters_sub, "ls", cmd_counters_ls, store=True)
 
-    p = command("report", cmd_report)
+
+def _add_report_command(sub: argparse._SubParsersAction) -> None:
+    """The `report` command and its options."""
+    p = _add_command(sub, "report", cmd_report, link=True)
     p.add_argument("-o", "--output", default="pcieperf-report", help="output folder")
     p.add_argument("--eth", type=_whole(), default=40, help="Ethernet Gb/s for the NIC figure")
     p.add_argument("--force", action="store_true", help="overwrite a non-empty output folder")
     _add_explain_options(p.add_argument_group("measured counters (adds a section)"), False)
 
+
+def _add_sweep_command(sub: argparse._SubParsersAction) -> None:
+    """The `sweep` command and its options."""
     p = _add_command(sub, "sweep", cmd_sweep)
     p.add_argument("spec", help="sweep spec (.toml): command, options, axes (docs/scale.md)")
     p.add_argument("-o", "--output", required=True, help="OUT.parquet")
     p.add_argument("--force", action="store_true", help="overwrite OUT, discard another's parts")
     _add_scheduler_option(p)
+
+
+_TOP_LEVEL: dict[str, tuple[str, Callable[[argparse._SubParsersAction], None]]] = {
+    "link": (cmd_link.__doc__ or "link", _add_link_command),
+    "dma": (cmd_dma.__doc__ or "dma", _add_dma_command),
+    "nic": (cmd_nic.__doc__ or "nic", _add_nic_command),
+    "latency": (cmd_latency.__doc__ or "latency", _add_latency_command),
+    "profiles": (cmd_profiles.__doc__ or "profiles", _add_profiles_command),
+    "dpdk-fwd": (cmd_dpdk_fwd.__doc__ or "dpdk-fwd", _add_dpdk_fwd_command),
+    "explain": (cmd_explain.__doc__ or "explain", _add_explain_command),
+    "dpdk": (_GROUPS["dpdk"], _add_dpdk_commands),
+    "data": (_GROUPS["data"], _add_data_commands),
+    "bench": (_GROUPS["bench"], _add_bench_commands),
+    "validate": (cmd_validate.__doc__ or "validate", _add_validate_command),
+    "iommu": (_GROUPS["iommu"], _add_iommu_commands),
+    "platforms": (cmd_platforms.__doc__ or "platforms", _add_platforms_command),
+    "trace": (_GROUPS["trace"], _add_trace_commands),
+    "counters": (_GROUPS["counters"], _add_counters_commands),
+    "report": (cmd_report.__doc__ or "report", _add_report_command),
+    "sweep": (cmd_sweep.__doc__ or "sweep", _add_sweep_command),
+}
+"""Every top-level command and group, in help order: its summary and what registers it."""
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full argument parser (also used to document the CLI and by `sweep`), or, with
+    `only`, one in which every top-level command or group but `only` has its name and summary
+    alone: their options name the models (numpy, duckdb, scipy), which `--help` or a light
+    command such as `link` must not import (issue 15: start-up under 120 ms)."""
+    parser = _Parser(
+        prog="pcieperf",
+        description="Predict, measure and explain the PCIe cost of packet I/O on high-speed "
+        "NICs and DPDK data planes.",
+        epilog="examples:\n  "
+        + "\n  ".join(EXAMPLES[c] for c in ("nic", "dpdk-fwd", "trace stats", "report"))
+        + "\n\n`pcieperf COMMAND --help` describes each command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
+    parser.set_defaults(help_of=parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (summary, add) in _TOP_LEVEL.items():
+        if only is None or name == only:
+            add(sub)
+        else:
+            sub.add_parser(name, **_parser_options(sub, name, summary))
     return parser
+
+
+def _top_level_word(argv: Sequence[str]) -> str:
+    """The top-level command or group that `argv` names: its first word that is no option
+    (`pcieperf` has no option that takes a value), or "" for none."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *_: object) -> None:
@@ -2627,7 +2699,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv[0] if argv[:1] and argv[0] in QUICK_GROUPS else None)
+    parser = build_parser(_top_level_word(argv))
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:  # `pcieperf` or a group alone: show what it offers
         args.help_of.print_help()

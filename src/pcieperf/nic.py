@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -28,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from pcieperf.errors import ProfileError, UsageError, require_choice
 from pcieperf.ethernet import Ethernet, PacketMix, check_frame_sizes, dma_bytes
 from pcieperf.link import Link
-from pcieperf.tlp import TransferCost, read_cost, write_cost
+from pcieperf.tlp import WireCost, wire_cost
 from pcieperf.trace import Demand, Trace, demand
 
 Initiator = Literal["host_mmio_write", "host_mmio_read", "dma_read", "dma_write", "interrupt"]
@@ -73,8 +74,7 @@ class Operation:
     @property
     def moves_packet(self) -> bool:
         """Whether it carries the packet itself (its size depends on pkt or frame)."""
-        tokens = {f.strip().removeprefix("cl(").removesuffix(")") for _, f in _factors(self.size)}
-        return bool(tokens & set(BUILTIN_NAMES))
+        return bool(_tokens(self.size) & set(BUILTIN_NAMES))
 
 
 @dataclass(frozen=True)
@@ -305,6 +305,11 @@ def _factors(expr: str) -> list[tuple[str, str]]:
     return list(zip(["*", *parts[1::2]], parts[0::2], strict=True))
 
 
+def _tokens(expr: str) -> set[str]:
+    """The names and numbers an expression multiplies or divides by (cl(x) counts as x)."""
+    return {f.strip().removeprefix("cl(").removesuffix(")") for _, f in _factors(expr)}
+
+
 def _check_expression(origin: str, where: str, expr: object, names: dict[str, float]) -> None:
     if isinstance(expr, bool) or not isinstance(expr, int | float | str):
         raise ProfileError(
@@ -360,7 +365,7 @@ def operation_cost(
     size: NDArray[np.int64],
     offset: int = 0,
     addr64: bool | None = None,
-) -> tuple[TransferCost, bool]:
+) -> tuple[WireCost, bool]:
     """TLP cost of one occurrence, and whether the device initiates it (out = up).
 
     Address width when `addr64` is None: DMA follows the link setting (host buffers may lie
@@ -371,9 +376,8 @@ def operation_cost(
     device_side = initiator in ("dma_read", "dma_write", "interrupt")
     if addr64 is None:
         addr64 = link.addr64 if initiator in ("dma_read", "dma_write") else False
-    if initiator in ("dma_read", "host_mmio_read"):
-        return read_cost(link, size, offset, addr64=addr64), device_side
-    return write_cost(link, size, offset, addr64=addr64), device_side
+    kind = "read" if initiator in ("dma_read", "host_mmio_read") else "write"
+    return wire_cost(link, kind, size, offset, addr64=addr64), device_side
 
 
 @dataclass(frozen=True)
@@ -391,6 +395,9 @@ class OpShare:
     counted_bytes: NDArray[np.float64]
 
 
+_SHARE_ARRAYS = tuple(OpShare.__dataclass_fields__)[2:]  # per_packet ... counted_bytes
+
+
 def price_operations(
     link: Link, profile: NicProfile, frames: NDArray[np.int64], paths: tuple[str, ...] = PATHS
 ) -> list[OpShare]:
@@ -398,45 +405,65 @@ def price_operations(
     pkt = dma_bytes(frames)
     shares = []
     for path, op in profile.operations(paths):
-        names = profile.names
-        size = evaluate_expression(op.size, names, pkt, frames)
-        bad = (size != np.round(size)) | (size < 1) | ~np.isfinite(size) | (size > MAX_OP_BYTES)
-        if np.any(bad):
-            raise ProfileError(
-                f"{profile.path}: {path} op {op.what!r} size {op.size!r} "
-                f"gives {size[bad][0]} bytes; sizes must be whole bytes from 1 to {MAX_OP_BYTES}"
-            )
-        every = evaluate_expression(op.every, names, pkt, frames)
-        if not np.all(np.isfinite(every) & (every > 0)):
-            raise ProfileError(
-                f"{profile.path}: {path} op {op.what!r} every {op.every!r} gives "
-                f"{every[~(np.isfinite(every) & (every > 0))][0]}; it must be a finite number > 0"
-            )
-        per_packet = 1 / every
-        counted = evaluate_expression(op.counted, names, pkt, frames) if op.counted else size
-        cost, device_side = operation_cost(
-            link, op.initiator, size.astype(np.int64), op.offset, op.addr64
-        )
-        up, down = (
-            (cost.wire_out, cost.wire_back) if device_side else (cost.wire_back, cost.wire_out)
-        )
-        up_t, down_t = (
-            (cost.tlps_out, cost.tlps_back) if device_side else (cost.tlps_back, cost.tlps_out)
-        )
-        shares.append(
-            OpShare(
-                path,
-                op,
-                per_packet,
-                up * per_packet,
-                down * per_packet,
-                up_t * per_packet,
-                down_t * per_packet,
-                size * per_packet,
-                counted * per_packet,
-            )
-        )
+        if _names_packet(op):
+            shares.append(_price(link, profile, path, op, frames, pkt))
+            continue
+        # A doorbell or a descriptor costs the same at every size: priced once and broadcast,
+        # bit for bit what pricing every size would give.
+        once = _price(link, profile, path, op, frames[:1], pkt[:1])
+        arrays = (np.broadcast_to(getattr(once, f), frames.shape) for f in _SHARE_ARRAYS)
+        shares.append(OpShare(path, op, *arrays))
     return shares
+
+
+def _price(
+    link: Link,
+    profile: NicProfile,
+    path: str,
+    op: Operation,
+    frames: NDArray[np.int64],
+    pkt: NDArray[np.int64],
+) -> OpShare:
+    """One operation's per-packet cost for each frame size."""
+    names = profile.names
+    size = evaluate_expression(op.size, names, pkt, frames)
+    bad = (size != np.round(size)) | (size < 1) | ~np.isfinite(size) | (size > MAX_OP_BYTES)
+    if np.any(bad):
+        raise ProfileError(
+            f"{profile.path}: {path} op {op.what!r} size {op.size!r} "
+            f"gives {size[bad][0]} bytes; sizes must be whole bytes from 1 to {MAX_OP_BYTES}"
+        )
+    every = evaluate_expression(op.every, names, pkt, frames)
+    if not np.all(np.isfinite(every) & (every > 0)):
+        raise ProfileError(
+            f"{profile.path}: {path} op {op.what!r} every {op.every!r} gives "
+            f"{every[~(np.isfinite(every) & (every > 0))][0]}; it must be a finite number > 0"
+        )
+    per_packet = 1 / every
+    counted = evaluate_expression(op.counted, names, pkt, frames) if op.counted else size
+    cost, device_side = operation_cost(
+        link, op.initiator, size.astype(np.int64), op.offset, op.addr64
+    )
+    up, down = (cost.wire_out, cost.wire_back) if device_side else (cost.wire_back, cost.wire_out)
+    up_t, down_t = (
+        (cost.tlps_out, cost.tlps_back) if device_side else (cost.tlps_back, cost.tlps_out)
+    )
+    return OpShare(
+        path,
+        op,
+        per_packet,
+        up * per_packet,
+        down * per_packet,
+        up_t * per_packet,
+        down_t * per_packet,
+        size * per_packet,
+        counted * per_packet,
+    )
+
+
+def _names_packet(op: Operation) -> bool:
+    """Whether any of the operation's expressions names pkt or frame."""
+    return any(_tokens(e) & set(BUILTIN_NAMES) for e in (op.size, op.every, op.counted))
 
 
 @dataclass(frozen=True)
@@ -463,44 +490,44 @@ class NicResult:
         values = np.asarray(per_size, dtype=np.float64)[self.size_of] * self.weight
         return np.bincount(self.mix_of, weights=values, minlength=len(self.label))
 
-    @property
+    @cached_property
     def line_pps(self) -> NDArray[np.float64]:
         """Line-rate packet rate of each mix: one over the mean wire time per packet."""
         mean_wire = self.per_packet(self.eth.wire_bytes(self.sizes).astype(np.float64))
         return self.eth.rate_gbps * 1e9 / (8 * mean_wire)
 
-    @property
+    @cached_property
     def mean_frame_bytes(self) -> NDArray[np.float64]:
         """Mean frame size of each mix."""
         return self.per_packet(self.sizes.astype(np.float64))
 
-    @property
+    @cached_property
     def up_bytes_per_pkt(self) -> NDArray[np.float64]:
         """PCIe wire bytes device to host per packet."""
         return self.per_packet(sum(s.up_bytes for s in self.shares))
 
-    @property
+    @cached_property
     def down_bytes_per_pkt(self) -> NDArray[np.float64]:
         """PCIe wire bytes host to device per packet."""
         return self.per_packet(sum(s.down_bytes for s in self.shares))
 
-    @property
+    @cached_property
     def up_tlps_per_pkt(self) -> NDArray[np.float64]:
         """TLPs device to host per packet."""
         return self.per_packet(sum(s.up_tlps for s in self.shares))
 
-    @property
+    @cached_property
     def down_tlps_per_pkt(self) -> NDArray[np.float64]:
         """TLPs host to device per packet."""
         return self.per_packet(sum(s.down_tlps for s in self.shares))
 
-    @property
+    @cached_property
     def pcie_max_pps(self) -> NDArray[np.float64]:
         """Highest packet rate the link sustains: the busier direction binds."""
         busiest = np.maximum(self.up_bytes_per_pkt, self.down_bytes_per_pkt)
         return self.capacity_bytes_per_s / busiest
 
-    @property
+    @cached_property
     def max_pps(self) -> NDArray[np.float64]:
         """Packets per second actually reachable: the lower of PCIe and Ethernet."""
         return np.minimum(self.pcie_max_pps, self.line_pps)
