@@ -1,0 +1,34 @@
+"""The Rust core's models give, bit for bit, what they gave before issue 15's speed work: every
+call the Python models made into `simulate`, `port_misses` and `port_simulate` for a spread of
+pcie-bench points and DPDK port setups was recorded with its result at commit 28b493b
+(tests/data/core_golden/make.py) and is replayed here. Exact equality: a faster IOTLB, DDIO
+model, address stream or event loop must not move a single count or nanosecond."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from pcieperf._native import core
+
+DATA = Path(__file__).resolve().parent / "data" / "core_golden"
+_spec = importlib.util.spec_from_file_location("core_golden_make", DATA / "make.py")
+make = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make)
+CALLS = json.loads((DATA / "calls.json").read_text())
+
+
+def test_the_recording_covers_every_core_model():
+    # make.py: 12 pcie-bench points, 7 timed port setups (14 timed runs, with and without the
+    # IOMMU) and their counts, and 3 IOTLB shapes counted only.
+    functions = [c["function"] for c in CALLS]
+    assert (functions.count("simulate"), functions.count("port_simulate")) == (12, 14)
+    assert functions.count("port_misses") >= 3
+
+
+@pytest.mark.parametrize("call", CALLS, ids=lambda c: c["function"])
+def test_core_output_is_bit_identical_to_the_recording(call):
+    out = getattr(core(), call["function"])(*call["args"])
+    # JSON keeps floats exactly (shortest repr round-trips), so == is bit equality.
+    assert make.outputs(out) == call["out"]
