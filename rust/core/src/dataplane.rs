@@ -702,7 +702,9 @@ impl PortStream {
         for k in 0..dma {
             let entry = self.dma_out[k];
             if entry.fetch {
-                let line = self.map.iova(ring + u64::from(slot) * desc / LINE_BYTES * LINE_BYTES);
+                let line = self
+                    .map
+                    .iova(ring + u64::from(slot) * desc / LINE_BYTES * LINE_BYTES);
                 self.push(line, LINE_BYTES, TX_DESC_READ, last_arrival);
             }
             self.read_packet(entry.buf, entry.size as usize, last_arrival);
