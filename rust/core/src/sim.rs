@@ -655,7 +655,14 @@ pub fn run(
             line.serve(m, c, &txn, iommu.as_deref_mut(), &mut tally);
         }
     } else {
-        schedule(m, classes, &mut line, iommu.as_deref_mut(), txns, &mut tally)?;
+        schedule(
+            m,
+            classes,
+            &mut line,
+            iommu.as_deref_mut(),
+            txns,
+            &mut tally,
+        )?;
     }
     let mut result = tally.result;
     result.elapsed_ns = tally.last_done;
@@ -686,7 +693,9 @@ fn schedule(
         }
         let mut next: Option<(f64, usize)> = None;
         let waiting = pending.iter().filter(|q| !q.is_empty()).count();
-        for q in (1..=queues).map(|k| (last_queue + k) % queues) {
+        let mut q = last_queue;
+        for _ in 0..queues {
+            q = if q + 1 == queues { 0 } else { q + 1 }; // round-robin without a division
             if let Some(txn) = pending[q].front() {
                 if waiting == 1 {
                     next = Some((0.0, q));
