@@ -116,10 +116,16 @@ impl Pool {
 
     #[inline]
     fn release(&mut self, at: f64) {
-        let mut i = self.0.len();
-        while i > 0 && self.0[i - 1].total_cmp(&at) == Ordering::Greater {
-            i -= 1;
+        match self.0.back() {
+            // The usual case: no server frees later than this one.
+            Some(last) if last.total_cmp(&at) == Ordering::Greater => self.insert_sorted(at),
+            _ => self.0.push_back(at),
         }
+    }
+
+    #[inline(never)]
+    fn insert_sorted(&mut self, at: f64) {
+        let i = self.0.partition_point(|t| t.total_cmp(&at) != Ordering::Greater);
         self.0.insert(i, at);
     }
 
