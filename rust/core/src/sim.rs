@@ -125,7 +125,9 @@ impl Pool {
 
     #[inline(never)]
     fn insert_sorted(&mut self, at: f64) {
-        let i = self.0.partition_point(|t| t.total_cmp(&at) != Ordering::Greater);
+        let i = self
+            .0
+            .partition_point(|t| t.total_cmp(&at) != Ordering::Greater);
         self.0.insert(i, at);
     }
 
