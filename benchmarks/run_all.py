@@ -132,6 +132,19 @@ def repeated_rows(runs: list[dict]) -> list[Row]:
     ]
 
 
+def rates_rows(figures: dict) -> list[Row]:
+    """bench_sim's and bench_iommu's rates (benchmarks/_rates.py): each figure's runs, median
+    and spread, with its target (items per second, higher is better)."""
+    rows = []
+    for name, figure in figures.items():
+        row = {"figure": name, "unit": "/s", "peer": None, "ratio": None}
+        row |= _spread(figure["runs_per_s"])
+        if figure.get("target_per_s"):
+            row["target"] = f">= {figure['target_per_s']:.0e} /s"
+        rows.append(row)
+    return rows
+
+
 def _unit(name: str) -> str:
     """`rows_per_s` -> rows/s, `explain_s` -> s."""
     counted = name.rsplit("_per_", 1)[0].replace(" ", "_").rsplit("_", 1)[-1]
@@ -196,8 +209,8 @@ BENCHMARKS = {
         side_by_side_rows,
         repeat=False,
     ),
-    "sim": Benchmark("bench_sim.py", lambda o: [], repeated_rows, repeat=True),
-    "iommu": Benchmark("bench_iommu.py", lambda o: [], repeated_rows, repeat=True),
+    "sim": Benchmark("bench_sim.py", lambda o: ["--runs", str(o.runs)], rates_rows, False),
+    "iommu": Benchmark("bench_iommu.py", lambda o: ["--runs", str(o.runs)], rates_rows, False),
     "counters": Benchmark("bench_counters.py", lambda o: [], repeated_rows, repeat=True),
     "archive": Benchmark(
         "bench_archive.py",

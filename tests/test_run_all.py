@@ -99,3 +99,13 @@ def test_archive_speedup_is_one_worker_over_n_and_merge_against_single_process()
     assert (two["min"], two["max"]) == (2.4, 2.6)
     assert merge_one["ratio"] == pytest.approx(0.75)
     assert merge_two["ratio"] == pytest.approx(0.5)
+
+
+def test_model_rates_keep_every_run_and_the_target():
+    # benchmarks/_rates.py's JSON: three runs 3e7, 1e7, 2e7 -> median 2e7, spread 1e7-3e7.
+    figures = {
+        "simulator": {"median_per_s": 2e7, "runs_per_s": [3e7, 1e7, 2e7], "target_per_s": 5e7}
+    }
+    (row,) = run_all.rates_rows(figures)
+    assert (row["median"], row["min"], row["max"]) == (2e7, 1e7, 3e7)
+    assert row["target"] == ">= 5e+07 /s"

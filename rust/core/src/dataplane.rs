@@ -307,9 +307,14 @@ impl AddressMap {
     fn lines(&self, iova: u64, bytes: u64) -> impl Iterator<Item = u64> + '_ {
         let shift = self.page_bytes.trailing_zeros();
         let per_page = self.page_bytes / LINE_BYTES;
+        // The frame is drawn per page: hash it once per page, not once per line.
+        let (mut page, mut frame) = (u64::MAX, 0);
         (iova / LINE_BYTES..=(iova + bytes.max(1) - 1) / LINE_BYTES).map(move |line| {
-            let frame = mix(((line * LINE_BYTES) >> shift) ^ self.frame_salt) >> 24;
-            frame * per_page + line % per_page
+            if (line * LINE_BYTES) >> shift != page {
+                page = (line * LINE_BYTES) >> shift;
+                frame = mix(page ^ self.frame_salt) >> 24;
+            }
+            frame * per_page + (line & (per_page - 1))
         })
     }
 }
@@ -369,6 +374,16 @@ struct TxEntry {
     buf: u32,
     size: u32,
     fetch: bool,
+}
+
+/// The ring index after `i` in a ring of `n` (no division: this runs per descriptor).
+#[inline]
+fn next_slot(i: u32, n: u32) -> u32 {
+    if i + 1 == n {
+        0
+    } else {
+        i + 1
+    }
 }
 
 /// One (port, queue) and the Tx queue it forwards to.
@@ -597,7 +612,9 @@ impl PortStream {
 
     /// The NIC writes a poll's worth of arriving packets into the Rx ring.
     fn receive(&mut self, li: usize) {
-        let (rx_per_line, desc) = (LINE_BYTES / self.cfg.rx_desc_bytes, self.cfg.rx_desc_bytes);
+        let desc = self.cfg.rx_desc_bytes;
+        let rx_per_line = LINE_BYTES / desc; // a power of two: descriptors divide 64 B
+        let line_mask = rx_per_line - 1;
         for _ in 0..self.cfg.poll_batch {
             let size = self.draw_size();
             let arrival = self.arrival(size);
@@ -605,10 +622,10 @@ impl PortStream {
             let lane = &mut self.lanes[li];
             let slot = u64::from(lane.rx_next);
             let buf = lane.rx_slots[slot as usize];
-            lane.rx_next = (lane.rx_next + 1) % self.cfg.rxd;
+            lane.rx_next = next_slot(lane.rx_next, self.cfg.rxd);
             lane.rx_waiting.push_back((buf, size));
             let ring = lane.rx_ring;
-            if slot.is_multiple_of(rx_per_line) {
+            if slot & line_mask == 0 {
                 let line = self.map.iova(ring + slot * desc);
                 self.push(line, LINE_BYTES, RX_DESC_READ, arrival);
             }
@@ -619,7 +636,7 @@ impl PortStream {
                 packet_write_class(size),
                 arrival,
             );
-            if slot % rx_per_line == rx_per_line - 1 {
+            if slot & line_mask == line_mask {
                 let line = self.map.iova(ring + (slot + 1 - rx_per_line) * desc);
                 self.write(line, LINE_BYTES, RX_DESC_WRITEBACK, arrival);
             }
@@ -656,10 +673,9 @@ impl PortStream {
             self.scratch.clear();
             self.pool.get(li, thresh as usize, &mut self.scratch);
             let lane = &mut self.lanes[li];
-            let rxd = lane.rx_slots.len();
-            for (k, &buf) in self.scratch.iter().enumerate() {
-                lane.rx_slots[(lane.rx_refill as usize + k) % rxd] = buf;
-            }
+            // Refills start at multiples of thresh and rxd is one: a refill never wraps.
+            let at = lane.rx_refill as usize;
+            lane.rx_slots[at..at + thresh as usize].copy_from_slice(&self.scratch);
             lane.rx_refill = (lane.rx_refill + thresh) % self.cfg.rxd;
             lane.rx_consumed -= thresh;
         }
@@ -670,15 +686,15 @@ impl PortStream {
     fn transmit(&mut self, li: usize) {
         let (txd, rs) = (self.cfg.txd as usize, self.cfg.rs_thresh as usize);
         let need = self.cfg.tx_free_thresh.max(self.cfg.burst) as usize;
-        let tx_per_line = (LINE_BYTES / self.cfg.tx_desc_bytes) as u32;
+        let line_mask = (LINE_BYTES / self.cfg.tx_desc_bytes) as u32 - 1; // a power of two
         let lane = &mut self.lanes[li];
         while txd - 1 - lane.tx_queued.len() - lane.tx_sent.len() < need {
             let sent = lane.tx_sent.drain(..rs);
             self.pool.put(li, sent);
         }
         for (k, &(buf, size)) in self.poll_bufs.iter().enumerate() {
-            let fetch = k == 0 || lane.tx_tail.is_multiple_of(tx_per_line);
-            lane.tx_tail = (lane.tx_tail + 1) % self.cfg.txd;
+            let fetch = k == 0 || lane.tx_tail & line_mask == 0;
+            lane.tx_tail = next_slot(lane.tx_tail, self.cfg.txd);
             let size = size as u32;
             lane.tx_queued.push_back(TxEntry { buf, size, fetch });
         }
@@ -694,18 +710,23 @@ impl PortStream {
         lane.tx_dma = (lane.tx_dma + dma as u32) % self.cfg.txd;
         self.forwarded += dma as u64;
         let last_arrival = self.last_arrival_ns;
+        // The slot and its place in its RS group, stepped without a division per packet.
+        let (mut slot, mut in_group) = (first, first % rs as u32);
         for k in 0..dma {
             let entry = self.dma_out[k];
-            let slot = (u64::from(first) + k as u64) % u64::from(self.cfg.txd);
             if entry.fetch {
-                let line = self.map.iova(ring + slot * desc / LINE_BYTES * LINE_BYTES);
+                let line = self
+                    .map
+                    .iova(ring + u64::from(slot) * desc / LINE_BYTES * LINE_BYTES);
                 self.push(line, LINE_BYTES, TX_DESC_READ, last_arrival);
             }
             self.read_packet(entry.buf, entry.size as usize, last_arrival);
-            if slot % rs as u64 == rs as u64 - 1 {
-                let line = self.map.iova(ring + slot * desc);
+            if in_group == rs as u32 - 1 {
+                let line = self.map.iova(ring + u64::from(slot) * desc);
                 self.write(line, desc, TX_DESC_WRITEBACK, last_arrival);
             }
+            slot = next_slot(slot, self.cfg.txd);
+            in_group = next_slot(in_group, rs as u32);
         }
     }
 }

@@ -27,6 +27,13 @@ pub struct LlcShape {
 
 const EMPTY: u64 = u64::MAX;
 
+/// One I/O way: the line it holds (`EMPTY` if none) and when it was last written.
+#[derive(Clone, Copy)]
+struct Way {
+    line: u64,
+    stamp: u64,
+}
+
 /// 64-bit finaliser (SplitMix64's): spreads frame numbers and line addresses uniformly.
 pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -37,8 +44,9 @@ pub fn mix(mut z: u64) -> u64 {
 /// The I/O ways of every LLC set, with what they hold and how often DMA missed them.
 pub struct Ddio {
     shape: LlcShape,
-    lines: Vec<u64>,
-    stamps: Vec<u64>,
+    /// Each way's line and last-write stamp side by side: a set's ways share a cache line,
+    /// so a write touches one host cache line, not one in each of two arrays.
+    ways: Vec<Way>,
     clock: u64,
     /// Device writes that had to allocate (the line was not held) and device reads of lines
     /// that were no longer held, out of all device reads checked.
@@ -57,8 +65,13 @@ impl Ddio {
         let n = shape.sets_per_slice as usize * shape.slices as usize * shape.ddio_ways as usize;
         Ok(Self {
             shape,
-            lines: vec![EMPTY; n],
-            stamps: vec![0; n],
+            ways: vec![
+                Way {
+                    line: EMPTY,
+                    stamp: 0
+                };
+                n
+            ],
             clock: 0,
             allocations: 0,
             read_misses: 0,
@@ -68,7 +81,7 @@ impl Ddio {
 
     /// Bytes of LLC the I/O ways hold in all.
     pub fn capacity_bytes(&self) -> u64 {
-        self.lines.len() as u64 * 64
+        self.ways.len() as u64 * 64
     }
 
     fn ways_of(&self, line: u64) -> std::ops::Range<usize> {
@@ -81,7 +94,7 @@ impl Ddio {
     }
 
     fn find(&self, line: u64) -> Option<usize> {
-        self.ways_of(line).find(|&i| self.lines[i] == line)
+        self.ways_of(line).find(|&i| self.ways[i].line == line)
     }
 
     /// A device write of one physical line: refreshes it, or allocates it over the LRU way.
@@ -90,11 +103,13 @@ impl Ddio {
         let slot = self.find(line).unwrap_or_else(|| {
             self.allocations += 1;
             self.ways_of(line)
-                .min_by_key(|&i| self.stamps[i])
+                .min_by_key(|&i| self.ways[i].stamp)
                 .expect("at least one way")
         });
-        self.lines[slot] = line;
-        self.stamps[slot] = self.clock;
+        self.ways[slot] = Way {
+            line,
+            stamp: self.clock,
+        };
     }
 
     /// A device read of one physical line: true when the LLC still holds it (no allocation

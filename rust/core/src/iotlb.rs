@@ -76,6 +76,7 @@ impl Iotlb {
         })
     }
 
+    #[inline]
     fn unlink(&mut self, set: usize, s: u32) {
         let (p, n) = (self.prev[s as usize], self.next[s as usize]);
         if p == NONE {
@@ -90,6 +91,7 @@ impl Iotlb {
         }
     }
 
+    #[inline]
     fn push_front(&mut self, set: usize, s: u32) {
         self.prev[s as usize] = NONE;
         self.next[s as usize] = self.head[set];
@@ -112,6 +114,7 @@ impl Iotlb {
     }
 
     /// Looks `page` up; true on a hit. A miss installs it, evicting a victim of its set.
+    #[inline]
     pub fn access(&mut self, page: u64) -> bool {
         let set = if self.sets == 1 {
             0
@@ -120,8 +123,12 @@ impl Iotlb {
         };
         let slot = self.slot_of_page[page as usize];
         if slot != NONE {
-            self.unlink(set, slot);
-            self.push_front(set, slot);
+            // Already the most recent of its set (a transfer's next page, or its next line):
+            // the recency list stays as it is.
+            if self.head[set] != slot {
+                self.unlink(set, slot);
+                self.push_front(set, slot);
+            }
             return true;
         }
         let slot = if self.used[set] < self.ways {
@@ -157,6 +164,9 @@ pub struct Translator {
     tlb: Iotlb,
     /// Caches the last-level table page covering 512 pages; a miss costs one more table read.
     pwc: Option<Iotlb>,
+    /// The page looked up last: it is its set's most recent, so looking it up again is a hit
+    /// that changes nothing (most transactions follow one to the same page).
+    last_page: u64,
     pub misses: u64,
     pub pwc_misses: u64,
 }
@@ -189,6 +199,7 @@ impl Translator {
             page_shift: page_bytes.trailing_zeros(),
             tlb: Iotlb::new(shape, pages, seed)?,
             pwc,
+            last_page: u64::MAX,
             misses: 0,
             pwc_misses: 0,
         })
@@ -209,8 +220,13 @@ impl Translator {
     }
 
     /// Translates `addr`, counting misses.
+    #[inline]
     pub fn lookup(&mut self, addr: u64) -> Lookup {
         let page = addr >> self.page_shift;
+        if page == self.last_page {
+            return Lookup::Hit;
+        }
+        self.last_page = page;
         if self.tlb.access(page) {
             return Lookup::Hit;
         }

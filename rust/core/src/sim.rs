@@ -16,8 +16,8 @@
 //! per write) and occupy one of `posted_credits` buffer slots until then, which back-pressures
 //! the link the way PCIe flow control does. Times are in nanoseconds.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+use std::cmp::Ordering;
+use std::collections::VecDeque;
 
 use crate::error::CoreError;
 use crate::iotlb::{CacheShape, Lookup, Replacement, Translator};
@@ -96,40 +96,44 @@ impl SimResult {
     }
 }
 
-/// A time that can live in a heap (never NaN here: all inputs are validated finite).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Time(f64);
-
-impl Eq for Time {}
-
-impl PartialOrd for Time {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Time {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-/// A pool of identical servers (tags, page walkers): take the earliest free, give it back busy.
-struct Pool(BinaryHeap<Reverse<Time>>);
+/// A pool of identical servers (tags, credits, page walkers): take the earliest free, give it
+/// back busy. The times the servers are free are kept in ascending (total) order, earliest
+/// first: servers come back nearly in time order, so a release moves few entries, where a
+/// heap would sift on every acquire and release.
+struct Pool(VecDeque<f64>);
 
 impl Pool {
     fn new(servers: u32) -> Self {
-        Self((0..servers).map(|_| Reverse(Time(0.0))).collect())
+        Self(std::iter::repeat_n(0.0, servers as usize).collect())
     }
 
     /// Occupies the server that frees first from `ready` on; returns when service starts.
+    #[inline]
     fn acquire(&mut self, ready: f64) -> f64 {
-        let Reverse(Time(free)) = self.0.pop().expect("pools are never empty");
+        let free = self.0.pop_front().expect("pools are never empty");
         free.max(ready)
     }
 
+    #[inline]
     fn release(&mut self, at: f64) {
-        self.0.push(Reverse(Time(at)));
+        match self.0.back() {
+            // The usual case: no server frees later than this one.
+            Some(last) if last.total_cmp(&at) == Ordering::Greater => self.insert_sorted(at),
+            _ => self.0.push_back(at),
+        }
+    }
+
+    #[inline(never)]
+    fn insert_sorted(&mut self, at: f64) {
+        let i = self
+            .0
+            .partition_point(|t| t.total_cmp(&at) != Ordering::Greater);
+        self.0.insert(i, at);
+    }
+
+    /// The times the `k` earliest-free servers are free, earliest first.
+    fn earliest(&self, k: u32) -> impl Iterator<Item = f64> + '_ {
+        self.0.iter().take(k as usize).copied()
     }
 }
 
@@ -512,8 +516,6 @@ struct Timeline {
     up_free: f64,
     down_free: f64,
     rc_free: f64,
-    /// Tags taken out to look at, and put back.
-    scratch: Vec<Reverse<Time>>,
 }
 
 impl Timeline {
@@ -525,26 +527,9 @@ impl Timeline {
     /// its engine, its arrival, its tags and, for a write, a posted-write credit.
     fn earliest_start(&mut self, m: &Machine, c: &TxnClass, txn: &Txn) -> f64 {
         let ready = self.ready(m, c, txn);
-        let start = match c.tags {
-            0 => ready,
-            1 => self
-                .tags
-                .0
-                .peek()
-                .map_or(ready, |Reverse(Time(t))| ready.max(*t)),
-            k => {
-                self.scratch
-                    .extend((0..k).filter_map(|_| self.tags.0.pop()));
-                let start = self
-                    .scratch
-                    .iter()
-                    .fold(ready, |s, Reverse(Time(t))| s.max(*t));
-                self.tags.0.extend(self.scratch.drain(..));
-                start
-            }
-        };
-        match self.credits.0.peek() {
-            Some(Reverse(Time(credit))) if !c.read => start.max(*credit),
+        let start = self.tags.earliest(c.tags).fold(ready, f64::max);
+        match self.credits.earliest(1).next() {
+            Some(credit) if !c.read => start.max(credit),
             _ => start,
         }
     }
@@ -559,6 +544,100 @@ impl Timeline {
     }
 }
 
+/// What a run adds up besides the timeline: the result so far, when the last transaction
+/// finished and when the one before started (write-then-read pairs measure from it).
+struct Tally {
+    result: SimResult,
+    last_done: f64,
+    previous_start: f64,
+    record_latencies: bool,
+}
+
+impl Timeline {
+    fn new(m: &Machine, queues: usize) -> Self {
+        Self {
+            tags: Pool::new(m.tags),
+            credits: Pool::new(m.posted_credits),
+            engine_free: vec![0.0; 2 * queues],
+            datapath_free: 0.0,
+            up_free: 0.0,
+            down_free: 0.0,
+            rc_free: 0.0,
+        }
+    }
+
+    /// Plays one transaction of class `c` through every stage (module docs).
+    #[inline]
+    fn serve(
+        &mut self,
+        m: &Machine,
+        c: &TxnClass,
+        txn: &Txn,
+        iommu: Option<&mut Iommu>,
+        tally: &mut Tally,
+    ) {
+        let result = &mut tally.result;
+        result.transactions += 1;
+        let ready = self.ready(m, c, txn);
+        let start = (0..c.tags).fold(ready, |s, _| s.max(self.tags.acquire(ready)));
+        let engine_free = start + c.issue_ns;
+        self.engine_free[Timeline::engine(c)] = engine_free;
+        self.datapath_free = self.datapath_free.max(engine_free) + c.datapath_ns;
+        let credit_ready = if c.read {
+            0.0
+        } else {
+            self.credits.acquire(0.0)
+        };
+        let up_ns = c.up_bytes / m.up_bytes_per_ns;
+        self.up_free = self.up_free.max(self.datapath_free).max(credit_ready) + up_ns;
+        let t = match iommu {
+            Some(iommu) => iommu.translate(txn.addr, txn.bytes, self.up_free),
+            None => self.up_free,
+        };
+        let down_ns = c.down_bytes / m.down_bytes_per_ns;
+        let done = if c.read {
+            let warm = txn.addr < m.warm_bytes;
+            result.cache_hits += u64::from(warm);
+            let ready = t + if warm { c.hit_ns } else { c.miss_ns };
+            self.down_free = self.down_free.max(ready) + down_ns;
+            self.down_free
+        } else {
+            if down_ns > 0.0 {
+                self.down_free = self.down_free.max(self.up_free - up_ns) + down_ns;
+            }
+            self.rc_free = self.rc_free.max(t) + c.write_ns;
+            self.credits.release(self.rc_free);
+            self.up_free
+        };
+        let finished = done + m.fixed_latency_ns;
+        for _ in 0..c.tags {
+            self.tags.release(finished);
+        }
+        result.up_busy_ns += up_ns;
+        result.down_busy_ns += down_ns;
+        result.tag_busy_ns += f64::from(c.tags) * (finished - start);
+        result.rc_busy_ns += if c.read { 0.0 } else { c.write_ns };
+        // A posted write leaves the link before its walk ends: the run lasts until the walk
+        // has (so a rate never outruns the walkers that served its misses).
+        tally.last_done = tally.last_done.max(finished).max(self.down_free).max(t);
+        if tally.record_latencies {
+            match txn.measure {
+                Measure::Skip => {}
+                Measure::Own => result.latencies_ns.push(finished - start),
+                Measure::SincePrevious => result.latencies_ns.push(finished - tally.previous_start),
+            }
+        }
+        tally.previous_start = start;
+    }
+}
+
+/// The class a transaction names.
+fn class_of<'a>(classes: &'a [TxnClass], txn: &Txn) -> Result<&'a TxnClass, CoreError> {
+    classes.get(txn.class).ok_or(CoreError::BadParameter {
+        what: "a transaction names a class that does not exist",
+    })
+}
+
 /// Plays a transaction stream through the device, link, IOMMU and host (module docs). Each
 /// class's queue is served in order; when there are several, the transaction that can start
 /// first goes next, so one queue waiting for tags does not hold up the others.
@@ -566,40 +645,67 @@ pub fn run(
     m: &Machine,
     classes: &[TxnClass],
     mut iommu: Option<&mut Iommu>,
-    mut txns: impl Iterator<Item = Txn>,
+    txns: impl Iterator<Item = Txn>,
     record_latencies: bool,
 ) -> Result<SimResult, CoreError> {
     check_machine(m, classes)?;
     let queues = classes.iter().map(|c| c.queue + 1).max().unwrap_or(1);
-    let mut line = Timeline {
-        tags: Pool::new(m.tags),
-        credits: Pool::new(m.posted_credits),
-        engine_free: vec![0.0; 2 * queues],
-        datapath_free: 0.0,
-        up_free: 0.0,
-        down_free: 0.0,
-        rc_free: 0.0,
-        scratch: Vec::new(),
-    };
-    let mut pending: Vec<VecDeque<Txn>> = (0..queues).map(|_| VecDeque::new()).collect();
+    let mut line = Timeline::new(m, queues);
     let misses_before = iommu.as_ref().map_or(0, |i| i.translator.misses);
-    let mut result = SimResult::default();
-    let (mut last_done, mut previous_start) = (0.0f64, 0.0f64);
+    let mut tally = Tally {
+        result: SimResult::default(),
+        last_done: 0.0,
+        previous_start: 0.0,
+        record_latencies,
+    };
+    if queues == 1 {
+        // One queue: served in stream order, nothing to hold back or choose between.
+        for txn in txns {
+            let c = class_of(classes, &txn)?;
+            line.serve(m, c, &txn, iommu.as_deref_mut(), &mut tally);
+        }
+    } else {
+        schedule(
+            m,
+            classes,
+            &mut line,
+            iommu.as_deref_mut(),
+            txns,
+            &mut tally,
+        )?;
+    }
+    let mut result = tally.result;
+    result.elapsed_ns = tally.last_done;
+    result.iotlb_misses = iommu.map_or(0, |i| i.translator.misses - misses_before);
+    Ok(result)
+}
+
+/// Serves several queues: up to `lookahead` transactions are held back while another queue
+/// goes first; the one that can start first goes next, ties round-robin from the one after
+/// the last served.
+fn schedule(
+    m: &Machine,
+    classes: &[TxnClass],
+    line: &mut Timeline,
+    mut iommu: Option<&mut Iommu>,
+    mut txns: impl Iterator<Item = Txn>,
+    tally: &mut Tally,
+) -> Result<(), CoreError> {
+    let queues = line.engine_free.len() / 2;
+    let mut pending: Vec<VecDeque<Txn>> = (0..queues).map(|_| VecDeque::new()).collect();
     let mut last_queue = queues - 1;
     loop {
         let mut buffered: usize = pending.iter().map(VecDeque::len).sum();
         while buffered < m.lookahead.max(1) && pending.iter().any(VecDeque::is_empty) {
             let Some(txn) = txns.next() else { break };
-            let c = classes.get(txn.class).ok_or(CoreError::BadParameter {
-                what: "a transaction names a class that does not exist",
-            })?;
-            pending[c.queue].push_back(txn);
+            pending[class_of(classes, &txn)?.queue].push_back(txn);
             buffered += 1;
         }
-        // The queue that can go first; ties go round-robin, from the one after the last served.
         let mut next: Option<(f64, usize)> = None;
         let waiting = pending.iter().filter(|q| !q.is_empty()).count();
-        for q in (1..=queues).map(|k| (last_queue + k) % queues) {
+        let mut q = last_queue;
+        for _ in 0..queues {
+            q = if q + 1 == queues { 0 } else { q + 1 }; // round-robin without a division
             if let Some(txn) = pending[q].front() {
                 if waiting == 1 {
                     next = Some((0.0, q));
@@ -614,62 +720,9 @@ pub fn run(
         let Some((_, q)) = next else { break };
         last_queue = q;
         let txn = pending[q].pop_front().expect("a queue with a head");
-        let c = &classes[txn.class];
-        result.transactions += 1;
-        let ready = line.ready(m, c, &txn);
-        let start = (0..c.tags).fold(ready, |s, _| s.max(line.tags.acquire(ready)));
-        let engine_free = start + c.issue_ns;
-        line.engine_free[Timeline::engine(c)] = engine_free;
-        line.datapath_free = line.datapath_free.max(engine_free) + c.datapath_ns;
-        let credit_ready = if c.read {
-            0.0
-        } else {
-            line.credits.acquire(0.0)
-        };
-        let up_ns = c.up_bytes / m.up_bytes_per_ns;
-        line.up_free = line.up_free.max(line.datapath_free).max(credit_ready) + up_ns;
-        let t = match iommu.as_mut() {
-            Some(iommu) => iommu.translate(txn.addr, txn.bytes, line.up_free),
-            None => line.up_free,
-        };
-        let down_ns = c.down_bytes / m.down_bytes_per_ns;
-        let done = if c.read {
-            let warm = txn.addr < m.warm_bytes;
-            result.cache_hits += u64::from(warm);
-            let ready = t + if warm { c.hit_ns } else { c.miss_ns };
-            line.down_free = line.down_free.max(ready) + down_ns;
-            line.down_free
-        } else {
-            if down_ns > 0.0 {
-                line.down_free = line.down_free.max(line.up_free - up_ns) + down_ns;
-            }
-            line.rc_free = line.rc_free.max(t) + c.write_ns;
-            line.credits.release(line.rc_free);
-            line.up_free
-        };
-        let finished = done + m.fixed_latency_ns;
-        for _ in 0..c.tags {
-            line.tags.release(finished);
-        }
-        result.up_busy_ns += up_ns;
-        result.down_busy_ns += down_ns;
-        result.tag_busy_ns += f64::from(c.tags) * (finished - start);
-        result.rc_busy_ns += if c.read { 0.0 } else { c.write_ns };
-        // A posted write leaves the link before its walk ends: the run lasts until the walk
-        // has (so a rate never outruns the walkers that served its misses).
-        last_done = last_done.max(finished).max(line.down_free).max(t);
-        if record_latencies {
-            match txn.measure {
-                Measure::Skip => {}
-                Measure::Own => result.latencies_ns.push(finished - start),
-                Measure::SincePrevious => result.latencies_ns.push(finished - previous_start),
-            }
-        }
-        previous_start = start;
+        line.serve(m, &classes[txn.class], &txn, iommu.as_deref_mut(), tally);
     }
-    result.elapsed_ns = last_done;
-    result.iotlb_misses = iommu.map_or(0, |i| i.translator.misses - misses_before);
-    Ok(result)
+    Ok(())
 }
 
 #[cfg(test)]
