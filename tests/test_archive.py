@@ -65,6 +65,9 @@ def test_a_partial_alone_is_the_file_statistics():
         origin = raw["first_ts_ns"] if raw["packets"] else 0
         partial = pickle.loads(pickle.dumps(core().trace_partial(str(path), CONFIG, origin)))
         assert partial.summary(CONFIG) == raw, path
+        # Read on one thread (as a Dask worker thread reads it) the partial is the same bytes.
+        inline = core().trace_partial(str(path), CONFIG, origin, read_ahead=False)
+        assert inline.to_bytes() == partial.to_bytes(), path
         checked += 1
     assert checked >= 16  # the 16 written by tests/data/trace_stats/make.py at least
 
@@ -234,6 +237,24 @@ def local2():
     with engine.connect(engine.parse_scheduler("local:2")) as client:
         client.wait_for_workers(2, timeout=300)
         yield client
+
+
+def test_archive_stats_do_not_depend_on_read_ahead(tmp_path, capsys, local2):
+    # The engine turns read-ahead off where workers share cores; the result must not change.
+    one = synth(tmp_path, capsys)
+    files = [str(p) for p in split(one, tmp_path / "parts", [5000 * k + 7 for k in range(1, 20)])]
+    ahead, inline = (archive.archive_stats(local2, files, read_ahead=a) for a in (True, False))
+    assert json.dumps(inline) == json.dumps(ahead)
+    assert (inline[0]["files"], inline[0]["packets"]) == (20, 100_000)  # 2 Mpps for 50 ms
+
+
+def test_read_ahead_is_chosen_from_the_cores_per_worker_thread(local2):
+    # engine.cores_per_thread: a host's usable cores over its worker threads, here one thread
+    # in this process, or two worker processes of one thread each.
+    cores = len(os.sched_getaffinity(0))
+    with engine.connect(engine.Scheduler()) as in_process:
+        assert engine.cores_per_thread(in_process) == cores
+    assert engine.cores_per_thread(local2) == cores / 2
 
 
 def test_a_worker_killed_mid_run_changes_nothing(tmp_path, capsys, monkeypatch, local2):

@@ -11,7 +11,9 @@ last. Steps, each a map over the engine (`engine.map_chunks`):
    task: this groups files into ports and gives each port's origin (its first packet), from
    which every file counts its rate windows;
 2. one `TracePartial` per file (`rust/core/src/trace/archive.rs`): sums, the edge windows,
-   the bursts touching either end, the distinct gaps;
+   the bursts touching either end, the distinct gaps. A task reads its file on its own thread
+   (one task, one core) unless every worker thread has READ_AHEAD_CORES cores, as the
+   in-process default on two cores has; then a second thread reads ahead of the parsing;
 3. per port, the partials appended in order and summarised. Where that cannot be exact (files
    of one port overlap in time, or a file out of time order holds a packet before the port's
    first record) the port is summarised again in one task that holds and sorts all its packets
@@ -46,6 +48,11 @@ if TYPE_CHECKING:
 HEAD_BYTES = 1 << 20
 """Bytes of a remote (fsspec) file copied to read its first record: the header, interfaces
 and first packet of any capture but one whose first record is larger."""
+
+READ_AHEAD_CORES = 2
+"""Cores per worker thread from which a file's partial is read ahead on a second thread: with
+read-ahead one partial keeps about 1.7 cores busy (the parser, plus the reader's copy from the
+page cache), so with fewer the workers' tasks take cores from each other (docs/scale.md)."""
 
 HEADS_PER_TASK = 64
 """Files whose first record (or time span, for a merge) one task reads: opening a file costs
@@ -156,11 +163,15 @@ def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]
     return heads
 
 
-def _partial_task(shared: tuple[dict, bool, bool, object], chunk: tuple[str, int]) -> object:
-    config, skip_bad, strict, demand = shared
+def _partial_task(
+    shared: tuple[dict, bool, bool, object, bool], chunk: tuple[str, int]
+) -> object:
+    config, skip_bad, strict, demand, read_ahead = shared
     path, origin = chunk
     with _readable([path]) as (local,):
-        partial = _core(core().trace_partial, local, config, origin, skip_bad, strict, demand)
+        partial = _core(
+            core().trace_partial, local, config, origin, skip_bad, strict, demand, read_ahead
+        )
         partial.rename_file(local, path)  # type: ignore[attr-defined]
     return partial
 
@@ -279,10 +290,14 @@ def _port_partials(
     shared: tuple[dict, bool, bool, object],
     *,
     per_file: bool = False,
+    read_ahead: bool | None = None,
 ) -> list[tuple[list[Head], object]]:
     """Each port (each file with `per_file`) and the partial of its files in port order: the
-    steps of the module notes."""
+    steps of the module notes. Files are read ahead as `read_ahead` says, or (None) where
+    every worker thread has READ_AHEAD_CORES cores."""
     config, skip_bad, strict, demand = shared
+    if read_ahead is None:
+        read_ahead = engine.cores_per_thread(client) >= READ_AHEAD_CORES
     # Absolute for workers that run in another folder; a file named twice is read once.
     given = {_absolute(f): f for f in files}
     heads = _batched(client, _heads_task, list(given), (skip_bad, strict), "first records")
@@ -296,7 +311,7 @@ def _port_partials(
     ]
     fold = _Fold(grouped, config, demand)
     for done in engine.map_chunks(
-        client, _partial_task, chunks, shared=shared, desc="reading", unit="file"
+        client, _partial_task, chunks, shared=(*shared, read_ahead), desc="reading", unit="file"
     ):
         fold.add(done.index, done.result)
     merged = fold.result()
@@ -317,12 +332,17 @@ def archive_stats(
     windows_ns: Sequence[int] = trace.WINDOWS_NS,
     skip_bad: bool = False,
     strict: bool = False,
+    read_ahead: bool | None = None,
 ) -> list[dict]:
     """`trace stats` of each port of an archive: the files of a port as if concatenated in
     time order, the same keys as one file's statistics without `file`, plus `port`, `files`,
-    `first_file` and `last_file`."""
+    `first_file` and `last_file`. `read_ahead` forces the reading of files on a second thread
+    on or off (None: on where every worker thread has READ_AHEAD_CORES cores); the result is
+    the same either way."""
     config, files = _checked(paths, eth_gbps, windows_ns)
-    found = _port_partials(client, files, (config, skip_bad, strict, None))
+    found = _port_partials(
+        client, files, (config, skip_bad, strict, None), read_ahead=read_ahead
+    )
     return [
         _port_report(n, port, partial.summary(config), eth_gbps)  # type: ignore[attr-defined]
         for n, (port, partial) in enumerate(found)
