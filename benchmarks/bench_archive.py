@@ -170,7 +170,9 @@ def bench_stats(clusters: dict, paths: list[str], modes: list[str], runs: int) -
     for n, (client, figures) in clusters.items():
         auto = engine.cores_per_thread(client) >= archive.READ_AHEAD_CORES
         modes_out = {mode: summarise_runs(samples[n, mode]) for mode in modes}
-        out[n] = figures | {"auto_read_ahead": auto, "modes": modes_out}
+        heads = [archive.Head(p, 0, (), os.path.getsize(p)) for p in paths]
+        tasks = len(archive.batches(heads, n))
+        out[n] = figures | {"auto_read_ahead": auto, "partial_tasks": tasks, "modes": modes_out}
         # The figures run_all.py reads: the mode users get (auto), or the first one measured.
         main_mode = modes_out.get("auto", modes_out[modes[0]])
         out[n] |= {"wall_s": main_mode["wall_s"], "wall_range_s": main_mode["wall_range_s"]}
