@@ -252,7 +252,7 @@ def test_small_files_are_read_several_to_a_task():
     assert archive.batches(heads([10] * 32), threads=1) == [
         range(k, k + 8) for k in range(0, 32, 8)
     ]
-    # Files of 1 GiB are each a task of their own (above MIN_TASK_BYTES = 256 MiB).
+    # Files of 1 GiB are each a task of their own (the target: 3 GiB / 4 tasks, 0.75 GiB).
     assert archive.batches(heads([1 << 30] * 3), threads=1) == [
         range(0, 1),
         range(1, 2),

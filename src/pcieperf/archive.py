@@ -55,11 +55,11 @@ READ_AHEAD_CORES = 2
 read-ahead one partial keeps about 1.7 cores busy (the parser, plus the reader's copy from the
 page cache), so with fewer the workers' tasks take cores from each other (docs/scale.md)."""
 
-MIN_TASK_BYTES = 256 << 20
+MIN_TASK_BYTES = 1 << 30
 """Capture bytes one partial task reads at least (consecutive files of the archive taken
 together), unless that leaves fewer than TASKS_PER_THREAD tasks per worker thread. A task
-costs the local scheduler ~8 ms of CPU on this host and its worker ~2 ms (docs/scale.md):
-~6 % of the ~160 ms one core takes to read 256 MiB of 64-byte frames."""
+costs the local scheduler 5-8 ms of CPU on this host and its worker ~2 ms (docs/scale.md):
+~2 % of the 0.4-0.7 s one core takes to read 1 GiB of 64-byte frames."""
 
 TASKS_PER_THREAD = 4
 """Partial tasks per worker thread at least, so that the last wave leaves workers idle for
