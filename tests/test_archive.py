@@ -65,6 +65,9 @@ def test_a_partial_alone_is_the_file_statistics():
         origin = raw["first_ts_ns"] if raw["packets"] else 0
         partial = pickle.loads(pickle.dumps(core().trace_partial(str(path), CONFIG, origin)))
         assert partial.summary(CONFIG) == raw, path
+        # Read on one thread (as a Dask worker thread reads it) the partial is the same bytes.
+        inline = core().trace_partial(str(path), CONFIG, origin, read_ahead=False)
+        assert inline.to_bytes() == partial.to_bytes(), path
         checked += 1
     assert checked >= 16  # the 16 written by tests/data/trace_stats/make.py at least
 
@@ -234,6 +237,64 @@ def local2():
     with engine.connect(engine.parse_scheduler("local:2")) as client:
         client.wait_for_workers(2, timeout=300)
         yield client
+
+
+def heads(sizes: list[int | None]) -> list:
+    return [archive.Head(f"f{k}", k, (), size) for k, size in enumerate(sizes)]
+
+
+def test_small_files_are_read_several_to_a_task():
+    # 32 files of 10 bytes, 4 tasks per worker thread at least (hand-computed: 320 bytes over
+    # 8 tasks for 2 threads is 4 files a task; over 4 tasks for 1 thread, 8 files).
+    assert archive.batches(heads([10] * 32), threads=2) == [
+        range(k, k + 4) for k in range(0, 32, 4)
+    ]
+    assert archive.batches(heads([10] * 32), threads=1) == [
+        range(k, k + 8) for k in range(0, 32, 8)
+    ]
+    # Files of 1 GiB are each a task of their own (the target: 3 GiB / 4 tasks, 0.75 GiB).
+    assert archive.batches(heads([1 << 30] * 3), threads=1) == [
+        range(0, 1),
+        range(1, 2),
+        range(2, 3),
+    ]
+    # A file of unknown size (a URL) counts as a whole task: it ends the task it joins
+    # (target 42 / 4 = 10.5 bytes; the two 1-byte files before it are too few alone).
+    assert archive.batches(heads([1, 1, None, 40]), threads=1) == [range(0, 3), range(3, 4)]
+
+
+@given(
+    sizes=st.lists(st.one_of(st.none(), st.integers(0, 1 << 31)), max_size=60),
+    threads=st.integers(1, 64),
+)
+def test_tasks_cover_every_file_once_in_order(sizes, threads):
+    # Invariant: the tasks are consecutive runs of files that cover each file once, in order,
+    # and each but the last holds at least the target bytes (or a file of unknown size).
+    found = archive.batches(heads(sizes), threads)
+    assert [k for r in found for k in r] == list(range(len(sizes)))
+    total = sum(s or 0 for s in sizes)
+    target = min(archive.MIN_TASK_BYTES, total / (archive.TASKS_PER_THREAD * threads))
+    for r in found[:-1]:
+        chunk = sizes[r.start : r.stop]
+        assert None in chunk or sum(chunk) >= target
+
+
+def test_archive_stats_do_not_depend_on_read_ahead(tmp_path, capsys, local2):
+    # The engine turns read-ahead off where workers share cores; the result must not change.
+    one = synth(tmp_path, capsys)
+    files = [str(p) for p in split(one, tmp_path / "parts", [5000 * k + 7 for k in range(1, 20)])]
+    ahead, inline = (archive.archive_stats(local2, files, read_ahead=a) for a in (True, False))
+    assert json.dumps(inline) == json.dumps(ahead)
+    assert (inline[0]["files"], inline[0]["packets"]) == (20, 100_000)  # 2 Mpps for 50 ms
+
+
+def test_read_ahead_is_chosen_from_the_cores_per_worker_thread(local2):
+    # engine.cores_per_thread: a host's usable cores over its worker threads, here one thread
+    # in this process, or two worker processes of one thread each.
+    cores = len(os.sched_getaffinity(0))
+    with engine.connect(engine.Scheduler()) as in_process:
+        assert engine.cores_per_thread(in_process) == cores
+    assert engine.cores_per_thread(local2) == cores / 2
 
 
 def test_a_worker_killed_mid_run_changes_nothing(tmp_path, capsys, monkeypatch, local2):

@@ -11,7 +11,10 @@ last. Steps, each a map over the engine (`engine.map_chunks`):
    task: this groups files into ports and gives each port's origin (its first packet), from
    which every file counts its rate windows;
 2. one `TracePartial` per file (`rust/core/src/trace/archive.rs`): sums, the edge windows,
-   the bursts touching either end, the distinct gaps;
+   the bursts touching either end, the distinct gaps; consecutive files of at least
+   MIN_TASK_BYTES a task (`batches`). A task reads on its own thread (one task, one core)
+   unless every worker thread has READ_AHEAD_CORES cores, as the in-process default on two
+   cores has; then a second thread reads ahead of the parsing;
 3. per port, the partials appended in order and summarised. Where that cannot be exact (files
    of one port overlap in time, or a file out of time order holds a packet before the port's
    first record) the port is summarised again in one task that holds and sorts all its packets
@@ -46,6 +49,21 @@ if TYPE_CHECKING:
 HEAD_BYTES = 1 << 20
 """Bytes of a remote (fsspec) file copied to read its first record: the header, interfaces
 and first packet of any capture but one whose first record is larger."""
+
+READ_AHEAD_CORES = 2
+"""Cores per worker thread from which a file's partial is read ahead on a second thread: with
+read-ahead one partial keeps about 1.7 cores busy (the parser, plus the reader's copy from the
+page cache), so with fewer the workers' tasks take cores from each other (docs/scale.md)."""
+
+MIN_TASK_BYTES = 1 << 30
+"""Capture bytes one partial task reads at least (consecutive files of the archive taken
+together), unless that leaves fewer than TASKS_PER_THREAD tasks per worker thread. A task
+costs the local scheduler 5-8 ms of CPU on this host and its worker ~2 ms (docs/scale.md):
+~2 % of the 0.4-0.7 s one core takes to read 1 GiB of 64-byte frames."""
+
+TASKS_PER_THREAD = 4
+"""Partial tasks per worker thread at least, so that the last wave leaves workers idle for
+a short while only."""
 
 HEADS_PER_TASK = 64
 """Files whose first record (or time span, for a merge) one task reads: opening a file costs
@@ -82,11 +100,13 @@ def _url_glob(pattern: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Head:
-    """A file's first record time (None without packets) and its port's key."""
+    """A file's first record time (None without packets), its port's key and its size in
+    bytes (None where the worker cannot tell it cheaply: an fsspec URL)."""
 
     path: str
     first_ts_ns: int | None
     port: tuple[tuple[int, int, str | None], ...]
+    size: int | None = None
 
 
 def _core(func: object, *args: object) -> object:
@@ -152,17 +172,25 @@ def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]
                 raise trace.TraceFileError(item)
             first, interfaces = item
             port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
-            heads.append(Head(path, first, port))
+            size = None if is_url(path) else os.path.getsize(path)
+            heads.append(Head(path, first, port, size))
     return heads
 
 
-def _partial_task(shared: tuple[dict, bool, bool, object], chunk: tuple[str, int]) -> object:
-    config, skip_bad, strict, demand = shared
-    path, origin = chunk
-    with _readable([path]) as (local,):
-        partial = _core(core().trace_partial, local, config, origin, skip_bad, strict, demand)
-        partial.rename_file(local, path)  # type: ignore[attr-defined]
-    return partial
+def _partials_task(
+    shared: tuple[dict, bool, bool, object, bool], chunk: tuple[tuple[str, int], ...]
+) -> list[object]:
+    """The partial of each (file, origin) of the chunk, in order."""
+    config, skip_bad, strict, demand, read_ahead = shared
+    partials = []
+    for path, origin in chunk:
+        with _readable([path]) as (local,):
+            partial = _core(
+                core().trace_partial, local, config, origin, skip_bad, strict, demand, read_ahead
+            )
+            partial.rename_file(local, path)  # type: ignore[attr-defined]
+        partials.append(partial)
+    return partials
 
 
 def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) -> object:
@@ -200,6 +228,24 @@ def _batched(
     ):
         found[done.index] = done.result
     return [item for batch in found for item in batch]
+
+
+def batches(heads: Sequence[Head], threads: int) -> list[range]:
+    """Consecutive files (positions in `heads`) that one task reads: at least MIN_TASK_BYTES
+    together, or less where the archive would otherwise give fewer than TASKS_PER_THREAD tasks
+    per worker thread. A file of unknown size counts as a whole task's bytes."""
+    total = sum(h.size or 0 for h in heads)
+    target = min(MIN_TASK_BYTES, total / (TASKS_PER_THREAD * max(1, threads)))
+    found: list[range] = []
+    start, held = 0, 0.0
+    for k, head in enumerate(heads):
+        held += target if head.size is None else head.size
+        if held >= target:
+            found.append(range(start, k + 1))
+            start, held = k + 1, 0.0
+    if start < len(heads):
+        found.append(range(start, len(heads)))
+    return found
 
 
 def ports(heads: Sequence[Head]) -> list[list[Head]]:
@@ -279,10 +325,14 @@ def _port_partials(
     shared: tuple[dict, bool, bool, object],
     *,
     per_file: bool = False,
+    read_ahead: bool | None = None,
 ) -> list[tuple[list[Head], object]]:
     """Each port (each file with `per_file`) and the partial of its files in port order: the
-    steps of the module notes."""
+    steps of the module notes. Files are read ahead as `read_ahead` says, or (None) where
+    every worker thread has READ_AHEAD_CORES cores."""
     config, skip_bad, strict, demand = shared
+    if read_ahead is None:
+        read_ahead = engine.cores_per_thread(client) >= READ_AHEAD_CORES
     # Absolute for workers that run in another folder; a file named twice is read once.
     given = {_absolute(f): f for f in files}
     heads = _batched(client, _heads_task, list(given), (skip_bad, strict), "first records")
@@ -291,14 +341,23 @@ def _port_partials(
     origins = [
         min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped
     ]
+    files = [(h, origin) for p, origin in zip(grouped, origins, strict=True) for h in p]
+    tasks = batches([h for h, _ in files], sum(client.nthreads().values()))
     chunks = [
-        (_absolute(h.path), origin) for p, origin in zip(grouped, origins, strict=True) for h in p
+        tuple((_absolute(h.path), origin) for h, origin in files[r.start : r.stop]) for r in tasks
     ]
     fold = _Fold(grouped, config, demand)
     for done in engine.map_chunks(
-        client, _partial_task, chunks, shared=shared, desc="reading", unit="file"
+        client,
+        _partials_task,
+        chunks,
+        shared=(*shared, read_ahead),
+        weight=len,
+        desc="reading",
+        unit="file",
     ):
-        fold.add(done.index, done.result)
+        for k, partial in enumerate(done.result, tasks[done.index].start):
+            fold.add(k, partial)
     merged = fold.result()
     redo = [k for k, partial in enumerate(merged) if partial is None]
     again = [tuple(_absolute(h.path) for h in grouped[k]) for k in redo]
@@ -317,12 +376,15 @@ def archive_stats(
     windows_ns: Sequence[int] = trace.WINDOWS_NS,
     skip_bad: bool = False,
     strict: bool = False,
+    read_ahead: bool | None = None,
 ) -> list[dict]:
     """`trace stats` of each port of an archive: the files of a port as if concatenated in
     time order, the same keys as one file's statistics without `file`, plus `port`, `files`,
-    `first_file` and `last_file`."""
+    `first_file` and `last_file`. `read_ahead` forces the reading of files on a second thread
+    on or off (None: on where every worker thread has READ_AHEAD_CORES cores); the result is
+    the same either way."""
     config, files = _checked(paths, eth_gbps, windows_ns)
-    found = _port_partials(client, files, (config, skip_bad, strict, None))
+    found = _port_partials(client, files, (config, skip_bad, strict, None), read_ahead=read_ahead)
     return [
         _port_report(n, port, partial.summary(config), eth_gbps)  # type: ignore[attr-defined]
         for n, (port, partial) in enumerate(found)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -136,6 +137,28 @@ def connect(scheduler: Scheduler, *, quiet_logs: bool = True) -> Iterator[Client
     )
     with cluster, Client(cluster) as client:
         yield client
+
+
+def _usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity, where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def cores_per_thread(client: Client) -> float:
+    """The fewest cores per worker thread on any host of the cluster: a host's cores (as its
+    workers see them) over the threads of all its workers. Below 2, a task that keeps a second
+    thread busy (a file read ahead, say) takes a core from another task (docs/scale.md)."""
+    workers = client.scheduler_info()["workers"]
+    cores = client.run(_usable_cores)
+    threads: Counter[str] = Counter()
+    for info in workers.values():
+        threads[info["host"]] += info["nthreads"]
+    return min(
+        (n / threads[workers[a]["host"]] for a, n in cores.items() if a in workers),
+        default=1.0,
+    )
 
 
 @dataclass(frozen=True)

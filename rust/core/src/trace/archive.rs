@@ -682,9 +682,10 @@ impl Held {
     }
 }
 
-fn open(path: &Path, read: ReadOptions, rereadable: bool) -> Result<Reader, TraceError> {
+/// Opens `path`, reading ahead on a thread of its own where `ahead` (a file's reads end).
+fn open(path: &Path, read: ReadOptions, ahead: bool) -> Result<Reader, TraceError> {
     let mut reader = Reader::open_with(path, read)?;
-    if rereadable {
+    if ahead {
         reader.read_ahead();
     }
     Ok(reader)
@@ -692,22 +693,29 @@ fn open(path: &Path, read: ReadOptions, rereadable: bool) -> Result<Reader, Trac
 
 /// The partial of one capture file with windows counted from `origin` (`-`: standard input).
 /// Read once where it is in time order; otherwise as `stats::file_stats` reads it.
+///
+/// `read_ahead` lets a regular file be read on a second thread, a block ahead of the parsing:
+/// faster where a core is free for it, but a task then keeps about 1.7 cores busy, so a caller
+/// that runs one task per core (a Dask worker thread) turns it off (docs/scale.md). The
+/// partial is the same either way.
 pub fn file_partial(
     path: &Path,
     read: ReadOptions,
     config: &StatsConfig,
     origin: i64,
     cost: Option<&DemandConfig>,
+    read_ahead: bool,
 ) -> Result<Partial, TraceError> {
     let rereadable = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
-    let mut reader = open(path, read, rereadable)?;
+    let ahead = rereadable && read_ahead;
+    let mut reader = open(path, read, ahead)?;
     if rereadable {
         let expected_rule = match read_in_order(&mut reader, config, origin, None, 1, cost)? {
             Pass::Done(partial) => return Ok(*partial),
             Pass::Again(rule) => Some(rule),
             Pass::Unsorted => None,
         };
-        reader = open(path, read, rereadable)?;
+        reader = open(path, read, ahead)?;
         if let Some(rule) = expected_rule {
             return match read_in_order(&mut reader, config, origin, Some(&rule), 2, cost)? {
                 Pass::Done(partial) => Ok(*partial),

@@ -809,12 +809,16 @@ fn columns_must_agree_with_each_other_and_the_interfaces() {
 
 // --- archive partials -------------------------------------------------------------------------
 
+/// The partial of a capture written to a file; read with and without read-ahead, which must
+/// not change it.
 fn partial_of(name: &str, bytes: &[u8], origin: i64) -> Partial {
     let path = temp(name);
     std::fs::write(&path, bytes).unwrap();
-    let partial = file_partial(&path, ReadOptions::default(), &stats_config(), origin, None);
+    let read = |ahead| file_partial(&path, ReadOptions::default(), &stats_config(), origin, None, ahead);
+    let (ahead, inline) = (read(true), read(false));
     std::fs::remove_file(&path).unwrap();
-    partial.unwrap()
+    assert_eq!(ahead, inline, "read-ahead changed the partial of {name}");
+    ahead.unwrap()
 }
 
 #[test]
