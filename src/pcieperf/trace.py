@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING
 
 from pcieperf import _lazy, progress, wire
 from pcieperf._native import core
-from pcieperf.errors import UsageError, require_choice, require_new_file, require_positive
+from pcieperf.errors import (
+    TraceFileError,
+    UsageError,
+    require_choice,
+    require_new_file,
+    require_positive,
+)
 from pcieperf.wire import FCS_BYTES, MIN_FRAME_BYTES
 
 if TYPE_CHECKING:
@@ -84,10 +90,6 @@ LINKTYPE_NAMES = {
     276: "Linux cooked v2",
     279: "EBHSCR",
 } | {147 + k: f"User {k}" for k in range(16)}
-
-
-class TraceFileError(UsageError):
-    """A capture file is missing, unreadable or damaged; the message names file and offset."""
 
 
 @dataclass(frozen=True)
