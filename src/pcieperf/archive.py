@@ -89,14 +89,6 @@ class Head:
     port: tuple[tuple[int, int, str | None], ...]
 
 
-def _core(func: object, *args: object) -> object:
-    """A Rust call on a worker, its ValueError as TraceFileError (reported, not retried)."""
-    try:
-        return func(*args)  # type: ignore[operator]
-    except ValueError as exc:
-        raise trace.TraceFileError(str(exc)) from None
-
-
 def is_url(path: str) -> bool:
     """Whether `path` is an fsspec URL (s3://, gs://, http://, memory://, ...) rather than a
     local path, which the Rust reader opens itself."""
@@ -145,7 +137,7 @@ def _copy(url: str, limit: int | None, copies: dict[str, str]) -> str:
 def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]:
     skip_bad, strict = shared
     with _readable(paths, HEAD_BYTES) as local:
-        found = _core(core().trace_first_records, local, skip_bad, strict)
+        found = core().trace_first_records(local, skip_bad, strict)
         heads = []
         for path, item in zip(paths, found, strict=True):  # type: ignore[call-overload]
             if isinstance(item, str):
@@ -160,7 +152,7 @@ def _partial_task(shared: tuple[dict, bool, bool, object], chunk: tuple[str, int
     config, skip_bad, strict, demand = shared
     path, origin = chunk
     with _readable([path]) as (local,):
-        partial = _core(core().trace_partial, local, config, origin, skip_bad, strict, demand)
+        partial = core().trace_partial(local, config, origin, skip_bad, strict, demand)
         partial.rename_file(local, path)  # type: ignore[attr-defined]
     return partial
 
@@ -168,7 +160,7 @@ def _partial_task(shared: tuple[dict, bool, bool, object], chunk: tuple[str, int
 def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) -> object:
     config, skip_bad, strict, demand = shared
     with _readable(paths) as local:
-        partial = _core(core().trace_partial_files, local, config, skip_bad, strict, demand)
+        partial = core().trace_partial_files(local, config, skip_bad, strict, demand)
         for copy, path in zip(local, paths, strict=True):
             partial.rename_file(copy, path)  # type: ignore[attr-defined]
     return partial
@@ -177,7 +169,7 @@ def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) 
 def _stats_task(shared: tuple[dict, bool, bool, object], path: str) -> dict:
     config, skip_bad, strict, _ = shared
     with _readable([path]) as local:
-        (raw,) = _core(core().trace_stats, local, config, skip_bad, strict, 1)  # type: ignore[misc]
+        (raw,) = core().trace_stats(local, config, skip_bad, strict, 1)  # type: ignore[misc]
         if isinstance(raw, str):
             raise trace.TraceFileError(raw)
     if raw["cut_short"]:
@@ -378,7 +370,7 @@ worker busy until the last wave (docs/scale.md)."""
 
 def _scan_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[dict]:
     skip_bad, strict = shared
-    found = _core(core().trace_scan, list(paths), skip_bad, strict)
+    found = core().trace_scan(list(paths), skip_bad, strict)
     for item in found:  # type: ignore[attr-defined]
         if isinstance(item, str):
             raise trace.TraceFileError(item)
@@ -390,9 +382,7 @@ def _merge_part_task(
 ) -> dict:
     inputs, fmt, skip_bad, strict = shared
     part, from_ns, to_ns, selected = chunk
-    return _core(
-        core().trace_merge_part, inputs, part, fmt, from_ns, to_ns, selected, skip_bad, strict
-    )  # type: ignore[return-value]
+    return core().trace_merge_part(inputs, part, fmt, from_ns, to_ns, selected, skip_bad, strict)  # type: ignore[return-value]
 
 
 def _expected_before(t: int, scans: Sequence[dict]) -> float:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from pcieperf import _lazy, progress, wire
 from pcieperf.errors import (
+    InternalError,
     PcieperfError,
     PcieperfWarning,
     UsageError,
@@ -2721,19 +2722,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"pcieperf: error: {exc}", file=sys.stderr)
         return 2
+    except InternalError as exc:
+        return _internal_error(args, exc)
     except PcieperfError as exc:
         print(f"pcieperf: error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # the one place that catches everything, by design
-        if args.debug:
-            traceback.print_exc()
-        print(
-            f"pcieperf: internal error: {type(exc).__name__}: {exc} "
-            "(rerun with --debug for a traceback)",
-            file=sys.stderr,
-        )
-        return 1
+        return _internal_error(args, exc)
     return 0
+
+
+def _internal_error(args: argparse.Namespace, exc: Exception) -> int:
+    """Report a bug: one line (the traceback too under --debug); exit code 1."""
+    if args.debug:
+        traceback.print_exc()
+    print(
+        f"pcieperf: internal error: {type(exc).__name__}: {exc} "
+        "(rerun with --debug for a traceback)",
+        file=sys.stderr,
+    )
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
