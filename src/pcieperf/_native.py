@@ -31,7 +31,7 @@ def _module() -> ModuleType:
     return _core
 
 
-def _mapped(exc: Exception) -> PcieperfError:
+def _mapped(exc: Exception) -> Exception:
     """The pcieperf exception for an exception the core raised (a `_core.Error`)."""
     native = _module()
     if isinstance(exc, native.FileError):

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from pcieperf import _lazy, progress, wire
 from pcieperf.errors import (
-    InternalError,
     PcieperfError,
     PcieperfWarning,
     UsageError,
@@ -2859,26 +2858,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"pcieperf: error: {exc}", file=sys.stderr)
         return 2
-    except InternalError as exc:
-        return _internal_error(args, exc)
     except PcieperfError as exc:
         print(f"pcieperf: error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # the one place that catches everything, by design
-        return _internal_error(args, exc)
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"pcieperf: internal error: {type(exc).__name__}: {exc} "
+            "(rerun with --debug for a traceback)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
-
-
-def _internal_error(args: argparse.Namespace, exc: Exception) -> int:
-    """Report a bug: one line (the traceback too under --debug); exit code 1."""
-    if args.debug:
-        traceback.print_exc()
-    print(
-        f"pcieperf: internal error: {type(exc).__name__}: {exc} "
-        "(rerun with --debug for a traceback)",
-        file=sys.stderr,
-    )
-    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,14 +2,15 @@
 these and never prints or exits; the CLI maps them to exit codes in one place (cli.main).
 
 PcieperfError              anything pcieperf reports on purpose (CLI exit code 1)
-├── UsageError             the user gave a bad value, option or file (CLI exit code 2); also a
-│   │                      ValueError, so that `except ValueError` around parsing catches it
-│   ├── ProfileError       a profile or calibration file (TOML) is malformed: names file and key
-│   ├── TraceFileError     a capture file is missing, unreadable or damaged: names the file and
-│   │                      the byte offset
-│   └── CounterFileError   a counter export is truncated or foreign: names the file and line
-└── InternalError          pcieperf broke a rule of its own (a bug): the CLI says "internal
-                           error", with the traceback under --debug (exit code 1)
+└── UsageError             the user gave a bad value, option or file (CLI exit code 2); also a
+    │                      ValueError, so that `except ValueError` around parsing catches it
+    ├── ProfileError       a profile or calibration file (TOML) is malformed: names file and key
+    ├── TraceFileError     a capture file is missing, unreadable or damaged: names the file and
+    │                      the byte offset
+    └── CounterFileError   a counter export is truncated or foreign: names the file and line
+
+InternalError              pcieperf broke a rule of its own (a bug, so no PcieperfError: the CLI
+                           says "internal error", exit code 1, and fuzzing counts it a crash)
 
 PcieperfWarning            (a UserWarning) something odd but usable (a rate above what the link
                            carries, …): library code warns, the CLI prints it as one line
@@ -44,7 +45,7 @@ class CounterFileError(UsageError):
     """A counter file is truncated, foreign or has columns we do not know."""
 
 
-class InternalError(PcieperfError):
+class InternalError(Exception):
     """pcieperf broke one of its own rules (a bug, not a bad input); the message says which."""
 
 
