@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from helpers import run_cli
-from pcieperf import tlp
-from pcieperf._native import core
+from pcieperf import tlp, trace
+from pcieperf._native import checked, core
 from pcieperf.errors import InternalError, TraceFileError, UsageError
 from pcieperf.platforms import PLATFORM_DIR
 from test_sim import write_host_toml
@@ -135,3 +135,14 @@ def test_a_core_class_s_constructor_maps_its_errors(tmp_path):
     target = tmp_path / "no" / "such.pcap"
     with pytest.raises(TraceFileError, match=f"^{re.escape(str(target))}: "):
         core().TraceSynth(str(target), "pcap", 1)
+
+
+def test_a_per_file_error_comes_back_in_place_and_is_raised_mapped(tmp_path):
+    # trace_stats reads many files and puts a file's error where its result would be; the
+    # caller raises it (mapped) when that file's turn comes, after the files before it.
+    missing = tmp_path / "none.pcap"
+    found = core().trace_stats([str(missing)], trace.stats_config(40, trace.WINDOWS_NS))
+    assert len(found) == 1
+    with pytest.raises(TraceFileError, match=f"^{re.escape(str(missing))}: "):
+        checked(found[0])
+    assert checked({"packets": 0}) == {"packets": 0}  # a result passes through

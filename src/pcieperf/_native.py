@@ -5,7 +5,8 @@ The glue raises one of three exception classes, chosen by the core error's kind
 (rust/core/src/error.rs `ErrorKind`): `_core.ParameterError` (a value the core does not accept)
 becomes a UsageError, `_core.FileError` (a capture file it cannot read or write) a
 TraceFileError, and `_core.Error` itself (the caller broke the core's contract: a bug) an
-InternalError. Functions of `core()` arrive mapped; `call` maps a method of a core object.
+InternalError. Functions of `core()` arrive mapped; `call` maps a method of a core object, and
+`checked` an error that a function returns in a per-file list instead of raising.
 """
 
 from __future__ import annotations
@@ -47,6 +48,14 @@ def call(func: Callable[..., Any], *args: object, **kwargs: object) -> Any:
         return func(*args, **kwargs)
     except _module().Error as exc:
         raise _mapped(exc) from None
+
+
+def checked(item: object) -> Any:
+    """`item` from a list a core function returned per file, or, where the core put a file's
+    error (the exception, not raised) in its place, that error mapped and raised."""
+    if isinstance(item, _module().Error):
+        raise _mapped(item)
+    return item
 
 
 class _Core:

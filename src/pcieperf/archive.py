@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pcieperf import engine, trace
-from pcieperf._native import core
+from pcieperf._native import checked, core
 from pcieperf.errors import UsageError, require_positive
 from pcieperf.wire import MIN_FRAME_BYTES
 
@@ -140,9 +140,7 @@ def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]
         found = core().trace_first_records(local, skip_bad, strict)
         heads = []
         for path, item in zip(paths, found, strict=True):  # type: ignore[call-overload]
-            if isinstance(item, str):
-                raise trace.TraceFileError(item)
-            first, interfaces = item
+            first, interfaces = checked(item)
             port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
             heads.append(Head(path, first, port))
     return heads
@@ -169,9 +167,8 @@ def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) 
 def _stats_task(shared: tuple[dict, bool, bool, object], path: str) -> dict:
     config, skip_bad, strict, _ = shared
     with _readable([path]) as local:
-        (raw,) = core().trace_stats(local, config, skip_bad, strict, 1)  # type: ignore[misc]
-        if isinstance(raw, str):
-            raise trace.TraceFileError(raw)
+        (found,) = core().trace_stats(local, config, skip_bad, strict, 1)  # type: ignore[misc]
+        raw = checked(found)
     if raw["cut_short"]:
         raw["cut_short"] = raw["cut_short"].replace(local[0], path)
     return raw
@@ -371,10 +368,7 @@ worker busy until the last wave (docs/scale.md)."""
 def _scan_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[dict]:
     skip_bad, strict = shared
     found = core().trace_scan(list(paths), skip_bad, strict)
-    for item in found:  # type: ignore[attr-defined]
-        if isinstance(item, str):
-            raise trace.TraceFileError(item)
-    return found  # type: ignore[return-value]
+    return [checked(item) for item in found]
 
 
 def _merge_part_task(

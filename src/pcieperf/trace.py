@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pcieperf import _lazy, progress, wire
-from pcieperf._native import call, core
+from pcieperf._native import call, checked, core
 from pcieperf.errors import (
     TraceFileError,
     UsageError,
@@ -502,9 +502,7 @@ def stats_files(
     config = stats_config(eth_gbps, windows_ns)
     files = _check_inputs(paths)
     found = core().trace_stats(files, config, skip_bad=skip_bad, strict=strict)
-    for path, raw in zip(files, found, strict=True):
-        if isinstance(raw, str):
-            raise TraceFileError(raw)
+    for path, raw in zip(files, map(checked, found), strict=True):
         interfaces = [Interface(**i) for i in raw["interfaces"]]
         yield _report(path, raw, interfaces, eth_gbps)
 
