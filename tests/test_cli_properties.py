@@ -12,6 +12,7 @@ CI runs a few dozen examples per command group; the acceptance run of issue 13 i
 """
 
 import argparse
+import csv
 import io
 import json
 import os
@@ -166,6 +167,18 @@ def run(argv):
     return code, out.getvalue(), err.getvalue()
 
 
+def output_format(argv):
+    """The output a command line asks for: the last of --json and --format table|json|csv wins
+    (they set one option; --format with a counter tool's name sets that tool instead)."""
+    chosen = "table"
+    for word, value in zip(argv, [*argv[1:], ""], strict=True):
+        if word == "--json":
+            chosen = "json"
+        elif word == "--format" and value in ("table", "json", "csv"):
+            chosen = value
+    return chosen
+
+
 def check_one(argv, paths):
     """The invariant for one command line."""
     before = snapshot(paths["outputs"])
@@ -177,8 +190,10 @@ def check_one(argv, paths):
     lines = [line for line in err.splitlines() if not line.startswith("pcieperf: warning:")]
     after = snapshot(paths["outputs"])
     if code == 0:
-        if "--json" in argv:
+        if output_format(argv) == "json":
             json.loads(out)
+        elif output_format(argv) == "csv":
+            assert all(csv.reader(io.StringIO(out))), shown  # parses (csv.Error otherwise)
         assert not [p for p in after if p.name.startswith(".")], shown  # no temporary left
         return
     assert len(lines) == 1, shown

@@ -83,10 +83,8 @@ def host_side(link: Link, size: int, host_offset: int, window: int) -> HostSide:
     if size < 1 or host_offset < 0:
         bad = f"size {size}" if size < 1 else f"host offset {host_offset}"
         raise UsageError(f"{bad} is not allowed; sizes are 1 byte or more, offsets 0 or more")
-    try:
-        addrs = core().bench_addresses(size, host_offset, window).astype(np.int64)
-    except ValueError as exc:  # the window holds no unit (the core's message says which)
-        raise UsageError(str(exc)) from None
+    # A window that holds no unit is a UsageError from the core (its message says which).
+    addrs = core().bench_addresses(size, host_offset, window).astype(np.int64)
     sizes = np.full(addrs.shape, size)
     rd, wr = read_cost(link, sizes, addrs), write_cost(link, sizes, addrs)
     return HostSide(

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pcieperf import engine, trace
-from pcieperf._native import core
+from pcieperf._native import checked, core
 from pcieperf.errors import UsageError, require_positive
 from pcieperf.wire import MIN_FRAME_BYTES
 
@@ -109,14 +109,6 @@ class Head:
     size: int | None = None
 
 
-def _core(func: object, *args: object) -> object:
-    """A Rust call on a worker, its ValueError as TraceFileError (reported, not retried)."""
-    try:
-        return func(*args)  # type: ignore[operator]
-    except ValueError as exc:
-        raise trace.TraceFileError(str(exc)) from None
-
-
 def is_url(path: str) -> bool:
     """Whether `path` is an fsspec URL (s3://, gs://, http://, memory://, ...) rather than a
     local path, which the Rust reader opens itself."""
@@ -165,12 +157,10 @@ def _copy(url: str, limit: int | None, copies: dict[str, str]) -> str:
 def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]:
     skip_bad, strict = shared
     with _readable(paths, HEAD_BYTES) as local:
-        found = _core(core().trace_first_records, local, skip_bad, strict)
+        found = core().trace_first_records(local, skip_bad, strict)
         heads = []
         for path, item in zip(paths, found, strict=True):  # type: ignore[call-overload]
-            if isinstance(item, str):
-                raise trace.TraceFileError(item)
-            first, interfaces = item
+            first, interfaces = checked(item)
             port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
             size = None if is_url(path) else os.path.getsize(path)
             heads.append(Head(path, first, port, size))
@@ -185,8 +175,8 @@ def _partials_task(
     partials = []
     for path, origin in chunk:
         with _readable([path]) as (local,):
-            partial = _core(
-                core().trace_partial, local, config, origin, skip_bad, strict, demand, read_ahead
+            partial = core().trace_partial(
+                local, config, origin, skip_bad, strict, demand, read_ahead
             )
             partial.rename_file(local, path)  # type: ignore[attr-defined]
         partials.append(partial)
@@ -196,7 +186,7 @@ def _partials_task(
 def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) -> object:
     config, skip_bad, strict, demand = shared
     with _readable(paths) as local:
-        partial = _core(core().trace_partial_files, local, config, skip_bad, strict, demand)
+        partial = core().trace_partial_files(local, config, skip_bad, strict, demand)
         for copy, path in zip(local, paths, strict=True):
             partial.rename_file(copy, path)  # type: ignore[attr-defined]
     return partial
@@ -205,9 +195,8 @@ def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) 
 def _stats_task(shared: tuple[dict, bool, bool, object], path: str) -> dict:
     config, skip_bad, strict, _ = shared
     with _readable([path]) as local:
-        (raw,) = _core(core().trace_stats, local, config, skip_bad, strict, 1)  # type: ignore[misc]
-        if isinstance(raw, str):
-            raise trace.TraceFileError(raw)
+        (found,) = core().trace_stats(local, config, skip_bad, strict, 1)  # type: ignore[misc]
+        raw = checked(found)
     if raw["cut_short"]:
         raw["cut_short"] = raw["cut_short"].replace(local[0], path)
     return raw
@@ -440,11 +429,8 @@ worker busy until the last wave (docs/scale.md)."""
 
 def _scan_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[dict]:
     skip_bad, strict = shared
-    found = _core(core().trace_scan, list(paths), skip_bad, strict)
-    for item in found:  # type: ignore[attr-defined]
-        if isinstance(item, str):
-            raise trace.TraceFileError(item)
-    return found  # type: ignore[return-value]
+    found = core().trace_scan(list(paths), skip_bad, strict)
+    return [checked(item) for item in found]
 
 
 def _merge_part_task(
@@ -452,9 +438,7 @@ def _merge_part_task(
 ) -> dict:
     inputs, fmt, skip_bad, strict = shared
     part, from_ns, to_ns, selected = chunk
-    return _core(
-        core().trace_merge_part, inputs, part, fmt, from_ns, to_ns, selected, skip_bad, strict
-    )  # type: ignore[return-value]
+    return core().trace_merge_part(inputs, part, fmt, from_ns, to_ns, selected, skip_bad, strict)  # type: ignore[return-value]
 
 
 def _expected_before(t: int, scans: Sequence[dict]) -> float:

@@ -165,11 +165,73 @@ def _link(args: argparse.Namespace) -> Link:
 
 
 def _emit(args: argparse.Namespace, payload: object, human: Callable[[], str]) -> None:
-    """Print JSON with --json, else the human rendering."""
-    if args.json:
+    """Print the result as --format asks: the human table, JSON, or CSV of the JSON's rows."""
+    if args.output_format == "json":
         print(json.dumps(payload, indent=2, default=_json_default))
+    elif args.output_format == "csv":
+        print(csv_text(payload), end="")
     else:
         print(human())
+
+
+def json_rows(payload: object) -> list[dict]:
+    """The rows a command's JSON holds, each flattened (`_flat`): a list is one row per item;
+    an object holding a list of objects is one row per item of that list (the object's other
+    fields repeated on each, as context); any other object is one row."""
+    if isinstance(payload, list):
+        return [_flat(item) for item in payload]
+    if isinstance(payload, dict):
+        lists = [k for k, v in payload.items() if _is_rows(v)]
+        if len(lists) == 1:
+            context = _flat({k: v for k, v in payload.items() if k != lists[0]})
+            return [context | _flat(item, f"{lists[0]}.") for item in payload[lists[0]]]
+    return [_flat(payload)]
+
+
+def _is_rows(value: object) -> bool:
+    """Whether a JSON value is a non-empty list of objects (a table's rows)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _flat(value: object, prefix: str = "") -> dict:
+    """A JSON value as one row: nested objects become `a.b` columns; lists (and anything else
+    not a scalar) are kept as their JSON text in one cell."""
+    if not isinstance(value, dict):
+        return {prefix.rstrip(".") or "value": _cell(value)}
+    row: dict = {}
+    for key, item in value.items():
+        if isinstance(item, dict) and item:
+            row |= _flat(item, f"{prefix}{key}.")
+        else:
+            row[f"{prefix}{key}"] = _cell(item)
+    return row
+
+
+def _cell(value: object) -> object:
+    """A CSV cell: scalars as they are (numpy ones and datetimes as in the JSON), None as
+    empty, lists and empty objects as their JSON text."""
+    if value is None:
+        return ""
+    if isinstance(value, list | dict):
+        return json.dumps(value, default=_json_default)
+    return value if isinstance(value, str | int | float) else _json_default(value)
+
+
+def csv_text(payload: object) -> str:
+    """The JSON's rows as CSV: one header line (the JSON's keys, whose names carry the units,
+    `a.b` for nested ones, in first-seen order), then one line per row."""
+    import csv
+    import io
+
+    rows = json_rows(payload)
+    if not rows:  # no rows, so no columns to name: nothing at all
+        return ""
+    header = list(dict.fromkeys(key for row in rows for key in row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
 
 
 def _numpy_scalar(value: object, kind: str = "generic") -> bool:
@@ -1694,7 +1756,11 @@ def _add_explain_options(p: argparse.ArgumentParser, required: bool) -> None:
     """A counter file and the forwarding it is explained against (explain, report)."""
     p.add_argument("--counters", required=required, help="a pcm-iio, perf or VTune counter file")
     p.add_argument(
-        "--format", default=None, choices=counters.SOURCES, help="its tool (default: detected)"
+        "--counters-format",
+        dest="format",
+        default=None,
+        choices=counters.SOURCES,
+        help="its tool (default: detected)",
     )
     p.add_argument("--stack", default=None, help="IIO stack / root port (part of its name)")
     p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
@@ -2273,10 +2339,24 @@ def _add_command(
     link: bool = False,
     store: bool = False,
 ) -> argparse.ArgumentParser:
-    """Register one (sub)command: its help from `func`'s docstring, `--json`, `--quiet`, and
-    optionally the link options or the store location."""
+    """Register one (sub)command: its help from `func`'s docstring, `--format` (`--json`),
+    `--quiet`, and optionally the link options or the store location."""
     p = subparsers.add_parser(name, **_parser_options(subparsers, name, func.__doc__ or name))
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--format",
+        dest="output_format",
+        action=_OutputFormat,
+        default="table",
+        metavar="{table,json,csv}",
+        help="output: a table (default), JSON, or CSV of the JSON's rows (units in the header)",
+    )
+    p.add_argument(
+        "--json",
+        dest="output_format",
+        action="store_const",
+        const="json",
+        help="the same as --format json",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     if link:
         _add_link_options(p)
@@ -2286,6 +2366,56 @@ def _add_command(
         )
     p.set_defaults(func=func)
     return p
+
+
+OUTPUT_FORMATS = ("table", "json", "csv")
+
+
+class _Version(argparse.Action):
+    """`--version`: the installed package's version, from its metadata (read only when asked:
+    importlib.metadata would slow every start-up)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        value: object,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import version
+
+        print(f"pcieperf {version('pcieperf')}")
+        parser.exit()
+
+
+class _OutputFormat(argparse.Action):
+    """`--format table|json|csv`. Where a command reads a counter file, its tool's name (what
+    `--format` meant there before `--counters-format`) still selects the tool, with a
+    deprecation line."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        value: object,
+        option_string: str | None = None,
+    ) -> None:
+        tools = next((a.choices for a in parser._actions if a.dest == "format"), None) or ()
+        if value in OUTPUT_FORMATS:
+            setattr(namespace, self.dest, value)
+        elif value in tools:
+            print(
+                f"pcieperf: warning: --format {value} for the counter file is deprecated; "
+                f"use --counters-format {value}",
+                file=sys.stderr,
+            )
+            namespace.format = value
+        else:
+            allowed = ", ".join([*OUTPUT_FORMATS, *tools])  # type: ignore[list-item]
+            parser.error(f"argument --format: {value!r} is not allowed; choose one of {allowed}")
 
 
 def _add_group(
@@ -2573,7 +2703,9 @@ def _add_iommu_commands(sub: argparse._SubParsersAction) -> None:
     p = _add_command(iommu_sub, "fit", cmd_iommu_fit)
     _add_iommu_options(p)
     p.add_argument("--counters", required=True, help="counter file with IOTLB misses (pcm-iio)")
-    p.add_argument("--format", default=None, choices=counters.SOURCES, help="its tool")
+    p.add_argument(
+        "--counters-format", dest="format", default=None, choices=counters.SOURCES, help="its tool"
+    )
     p.add_argument("--stack", default=None, help="the NIC's IIO stack (default: the busy one)")
     p.add_argument("--pps", required=True, help="forwarded packets per second while measured")
     p.add_argument("-o", "--out", default=None, help="write the fitted profile (.toml)")
@@ -2596,7 +2728,11 @@ def _add_counters_commands(sub: argparse._SubParsersAction) -> None:
     p = _add_command(counters_sub, "import", cmd_counters_import, store=True)
     p.add_argument("file", help="a counter file")
     p.add_argument(
-        "--format", default=None, choices=counters.SOURCES, help="its tool (default: detected)"
+        "--counters-format",
+        dest="format",
+        default=None,
+        choices=counters.SOURCES,
+        help="its tool (default: detected)",
     )
     p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
     p.add_argument(
@@ -2662,6 +2798,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
+    parser.add_argument("--version", action=_Version, help="show the installed version and exit")
     parser.set_defaults(help_of=parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (summary, add) in _TOP_LEVEL.items():
@@ -2704,7 +2841,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "func", None) is None:  # `pcieperf` or a group alone: show what it offers
         args.help_of.print_help()
         return 0
-    progress.configure(quiet=args.quiet or args.json)
+    progress.configure(quiet=args.quiet or args.output_format != "table")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", PcieperfWarning)

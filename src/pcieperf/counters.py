@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pcieperf.errors import UsageError, require_choice, require_positive
+from pcieperf.errors import CounterFileError, require_choice, require_positive
+from pcieperf.errors import UsageError as UsageError  # re-exported: `counters.UsageError`
 
 SOURCES = ("pcm-iio", "perf-iostat", "perf-stat", "vtune")
 BYTES_PER_S = "B/s"
@@ -116,10 +117,6 @@ class Samples:
 
     def __len__(self) -> int:
         return len(self.value)
-
-
-class CounterFileError(UsageError):
-    """A counter file is truncated, foreign or has columns we do not know."""
 
 
 def _fail(file: str, line: int, problem: str) -> CounterFileError:

@@ -1,11 +1,21 @@
-"""The pcieperf exception tree; library code raises these and never prints or exits.
+"""The pcieperf exception tree: every exception pcieperf defines lives here. Library code raises
+these and never prints or exits; the CLI maps them to exit codes in one place (cli.main).
 
-PcieperfError            anything pcieperf reports on purpose
-└── UsageError           the user gave a bad value, option or file (CLI exit code 2)
-    └── ProfileError     a NIC profile file is malformed (names file, table path and key)
+PcieperfError              anything pcieperf reports on purpose (CLI exit code 1)
+└── UsageError             the user gave a bad value, option or file (CLI exit code 2); also a
+    │                      ValueError, so that `except ValueError` around parsing catches it
+    ├── ProfileError       a profile or calibration file (TOML) is malformed: names file and key
+    ├── TraceFileError     a capture file is missing, unreadable or damaged: names the file and
+    │                      the byte offset
+    └── CounterFileError   a counter export is truncated or foreign: names the file and line
 
-PcieperfWarning          something odd but usable (a rate above what the link carries, …):
-                         library code warns, the CLI prints it as one line on stderr
+InternalError              pcieperf broke a rule of its own (a bug, so no PcieperfError: the CLI
+                           says "internal error", exit code 1, and fuzzing counts it a crash)
+
+PcieperfWarning            (a UserWarning) something odd but usable (a rate above what the link
+                           carries, …): library code warns, the CLI prints it as one line
+
+Errors of the Rust core (`pcieperf._core`) become these classes in `pcieperf._native` only.
 """
 
 from __future__ import annotations
@@ -24,7 +34,23 @@ class UsageError(PcieperfError, ValueError):
 
 
 class ProfileError(UsageError):
-    """A NIC profile (TOML) is malformed."""
+    """A profile or calibration file (TOML) is malformed; the message names file and key."""
+
+
+class TraceFileError(UsageError):
+    """A capture file is missing, unreadable or damaged; the message names file and offset."""
+
+
+class CounterFileError(UsageError):
+    """A counter file is truncated, foreign or has columns we do not know."""
+
+
+class InternalError(Exception):
+    """pcieperf broke one of its own rules (a bug, not a bad input); the message says which."""
+
+
+class PcieperfWarning(UserWarning):
+    """A result is computed but an input is odd; the message says what and why it matters."""
 
 
 def require_choice(name: str, value: object, allowed: Iterable[object]) -> None:
@@ -48,10 +74,6 @@ def require_positive(name: str, value: float) -> None:
     """Raise UsageError unless `value` is a finite number > 0."""
     if not (isinstance(value, int | float) and value > 0 and value != float("inf")):
         raise UsageError(f"{name} {value!r} is not allowed; it must be a positive number")
-
-
-class PcieperfWarning(UserWarning):
-    """A result is computed but an input is odd; the message says what and why it matters."""
 
 
 def require_new_file(path: str | PathLike, force: bool) -> None:

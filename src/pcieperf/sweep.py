@@ -61,7 +61,7 @@ PARTS_FORMAT = "pcieperf sweep parts 1"
 VECTOR = "sizes"
 """The option whose values one call takes many of (comma-separated), where a command allows."""
 _SPEC_KEYS = {"command", "chunk", "options", "axes"}
-_NEVER = {"help", "json", "quiet"}  # output switches, not parameters
+_NEVER = {"help", "output_format", "quiet"}  # output switches (--format, --json), not parameters
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pcieperf import _lazy, progress, wire
-from pcieperf._native import core
-from pcieperf.errors import UsageError, require_choice, require_new_file, require_positive
+from pcieperf._native import call, checked, core
+from pcieperf.errors import (
+    TraceFileError,
+    UsageError,
+    require_choice,
+    require_new_file,
+    require_positive,
+)
 from pcieperf.wire import FCS_BYTES, MIN_FRAME_BYTES
 
 if TYPE_CHECKING:
@@ -86,10 +92,6 @@ LINKTYPE_NAMES = {
 } | {147 + k: f"User {k}" for k in range(16)}
 
 
-class TraceFileError(UsageError):
-    """A capture file is missing, unreadable or damaged; the message names file and offset."""
-
-
 @dataclass(frozen=True)
 class Interface:
     """One capture interface (pcapng IDB, or the single interface of a pcap file)."""
@@ -147,14 +149,6 @@ class Trace:
         return np.maximum(frame + FCS_BYTES, MIN_FRAME_BYTES)
 
 
-def _core_call(func: object, *args: object, **kwargs: object) -> dict:
-    """Calls a Rust trace function, turning its one-line errors into TraceFileError."""
-    try:
-        return func(*args, **kwargs)  # type: ignore[operator]
-    except ValueError as exc:
-        raise TraceFileError(str(exc)) from None
-
-
 def linktype_name(linktype: int) -> str:
     """The registry name of a link type ("Ethernet", "Raw IP", ...), or "linktype N"."""
     return LINKTYPE_NAMES.get(linktype, f"linktype {linktype}")
@@ -172,9 +166,7 @@ def read(
     short inside a record keeps what came before (`cut_short` says where) unless `strict`,
     which makes it an error; `offsets` also returns where each packet's bytes start in the
     (decompressed) capture."""
-    raw = _core_call(
-        core().trace_read, os.fspath(path), skip_bad=skip_bad, offsets=offsets, strict=strict
-    )
+    raw = core().trace_read(os.fspath(path), skip_bad=skip_bad, offsets=offsets, strict=strict)
     return Trace(
         path=os.fspath(path),
         format=raw["format"],
@@ -257,7 +249,7 @@ def merge(
     _check_output(output, paths, force)
     return _write_atomically(
         output,
-        lambda tmp: _core_call(core().trace_merge, paths, os.fspath(tmp), fmt, skip_bad, strict),
+        lambda tmp: core().trace_merge(paths, os.fspath(tmp), fmt, skip_bad, strict),
     )
 
 
@@ -276,8 +268,8 @@ def convert(
     _check_output(output, [path], force)
     return _write_atomically(
         output,
-        lambda tmp: _core_call(
-            core().trace_convert, path, os.fspath(tmp), fmt, skip_bad=skip_bad, strict=strict
+        lambda tmp: core().trace_convert(
+            path, os.fspath(tmp), fmt, skip_bad=skip_bad, strict=strict
         ),
     )
 
@@ -478,8 +470,7 @@ def stats(trace: Trace, eth: Ethernet, windows_ns: Sequence[int] = WINDOWS_NS) -
         *(np.ascontiguousarray(c, dtype=np.uint32) for c in (trace.caplen, trace.wirelen)),
         np.ascontiguousarray(trace.iface, dtype=np.uint32),
     )
-    raw = _core_call(
-        core().trace_stats_columns,
+    raw = core().trace_stats_columns(
         *columns,
         [(i.linktype, i.tsresol) for i in trace.interfaces],
         _stats_config(eth.rate_gbps, eth.overhead_bytes, windows_ns),
@@ -510,10 +501,8 @@ def stats_files(
     files before it were yielded."""
     config = stats_config(eth_gbps, windows_ns)
     files = _check_inputs(paths)
-    found = _core_call(core().trace_stats, files, config, skip_bad=skip_bad, strict=strict)
-    for path, raw in zip(files, found, strict=True):
-        if isinstance(raw, str):
-            raise TraceFileError(raw)
+    found = core().trace_stats(files, config, skip_bad=skip_bad, strict=strict)
+    for path, raw in zip(files, map(checked, found), strict=True):
         interfaces = [Interface(**i) for i in raw["interfaces"]]
         yield _report(path, raw, interfaces, eth_gbps)
 
@@ -667,12 +656,12 @@ def synth(
     _require_room(Path(output), fmt, plan)
 
     def write(tmp: Path) -> dict:
-        writer = _core_call(core().TraceSynth, os.fspath(tmp), fmt, int(flows))
+        writer = core().TraceSynth(os.fspath(tmp), fmt, int(flows))
         with progress.bar(plan.packets, f"synth {Path(output).name}", "pkt") as bar:
             for ts, frames in plan.chunks():
-                _core_call(writer.push, SYNTH_START_NS + ts, (frames - FCS_BYTES).astype(np.uint32))
+                call(writer.push, SYNTH_START_NS + ts, (frames - FCS_BYTES).astype(np.uint32))
                 bar.update(ts.size)
-        return _core_call(writer.close)
+        return call(writer.close)
 
     return {
         "file": os.fspath(output),

@@ -1,4 +1,6 @@
-//! The single error enum of the core; each variant carries what a message needs.
+//! The single error enum of the core (models and capture files alike); each variant carries
+//! what a message needs. The glue turns it into one of three Python exceptions by
+//! [`CoreError::kind`], and `pcieperf._native` maps those to the pcieperf error tree.
 
 use std::fmt;
 
@@ -17,6 +19,56 @@ pub enum CoreError {
     EmptyWindow { window: u64, unit: u64 },
     /// A simulation parameter out of its range; `what` says which rule broke.
     BadParameter { what: &'static str },
+    /// An argument the glue cannot accept (a missing or mistyped entry, an unknown choice),
+    /// described in full.
+    Invalid(String),
+    /// A capture file that cannot be read or written: which file, where (byte offset, when
+    /// known) and what.
+    File {
+        file: String,
+        offset: Option<u64>,
+        problem: String,
+    },
+}
+
+/// What kind of failure an error is, which decides the exception the user sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A value the caller supplied breaks a rule (the user can fix the input).
+    Parameter,
+    /// A capture file is missing, unreadable or damaged.
+    File,
+    /// The caller broke the core's contract (a bug in pcieperf, not a bad input).
+    Internal,
+}
+
+impl CoreError {
+    /// An error at a byte offset of capture `file`.
+    pub fn at(file: &str, offset: u64, problem: impl Into<String>) -> Self {
+        Self::File {
+            file: file.to_owned(),
+            offset: Some(offset),
+            problem: problem.into(),
+        }
+    }
+
+    /// An error about a whole capture file (opening, writing).
+    pub fn whole(file: &str, problem: impl Into<String>) -> Self {
+        Self::File {
+            file: file.to_owned(),
+            offset: None,
+            problem: problem.into(),
+        }
+    }
+
+    /// The kind of failure: a bad parameter, a bad file or a broken contract.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::File { .. } => ErrorKind::File,
+            Self::LengthMismatch { .. } => ErrorKind::Internal,
+            _ => ErrorKind::Parameter,
+        }
+    }
 }
 
 impl fmt::Display for CoreError {
@@ -45,8 +97,51 @@ impl fmt::Display for CoreError {
                 "window of {window} bytes holds no {unit}-byte unit that stays within a 4 KiB page"
             ),
             Self::BadParameter { what } => write!(f, "bad simulation parameter: {what}"),
+            Self::Invalid(what) => f.write_str(what),
+            Self::File {
+                file,
+                offset: Some(offset),
+                problem,
+            } => write!(f, "{file}: byte {offset}: {problem}"),
+            Self::File {
+                file,
+                offset: None,
+                problem,
+            } => write!(f, "{file}: {problem}"),
         }
     }
 }
 
 impl std::error::Error for CoreError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_errors_name_the_file_and_offset() {
+        // The one-line form the CLI prints ("FILE: byte N: PROBLEM"), as TraceError had it.
+        assert_eq!(
+            CoreError::at("a.pcap", 24, "record cut short").to_string(),
+            "a.pcap: byte 24: record cut short"
+        );
+        assert_eq!(
+            CoreError::whole("b.pcap", "no such file").to_string(),
+            "b.pcap: no such file"
+        );
+    }
+
+    #[test]
+    fn kinds_separate_inputs_files_and_bugs() {
+        assert_eq!(CoreError::whole("a", "x").kind(), ErrorKind::File);
+        assert_eq!(
+            CoreError::BadParameter { what: "tags" }.kind(),
+            ErrorKind::Parameter
+        );
+        assert_eq!(CoreError::Invalid("x".into()).kind(), ErrorKind::Parameter);
+        assert_eq!(
+            CoreError::LengthMismatch { left: 1, right: 2 }.kind(),
+            ErrorKind::Internal
+        );
+    }
+}

@@ -8,9 +8,9 @@
 //!   transaction stream (such as a DPDK port's) through the same device, link and IOMMU.
 //! - [`iotlb`]: the IOMMU's translation caches, shared by both.
 //! - [`ddio`]: the LLC ways DDIO allocates into, as a DPDK port's DMA sees them.
-//! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis), with its
-//!   own error type that names the file and byte offset.
-//! - [`error`]: the one error type every other public function returns.
+//! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis).
+//! - [`error`]: the one error type every public function returns (a capture file's errors name
+//!   the file and byte offset).
 
 pub mod dataplane;
 pub mod ddio;

@@ -3,18 +3,45 @@
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pcieperf_core::dataplane::{Iova, Layout, PortConfig, PortStream};
 use pcieperf_core::ddio::LlcShape;
+use pcieperf_core::error::ErrorKind;
 use pcieperf_core::iotlb::{CacheShape, Replacement, Translator};
 use pcieperf_core::sim::{self, Iommu, Machine, OpMix, Pattern, SimParams, TxnClass, Walks};
 use pcieperf_core::{tlp, CoreError};
+use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 mod trace;
 
-/// Maps a core error to the Python exception raised for it (one place for all of them).
+create_exception!(
+    _core,
+    Error,
+    PyValueError,
+    "A failure of the Rust core that is a bug, not a bad input (`pcieperf._native` maps it)."
+);
+create_exception!(
+    _core,
+    ParameterError,
+    Error,
+    "A value the Rust core does not accept; the message says which and what is allowed."
+);
+create_exception!(
+    _core,
+    FileError,
+    Error,
+    "A capture file the Rust core cannot read or write; the message names file and offset."
+);
+
+/// Maps a core error to the Python exception raised for it (one place for all of them): its
+/// class says the error's kind, its message is the error's one line.
 fn to_py_err(err: CoreError) -> PyErr {
-    PyValueError::new_err(err.to_string())
+    let text = err.to_string();
+    match err.kind() {
+        ErrorKind::Parameter => ParameterError::new_err(text),
+        ErrorKind::File => FileError::new_err(text),
+        ErrorKind::Internal => Error::new_err(text),
+    }
 }
 
 type SplitArrays<'py> = (
@@ -58,10 +85,10 @@ fn bench_addresses(
 fn field<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
     let value = d
         .get_item(key)?
-        .ok_or_else(|| PyValueError::new_err(format!("missing simulation parameter {key:?}")))?;
-    value.extract().map_err(|_| {
-        PyValueError::new_err(format!("simulation parameter {key:?} has the wrong type"))
-    })
+        .ok_or_else(|| invalid(format!("missing simulation parameter {key:?}")))?;
+    value
+        .extract()
+        .map_err(|_| invalid(format!("simulation parameter {key:?} has the wrong type")))
 }
 
 /// Reads a text entry that must be one of `options`, returning the value it names.
@@ -72,10 +99,15 @@ fn choice<T: Copy>(d: &Bound<'_, PyDict>, key: &str, options: &[(&str, T)]) -> P
     }
     let names: Vec<&str> = options.iter().map(|(name, _)| *name).collect();
     let (last, rest) = names.split_last().expect("options are never empty");
-    Err(PyValueError::new_err(format!(
+    Err(invalid(format!(
         "{key} {text:?}: use {} or {last}",
         rest.join(", ")
     )))
+}
+
+/// The Python exception for an argument the glue cannot accept.
+fn invalid(what: impl Into<String>) -> PyErr {
+    to_py_err(CoreError::Invalid(what.into()))
 }
 
 fn params_from_dict(d: &Bound<'_, PyDict>) -> PyResult<SimParams> {
@@ -386,6 +418,10 @@ fn port_simulate<'py>(
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("ParameterError", py.get_type::<ParameterError>())?;
+    m.add("FileError", py.get_type::<FileError>())?;
     m.add_function(wrap_pyfunction!(split_aligned, m)?)?;
     m.add_function(wrap_pyfunction!(bench_addresses, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;

@@ -17,20 +17,19 @@ use pcieperf_core::trace::stats::{
 };
 use pcieperf_core::trace::synth::{synthesize, Synthesizer};
 use pcieperf_core::trace::write::{OutFormat, WriteStats, Writer, DEFAULT_BUFFER_BYTES};
-use pcieperf_core::trace::{Interface, TraceError};
+use pcieperf_core::trace::Interface;
+use pcieperf_core::CoreError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-fn to_py_err(err: TraceError) -> PyErr {
-    PyValueError::new_err(err.to_string())
-}
+use crate::{invalid, to_py_err};
 
 fn out_format(text: &str) -> PyResult<OutFormat> {
     match text {
         "pcap" => Ok(OutFormat::Pcap),
         "pcapng" => Ok(OutFormat::PcapNg),
-        other => Err(PyValueError::new_err(format!(
+        other => Err(invalid(format!(
             "output format {other:?} is not allowed; use pcap or pcapng"
         ))),
     }
@@ -54,7 +53,7 @@ struct Columns {
     file_bytes: u64,
 }
 
-fn read_columns(path: &Path, options: ReadOptions, offsets: bool) -> Result<Columns, TraceError> {
+fn read_columns(path: &Path, options: ReadOptions, offsets: bool) -> Result<Columns, CoreError> {
     let mut reader = Reader::open_with(path, options)?;
     // A lower bound on the packet count (16-byte headers, no data) would over-allocate; the
     // average 64-byte frame is a good first guess and the vectors grow from there (they start
@@ -153,7 +152,7 @@ pub fn trace_read<'py>(
 fn config_item<'py, T: FromPyObject<'py>>(config: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
     config
         .get_item(key)?
-        .ok_or_else(|| PyValueError::new_err(format!("statistics config lacks {key:?}")))?
+        .ok_or_else(|| invalid(format!("statistics config lacks {key:?}")))?
         .extract()
 }
 
@@ -161,23 +160,21 @@ fn config_item<'py, T: FromPyObject<'py>>(config: &Bound<'py, PyDict>, key: &str
 fn stats_config(config: &Bound<'_, PyDict>) -> PyResult<StatsConfig> {
     let windows_ns: Vec<u64> = config_item(config, "windows_ns")?;
     if windows_ns.contains(&0) {
-        return Err(PyValueError::new_err("rate windows must be at least 1 ns"));
+        return Err(invalid("rate windows must be at least 1 ns"));
     }
     let size_bins: Vec<i64> = config_item(config, "size_bins")?;
     if size_bins.is_empty() || size_bins.windows(2).any(|w| w[0] >= w[1]) || size_bins[0] > 0 {
-        return Err(PyValueError::new_err(
+        return Err(invalid(
             "size bins must ascend from at most 0 (lower bounds of the buckets)",
         ));
     }
     let percentiles: Vec<f64> = config_item(config, "percentiles")?;
     if percentiles.iter().any(|p| !(0.0..=100.0).contains(p)) {
-        return Err(PyValueError::new_err("percentiles must lie within 0..=100"));
+        return Err(invalid("percentiles must lie within 0..=100"));
     }
     let eth_gbps: f64 = config_item(config, "eth_gbps")?;
     if !(eth_gbps.is_finite() && eth_gbps > 0.0) {
-        return Err(PyValueError::new_err(
-            "the Ethernet rate must be a positive number",
-        ));
+        return Err(invalid("the Ethernet rate must be a positive number"));
     }
     Ok(StatsConfig {
         windows_ns,
@@ -287,7 +284,8 @@ fn in_parallel<T: Sync, R: Send>(
 
 /// Statistics of capture files, each read while it is decoded (no columns), files in parallel
 /// on up to `threads` threads (0: one per core), without the GIL. A file that cannot be read
-/// comes back as its one-line error (a str) in its place, for the caller to raise in turn.
+/// comes back as its error (the exception, not raised) in its place, for the caller to raise in
+/// turn (`pcieperf._native.checked`).
 #[pyfunction]
 #[pyo3(signature = (paths, config, skip_bad=false, strict=false, threads=0))]
 pub fn trace_stats<'py>(
@@ -314,7 +312,7 @@ pub fn trace_stats<'py>(
     for result in results {
         match result {
             Ok(stats) => out.append(file_stats_dict(py, &stats)?)?,
-            Err(error) => out.append(error.to_string())?,
+            Err(error) => out.append(to_py_err(error).into_value(py))?,
         }
     }
     Ok(out)
@@ -349,7 +347,7 @@ pub fn trace_stats_columns<'py>(
     );
     let summary = py
         .detach(|| columns_stats(ts, cap, wire, ifs, &interfaces, &config))
-        .map_err(PyValueError::new_err)?;
+        .map_err(invalid)?;
     summary_dict(py, &summary)
 }
 
@@ -458,7 +456,7 @@ impl TraceSynth {
         let synth = self
             .inner
             .as_mut()
-            .ok_or_else(|| PyValueError::new_err("the synthetic capture is already closed"))?;
+            .ok_or_else(|| invalid("the synthetic capture is already closed"))?;
         let (ts, lens) = (ts_ns.as_slice()?, frame_len.as_slice()?);
         py.detach(|| synth.push(ts, lens)).map_err(to_py_err)
     }
@@ -468,7 +466,7 @@ impl TraceSynth {
         let synth = self
             .inner
             .take()
-            .ok_or_else(|| PyValueError::new_err("the synthetic capture is already closed"))?;
+            .ok_or_else(|| invalid("the synthetic capture is already closed"))?;
         stats_dict(py, synth.finish().map_err(to_py_err)?)
     }
 }
@@ -483,7 +481,7 @@ impl TraceWriter {
     fn writer(&mut self) -> PyResult<&mut Writer> {
         self.inner
             .as_mut()
-            .ok_or_else(|| PyValueError::new_err("the capture writer is already closed"))
+            .ok_or_else(|| invalid("the capture writer is already closed"))
     }
 }
 
@@ -549,16 +547,16 @@ impl TraceWriter {
             .iter()
             .any(|&l| l != n)
         {
-            return Err(PyValueError::new_err(
+            return Err(invalid(
                 "ts_ns, iface, wirelen, caplen and offset must have the same length",
             ));
         }
         let writer = self.writer()?;
         for i in 0..n {
             let start = off[i] as usize;
-            let bytes = data.get(start..start + cap[i] as usize).ok_or_else(|| {
-                PyValueError::new_err(format!("packet {i} lies outside the data buffer"))
-            })?;
+            let bytes = data
+                .get(start..start + cap[i] as usize)
+                .ok_or_else(|| invalid(format!("packet {i} lies outside the data buffer")))?;
             writer
                 .write_packet(ts[i], ifs[i], wire[i], bytes)
                 .map_err(to_py_err)?;
@@ -781,8 +779,8 @@ pub fn trace_partial_files(
         .map_err(to_py_err)
 }
 
-/// Per file, (time of its first record or None, its interfaces then), or the file's one-line
-/// error (a str) in its place; files in parallel on up to `threads` threads, without the GIL.
+/// Per file, (time of its first record or None, its interfaces then), or the file's error (the
+/// exception, not raised) in its place; files in parallel on up to `threads` threads, without the GIL.
 #[pyfunction]
 #[pyo3(signature = (paths, skip_bad=false, strict=false, threads=1))]
 pub fn trace_first_records<'py>(
@@ -798,7 +796,7 @@ pub fn trace_first_records<'py>(
     for result in results {
         match result {
             Ok((first, interfaces)) => out.append((first, interfaces_list(py, &interfaces)?))?,
-            Err(error) => out.append(error.to_string())?,
+            Err(error) => out.append(to_py_err(error).into_value(py))?,
         }
     }
     Ok(out)
@@ -838,8 +836,8 @@ pub fn trace_merge_part<'py>(
     merge_dict(py, s)
 }
 
-/// Per file, its time span and order (`merge::scan`) as a dict, or its one-line error (a str)
-/// in its place; files in parallel on up to `threads` threads, without the GIL.
+/// Per file, its time span and order (`merge::scan`) as a dict, or its error (the exception,
+/// not raised) in its place; files in parallel on up to `threads` threads, without the GIL.
 #[pyfunction]
 #[pyo3(signature = (paths, skip_bad=false, strict=false, threads=1))]
 pub fn trace_scan<'py>(
@@ -865,7 +863,7 @@ pub fn trace_scan<'py>(
                 d.set_item("cut_short", s.cut_short)?;
                 out.append(d)?;
             }
-            Err(error) => out.append(error.to_string())?,
+            Err(error) => out.append(to_py_err(error).into_value(py))?,
         }
     }
     Ok(out)

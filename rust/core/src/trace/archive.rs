@@ -26,7 +26,8 @@ use super::stats::{
     back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Counts, FrameRule, StatsConfig,
     Summary, Totals, Window,
 };
-use super::{Interface, TraceError};
+use super::Interface;
+use crate::CoreError;
 
 /// Gaps below this many ns are counted in a dense table while a file is read.
 const DENSE_GAPS: usize = 1 << 16;
@@ -608,7 +609,7 @@ fn read_in_order(
     fixed: Option<&FrameRule>,
     reads: u32,
     cost: Option<&DemandConfig>,
-) -> Result<Pass, TraceError> {
+) -> Result<Pass, CoreError> {
     let mut rule = fixed
         .cloned()
         .unwrap_or_else(|| FrameRule::new(reader.interfaces(), config));
@@ -651,7 +652,7 @@ struct Held {
 }
 
 impl Held {
-    fn read(&mut self, reader: &mut Reader) -> Result<(), TraceError> {
+    fn read(&mut self, reader: &mut Reader) -> Result<(), CoreError> {
         while let Some(r) = reader.next_record()? {
             self.counts.push(r.ts_ns, r.caplen, r.wirelen, r.iface);
             self.packets.push((r.ts_ns, r.wirelen, r.iface));
@@ -683,7 +684,7 @@ impl Held {
 }
 
 /// Opens `path`, reading ahead on a thread of its own where `ahead` (a file's reads end).
-fn open(path: &Path, read: ReadOptions, ahead: bool) -> Result<Reader, TraceError> {
+fn open(path: &Path, read: ReadOptions, ahead: bool) -> Result<Reader, CoreError> {
     let mut reader = Reader::open_with(path, read)?;
     if ahead {
         reader.read_ahead();
@@ -705,7 +706,7 @@ pub fn file_partial(
     origin: i64,
     cost: Option<&DemandConfig>,
     read_ahead: bool,
-) -> Result<Partial, TraceError> {
+) -> Result<Partial, CoreError> {
     let rereadable = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
     let ahead = rereadable && read_ahead;
     let mut reader = open(path, read, ahead)?;
@@ -719,7 +720,7 @@ pub fn file_partial(
         if let Some(rule) = expected_rule {
             return match read_in_order(&mut reader, config, origin, Some(&rule), 2, cost)? {
                 Pass::Done(partial) => Ok(*partial),
-                _ => Err(TraceError::whole(
+                _ => Err(CoreError::whole(
                     &path.display().to_string(),
                     "the capture changed while it was read twice",
                 )),
@@ -740,7 +741,7 @@ pub fn files_partial(
     read: ReadOptions,
     config: &StatsConfig,
     cost: Option<&DemandConfig>,
-) -> Result<Partial, TraceError> {
+) -> Result<Partial, CoreError> {
     let mut held = Held::default();
     let mut facts: Option<ReadFacts> = None;
     for path in paths {
@@ -759,7 +760,7 @@ pub fn files_partial(
 pub fn first_record(
     path: &Path,
     read: ReadOptions,
-) -> Result<(Option<i64>, Vec<Interface>), TraceError> {
+) -> Result<(Option<i64>, Vec<Interface>), CoreError> {
     let mut reader = Reader::open_with(path, read)?;
     let first = reader.next_record()?.map(|r| r.ts_ns);
     Ok((first, reader.interfaces().to_vec()))

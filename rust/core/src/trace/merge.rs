@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use super::read::{ReadOptions, Reader, Record};
 use super::write::{OutFormat, Writer, DEFAULT_BUFFER_BYTES};
-use super::{Interface, TraceError};
+use super::Interface;
+use crate::CoreError;
 
 /// Read buffers of all inputs together: each input gets this divided by the input count,
 /// within `MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES`, so memory stays bounded as inputs are added
@@ -92,7 +93,7 @@ impl Input {
         writer: &mut Writer,
         stats: &mut MergeStats,
         keep_names: bool,
-    ) -> Result<(), TraceError> {
+    ) -> Result<(), CoreError> {
         if self.out_iface.len() < self.reader.interfaces().len() {
             self.declare_interfaces(writer, keep_names)?;
         }
@@ -114,7 +115,7 @@ impl Input {
         &mut self,
         writer: &mut Writer,
         keep_names: bool,
-    ) -> Result<(), TraceError> {
+    ) -> Result<(), CoreError> {
         while self.out_iface.len() < self.reader.interfaces().len() {
             let iface = self.output_interface(self.out_iface.len(), keep_names);
             self.out_iface.push(writer.add_interface(&iface)?);
@@ -129,7 +130,7 @@ pub fn merge(
     output: &Path,
     format: OutFormat,
     skip_bad: bool,
-) -> Result<MergeStats, TraceError> {
+) -> Result<MergeStats, CoreError> {
     let options = MergeOptions {
         skip_bad,
         ..MergeOptions::default()
@@ -144,7 +145,7 @@ pub fn convert(
     format: OutFormat,
     skip_bad: bool,
     strict: bool,
-) -> Result<MergeStats, TraceError> {
+) -> Result<MergeStats, CoreError> {
     let options = MergeOptions {
         skip_bad,
         strict,
@@ -159,7 +160,7 @@ pub fn merge_with(
     output: &Path,
     format: OutFormat,
     options: MergeOptions,
-) -> Result<MergeStats, TraceError> {
+) -> Result<MergeStats, CoreError> {
     merge_part(inputs, output, format, options, &Part::default())
 }
 
@@ -190,7 +191,7 @@ impl Part {
 
     /// The first record of `reader` at or after the start of the range, if it is before its
     /// end (the inputs of a part are in time order: a record at or past the end ends it).
-    fn first_in(&self, reader: &mut Reader) -> Result<Option<Record>, TraceError> {
+    fn first_in(&self, reader: &mut Reader) -> Result<Option<Record>, CoreError> {
         while let Some(r) = reader.next_record()? {
             if r.ts_ns >= self.from_ns {
                 return Ok((r.ts_ns < self.to_ns || self.to_ns == i64::MAX).then_some(r));
@@ -211,7 +212,7 @@ pub fn merge_part(
     format: OutFormat,
     options: MergeOptions,
     part: &Part,
-) -> Result<MergeStats, TraceError> {
+) -> Result<MergeStats, CoreError> {
     let read = ReadOptions {
         skip_bad: options.skip_bad,
         strict: options.strict,
@@ -247,7 +248,7 @@ pub fn merge_part(
         .iter()
         .position(|s| !s.reader.interfaces().is_empty())
         .ok_or_else(|| {
-            TraceError::whole(
+            CoreError::whole(
                 &output.display().to_string(),
                 "no input defines an interface",
             )
@@ -303,7 +304,7 @@ pub struct Scan {
 }
 
 /// Reads every record of `path` for its time span and order (no data is kept).
-pub fn scan(path: &Path, read: ReadOptions) -> Result<Scan, TraceError> {
+pub fn scan(path: &Path, read: ReadOptions) -> Result<Scan, CoreError> {
     let mut reader = Reader::open_with(path, read)?;
     if path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         reader.read_ahead();

@@ -16,8 +16,6 @@ pub mod write;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
-
 /// Largest captured length accepted for most link types: libpcap's MAXIMUM_SNAPLEN (pcap-int.h,
 /// 262144 = 256 KiB), which is also what tcpdump and dumpcap write as their default snaplen.
 pub const MAX_CAPLEN: u32 = 262_144;
@@ -34,45 +32,6 @@ pub fn max_caplen(linktype: u16) -> u32 {
         _ => MAX_CAPLEN,
     }
 }
-
-/// A failure in a capture file: which file, where (byte offset, when known) and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceError {
-    pub file: String,
-    pub offset: Option<u64>,
-    pub problem: String,
-}
-
-impl TraceError {
-    /// An error at a byte offset of `file`.
-    pub fn at(file: &str, offset: u64, problem: impl Into<String>) -> Self {
-        Self {
-            file: file.to_owned(),
-            offset: Some(offset),
-            problem: problem.into(),
-        }
-    }
-
-    /// An error about the whole file (opening, writing).
-    pub fn whole(file: &str, problem: impl Into<String>) -> Self {
-        Self {
-            file: file.to_owned(),
-            offset: None,
-            problem: problem.into(),
-        }
-    }
-}
-
-impl fmt::Display for TraceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.offset {
-            Some(offset) => write!(f, "{}: byte {offset}: {}", self.file, self.problem),
-            None => write!(f, "{}: {}", self.file, self.problem),
-        }
-    }
-}
-
-impl std::error::Error for TraceError {}
 
 /// One capture interface: a pcap file has one, a pcapng file one per Interface Description
 /// Block, numbered across sections in file order (as Wireshark numbers them).

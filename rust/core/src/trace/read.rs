@@ -18,7 +18,8 @@ use pcap_parser::{
 };
 
 use super::stream::{Compression, Stream, DEFAULT_CHUNK_BYTES};
-use super::{linktype_known, max_caplen, Interface, TraceError};
+use super::{linktype_known, max_caplen, Interface};
+use crate::CoreError;
 
 /// Section Header Block type: a byte palindrome, so it reads the same in either byte order.
 const SHB_TYPE: u32 = 0x0A0D_0D0A;
@@ -148,10 +149,10 @@ struct RawPacket {
 /// undefined interface: the position is past it), or the source itself failed (an I/O or
 /// decompression error, fatal in every mode).
 enum Fault {
-    CutShort(TraceError),
-    Damaged(TraceError),
-    Rejected(TraceError),
-    Source(TraceError),
+    CutShort(CoreError),
+    Damaged(CoreError),
+    Rejected(CoreError),
+    Source(CoreError),
 }
 
 /// A reader over one capture: a file, `-` for standard input, or bytes in memory.
@@ -171,7 +172,7 @@ pub struct Reader {
     sections: u32,
     max_block: usize,
     finished: bool,
-    cut_short: Option<TraceError>,
+    cut_short: Option<CoreError>,
 }
 
 fn read_u32(bytes: &[u8], at: usize, big_endian: bool) -> u32 {
@@ -186,7 +187,7 @@ fn read_u32(bytes: &[u8], at: usize, big_endian: bool) -> u32 {
 impl Reader {
     /// Opens `path` (`-`: standard input) and reads its file header; a bad header is fatal even
     /// with `skip_bad`. A capture cut short ends the reading (see `cut_short`).
-    pub fn open(path: &Path, skip_bad: bool) -> Result<Self, TraceError> {
+    pub fn open(path: &Path, skip_bad: bool) -> Result<Self, CoreError> {
         Self::open_with(
             path,
             ReadOptions {
@@ -197,14 +198,14 @@ impl Reader {
     }
 
     /// Opens `path` with explicit options.
-    pub fn open_with(path: &Path, options: ReadOptions) -> Result<Self, TraceError> {
+    pub fn open_with(path: &Path, options: ReadOptions) -> Result<Self, CoreError> {
         let name = path.display().to_string();
         let stream = Stream::open(path, options.chunk)?;
         Self::new(name, stream, options)
     }
 
     /// A reader over bytes already in memory (tests, fuzzing); `name` appears in errors.
-    pub fn from_bytes(name: &str, bytes: Vec<u8>, skip_bad: bool) -> Result<Self, TraceError> {
+    pub fn from_bytes(name: &str, bytes: Vec<u8>, skip_bad: bool) -> Result<Self, CoreError> {
         let options = ReadOptions {
             skip_bad,
             ..ReadOptions::default()
@@ -217,13 +218,13 @@ impl Reader {
         name: &str,
         bytes: Vec<u8>,
         options: ReadOptions,
-    ) -> Result<Self, TraceError> {
+    ) -> Result<Self, CoreError> {
         let stream = Stream::from_bytes(bytes, options.chunk)
-            .map_err(|e| TraceError::whole(name, e.to_string()))?;
+            .map_err(|e| CoreError::whole(name, e.to_string()))?;
         Self::new(name.to_owned(), stream, options)
     }
 
-    fn new(name: String, stream: Stream, options: ReadOptions) -> Result<Self, TraceError> {
+    fn new(name: String, stream: Stream, options: ReadOptions) -> Result<Self, CoreError> {
         let mut reader = Reader {
             name,
             stream,
@@ -250,8 +251,8 @@ impl Reader {
         Ok(reader)
     }
 
-    fn error(&self, offset: u64, problem: impl Into<String>) -> TraceError {
-        TraceError::at(&self.name, offset, problem)
+    fn error(&self, offset: u64, problem: impl Into<String>) -> CoreError {
+        CoreError::at(&self.name, offset, problem)
     }
 
     /// Makes `need` bytes available if the capture has them; returns how many are.
@@ -387,7 +388,7 @@ impl Reader {
 
     /// Why the capture ended early, when it was cut short inside a record (never with `strict`,
     /// which reports it as an error instead).
-    pub fn cut_short(&self) -> Option<&TraceError> {
+    pub fn cut_short(&self) -> Option<&CoreError> {
         self.cut_short.as_ref()
     }
 
@@ -410,7 +411,7 @@ impl Reader {
     }
 
     /// The next packet, or None at the end of the capture (or where it was cut short).
-    pub fn next_record(&mut self) -> Result<Option<Record>, TraceError> {
+    pub fn next_record(&mut self) -> Result<Option<Record>, CoreError> {
         if let Layout::Pcap { big_endian, nanos } = self.layout {
             if let Some(record) = self.buffered_pcap_record(big_endian, nanos) {
                 return Ok(Some(record));
@@ -435,7 +436,7 @@ impl Reader {
 
     /// Goes on after a fault where the options allow it: past damage with `skip_bad`, to the
     /// end of a capture cut short unless `strict`.
-    fn recover(&mut self, fault: Fault) -> Result<(), TraceError> {
+    fn recover(&mut self, fault: Fault) -> Result<(), CoreError> {
         let (error, cut) = match fault {
             Fault::Source(e) => return Err(e),
             Fault::Rejected(_) if self.options.skip_bad => {
@@ -545,7 +546,7 @@ impl Reader {
 
     /// Refuses what libpcap refuses: a caplen above the link type's maximum.
     #[inline]
-    fn check_caplen(&self, at: u64, caplen: u32, iface: usize) -> Result<(), TraceError> {
+    fn check_caplen(&self, at: u64, caplen: u32, iface: usize) -> Result<(), CoreError> {
         let limit = self.interfaces[iface].caplen_limit();
         if caplen > limit {
             return Err(self.error(
@@ -725,7 +726,7 @@ impl Reader {
     }
 
     /// Applies a decoded block to the reader state; returns the packet if it was one.
-    fn apply(&mut self, parsed: Parsed, block_start: u64) -> Result<Option<Record>, TraceError> {
+    fn apply(&mut self, parsed: Parsed, block_start: u64) -> Result<Option<Record>, CoreError> {
         match parsed {
             Parsed::Section { big_endian } => {
                 self.layout = Layout::PcapNg {
@@ -758,7 +759,7 @@ impl Reader {
         }
     }
 
-    fn packet(&mut self, raw: RawPacket, block_start: u64) -> Result<Record, TraceError> {
+    fn packet(&mut self, raw: RawPacket, block_start: u64) -> Result<Record, CoreError> {
         let Layout::PcapNg { section_base, .. } = self.layout else {
             unreachable!("packets from blocks only exist in pcapng");
         };

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::thread::{self, JoinHandle};
 
-use super::TraceError;
+use crate::CoreError;
 
 /// Buffers handed over and not yet returned before `submit` waits for one to come back.
 const MAX_IN_FLIGHT: usize = 2;
@@ -23,9 +23,9 @@ pub struct Sink {
 
 impl Sink {
     /// Creates (or truncates) `path` and starts its writer thread.
-    pub fn create(path: &Path) -> Result<Self, TraceError> {
+    pub fn create(path: &Path) -> Result<Self, CoreError> {
         let name = path.display().to_string();
-        let mut file = File::create(path).map_err(|e| TraceError::whole(&name, e.to_string()))?;
+        let mut file = File::create(path).map_err(|e| CoreError::whole(&name, e.to_string()))?;
         let (full, to_write) = sync_channel::<Vec<u8>>(1);
         let (give_back, empty) = channel::<Vec<u8>>();
         let thread = thread::spawn(move || -> io::Result<()> {
@@ -47,7 +47,7 @@ impl Sink {
     }
 
     /// Queues `buf` for writing and returns an empty buffer of the same capacity to fill next.
-    pub fn submit(&mut self, buf: Vec<u8>) -> Result<Vec<u8>, TraceError> {
+    pub fn submit(&mut self, buf: Vec<u8>) -> Result<Vec<u8>, CoreError> {
         let capacity = buf.capacity();
         let sent = match &self.full {
             Some(full) => full.send(buf).is_ok(),
@@ -69,7 +69,7 @@ impl Sink {
         }
     }
 
-    fn take_back(&mut self) -> Result<Vec<u8>, TraceError> {
+    fn take_back(&mut self) -> Result<Vec<u8>, CoreError> {
         match self.empty.recv() {
             Ok(buf) => {
                 self.in_flight -= 1;
@@ -80,7 +80,7 @@ impl Sink {
     }
 
     /// Waits until everything submitted is in the file.
-    pub fn wait_idle(&mut self) -> Result<(), TraceError> {
+    pub fn wait_idle(&mut self) -> Result<(), CoreError> {
         while self.in_flight > 0 {
             self.take_back()?;
         }
@@ -88,21 +88,21 @@ impl Sink {
     }
 
     /// Waits for every write and closes the file.
-    pub fn close(&mut self) -> Result<(), TraceError> {
+    pub fn close(&mut self) -> Result<(), CoreError> {
         self.full = None;
         let outcome = match self.thread.take().map(JoinHandle::join) {
             Some(Ok(Ok(()))) | None => return Ok(()),
             Some(Ok(Err(e))) => e.to_string(),
             Some(Err(_)) => "the writer thread panicked".to_owned(),
         };
-        Err(TraceError::whole(&self.name, outcome))
+        Err(CoreError::whole(&self.name, outcome))
     }
 
     /// Why the writer thread stopped taking buffers (it only stops on an error).
-    fn failure(&mut self) -> TraceError {
+    fn failure(&mut self) -> CoreError {
         self.close()
             .err()
-            .unwrap_or_else(|| TraceError::whole(&self.name, "the writer thread stopped early"))
+            .unwrap_or_else(|| CoreError::whole(&self.name, "the writer thread stopped early"))
     }
 }
 

@@ -23,7 +23,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::read::{Quirks, ReadOptions, Reader};
-use super::{Interface, TraceError};
+use super::Interface;
+use crate::CoreError;
 
 /// Gaps below this many ns are counted in a dense table (512 KiB once touched).
 const DENSE_GAPS: usize = 1 << 16;
@@ -751,7 +752,7 @@ fn read_in_order(
     config: &StatsConfig,
     fixed: Option<&FrameRule>,
     collect: &[(i64, i64)],
-) -> Result<Pass, TraceError> {
+) -> Result<Pass, CoreError> {
     let mut rule = fixed
         .cloned()
         .unwrap_or_else(|| FrameRule::new(reader.interfaces(), config));
@@ -836,7 +837,7 @@ fn summarise_unsorted(
 }
 
 /// Reads every packet of `reader` into columns and summarises them.
-fn read_unsorted(reader: &mut Reader, config: &StatsConfig) -> Result<Summary, TraceError> {
+fn read_unsorted(reader: &mut Reader, config: &StatsConfig) -> Result<Summary, CoreError> {
     let guess = reader.size_hint().unwrap_or(0) / 96;
     let mut packets = Vec::with_capacity(usize::try_from(guess).unwrap_or(0));
     let mut counts = Counts::default();
@@ -863,7 +864,7 @@ pub fn file_stats(
     path: &Path,
     read: ReadOptions,
     config: &StatsConfig,
-) -> Result<FileStats, TraceError> {
+) -> Result<FileStats, CoreError> {
     // Only a regular file can be read twice (standard input, a pipe or a device is kept as
     // columns), and only a file is read ahead: its reads end.
     let rereadable = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
@@ -872,7 +873,7 @@ pub fn file_stats(
         if rereadable {
             reader.read_ahead();
         }
-        Ok::<_, TraceError>(reader)
+        Ok::<_, CoreError>(reader)
     };
     let mut reader = open()?;
     let mut reads = 1;
@@ -894,7 +895,7 @@ pub fn file_stats(
                 match read_in_order(&mut reader, config, Some(&rule), &collect)? {
                     Pass::Done(summary) if reader.bytes_read() == expected => summary,
                     _ => {
-                        return Err(TraceError::whole(
+                        return Err(CoreError::whole(
                             &path.display().to_string(),
                             "the capture changed while it was read twice",
                         ))

@@ -11,7 +11,7 @@ use std::thread;
 
 use flate2::read::MultiGzDecoder;
 
-use super::TraceError;
+use crate::CoreError;
 
 /// gzip member header ID1 ID2 (RFC 1952 §2.3.1).
 const GZIP_MAGIC: [u8; 2] = [0x1F, 0x8B];
@@ -109,16 +109,16 @@ pub struct Stream {
 
 impl Stream {
     /// Opens `path` (`-` is standard input) and unpacks gzip or zstd if its magic says so.
-    pub fn open(path: &Path, chunk: usize) -> Result<Self, TraceError> {
+    pub fn open(path: &Path, chunk: usize) -> Result<Self, CoreError> {
         let name = path.display().to_string();
-        let whole = |e: io::Error| TraceError::whole(&name, e.to_string());
+        let whole = |e: io::Error| CoreError::whole(&name, e.to_string());
         if path.as_os_str() == "-" {
             return Self::detect(Box::new(io::stdin()), chunk).map_err(whole);
         }
         let file = File::open(path).map_err(whole)?;
         let meta = file.metadata().map_err(whole)?;
         if meta.is_dir() {
-            return Err(TraceError::whole(
+            return Err(CoreError::whole(
                 &name,
                 "is a directory, not a capture file",
             ));

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use super::write::{OutFormat, WriteStats, Writer, DEFAULT_BUFFER_BYTES};
-use super::{Interface, TraceError, MAX_CAPLEN};
+use super::{Interface, MAX_CAPLEN};
+use crate::CoreError;
 
 /// LINKTYPE_ETHERNET (draft-ietf-opsawg-pcaplinktype).
 const LINKTYPE_ETHERNET: u16 = 1;
@@ -69,7 +70,7 @@ pub struct Synthesizer {
 
 impl Synthesizer {
     /// Creates `path` for Ethernet frames.
-    pub fn create(path: &Path, format: OutFormat, flows: u32) -> Result<Self, TraceError> {
+    pub fn create(path: &Path, format: OutFormat, flows: u32) -> Result<Self, CoreError> {
         let iface = Interface::new(LINKTYPE_ETHERNET, MAX_CAPLEN);
         Ok(Synthesizer {
             name: path.display().to_string(),
@@ -81,9 +82,9 @@ impl Synthesizer {
 
     /// Appends one frame per (timestamp, frame length) pair; lengths exclude the FCS, as
     /// captures do.
-    pub fn push(&mut self, ts_ns: &[i64], frame_len: &[u32]) -> Result<(), TraceError> {
+    pub fn push(&mut self, ts_ns: &[i64], frame_len: &[u32]) -> Result<(), CoreError> {
         if ts_ns.len() != frame_len.len() {
-            return Err(TraceError::whole(
+            return Err(CoreError::whole(
                 &self.name,
                 format!("{} timestamps but {} lengths", ts_ns.len(), frame_len.len()),
             ));
@@ -92,7 +93,7 @@ impl Synthesizer {
             .iter()
             .find(|&&l| (l as usize) < MIN_SYNTH_FRAME || l > MAX_CAPLEN)
         {
-            return Err(TraceError::whole(
+            return Err(CoreError::whole(
                 &self.name,
                 format!("frame length {bad} is outside {MIN_SYNTH_FRAME}..{MAX_CAPLEN}"),
             ));
@@ -108,7 +109,7 @@ impl Synthesizer {
     }
 
     /// Writes what is buffered, closes the file and reports.
-    pub fn finish(mut self) -> Result<WriteStats, TraceError> {
+    pub fn finish(mut self) -> Result<WriteStats, CoreError> {
         self.writer.finish()
     }
 }
@@ -120,7 +121,7 @@ pub fn synthesize(
     ts_ns: &[i64],
     frame_len: &[u32],
     flows: u32,
-) -> Result<WriteStats, TraceError> {
+) -> Result<WriteStats, CoreError> {
     let mut synth = Synthesizer::create(path, format, flows)?;
     synth.push(ts_ns, frame_len)?;
     synth.finish()

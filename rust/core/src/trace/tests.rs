@@ -814,7 +814,16 @@ fn columns_must_agree_with_each_other_and_the_interfaces() {
 fn partial_of(name: &str, bytes: &[u8], origin: i64) -> Partial {
     let path = temp(name);
     std::fs::write(&path, bytes).unwrap();
-    let read = |ahead| file_partial(&path, ReadOptions::default(), &stats_config(), origin, None, ahead);
+    let read = |ahead| {
+        file_partial(
+            &path,
+            ReadOptions::default(),
+            &stats_config(),
+            origin,
+            None,
+            ahead,
+        )
+    };
     let (ahead, inline) = (read(true), read(false));
     std::fs::remove_file(&path).unwrap();
     assert_eq!(ahead, inline, "read-ahead changed the partial of {name}");

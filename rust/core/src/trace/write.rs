@@ -7,7 +7,8 @@ use std::path::Path;
 
 use super::sink::Sink;
 
-use super::{max_caplen, Interface, TraceError};
+use super::{max_caplen, Interface};
+use crate::CoreError;
 
 /// Default write buffer: 1 MiB, so a 1 GiB capture takes ~1000 writes and the three buffers of
 /// the double-buffered sink (filling, queued, being written) stay in a core's 2 MiB L2 cache.
@@ -100,7 +101,7 @@ impl Writer {
         format: OutFormat,
         first: &Interface,
         capacity: usize,
-    ) -> Result<Self, TraceError> {
+    ) -> Result<Self, CoreError> {
         let name = path.display().to_string();
         let sink = Sink::create(path)?;
         let mut writer = Writer {
@@ -147,11 +148,11 @@ impl Writer {
     /// Declares another interface and returns its id. pcapng writes an IDB (ns resolution,
     /// `if_name` kept); pcap has a single link type, so a second one is an error and a
     /// second interface of the same type shares id 0.
-    pub fn add_interface(&mut self, iface: &Interface) -> Result<u32, TraceError> {
+    pub fn add_interface(&mut self, iface: &Interface) -> Result<u32, CoreError> {
         if self.format == OutFormat::Pcap {
             if let Some(first) = self.interfaces.first() {
                 if first.linktype != iface.linktype {
-                    return Err(TraceError::whole(
+                    return Err(CoreError::whole(
                         &self.name,
                         format!(
                             "pcap holds one link type, got {} and {}; write .pcapng to keep both",
@@ -194,7 +195,7 @@ impl Writer {
         iface: u32,
         wirelen: u32,
         data: &[u8],
-    ) -> Result<(), TraceError> {
+    ) -> Result<(), CoreError> {
         let padded = self.begin_packet(ts_ns, iface, wirelen, data.len())?;
         self.buf.extend_from_slice(data);
         self.end_packet(data.len(), padded);
@@ -209,7 +210,7 @@ impl Writer {
         wirelen: u32,
         caplen: usize,
         fill: impl FnOnce(&mut [u8]),
-    ) -> Result<(), TraceError> {
+    ) -> Result<(), CoreError> {
         let padded = self.begin_packet(ts_ns, iface, wirelen, caplen)?;
         let start = self.buf.len();
         self.buf.resize(start + caplen, 0);
@@ -226,7 +227,7 @@ impl Writer {
         iface: u32,
         wirelen: u32,
         caplen: usize,
-    ) -> Result<usize, TraceError> {
+    ) -> Result<usize, CoreError> {
         self.check_packet(ts_ns, iface, caplen)?;
         let ts = ts_ns as u64;
         let caplen32 = caplen as u32;
@@ -270,7 +271,7 @@ impl Writer {
         self.stats.packets += 1;
     }
 
-    fn check_packet(&self, ts_ns: i64, iface: u32, caplen: usize) -> Result<(), TraceError> {
+    fn check_packet(&self, ts_ns: i64, iface: u32, caplen: usize) -> Result<(), CoreError> {
         let problem = if iface as usize >= self.interfaces.len() {
             format!(
                 "interface {iface} was never added ({} defined)",
@@ -288,11 +289,11 @@ impl Writer {
         } else {
             return Ok(());
         };
-        Err(TraceError::whole(&self.name, problem))
+        Err(CoreError::whole(&self.name, problem))
     }
 
     /// Makes room for `extra` bytes, writing the buffer out first if they would not fit.
-    fn reserve(&mut self, extra: usize) -> Result<(), TraceError> {
+    fn reserve(&mut self, extra: usize) -> Result<(), CoreError> {
         if self.buf.len() + extra > self.capacity {
             self.hand_off()?;
         }
@@ -300,14 +301,14 @@ impl Writer {
     }
 
     /// Hands the buffer to the writer thread (one `write` call) and continues in a fresh one.
-    fn hand_off(&mut self) -> Result<(), TraceError> {
+    fn hand_off(&mut self) -> Result<(), CoreError> {
         if self.buf.is_empty() {
             return Ok(());
         }
         let sink = self
             .sink
             .as_mut()
-            .ok_or_else(|| TraceError::whole(&self.name, "writer is already closed"))?;
+            .ok_or_else(|| CoreError::whole(&self.name, "writer is already closed"))?;
         let len = self.buf.len() as u64;
         self.buf = sink.submit(std::mem::take(&mut self.buf))?;
         self.stats.bytes += len;
@@ -316,7 +317,7 @@ impl Writer {
     }
 
     /// Writes everything buffered so far and waits until it is in the file.
-    pub fn flush(&mut self) -> Result<(), TraceError> {
+    pub fn flush(&mut self) -> Result<(), CoreError> {
         self.hand_off()?;
         match self.sink.as_mut() {
             Some(sink) => sink.wait_idle(),
@@ -326,7 +327,7 @@ impl Writer {
 
     /// Writes what is left, closes the file and reports; the stats count every byte that
     /// reached it.
-    pub fn finish(&mut self) -> Result<WriteStats, TraceError> {
+    pub fn finish(&mut self) -> Result<WriteStats, CoreError> {
         self.hand_off()?;
         if let Some(mut sink) = self.sink.take() {
             sink.close()?;
