@@ -15,13 +15,16 @@ in `[device.assumed]` with the range it may take.
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 import tomllib
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -29,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 from pcieperf.errors import ProfileError, UsageError, require_choice
 from pcieperf.ethernet import Ethernet, PacketMix, check_frame_sizes, dma_bytes
 from pcieperf.link import Link
-from pcieperf.tlp import WireCost, wire_cost
+from pcieperf.tlp import WireCost, price_key, wire_cost
 from pcieperf.trace import Demand, Trace, demand
 
 Initiator = Literal["host_mmio_write", "host_mmio_read", "dma_read", "dma_write", "interrupt"]
@@ -52,6 +55,9 @@ DEVICE_FACTS = ("read_requests", "queues", "rx_fetch_bytes", "tx_fetch_bytes", "
 _DEVICE_KEYS = {"name", "source", "notes", "assumed", *DEVICE_FACTS}
 _OP_KEYS = {"what", "initiator", "size", "every", "counted", "offset", "addr64", "source"}
 _OP_REQUIRED = ("what", "initiator", "size", "every")
+
+Int = NDArray[np.int64]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -425,29 +431,10 @@ def _price(
     pkt: NDArray[np.int64],
 ) -> OpShare:
     """One operation's per-packet cost for each frame size."""
-    names = profile.names
-    size = evaluate_expression(op.size, names, pkt, frames)
-    bad = (size != np.round(size)) | (size < 1) | ~np.isfinite(size) | (size > MAX_OP_BYTES)
-    if np.any(bad):
-        raise ProfileError(
-            f"{profile.path}: {path} op {op.what!r} size {op.size!r} "
-            f"gives {size[bad][0]} bytes; sizes must be whole bytes from 1 to {MAX_OP_BYTES}"
-        )
-    every = evaluate_expression(op.every, names, pkt, frames)
-    if not np.all(np.isfinite(every) & (every > 0)):
-        raise ProfileError(
-            f"{profile.path}: {path} op {op.what!r} every {op.every!r} gives "
-            f"{every[~(np.isfinite(every) & (every > 0))][0]}; it must be a finite number > 0"
-        )
-    per_packet = 1 / every
-    counted = evaluate_expression(op.counted, names, pkt, frames) if op.counted else size
-    cost, device_side = operation_cost(
-        link, op.initiator, size.astype(np.int64), op.offset, op.addr64
-    )
-    up, down = (cost.wire_out, cost.wire_back) if device_side else (cost.wire_back, cost.wire_out)
-    up_t, down_t = (
-        (cost.tlps_out, cost.tlps_back) if device_side else (cost.tlps_back, cost.tlps_out)
-    )
+    size = _op_size(profile, path, op, frames, pkt)
+    per_packet = _op_rate(profile, path, op, frames, pkt)
+    counted = evaluate_expression(op.counted, profile.names, pkt, frames) if op.counted else size
+    up, down, up_t, down_t = _op_wire(link, op, size)
     return OpShare(
         path,
         op,
@@ -461,125 +448,480 @@ def _price(
     )
 
 
+def _op_size(
+    profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
+) -> NDArray[np.float64]:
+    """Bytes of one occurrence at each size, checked to be whole bytes from 1 to MAX_OP_BYTES."""
+    size = evaluate_expression(op.size, profile.names, pkt, frames)
+    bad = (size != np.round(size)) | (size < 1) | ~np.isfinite(size) | (size > MAX_OP_BYTES)
+    if np.any(bad):
+        raise ProfileError(
+            f"{profile.path}: {path} op {op.what!r} size {op.size!r} "
+            f"gives {size[bad][0]} bytes; sizes must be whole bytes from 1 to {MAX_OP_BYTES}"
+        )
+    return size
+
+
+def _op_rate(
+    profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
+) -> NDArray[np.float64]:
+    """Occurrences per packet (1 / every) at each size, `every` checked to be finite and > 0."""
+    every = evaluate_expression(op.every, profile.names, pkt, frames)
+    if not np.all(np.isfinite(every) & (every > 0)):
+        raise ProfileError(
+            f"{profile.path}: {path} op {op.what!r} every {op.every!r} gives "
+            f"{every[~(np.isfinite(every) & (every > 0))][0]}; it must be a finite number > 0"
+        )
+    return 1 / every
+
+
+def _op_wire(link: Link, op: Operation, size: NDArray[np.float64]) -> tuple[Int, Int, Int, Int]:
+    """Wire bytes up, wire bytes down, TLPs up and TLPs down of one occurrence at each size."""
+    cost, device_side = operation_cost(
+        link, op.initiator, size.astype(np.int64), op.offset, op.addr64
+    )
+    if device_side:
+        return cost.wire_out, cost.wire_back, cost.tlps_out, cost.tlps_back
+    return cost.wire_back, cost.wire_out, cost.tlps_back, cost.tlps_out
+
+
 def _names_packet(op: Operation) -> bool:
     """Whether any of the operation's expressions names pkt or frame."""
     return any(_tokens(e) & set(BUILTIN_NAMES) for e in (op.size, op.every, op.counted))
 
 
-@dataclass(frozen=True)
-class NicResult:
-    """What a NIC/driver model achieves on a link and Ethernet port, one row per mix.
+# ---------------------------------------------------------------------------------------------
+# Totals per packet, shared by links that differ only in speed
 
-    Costs are priced once per distinct frame size (`sizes`) and averaged per packet through a
-    sparse weight list (entry k: mix `mix_of[k]` has a share `weight[k]` of size
-    `size_of[k]`), so a mix costs the mean of its packets' costs, never the cost of its mean
-    size, and thousands of fixed sizes stay cheap.
+Term = np.float64 | NDArray[np.float64] | Int
+"""One operation's share of a per-packet total: a scalar where it is the same at every size."""
+_TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps")
+
+
+def _op_terms(
+    link: Link, profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
+) -> tuple[Term, Term, Term, Term]:
+    """An operation's (up bytes, down bytes, up TLPs, down TLPs) per packet, each `_price`'s
+    value bit for bit in less work: a scalar where the size and frequency name no packet, and
+    for an operation once per packet the integer counts themselves (n * 1.0 is n)."""
+    names_packet = [bool(_tokens(e) & set(BUILTIN_NAMES)) for e in (op.size, op.every)]
+    if not any(names_packet):
+        once = _price(link, profile, path, op, frames[:1], pkt[:1])
+        return tuple(getattr(once, f)[0] for f in _TOTALS)
+    size = _op_size(profile, path, op, frames, pkt)
+    at = slice(None) if names_packet[1] else slice(1)  # a fixed frequency: evaluated once
+    rate = _op_rate(profile, path, op, frames[at], pkt[at])
+    wire = _op_wire(link, op, size)
+    if rate.size == 1 and rate[0] == 1:
+        return wire
+    per_packet = rate[0] if rate.size == 1 else rate
+    return tuple(w * per_packet for w in wire)
+
+
+def _ordered_sum(terms: Iterable[Term], n: int) -> NDArray[np.float64]:
+    """`0 + t0 + t1 + ...` over `n` sizes, each term broadcast, bit for bit in fewer passes: a
+    term that is the same at every size is added as a scalar (into a scalar while no array has
+    been added), and zeros are skipped (x + 0.0 is x for every x >= 0, and every term is)."""
+    head, total = np.float64(0), None
+    for term in terms:
+        if np.ndim(term) and term.strides == (0,):  # a broadcast constant of `wire_cost`
+            term = term[0]
+        if np.ndim(term) == 0:
+            if term == 0:
+                continue
+            if total is None:
+                head = head + term
+            else:
+                total += term
+        elif total is None:
+            total = term + head
+        else:
+            total += term
+    return np.full(n, head) if total is None else total
+
+
+class _once(Generic[T]):  # noqa: N801 (named as the decorator it is used as)
+    """A property computed on first use and kept: `functools.cached_property` without its lock
+    (Python 3.11 takes one per first use, which costs more than a result's arrays)."""
+
+    def __init__(self, func: Callable[[Any], T]) -> None:
+        self.func, self.__doc__ = func, func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> T:
+        value = obj.__dict__[self.name] = self.func(obj)  # found there from now on
+        return value
+
+
+def _frozen(array: NDArray) -> NDArray:
+    """`array`, made read-only: it is shared by every result that reuses it."""
+    array.flags.writeable = False
+    return array
+
+
+@dataclass(frozen=True)
+class PacketCosts:
+    """PCIe wire bytes and TLPs per packet, each direction, per size or mix (read-only arrays:
+    shared by every link with the same TLP rules, `tlp.price_key`)."""
+
+    up_bytes: NDArray[np.float64]
+    down_bytes: NDArray[np.float64]
+    up_tlps: NDArray[np.float64]
+    down_tlps: NDArray[np.float64]
+
+    @_once
+    def per_busiest_byte(self) -> NDArray[np.float64]:
+        """1 / the busier direction's bytes, which bind the packet rate: a link's packet rate
+        is its byte rate times this."""
+        return _frozen(1 / np.maximum(self.up_bytes, self.down_bytes))
+
+    @_once
+    def per_byte(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(1 / bytes up, 1 / bytes down); infinite where no byte goes that way (no bound)."""
+        with np.errstate(divide="ignore"):
+            return _frozen(1 / self.up_bytes), _frozen(1 / self.down_bytes)
+
+    @_once
+    def up_gbit(self) -> NDArray[np.float64]:
+        """Gigabits up per packet (bytes * 8 / 1e9), what a packet rate is multiplied by."""
+        return _frozen(self.up_bytes * 8 / 1e9)
+
+    @_once
+    def down_gbit(self) -> NDArray[np.float64]:
+        """Gigabits down per packet."""
+        return _frozen(self.down_bytes * 8 / 1e9)
+
+    @_once
+    def pcie_side(self) -> NDArray[np.uint8]:
+        """`bottleneck_code` where PCIe binds: pcie_up, or pcie_down when more goes down."""
+        return _frozen(PCIE_DOWN - (self.up_bytes >= self.down_bytes))
+
+    def per_row(self, rows: Rows) -> PacketCosts:
+        """The costs of each row of `rows`, from the costs of each of its distinct sizes."""
+        if rows.size_of is None and rows.mix_of is None:
+            return self
+        return PacketCosts(*(_frozen(rows.per_row(getattr(self, f))) for f in _TOTALS))
+
+
+@dataclass(frozen=True, eq=False)
+class _ProfileTerms:
+    """Every operation's totals terms (`_op_terms`) of one profile at some sizes on one set of
+    TLP rules, in profile order, and the per-packet totals of each choice of paths made so far."""
+
+    profile: NicProfile
+    sizes: Int
+    ops: tuple[tuple[str, tuple[Term, Term, Term, Term]], ...]
+    totals: dict[tuple[str, ...], PacketCosts] = field(default_factory=dict)
+
+    def costs(self, paths: tuple[str, ...]) -> PacketCosts:
+        """Per-packet totals of the operations of `paths`, in `NicProfile.operations` order."""
+        found = self.totals.get(paths)
+        if found is None:
+            chosen = [terms for p in paths for q, terms in self.ops if q == p]
+            found = PacketCosts(
+                *(_frozen(_ordered_sum((t[i] for t in chosen), self.sizes.size)) for i in range(4))
+            )
+            self.totals[paths] = found
+        return found
+
+
+class _RecentTerms:
+    """The last few `_ProfileTerms`, reused when a sweep prices the same profile and sizes on a
+    link that differs only in speed (generation, lanes, ACK/FC intervals): TLP counts and bytes
+    depend on `tlp.price_key` alone, so only the rates are computed per link. Bounded, and
+    read-only as they are shared."""
+
+    ENTRIES = 8
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple, _ProfileTerms] = OrderedDict()
+        self._lock = threading.Lock()  # sweeps may price on several threads (Dask workers)
+
+    def costs(
+        self, profile: NicProfile, link: Link, sizes: Int, paths: tuple[str, ...]
+    ) -> PacketCosts:
+        """`profile`'s per-packet totals over `paths` at each of `sizes` on `link`."""
+        key = (profile.name, profile.path, _link_facts(link)[1], sizes.shape)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and _same(found, profile, sizes):
+                self._entries.move_to_end(key)
+                return found.costs(paths)
+        found = _profile_terms(profile, link, sizes)
+        with self._lock:
+            self._entries[key] = found
+            if len(self._entries) > self.ENTRIES:
+                self._entries.popitem(last=False)
+            return found.costs(paths)
+
+
+def _same(found: _ProfileTerms, profile: NicProfile, sizes: Int) -> bool:
+    """Whether `found` was priced for this profile and these sizes."""
+    same_profile = found.profile is profile or found.profile == profile
+    return same_profile and (found.sizes is sizes or np.array_equal(found.sizes, sizes))
+
+
+def _profile_terms(profile: NicProfile, link: Link, sizes: Int) -> _ProfileTerms:
+    """Every operation's terms at `sizes` (a `Rows`' read-only sizes, kept as they are)."""
+    pkt = dma_bytes(sizes)
+    ops = tuple(
+        (path, _op_terms(link, profile, path, op, sizes, pkt)) for path, op in profile.operations()
+    )
+    for _, terms in ops:
+        for term in terms:
+            if isinstance(term, np.ndarray):
+                term.flags.writeable = False
+    return _ProfileTerms(profile, sizes, ops)
+
+
+_RECENT_TERMS = _RecentTerms()
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+
+ETHERNET, PCIE_UP, PCIE_DOWN = np.uint8(0), np.uint8(1), np.uint8(2)
+BOTTLENECKS = np.array(["ethernet", "pcie_up", "pcie_down"])
+"""Names of the `bottleneck_code` values."""
+
+
+@dataclass(frozen=True, eq=False)
+class Rows:
+    """The rows of a result and the distinct frame sizes (`sizes`, ascending) they are made
+    of. A row is one fixed size, or a mix: a sparse weight list where entry k gives row
+    `mix_of[k]` a share `weight[k]` of size `size_of[k]`. `mix_of` is None when each row is one
+    size (entry k is row k, weight 1), and `size_of` is None too when row k is `sizes[k]`."""
+
+    sizes: Int
+    size_of: Int | None = None
+    mix_of: Int | None = None
+    weight: NDArray[np.float64] | None = None
+    names: tuple[str, ...] | None = None
+    lines: dict[Ethernet, LineRates] = field(default_factory=dict, repr=False)
+
+    @_once
+    def label(self) -> list[str]:
+        """Each row's name: the mix's, or its frame size."""
+        if self.names is not None:
+            return list(self.names)
+        frames = self.sizes if self.size_of is None else self.sizes[self.size_of]
+        return [str(f) for f in frames.tolist()]
+
+    def __len__(self) -> int:
+        """Number of rows."""
+        if self.names is not None:
+            return len(self.names)
+        return (self.sizes if self.size_of is None else self.size_of).size
+
+    def per_row(self, per_size: ArrayLike) -> NDArray[np.float64]:
+        """Mean per packet of each row, for a quantity given per distinct size (where each row
+        is one size with weight 1 this is a gather, which is what the weighted sum gives)."""
+        values = np.asarray(per_size, dtype=np.float64)
+        if self.mix_of is None:
+            return values if self.size_of is None else values[self.size_of]
+        weighted = values[self.size_of] * self.weight
+        return np.bincount(self.mix_of, weights=weighted, minlength=len(self))
+
+    def line(self, eth: Ethernet) -> LineRates:
+        """What `eth` gives each row, whatever the link (computed once per port)."""
+        found = self.lines.get(eth)
+        if found is None:
+            found = self.lines[eth] = LineRates.of(self, eth)
+        return found
+
+
+KEEPS_UP = 1e-12
+"""PCIe within this fraction of line rate keeps up: Ethernet is named the bottleneck."""
+
+
+@dataclass(frozen=True)
+class LineRates:
+    """What an Ethernet port gives each row, whatever the link (read-only, shared): line-rate
+    packets per second, mean frame bytes and gigabits per packet, line rate in Gb/s, and the
+    packet rate from which PCIe keeps up with the line."""
+
+    line_pps: NDArray[np.float64]
+    mean_frame_bytes: NDArray[np.float64]
+    frame_gbit: NDArray[np.float64]
+    line_rate_gbps: NDArray[np.float64]
+    keeps_up_pps: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, rows: Rows, eth: Ethernet) -> LineRates:
+        """Line-rate packet rate of each row (one over the mean wire time per packet) and what
+        follows from it."""
+        mean_wire = rows.per_row(eth.wire_bytes(rows.sizes).astype(np.float64))
+        line_pps = eth.rate_gbps * 1e9 / (8 * mean_wire)
+        mean_frame = rows.per_row(rows.sizes.astype(np.float64))
+        gbit = mean_frame * 8 / 1e9
+        arrays = (line_pps, mean_frame, gbit, line_pps * gbit, line_pps / (1 + KEEPS_UP))
+        return cls(*(_frozen(a) for a in arrays))
+
+
+def _limit_orders() -> tuple[tuple[str, ...], ...]:
+    """`limited_by` of every `limited_by_code`: the near bounds (bits 0-2: ethernet, pcie_up,
+    pcie_down) in ascending order by value then name (bits 3-5: ethernet <= pcie_up,
+    ethernet <= pcie_down, pcie_down <= pcie_up)."""
+    names = ("ethernet", "pcie_up", "pcie_down")
+    orders = []
+    for code in range(64):
+        before = {("ethernet", "pcie_up"): code >> 3 & 1, ("ethernet", "pcie_down"): code >> 4 & 1}
+        before[("pcie_down", "pcie_up")] = code >> 5 & 1
+        near = [n for i, n in enumerate(names) if code >> i & 1]
+        rank = {
+            n: sum(
+                before[(m, n)] if (m, n) in before else 1 - before[(n, m)] for m in near if m != n
+            )
+            for n in near
+        }
+        orders.append(tuple(sorted(near, key=lambda n: (rank[n], n))))
+    return tuple(orders)
+
+
+LIMIT_ORDERS = _limit_orders()
+
+
+@functools.lru_cache(maxsize=256)
+def _link_facts(link: Link) -> tuple[float, tuple[int | bool, ...]]:
+    """`link.tlp_bytes_per_s` and `tlp.price_key(link)`, computed once per link (a sweep asks
+    for them per profile and paths)."""
+    return link.tlp_bytes_per_s, price_key(link)
+
+
+@dataclass(frozen=True, eq=False)
+class NicResult:
+    """What a NIC/driver model achieves on a link and Ethernet port, one row per size or mix.
+
+    Costs are priced once per distinct frame size and averaged per packet over each row's sizes
+    (`Rows`), so a mix costs the mean of its packets' costs, never the cost of its mean size, and
+    thousands of fixed sizes stay cheap. Per-packet costs and what the port gives are shared by
+    every link with the same TLP rules; only the rates are computed per link.
     """
 
-    label: list[str]
-    sizes: NDArray[np.int64]
-    mix_of: NDArray[np.int64]
-    size_of: NDArray[np.int64]
-    weight: NDArray[np.float64]
-    shares: list[OpShare] = field(repr=False)
+    rows: Rows
+    costs: PacketCosts
+    line: LineRates
     capacity_bytes_per_s: float
     eth: Ethernet
-
-    def per_packet(self, per_size: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Mean per packet of each mix, for a quantity given per distinct size."""
-        values = np.asarray(per_size, dtype=np.float64)[self.size_of] * self.weight
-        return np.bincount(self.mix_of, weights=values, minlength=len(self.label))
-
-    @cached_property
-    def line_pps(self) -> NDArray[np.float64]:
-        """Line-rate packet rate of each mix: one over the mean wire time per packet."""
-        mean_wire = self.per_packet(self.eth.wire_bytes(self.sizes).astype(np.float64))
-        return self.eth.rate_gbps * 1e9 / (8 * mean_wire)
-
-    @cached_property
-    def mean_frame_bytes(self) -> NDArray[np.float64]:
-        """Mean frame size of each mix."""
-        return self.per_packet(self.sizes.astype(np.float64))
-
-    @cached_property
-    def up_bytes_per_pkt(self) -> NDArray[np.float64]:
-        """PCIe wire bytes device to host per packet."""
-        return self.per_packet(sum(s.up_bytes for s in self.shares))
-
-    @cached_property
-    def down_bytes_per_pkt(self) -> NDArray[np.float64]:
-        """PCIe wire bytes host to device per packet."""
-        return self.per_packet(sum(s.down_bytes for s in self.shares))
-
-    @cached_property
-    def up_tlps_per_pkt(self) -> NDArray[np.float64]:
-        """TLPs device to host per packet."""
-        return self.per_packet(sum(s.up_tlps for s in self.shares))
-
-    @cached_property
-    def down_tlps_per_pkt(self) -> NDArray[np.float64]:
-        """TLPs host to device per packet."""
-        return self.per_packet(sum(s.down_tlps for s in self.shares))
-
-    @cached_property
-    def pcie_max_pps(self) -> NDArray[np.float64]:
-        """Highest packet rate the link sustains: the busier direction binds."""
-        busiest = np.maximum(self.up_bytes_per_pkt, self.down_bytes_per_pkt)
-        return self.capacity_bytes_per_s / busiest
-
-    @cached_property
-    def max_pps(self) -> NDArray[np.float64]:
-        """Packets per second actually reachable: the lower of PCIe and Ethernet."""
-        return np.minimum(self.pcie_max_pps, self.line_pps)
+    profile: NicProfile = field(repr=False)
+    link: Link
+    paths: tuple[str, ...]
 
     @property
-    def achievable_gbps(self) -> NDArray[np.float64]:
-        """Frame throughput (Gb/s, per direction) at `max_pps`."""
-        return self.max_pps * self.mean_frame_bytes * 8 / 1e9
+    def label(self) -> list[str]:
+        """Each row's name: the mix's, or its frame size."""
+        return self.rows.label
+
+    @property
+    def sizes(self) -> Int:
+        """The distinct frame sizes the rows are made of."""
+        return self.rows.sizes
+
+    @_once
+    def shares(self) -> list[OpShare]:
+        """Per-operation costs at each distinct size (`price_operations`), for a breakdown."""
+        return price_operations(self.link, self.profile, self.sizes, self.paths)
+
+    def per_packet(self, per_size: ArrayLike) -> NDArray[np.float64]:
+        """Mean per packet of each row, for a quantity given per distinct size."""
+        return self.rows.per_row(per_size)
+
+    @property
+    def line_pps(self) -> NDArray[np.float64]:
+        """Line-rate packet rate of each row: one over the mean wire time per packet."""
+        return self.line.line_pps
+
+    @property
+    def mean_frame_bytes(self) -> NDArray[np.float64]:
+        """Mean frame size of each row."""
+        return self.line.mean_frame_bytes
 
     @property
     def line_rate_gbps(self) -> NDArray[np.float64]:
         """Frame throughput (Gb/s) at Ethernet line rate for this size or mix."""
-        return self.line_pps * self.mean_frame_bytes * 8 / 1e9
+        return self.line.line_rate_gbps
 
     @property
+    def up_bytes_per_pkt(self) -> NDArray[np.float64]:
+        """PCIe wire bytes device to host per packet."""
+        return self.costs.up_bytes
+
+    @property
+    def down_bytes_per_pkt(self) -> NDArray[np.float64]:
+        """PCIe wire bytes host to device per packet."""
+        return self.costs.down_bytes
+
+    @property
+    def up_tlps_per_pkt(self) -> NDArray[np.float64]:
+        """TLPs device to host per packet."""
+        return self.costs.up_tlps
+
+    @property
+    def down_tlps_per_pkt(self) -> NDArray[np.float64]:
+        """TLPs host to device per packet."""
+        return self.costs.down_tlps
+
+    @_once
+    def pcie_max_pps(self) -> NDArray[np.float64]:
+        """Highest packet rate the link sustains: the busier direction binds."""
+        return self.capacity_bytes_per_s * self.costs.per_busiest_byte
+
+    @_once
+    def max_pps(self) -> NDArray[np.float64]:
+        """Packets per second actually reachable: the lower of PCIe and Ethernet."""
+        return np.minimum(self.pcie_max_pps, self.line_pps)
+
+    @_once
+    def achievable_gbps(self) -> NDArray[np.float64]:
+        """Frame throughput (Gb/s, per direction) at `max_pps`."""
+        return self.max_pps * self.line.frame_gbit
+
+    @_once
     def pcie_up_gbps(self) -> NDArray[np.float64]:
         """PCIe wire bandwidth used device to host at `max_pps`, in Gb/s."""
-        return self.max_pps * self.up_bytes_per_pkt * 8 / 1e9
+        return self.max_pps * self.costs.up_gbit
 
-    @property
+    @_once
     def pcie_down_gbps(self) -> NDArray[np.float64]:
         """PCIe wire bandwidth used host to device at `max_pps`, in Gb/s."""
-        return self.max_pps * self.down_bytes_per_pkt * 8 / 1e9
+        return self.max_pps * self.costs.down_gbit
 
     def needed_gbps(self, pps: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """PCIe wire bandwidth (up, down) in Gb/s that `pps` packets per second would need."""
-        return pps * self.up_bytes_per_pkt * 8 / 1e9, pps * self.down_bytes_per_pkt * 8 / 1e9
+        return pps * self.costs.up_gbit, pps * self.costs.down_gbit
+
+    @_once
+    def bottleneck_code(self) -> NDArray[np.uint8]:
+        """`bottleneck` as an index into `BOTTLENECKS` (what a sweep can store)."""
+        falls_short = self.pcie_max_pps < self.line.keeps_up_pps
+        return falls_short * self.costs.pcie_side  # ETHERNET (0) where PCIe keeps up
 
     @property
     def bottleneck(self) -> NDArray[np.str_]:
-        """`ethernet`, `pcie_up` or `pcie_down`; Ethernet wins ties, so a link that just
-        keeps up is not blamed."""
-        up, down = self.up_bytes_per_pkt, self.down_bytes_per_pkt
-        pcie_side = np.where(up >= down, "pcie_up", "pcie_down")
-        return np.where(self.line_pps <= self.pcie_max_pps * (1 + 1e-12), "ethernet", pcie_side)
+        """`ethernet`, `pcie_up` or `pcie_down`; Ethernet wins when PCIe keeps up to within
+        `KEEPS_UP`, so a link that just keeps up is not blamed."""
+        return BOTTLENECKS[self.bottleneck_code]
+
+    @_once
+    def limited_by_code(self) -> NDArray[np.uint8]:
+        """`limited_by` as an index into `LIMIT_ORDERS`: which bounds are near, and their order."""
+        per_up, per_down = self.costs.per_byte
+        line = self.line_pps
+        up, down = self.capacity_bytes_per_s * per_up, self.capacity_bytes_per_s * per_down
+        near = self.max_pps * (1 + NEAR_LIMIT)
+        bits = (line <= near, up <= near, down <= near, line <= up, line <= down, down <= up)
+        code = np.zeros(line.shape, np.uint8)
+        for shift, bit in enumerate(bits):
+            code |= bit.view(np.uint8) << shift
+        return code
 
     @property
     def limited_by(self) -> list[list[str]]:
-        """Per row, every bound within 1 % of the achieved rate, the tightest first: what would
-        have to move for the rate to rise."""
-        bounds = {
-            "ethernet": self.line_pps,
-            "pcie_up": self.capacity_bytes_per_s / self.up_bytes_per_pkt,
-            "pcie_down": self.capacity_bytes_per_s / self.down_bytes_per_pkt,
-        }
-        rows = []
-        for i, rate in enumerate(self.max_pps):
-            near = [
-                (float(b[i]), name) for name, b in bounds.items() if b[i] <= rate * (1 + NEAR_LIMIT)
-            ]
-            rows.append([name for _, name in sorted(near)])
-        return rows
+        """Per row, every bound within 1 % of the achieved rate, the tightest first (ties by
+        name): what would have to move for the rate to rise."""
+        return [list(LIMIT_ORDERS[c]) for c in self.limited_by_code.tolist()]
 
 
 def evaluate(
@@ -592,61 +934,75 @@ def evaluate(
     """Price `profile` for each packet mix (a fixed size is a mix of one)."""
     if not mixes:
         raise UsageError("no packet sizes given; pass at least one size or mix")
-    return _evaluate(
-        profile,
-        link,
-        eth,
-        paths,
-        label=[m.name for m in mixes],
+    sizes, size_of = np.unique(np.concatenate([m.sizes for m in mixes]), return_inverse=True)
+    rows = Rows(
+        _frozen(sizes),
+        size_of,
         mix_of=np.repeat(np.arange(len(mixes)), [m.sizes.size for m in mixes]),
-        frames=np.concatenate([m.sizes for m in mixes]),
         weight=np.concatenate([m.weights for m in mixes]),
+        names=tuple(m.name for m in mixes),
     )
+    return _evaluate(profile, link, eth, paths, rows)
 
 
 def evaluate_sizes(
     profile: NicProfile,
     link: Link,
     eth: Ethernet,
-    frames: ArrayLike,
+    frames: ArrayLike | Rows,
     paths: tuple[str, ...] = PATHS,
 ) -> NicResult:
-    """Price `profile` for each fixed frame size, vectorised (no per-size objects)."""
-    sizes = check_frame_sizes(frames)
-    return _evaluate(
-        profile,
-        link,
-        eth,
-        paths,
-        label=[str(f) for f in sizes.tolist()],
-        mix_of=np.arange(sizes.size),
-        frames=sizes,
-        weight=np.ones(sizes.size),
-    )
+    """Price `profile` for each fixed frame size, vectorised (no per-size objects); `frames`
+    may be `fixed_rows(frames)`, checked once for many evaluations."""
+    rows = frames if isinstance(frames, Rows) else _RECENT_ROWS.rows(frames)
+    return _evaluate(profile, link, eth, paths, rows)
+
+
+class _RecentRows:
+    """`Rows` of the last few fixed-size lists, so that a sweep over links and profiles checks
+    and sorts its sizes once (and each port's line rates are computed once)."""
+
+    ENTRIES = 4
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[Int, Rows]] = []
+        self._lock = threading.Lock()
+
+    def rows(self, frames: ArrayLike) -> Rows:
+        """One row per frame size of `frames`, checked (a usage error names a bad size)."""
+        given = np.asarray(frames)
+        if given.ndim == 1 and given.dtype.kind in "iu":
+            with self._lock:
+                for checked, rows in self._entries:
+                    if np.array_equal(checked, given):
+                        return rows
+        rows = fixed_rows(given)
+        checked = rows.sizes if rows.size_of is None else rows.sizes[rows.size_of]
+        with self._lock:
+            self._entries = [(checked, rows), *self._entries[: self.ENTRIES - 1]]
+        return rows
+
+
+def fixed_rows(frames: ArrayLike) -> Rows:
+    """One row per frame size (checked: a usage error names a bad size), for `evaluate_sizes`
+    to reuse over many links and profiles."""
+    frames = _frozen(check_frame_sizes(frames))
+    if frames.size and np.all(frames[1:] > frames[:-1]):  # ascending and distinct already
+        return Rows(frames)
+    sizes, size_of = np.unique(frames, return_inverse=True)
+    return Rows(_frozen(sizes), _frozen(size_of))
+
+
+_RECENT_ROWS = _RecentRows()
 
 
 def _evaluate(
-    profile: NicProfile,
-    link: Link,
-    eth: Ethernet,
-    paths: tuple[str, ...],
-    *,
-    label: list[str],
-    mix_of: NDArray[np.int64],
-    frames: NDArray[np.int64],
-    weight: NDArray[np.float64],
+    profile: NicProfile, link: Link, eth: Ethernet, paths: tuple[str, ...], rows: Rows
 ) -> NicResult:
-    sizes, size_of = np.unique(frames, return_inverse=True)
-    return NicResult(
-        label=label,
-        sizes=sizes,
-        mix_of=mix_of,
-        size_of=size_of,
-        weight=weight,
-        shares=price_operations(link, profile, sizes, paths),
-        capacity_bytes_per_s=link.tlp_bytes_per_s,
-        eth=eth,
-    )
+    check_paths(paths)
+    costs = _RECENT_TERMS.costs(profile, link, rows.sizes, paths).per_row(rows)
+    capacity = _link_facts(link)[0]
+    return NicResult(rows, costs, rows.line(eth), capacity, eth, profile, link, paths)
 
 
 def crossover_frame(

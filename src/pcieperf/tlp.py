@@ -253,6 +253,14 @@ def _requests(link: Link, start: Int, end: Int, cut: int, addr64: bool | None) -
     return tlps, wire
 
 
+def price_key(link: Link) -> tuple[int | bool, ...]:
+    """Every link setting that TLP counts and bytes depend on (MPS, MRRS, completion cut, Flit
+    Mode, request header and per-TLP framing): links with equal keys differ only in speed, so
+    their prices can be shared and only the rates differ."""
+    cut, flit, framing = completion_cut(link), link.flit_mode, link.tlp_overhead_bytes
+    return (link.mps, link.mrrs, cut, flit, link.addr64, framing)
+
+
 @dataclass(frozen=True)
 class _Priced:
     """A `wire_cost` and what a link's rate is divided and multiplied by: the busier
@@ -289,8 +297,7 @@ class _RecentPrices:
         reusable = size.ndim == 1 and size.size <= self.MAX_SIZES and size.dtype.kind in "iu"
         if not reusable or np.ndim(offsets) != 0:
             return _priced(link, op, sizes, offsets)
-        key = (op, int(offsets), link.mps, link.mrrs, completion_cut(link), link.flit_mode)
-        key += (_request_header(link, None), link.tlp_overhead_bytes, size.shape)
+        key = (op, int(offsets), *price_key(link), size.shape)
         with self._lock:
             found = self._entries.get(key)
             if found is not None and np.array_equal(found[0], size):
