@@ -15,12 +15,13 @@ in `[device.assumed]` with the range it may take.
 
 from __future__ import annotations
 
+import enum
 import functools
 import re
 import threading
 import tomllib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -32,7 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 from pcieperf.errors import ProfileError, UsageError, require_choice
 from pcieperf.ethernet import Ethernet, PacketMix, check_frame_sizes, dma_bytes
 from pcieperf.link import Link
-from pcieperf.tlp import WireCost, price_key, wire_cost
+from pcieperf.tlp import Op, WireCost, price_key, range_wire_cost, wire_cost
 from pcieperf.trace import Demand, Trace, demand
 
 Initiator = Literal["host_mmio_write", "host_mmio_read", "dma_read", "dma_write", "interrupt"]
@@ -379,11 +380,17 @@ def operation_cost(
     4 GiB, and requesters must use the 3 DW format below 4 GiB (PCIe Base 6.0 §2.2.4.1,
     §7.5.1.3.8); MSI/MSI-X writes go to 0xFEEx_xxxx (Intel SDM Vol. 3 §11.11.1), also 3 DW.
     """
+    kind, addr64, device_side = _initiated(link, initiator, addr64)
+    return wire_cost(link, kind, size, offset, addr64=addr64), device_side
+
+
+def _initiated(link: Link, initiator: Initiator, addr64: bool | None) -> tuple[Op, bool, bool]:
+    """(TLP kind, 64-bit addresses, whether the device initiates) of an operation."""
     device_side = initiator in ("dma_read", "dma_write", "interrupt")
     if addr64 is None:
         addr64 = link.addr64 if initiator in ("dma_read", "dma_write") else False
-    kind = "read" if initiator in ("dma_read", "host_mmio_read") else "write"
-    return wire_cost(link, kind, size, offset, addr64=addr64), device_side
+    kind: Op = "read" if initiator in ("dma_read", "host_mmio_read") else "write"
+    return kind, addr64, device_side
 
 
 @dataclass(frozen=True)
@@ -477,9 +484,11 @@ def _op_rate(
 
 def _op_wire(link: Link, op: Operation, size: NDArray[np.float64]) -> tuple[Int, Int, Int, Int]:
     """Wire bytes up, wire bytes down, TLPs up and TLPs down of one occurrence at each size."""
-    cost, device_side = operation_cost(
-        link, op.initiator, size.astype(np.int64), op.offset, op.addr64
-    )
+    kind, addr64, device_side = _initiated(link, op.initiator, op.addr64)
+    end = size.astype(np.int64)  # checked by `_op_size`: whole bytes from 1
+    if op.offset:
+        end += op.offset
+    cost = range_wire_cost(link, kind, np.int64(op.offset), end, addr64=addr64)
     if device_side:
         return cost.wire_out, cost.wire_back, cost.tlps_out, cost.tlps_back
     return cost.wire_back, cost.wire_out, cost.tlps_back, cost.tlps_out
@@ -496,26 +505,6 @@ def _names_packet(op: Operation) -> bool:
 Term = np.float64 | NDArray[np.float64] | Int
 """One operation's share of a per-packet total: a scalar where it is the same at every size."""
 _TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps")
-
-
-def _op_terms(
-    link: Link, profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
-) -> tuple[Term, Term, Term, Term]:
-    """An operation's (up bytes, down bytes, up TLPs, down TLPs) per packet, each `_price`'s
-    value bit for bit in less work: a scalar where the size and frequency name no packet, and
-    for an operation once per packet the integer counts themselves (n * 1.0 is n)."""
-    names_packet = [bool(_tokens(e) & set(BUILTIN_NAMES)) for e in (op.size, op.every)]
-    if not any(names_packet):
-        once = _price(link, profile, path, op, frames[:1], pkt[:1])
-        return tuple(getattr(once, f)[0] for f in _TOTALS)
-    size = _op_size(profile, path, op, frames, pkt)
-    at = slice(None) if names_packet[1] else slice(1)  # a fixed frequency: evaluated once
-    rate = _op_rate(profile, path, op, frames[at], pkt[at])
-    wire = _op_wire(link, op, size)
-    if rate.size == 1 and rate[0] == 1:
-        return wire
-    per_packet = rate[0] if rate.size == 1 else rate
-    return tuple(w * per_packet for w in wire)
 
 
 def _ordered_sum(terms: Iterable[Term], n: int) -> NDArray[np.float64]:
@@ -551,6 +540,8 @@ class _once(Generic[T]):  # noqa: N801 (named as the decorator it is used as)
         self.name = name
 
     def __get__(self, obj: object, owner: type | None = None) -> T:
+        if obj is None:  # looked up on the class
+            return self
         value = obj.__dict__[self.name] = self.func(obj)  # found there from now on
         return value
 
@@ -570,6 +561,7 @@ class PacketCosts:
     down_bytes: NDArray[np.float64]
     up_tlps: NDArray[np.float64]
     down_tlps: NDArray[np.float64]
+    at_line: dict[LineRates, tuple[NDArray, NDArray]] = field(default_factory=dict, repr=False)
 
     @_once
     def per_busiest_byte(self) -> NDArray[np.float64]:
@@ -598,6 +590,15 @@ class PacketCosts:
         """`bottleneck_code` where PCIe binds: pcie_up, or pcie_down when more goes down."""
         return _frozen(PCIE_DOWN - (self.up_bytes >= self.down_bytes))
 
+    def gbps_at(self, line: LineRates) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """PCIe Gb/s (up, down) at `line`'s packet rates: the rates of every link that keeps
+        up with that port at every row (computed once per port)."""
+        found = self.at_line.get(line)
+        if found is None:
+            up, down = line.line_pps * self.up_gbit, line.line_pps * self.down_gbit
+            found = self.at_line[line] = (_frozen(up), _frozen(down))
+        return found
+
     def per_row(self, rows: Rows) -> PacketCosts:
         """The costs of each row of `rows`, from the costs of each of its distinct sizes."""
         if rows.size_of is None and rows.mix_of is None:
@@ -605,84 +606,163 @@ class PacketCosts:
         return PacketCosts(*(_frozen(rows.per_row(getattr(self, f))) for f in _TOTALS))
 
 
-@dataclass(frozen=True, eq=False)
-class _ProfileTerms:
-    """Every operation's totals terms (`_op_terms`) of one profile at some sizes on one set of
-    TLP rules, in profile order, and the per-packet totals of each choice of paths made so far."""
+class _Recent(Generic[T]):
+    """The last few results of an expensive computation by key, each confirmed by `valid`
+    (what it was computed from is equal) before reuse. Bounded; results are shared, so they are
+    read-only. Sweeps may price on several threads (Dask workers), hence the lock."""
 
-    profile: NicProfile
-    sizes: Int
-    ops: tuple[tuple[str, tuple[Term, Term, Term, Term]], ...]
-    totals: dict[tuple[str, ...], PacketCosts] = field(default_factory=dict)
+    def __init__(self, entries: int) -> None:
+        self._size = entries
+        self._entries: OrderedDict[Hashable, T] = OrderedDict()
+        self._lock = threading.Lock()
 
-    def costs(self, paths: tuple[str, ...]) -> PacketCosts:
-        """Per-packet totals of the operations of `paths`, in `NicProfile.operations` order."""
-        found = self.totals.get(paths)
-        if found is None:
-            chosen = [terms for p in paths for q, terms in self.ops if q == p]
-            found = PacketCosts(
-                *(_frozen(_ordered_sum((t[i] for t in chosen), self.sizes.size)) for i in range(4))
-            )
-            self.totals[paths] = found
+    def get(self, key: Hashable, valid: Callable[[T], bool], compute: Callable[[], T]) -> T:
+        """The kept result for `key` if `valid`, else `compute()` (and kept)."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and valid(found):
+                self._entries.move_to_end(key)
+                return found
+        found = compute()
+        with self._lock:
+            self._entries[key] = found
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
         return found
 
 
-class _RecentTerms:
-    """The last few `_ProfileTerms`, reused when a sweep prices the same profile and sizes on a
-    link that differs only in speed (generation, lanes, ACK/FC intervals): TLP counts and bytes
-    depend on `tlp.price_key` alone, so only the rates are computed per link. Bounded, and
-    read-only as they are shared."""
+@dataclass(frozen=True)
+class _PlannedOp:
+    """One operation at some sizes, all that pricing it needs besides the link: bytes per
+    occurrence and occurrences per packet (arrays of one value where the expression names no
+    packet)."""
 
-    ENTRIES = 8
+    op: Operation
+    size: NDArray[np.float64]
+    per_packet: NDArray[np.float64]
 
-    def __init__(self) -> None:
-        self._entries: OrderedDict[tuple, _ProfileTerms] = OrderedDict()
-        self._lock = threading.Lock()  # sweeps may price on several threads (Dask workers)
-
-    def costs(
-        self, profile: NicProfile, link: Link, sizes: Int, paths: tuple[str, ...]
-    ) -> PacketCosts:
-        """`profile`'s per-packet totals over `paths` at each of `sizes` on `link`."""
-        key = (profile.name, profile.path, _link_facts(link)[1], sizes.shape)
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None and _same(found, profile, sizes):
-                self._entries.move_to_end(key)
-                return found.costs(paths)
-        found = _profile_terms(profile, link, sizes)
-        with self._lock:
-            self._entries[key] = found
-            if len(self._entries) > self.ENTRIES:
-                self._entries.popitem(last=False)
-            return found.costs(paths)
+    def terms(self, link: Link) -> tuple[Term, Term, Term, Term]:
+        """(up bytes, down bytes, up TLPs, down TLPs) per packet on `link`, each `_price`'s
+        value bit for bit: a scalar where it is the same at every size, and for an operation
+        once per packet the integer counts themselves (n * 1.0 is n)."""
+        wire = _op_wire(link, self.op, self.size)
+        if self.size.size > 1 and self.per_packet.size == 1 and self.per_packet[0] == 1:
+            return wire
+        terms = tuple(w * self.per_packet for w in wire)
+        return tuple(t[0] for t in terms) if terms[0].size == 1 else terms
 
 
-def _same(found: _ProfileTerms, profile: NicProfile, sizes: Int) -> bool:
-    """Whether `found` was priced for this profile and these sizes."""
-    same_profile = found.profile is profile or found.profile == profile
-    return same_profile and (found.sizes is sizes or np.array_equal(found.sizes, sizes))
+def _plan_op(
+    profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
+) -> _PlannedOp | ProfileError:
+    """`op`'s size and frequency at `frames`, each evaluated once where it names no packet, or
+    the error the first of them gives."""
+
+    def at(expr: str) -> slice:
+        return slice(None) if _tokens(expr) & set(BUILTIN_NAMES) else slice(1)
+
+    try:
+        size = _op_size(profile, path, op, frames[at(op.size)], pkt[at(op.size)])
+        per_packet = _op_rate(profile, path, op, frames[at(op.every)], pkt[at(op.every)])
+    except ProfileError as exc:
+        return exc
+    return _PlannedOp(op, size, per_packet)
 
 
-def _profile_terms(profile: NicProfile, link: Link, sizes: Int) -> _ProfileTerms:
-    """Every operation's terms at `sizes` (a `Rows`' read-only sizes, kept as they are)."""
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    """A profile's operations at some sizes (a `Rows`' read-only sizes, kept as they are),
+    planned once for every link: (path, planned operation or its error) in profile order."""
+
+    profile: NicProfile
+    sizes: Int
+    ops: tuple[tuple[str, _PlannedOp | ProfileError], ...]
+
+    def matches(self, profile: NicProfile, sizes: Int) -> bool:
+        """Whether this plan is for `profile` at `sizes`."""
+        same_profile = self.profile is profile or self.profile == profile
+        return same_profile and (self.sizes is sizes or np.array_equal(self.sizes, sizes))
+
+
+def _plan(profile: NicProfile, sizes: Int) -> _Plan:
     pkt = dma_bytes(sizes)
-    ops = tuple(
-        (path, _op_terms(link, profile, path, op, sizes, pkt)) for path, op in profile.operations()
+    ops = tuple((p, _plan_op(profile, p, op, sizes, pkt)) for p, op in profile.operations())
+    return _Plan(profile, sizes, ops)
+
+
+@dataclass(frozen=True, eq=False)
+class _LinkTerms:
+    """A plan's operation terms on one set of TLP rules (`tlp.price_key`), priced as they are
+    first needed, and the per-packet totals of each choice of paths asked for so far."""
+
+    plan: _Plan
+    link: Link
+    terms: dict[int, tuple[Term, Term, Term, Term]] = field(default_factory=dict)
+    totals: dict[tuple[str, ...], PacketCosts] = field(default_factory=dict)
+
+    def costs(self, paths: tuple[str, ...]) -> PacketCosts:
+        """Per-packet totals of the operations of `paths`, in `NicProfile.operations` order
+        (the first profile error among them is raised)."""
+        found = self.totals.get(paths)
+        if found is None:
+            ops = self.plan.ops
+            terms = [self._terms(i) for p in paths for i, (q, _) in enumerate(ops) if q == p]
+            n = self.plan.sizes.size
+            sums = (_ordered_sum((t[k] for t in terms), n) for k in range(4))
+            found = self.totals[paths] = PacketCosts(*(_frozen(a) for a in sums))
+        return found
+
+    def _terms(self, index: int) -> tuple[Term, Term, Term, Term]:
+        found = self.terms.get(index)
+        if found is None:
+            planned = self.plan.ops[index][1]
+            if isinstance(planned, ProfileError):
+                raise planned
+            found = self.terms[index] = planned.terms(self.link)
+            for term in found:
+                if isinstance(term, np.ndarray):
+                    term.flags.writeable = False
+        return found
+
+
+_RECENT_PLANS: _Recent[_Plan] = _Recent(8)
+_RECENT_TERMS: _Recent[_LinkTerms] = _Recent(8)
+
+
+def packet_costs(
+    profile: NicProfile, link: Link, sizes: Int, paths: tuple[str, ...] = PATHS
+) -> PacketCosts:
+    """`profile`'s per-packet totals over `paths` at each of `sizes` (read-only, ascending and
+    distinct: a `Rows`' sizes) on `link`. Reused while a sweep prices the same profile and sizes
+    on links that differ only in speed (generation, lanes, ACK/FC intervals): TLP counts and
+    bytes depend on `tlp.price_key` alone, so only the rates are computed per link."""
+    check_paths(paths)
+    where = (profile.name, profile.path, sizes.shape)
+    plan = _RECENT_PLANS.get(
+        where, lambda p: p.matches(profile, sizes), lambda: _plan(profile, sizes)
     )
-    for _, terms in ops:
-        for term in terms:
-            if isinstance(term, np.ndarray):
-                term.flags.writeable = False
-    return _ProfileTerms(profile, sizes, ops)
-
-
-_RECENT_TERMS = _RecentTerms()
+    terms = _RECENT_TERMS.get(
+        (*where, _link_facts(link)[1]),
+        lambda t: t.plan is plan,
+        lambda: _LinkTerms(plan, link),
+    )
+    return terms.costs(paths)
 
 
 # ---------------------------------------------------------------------------------------------
 # Results
 
 ETHERNET, PCIE_UP, PCIE_DOWN = np.uint8(0), np.uint8(1), np.uint8(2)
+
+
+class Binds(enum.Enum):
+    """Which bound sets a result's rate: Ethernet at every row, PCIe at every row, or it varies."""
+
+    ETHERNET = "ethernet"
+    PCIE = "pcie"
+    VARIES = "varies"
+
+
 BOTTLENECKS = np.array(["ethernet", "pcie_up", "pcie_down"])
 """Names of the `bottleneck_code` values."""
 
@@ -736,7 +816,7 @@ KEEPS_UP = 1e-12
 """PCIe within this fraction of line rate keeps up: Ethernet is named the bottleneck."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LineRates:
     """What an Ethernet port gives each row, whatever the link (read-only, shared): line-rate
     packets per second, mean frame bytes and gigabits per packet, line rate in Gb/s, and the
@@ -758,6 +838,11 @@ class LineRates:
         gbit = mean_frame * 8 / 1e9
         arrays = (line_pps, mean_frame, gbit, line_pps * gbit, line_pps / (1 + KEEPS_UP))
         return cls(*(_frozen(a) for a in arrays))
+
+    @_once
+    def all_ethernet(self) -> NDArray[np.uint8]:
+        """`bottleneck_code` of a link that keeps up at every row."""
+        return _frozen(np.full(self.line_pps.shape, ETHERNET))
 
 
 def _limit_orders() -> tuple[tuple[str, ...], ...]:
@@ -866,27 +951,50 @@ class NicResult:
     @_once
     def pcie_max_pps(self) -> NDArray[np.float64]:
         """Highest packet rate the link sustains: the busier direction binds."""
-        return self.capacity_bytes_per_s * self.costs.per_busiest_byte
+        return _frozen(self.capacity_bytes_per_s * self.costs.per_busiest_byte)
+
+    @_once
+    def binds(self) -> Binds:
+        """Whether Ethernet binds at every row, PCIe at every row, or it varies: where one
+        binds everywhere, the rates are the port's or the link's as they are."""
+        pcie, line = self.pcie_max_pps, self.line
+        if not pcie.size:
+            return Binds.VARIES
+        if pcie[0] >= line.line_pps[0] and np.all(pcie >= line.line_pps):
+            return Binds.ETHERNET  # max_pps = line_pps, and PCIe keeps up (KEEPS_UP)
+        if pcie[0] < line.keeps_up_pps[0] and np.all(pcie < line.keeps_up_pps):
+            return Binds.PCIE  # max_pps = pcie_max_pps, below line rate
+        return Binds.VARIES
 
     @_once
     def max_pps(self) -> NDArray[np.float64]:
         """Packets per second actually reachable: the lower of PCIe and Ethernet."""
-        return np.minimum(self.pcie_max_pps, self.line_pps)
+        if self.binds is Binds.ETHERNET:
+            return self.line_pps
+        if self.binds is Binds.PCIE:
+            return self.pcie_max_pps
+        return _frozen(np.minimum(self.pcie_max_pps, self.line_pps))
 
     @_once
     def achievable_gbps(self) -> NDArray[np.float64]:
         """Frame throughput (Gb/s, per direction) at `max_pps`."""
-        return self.max_pps * self.line.frame_gbit
+        if self.binds is Binds.ETHERNET:
+            return self.line_rate_gbps
+        return _frozen(self.max_pps * self.line.frame_gbit)
 
     @_once
     def pcie_up_gbps(self) -> NDArray[np.float64]:
         """PCIe wire bandwidth used device to host at `max_pps`, in Gb/s."""
-        return self.max_pps * self.costs.up_gbit
+        if self.binds is Binds.ETHERNET:
+            return self.costs.gbps_at(self.line)[0]
+        return _frozen(self.max_pps * self.costs.up_gbit)
 
     @_once
     def pcie_down_gbps(self) -> NDArray[np.float64]:
         """PCIe wire bandwidth used host to device at `max_pps`, in Gb/s."""
-        return self.max_pps * self.costs.down_gbit
+        if self.binds is Binds.ETHERNET:
+            return self.costs.gbps_at(self.line)[1]
+        return _frozen(self.max_pps * self.costs.down_gbit)
 
     def needed_gbps(self, pps: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """PCIe wire bandwidth (up, down) in Gb/s that `pps` packets per second would need."""
@@ -895,8 +1003,12 @@ class NicResult:
     @_once
     def bottleneck_code(self) -> NDArray[np.uint8]:
         """`bottleneck` as an index into `BOTTLENECKS` (what a sweep can store)."""
+        if self.binds is Binds.ETHERNET:
+            return self.line.all_ethernet
+        if self.binds is Binds.PCIE:
+            return self.costs.pcie_side
         falls_short = self.pcie_max_pps < self.line.keeps_up_pps
-        return falls_short * self.costs.pcie_side  # ETHERNET (0) where PCIe keeps up
+        return _frozen(falls_short * self.costs.pcie_side)  # ETHERNET (0) where PCIe keeps up
 
     @property
     def bottleneck(self) -> NDArray[np.str_]:
@@ -1000,7 +1112,7 @@ def _evaluate(
     profile: NicProfile, link: Link, eth: Ethernet, paths: tuple[str, ...], rows: Rows
 ) -> NicResult:
     check_paths(paths)
-    costs = _RECENT_TERMS.costs(profile, link, rows.sizes, paths).per_row(rows)
+    costs = packet_costs(profile, link, rows.sizes, paths).per_row(rows)
     capacity = _link_facts(link)[0]
     return NicResult(rows, costs, rows.line(eth), capacity, eth, profile, link, paths)
 

@@ -224,6 +224,14 @@ def wire_cost(
     that it equals the breakdown exactly)."""
     require_choice("operation", op, OPS)
     start, _, end = _operands(sizes, offsets)
+    return range_wire_cost(link, op, start, end, addr64=addr64)
+
+
+def range_wire_cost(
+    link: Link, op: Op, start: Int, end: Int, *, addr64: bool | None = None
+) -> WireCost:
+    """`wire_cost` of the byte ranges [start, end) that the caller has checked (whole bytes,
+    start >= 0, end > start): what a model that prices many operations calls."""
     dw_rounded = blocks_touched(start, end, DW_BYTES)
     dw_rounded <<= 2  # data + DW padding: the range rounded out to whole DWs
     zero = np.broadcast_to(np.int64(0), end.shape)
