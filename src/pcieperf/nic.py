@@ -736,7 +736,11 @@ def packet_costs(
     distinct: a `Rows`' sizes) on `link`. Reused while a sweep prices the same profile and sizes
     on links that differ only in speed (generation, lanes, ACK/FC intervals): TLP counts and
     bytes depend on `tlp.price_key` alone, so only the rates are computed per link."""
-    check_paths(paths)
+    if not profile.operations(paths):
+        raise UsageError(
+            f"profile {profile.name!r} has no operations on the paths {', '.join(paths)}; "
+            f"it has {', '.join(p for p in PATHS if getattr(profile, p))}"
+        )
     where = (profile.name, profile.path, sizes.shape)
     plan = _RECENT_PLANS.get(
         where, lambda p: p.matches(profile, sizes), lambda: _plan(profile, sizes)
