@@ -23,9 +23,8 @@ import tomllib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -34,7 +33,9 @@ from pcieperf.errors import ProfileError, UsageError, require_choice
 from pcieperf.ethernet import Ethernet, PacketMix, check_frame_sizes, dma_bytes
 from pcieperf.link import Link
 from pcieperf.tlp import Op, WireCost, price_key, range_wire_cost, wire_cost
-from pcieperf.trace import Demand, Trace, demand
+
+if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
+    from pcieperf.trace import Demand, Trace
 
 Initiator = Literal["host_mmio_write", "host_mmio_read", "dma_read", "dma_write", "interrupt"]
 INITIATORS: tuple[Initiator, ...] = (
@@ -51,6 +52,10 @@ Bottleneck = Literal["ethernet", "pcie_up", "pcie_down"]
 MAX_OP_BYTES = 1 << 32  # 4 GiB per operation: larger sizes are typos
 NEAR_LIMIT = 0.01  # a bound within 1 % of the achieved rate is named as a limit too
 
+PROFILES = Path(__file__).with_name("profiles")
+"""The built-in profiles: files beside this module (pcieperf, with its compiled core, is never
+imported from a zip), read without importlib.resources, whose imports (zipfile, tempfile,
+shutil) cost `nic` 5-25 ms of start-up here (python -X importtime)."""
 _PROFILE_KEYS = {"name", "description", "source", "notes", "params", "device", "rx", "tx"}
 DEVICE_FACTS = ("read_requests", "queues", "rx_fetch_bytes", "tx_fetch_bytes", "rx_wb_batch")
 _DEVICE_KEYS = {"name", "source", "notes", "assumed", *DEVICE_FACTS}
@@ -147,16 +152,13 @@ class NicProfile:
 
 def builtin_profiles() -> list[str]:
     """Names of the profiles shipped with pcieperf."""
-    folder = resources.files("pcieperf") / "profiles"
-    return sorted(
-        p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
-    )
+    return sorted(p.stem for p in PROFILES.glob("*.toml"))
 
 
 def load_profile(name_or_path: str) -> NicProfile:
     """Load a built-in profile by name, or a user profile from a `.toml` path."""
     if name_or_path in builtin_profiles():
-        res = resources.files("pcieperf") / "profiles" / f"{name_or_path}.toml"
+        res = PROFILES / f"{name_or_path}.toml"
         return parse_profile(res.read_text(encoding="utf-8"), f"{name_or_path} (built-in)")
     path = Path(name_or_path)
     if path.suffix != ".toml":
@@ -1160,4 +1162,6 @@ def trace_demand(
     """PCIe bandwidth per time window that this NIC needs to carry the trace's packets at the
     times they were captured (each packet priced at its own size)."""
     up, down = per_packet_wire_bytes(*price_packets(profile, link, trace.frame_bytes(), paths))
+    from pcieperf.trace import demand
+
     return demand(trace.ts_ns, up, down, window_ns, link.tlp_bytes_per_s)
