@@ -1,6 +1,7 @@
 """Start-up as a user times it (issue 15 item 4): whole `pcieperf --help`, `link`, `dma` and
 `nic` processes, median of --runs runs with the spread, alternating, beside the interpreter's
-own floor (`python -c pass`, `python -S`, `python -I`), the console script's entry cost (the
+own floor (`python -c pass`, `python -S`, `python -I`), numpy's (`python -c 'import numpy'`:
+what `dma` and `nic` cannot go below), the console script's entry cost (the
 same command through `python -c` without the generated script) and, with --baseline-src, an
 earlier pcieperf (its src folder) in the same run.
 
@@ -33,6 +34,7 @@ FLOORS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "python -S -c pass (no site)": [sys.executable, "-S", "-c", "pass"],
     "python -I -c pass (isolated)": [sys.executable, "-I", "-c", "pass"],
+    "python -c 'import numpy' (floor of dma, nic)": [sys.executable, "-c", "import numpy"],
 }
 
 
