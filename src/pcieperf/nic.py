@@ -509,26 +509,23 @@ Term = np.float64 | NDArray[np.float64] | Int
 _TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps")
 
 
-def _ordered_sum(terms: Iterable[Term], n: int) -> NDArray[np.float64]:
-    """`0 + t0 + t1 + ...` over `n` sizes, each term broadcast, bit for bit in fewer passes: a
-    term that is the same at every size is added as a scalar (into a scalar while no array has
-    been added), and zeros are skipped (x + 0.0 is x for every x >= 0, and every term is)."""
-    head, total = np.float64(0), None
+def _ordered_sum(terms: Iterable[Term], start: Term) -> Term:
+    """`start + t0 + t1 + ...`, each term broadcast over the sizes, bit for bit in fewer passes:
+    a term that is the same at every size is added as a scalar (into a scalar while no array
+    has been added), and zeros are skipped (x + 0.0 is x for every x >= 0, and every term is).
+    `start` (the sum of earlier terms) is left unchanged."""
+    total, owned = start, False
     for term in terms:
         if np.ndim(term) and term.strides == (0,):  # a broadcast constant of `wire_cost`
             term = term[0]
-        if np.ndim(term) == 0:
-            if term == 0:
-                continue
-            if total is None:
-                head = head + term
-            else:
-                total += term
-        elif total is None:
-            total = term + head
-        else:
+        if np.ndim(term) == 0 and term == 0:
+            continue
+        if owned:
             total += term
-    return np.full(n, head) if total is None else total
+        else:
+            total = total + term
+            owned = np.ndim(total) > 0
+    return total
 
 
 class _once(Generic[T]):  # noqa: N801 (named as the decorator it is used as)
@@ -700,6 +697,7 @@ class _LinkTerms:
     plan: _Plan
     link: Link
     terms: dict[int, tuple[Term, Term, Term, Term]] = field(default_factory=dict)
+    sums: dict[tuple[str, ...], tuple[Term, Term, Term, Term]] = field(default_factory=dict)
     totals: dict[tuple[str, ...], PacketCosts] = field(default_factory=dict)
 
     def costs(self, paths: tuple[str, ...]) -> PacketCosts:
@@ -707,11 +705,24 @@ class _LinkTerms:
         (the first profile error among them is raised)."""
         found = self.totals.get(paths)
         if found is None:
-            ops = self.plan.ops
-            terms = [self._terms(i) for p in paths for i, (q, _) in enumerate(ops) if q == p]
             n = self.plan.sizes.size
-            sums = (_ordered_sum((t[k] for t in terms), n) for k in range(4))
+            sums = (np.full(n, s) if np.ndim(s) == 0 else s for s in self._sums(paths))
             found = self.totals[paths] = PacketCosts(*(_frozen(a) for a in sums))
+        return found
+
+    def _sums(self, paths: tuple[str, ...]) -> tuple[Term, Term, Term, Term]:
+        """The four sums over `paths`' operations, continuing those of all paths but the last
+        (rx+tx goes on from rx alone: the same additions in the same order)."""
+        found = self.sums.get(paths)
+        if found is None:
+            start = self._sums(paths[:-1]) if len(paths) > 1 else (np.float64(0),) * 4
+            ops = self.plan.ops
+            terms = [self._terms(i) for i, (q, _) in enumerate(ops) if q == paths[-1]]
+            sums = tuple(_ordered_sum((t[k] for t in terms), start[k]) for k in range(4))
+            for total in sums:
+                if np.ndim(total):
+                    total.flags.writeable = False
+            found = self.sums[paths] = sums
         return found
 
     def _terms(self, index: int) -> tuple[Term, Term, Term, Term]:
