@@ -749,8 +749,18 @@ def packet_costs(
     distinct: a `Rows`' sizes) on `link`. Reused while a sweep prices the same profile and sizes
     on links that differ only in speed (generation, lanes, ACK/FC intervals): TLP counts and
     bytes depend on `tlp.price_key` alone, so only the rates are computed per link."""
+    return _packet_costs(profile, link, _link_facts(link)[1], sizes, paths)
+
+
+def _packet_costs(
+    profile: NicProfile,
+    link: Link,
+    key: tuple[int | bool, ...],
+    sizes: Int,
+    paths: tuple[str, ...],
+) -> PacketCosts:
+    """`packet_costs`, given `link`'s price key."""
     global _LAST_COSTS
-    key = _link_facts(link)[1]
     (last_profile, last_sizes, last_key, last_paths), last = _LAST_COSTS
     if last_sizes is sizes and last_profile is profile and (last_key, last_paths) == (key, paths):
         return last  # a sweep over links asks for the same costs again and again
@@ -988,9 +998,14 @@ class NicResult:
             return Binds.VARIES
         if pcie[0] >= line.line_pps[0] and np.all(pcie >= line.line_pps):
             return Binds.ETHERNET  # max_pps = line_pps, and PCIe keeps up (KEEPS_UP)
-        if pcie[0] < line.keeps_up_pps[0] and np.all(pcie < line.keeps_up_pps):
+        if pcie[0] < line.keeps_up_pps[0] and np.all(self.falls_short):
             return Binds.PCIE  # max_pps = pcie_max_pps, below line rate
         return Binds.VARIES
+
+    @_once
+    def falls_short(self) -> NDArray[np.bool_]:
+        """Where PCIe does not keep up with the line (`KEEPS_UP`)."""
+        return self.pcie_max_pps < self.line.keeps_up_pps
 
     @_once
     def max_pps(self) -> NDArray[np.float64]:
@@ -1033,8 +1048,7 @@ class NicResult:
             return self.line.all_ethernet
         if self.binds is Binds.PCIE:
             return self.costs.pcie_side
-        falls_short = self.pcie_max_pps < self.line.keeps_up_pps
-        return _frozen(falls_short * self.costs.pcie_side)  # ETHERNET (0) where PCIe keeps up
+        return _frozen(self.falls_short * self.costs.pcie_side)  # ETHERNET (0) where it keeps up
 
     @property
     def bottleneck(self) -> NDArray[np.str_]:
@@ -1137,9 +1151,8 @@ _RECENT_ROWS = _RecentRows()
 def _evaluate(
     profile: NicProfile, link: Link, eth: Ethernet, paths: tuple[str, ...], rows: Rows
 ) -> NicResult:
-    check_paths(paths)
-    costs = packet_costs(profile, link, rows.sizes, paths).per_row(rows)
-    capacity = _link_facts(link)[0]
+    capacity, key = _link_facts(link)
+    costs = _packet_costs(profile, link, key, rows.sizes, paths).per_row(rows)  # checks paths
     return NicResult(rows, costs, rows.line(eth), capacity, eth, profile, link, paths)
 
 
