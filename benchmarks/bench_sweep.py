@@ -6,7 +6,8 @@
 - NIC: every frame size 64..9216 B x every built-in profile x MPS x paths (rx+tx, rx, tx) x
   link (generation x lane width), with every column `sweep` writes (the bottleneck as its
   integer code, where the pcieperf has one; the names are one lookup at output).
-Each figure is the median of --runs full sweeps with [min-max]; one more run under tracemalloc
+Each figure is the median of --runs full sweeps with [min-max] (wall clock; the rate per CPU
+second beside it shows what load from other processes took); one more run under tracemalloc
 gives the peak memory. `--baseline-src DIR` times an earlier pcieperf (its src folder) the
 same way in a second process of the same run, beside this one; its NIC sweep covers one lane
 width (x8), as a pcieperf from before issue 15 prices every link anew (its rate does not
@@ -94,11 +95,12 @@ def sweep_nic(frames: np.ndarray, lanes: tuple[int, ...] = LANE_WIDTHS) -> int:
 
 def measure(func, arg, runs: int) -> dict:
     """Evaluations per second of `runs` timed calls (median, min, max) and the peak memory."""
-    rates = []
+    rates, cpu_rates = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         n = func(arg)
         rates.append(n / (time.perf_counter() - start))
+        cpu_rates.append(n / max(time.process_time() - cpu, 1e-9))
     tracemalloc.start()
     func(arg)
     _, peak = tracemalloc.get_traced_memory()
@@ -107,6 +109,7 @@ def measure(func, arg, runs: int) -> dict:
         "evaluations": n,
         "median_per_s": statistics.median(rates),
         "runs_per_s": rates,
+        "median_per_cpu_s": statistics.median(cpu_rates),  # what load on other cores hides
         "peak_mib": peak / 2**20,
     }
 
@@ -139,7 +142,8 @@ def show(label: str, figures: dict) -> None:
         rates = f["runs_per_s"]
         print(
             f"  {label:<10} {model}: {f['median_per_s'] / 1e6:8.2f} M evaluations/s "
-            f"[{min(rates) / 1e6:.2f}-{max(rates) / 1e6:.2f}] over {f['evaluations']:,}, "
+            f"[{min(rates) / 1e6:.2f}-{max(rates) / 1e6:.2f}] over {f['evaluations']:,} "
+            f"({f.get('median_per_cpu_s', 0) / 1e6:.1f} M per CPU-second), "
             f"peak traced memory {f['peak_mib']:.1f} MiB"
         )
 
