@@ -551,7 +551,7 @@ def _frozen(array: NDArray) -> NDArray:
     return array
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PacketCosts:
     """PCIe wire bytes and TLPs per packet, each direction, per size or mix (read-only arrays:
     shared by every link with the same TLP rules, `tlp.price_key`)."""
@@ -630,15 +630,17 @@ class _Recent(Generic[T]):
         return found
 
 
-@dataclass(frozen=True)
 class _PlannedOp:
     """One operation at some sizes, all that pricing it needs besides the link: bytes per
     occurrence and occurrences per packet (arrays of one value where the expression names no
-    packet)."""
+    packet). Internal classes here are plain: a dataclass costs ~1 ms of every start-up."""
 
-    op: Operation
-    size: NDArray[np.float64]
-    per_packet: NDArray[np.float64]
+    __slots__ = ("op", "per_packet", "size")
+
+    def __init__(
+        self, op: Operation, size: NDArray[np.float64], per_packet: NDArray[np.float64]
+    ) -> None:
+        self.op, self.size, self.per_packet = op, size, per_packet
 
     def terms(self, link: Link) -> tuple[Term, Term, Term, Term]:
         """(up bytes, down bytes, up TLPs, down TLPs) per packet on `link`, each `_price`'s
@@ -668,14 +670,19 @@ def _plan_op(
     return _PlannedOp(op, size, per_packet)
 
 
-@dataclass(frozen=True, eq=False)
 class _Plan:
     """A profile's operations at some sizes (a `Rows`' read-only sizes, kept as they are),
     planned once for every link: (path, planned operation or its error) in profile order."""
 
-    profile: NicProfile
-    sizes: Int
-    ops: tuple[tuple[str, _PlannedOp | ProfileError], ...]
+    __slots__ = ("ops", "profile", "sizes")
+
+    def __init__(
+        self,
+        profile: NicProfile,
+        sizes: Int,
+        ops: tuple[tuple[str, _PlannedOp | ProfileError], ...],
+    ) -> None:
+        self.profile, self.sizes, self.ops = profile, sizes, ops
 
     def matches(self, profile: NicProfile, sizes: Int) -> bool:
         """Whether this plan is for `profile` at `sizes`."""
@@ -689,16 +696,17 @@ def _plan(profile: NicProfile, sizes: Int) -> _Plan:
     return _Plan(profile, sizes, ops)
 
 
-@dataclass(frozen=True, eq=False)
 class _LinkTerms:
     """A plan's operation terms on one set of TLP rules (`tlp.price_key`), priced as they are
     first needed, and the per-packet totals of each choice of paths asked for so far."""
 
-    plan: _Plan
-    link: Link
-    terms: dict[int, tuple[Term, Term, Term, Term]] = field(default_factory=dict)
-    sums: dict[tuple[str, ...], tuple[Term, Term, Term, Term]] = field(default_factory=dict)
-    totals: dict[tuple[str, ...], PacketCosts] = field(default_factory=dict)
+    __slots__ = ("link", "plan", "sums", "terms", "totals")
+
+    def __init__(self, plan: _Plan, link: Link) -> None:
+        self.plan, self.link = plan, link
+        self.terms: dict[int, tuple[Term, Term, Term, Term]] = {}
+        self.sums: dict[tuple[str, ...], tuple[Term, Term, Term, Term]] = {}
+        self.totals: dict[tuple[str, ...], PacketCosts] = {}
 
     def costs(self, paths: tuple[str, ...]) -> PacketCosts:
         """Per-packet totals of the operations of `paths`, in `NicProfile.operations` order
