@@ -1,6 +1,7 @@
 """Start-up as a user times it (issue 15 item 4): whole `pcieperf --help`, `link`, `dma` and
 `nic` processes, median of --runs runs with the spread, alternating, beside the interpreter's
-own floor (`python -c pass`, `python -S`, `python -I`), the console script's entry cost (the
+own floor (`python -c pass`, `python -S`, `python -I`), numpy's (`python -c 'import numpy'`:
+what `dma` and `nic` cannot go below), the console script's entry cost (the
 same command through `python -c` without the generated script) and, with --baseline-src, an
 earlier pcieperf (its src folder) in the same run.
 
@@ -14,6 +15,7 @@ import argparse
 import compileall
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -33,14 +35,20 @@ FLOORS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "python -S -c pass (no site)": [sys.executable, "-S", "-c", "pass"],
     "python -I -c pass (isolated)": [sys.executable, "-I", "-c", "pass"],
+    "python -c 'import numpy' (floor of dma, nic)": [sys.executable, "-c", "import numpy"],
 }
 
 
-def wall(cmd: list[str], env: dict[str, str] | None = None) -> float:
-    """Seconds one process takes from start to exit (it must succeed)."""
+def wall(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Seconds one process takes from start to exit (it must succeed), and the CPU seconds
+    (user + system) it used: on a loaded machine the wall clock also counts waiting."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - start
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return elapsed, cpu
 
 
 def contenders(baseline: Path | None) -> dict[str, tuple[list[str], dict[str, str] | None]]:
@@ -76,17 +84,21 @@ def main() -> None:
         compileall.compile_dir(baseline, quiet=1)
     runs = contenders(baseline)
     seconds: dict[str, list[float]] = {label: [] for label in runs}
+    cpu: dict[str, list[float]] = {label: [] for label in runs}
     for _ in range(args.runs):  # alternating, so a load change hits every process alike
         for label, (cmd, env) in runs.items():
-            seconds[label].append(wall(cmd, env))
+            elapsed, used = wall(cmd, env)
+            seconds[label].append(elapsed)
+            cpu[label].append(used)
     print(f"whole process (median of {args.runs}, [min-max]), load {os.getloadavg()[0]:.2f}:")
     results = {}
     for label, values in seconds.items():
         med = statistics.median(values)
         mark = "" if not label.startswith("pcieperf") else ("  ok" if med < TARGET_S else "  OVER")
         spread = f"[{min(values) * 1e3:.1f}-{max(values) * 1e3:.1f}]"
-        print(f"  {label:<45} {med * 1e3:7.1f} ms {spread}{mark}")
-        results[label] = {"median_s": med, "runs_s": values}
+        cpu_med = statistics.median(cpu[label])
+        print(f"  {label:<45} {med * 1e3:7.1f} ms {spread}{mark}  (CPU {cpu_med * 1e3:.1f} ms)")
+        results[label] = {"median_s": med, "runs_s": values, "median_cpu_s": cpu_med}
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"startup": results}, indent=2) + "\n")
 

@@ -3,11 +3,16 @@
 - DMA: every transfer size 1..9216 B x every generation x lane width x MPS x operation, each
   (link, operation) priced as `dma` and `sweep` price it (TLPs and wire bytes per direction
   and the effective Gb/s of every size).
-- NIC: every frame size 64..9216 B x every built-in profile, with every column `sweep` writes.
-Each figure is the median of --runs full sweeps with [min-max]; one more run under tracemalloc
+- NIC: every frame size 64..9216 B x every built-in profile x MPS x paths (rx+tx, rx, tx) x
+  link (generation x lane width), with every column `sweep` writes (the bottleneck as its
+  integer code, where the pcieperf has one; the names are one lookup at output).
+Each figure is the median of --runs full sweeps with [min-max] (wall clock; the rate per CPU
+second beside it shows what load from other processes took); one more run under tracemalloc
 gives the peak memory. `--baseline-src DIR` times an earlier pcieperf (its src folder) the
-same way in a second process of the same run, beside this one.
-Target (issue 15): >= 1e8 DMA size-evaluations per second on one core.
+same way in a second process of the same run, beside this one; its NIC sweep covers one lane
+width (x8), as a pcieperf from before issue 15 prices every link anew (its rate does not
+depend on how many links share TLP rules) and the full grid would take minutes per run.
+Target (issue 15): >= 1e8 size-evaluations per second on one core, DMA and NIC.
 Run: python3 benchmarks/bench_sweep.py [--runs 5] [--baseline-src DIR] [--json-out F.json]
 """
 
@@ -28,6 +33,7 @@ from pcieperf.ethernet import Ethernet
 from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
 
 MPS_VALUES = (128, 256, 512, 1024, 2048, 4096)
+PATH_CHOICES = (("rx", "tx"), ("rx",), ("tx",))
 NIC_COLUMNS = (
     "mean_frame_bytes",
     "max_pps",
@@ -35,7 +41,6 @@ NIC_COLUMNS = (
     "line_pps",
     "achievable_gbps",
     "line_rate_gbps",
-    "bottleneck",
     "pcie_up_gbps",
     "pcie_down_gbps",
     "up_bytes_per_pkt",
@@ -66,24 +71,36 @@ def sweep_dma(sizes: np.ndarray) -> int:
     return evaluations
 
 
-def sweep_nic(frames: np.ndarray) -> int:
-    link, eth = Link(), Ethernet(40)
+def sweep_nic(frames: np.ndarray, lanes: tuple[int, ...] = LANE_WIDTHS) -> int:
+    """Every profile x MPS x paths x link, each evaluated as `sweep` evaluates a `nic` point
+    (sizes checked once where this pcieperf can reuse them); returns the evaluations."""
+    eth = Ethernet(40)
+    sizes = nic.fixed_rows(frames) if hasattr(nic, "fixed_rows") else frames
+    code = "bottleneck_code" if hasattr(nic.NicResult, "bottleneck_code") else "bottleneck"
+    links = {
+        m: [Link(gen=g, lanes=n, mps=m) for g in GENERATIONS for n in lanes] for m in MPS_VALUES
+    }
     evaluations = 0
     for name in nic.builtin_profiles():
-        result = nic.evaluate_sizes(nic.load_profile(name), link, eth, frames)
-        for column in NIC_COLUMNS:
-            getattr(result, column)
-        evaluations += len(result.label)
+        profile = nic.load_profile(name)
+        for at_mps in links.values():
+            for paths in PATH_CHOICES:
+                for link in at_mps:
+                    result = nic.evaluate_sizes(profile, link, eth, sizes, paths)
+                    for column in (*NIC_COLUMNS, code):
+                        getattr(result, column)
+                    evaluations += result.max_pps.size
     return evaluations
 
 
 def measure(func, arg, runs: int) -> dict:
     """Evaluations per second of `runs` timed calls (median, min, max) and the peak memory."""
-    rates = []
+    rates, cpu_rates = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         n = func(arg)
         rates.append(n / (time.perf_counter() - start))
+        cpu_rates.append(n / max(time.process_time() - cpu, 1e-9))
     tracemalloc.start()
     func(arg)
     _, peak = tracemalloc.get_traced_memory()
@@ -92,24 +109,26 @@ def measure(func, arg, runs: int) -> dict:
         "evaluations": n,
         "median_per_s": statistics.median(rates),
         "runs_per_s": rates,
+        "median_per_cpu_s": statistics.median(cpu_rates),  # what load on other cores hides
         "peak_mib": peak / 2**20,
     }
 
 
-def measure_all(runs: int) -> dict:
+def measure_all(runs: int, nic_lanes: tuple[int, ...]) -> dict:
     sizes, frames = np.arange(1, 9217), np.arange(64, 9217)
     sweep_dma(sizes[:100])  # warm-up (imports, first-call costs)
+    sweep_nic(frames[:100], nic_lanes[:1])
     return {
         "dma": measure(sweep_dma, sizes, runs),
-        "nic": measure(sweep_nic, frames, runs),
+        "nic": measure(lambda f: sweep_nic(f, nic_lanes), frames, runs),
     }
 
 
 def baseline(src: Path, runs: int) -> dict:
-    """The same measurement in a process that imports pcieperf from `src`."""
+    """The same measurement in a process that imports pcieperf from `src` (NIC: x8 only)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     done = subprocess.run(
-        [sys.executable, __file__, "--runs", str(runs), "--json-stdout"],
+        [sys.executable, __file__, "--runs", str(runs), "--json-stdout", "--nic-lanes", "8"],
         env=env,
         capture_output=True,
         text=True,
@@ -123,7 +142,8 @@ def show(label: str, figures: dict) -> None:
         rates = f["runs_per_s"]
         print(
             f"  {label:<10} {model}: {f['median_per_s'] / 1e6:8.2f} M evaluations/s "
-            f"[{min(rates) / 1e6:.2f}-{max(rates) / 1e6:.2f}] over {f['evaluations']:,}, "
+            f"[{min(rates) / 1e6:.2f}-{max(rates) / 1e6:.2f}] over {f['evaluations']:,} "
+            f"({f.get('median_per_cpu_s', 0) / 1e6:.1f} M per CPU-second), "
             f"peak traced memory {f['peak_mib']:.1f} MiB"
         )
 
@@ -134,18 +154,21 @@ def main() -> None:
     parser.add_argument("--baseline-src", default=None, help="an earlier pcieperf's src folder")
     parser.add_argument("--json-out", default=None, help="also write the figures here")
     parser.add_argument("--json-stdout", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--nic-lanes", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    lanes = tuple(int(n) for n in args.nic_lanes.split(",")) if args.nic_lanes else LANE_WIDTHS
     if args.json_stdout:  # the baseline's process
-        print(json.dumps(measure_all(args.runs)))
+        print(json.dumps(measure_all(args.runs, lanes)))
         return
-    results = {"pcieperf": measure_all(args.runs)}
+    results = {"pcieperf": measure_all(args.runs, lanes)}
     if args.baseline_src:
         results["baseline"] = baseline(Path(args.baseline_src).resolve(), args.runs)
     print(f"model sweeps (median of {args.runs}, [min-max]):")
     for label, figures in results.items():
         show(label, figures)
-    dma = results["pcieperf"]["dma"]["median_per_s"]
-    print(f"target >= {TARGET:.0e} DMA size-evaluations/s: {'met' if dma >= TARGET else 'NOT met'}")
+    for model, figures in results["pcieperf"].items():
+        met = "met" if figures["median_per_s"] >= TARGET else "NOT met"
+        print(f"target >= {TARGET:.0e} {model.upper()} size-evaluations/s: {met}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(results, indent=2) + "\n")
 

@@ -224,6 +224,14 @@ def wire_cost(
     that it equals the breakdown exactly)."""
     require_choice("operation", op, OPS)
     start, _, end = _operands(sizes, offsets)
+    return range_wire_cost(link, op, start, end, addr64=addr64)
+
+
+def range_wire_cost(
+    link: Link, op: Op, start: Int, end: Int, *, addr64: bool | None = None
+) -> WireCost:
+    """`wire_cost` of the byte ranges [start, end) that the caller has checked (whole bytes,
+    start >= 0, end > start): what a model that prices many operations calls."""
     dw_rounded = blocks_touched(start, end, DW_BYTES)
     dw_rounded <<= 2  # data + DW padding: the range rounded out to whole DWs
     zero = np.broadcast_to(np.int64(0), end.shape)
@@ -251,6 +259,14 @@ def _requests(link: Link, start: Int, end: Int, cut: int, addr64: bool | None) -
     if link.flit_mode:
         wire += _request_ohc(link, start, end, tlps)
     return tlps, wire
+
+
+def price_key(link: Link) -> tuple[int | bool, ...]:
+    """Every link setting that TLP counts and bytes depend on (MPS, MRRS, completion cut, Flit
+    Mode, request header and per-TLP framing): links with equal keys differ only in speed, so
+    their prices can be shared and only the rates differ."""
+    cut, flit, framing = completion_cut(link), link.flit_mode, link.tlp_overhead_bytes
+    return (link.mps, link.mrrs, cut, flit, link.addr64, framing)
 
 
 @dataclass(frozen=True)
@@ -289,8 +305,7 @@ class _RecentPrices:
         reusable = size.ndim == 1 and size.size <= self.MAX_SIZES and size.dtype.kind in "iu"
         if not reusable or np.ndim(offsets) != 0:
             return _priced(link, op, sizes, offsets)
-        key = (op, int(offsets), link.mps, link.mrrs, completion_cut(link), link.flit_mode)
-        key += (_request_header(link, None), link.tlp_overhead_bytes, size.shape)
+        key = (op, int(offsets), *price_key(link), size.shape)
         with self._lock:
             found = self._entries.get(key)
             if found is not None and np.array_equal(found[0], size):
