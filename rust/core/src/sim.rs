@@ -16,7 +16,6 @@
 //! per write) and occupy one of `posted_credits` buffer slots until then, which back-pressures
 //! the link the way PCIe flow control does. Times are in nanoseconds.
 
-use std::cmp::Ordering;
 use std::collections::VecDeque;
 
 use crate::error::CoreError;
@@ -96,44 +95,85 @@ impl SimResult {
     }
 }
 
+/// The later of two times: `f64::max` without its NaN handling. A run's times are finite
+/// and never -0.0 (its costs go through [`nonneg`] first, and every time is a sum of costs
+/// starting from +0.0: a sum is -0.0 only if both terms are), so this picks the same value,
+/// bit for bit, with a compare and a select.
+#[inline(always)]
+fn later(a: f64, b: f64) -> f64 {
+    if b > a {
+        b
+    } else {
+        a
+    }
+}
+
+/// `v` with -0.0 made +0.0 (adding +0.0 changes no other value): costs enter a run this way,
+/// so no time in it is -0.0 and [`later`] is exact.
+fn nonneg(v: f64) -> f64 {
+    v + 0.0
+}
+
 /// A pool of identical servers (tags, credits, page walkers): take the earliest free, give it
-/// back busy. The times the servers are free are kept in ascending (total) order, earliest
-/// first: servers come back nearly in time order, so a release moves few entries, where a
-/// heap would sift on every acquire and release.
-struct Pool(VecDeque<f64>);
+/// back busy. The times the servers are free are kept in ascending order, earliest first, in
+/// a ring of a power-of-two size: servers come back nearly in time order, so a release moves
+/// few entries, where a heap would sift on every acquire and release.
+struct Pool {
+    free: Vec<f64>,
+    mask: usize,
+    head: usize,
+    len: usize,
+}
 
 impl Pool {
     fn new(servers: u32) -> Self {
-        Self(std::iter::repeat_n(0.0, servers as usize).collect())
+        let size = (servers as usize).next_power_of_two();
+        Self {
+            free: vec![0.0; size],
+            mask: size - 1,
+            head: 0,
+            len: servers as usize,
+        }
     }
 
     /// Occupies the server that frees first from `ready` on; returns when service starts.
     #[inline]
     fn acquire(&mut self, ready: f64) -> f64 {
-        let free = self.0.pop_front().expect("pools are never empty");
-        free.max(ready)
+        debug_assert!(self.len > 0, "pools are never empty");
+        let free = self.free[self.head & self.mask];
+        self.head = self.head.wrapping_add(1);
+        self.len -= 1;
+        later(free, ready)
     }
 
     #[inline]
     fn release(&mut self, at: f64) {
-        match self.0.back() {
+        let tail = self.head.wrapping_add(self.len);
+        let last = self.free[tail.wrapping_sub(1) & self.mask];
+        if self.len > 0 && last > at {
+            self.insert_sorted(at);
+        } else {
             // The usual case: no server frees later than this one.
-            Some(last) if last.total_cmp(&at) == Ordering::Greater => self.insert_sorted(at),
-            _ => self.0.push_back(at),
+            self.free[tail & self.mask] = at;
+            self.len += 1;
         }
     }
 
+    /// Puts `at` after every time not later than it, moving the later ones up one place.
     #[inline(never)]
     fn insert_sorted(&mut self, at: f64) {
-        let i = self
-            .0
-            .partition_point(|t| t.total_cmp(&at) != Ordering::Greater);
-        self.0.insert(i, at);
+        let mut i = self.head.wrapping_add(self.len);
+        while i != self.head && self.free[i.wrapping_sub(1) & self.mask] > at {
+            self.free[i & self.mask] = self.free[i.wrapping_sub(1) & self.mask];
+            i = i.wrapping_sub(1);
+        }
+        self.free[i & self.mask] = at;
+        self.len += 1;
     }
 
     /// The times the `k` earliest-free servers are free, earliest first.
     fn earliest(&self, k: u32) -> impl Iterator<Item = f64> + '_ {
-        self.0.iter().take(k as usize).copied()
+        (0..self.len.min(k as usize)).map(move |i| self.free[self.head.wrapping_add(i) & self.mask])
     }
 }
 
@@ -446,6 +486,11 @@ impl Iommu {
                 what: "page walks need walkers >= 1 and finite walk times >= 0",
             });
         }
+        let walks = Walks {
+            walk_ns: nonneg(walks.walk_ns),
+            walk_busy_ns: nonneg(walks.walk_busy_ns),
+            ..walks
+        };
         Ok(Self {
             translator,
             walks,
@@ -466,7 +511,7 @@ impl Iommu {
             let began = self.walkers.acquire(t);
             self.walkers
                 .release(began + levels * self.walks.walk_busy_ns);
-            done = done.max(began + levels * self.walks.walk_ns);
+            done = later(done, began + levels * self.walks.walk_ns);
         }
         done
     }
@@ -506,6 +551,52 @@ fn check_machine(m: &Machine, classes: &[TxnClass]) -> Result<(), CoreError> {
     Ok(())
 }
 
+/// A class as a run plays it: its costs through [`nonneg`], its engine and its link times
+/// (bytes over the link's rate) worked out once instead of per transaction.
+#[derive(Debug, Clone, Copy)]
+struct Costs {
+    c: TxnClass,
+    engine: usize,
+    up_ns: f64,
+    down_ns: f64,
+}
+
+impl Costs {
+    /// Every class of a checked machine, prepared; link times must be finite.
+    fn prepare(m: &Machine, classes: &[TxnClass]) -> Result<Vec<Self>, CoreError> {
+        classes
+            .iter()
+            .map(|c| {
+                let c = TxnClass {
+                    issue_ns: nonneg(c.issue_ns),
+                    datapath_ns: nonneg(c.datapath_ns),
+                    up_bytes: nonneg(c.up_bytes),
+                    down_bytes: nonneg(c.down_bytes),
+                    write_ns: nonneg(c.write_ns),
+                    hit_ns: nonneg(c.hit_ns),
+                    miss_ns: nonneg(c.miss_ns),
+                    ..*c
+                };
+                let (up_ns, down_ns) = (
+                    c.up_bytes / m.up_bytes_per_ns,
+                    c.down_bytes / m.down_bytes_per_ns,
+                );
+                if !(up_ns.is_finite() && down_ns.is_finite()) {
+                    return Err(CoreError::BadParameter {
+                        what: "bytes over link rates must be finite times",
+                    });
+                }
+                Ok(Self {
+                    engine: 2 * c.queue + usize::from(!c.read),
+                    c,
+                    up_ns,
+                    down_ns,
+                })
+            })
+            .collect()
+    }
+}
+
 /// When each engine, the data path, both link directions and the root complex are next free,
 /// and who holds the tags and posted-write credits.
 struct Timeline {
@@ -519,25 +610,22 @@ struct Timeline {
 }
 
 impl Timeline {
-    fn engine(c: &TxnClass) -> usize {
-        2 * c.queue + usize::from(!c.read)
-    }
-
-    /// Earliest time a transaction of class `c` could go on the link, without taking anything:
+    /// Earliest time a transaction of class `k` could go on the link, without taking anything:
     /// its engine, its arrival, its tags and, for a write, a posted-write credit.
-    fn earliest_start(&mut self, m: &Machine, c: &TxnClass, txn: &Txn) -> f64 {
-        let ready = self.ready(m, c, txn);
-        let start = self.tags.earliest(c.tags).fold(ready, f64::max);
+    fn earliest_start(&mut self, m: &Machine, k: &Costs, txn: &Txn) -> f64 {
+        let ready = self.ready(m, k, txn);
+        let start = self.tags.earliest(k.c.tags).fold(ready, later);
         match self.credits.earliest(1).next() {
-            Some(credit) if !c.read => start.max(credit),
+            Some(credit) if !k.c.read => later(start, credit),
             _ => start,
         }
     }
 
-    fn ready(&self, m: &Machine, c: &TxnClass, txn: &Txn) -> f64 {
-        let ready = self.engine_free[Self::engine(c)].max(txn.not_before);
+    #[inline]
+    fn ready(&self, m: &Machine, k: &Costs, txn: &Txn) -> f64 {
+        let ready = later(self.engine_free[k.engine], txn.not_before);
         if m.tags_from_link {
-            ready.max(self.up_free)
+            later(ready, self.up_free)
         } else {
             ready
         }
@@ -566,46 +654,47 @@ impl Timeline {
         }
     }
 
-    /// Plays one transaction of class `c` through every stage (module docs).
+    /// Plays one transaction of class `k` through every stage (module docs).
     #[inline]
     fn serve(
         &mut self,
         m: &Machine,
-        c: &TxnClass,
+        k: &Costs,
         txn: &Txn,
         iommu: Option<&mut Iommu>,
         tally: &mut Tally,
     ) {
+        let c = &k.c;
         let result = &mut tally.result;
         result.transactions += 1;
-        let ready = self.ready(m, c, txn);
-        let start = (0..c.tags).fold(ready, |s, _| s.max(self.tags.acquire(ready)));
+        let ready = self.ready(m, k, txn);
+        let start = (0..c.tags).fold(ready, |s, _| later(s, self.tags.acquire(ready)));
         let engine_free = start + c.issue_ns;
-        self.engine_free[Timeline::engine(c)] = engine_free;
-        self.datapath_free = self.datapath_free.max(engine_free) + c.datapath_ns;
+        self.engine_free[k.engine] = engine_free;
+        self.datapath_free = later(self.datapath_free, engine_free) + c.datapath_ns;
         let credit_ready = if c.read {
             0.0
         } else {
             self.credits.acquire(0.0)
         };
-        let up_ns = c.up_bytes / m.up_bytes_per_ns;
-        self.up_free = self.up_free.max(self.datapath_free).max(credit_ready) + up_ns;
+        let up_ns = k.up_ns;
+        self.up_free = later(later(self.up_free, self.datapath_free), credit_ready) + up_ns;
         let t = match iommu {
             Some(iommu) => iommu.translate(txn.addr, txn.bytes, self.up_free),
             None => self.up_free,
         };
-        let down_ns = c.down_bytes / m.down_bytes_per_ns;
+        let down_ns = k.down_ns;
         let done = if c.read {
             let warm = txn.addr < m.warm_bytes;
             result.cache_hits += u64::from(warm);
             let ready = t + if warm { c.hit_ns } else { c.miss_ns };
-            self.down_free = self.down_free.max(ready) + down_ns;
+            self.down_free = later(self.down_free, ready) + down_ns;
             self.down_free
         } else {
             if down_ns > 0.0 {
-                self.down_free = self.down_free.max(self.up_free - up_ns) + down_ns;
+                self.down_free = later(self.down_free, self.up_free - up_ns) + down_ns;
             }
-            self.rc_free = self.rc_free.max(t) + c.write_ns;
+            self.rc_free = later(self.rc_free, t) + c.write_ns;
             self.credits.release(self.rc_free);
             self.up_free
         };
@@ -619,7 +708,7 @@ impl Timeline {
         result.rc_busy_ns += if c.read { 0.0 } else { c.write_ns };
         // A posted write leaves the link before its walk ends: the run lasts until the walk
         // has (so a rate never outruns the walkers that served its misses).
-        tally.last_done = tally.last_done.max(finished).max(self.down_free).max(t);
+        tally.last_done = later(later(later(tally.last_done, finished), self.down_free), t);
         if tally.record_latencies {
             match txn.measure {
                 Measure::Skip => {}
@@ -632,7 +721,7 @@ impl Timeline {
 }
 
 /// The class a transaction names.
-fn class_of<'a>(classes: &'a [TxnClass], txn: &Txn) -> Result<&'a TxnClass, CoreError> {
+fn class_of<'a>(classes: &'a [Costs], txn: &Txn) -> Result<&'a Costs, CoreError> {
     classes.get(txn.class).ok_or(CoreError::BadParameter {
         what: "a transaction names a class that does not exist",
     })
@@ -650,6 +739,11 @@ pub fn run(
 ) -> Result<SimResult, CoreError> {
     check_machine(m, classes)?;
     let queues = classes.iter().map(|c| c.queue + 1).max().unwrap_or(1);
+    let m = &Machine {
+        fixed_latency_ns: nonneg(m.fixed_latency_ns),
+        ..m.clone()
+    };
+    let classes = &Costs::prepare(m, classes)?;
     let mut line = Timeline::new(m, queues);
     let misses_before = iommu.as_ref().map_or(0, |i| i.translator.misses);
     let mut tally = Tally {
@@ -685,7 +779,7 @@ pub fn run(
 /// the last served.
 fn schedule(
     m: &Machine,
-    classes: &[TxnClass],
+    classes: &[Costs],
     line: &mut Timeline,
     mut iommu: Option<&mut Iommu>,
     mut txns: impl Iterator<Item = Txn>,
@@ -698,7 +792,7 @@ fn schedule(
         let mut buffered: usize = pending.iter().map(VecDeque::len).sum();
         while buffered < m.lookahead.max(1) && pending.iter().any(VecDeque::is_empty) {
             let Some(txn) = txns.next() else { break };
-            pending[class_of(classes, &txn)?.queue].push_back(txn);
+            pending[class_of(classes, &txn)?.c.queue].push_back(txn);
             buffered += 1;
         }
         let mut next: Option<(f64, usize)> = None;
