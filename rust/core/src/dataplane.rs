@@ -534,12 +534,22 @@ impl PortStream {
         })
     }
 
+    /// The next transaction: small enough to inline into the caller's loop, the poll that
+    /// makes the next batch kept out of line (it runs once per batch, not per transaction).
+    #[inline]
     fn next_txn(&mut self) -> Txn {
-        while self.pos == self.pending.len() {
-            self.next_poll();
+        if self.pos == self.pending.len() {
+            self.next_batch();
         }
         self.pos += 1;
         self.pending[self.pos - 1]
+    }
+
+    #[inline(never)]
+    fn next_batch(&mut self) {
+        while self.pos == self.pending.len() {
+            self.next_poll();
+        }
     }
 
     /// Makes the next packet arrive at time 0 (after a warm-up that is not timed).
@@ -570,10 +580,11 @@ impl PortStream {
             return 0;
         }
         let u = (self.rng.next() >> 11) as f64 / (1u64 << 53) as f64;
-        self.cumulative
-            .iter()
-            .position(|&c| u < c)
-            .unwrap_or(self.cumulative.len() - 1)
+        // The first size whose cumulative weight exceeds u: the cumulative weights never
+        // decrease, so that is how many are <= u, counted without a branch per size (the
+        // draw is random: a search's exit branch would mispredict).
+        let below = self.cumulative.iter().filter(|&&c| u >= c).count();
+        below.min(self.cumulative.len() - 1)
     }
 
     fn push(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {

@@ -28,6 +28,13 @@ pub struct CacheShape {
 
 const NONE: u32 = u32::MAX;
 
+/// A slot's neighbours on its set's recency list (`NONE` at either end).
+#[derive(Clone, Copy)]
+struct Link {
+    prev: u32,
+    next: u32,
+}
+
 /// A set-associative translation cache over dense page numbers `0..pages`.
 ///
 /// Each set keeps its ways on a doubly linked recency list (head = most recent), so LRU
@@ -39,8 +46,8 @@ pub struct Iotlb {
     rng: Rng,
     slot_of_page: Vec<u32>,
     page_of_slot: Vec<u64>,
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    /// Each slot's neighbours on its set's recency list, side by side (one load for both).
+    links: Vec<Link>,
     head: Vec<u32>,
     tail: Vec<u32>,
     used: Vec<u32>,
@@ -68,8 +75,13 @@ impl Iotlb {
             rng: Rng(seed),
             slot_of_page: vec![NONE; pages as usize],
             page_of_slot: vec![0; n],
-            prev: vec![NONE; n],
-            next: vec![NONE; n],
+            links: vec![
+                Link {
+                    prev: NONE,
+                    next: NONE
+                };
+                n
+            ],
             head: vec![NONE; sets as usize],
             tail: vec![NONE; sets as usize],
             used: vec![0; sets as usize],
@@ -78,25 +90,28 @@ impl Iotlb {
 
     #[inline]
     fn unlink(&mut self, set: usize, s: u32) {
-        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
+        let Link { prev: p, next: n } = self.links[s as usize];
         if p == NONE {
             self.head[set] = n
         } else {
-            self.next[p as usize] = n
+            self.links[p as usize].next = n
         }
         if n == NONE {
             self.tail[set] = p
         } else {
-            self.prev[n as usize] = p
+            self.links[n as usize].prev = p
         }
     }
 
     #[inline]
     fn push_front(&mut self, set: usize, s: u32) {
-        self.prev[s as usize] = NONE;
-        self.next[s as usize] = self.head[set];
-        if self.head[set] != NONE {
-            self.prev[self.head[set] as usize] = s;
+        let head = self.head[set];
+        self.links[s as usize] = Link {
+            prev: NONE,
+            next: head,
+        };
+        if head != NONE {
+            self.links[head as usize].prev = s;
         }
         self.head[set] = s;
         if self.tail[set] == NONE {
@@ -114,7 +129,7 @@ impl Iotlb {
     }
 
     /// Looks `page` up; true on a hit. A miss installs it, evicting a victim of its set.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, page: u64) -> bool {
         let set = if self.sets == 1 {
             0
