@@ -223,21 +223,34 @@ impl Translator {
     /// The start address of each page that `bytes` bytes from `addr` touch.
     pub fn pages(&self, addr: u64, bytes: u64) -> impl Iterator<Item = u64> {
         let shift = self.page_shift;
-        let (first, last) = (addr >> shift, (addr + bytes.max(1) - 1) >> shift);
-        (first..=last).map(move |page| page << shift)
+        self.page_numbers(addr, bytes)
+            .map(move |page| page << shift)
+    }
+
+    /// The numbers of the pages a transfer touches (a half-open range: the plain `Range`
+    /// iterator, without the inclusive one's exhaustion flag in the per-transaction loop).
+    #[inline]
+    fn page_numbers(&self, addr: u64, bytes: u64) -> std::ops::Range<u64> {
+        let shift = self.page_shift;
+        (addr >> shift)..((addr + bytes.max(1) - 1) >> shift) + 1
     }
 
     /// Translates every page of a transfer, counting misses.
+    #[inline]
     pub fn lookup_range(&mut self, addr: u64, bytes: u64) {
-        for page_addr in self.pages(addr, bytes) {
-            self.lookup(page_addr);
+        for page in self.page_numbers(addr, bytes) {
+            self.lookup_page(page);
         }
     }
 
     /// Translates `addr`, counting misses.
     #[inline]
     pub fn lookup(&mut self, addr: u64) -> Lookup {
-        let page = addr >> self.page_shift;
+        self.lookup_page(addr >> self.page_shift)
+    }
+
+    #[inline]
+    fn lookup_page(&mut self, page: u64) -> Lookup {
         if page == self.last_page {
             return Lookup::Hit;
         }

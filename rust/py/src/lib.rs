@@ -254,7 +254,7 @@ impl PagesTouched {
 
     fn mark(&mut self, addr: u64, bytes: u64) {
         let (first, last) = (addr >> self.shift, (addr + bytes.max(1) - 1) >> self.shift);
-        for page in first..=last {
+        for page in first..last + 1 {
             self.seen[page as usize] = true;
         }
     }
