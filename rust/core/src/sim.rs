@@ -115,48 +115,111 @@ fn nonneg(v: f64) -> f64 {
 }
 
 /// A pool of identical servers (tags, credits, page walkers): take the earliest free, give it
-/// back busy. The times the servers are free are kept in ascending order, earliest first, in
-/// a ring of a power-of-two size: servers come back nearly in time order, so a release moves
-/// few entries, where a heap would sift on every acquire and release.
+/// back busy. The times the servers are free are kept in two ascending runs: servers come
+/// back nearly in time order, or as two interleaved orderly streams (a read-write mix gives
+/// back reads' tags in completion order and writes' in link order, earlier), so a release
+/// nearly always appends to one run, and one that fits neither is inserted into the first.
+/// Equal times are equal bit for bit (no -0.0, see [`later`]), so which run gives up the
+/// earliest one does not matter.
 struct Pool {
+    runs: [Run; 2],
+}
+
+impl Pool {
+    fn new(servers: u32) -> Self {
+        let mut first = Run::new(servers);
+        first.len = servers as usize;
+        Self {
+            runs: [first, Run::new(servers)],
+        }
+    }
+
+    /// The run holding the earliest free time (the first on a tie).
+    #[inline]
+    fn earliest_run(&self) -> usize {
+        let [a, b] = &self.runs;
+        usize::from(b.len > 0 && (a.len == 0 || b.get(0) < a.get(0)))
+    }
+
+    /// Occupies the server that frees first from `ready` on; returns when service starts.
+    #[inline(always)]
+    fn acquire(&mut self, ready: f64) -> f64 {
+        let run = self.earliest_run();
+        later(self.runs[run].pop_front(), ready)
+    }
+
+    #[inline(always)]
+    fn release(&mut self, at: f64) {
+        let [a, b] = &mut self.runs;
+        if a.fits_after(at) {
+            a.push_back(at);
+        } else if b.fits_after(at) {
+            b.push_back(at);
+        } else {
+            a.insert_sorted(at);
+        }
+    }
+
+    /// The times the `k` earliest-free servers are free, earliest first (the runs merged).
+    fn earliest(&self, k: u32) -> impl Iterator<Item = f64> + '_ {
+        let [a, b] = &self.runs;
+        let (mut i, mut j) = (0, 0);
+        (0..(a.len + b.len).min(k as usize)).map(move |_| {
+            if j < b.len && (i >= a.len || b.get(j) < a.get(i)) {
+                j += 1;
+                b.get(j - 1)
+            } else {
+                i += 1;
+                a.get(i - 1)
+            }
+        })
+    }
+}
+
+/// Ascending free times in a ring of a power-of-two size (room for every server).
+struct Run {
     free: Vec<f64>,
     mask: usize,
     head: usize,
     len: usize,
 }
 
-impl Pool {
+impl Run {
     fn new(servers: u32) -> Self {
         let size = (servers as usize).next_power_of_two();
         Self {
             free: vec![0.0; size],
             mask: size - 1,
             head: 0,
-            len: servers as usize,
+            len: 0,
         }
     }
 
-    /// Occupies the server that frees first from `ready` on; returns when service starts.
     #[inline]
-    fn acquire(&mut self, ready: f64) -> f64 {
+    fn get(&self, i: usize) -> f64 {
+        self.free[self.head.wrapping_add(i) & self.mask]
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> f64 {
         debug_assert!(self.len > 0, "pools are never empty");
-        let free = self.free[self.head & self.mask];
+        let free = self.get(0);
         self.head = self.head.wrapping_add(1);
         self.len -= 1;
-        later(free, ready)
+        free
+    }
+
+    /// Whether `at` can be appended: no time in the run is later.
+    #[inline]
+    fn fits_after(&self, at: f64) -> bool {
+        self.len == 0 || self.get(self.len - 1) <= at
     }
 
     #[inline]
-    fn release(&mut self, at: f64) {
+    fn push_back(&mut self, at: f64) {
         let tail = self.head.wrapping_add(self.len);
-        let last = self.free[tail.wrapping_sub(1) & self.mask];
-        if self.len > 0 && last > at {
-            self.insert_sorted(at);
-        } else {
-            // The usual case: no server frees later than this one.
-            self.free[tail & self.mask] = at;
-            self.len += 1;
-        }
+        self.free[tail & self.mask] = at;
+        self.len += 1;
     }
 
     /// Puts `at` after every time not later than it, moving the later ones up one place.
@@ -169,11 +232,6 @@ impl Pool {
         }
         self.free[i & self.mask] = at;
         self.len += 1;
-    }
-
-    /// The times the `k` earliest-free servers are free, earliest first.
-    fn earliest(&self, k: u32) -> impl Iterator<Item = f64> + '_ {
-        (0..self.len.min(k as usize)).map(move |i| self.free[self.head.wrapping_add(i) & self.mask])
     }
 }
 
@@ -654,8 +712,9 @@ impl Timeline {
         }
     }
 
-    /// Plays one transaction of class `k` through every stage (module docs).
-    #[inline]
+    /// Plays one transaction of class `k` through every stage (module docs). Inlined into
+    /// each loop that calls it, so a loop without an IOMMU carries no translation branch.
+    #[inline(always)]
     fn serve(
         &mut self,
         m: &Machine,
@@ -753,10 +812,20 @@ pub fn run(
         record_latencies,
     };
     if queues == 1 {
-        // One queue: served in stream order, nothing to hold back or choose between.
-        for txn in txns {
-            let c = class_of(classes, &txn)?;
-            line.serve(m, c, &txn, iommu.as_deref_mut(), &mut tally);
+        // One queue: served in stream order, nothing to hold back or choose between; one
+        // loop with the IOMMU and one without.
+        match iommu.as_deref_mut() {
+            Some(iommu) => {
+                for txn in txns {
+                    let c = class_of(classes, &txn)?;
+                    line.serve(m, c, &txn, Some(&mut *iommu), &mut tally);
+                }
+            }
+            None => {
+                for txn in txns {
+                    line.serve(m, class_of(classes, &txn)?, &txn, None, &mut tally);
+                }
+            }
         }
     } else {
         schedule(
