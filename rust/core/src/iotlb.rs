@@ -220,17 +220,10 @@ impl Translator {
         })
     }
 
-    /// The start address of each page that `bytes` bytes from `addr` touch.
-    pub fn pages(&self, addr: u64, bytes: u64) -> impl Iterator<Item = u64> {
-        let shift = self.page_shift;
-        self.page_numbers(addr, bytes)
-            .map(move |page| page << shift)
-    }
-
     /// The numbers of the pages a transfer touches (a half-open range: the plain `Range`
     /// iterator, without the inclusive one's exhaustion flag in the per-transaction loop).
     #[inline]
-    fn page_numbers(&self, addr: u64, bytes: u64) -> std::ops::Range<u64> {
+    pub(crate) fn page_numbers(&self, addr: u64, bytes: u64) -> std::ops::Range<u64> {
         let shift = self.page_shift;
         (addr >> shift)..((addr + bytes.max(1) - 1) >> shift) + 1
     }
@@ -249,8 +242,9 @@ impl Translator {
         self.lookup_page(addr >> self.page_shift)
     }
 
+    /// Translates page number `page`, counting misses.
     #[inline]
-    fn lookup_page(&mut self, page: u64) -> Lookup {
+    pub(crate) fn lookup_page(&mut self, page: u64) -> Lookup {
         if page == self.last_page {
             return Lookup::Hit;
         }

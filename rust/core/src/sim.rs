@@ -558,10 +558,11 @@ impl Iommu {
 
     /// When a transfer whose request reached the IOMMU at `t` is translated (every page it
     /// spans; their walks may overlap on different walkers).
+    #[inline]
     fn translate(&mut self, addr: u64, bytes: u64, t: f64) -> f64 {
         let mut done = t;
-        for page_addr in self.translator.pages(addr, bytes) {
-            let levels = match self.translator.lookup(page_addr) {
+        for page in self.translator.page_numbers(addr, bytes) {
+            let levels = match self.translator.lookup_page(page) {
                 Lookup::Hit => continue,
                 Lookup::Walk => 1.0,
                 Lookup::LongWalk => 2.0,
