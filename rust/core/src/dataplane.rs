@@ -534,6 +534,23 @@ impl PortStream {
         })
     }
 
+    /// Calls `f` on each transaction of the next `packets` received packets, rounded up to
+    /// whole polls: what [`Self::take_packets`] yields, a poll's batch at a time (a slice
+    /// loop the caller's work inlines into, for callers that need no iterator).
+    pub fn for_each_txn(&mut self, packets: u64, mut f: impl FnMut(&Txn)) {
+        let end = self.packets + packets;
+        loop {
+            for txn in &self.pending[self.pos..] {
+                f(txn);
+            }
+            self.pos = self.pending.len();
+            if self.packets >= end {
+                return;
+            }
+            self.next_poll();
+        }
+    }
+
     /// The next transaction: small enough to inline into the caller's loop, the poll that
     /// makes the next batch kept out of line (it runs once per batch, not per transaction).
     #[inline]
