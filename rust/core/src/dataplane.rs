@@ -615,13 +615,23 @@ impl PortStream {
     }
 
     /// A device write: its lines are (re)allocated in the LLC's DDIO ways.
+    #[inline]
     fn write(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
+        if self.ddio.is_some() {
+            self.allocate(addr, bytes);
+        }
+        self.push(addr, bytes, class, not_before);
+    }
+
+    /// The DDIO ways take a device write's lines (out of line: without an LLC model the
+    /// write is a push).
+    #[inline(never)]
+    fn allocate(&mut self, addr: u64, bytes: u64) {
         if let Some(ddio) = self.ddio.as_mut() {
             for line in self.map.lines(addr, bytes) {
                 ddio.write(line);
             }
         }
-        self.push(addr, bytes, class, not_before);
     }
 
     /// A packet read: the cold class when the LLC lost any of its lines.

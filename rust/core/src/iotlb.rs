@@ -137,15 +137,22 @@ impl Iotlb {
             (page % self.sets) as usize
         };
         let slot = self.slot_of_page[page as usize];
-        if slot != NONE {
-            // Already the most recent of its set (a transfer's next page, or its next line):
-            // the recency list stays as it is.
-            if self.head[set] != slot {
-                self.unlink(set, slot);
-                self.push_front(set, slot);
-            }
-            return true;
+        if slot == NONE {
+            self.install(set, page);
+            return false;
         }
+        // Already the most recent of its set (a transfer's next page, or its next line):
+        // the recency list stays as it is.
+        if self.head[set] != slot {
+            self.unlink(set, slot);
+            self.push_front(set, slot);
+        }
+        true
+    }
+
+    /// Puts a missed `page` at the front of its set, in a free way or over the victim's.
+    #[inline(never)]
+    fn install(&mut self, set: usize, page: u64) {
         let slot = if self.used[set] < self.ways {
             self.used[set] += 1;
             set as u32 * self.ways + self.used[set] - 1
@@ -158,7 +165,6 @@ impl Iotlb {
         self.page_of_slot[slot as usize] = page;
         self.slot_of_page[page as usize] = slot;
         self.push_front(set, slot);
-        false
     }
 }
 
@@ -252,6 +258,13 @@ impl Translator {
         if self.tlb.access(page) {
             return Lookup::Hit;
         }
+        self.miss(page)
+    }
+
+    /// Counts an IOTLB miss and asks the page-walk cache for the page's table (out of line:
+    /// the lookup that inlines into a transaction loop is the hit path).
+    #[inline(never)]
+    fn miss(&mut self, page: u64) -> Lookup {
         self.misses += 1;
         let table_cached = self
             .pwc
