@@ -46,10 +46,12 @@ pub struct Iotlb {
     rng: Rng,
     slot_of_page: Vec<u32>,
     page_of_slot: Vec<u64>,
-    /// Each slot's neighbours on its set's recency list, side by side (one load for both).
+    /// Each slot's neighbours on its set's recency list, side by side (one load for both),
+    /// then one sentinel per set (`entries + set`): the list is a ring through its sentinel,
+    /// whose `next` is the most recent slot and `prev` the least, so linking and unlinking
+    /// never test for an end.
     links: Vec<Link>,
-    head: Vec<u32>,
-    tail: Vec<u32>,
+    entries: u32,
     used: Vec<u32>,
 }
 
@@ -67,61 +69,55 @@ impl Iotlb {
             });
         }
         let sets = shape.entries / ways;
-        let n = shape.entries as usize;
+        let n = shape.entries;
+        // Slots start unlinked; each set's sentinel starts as a ring of one.
+        let links = (0..n + sets)
+            .map(|i| {
+                let to = if i < n { NONE } else { i };
+                Link { prev: to, next: to }
+            })
+            .collect();
         Ok(Self {
             ways,
             sets: u64::from(sets),
             replacement: shape.replacement,
             rng: Rng(seed),
             slot_of_page: vec![NONE; pages as usize],
-            page_of_slot: vec![0; n],
-            links: vec![
-                Link {
-                    prev: NONE,
-                    next: NONE
-                };
-                n
-            ],
-            head: vec![NONE; sets as usize],
-            tail: vec![NONE; sets as usize],
+            page_of_slot: vec![0; n as usize],
+            links,
+            entries: n,
             used: vec![0; sets as usize],
         })
     }
 
+    /// The sentinel of `set`'s recency ring.
     #[inline]
-    fn unlink(&mut self, set: usize, s: u32) {
-        let Link { prev: p, next: n } = self.links[s as usize];
-        if p == NONE {
-            self.head[set] = n
-        } else {
-            self.links[p as usize].next = n
-        }
-        if n == NONE {
-            self.tail[set] = p
-        } else {
-            self.links[n as usize].prev = p
-        }
+    fn sentinel(&self, set: usize) -> usize {
+        self.entries as usize + set
+    }
+
+    #[inline]
+    fn unlink(&mut self, s: u32) {
+        let Link { prev, next } = self.links[s as usize];
+        self.links[prev as usize].next = next;
+        self.links[next as usize].prev = prev;
     }
 
     #[inline]
     fn push_front(&mut self, set: usize, s: u32) {
-        let head = self.head[set];
+        let sentinel = self.sentinel(set);
+        let head = self.links[sentinel].next;
         self.links[s as usize] = Link {
-            prev: NONE,
+            prev: sentinel as u32,
             next: head,
         };
-        if head != NONE {
-            self.links[head as usize].prev = s;
-        }
-        self.head[set] = s;
-        if self.tail[set] == NONE {
-            self.tail[set] = s;
-        }
+        self.links[head as usize].prev = s;
+        self.links[sentinel].next = s;
     }
 
     fn victim(&mut self, set: usize) -> u32 {
         match self.replacement {
-            Replacement::Lru => self.tail[set],
+            Replacement::Lru => self.links[self.sentinel(set)].prev,
             Replacement::Random => {
                 set as u32 * self.ways + self.rng.below(u64::from(self.ways)) as u32
             }
@@ -143,8 +139,8 @@ impl Iotlb {
         }
         // Already the most recent of its set (a transfer's next page, or its next line):
         // the recency list stays as it is.
-        if self.head[set] != slot {
-            self.unlink(set, slot);
+        if self.links[self.sentinel(set)].next != slot {
+            self.unlink(slot);
             self.push_front(set, slot);
         }
         true
@@ -158,7 +154,7 @@ impl Iotlb {
             set as u32 * self.ways + self.used[set] - 1
         } else {
             let victim = self.victim(set);
-            self.unlink(set, victim);
+            self.unlink(victim);
             self.slot_of_page[self.page_of_slot[victim as usize] as usize] = NONE;
             victim
         };
