@@ -160,6 +160,12 @@ impl Pool {
         }
     }
 
+    /// When the earliest-free server is free (the usual question: one tag, one credit).
+    #[inline]
+    fn first(&self) -> f64 {
+        self.runs[self.earliest_run()].get(0)
+    }
+
     /// The times the `k` earliest-free servers are free, earliest first (the runs merged).
     fn earliest(&self, k: u32) -> impl Iterator<Item = f64> + '_ {
         let [a, b] = &self.runs;
@@ -673,10 +679,15 @@ impl Timeline {
     /// its engine, its arrival, its tags and, for a write, a posted-write credit.
     fn earliest_start(&mut self, m: &Machine, k: &Costs, txn: &Txn) -> f64 {
         let ready = self.ready(m, k, txn);
-        let start = self.tags.earliest(k.c.tags).fold(ready, later);
-        match self.credits.earliest(1).next() {
-            Some(credit) if !k.c.read => later(start, credit),
-            _ => start,
+        let start = match k.c.tags {
+            0 => ready,
+            1 => later(ready, self.tags.first()),
+            n => self.tags.earliest(n).fold(ready, later),
+        };
+        if k.c.read {
+            start
+        } else {
+            later(start, self.credits.first())
         }
     }
 
