@@ -338,10 +338,14 @@ impl Mempool {
         }
     }
 
-    /// Takes `n` objects for `lcore` into `out` (validation guarantees the pool never runs dry).
-    fn get(&mut self, lcore: usize, n: usize, out: &mut Vec<u32>) {
+    /// Fills `out` with objects for `lcore`, popped from its cache one by one (validation
+    /// guarantees the pool never runs dry).
+    fn get(&mut self, lcore: usize, out: &mut [u32]) {
+        let n = out.len();
         if self.size == 0 {
-            out.extend(self.ring.drain(..n));
+            for (o, id) in out.iter_mut().zip(self.ring.drain(..n)) {
+                *o = id;
+            }
             return;
         }
         let cache = &mut self.caches[lcore];
@@ -349,29 +353,31 @@ impl Mempool {
             let want = (self.size + n - cache.len()).min(self.ring.len());
             cache.extend(self.ring.drain(..want));
         }
-        for _ in 0..n {
-            out.push(cache.pop().expect("validated pool size"));
+        let rest = cache.len().checked_sub(n).expect("validated pool size");
+        // LIFO: the first taken is the last put.
+        for (o, &id) in out.iter_mut().zip(cache[rest..].iter().rev()) {
+            *o = id;
         }
+        cache.truncate(rest);
     }
 
-    fn put(&mut self, lcore: usize, objects: impl Iterator<Item = u32>) {
+    fn put(&mut self, lcore: usize, objects: &[u32]) {
         if self.size == 0 {
             self.ring.extend(objects);
             return;
         }
         let cache = &mut self.caches[lcore];
-        cache.extend(objects);
+        cache.extend_from_slice(objects);
         if cache.len() >= self.flush_at {
             self.ring.extend(cache.drain(self.size..));
         }
     }
 }
 
-/// A packet in the Tx ring: its mbuf, size, and whether the NIC fetches a descriptor line for
+/// A packet in the Tx ring (its mbuf aside): its size, and whether the NIC fetches a descriptor line for
 /// it (the first descriptor of a poll's run in each line).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct TxEntry {
-    buf: u32,
     size: u32,
     fetch: bool,
 }
@@ -386,19 +392,28 @@ fn next_slot(i: u32, n: u32) -> u32 {
     }
 }
 
-/// One (port, queue) and the Tx queue it forwards to.
+/// One (port, queue) and the Tx queue it forwards to. Both rings are arrays indexed by slot:
+/// the Rx packets waiting for a poll are the slots from `rx_poll` on, the Tx packets queued
+/// for the NIC those from `tx_dma` on and the sent ones not yet freed those from `tx_free` on.
 struct Lane {
     rx_ring: u64,
     tx_ring: u64,
+    /// Each Rx slot's mbuf and the size index of the packet written into it.
     rx_slots: Vec<u32>,
+    rx_sizes: Vec<u32>,
     rx_next: u32,
+    rx_poll: u32,
+    rx_waiting: u32,
     rx_refill: u32,
     rx_consumed: u32,
-    rx_waiting: VecDeque<(u32, usize)>,
+    /// Each Tx slot's mbuf, and its packet's size and descriptor fetch.
+    tx_bufs: Vec<u32>,
+    tx_slots: Vec<TxEntry>,
     tx_tail: u32,
     tx_dma: u32,
-    tx_queued: VecDeque<TxEntry>,
-    tx_sent: VecDeque<u32>,
+    tx_free: u32,
+    tx_queued: u32,
+    tx_sent: u32,
     drop_credit: f64,
 }
 
@@ -417,9 +432,7 @@ pub struct PortStream {
     clock_ns: f64,
     last_arrival_ns: f64,
     ddio: Option<Ddio>,
-    poll_bufs: Vec<(u32, usize)>,
-    dma_out: Vec<TxEntry>,
-    scratch: Vec<u32>,
+    poll_bufs: Vec<(u32, u32)>,
     pending: Vec<Txn>,
     pos: usize,
 }
@@ -452,14 +465,19 @@ impl PortStream {
                 rx_ring: lane as u64 * rx_bytes,
                 tx_ring: lanes as u64 * rx_bytes + tx_lane * tx_bytes,
                 rx_slots,
+                rx_sizes: vec![0; cfg.rxd as usize],
                 rx_next: 0,
+                rx_poll: 0,
+                rx_waiting: 0,
                 rx_refill: 0,
                 rx_consumed: 0,
-                rx_waiting: VecDeque::with_capacity(cfg.rxd as usize),
+                tx_bufs: vec![0; cfg.txd as usize],
+                tx_slots: vec![TxEntry::default(); cfg.txd as usize],
                 tx_tail: 0,
                 tx_dma: 0,
-                tx_queued: VecDeque::with_capacity(cfg.txd as usize),
-                tx_sent: VecDeque::with_capacity(cfg.txd as usize),
+                tx_free: 0,
+                tx_queued: 0,
+                tx_sent: 0,
                 drop_credit: 0.0,
             });
         }
@@ -485,8 +503,6 @@ impl PortStream {
             last_arrival_ns: 0.0,
             ddio,
             poll_bufs: Vec::with_capacity(cfg.burst as usize),
-            dma_out: Vec::with_capacity(cfg.txd as usize),
-            scratch: Vec::with_capacity(cfg.burst.max(cfg.rx_free_thresh) as usize),
             pending: Vec::with_capacity(cfg.burst as usize * 4),
             pos: 0,
             cfg,
@@ -518,12 +534,39 @@ impl PortStream {
         })
     }
 
-    fn next_txn(&mut self) -> Txn {
-        while self.pos == self.pending.len() {
+    /// Calls `f` on each transaction of the next `packets` received packets, rounded up to
+    /// whole polls: what [`Self::take_packets`] yields, a poll's batch at a time (a slice
+    /// loop the caller's work inlines into, for callers that need no iterator).
+    pub fn for_each_txn(&mut self, packets: u64, mut f: impl FnMut(&Txn)) {
+        let end = self.packets + packets;
+        loop {
+            for txn in &self.pending[self.pos..] {
+                f(txn);
+            }
+            self.pos = self.pending.len();
+            if self.packets >= end {
+                return;
+            }
             self.next_poll();
+        }
+    }
+
+    /// The next transaction: small enough to inline into the caller's loop, the poll that
+    /// makes the next batch kept out of line (it runs once per batch, not per transaction).
+    #[inline]
+    fn next_txn(&mut self) -> Txn {
+        if self.pos == self.pending.len() {
+            self.next_batch();
         }
         self.pos += 1;
         self.pending[self.pos - 1]
+    }
+
+    #[inline(never)]
+    fn next_batch(&mut self) {
+        while self.pos == self.pending.len() {
+            self.next_poll();
+        }
     }
 
     /// Makes the next packet arrive at time 0 (after a warm-up that is not timed).
@@ -554,10 +597,11 @@ impl PortStream {
             return 0;
         }
         let u = (self.rng.next() >> 11) as f64 / (1u64 << 53) as f64;
-        self.cumulative
-            .iter()
-            .position(|&c| u < c)
-            .unwrap_or(self.cumulative.len() - 1)
+        // The first size whose cumulative weight exceeds u: the cumulative weights never
+        // decrease, so that is how many are <= u, counted without a branch per size (the
+        // draw is random: a search's exit branch would mispredict).
+        let below = self.cumulative.iter().filter(|&&c| u >= c).count();
+        below.min(self.cumulative.len() - 1)
     }
 
     fn push(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
@@ -571,13 +615,23 @@ impl PortStream {
     }
 
     /// A device write: its lines are (re)allocated in the LLC's DDIO ways.
+    #[inline]
     fn write(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
+        if self.ddio.is_some() {
+            self.allocate(addr, bytes);
+        }
+        self.push(addr, bytes, class, not_before);
+    }
+
+    /// The DDIO ways take a device write's lines (out of line: without an LLC model the
+    /// write is a push).
+    #[inline(never)]
+    fn allocate(&mut self, addr: u64, bytes: u64) {
         if let Some(ddio) = self.ddio.as_mut() {
             for line in self.map.lines(addr, bytes) {
                 ddio.write(line);
             }
         }
-        self.push(addr, bytes, class, not_before);
     }
 
     /// A packet read: the cold class when the LLC lost any of its lines.
@@ -622,8 +676,9 @@ impl PortStream {
             let lane = &mut self.lanes[li];
             let slot = u64::from(lane.rx_next);
             let buf = lane.rx_slots[slot as usize];
+            lane.rx_sizes[slot as usize] = size as u32;
             lane.rx_next = next_slot(lane.rx_next, self.cfg.rxd);
-            lane.rx_waiting.push_back((buf, size));
+            lane.rx_waiting += 1;
             let ring = lane.rx_ring;
             if slot & line_mask == 0 {
                 let line = self.map.iova(ring + slot * desc);
@@ -645,37 +700,37 @@ impl PortStream {
 
     /// The core takes the packets that have waited `rx_backlog` behind, and drops its share.
     fn poll(&mut self, li: usize) {
-        let (backlog, batch) = (self.cfg.rx_backlog as usize, self.cfg.poll_batch as usize);
+        let (backlog, batch) = (self.cfg.rx_backlog, self.cfg.poll_batch);
         let drop_share = self.cfg.drop_per_fwd / (1.0 + self.cfg.drop_per_fwd);
         self.poll_bufs.clear();
         let lane = &mut self.lanes[li];
-        let take = lane.rx_waiting.len().saturating_sub(backlog).min(batch);
-        lane.rx_consumed += take as u32;
-        if drop_share == 0.0 {
-            self.poll_bufs.extend(lane.rx_waiting.drain(..take));
-            return;
-        }
+        let take = lane.rx_waiting.saturating_sub(backlog).min(batch);
+        lane.rx_consumed += take;
+        lane.rx_waiting -= take;
         for _ in 0..take {
-            let (buf, size) = lane.rx_waiting.pop_front().expect("counted");
-            lane.drop_credit += drop_share;
-            if lane.drop_credit >= 1.0 {
-                lane.drop_credit -= 1.0;
-                self.pool.put(li, std::iter::once(buf));
-            } else {
-                self.poll_bufs.push((buf, size));
+            let slot = lane.rx_poll as usize;
+            let (buf, size) = (lane.rx_slots[slot], lane.rx_sizes[slot]);
+            lane.rx_poll = next_slot(lane.rx_poll, self.cfg.rxd);
+            if drop_share != 0.0 {
+                lane.drop_credit += drop_share;
+                if lane.drop_credit >= 1.0 {
+                    lane.drop_credit -= 1.0;
+                    self.pool.put(li, &[buf]);
+                    continue;
+                }
             }
+            self.poll_bufs.push((buf, size));
         }
     }
 
     fn refill(&mut self, li: usize) {
         let thresh = self.cfg.rx_free_thresh;
-        while self.lanes[li].rx_consumed >= thresh {
-            self.scratch.clear();
-            self.pool.get(li, thresh as usize, &mut self.scratch);
-            let lane = &mut self.lanes[li];
+        let lane = &mut self.lanes[li];
+        while lane.rx_consumed >= thresh {
             // Refills start at multiples of thresh and rxd is one: a refill never wraps.
             let at = lane.rx_refill as usize;
-            lane.rx_slots[at..at + thresh as usize].copy_from_slice(&self.scratch);
+            self.pool
+                .get(li, &mut lane.rx_slots[at..at + thresh as usize]);
             lane.rx_refill = (lane.rx_refill + thresh) % self.cfg.rxd;
             lane.rx_consumed -= thresh;
         }
@@ -684,49 +739,52 @@ impl PortStream {
     /// tx_burst (free sent mbufs if short of room, enqueue the poll's packets), then the NIC's
     /// Tx DMA of everything beyond the backlog.
     fn transmit(&mut self, li: usize) {
-        let (txd, rs) = (self.cfg.txd as usize, self.cfg.rs_thresh as usize);
-        let need = self.cfg.tx_free_thresh.max(self.cfg.burst) as usize;
+        let (txd, rs) = (self.cfg.txd, self.cfg.rs_thresh);
+        let need = self.cfg.tx_free_thresh.max(self.cfg.burst);
         let line_mask = (LINE_BYTES / self.cfg.tx_desc_bytes) as u32 - 1; // a power of two
         let lane = &mut self.lanes[li];
-        while txd - 1 - lane.tx_queued.len() - lane.tx_sent.len() < need {
-            let sent = lane.tx_sent.drain(..rs);
-            self.pool.put(li, sent);
+        // Sent mbufs are freed rs_thresh at a time from a multiple of it, which divides txd:
+        // a group never wraps.
+        while txd - 1 - lane.tx_queued - lane.tx_sent < need {
+            let at = lane.tx_free as usize;
+            self.pool.put(li, &lane.tx_bufs[at..at + rs as usize]);
+            lane.tx_free = (lane.tx_free + rs) % txd;
+            lane.tx_sent -= rs;
         }
         for (k, &(buf, size)) in self.poll_bufs.iter().enumerate() {
+            let slot = lane.tx_tail as usize;
             let fetch = k == 0 || lane.tx_tail & line_mask == 0;
-            lane.tx_tail = next_slot(lane.tx_tail, self.cfg.txd);
-            let size = size as u32;
-            lane.tx_queued.push_back(TxEntry { buf, size, fetch });
+            lane.tx_bufs[slot] = buf;
+            lane.tx_slots[slot] = TxEntry { size, fetch };
+            lane.tx_tail = next_slot(lane.tx_tail, txd);
         }
+        lane.tx_queued += self.poll_bufs.len() as u32;
         // The NIC's Tx DMA of everything beyond the backlog, oldest first.
-        let dma = lane
-            .tx_queued
-            .len()
-            .saturating_sub(self.cfg.tx_backlog as usize);
-        self.dma_out.clear();
-        self.dma_out.extend(lane.tx_queued.drain(..dma));
-        lane.tx_sent.extend(self.dma_out.iter().map(|e| e.buf));
+        let dma = lane.tx_queued.saturating_sub(self.cfg.tx_backlog);
+        lane.tx_queued -= dma;
+        lane.tx_sent += dma;
         let (ring, desc, first) = (lane.tx_ring, self.cfg.tx_desc_bytes, lane.tx_dma);
-        lane.tx_dma = (lane.tx_dma + dma as u32) % self.cfg.txd;
-        self.forwarded += dma as u64;
+        lane.tx_dma = (lane.tx_dma + dma) % txd;
+        self.forwarded += u64::from(dma);
         let last_arrival = self.last_arrival_ns;
         // The slot and its place in its RS group, stepped without a division per packet.
-        let (mut slot, mut in_group) = (first, first % rs as u32);
-        for k in 0..dma {
-            let entry = self.dma_out[k];
+        let (mut slot, mut in_group) = (first, first % rs);
+        for _ in 0..dma {
+            let lane = &self.lanes[li];
+            let (buf, entry) = (lane.tx_bufs[slot as usize], lane.tx_slots[slot as usize]);
             if entry.fetch {
                 let line = self
                     .map
                     .iova(ring + u64::from(slot) * desc / LINE_BYTES * LINE_BYTES);
                 self.push(line, LINE_BYTES, TX_DESC_READ, last_arrival);
             }
-            self.read_packet(entry.buf, entry.size as usize, last_arrival);
-            if in_group == rs as u32 - 1 {
+            self.read_packet(buf, entry.size as usize, last_arrival);
+            if in_group == rs - 1 {
                 let line = self.map.iova(ring + u64::from(slot) * desc);
                 self.write(line, desc, TX_DESC_WRITEBACK, last_arrival);
             }
-            slot = next_slot(slot, self.cfg.txd);
-            in_group = next_slot(in_group, rs as u32);
+            slot = next_slot(slot, txd);
+            in_group = next_slot(in_group, rs);
         }
     }
 }

@@ -41,9 +41,40 @@ pub fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// `n % d` for a fixed `d` by multiplications instead of a division, exact for every 64-bit
+/// `n` (Lemire, Kaser and Kurz, "Faster Remainder by Direct Computation", Software: Practice
+/// and Experience 49(6), 2019, Theorem 1 with F = 2N = 128 fraction bits): with
+/// c = ceil(2^128 / d), the remainder is the top 64 bits of frac(c n / 2^128) x d.
+#[derive(Debug, Clone, Copy)]
+struct FastMod {
+    c: u128,
+    d: u64,
+}
+
+impl FastMod {
+    fn new(d: u64) -> Self {
+        // ceil(2^128 / d) = floor((2^128 - 1) / d) + 1; d = 1 wraps c to 0 (every n % 1 = 0).
+        Self {
+            c: (u128::MAX / u128::from(d)).wrapping_add(1),
+            d,
+        }
+    }
+
+    #[inline]
+    fn rem(self, n: u64) -> u64 {
+        // The fraction c n mod 2^128, then (fraction x d) >> 128 from its two 64-bit halves.
+        let fraction = self.c.wrapping_mul(u128::from(n));
+        let d = u128::from(self.d);
+        let low = ((fraction & u128::from(u64::MAX)) * d) >> 64;
+        let high = (fraction >> 64) * d;
+        ((low + high) >> 64) as u64
+    }
+}
+
 /// The I/O ways of every LLC set, with what they hold and how often DMA missed them.
 pub struct Ddio {
     shape: LlcShape,
+    slices: FastMod,
     /// Each way's line and last-write stamp side by side: a set's ways share a cache line,
     /// so a write touches one host cache line, not one in each of two arrays.
     ways: Vec<Way>,
@@ -65,6 +96,7 @@ impl Ddio {
         let n = shape.sets_per_slice as usize * shape.slices as usize * shape.ddio_ways as usize;
         Ok(Self {
             shape,
+            slices: FastMod::new(u64::from(shape.slices)),
             ways: vec![
                 Way {
                     line: EMPTY,
@@ -87,23 +119,23 @@ impl Ddio {
     fn ways_of(&self, line: u64) -> std::ops::Range<usize> {
         let s = &self.shape;
         let index = line & u64::from(s.sets_per_slice - 1);
-        let slice = mix(line) % u64::from(s.slices);
+        let slice = self.slices.rem(mix(line));
         let set = (slice * u64::from(s.sets_per_slice) + index) as usize;
         let w = s.ddio_ways as usize;
         set * w..set * w + w
     }
 
-    fn find(&self, line: u64) -> Option<usize> {
-        self.ways_of(line).find(|&i| self.ways[i].line == line)
+    fn find(&self, ways: std::ops::Range<usize>, line: u64) -> Option<usize> {
+        ways.into_iter().find(|&i| self.ways[i].line == line)
     }
 
     /// A device write of one physical line: refreshes it, or allocates it over the LRU way.
     pub fn write(&mut self, line: u64) {
         self.clock += 1;
-        let slot = self.find(line).unwrap_or_else(|| {
+        let ways = self.ways_of(line);
+        let slot = self.find(ways.clone(), line).unwrap_or_else(|| {
             self.allocations += 1;
-            self.ways_of(line)
-                .min_by_key(|&i| self.ways[i].stamp)
+            ways.min_by_key(|&i| self.ways[i].stamp)
                 .expect("at least one way")
         });
         self.ways[slot] = Way {
@@ -116,7 +148,7 @@ impl Ddio {
     /// on a miss: the data comes from DRAM).
     pub fn read(&mut self, line: u64) -> bool {
         self.reads += 1;
-        let hit = self.find(line).is_some();
+        let hit = self.find(self.ways_of(line), line).is_some();
         self.read_misses += u64::from(!hit);
         hit
     }
@@ -159,6 +191,20 @@ mod tests {
         // Skylake-SP 8180: 28 slices x 2048 sets, 2 DDIO ways -> 114688 lines = 7 MiB.
         let d = Ddio::new(shape(2048, 28, 2)).unwrap();
         assert_eq!(d.capacity_bytes(), 28 * 2048 * 2 * 64);
+    }
+
+    #[test]
+    fn the_multiply_remainder_equals_the_division_remainder() {
+        // Divisors 1..=64 (slice counts) and a few large ones, against `%` on the ends of the
+        // range and on SplitMix64-spread values (what the slice hash feeds it).
+        let divisors = (1..=64).chain([1000, (1 << 32) + 7, u64::MAX - 1, u64::MAX]);
+        for d in divisors {
+            let f = FastMod::new(d);
+            let edges = [0, 1, d - 1, d, d.wrapping_add(1), u64::MAX - 1, u64::MAX];
+            for n in edges.into_iter().chain((0..2000).map(mix)) {
+                assert_eq!(f.rem(n), n % d, "{n} % {d}");
+            }
+        }
     }
 
     #[test]

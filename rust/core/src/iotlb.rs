@@ -28,6 +28,13 @@ pub struct CacheShape {
 
 const NONE: u32 = u32::MAX;
 
+/// A slot's neighbours on its set's recency list (`NONE` at either end).
+#[derive(Clone, Copy)]
+struct Link {
+    prev: u32,
+    next: u32,
+}
+
 /// A set-associative translation cache over dense page numbers `0..pages`.
 ///
 /// Each set keeps its ways on a doubly linked recency list (head = most recent), so LRU
@@ -39,10 +46,12 @@ pub struct Iotlb {
     rng: Rng,
     slot_of_page: Vec<u32>,
     page_of_slot: Vec<u64>,
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    head: Vec<u32>,
-    tail: Vec<u32>,
+    /// Each slot's neighbours on its set's recency list, side by side (one load for both),
+    /// then one sentinel per set (`entries + set`): the list is a ring through its sentinel,
+    /// whose `next` is the most recent slot and `prev` the least, so linking and unlinking
+    /// never test for an end.
+    links: Vec<Link>,
+    entries: u32,
     used: Vec<u32>,
 }
 
@@ -60,53 +69,55 @@ impl Iotlb {
             });
         }
         let sets = shape.entries / ways;
-        let n = shape.entries as usize;
+        let n = shape.entries;
+        // Slots start unlinked; each set's sentinel starts as a ring of one.
+        let links = (0..n + sets)
+            .map(|i| {
+                let to = if i < n { NONE } else { i };
+                Link { prev: to, next: to }
+            })
+            .collect();
         Ok(Self {
             ways,
             sets: u64::from(sets),
             replacement: shape.replacement,
             rng: Rng(seed),
             slot_of_page: vec![NONE; pages as usize],
-            page_of_slot: vec![0; n],
-            prev: vec![NONE; n],
-            next: vec![NONE; n],
-            head: vec![NONE; sets as usize],
-            tail: vec![NONE; sets as usize],
+            page_of_slot: vec![0; n as usize],
+            links,
+            entries: n,
             used: vec![0; sets as usize],
         })
     }
 
+    /// The sentinel of `set`'s recency ring.
     #[inline]
-    fn unlink(&mut self, set: usize, s: u32) {
-        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
-        if p == NONE {
-            self.head[set] = n
-        } else {
-            self.next[p as usize] = n
-        }
-        if n == NONE {
-            self.tail[set] = p
-        } else {
-            self.prev[n as usize] = p
-        }
+    fn sentinel(&self, set: usize) -> usize {
+        self.entries as usize + set
+    }
+
+    #[inline]
+    fn unlink(&mut self, s: u32) {
+        let Link { prev, next } = self.links[s as usize];
+        self.links[prev as usize].next = next;
+        self.links[next as usize].prev = prev;
     }
 
     #[inline]
     fn push_front(&mut self, set: usize, s: u32) {
-        self.prev[s as usize] = NONE;
-        self.next[s as usize] = self.head[set];
-        if self.head[set] != NONE {
-            self.prev[self.head[set] as usize] = s;
-        }
-        self.head[set] = s;
-        if self.tail[set] == NONE {
-            self.tail[set] = s;
-        }
+        let sentinel = self.sentinel(set);
+        let head = self.links[sentinel].next;
+        self.links[s as usize] = Link {
+            prev: sentinel as u32,
+            next: head,
+        };
+        self.links[head as usize].prev = s;
+        self.links[sentinel].next = s;
     }
 
     fn victim(&mut self, set: usize) -> u32 {
         match self.replacement {
-            Replacement::Lru => self.tail[set],
+            Replacement::Lru => self.links[self.sentinel(set)].prev,
             Replacement::Random => {
                 set as u32 * self.ways + self.rng.below(u64::from(self.ways)) as u32
             }
@@ -114,7 +125,7 @@ impl Iotlb {
     }
 
     /// Looks `page` up; true on a hit. A miss installs it, evicting a victim of its set.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, page: u64) -> bool {
         let set = if self.sets == 1 {
             0
@@ -122,28 +133,34 @@ impl Iotlb {
             (page % self.sets) as usize
         };
         let slot = self.slot_of_page[page as usize];
-        if slot != NONE {
-            // Already the most recent of its set (a transfer's next page, or its next line):
-            // the recency list stays as it is.
-            if self.head[set] != slot {
-                self.unlink(set, slot);
-                self.push_front(set, slot);
-            }
-            return true;
+        if slot == NONE {
+            self.install(set, page);
+            return false;
         }
+        // Already the most recent of its set (a transfer's next page, or its next line):
+        // the recency list stays as it is.
+        if self.links[self.sentinel(set)].next != slot {
+            self.unlink(slot);
+            self.push_front(set, slot);
+        }
+        true
+    }
+
+    /// Puts a missed `page` at the front of its set, in a free way or over the victim's.
+    #[inline(never)]
+    fn install(&mut self, set: usize, page: u64) {
         let slot = if self.used[set] < self.ways {
             self.used[set] += 1;
             set as u32 * self.ways + self.used[set] - 1
         } else {
             let victim = self.victim(set);
-            self.unlink(set, victim);
+            self.unlink(victim);
             self.slot_of_page[self.page_of_slot[victim as usize] as usize] = NONE;
             victim
         };
         self.page_of_slot[slot as usize] = page;
         self.slot_of_page[page as usize] = slot;
         self.push_front(set, slot);
-        false
     }
 }
 
@@ -205,24 +222,31 @@ impl Translator {
         })
     }
 
-    /// The start address of each page that `bytes` bytes from `addr` touch.
-    pub fn pages(&self, addr: u64, bytes: u64) -> impl Iterator<Item = u64> {
+    /// The numbers of the pages a transfer touches (a half-open range: the plain `Range`
+    /// iterator, without the inclusive one's exhaustion flag in the per-transaction loop).
+    #[inline]
+    pub(crate) fn page_numbers(&self, addr: u64, bytes: u64) -> std::ops::Range<u64> {
         let shift = self.page_shift;
-        let (first, last) = (addr >> shift, (addr + bytes.max(1) - 1) >> shift);
-        (first..=last).map(move |page| page << shift)
+        (addr >> shift)..((addr + bytes.max(1) - 1) >> shift) + 1
     }
 
     /// Translates every page of a transfer, counting misses.
+    #[inline]
     pub fn lookup_range(&mut self, addr: u64, bytes: u64) {
-        for page_addr in self.pages(addr, bytes) {
-            self.lookup(page_addr);
+        for page in self.page_numbers(addr, bytes) {
+            self.lookup_page(page);
         }
     }
 
     /// Translates `addr`, counting misses.
     #[inline]
     pub fn lookup(&mut self, addr: u64) -> Lookup {
-        let page = addr >> self.page_shift;
+        self.lookup_page(addr >> self.page_shift)
+    }
+
+    /// Translates page number `page`, counting misses.
+    #[inline]
+    pub(crate) fn lookup_page(&mut self, page: u64) -> Lookup {
         if page == self.last_page {
             return Lookup::Hit;
         }
@@ -230,6 +254,13 @@ impl Translator {
         if self.tlb.access(page) {
             return Lookup::Hit;
         }
+        self.miss(page)
+    }
+
+    /// Counts an IOTLB miss and asks the page-walk cache for the page's table (out of line:
+    /// the lookup that inlines into a transaction loop is the hit path).
+    #[inline(never)]
+    fn miss(&mut self, page: u64) -> Lookup {
         self.misses += 1;
         let table_cached = self
             .pwc

@@ -16,7 +16,6 @@
 //! per write) and occupy one of `posted_credits` buffer slots until then, which back-pressures
 //! the link the way PCIe flow control does. Times are in nanoseconds.
 
-use std::cmp::Ordering;
 use std::collections::VecDeque;
 
 use crate::error::CoreError;
@@ -96,44 +95,149 @@ impl SimResult {
     }
 }
 
+/// The later of two times: `f64::max` without its NaN handling. A run's times are finite
+/// and never -0.0 (its costs go through [`nonneg`] first, and every time is a sum of costs
+/// starting from +0.0: a sum is -0.0 only if both terms are), so this picks the same value,
+/// bit for bit, with a compare and a select.
+#[inline(always)]
+fn later(a: f64, b: f64) -> f64 {
+    if b > a {
+        b
+    } else {
+        a
+    }
+}
+
+/// `v` with -0.0 made +0.0 (adding +0.0 changes no other value): costs enter a run this way,
+/// so no time in it is -0.0 and [`later`] is exact.
+fn nonneg(v: f64) -> f64 {
+    v + 0.0
+}
+
 /// A pool of identical servers (tags, credits, page walkers): take the earliest free, give it
-/// back busy. The times the servers are free are kept in ascending (total) order, earliest
-/// first: servers come back nearly in time order, so a release moves few entries, where a
-/// heap would sift on every acquire and release.
-struct Pool(VecDeque<f64>);
+/// back busy. The times the servers are free are kept in two ascending runs: servers come
+/// back nearly in time order, or as two interleaved orderly streams (a read-write mix gives
+/// back reads' tags in completion order and writes' in link order, earlier), so a release
+/// nearly always appends to one run, and one that fits neither is inserted into the first.
+/// Equal times are equal bit for bit (no -0.0, see [`later`]), so which run gives up the
+/// earliest one does not matter.
+struct Pool {
+    runs: [Run; 2],
+}
 
 impl Pool {
     fn new(servers: u32) -> Self {
-        Self(std::iter::repeat_n(0.0, servers as usize).collect())
-    }
-
-    /// Occupies the server that frees first from `ready` on; returns when service starts.
-    #[inline]
-    fn acquire(&mut self, ready: f64) -> f64 {
-        let free = self.0.pop_front().expect("pools are never empty");
-        free.max(ready)
-    }
-
-    #[inline]
-    fn release(&mut self, at: f64) {
-        match self.0.back() {
-            // The usual case: no server frees later than this one.
-            Some(last) if last.total_cmp(&at) == Ordering::Greater => self.insert_sorted(at),
-            _ => self.0.push_back(at),
+        let mut first = Run::new(servers);
+        first.len = servers as usize;
+        Self {
+            runs: [first, Run::new(servers)],
         }
     }
 
-    #[inline(never)]
-    fn insert_sorted(&mut self, at: f64) {
-        let i = self
-            .0
-            .partition_point(|t| t.total_cmp(&at) != Ordering::Greater);
-        self.0.insert(i, at);
+    /// The run holding the earliest free time (the first on a tie).
+    #[inline]
+    fn earliest_run(&self) -> usize {
+        let [a, b] = &self.runs;
+        usize::from(b.len > 0 && (a.len == 0 || b.get(0) < a.get(0)))
     }
 
-    /// The times the `k` earliest-free servers are free, earliest first.
+    /// Occupies the server that frees first from `ready` on; returns when service starts.
+    #[inline(always)]
+    fn acquire(&mut self, ready: f64) -> f64 {
+        let run = self.earliest_run();
+        later(self.runs[run].pop_front(), ready)
+    }
+
+    #[inline(always)]
+    fn release(&mut self, at: f64) {
+        let [a, b] = &mut self.runs;
+        if a.fits_after(at) {
+            a.push_back(at);
+        } else if b.fits_after(at) {
+            b.push_back(at);
+        } else {
+            a.insert_sorted(at);
+        }
+    }
+
+    /// When the earliest-free server is free (the usual question: one tag, one credit).
+    #[inline]
+    fn first(&self) -> f64 {
+        self.runs[self.earliest_run()].get(0)
+    }
+
+    /// The times the `k` earliest-free servers are free, earliest first (the runs merged).
     fn earliest(&self, k: u32) -> impl Iterator<Item = f64> + '_ {
-        self.0.iter().take(k as usize).copied()
+        let [a, b] = &self.runs;
+        let (mut i, mut j) = (0, 0);
+        (0..(a.len + b.len).min(k as usize)).map(move |_| {
+            if j < b.len && (i >= a.len || b.get(j) < a.get(i)) {
+                j += 1;
+                b.get(j - 1)
+            } else {
+                i += 1;
+                a.get(i - 1)
+            }
+        })
+    }
+}
+
+/// Ascending free times in a ring of a power-of-two size (room for every server).
+struct Run {
+    free: Vec<f64>,
+    mask: usize,
+    head: usize,
+    len: usize,
+}
+
+impl Run {
+    fn new(servers: u32) -> Self {
+        let size = (servers as usize).next_power_of_two();
+        Self {
+            free: vec![0.0; size],
+            mask: size - 1,
+            head: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> f64 {
+        self.free[self.head.wrapping_add(i) & self.mask]
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> f64 {
+        debug_assert!(self.len > 0, "pools are never empty");
+        let free = self.get(0);
+        self.head = self.head.wrapping_add(1);
+        self.len -= 1;
+        free
+    }
+
+    /// Whether `at` can be appended: no time in the run is later.
+    #[inline]
+    fn fits_after(&self, at: f64) -> bool {
+        self.len == 0 || self.get(self.len - 1) <= at
+    }
+
+    #[inline]
+    fn push_back(&mut self, at: f64) {
+        let tail = self.head.wrapping_add(self.len);
+        self.free[tail & self.mask] = at;
+        self.len += 1;
+    }
+
+    /// Puts `at` after every time not later than it, moving the later ones up one place.
+    #[inline(never)]
+    fn insert_sorted(&mut self, at: f64) {
+        let mut i = self.head.wrapping_add(self.len);
+        while i != self.head && self.free[i.wrapping_sub(1) & self.mask] > at {
+            self.free[i & self.mask] = self.free[i.wrapping_sub(1) & self.mask];
+            i = i.wrapping_sub(1);
+        }
+        self.free[i & self.mask] = at;
+        self.len += 1;
     }
 }
 
@@ -398,7 +502,9 @@ pub struct Txn {
     pub bytes: u64,
     /// Index into the class table.
     pub class: usize,
-    /// Earliest time it may start (its packet's arrival); 0 for a closed loop.
+    /// Earliest time it may start (its packet's arrival); 0 for a closed loop. Finite and
+    /// never -0.0, as the streams here make it (a sum of arrival gaps from +0.0): [`later`]
+    /// relies on it.
     pub not_before: f64,
     pub measure: Measure,
 }
@@ -446,6 +552,11 @@ impl Iommu {
                 what: "page walks need walkers >= 1 and finite walk times >= 0",
             });
         }
+        let walks = Walks {
+            walk_ns: nonneg(walks.walk_ns),
+            walk_busy_ns: nonneg(walks.walk_busy_ns),
+            ..walks
+        };
         Ok(Self {
             translator,
             walks,
@@ -455,10 +566,11 @@ impl Iommu {
 
     /// When a transfer whose request reached the IOMMU at `t` is translated (every page it
     /// spans; their walks may overlap on different walkers).
+    #[inline]
     fn translate(&mut self, addr: u64, bytes: u64, t: f64) -> f64 {
         let mut done = t;
-        for page_addr in self.translator.pages(addr, bytes) {
-            let levels = match self.translator.lookup(page_addr) {
+        for page in self.translator.page_numbers(addr, bytes) {
+            let levels = match self.translator.lookup_page(page) {
                 Lookup::Hit => continue,
                 Lookup::Walk => 1.0,
                 Lookup::LongWalk => 2.0,
@@ -466,7 +578,7 @@ impl Iommu {
             let began = self.walkers.acquire(t);
             self.walkers
                 .release(began + levels * self.walks.walk_busy_ns);
-            done = done.max(began + levels * self.walks.walk_ns);
+            done = later(done, began + levels * self.walks.walk_ns);
         }
         done
     }
@@ -506,6 +618,52 @@ fn check_machine(m: &Machine, classes: &[TxnClass]) -> Result<(), CoreError> {
     Ok(())
 }
 
+/// A class as a run plays it: its costs through [`nonneg`], its engine and its link times
+/// (bytes over the link's rate) worked out once instead of per transaction.
+#[derive(Debug, Clone, Copy)]
+struct Costs {
+    c: TxnClass,
+    engine: usize,
+    up_ns: f64,
+    down_ns: f64,
+}
+
+impl Costs {
+    /// Every class of a checked machine, prepared; link times must be finite.
+    fn prepare(m: &Machine, classes: &[TxnClass]) -> Result<Vec<Self>, CoreError> {
+        classes
+            .iter()
+            .map(|c| {
+                let c = TxnClass {
+                    issue_ns: nonneg(c.issue_ns),
+                    datapath_ns: nonneg(c.datapath_ns),
+                    up_bytes: nonneg(c.up_bytes),
+                    down_bytes: nonneg(c.down_bytes),
+                    write_ns: nonneg(c.write_ns),
+                    hit_ns: nonneg(c.hit_ns),
+                    miss_ns: nonneg(c.miss_ns),
+                    ..*c
+                };
+                let (up_ns, down_ns) = (
+                    c.up_bytes / m.up_bytes_per_ns,
+                    c.down_bytes / m.down_bytes_per_ns,
+                );
+                if !(up_ns.is_finite() && down_ns.is_finite()) {
+                    return Err(CoreError::BadParameter {
+                        what: "bytes over link rates must be finite times",
+                    });
+                }
+                Ok(Self {
+                    engine: 2 * c.queue + usize::from(!c.read),
+                    c,
+                    up_ns,
+                    down_ns,
+                })
+            })
+            .collect()
+    }
+}
+
 /// When each engine, the data path, both link directions and the root complex are next free,
 /// and who holds the tags and posted-write credits.
 struct Timeline {
@@ -519,25 +677,27 @@ struct Timeline {
 }
 
 impl Timeline {
-    fn engine(c: &TxnClass) -> usize {
-        2 * c.queue + usize::from(!c.read)
-    }
-
-    /// Earliest time a transaction of class `c` could go on the link, without taking anything:
+    /// Earliest time a transaction of class `k` could go on the link, without taking anything:
     /// its engine, its arrival, its tags and, for a write, a posted-write credit.
-    fn earliest_start(&mut self, m: &Machine, c: &TxnClass, txn: &Txn) -> f64 {
-        let ready = self.ready(m, c, txn);
-        let start = self.tags.earliest(c.tags).fold(ready, f64::max);
-        match self.credits.earliest(1).next() {
-            Some(credit) if !c.read => start.max(credit),
-            _ => start,
+    fn earliest_start(&mut self, m: &Machine, k: &Costs, txn: &Txn) -> f64 {
+        let ready = self.ready(m, k, txn);
+        let start = match k.c.tags {
+            0 => ready,
+            1 => later(ready, self.tags.first()),
+            n => self.tags.earliest(n).fold(ready, later),
+        };
+        if k.c.read {
+            start
+        } else {
+            later(start, self.credits.first())
         }
     }
 
-    fn ready(&self, m: &Machine, c: &TxnClass, txn: &Txn) -> f64 {
-        let ready = self.engine_free[Self::engine(c)].max(txn.not_before);
+    #[inline]
+    fn ready(&self, m: &Machine, k: &Costs, txn: &Txn) -> f64 {
+        let ready = later(self.engine_free[k.engine], txn.not_before);
         if m.tags_from_link {
-            ready.max(self.up_free)
+            later(ready, self.up_free)
         } else {
             ready
         }
@@ -566,46 +726,48 @@ impl Timeline {
         }
     }
 
-    /// Plays one transaction of class `c` through every stage (module docs).
-    #[inline]
+    /// Plays one transaction of class `k` through every stage (module docs). Inlined into
+    /// each loop that calls it, so a loop without an IOMMU carries no translation branch.
+    #[inline(always)]
     fn serve(
         &mut self,
         m: &Machine,
-        c: &TxnClass,
+        k: &Costs,
         txn: &Txn,
         iommu: Option<&mut Iommu>,
         tally: &mut Tally,
     ) {
+        let c = &k.c;
         let result = &mut tally.result;
         result.transactions += 1;
-        let ready = self.ready(m, c, txn);
-        let start = (0..c.tags).fold(ready, |s, _| s.max(self.tags.acquire(ready)));
+        let ready = self.ready(m, k, txn);
+        let start = (0..c.tags).fold(ready, |s, _| later(s, self.tags.acquire(ready)));
         let engine_free = start + c.issue_ns;
-        self.engine_free[Timeline::engine(c)] = engine_free;
-        self.datapath_free = self.datapath_free.max(engine_free) + c.datapath_ns;
+        self.engine_free[k.engine] = engine_free;
+        self.datapath_free = later(self.datapath_free, engine_free) + c.datapath_ns;
         let credit_ready = if c.read {
             0.0
         } else {
             self.credits.acquire(0.0)
         };
-        let up_ns = c.up_bytes / m.up_bytes_per_ns;
-        self.up_free = self.up_free.max(self.datapath_free).max(credit_ready) + up_ns;
+        let up_ns = k.up_ns;
+        self.up_free = later(later(self.up_free, self.datapath_free), credit_ready) + up_ns;
         let t = match iommu {
             Some(iommu) => iommu.translate(txn.addr, txn.bytes, self.up_free),
             None => self.up_free,
         };
-        let down_ns = c.down_bytes / m.down_bytes_per_ns;
+        let down_ns = k.down_ns;
         let done = if c.read {
             let warm = txn.addr < m.warm_bytes;
             result.cache_hits += u64::from(warm);
             let ready = t + if warm { c.hit_ns } else { c.miss_ns };
-            self.down_free = self.down_free.max(ready) + down_ns;
+            self.down_free = later(self.down_free, ready) + down_ns;
             self.down_free
         } else {
             if down_ns > 0.0 {
-                self.down_free = self.down_free.max(self.up_free - up_ns) + down_ns;
+                self.down_free = later(self.down_free, self.up_free - up_ns) + down_ns;
             }
-            self.rc_free = self.rc_free.max(t) + c.write_ns;
+            self.rc_free = later(self.rc_free, t) + c.write_ns;
             self.credits.release(self.rc_free);
             self.up_free
         };
@@ -619,7 +781,7 @@ impl Timeline {
         result.rc_busy_ns += if c.read { 0.0 } else { c.write_ns };
         // A posted write leaves the link before its walk ends: the run lasts until the walk
         // has (so a rate never outruns the walkers that served its misses).
-        tally.last_done = tally.last_done.max(finished).max(self.down_free).max(t);
+        tally.last_done = later(later(later(tally.last_done, finished), self.down_free), t);
         if tally.record_latencies {
             match txn.measure {
                 Measure::Skip => {}
@@ -632,7 +794,7 @@ impl Timeline {
 }
 
 /// The class a transaction names.
-fn class_of<'a>(classes: &'a [TxnClass], txn: &Txn) -> Result<&'a TxnClass, CoreError> {
+fn class_of<'a>(classes: &'a [Costs], txn: &Txn) -> Result<&'a Costs, CoreError> {
     classes.get(txn.class).ok_or(CoreError::BadParameter {
         what: "a transaction names a class that does not exist",
     })
@@ -650,6 +812,11 @@ pub fn run(
 ) -> Result<SimResult, CoreError> {
     check_machine(m, classes)?;
     let queues = classes.iter().map(|c| c.queue + 1).max().unwrap_or(1);
+    let m = &Machine {
+        fixed_latency_ns: nonneg(m.fixed_latency_ns),
+        ..m.clone()
+    };
+    let classes = &Costs::prepare(m, classes)?;
     let mut line = Timeline::new(m, queues);
     let misses_before = iommu.as_ref().map_or(0, |i| i.translator.misses);
     let mut tally = Tally {
@@ -659,10 +826,20 @@ pub fn run(
         record_latencies,
     };
     if queues == 1 {
-        // One queue: served in stream order, nothing to hold back or choose between.
-        for txn in txns {
-            let c = class_of(classes, &txn)?;
-            line.serve(m, c, &txn, iommu.as_deref_mut(), &mut tally);
+        // One queue: served in stream order, nothing to hold back or choose between; one
+        // loop with the IOMMU and one without.
+        match iommu.as_deref_mut() {
+            Some(iommu) => {
+                for txn in txns {
+                    let c = class_of(classes, &txn)?;
+                    line.serve(m, c, &txn, Some(&mut *iommu), &mut tally);
+                }
+            }
+            None => {
+                for txn in txns {
+                    line.serve(m, class_of(classes, &txn)?, &txn, None, &mut tally);
+                }
+            }
         }
     } else {
         schedule(
@@ -685,7 +862,7 @@ pub fn run(
 /// the last served.
 fn schedule(
     m: &Machine,
-    classes: &[TxnClass],
+    classes: &[Costs],
     line: &mut Timeline,
     mut iommu: Option<&mut Iommu>,
     mut txns: impl Iterator<Item = Txn>,
@@ -698,7 +875,7 @@ fn schedule(
         let mut buffered: usize = pending.iter().map(VecDeque::len).sum();
         while buffered < m.lookahead.max(1) && pending.iter().any(VecDeque::is_empty) {
             let Some(txn) = txns.next() else { break };
-            pending[class_of(classes, &txn)?.queue].push_back(txn);
+            pending[class_of(classes, &txn)?.c.queue].push_back(txn);
             buffered += 1;
         }
         let mut next: Option<(f64, usize)> = None;
@@ -728,6 +905,57 @@ fn schedule(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_gives_the_earliest_free_server_like_a_sorted_list() {
+        // Reference: every free time in one sorted list. Releases in order, in two
+        // interleaved orderly streams and at random, all against it (values in 1/8 ns
+        // steps, so ties happen).
+        let mut rng = Rng(7);
+        for servers in [1, 3, 4, 32] {
+            let mut pool = Pool::new(servers);
+            let mut reference: Vec<f64> = vec![0.0; servers as usize];
+            let mut clock = 0.0;
+            for step in 0..20_000u64 {
+                let ready = rng.below(64) as f64 / 8.0 + clock;
+                let expected = reference.remove(0).max(ready);
+                assert_eq!(pool.acquire(ready), expected);
+                clock += 1.0;
+                let at = match step % 3 {
+                    0 => clock + 400.0,
+                    1 => clock + 10.0,
+                    _ => clock + rng.below(800) as f64 / 8.0,
+                };
+                pool.release(at);
+                let i = reference.partition_point(|&t| t <= at);
+                reference.insert(i, at);
+                let firsts: Vec<f64> = pool.earliest(servers).collect();
+                assert_eq!(firsts, reference);
+                assert_eq!(pool.first(), reference[0]);
+            }
+        }
+    }
+
+    #[test]
+    fn later_is_max_for_every_time_a_run_can_hold() {
+        // Non-negative finite values, never -0.0 (what nonneg lets in): later == f64::max,
+        // bit for bit, including ties and zeros.
+        let values = [
+            0.0,
+            nonneg(-0.0),
+            1e-300,
+            0.5,
+            1.0,
+            1.0 + f64::EPSILON,
+            1e300,
+        ];
+        for a in values {
+            for b in values {
+                assert_eq!(later(a, b).to_bits(), a.max(b).to_bits(), "{a} {b}");
+            }
+        }
+        assert_eq!(nonneg(-0.0).to_bits(), 0.0f64.to_bits());
+    }
 
     /// A fast device and link: only what a test sets matters.
     fn base() -> SimParams {

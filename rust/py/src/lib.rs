@@ -260,9 +260,9 @@ fn warmed_stream(d: &Bound<'_, PyDict>) -> PyResult<(PortStream, Translator)> {
         field(d, "seed")?,
     )
     .map_err(to_py_err)?;
-    for txn in stream.take_packets(field(d, "warmup")?) {
-        caches.lookup_range(txn.addr, txn.bytes);
-    }
+    stream.for_each_txn(field(d, "warmup")?, |txn| {
+        caches.lookup_range(txn.addr, txn.bytes)
+    });
     caches.misses = 0;
     caches.pwc_misses = 0;
     stream.reset_ddio_counts();
@@ -286,7 +286,7 @@ impl PagesTouched {
 
     fn mark(&mut self, addr: u64, bytes: u64) {
         let (first, last) = (addr >> self.shift, (addr + bytes.max(1) - 1) >> self.shift);
-        for page in first..=last {
+        for page in first..last + 1 {
             self.seen[page as usize] = true;
         }
     }
@@ -306,11 +306,11 @@ fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bo
     let forwarded_before = stream.forwarded();
     let transactions = py.detach(|| {
         let mut transactions = 0u64;
-        for txn in stream.take_packets(packets) {
+        stream.for_each_txn(packets, |txn| {
             touched.mark(txn.addr, txn.bytes);
             caches.lookup_range(txn.addr, txn.bytes);
             transactions += 1;
-        }
+        });
         transactions
     });
     let pages = touched.count();
