@@ -98,8 +98,12 @@ def test_archive_speedup_is_one_worker_over_n_and_merge_against_single_process()
     assert one["ratio"] is None
     assert (two["peer"], two["ratio"]) == ("1 worker", pytest.approx(1.6))
     assert (two["min"], two["max"]) == (2.4, 2.6)
+    assert (two["peer_min"], two["peer_max"]) == (3.9, 4.2)  # the table prints the peer's spread
     assert merge_one["ratio"] == pytest.approx(0.75)
     assert merge_two["ratio"] == pytest.approx(0.5)
+    results = {"date": "d", "machine": "m", "load_before": 0.0, "runs": 5, "skipped": []}
+    table = run_all.markdown(results | {"benchmarks": {"archive": {"rows": [two, merge_two]}}})
+    assert "| 2.5 s [2.4-2.6] | 1 worker | 4 s [3.9-4.2] | 1.60x |" in table
 
 
 def test_model_rates_keep_every_run_and_the_target():
