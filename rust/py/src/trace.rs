@@ -297,21 +297,36 @@ pub fn trace_stats<'py>(
     threads: usize,
 ) -> PyResult<Bound<'py, PyList>> {
     let config = stats_config(config)?;
-    let read = ReadOptions {
-        skip_bad,
-        strict,
-        ..ReadOptions::default()
-    };
+    let read = read_options(skip_bad, strict);
     let threads = if threads == 0 {
         std::thread::available_parallelism().map_or(1, usize::from)
     } else {
         threads
     };
-    let results = py.detach(|| in_parallel(&paths, threads, |p| file_stats(p, read, &config)));
+    per_file(
+        py,
+        &paths,
+        threads,
+        |p| file_stats(p, read, &config),
+        |stats| Ok(file_stats_dict(py, &stats)?.into_any()),
+    )
+}
+
+/// `work` on each path, in parallel on up to `threads` threads without the GIL, as a list in
+/// path order: each success converted by `to_py`, each failure as its exception (not raised),
+/// so that one bad file does not hide the others' results.
+fn per_file<'py, T: Send>(
+    py: Python<'py>,
+    paths: &[PathBuf],
+    threads: usize,
+    work: impl Fn(&PathBuf) -> Result<T, CoreError> + Sync + Send,
+    to_py: impl Fn(T) -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let results = py.detach(|| in_parallel(paths, threads, work));
     let out = PyList::empty(py);
     for result in results {
         match result {
-            Ok(stats) => out.append(file_stats_dict(py, &stats)?)?,
+            Ok(value) => out.append(to_py(value)?)?,
             Err(error) => out.append(to_py_err(error).into_value(py))?,
         }
     }
@@ -791,15 +806,17 @@ pub fn trace_first_records<'py>(
     threads: usize,
 ) -> PyResult<Bound<'py, PyList>> {
     let read = read_options(skip_bad, strict);
-    let results = py.detach(|| in_parallel(&paths, threads, |p| first_record(p, read)));
-    let out = PyList::empty(py);
-    for result in results {
-        match result {
-            Ok((first, interfaces)) => out.append((first, interfaces_list(py, &interfaces)?))?,
-            Err(error) => out.append(to_py_err(error).into_value(py))?,
-        }
-    }
-    Ok(out)
+    per_file(
+        py,
+        &paths,
+        threads,
+        |p| first_record(p, read),
+        |(first, interfaces)| {
+            Ok((first, interfaces_list(py, &interfaces)?)
+                .into_pyobject(py)?
+                .into_any())
+        },
+    )
 }
 
 /// The records of `inputs` within [from_ns, to_ns) (to_ns = i64::MAX: to the end) merged into
@@ -848,23 +865,21 @@ pub fn trace_scan<'py>(
     threads: usize,
 ) -> PyResult<Bound<'py, PyList>> {
     let read = read_options(skip_bad, strict);
-    let results = py.detach(|| in_parallel(&paths, threads, |p| scan(p, read)));
-    let out = PyList::empty(py);
-    for result in results {
-        match result {
-            Ok(s) => {
-                let d = PyDict::new(py);
-                d.set_item("packets", s.packets)?;
-                d.set_item("first_ns", s.first_ns)?;
-                d.set_item("last_ns", s.last_ns)?;
-                d.set_item("in_order", s.in_order)?;
-                d.set_item("interfaces_up_front", s.interfaces_up_front)?;
-                d.set_item("skipped", s.skipped)?;
-                d.set_item("cut_short", s.cut_short)?;
-                out.append(d)?;
-            }
-            Err(error) => out.append(to_py_err(error).into_value(py))?,
-        }
-    }
-    Ok(out)
+    per_file(
+        py,
+        &paths,
+        threads,
+        |p| scan(p, read),
+        |s| {
+            let d = PyDict::new(py);
+            d.set_item("packets", s.packets)?;
+            d.set_item("first_ns", s.first_ns)?;
+            d.set_item("last_ns", s.last_ns)?;
+            d.set_item("in_order", s.in_order)?;
+            d.set_item("interfaces_up_front", s.interfaces_up_front)?;
+            d.set_item("skipped", s.skipped)?;
+            d.set_item("cut_short", s.cut_short)?;
+            Ok(d.into_any())
+        },
+    )
 }
