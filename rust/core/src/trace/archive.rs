@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use super::read::{Quirks, ReadOptions, Reader};
 use super::stats::{
-    back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Counts, FrameRule, StatsConfig,
-    Summary, Totals, Window,
+    back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Counts, FrameRule, RuleWatch,
+    StatsConfig, Summary, Totals, Window,
 };
 use super::Interface;
 use crate::CoreError;
@@ -610,20 +610,12 @@ fn read_in_order(
     reads: u32,
     cost: Option<&DemandConfig>,
 ) -> Result<Pass, CoreError> {
-    let mut rule = fixed
-        .cloned()
-        .unwrap_or_else(|| FrameRule::new(reader.interfaces(), config));
-    let mut seen = reader.interfaces().len();
-    let mut built = Builder::new(config, origin, rule.clone(), cost);
+    let mut watch = RuleWatch::new(reader, config, fixed);
+    let mut built = Builder::new(config, origin, watch.rule.clone(), cost);
     let mut counts = Counts::default();
-    let mut stale = false;
     let mut first_record = None;
     while let Some(r) = reader.next_record()? {
-        if reader.interfaces().len() != seen && fixed.is_none() {
-            seen = reader.interfaces().len();
-            let later = FrameRule::new(reader.interfaces(), config);
-            stale |= counts.totals.packets > 0 && !rule.agrees(&later);
-            rule = later;
+        if let Some(rule) = watch.changed(reader, config, counts.totals.packets) {
             built.set_rule(rule.clone());
         }
         first_record.get_or_insert(r.ts_ns);
@@ -632,8 +624,8 @@ fn read_in_order(
         }
         built.push(r.ts_ns, r.wirelen, r.iface, config);
     }
-    let last = FrameRule::new(reader.interfaces(), config);
-    if stale || (counts.totals.packets > 0 && !rule.agrees(&last)) {
+    let (last, stale) = watch.finish(reader, config, counts.totals.packets);
+    if stale {
         return Ok(Pass::Again(last));
     }
     let records = (first_record.unwrap_or(0), counts.totals.last_ts_ns);

@@ -211,6 +211,61 @@ impl FrameRule {
     }
 }
 
+/// The frame rule of a file read in one pass, following interfaces that appear mid-file, and
+/// whether packets were already sized under a rule the final one disagrees with (`stale`: the
+/// file must be read again with the final rule). A `fixed` rule, learnt by an earlier read,
+/// never changes.
+pub(super) struct RuleWatch {
+    pub(super) rule: FrameRule,
+    seen: usize,
+    fixed: bool,
+    stale: bool,
+}
+
+impl RuleWatch {
+    pub(super) fn new(reader: &Reader, config: &StatsConfig, fixed: Option<&FrameRule>) -> Self {
+        RuleWatch {
+            rule: fixed
+                .cloned()
+                .unwrap_or_else(|| FrameRule::new(reader.interfaces(), config)),
+            seen: reader.interfaces().len(),
+            fixed: fixed.is_some(),
+            stale: false,
+        }
+    }
+
+    /// After a record is read (before it is counted, `counted` packets so far): the new rule
+    /// where the reader's interfaces changed.
+    pub(super) fn changed(
+        &mut self,
+        reader: &Reader,
+        config: &StatsConfig,
+        counted: u64,
+    ) -> Option<&FrameRule> {
+        if self.fixed || reader.interfaces().len() == self.seen {
+            return None;
+        }
+        self.seen = reader.interfaces().len();
+        let later = FrameRule::new(reader.interfaces(), config);
+        self.stale |= counted > 0 && !self.rule.agrees(&later);
+        self.rule = later;
+        Some(&self.rule)
+    }
+
+    /// At the end of the file (`counted` packets): the rule its interfaces give, and whether
+    /// the packets must be read again under it.
+    pub(super) fn finish(
+        self,
+        reader: &Reader,
+        config: &StatsConfig,
+        counted: u64,
+    ) -> (FrameRule, bool) {
+        let last = FrameRule::new(reader.interfaces(), config);
+        let stale = self.stale || (counted > 0 && !self.rule.agrees(&last));
+        (last, stale)
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Window {
     pub(super) index: u64,
@@ -753,24 +808,16 @@ fn read_in_order(
     fixed: Option<&FrameRule>,
     collect: &[(i64, i64)],
 ) -> Result<Pass, CoreError> {
-    let mut rule = fixed
-        .cloned()
-        .unwrap_or_else(|| FrameRule::new(reader.interfaces(), config));
-    let mut seen = reader.interfaces().len();
+    let mut watch = RuleWatch::new(reader, config, fixed);
     let mut ordered = Ordered::new(
-        rule.clone(),
+        watch.rule.clone(),
         config,
         Some(config.distinct_gap_limit),
         collect,
     );
     let mut counts = Counts::default();
-    let mut stale = false;
     while let Some(r) = reader.next_record()? {
-        if reader.interfaces().len() != seen && fixed.is_none() {
-            seen = reader.interfaces().len();
-            let later = FrameRule::new(reader.interfaces(), config);
-            stale |= counts.totals.packets > 0 && !rule.agrees(&later);
-            rule = later;
+        if let Some(rule) = watch.changed(reader, config, counts.totals.packets) {
             ordered.set_rule(rule.clone());
         }
         if !counts.push(r.ts_ns, r.caplen, r.wirelen, r.iface) {
@@ -778,8 +825,7 @@ fn read_in_order(
         }
         ordered.push(r.ts_ns, r.wirelen, r.iface, config);
     }
-    let last = FrameRule::new(reader.interfaces(), config);
-    stale |= counts.totals.packets > 0 && !rule.agrees(&last);
+    let (_, stale) = watch.finish(reader, config, counts.totals.packets);
     let per_interface = counts.per_interface(reader.interfaces().len());
     let finished = ordered.finish(&counts.totals, config);
     if stale {
