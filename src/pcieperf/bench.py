@@ -92,6 +92,7 @@ CACHE_STATES = {
     "DThrash": "as Cold, then the device writes 64 B lines at random over the 64 MiB buffer",
 }
 PATTERNS = {"Seq": "units of the window in order", "Rand": "units drawn at random"}
+UNSTEADY_RATIO = 10.0  # p99.9 / median latency above this: the host stalls (calibrate.steadiness)
 
 
 def canonical_test(name: str) -> str:

@@ -20,6 +20,7 @@ from pcieperf.alignment import BURST_BYTES, TransferShape, transfer_shape
 from pcieperf.bench import (
     CACHE_STATES,
     SMALL_PAGE_BYTES,
+    UNSTEADY_RATIO,
     WINDOW_SWEEP_SIZES,
     IommuMode,
     Point,
@@ -407,9 +408,6 @@ def steadiness(run: HostRun) -> float:
     """
     sweep = run.tables[LATENCY_SWEEP_FILE]
     return float(np.max(sweep["p999_ns"] / sweep["med_ns"]))
-
-
-UNSTEADY_RATIO = 10.0  # p99.9 / median above this: the host stalls (see steadiness)
 
 
 # --- The device-wide fit ----------------------------------------------------------------------

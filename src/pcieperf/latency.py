@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from pcieperf import wire
-from pcieperf.bench import read_result_csv
+from pcieperf.bench import UNSTEADY_RATIO, read_result_csv
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.ethernet import Ethernet, check_frame_sizes, dma_bytes
 from pcieperf.link import Link
@@ -154,8 +154,6 @@ def _unsteady_notes(path: Path, read: dict[str, float]) -> tuple[str, ...]:
     """A note when the host's read latency stalls (p99.9 over UNSTEADY_RATIO x the median,
     the rule `calibrate.steadiness` applies): its mean then says little about a loaded host,
     and the two Fujitsu E3 hosts' tag-bound rates are 88-91 % low (docs/latency.md)."""
-    from pcieperf.calibrate import UNSTEADY_RATIO
-
     ratio = read["p99.9"] / read["p50"] if read.get("p50") else 0.0
     if ratio <= UNSTEADY_RATIO:
         return ()
