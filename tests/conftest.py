@@ -7,6 +7,7 @@ HYPOTHESIS_PROFILE=explore to draw new examples, as a fuzzing session would.
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _NOT_ABOUT_SPEED = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -18,3 +19,13 @@ settings.register_profile(
     "explore", deadline=None, max_examples=2000, suppress_health_check=_NOT_ABOUT_SPEED
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="module")
+def local2():
+    """A local cluster of two worker processes, as `--scheduler local:2` starts it."""
+    from pcieperf import engine  # here, so that tests without a cluster never load dask
+
+    with engine.connect(engine.parse_scheduler("local:2")) as client:
+        client.wait_for_workers(2, timeout=300)
+        yield client

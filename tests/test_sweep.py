@@ -239,14 +239,6 @@ def test_a_mix_axis_keeps_sizes_apart(tmp_path, capsys, monkeypatch):
 # One engine: in-process, local:2, tcp://
 
 
-@pytest.fixture(scope="module")
-def local2():
-    """A local cluster of two worker processes, as `--scheduler local:2` starts it."""
-    with engine.connect(engine.parse_scheduler("local:2")) as client:
-        client.wait_for_workers(2, timeout=300)
-        yield client
-
-
 def in_process_table(plan, out):
     with engine.connect(engine.Scheduler()) as client:
         sweep.run(plan, out, client, force=False)

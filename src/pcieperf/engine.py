@@ -151,7 +151,9 @@ def cores_per_thread(client: Client) -> float:
     workers see them) over the threads of all its workers. Below 2, a task that keeps a second
     thread busy (a file read ahead, say) takes a core from another task (docs/scale.md)."""
     workers = client.scheduler_info()["workers"]
-    cores = client.run(_usable_cores)
+    # A worker that dies meanwhile (killed, restarted by its nanny) is left out, not an error:
+    # the tasks that follow survive it through dask's retries, so this question must too.
+    cores = client.run(_usable_cores, on_error="ignore")
     threads: Counter[str] = Counter()
     for info in workers.values():
         threads[info["host"]] += info["nthreads"]
