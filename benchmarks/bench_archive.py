@@ -30,9 +30,10 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from pcieperf import archive, engine, trace
+from pcieperf import engine
 from pcieperf._native import core
-from pcieperf.ethernet import Ethernet, parse_mix
+from pcieperf.net import archive, trace
+from pcieperf.net.ethernet import Ethernet, parse_mix
 
 PCAP_HEADER, RECORD_HEADER = 24, 16  # draft-ietf-opsawg-pcap §4, §5
 MODES = {"auto": None, "on": True, "off": False}  # --read-ahead: archive_stats(read_ahead=...)

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 from _json_out import write_figures
-from pcieperf import counters, dpdk, explain
-from pcieperf.link import Link
-from pcieperf.store import Store
+from pcieperf.dpdk import forwarding
+from pcieperf.measure import counters, explain
+from pcieperf.measure.store import Store
+from pcieperf.pcie.link import Link
 
 SECONDS, SOCKETS, STACKS, PARTS = 3600, 2, 12, 8
 HEADER = (
@@ -54,7 +55,7 @@ def main() -> None:
         with Store(Path(tmp) / "s.duckdb") as store:
             store.import_counters(samples)
         store_s = time.perf_counter() - start
-        cfg = dpdk.ForwardingConfig(pkt_bytes=64)
+        cfg = forwarding.ForwardingConfig(pkt_bytes=64)
         start = time.perf_counter()
         explain.explain(samples, cfg, Link(), 10e6, stack="socket 0: IIO Stack 3 - PCIe0")
         explain_s = time.perf_counter() - start

@@ -27,7 +27,7 @@ from distributed import get_task_stream
 
 from _json_out import write_figures
 from pcieperf import engine, sweep
-from pcieperf.cli import sweep_plan
+from pcieperf.cli.sweep import sweep_plan
 
 SPECS = {
     "iommu": """command = "iommu sim"

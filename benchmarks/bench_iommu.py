@@ -13,9 +13,9 @@ import time
 from itertools import product
 
 from _rates import Rates, finish, parser
-from pcieperf import iommu
 from pcieperf._native import core
-from pcieperf.ethernet import Ethernet, parse_mix
+from pcieperf.dpdk import iommu
+from pcieperf.net.ethernet import Ethernet, parse_mix
 
 TARGET = 40e6
 

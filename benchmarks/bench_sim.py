@@ -11,8 +11,8 @@ import time
 from dataclasses import replace
 
 from _rates import Rates, finish, parser
-from pcieperf import sim
 from pcieperf._native import core
+from pcieperf.pciebench import sim
 
 DEVICE = sim.DeviceProfile(
     name="bench",

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pcieperf import nic, tlp
-from pcieperf.ethernet import Ethernet
-from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link
+from pcieperf.net.ethernet import Ethernet
+from pcieperf.nic import nic
+from pcieperf.pcie import tlp
+from pcieperf.pcie.link import GENERATIONS, LANE_WIDTHS, Link
 
 MPS_VALUES = (128, 256, 512, 1024, 2048, 4096)
 PATH_CHOICES = (("rx", "tx"), ("rx",), ("tx",))

@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 import pcieperf
-from pcieperf import trace
 from pcieperf._native import core
+from pcieperf.net import trace
 
 FRAME = 60  # a 64-byte frame as captured: no FCS
 TIME = "/usr/bin/time"  # GNU time: the peak RSS of the command itself (%M, KiB)

@@ -24,7 +24,7 @@ PACKAGE = ROOT / "src" / "pcieperf"
 sys.path.insert(0, str(ROOT / "fuzz" / "python"))
 from targets import _BENCH_NAMES, _COUNTER_OPTIONS, _VALUE_PARSERS  # noqa: E402
 
-from pcieperf import bench, calibrate  # noqa: E402
+from pcieperf.pciebench import bench, calibrate  # noqa: E402
 
 # Documented examples of each command-line value (README.md, the --help texts), in the
 # order of targets._VALUE_PARSERS.

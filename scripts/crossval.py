@@ -5,7 +5,7 @@ left-out host's latency files (lat_*.csv) and host facts (sys-*.txt) into a scra
 the same name, predict its bandwidth files and intervals from that, and compare with what was
 measured. Leave one microarchitecture out: calibrate on the hosts of the other CPU generations
 (from cpuinfo) and predict every host of the held-out one. The baseline is the plain link model
-(pcieperf.tlp.effective_gbps with the host's MPS/MRRS: no latency, caches or IOMMU) on the same
+(pcieperf.pcie.tlp.effective_gbps with the host's MPS/MRRS: no latency, caches or IOMMU) on the same
 points. Writes the tables to docs/crossval.md.
 
 Run: python3 scripts/crossval.py [DATA_DIR] [--out docs/crossval.md]
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pcieperf import calibrate, predict, tlp, validate
+from pcieperf.pcie import tlp
+from pcieperf.pciebench import calibrate, predict, validate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcie-bench"
 SIZE_INDEX = validate.KEY_NAMES.index("size_bytes")

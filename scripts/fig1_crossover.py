@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from pcieperf import nic
-from pcieperf.ethernet import Ethernet
-from pcieperf.link import Link
+from pcieperf.net.ethernet import Ethernet
+from pcieperf.nic import nic
+from pcieperf.pcie.link import Link
 
 FRAMES = np.arange(64, 1519)
 LOST_REQUEST_BYTES = 24  # MRd with a 4 DW header + 8 B framing

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from pcieperf import iommu, platforms
-from pcieperf.ethernet import Ethernet, parse_mix
+from pcieperf.dpdk import iommu, platforms
+from pcieperf.net.ethernet import Ethernet, parse_mix
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "iommu.md"
 TALK_SIZES = ("64", "128", "256", "imix")

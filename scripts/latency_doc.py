@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pcieperf import calibrate, latency
+from pcieperf.nic import latency
+from pcieperf.pciebench import calibrate
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
 WARM_HOST = "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s0-s0"

@@ -1,5 +1,5 @@
 """The numpy implementation of `trace stats` as it was before the statistics moved into the
-Rust core (commit 085f2a9, src/pcieperf/trace.py), kept as the oracle the Rust code is checked
+Rust core (commit 085f2a9, src/pcieperf/net/trace.py), kept as the oracle the Rust code is checked
 against on random traces (tests/test_trace_stats_oracle.py). Only `stats` takes the rate
 windows as an argument here; the computation is unchanged."""
 
@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-from pcieperf.ethernet import Ethernet
-from pcieperf.trace import (
+from pcieperf.net.ethernet import Ethernet
+from pcieperf.net.trace import (
     LINK_HEADER_BYTES,
     NS_PER_S,
     SIZE_BINS,

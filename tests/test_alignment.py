@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import test_sim
-from pcieperf import alignment, sim
 from pcieperf.errors import ProfileError, UsageError
-from pcieperf.link import Link
+from pcieperf.pcie import alignment
+from pcieperf.pcie.link import Link
+from pcieperf.pciebench import sim
 
 LINK = Link(mps=256, mrrs=512, completion_policy="mps")  # the E5 hosts' settings (lspci)
 

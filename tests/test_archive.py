@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import run_cli
-from pcieperf import trace
 from pcieperf._native import core
+from pcieperf.net import trace
 
 CAPTURES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "captures"
 INPUTS = Path(__file__).resolve().parent / "data" / "trace_stats" / "inputs"
@@ -101,20 +101,21 @@ def test_partials_of_any_split_merge_to_the_whole(tmp_path_factory, cuts):
 
 
 def trace_eth():
-    from pcieperf.ethernet import Ethernet
+    from pcieperf.net.ethernet import Ethernet
 
     return Ethernet(40)
 
 
 def imix():
-    from pcieperf.ethernet import parse_mix
+    from pcieperf.net.ethernet import parse_mix
 
     return parse_mix("imix")
 
 
 pytest.importorskip("distributed", reason="the dask extra (pip install 'pcieperf[dask]')")
 
-from pcieperf import archive, engine  # noqa: E402
+from pcieperf import engine  # noqa: E402
+from pcieperf.net import archive  # noqa: E402
 
 
 def test_100_files_with_bursts_across_them_equal_one_file(tmp_path, capsys, monkeypatch):
@@ -343,8 +344,8 @@ def test_demand_of_100_files_equals_one_file_and_nic_trace(tmp_path, capsys, mon
         assert whole[key] == nic_trace[key], key
     for key in ("peak_up_gbps", "peak_down_gbps"):
         assert whole[key] == pytest.approx(nic_trace[key], rel=1e-12), key
-    from pcieperf import nic
-    from pcieperf.link import Link
+    from pcieperf.nic import nic
+    from pcieperf.pcie.link import Link
 
     captured = trace.read(one)
     up, down = nic.per_packet_wire_bytes(

@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcieperf import bench
 from pcieperf.cli import main
 from pcieperf.errors import UsageError
-from pcieperf.store import Store
+from pcieperf.measure.store import Store
+from pcieperf.pciebench import bench
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
 needs_shared = pytest.mark.skipif(

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcieperf import bench, calibrate
 from pcieperf.errors import UsageError
-from pcieperf.store import parse_result_dir
+from pcieperf.pciebench import bench, calibrate
+from pcieperf.pciebench.bench import parse_result_dir
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
 WINDOWS = np.array([8, 64, 256, 512, 1024, 1536, 2048, 4096, 8192, 16384, 32768, 65536]) << 10

@@ -20,9 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import epoch_ns, tshark_fields
-from pcieperf import progress, trace
+from pcieperf import progress
 from pcieperf.cli import main
-from pcieperf.ethernet import Ethernet, parse_mix
+from pcieperf.net import trace
+from pcieperf.net.ethernet import Ethernet, parse_mix
 
 CAPTURES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "captures"
 SHARED = sorted(CAPTURES.glob("**/*.pcap*")) if CAPTURES.is_dir() else []
@@ -440,8 +441,8 @@ def test_synth_reports_progress_per_chunk(tmp_path, monkeypatch):
 
 SYNTH_PEAK = """
 import sys
-from pcieperf import trace
-from pcieperf.ethernet import Ethernet, parse_mix
+from pcieperf.net import trace
+from pcieperf.net.ethernet import Ethernet, parse_mix
 def rss(key):
     return int(open("/proc/self/status").read().split(key)[1].split()[0])
 before = rss("VmRSS:")

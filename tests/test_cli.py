@@ -249,7 +249,7 @@ def test_iommu_advise_offers_the_best_poll_delay_on_skylake_sp(tmp_path, capsys)
     # assumed range (32 < 64 posted credits), not with testpmd-fwd's 256.
     from importlib import resources
 
-    text = (resources.files("pcieperf") / "profiles" / "testpmd-fwd.toml").read_text()
+    text = (resources.files("pcieperf.nic") / "profiles" / "testpmd-fwd.toml").read_text()
     low = tmp_path / "xl710-32.toml"
     low.write_text(text.replace("read_requests = 256", "read_requests = 32", 1))
     argv = ["iommu", "advise", "--platform", "skylake-sp", "--packets", "50000"]

@@ -24,9 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcieperf import trace
 from pcieperf.cli import build_parser, main
-from pcieperf.ethernet import Ethernet, parse_mix
+from pcieperf.net import trace
+from pcieperf.net.ethernet import Ethernet, parse_mix
 
 EXAMPLES = int(os.environ.get("PCIEPERF_CLI_EXAMPLES", "40"))
 DATA = Path(__file__).parent / "data"
@@ -101,8 +101,8 @@ def paths(tmp_path_factory):
     (inputs / "binary.csv").write_bytes(bytes(range(256)))
     shutil.copy(DATA / "counters" / "pcm-iio-skx.csv", inputs / "pcm.csv")
     shutil.copy(DATA / "counters" / "perf-stat-iio-skx.csv", inputs / "perf.csv")
-    shutil.copy(PACKAGE / "profiles" / "simple.toml", inputs / "simple.toml")
-    shutil.copy(PACKAGE / "calibrations" / "nfp6000.toml", inputs / "cal.toml")
+    shutil.copy(PACKAGE / "nic" / "profiles" / "simple.toml", inputs / "simple.toml")
+    shutil.copy(PACKAGE / "pciebench" / "calibrations" / "nfp6000.toml", inputs / "cal.toml")
     (inputs / "folder").mkdir()
     (inputs / "folder" / "lat_rd.csv").write_text("not,a,pcie-bench,file\n")
     outputs = root / "out"

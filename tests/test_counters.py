@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pcieperf import counters
 from pcieperf.cli import main
-from pcieperf.store import Store
+from pcieperf.measure import counters
+from pcieperf.measure.store import Store
 
 DATA = Path(__file__).parent / "data" / "counters"
 

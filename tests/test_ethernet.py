@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pcieperf.errors import UsageError
-from pcieperf.ethernet import SIMPLE_IMIX, Ethernet, PacketMix, parse_mix
+from pcieperf.net.ethernet import SIMPLE_IMIX, Ethernet, PacketMix, parse_mix
 
 
 def test_minimum_frames_at_line_rate():

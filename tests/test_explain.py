@@ -9,11 +9,12 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pcieperf import dpdk, explain, testpmd
 from pcieperf.cli import main
-from pcieperf.counters import parse
-from pcieperf.link import Link
-from pcieperf.store import Store
+from pcieperf.dpdk import forwarding, testpmd
+from pcieperf.measure import explain
+from pcieperf.measure.counters import parse
+from pcieperf.measure.store import Store
+from pcieperf.pcie.link import Link
 
 PPS, PKT = 10e6, 64
 HIST = "0:200,16:100,32:1000"  # packets 33600 over 1100 busy calls: mean batch 30.545
@@ -26,7 +27,7 @@ SHARED_PCM = Path(__file__).parent / "data" / "counters" / "pcm-iio-skx.csv"
 def model_rates(
     pps: float = PPS, misses_pkt: float = 0.0, batch: float = 33600 / 1100
 ) -> dict[str, float]:
-    cfg = dpdk.ForwardingConfig(pkt_bytes=PKT, batch=batch)
+    cfg = forwarding.ForwardingConfig(pkt_bytes=PKT, batch=batch)
     return explain.predict(cfg, Link(), pps, misses_pkt=misses_pkt)
 
 
@@ -60,7 +61,7 @@ def write_pcm(
 
 
 def run_explain(path: Path, pps: float = PPS, **kwargs) -> explain.Explanation:
-    cfg = dpdk.ForwardingConfig(pkt_bytes=PKT, batch=33600 / 1100)
+    cfg = forwarding.ForwardingConfig(pkt_bytes=PKT, batch=33600 / 1100)
     return explain.explain(parse(path, None), cfg, Link(), pps, **kwargs)
 
 
@@ -70,7 +71,7 @@ def test_unperturbed_file_agrees(tmp_path):
     assert result.deviating == []
     assert result.stack == f"socket 0: {STACK}"  # the only stack carrying traffic
     byte = {v.metric: v for v in result.verdicts}
-    for name in dpdk.METRICS[:2]:
+    for name in forwarding.METRICS[:2]:
         assert byte[name].ratio == pytest.approx(1, abs=0.02)  # the +-2 % wobble averages out
     # VTune recipe: outbound writes per packet = 4 B / batch + 4 B / max(rx_free_thresh,
     # batch) = 4/30.545 + 4/32 = 0.2560 B.
@@ -117,7 +118,7 @@ def test_iotlb_misses_with_4k_pages_point_to_iommu_advise(tmp_path):
     assert "see `pcieperf iommu advise`" in verdict.diagnosis
     # The same file agrees with a 4 KiB-page prediction whose misses it carries.
     setup = explain.IommuSetup(page="4k", rxd=1024, txd=1024)
-    cfg = dpdk.ForwardingConfig(pkt_bytes=PKT, batch=33600 / 1100)
+    cfg = forwarding.ForwardingConfig(pkt_bytes=PKT, batch=33600 / 1100)
     per_pkt = explain.misses_per_packet(cfg, setup)
     assert per_pkt > 0.01  # 4 KiB pages: the working set outgrows the IOTLB
     path = write_pcm(tmp_path / "c4k.csv", model_rates(misses_pkt=per_pkt))
@@ -191,7 +192,7 @@ def test_with_a_third_voter_a_doubled_metric_is_told_from_a_wrong_rate(tmp_path)
     # 4 KiB pages: IOTLB misses are a third per-packet metric. At 2 Mpps, not 10, reads and misses
     # agree on the rate and the doubled inbound writes are named at that rate (2.00x).
     setup = explain.IommuSetup(page="4k", rxd=1024, txd=1024)
-    cfg = dpdk.ForwardingConfig(pkt_bytes=PKT, batch=33600 / 1100)
+    cfg = forwarding.ForwardingConfig(pkt_bytes=PKT, batch=33600 / 1100)
     per_pkt = explain.misses_per_packet(cfg, setup)
     rates = model_rates(pps=PPS / 5, misses_pkt=per_pkt)
     path = write_pcm(tmp_path / "c.csv", rates, scale={"inbound_write": 2.0})
@@ -288,7 +289,7 @@ def test_free_running_directions_compare_with_summed_metrics(tmp_path):
 def test_a_profile_that_reads_registers_predicts_outbound_reads(tmp_path):
     # The kernel-driver-like `simple` profile reads device registers; a file without outbound
     # reads is then "below" on them, with its own diagnosis.
-    from pcieperf.nic import load_profile
+    from pcieperf.nic.nic import load_profile
 
     result = run_explain(
         write_pcm(tmp_path / "c.csv", model_rates()), profile=load_profile("simple")
@@ -307,7 +308,7 @@ def test_cli_json_stack_choice_plot_and_errors(tmp_path, capsys):
     assert out["deviating"] == ["inbound_write"]
     assert out["agreement"] is False
     assert out["mean_batch"] == pytest.approx(33600 / 1100)
-    assert {m["metric"] for m in out["metrics"]} == {*dpdk.METRICS, "iotlb_miss"}
+    assert {m["metric"] for m in out["metrics"]} == {*forwarding.METRICS, "iotlb_miss"}
     assert (tmp_path / "e.png").stat().st_size > 0
     # Human output names the deviation with its diagnosis.
     assert main([*base, "--batch-hist", HIST, "--stack", "PCIe0"]) == 0
@@ -351,7 +352,7 @@ def test_from_run_uses_the_stored_run(tmp_path, capsys):
     assert stored.rx_pps == pytest.approx(2 * 19996 / 5)
     assert stored.pkt == 60
     assert stored.batch_hist[32] == 2 * 625
-    cfg_fwd = dpdk.ForwardingConfig(pkt_bytes=60, batch=32.0)
+    cfg_fwd = forwarding.ForwardingConfig(pkt_bytes=60, batch=32.0)
     rates = explain.predict(cfg_fwd, Link(), stored.rx_pps)
     path = write_pcm(tmp_path / "c.csv", rates)
     assert main(["explain", "--counters", str(path), "--from-run", str(run_id), "--db", str(db),

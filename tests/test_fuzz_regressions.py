@@ -10,8 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcieperf import calibrate, counters, ethernet, iommu, nic, sim
+from pcieperf.dpdk import iommu
 from pcieperf.errors import PcieperfError, ProfileError, UsageError
+from pcieperf.measure import counters
+from pcieperf.net import ethernet
+from pcieperf.nic import nic
+from pcieperf.pciebench import calibrate, sim
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz" / "python"))
 import targets

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcieperf import iommu
-from pcieperf.calibrate import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.dpdk import iommu
 from pcieperf.errors import UsageError
-from pcieperf.ethernet import Ethernet, parse_mix
+from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
 
 PACKETS = 50_000  # enough for +-1 % on every rate asserted here
 

@@ -6,10 +6,11 @@ import json
 import pytest
 
 from helpers import run_cli
-from pcieperf import counters, dpdk, explain, iommu, iommu_fit, platforms
+from pcieperf.dpdk import forwarding, iommu, platforms
 from pcieperf.errors import UsageError
-from pcieperf.ethernet import Ethernet, parse_mix
-from pcieperf.link import Link
+from pcieperf.measure import counters, explain, iommu_fit
+from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.pcie.link import Link
 
 PACKETS = 50_000
 SKX_HEADER = (
@@ -153,7 +154,7 @@ def test_explain_routes_its_counters_into_the_same_fit(tmp_path, capsys, skx_64b
     from test_explain import write_pcm  # the explain tests' pcm-iio writer
 
     pps = skx_64b.mpps_iommu * 1e6
-    cfg = dpdk.ForwardingConfig(pkt_bytes=60)  # explain's --pkt: DMA bytes, 64 B frame - FCS
+    cfg = forwarding.ForwardingConfig(pkt_bytes=60)  # explain's --pkt: DMA bytes, 64 B frame - FCS
     rates = explain.predict(cfg, Link(), pps, misses_pkt=skx_64b.iotlb_misses_per_fwd_pkt)
     path = write_pcm(tmp_path / "pcm.csv", rates)
     out_file = tmp_path / "host.toml"

@@ -1,4 +1,4 @@
-"""The loopback latency model and Little's law (pcieperf.latency, `pcieperf latency`)."""
+"""The loopback latency model and Little's law (pcieperf.nic.latency, `pcieperf latency`)."""
 
 import json
 from pathlib import Path
@@ -10,10 +10,11 @@ from hypothesis import strategies as st
 
 import pcieperf
 from helpers import run_cli
-from pcieperf import calibrate, latency
-from pcieperf.ethernet import Ethernet
-from pcieperf.link import Link
-from pcieperf.nic import builtin_profiles
+from pcieperf.net.ethernet import Ethernet
+from pcieperf.nic import latency
+from pcieperf.nic.nic import builtin_profiles
+from pcieperf.pcie.link import Link
+from pcieperf.pciebench import calibrate
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
 BDW = SHARED / "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s0-s0"
@@ -167,7 +168,7 @@ def test_dataframe_api():
 
 
 def test_report_figures_write_the_model(tmp_path):
-    from pcieperf.report import ReportConfig, figure_concurrency, figure_latency
+    from pcieperf.report.figures import ReportConfig, figure_concurrency, figure_latency
 
     latency_fig = figure_latency(ReportConfig(), tmp_path)
     with (tmp_path / "fig2_latency.csv").open() as fh:

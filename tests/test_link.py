@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pcieperf.errors import UsageError
-from pcieperf.link import GENERATIONS, LANE_WIDTHS, Link, spec_ack_interval_symbols
+from pcieperf.pcie.link import GENERATIONS, LANE_WIDTHS, Link, spec_ack_interval_symbols
 
 
 def test_gen3_x8_raw_and_encoded():

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcieperf import nic
 from pcieperf.errors import ProfileError, UsageError
-from pcieperf.ethernet import SIMPLE_IMIX, Ethernet, PacketMix
-from pcieperf.link import Link
+from pcieperf.net.ethernet import SIMPLE_IMIX, Ethernet, PacketMix
+from pcieperf.nic import nic
+from pcieperf.pcie.link import Link
 
 GEN3_X8 = Link(gen=3, lanes=8, mps=256, mrrs=512, rcb=64)
 ETH40 = Ethernet(40)

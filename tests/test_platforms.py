@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from helpers import run_cli
-from pcieperf import calibrate, iommu, platforms
-from pcieperf.calibrate import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.dpdk import iommu, platforms
 from pcieperf.errors import ProfileError, UsageError
+from pcieperf.pciebench import calibrate
+from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcie-bench"
 BUILTIN = ("e5-v4", "skylake-sp", "cascadelake", "icelake-sp", "sapphirerapids", "epyc-zen4")

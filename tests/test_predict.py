@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcieperf import bench, calibrate, predict, sim, validate
 from pcieperf.cli import main
 from pcieperf.errors import ProfileError, UsageError
+from pcieperf.pciebench import bench, calibrate, predict, sim, validate
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/pcie-bench is absent")

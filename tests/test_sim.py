@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from pcieperf import sim
 from pcieperf.errors import ProfileError, UsageError
-from pcieperf.link import Link
+from pcieperf.pcie.link import Link
+from pcieperf.pciebench import sim
 
 DEVICE = sim.DeviceProfile(
     name="dev",

@@ -20,10 +20,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pcieperf import dpdk, testpmd
 from pcieperf.cli import main
+from pcieperf.dpdk import forwarding, testpmd
 from pcieperf.errors import UsageError
-from pcieperf.link import Link
+from pcieperf.pcie.link import Link
 
 DATA = Path(__file__).parent / "data" / "testpmd"
 HAVE_TESTPMD = shutil.which("dpdk-testpmd") is not None and len(os.sched_getaffinity(0)) >= 2
@@ -267,8 +267,8 @@ def test_end_to_end_run_and_prediction_from_it(tmp_path, capsys):
     # VTune recipe: outbound writes per packet = tail/batch + tail/max(rx_free_thresh, batch)
     # = 4/16 + 4/32 = 0.375 B.
     assert fwd["outbound_write_gbps"] == pytest.approx(run["rx_pps"] * 0.375 * 8 / 1e9)
-    cfg = dpdk.ForwardingConfig(pkt_bytes=124, batch=16.0)
-    est = dpdk.estimate(cfg, Link(), run["rx_pps"])
+    cfg = forwarding.ForwardingConfig(pkt_bytes=124, batch=16.0)
+    est = forwarding.estimate(cfg, Link(), run["rx_pps"])
     assert fwd["inbound_write_gbps"] == pytest.approx(float(est.metric_gbps("inbound_write")))
 
 

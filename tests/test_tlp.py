@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcieperf import tlp
 from pcieperf.errors import UsageError
-from pcieperf.link import Link
+from pcieperf.pcie import tlp
+from pcieperf.pcie.link import Link
 
 GEN3 = Link(gen=3, lanes=8, mps=256, mrrs=512, rcb=64)
 

@@ -12,11 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import epoch_ns, tshark_fields
-from pcieperf import dpdk, nic, trace
 from pcieperf.cli import main
+from pcieperf.dpdk import forwarding
 from pcieperf.errors import UsageError
-from pcieperf.ethernet import Ethernet, parse_mix
-from pcieperf.link import Link
+from pcieperf.net import trace
+from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.nic import nic
+from pcieperf.pcie.link import Link
 
 CAPTURES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "captures"
 SHARED = sorted(CAPTURES.glob("**/*.pcap*")) if CAPTURES.is_dir() else []
@@ -274,12 +276,12 @@ def test_dpdk_trace_batches_come_from_arrivals():
     # batch histogram is {10: calls} and the traffic equals the fixed estimate at batch 10.
     link = Link()
     t = trace.synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=10e6, duration_s=0.002)
-    fwd = dpdk.trace_forwarding(dpdk.ForwardingConfig(), link, t, 1_000_000, 1000)
+    fwd = forwarding.trace_forwarding(forwarding.ForwardingConfig(), link, t, 1_000_000, 1000)
     assert fwd.batch_hist == {10: 2000.0}
-    est = dpdk.estimate(dpdk.ForwardingConfig(pkt_bytes=60, batch=10), link, 10e6)
+    est = forwarding.estimate(forwarding.ForwardingConfig(pkt_bytes=60, batch=10), link, 10e6)
     # The trace spans 1.9999 ms: the second window covers 0.9999 ms with 10 000 packets.
     covered = np.array([1, 0.9999])
-    for metric in dpdk.METRICS:
+    for metric in forwarding.METRICS:
         assert fwd.metric_gbps[metric] == pytest.approx(est.metric_gbps(metric) / covered)
     assert fwd.demand.up_gbps == pytest.approx(est.wire_up_gbps / covered)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcieperf import trace
+from pcieperf.net import trace
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/status").exists(), reason="peak memory is read from Linux /proc"

@@ -14,7 +14,12 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pcieperf import bench, calibrate, counters, ethernet, iommu, nic, sim, testpmd, units
+from pcieperf import units
+from pcieperf.dpdk import iommu, testpmd
+from pcieperf.measure import counters
+from pcieperf.net import ethernet
+from pcieperf.nic import nic
+from pcieperf.pciebench import bench, calibrate, sim
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="pcieperf-fuzz-"))
 

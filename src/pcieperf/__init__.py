@@ -1,9 +1,12 @@
 """pcieperf: predict, measure and explain the PCIe cost of packet I/O.
 
-Modules, in the order data flows: `link` (a PCIe link per direction) -> `tlp` (the cost of one
-read or write) -> `ethernet` (line rates, frame overheads, size mixes) -> `nic` (NIC/driver
-profiles priced per packet) -> `dpdk` (the forwarding estimate) -> `report` (plots, HTML).
-`cli` sits on top and nothing imports it.
+Packages, in the order data flows: `pcie` (a link per direction, the cost of one read or
+write) -> `net` (line rates, frame overheads, captures) -> `nic` (NIC/driver profiles priced per
+packet, loopback latency) -> `dpdk` (forwarding estimate, IOMMU/IOTLB, testpmd runner);
+`pciebench` (pcie-bench definitions, simulator, calibration, predict, validate); `measure`
+(counters, store, explain) -> `report` (figures, HTML). `cli` sits on top and nothing imports
+it. Top-level modules serve them all: errors, units, progress, engine (Dask), sweep, _native
+(the only caller of the Rust core).
 
 The names below are imported on first use (PEP 562), so that `import pcieperf.cli` and the
 capture commands do not pay for numpy.
@@ -16,22 +19,22 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
-    from pcieperf.ethernet import Ethernet, PacketMix, parse_mix
-    from pcieperf.latency import latency_table
-    from pcieperf.link import Link
-    from pcieperf.nic import evaluate, load_profile
+    from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
+    from pcieperf.nic.latency import latency_table
+    from pcieperf.nic.nic import evaluate, load_profile
+    from pcieperf.pcie.link import Link
 
 _HOMES = {
-    "Ethernet": "ethernet",
-    "Link": "link",
-    "PacketMix": "ethernet",
+    "Ethernet": "net.ethernet",
+    "Link": "pcie.link",
+    "PacketMix": "net.ethernet",
     "PcieperfError": "errors",
     "ProfileError": "errors",
     "UsageError": "errors",
-    "evaluate": "nic",
-    "latency_table": "latency",
-    "load_profile": "nic",
-    "parse_mix": "ethernet",
+    "evaluate": "nic.nic",
+    "latency_table": "nic.latency",
+    "load_profile": "nic.nic",
+    "parse_mix": "net.ethernet",
 }
 __all__ = [
     "Ethernet",

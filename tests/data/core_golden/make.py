@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pcieperf import iommu, sim
 from pcieperf._native import core
-from pcieperf.ethernet import Ethernet, parse_mix
+from pcieperf.dpdk import iommu
+from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.pciebench import sim
 
 OUT = Path(__file__).resolve().parent / "calls.json"
 RECORDED = ("simulate", "port_misses", "port_simulate")

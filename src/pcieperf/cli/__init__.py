@@ -1,0 +1,142 @@
+"""The `pcieperf` command line: one subcommand per capability, `--json` everywhere.
+
+Each command group lives in its own module; this one assembles the parser (only the asked-for
+command's options are built: start-up stays light) and turns every error into one line on
+stderr: exit code 2 for anything the user caused, 1 for an unexpected failure (with a
+traceback only under `--debug`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+
+from pcieperf import progress
+from pcieperf.cli._parser import _GROUPS, EXAMPLES, _Parser, _parser_options, _Version
+from pcieperf.cli.bench import _add_bench_commands
+from pcieperf.cli.counters import _add_counters_commands
+from pcieperf.cli.data import _add_data_commands
+from pcieperf.cli.dpdk import _add_dpdk_commands
+from pcieperf.cli.dpdk_fwd import _add_dpdk_fwd_command, cmd_dpdk_fwd
+from pcieperf.cli.explain import _add_explain_command, cmd_explain
+from pcieperf.cli.iommu import _add_iommu_commands
+from pcieperf.cli.latency import _add_latency_command, cmd_latency
+from pcieperf.cli.link import _add_dma_command, _add_link_command, cmd_dma, cmd_link
+from pcieperf.cli.nic import _add_nic_command, cmd_nic
+from pcieperf.cli.platforms import _add_platforms_command, cmd_platforms
+from pcieperf.cli.predict import _add_validate_command, cmd_validate
+from pcieperf.cli.profiles import _add_profiles_command, cmd_profiles
+from pcieperf.cli.report import _add_report_command, cmd_report
+from pcieperf.cli.sweep import _add_sweep_command, cmd_sweep
+from pcieperf.cli.trace import _add_trace_commands
+from pcieperf.errors import PcieperfError, PcieperfWarning, UsageError, require_plot_file
+
+_TOP_LEVEL: dict[str, tuple[str, Callable[[argparse._SubParsersAction], None]]] = {
+    "link": (cmd_link.__doc__ or "link", _add_link_command),
+    "dma": (cmd_dma.__doc__ or "dma", _add_dma_command),
+    "nic": (cmd_nic.__doc__ or "nic", _add_nic_command),
+    "latency": (cmd_latency.__doc__ or "latency", _add_latency_command),
+    "profiles": (cmd_profiles.__doc__ or "profiles", _add_profiles_command),
+    "dpdk-fwd": (cmd_dpdk_fwd.__doc__ or "dpdk-fwd", _add_dpdk_fwd_command),
+    "explain": (cmd_explain.__doc__ or "explain", _add_explain_command),
+    "dpdk": (_GROUPS["dpdk"], _add_dpdk_commands),
+    "data": (_GROUPS["data"], _add_data_commands),
+    "bench": (_GROUPS["bench"], _add_bench_commands),
+    "validate": (cmd_validate.__doc__ or "validate", _add_validate_command),
+    "iommu": (_GROUPS["iommu"], _add_iommu_commands),
+    "platforms": (cmd_platforms.__doc__ or "platforms", _add_platforms_command),
+    "trace": (_GROUPS["trace"], _add_trace_commands),
+    "counters": (_GROUPS["counters"], _add_counters_commands),
+    "report": (cmd_report.__doc__ or "report", _add_report_command),
+    "sweep": (cmd_sweep.__doc__ or "sweep", _add_sweep_command),
+}
+"""Every top-level command and group, in help order: its summary and what registers it."""
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full argument parser (also used to document the CLI and by `sweep`), or, with
+    `only`, one in which every top-level command or group but `only` has its name and summary
+    alone: their options name the models (numpy, duckdb, scipy), which `--help` or a light
+    command such as `link` must not import (issue 15: start-up under 120 ms)."""
+    parser = _Parser(
+        prog="pcieperf",
+        description="Predict, measure and explain the PCIe cost of packet I/O on high-speed "
+        "NICs and DPDK data planes.",
+        epilog="examples:\n  "
+        + "\n  ".join(EXAMPLES[c] for c in ("nic", "dpdk-fwd", "trace stats", "report"))
+        + "\n\n`pcieperf COMMAND --help` describes each command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
+    parser.add_argument("--version", action=_Version, help="show the installed version and exit")
+    parser.set_defaults(help_of=parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (summary, add) in _TOP_LEVEL.items():
+        if only is None or name == only:
+            add(sub)
+        else:
+            sub.add_parser(name, **_parser_options(sub, name, summary))
+    return parser
+
+
+def _top_level_word(argv: Sequence[str]) -> str:
+    """The top-level command or group that `argv` names: its first word that is no option
+    (`pcieperf` has no option that takes a value), or "" for none."""
+    return next((word for word in argv if not word.startswith("-")), "")
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: object) -> None:
+    """One line on stderr per warning, in the CLI's voice (no file and line of the source)."""
+    print(f"pcieperf: warning: {message}", file=sys.stderr)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse an unusable plot file before any work starts (a long sweep or simulation must
+    not end in 'file exists')."""
+    plot = getattr(args, "plot", None)
+    if plot is not None:
+        require_plot_file(plot, getattr(args, "force", False))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_top_level_word(argv))
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:  # `pcieperf` or a group alone: show what it offers
+        args.help_of.print_help()
+        return 0
+    progress.configure(quiet=args.quiet or args.output_format != "table")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", PcieperfWarning)
+            warnings.showwarning = _show_warning
+            _check_outputs(args)
+            args.func(args)
+    except KeyboardInterrupt:
+        print("pcieperf: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, as Python's docs recommend.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except UsageError as exc:
+        print(f"pcieperf: error: {exc}", file=sys.stderr)
+        return 2
+    except PcieperfError as exc:
+        print(f"pcieperf: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the one place that catches everything, by design
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"pcieperf: internal error: {type(exc).__name__}: {exc} "
+            "(rerun with --debug for a traceback)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+

@@ -1,0 +1,165 @@
+"""What the command modules share: the models they call (imported on first use, so that the
+capture commands start without numpy, duckdb or scipy: docs/trace.md), the link options and
+their parsing, the store location, and warnings in the CLI's voice."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pcieperf import _lazy
+from pcieperf.errors import PcieperfWarning
+
+if TYPE_CHECKING:
+    from pcieperf.measure.store import Store
+    from pcieperf.pcie.link import Link
+
+
+bench = _lazy.module("pcieperf.pciebench.bench")
+calibrate = _lazy.module("pcieperf.pciebench.calibrate")
+counters = _lazy.module("pcieperf.measure.counters")
+dpdk = _lazy.module("pcieperf.dpdk.forwarding")
+archiving = _lazy.module("pcieperf.net.archive")
+engine = _lazy.module("pcieperf.engine")
+ethernet = _lazy.module("pcieperf.net.ethernet")
+explaining = _lazy.module("pcieperf.measure.explain")
+iommu = _lazy.module("pcieperf.dpdk.iommu")
+iommu_fit = _lazy.module("pcieperf.measure.iommu_fit")
+latency = _lazy.module("pcieperf.nic.latency")
+pcie = _lazy.module("pcieperf.pcie.link")
+platforms = _lazy.module("pcieperf.dpdk.platforms")
+sweep = _lazy.module("pcieperf.sweep")
+nic = _lazy.module("pcieperf.nic.nic")
+testpmd = _lazy.module("pcieperf.dpdk.testpmd")
+tlp = _lazy.module("pcieperf.pcie.tlp")
+trace = _lazy.module("pcieperf.net.trace")
+
+DEFAULT_PPS = "10M"
+DEFAULT_PKT = 64
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared options
+
+
+def _add_link_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("PCIe link")
+    g.add_argument("--gen", type=_whole(), default=3, help=f"generation {sorted(pcie.GENERATIONS)}")
+    g.add_argument("--lanes", type=_whole(), default=8, help=f"lane width {pcie.LANE_WIDTHS}")
+    g.add_argument("--mps", type=_whole(), default=256, help="Max_Payload_Size, bytes (128..4096)")
+    g.add_argument("--mrrs", type=_whole(), default=512, help="Max_Read_Request_Size (128..4096)")
+    g.add_argument("--rcb", type=_whole(), default=64, help="Read Completion Boundary (64 or 128)")
+    g.add_argument(
+        "--completion",
+        choices=("rcb", "mps"),
+        default="rcb",
+        help="completer splits read data at every RCB (default) or at MPS",
+    )
+    g.add_argument("--addr32", action="store_true", help="32-bit DMA addresses (3 DW headers)")
+    g.add_argument("--ecrc", action="store_true", help="add a 4-byte ECRC to every TLP")
+    g.add_argument(
+        "--flit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Flit mode (always on for gen 6, off by default below)",
+    )
+    g.add_argument(
+        "--ack-interval",
+        type=_real(),
+        default=None,
+        metavar="SYMBOLS",
+        help="symbol times between ACK DLLPs (default: spec table)",
+    )
+    g.add_argument(
+        "--fc-interval",
+        type=_real(),
+        default=None,
+        metavar="SYMBOLS",
+        help="symbol times between UpdateFC DLLPs (default: spec table)",
+    )
+
+
+def _whole(low: int = -(2**62), high: int = 2**62) -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high` (huge values are typos, and would
+    overflow the 64-bit arithmetic of the models)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is not allowed; use {low} to {high}")
+        return value
+
+    return parse
+
+
+def _real(high: float = math.inf) -> Callable[[str], float]:
+    """An argparse type: a finite number up to `high` (NaN and infinity are refused here, by
+    name)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text} is not allowed; give a finite number")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"{text} is not allowed; the most is {high:g}")
+        return value
+
+    return parse
+
+
+def _link(args: argparse.Namespace) -> Link:
+    return pcie.Link(
+        gen=args.gen,
+        lanes=args.lanes,
+        mps=args.mps,
+        mrrs=args.mrrs,
+        rcb=args.rcb,
+        addr64=not args.addr32,
+        ecrc=args.ecrc,
+        flit=args.flit,
+        completion_policy=args.completion,
+        ack_interval_symbols=args.ack_interval,
+        fc_interval_symbols=args.fc_interval,
+    )
+
+
+def _store(args: argparse.Namespace, *, write: bool = False) -> Store:
+    """The store --db names (default: the user's); only commands that `write` create it."""
+    from pcieperf.measure.store import Store  # duckdb: only for the commands that use the store
+
+    return Store(Path(args.db) if args.db else None, create=write)
+
+
+def _add_scheduler_option(p: argparse.ArgumentParser) -> None:
+    """--scheduler: where Dask runs the work (shared by the commands that run on Dask)."""
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="local[:N]|tcp://HOST:PORT",
+        help="run on Dask: N local worker processes (default one per CPU) or an existing "
+        f"scheduler; default: in this process. Needs {engine.INSTALL}",
+    )
+
+
+def _warn(text: str) -> None:
+    """A result is printed, but the user should know something about it."""
+    warnings.warn(text, PcieperfWarning, stacklevel=2)
+
+
+def _add_trace_replay_options(p: argparse.ArgumentParser) -> None:
+    """--trace and its companions, shared by nic and dpdk-fwd."""
+    p.add_argument("--trace", default=None, help="a pcap/pcapng capture to replay instead of sizes")
+    p.add_argument("--window", default="1ms", help="time window of the bandwidth series")
+    p.add_argument("--skip-bad", action="store_true", help="skip damaged capture records")
+    p.add_argument("--plot", default=None, help="PNG/SVG of bandwidth over time vs capacity")
+    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")

@@ -1,0 +1,189 @@
+"""Registering commands: help from each command's docstring, an example per command, the
+options every command has (`--format`/`--json`, `--quiet`), and `--version`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from pcieperf.cli._common import _add_link_options
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Parser and entry point
+
+
+EXAMPLES = {
+    "link": "pcieperf link --gen 4 --lanes 16",
+    "dma": "pcieperf dma --op read --sizes 64,256,1500 --mrrs 512",
+    "nic": "pcieperf nic --profile dpdk --eth 100 --sizes 64,256,1518,imix",
+    "profiles": "pcieperf profiles mlx5-dpdk",
+    "latency": "pcieperf latency --profile bypass --sizes 64,128,512,1500 --host HOSTDIR",
+    "dpdk-fwd": "pcieperf dpdk-fwd --pps 14.2M --pkt 60 --batch-hist 0:1000,4:5000,32:200",
+    "explain": "pcieperf explain --counters pcm.csv --pps 10M --pkt 64",
+    "dpdk": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
+    "dpdk run": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
+    "dpdk runs": "pcieperf dpdk runs --json",
+    "data": "pcieperf data import ../shared/data/pcie-bench/*/",
+    "data import": "pcieperf data import ../shared/data/pcie-bench/*/",
+    "data ls": "pcieperf data ls",
+    "data show": "pcieperf data show nfp6000-bdw --test BW_RD",
+    "data plot": "pcieperf data plot --view window --size 64 -o window.png",
+    "bench": "pcieperf bench tests",
+    "bench tests": "pcieperf bench tests",
+    "bench sim": "pcieperf bench sim --host host.toml --device device.toml --test BW_DMA_RD",
+    "bench calibrate": "pcieperf bench calibrate ../shared/data/pcie-bench/*/ -o cal.toml",
+    "bench predict": "pcieperf bench predict --calibrate HOSTDIR --out predicted/",
+    "validate": "pcieperf validate --measured HOSTDIR --predicted predicted/ --plot v.png",
+    "iommu": "pcieperf iommu sim --page 4k --rxd 1024 --pkt 64",
+    "iommu sim": "pcieperf iommu sim --page 4k --rxd 1024 --pkt 64",
+    "iommu gain": "pcieperf iommu gain --from-rxd 1024 --to-rxd 128 --sizes 64,imix",
+    "iommu advise": "pcieperf iommu advise --page 4k --pkt 64 --plot advice.png",
+    "iommu fit": "pcieperf iommu fit --counters pcm.csv --pps 7M --rxd 1024 --pkt 64 -o my.toml",
+    "platforms": "pcieperf platforms skylake-sp",
+    "trace": "pcieperf trace stats capture.pcapng",
+    "trace stats": "pcieperf trace stats 'archive/*.pcap' --archive --scheduler local:2",
+    "trace demand": "pcieperf trace demand 'archive/*.pcap' --archive --profile dpdk --gen 4",
+    "trace merge": "pcieperf trace merge a.pcap b.pcapng -o merged.pcapng",
+    "trace synth": "pcieperf trace synth --sizes imix --pps 10M --duration 1s -o imix.pcap",
+    "trace convert": "pcieperf trace convert old.pcap -o new.pcapng",
+    "counters": "pcieperf counters import pcm-iio.csv",
+    "counters import": "pcieperf counters import pcm-iio.csv --format pcm-iio",
+    "counters ls": "pcieperf counters ls",
+    "report": "pcieperf report -o pcieperf-report",
+    "sweep": "pcieperf sweep grid.toml -o grid.parquet --scheduler local:2",
+}
+"""One example line per command and command group, shown at the end of its --help."""
+
+
+def _help_text(text: str) -> str:
+    """Double every literal % (as in "15 %"): argparse %-formats help strings."""
+    return text.replace("%", "%%")
+
+
+def _parser_options(subparsers: argparse._SubParsersAction, name: str, summary: str) -> dict:
+    """The help, description and example epilog of one (sub)command or command group."""
+    path = f"{subparsers._prog_prefix} {name}".removeprefix("pcieperf ")
+    first_sentence = " ".join(summary.split()).split(". ")[0].rstrip(".")
+    return {
+        "help": _help_text(first_sentence),
+        "description": _help_text(summary),
+        "epilog": f"example:\n  {EXAMPLES[path]}",
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
+
+
+def _add_command(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    func: Callable[[argparse.Namespace], None],
+    *,
+    link: bool = False,
+    store: bool = False,
+) -> argparse.ArgumentParser:
+    """Register one (sub)command: its help from `func`'s docstring, `--format` (`--json`),
+    `--quiet`, and optionally the link options or the store location."""
+    p = subparsers.add_parser(name, **_parser_options(subparsers, name, func.__doc__ or name))
+    p.add_argument(
+        "--format",
+        dest="output_format",
+        action=_OutputFormat,
+        default="table",
+        metavar="{table,json,csv}",
+        help="output: a table (default), JSON, or CSV of the JSON's rows (units in the header)",
+    )
+    p.add_argument(
+        "--json",
+        dest="output_format",
+        action="store_const",
+        const="json",
+        help="the same as --format json",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    if link:
+        _add_link_options(p)
+    if store:
+        p.add_argument(
+            "--db", default=None, help="store file (default: user data dir, or $PCIEPERF_DB)"
+        )
+    p.set_defaults(func=func)
+    return p
+
+
+OUTPUT_FORMATS = ("table", "json", "csv")
+
+
+class _Version(argparse.Action):
+    """`--version`: the installed package's version, from its metadata (read only when asked:
+    importlib.metadata would slow every start-up)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        value: object,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import version
+
+        print(f"pcieperf {version('pcieperf')}")
+        parser.exit()
+
+
+class _OutputFormat(argparse.Action):
+    """`--format table|json|csv`. Where a command reads a counter file, its tool's name (what
+    `--format` meant there before `--counters-format`) still selects the tool, with a
+    deprecation line."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        value: object,
+        option_string: str | None = None,
+    ) -> None:
+        tools = next((a.choices for a in parser._actions if a.dest == "format"), None) or ()
+        if value in OUTPUT_FORMATS:
+            setattr(namespace, self.dest, value)
+        elif value in tools:
+            print(
+                f"pcieperf: warning: --format {value} for the counter file is deprecated; "
+                f"use --counters-format {value}",
+                file=sys.stderr,
+            )
+            namespace.format = value
+        else:
+            allowed = ", ".join([*OUTPUT_FORMATS, *tools])  # type: ignore[list-item]
+            parser.error(f"argument --format: {value!r} is not allowed; choose one of {allowed}")
+
+
+def _add_group(
+    subparsers: argparse._SubParsersAction, name: str, summary: str
+) -> argparse._SubParsersAction:
+    """Register a command group (`trace`, `iommu`, …); given alone it prints its help."""
+    group = subparsers.add_parser(name, **_parser_options(subparsers, name, summary))
+    group.set_defaults(help_of=group)
+    return group.add_subparsers(dest=f"{name}_command", metavar="COMMAND", parser_class=_Parser)
+
+
+_GROUPS = {
+    "dpdk": "Real DPDK runs (dpdk-testpmd, no NIC needed)",
+    "data": "The measured-data store (pcie-bench results)",
+    "bench": "pcie-bench: test definitions, the simulator, calibration and prediction",
+    "iommu": "IOMMU and page size in DPDK data planes",
+    "counters": "Imported uncore counter measurements (pcm-iio, perf, VTune)",
+    "trace": "Capture files: stats, demand, merge, synth, convert",
+}
+"""The summary of each command group, shown beside its name in `pcieperf --help`."""

@@ -1,0 +1,6 @@
+"""What users measure: counter importers for pcm-iio, perf and VTune (`counters`), the DuckDB
+store of results and imports (`store`), counters explained against the model (`explain`), and
+a platform's IOMMU fitted to measured IOTLB counters (`iommu_fit`).
+
+May import: every model package (pcie, net, nic, dpdk, pciebench), errors, units. No report, no CLI.
+"""

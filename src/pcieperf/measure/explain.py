@@ -1,0 +1,578 @@
+"""Measured PCIe counters against the forwarding model: for each metric the measured and the
+predicted rate, their ratio and, for every deviation beyond the tolerance, a one-line diagnosis
+from a documented rule set (docs/explain.md). The method is the VTune recipe's ("PCIe Traffic in
+DPDK Apps": predict each counter from the forwarding equations and the Rx batch histogram, then
+compare), made open and automatic for any counter source `pcieperf.measure.counters` reads.
+
+The packet rate is tested first (`rate_hypothesis`): a wrong --pps scales every per-packet metric
+by one factor, and judging each metric against a prediction at a wrong rate blames the driver for
+the input. Only metrics the rate cannot explain get the per-metric rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import inf
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pcieperf.dpdk import forwarding, iommu
+from pcieperf.errors import UsageError
+from pcieperf.measure.counters import BYTES_PER_S, Samples
+from pcieperf.net.ethernet import FCS_BYTES, Ethernet, parse_mix
+from pcieperf.nic.nic import NicProfile
+from pcieperf.pcie.link import Link
+
+TOLERANCE = 0.15  # the issue's threshold: a metric deviates beyond +-15 % of its prediction
+# Counter noise floor: a difference under 0.01 B or 0.001 IOTLB misses per packet is not a
+# deviation, so a zero prediction (a PMD's outbound reads) tolerates a management read now and
+# then (a link-status poll a second is ~1e-7 B/packet at 10 Mpps), while a doorbell term of
+# 0.25 B/packet halved or doubled is still seen.
+BYTE_FLOOR_PER_PKT = 0.01
+MISS_FLOOR_PER_PKT = 1e-3
+# The rate hypothesis (docs/explain.md, "Rate first"). A rate the counters imply within 5 % is
+# the rate given: half the 10 % that issue 14 asks to be named, so a few % of sample-to-sample
+# wobble, or of drift between the counter tool's and the rate's averaging windows, names none.
+RATE_TOLERANCE = 0.05
+# A rate given more than 10x off what the counters imply is flagged as a likely input mistake
+# (a unit slip: 100k for 10M, pps for Mpps): issue 14 item 7.
+MISTAKE_FACTOR = 10.0
+# Rate-proportional metrics that must agree on one rate before a metric that disagrees with it
+# can be told apart from an error in that rate.
+QUORUM = 2
+MISS_METRIC = "iotlb_miss"
+# Per-burst, not per-packet: tail doorbells (see `doorbell_range`).
+DOORBELL_METRIC = "outbound_write"
+# The free-running IIO counters see only directions (counters.FREE_RUNNING_METRIC): their
+# prediction is the sum of the model metrics that move data that way.
+DIRECTION_METRICS: dict[str, tuple[forwarding.Metric, ...]] = {
+    "device_to_host": ("inbound_write", "outbound_read"),
+    "host_to_device": ("inbound_read", "outbound_write"),
+}
+EXPLAINED = (*forwarding.METRICS, *DIRECTION_METRICS, MISS_METRIC)
+
+# The rule set (docs/explain.md): (metric, direction of the deviation) -> diagnosis. Fields:
+# ratio, measured_per_pkt, predicted_per_pkt.
+RULES: dict[tuple[str, str], str] = {
+    ("outbound_read", "above"): (
+        "outbound reads present ({measured_per_pkt:.2f} B/packet): the driver reads device "
+        "registers (MMIO), so it is not a poll-mode driver; a PMD learns ring positions from "
+        "descriptor write-backs and never reads the device"
+    ),
+    ("outbound_read", "below"): (
+        "outbound reads {ratio:.2f}x the prediction: the driver reads device registers less "
+        "often than the profile assumes (a poll-mode driver reads none)"
+    ),
+    ("inbound_write", "above"): (
+        "inbound writes {ratio:.2f}x the prediction: descriptor write-backs are not coalesced "
+        "(one per packet rather than one per rs_thresh) or the device writes partial cache "
+        "lines, each costing a full 64 B line (compare with --tx-wb-full-line)"
+    ),
+    ("inbound_write", "below"): (
+        "inbound writes {ratio:.2f}x the prediction: fewer or smaller packets reach host memory "
+        "than --pps/--pkt say (drops before DMA), or write-backs are coalesced beyond rs_thresh"
+    ),
+    ("inbound_read", "above"): (
+        "inbound reads {ratio:.2f}x the prediction: descriptors are fetched one at a time rather "
+        "than a cache line at a time, packets are larger than --pkt, or reads are retried"
+    ),
+    ("inbound_read", "below"): (
+        "inbound reads {ratio:.2f}x the prediction: fewer packets are sent than received (Tx "
+        "drops) or packets are smaller than --pkt"
+    ),
+    ("outbound_write", "above"): (
+        "outbound writes {ratio:.2f}x the prediction: tail doorbells are written more often than "
+        "the batch histogram implies (smaller batches, or rx_free_thresh below the batch)"
+    ),
+    ("outbound_write", "below"): (
+        "outbound writes {ratio:.2f}x the prediction: batches are larger than the histogram says "
+        "or doorbells are deferred further (a larger rx_free_thresh)"
+    ),
+    ("iotlb_miss", "above"): (
+        "IOTLB misses {measured_per_pkt:.3f}/packet against {predicted_per_pkt:.3f} predicted: "
+        "4 KiB pages with large rings and mbuf pool spread the working set over more pages than "
+        "the IOTLB holds; see `pcieperf iommu advise`, and `--fit-iommu` to learn this host's "
+        "IOTLB reach and walkers from these counters"
+    ),
+    ("iotlb_miss", "below"): (
+        "IOTLB misses {ratio:.2f}x the prediction: pages are larger than --page or the working "
+        "set (rings, pool) is smaller than modelled"
+    ),
+    ("device_to_host", "above"): (
+        "device-to-host data {ratio:.2f}x the prediction: extra inbound writes (uncoalesced "
+        "write-backs, partial lines) or outbound reads (a driver reading registers); the "
+        "free-running counters cannot tell which"
+    ),
+    ("device_to_host", "below"): (
+        "device-to-host data {ratio:.2f}x the prediction: fewer or smaller packets are written "
+        "to host memory than --pps/--pkt say"
+    ),
+    ("host_to_device", "above"): (
+        "host-to-device data {ratio:.2f}x the prediction: extra inbound reads (single descriptor "
+        "fetches, larger packets) or outbound writes (more doorbells); the free-running "
+        "counters cannot tell which"
+    ),
+    ("host_to_device", "below"): (
+        "host-to-device data {ratio:.2f}x the prediction: fewer or smaller packets are sent "
+        "than --pps/--pkt say"
+    ),
+}
+RATE_RULE = (
+    "the packet rate is about {implied} rather than the {given} given (or the counters cover "
+    "other ports too): at that rate {how}"
+)
+RATE_EXPLAINS_ALL = "every metric matches the model"
+RATE_EXPLAINS_QUORUM = "{agreeing} match the model and the others are diagnosed on their own"
+RATE_UNRESOLVED = (
+    "the metrics that scale with the rate disagree among themselves ({spread}), so which of them "
+    "is off cannot be told; run again with --pps near {implied} for per-metric diagnoses"
+)
+MISTAKE_RULE = (
+    "likely input mistake: the rate given ({given}) is {factor:.3g}x {side} the {implied} the "
+    "counters imply"
+)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One metric of the chosen stack over time (summed over parts)."""
+
+    metric: str
+    unit: str
+    t_s: NDArray[np.float64]
+    value: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One metric: measured (mean over time), predicted, ratio, and the diagnosis if off."""
+
+    metric: str
+    unit: str
+    measured: float
+    predicted: float
+    pps: float
+    status: str  # "agrees", "above" or "below"
+    diagnosis: str | None
+
+    @property
+    def ratio(self) -> float:
+        """Measured / predicted (inf for traffic where none is predicted, 1 for none of either)."""
+        if self.predicted:
+            return self.measured / self.predicted
+        return inf if self.measured else 1.0
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON form; an infinite ratio is null."""
+        return {
+            "metric": self.metric,
+            "unit": self.unit,
+            "measured": self.measured,
+            "predicted": self.predicted,
+            "ratio": None if self.ratio == inf else self.ratio,
+            "measured_per_pkt": self.measured / self.pps,
+            "predicted_per_pkt": self.predicted / self.pps,
+            "status": self.status,
+            "diagnosis": self.diagnosis,
+        }
+
+
+def rate_text(pps: float) -> str:
+    """A packet rate for a sentence: Mpps, or pps for rates too small to show in Mpps."""
+    return f"{pps / 1e6:.3f} Mpps" if pps >= 1e3 else f"{pps:.3g} pps"
+
+
+@dataclass(frozen=True)
+class RateFinding:
+    """The rate hypothesis, tested before any per-metric rule: the one factor by which the
+    measured counters differ from the prediction (the median of measured/predicted over the
+    rate-proportional metrics) and every metric judged at the rate that factor implies."""
+
+    given_pps: float
+    factor: float
+    implied: dict[str, float]  # each rate-proportional metric's own measured/predicted
+    at_implied: list[Verdict]  # every metric as if the rate were factor x given_pps
+    named: bool  # the diagnosis names the rate
+
+    @property
+    def implied_pps(self) -> float:
+        """The packet rate the counters imply."""
+        return self.factor * self.given_pps
+
+    @property
+    def explains_all(self) -> bool:
+        """True when every metric matches the model at the implied rate."""
+        return all(v.status == "agrees" for v in self.at_implied)
+
+    @property
+    def mistake(self) -> bool:
+        """A named rate more than MISTAKE_FACTOR off: a likely input mistake."""
+        return self.named and max(self.factor, 1 / self.factor) > MISTAKE_FACTOR
+
+    @property
+    def resolved(self) -> bool:
+        """True when a quorum of rate-proportional metrics agrees on the implied rate, so a metric
+        that disagrees with it is told apart from an error in the rate."""
+        agreeing = [v for v in self.at_implied if v.metric in self.implied]
+        return sum(v.status == "agrees" for v in agreeing) >= QUORUM
+
+    @property
+    def outliers(self) -> list[str]:
+        """Metrics the implied rate leaves unexplained and that are diagnosed on their own:
+        traffic where the model predicts none always; the others only when `resolved`."""
+        rate_bound = {*self.implied, DOORBELL_METRIC}  # judged by a rate that is unresolved
+        return [
+            v.metric
+            for v in self.at_implied
+            if v.status != "agrees" and (self.resolved or v.metric not in rate_bound)
+        ]
+
+    @property
+    def rule(self) -> str:
+        """The rate rule's text (docs/explain.md)."""
+        if self.explains_all:
+            how = RATE_EXPLAINS_ALL
+        elif self.resolved:
+            agreeing = [v.metric for v in self.at_implied if v.status == "agrees"]
+            how = RATE_EXPLAINS_QUORUM.format(agreeing=", ".join(agreeing))
+        else:
+            spread = ", ".join(
+                f"{m} implies {rate_text(f * self.given_pps)}" for m, f in self.implied.items()
+            )
+            how = RATE_UNRESOLVED.format(spread=spread, implied=rate_text(self.implied_pps))
+        return RATE_RULE.format(
+            implied=rate_text(self.implied_pps), given=rate_text(self.given_pps), how=how
+        )
+
+    @property
+    def diagnosis(self) -> str:
+        """The diagnosis of the metrics the rate explains: the input-mistake line, if any, then
+        the rate rule."""
+        return "; ".join(filter(None, [self.headline, self.rule]))
+
+    @property
+    def headline(self) -> str:
+        """The input-mistake line (empty unless `mistake`)."""
+        if not self.mistake:
+            return ""
+        return MISTAKE_RULE.format(
+            given=rate_text(self.given_pps),
+            factor=max(self.factor, 1 / self.factor),
+            side="below" if self.factor > 1 else "above",
+            implied=rate_text(self.implied_pps),
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON form, with every metric at the implied rate."""
+        return {
+            "given_pps": self.given_pps,
+            "implied_pps": self.implied_pps,
+            "factor": self.factor,
+            "implied_pps_by_metric": {m: f * self.given_pps for m, f in self.implied.items()},
+            "named": self.named,
+            "explains_all": self.explains_all,
+            "resolved": self.resolved,
+            "mistake": self.mistake,
+            "headline": self.headline or None,
+            "rule": self.rule if self.named else None,
+            "outliers": self.outliers if self.named else [],
+            "metrics": [v.as_dict() for v in self.at_implied],
+        }
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A counter file explained against the forwarding model."""
+
+    file: str
+    source: str
+    stack: str
+    pps: float
+    pkt: int
+    mean_batch: float
+    verdicts: list[Verdict]  # at the rate given, with their diagnoses
+    series: dict[str, Series]
+    rate: RateFinding | None  # None when no metric is proportional to the rate
+
+    @property
+    def rate_named(self) -> bool:
+        """True when the diagnosis names the packet rate."""
+        return self.rate is not None and self.rate.named
+
+    @property
+    def cause(self) -> str:
+        """What the diagnosis names: "none", "rate", "metrics" or "rate+metrics"."""
+        metrics = self.rate.outliers if self.rate_named else self.deviating
+        parts = ["rate"] * self.rate_named + ["metrics"] * bool(metrics)
+        return "+".join(parts) or "none"
+
+    @property
+    def agreement(self) -> bool:
+        """True when the counters match the model at the rate given."""
+        return self.cause == "none"
+
+    @property
+    def deviating(self) -> list[str]:
+        """Names of the metrics that deviate at the rate given."""
+        return [v.metric for v in self.verdicts if v.status != "agrees"]
+
+
+def _stack_key(socket: int | None, stack: str) -> str:
+    return stack if socket is None else f"socket {socket}: {stack}"
+
+
+@dataclass(frozen=True)
+class StackIndex:
+    """Each sample's stack as a small integer, and the stacks' names: one pass over the file's
+    samples, then numpy."""
+
+    names: list[str]
+    ids: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, samples: Samples) -> StackIndex:
+        """Number the (socket, stack) pairs in order of appearance."""
+        seen: dict[tuple[int | None, str], int] = {}
+        pairs = zip(samples.socket, samples.stack, strict=True)
+        ids = np.fromiter(
+            (seen.setdefault(pair, len(seen)) for pair in pairs), dtype=np.int64, count=len(samples)
+        )
+        return cls([_stack_key(*pair) for pair in seen], ids)
+
+
+def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None = None) -> str:
+    """The stack to explain: the one matching `wanted`, else the only one carrying traffic."""
+    index = index or StackIndex.of(samples)
+    moving = (np.asarray(samples.value) != 0) & (np.asarray(samples.unit) == BYTES_PER_S)
+    busy = sorted(index.names[i] for i in np.unique(index.ids[moving]))
+    known = sorted(index.names)
+    if wanted is not None:
+        matches = [k for k in known if wanted in k]
+        if len(matches) > 1:
+            matches = [k for k in matches if k in busy] or matches
+        if len(matches) != 1:
+            raise UsageError(
+                f"--stack {wanted!r} matches {len(matches)} of the file's stacks; choose one of: "
+                + "; ".join(known)
+            )
+        return matches[0]
+    if len(busy) != 1:
+        raise UsageError(
+            f"{samples.file} has traffic on {len(busy)} stacks; choose one with --stack: "
+            + "; ".join(busy or known)
+        )
+    return busy[0]
+
+
+def measured_series(
+    samples: Samples, stack: str, index: StackIndex | None = None
+) -> dict[str, Series]:
+    """Per explained metric, the stack's value at each time, summed over its parts."""
+    index = index or StackIndex.of(samples)
+    in_stack = index.ids == index.names.index(stack)
+    metric = np.asarray(samples.metric)[in_stack]
+    t_s = np.asarray(samples.t_s, dtype=np.float64)[in_stack]
+    value = np.asarray(samples.value, dtype=np.float64)[in_stack]
+    unit = np.asarray(samples.unit)[in_stack]
+    series = {}
+    for name in EXPLAINED:
+        keep = metric == name
+        if keep.any():
+            times, at = np.unique(t_s[keep], return_inverse=True)
+            sums = np.bincount(at, weights=value[keep], minlength=times.size)
+            series[name] = Series(name, str(unit[keep][0]), times, sums)
+    if not series:
+        raise UsageError(
+            f"{samples.file}: stack {stack!r} has none of the metrics explain compares "
+            f"({', '.join(EXPLAINED)})"
+        )
+    return series
+
+
+@dataclass(frozen=True)
+class IommuSetup:
+    """What decides the IOTLB miss prediction: page size and ring sizes (testpmd's rings)."""
+
+    page: str = "2m"  # DPDK's EAL maps mbufs and rings on hugepages by default
+    rxd: int = 1024
+    txd: int = 1024
+
+
+def port_setup(cfg: forwarding.ForwardingConfig, setup: IommuSetup) -> iommu.PortSetup:
+    """The IOMMU model's port for a forwarding setup: its pages, rings, descriptors and
+    thresholds (explain's options), testpmd's defaults for the rest."""
+    return iommu.PortSetup(
+        page=setup.page,
+        rxd=setup.rxd,
+        txd=setup.txd,
+        rx_desc_bytes=cfg.rx_desc_bytes,
+        tx_desc_bytes=cfg.tx_desc_bytes,
+        rx_free_thresh=cfg.rx_free_thresh,
+        rs_thresh=cfg.rs_thresh,
+    )
+
+
+def port_traffic(cfg: forwarding.ForwardingConfig) -> iommu.Traffic:
+    """The forwarded frames (explain's packet bytes plus the FCS) at 40 GbE."""
+    return iommu.Traffic(parse_mix(str(cfg.pkt_bytes + FCS_BYTES)), Ethernet(40))
+
+
+def misses_per_packet(cfg: forwarding.ForwardingConfig, setup: IommuSetup) -> float:
+    """IOTLB misses per forwarded packet from the IOMMU model's address stream."""
+    port, traffic = port_setup(cfg, setup), port_traffic(cfg)
+    return iommu.count_misses(port, traffic, iommu.load_platform().iommu).misses_per_pkt
+
+
+def predict(
+    cfg: forwarding.ForwardingConfig,
+    link: Link,
+    pps: float,
+    profile: NicProfile | None = None,
+    misses_pkt: float | None = None,
+) -> dict[str, float]:
+    """Predicted rate of every explained metric: bytes/s, and IOTLB misses/s if given."""
+    est = forwarding.estimate(cfg, link, pps, profile)
+    rates: dict[str, float] = {m: float(est.metric_gbps(m)) * 1e9 / 8 for m in forwarding.METRICS}
+    for name, parts in DIRECTION_METRICS.items():
+        rates[name] = sum(rates[m] for m in parts)
+    if misses_pkt is not None:
+        rates[MISS_METRIC] = misses_pkt * pps
+    return rates
+
+
+def doorbell_range(
+    cfg: forwarding.ForwardingConfig, link: Link, profile: NicProfile | None = None
+) -> tuple[float, float]:
+    """Outbound-write bytes per packet over every batch a rate could come with: at the largest
+    burst (max(testpmd's 32, `cfg.batch`)) and at one packet per burst.
+
+    Doorbells are per burst, not per packet (forwarding.py: one Tx tail write per tx_burst, one
+    Rx tail write per max(rx_free_thresh, batch) packets). The batch belongs to the rate: a PMD
+    polls at its own pace, so a k-times different rate arrives in different batches (the VTune
+    recipe's histogram gains a peak at 8 between 10 and 13 Mpps), and a wrong --pps says nothing
+    about the batch. So doorbells do not vote on the rate; at the implied rate they only have to
+    fit some batch."""
+
+    def per_packet(batch: float) -> float:
+        return predict(replace(cfg, batch=batch), link, 1.0, profile)[DOORBELL_METRIC]
+
+    return per_packet(max(float(forwarding.RX_BURST), cfg.batch)), per_packet(1.0)
+
+
+def _floor(metric: str) -> float:
+    """The noise floor per packet of one metric."""
+    return MISS_FLOOR_PER_PKT if metric == MISS_METRIC else BYTE_FLOOR_PER_PKT
+
+
+def _status(measured: float, predicted: float, floor: float) -> str:
+    diff = measured - predicted
+    if abs(diff) <= TOLERANCE * predicted or abs(diff) <= floor:
+        return "agrees"
+    return "above" if diff > 0 else "below"
+
+
+def judge(
+    series: dict[str, Series],
+    predicted: dict[str, float],
+    pps: float,
+    doorbells: tuple[float, float],
+) -> tuple[list[Verdict], RateFinding | None]:
+    """A verdict per measured metric at the rate given, the rate hypothesis, and the rule set's
+    diagnosis for each deviation."""
+    verdicts = []
+    for name, s in series.items():
+        measured = float(s.value.mean())
+        status = _status(measured, predicted[name], _floor(name) * pps)
+        verdicts.append(Verdict(name, s.unit, measured, predicted[name], pps, status, None))
+    finding = rate_hypothesis(verdicts, doorbells)
+    return _diagnose(verdicts, finding), finding
+
+
+def _votes(v: Verdict) -> bool:
+    """A metric votes on the rate when it is proportional to it: a per-packet cost predicted
+    above the noise floor, and measured. Doorbells are per burst (`doorbell_range`)."""
+    return v.metric != DOORBELL_METRIC and v.predicted > _floor(v.metric) * v.pps and v.measured > 0
+
+
+def at_rate(v: Verdict, factor: float, doorbells: tuple[float, float]) -> Verdict:
+    """`v` judged as if the rate were `factor` times the one given: per-packet predictions stay,
+    the rate scales them; doorbells are predicted by the batch that fits them best."""
+    pps = v.pps * factor
+    predicted = v.predicted * factor
+    if v.metric == DOORBELL_METRIC:
+        predicted = float(np.clip(v.measured / pps, *doorbells)) * pps
+    status = _status(v.measured, predicted, _floor(v.metric) * pps)
+    return replace(v, predicted=predicted, pps=pps, status=status, diagnosis=None)
+
+
+def rate_hypothesis(verdicts: list[Verdict], doorbells: tuple[float, float]) -> RateFinding | None:
+    """The rate hypothesis. The factor is the median of measured/predicted (in logs, so 10x and
+    0.1x are alike) over the rate-proportional metrics. The rate is named when it is more than
+    RATE_TOLERANCE off and either explains every metric, or no rate-proportional metric matches
+    the model at the rate given. None when no metric is proportional to the rate."""
+    implied = {v.metric: v.ratio for v in verdicts if _votes(v)}
+    if not implied:
+        return None
+    factor = float(np.exp(np.median(np.log(list(implied.values())))))
+    at_implied = [at_rate(v, factor, doorbells) for v in verdicts]
+    off = abs(np.log(factor)) > np.log1p(RATE_TOLERANCE)
+    explains_all = all(v.status == "agrees" for v in at_implied)
+    corroborated = any(v.status == "agrees" for v in verdicts if v.metric in implied)
+    named = bool(off and (explains_all or not corroborated))
+    return RateFinding(verdicts[0].pps, factor, implied, at_implied, named)
+
+
+def _diagnose(verdicts: list[Verdict], finding: RateFinding | None) -> list[Verdict]:
+    """Fill in diagnoses. A named rate is every deviation's diagnosis except for the outliers it
+    leaves, whose rules judge them at the implied rate; otherwise each deviation gets its rule at
+    the rate given."""
+    if finding is None or not finding.named:
+        return [v if v.status == "agrees" else replace(v, diagnosis=_rule(v)) for v in verdicts]
+    outliers = {v.metric: v for v in finding.at_implied if v.metric in finding.outliers}
+    rate = finding.diagnosis
+    return [
+        replace(v, diagnosis=_rule(outliers[v.metric]))
+        if v.metric in outliers
+        else (v if v.status == "agrees" else replace(v, diagnosis=rate))
+        for v in verdicts
+    ]
+
+
+def _rule(v: Verdict) -> str:
+    """The rule set's text for one deviating metric."""
+    return RULES[(v.metric, v.status)].format(
+        ratio=v.ratio, measured_per_pkt=v.measured / v.pps, predicted_per_pkt=v.predicted / v.pps
+    )
+
+
+def explain(
+    samples: Samples,
+    cfg: forwarding.ForwardingConfig,
+    link: Link,
+    pps: float,
+    *,
+    profile: NicProfile | None = None,
+    stack: str | None = None,
+    iommu_setup: IommuSetup | None = None,
+) -> Explanation:
+    """Explain one counter file's stack against forwarding at `pps` with `cfg`."""
+    if not 0 < pps < inf:
+        raise UsageError(f"packet rate {pps!r} is not allowed; explain needs a finite rate > 0")
+    index = StackIndex.of(samples)
+    chosen = choose_stack(samples, stack, index)
+    series = measured_series(samples, chosen, index)
+    misses = misses_per_packet(cfg, iommu_setup or IommuSetup()) if MISS_METRIC in series else None
+    predicted = predict(cfg, link, pps, profile, misses)
+    verdicts, finding = judge(series, predicted, pps, doorbell_range(cfg, link, profile))
+    return Explanation(
+        samples.file,
+        samples.source,
+        chosen,
+        pps,
+        cfg.pkt_bytes,
+        cfg.batch,
+        verdicts,
+        series,
+        finding,
+    )

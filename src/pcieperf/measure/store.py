@@ -1,0 +1,370 @@
+"""The measured-data store: pcie-bench results and host facts in an embedded DuckDB file.
+
+Default location: `<user data dir>/pcieperf/pcieperf.duckdb`; `PCIEPERF_DB` or an explicit path
+overrides it. Imports are all-or-nothing: every file is parsed and checked before the store is
+touched, and the rows go in within one transaction.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import platformdirs
+from numpy.typing import NDArray
+
+from pcieperf.dpdk.testpmd import RunResult, StoredRun
+from pcieperf.errors import UsageError
+from pcieperf.measure.counters import Samples
+from pcieperf.pciebench.bench import (
+    COLUMNS,
+    INTEGER_COLUMNS,
+    STORE_NAMES,
+    TEXT_COLUMNS,
+    Kind,
+    ParsedDir,
+    canonical_test,
+    parse_result_dir,
+)
+from pcieperf.progress import wrap as with_progress
+
+
+def default_db_path() -> Path:
+    """Where the store lives unless told otherwise."""
+    env = os.environ.get("PCIEPERF_DB")
+    return Path(env) if env else platformdirs.user_data_path("pcieperf") / "pcieperf.duckdb"
+
+
+def _sql_type(csv_name: str) -> str:
+    if csv_name in TEXT_COLUMNS:
+        return "VARCHAR"
+    return "BIGINT" if csv_name in INTEGER_COLUMNS else "DOUBLE"
+
+
+def _schema() -> list[str]:
+    tables = [
+        "CREATE TABLE IF NOT EXISTS systems (system VARCHAR PRIMARY KEY, card VARCHAR, "
+        "arch VARCHAR, cpu VARCHAR, machine VARCHAR, numa_device INTEGER, numa_memory INTEGER, "
+        "numa_cpu INTEGER, iommu VARCHAR, source VARCHAR, imported_at TIMESTAMP)",
+        "CREATE TABLE IF NOT EXISTS host_facts (system VARCHAR, name VARCHAR, text VARCHAR)",
+        "CREATE TABLE IF NOT EXISTS counter_imports (import_id INTEGER PRIMARY KEY, "
+        "file VARCHAR, source VARCHAR, samples BIGINT, imported_at TIMESTAMP)",
+        "CREATE TABLE IF NOT EXISTS counter_samples (import_id INTEGER, t_s DOUBLE, "
+        "wall_time TIMESTAMP, source VARCHAR, socket INTEGER, stack VARCHAR, part VARCHAR, "
+        "metric VARCHAR, value DOUBLE, unit VARCHAR)",
+        "CREATE TABLE IF NOT EXISTS dpdk_runs (run_id INTEGER PRIMARY KEY, started TIMESTAMP, "
+        "mode VARCHAR, source VARCHAR, extra_args VARCHAR, seconds DOUBLE, wall_s DOUBLE, "
+        "interrupted BOOLEAN, version VARCHAR, command VARCHAR, rx_pps DOUBLE, tx_pps DOUBLE, "
+        "pkt_bytes DOUBLE, output VARCHAR)",
+        "CREATE TABLE IF NOT EXISTS dpdk_run_ports (run_id INTEGER, port INTEGER, "
+        "rx_packets BIGINT, tx_packets BIGINT, rx_pps DOUBLE, tx_pps DOUBLE, "
+        "rx_bursts BIGINT, rx_burst_shares VARCHAR)",
+        "CREATE TABLE IF NOT EXISTS dpdk_run_bursts (run_id INTEGER, burst INTEGER, calls DOUBLE)",
+    ]
+    for kind, columns in COLUMNS.items():
+        cols = ", ".join(f"{STORE_NAMES[c]} {_sql_type(c)}" for c in columns)
+        extra = ", section INTEGER" if kind == "cdf" else ""
+        tables.append(
+            f"CREATE TABLE IF NOT EXISTS {kind} (system VARCHAR, file VARCHAR, {cols}{extra})"
+        )
+    return tables
+
+
+class Store:
+    """A DuckDB file of imported measurements."""
+
+    def __init__(self, path: Path | None = None, *, create: bool = True) -> None:
+        """Open the store file; without `create`, a missing file reads as an empty store and is
+        not made (a query must not leave a file behind)."""
+        self.path = path or default_db_path()
+        missing = not self.path.exists()
+        try:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.con = duckdb.connect(":memory:" if missing and not create else str(self.path))
+        except (duckdb.Error, OSError) as exc:
+            reason = str(exc).splitlines()[0]
+            raise UsageError(f"cannot open the store {self.path}: {reason}") from None
+        for statement in _schema():
+            self.con.execute(statement)
+
+    def close(self) -> None:
+        """Close the database file."""
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def import_dirs(self, dirs: list[Path], force: bool = False) -> list[ParsedDir]:
+        """Import result directories all-or-nothing; existing systems need `force`."""
+        return self.import_parsed([parse_result_dir(d) for d in dirs], force)
+
+    def import_parsed(self, parsed: list[ParsedDir], force: bool = False) -> list[ParsedDir]:
+        """Import already parsed result directories all-or-nothing (see import_dirs)."""
+        names = [p.info.name for p in parsed]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            raise UsageError(f"system {sorted(duplicates)[0]!r} is given twice")
+        existing = set(self.system_names()) & set(names)
+        if existing and not force:
+            raise UsageError(
+                f"system {sorted(existing)[0]!r} is already in {self.path}; pass "
+                "--force to replace it"
+            )
+        with self._transaction():
+            for p in with_progress(parsed, "storing", "system"):
+                self._delete(p.info.name)
+                self._insert(p)
+        return parsed
+
+    def _delete(self, system: str) -> None:
+        for table in ("systems", "host_facts", *COLUMNS):
+            self.con.execute(f"DELETE FROM {table} WHERE system = ?", [system])
+
+    def _insert(self, p: ParsedDir) -> None:
+        i = p.info
+        self.con.execute(
+            "INSERT INTO systems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+            [
+                i.name,
+                i.card,
+                i.arch,
+                i.cpu,
+                i.machine,
+                i.numa_device,
+                i.numa_memory,
+                i.numa_cpu,
+                i.iommu,
+                str(p.source.resolve()),
+            ],
+        )
+        for name, text in p.facts.items():
+            self.con.execute("INSERT INTO host_facts VALUES (?, ?, ?)", [i.name, name, text])
+        for table in p.tables:
+            columns = {
+                "system": np.full(table.rows, i.name),
+                "file": np.full(table.rows, table.file),
+            }
+            columns |= table.columns
+            self.con.register("incoming", columns)
+            self.con.execute(f"INSERT INTO {table.kind} BY NAME SELECT * FROM incoming")
+            self.con.unregister("incoming")
+
+    def import_counters(self, samples: Samples, force: bool = False) -> int:
+        """Store one parsed counter file in one transaction; returns its import id. The same
+        file again needs `force` and replaces the earlier import."""
+        file = str(Path(samples.file).resolve())
+        old = self.con.execute(
+            "SELECT import_id FROM counter_imports WHERE file = ?", [file]
+        ).fetchall()
+        if old and not force:
+            raise UsageError(f"{samples.file} is already imported; pass --force to replace it")
+        n = len(samples)
+        # Text and time columns as object arrays: DuckDB scans those ~30x faster than
+        # numpy's fixed-width unicode (benchmarks/bench_counters.py).
+        columns = {
+            "t_s": np.asarray(samples.t_s, dtype=np.float64),
+            "wall_time": np.array(samples.wall, dtype=object),
+            "source": np.full(n, samples.source, dtype=object),
+            "socket": np.array([-1 if s is None else s for s in samples.socket], dtype=np.int64),
+            "stack": np.array(samples.stack, dtype=object),
+            "part": np.array(samples.part, dtype=object),
+            "metric": np.array(samples.metric, dtype=object),
+            "value": np.asarray(samples.value, dtype=np.float64),
+            "unit": np.array(samples.unit, dtype=object),
+        }
+        with self._transaction():
+            for (import_id,) in old:
+                self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [import_id])
+                self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
+            (new_id,) = self.con.execute(
+                "SELECT coalesce(max(import_id), 0) + 1 FROM counter_imports"
+            ).fetchone()
+            self.con.execute(
+                "INSERT INTO counter_imports VALUES (?, ?, ?, ?, now())",
+                [new_id, file, samples.source, n],
+            )
+            self.con.register("incoming", columns)
+            self.con.execute(
+                "INSERT INTO counter_samples SELECT ?, t_s, wall_time, source, "
+                "NULLIF(socket, -1), stack, part, metric, value, unit FROM incoming",
+                [new_id],
+            )
+            self.con.unregister("incoming")
+        return int(new_id)
+
+    def counter_imports(self) -> list[dict]:
+        """Imported counter files with their sample counts and metrics."""
+        return self._records(
+            self.con.execute(
+                "SELECT i.import_id, i.file, i.source, i.samples, i.imported_at, "
+                "string_agg(DISTINCT s.metric, ',' ORDER BY s.metric) AS metrics "
+                "FROM counter_imports i LEFT JOIN counter_samples s USING (import_id) "
+                "GROUP BY ALL ORDER BY i.import_id"
+            )
+        )
+
+    def counter_samples(self, import_id: int) -> list[tuple]:
+        """(t_s, socket, stack, part, metric, value, unit) of one import, in file order."""
+        return self.con.execute(
+            "SELECT t_s, socket, stack, part, metric, value, unit FROM counter_samples "
+            "WHERE import_id = ? ORDER BY rowid",
+            [import_id],
+        ).fetchall()
+
+    def add_dpdk_run(self, run: RunResult) -> int:
+        """Store one testpmd run (its ports, merged burst histogram and output) in one
+        transaction; returns its run id."""
+        cfg = run.config
+        with self._transaction():
+            (run_id,) = self.con.execute(
+                "SELECT coalesce(max(run_id), 0) + 1 FROM dpdk_runs"
+            ).fetchone()
+            self.con.execute(
+                "INSERT INTO dpdk_runs VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    run_id,
+                    cfg.mode,
+                    str(cfg.pcap.resolve()) if cfg.pcap else f"net_null size={cfg.null_size}",
+                    " ".join(cfg.extra_args),
+                    cfg.seconds,
+                    run.wall_s,
+                    run.interrupted,
+                    run.version,
+                    " ".join(run.command),
+                    run.rx_pps,
+                    run.tx_pps,
+                    run.pkt_bytes,
+                    run.output,
+                ],
+            )
+            for p in run.ports:
+                line = p.rx_bursts
+                self.con.execute(
+                    "INSERT INTO dpdk_run_ports VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        run_id,
+                        p.port,
+                        p.rx_packets,
+                        p.tx_packets,
+                        p.rx_pps,
+                        p.tx_pps,
+                        line.total if line else None,
+                        " + ".join(
+                            f"{pct}% of " + ("other" if size is None else f"{size} pkts")
+                            for size, pct in line.shares
+                        )
+                        if line
+                        else None,
+                    ],
+                )
+            self.con.executemany(
+                "INSERT INTO dpdk_run_bursts VALUES (?, ?, ?)",
+                [[run_id, size, calls] for size, calls in run.batch_hist.items()],
+            )
+        return int(run_id)
+
+    def dpdk_runs(self) -> list[dict]:
+        """Stored testpmd runs, oldest first."""
+        return self._records(
+            self.con.execute(
+                "SELECT run_id, started, mode, source, extra_args, wall_s, interrupted, version, "
+                "rx_pps, pkt_bytes FROM dpdk_runs ORDER BY run_id"
+            )
+        )
+
+    def dpdk_run(self, run_id: int) -> StoredRun:
+        """One stored run, ready for the forwarding model."""
+        row = self.con.execute(
+            "SELECT mode, source, version, rx_pps, pkt_bytes FROM dpdk_runs WHERE run_id = ?",
+            [run_id],
+        ).fetchone()
+        if row is None:
+            raise UsageError(f"no DPDK run {run_id} in {self.path}; see `pcieperf dpdk runs`")
+        hist = self.con.execute(
+            "SELECT burst, calls FROM dpdk_run_bursts WHERE run_id = ? ORDER BY burst", [run_id]
+        ).fetchall()
+        return StoredRun(run_id, *row, batch_hist=dict(hist))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """All of the block's writes, or none of them."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _records(rel: duckdb.DuckDBPyConnection) -> list[dict]:
+        """The rows of a query as dicts keyed by column name."""
+        names = [d[0] for d in rel.description]
+        return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def system_names(self) -> list[str]:
+        """Imported system names, sorted."""
+        return [
+            r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()
+        ]
+
+    def systems(self) -> list[dict]:
+        """One dict per system with its metadata and row counts."""
+        return self._records(
+            self.con.execute(
+                "SELECT s.*, (SELECT count(*) FROM bw WHERE bw.system = s.system) AS bw_rows, "
+                "(SELECT count(*) FROM lat WHERE lat.system = s.system) AS lat_rows "
+                "FROM systems s ORDER BY s.system"
+            )
+        )
+
+    def resolve(self, name: str) -> str:
+        """A system by exact name, else by unique suffix, else by unique substring."""
+        names = self.system_names()
+        if name in names:
+            return name
+        for matches in ([n for n in names if n.endswith(name)], [n for n in names if name in n]):
+            if len(matches) == 1:
+                return matches[0]
+        if not matches:
+            raise UsageError(f"no system matches {name!r} in {self.path}; see `pcieperf data ls`")
+        raise UsageError(
+            f"{name!r} matches {len(matches)} systems ({matches[0]}, "
+            f"{matches[1]}, ...); give more of the name"
+        )
+
+    def rows(
+        self, kind: Kind, system: str, test: str | None = None, file: str | None = None
+    ) -> dict[str, NDArray]:
+        """Columns of `kind` rows of a system, optionally of one test and/or one file."""
+        query = f"SELECT * FROM {kind} WHERE system = ?"
+        params: list[object] = [self.resolve(system)]
+        if test is not None:
+            query += " AND test = ?"
+            params.append(canonical_test(test))
+        if file is not None:
+            query += " AND file = ?"
+            params.append(file)
+        rel = self.con.execute(query + " ORDER BY rowid", params)
+        names = [d[0] for d in rel.description]
+        data = rel.fetchnumpy()
+        return {n: np.asarray(data[n]) for n in names}
+
+    def host_facts(self, system: str) -> dict[str, str]:
+        """The sys-*.txt texts of a system by name (cpuinfo, lspci, ...)."""
+        rows = self.con.execute(
+            "SELECT name, text FROM host_facts WHERE system = ?", [self.resolve(system)]
+        ).fetchall()
+        return dict(rows)

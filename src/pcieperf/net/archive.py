@@ -1,0 +1,627 @@
+"""Statistics of capture archives (issue 17): `trace stats --archive GLOB...` summarises many
+files on Dask workers (the Rust reader, without the GIL) and merges the summaries exactly, per
+port, into the statistics of the port's files concatenated in time order (docs/scale.md).
+
+A port is the files whose interfaces have the same link type, timestamp resolution and name,
+in the same order (a capture appliance rotating one port's capture writes such files). Its
+files are ordered by the time of their first packet, then by path; files without packets come
+last. Steps, each a map over the engine (`engine.map_chunks`):
+
+1. the first record of every file (its time, and the interfaces then), HEADS_PER_TASK files a
+   task: this groups files into ports and gives each port's origin (its first packet), from
+   which every file counts its rate windows;
+2. one `TracePartial` per file (`rust/core/src/trace/archive.rs`): sums, the edge windows,
+   the bursts touching either end, the distinct gaps; consecutive files of at least
+   MIN_TASK_BYTES a task (`batches`). A task reads on its own thread (one task, one core)
+   unless every worker thread has READ_AHEAD_CORES cores, as the in-process default on two
+   cores has; then a second thread reads ahead of the parsing;
+3. per port, the partials appended in order and summarised. Where that cannot be exact (files
+   of one port overlap in time, or a file out of time order holds a packet before the port's
+   first record) the port is summarised again in one task that holds and sorts all its packets
+   (16 bytes each), as `trace stats` does for one capture out of time order.
+
+The same partials carry the PCIe demand of `trace demand` (per-window bytes from a NIC
+profile's cost per frame size). `merge` cuts `trace merge` into time ranges that workers merge
+and this process concatenates. fsspec URLs are copied to the worker and read from there.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pcieperf import engine
+from pcieperf._native import checked, core
+from pcieperf.errors import UsageError, require_positive
+from pcieperf.net import trace
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+HEAD_BYTES = 1 << 20
+"""Bytes of a remote (fsspec) file copied to read its first record: the header, interfaces
+and first packet of any capture but one whose first record is larger."""
+
+READ_AHEAD_CORES = 2
+"""Cores per worker thread from which a file's partial is read ahead on a second thread: with
+read-ahead one partial keeps about 1.7 cores busy (the parser, plus the reader's copy from the
+page cache), so with fewer the workers' tasks take cores from each other (docs/scale.md)."""
+
+MIN_TASK_BYTES = 1 << 30
+"""Capture bytes one partial task reads at least (consecutive files of the archive taken
+together), unless that leaves fewer than TASKS_PER_THREAD tasks per worker thread. A task
+costs the local scheduler 5-8 ms of CPU on this host and its worker ~2 ms (docs/scale.md):
+~2 % of the 0.4-0.7 s one core takes to read 1 GiB of 64-byte frames."""
+
+TASKS_PER_THREAD = 4
+"""Partial tasks per worker thread at least, so that the last wave leaves workers idle for
+a short while only."""
+
+HEADS_PER_TASK = 64
+"""Files whose first record (or time span, for a merge) one task reads: opening a file costs
+well under a millisecond, so one file per task would be mostly scheduler overhead."""
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def expand(patterns: Sequence[str]) -> list[str]:
+    """The files named by paths and glob patterns (`**` included), each pattern's matches in
+    sorted order (a path that exists is taken as it is). A pattern that matches nothing is an
+    error."""
+    found: list[str] = []
+    for pattern in patterns:
+        if _GLOB_CHARS.isdisjoint(pattern) or os.path.exists(pattern):
+            found.append(pattern)
+            continue
+        matches = (
+            _url_glob(pattern) if is_url(pattern) else sorted(glob.glob(pattern, recursive=True))
+        )
+        if not matches:
+            raise UsageError(f"{pattern!r} matches no file; give capture files or a glob")
+        found += matches
+    return found
+
+
+def _url_glob(pattern: str) -> list[str]:
+    """The URLs an fsspec glob matches, sorted."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(pattern)
+    return sorted(fs.unstrip_protocol(p) for p in fs.glob(path))
+
+
+@dataclass(frozen=True)
+class Head:
+    """A file's first record time (None without packets), its port's key and its size in
+    bytes (None where the worker cannot tell it cheaply: an fsspec URL)."""
+
+    path: str
+    first_ts_ns: int | None
+    port: tuple[tuple[int, int, str | None], ...]
+    size: int | None = None
+
+
+def is_url(path: str) -> bool:
+    """Whether `path` is an fsspec URL (s3://, gs://, http://, memory://, ...) rather than a
+    local path, which the Rust reader opens itself."""
+    return "://" in path and not path.startswith("file://")
+
+
+def _absolute(path: str) -> str:
+    """The path as a worker in another folder must see it (URLs as they are)."""
+    return path if is_url(path) else os.path.abspath(path)
+
+
+@contextmanager
+def _readable(paths: Sequence[str], limit: int | None = None) -> Iterator[list[str]]:
+    """Paths the Rust reader can open: a local path as it is; an fsspec URL copied (its first
+    `limit` bytes, or all) into this worker's temporary folder for the call, removed after,
+    and named again in errors instead of the copy."""
+    copies: dict[str, str] = {}
+    try:
+        yield [_copy(p, limit, copies) if is_url(p) else p for p in paths]
+    except trace.TraceFileError as exc:
+        text = str(exc)
+        for local, url in copies.items():
+            text = text.replace(local, url)
+        raise trace.TraceFileError(text) from None
+    finally:
+        for local in copies:
+            os.unlink(local)
+
+
+def _copy(url: str, limit: int | None, copies: dict[str, str]) -> str:
+    import fsspec
+
+    fd, local = tempfile.mkstemp(prefix="pcieperf-", suffix=".capture")
+    copies[local] = url
+    try:
+        with os.fdopen(fd, "wb") as out, fsspec.open(url, "rb") as src:
+            if limit is None:
+                shutil.copyfileobj(src, out, 1 << 20)
+            else:
+                out.write(src.read(limit))
+    except (OSError, ValueError) as exc:
+        raise trace.TraceFileError(f"{url}: cannot be read ({exc})") from None
+    return local
+
+
+def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]:
+    skip_bad, strict = shared
+    with _readable(paths, HEAD_BYTES) as local:
+        found = core().trace_first_records(local, skip_bad, strict)
+        heads = []
+        for path, item in zip(paths, found, strict=True):  # type: ignore[call-overload]
+            first, interfaces = checked(item)
+            port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
+            size = None if is_url(path) else os.path.getsize(path)
+            heads.append(Head(path, first, port, size))
+    return heads
+
+
+def _partials_task(
+    shared: tuple[dict, bool, bool, object, bool], chunk: tuple[tuple[str, int], ...]
+) -> list[object]:
+    """The partial of each (file, origin) of the chunk, in order."""
+    config, skip_bad, strict, demand, read_ahead = shared
+    partials = []
+    for path, origin in chunk:
+        with _readable([path]) as (local,):
+            partial = core().trace_partial(
+                local, config, origin, skip_bad, strict, demand, read_ahead
+            )
+            partial.rename_file(local, path)  # type: ignore[attr-defined]
+        partials.append(partial)
+    return partials
+
+
+def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) -> object:
+    config, skip_bad, strict, demand = shared
+    with _readable(paths) as local:
+        partial = core().trace_partial_files(local, config, skip_bad, strict, demand)
+        for copy, path in zip(local, paths, strict=True):
+            partial.rename_file(copy, path)  # type: ignore[attr-defined]
+    return partial
+
+
+def _stats_task(shared: tuple[dict, bool, bool, object], path: str) -> dict:
+    config, skip_bad, strict, _ = shared
+    with _readable([path]) as local:
+        (found,) = core().trace_stats(local, config, skip_bad, strict, 1)  # type: ignore[misc]
+        raw = checked(found)
+    if raw["cut_short"]:
+        raw["cut_short"] = raw["cut_short"].replace(local[0], path)
+    return raw
+
+
+def _batched(
+    client: Client,
+    task: Callable[[object, tuple[str, ...]], list],
+    paths: list[str],
+    shared: object,
+    desc: str,
+) -> list:
+    """`task` over the paths, HEADS_PER_TASK a task; its results in path order."""
+    batches = [tuple(paths[k : k + HEADS_PER_TASK]) for k in range(0, len(paths), HEADS_PER_TASK)]
+    found: list[list] = [[] for _ in batches]
+    for done in engine.map_chunks(
+        client, task, batches, shared=shared, weight=len, desc=desc, unit="file"
+    ):
+        found[done.index] = done.result
+    return [item for batch in found for item in batch]
+
+
+def batches(heads: Sequence[Head], threads: int) -> list[range]:
+    """Consecutive files (positions in `heads`) that one task reads: at least MIN_TASK_BYTES
+    together, or less where the archive would otherwise give fewer than TASKS_PER_THREAD tasks
+    per worker thread. A file of unknown size counts as a whole task's bytes."""
+    total = sum(h.size or 0 for h in heads)
+    target = min(MIN_TASK_BYTES, total / (TASKS_PER_THREAD * max(1, threads)))
+    found: list[range] = []
+    start, held = 0, 0.0
+    for k, head in enumerate(heads):
+        held += target if head.size is None else head.size
+        if held >= target:
+            found.append(range(start, k + 1))
+            start, held = k + 1, 0.0
+    if start < len(heads):
+        found.append(range(start, len(heads)))
+    return found
+
+
+def ports(heads: Sequence[Head]) -> list[list[Head]]:
+    """Files grouped by port, each port's files in time order of their first packet (then
+    path; files without packets last), ports in order of their first packet."""
+    groups: dict[tuple, list[Head]] = {}
+    for head in heads:
+        groups.setdefault(head.port, []).append(head)
+
+    def order(h: Head) -> tuple:
+        return (h.first_ts_ns is None, h.first_ts_ns or 0, h.path)
+
+    found = [sorted(group, key=order) for group in groups.values()]
+    return sorted(found, key=lambda group: order(group[0]))
+
+
+class _Fold:
+    """Appends each port's partials in port order as they arrive, in any order: only those that
+    come before their turn are held, so the driver holds about the tasks in flight, not the
+    archive. A port whose partials cannot be appended exactly is marked for a second look."""
+
+    def __init__(self, grouped: Sequence[Sequence[Head]], config: dict, demand: object) -> None:
+        self.port_of = [k for k, port in enumerate(grouped) for _ in port]
+        self.config, self.demand = config, demand
+        self.waiting: dict[int, object] = {}
+        self.turn = 0
+        self.merged: list[object | None] = [None] * len(grouped)
+        self.failed: set[int] = set()
+
+    def add(self, index: int, partial: object) -> None:
+        """The partial of chunk `index`; appended now if it is its turn."""
+        self.waiting[index] = partial
+        while self.turn in self.waiting:
+            self._append(self.port_of[self.turn], self.waiting.pop(self.turn))
+            self.turn += 1
+
+    def _append(self, port: int, partial: object) -> None:
+        total = self.merged[port]
+        if port in self.failed:
+            return
+        if total is None:  # the port's first file
+            self.merged[port] = partial
+            return
+        try:
+            total.append(partial, self.config, self.demand)  # type: ignore[attr-defined]
+        except ValueError:
+            self.failed.add(port)
+            self.merged[port] = None
+
+    def result(self) -> list[object | None]:
+        """Each port's partial, None where it must be summarised again (its files overlap, or
+        its windows were not counted from its first packet)."""
+        for port, total in enumerate(self.merged):
+            try:
+                if total is not None:
+                    total.summary(self.config)  # type: ignore[attr-defined]
+            except ValueError:
+                self.merged[port] = None
+        return self.merged
+
+
+def _where(n: int, port: Sequence[Head]) -> dict:
+    """The keys that name a port of an archive."""
+    return {"port": n, "files": len(port), "first_file": port[0].path, "last_file": port[-1].path}
+
+
+def _port_report(n: int, port: Sequence[Head], raw: dict, eth_gbps: float) -> dict:
+    interfaces = [trace.Interface(**i) for i in raw["interfaces"]]
+    report = trace._report(port[0].path, raw, interfaces, eth_gbps)
+    del report["file"]
+    return _where(n, port) | report
+
+
+def _port_partials(
+    client: Client,
+    files: Sequence[str],
+    shared: tuple[dict, bool, bool, object],
+    *,
+    per_file: bool = False,
+    read_ahead: bool | None = None,
+) -> list[tuple[list[Head], object]]:
+    """Each port (each file with `per_file`) and the partial of its files in port order: the
+    steps of the module notes. Files are read ahead as `read_ahead` says, or (None) where
+    every worker thread has READ_AHEAD_CORES cores."""
+    config, skip_bad, strict, demand = shared
+    if read_ahead is None:
+        read_ahead = engine.cores_per_thread(client) >= READ_AHEAD_CORES
+    # Absolute for workers that run in another folder; a file named twice is read once.
+    given = {_absolute(f): f for f in files}
+    heads = _batched(client, _heads_task, list(given), (skip_bad, strict), "first records")
+    found = [replace(h, path=given[h.path]) for h in heads]
+    grouped = [[h] for h in found] if per_file else ports(found)
+    origins = [
+        min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped
+    ]
+    files = [(h, origin) for p, origin in zip(grouped, origins, strict=True) for h in p]
+    tasks = batches([h for h, _ in files], sum(client.nthreads().values()))
+    chunks = [
+        tuple((_absolute(h.path), origin) for h, origin in files[r.start : r.stop]) for r in tasks
+    ]
+    fold = _Fold(grouped, config, demand)
+    for done in engine.map_chunks(
+        client,
+        _partials_task,
+        chunks,
+        shared=(*shared, read_ahead),
+        weight=len,
+        desc="reading",
+        unit="file",
+    ):
+        for k, partial in enumerate(done.result, tasks[done.index].start):
+            fold.add(k, partial)
+    merged = fold.result()
+    redo = [k for k, partial in enumerate(merged) if partial is None]
+    again = [tuple(_absolute(h.path) for h in grouped[k]) for k in redo]
+    for done in engine.map_chunks(
+        client, _port_task, again, shared=shared, weight=len, desc="overlapping", unit="file"
+    ):
+        merged[redo[done.index]] = done.result
+    return list(zip(grouped, merged, strict=True))
+
+
+def archive_stats(
+    client: Client,
+    paths: Sequence[str],
+    *,
+    eth_gbps: float = 40,
+    windows_ns: Sequence[int] = trace.WINDOWS_NS,
+    skip_bad: bool = False,
+    strict: bool = False,
+    read_ahead: bool | None = None,
+) -> list[dict]:
+    """`trace stats` of each port of an archive: the files of a port as if concatenated in
+    time order, the same keys as one file's statistics without `file`, plus `port`, `files`,
+    `first_file` and `last_file`. `read_ahead` forces the reading of files on a second thread
+    on or off (None: on where every worker thread has READ_AHEAD_CORES cores); the result is
+    the same either way."""
+    config, files = _checked(paths, eth_gbps, windows_ns)
+    found = _port_partials(client, files, (config, skip_bad, strict, None), read_ahead=read_ahead)
+    return [
+        _port_report(n, port, partial.summary(config), eth_gbps)  # type: ignore[attr-defined]
+        for n, (port, partial) in enumerate(found)
+    ]
+
+
+def file_stats(
+    client: Client,
+    paths: Sequence[str],
+    *,
+    eth_gbps: float = 40,
+    windows_ns: Sequence[int] = trace.WINDOWS_NS,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> list[dict]:
+    """`trace stats` of each file, in order, one task per file: what `trace.stats_files`
+    computes in this process."""
+    config, files = _checked(paths, eth_gbps, windows_ns)
+    found: list[dict] = [{}] * len(files)
+    for done in engine.map_chunks(
+        client,
+        _stats_task,
+        [_absolute(f) for f in files],
+        shared=(config, skip_bad, strict, None),
+        desc="trace stats",
+        unit="file",
+    ):
+        found[done.index] = done.result
+    return [
+        trace._report(path, raw, [trace.Interface(**i) for i in raw["interfaces"]], eth_gbps)
+        for path, raw in zip(files, found, strict=True)
+    ]
+
+
+def _checked(
+    paths: Sequence[str], eth_gbps: float, windows_ns: Sequence[int]
+) -> tuple[dict, list[str]]:
+    """The statistics config and the files, checked before any work; standard input cannot be
+    read by a worker."""
+    config = trace.stats_config(eth_gbps, windows_ns)
+    files = trace._check_inputs(paths)
+    if "-" in files:
+        raise UsageError("standard input (-) cannot be read by Dask workers; give files")
+    return config, files
+
+
+# --- merging by time ranges -------------------------------------------------------------------
+
+MERGE_PARTS_PER_WORKER = 4
+"""Time ranges per worker thread of a partitioned merge: parts of unequal cost still keep every
+worker busy until the last wave (docs/scale.md)."""
+
+
+def _scan_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[dict]:
+    skip_bad, strict = shared
+    found = core().trace_scan(list(paths), skip_bad, strict)
+    return [checked(item) for item in found]
+
+
+def _merge_part_task(
+    shared: tuple[list[str], str, bool, bool], chunk: tuple[str, int, int, list[bool]]
+) -> dict:
+    inputs, fmt, skip_bad, strict = shared
+    part, from_ns, to_ns, selected = chunk
+    return core().trace_merge_part(inputs, part, fmt, from_ns, to_ns, selected, skip_bad, strict)  # type: ignore[return-value]
+
+
+def _expected_before(t: int, scans: Sequence[dict]) -> float:
+    """Packets expected before time `t` if each input's packets spread evenly over its span."""
+    total = 0.0
+    for s in scans:
+        if not s["packets"] or t <= s["first_ns"]:
+            continue
+        span = s["last_ns"] - s["first_ns"]
+        total += s["packets"] * (
+            1.0 if t > s["last_ns"] or span == 0 else (t - s["first_ns"]) / span
+        )
+    return total
+
+
+def time_ranges(scans: Sequence[dict], parts: int) -> list[tuple[int, int]]:
+    """[from, to) ranges, in time order, each expected to hold about 1/parts of the packets;
+    the first starts at the smallest int64, the last ends at the largest (to the end)."""
+    spans = [(s["first_ns"], s["last_ns"]) for s in scans if s["packets"]]
+    if not spans:
+        return [(trace.INT64_MIN, trace.INT64_MAX)]
+    lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+    total = sum(s["packets"] for s in scans)
+    bounds = [trace.INT64_MIN]
+    for j in range(1, parts):
+        a, b = lo, hi
+        while a < b:  # the first time with at least j/parts of the packets before it
+            mid = (a + b) // 2
+            if _expected_before(mid, scans) < total * j / parts:
+                a = mid + 1
+            else:
+                b = mid
+        if a > bounds[-1]:
+            bounds.append(a)
+    bounds.append(trace.INT64_MAX)
+    return list(itertools.pairwise(bounds))
+
+
+def merge(
+    client: Client,
+    inputs: Sequence[str],
+    output: str,
+    *,
+    force: bool = False,
+    skip_bad: bool = False,
+    strict: bool = False,
+    parts: int | None = None,
+) -> dict:
+    """`trace.merge` cut into time ranges merged by the workers and concatenated here: the
+    output is byte for byte `trace.merge`'s. Every input is first scanned for its time span;
+    where one is not in time order or defines an interface after its first packet, the merge
+    is one range. Workers write the parts beside `output`, so they must see that folder."""
+    fmt = trace.output_format(output)
+    paths = trace._check_inputs(inputs)
+    if not paths:
+        raise UsageError("merge needs at least one input capture")
+    if "-" in paths:
+        raise UsageError("standard input (-) cannot be read by Dask workers; give files")
+    remote = next((p for p in paths if is_url(p)), None)
+    if remote:
+        raise UsageError(f"{remote}: trace merge reads local files only; copy it first")
+    trace._check_output(output, paths, force)
+    absolute = [os.path.abspath(p) for p in paths]
+    scans = _batched(client, _scan_task, absolute, (skip_bad, strict), "scanning")
+    workers = max(1, sum(client.nthreads().values()))
+    count = parts or MERGE_PARTS_PER_WORKER * workers
+    mergeable = all(s["in_order"] and s["interfaces_up_front"] for s in scans)
+    ranges = time_ranges(scans, count if mergeable else 1)
+    base = Path(os.path.abspath(output))
+    stem = f".{base.name}.{os.urandom(8).hex()}"
+    names = [str(base.parent / f"{stem}.part{k:05d}") for k in range(len(ranges) + 1)]
+    chunks = [(names[0], trace.INT64_MIN, trace.INT64_MAX, [False] * len(paths))]  # header only
+    chunks += [
+        (
+            name,
+            a,
+            b,
+            [bool(s["packets"]) and s["first_ns"] < b and s["last_ns"] >= a for s in scans],
+        )
+        for name, (a, b) in zip(names[1:], ranges, strict=True)
+    ]
+    try:
+        results: list[dict] = [{}] * len(chunks)
+        for done in engine.map_chunks(
+            client,
+            _merge_part_task,
+            chunks,
+            shared=(absolute, fmt, skip_bad, strict),
+            desc="merging",
+            unit="range",
+        ):
+            results[done.index] = done.result
+        written = trace._write_atomically(output, lambda tmp: _concatenate(names, tmp))
+    finally:
+        for name in names:
+            Path(name).unlink(missing_ok=True)
+    return {
+        "packets": sum(r["packets"] for r in results[1:]),
+        "interfaces": results[0]["interfaces"],
+        "out_of_order": sum(r["out_of_order"] for r in results[1:]),
+        "skipped": sum(s["skipped"] for s in scans),
+        "truncated": sum(s["cut_short"] for s in scans),
+        "writes": sum(r["writes"] for r in results),
+        "bytes": written["bytes"],
+        "ranges": len(ranges),
+    }
+
+
+def _concatenate(names: Sequence[str], out: Path) -> dict:
+    """Writes the header part, then every range's part without its header, into `out`."""
+    header = Path(names[0]).read_bytes()
+    with out.open("wb") as dst:
+        dst.write(header)
+        for name in names[1:]:
+            with open(name, "rb") as src:
+                if src.read(len(header)) != header:
+                    raise trace.TraceFileError(f"{name}: a part does not start with the header")
+                shutil.copyfileobj(src, dst, 1 << 20)
+    return {"bytes": out.stat().st_size}
+
+
+# --- PCIe demand of archives ------------------------------------------------------------------
+
+
+def _require_ethernet(name: str, raw: dict) -> None:
+    """Frames are priced as Ethernet frames: other link types have no size to price."""
+    unknown = sorted({i["linktype"] for i in raw["interfaces"]} - set(trace.LINK_HEADER_BYTES))
+    if unknown and raw["packets"]:
+        raise UsageError(
+            f"{name}: link type {unknown[0]} has no Ethernet equivalent; the demand needs link "
+            f"types {', '.join(map(str, trace.LINK_HEADER_BYTES))}"
+        )
+
+
+def demand(
+    client: Client,
+    paths: Sequence[str],
+    *,
+    cost: object,
+    profile: str,
+    capacity_gbps: float,
+    window_ns: int,
+    per_file: bool = False,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> list[dict]:
+    """The PCIe bandwidth each port (or each file, `per_file`) needs per window of `window_ns`
+    from NIC `profile` on a link of `capacity_gbps`, every packet priced at its own frame
+    size by `cost` (`nic.demand_cost`) at the time it was captured: mean (over the duration)
+    and peak Gb/s per direction, and the windows above the link's capacity. Windows follow
+    `trace stats`'s rule (from the first packet; the last covers up to the last packet),
+    across file boundaries."""
+    require_positive("window", window_ns)
+    config, files = _checked(paths, 40, trace.WINDOWS_NS)
+    found = _port_partials(client, files, (config, skip_bad, strict, cost), per_file=per_file)
+    out = []
+    for n, (port, partial) in enumerate(found):
+        raw = partial.summary(config)  # type: ignore[attr-defined]
+        name = port[0].path if per_file else f"port {n} ({port[0].path} ...)"
+        _require_ethernet(name, raw)
+        try:
+            d = partial.demand(cost)  # type: ignore[attr-defined]
+        except ValueError as exc:
+            raise UsageError(f"{name}: {exc}") from None
+        packets = raw["packets"]
+        span = raw["last_ts_ns"] - raw["first_ts_ns"] if packets else 0
+        where = {"file": port[0].path} if per_file else _where(n, port)
+        out.append(
+            where
+            | {
+                "profile": profile,
+                "packets": packets,
+                "mean_frame_bytes": d["frame_bytes"] / packets if packets else None,
+                "duration_s": span / trace.NS_PER_S,
+                "window_ns": window_ns,
+                "windows": d["windows"],
+                "capacity_gbps": capacity_gbps,
+                "mean_up_gbps": d["bytes_up"] * 8 / span if span else None,
+                "mean_down_gbps": d["bytes_down"] * 8 / span if span else None,
+                "peak_up_gbps": d["peak_up_gbps"],
+                "peak_down_gbps": d["peak_down_gbps"],
+                "windows_over_capacity": d["windows_over_capacity"],
+                "fits": d["windows_over_capacity"] == 0,
+            }
+        )
+    return out

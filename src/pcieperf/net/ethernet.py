@@ -1,0 +1,129 @@
+"""Ethernet line rates, per-frame wire overhead and packet-size mixes.
+
+Frame sizes follow the RFC 2544 convention: destination address through FCS, so a minimum frame
+is 64 bytes and a 64-byte frame at 40 Gb/s arrives at 59.52 Mpps. Section numbers refer to
+IEEE Std 802.3-2022 unless stated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from pcieperf.errors import UsageError
+from pcieperf.net import wire
+from pcieperf.net.wire import FCS_BYTES, MAX_FRAME_BYTES, MIN_FRAME_BYTES
+from pcieperf.net.wire import RATES_GBPS as RATES_GBPS  # the line rates, where models look for them
+
+
+def check_frame_sizes(sizes: ArrayLike) -> NDArray[np.int64]:
+    """Validate frame sizes (bytes, incl. FCS) and return them as int64."""
+    arr = np.atleast_1d(np.asarray(sizes))
+    if arr.dtype.kind not in "iu":
+        raise UsageError(f"frame sizes must be whole bytes, got {arr.tolist()[:3]}")
+    bad = (arr < MIN_FRAME_BYTES) | (arr > MAX_FRAME_BYTES)
+    if np.any(bad):
+        raise UsageError(
+            f"frame size {int(arr[bad][0])} is not allowed; use {MIN_FRAME_BYTES} to "
+            f"{MAX_FRAME_BYTES} bytes (Ethernet frame incl. FCS)"
+        )
+    return arr.astype(np.int64)
+
+
+def dma_bytes(frames: ArrayLike) -> NDArray[np.int64]:
+    """Bytes a NIC moves over PCIe for a frame: the FCS is checked and stripped on receive and
+    appended on transmit (the Linux and DPDK default, e.g. DPDK's KEEP_CRC offload off)."""
+    return np.asarray(frames, dtype=np.int64) - FCS_BYTES
+
+
+@dataclass(frozen=True)
+class Ethernet:
+    """An Ethernet port at `rate_gbps`, optionally carrying one VLAN tag per frame on the wire."""
+
+    rate_gbps: float = 40
+    vlan: bool = False
+
+    def __post_init__(self) -> None:
+        wire.check_rate(self.rate_gbps)
+
+    @property
+    def overhead_bytes(self) -> int:
+        """Wire bytes per frame besides the frame: preamble, SFD, IFG and a VLAN tag if set."""
+        return wire.overhead_bytes(self.vlan)
+
+    def wire_bytes(self, frames: ArrayLike) -> NDArray[np.int64]:
+        """Wire bytes each frame occupies, overhead included."""
+        return np.asarray(frames, dtype=np.int64) + self.overhead_bytes
+
+    def frames_per_second(self, frames: ArrayLike) -> NDArray[np.float64]:
+        """Line-rate frame rate in one direction."""
+        return self.rate_gbps * 1e9 / (8 * self.wire_bytes(frames))
+
+    def frame_gbps(self, frames: ArrayLike) -> NDArray[np.float64]:
+        """Frame bits per second at line rate (what reaches the host, FCS included)."""
+        return self.frames_per_second(frames) * 8 * np.asarray(frames) / 1e9
+
+
+@dataclass(frozen=True)
+class PacketMix:
+    """A distribution of frame sizes; `weights` are fractions of packets and sum to 1."""
+
+    name: str
+    sizes: NDArray[np.int64]
+    weights: NDArray[np.float64]
+
+    @classmethod
+    def fixed(cls, size: int) -> PacketMix:
+        """Every frame the same size."""
+        return cls(str(size), check_frame_sizes([size]), np.ones(1))
+
+    @classmethod
+    def from_counts(cls, name: str, sizes: ArrayLike, counts: ArrayLike) -> PacketMix:
+        """A histogram of frame sizes with packet counts (any non-negative numbers)."""
+        size = check_frame_sizes(sizes)
+        count = np.asarray(counts, dtype=np.float64)
+        usable = count.shape == size.shape and np.all((count >= 0) & np.isfinite(count))
+        if not (usable and count.max(initial=0) > 0):
+            raise UsageError(f"mix {name!r}: counts must be finite, >= 0 and not all zero")
+        scaled = count / count.max()  # the sum of 1e308s would overflow
+        return cls(name, size, scaled / scaled.sum())
+
+    def mean(self, per_size: ArrayLike) -> NDArray[np.float64]:
+        """Mean per packet of a quantity given per size (last axis follows `sizes`)."""
+        return np.asarray(per_size, dtype=np.float64) @ self.weights
+
+    @property
+    def mean_frame_bytes(self) -> float:
+        """Mean frame size of the mix."""
+        return float(self.mean(self.sizes))
+
+
+# Simple IMIX 7:4:1 of 40, 576 and 1500-byte IP packets (Agilent/Ixia "simple IMIX"), as
+# Ethernet frames: 40 B IP + 14 B header + 4 B FCS is padded to the 64 B minimum.
+SIMPLE_IMIX = PacketMix.from_counts("imix", [64, 594, 1518], [7, 4, 1])
+NAMED_MIXES = {"imix": SIMPLE_IMIX}
+
+
+def parse_mix(text: str) -> PacketMix:
+    """Parse `64` (fixed), `imix`, or a histogram `size:count,size:count,...`."""
+    token = text.strip().lower()
+    if token in NAMED_MIXES:
+        return NAMED_MIXES[token]
+    if token.isdecimal():  # not isdigit(): int() refuses digits such as "¹"
+        return PacketMix.fixed(int(token))
+    sizes, counts = [], []
+    for entry in token.split(","):
+        size_text, sep, count_text = entry.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            sizes.append(int(size_text))
+            counts.append(float(count_text))
+        except ValueError:
+            raise UsageError(
+                f"packet mix entry {entry!r} in {text!r} is malformed; use a size, "
+                f"{', '.join(NAMED_MIXES)}, or size:count pairs like 64:7,594:4,1518:1"
+            ) from None
+    return PacketMix.from_counts(text, sizes, counts)

@@ -1,0 +1,629 @@
+"""Where one packet's loopback latency goes, and how many DMAs line rate keeps in flight.
+
+The paper's second motivating result (Neugebauer et al., SIGCOMM 2018, §2, Figure 2): on a
+kernel-bypass NIC in loopback, PCIe is most of the latency, and at 40 GbE a NIC must keep tens
+of DMAs in flight. This module prices one packet's critical path from a NIC profile (which
+operations happen, and their TLPs from `pcieperf.pcie.tlp`), the host's DMA latencies (pcie-bench
+latency files: mean and percentiles from their CDFs, or a calibration) and the device's own
+costs (assumptions with ranges, `PARAMS`). Little's law, `in_flight = rate * latency`, is used
+both ways: the DMAs a rate needs, and the rate a number of tags sustains (docs/latency.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from pcieperf.errors import UsageError, require_choice
+from pcieperf.net import wire
+from pcieperf.net.ethernet import Ethernet, check_frame_sizes, dma_bytes
+from pcieperf.nic.nic import (
+    NicProfile,
+    Operation,
+    evaluate_expression,
+    load_profile,
+    operation_cost,
+)
+from pcieperf.pcie.link import Link
+from pcieperf.pciebench.bench import UNSTEADY_RATIO, read_result_csv
+
+if TYPE_CHECKING:
+    import pandas
+
+# The percentiles pcie-bench's latency files report (Med, 95%, 99.9%); the CDFs give them too.
+QUANTILES: dict[str, float] = {"p50": 0.5, "p95": 0.95, "p99.9": 0.999}
+DETAILS_COLUMNS = {"p50": "med_ns", "p95": "p95_ns", "p99.9": "p999_ns"}
+STATS: tuple[str, ...] = ("mean", *QUANTILES)
+Kind = Literal["pcie", "device", "wire", "host"]
+KINDS: tuple[Kind, ...] = ("pcie", "device", "wire", "host")
+
+REFERENCE_BYTES = 64  # pcie-bench's latency details and CDFs are taken with 64 B transfers
+REFERENCE_WINDOW = 8192  # ... over an 8 KiB window (pcie-bench-methodology.md §2)
+DETAILS_FILE = "lat_dma_details.csv"
+CDF_FILE = "lat_dma_details_cdf.csv"
+CACHE_STATES = ("HWarm", "Cold")  # the states the details files hold
+DEFAULT_PROFILE = "bypass"
+
+# On a packet's critical path (one packet alone, as in a loopback ping): on transmit, what
+# happens before the frame can leave (the doorbell and the reads it starts); completions,
+# write-backs and pointer reads come after it left. On receive, what happens after the frame
+# arrived (writes, the interrupt, the pointer read that tell the host); buffer replenishment
+# (freelist tail writes, descriptor fetches) happens before it arrives.
+ON_PATH = {
+    "tx": ("host_mmio_write", "dma_read"),
+    "rx": ("dma_write", "interrupt", "host_mmio_read"),
+}
+POSTED = ("host_mmio_write", "dma_write", "interrupt")  # PCIe Base 3.0 §2.4.1: memory writes
+DOWN = ("host_mmio_write", "host_mmio_read")  # the host starts it: request travels down
+
+
+@dataclass(frozen=True)
+class Assumed:
+    """A parameter no public figure gives: the value used and the range it may take."""
+
+    value: float
+    low: float
+    high: float
+    why: str
+
+
+PARAMS: dict[str, Assumed] = {
+    "device_tx_ns": Assumed(
+        20, 10, 100, "NIC transmit pipeline, last payload byte to the MAC: a few clock cycles"
+    ),
+    "device_rx_ns": Assumed(
+        20, 10, 100, "NIC receive pipeline, FCS checked to the first DMA write issued"
+    ),
+    "phy_ns": Assumed(
+        40,
+        20,
+        170,
+        "MAC, PCS and PMA out and in plus ~1 m of loopback cable (~5 ns/m); the high end is "
+        "the ExaNIC's published port-to-port bridge latency, < 170 ns (Exablaze, 'Three cool "
+        "features of the ExaNIC', 2014), which holds both MACs and PHYs",
+    ),
+    "poll_ns": Assumed(
+        50, 20, 200, "period of the host's poll loop; a write lands at a uniform phase of it"
+    ),
+    "interrupt_ns": Assumed(
+        2000, 1000, 10000, "MSI-X arrival to the driver's handler running (interrupt profiles)"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class HostLatency:
+    """A host's DMA latencies as a device sees them, per statistic (`STATS`), for 64 B.
+
+    `read_ns`: a DMA read's round trip, request issued to data back (pcie-bench LAT_DMA_RD).
+    `write_ns`: what a posted write costs before later traffic sees it: LAT_DMA_WRRD minus
+    LAT_DMA_RD (a read may not pass a posted write, PCIe Base 3.0 §2.4.1), or half the read
+    round trip where no write data exists (`write_assumed`: the paper's symmetric latency).
+    """
+
+    source: str
+    read_ns: dict[str, float]
+    write_ns: dict[str, float]
+    write_assumed: bool = False
+    notes: tuple[str, ...] = ()  # what the user should know about these numbers
+
+
+def host_from_values(read_ns: float, write_ns: float | None = None) -> HostLatency:
+    """A host given by its 64 B read round trip (and posted-write latency), the same at every
+    percentile; without `write_ns`, half the read (the paper's symmetry assumption)."""
+    for name, value in (("--read-ns", read_ns), ("--write-ns", write_ns)):
+        if value is not None and not (np.isfinite(value) and value >= 0):
+            raise UsageError(f"{name} {value!r} is not allowed; give a latency >= 0 ns")
+    write = read_ns / 2 if write_ns is None else write_ns
+    return HostLatency(
+        source=f"given: read {read_ns:g} ns, write {write:g} ns",
+        read_ns=dict.fromkeys(STATS, float(read_ns)),
+        write_ns=dict.fromkeys(STATS, float(write)),
+        write_assumed=write_ns is None,
+    )
+
+
+def host_from_dir(path: Path, cache: str = "HWarm") -> HostLatency:
+    """A pcie-bench result directory's 64 B random-read latencies (8 KiB window, `cache`):
+    mean from `lat_dma_details.csv`, percentiles from the CDFs in `lat_dma_details_cdf.csv`."""
+    require_choice("cache state", cache, CACHE_STATES)
+    if not path.is_dir():
+        raise UsageError(f"--host {path} is not a directory")
+    if not (path / DETAILS_FILE).is_file():
+        raise UsageError(
+            f"--host {path}: no pcie-bench latency files ({DETAILS_FILE} missing); give a "
+            "pcie-bench result directory, --calibration FILE or --read-ns"
+        )
+    details = read_result_csv(path / DETAILS_FILE).columns
+    has_cdf = (path / CDF_FILE).is_file()
+    cdf = read_result_csv(path / CDF_FILE).columns if has_cdf else None
+    read = _details_stats(path, details, cdf, "LAT_DMA_RD", cache)
+    wrrd = _details_stats(path, details, cdf, "LAT_DMA_WRRD", cache)
+    files = f"{DETAILS_FILE} and {CDF_FILE}" if has_cdf else DETAILS_FILE
+    return HostLatency(
+        source=f"pcie-bench {path.name}: {files}, 64 B, 8 KiB, {cache}",
+        read_ns=read,
+        write_ns={s: max(wrrd[s] - read[s], 0.0) for s in STATS},
+        notes=_unsteady_notes(path, read),
+    )
+
+
+IDLE_DRIVER_LINE = "intel_idle: MWAIT substates"  # Linux drivers/idle/intel_idle.c boot line
+
+
+def _unsteady_notes(path: Path, read: dict[str, float]) -> tuple[str, ...]:
+    """A note when the host's read latency stalls (p99.9 over UNSTEADY_RATIO x the median,
+    the rule `calibrate.steadiness` applies): its mean then says little about a loaded host,
+    and the two Fujitsu E3 hosts' tag-bound rates are 88-91 % low (docs/latency.md)."""
+    ratio = read["p99.9"] / read["p50"] if read.get("p50") else 0.0
+    if ratio <= UNSTEADY_RATIO:
+        return ()
+    dmesg = path / "sys-dmesg.txt"
+    idle = dmesg.is_file() and IDLE_DRIVER_LINE in dmesg.read_text(errors="replace")
+    why = (
+        "; sys-dmesg.txt shows the intel_idle driver, so deep C-states may wake the host for "
+        "each DMA of an idle latency test but not under load"
+        if idle
+        else ""
+    )
+    return (
+        f"{path.name}: 64 B read latency p99.9 is {ratio:.0f}x its median (host stalls){why}; "
+        "the mean and the tails overstate a loaded host's latency",
+    )
+
+
+def _details_stats(
+    path: Path, details: dict[str, NDArray], cdf: dict[str, NDArray] | None, test: str, cache: str
+) -> dict[str, float]:
+    """Mean and percentiles of one test's row: percentiles from its CDF section (the sections
+    follow the rows) where the CDF file exists, else the row's own columns."""
+    row = np.flatnonzero(
+        (details["test"] == test)
+        & (details["pattern"] == "Rand")
+        & (details["cache"] == cache)
+        & (details["window_bytes"] == REFERENCE_WINDOW)
+        & (details["size_bytes"] == REFERENCE_BYTES)
+    )
+    if row.size != 1:
+        raise UsageError(
+            f"{path / DETAILS_FILE}: no single {test} row (Rand, {cache}, 8 KiB, 64 B)"
+        )
+    stats = {"mean": float(details["avg_ns"][row[0]])}
+    if cdf is None:
+        return stats | {s: float(details[c][row[0]]) for s, c in DETAILS_COLUMNS.items()}
+    if int(cdf["section"].max()) + 1 != details["test"].size:
+        raise UsageError(f"{path / CDF_FILE}: not one CDF section per row of {DETAILS_FILE}")
+    keep = cdf["section"] == row[0]
+    ns, fraction = cdf["ns"][keep], cdf["cdf"][keep]
+    for name, q in QUANTILES.items():
+        at = min(int(np.searchsorted(fraction, q, side="left")), ns.size - 1)
+        stats[name] = float(ns[at])
+    return stats
+
+
+def host_from_calibration(path: Path) -> HostLatency:
+    """The reference host of a `bench calibrate` file: its LLC-warm latency with the device,
+    benchmark and link time the calibration removed put back (what a device sees), one value
+    for every statistic; posted writes at half of it (the paper's symmetry assumption)."""
+    from pcieperf.pciebench import calibrate  # scipy: only when a calibration is asked for
+
+    cal = calibrate.load_calibration(path)
+    if cal.reference is None:
+        raise UsageError(f"--calibration {path}: no [reference_host] table to take latency from")
+    link = Link(mps=cal.reference.mps, mrrs=cal.reference.mrrs)
+    read = cal.reference.llc_latency_ns + calibrate.outside_host_ns(cal.device, link)
+    return replace(
+        host_from_values(read), source=f"calibration {path.name}: reference host, LLC warm"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# One packet's loopback
+
+
+@dataclass(frozen=True)
+class Term:
+    """One step of a packet's loopback: its path (`tx`, `wire`, `rx`), what it is, which part
+    of the system it belongs to, and its nanoseconds per size for every statistic."""
+
+    path: str
+    what: str
+    kind: Kind
+    ns: dict[str, NDArray[np.float64]]
+
+
+@dataclass(frozen=True)
+class Loopback:
+    """A profile's loopback latency per frame size: the terms in order, and concurrency."""
+
+    profile: str
+    host: HostLatency
+    frames: NDArray[np.int64]
+    terms: list[Term]
+    rate_pps: NDArray[np.float64]
+    read_requests_per_pkt: NDArray[np.float64]
+    read_ns_per_request: NDArray[np.float64]
+    dmas_in_flight: dict[str, NDArray[np.float64]]
+    tags_available: int | None
+    total_range_ns: tuple[NDArray[np.float64], NDArray[np.float64]] = field(repr=False)
+
+    def total_ns(self, stat: str = "p50") -> NDArray[np.float64]:
+        """End-to-end latency per size at one statistic: the sum of the terms."""
+        return np.sum([t.ns[stat] for t in self.terms], axis=0)
+
+    def kind_ns(self, kind: Kind, stat: str = "p50") -> NDArray[np.float64]:
+        """The part of the latency one kind (`pcie`, `device`, `wire`, `host`) takes."""
+        parts = [t.ns[stat] for t in self.terms if t.kind == kind]
+        return np.sum(parts, axis=0) if parts else np.zeros(self.frames.shape)
+
+    def pcie_share(self, stat: str = "p50") -> NDArray[np.float64]:
+        """PCIe's share of the latency, in [0, 1]."""
+        total = self.total_ns(stat)
+        return np.divide(
+            self.kind_ns("pcie", stat), total, out=np.zeros_like(total), where=total > 0
+        )
+
+    @property
+    def inflight_needed(self) -> NDArray[np.float64]:
+        """The paper's rule (§2): DMAs each direction keeps in flight to cover the packet's
+        PCIe latency at the rate, assuming that latency symmetric: rate x mean PCIe time."""
+        return in_flight(self.rate_pps, self.kind_ns("pcie", "mean"))
+
+    @property
+    def tags_needed(self) -> NDArray[np.float64]:
+        """Read requests (tags) outstanding at the rate: rate x requests x their round trip."""
+        return in_flight(self.rate_pps * self.read_requests_per_pkt, self.read_ns_per_request)
+
+    @property
+    def tag_bound_pps(self) -> NDArray[np.float64]:
+        """Packets per second the device's tags sustain (inf without reads or a tag count)."""
+        if self.tags_available is None:
+            return np.full(self.frames.shape, np.inf)
+        per_pkt = np.where(self.read_requests_per_pkt > 0, self.read_requests_per_pkt, np.nan)
+        return np.nan_to_num(
+            tag_bound_rate(self.tags_available, self.read_ns_per_request) / per_pkt, nan=np.inf
+        )
+
+
+def in_flight(rate_per_s: ArrayLike, latency_ns: ArrayLike) -> NDArray[np.float64]:
+    """Little's law: mean number in flight = arrival rate x mean time in flight."""
+    return np.asarray(rate_per_s, dtype=np.float64) * np.asarray(latency_ns) / 1e9
+
+
+def tag_bound_rate(tags: ArrayLike, latency_ns: ArrayLike) -> NDArray[np.float64]:
+    """Little's law solved for the rate: what `tags` outstanding requests sustain when each
+    is held for `latency_ns` (the same formula as `in_flight`)."""
+    latency = np.asarray(latency_ns, dtype=np.float64)
+    return np.divide(
+        np.asarray(tags, dtype=np.float64) * 1e9,
+        latency,
+        where=latency > 0,
+        out=np.full(np.broadcast(tags, latency).shape, np.inf),
+    )
+
+
+def check_params(overrides: dict[str, float] | None) -> dict[str, float]:
+    """The assumed parameters with `overrides` applied (names from `PARAMS`, values >= 0)."""
+    params = {name: a.value for name, a in PARAMS.items()}
+    for name, value in (overrides or {}).items():
+        require_choice("latency parameter", name, PARAMS)
+        if not (np.isfinite(value) and value >= 0):
+            raise UsageError(f"{name} {value!r} is not allowed; give nanoseconds >= 0")
+        params[name] = float(value)
+    return params
+
+
+def loopback(
+    profile: NicProfile | str = DEFAULT_PROFILE,
+    frames: ArrayLike = (64, 128, 256, 512, 1024, 1500),
+    host: HostLatency | None = None,
+    link: Link | None = None,
+    eth: Ethernet | None = None,
+    pps: float | None = None,
+    params: dict[str, float] | None = None,
+    tags: int | None = None,
+) -> Loopback:
+    """One packet's loopback latency and the concurrency its rate needs, per frame size.
+
+    `frames`: frame sizes incl. FCS; `host`: default the shipped calibration's reference host;
+    `pps`: the rate for concurrency (default line rate of each size); `params`: overrides of
+    `PARAMS`, whose low and high ends give `total_range_ns`; `tags`: the device's outstanding
+    read requests (default the profile's `read_requests`).
+    """
+    nic = load_profile(profile) if isinstance(profile, str) else profile
+    frame = check_frame_sizes(frames)
+    link = link or Link()
+    eth = eth or Ethernet()
+    if pps is not None and not (np.isfinite(pps) and pps > 0):
+        raise UsageError(f"rate {pps!r} is not allowed; give packets per second > 0")
+    if tags is not None and tags < 1:
+        raise UsageError(f"tags {tags!r} is not allowed; give a whole number >= 1")
+    if host is None:
+        from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION
+
+        host = host_from_calibration(DEFAULT_CALIBRATION)
+    chosen = check_params(params)
+    path = _Path(nic, link, eth, frame, host)
+    terms = path.terms(chosen)
+    low = path.terms({n: a.low for n, a in PARAMS.items()} | (params or {}))
+    high = path.terms({n: a.high for n, a in PARAMS.items()} | (params or {}))
+    requests, read_ns = path.read_requests()
+    rate = np.full(frame.shape, pps) if pps else eth.frames_per_second(frame)
+    return Loopback(
+        profile=nic.name,
+        host=host,
+        frames=frame,
+        terms=terms,
+        rate_pps=rate,
+        read_requests_per_pkt=requests,
+        read_ns_per_request=read_ns,
+        dmas_in_flight=path.dmas_in_flight(rate),
+        tags_available=tags or (nic.device.read_requests if nic.device else None),
+        total_range_ns=(_sum(low), _sum(high)),
+    )
+
+
+def _sum(terms: list[Term]) -> NDArray[np.float64]:
+    return np.sum([t.ns["p50"] for t in terms], axis=0)
+
+
+@dataclass(frozen=True)
+class _Path:
+    """The pieces a loopback is priced from (internal to `loopback`)."""
+
+    nic: NicProfile
+    link: Link
+    eth: Ethernet
+    frame: NDArray[np.int64]
+    host: HostLatency
+
+    def size(self, expr: str) -> NDArray[np.float64]:
+        """An operation's size or frequency expression for each frame."""
+        return evaluate_expression(expr, self.nic.names, dma_bytes(self.frame), self.frame)
+
+    def wire_ns(self, op: Operation) -> NDArray[np.float64]:
+        """Link time of one occurrence's TLPs, both directions."""
+        cost, _ = operation_cost(
+            self.link,
+            op.initiator,
+            np.ceil(self.size(op.size)).astype(np.int64),
+            op.offset,
+            op.addr64,
+        )
+        return (cost.wire_out + cost.wire_back) / (self.link.tlp_bytes_per_s / 1e9)
+
+    def reference_read_ns(self) -> float:
+        """Link time of the 64 B read the host latency was measured with."""
+        ref = Operation("reference", "dma_read", str(REFERENCE_BYTES), "1")
+        return float(self.wire_ns(ref)[0]) if self.frame.size else 0.0
+
+    def op_ns(self, op: Operation, stat: str, chained: bool) -> NDArray[np.float64]:
+        """One operation on the critical path: a read's round trip (the measured 64 B one
+        plus its extra link time), or a posted write's latency plus its link time; a write
+        right behind another in the same direction adds only its link time (it cannot pass
+        it, PCIe Base 3.0 §2.4.1, so their latencies overlap)."""
+        link_ns = self.wire_ns(op)
+        if op.initiator in POSTED:
+            return link_ns + (0.0 if chained else self.host.write_ns[stat])
+        return np.maximum(self.host.read_ns[stat] + link_ns - self.reference_read_ns(), 0.0)
+
+    def pcie_terms(self, side: str, stat: str) -> list[tuple[Operation, NDArray]]:
+        """The operations of one path on its critical path, each with its time."""
+        out, last_posted = [], None
+        for op in getattr(self.nic, side):
+            if op.initiator not in ON_PATH[side]:
+                continue
+            direction = "down" if op.initiator in DOWN else "up"
+            posted = op.initiator in POSTED
+            out.append((op, self.op_ns(op, stat, chained=posted and last_posted == direction)))
+            last_posted = direction if posted else None
+        return out
+
+    def terms(self, params: dict[str, float]) -> list[Term]:
+        """Every term of the loopback, in the order the packet meets them."""
+        tx, rx = self._pcie("tx"), self._pcie("rx")
+        frame_ns = (self.frame + wire.PREAMBLE_SFD_BYTES) * 8 / self.eth.rate_gbps
+        interrupt = any(op.initiator == "interrupt" for op in self.nic.rx)
+        notice = {
+            s: np.full(self.frame.shape, self._notice_ns(params, s, interrupt)) for s in STATS
+        }
+        return [
+            *tx,
+            self._fixed("tx", "NIC transmit pipeline", "device", params["device_tx_ns"]),
+            Term(
+                "wire",
+                "frame serialization at the Ethernet rate",
+                "wire",
+                dict.fromkeys(STATS, frame_ns),
+            ),
+            self._fixed("wire", "MACs, PHYs and the loopback cable", "device", params["phy_ns"]),
+            self._fixed("rx", "NIC receive pipeline", "device", params["device_rx_ns"]),
+            *rx,
+            Term(
+                "rx",
+                "host notices: interrupt handler" if interrupt else "host notices: poll",
+                "host",
+                notice,
+            ),
+        ]
+
+    def _pcie(self, side: str) -> list[Term]:
+        """The path's PCIe terms, each priced at every statistic."""
+        by_stat = {s: self.pcie_terms(side, s) for s in STATS}
+        return [
+            Term(side, op.what, "pcie", {s: by_stat[s][i][1] for s in STATS})
+            for i, (op, _) in enumerate(by_stat["p50"])
+        ]
+
+    def _fixed(self, side: str, what: str, kind: Kind, value: float) -> Term:
+        return Term(side, what, kind, dict.fromkeys(STATS, np.full(self.frame.shape, value)))
+
+    @staticmethod
+    def _notice_ns(params: dict[str, float], stat: str, interrupt: bool) -> float:
+        """Interrupt: its assumed latency; polling: the phase of the poll loop at which the
+        write lands, uniform, so q x period at quantile q and half the period on average."""
+        if interrupt:
+            return params["interrupt_ns"]
+        return params["poll_ns"] * QUANTILES.get(stat, 0.5)
+
+    def _dma_ops(self, initiator: str) -> list[Operation]:
+        return [op for _, op in self.nic.operations() if op.initiator == initiator]
+
+    def read_requests(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Device read requests per packet (tags taken) and their mean round trip each."""
+        requests = np.zeros(self.frame.shape)
+        held = np.zeros(self.frame.shape)
+        for op in self._dma_ops("dma_read"):
+            size = np.ceil(self.size(op.size)).astype(np.int64)
+            cost, _ = operation_cost(self.link, "dma_read", size, op.offset, op.addr64)
+            per_pkt = cost.tlps_out / self.size(op.every)
+            requests += per_pkt
+            held += per_pkt * self.op_ns(op, "mean", chained=False)
+        per_request = np.divide(held, requests, out=np.zeros_like(held), where=requests > 0)
+        return requests, per_request
+
+    def dmas_in_flight(self, rate: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+        """Device DMAs in flight per direction at `rate` packets/s by Little's law, each for
+        its own latency: reads (data down) for their round trip, writes (up) for their posted
+        latency."""
+        out = {}
+        for direction, initiator in (("down", "dma_read"), ("up", "dma_write")):
+            busy = np.zeros(self.frame.shape)
+            for op in self._dma_ops(initiator):
+                busy += self.op_ns(op, "mean", chained=False) / self.size(op.every)
+            out[direction] = in_flight(rate, busy)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows and the DataFrame
+
+
+def rows(result: Loopback) -> list[dict[str, object]]:
+    """One record per frame size: the JSON contract of `pcieperf latency`."""
+    share = result.pcie_share()
+    low, high = result.total_range_ns
+    out = []
+    for i, frame in enumerate(result.frames):
+        row: dict[str, object] = {
+            "size": int(frame),
+            "total_ns": float(result.total_ns()[i]),
+            "pcie_ns": float(result.kind_ns("pcie")[i]),
+            "pcie_share": float(share[i]),
+            **{f"{k}_ns": float(result.kind_ns(k)[i]) for k in KINDS if k != "pcie"},
+            "total_by_stat_ns": {s: float(result.total_ns(s)[i]) for s in STATS},
+            "total_range_ns": [float(low[i]), float(high[i])],
+            "terms": [
+                {"path": t.path, "what": t.what, "kind": t.kind, "ns": float(t.ns["p50"][i])}
+                for t in result.terms
+            ],
+            "rate_pps": float(result.rate_pps[i]),
+            "inflight_needed": {
+                "up": float(result.inflight_needed[i]),
+                "down": float(result.inflight_needed[i]),
+            },
+            "dmas_in_flight": {d: float(v[i]) for d, v in result.dmas_in_flight.items()},
+            "tags_needed": float(result.tags_needed[i]),
+            "tags_available": result.tags_available,
+            "tag_bound_pps": float(result.tag_bound_pps[i]),
+        }
+        out.append(row)
+    return out
+
+
+def latency_table(
+    profile: NicProfile | str = DEFAULT_PROFILE,
+    sizes: ArrayLike = (64, 128, 256, 512, 1024, 1500),
+    host: HostLatency | str | Path | None = None,
+    **options: object,
+) -> pandas.DataFrame:
+    """`loopback` as a pandas DataFrame, one row per frame size: the totals, shares and
+    concurrency columns, one `term:<path>:<what>` column per term (median ns). `host` may be a
+    pcie-bench result directory; other keywords go to `loopback`."""
+    import pandas  # deferred: the CLI's latency command does not need it
+
+    if isinstance(host, str | Path):
+        host = host_from_dir(Path(host))
+    result = loopback(profile, sizes, host, **options)  # type: ignore[arg-type]
+    flat = []
+    for row in rows(result):
+        terms = row.pop("terms")
+        flat.append(
+            {
+                **{k: v for k, v in row.items() if not isinstance(v, dict | list)},
+                **{f"total_{s}_ns": v for s, v in row["total_by_stat_ns"].items()},
+                "total_low_ns": row["total_range_ns"][0],
+                "total_high_ns": row["total_range_ns"][1],
+                "inflight_needed_up": row["inflight_needed"]["up"],
+                "inflight_needed_down": row["inflight_needed"]["down"],
+                "dmas_in_flight_up": row["dmas_in_flight"]["up"],
+                "dmas_in_flight_down": row["dmas_in_flight"]["down"],
+                **{f"term:{t['path']}:{t['what']}": t["ns"] for t in terms},
+            }
+        )
+    return pandas.DataFrame(flat)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reverse: what the tags sustain (checked against pcie-bench's 64 B read bandwidth)
+
+BANDWIDTH_FILE = "bw_dma_sz_sweep.csv"
+BASE_TAGS = 32  # PCIe Base 3.0 §2.2.6.2: 5-bit Tag field unless Extended Tag Field is enabled
+EXTENDED_TAGS = 256  # ... 8-bit Tag field with Extended Tag Field Enable (§7.8.4, bit 8)
+
+
+def device_tags(path: Path, vendor: str = "Netronome") -> int:
+    """Read requests the benchmark device may keep outstanding, from its Device Control
+    register in the host's `sys-lspci.txt` (lspci -vv prints ExtTag+ or ExtTag-)."""
+    from pcieperf.pciebench.calibrate import device_block
+
+    lspci = path / "sys-lspci.txt"
+    if not lspci.is_file():
+        raise UsageError(f"{path}: sys-lspci.txt is missing; the tag count comes from it")
+    block = device_block(lspci.read_text(errors="replace"), vendor)
+    control = re.search(r"DevCtl:.*?ExtTag([+-])", block, re.S)
+    if control is None:
+        raise UsageError(f"{lspci}: no DevCtl ExtTag flag for the {vendor} device")
+    return EXTENDED_TAGS if control.group(1) == "+" else BASE_TAGS
+
+
+@dataclass(frozen=True)
+class TagCheck:
+    """Little's law against one host: its tags over its mean 64 B read latency, as Gb/s of
+    64 B reads, and what its bandwidth test measured (BW_DMA_RD, Rand, HWarm, 8 KiB, 64 B)."""
+
+    host: str
+    tags: int
+    latency_ns: float
+    predicted_gbps: float
+    measured_gbps: float
+
+    @property
+    def error_pct(self) -> float:
+        """Predicted relative to measured, in percent."""
+        return (self.predicted_gbps / self.measured_gbps - 1) * 100
+
+
+def tag_check(path: Path) -> TagCheck:
+    """The tag-bound 64 B read rate of a pcie-bench host from its latency files and lspci
+    alone, beside the 64 B read bandwidth it measured."""
+    host = host_from_dir(path)
+    tags = device_tags(path)
+    predicted = float(tag_bound_rate(tags, host.read_ns["mean"])) * REFERENCE_BYTES * 8 / 1e9
+    if not (path / BANDWIDTH_FILE).is_file():
+        raise UsageError(f"{path}: {BANDWIDTH_FILE} is missing; it holds the measured bandwidth")
+    bw = read_result_csv(path / BANDWIDTH_FILE).columns
+    row = np.flatnonzero(
+        (bw["test"] == "BW_DMA_RD")
+        & (bw["cache"] == "HWarm")
+        & (bw["window_bytes"] == REFERENCE_WINDOW)
+        & (bw["size_bytes"] == REFERENCE_BYTES)
+    )
+    if row.size != 1:
+        raise UsageError(f"{path / BANDWIDTH_FILE}: no single BW_DMA_RD 64 B HWarm 8 KiB row")
+    return TagCheck(path.name, tags, host.read_ns["mean"], predicted, float(bw["bw_gbps"][row[0]]))

@@ -1,0 +1,415 @@
+"""The PCIe cost of one memory write or read, vectorised over transfer sizes and start offsets.
+
+A transfer is split at naturally aligned boundaries (see `rust/core/src/tlp.rs`): memory writes at
+multiples of MPS, read requests at multiples of MRRS, completions at multiples of the RCB or of
+MPS (the completer's policy). All limits are powers of two no larger than 4 KiB, so no TLP
+crosses a 4 KiB boundary (PCIe Base Spec 6.0 §2.2.7) and every TLP but the first is aligned.
+Counts therefore have a closed form: the number of `cut`-sized blocks the range touches.
+
+Directions are named from the initiator: `out` carries its requests, `back` the completions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from pcieperf.errors import UsageError, require_choice
+from pcieperf.pcie.link import Link
+
+Op = Literal["read", "write", "rw"]
+OPS: tuple[Op, ...] = ("read", "write", "rw")
+
+COMPLETION_HEADER_BYTES = 12  # §2.2.9.1: completion header is 3 DW
+OHC_BYTES = 4  # §2.2.1.2: Flit Mode Orthogonal Header Content, 1 DW each
+DW_BYTES = 4  # §2.2.1: TLP payloads are whole double words, byte enables mark the used bytes
+
+Int = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class TransferCost:
+    """TLP counts and byte breakdown of operations, per direction (arrays of equal shape)."""
+
+    data_out: Int
+    data_back: Int
+    tlps_out: Int
+    tlps_back: Int
+    header_out: Int
+    header_back: Int
+    framing_out: Int
+    framing_back: Int
+    padding_out: Int
+    padding_back: Int
+
+    @property
+    def wire_out(self) -> Int:
+        """Bytes on the link towards the target: data + headers + framing + DW padding."""
+        return self.data_out + self.header_out + self.framing_out + self.padding_out
+
+    @property
+    def wire_back(self) -> Int:
+        """Bytes on the link back towards the initiator."""
+        return self.data_back + self.header_back + self.framing_back + self.padding_back
+
+    def __add__(self, other: TransferCost) -> TransferCost:
+        """Cost of doing both operations."""
+        return TransferCost(*(getattr(self, f) + getattr(other, f) for f in _FIELDS))
+
+
+_FIELDS = tuple(TransferCost.__dataclass_fields__)
+
+
+def _as_int_array(name: str, values: ArrayLike, minimum: int) -> Int:
+    """Validate and convert sizes/offsets to int64, naming the first bad value."""
+    arr = np.asarray(values)
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
+        raise UsageError(f"{name} must be whole bytes, got {arr[~(arr == np.floor(arr))][:1]}")
+    arr = arr.astype(np.int64, copy=False)
+    bad = arr < minimum
+    if np.any(bad):
+        raise UsageError(f"{name} {int(arr[bad].flat[0])} is not allowed; use {minimum} or more")
+    return arr
+
+
+def blocks_touched(start: Int, end: Int, cut: int) -> Int:
+    """Number of aligned `cut`-byte blocks that the byte range [start, end) touches; `cut` is a
+    power of two (every PCIe size limit is, §7.5.3.4), so the divisions are shifts."""
+    shift = cut.bit_length() - 1
+    blocks = end + (cut - 1)
+    blocks >>= shift
+    blocks -= start >> shift
+    return blocks
+
+
+def _operands(sizes: ArrayLike, offsets: ArrayLike) -> tuple[Int, Int, Int]:
+    """Validated (start, size, end): `size` and `end` have the shape of both broadcast, `start`
+    keeps its own (one offset for many sizes stays a scalar, computed on once)."""
+    size = _as_int_array("size", sizes, 1)
+    start = _as_int_array("offset", offsets, 0)
+    size = np.broadcast_to(size, np.broadcast_shapes(start.shape, size.shape))
+    return start, size, start + size
+
+
+def _dw_padding(start: Int, end: Int) -> Int:
+    """Bytes added to round the range out to whole double words at both ends."""
+    return DW_BYTES * blocks_touched(start, end, DW_BYTES) - (end - start)
+
+
+def write_cost(
+    link: Link, sizes: ArrayLike, offsets: ArrayLike = 0, *, addr64: bool | None = None
+) -> TransferCost:
+    """Posted memory writes (MWr) of `sizes` bytes starting at address offset `offsets`."""
+    start, size, end = _operands(sizes, offsets)
+    tlps = blocks_touched(start, end, link.mps)
+    header = tlps * _request_header(link, addr64) + _request_ohc(link, start, end, tlps)
+    zero = np.zeros_like(size)
+    return TransferCost(
+        data_out=size,
+        data_back=zero,
+        tlps_out=tlps,
+        tlps_back=zero,
+        header_out=header,
+        header_back=zero,
+        framing_out=tlps * link.tlp_overhead_bytes,
+        framing_back=zero,
+        padding_out=_dw_padding(start, end),
+        padding_back=zero,
+    )
+
+
+def read_cost(
+    link: Link, sizes: ArrayLike, offsets: ArrayLike = 0, *, addr64: bool | None = None
+) -> TransferCost:
+    """Non-posted memory reads: MRd requests out, completions with data (CplD) back."""
+    start, size, end = _operands(sizes, offsets)
+    requests = blocks_touched(start, end, link.mrrs)
+    completions = blocks_touched(start, end, completion_cut(link))
+    zero = np.zeros_like(size)
+    return TransferCost(
+        data_out=zero,
+        data_back=size,
+        tlps_out=requests,
+        tlps_back=completions,
+        header_out=requests * _request_header(link, addr64)
+        + _request_ohc(link, start, end, requests),
+        header_back=completions * COMPLETION_HEADER_BYTES + _completion_ohc(link, start, end),
+        framing_out=requests * link.tlp_overhead_bytes,
+        framing_back=completions * link.tlp_overhead_bytes,
+        padding_out=zero,
+        padding_back=_dw_padding(start, end),
+    )
+
+
+def completion_cut(link: Link) -> int:
+    """Granularity at which the completer cuts read data into CplD TLPs.
+
+    `rcb`: one completion per RCB-aligned block (seen on Intel root complexes, 64 B);
+    `mps`: completions as large as MPS allows, ending on MPS-aligned addresses. Either way a
+    completion never spans a request boundary, which falls on a multiple of MRRS.
+    """
+    policy_cut = link.rcb if link.completion_policy == "rcb" else link.mps
+    return min(policy_cut, link.mrrs)
+
+
+def _request_ohc(link: Link, start: Int, end: Int, tlps: Int) -> Int:
+    """Flit Mode: +1 DW OHC-A1 on each request whose byte enables are not the implied full
+    ones, i.e. the TLPs holding an unaligned first or last byte (§2.2.5.2)."""
+    if not link.flit_mode:
+        return np.zeros_like(tlps)
+    head, tail = start % DW_BYTES != 0, end % DW_BYTES != 0
+    partial = head.astype(np.int64) + tail - (head & tail & (tlps == 1))
+    return OHC_BYTES * partial
+
+
+def _completion_ohc(link: Link, start: Int, end: Int) -> Int:
+    """Flit Mode: +1 DW OHC-A5 on the completion whose Lower Address[1:0] is not 00b (§2.2.9.2);
+    shaped like `end`."""
+    if not link.flit_mode:
+        return np.zeros_like(end)
+    return np.broadcast_to(OHC_BYTES * (start % DW_BYTES != 0), end.shape)
+
+
+def _request_header(link: Link, addr64: bool | None) -> int:
+    wide = link.addr64 if addr64 is None else addr64
+    return 16 if wide else 12  # §2.2.4.1: 4 DW header for 64-bit, 3 DW for 32-bit addresses
+
+
+def device_dma_cost(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> TransferCost:
+    """Cost of a device-initiated DMA `read`, `write` or simultaneous `rw` of each size."""
+    require_choice("operation", op, OPS)
+    if op == "write":
+        return write_cost(link, sizes, offsets)
+    if op == "read":
+        return read_cost(link, sizes, offsets)
+    return write_cost(link, sizes, offsets) + read_cost(link, sizes, offsets)
+
+
+def transfers_per_second(link: Link, cost: TransferCost) -> NDArray[np.float64]:
+    """Highest rate at which the link carries the operation: the busier direction binds."""
+    capacity = link.tlp_bytes_per_s
+    busiest = np.maximum(cost.wire_out, cost.wire_back)
+    return capacity / busiest
+
+
+def effective_gbps(
+    link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0
+) -> NDArray[np.float64]:
+    """Data bandwidth (Gb/s) of a stream of DMAs; for `rw`, of each direction's data."""
+    return dma_rows(link, op, sizes, offsets).effective_gbps
+
+
+@dataclass(frozen=True)
+class WireCost:
+    """TLPs and wire bytes per direction of operations (arrays of equal shape): `TransferCost`
+    summed, which is all that rates need."""
+
+    tlps_out: Int
+    tlps_back: Int
+    wire_out: Int
+    wire_back: Int
+
+
+def wire_cost(
+    link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0, *, addr64: bool | None = None
+) -> WireCost:
+    """`write_cost`, `read_cost` or both (`rw`) summed per direction, as closed forms evaluated
+    in place over the sizes: the per-TLP bytes are computed once per call, every cut is a
+    shift, and no breakdown array is made (a model sweep spends its time here; tests check
+    that it equals the breakdown exactly)."""
+    require_choice("operation", op, OPS)
+    start, _, end = _operands(sizes, offsets)
+    return range_wire_cost(link, op, start, end, addr64=addr64)
+
+
+def range_wire_cost(
+    link: Link, op: Op, start: Int, end: Int, *, addr64: bool | None = None
+) -> WireCost:
+    """`wire_cost` of the byte ranges [start, end) that the caller has checked (whole bytes,
+    start >= 0, end > start): what a model that prices many operations calls."""
+    dw_rounded = blocks_touched(start, end, DW_BYTES)
+    dw_rounded <<= 2  # data + DW padding: the range rounded out to whole DWs
+    zero = np.broadcast_to(np.int64(0), end.shape)
+    tlps_out, wire_out, tlps_back, wire_back = zero, zero, zero, zero
+    if op != "read":  # MWr: header and data out
+        tlps_out, wire_out = _requests(link, start, end, link.mps, addr64)
+        wire_out += dw_rounded
+    if op != "write":  # MRd out, CplD back with the data
+        tlps, wire = _requests(link, start, end, link.mrrs, addr64)
+        tlps += tlps_out
+        wire += wire_out
+        tlps_out, wire_out = tlps, wire
+        tlps_back = blocks_touched(start, end, completion_cut(link))
+        wire_back = tlps_back * (COMPLETION_HEADER_BYTES + link.tlp_overhead_bytes)
+        wire_back += dw_rounded
+        if link.flit_mode:
+            wire_back += _completion_ohc(link, start, end)
+    return WireCost(tlps_out, tlps_back, wire_out, wire_back)
+
+
+def _requests(link: Link, start: Int, end: Int, cut: int, addr64: bool | None) -> tuple[Int, Int]:
+    """Request TLPs (MWr at MPS, MRd at MRRS) of each range and their bytes besides data."""
+    tlps = blocks_touched(start, end, cut)
+    wire = tlps * (_request_header(link, addr64) + link.tlp_overhead_bytes)
+    if link.flit_mode:
+        wire += _request_ohc(link, start, end, tlps)
+    return tlps, wire
+
+
+def price_key(link: Link) -> tuple[int | bool, ...]:
+    """Every link setting that TLP counts and bytes depend on (MPS, MRRS, completion cut, Flit
+    Mode, request header and per-TLP framing): links with equal keys differ only in speed, so
+    their prices can be shared and only the rates differ."""
+    cut, flit, framing = completion_cut(link), link.flit_mode, link.tlp_overhead_bytes
+    return (link.mps, link.mrrs, cut, flit, link.addr64, framing)
+
+
+@dataclass(frozen=True)
+class _Priced:
+    """A `wire_cost` and what a link's rate is divided and multiplied by: the busier
+    direction's bytes and the data bits of each size (exact as floats)."""
+
+    cost: WireCost
+    busiest: NDArray[np.float64]
+    bits: NDArray[np.float64]
+
+
+def _priced(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
+    cost = wire_cost(link, op, sizes, offsets)
+    busiest = cost.wire_out if op == "write" else np.maximum(cost.wire_out, cost.wire_back)
+    return _Priced(cost, busiest.astype(np.float64), np.asarray(sizes, dtype=np.float64) * 8)
+
+
+class _RecentPrices:
+    """The last few `_priced` results, reused when a sweep asks again for the same sizes on a
+    link that differs only in speed (generation, lanes, ACK/FC intervals): TLPs and their bytes
+    depend on MPS, MRRS, completion cut, header and framing bytes alone, so a sweep over link
+    speeds prices them once per (MPS, ..., operation) and computes only the rate per link.
+    Bounded: `ENTRIES` results of at most `MAX_SIZES` sizes each, read-only as they are shared."""
+
+    ENTRIES = 64
+    MAX_SIZES = 1 << 14
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple, tuple[Int, _Priced]] = OrderedDict()
+        self._lock = threading.Lock()  # sweeps may price on several threads (Dask workers)
+
+    def priced(self, link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
+        """`_priced(link, op, sizes, offsets)`, from the entries when it was just computed."""
+        size = np.asarray(sizes)
+        reusable = size.ndim == 1 and size.size <= self.MAX_SIZES and size.dtype.kind in "iu"
+        if not reusable or np.ndim(offsets) != 0:
+            return _priced(link, op, sizes, offsets)
+        key = (op, int(offsets), *price_key(link), size.shape)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and np.array_equal(found[0], size):
+                self._entries.move_to_end(key)
+                return found[1]
+        result = _priced(link, op, size, offsets)
+        size = size.copy()
+        for array in (size, result.busiest, result.bits, *vars(result.cost).values()):
+            array.flags.writeable = False
+        with self._lock:
+            self._entries[key] = (size, result)
+            if len(self._entries) > self.ENTRIES:
+                self._entries.popitem(last=False)
+        return result
+
+
+_RECENT = _RecentPrices()
+
+
+@dataclass(frozen=True)
+class DmaRows:
+    """What `dma` reports for each size of a device DMA: TLPs and wire bytes per direction
+    (up = device to host: writes and read requests) and the data bandwidth."""
+
+    effective_gbps: NDArray[np.float64]
+    tlps_up: Int
+    tlps_down: Int
+    bytes_up: Int
+    bytes_down: Int
+
+
+def dma_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> DmaRows:
+    """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost` (one pass)."""
+    priced = _RECENT.priced(link, op, sizes, offsets)
+    # (size * 8) * (transfers per second) / 1e9, bit for bit as before: products commute.
+    gbps = np.divide(link.tlp_bytes_per_s, priced.busiest)
+    gbps *= priced.bits
+    gbps /= 1e9
+    cost = priced.cost
+    return DmaRows(gbps, cost.tlps_out, cost.tlps_back, cost.wire_out, cost.wire_back)
+
+
+@dataclass(frozen=True)
+class TlpList:
+    """Every TLP of one operation, in issue order (parallel arrays)."""
+
+    kind: list[str]
+    direction: list[str]
+    addr: NDArray[np.uint64]
+    data_bytes: NDArray[np.int64]
+    wire_bytes: NDArray[np.int64]
+
+
+def list_device_tlps(link: Link, op: Op, size: int, offset: int = 0) -> TlpList:
+    """Enumerate the TLPs of one device DMA, walking the transfer in the Rust core.
+
+    This is an independent path to the closed forms above (tests check that they agree), and
+    shows a user exactly how a transfer is cut.
+    """
+    require_choice("operation", op, OPS)
+    parts: list[TlpList] = []
+    request = _request_header(link, None) + link.tlp_overhead_bytes
+    if op in ("write", "rw"):
+        parts.append(_pieces(link, "MWr", "up", offset, size, link.mps, request))
+    if op in ("read", "rw"):
+        parts.append(_pieces(link, "MRd", "up", offset, size, link.mrrs, request))
+        cpl_header = COMPLETION_HEADER_BYTES + link.tlp_overhead_bytes
+        parts.append(_pieces(link, "CplD", "down", offset, size, completion_cut(link), cpl_header))
+    return TlpList(
+        kind=[k for p in parts for k in p.kind],
+        direction=[d for p in parts for d in p.direction],
+        addr=np.concatenate([p.addr for p in parts]),
+        data_bytes=np.concatenate([p.data_bytes for p in parts]),
+        wire_bytes=np.concatenate([p.wire_bytes for p in parts]),
+    )
+
+
+def _pieces(
+    link: Link, kind: str, direction: str, offset: int, size: int, cut: int, per_tlp_bytes: int
+) -> TlpList:
+    """Split one range at `cut` in the Rust core and price each piece on its own."""
+    from pcieperf._native import core
+
+    size_arr = _as_int_array("size", [size], 1).astype(np.uint64)
+    start_arr = _as_int_array("offset", [offset], 0).astype(np.uint64)
+    _, addr, length = core().split_aligned(start_arr, size_arr, cut)
+    start = addr.astype(np.int64)
+    end = start + length.astype(np.int64)
+    unaligned_start, unaligned_end = start % DW_BYTES != 0, end % DW_BYTES != 0
+    if kind == "MRd":
+        data, payload = np.zeros_like(start), np.zeros_like(start)
+    else:
+        data = end - start
+        payload = DW_BYTES * blocks_touched(start, end, DW_BYTES)
+    if not link.flit_mode:
+        ohc = np.zeros_like(start)
+    elif kind == "CplD":
+        ohc = OHC_BYTES * unaligned_start
+    else:
+        ohc = OHC_BYTES * (unaligned_start | unaligned_end)
+    return TlpList(
+        kind=[kind] * len(addr),
+        direction=[direction] * len(addr),
+        addr=addr,
+        data_bytes=data,
+        wire_bytes=payload + per_tlp_bytes + ohc,
+    )

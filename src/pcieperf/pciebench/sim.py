@@ -1,0 +1,352 @@
+"""Simulate pcie-bench tests: host and device profiles -> the Rust simulator -> bandwidth/latency.
+
+A *device profile* describes the DMA engine (outstanding tags, per-transaction issue cost, the
+fixed latency of its descriptor handling); a *host profile* the PCIe link settings, memory and
+LLC latencies, the warm capacity of the LLC and of DDIO, the root complex's write path and the
+IOMMU. Both are TOML files with `name`, `source` and `notes`, and every value in them is either
+a spec fact or the output of a documented calibration run (`pcieperf bench calibrate`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import MISSING, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from pcieperf._native import core
+from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
+from pcieperf.pcie.alignment import BURST_BYTES, WORD_BYTES, TransferShape, transfer_shape
+from pcieperf.pcie.link import Link
+from pcieperf.pcie.tlp import blocks_touched
+from pcieperf.pciebench.bench import (
+    CACHE_STATES,
+    IOMMU_MODES,
+    TESTS,
+    Point,
+    canonical_test,
+    iotlb_page_bytes,
+)
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """The device's DMA engines: tags, per-transaction costs and latency.
+
+    A read costs its engine `read_ns + read_line_ns * lines` and a write `write_ns +
+    write_line_ns * lines` (separate engines, so reads and writes overlap); every transaction
+    also crosses the shared data path for `datapath_ns + datapath_line_ns * lines`, where
+    `lines` counts the transfer's 64 B of data (`alignment.data_lines`). On top of that
+    (`times`, docs/bench.md "Device and host offsets"): a read costs `read_request_ns` per read
+    request beyond the first and `unaligned_read_ns` when its device buffer needs an extra
+    8-byte word; the write engine reads device memory in bursts of `burst_bytes`, each
+    `burst_ns` (plus `burst_base_ns` once), and keeps pace with the slower of its two sides.
+    `latency_overhead_ns` is time the latency benchmark adds to each sample (timestamping)
+    that bandwidth runs do not see.
+    """
+
+    name: str
+    source: str
+    tags: int
+    read_ns: float
+    read_line_ns: float
+    write_ns: float
+    write_line_ns: float
+    datapath_ns: float
+    datapath_line_ns: float
+    fixed_latency_ns: float
+    latency_overhead_ns: float = 0.0
+    read_request_ns: float = 0.0
+    unaligned_read_ns: float = 0.0
+    burst_bytes: int = BURST_BYTES
+    burst_base_ns: float = 0.0
+    burst_ns: float = 0.0
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.burst_bytes < WORD_BYTES or self.burst_bytes % WORD_BYTES:
+            raise UsageError(
+                f"burst_bytes {self.burst_bytes} must be a whole number of {WORD_BYTES}-byte words"
+            )
+
+    def costs(self, lines: ArrayLike) -> tuple[Any, Any, Any]:
+        """Read-engine, write-engine and data-path time of an aligned transfer of `lines`
+        64 B lines of data."""
+        return (
+            self.read_ns + self.read_line_ns * lines,
+            self.write_ns + self.write_line_ns * lines,
+            self.datapath_ns + self.datapath_line_ns * lines,
+        )
+
+    def times(self, shape: TransferShape) -> tuple[Any, Any, Any]:
+        """Read-engine, write-engine and data-path time of transfers of this shape."""
+        read, write, path = self.costs(shape.data_lines)
+        read = (
+            read
+            + self.read_request_ns * (shape.read_requests - 1)
+            + self.unaligned_read_ns * shape.extra_word
+        )
+        write = np.maximum(write, self.burst_base_ns + self.burst_ns * shape.bursts)
+        return read, write, path
+
+
+@dataclass(frozen=True)
+class HostProfile:
+    """The host: link settings, memory hierarchy as a device sees it, write path and IOMMU.
+
+    The root complex retires a posted write in `write_line_ns` per 64 B line it touches plus
+    `partial_line_ns` per line it only partly covers (a read-modify-write of that line); a
+    read takes `read_partial_line_ns` longer to issue per line it only partly covers. An
+    IOTLB miss takes `walk_ns` to translate and keeps one of `walkers` busy for `walk_busy_ns`
+    (a walker may accept the next miss before the previous walk returns).
+    """
+
+    name: str
+    source: str
+    mps: int
+    mrrs: int
+    completion_policy: str
+    addr64: bool
+    llc_latency_ns: float
+    ddio_latency_ns: float
+    dram_latency_ns: float
+    remote_extra_ns: float
+    llc_bytes: int
+    ddio_bytes: int
+    write_line_ns: float
+    partial_line_ns: float
+    posted_credits: int
+    iotlb_entries: int
+    walk_ns: float
+    walk_busy_ns: float
+    walkers: int
+    iommu: str = "off"
+    read_partial_line_ns: float = 0.0
+    numa_device: int = 0
+    numa_memory: int = 0
+    numa_cpu: int = 0
+    gen: int = 3
+    lanes: int = 8
+    rcb: int = 64
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        require_choice("IOMMU mode", self.iommu, IOMMU_MODES)
+
+    @property
+    def link(self) -> Link:
+        """The PCIe link these settings describe."""
+        return Link(
+            gen=self.gen,
+            lanes=self.lanes,
+            mps=self.mps,
+            mrrs=self.mrrs,
+            rcb=self.rcb,
+            completion_policy=self.completion_policy,
+            addr64=self.addr64,
+        )
+
+
+def from_table(cls: type, table: dict[str, Any], origin: str) -> Any:
+    """Build a profile dataclass from a flat TOML table, rejecting unknown or missing keys."""
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise ProfileError(
+            f"{origin}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(known))}"
+        )
+    missing = [
+        n
+        for n, f in known.items()
+        if f.default is MISSING and f.default_factory is MISSING and n not in table
+    ]
+    if missing:
+        raise ProfileError(f"{origin}: missing key {missing[0]!r}")
+    for name, value in table.items():
+        if not _type_ok(known[name].type, value):
+            raise ProfileError(
+                f"{origin}: {name} = {value!r}; expected {_TYPE_WORDS[known[name].type]}"
+            )
+    try:
+        return cls(**table)
+    except UsageError as exc:
+        raise ProfileError(f"{origin}: {exc}") from None
+
+
+_TYPE_WORDS = {
+    "int": "a whole number >= 0",
+    "float": "a number >= 0",
+    "str": "text",
+    "bool": "true or false",
+    "list[str]": "a list of text",
+    "list[float]": "a list of numbers >= 0",
+}
+
+
+def _type_ok(kind: str, value: object) -> bool:
+    """Whether a TOML value fits a profile field's declared type."""
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "list[float]":
+        return isinstance(value, list) and all(_type_ok("float", v) for v in value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return False
+    return kind == "float" or isinstance(value, int)
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Read a TOML file, turning I/O and syntax problems into one-line errors."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+
+
+def load_device(path: Path) -> DeviceProfile:
+    """A device profile from TOML."""
+    return from_table(DeviceProfile, load_toml(path), str(path))
+
+
+def load_host(path: Path) -> HostProfile:
+    """A host profile from TOML."""
+    return from_table(HostProfile, load_toml(path), str(path))
+
+
+CACHE_LINE_BYTES = 64  # Intel Xeon (and the NFP's CTM) cache-line size
+
+
+def cache_lines(offset: ArrayLike, size: ArrayLike) -> tuple[NDArray, NDArray]:
+    """64 B lines a transfer at `offset` touches, and how many of them it covers only in part
+    (element-wise for arrays)."""
+    start = np.asarray(offset, dtype=np.int64)
+    end = start + np.asarray(size, dtype=np.int64)
+    lines = blocks_touched(start, end, CACHE_LINE_BYTES)
+    ragged_ends = (start % CACHE_LINE_BYTES != 0).astype(np.int64) + (end % CACHE_LINE_BYTES != 0)
+    return lines, np.minimum(ragged_ends, lines)
+
+
+def _warm(point: Point, host: HostProfile) -> tuple[int, float]:
+    """Bytes of the window that are warm in the LLC, and the latency of a warm line."""
+    remote_cpu = host.numa_cpu != host.numa_device
+    if point.cache == "HWarm":
+        # The helper ran on the CPU socket: lines sit in that socket's LLC.
+        return host.llc_bytes, host.llc_latency_ns + (host.remote_extra_ns if remote_cpu else 0)
+    if point.cache == "DWarm":
+        # Device writes allocate into the LLC through DDIO, within its share of the ways.
+        return host.ddio_bytes, host.ddio_latency_ns
+    return 0, 0.0
+
+
+def sim_params(
+    point: Point,
+    host: HostProfile,
+    device: DeviceProfile,
+    transactions: int,
+    seed: int = 1,
+    record_latencies: bool = False,
+) -> dict[str, Any]:
+    """The Rust simulator's parameters for one point."""
+    test = TESTS[canonical_test(point.test)]
+    require_choice("cache state", point.cache, CACHE_STATES)
+    link = host.link
+    shape = transfer_shape(
+        link, point.size, point.host_offset, point.dev_offset, point.window, device.burst_bytes
+    )
+    warm_bytes, hit_latency = _warm(point, host)
+    lines, partial = cache_lines(point.host_offset, point.size)
+    issue_read, issue_write, datapath = device.times(shape)
+    remote_memory = host.numa_memory != host.numa_device
+    rate = link.tlp_bytes_per_s / 1e9
+    ops = {
+        "BW_DMA_RD": "read",
+        "BW_DMA_WR": "write",
+        "BW_DMA_RW": "alternate",
+        "LAT_DMA_RD": "read",
+        "LAT_DMA_WRRD": "write_then_read",
+    }.get(test.name)
+    if ops is None:
+        raise UsageError(f"the simulator models DMA tests only, not {test.name}")
+    return {
+        "transactions": transactions,
+        "size": point.size,
+        "host_offset": point.host_offset,
+        "window": point.window,
+        "pattern": "seq" if point.pattern == "Seq" else "rand",
+        "ops": ops,
+        "seed": seed,
+        "tags": device.tags if test.kind == "bw" else 1,
+        "issue_read_ns": float(issue_read + host.read_partial_line_ns * partial),
+        "issue_write_ns": float(issue_write),
+        "datapath_ns": float(datapath),
+        "fixed_latency_ns": device.fixed_latency_ns,
+        "read_up_bytes": float(shape.read_up_bytes),
+        "read_down_bytes": float(shape.read_down_bytes),
+        "write_up_bytes": float(shape.write_up_bytes),
+        "up_bytes_per_ns": rate,
+        "down_bytes_per_ns": rate,
+        "warm_bytes": warm_bytes,
+        "hit_latency_ns": hit_latency,
+        "miss_latency_ns": host.dram_latency_ns + (host.remote_extra_ns if remote_memory else 0),
+        "write_ns": host.write_line_ns * lines + host.partial_line_ns * partial,
+        "posted_credits": host.posted_credits,
+        "iotlb_entries": host.iotlb_entries if host.iommu != "off" else 0,
+        "page_bytes": iotlb_page_bytes(host.iommu),
+        "walk_ns": host.walk_ns,
+        "walk_busy_ns": host.walk_busy_ns,
+        "walkers": host.walkers,
+        "record_latencies": record_latencies,
+    }
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """Simulated outcome of one point: bandwidth for BW tests, latency quantiles for LAT."""
+
+    point: Point
+    bw_gbps: float
+    trans_per_s: float
+    latency_ns: dict[str, float]
+    iotlb_misses: int
+
+
+def simulate(
+    point: Point,
+    host: HostProfile,
+    device: DeviceProfile,
+    transactions: int = 200_000,
+    seed: int = 1,
+) -> PointResult:
+    """Simulate one point of a pcie-bench test."""
+    require_positive("transactions", transactions)
+    latency_test = TESTS[canonical_test(point.test)].kind == "lat"
+    params = sim_params(point, host, device, transactions, seed, record_latencies=latency_test)
+    out = core().simulate(params)
+    per_direction = 2 if params["ops"] == "alternate" else 1
+    rate = out["transactions"] / per_direction / out["elapsed_ns"] * 1e9
+    lat = np.asarray(out["latencies_ns"]) + device.latency_overhead_ns
+    quantiles = (
+        {}
+        if lat.size == 0
+        else {
+            "avg_ns": float(lat.mean()),
+            "med_ns": float(np.median(lat)),
+            "min_ns": float(lat.min()),
+            "max_ns": float(lat.max()),
+            "p95_ns": float(np.quantile(lat, 0.95)),
+            "p999_ns": float(np.quantile(lat, 0.999)),
+        }
+    )
+    return PointResult(
+        point, rate * point.size * 8 / 1e9, rate, quantiles, int(out["iotlb_misses"])
+    )
