@@ -231,6 +231,29 @@ def test_tag_bound_rate_misses_the_stalling_hosts_random_reads(host, measured, e
 
 
 @needs_shared
+def test_no_sequential_runs_without_an_offset_sweep():
+    # bdw s0-s1-s0 has no bw_dma_off_rd.csv (the shared data set): no runs, no error to give
+    check = latency.tag_check(SHARED / "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s1-s0")
+    assert check.sequential_gbps == ()
+    assert check.sequential_error_pct is None
+    assert check.error_pct == pytest.approx(-1.35, abs=0.01)  # 31.51 vs 31.94 Gb/s
+
+
+@needs_shared
+def test_stall_note_survives_a_zero_floor(tmp_path):
+    # The E3's details file with its row's Min(ns) set to 0: still one note, no division by 0
+    text = (E3 / latency.DETAILS_FILE).read_text()
+    row = next(
+        line for line in text.splitlines() if line.startswith("LAT_DMA_RD,Rand,HWarm,0,0,8192,64,")
+    )
+    fields = row.split(",")
+    fields[17] = "0.0"  # Min(ns)
+    (tmp_path / latency.DETAILS_FILE).write_text(text.replace(row, ",".join(fields)))
+    (note,) = latency.host_from_dir(tmp_path).notes
+    assert "its median (1213 ns) is above its floor (0 ns)" in note
+
+
+@needs_shared
 @pytest.mark.parametrize(
     "host", [h for h in HOSTS if (h / "bw_dma_off_rd.csv").is_file()], ids=short
 )

@@ -174,11 +174,11 @@ def _unsteady_notes(path: Path, read: dict[str, float]) -> tuple[str, ...]:
         if idle
         else ""
     )
+    times = f"{read['p50'] / read['min']:.1f}x" if read["min"] > 0 else "above"
     return (
         f"{path.name}: 64 B read latency p99.9 is {ratio:.0f}x its median (host stalls){why}; "
-        f"its median ({read['p50']:.0f} ns) is {read['p50'] / read['min']:.1f}x its floor "
-        f"({read['min']:.0f} ns): a loaded host's latency lies between them and tag-bound "
-        "rates take the floor",
+        f"its median ({read['p50']:.0f} ns) is {times} its floor ({read['min']:.0f} ns): a "
+        "loaded host's latency lies between them and tag-bound rates take the floor",
     )
 
 
