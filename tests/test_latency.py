@@ -214,10 +214,10 @@ def test_tag_bound_rate_by_hand_on_the_broadwell_host():
 @pytest.mark.parametrize(("host", "measured", "error"), [(E3, 22.99, 40.7), (E3_NOSP, 24.76, 30.6)])
 def test_tag_bound_rate_misses_the_stalling_hosts_random_reads(host, measured, error):
     # Not met on the two Fujitsu E3 hosts: their floor is 506.67 ns (Min of their 64 B read
-    # row; every row of their latency sweep has it), so 32 x 512 / 506.67 = 32.34 Gb/s, while
-    # their size sweep measured 22.99 and 24.76 Gb/s: +40.7 % and +30.6 %. The measurement
-    # lies between the two ends the rule gives: 32 tags over the idle median (1213.33 ns,
-    # 13.50 Gb/s) and over the floor.
+    # row, and of every row of their latency sweep up to 256 KiB), so 32 x 512 / 506.67 =
+    # 32.34 Gb/s, while their size sweep measured 22.99 and 24.76 Gb/s: +40.7 % and +30.6 %.
+    # The measurement lies between the two ends the rule gives: 32 tags over the idle median
+    # (1213.33 ns, 13.50 Gb/s) and over the floor.
     check = latency.tag_check(host)
     assert check.predicted_gbps == pytest.approx(32 * 512 / 506.667, abs=1e-3)
     assert check.measured_gbps == pytest.approx(measured, abs=0.005)
