@@ -334,6 +334,14 @@ def test_terms_are_non_negative_and_add_up(setup):
     assert np.all((share >= 0) & (share <= 1))
 
 
+@given(st.integers(1, 4096), st.floats(1.0, 1e7))
+def test_littles_law_round_trips(tags, latency_ns):
+    # the rate `tags` sustain at a latency keeps exactly `tags` in flight at that latency
+    rate = latency.tag_bound_rate(tags, latency_ns)
+    assert latency.in_flight(rate, latency_ns) == pytest.approx(tags)
+    assert latency.reads_gbps(tags, latency_ns) == pytest.approx(rate * 512 / 1e9)
+
+
 @given(setups(), st.floats(1e3, 1e9), st.floats(1e3, 1e9))
 def test_concurrency_does_not_fall_as_the_rate_rises(setup, a, b):
     profile, host, _params, frames = setup
