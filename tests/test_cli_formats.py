@@ -13,7 +13,7 @@ import pytest
 
 from helpers import run_cli
 from pcieperf.cli import main
-from pcieperf.cli._output import csv_text, json_rows
+from pcieperf.results import csv_text, json_rows
 from test_cli_help import ALL
 from test_sim import write_host_toml
 

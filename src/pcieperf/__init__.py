@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
     from pcieperf.nic.latency import latency_table
     from pcieperf.nic.nic import evaluate, load_profile
+    from pcieperf.pcie.api import dma, link, make_link
     from pcieperf.pcie.link import Link
 
 _HOMES = {
@@ -31,6 +32,9 @@ _HOMES = {
     "PcieperfError": "errors",
     "ProfileError": "errors",
     "UsageError": "errors",
+    "dma": "pcie.api",
+    "link": "pcie.api",
+    "make_link": "pcie.api",
     "evaluate": "nic.nic",
     "latency_table": "nic.latency",
     "load_profile": "nic.nic",
@@ -43,16 +47,23 @@ __all__ = [
     "PcieperfError",
     "ProfileError",
     "UsageError",
+    "dma",
     "evaluate",
     "latency_table",
+    "link",
     "load_profile",
+    "make_link",
     "parse_mix",
 ]
+_NAMESPACES: dict[str, str] = {}
+"""Groups of API functions reached as `pp.<group>.<function>`: the module that holds them."""
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
     """The public names, from their modules on first use."""
+    if name in _NAMESPACES:
+        return importlib.import_module(f"pcieperf.{_NAMESPACES[name]}")
     if name not in _HOMES:
         raise AttributeError(f"module 'pcieperf' has no attribute {name!r}")
     return getattr(importlib.import_module(f"pcieperf.{_HOMES[name]}"), name)

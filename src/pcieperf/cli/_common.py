@@ -31,6 +31,7 @@ iommu = _lazy.module("pcieperf.dpdk.iommu")
 iommu_fit = _lazy.module("pcieperf.measure.iommu_fit")
 latency = _lazy.module("pcieperf.nic.latency")
 pcie = _lazy.module("pcieperf.pcie.link")
+pcie_api = _lazy.module("pcieperf.pcie.api")
 platforms = _lazy.module("pcieperf.dpdk.platforms")
 sweep = _lazy.module("pcieperf.sweep")
 nic = _lazy.module("pcieperf.nic.nic")
@@ -117,20 +118,30 @@ def _real(high: float = math.inf) -> Callable[[str], float]:
     return parse
 
 
+LINK_OPTIONS = (
+    "gen",
+    "lanes",
+    "mps",
+    "mrrs",
+    "rcb",
+    "completion",
+    "addr32",
+    "ecrc",
+    "flit",
+    "ack_interval",
+    "fc_interval",
+)
+"""The link options every command with `link=True` has: `pcie.api.make_link`'s keywords."""
+
+
+def link_options(args: argparse.Namespace) -> dict:
+    """The link options given, as the API's keyword arguments."""
+    return {name: getattr(args, name) for name in LINK_OPTIONS}
+
+
 def _link(args: argparse.Namespace) -> Link:
-    return pcie.Link(
-        gen=args.gen,
-        lanes=args.lanes,
-        mps=args.mps,
-        mrrs=args.mrrs,
-        rcb=args.rcb,
-        addr64=not args.addr32,
-        ecrc=args.ecrc,
-        flit=args.flit,
-        completion_policy=args.completion,
-        ack_interval_symbols=args.ack_interval,
-        fc_interval_symbols=args.fc_interval,
-    )
+    """The link the options describe."""
+    return pcie_api.make_link(**link_options(args))
 
 
 def _store(args: argparse.Namespace, *, write: bool = False) -> Store:

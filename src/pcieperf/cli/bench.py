@@ -9,10 +9,11 @@ from pathlib import Path
 
 from pcieperf import progress
 from pcieperf.cli._common import _whole, bench, calibrate
-from pcieperf.cli._output import _emit, format_table
+from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.predict import cmd_bench_predict
 from pcieperf.errors import require_new_file
+from pcieperf.results import format_table
 from pcieperf.units import parse_int_list
 
 BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only, not a NIC

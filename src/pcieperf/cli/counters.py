@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 
 from pcieperf.cli._common import _real, _store, counters
-from pcieperf.cli._output import _emit, format_table
+from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
+from pcieperf.results import format_table
 
 
 def cmd_counters_import(args: argparse.Namespace) -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from pcieperf import progress
 from pcieperf.cli._common import _store, _whole, bench
-from pcieperf.cli._output import _emit, _json_default, _numpy_scalar, format_table
+from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
+from pcieperf.results import format_table, is_numpy_scalar, json_default
 
 
 def cmd_data_import(args: argparse.Namespace) -> None:
@@ -82,7 +83,7 @@ def cmd_data_show(args: argparse.Namespace) -> None:
         rows = store.rows(kind, system, test=test, file=args.file)
     keys = [k for k in rows if k != "system"]
     out = [
-        {k: _json_default(rows[k][i]) if _numpy_scalar(rows[k][i]) else rows[k][i] for k in keys}
+        {k: json_default(rows[k][i]) if is_numpy_scalar(rows[k][i]) else rows[k][i] for k in keys}
         for i in range(rows["test"].size)
     ]
     shown = (

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from pcieperf import progress
 from pcieperf.cli._common import _real, _store, _whole, dpdk, testpmd
-from pcieperf.cli._output import _emit, format_table
+from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
+from pcieperf.results import format_table
 
 SECONDS_PER_DAY = 86_400  # the longest `dpdk run`: a longer one is a typo (it was found hanging)
 

@@ -16,11 +16,12 @@ from pcieperf.cli._common import (
     nic,
     platforms,
 )
-from pcieperf.cli._output import _emit, format_table
+from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.cli.dpdk_fwd import _add_forwarding_options, _forwarding
 from pcieperf.cli.platforms import _fit_text
 from pcieperf.errors import UsageError, require_new_file
+from pcieperf.results import format_table
 
 
 def cmd_explain(args: argparse.Namespace) -> None:

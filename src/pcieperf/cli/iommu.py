@@ -9,9 +9,10 @@ from pathlib import Path
 
 from pcieperf import progress
 from pcieperf.cli._common import _whole, counters, ethernet, iommu
-from pcieperf.cli._output import _emit, format_table
+from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.platforms import _add_iommu_options, _iommu_inputs, cmd_iommu_fit
+from pcieperf.results import format_table
 
 
 def _iommu_text(r: dict) -> str:

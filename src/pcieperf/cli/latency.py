@@ -7,10 +7,11 @@ import argparse
 from pathlib import Path
 
 from pcieperf.cli._common import _link, _real, _warn, _whole, ethernet, latency
-from pcieperf.cli._output import _emit, format_table
+from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.errors import UsageError
 from pcieperf.net import wire
+from pcieperf.results import format_table
 from pcieperf.units import parse_int_list, parse_rate
 
 

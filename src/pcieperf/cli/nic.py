@@ -16,10 +16,11 @@ from pcieperf.cli._common import (
     nic,
     trace,
 )
-from pcieperf.cli._output import _emit, _emit_trace_demand, format_table
+from pcieperf.cli._output import _emit, _emit_trace_demand
 from pcieperf.cli._parser import _add_command
 from pcieperf.errors import UsageError
 from pcieperf.net import wire
+from pcieperf.results import format_table
 from pcieperf.units import parse_duration_ns, parse_rate
 
 if TYPE_CHECKING:

@@ -16,10 +16,11 @@ from pcieperf.cli._common import (
     iommu_fit,
     platforms,
 )
-from pcieperf.cli._output import _emit, format_table
+from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.errors import require_new_file
 from pcieperf.net import wire
+from pcieperf.results import format_table
 from pcieperf.units import parse_rate
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from pcieperf import progress
 from pcieperf.cli._common import _whole
-from pcieperf.cli._output import _emit, format_table
+from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.results import format_table
 
 
 def cmd_bench_predict(args: argparse.Namespace) -> None:

@@ -6,8 +6,9 @@ import argparse
 from dataclasses import asdict
 
 from pcieperf.cli._common import nic
-from pcieperf.cli._output import _emit, format_table
+from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.results import format_table
 
 
 def cmd_profiles(args: argparse.Namespace) -> None:

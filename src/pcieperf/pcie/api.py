@@ -1,0 +1,156 @@
+"""The public functions of the PCIe model (`pp.link`, `pp.dma`): keyword arguments named as
+the CLI's options, results that print as the CLI prints them (pcieperf.results)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pcieperf.pcie.link import Link
+from pcieperf.results import Column, Table
+
+DMA_SIZES = (64, 128, 256, 512, 1024, 1500)  # the `dma` command's default --sizes
+
+
+def make_link(
+    *,
+    gen: int = 3,
+    lanes: int = 8,
+    mps: int = 256,
+    mrrs: int = 512,
+    rcb: int = 64,
+    completion: str = "rcb",
+    addr32: bool = False,
+    ecrc: bool = False,
+    flit: bool | None = None,
+    ack_interval: float | None = None,
+    fc_interval: float | None = None,
+) -> Link:
+    """A link from the CLI's link options (`--gen`, `--lanes`, `--mps`, ...), same defaults."""
+    return Link(
+        gen=gen,
+        lanes=lanes,
+        mps=mps,
+        mrrs=mrrs,
+        rcb=rcb,
+        addr64=not addr32,
+        ecrc=ecrc,
+        flit=flit,
+        completion_policy=completion,
+        ack_interval_symbols=ack_interval,
+        fc_interval_symbols=fc_interval,
+    )
+
+
+def link(**link_options: object) -> Table:
+    """A link's bandwidth per direction (`pcieperf link`): raw, after encoding and usable by
+    TLPs, with the DLLP and SKP shares; `link_options` as `make_link` takes them."""
+    ln = make_link(**link_options)  # type: ignore[arg-type]
+    data = {
+        "gen": ln.gen,
+        "lanes": ln.lanes,
+        "flit": ln.flit_mode,
+        "encoding": ln.generation.encoding.name,
+        "raw_gbps": ln.raw_gbps,
+        "encoded_gbps": ln.encoded_gbps,
+        "tlp_gbps": ln.tlp_gbps,
+        "skp_fraction": ln.skp_fraction,
+        "dllp_fraction": ln.dllp_fraction,
+        "flit_tlp_fraction": ln.flit_fraction,
+        "ack_interval_symbols": None if ln.flit_mode else ln.ack_interval,
+        "fc_interval_symbols": None if ln.flit_mode else ln.fc_interval,
+    }
+    rates = (("raw", ln.raw_gbps), ("after encoding", ln.encoded_gbps))
+    flit = ", Flit mode" if ln.flit_mode else ""
+    return Table(
+        data,
+        (Column("per_direction", "per direction"), Column("gbps", "Gb/s")),
+        title=f"PCIe Gen{ln.gen} x{ln.lanes} ({data['encoding']}{flit})",
+        footer=f"SKP {ln.skp_fraction:.3%}, DLLPs {ln.dllp_fraction:.3%}"
+        + (f", flit TLP share {ln.flit_fraction:.2%}" if ln.flit_mode else ""),
+        text_rows=[
+            {"per_direction": what, "gbps": gbps}
+            for what, gbps in (*rates, ("usable by TLPs", ln.tlp_gbps))
+        ],
+    )
+
+
+DMA_COLUMNS = (
+    Column("size", "size"),
+    Column("effective_gbps", "Gb/s"),
+    Column("tlps_up", "TLPs up"),
+    Column("tlps_down", "TLPs down"),
+    Column("bytes_up", "bytes up"),
+    Column("bytes_down", "bytes down"),
+)
+TLP_COLUMNS = (
+    Column("kind", "kind"),
+    Column("direction", "dir"),
+    Column("addr", "addr"),
+    Column("data_bytes", "data"),
+    Column("wire_bytes", "wire"),
+)
+
+
+def dma(
+    *,
+    op: str = "write",
+    sizes: Iterable[int] = DMA_SIZES,
+    offset: int = 0,
+    tlps: bool = False,
+    **link_options: object,
+) -> Table:
+    """Effective bandwidth and TLP cost of device DMA per transfer size (`pcieperf dma`): one
+    row per size, with every TLP of each transfer when `tlps`."""
+    from pcieperf.pcie import tlp  # numpy: not for `link`, which must start light (issue 15)
+
+    ln = make_link(**link_options)  # type: ignore[arg-type]
+    sizes = list(sizes)
+    cost = tlp.dma_rows(ln, op, sizes, offset)
+    rows = [
+        {
+            "size": s,
+            "effective_gbps": float(e),
+            "tlps_up": int(tu),
+            "tlps_down": int(td),
+            "bytes_up": int(bu),
+            "bytes_down": int(bd),
+        }
+        for s, e, tu, td, bu, bd in zip(
+            sizes,
+            cost.effective_gbps,
+            cost.tlps_up,
+            cost.tlps_down,
+            cost.bytes_up,
+            cost.bytes_down,
+            strict=True,
+        )
+    ]
+    details = []
+    for row in rows if tlps else []:
+        row["tlps"] = _tlp_list(ln, op, row["size"], offset)
+        details.append(Table(row["tlps"], TLP_COLUMNS, title=f"\nTLPs of {row['size']} B:"))
+    return Table(
+        rows,
+        DMA_COLUMNS,
+        title=f"DMA {op} on Gen{ln.gen} x{ln.lanes}, MPS {ln.mps}, MRRS {ln.mrrs}, offset "
+        f"{offset}; link {ln.tlp_gbps:.2f} Gb/s for TLPs",
+        details=details,
+    )
+
+
+def _tlp_list(ln: Link, op: str, size: int, offset: int) -> list[dict]:
+    """Every TLP of one transfer: kind, direction, address, data and wire bytes."""
+    from pcieperf.pcie import tlp
+
+    listed = tlp.list_device_tlps(ln, op, size, offset)
+    return [
+        {"kind": k, "direction": d, "addr": int(a), "data_bytes": int(n), "wire_bytes": int(w)}
+        for k, d, a, n, w in zip(
+            listed.kind,
+            listed.direction,
+            listed.addr,
+            listed.data_bytes,
+            listed.wire_bytes,
+            strict=True,
+        )
+    ]

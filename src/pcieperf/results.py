@@ -1,0 +1,178 @@
+"""Result objects: what every API function returns and every CLI command prints.
+
+A result holds the JSON a command prints (`to_json`: the contract, keys with their units in
+their names), a table for people (`to_text`), a pandas DataFrame of the same rows
+(`to_frame`), and renders itself in Jupyter (`_repr_html_`). The CLI only chooses which of
+these to print (`--format table|json|csv`), so the API and the CLI cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import pandas
+
+
+class Result(Protocol):
+    """What the CLI prints and a notebook shows."""
+
+    def to_json(self) -> object:
+        """The JSON the CLI prints (`--format json`)."""
+
+    def to_text(self) -> str:
+        """The table the CLI prints (`--format table`)."""
+
+    def to_frame(self) -> pandas.DataFrame:
+        """The JSON's rows as a DataFrame (`--format csv` prints the same rows)."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a text table: its JSON key and its header, with the unit."""
+
+    key: str
+    header: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """A result that is rows (or one object) shown as a text table of `columns`, with a line
+    above (`title`), one below (`footer`) and further tables after it (`details`). The text
+    shows `text_rows` where they differ from the JSON's rows (an object shown as a list)."""
+
+    data: object
+    columns: Sequence[Column]
+    title: str = ""
+    footer: str = ""
+    text_rows: Sequence[dict] | None = None
+    details: Sequence[Table] = ()
+
+    def to_json(self) -> object:
+        """The JSON: the rows, or the object."""
+        return self.data
+
+    def to_text(self) -> str:
+        """The title, the table of `columns` (one line per row), the footer, the details."""
+        rows = self.text_rows
+        if rows is None:
+            rows = self.data if isinstance(self.data, list) else [self.data]  # type: ignore[assignment]
+        table = format_table(
+            [c.header for c in self.columns], [[row[c.key] for c in self.columns] for row in rows]
+        )
+        parts = [self.title, table, self.footer, *(d.to_text() for d in self.details)]
+        return "\n".join(part for part in parts if part)
+
+    def to_frame(self) -> pandas.DataFrame:
+        """One row per JSON row, nested objects as `a.b` columns, lists kept as lists."""
+        return frame(self.data)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the DataFrame."""
+        return self.to_frame()._repr_html_()  # type: ignore[operator]
+
+
+def frame(payload: object) -> pandas.DataFrame:
+    """A JSON payload's rows (`json_rows`) as a DataFrame: None as missing, lists kept."""
+    import pandas
+
+    return pandas.DataFrame(json_rows(payload, for_csv=False))
+
+
+# --- rows, CSV and text tables ------------------------------------------------------------------
+
+
+def json_rows(payload: object, *, for_csv: bool = True) -> list[dict]:
+    """The rows a JSON payload holds, each flattened (`_flat`): a list is one row per item;
+    an object holding a list of objects is one row per item of that list (the object's other
+    fields repeated on each, as context); any other object is one row."""
+    if isinstance(payload, list):
+        return [_flat(item, "", for_csv) for item in payload]
+    if isinstance(payload, dict):
+        lists = [k for k, v in payload.items() if _is_rows(v)]
+        if len(lists) == 1:
+            context = _flat({k: v for k, v in payload.items() if k != lists[0]}, "", for_csv)
+            return [context | _flat(item, f"{lists[0]}.", for_csv) for item in payload[lists[0]]]
+    return [_flat(payload, "", for_csv)]
+
+
+def _is_rows(value: object) -> bool:
+    """Whether a JSON value is a non-empty list of objects (a table's rows)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _flat(value: object, prefix: str, for_csv: bool) -> dict:
+    """A JSON value as one row: nested objects become `a.b` columns; lists (and anything else
+    not a scalar) are kept as their JSON text in one cell, or as they are."""
+    if not isinstance(value, dict):
+        return {prefix.rstrip(".") or "value": _cell(value, for_csv)}
+    row: dict = {}
+    for key, item in value.items():
+        if isinstance(item, dict) and item:
+            row |= _flat(item, f"{prefix}{key}.", for_csv)
+        else:
+            row[f"{prefix}{key}"] = _cell(item, for_csv)
+    return row
+
+
+def _cell(value: object, for_csv: bool) -> object:
+    """A cell: scalars as they are (numpy ones and datetimes as in the JSON); for CSV, None
+    as empty and lists and empty objects as their JSON text."""
+    if for_csv and value is None:
+        return ""
+    if isinstance(value, list | dict):
+        return json.dumps(value, default=json_default) if for_csv else value
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return json_default(value)
+
+
+def csv_text(payload: object) -> str:
+    """The JSON's rows as CSV: one header line (the JSON's keys, whose names carry the units,
+    `a.b` for nested ones, in first-seen order), then one line per row."""
+    import csv
+    import io
+
+    rows = json_rows(payload)
+    if not rows:  # no rows, so no columns to name: nothing at all
+        return ""
+    header = list(dict.fromkeys(key for row in rows for key in row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def is_numpy_scalar(value: object, kind: str = "generic") -> bool:
+    """Whether `value` is a numpy scalar of `kind` (asked without loading numpy: a numpy value
+    exists only where numpy was loaded)."""
+    numpy = sys.modules.get("numpy") if type(value).__module__ == "numpy" else None
+    return numpy is not None and isinstance(value, getattr(numpy, kind))
+
+
+def json_default(value: object) -> object:
+    """JSON for what `json` cannot encode itself: numpy scalars and datetimes."""
+    if is_numpy_scalar(value):
+        return value.item()  # type: ignore[attr-defined]
+    datetime = sys.modules.get("datetime")  # a datetime exists only where it was imported
+    if datetime is not None and isinstance(value, datetime.datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Right-aligned text table; floats shown with 2 decimals."""
+
+    def cell(v: object) -> str:
+        return f"{v:,.2f}" if isinstance(v, float) or is_numpy_scalar(v, "floating") else str(v)
+
+    text = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in text)]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in text]
+    return "\n".join(lines)
