@@ -166,13 +166,7 @@ def per_packet_counts(out: dict[str, object]) -> MissCounts:
 def forwarding_nic(setup: PortSetup, platform: Platform) -> nic.NicProfile:
     """The platform's NIC profile with the setup's descriptors, thresholds and burst: exactly
     what `dpdk-fwd` prices for the same values."""
-    cfg = forwarding.ForwardingConfig(
-        rx_desc_bytes=setup.rx_desc_bytes,
-        tx_desc_bytes=setup.tx_desc_bytes,
-        rs_thresh=setup.rs_thresh,
-        rx_free_thresh=setup.rx_free_thresh,
-        batch=float(setup.burst),
-    )
+    cfg = forwarding.ForwardingConfig.from_port(setup)
     return forwarding.forwarding_profile(cfg, platform.device)
 
 
