@@ -11,6 +11,10 @@ import pcieperf as pp
 from helpers import run_cli
 
 PCM = str(Path(__file__).parent / "data" / "counters" / "pcm-iio-skx.csv")
+HOST_DIR = Path("/work/shared/data/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630")
+needs_shared = pytest.mark.skipif(
+    not HOST_DIR.is_dir(), reason="the shared pcie-bench data (/work/shared/data) is absent"
+)
 
 # (CLI arguments, API function, its keyword arguments): the same question asked both ways.
 SAME_QUESTION = [
@@ -51,6 +55,12 @@ SAME_QUESTION = [
     (["platforms"], pp.platforms, {}),
     (["platforms", "skylake-sp"], pp.platforms, {"name": "skylake-sp"}),
     (["bench", "tests"], pp.bench.tests, {}),
+    pytest.param(
+        ["validate", "--measured", str(HOST_DIR), "--predicted", str(HOST_DIR), "--worst", "3"],
+        pp.bench.validate,
+        {"measured": HOST_DIR, "predicted": HOST_DIR, "worst": 3},
+        marks=needs_shared,
+    ),
 ]
 
 
@@ -91,11 +101,6 @@ def test_bad_keywords_are_usage_errors():
 
 
 # --- pp.iommu, pp.platforms, pp.bench, pp.data_* (apiB) -------------------------------------
-
-HOST_DIR = Path("/work/shared/data/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630")
-needs_shared = pytest.mark.skipif(
-    not HOST_DIR.is_dir(), reason="the shared pcie-bench data (/work/shared/data) is absent"
-)
 
 
 def test_iommu_sim_is_one_row_at_line_rate_of_its_frames():
@@ -156,14 +161,19 @@ def test_bench_tests_lists_the_suite():
     assert tests.loc[tests["tests.name"] == "BW_DMA_RD", "tests.kind"].item() == "bw"
 
 
-def test_bench_sim_rows_are_size_times_rate(tmp_path):
+def test_bench_sim_rows_are_size_times_rate(capsys, tmp_path):
     from test_sim import write_host_toml
 
     host = tmp_path / "host.toml"
     write_host_toml(host)
-    frame = pp.bench.sim(
+    result = pp.bench.sim(
         host=host, device="nfp6000", sizes=[64, 256], windows=[8192], transactions=2000
-    ).to_frame()
+    )
+    argv = ["bench", "sim", "--host", str(host), "--device", "nfp6000", "--sizes", "64,256"]
+    code, out, _ = run_cli(capsys, *argv, "--transactions", "2000", "--json")
+    assert code == 0
+    assert json.loads(out) == json.loads(json.dumps(result.to_json()))  # the CLI asks the API
+    frame = result.to_frame()
     assert list(frame["size"]) == [64, 256]
     # bandwidth is transactions per second x bytes x 8 (pcie-bench's definition, paper §4).
     assert list(frame["bw_gbps"]) == pytest.approx(
@@ -171,10 +181,26 @@ def test_bench_sim_rows_are_size_times_rate(tmp_path):
     )
 
 
+def same_answer(capsys, argv, result):
+    """The CLI's --json for `argv` equals the API `result`'s JSON."""
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 0, err
+    assert json.loads(out) == json.loads(json.dumps(result.to_json()))
+
+
 @needs_shared
-def test_bench_load_matches_the_store(tmp_path):
+def test_bench_load_matches_the_store(capsys, tmp_path):
     db = tmp_path / "s.duckdb"
     imported = pp.data_import([HOST_DIR], db=db).to_frame()
+    same_answer(
+        capsys,
+        ["data", "import", str(HOST_DIR), "--db", str(db), "--force"],
+        pp.data_import([HOST_DIR], db=db, force=True),
+    )
+    same_answer(capsys, ["data", "ls", "--db", str(db)], pp.data_ls(db=db))
+    argv = ["data", "show", "dell-t630", "--test", "LAT_RD", "--file", "lat_dma_sizes.csv"]
+    api = pp.data_show("dell-t630", test="LAT_RD", file="lat_dma_sizes.csv", db=db)
+    same_answer(capsys, [*argv, "--db", str(db)], api)
     assert imported.loc[0, "system"] == HOST_DIR.name
     loaded = pp.bench.load(HOST_DIR)
     assert loaded.name == HOST_DIR.name
@@ -208,6 +234,22 @@ def test_bench_predict_old_spellings_still_work(capsys, tmp_path, old, new):
     assert err.count(f"pcieperf: warning: {old} is now") == 1
     api = pp.bench.predict(host=HOST_DIR, out=tmp_path / "new", transactions=2000).to_json()
     assert json.loads(out)["host"] == api["host"]
+    assert json.loads(out)["provenance"] == api["provenance"]
+
+
+@needs_shared
+def test_bench_calibrate_answers_as_the_cli(capsys, tmp_path):
+    out = tmp_path / "cal.toml"
+    argv = ["bench", "calibrate", str(HOST_DIR), "-o", str(out), "--name", "d", "--force"]
+    code, cli_out, _ = run_cli(capsys, *argv, "--json")
+    assert code == 0
+    result = pp.bench.calibrate([HOST_DIR], output=out, name="d", force=True)
+    assert json.loads(cli_out) == json.loads(json.dumps(result.to_json()))
+    frame = result.to_frame()
+    # one steady host fitted, none left out; its points are the size, window and offset sweeps
+    # from 64 B (1367, counted in the shared data's bw files)
+    assert frame.loc[0, "points"] == 1367
+    assert frame.loc[0, "device.name"] == "d"
 
 
 def test_iommu_pkt_is_the_frame_with_a_deprecation_line(capsys):
