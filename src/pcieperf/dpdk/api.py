@@ -29,7 +29,7 @@ class Inputs:
     setup: PortSetup
     traffic: iommu.Traffic
     packets: int
-    profile: platform_profiles.PlatformProfile  # the platform profile the IOMMU comes from
+    platform_profile: platform_profiles.PlatformProfile  # where the IOMMU, LLC and core come from
 
     def model(self) -> iommu.Model:
         """The model of this platform and traffic."""

@@ -47,7 +47,7 @@ def iommu_fit(
         setup=given.setup,
         traffic=given.traffic,
         platform=given.platform,
-        base=given.profile,
+        base=given.platform_profile,
         name=name,
         packets=given.packets,
     )
