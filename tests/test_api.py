@@ -2,12 +2,19 @@
 the API function's JSON is the CLI's `--json` output, and its results render as DataFrames."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import pcieperf as pp
 from helpers import run_cli
+
+PCM = str(Path(__file__).parent / "data" / "counters" / "pcm-iio-skx.csv")
+HOST_DIR = Path("/work/shared/data/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630")
+needs_shared = pytest.mark.skipif(
+    not HOST_DIR.is_dir(), reason="the shared pcie-bench data (/work/shared/data) is absent"
+)
 
 # (CLI arguments, API function, its keyword arguments): the same question asked both ways.
 SAME_QUESTION = [
@@ -23,6 +30,36 @@ SAME_QUESTION = [
         ["dma", "--op", "read", "--sizes", "64,1500", "--mrrs", "256", "--tlps"],
         pp.dma,
         {"op": "read", "sizes": [64, 1500], "mrrs": 256, "tlps": True},
+    ),
+    # the IOMMU commands, short runs (20 000 packets) of non-default setups
+    (
+        ["iommu", "sim", "--page", "2m", "--rxd", "512", "--frame", "imix", "--packets", "20000"],
+        pp.iommu.sim,
+        {"page": "2m", "rxd": 512, "frame": "imix", "packets": 20000},
+    ),
+    (
+        ["iommu", "gain", "--sizes", "64,256", "--to-rxd", "256", "--packets", "20000"],
+        pp.iommu.gain,
+        {"sizes": ["64", "256"], "to_rxd": 256, "packets": 20000},
+    ),
+    (
+        ["iommu", "advise", "--rxd", "256", "--platform", "skylake-sp", "--packets", "20000"],
+        pp.iommu.advise,
+        {"rxd": 256, "platform": "skylake-sp", "packets": 20000},
+    ),
+    (
+        ["iommu", "fit", "--counters", PCM, "--pps", "7M", "--rxd", "512", "--packets", "20000"],
+        pp.iommu.fit,
+        {"counters": PCM, "pps": "7M", "rxd": 512, "packets": 20000},
+    ),
+    (["platforms"], pp.platforms, {}),
+    (["platforms", "skylake-sp"], pp.platforms, {"name": "skylake-sp"}),
+    (["bench", "tests"], pp.bench.tests, {}),
+    pytest.param(
+        ["validate", "--measured", str(HOST_DIR), "--predicted", str(HOST_DIR), "--worst", "3"],
+        pp.bench.validate,
+        {"measured": HOST_DIR, "predicted": HOST_DIR, "worst": 3},
+        marks=needs_shared,
     ),
 ]
 
@@ -61,3 +98,186 @@ def test_bad_keywords_are_usage_errors():
         pp.link(gen=7)
     with pytest.raises(TypeError):
         pp.link(generation=3)  # a misspelt option is Python's own error, naming it
+
+
+# --- pp.iommu, pp.platforms, pp.bench, pp.data_* (apiB) -------------------------------------
+
+
+def test_iommu_sim_is_one_row_at_line_rate_of_its_frames():
+    frame = pp.iommu.sim(page="2m", packets=20000).to_frame()
+    assert len(frame) == 1
+    # 40 GbE carries 64 B frames + 8 B preamble + 12 B gap = 84 B each: 40e9 / (84 x 8) pps
+    # (IEEE 802.3 clause 4.4.2), hand-computed.
+    assert frame.loc[0, "line_mpps"] == pytest.approx(40e3 / (84 * 8))
+    # 2 MiB pages: 8192 mbufs of 2 368 B (64 B header + 128 B mbuf + 128 B headroom + 2 KiB,
+    # DPDK's defaults) are 10 pages with the rings, far under e5-v4's 96 IOTLB entries.
+    assert frame.loc[0, "iotlb_misses_per_pkt"] == 0.0
+
+
+def test_iommu_gain_has_a_row_per_size_and_units_in_its_headers():
+    result = pp.iommu.gain(page="2m", sizes=["64", "256"], packets=20000)
+    frame = result.to_frame()
+    assert list(frame["size"]) == ["64", "256"]
+    # 2 MiB pages hold the whole pool in the IOTLB at either ring size (see above): no misses.
+    assert list(frame["misses_per_pkt_from"]) == [0.0, 0.0]
+    header = result.to_text().splitlines()[0]
+    assert "from (Mpps)" in header
+    assert "gain (%)" in header
+    assert "mpps_from" not in header
+
+
+def test_iommu_advise_sweeps_the_single_changes():
+    frame = pp.iommu.advise(page="2m", packets=20000).to_frame()
+    knobs = list(frame["options.knob"])
+    # From rxd/txd 1024 with 2 MiB pages, hand-counted: rings 512, 256, 128, 64 (halving to
+    # RING_MIN, ixgbe's 64); pool 4096 only (the rings and caches need 2 464 mbufs: 1024 + 1024
+    # + a burst of 32 + a 256-mbuf cache's peak of 384); pages 1g only; no pacing (no delay
+    # helps where nothing is lost).
+    assert knobs.count("rings") == 4
+    assert knobs.count("pool") == 1
+    assert knobs.count("page") == 1
+
+
+def test_iommu_fit_reads_its_counters():
+    frame = pp.iommu.fit(counters=PCM, pps=7e6, packets=20000).to_frame()
+    # The file's IIO stack counts 190 IOTLB misses/s (tests/data/counters/pcm-iio-skx.csv):
+    # per forwarded packet at 7 Mpps that is 190 / 7e6, hand-computed.
+    assert frame.loc[0, "misses_per_s"] == 190.0
+    assert frame.loc[0, "misses_per_pkt"] == pytest.approx(190 / 7e6)
+
+
+def test_platforms_show_their_evidence():
+    frame = pp.platforms().to_frame()
+    assert "e5-v4" in set(frame["name"])
+    one = pp.platforms("e5-v4").to_frame()
+    # e5-v4's IOTLB is the shipped pcie-bench calibration's reference host: 96 entries
+    # (src/pcieperf/pciebench/calibrations/nfp6000.toml [reference_host] iotlb_entries).
+    assert one.loc[0, "params.iommu.iotlb_entries.value"] == 96
+
+
+def test_bench_tests_lists_the_suite():
+    tests = pp.bench.tests().to_frame()
+    # pcie-bench's tests (Neugebauer et al., SIGCOMM 2018, §4): BW_DMA_RD is a bandwidth one
+    assert tests.loc[tests["tests.name"] == "BW_DMA_RD", "tests.kind"].item() == "bw"
+
+
+def test_bench_sim_rows_are_size_times_rate(capsys, tmp_path):
+    from test_sim import write_host_toml
+
+    host = tmp_path / "host.toml"
+    write_host_toml(host)
+    result = pp.bench.sim(
+        host=host, device="nfp6000", sizes=[64, 256], windows=[8192], transactions=2000
+    )
+    argv = ["bench", "sim", "--host", str(host), "--device", "nfp6000", "--sizes", "64,256"]
+    code, out, _ = run_cli(capsys, *argv, "--transactions", "2000", "--json")
+    assert code == 0
+    assert json.loads(out) == json.loads(json.dumps(result.to_json()))  # the CLI asks the API
+    frame = result.to_frame()
+    assert list(frame["size"]) == [64, 256]
+    # bandwidth is transactions per second x bytes x 8 (pcie-bench's definition, paper §4).
+    assert list(frame["bw_gbps"]) == pytest.approx(
+        list(frame["trans_per_s"] * frame["size"] * 8e-9)
+    )
+
+
+def same_answer(capsys, argv, result):
+    """The CLI's --json for `argv` equals the API `result`'s JSON."""
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 0, err
+    assert json.loads(out) == json.loads(json.dumps(result.to_json()))
+
+
+@needs_shared
+def test_bench_load_matches_the_store(capsys, tmp_path):
+    db = tmp_path / "s.duckdb"
+    imported = pp.data_import([HOST_DIR], db=db).to_frame()
+    same_answer(
+        capsys,
+        ["data", "import", str(HOST_DIR), "--db", str(db), "--force"],
+        pp.data_import([HOST_DIR], db=db, force=True),
+    )
+    same_answer(capsys, ["data", "ls", "--db", str(db)], pp.data_ls(db=db))
+    argv = ["data", "show", "dell-t630", "--test", "LAT_RD", "--file", "lat_dma_sizes.csv"]
+    api = pp.data_show("dell-t630", test="LAT_RD", file="lat_dma_sizes.csv", db=db)
+    same_answer(capsys, [*argv, "--db", str(db)], api)
+    assert imported.loc[0, "system"] == HOST_DIR.name
+    loaded = pp.bench.load(HOST_DIR)
+    assert loaded.name == HOST_DIR.name
+    shown = pp.data_show("dell-t630", test="BW_RD", db=db).to_frame()
+    # the store holds what the files hold: 668 BW_DMA_RD rows (counted in the shared data)
+    assert len(shown) == (loaded.bw["test"] == "BW_DMA_RD").sum() == 668
+    systems = pp.data_ls(db=db).to_frame()
+    assert list(systems["system"]) == [HOST_DIR.name]
+    assert systems.loc[0, "bw_rows"] == len(loaded.bw)
+
+
+@needs_shared
+def test_validate_a_host_against_itself_is_exact():
+    frame = pp.bench.validate(measured=HOST_DIR, predicted=HOST_DIR).to_frame()
+    # every point predicted as measured: 0 % error (hand-computed)
+    assert frame.loc[0, "mape_pct"] == 0.0
+
+
+@needs_shared
+@pytest.mark.parametrize(("old", "new"), [("--calibrate", "--host"), ("--profile", None)])
+def test_bench_predict_old_spellings_still_work(capsys, tmp_path, old, new):
+    # Issue 16 item 3: --calibrate DIR is --host DIR, --profile FILE is --calibration FILE; the
+    # old spellings answer the same with one deprecation line.
+    from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
+
+    value = str(HOST_DIR) if new else str(DEFAULT_CALIBRATION)
+    host = [] if new else ["--host", str(HOST_DIR)]
+    argv = ["bench", "predict", *host, old, value, "--transactions", "2000", "--json"]
+    code, out, err = run_cli(capsys, *argv, "--out", str(tmp_path / "old"))
+    assert code == 0
+    assert err.count(f"pcieperf: warning: {old} is now") == 1
+    api = pp.bench.predict(host=HOST_DIR, out=tmp_path / "new", transactions=2000).to_json()
+    assert json.loads(out)["host"] == api["host"]
+    assert json.loads(out)["provenance"] == api["provenance"]
+
+
+@needs_shared
+def test_bench_calibrate_answers_as_the_cli(capsys, tmp_path):
+    out = tmp_path / "cal.toml"
+    argv = ["bench", "calibrate", str(HOST_DIR), "-o", str(out), "--name", "d", "--force"]
+    code, cli_out, _ = run_cli(capsys, *argv, "--json")
+    assert code == 0
+    result = pp.bench.calibrate([HOST_DIR], output=out, name="d", force=True)
+    assert json.loads(cli_out) == json.loads(json.dumps(result.to_json()))
+    frame = result.to_frame()
+    # one steady host fitted, none left out; its points are the size, window and offset sweeps
+    # from 64 B (1367, counted in the shared data's bw files)
+    assert frame.loc[0, "points"] == 1367
+    assert frame.loc[0, "device.name"] == "d"
+
+
+def test_iommu_pkt_is_the_frame_with_a_deprecation_line(capsys):
+    argv = ["iommu", "sim", "--pkt", "128", "--packets", "20000", "--json"]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0
+    assert err.startswith("pcieperf: warning: --pkt is --frame in the iommu commands")
+    assert json.loads(out)["mix"] == pp.iommu.sim(frame=128, packets=20000).to_json()["mix"]
+
+
+def test_one_port_setup_with_one_set_of_defaults():
+    # Issue 16's acceptance: the DPDK port is one type (dpdk.port.PortSetup); the forwarding
+    # estimate's and explain's port fields take its defaults, and so do the CLI's options.
+    from pcieperf.cli import build_parser
+    from pcieperf.dpdk import forwarding, iommu
+    from pcieperf.dpdk.port import PortSetup
+    from pcieperf.measure import explain
+
+    port = PortSetup()
+    assert iommu.PortSetup is PortSetup
+    assert explain.IommuSetup is PortSetup
+    assert forwarding.ForwardingConfig().port() == port
+    assert forwarding.ForwardingConfig.from_port(port) == forwarding.ForwardingConfig()
+    parser = build_parser()
+    for argv in (["iommu", "sim"], ["dpdk-fwd"]):
+        args = parser.parse_args(argv)
+        assert (args.rx_desc, args.tx_desc, args.rs_thresh) == (
+            port.rx_desc_bytes,
+            port.tx_desc_bytes,
+            port.rs_thresh,
+        )

@@ -143,7 +143,7 @@ def test_profiles_listing(capsys):
         (["iommu", "sim", "--pool", "1000"], "pool 1000 is smaller than the rings"),
         (["iommu", "gain", "--to-rxd", "100"], "rxd 100 is not allowed"),
         (["iommu", "sim", "--iotlb", "0"], "IOTLB entries 0 is not allowed"),
-        (["iommu", "sim", "--pkt", "32"], "frame size 32"),
+        (["iommu", "sim", "--frame", "32"], "frame size 32"),
         (["iommu", "sim", "--platform", "nehalem"], "platform 'nehalem' is not allowed"),
         (["iommu", "sim", "--poll-delay", "-1"], "poll delay -1.0 us is not allowed"),
         (["iommu", "sim", "--iova", "io"], "invalid choice: 'io'"),

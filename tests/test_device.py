@@ -41,7 +41,7 @@ def test_nic_dpdk_fwd_and_iommu_sim_agree_or_name_the_cause(capsys, size):
     # Acceptance (issue 14, item 6): Gen3 x8, 40 GbE, the testpmd-fwd profile in all three.
     by_nic = cli_json(capsys, "nic", "--profile", "testpmd-fwd", "--sizes", size)[0]
     by_fwd = cli_json(capsys, "dpdk-fwd", "--mix", size)
-    by_sim = cli_json(capsys, "iommu", "sim", "--page", "2m", "--pkt", size, "--packets", PACKETS)
+    by_sim = cli_json(capsys, "iommu", "sim", "--page", "2m", "--frame", size, "--packets", PACKETS)
     # dpdk-fwd prices the very operations nic prices: the same rate and limits, exactly.
     assert by_fwd["max_pps"] == pytest.approx(by_nic["max_pps"], rel=1e-12)
     assert by_fwd["limited_by"] == by_nic["limited_by"]
@@ -61,7 +61,7 @@ def test_line_rate_sizes_agree_within_one_percent(capsys, size):
     # 256 B, 1518 B and IMIX are below every PCIe and host bound at 40 GbE (nic: line rate
     # from 202 B, docs/model.md), so all three give the line rate.
     by_nic = cli_json(capsys, "nic", "--profile", "testpmd-fwd", "--sizes", size)[0]
-    by_sim = cli_json(capsys, "iommu", "sim", "--page", "2m", "--pkt", size, "--packets", PACKETS)
+    by_sim = cli_json(capsys, "iommu", "sim", "--page", "2m", "--frame", size, "--packets", PACKETS)
     assert by_nic["limited_by"] == ["ethernet"]
     assert by_sim["mpps_no_iommu"] == pytest.approx(by_nic["max_pps"] / 1e6, rel=0.01)
     assert by_sim["limited_by_no_iommu"][0] == "ethernet"

@@ -118,7 +118,7 @@ def test_cli_writes_a_profile_that_iommu_sim_runs(tmp_path, capsys, skx_64b):
     path = write_skx(tmp_path / "pcm.csv", skx_64b.iotlb_misses_per_fwd_pkt * pps, 3e7)
     out_file = tmp_path / "mine.toml"
     argv = ["iommu", "fit", "--counters", str(path), "--pps", f"{pps:.0f}", "--rxd", "1024"]
-    argv += ["--pkt", "64", "--platform", "skylake-sp", "--packets", str(PACKETS)]
+    argv += ["--frame", "64", "--platform", "skylake-sp", "--packets", str(PACKETS)]
     code, out, err = run_cli(capsys, *argv, "-o", str(out_file), "--json")
     assert code == 0, err
     payload = json.loads(out)

@@ -79,7 +79,7 @@ def platform_with(tmp_path, name, old, new):
 )
 def test_iommu_sim_with_a_platform_the_core_rejects_is_exit_2(tmp_path, capsys, old, new, message):
     platform = platform_with(tmp_path, "odd", old, new)
-    code, out, err = run_cli(capsys, "iommu", "sim", "--platform", str(platform), "--pkt", "64")
+    code, out, err = run_cli(capsys, "iommu", "sim", "--platform", str(platform), "--frame", "64")
     assert (code, out) == (2, "")
     assert one_line(err).startswith(f"pcieperf: error: bad simulation parameter: {message}")
 

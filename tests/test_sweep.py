@@ -90,7 +90,7 @@ packets = 4000
 [axes]
 page = ["4k", "2m"]
 rxd = [128, 1024]
-pkt = ["64", "imix"]
+frame = ["64", "imix"]
 """,
     "bench sim": """command = "bench sim"
 chunk = 3

@@ -18,12 +18,16 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pcieperf.dpdk.api import platforms
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
+    from pcieperf.measure import iommu_api as iommu
+    from pcieperf.measure.api import data_import, data_ls, data_show
     from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
     from pcieperf.nic.latency import latency_table
     from pcieperf.nic.nic import evaluate, load_profile
     from pcieperf.pcie.api import dma, link, make_link
     from pcieperf.pcie.link import Link
+    from pcieperf.pciebench import api as bench
 
 _HOMES = {
     "Ethernet": "net.ethernet",
@@ -32,6 +36,9 @@ _HOMES = {
     "PcieperfError": "errors",
     "ProfileError": "errors",
     "UsageError": "errors",
+    "data_import": "measure.api",
+    "data_ls": "measure.api",
+    "data_show": "measure.api",
     "dma": "pcie.api",
     "link": "pcie.api",
     "make_link": "pcie.api",
@@ -39,6 +46,7 @@ _HOMES = {
     "latency_table": "nic.latency",
     "load_profile": "nic.nic",
     "parse_mix": "net.ethernet",
+    "platforms": "dpdk.api",
 }
 __all__ = [
     "Ethernet",
@@ -47,15 +55,26 @@ __all__ = [
     "PcieperfError",
     "ProfileError",
     "UsageError",
+    "bench",
+    "data_import",
+    "data_ls",
+    "data_show",
     "dma",
     "evaluate",
+    "iommu",
     "latency_table",
     "link",
     "load_profile",
     "make_link",
     "parse_mix",
+    "platforms",
 ]
-_NAMESPACES: dict[str, str] = {}
+_NAMESPACES: dict[str, str] = {
+    # `pp.bench`, as the CLI's `bench` group: `pcieperf.pciebench`'s submodules `sim`, `predict`,
+    # `calibrate` and `validate` would shadow functions of those names on the package itself.
+    "bench": "pciebench.api",
+    "iommu": "measure.iommu_api",
+}
 """Groups of API functions reached as `pp.<group>.<function>`: the module that holds them."""
 __version__ = "0.1.0"
 

@@ -4,121 +4,48 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
-from pathlib import Path
 
 from pcieperf import progress
-from pcieperf.cli._common import _whole, bench, calibrate
-from pcieperf.cli._output import _emit
+from pcieperf.cli._common import _whole, pciebench_api
+from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.predict import cmd_bench_predict
-from pcieperf.errors import require_new_file
-from pcieperf.results import format_table
 from pcieperf.units import parse_int_list
-
-BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only, not a NIC
 
 
 def cmd_bench_tests(args: argparse.Namespace) -> None:
     """List the pcie-bench tests, cache states and access patterns."""
-    out = {
-        "tests": [
-            {"name": t.name, "kind": t.kind, "path": t.path, "description": t.description}
-            for t in bench.TESTS.values()
-        ],
-        "cache_states": bench.CACHE_STATES,
-        "patterns": bench.PATTERNS,
-    }
-    _emit(
-        args,
-        out,
-        lambda: (
-            format_table(
-                ("test", "kind", "meaning"),
-                [(t.name, t.kind, t.description) for t in bench.TESTS.values()],
-            )
-            + "\n\n"
-            + format_table(("cache", "meaning"), list(bench.CACHE_STATES.items()))
-        ),
-    )
-
-
-def _bench_device(name: str) -> object:
-    """The pcie-bench device: the shipped NFP-6000 calibration's, or a device profile file."""
-    from pcieperf.pciebench import sim
-
-    if name == BENCH_DEVICE:
-        return calibrate.load_calibration(calibrate.DEFAULT_CALIBRATION).device
-    return sim.load_device(Path(name))
+    emit(args, pciebench_api.tests())
 
 
 def cmd_bench_sim(args: argparse.Namespace) -> None:
     """Simulate pcie-bench points with a host and a device profile."""
-    from pcieperf.pciebench import sim
-
-    host, device = sim.load_host(Path(args.host)), _bench_device(args.device)
-    test = bench.canonical_test(args.test)
-    grid = [
-        (size, window)
-        for size in parse_int_list(args.sizes, "transfer size")
-        for window in parse_int_list(args.windows, "window")
-    ]
-    rows = []
-    for size, window in progress.wrap(grid, "simulating", "point"):
-        point = sim.Point(
-            test, args.pattern, args.cache, args.offset, args.dev_offset, window, size
-        )
-        res = sim.simulate(point, host, device, transactions=args.transactions)
-        rows.append(
-            {
-                "test": test,
-                "size": size,
-                "window": window,
-                "cache": args.cache,
-                "bw_gbps": res.bw_gbps,
-                "trans_per_s": res.trans_per_s,
-                "iotlb_misses": res.iotlb_misses,
-                **res.latency_ns,
-            }
-        )
-    lat = bench.TESTS[test].kind == "lat"
-    keys = ("size", "window", "med_ns", "p999_ns") if lat else ("size", "window", "bw_gbps")
-    _emit(args, rows, lambda: format_table(keys, [[r[k] for k in keys] for r in rows]))
+    result = pciebench_api.sim(
+        host=args.host,
+        device=args.device,
+        test=args.test,
+        sizes=parse_int_list(args.sizes, "transfer size"),
+        windows=parse_int_list(args.windows, "window"),
+        cache=args.cache,
+        pattern=args.pattern,
+        offset=args.offset,
+        dev_offset=args.dev_offset,
+        transactions=args.transactions,
+        progress=lambda grid: progress.wrap(grid, "simulating", "point"),
+    )
+    emit(args, result)
 
 
 def cmd_bench_calibrate(args: argparse.Namespace) -> None:
     """Fit the device profile and shared host parameters to measured pcie-bench results."""
-    from pcieperf.pciebench import calibrate
-
-    out = Path(args.output)
-    require_new_file(out, args.force)
-    runs = [calibrate.load_run(Path(d)) for d in progress.wrap(args.dirs, "reading", "dir")]
-    result = calibrate.fit_device(runs, name=args.name)
-    out.write_text(calibrate.calibration_toml(result), encoding="utf-8")
-    payload = {
-        "output": str(out),
-        "device": asdict(result.device),
-        "host": asdict(result.shared),
-        "fit_mape_pct": result.fit_mape_pct,
-        "points": result.points,
-        "unsteady_hosts_left_out": result.left_out,
-    }
-    _emit(args, payload, lambda: _calibration_text(payload))
-
-
-def _calibration_text(payload: dict) -> str:
-    rows = [[name, pct] for name, pct in payload["fit_mape_pct"].items()]
-    lines = [
-        f"wrote {payload['output']} ({payload['points']} points)",
-        *(f"  {t}.{k} = {v}" for t in ("device", "host") for k, v in payload[t].items()),
-        format_table(("host", "fit MAPE %"), rows),
-    ]
-    if payload["unsteady_hosts_left_out"]:
-        lines.append(
-            "left out (latency p99.9 > 10x median): "
-            + ", ".join(payload["unsteady_hosts_left_out"])
-        )
-    return "\n".join(lines)
+    result = pciebench_api.calibrate(
+        args.dirs,
+        output=args.output,
+        name=args.name,
+        force=args.force,
+        progress=lambda dirs: progress.wrap(dirs, "reading", "dir"),
+    )
+    emit(args, result)
 
 
 def _add_bench_commands(sub: argparse._SubParsersAction) -> None:
@@ -152,17 +79,19 @@ def _add_bench_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p = _add_command(bench_sub, "predict", cmd_bench_predict)
     p.add_argument(
-        "--calibrate",
-        required=True,
+        "--host",
         metavar="DIR",
         help="the host's directory: lat_*.csv and sys-*.txt (named like pcie-bench's)",
     )
+    p.add_argument("--calibrate", metavar="DIR", help="deprecated: the same as --host")
     p.add_argument("--out", required=True, help="folder for the predicted bw_*.csv files")
     p.add_argument(
-        "--profile",
-        default=str(calibrate.DEFAULT_CALIBRATION),
+        "--calibration",
+        default=None,
+        metavar="FILE",
         help="calibration from `bench calibrate` (default: the NFP-6000 one shipped)",
     )
+    p.add_argument("--profile", metavar="FILE", help="deprecated: the same as --calibration")
     p.add_argument(
         "--transactions", type=_whole(1, 10**9), default=50_000, help="simulated per row"
     )

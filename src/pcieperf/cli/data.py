@@ -7,113 +7,30 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pcieperf import progress
-from pcieperf.cli._common import _store, _whole, bench
-from pcieperf.cli._output import _emit
+from pcieperf.cli._common import _store, _whole, measure_api
+from pcieperf.cli._output import _emit, emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
-from pcieperf.results import format_table, is_numpy_scalar, json_default
 
 
 def cmd_data_import(args: argparse.Namespace) -> None:
     """Import pcie-bench result directories into the store (all or nothing)."""
-    # Parsed before the store is opened: a bad folder must not leave a new store file behind.
-    from pcieperf.pciebench.bench import parse_result_dir
-
-    parsed = [parse_result_dir(Path(d)) for d in progress.wrap(args.dirs, "reading", "dir")]
-    with _store(args, write=True) as store:
-        store.import_parsed(parsed, force=args.force)
-        out = [
-            {
-                "system": p.info.name,
-                "files": len(p.tables),
-                "rows": sum(t.rows for t in p.tables),
-                "host_facts": len(p.facts),
-                "missing": p.missing,
-            }
-            for p in parsed
-        ]
-        path = store.path
-    _emit(
-        args,
-        out,
-        lambda: (
-            format_table(
-                ("system", "files", "rows", "missing"),
-                [(o["system"], o["files"], o["rows"], len(o["missing"])) for o in out],
-            )
-            + f"\nstore: {path}"
-        ),
+    result = measure_api.data_import(
+        args.dirs,
+        force=args.force,
+        db=args.db,
+        progress=lambda dirs: progress.wrap(dirs, "reading", "dir"),
     )
+    emit(args, result)
 
 
 def cmd_data_ls(args: argparse.Namespace) -> None:
     """List the systems in the store."""
-    with _store(args) as store:
-        systems = store.systems()
-    out = [{k: (str(v) if k == "imported_at" else v) for k, v in s.items()} for s in systems]
-    _emit(
-        args,
-        out,
-        lambda: (
-            format_table(
-                ("system", "cpu", "numa dev-mem-cpu", "iommu", "bw rows", "lat rows"),
-                [
-                    (
-                        s["system"],
-                        s["cpu"],
-                        f"{s['numa_device']}-{s['numa_memory']}-{s['numa_cpu']}",
-                        s["iommu"],
-                        s["bw_rows"],
-                        s["lat_rows"],
-                    )
-                    for s in systems
-                ],
-            )
-            if systems
-            else "the store is empty; run `pcieperf data import DIR...`"
-        ),
-    )
+    emit(args, measure_api.data_ls(db=args.db))
 
 
 def cmd_data_show(args: argparse.Namespace) -> None:
     """Show the measured rows of one system and test."""
-    test = bench.canonical_test(args.test)
-    kind = bench.TESTS[test].kind
-    with _store(args) as store:
-        system = store.resolve(args.system)
-        rows = store.rows(kind, system, test=test, file=args.file)
-    keys = [k for k in rows if k != "system"]
-    out = [
-        {k: json_default(rows[k][i]) if is_numpy_scalar(rows[k][i]) else rows[k][i] for k in keys}
-        for i in range(rows["test"].size)
-    ]
-    shown = (
-        [
-            "file",
-            "pattern",
-            "cache",
-            "host_offset",
-            "dev_offset",
-            "window_bytes",
-            "size_bytes",
-            "bw_gbps",
-        ]
-        if kind == "bw"
-        else [
-            "file",
-            "pattern",
-            "cache",
-            "host_offset",
-            "window_bytes",
-            "size_bytes",
-            "med_ns",
-            "p999_ns",
-        ]
-    )
-    _emit(
-        args,
-        out,
-        lambda: f"{system} {test}\n" + format_table(shown, [[o[k] for k in shown] for o in out]),
-    )
+    emit(args, measure_api.data_show(args.system, test=args.test, file=args.file, db=args.db))
 
 
 def cmd_data_plot(args: argparse.Namespace) -> None:

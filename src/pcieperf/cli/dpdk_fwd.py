@@ -15,6 +15,7 @@ from pcieperf.cli._common import (
     _warn,
     _whole,
     dpdk,
+    dpdk_port,
     ethernet,
     nic,
     testpmd,
@@ -195,10 +196,13 @@ def _add_forwarding_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pkt", type=_whole(), default=None, help="packet bytes DMA'd, no FCS (default 64)"
     )
-    p.add_argument("--rx-desc", type=_whole(), default=32, help="Rx descriptor bytes (16 or 32)")
-    p.add_argument("--tx-desc", type=_whole(), default=16, help="Tx descriptor bytes (16 or 32)")
-    p.add_argument("--rs-thresh", type=_whole(), default=32, help="Tx RS-bit threshold")
-    p.add_argument("--rx-free-thresh", type=_whole(), default=32, help="Rx free threshold")
+    d = dpdk_port.PortSetup()  # the one port setup's defaults, as the iommu commands have them
+    p.add_argument("--rx-desc", type=_whole(), default=d.rx_desc_bytes, help="Rx descriptor bytes")
+    p.add_argument("--tx-desc", type=_whole(), default=d.tx_desc_bytes, help="Tx descriptor bytes")
+    p.add_argument("--rs-thresh", type=_whole(), default=d.rs_thresh, help="Tx RS-bit threshold")
+    p.add_argument(
+        "--rx-free-thresh", type=_whole(), default=d.rx_free_thresh, help="Rx free threshold"
+    )
     group = p.add_mutually_exclusive_group()
     group.add_argument("--batch", type=_real(), default=None, help="mean burst size (default 32)")
     group.add_argument(

@@ -19,7 +19,6 @@ from pcieperf.cli._common import (
 from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.cli.dpdk_fwd import _add_forwarding_options, _forwarding
-from pcieperf.cli.platforms import _fit_text
 from pcieperf.errors import UsageError, require_new_file
 from pcieperf.results import format_table
 
@@ -65,7 +64,7 @@ def cmd_explain(args: argparse.Namespace) -> None:
 
     def human() -> str:
         text = _explanation_text(out)
-        return f"{text}\n{_fit_text(fitted, args.fit_out)}" if fitted else text
+        return f"{text}\n{iommu_fit.fit_text(fitted, args.fit_out)}" if fitted else text
 
     _emit(args, out, human)
 

@@ -4,146 +4,71 @@ user's counters (pcieperf.dpdk.platforms, pcieperf.measure.iommu_fit)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from pcieperf.cli._common import (
     _real,
+    _warn,
     _whole,
     calibrate,
-    counters,
-    ethernet,
+    dpdk_api,
+    dpdk_port,
     iommu,
-    iommu_fit,
+    iommu_api,
     platforms,
 )
-from pcieperf.cli._output import _emit
+from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
-from pcieperf.errors import require_new_file
 from pcieperf.net import wire
-from pcieperf.results import format_table
-from pcieperf.units import parse_rate
+
+IOMMU_OPTIONS = (
+    *("page", "rxd", "txd", "pool", "cache", "queues", "ports", "cross_port", "rx_desc"),
+    *("tx_desc", "rx_free_thresh", "tx_free_thresh", "rs_thresh", "burst", "layout", "iova"),
+    *("poll_delay", "platform", "eth", "pace", "gen", "lanes", "iotlb", "iotlb_ways"),
+    *("replacement", "pwc", "profile", "calibration", "packets"),
+)
+"""The options every `iommu` subcommand has besides the frame: `pp.iommu.inputs`'s keywords."""
 
 
-def _iommu_inputs(args: argparse.Namespace) -> tuple[iommu.Platform, iommu.PortSetup]:
-    """The platform (calibration, link, IOMMU overrides) and port setup the options describe."""
-    platform = iommu.load_platform(
-        Path(args.calibration),
-        gen=args.gen,
-        lanes=args.lanes,
-        platform=args.platform,
-        iotlb_entries=args.iotlb,
-        iotlb_ways=args.iotlb_ways,
-        replacement=args.replacement,
-        pwc_entries=args.pwc,
-        profile=args.profile,
-    )
-    setup = iommu.PortSetup(
-        page=iommu.parse_page(args.page),
-        rxd=args.rxd,
-        txd=args.txd if args.txd is not None else args.rxd,
-        pool=args.pool,
-        cache=args.cache,
-        queues=args.queues,
-        ports=args.ports,
-        cross_port=args.cross_port,
-        rx_desc_bytes=args.rx_desc,
-        tx_desc_bytes=args.tx_desc,
-        rx_free_thresh=args.rx_free_thresh,
-        tx_free_thresh=args.tx_free_thresh,
-        rs_thresh=args.rs_thresh,
-        burst=args.burst,
-        layout=args.layout,
-        iova=args.iova,
-        poll_delay_us=args.poll_delay,
-    )
-    return platform, setup
+def iommu_options(args: argparse.Namespace) -> dict:
+    """The port, traffic, link and IOMMU options given, as the API's keyword arguments."""
+    return {name: getattr(args, name) for name in IOMMU_OPTIONS} | {"frame": _frame(args)}
+
+
+def _frame(args: argparse.Namespace) -> str:
+    """--frame, or the deprecated --pkt, which here always meant the same frame (incl. FCS)."""
+    if args.pkt is None:
+        return args.frame
+    _warn(f"--pkt is --frame in the iommu commands (a frame incl. FCS); use --frame {args.pkt}")
+    return args.pkt
 
 
 def cmd_platforms(args: argparse.Namespace) -> None:
     """List the platform IOMMU profiles with their sources, or show one parameter by parameter
     (value, the range the evidence leaves open, kind of evidence, source)."""
-    if args.name:
-        profile = platforms.load_platform_profile(args.name, Path(args.calibration))
-        out: object = profile.as_dict()
-
-        def human() -> str:
-            rows = [
-                (k, f"{p.value:g}", f"{p.low:g}-{p.high:g}", p.kind, p.source)
-                for k, p in profile.params.items()
-            ]
-            table = format_table(("parameter", "value", "range", "kind", "source"), rows)
-            return f"{profile.name}: {profile.title}\n\n{table}"
-    else:
-        profiles = [
-            platforms.load_platform_profile(n, Path(args.calibration))
-            for n in platforms.builtin_platforms()
-        ]
-        out = [p.as_dict() for p in profiles]
-
-        def human() -> str:
-            rows = [
-                (
-                    p.name,
-                    p.title,
-                    f"{p.value('iommu.iotlb_entries')}",
-                    f"{p.value('iommu.walkers')}",
-                    ", ".join(sorted({q.kind for q in p.params.values()})),
-                )
-                for p in profiles
-            ]
-            return format_table(("platform", "title", "IOTLB", "walkers", "evidence"), rows)
-
-    _emit(args, out, human)
+    emit(args, dpdk_api.platforms(args.name, calibration=args.calibration))
 
 
 def cmd_iommu_fit(args: argparse.Namespace) -> None:
     """Fit the host's IOTLB reach and walk throughput from its measured IOTLB counters
     (pcm-iio), the forwarding rate and the port setup, and write a platform profile of the
     host for --platform FILE."""
-    if args.out:
-        require_new_file(args.out, args.force)
-    pps = parse_rate(args.pps)
-    platform, setup = _iommu_inputs(args)
-    samples = counters.parse(Path(args.counters), args.format)
-    base = platforms.load_platform_profile(args.platform, Path(args.calibration))
-    result = iommu_fit.fit(
-        samples,
+    result = iommu_api.fit(
+        counters=args.counters,
+        pps=args.pps,
+        counters_format=args.counters_format,
         stack=args.stack,
-        pps=pps,
-        setup=setup,
-        traffic=iommu.Traffic(ethernet.parse_mix(args.pkt), ethernet.Ethernet(args.eth)),
-        platform=platform,
-        base=base,
+        out=args.out,
         name=args.name,
-        packets=args.packets,
+        force=args.force,
+        **iommu_options(args),
     )
-    payload = result.as_dict()
-    if args.out:
-        Path(args.out).write_text(platforms.platform_toml(result.profile), encoding="utf-8")
-        payload["file"] = args.out
-
-    _emit(args, payload, lambda: _fit_text(result, args.out))
-
-
-def _fit_text(result: iommu_fit.Fit, out: str | None) -> str:
-    """The human rendering of an IOMMU fit (`iommu fit`, `explain --fit-iommu`)."""
-    e, w = result.entries, result.walkers
-    lines = [
-        f"{result.measured.stack}: {result.measured.misses_per_s:,.0f} IOTLB misses/s at "
-        f"{result.pps:,.0f} packets/s = {result.misses_per_pkt:.3f} per forwarded packet",
-        f"  IOTLB reach   {e.value:g} entries (consistent: {e.low:g}-{e.high:g})",
-        f"  walkers       {w.value:g} ({w.low:g}-{w.high:g}; "
-        + ("the walks bound the rate)" if result.walk_bound else "a lower bound)"),
-    ]
-    if out:
-        lines.append(f"profile written to {out}; use it with --platform {out}")
-    return "\n".join(lines)
+    emit(args, result)
 
 
 def _add_iommu_options(p: argparse.ArgumentParser) -> None:
     """The port, traffic, link and IOMMU options every `iommu` subcommand takes."""
-    d = iommu.PortSetup()
-    p.add_argument("--page", default="4k", help="page size of mbufs and rings: 4k, 2m or 1g")
+    d = dpdk_port.PortSetup()
+    p.add_argument("--page", default=d.page, help="page size of mbufs and rings: 4k, 2m or 1g")
     p.add_argument("--rxd", type=_whole(), default=d.rxd, help="Rx descriptors per queue")
     p.add_argument(
         "--txd", type=_whole(), default=None, help="Tx descriptors per queue (default rxd)"
@@ -179,7 +104,11 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         default=platforms.DEFAULT_PLATFORM,
         help=f"IOMMU/LLC profile: {', '.join(platforms.builtin_platforms())}, or a .toml file",
     )
-    p.add_argument("--pkt", default="64", help="frame size incl. FCS, imix, or size:count,...")
+    sizes = p.add_mutually_exclusive_group()
+    sizes.add_argument(
+        "--frame", default="64", help="Ethernet frame bytes incl. FCS, imix, or size:count,..."
+    )
+    sizes.add_argument("--pkt", default=None, help="deprecated: the same as --frame here")
     p.add_argument(
         "--eth", type=_whole(), default=40, help=f"Ethernet Gb/s per port {wire.RATES_GBPS}"
     )

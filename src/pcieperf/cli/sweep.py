@@ -8,12 +8,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from pcieperf.cli._common import _add_scheduler_option, _link, bench, engine, nic, sweep, tlp
+from pcieperf.cli._common import (
+    _add_scheduler_option,
+    _link,
+    bench,
+    engine,
+    iommu_api,
+    nic,
+    pciebench_api,
+    sweep,
+    tlp,
+)
 from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
-from pcieperf.cli.bench import _bench_device
-from pcieperf.cli.iommu import _iommu_sim_result
 from pcieperf.cli.nic import _nic_paths, _nic_result
+from pcieperf.cli.platforms import iommu_options
 from pcieperf.units import parse_int_list, parse_rate
 
 _NIC_COLUMNS = {
@@ -60,7 +69,7 @@ def _sweep_dma(args: argparse.Namespace) -> dict[str, object]:
 
 def _sweep_iommu_sim(args: argparse.Namespace) -> dict[str, object]:
     """One `iommu sim` evaluation as a one-row table, through the calls cmd_iommu_sim makes."""
-    return sweep.columns_from_rows([_iommu_sim_result(args).as_dict()])
+    return sweep.columns_from_rows([iommu_api.sim(**iommu_options(args)).to_json()])
 
 
 def _sweep_bench_sim(args: argparse.Namespace) -> dict[str, object]:
@@ -68,7 +77,7 @@ def _sweep_bench_sim(args: argparse.Namespace) -> dict[str, object]:
     cmd_bench_sim makes; latency columns are null for bandwidth tests."""
     from pcieperf.pciebench import sim
 
-    host, device = sim.load_host(Path(args.host)), _bench_device(args.device)
+    host, device = sim.load_host(Path(args.host)), pciebench_api.bench_device(args.device)
     test = bench.canonical_test(args.test)
     rows = []
     for size in parse_int_list(args.sizes, "transfer size"):

@@ -22,6 +22,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pcieperf.dpdk.port import DESCRIPTOR_BYTES, PortSetup
 from pcieperf.errors import UsageError, require_choice, require_positive
 from pcieperf.net.ethernet import FCS_BYTES, Ethernet, PacketMix
 from pcieperf.net.trace import Demand, Trace, demand, poll_batches, window_gbps
@@ -40,7 +41,7 @@ from pcieperf.pcie.link import Link
 
 Metric = Literal["inbound_read", "inbound_write", "outbound_read", "outbound_write"]
 METRICS: tuple[Metric, ...] = ("inbound_read", "inbound_write", "outbound_read", "outbound_write")
-DESCRIPTOR_SIZES = (16, 32)  # Intel NIC descriptor formats (legacy/advanced 16 B, 32 B Rx)
+PORT = PortSetup()  # the one port setup: its descriptor sizes and thresholds are the defaults
 
 
 def mean_tx_batch(hist: dict[int, float]) -> float:
@@ -63,24 +64,50 @@ def mean_tx_batch(hist: dict[int, float]) -> float:
 
 @dataclass(frozen=True)
 class ForwardingConfig:
-    """A DPDK forwarding setup; `batch` is the mean Tx batch (see `mean_tx_batch`)."""
+    """A DPDK forwarding setup; `batch` is the mean Tx batch (see `mean_tx_batch`). Its port
+    fields (descriptor sizes, thresholds) default to the one port setup's (`PortSetup`):
+    `port` and `from_port` convert."""
 
     pkt_bytes: int = 64
-    rx_desc_bytes: int = 32
-    tx_desc_bytes: int = 16
-    rs_thresh: int = 32
-    rx_free_thresh: int = 32
-    batch: float = 32.0
+    rx_desc_bytes: int = PORT.rx_desc_bytes
+    tx_desc_bytes: int = PORT.tx_desc_bytes
+    rs_thresh: int = PORT.rs_thresh
+    rx_free_thresh: int = PORT.rx_free_thresh
+    batch: float = float(PORT.burst)
     doorbell_bytes: int = 4
     full_line_tx_writeback: bool = False
 
     def __post_init__(self) -> None:
         if not (isinstance(self.pkt_bytes, int) and 1 <= self.pkt_bytes <= 65535):
             raise UsageError(f"packet size {self.pkt_bytes!r} is not allowed; use 1 to 65535 bytes")
-        require_choice("Rx descriptor size", self.rx_desc_bytes, DESCRIPTOR_SIZES)
-        require_choice("Tx descriptor size", self.tx_desc_bytes, DESCRIPTOR_SIZES)
+        require_choice("Rx descriptor size", self.rx_desc_bytes, DESCRIPTOR_BYTES)
+        require_choice("Tx descriptor size", self.tx_desc_bytes, DESCRIPTOR_BYTES)
         for name in ("rs_thresh", "rx_free_thresh", "batch", "doorbell_bytes"):
             require_positive(name, getattr(self, name))
+
+    @classmethod
+    def from_port(cls, setup: PortSetup, **forwarding: object) -> ForwardingConfig:
+        """The forwarding setup of a port: its descriptors, thresholds and burst (as the mean
+        batch), and the `forwarding` fields given."""
+        return cls(
+            rx_desc_bytes=setup.rx_desc_bytes,
+            tx_desc_bytes=setup.tx_desc_bytes,
+            rs_thresh=setup.rs_thresh,
+            rx_free_thresh=setup.rx_free_thresh,
+            batch=float(setup.burst),
+            **forwarding,  # type: ignore[arg-type]
+        )
+
+    def port(self, setup: PortSetup = PORT) -> PortSetup:
+        """`setup` (pages, rings, pool: the port's defaults unless given) with this forwarding
+        setup's descriptor sizes and thresholds."""
+        return replace(
+            setup,
+            rx_desc_bytes=self.rx_desc_bytes,
+            tx_desc_bytes=self.tx_desc_bytes,
+            rx_free_thresh=self.rx_free_thresh,
+            rs_thresh=self.rs_thresh,
+        )
 
 
 METRIC_OF_INITIATOR: dict[Initiator, Metric] = {

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pcieperf.dpdk import forwarding, iommu
+from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
 from pcieperf.measure.counters import BYTES_PER_S, Samples
 from pcieperf.net.ethernet import FCS_BYTES, Ethernet, parse_mix
@@ -390,27 +391,14 @@ def measured_series(
     return series
 
 
-@dataclass(frozen=True)
-class IommuSetup:
-    """What decides the IOTLB miss prediction: page size and ring sizes (testpmd's rings)."""
-
-    page: str = "2m"  # DPDK's EAL maps mbufs and rings on hugepages by default
-    rxd: int = 1024
-    txd: int = 1024
+IommuSetup = PortSetup  # explain's pages and rings were their own type; one release (issue 16)
+TESTPMD_PAGE = "2m"  # explain predicts a testpmd run: DPDK's EAL maps mbufs on hugepages
 
 
-def port_setup(cfg: forwarding.ForwardingConfig, setup: IommuSetup) -> iommu.PortSetup:
-    """The IOMMU model's port for a forwarding setup: its pages, rings, descriptors and
-    thresholds (explain's options), testpmd's defaults for the rest."""
-    return iommu.PortSetup(
-        page=setup.page,
-        rxd=setup.rxd,
-        txd=setup.txd,
-        rx_desc_bytes=cfg.rx_desc_bytes,
-        tx_desc_bytes=cfg.tx_desc_bytes,
-        rx_free_thresh=cfg.rx_free_thresh,
-        rs_thresh=cfg.rs_thresh,
-    )
+def port_setup(cfg: forwarding.ForwardingConfig, setup: PortSetup) -> PortSetup:
+    """The IOMMU model's port for a forwarding setup: `setup`'s pages, rings and pool with the
+    forwarding setup's descriptors and thresholds."""
+    return cfg.port(setup)
 
 
 def port_traffic(cfg: forwarding.ForwardingConfig) -> iommu.Traffic:
@@ -418,7 +406,7 @@ def port_traffic(cfg: forwarding.ForwardingConfig) -> iommu.Traffic:
     return iommu.Traffic(parse_mix(str(cfg.pkt_bytes + FCS_BYTES)), Ethernet(40))
 
 
-def misses_per_packet(cfg: forwarding.ForwardingConfig, setup: IommuSetup) -> float:
+def misses_per_packet(cfg: forwarding.ForwardingConfig, setup: PortSetup) -> float:
     """IOTLB misses per forwarded packet from the IOMMU model's address stream."""
     port, traffic = port_setup(cfg, setup), port_traffic(cfg)
     return iommu.count_misses(port, traffic, iommu.load_platform().iommu).misses_per_pkt
@@ -554,7 +542,7 @@ def explain(
     *,
     profile: NicProfile | None = None,
     stack: str | None = None,
-    iommu_setup: IommuSetup | None = None,
+    iommu_setup: PortSetup | None = None,
 ) -> Explanation:
     """Explain one counter file's stack against forwarding at `pps` with `cfg`."""
     if not 0 < pps < inf:
@@ -562,7 +550,11 @@ def explain(
     index = StackIndex.of(samples)
     chosen = choose_stack(samples, stack, index)
     series = measured_series(samples, chosen, index)
-    misses = misses_per_packet(cfg, iommu_setup or IommuSetup()) if MISS_METRIC in series else None
+    misses = (
+        misses_per_packet(cfg, iommu_setup or PortSetup(page=TESTPMD_PAGE))
+        if MISS_METRIC in series
+        else None
+    )
     predicted = predict(cfg, link, pps, profile, misses)
     verdicts, finding = judge(series, predicted, pps, doorbell_range(cfg, link, profile))
     return Explanation(

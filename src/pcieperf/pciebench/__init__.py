@@ -1,6 +1,8 @@
 """The pcie-bench methodology: benchmark definitions and result files (`bench`), the DMA-engine
-simulator driver (`sim`), calibration files and fitting (`calibrate`, data in `calibrations/`),
-predictions in pcie-bench's own file format (`predict`) and their validation (`validate`).
+simulator driver (`sim`), a host's facts and latency fit (`host`), the calibration file
+(`calibration_file`, data in `calibrations/`) and the device-wide fit (`calibrate`), predictions
+in pcie-bench's own file format (`predict`), their validation (`validate`), and the public
+functions (`api`, reached as `pp.bench`: load, tests, sim, calibrate, predict, validate).
 
 May import: pcie, errors, units, progress, _native. The store imports this, not the reverse.
 """

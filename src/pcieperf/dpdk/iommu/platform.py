@@ -1,0 +1,210 @@
+"""The platform an IOMMU run models: the NIC (a forwarding profile), the calibrated link and
+host, and a platform profile's IOMMU, LLC (DDIO) and polling core; and the traffic offered."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from pcieperf.dpdk import forwarding
+from pcieperf.dpdk.platforms import DEFAULT_PLATFORM, PlatformProfile, load_platform_profile
+from pcieperf.dpdk.port import LINE, require_count
+from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
+from pcieperf.net.ethernet import Ethernet, PacketMix
+from pcieperf.nic import nic
+from pcieperf.pcie.link import Link
+from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
+
+TLB_MAX = 1 << 20  # IOTLBs and walk caches hold tens to thousands of entries (VT-d spec §6)
+REPLACEMENTS = ("lru", "random")
+
+
+@dataclass(frozen=True)
+class IommuParams:
+    """The IOMMU: IOTLB shape and replacement, walk timing and an optional page-walk cache."""
+
+    iotlb_entries: int
+    walk_ns: float
+    walk_busy_ns: float
+    walkers: int
+    iotlb_ways: int = 0  # 0: fully associative
+    replacement: str = "lru"  # as in the pcie-bench simulator that reproduces the knees
+    pwc_entries: int = 0
+
+    def __post_init__(self) -> None:
+        require_choice("IOTLB replacement", self.replacement, REPLACEMENTS)
+        require_count("IOTLB entries", self.iotlb_entries, 1, TLB_MAX)
+        require_count("IOTLB ways", self.iotlb_ways, 0, TLB_MAX)
+        require_count("page-walk cache entries", self.pwc_entries, 0, TLB_MAX)
+        if self.iotlb_ways and self.iotlb_entries % self.iotlb_ways:
+            raise UsageError(
+                f"IOTLB entries {self.iotlb_entries} must be a multiple of its ways "
+                f"{self.iotlb_ways}"
+            )
+
+
+DEFAULT_PROFILE = forwarding.FORWARDING_PROFILE
+
+
+@dataclass(frozen=True)
+class Llc:
+    """The LLC as DDIO sees it: sets, slices, the ways device writes allocate into, and what a
+    device read of a line DDIO lost adds (DRAM instead of LLC)."""
+
+    sets_per_slice: int
+    slices: int
+    ways: int
+    ddio_ways: int
+    dram_extra_ns: float
+
+    @property
+    def ddio_bytes(self) -> int:
+        """Bytes the DDIO ways hold in all."""
+        return self.sets_per_slice * self.slices * self.ddio_ways * LINE
+
+    def shape(self) -> dict[str, int]:
+        """The Rust core's LLC parameters."""
+        return {
+            "sets_per_slice": self.sets_per_slice,
+            "slices": self.slices,
+            "ddio_ways": self.ddio_ways,
+        }
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Where pages live: how much host memory IOVA-as-PA draws frames from, and the LLC."""
+
+    memory_gib: float = 64.0
+    llc: Llc | None = None
+
+
+@dataclass(frozen=True)
+class CoreCosts:
+    """What one lcore's poll costs: a fixed part (rx_burst + tx_burst) and a part per packet."""
+
+    poll_ns: float = 60.0
+    packet_ns: float = 18.0
+
+
+HOST_MEMORY = Memory()  # no LLC model, 64 GiB: what a stream runs with unless told
+LCORE = CoreCosts()  # the default lcore
+
+
+@dataclass(frozen=True)
+class Platform:
+    """The NIC (a forwarding profile with its `[device]` facts), link, host, IOMMU, LLC and
+    core the model runs on: link and host from a calibration file, the IOMMU, LLC and core from
+    a platform profile."""
+
+    device: nic.NicProfile
+    link: Link
+    llc_latency_ns: float
+    write_line_ns: float
+    partial_line_ns: float
+    posted_credits: int
+    iommu: IommuParams
+    name: str = DEFAULT_PLATFORM
+    memory: Memory = HOST_MEMORY
+    core: CoreCosts = LCORE
+
+
+def platform_parts(profile: PlatformProfile) -> tuple[IommuParams, Memory, CoreCosts]:
+    """The IOMMU, memory/LLC and core a platform profile describes."""
+    v = profile.value
+    iommu = IommuParams(
+        iotlb_entries=v("iommu.iotlb_entries"),
+        walk_ns=v("iommu.walk_ns"),
+        walk_busy_ns=v("iommu.walk_busy_ns"),
+        walkers=v("iommu.walkers"),
+        pwc_entries=v("iommu.pwc_entries"),
+    )
+    llc = (
+        Llc(
+            sets_per_slice=v("llc.sets_per_slice"),
+            slices=v("llc.slices"),
+            ways=v("llc.ways"),
+            ddio_ways=v("llc.ddio_ways"),
+            dram_extra_ns=v("llc.dram_extra_ns"),
+        )
+        if profile.has_llc
+        else None
+    )
+    return (
+        iommu,
+        Memory(v("host.memory_gib"), llc),
+        CoreCosts(v("core.poll_ns"), v("core.packet_ns")),
+    )
+
+
+def load_platform(
+    path: Path = DEFAULT_CALIBRATION,
+    *,
+    gen: int = 3,
+    lanes: int = 8,
+    profile: str | nic.NicProfile = DEFAULT_PROFILE,
+    platform: str | Path = DEFAULT_PLATFORM,
+    **iommu: object,
+) -> Platform:
+    """The calibrated link and host on a `gen` x `lanes` link with the NIC of `profile` (a name,
+    a .toml path or a loaded profile) and a platform profile's IOMMU, LLC and core (a built-in
+    name or a file); `iommu` overrides IOMMU fields."""
+    calibration = load_calibration(path)
+    ref, shared = calibration.reference, calibration.shared
+    if ref is None:
+        raise ProfileError(
+            f"{path}: the calibration has no [reference_host] table (it needs a steady 4 KiB-page "
+            "IOMMU host); re-run `pcieperf bench calibrate` with one"
+        )
+    device = nic.load_profile(profile) if isinstance(profile, str) else profile
+    missing = [name for name in forwarding.FORWARDING_PARAMS if name not in device.params]
+    if missing or device.device is None:
+        lacks = f"the parameters {', '.join(missing)}" if missing else "a [device] table"
+        raise UsageError(
+            f"profile {device.name!r} lacks {lacks}; the DPDK port model needs a descriptor-ring "
+            f"forwarding profile with [device] and {', '.join(forwarding.FORWARDING_PARAMS)}, "
+            f"such as {DEFAULT_PROFILE}"
+        )
+    platform_profile = load_platform_profile(platform, path)
+    params, memory, core = platform_parts(platform_profile)
+    return Platform(
+        device=device,
+        link=Link(
+            gen=gen,
+            lanes=lanes,
+            mps=ref.mps,
+            mrrs=ref.mrrs,
+            completion_policy=shared.completion_policy,
+        ),
+        llc_latency_ns=ref.llc_latency_ns,
+        write_line_ns=shared.write_line_ns,
+        partial_line_ns=shared.partial_line_ns,
+        posted_credits=shared.posted_credits,
+        iommu=replace(params, **{k: v for k, v in iommu.items() if v is not None}),
+        name=platform_profile.name,
+        memory=memory,
+        core=core,
+    )
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What arrives: a packet-size mix at an Ethernet rate on every port, optionally paced."""
+
+    mix: PacketMix
+    eth: Ethernet
+    pace_mpps: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.pace_mpps is not None:
+            require_positive("Rx pacing (Mpps)", self.pace_mpps)
+
+    def line_mpps(self, ports: int) -> float:
+        """Line-rate packet rate of the mix over all ports."""
+        wire = self.mix.mean(self.eth.wire_bytes(self.mix.sizes))
+        return float(ports * self.eth.rate_gbps * 1e3 / (8 * wire))
+
+    def offered_mpps(self, ports: int) -> float:
+        """What reaches the NIC's DMA: line rate, or the pace if the core limits Rx below it."""
+        line = self.line_mpps(ports)
+        return line if self.pace_mpps is None else min(line, self.pace_mpps)

@@ -1,0 +1,305 @@
+"""The public functions of the pcie-bench methodology (`pp.pciebench.load/tests/sim/calibrate/
+predict/validate`): keyword arguments named as the `bench` and `validate` commands' options,
+results that print as the CLI prints them (pcieperf.results)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pcieperf.errors import require_new_file
+from pcieperf.pciebench import bench
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
+from pcieperf.results import Column, Report, Table, format_table
+
+if TYPE_CHECKING:
+    import pandas
+
+Progress = Callable[[list], Iterable]
+BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only, not a NIC
+SIM_SIZES = (64, 128, 256, 512, 1024, 2048)  # `bench sim --sizes`
+
+
+def _each(progress: Progress | None, items: list) -> Iterable:
+    """`items`, through the caller's progress bar if it gave one."""
+    return progress(items) if progress else items
+
+
+# --- load -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostResults:
+    """A host's pcie-bench results: its name, every bandwidth and latency file as one frame
+    each (`file` names the file a row comes from; columns as the store names them, units in
+    their names), its `sys-*.txt` facts and the files the suite has that it lacks."""
+
+    name: str
+    bw: pandas.DataFrame
+    lat: pandas.DataFrame
+    facts: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    def to_frame(self) -> pandas.DataFrame:
+        """The bandwidth rows."""
+        return self.bw
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the bandwidth rows."""
+        return self.bw._repr_html_()  # type: ignore[operator]
+
+
+def load(directory: str | Path) -> HostResults:
+    """A pcie-bench result directory (`bw_*.csv`, `lat_*.csv`, `sys-*.txt`) as DataFrames."""
+    import pandas
+
+    parsed = bench.parse_result_dir(Path(directory))
+
+    def frame(kind: str) -> pandas.DataFrame:
+        parts = [
+            pandas.DataFrame({"file": t.file, **t.columns}) for t in parsed.tables if t.kind == kind
+        ]
+        return pandas.concat(parts, ignore_index=True) if parts else pandas.DataFrame()
+
+    return HostResults(parsed.info.name, frame("bw"), frame("lat"), parsed.facts, parsed.missing)
+
+
+# --- bench tests, bench sim -----------------------------------------------------------------
+
+
+def tests() -> Report:
+    """The pcie-bench tests, cache states and access patterns (`pcieperf bench tests`)."""
+    out = {
+        "tests": [
+            {"name": t.name, "kind": t.kind, "path": t.path, "description": t.description}
+            for t in bench.TESTS.values()
+        ],
+        "cache_states": bench.CACHE_STATES,
+        "patterns": bench.PATTERNS,
+    }
+    text = (
+        format_table(
+            ("test", "kind", "meaning"),
+            [(t.name, t.kind, t.description) for t in bench.TESTS.values()],
+        )
+        + "\n\n"
+        + format_table(("cache", "meaning"), list(bench.CACHE_STATES.items()))
+    )
+    return Report(out, text)
+
+
+BW_COLUMNS = (Column("size", "size (B)"), Column("window", "window (B)"), Column("bw_gbps", "Gb/s"))
+LAT_COLUMNS = (
+    Column("size", "size (B)"),
+    Column("window", "window (B)"),
+    Column("med_ns", "median (ns)"),
+    Column("p999_ns", "p99.9 (ns)"),
+)
+
+
+def bench_device(name: str) -> object:
+    """The pcie-bench device: the shipped NFP-6000 calibration's, or a device profile file."""
+    from pcieperf.pciebench import calibration_file, sim
+
+    if name == BENCH_DEVICE:
+        return calibration_file.load_calibration(DEFAULT_CALIBRATION).device
+    return sim.load_device(Path(name))
+
+
+def sim(
+    *,
+    host: str | Path,
+    device: str | Path,
+    test: str = "BW_DMA_RD",
+    sizes: Iterable[int] = SIM_SIZES,
+    windows: Iterable[int] = (8192,),
+    cache: str = "HWarm",
+    pattern: str = "Rand",
+    offset: int = 0,
+    dev_offset: int = 0,
+    transactions: int = 200_000,
+    progress: Progress | None = None,
+) -> Table:
+    """Simulated pcie-bench points of a host and a device profile (`pcieperf bench sim`), one
+    row per (size, window); `device` is a profile file or `nfp6000` (the shipped calibration's
+    DMA engine)."""
+    from pcieperf.pciebench import sim as simulator
+
+    loaded_host, loaded_device = simulator.load_host(Path(host)), bench_device(str(device))
+    test = bench.canonical_test(test)
+    grid = [(size, window) for size in sizes for window in windows]
+    rows = []
+    for size, window in _each(progress, grid):
+        point = simulator.Point(test, pattern, cache, offset, dev_offset, window, size)
+        res = simulator.simulate(point, loaded_host, loaded_device, transactions=transactions)
+        rows.append(
+            {
+                "test": test,
+                "size": size,
+                "window": window,
+                "cache": cache,
+                "bw_gbps": res.bw_gbps,
+                "trans_per_s": res.trans_per_s,
+                "iotlb_misses": res.iotlb_misses,
+                **res.latency_ns,
+            }
+        )
+    return Table(rows, LAT_COLUMNS if bench.TESTS[test].kind == "lat" else BW_COLUMNS)
+
+
+# --- bench calibrate, bench predict ---------------------------------------------------------
+
+
+def calibrate(
+    dirs: Iterable[str | Path],
+    *,
+    output: str | Path,
+    name: str = "calibrated device",
+    force: bool = False,
+    progress: Progress | None = None,
+) -> Report:
+    """Fit the device profile and shared host parameters to measured pcie-bench results and
+    write the calibration file `output` (`pcieperf bench calibrate`)."""
+    from pcieperf.pciebench import calibrate as fitting
+
+    out = Path(output)
+    require_new_file(out, force)
+    runs = [fitting.load_run(Path(d)) for d in _each(progress, list(dirs))]
+    result = fitting.fit_device(runs, name=name)
+    out.write_text(fitting.calibration_toml(result), encoding="utf-8")
+    payload = {
+        "output": str(out),
+        "device": asdict(result.device),
+        "host": asdict(result.shared),
+        "fit_mape_pct": result.fit_mape_pct,
+        "points": result.points,
+        "unsteady_hosts_left_out": result.left_out,
+    }
+    return Report(payload, _calibration_text(payload))
+
+
+def _calibration_text(payload: dict) -> str:
+    """What `bench calibrate` wrote, and how well it fit each host."""
+    rows = [[name, pct] for name, pct in payload["fit_mape_pct"].items()]
+    lines = [
+        f"wrote {payload['output']} ({payload['points']} points)",
+        *(f"  {t}.{k} = {v}" for t in ("device", "host") for k, v in payload[t].items()),
+        format_table(("host", "fit MAPE %"), rows),
+    ]
+    if payload["unsteady_hosts_left_out"]:
+        lines.append(
+            "left out (latency p99.9 > 10x median): "
+            + ", ".join(payload["unsteady_hosts_left_out"])
+        )
+    return "\n".join(lines)
+
+
+def predict(
+    *,
+    host: str | Path,
+    out: str | Path,
+    calibration: str | Path = DEFAULT_CALIBRATION,
+    transactions: int = 50_000,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> Report:
+    """Predict a host's bandwidth results from its latency files and host facts (`pcieperf
+    bench predict`): pcie-bench's bw_*.csv files, their bounds and the provenance of every
+    parameter, written to `out`; `host` is the host's pcie-bench directory."""
+    from pcieperf.pciebench import calibrate as fitting
+    from pcieperf.pciebench import predict as predicting
+
+    run = fitting.load_run(Path(host))
+    loaded = fitting.load_calibration(Path(calibration))
+    steadiness = fitting.steadiness(run)
+    profile = fitting.host_profile(run, loaded)
+    provenance = fitting.provenance(run, loaded, profile)
+    files = predicting.predict_files(
+        profile,
+        loaded.device,
+        Path(out),
+        clock_ghz=predicting.card_clock_ghz(run.info.card),
+        force=force,
+        transactions=transactions,
+        progress=progress or (lambda rows: rows),
+        alternatives=fitting.interval_hosts(run, loaded, profile),
+        band=fitting.interval_band(run, loaded, profile),
+        provenance=provenance,
+    )
+    payload = {
+        "system": run.name,
+        "files": [str(f) for f in files],
+        "bounds": str(Path(out) / predicting.BOUNDS_FILE),
+        "provenance": provenance,
+        "iommu_conflicts": list(run.iommu.conflicts),
+        "host": asdict(profile),
+        "steadiness": steadiness,
+        "steady": steadiness <= fitting.UNSTEADY_RATIO,
+    }
+    return Report(payload, _prediction_text(payload, out))
+
+
+def _prediction_text(payload: dict, out: str | Path) -> str:
+    """What `bench predict` wrote, the first parameters' provenance, and its warnings."""
+    from pcieperf.pciebench.predict import BOUNDS_FILE
+
+    text = f"wrote {len(payload['files'])} files, {BOUNDS_FILE} and provenance to {out}"
+    text += "\n" + format_table(
+        ("parameter", "value", "source", "why"),
+        [[r["parameter"], r["value"], r["source"], r["why"]] for r in payload["provenance"][:7]],
+    )
+    if payload["iommu_conflicts"]:
+        text += "\nnote: the latency sweep overrules " + "; ".join(payload["iommu_conflicts"])
+    if not payload["steady"]:
+        text += (
+            f"\nwarning: latency p99.9 is {payload['steadiness']:.0f}x the median on this host "
+            "(millisecond stalls); its measured bandwidth will scatter far around any "
+            "prediction"
+        )
+    return text
+
+
+# --- validate -------------------------------------------------------------------------------
+
+
+def validate(*, measured: str | Path, predicted: str | Path, worst: int = 10) -> Report:
+    """Predicted against measured pcie-bench bandwidth (`pcieperf validate`): MAPE overall, on
+    the acceptance set and per file, interval coverage, the `worst` points; `source` is the
+    matched points (for a plot)."""
+    from pcieperf.pciebench import validate as validating
+
+    matched = validating.match(Path(measured), Path(predicted))
+    result = validating.summary(matched, worst=worst)
+    return Report(result, _validation_text(result), source=matched)
+
+
+WORST_KEYS = ("file", "test", "cache", "window_bytes", "size_bytes")
+WORST_KEYS += ("measured_gbps", "predicted_gbps", "error_pct")
+
+
+def _validation_text(result: dict) -> str:
+    """MAPE, interval coverage, per-file MAPE and the worst points."""
+    intervals = [
+        [name, v["points"], v["coverage_pct"], v["median_relative_width_pct"]]
+        for name, v in result["intervals"].items()
+        if v is not None
+    ]
+    return "\n".join(
+        [
+            f"{result['points']} points, MAPE {result['mape_pct']} % "
+            f"({result['mape_without_offset_pct']} % without the offset sweeps); "
+            f"acceptance set (size sweep >= 64 B + window sweeps) "
+            f"{result['acceptance_points']} points, MAPE {result['acceptance_mape_pct']} %",
+            format_table(("points", "n", "coverage %", "median width %"), intervals)
+            if intervals
+            else "no bounds.csv: no intervals to score",
+            format_table(("file", "MAPE %"), [[f, v] for f, v in result["per_file"].items()]),
+            "worst points:",
+            format_table(
+                ("file", "test", "cache", "window", "size", "measured", "predicted", "err %"),
+                [[w[k] for k in WORST_KEYS] for w in result["worst"]],
+            ),
+        ]
+    )
