@@ -54,8 +54,11 @@ __all__ = [
     "load_profile",
     "make_link",
     "parse_mix",
+    "report",
 ]
-_NAMESPACES: dict[str, str] = {}
+_NAMESPACES: dict[str, str] = {
+    "report": "report",  # callable: pp.report(out=...) is pcieperf.report.api.report
+}
 """Groups of API functions reached as `pp.<group>.<function>`: the module that holds them."""
 __version__ = "0.1.0"
 
