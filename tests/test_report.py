@@ -5,6 +5,7 @@ apart, and `pp.report` is what `pcieperf report` runs."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import struct
@@ -18,11 +19,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pcieperf as pp
+from helpers import run_cli
 from pcieperf.pcie.link import Link
 from pcieperf.report import data, plots
+from pcieperf.report.api import ReportResult
 
 CHROMIUM = "/usr/bin/chromium"
-FIGURES = [make.__name__ for make in data.MAKERS]
+# The model figures in page order, as their files are named.
+SLUGS = (
+    "fig1_nic_models",
+    "dma_effective",
+    "dpdk_forwarding",
+    "iommu_rings",
+    "trace_demand",
+    "fig2_latency",
+    "concurrency",
+)
 # Reports what each <img> decoded to, once the page and every image have loaded.
 PROBE = (
     "<script>window.addEventListener('load', () => {const p = document.createElement('pre');"
@@ -32,12 +44,15 @@ PROBE = (
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
+def written(tmp_path_factory) -> ReportResult:
     """The default report, written once through the public API."""
-    out = tmp_path_factory.mktemp("report") / "r"
-    result = pp.report(out=out)
-    assert result.index == out / "index.html"
-    return out
+    return pp.report(out=tmp_path_factory.mktemp("report") / "r")
+
+
+@pytest.fixture(scope="module")
+def report(written) -> Path:
+    """The default report's folder."""
+    return written.index.parent
 
 
 def _png_size(path: Path) -> tuple[int, int]:
@@ -81,28 +96,15 @@ def test_every_figure_loads_in_headless_chromium(report, tmp_path):
     decoded = found.group(1).split()
     # One <img> per model figure, each decoded to exactly its PNG's pixel size (a broken image
     # has naturalWidth 0): e.g. Figure 1 is 10 in x 4.8 in at 120 dpi = 1200 x 576 px.
-    expected = [f"true:{w}x{h}" for w, h in (_png_size(report / f"{s}.png") for s in _slugs())]
+    expected = [f"true:{w}x{h}" for w, h in (_png_size(report / f"{s}.png") for s in SLUGS)]
     assert decoded == expected
     assert expected[0] == "true:1200x576"
 
 
-def _slugs() -> list[str]:
-    """The figures' slugs in page order, as the CSVs name them."""
-    return [
-        "fig1_nic_models",
-        "dma_effective",
-        "dpdk_forwarding",
-        "iommu_rings",
-        "trace_demand",
-        "fig2_latency",
-        "concurrency",
-    ]
-
-
 def test_the_page_is_self_contained_and_says_what_to_read(report):
     html = (report / "index.html").read_text(encoding="utf-8")
-    assert html.count("<img src='data:image/png;base64,") == len(FIGURES) == 7
-    assert html.count("<p class='read'>Read ") == 7  # one sentence per figure
+    assert html.count("<img src='data:image/png;base64,") == len(data.MAKERS) == len(SLUGS)
+    assert html.count("<p class='read'>Read ") == len(SLUGS)  # one sentence per figure
     assert "Understanding PCIe performance for end host networking" in html  # paper in full
     assert " us " not in html  # microseconds spelled as such
     assert "µs" in html
@@ -145,15 +147,16 @@ def test_every_curve_column_carries_its_unit(report):
         assert next(csv.reader(fh)) == ["t_ms", "up_gbps", "down_gbps", "capacity_gbps"]
 
 
-def test_the_result_lists_the_folder(report):
+def test_the_cli_prints_the_api_result(written, report, capsys):
+    # One code path: `pcieperf report --json` prints what pp.report returns (same folder).
     files = sorted(p.name for p in report.iterdir())
-    assert len(files) == 3 * 7 + 1  # PNG, SVG and CSV per figure, and index.html
-    from pcieperf.report.api import ReportResult
-
-    made = ReportResult(report / "index.html", tuple(files))
-    assert made.to_json() == {"index": str(report / "index.html"), "files": files}
-    assert made.to_text() == f"report written to {report / 'index.html'}"
-    assert made.to_frame()["size_bytes"].gt(0).all()
+    assert len(files) == 3 * len(SLUGS) + 1  # PNG, SVG and CSV per figure, and index.html
+    assert written.to_json() == {"index": str(report / "index.html"), "files": files}
+    assert written.to_text() == f"report written to {report / 'index.html'}"
+    assert list(written.to_frame()["file"]) == files
+    code, out, err = run_cli(capsys, "report", "-o", str(report), "--force", "--json")
+    assert code == 0, err
+    assert json.loads(out) == written.to_json()
 
 
 def test_bad_eth_is_a_usage_error(tmp_path):
