@@ -323,7 +323,8 @@ def _draw_explanation(result: Explanation) -> plt.Figure:
         ax.set_title(f"{name}: {verdict.status}", fontsize=9, loc="left", color=colour)
         ax.set_ylabel(f"{name} ({unit})", fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=7, loc="upper right")
+    # Above the first panel, right of its title: outside every panel's data.
+    axes[0, 0].legend(fontsize=7, loc="lower right", bbox_to_anchor=(1, 1.0), ncol=3)
     axes[-1, 0].set_xlabel("Time (s)")
     fig.suptitle(f"{result.source}, {result.stack}: measured vs predicted", fontsize=10)
     fig.tight_layout()
