@@ -302,10 +302,10 @@ def test_the_reports_figures_agree(platform):
     # Figure 1 draws the IOMMU figure's NIC; with 2 MiB pages the IOMMU figure reaches line
     # rate exactly where Figure 1's curve of that NIC does, or names the host bound that holds
     # it below (issue 14: 256 B and IMIX were below line rate there, from 110 B in Figure 1).
-    from pcieperf.report import figures
+    from pcieperf.report import data
 
-    assert platform.device.name in dict(figures.FIG1_PROFILES)
-    for name in figures.IOMMU_MIXES:
+    assert platform.device.name in dict(data.FIG1_PROFILES)
+    for name in data.IOMMU_MIXES:
         mix = parse_mix(name)
         figure1 = nic.evaluate(platform.device, Link(), Ethernet(40), [mix])
         traffic = iommu.Traffic(mix, Ethernet(40))

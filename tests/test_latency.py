@@ -292,20 +292,18 @@ def test_dataframe_api():
     assert np.allclose(terms, frame["total_ns"])  # the term columns add up to the total
 
 
-def test_report_figures_write_the_model(tmp_path):
-    from pcieperf.report.figures import ReportConfig, figure_concurrency, figure_latency
+def test_report_figures_write_the_model():
+    from pcieperf.report import data
 
-    latency_fig = figure_latency(ReportConfig(), tmp_path)
-    with (tmp_path / "fig2_latency.csv").open() as fh:
-        header, *rows = [line.strip().split(",") for line in fh]
-    share = [float(r[header.index("pcie_share")]) for r in rows]
+    latency_fig = data.fig2_latency(data.ReportConfig())
+    share = latency_fig.frame["pcie_share_fraction"].to_numpy()
     expected = latency.loopback("bypass", [64, 1500]).pcie_share()  # the shipped calibration
     assert [share[0], share[-1]] == pytest.approx(list(expected))
     assert share[0] > share[-1]  # the wire's share grows with size
     assert len(latency_fig.facts) == 3  # 64, 512 and 1500 B labelled
-    figure_concurrency(ReportConfig(), tmp_path)
-    for slug in ("fig2_latency", "concurrency"):
-        assert (tmp_path / f"{slug}.svg").stat().st_size > 0
+    tags = data.concurrency(data.ReportConfig()).frame
+    expected = latency.loopback("bypass", [64], eth=Ethernet(40)).inflight_needed
+    assert tags["inflight_40gbe_dmas"].iloc[0] == pytest.approx(expected[0])
 
 
 # --- properties ---------------------------------------------------------------------------

@@ -68,12 +68,14 @@ __all__ = [
     "make_link",
     "parse_mix",
     "platforms",
+    "report",
 ]
 _NAMESPACES: dict[str, str] = {
     # `pp.bench`, as the CLI's `bench` group: `pcieperf.pciebench`'s submodules `sim`, `predict`,
     # `calibrate` and `validate` would shadow functions of those names on the package itself.
     "bench": "pciebench.api",
     "iommu": "measure.iommu_api",
+    "report": "report",  # callable: pp.report(out=...) is pcieperf.report.api.report
 }
 """Groups of API functions reached as `pp.<group>.<function>`: the module that holds them."""
 __version__ = "0.1.0"

@@ -1,0 +1,69 @@
+"""The public function behind `pcieperf report` (`pp.report`): keyword arguments named as the
+CLI's options, a result that prints as the CLI prints it (pcieperf.results)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pcieperf.errors import UsageError, require_new_folder
+from pcieperf.pcie.api import make_link
+
+if TYPE_CHECKING:
+    import pandas
+
+    from pcieperf.measure.explain import Explanation
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """Where the report went: its index.html and every file in its folder."""
+
+    index: Path
+    files: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        """`pcieperf report --json`: the index and the folder's file names."""
+        return {"index": str(self.index), "files": list(self.files)}
+
+    def to_text(self) -> str:
+        """`pcieperf report`: one line saying where the page is."""
+        return f"report written to {self.index}"
+
+    def to_frame(self) -> pandas.DataFrame:
+        """One row per file in the report folder, with its size."""
+        import pandas
+
+        folder = self.index.parent
+        return pandas.DataFrame(
+            {"file": self.files, "size_bytes": [(folder / f).stat().st_size for f in self.files]}
+        )
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the files."""
+        return self.to_frame()._repr_html_()  # type: ignore[operator]
+
+
+def report(
+    *,
+    out: str | Path = "pcieperf-report",
+    eth: int = 40,
+    force: bool = False,
+    explanation: Explanation | None = None,
+    **link_options: object,
+) -> ReportResult:
+    """Write the report (figures as PNG + SVG, their CSVs, a self-contained index.html) into
+    `out` (`pcieperf report -o OUT`): `link_options` as `pp.make_link` takes them, `eth` the
+    Ethernet rate in Gb/s, `explanation` (from `pcieperf explain`'s model) adds the measured
+    counters' section. A non-empty `out` is refused unless `force`."""
+    if isinstance(eth, bool) or not isinstance(eth, int) or eth <= 0:
+        raise UsageError(f"eth {eth!r} is not allowed; give a whole number of Gb/s > 0")
+    link = make_link(**link_options)  # type: ignore[arg-type]
+    folder = Path(out)
+    require_new_folder(folder, force)
+    from pcieperf.report.data import ReportConfig  # matplotlib: only after the checks
+    from pcieperf.report.html import write_report
+
+    write_report(ReportConfig(link=link, eth_gbps=eth, explanation=explanation), folder)
+    return ReportResult(folder / "index.html", tuple(sorted(p.name for p in folder.iterdir())))
