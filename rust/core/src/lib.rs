@@ -9,6 +9,8 @@
 //! - [`iotlb`]: the IOMMU's translation caches, shared by both.
 //! - [`ddio`]: the LLC ways DDIO allocates into, as a DPDK port's DMA sees them.
 //! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis).
+//! - `rng`: the pseudo-random generator they share (a leaf, so no two of them import each
+//!   other for it).
 //! - [`error`]: the one error type every public function returns (a capture file's errors name
 //!   the file and byte offset).
 
@@ -16,6 +18,7 @@ pub mod dataplane;
 pub mod ddio;
 pub mod error;
 pub mod iotlb;
+mod rng;
 pub mod sim;
 pub mod tlp;
 pub mod trace;

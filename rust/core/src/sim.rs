@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 
 use crate::error::CoreError;
 use crate::iotlb::{CacheShape, Lookup, Replacement, Translator};
+use crate::rng::Rng;
 
 /// Order in which window units are visited (pcie-bench's `PAT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,24 +239,6 @@ impl Run {
         }
         self.free[i & self.mask] = at;
         self.len += 1;
-    }
-}
-
-/// SplitMix64: small, fast and good enough for drawing window units and victims.
-pub(crate) struct Rng(pub(crate) u64);
-
-impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        // Lemire's multiply-shift; the tiny bias is irrelevant for unit selection.
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
     }
 }
 
