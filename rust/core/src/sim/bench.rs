@@ -131,8 +131,9 @@ impl Addresses {
         loop {
             let index = match self.pattern {
                 Pattern::Sequential => {
-                    let i = self.next_seq % self.units;
-                    self.next_seq += 1;
+                    // The units in order, wrapping at the window's end (no division).
+                    let i = self.next_seq;
+                    self.next_seq = if i + 1 == self.units { 0 } else { i + 1 };
                     i
                 }
                 Pattern::Random => self.rng.below(self.units),

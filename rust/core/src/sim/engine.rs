@@ -409,6 +409,10 @@ struct Costs {
     engine: usize,
     up_ns: f64,
     down_ns: f64,
+    /// Its tags as a float (they weigh its tag-busy time) and its root-complex time (0 for a
+    /// read), so the transaction loop converts and chooses nothing.
+    tags: f64,
+    rc_ns: f64,
 }
 
 impl Costs {
@@ -441,6 +445,8 @@ impl Costs {
                     c,
                     up_ns,
                     down_ns,
+                    tags: f64::from(c.tags),
+                    rc_ns: if c.read { 0.0 } else { c.write_ns },
                 })
             })
             .collect()
@@ -579,8 +585,8 @@ impl Timeline {
         self.give_tags(c.tags, finished);
         result.up_busy_ns += up_ns;
         result.down_busy_ns += down_ns;
-        result.tag_busy_ns += f64::from(c.tags) * (finished - start);
-        result.rc_busy_ns += if c.read { 0.0 } else { c.write_ns };
+        result.tag_busy_ns += k.tags * (finished - start);
+        result.rc_busy_ns += k.rc_ns;
         // A posted write leaves the link before its walk ends: the run lasts until the walk
         // has (so a rate never outruns the walkers that served its misses).
         tally.last_done = later(later(later(tally.last_done, finished), self.down_free), t);
