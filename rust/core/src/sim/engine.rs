@@ -218,8 +218,10 @@ impl InOrderPool {
     /// time given back before).
     #[inline(always)]
     fn cycle(&mut self, at: f64) {
-        let newest = (self.next + self.free.len() - 1) % self.free.len();
-        debug_assert!(self.free[newest] <= at, "given back out of order");
+        debug_assert!(
+            self.free[(self.next + self.free.len() - 1) % self.free.len()] <= at,
+            "given back out of order"
+        );
         self.free[self.next] = at;
         self.next += 1;
         if self.next == self.free.len() {
