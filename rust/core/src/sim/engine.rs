@@ -138,6 +138,9 @@ struct Run {
     mask: usize,
     head: usize,
     len: usize,
+    /// The latest time in the run while it is not empty (a copy, so that asking whether a
+    /// time fits after it, on every release, needs no index into the ring).
+    last: f64,
 }
 
 impl Run {
@@ -148,6 +151,7 @@ impl Run {
             mask: size - 1,
             head: 0,
             len: 0,
+            last: 0.0,
         }
     }
 
@@ -168,7 +172,7 @@ impl Run {
     /// Whether `at` can be appended: no time in the run is later.
     #[inline]
     fn fits_after(&self, at: f64) -> bool {
-        self.len == 0 || self.get(self.len - 1) <= at
+        self.len == 0 || self.last <= at
     }
 
     #[inline]
@@ -176,6 +180,7 @@ impl Run {
         let tail = self.head.wrapping_add(self.len);
         self.free[tail & self.mask] = at;
         self.len += 1;
+        self.last = at;
     }
 
     /// Puts `at` after every time not later than it, moving the later ones up one place.
@@ -188,8 +193,10 @@ impl Run {
         }
         self.free[i & self.mask] = at;
         self.len += 1;
+        self.last = self.get(self.len - 1);
     }
 }
+
 /// A pool whose servers come back in the order they were taken, each no earlier than the one
 /// before (posted-write credits: the root complex retires writes in order, so the times it frees
 /// them never decrease). The earliest free is then always the one taken longest ago: the free
