@@ -38,7 +38,7 @@ def device_toml(path, tags):
 
 
 def test_bench_sim_with_no_tags_is_exit_2(tmp_path, capsys):
-    # tags = 0 passes the profile's type check; the core's check_machine (sim.rs) rejects it.
+    # tags = 0 passes the profile's type check; the core's check_machine (sim/engine.rs) rejects it.
     host = tmp_path / "host.toml"
     write_host_toml(host)
     dev = device_toml(tmp_path / "dev.toml", tags=0)
@@ -62,7 +62,7 @@ def platform_with(tmp_path, name, old, new):
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        # walkers = 0 passes the platform's range check; Iommu::new (sim.rs) rejects it.
+        # walkers = 0 passes the platform's range check; Iommu::new (sim/engine.rs) rejects it.
         (
             "[iommu.walkers]\nvalue = 12\nlow = 4",
             "[iommu.walkers]\nvalue = 0\nlow = 0",

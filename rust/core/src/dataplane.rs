@@ -29,7 +29,8 @@ use std::collections::VecDeque;
 use crate::ddio::{mix, Ddio, LlcShape};
 use crate::error::CoreError;
 use crate::iotlb::ENTRIES_PER_TABLE;
-use crate::sim::{Measure, Rng, Txn};
+use crate::rng::Rng;
+use crate::sim::{Measure, Txn};
 
 /// Transaction classes this stream emits (indices into the caller's class table).
 pub const RX_DESC_READ: usize = 0;

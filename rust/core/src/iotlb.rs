@@ -6,7 +6,7 @@
 //! lets a lookup be one array index instead of a hash.
 
 use crate::error::CoreError;
-use crate::sim::Rng;
+use crate::rng::Rng;
 
 /// How a full set picks its victim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

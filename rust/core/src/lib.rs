@@ -7,8 +7,11 @@
 //! - [`sim`]: the DMA-engine / root-complex simulator that replays pcie-bench and plays any
 //!   transaction stream (such as a DPDK port's) through the same device, link and IOMMU.
 //! - [`iotlb`]: the IOMMU's translation caches, shared by both.
+//! - [`pages`]: the pages a DMA stream touches (its working set).
 //! - [`ddio`]: the LLC ways DDIO allocates into, as a DPDK port's DMA sees them.
 //! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis).
+//! - `rng`: the pseudo-random generator they share (a leaf, so no two of them import each
+//!   other for it).
 //! - [`error`]: the one error type every public function returns (a capture file's errors name
 //!   the file and byte offset).
 
@@ -16,6 +19,8 @@ pub mod dataplane;
 pub mod ddio;
 pub mod error;
 pub mod iotlb;
+pub mod pages;
+mod rng;
 pub mod sim;
 pub mod tlp;
 pub mod trace;

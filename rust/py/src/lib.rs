@@ -5,6 +5,7 @@ use pcieperf_core::dataplane::{Iova, Layout, PortConfig, PortStream};
 use pcieperf_core::ddio::LlcShape;
 use pcieperf_core::error::ErrorKind;
 use pcieperf_core::iotlb::{CacheShape, Replacement, Translator};
+use pcieperf_core::pages::PagesTouched;
 use pcieperf_core::sim::{self, Iommu, Machine, OpMix, Pattern, SimParams, TxnClass, Walks};
 use pcieperf_core::{tlp, CoreError};
 use pyo3::create_exception;
@@ -269,39 +270,13 @@ fn warmed_stream(d: &Bound<'_, PyDict>) -> PyResult<(PortStream, Translator)> {
     Ok((stream, caches))
 }
 
-/// The distinct pages a stream's transactions touch (its working set).
-struct PagesTouched {
-    shift: u32,
-    seen: Vec<bool>,
-}
-
-impl PagesTouched {
-    fn new(page_bytes: u64, span: u64) -> Self {
-        let shift = page_bytes.trailing_zeros();
-        Self {
-            shift,
-            seen: vec![false; (span >> shift) as usize + 1],
-        }
-    }
-
-    fn mark(&mut self, addr: u64, bytes: u64) {
-        let (first, last) = (addr >> self.shift, (addr + bytes.max(1) - 1) >> self.shift);
-        for page in first..last + 1 {
-            self.seen[page as usize] = true;
-        }
-    }
-
-    fn count(&self) -> usize {
-        self.seen.iter().filter(|&&t| t).count()
-    }
-}
-
 /// Counts IOTLB misses and touched pages of a DPDK port's DMA stream (no timing).
 #[pyfunction]
 fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
     let (mut stream, mut caches) = warmed_stream(params)?;
     let packets: u64 = field(params, "packets")?;
-    let mut touched = PagesTouched::new(field(params, "page_bytes")?, stream.span());
+    let mut touched =
+        PagesTouched::new(field(params, "page_bytes")?, stream.span()).map_err(to_py_err)?;
     let start = stream.packets();
     let forwarded_before = stream.forwarded();
     let transactions = py.detach(|| {
@@ -375,7 +350,8 @@ fn port_simulate<'py>(
     let mut iommu = Iommu::new(caches, walks).map_err(to_py_err)?;
     stream.restart_clock();
     let (start, forwarded_before) = (stream.packets(), stream.forwarded());
-    let mut touched = PagesTouched::new(field(params, "page_bytes")?, stream.span());
+    let mut touched =
+        PagesTouched::new(field(params, "page_bytes")?, stream.span()).map_err(to_py_err)?;
     let result = py
         .detach(|| {
             let txns = stream

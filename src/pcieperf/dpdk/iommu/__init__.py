@@ -3,7 +3,7 @@
 A DPDK port's DMA stream (descriptor rings, the mbuf pool laid out as DPDK populates it, its
 per-lcore LIFO caches, thresholds, polls; `rust/core/src/dataplane.rs`) runs through the same
 IOTLB and simulator that reproduce pcie-bench's window sweeps (`rust/core/src/iotlb.rs`,
-`sim.rs`). The IOMMU, the LLC's DDIO ways and the polling core come from a platform profile
+`sim/`). The IOMMU, the LLC's DDIO ways and the polling core come from a platform profile
 (`platforms.py`): `e5-v4` is the shipped pcie-bench calibration unchanged, the others cite
 their numbers or carry ranges. The device is the NIC of a forwarding profile (default
 `testpmd-fwd`): the same operations, bytes and `[device]` facts that `nic` and `dpdk-fwd`

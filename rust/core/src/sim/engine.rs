@@ -1,5 +1,6 @@
-//! A DMA-engine / root-complex simulator: pcie-bench's micro-benchmarks ([`simulate`]) and
-//! any other transaction stream ([`run`]), such as a DPDK port's.
+//! The generic DMA engine / root-complex model: plays any transaction stream ([`run`]), such
+//! as pcie-bench's ([`super::bench`]) or a DPDK port's ([`crate::dataplane`]).
+//!
 //!
 //! Each class belongs to an in-order queue (pcie-bench: one; a NIC: Rx and Tx), and the queue
 //! whose next transaction can start first goes next. A transaction holds its class's number of
@@ -19,58 +20,7 @@
 use std::collections::VecDeque;
 
 use crate::error::CoreError;
-use crate::iotlb::{CacheShape, Lookup, Replacement, Translator};
-
-/// Order in which window units are visited (pcie-bench's `PAT`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pattern {
-    Sequential,
-    Random,
-}
-
-/// What each transaction does (`BW_DMA_RD`, `BW_DMA_WR`, `BW_DMA_RW`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpMix {
-    Read,
-    Write,
-    /// Odd transactions read, even ones write.
-    Alternate,
-    /// A write, then a read of the same address once the write is done (`LAT_DMA_WRRD`).
-    WriteThenRead,
-}
-
-/// Everything one simulation run needs; the Python side fills it from profiles and the TLP model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimParams {
-    pub transactions: u64,
-    pub size: u64,
-    pub host_offset: u64,
-    pub window: u64,
-    pub pattern: Pattern,
-    pub ops: OpMix,
-    pub seed: u64,
-    pub tags: u32,
-    pub issue_read_ns: f64,
-    pub issue_write_ns: f64,
-    pub datapath_ns: f64,
-    pub fixed_latency_ns: f64,
-    pub read_up_bytes: f64,
-    pub read_down_bytes: f64,
-    pub write_up_bytes: f64,
-    pub up_bytes_per_ns: f64,
-    pub down_bytes_per_ns: f64,
-    pub warm_bytes: u64,
-    pub hit_latency_ns: f64,
-    pub miss_latency_ns: f64,
-    pub write_ns: f64,
-    pub posted_credits: u32,
-    pub iotlb_entries: u32,
-    pub page_bytes: u64,
-    pub walk_ns: f64,
-    pub walk_busy_ns: f64,
-    pub walkers: u32,
-    pub record_latencies: bool,
-}
+use crate::iotlb::{Lookup, Translator};
 
 /// What a run measured.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -114,7 +64,7 @@ fn nonneg(v: f64) -> f64 {
     v + 0.0
 }
 
-/// A pool of identical servers (tags, credits, page walkers): take the earliest free, give it
+/// A pool of identical servers (tags, page walkers): take the earliest free, give it
 /// back busy. The times the servers are free are kept in two ascending runs: servers come
 /// back nearly in time order, or as two interleaved orderly streams (a read-write mix gives
 /// back reads' tags in completion order and writes' in link order, earlier), so a release
@@ -188,6 +138,9 @@ struct Run {
     mask: usize,
     head: usize,
     len: usize,
+    /// The latest time in the run while it is not empty (a copy, so that asking whether a
+    /// time fits after it, on every release, needs no index into the ring).
+    last: f64,
 }
 
 impl Run {
@@ -198,6 +151,7 @@ impl Run {
             mask: size - 1,
             head: 0,
             len: 0,
+            last: 0.0,
         }
     }
 
@@ -218,7 +172,7 @@ impl Run {
     /// Whether `at` can be appended: no time in the run is later.
     #[inline]
     fn fits_after(&self, at: f64) -> bool {
-        self.len == 0 || self.get(self.len - 1) <= at
+        self.len == 0 || self.last <= at
     }
 
     #[inline]
@@ -226,6 +180,7 @@ impl Run {
         let tail = self.head.wrapping_add(self.len);
         self.free[tail & self.mask] = at;
         self.len += 1;
+        self.last = at;
     }
 
     /// Puts `at` after every time not later than it, moving the later ones up one place.
@@ -238,225 +193,48 @@ impl Run {
         }
         self.free[i & self.mask] = at;
         self.len += 1;
+        self.last = self.get(self.len - 1);
     }
 }
 
-/// SplitMix64: small, fast and good enough for drawing window units and victims.
-pub(crate) struct Rng(pub(crate) u64);
-
-impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        // Lemire's multiply-shift; the tiny bias is irrelevant for unit selection.
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
+/// A pool whose servers come back in the order they were taken, each no earlier than the one
+/// before (posted-write credits: the root complex retires writes in order, so the times it frees
+/// them never decrease). The earliest free is then always the one taken longest ago: the free
+/// times sit in a ring, oldest at `next`, and taking one and giving it back is one overwrite,
+/// where a [`Pool`] would pop and push two sorted runs (the same times either way).
+struct InOrderPool {
+    free: Vec<f64>,
+    next: usize,
 }
 
-/// pcie-bench's address generator: units of roundup64(size + offset) bytes, never crossing 4 KiB.
-pub struct Addresses {
-    unit: u64,
-    units: u64,
-    offset: u64,
-    size: u64,
-    pattern: Pattern,
-    next_seq: u64,
-    rng: Rng,
-}
-
-const PAGE_4K: u64 = 4096;
-
-impl Addresses {
-    /// Bytes of window one transfer takes: roundup64(size + offset).
-    fn unit(size: u64, offset: u64) -> u64 {
-        (size + offset).div_ceil(64) * 64
-    }
-
-    pub fn new(p: &SimParams) -> Result<Self, CoreError> {
-        let unit = Self::unit(p.size, p.host_offset);
-        let units = p.window / unit.max(1);
-        let fits =
-            (0..units.min(PAGE_4K)).any(|i| !Self::crosses(i * unit + p.host_offset, p.size));
-        if units == 0 || !fits {
-            return Err(CoreError::EmptyWindow {
-                window: p.window,
-                unit,
-            });
-        }
-        Ok(Self {
-            unit,
-            units,
-            offset: p.host_offset,
-            size: p.size,
-            pattern: p.pattern,
-            next_seq: 0,
-            rng: Rng(p.seed),
-        })
-    }
-
-    fn crosses(addr: u64, size: u64) -> bool {
-        addr / PAGE_4K != (addr + size - 1) / PAGE_4K
-    }
-
-    /// Start address of every unit of one period of the window that a transfer may use (those
-    /// not crossing 4 KiB), in window order. Both patterns visit exactly these units, each as
-    /// often, and a transfer's TLP split depends only on its address modulo 4 KiB, which
-    /// repeats every lcm(unit, 4 KiB) bytes: these addresses stand for the whole window.
-    pub fn period_starts(size: u64, offset: u64, window: u64) -> Result<Vec<u64>, CoreError> {
-        if size == 0 {
-            return Err(CoreError::BadParameter {
-                what: "size must be >= 1",
-            });
-        }
-        let unit = Self::unit(size, offset);
-        let per_period = PAGE_4K / gcd(unit, PAGE_4K);
-        let starts: Vec<u64> = (0..(window / unit).min(per_period))
-            .map(|i| i * unit + offset)
-            .filter(|&addr| !Self::crosses(addr, size))
-            .collect();
-        if starts.is_empty() {
-            return Err(CoreError::EmptyWindow { window, unit });
-        }
-        Ok(starts)
-    }
-
-    /// The next transfer's start address relative to the window.
-    pub fn next_addr(&mut self) -> u64 {
-        loop {
-            let index = match self.pattern {
-                Pattern::Sequential => {
-                    let i = self.next_seq % self.units;
-                    self.next_seq += 1;
-                    i
-                }
-                Pattern::Random => self.rng.below(self.units),
-            };
-            let addr = index * self.unit + self.offset;
-            if !Self::crosses(addr, self.size) {
-                return addr;
-            }
+impl InOrderPool {
+    fn new(servers: u32) -> Self {
+        Self {
+            free: vec![0.0; servers as usize],
+            next: 0,
         }
     }
-}
 
-/// Greatest common divisor (Euclid).
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
+    /// When the earliest-free server is free.
+    #[inline(always)]
+    fn first(&self) -> f64 {
+        self.free[self.next]
     }
-}
 
-/// What only a pcie-bench run can get wrong; costs, rates, tags and credits are checked by
-/// [`run`] for every stream.
-fn validate(p: &SimParams) -> Result<(), CoreError> {
-    if p.size == 0 || p.transactions == 0 {
-        return Err(CoreError::BadParameter {
-            what: "size and transactions must be >= 1",
-        });
+    /// Takes the earliest-free server and gives it back free from `at` (no earlier than any
+    /// time given back before).
+    #[inline(always)]
+    fn cycle(&mut self, at: f64) {
+        debug_assert!(
+            self.free[(self.next + self.free.len() - 1) % self.free.len()] <= at,
+            "given back out of order"
+        );
+        self.free[self.next] = at;
+        self.next += 1;
+        if self.next == self.free.len() {
+            self.next = 0;
+        }
     }
-    Ok(())
-}
-
-/// The two transaction classes of a pcie-bench run (0: read, 1: write).
-fn bench_classes(p: &SimParams) -> [TxnClass; 2] {
-    let common = TxnClass {
-        read: true,
-        queue: 0,
-        tags: 1,
-        issue_ns: p.issue_read_ns,
-        datapath_ns: p.datapath_ns,
-        up_bytes: p.read_up_bytes,
-        down_bytes: p.read_down_bytes,
-        write_ns: 0.0,
-        hit_ns: p.hit_latency_ns,
-        miss_ns: p.miss_latency_ns,
-    };
-    let write = TxnClass {
-        read: false,
-        issue_ns: p.issue_write_ns,
-        up_bytes: p.write_up_bytes,
-        down_bytes: 0.0,
-        write_ns: p.write_ns,
-        ..common
-    };
-    [common, write]
-}
-
-/// The machine and IOMMU a pcie-bench run's parameters describe.
-fn bench_machine(p: &SimParams) -> Result<(Machine, Option<Iommu>), CoreError> {
-    let machine = Machine {
-        tags: p.tags,
-        fixed_latency_ns: p.fixed_latency_ns,
-        up_bytes_per_ns: p.up_bytes_per_ns,
-        down_bytes_per_ns: p.down_bytes_per_ns,
-        warm_bytes: p.warm_bytes,
-        posted_credits: p.posted_credits,
-        tags_from_link: false,
-        lookahead: 1,
-    };
-    let iommu = if p.iotlb_entries > 0 {
-        let shape = CacheShape {
-            entries: p.iotlb_entries,
-            ways: 0,
-            replacement: Replacement::Lru,
-        };
-        let walks = Walks {
-            walk_ns: p.walk_ns,
-            walk_busy_ns: p.walk_busy_ns,
-            walkers: p.walkers,
-        };
-        Some(Iommu::new(
-            Translator::new(shape, 0, p.page_bytes, p.window, p.seed)?,
-            walks,
-        )?)
-    } else {
-        None
-    };
-    Ok((machine, iommu))
-}
-
-/// Runs one benchmark and returns its elapsed time (and per-transaction latencies if asked).
-pub fn simulate(p: &SimParams) -> Result<SimResult, CoreError> {
-    validate(p)?;
-    let mut addresses = Addresses::new(p)?;
-    let (machine, mut iommu) = bench_machine(p)?;
-    let classes = bench_classes(p);
-    let mut pending_read_addr = None;
-    let txns = (0..p.transactions).map(|i| {
-        let read = match p.ops {
-            OpMix::Read => true,
-            OpMix::Write => false,
-            OpMix::Alternate | OpMix::WriteThenRead => i % 2 == 1,
-        };
-        let pair = p.ops == OpMix::WriteThenRead;
-        let addr = match pending_read_addr.take() {
-            Some(a) if pair => a,
-            _ => addresses.next_addr(),
-        };
-        if pair && !read {
-            pending_read_addr = Some(addr);
-        }
-        Txn {
-            addr,
-            bytes: p.size,
-            class: usize::from(!read),
-            not_before: 0.0,
-            measure: match (pair, read) {
-                (false, _) => Measure::Own,
-                (true, true) => Measure::SincePrevious,
-                (true, false) => Measure::Skip,
-            },
-        }
-    });
-    run(&machine, &classes, iommu.as_mut(), txns, p.record_latencies)
 }
 
 /// One kind of DMA transaction: direction, device costs, TLP bytes and host service times.
@@ -565,22 +343,36 @@ impl Iommu {
     }
 
     /// When a transfer whose request reached the IOMMU at `t` is translated (every page it
-    /// spans; their walks may overlap on different walkers).
-    #[inline]
+    /// spans; their walks may overlap on different walkers). Inlined into the transaction loop:
+    /// most transfers lie in one page that hits, and that path is a compare and a lookup.
+    #[inline(always)]
     fn translate(&mut self, addr: u64, bytes: u64, t: f64) -> f64 {
-        let mut done = t;
-        for page in self.translator.page_numbers(addr, bytes) {
-            let levels = match self.translator.lookup_page(page) {
-                Lookup::Hit => continue,
-                Lookup::Walk => 1.0,
-                Lookup::LongWalk => 2.0,
+        let pages = self.translator.page_numbers(addr, bytes);
+        if pages.end - pages.start == 1 {
+            return match self.translator.lookup_page(pages.start) {
+                Lookup::Hit => t,
+                missed => later(t, self.walk(missed, t)),
             };
-            let began = self.walkers.acquire(t);
-            self.walkers
-                .release(began + levels * self.walks.walk_busy_ns);
-            done = later(done, began + levels * self.walks.walk_ns);
+        }
+        let mut done = t;
+        for page in pages {
+            let lookup = self.translator.lookup_page(page);
+            if lookup != Lookup::Hit {
+                done = later(done, self.walk(lookup, t));
+            }
         }
         done
+    }
+
+    /// Serves a missed translation requested at `t` on the walker that frees first; returns
+    /// when the translation is done (out of line: the transaction loop inlines the hit path).
+    #[inline(never)]
+    fn walk(&mut self, missed: Lookup, t: f64) -> f64 {
+        let levels = if missed == Lookup::LongWalk { 2.0 } else { 1.0 };
+        let began = self.walkers.acquire(t);
+        self.walkers
+            .release(began + levels * self.walks.walk_busy_ns);
+        began + levels * self.walks.walk_ns
     }
 }
 
@@ -626,6 +418,10 @@ struct Costs {
     engine: usize,
     up_ns: f64,
     down_ns: f64,
+    /// Its tags as a float (they weigh its tag-busy time) and its root-complex time (0 for a
+    /// read), so the transaction loop converts and chooses nothing.
+    tags: f64,
+    rc_ns: f64,
 }
 
 impl Costs {
@@ -658,6 +454,8 @@ impl Costs {
                     c,
                     up_ns,
                     down_ns,
+                    tags: f64::from(c.tags),
+                    rc_ns: if c.read { 0.0 } else { c.write_ns },
                 })
             })
             .collect()
@@ -668,7 +466,7 @@ impl Costs {
 /// and who holds the tags and posted-write credits.
 struct Timeline {
     tags: Pool,
-    credits: Pool,
+    credits: InOrderPool,
     engine_free: Vec<f64>,
     datapath_free: f64,
     up_free: f64,
@@ -717,12 +515,32 @@ impl Timeline {
     fn new(m: &Machine, queues: usize) -> Self {
         Self {
             tags: Pool::new(m.tags),
-            credits: Pool::new(m.posted_credits),
+            credits: InOrderPool::new(m.posted_credits),
             engine_free: vec![0.0; 2 * queues],
             datapath_free: 0.0,
             up_free: 0.0,
             down_free: 0.0,
             rc_free: 0.0,
+        }
+    }
+
+    /// Takes `n` tags for a transaction ready at `ready`; returns when it holds them all.
+    /// One tag is the usual case (every pcie-bench transaction, a NIC's small reads).
+    #[inline(always)]
+    fn take_tags(&mut self, n: u32, ready: f64) -> f64 {
+        match n {
+            // later(ready, acquire(ready)) is acquire(ready): it is never earlier than ready.
+            1 => self.tags.acquire(ready),
+            n => (0..n).fold(ready, |s, _| later(s, self.tags.acquire(ready))),
+        }
+    }
+
+    /// Gives back `n` tags free from `at`.
+    #[inline(always)]
+    fn give_tags(&mut self, n: u32, at: f64) {
+        match n {
+            1 => self.tags.release(at),
+            n => (0..n).for_each(|_| self.tags.release(at)),
         }
     }
 
@@ -741,14 +559,15 @@ impl Timeline {
         let result = &mut tally.result;
         result.transactions += 1;
         let ready = self.ready(m, k, txn);
-        let start = (0..c.tags).fold(ready, |s, _| later(s, self.tags.acquire(ready)));
+        let start = self.take_tags(c.tags, ready);
         let engine_free = start + c.issue_ns;
         self.engine_free[k.engine] = engine_free;
         self.datapath_free = later(self.datapath_free, engine_free) + c.datapath_ns;
         let credit_ready = if c.read {
             0.0
         } else {
-            self.credits.acquire(0.0)
+            // The oldest credit; a time is never below 0, so this is when one is free.
+            self.credits.first()
         };
         let up_ns = k.up_ns;
         self.up_free = later(later(self.up_free, self.datapath_free), credit_ready) + up_ns;
@@ -768,17 +587,15 @@ impl Timeline {
                 self.down_free = later(self.down_free, self.up_free - up_ns) + down_ns;
             }
             self.rc_free = later(self.rc_free, t) + c.write_ns;
-            self.credits.release(self.rc_free);
+            self.credits.cycle(self.rc_free);
             self.up_free
         };
         let finished = done + m.fixed_latency_ns;
-        for _ in 0..c.tags {
-            self.tags.release(finished);
-        }
+        self.give_tags(c.tags, finished);
         result.up_busy_ns += up_ns;
         result.down_busy_ns += down_ns;
-        result.tag_busy_ns += f64::from(c.tags) * (finished - start);
-        result.rc_busy_ns += if c.read { 0.0 } else { c.write_ns };
+        result.tag_busy_ns += k.tags * (finished - start);
+        result.rc_busy_ns += k.rc_ns;
         // A posted write leaves the link before its walk ends: the run lasts until the walk
         // has (so a rate never outruns the walkers that served its misses).
         tally.last_done = later(later(later(tally.last_done, finished), self.down_free), t);
@@ -905,6 +722,7 @@ fn schedule(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::Rng;
 
     #[test]
     fn a_pool_gives_the_earliest_free_server_like_a_sorted_list() {
@@ -937,6 +755,24 @@ mod tests {
     }
 
     #[test]
+    fn an_in_order_pool_gives_what_a_pool_gives_when_servers_come_back_in_order() {
+        // Posted-write credits: each taken, then given back no earlier than the one before
+        // (steps of 0..15 eighths of a ns, so ties happen): both pools say the same.
+        let mut rng = Rng(3);
+        for servers in [1, 2, 5, 64] {
+            let (mut pool, mut ring) = (Pool::new(servers), InOrderPool::new(servers));
+            let mut at = 0.0;
+            for _ in 0..10_000 {
+                assert_eq!(ring.first(), pool.first());
+                pool.acquire(0.0);
+                at += rng.below(16) as f64 / 8.0;
+                pool.release(at);
+                ring.cycle(at);
+            }
+        }
+    }
+
+    #[test]
     fn later_is_max_for_every_time_a_run_can_hold() {
         // Non-negative finite values, never -0.0 (what nonneg lets in): later == f64::max,
         // bit for bit, including ties and zeros.
@@ -955,232 +791,6 @@ mod tests {
             }
         }
         assert_eq!(nonneg(-0.0).to_bits(), 0.0f64.to_bits());
-    }
-
-    /// A fast device and link: only what a test sets matters.
-    fn base() -> SimParams {
-        SimParams {
-            transactions: 10_000,
-            size: 64,
-            host_offset: 0,
-            window: 8192,
-            pattern: Pattern::Random,
-            ops: OpMix::Read,
-            seed: 1,
-            tags: 1,
-            issue_read_ns: 0.0,
-            issue_write_ns: 0.0,
-            datapath_ns: 0.0,
-            fixed_latency_ns: 0.0,
-            read_up_bytes: 24.0,
-            read_down_bytes: 84.0,
-            write_up_bytes: 88.0,
-            up_bytes_per_ns: 8.0,
-            down_bytes_per_ns: 8.0,
-            warm_bytes: u64::MAX,
-            hit_latency_ns: 500.0,
-            miss_latency_ns: 600.0,
-            write_ns: 0.0,
-            posted_credits: 1024,
-            iotlb_entries: 0,
-            page_bytes: 4096,
-            walk_ns: 0.0,
-            walk_busy_ns: 0.0,
-            walkers: 1,
-            record_latencies: true,
-        }
-    }
-
-    #[test]
-    fn single_read_latency_adds_up_every_stage() {
-        // 10 (engine) + 24/8 (request) + 500 (warm line) + 84/8 (completion) + 20 (fixed).
-        let p = SimParams {
-            issue_read_ns: 10.0,
-            fixed_latency_ns: 20.0,
-            transactions: 3,
-            ..base()
-        };
-        let r = simulate(&p).unwrap();
-        for lat in &r.latencies_ns {
-            assert!((lat - 543.5).abs() < 1e-9, "{lat}");
-        }
-    }
-
-    #[test]
-    fn reads_are_bound_by_tags_over_latency() {
-        // 32 tags, ~514 ns round trip: 32 / 514 ns = 62.3 M reads/s.
-        let p = SimParams {
-            tags: 32,
-            transactions: 200_000,
-            ..base()
-        };
-        let r = simulate(&p).unwrap();
-        let expected = 32.0 / (3.0 + 500.0 + 10.5) * 1e9;
-        assert!(
-            (r.rate_per_s() / expected - 1.0).abs() < 0.01,
-            "{}",
-            r.rate_per_s()
-        );
-    }
-
-    #[test]
-    fn large_reads_are_bound_by_the_completion_link() {
-        let p = SimParams {
-            tags: 64,
-            read_down_bytes: 2000.0,
-            transactions: 100_000,
-            ..base()
-        };
-        let r = simulate(&p).unwrap();
-        assert!((r.rate_per_s() / (8.0 / 2000.0 * 1e9) - 1.0).abs() < 0.01);
-    }
-
-    #[test]
-    fn writes_are_bound_by_the_engine() {
-        let p = SimParams {
-            ops: OpMix::Write,
-            tags: 64,
-            issue_write_ns: 21.0,
-            ..base()
-        };
-        let r = simulate(&p).unwrap();
-        assert!((r.rate_per_s() / (1e9 / 21.0) - 1.0).abs() < 0.01);
-    }
-
-    #[test]
-    fn reads_and_writes_overlap_on_separate_engines_but_share_the_data_path() {
-        // Alternating 20 ns reads and 20 ns writes on separate engines: a pair every 20 ns,
-        // unless the shared 15 ns data path binds (a pair every 30 ns).
-        let alternate = |datapath_ns| SimParams {
-            ops: OpMix::Alternate,
-            tags: 64,
-            issue_read_ns: 20.0,
-            issue_write_ns: 20.0,
-            datapath_ns,
-            hit_latency_ns: 0.0,
-            transactions: 100_000,
-            record_latencies: false,
-            ..base()
-        };
-        let pairs_per_s = |r: SimResult| r.rate_per_s() / 2.0;
-        let free = pairs_per_s(simulate(&alternate(0.0)).unwrap());
-        let shared = pairs_per_s(simulate(&alternate(15.0)).unwrap());
-        assert!((free / 50e6 - 1.0).abs() < 0.01, "{free}");
-        assert!((shared / (1e9 / 30.0) - 1.0).abs() < 0.01, "{shared}");
-    }
-
-    #[test]
-    fn cold_lines_take_the_miss_latency() {
-        let p = SimParams {
-            warm_bytes: 0,
-            transactions: 5,
-            ..base()
-        };
-        let r = simulate(&p).unwrap();
-        assert_eq!(r.cache_hits, 0);
-        assert!((r.latencies_ns[0] - 613.5).abs() < 1e-9);
-    }
-
-    #[test]
-    fn iotlb_within_reach_only_takes_compulsory_misses() {
-        // 256 KiB window = 64 pages, 64 entries: each page misses once.
-        let p = SimParams {
-            iotlb_entries: 64,
-            window: 256 * 1024,
-            transactions: 100_000,
-            record_latencies: false,
-            ..base()
-        };
-        assert_eq!(simulate(&p).unwrap().iotlb_misses, 64);
-    }
-
-    #[test]
-    fn iotlb_beyond_reach_misses_like_random_lru() {
-        // 1 MiB = 256 pages, 64 entries, uniform random pages: P(miss) = 1 - 64/256 = 0.75.
-        let p = SimParams {
-            iotlb_entries: 64,
-            window: 1 << 20,
-            transactions: 200_000,
-            record_latencies: false,
-            ..base()
-        };
-        let misses = simulate(&p).unwrap().iotlb_misses as f64 / 200_000.0;
-        assert!((misses - 0.75).abs() < 0.01, "{misses}");
-    }
-
-    #[test]
-    fn page_walkers_bound_writes_when_every_access_misses() {
-        // 64 MiB of 4 KiB pages through 64 entries: nearly every write misses; 4 walkers of
-        // 200 ns retire 20 M writes/s, and the posted credits pass that back to the link.
-        let p = SimParams {
-            ops: OpMix::Write,
-            tags: 64,
-            iotlb_entries: 64,
-            window: 64 << 20,
-            walk_ns: 200.0,
-            walk_busy_ns: 200.0,
-            walkers: 4,
-            posted_credits: 32,
-            transactions: 200_000,
-            record_latencies: false,
-            ..base()
-        };
-        let rate = simulate(&p).unwrap().rate_per_s();
-        assert!((rate / 20e6 - 1.0).abs() < 0.02, "{rate}");
-    }
-
-    #[test]
-    fn a_walker_takes_the_next_miss_after_its_busy_time_not_after_the_walk() {
-        // One walker busy 50 ns per miss, walks of 300 ns: 20 M misses/s, each 300 ns late.
-        let p = SimParams {
-            ops: OpMix::Write,
-            tags: 64,
-            iotlb_entries: 64,
-            window: 64 << 20,
-            walk_ns: 300.0,
-            walk_busy_ns: 50.0,
-            walkers: 1,
-            posted_credits: 64,
-            transactions: 200_000,
-            record_latencies: false,
-            ..base()
-        };
-        let rate = simulate(&p).unwrap().rate_per_s();
-        assert!((rate / 20e6 - 1.0).abs() < 0.02, "{rate}");
-    }
-
-    #[test]
-    fn write_then_read_latency_spans_both() {
-        let p = SimParams {
-            ops: OpMix::WriteThenRead,
-            transactions: 4,
-            ..base()
-        };
-        let r = simulate(&p).unwrap();
-        // write: 88/8 = 11 on the link; read: 3 + 500 + 10.5.
-        assert_eq!(r.latencies_ns.len(), 2);
-        assert!(
-            (r.latencies_ns[0] - 524.5).abs() < 1e-9,
-            "{}",
-            r.latencies_ns[0]
-        );
-    }
-
-    #[test]
-    fn addresses_stay_within_4k_pages_and_the_window() {
-        let p = SimParams {
-            size: 1000,
-            host_offset: 8,
-            window: 64 * 1024,
-            ..base()
-        };
-        let mut a = Addresses::new(&p).unwrap();
-        for _ in 0..10_000 {
-            let addr = a.next_addr();
-            assert_eq!(addr / 4096, (addr + 999) / 4096);
-            assert!(addr + 1000 <= 64 * 1024);
-            assert_eq!(addr % 64, 8);
-        }
     }
 
     /// A device of `tags` tags on a link of 8 B/ns each way, fixed latency 0, no IOMMU.
@@ -1360,39 +970,5 @@ mod tests {
     #[test]
     fn a_class_needing_more_tags_than_the_device_has_is_refused() {
         assert!(run(&machine(2), &[nic_read(3)], None, stream(&[0], 1), false).is_err());
-    }
-
-    #[test]
-    fn one_period_of_starts_stands_for_the_window() {
-        // 416 B at offset 0: 448 B units, 18 in 8 KiB; the tenth (4032..4447) crosses 4 KiB.
-        let starts = Addresses::period_starts(416, 0, 8192).unwrap();
-        assert_eq!(starts.len(), 17);
-        assert_eq!(&starts[8..10], &[3584, 4480]);
-        // 64 B units repeat every 4 KiB: 64 starts however large the window.
-        assert_eq!(Addresses::period_starts(64, 0, 64 << 20).unwrap().len(), 64);
-        // 1536 B in 8 KiB: units at 0, 1536, (3072 crosses), 4608, 6144.
-        assert_eq!(
-            Addresses::period_starts(1536, 0, 8192).unwrap(),
-            vec![0, 1536, 4608, 6144]
-        );
-        assert!(Addresses::period_starts(0, 0, 8192).is_err());
-        assert!(Addresses::period_starts(64, 0, 32).is_err());
-    }
-
-    #[test]
-    fn bad_parameters_are_reported() {
-        assert!(simulate(&SimParams { tags: 0, ..base() }).is_err());
-        assert!(simulate(&SimParams {
-            up_bytes_per_ns: 0.0,
-            ..base()
-        })
-        .is_err());
-        assert!(matches!(
-            simulate(&SimParams {
-                window: 32,
-                ..base()
-            }),
-            Err(CoreError::EmptyWindow { .. })
-        ));
     }
 }
