@@ -76,6 +76,31 @@ class Table:
         return self.to_frame()._repr_html_()  # type: ignore[operator]
 
 
+@dataclass(frozen=True)
+class Summary:
+    """A result shown as prose rather than a table: the JSON (`data`) and its `text`, written
+    when the result is made (a line such as "12 packets -> out.pcap")."""
+
+    data: object
+    text: str
+
+    def to_json(self) -> object:
+        """The JSON."""
+        return self.data
+
+    def to_text(self) -> str:
+        """The text."""
+        return self.text
+
+    def to_frame(self) -> pandas.DataFrame:
+        """The JSON's rows, as `Table.to_frame`."""
+        return frame(self.data)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the DataFrame."""
+        return self.to_frame()._repr_html_()  # type: ignore[operator]
+
+
 def frame(payload: object) -> pandas.DataFrame:
     """A JSON payload's rows (`json_rows`) as a DataFrame: None as missing, lists kept."""
     import pandas
