@@ -19,7 +19,22 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
+    from pcieperf.measure.api import (
+        counter_imports,
+        dpdk_run,
+        dpdk_runs,
+        import_counters,
+        read_counters,
+    )
+    from pcieperf.net.api import (
+        capture_stats,
+        convert_capture,
+        merge_captures,
+        read_capture,
+        synth_capture,
+    )
     from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
+    from pcieperf.nic.captures import capture_demand
     from pcieperf.nic.latency import latency_table
     from pcieperf.nic.nic import evaluate, load_profile
     from pcieperf.pcie.api import dma, link, make_link
@@ -32,7 +47,18 @@ _HOMES = {
     "PcieperfError": "errors",
     "ProfileError": "errors",
     "UsageError": "errors",
+    "capture_demand": "nic.captures",
+    "capture_stats": "net.api",
+    "convert_capture": "net.api",
+    "counter_imports": "measure.api",
     "dma": "pcie.api",
+    "dpdk_run": "measure.api",
+    "dpdk_runs": "measure.api",
+    "import_counters": "measure.api",
+    "merge_captures": "net.api",
+    "read_capture": "net.api",
+    "read_counters": "measure.api",
+    "synth_capture": "net.api",
     "link": "pcie.api",
     "make_link": "pcie.api",
     "evaluate": "nic.nic",
@@ -47,15 +73,29 @@ __all__ = [
     "PcieperfError",
     "ProfileError",
     "UsageError",
+    "capture_demand",
+    "capture_stats",
+    "convert_capture",
+    "counter_imports",
     "dma",
+    "dpdk_run",
+    "dpdk_runs",
     "evaluate",
+    "import_counters",
     "latency_table",
     "link",
     "load_profile",
     "make_link",
+    "merge_captures",
     "parse_mix",
+    "read_capture",
+    "read_counters",
+    "store",
+    "synth_capture",
 ]
-_NAMESPACES: dict[str, str] = {}
+_NAMESPACES: dict[str, str] = {
+    "store": "measure.store",
+}
 """Groups of API functions reached as `pp.<group>.<function>`: the module that holds them."""
 __version__ = "0.1.0"
 
