@@ -9,6 +9,7 @@ exact counts into rates and compute per-window demand over numpy columns. The na
 the ones importers use (`from pcieperf.net import trace; trace.read(...)`).
 """
 
+from pcieperf._native import core
 from pcieperf.errors import TraceFileError
 from pcieperf.net.trace.bandwidth import Demand, demand, poll_batches, window_gbps
 from pcieperf.net.trace.files import (
@@ -86,6 +87,7 @@ __all__ = [
     "_stats_config",
     "_write_atomically",
     "convert",
+    "core",
     "demand",
     "linktype_name",
     "merge",
