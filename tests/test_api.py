@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import pcieperf as pp
 from helpers import run_cli
@@ -283,3 +285,27 @@ def test_the_store_reads_as_frames(tmp_path):
     assert pp.dpdk_runs(db=db).to_json() == []
     with pytest.raises(pp.UsageError, match="kind"):
         store.pciebench(kind="nope")
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    sizes=st.sampled_from(["64", "imix", "64:7,594:4,1518:1", "1518"]),
+    kpps=st.integers(1, 2000),
+    arrival=st.sampled_from(["constant", "poisson", "onoff"]),
+    seed=st.integers(0, 2**16),
+)
+def test_the_packet_frame_and_the_statistics_agree(tmp_path, sizes, kpps, arrival, seed):
+    # pp.read_capture's rows and pp.capture_stats' counts come from two Rust paths (columns
+    # vs streamed sums): for any synthetic capture they count the same packets and bytes.
+    path = tmp_path / "s.pcap"
+    pp.synth_capture(
+        path, sizes=sizes, pps=kpps * 1e3, duration="1ms", arrival=arrival, seed=seed, force=True
+    )
+    frame = pp.read_capture(path)
+    (stats,) = pp.capture_stats(path).to_json()
+    assert len(frame) == stats["packets"] == round(kpps * 1e3 * 1e-3)
+    assert int(frame["len"].sum()) == stats["bytes_wire"]
+    assert int(frame["caplen"].sum()) == stats["bytes_captured"]
+    assert int(frame["ts_ns"].max() - frame["ts_ns"].min()) == round(stats["duration_s"] * 1e9)
