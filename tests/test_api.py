@@ -309,3 +309,16 @@ def test_the_packet_frame_and_the_statistics_agree(tmp_path, sizes, kpps, arriva
     assert int(frame["len"].sum()) == stats["bytes_wire"]
     assert int(frame["caplen"].sum()) == stats["bytes_captured"]
     assert int(frame["ts_ns"].max() - frame["ts_ns"].min()) == round(stats["duration_s"] * 1e9)
+
+
+def test_bad_capture_and_counter_keywords_are_usage_errors(tmp_path):
+    # One line naming the bad value and what is allowed, as the CLI prints it (exit 2).
+    capture = CAPTURES / "constant_64.pcap.gz"
+    with pytest.raises(pp.UsageError, match="'1 parsec'"):
+        pp.capture_stats(capture, windows="1 parsec")
+    with pytest.raises(pp.UsageError, match="'bursty' is not allowed; choose one of constant"):
+        pp.synth_capture(tmp_path / "s.pcap", arrival="bursty")
+    with pytest.raises(pp.UsageError, match="'sideways' is not allowed; choose one of rx, tx"):
+        pp.capture_demand(capture, paths="sideways")
+    with pytest.raises(pp.UsageError, match="'nope' is not allowed"):
+        pp.read_counters(COUNTERS / "pcm-iio-skx.csv", format="nope")
