@@ -81,6 +81,23 @@ SAME_QUESTION = [
         },
         marks=NEEDS_DASK,
     ),
+    pytest.param(
+        [
+            "trace",
+            "stats",
+            str(CAPTURES / "constant_64.pcap.gz"),
+            str(CAPTURES / "onoff_64.pcap.gz"),
+            "--archive",
+            "--skip-bad",
+        ],
+        pp.capture_stats,
+        {
+            "files": [CAPTURES / "constant_64.pcap.gz", CAPTURES / "onoff_64.pcap.gz"],
+            "archive": True,
+            "skip_bad": True,
+        },
+        marks=NEEDS_DASK,
+    ),
     (
         ["dpdk", "runs", "--db", "/nonexistent/pcieperf.duckdb"],
         pp.dpdk_runs,
