@@ -112,7 +112,7 @@ def capture_stats(
 
 def _windows_ns(windows: str | Iterable[str | int] | None) -> list[int] | tuple[int, ...]:
     """Rate windows in ns from "1ms,1s" or a list of durations (default 1 ms and 1 s)."""
-    if windows is None:
+    if not windows:
         return trace.WINDOWS_NS
     given = windows.split(",") if isinstance(windows, str) else windows
     return [parse_duration_ns(str(w), "rate window") for w in given]
