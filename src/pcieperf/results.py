@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -77,23 +77,29 @@ class Table:
 
 
 @dataclass(frozen=True)
-class Summary:
-    """A result shown as prose rather than a table: the JSON (`data`) and its `text`, written
-    when the result is made (a line such as "12 packets -> out.pcap")."""
+class Report:
+    """A result whose text for people is a short report rather than one table (`text`); its
+    JSON, CSV and DataFrame are those of `data`, as for a `Table`. `source` is the model's own
+    result behind it, for a plot of it (`with_plot`)."""
 
     data: object
     text: str
+    source: object = None
+
+    def with_plot(self, path: object) -> Report:
+        """The same result naming the plot drawn of it (`plot` in the JSON)."""
+        return replace(self, data={**self.data, "plot": str(path)})  # type: ignore[dict-item]
 
     def to_json(self) -> object:
         """The JSON."""
         return self.data
 
     def to_text(self) -> str:
-        """The text."""
+        """The report."""
         return self.text
 
     def to_frame(self) -> pandas.DataFrame:
-        """The JSON's rows, as `Table.to_frame`."""
+        """The JSON's rows as a DataFrame (`frame`)."""
         return frame(self.data)
 
     def _repr_html_(self) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pcieperf.results import Column, Summary, Table
+from pcieperf.results import Column, Report, Table
 
 if TYPE_CHECKING:
     import pandas
@@ -76,7 +76,7 @@ def import_counters(
     lenient: bool = False,
     force: bool = False,
     db: str | os.PathLike | None = None,
-) -> Summary:
+) -> Report:
     """Import a counter file into the store, all or nothing (`pcieperf counters import`);
     `force` replaces an earlier import of the same file."""
     samples = _samples(file, format, lenient, delimiter, interval)
@@ -91,7 +91,7 @@ def import_counters(
         "skipped_columns": samples.skipped_columns,
     }
     skipped = samples.skipped_columns
-    return Summary(
+    return Report(
         data,
         f"import {import_id}: {len(samples)} samples of {', '.join(data['metrics'])} from "
         f"{data['file']}" + (f" (skipped columns: {', '.join(skipped)})" if skipped else ""),

@@ -7,13 +7,12 @@ Dask (docs/scale.md)."""
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from pcieperf import _lazy
-from pcieperf.errors import PcieperfWarning
-from pcieperf.results import Summary
+from pcieperf.errors import warn
+from pcieperf.results import Report
 from pcieperf.units import parse_duration_ns, parse_rate
 
 if TYPE_CHECKING:
@@ -41,11 +40,6 @@ def _on_dask(scheduler: str | None, debug: bool, work: Callable[[Client], T]) ->
     process); `debug` lets dask's own log lines through."""
     with engine.connect(engine.parse_scheduler(scheduler), quiet_logs=not debug) as client:
         return work(client)
-
-
-def _warn(text: str) -> None:
-    """A result is returned, but the user should know something about it."""
-    warnings.warn(text, PcieperfWarning, stacklevel=3)
 
 
 def read_capture(
@@ -85,7 +79,7 @@ def capture_stats(
     archive: bool = False,
     scheduler: str | None = None,
     debug: bool = False,
-) -> Summary:
+) -> Report:
     """Packets, bytes, peak rates per window (1 ms and 1 s unless `windows`: "1ms,100us" or
     ns), frame sizes and bursts at `eth` GbE line rate of each capture (`pcieperf trace
     stats`), or of each port of an archive (`archive`: its files as if concatenated in time
@@ -107,7 +101,7 @@ def capture_stats(
     for result in found:  # warned as each file is read: a later file may fail
         _warn_capture_quirks(archive_label(result))
         results.append(result)
-    return Summary(results, "\n\n".join(_stats_text(archive_label(r)) for r in results))
+    return Report(results, "\n\n".join(_stats_text(archive_label(r)) for r in results))
 
 
 def _windows_ns(windows: str | Iterable[str | int] | None) -> list[int] | tuple[int, ...]:
@@ -129,12 +123,12 @@ def archive_label(result: dict) -> dict:
 def _warn_capture_quirks(result: dict) -> None:
     """One warning per file for what libpcap and Wireshark read but the user should know."""
     if result["snaplen_exceeded"]:
-        _warn(
+        warn(
             f"{result['file']}: {result['snaplen_exceeded']} records are longer than their "
             "snaplen; read in full, as Wireshark does"
         )
     if result["cut_short"]:
-        _warn(
+        warn(
             f"{result['cut_short']}: the capture was cut short; the {result['packets']} packets "
             "before it are reported (--strict makes this an error)"
         )
@@ -196,7 +190,7 @@ def priced_demand(
     strict: bool = False,
     scheduler: str | None = None,
     debug: bool = False,
-) -> Summary:
+) -> Report:
     """The PCIe bandwidth captures need per window, every packet priced by `cost` (a NIC
     profile's `nic.demand_cost`), per file or per port of an archive, on Dask: what
     `pp.capture_demand` returns once the NIC model has priced the frame sizes."""
@@ -216,7 +210,7 @@ def priced_demand(
             strict=strict,
         ),
     )
-    return Summary(results, "\n".join(_demand_line(r) for r in results))
+    return Report(results, "\n".join(_demand_line(r) for r in results))
 
 
 def _demand_line(r: dict) -> str:
@@ -243,7 +237,7 @@ def merge_captures(
     strict: bool = False,
     scheduler: str | None = None,
     debug: bool = False,
-) -> Summary:
+) -> Report:
     """Merge captures into `output` (.pcap or .pcapng) in time order, pcapng keeping every
     interface (`pcieperf trace merge`); cut into time ranges on Dask with `scheduler`."""
     paths = _expand(files)
@@ -254,7 +248,7 @@ def merge_captures(
     else:
         result = trace.merge(paths, out, **options)
     if result["truncated"]:
-        _warn(
+        warn(
             f"{result['truncated']} inputs were cut short inside a record; what came before "
             "is merged (--strict makes this an error)"
         )
@@ -262,7 +256,7 @@ def merge_captures(
     notes = (f", {data['skipped']} damaged records skipped" if data["skipped"] else "") + (
         f", {data['out_of_order']} out of order in their input" if data["out_of_order"] else ""
     )
-    return Summary(
+    return Report(
         data,
         f"{data['packets']} packets from {len(paths)} files, {data['interfaces']} interfaces "
         f"-> {out} ({data['writes']} writes{notes})",
@@ -281,7 +275,7 @@ def synth_capture(
     flows: int = 1024,
     seed: int = 1,
     force: bool = False,
-) -> Summary:
+) -> Report:
     """Write a synthetic capture (`pcieperf trace synth`): frames of `sizes` (bytes incl.
     FCS, "imix" or "64:7,594:4,1518:1") at a mean `pps` ("10M", 1e6) for `duration` ("1s"),
     arriving constant, Poisson or in on/off bursts of `burst` frames, over `flows` UDP flows."""
@@ -299,7 +293,7 @@ def synth_capture(
         seed=seed,
         force=force,
     )
-    return Summary(data, f"{data['packets']} packets ({data['arrival']}) -> {data['file']}")
+    return Report(data, f"{data['packets']} packets ({data['arrival']}) -> {data['file']}")
 
 
 def convert_capture(
@@ -309,13 +303,13 @@ def convert_capture(
     force: bool = False,
     skip_bad: bool = False,
     strict: bool = False,
-) -> Summary:
+) -> Report:
     """Rewrite a capture as ns-resolution pcap or pcapng (by `output`'s suffix), packet for
     packet (`pcieperf trace convert`)."""
     source, out = os.fspath(file), os.fspath(output)
     result = trace.convert(source, out, force=force, skip_bad=skip_bad, strict=strict)
     if result["truncated"]:
-        _warn(f"{source} was cut short inside a record; what came before is converted")
-    return Summary(
+        warn(f"{source} was cut short inside a record; what came before is converted")
+    return Report(
         {"input": source, "output": out, **result}, f"{result['packets']} packets -> {out}"
     )

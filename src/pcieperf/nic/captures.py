@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from pcieperf.net.api import priced_demand
 from pcieperf.pcie.api import make_link
-from pcieperf.results import Summary
+from pcieperf.results import Report
 from pcieperf.units import parse_duration_ns
 
 
@@ -25,7 +25,7 @@ def capture_demand(
     scheduler: str | None = None,
     debug: bool = False,
     **link_options: object,
-) -> Summary:
+) -> Report:
     """Mean and peak PCIe Gb/s up and down per `window` that replaying captures through NIC
     `profile` (a built-in name or a .toml file) needs on the link `link_options` describe
     (`pcie.api.make_link`), and how many windows exceed it; per file, or per port of an
