@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
-    from pcieperf.measure.api import (
+    from pcieperf.measure.records import (
         counter_imports,
         dpdk_run,
         dpdk_runs,
@@ -50,14 +50,14 @@ _HOMES = {
     "capture_demand": "nic.captures",
     "capture_stats": "net.api",
     "convert_capture": "net.api",
-    "counter_imports": "measure.api",
+    "counter_imports": "measure.records",
     "dma": "pcie.api",
-    "dpdk_run": "measure.api",
-    "dpdk_runs": "measure.api",
-    "import_counters": "measure.api",
+    "dpdk_run": "measure.records",
+    "dpdk_runs": "measure.records",
+    "import_counters": "measure.records",
     "merge_captures": "net.api",
     "read_capture": "net.api",
-    "read_counters": "measure.api",
+    "read_counters": "measure.records",
     "synth_capture": "net.api",
     "link": "pcie.api",
     "make_link": "pcie.api",

@@ -1,18 +1,18 @@
-"""The `counters` group: counter files imported into the store and listed (pcieperf.measure.api:
+"""The `counters` group: counter files imported into the store and listed (pcieperf.measure.records:
 `pp.import_counters`, `pp.counter_imports`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _real, counters, measure_api
+from pcieperf.cli._common import _real, counters, records
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 
 
 def cmd_counters_import(args: argparse.Namespace) -> None:
     """Import a pcm-iio, perf iostat, perf stat or VTune file into the store (all or nothing)."""
-    result = measure_api.import_counters(
+    result = records.import_counters(
         args.file,
         format=args.format,
         delimiter=args.delimiter,
@@ -26,7 +26,7 @@ def cmd_counters_import(args: argparse.Namespace) -> None:
 
 def cmd_counters_ls(args: argparse.Namespace) -> None:
     """List imported counter files."""
-    emit(args, measure_api.counter_imports(db=args.db))
+    emit(args, records.counter_imports(db=args.db))
 
 
 def _add_counters_commands(sub: argparse._SubParsersAction) -> None:

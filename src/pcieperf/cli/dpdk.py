@@ -1,11 +1,11 @@
-"""The `dpdk` group: real dpdk-testpmd runs and the runs stored (pcieperf.measure.api:
+"""The `dpdk` group: real dpdk-testpmd runs and the runs stored (pcieperf.measure.records:
 `pp.dpdk_run`, `pp.dpdk_runs`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _real, _whole, measure_api
+from pcieperf.cli._common import _real, _whole, records
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 
@@ -15,7 +15,7 @@ SECONDS_PER_DAY = 86_400  # the longest `dpdk run`: a longer one is a typo (it w
 def cmd_dpdk_run(args: argparse.Namespace) -> None:
     """Run dpdk-testpmd on a virtual port (net_null or a replayed pcap), store its rates and
     Rx burst histogram."""
-    result = measure_api.dpdk_run(
+    result = records.dpdk_run(
         pcap=args.pcap,
         seconds=args.seconds,
         null_size=args.null_size,
@@ -27,7 +27,7 @@ def cmd_dpdk_run(args: argparse.Namespace) -> None:
 
 def cmd_dpdk_runs(args: argparse.Namespace) -> None:
     """List stored testpmd runs."""
-    emit(args, measure_api.dpdk_runs(db=args.db))
+    emit(args, records.dpdk_runs(db=args.db))
 
 
 def _add_dpdk_commands(sub: argparse._SubParsersAction) -> None:

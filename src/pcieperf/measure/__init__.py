@@ -1,7 +1,7 @@
 """What users measure: counter importers for pcm-iio, perf and VTune (`counters`), the DuckDB
 store of results and imports (`store`), counters explained against the model (`explain`), and
-a platform's IOMMU fitted to measured IOTLB counters (`iommu_fit`). The public functions are in
-`api` (`pp.read_counters`, `pp.import_counters`, `pp.counter_imports`, `pp.dpdk_run`,
+a platform's IOMMU fitted to measured IOTLB counters (`iommu_fit`). Public functions: `records`
+(`pp.read_counters`, `pp.import_counters`, `pp.counter_imports`, `pp.dpdk_run`,
 `pp.dpdk_runs`); `pp.store.open` (in `store`) reads the store as DataFrames.
 
 May import: every model package (pcie, net, nic, dpdk, pciebench), errors, units. No report, no CLI.

@@ -1,8 +1,8 @@
-"""The public functions of measurements (`pp.read_counters`, `pp.import_counters`,
-`pp.counter_imports`, `pp.dpdk_run`, `pp.dpdk_runs`): keyword arguments named as the
-`counters` and `dpdk` commands' options, results that print as the CLI prints them
-(pcieperf.results). `db` is the store file (`--db`; default: the user's, or $PCIEPERF_DB);
-`pp.store.open(db)` reads the whole store as DataFrames."""
+"""The public functions of what is measured and recorded: counter files (`pp.read_counters`,
+`pp.import_counters`, `pp.counter_imports`) and testpmd runs (`pp.dpdk_run`, `pp.dpdk_runs`):
+keyword arguments named as the `counters` and `dpdk` commands' options, results that print as
+the CLI prints them (pcieperf.results). `db` is the store file (`--db`; default: the user's, or
+$PCIEPERF_DB); `pp.store.open(db)` reads the whole store as DataFrames."""
 
 from __future__ import annotations
 
