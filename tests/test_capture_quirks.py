@@ -414,7 +414,7 @@ def test_synth_output_does_not_depend_on_the_chunk_size(tmp_path, monkeypatch, a
     kw = dict(eth=Ethernet(40), mix=parse_mix("imix"), pps=2e6, duration_s=0.01, seed=7)
     whole = tmp_path / "whole.pcap"
     trace.synth(whole, arrival=arrival, burst=5, **kw)
-    monkeypatch.setattr(trace, "SYNTH_CHUNK", 1000)  # 20 chunks of 200 bursts of 5
+    monkeypatch.setattr(trace.synthesis, "SYNTH_CHUNK", 1000)  # 20 chunks of 200 bursts of 5
     pieces = tmp_path / "pieces.pcap"
     trace.synth(pieces, arrival=arrival, burst=5, **kw)
     assert pieces.read_bytes() == whole.read_bytes()
@@ -432,7 +432,7 @@ def test_synth_reports_progress_per_chunk(tmp_path, monkeypatch):
         return contextlib.nullcontext(Recorder())
 
     monkeypatch.setattr(progress, "bar", bar)
-    monkeypatch.setattr(trace, "SYNTH_CHUNK", 4096)
+    monkeypatch.setattr(trace.synthesis, "SYNTH_CHUNK", 4096)
     out = tmp_path / "p.pcap"
     trace.synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
     # 10 000 packets: two chunks of 4096 and one of 1808.

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import pcieperf as pp
 from pcieperf.cli import main
 from pcieperf.dpdk import forwarding, testpmd
 from pcieperf.errors import UsageError
@@ -230,6 +231,27 @@ def test_run_off_a_terminal_draws_no_progress(fake_testpmd, tmp_path, capsys, mo
     # fake_testpmd.py's version and rate (1 Mpps, 60-byte packets, bursts of 32).
     assert out.startswith("run 1: DPDK 22.11.0-fake, null, ")
     assert "Rx 1.000 Mpps of 60.0 B packets, mean batch 32.00" in out
+
+
+@needs_two_cpus
+def test_the_api_runs_as_the_cli_does(fake_testpmd, tmp_path, capsys, monkeypatch):
+    # pp.dpdk_run is `dpdk run` (issue 16): the same JSON but for what differs from run to run
+    # (the wall time; the command, whose --file-prefix names the process).
+    monkeypatch.setenv("FAKE_TESTPMD_BLOCKS", "2")
+    argv = ["dpdk", "run", "--seconds", "0.1", "--null-size", "128", "--json"]
+    assert main([*argv, "--db", str(tmp_path / "cli.duckdb")]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    db = tmp_path / "api.duckdb"
+    api = json.loads(json.dumps(pp.dpdk_run(seconds=0.1, null_size=128, db=db).to_json()))
+    varying = ("wall_s", "command")
+    assert {k: v for k, v in api.items() if k not in varying} == {
+        k: v for k, v in cli.items() if k not in varying
+    }
+    # fake_testpmd.py: 1 Mpps of 60-byte packets in full bursts of 32, one port.
+    runs = pp.dpdk_runs(db=db).to_frame()
+    assert (runs.loc[0, "rx_pps"], runs.loc[0, "pkt_bytes"]) == (1e6, 60.0)
+    assert api["mean_batch"] == 32.0
+    assert pp.store.open(db).runs().loc[0, "source"] == "net_null size=128"
 
 
 # --- the real dpdk-testpmd --------------------------------------------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 
 # The modules whose parsing code each target exercises; coverage is reported for these.
 PARSER_MODULES = {
-    "counter_file": ["counters.py"],
+    "counter_file": [f"measure/counters/{m}.py" for m in ("samples", "pcm_iio", "perf", "vtune")],
     "testpmd_output": ["testpmd.py"],
     "nic_profile": ["nic.py"],
     "host_toml": ["sim.py"],

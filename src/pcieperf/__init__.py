@@ -22,7 +22,22 @@ if TYPE_CHECKING:
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
     from pcieperf.measure import iommu_api as iommu
     from pcieperf.measure.api import data_import, data_ls, data_show
+    from pcieperf.measure.records import (
+        counter_imports,
+        dpdk_run,
+        dpdk_runs,
+        import_counters,
+        read_counters,
+    )
+    from pcieperf.net.api import (
+        capture_stats,
+        convert_capture,
+        merge_captures,
+        read_capture,
+        synth_capture,
+    )
     from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
+    from pcieperf.nic.captures import capture_demand
     from pcieperf.nic.latency import latency_table
     from pcieperf.nic.nic import evaluate, load_profile
     from pcieperf.pcie.api import dma, link, make_link
@@ -36,17 +51,28 @@ _HOMES = {
     "PcieperfError": "errors",
     "ProfileError": "errors",
     "UsageError": "errors",
+    "capture_demand": "nic.captures",
+    "capture_stats": "net.api",
+    "convert_capture": "net.api",
+    "counter_imports": "measure.records",
     "data_import": "measure.api",
     "data_ls": "measure.api",
     "data_show": "measure.api",
     "dma": "pcie.api",
-    "link": "pcie.api",
-    "make_link": "pcie.api",
+    "dpdk_run": "measure.records",
+    "dpdk_runs": "measure.records",
     "evaluate": "nic.nic",
+    "import_counters": "measure.records",
     "latency_table": "nic.latency",
+    "link": "pcie.api",
     "load_profile": "nic.nic",
+    "make_link": "pcie.api",
+    "merge_captures": "net.api",
     "parse_mix": "net.ethernet",
     "platforms": "dpdk.api",
+    "read_capture": "net.api",
+    "read_counters": "measure.records",
+    "synth_capture": "net.api",
 }
 __all__ = [
     "Ethernet",
@@ -56,19 +82,31 @@ __all__ = [
     "ProfileError",
     "UsageError",
     "bench",
+    "capture_demand",
+    "capture_stats",
+    "convert_capture",
+    "counter_imports",
     "data_import",
     "data_ls",
     "data_show",
     "dma",
+    "dpdk_run",
+    "dpdk_runs",
     "evaluate",
+    "import_counters",
     "iommu",
     "latency_table",
     "link",
     "load_profile",
     "make_link",
+    "merge_captures",
     "parse_mix",
     "platforms",
+    "read_capture",
+    "read_counters",
     "report",
+    "store",
+    "synth_capture",
 ]
 _NAMESPACES: dict[str, str] = {
     # `pp.bench`, as the CLI's `bench` group: `pcieperf.pciebench`'s submodules `sim`, `predict`,
@@ -76,6 +114,7 @@ _NAMESPACES: dict[str, str] = {
     "bench": "pciebench.api",
     "iommu": "measure.iommu_api",
     "report": "report",  # callable: pp.report(out=...) is pcieperf.report.api.report
+    "store": "measure.store",
 }
 """Groups of API functions reached as `pp.<group>.<function>`: the module that holds them."""
 __version__ = "0.1.0"

@@ -14,16 +14,21 @@ from pcieperf.cli._common import (
     bench,
     engine,
     iommu_api,
+    link_options,
     nic,
+    pcie_api,
     pciebench_api,
     sweep,
-    tlp,
 )
 from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.cli.nic import _nic_paths, _nic_result
 from pcieperf.cli.platforms import iommu_options
 from pcieperf.units import parse_int_list, parse_rate
+
+# --- ADAPTERS (issue 16): `nic` and `bench sim` points still call the commands' internals; like
+# `_sweep_dma` and `_sweep_iommu_sim`, each is to become "the API function's rows as columns"
+# (`sweep.columns_from_rows(api_function(**keywords).to_json())`).
 
 _NIC_COLUMNS = {
     "mean_frame_bytes": "mean_frame_bytes",
@@ -61,10 +66,10 @@ def _sweep_nic(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _sweep_dma(args: argparse.Namespace) -> dict[str, object]:
-    """One `dma` evaluation as columns, through the calls cmd_dma makes."""
-    link = _link(args)
+    """One `dma` evaluation as columns: the rows of `pp.dma`, as `dma --json` has them."""
     sizes = parse_int_list(args.sizes, "transfer size")
-    return {"size": sizes, **vars(tlp.dma_rows(link, args.op, sizes, args.offset))}
+    result = pcie_api.dma(op=args.op, sizes=sizes, offset=args.offset, **link_options(args))
+    return sweep.columns_from_rows(result.to_json())  # type: ignore[arg-type]
 
 
 def _sweep_iommu_sim(args: argparse.Namespace) -> dict[str, object]:
@@ -96,6 +101,9 @@ def _sweep_bench_sim(args: argparse.Namespace) -> dict[str, object]:
                 }
             )
     return sweep.columns_from_rows(rows)
+
+
+# --- END OF ADAPTERS
 
 
 class _Sweepable(NamedTuple):

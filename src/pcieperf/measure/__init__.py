@@ -1,8 +1,10 @@
 """What users measure: counter importers for pcm-iio, perf and VTune (`counters`), the DuckDB
 store of results and imports (`store`), counters explained against the model (`explain`), and
-a platform's IOMMU fitted to measured IOTLB counters (`iommu_fit`); the public functions that
-read measurements (`api`: `pp.iommu.fit`, `pp.data_import/data_ls/data_show`) and `pp.iommu`
-itself (`iommu_api`: the model's sim/gain/advise beside fit).
+a platform's IOMMU fitted to measured IOTLB counters (`iommu_fit`). Public functions: `api`
+(`pp.iommu.fit`, `pp.data_import/data_ls/data_show`), `iommu_api` (`pp.iommu`: the model's
+sim/gain/advise beside fit), `records` (`pp.read_counters`, `pp.import_counters`,
+`pp.counter_imports`, `pp.dpdk_run`, `pp.dpdk_runs`); `pp.store.open` (in `store`) reads the
+store as DataFrames.
 
 May import: every model package (pcie, net, nic, dpdk, pciebench), errors, units. No report, no CLI.
 """

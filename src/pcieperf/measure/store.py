@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
@@ -18,7 +19,7 @@ import platformdirs
 from numpy.typing import NDArray
 
 from pcieperf.dpdk.testpmd import RunResult, StoredRun
-from pcieperf.errors import UsageError
+from pcieperf.errors import UsageError, require_choice
 from pcieperf.measure.counters import Samples
 from pcieperf.pciebench.bench import (
     COLUMNS,
@@ -31,6 +32,9 @@ from pcieperf.pciebench.bench import (
     parse_result_dir,
 )
 from pcieperf.progress import wrap as with_progress
+
+if TYPE_CHECKING:
+    import pandas
 
 
 def default_db_path() -> Path:
@@ -368,3 +372,51 @@ class Store:
             "SELECT name, text FROM host_facts WHERE system = ?", [self.resolve(system)]
         ).fetchall()
         return dict(rows)
+
+
+class StoreFrames:
+    """The store read as DataFrames (`pp.store.open(path)`), for a notebook: each call opens
+    the file, queries it and closes it again, so no lock is held between cells."""
+
+    def __init__(self, path: str | os.PathLike | None = None) -> None:
+        self.path = Path(path) if path else default_db_path()
+
+    def _frame(self, query: str, params: list[object] | None = None) -> pandas.DataFrame:
+        """One query's rows as a DataFrame (a missing store reads as empty)."""
+        with Store(self.path, create=False) as store:
+            return store.con.execute(query, params or []).df()
+
+    def runs(self) -> pandas.DataFrame:
+        """The testpmd runs (`dpdk runs`), one row each, oldest first."""
+        return self._frame("SELECT * EXCLUDE (output) FROM dpdk_runs ORDER BY run_id")
+
+    def counters(self) -> pandas.DataFrame:
+        """Every imported counter sample, one row each with its import's file, in file order."""
+        return self._frame(
+            "SELECT s.import_id, i.file, s.t_s, s.wall_time, s.source, s.socket, s.stack, "
+            "s.part, s.metric, s.value, s.unit FROM counter_samples s "
+            "JOIN counter_imports i USING (import_id) ORDER BY s.import_id, s.rowid"
+        )
+
+    def pciebench(self, system: str | None = None, kind: Kind = "bw") -> pandas.DataFrame:
+        """pcie-bench results of `kind` (bw, lat or cdf) of one system (a unique part of its
+        name, as `data show` takes it) or of all, one row per measurement."""
+        require_choice("pcie-bench result kind", kind, tuple(COLUMNS))
+        if system is None:
+            return self._frame(f"SELECT * FROM {kind} ORDER BY system, rowid")
+        with Store(self.path, create=False) as store:
+            name = store.resolve(system)
+        return self._frame(f"SELECT * FROM {kind} WHERE system = ? ORDER BY rowid", [name])
+
+    def systems(self) -> pandas.DataFrame:
+        """The imported systems (`data ls`) with their row counts."""
+        with Store(self.path, create=False) as store:
+            rows = store.systems()
+        import pandas
+
+        return pandas.DataFrame(rows)
+
+
+def open(path: str | os.PathLike | None = None) -> StoreFrames:
+    """The store at `path` (default: the user's, or $PCIEPERF_DB) as DataFrames."""
+    return StoreFrames(path)

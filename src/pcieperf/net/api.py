@@ -1,0 +1,315 @@
+"""The public functions of captures (`pp.read_capture`, `pp.capture_stats`,
+`pp.merge_captures`, `pp.synth_capture`, `pp.convert_capture`): keyword arguments named as the
+`trace` commands' options, results that print as the CLI prints them (pcieperf.results).
+Captures are named by paths or globs (`trace stats 'day1/*.pcap'`); `scheduler` runs the work on
+Dask (docs/scale.md)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from pcieperf import _lazy
+from pcieperf.errors import warn
+from pcieperf.results import Report
+from pcieperf.units import parse_duration_ns, parse_rate
+
+if TYPE_CHECKING:
+    import pandas
+
+    from pcieperf.engine import Client
+
+archiving = _lazy.module("pcieperf.net.archive")
+engine = _lazy.module("pcieperf.engine")
+trace = _lazy.module("pcieperf.net.trace")
+
+Paths = str | os.PathLike | Sequence[str | os.PathLike]
+"""One capture, or several: paths or glob patterns (`-` is standard input)."""
+T = TypeVar("T")
+
+
+def _expand(files: Paths) -> list[str]:
+    """The files that paths and globs name, in order."""
+    given = [files] if isinstance(files, str | os.PathLike) else files
+    return archiving.expand([os.fspath(f) for f in given])
+
+
+def _on_dask(scheduler: str | None, debug: bool, work: Callable[[Client], T]) -> T:
+    """`work(client)` on the Dask scheduler named as --scheduler names one (None: in this
+    process); `debug` lets dask's own log lines through."""
+    with engine.connect(engine.parse_scheduler(scheduler), quiet_logs=not debug) as client:
+        return work(client)
+
+
+def read_capture(
+    path: str | os.PathLike, *, skip_bad: bool = False, strict: bool = False
+) -> pandas.DataFrame:
+    """Every packet of a pcap or pcapng file (gzip/zstd too), one row each: `ts_ns` (capture
+    time, ns since the epoch), `caplen` (bytes captured), `len` (the packet's length on the
+    wire, without FCS, as the capture records it) and `interface` (index into
+    `frame.attrs["interfaces"]`). The Rust reader decodes it; `attrs` also hold `path`,
+    `format`, `skipped` (damaged records passed over with `skip_bad`) and `cut_short`."""
+    import pandas
+
+    read = trace.read(path, skip_bad=skip_bad, strict=strict)
+    frame = pandas.DataFrame(
+        {"ts_ns": read.ts_ns, "caplen": read.caplen, "len": read.wirelen, "interface": read.iface}
+    )
+    frame.attrs = {
+        "path": read.path,
+        "format": read.format,
+        "skipped": read.skipped,
+        "cut_short": read.cut_short,
+        "interfaces": [
+            {"id": k, "linktype": i.linktype, "name": i.name, "snaplen": i.snaplen}
+            for k, i in enumerate(read.interfaces)
+        ],
+    }
+    return frame
+
+
+def capture_stats(
+    files: Paths,
+    *,
+    eth: int = 40,
+    windows: str | Iterable[str | int] | None = None,
+    skip_bad: bool = False,
+    strict: bool = False,
+    archive: bool = False,
+    scheduler: str | None = None,
+    debug: bool = False,
+) -> Report:
+    """Packets, bytes, peak rates per window (1 ms and 1 s unless `windows`: "1ms,100us" or
+    ns), frame sizes and bursts at `eth` GbE line rate of each capture (`pcieperf trace
+    stats`), or of each port of an archive (`archive`: its files as if concatenated in time
+    order, on Dask). A capture cut short or with records over their snaplen gives a warning."""
+    options = {
+        "eth_gbps": eth,
+        "windows_ns": _windows_ns(windows),
+        "skip_bad": skip_bad,
+        "strict": strict,
+    }
+    paths = _expand(files)
+    if archive or scheduler:
+        trace.stats_config(eth, options["windows_ns"])  # checked before a cluster starts
+        run = archiving.archive_stats if archive else archiving.file_stats
+        found: Iterable[dict] = _on_dask(scheduler, debug, lambda c: run(c, paths, **options))
+    else:
+        found = trace.stats_files(paths, **options)
+    results = []
+    for result in found:  # warned as each file is read: a later file may fail
+        _warn_capture_quirks(archive_label(result))
+        results.append(result)
+    return Report(results, "\n\n".join(_stats_text(archive_label(r)) for r in results))
+
+
+def _windows_ns(windows: str | Iterable[str | int] | None) -> list[int] | tuple[int, ...]:
+    """Rate windows in ns from "1ms,1s" or a list of durations (default 1 ms and 1 s)."""
+    if not windows:
+        return trace.WINDOWS_NS
+    given = windows.split(",") if isinstance(windows, str) else windows
+    return [parse_duration_ns(str(w), "rate window") for w in given]
+
+
+def archive_label(result: dict) -> dict:
+    """An archive port's result with a `file` line for the text output."""
+    if "port" not in result:
+        return result
+    files = f"{result['files']} files, {result['first_file']} .. {result['last_file']}"
+    return result | {"file": f"port {result['port']} ({files})"}
+
+
+def _warn_capture_quirks(result: dict) -> None:
+    """One warning per file for what libpcap and Wireshark read but the user should know."""
+    if result["snaplen_exceeded"]:
+        warn(
+            f"{result['file']}: {result['snaplen_exceeded']} records are longer than their "
+            "snaplen; read in full, as Wireshark does"
+        )
+    if result["cut_short"]:
+        warn(
+            f"{result['cut_short']}: the capture was cut short; the {result['packets']} packets "
+            "before it are reported (--strict makes this an error)"
+        )
+
+
+_STRICT_ORDER = {True: "yes", False: "no", None: "unknown (packets without timestamps)"}
+_NOTES = {
+    "skipped": "damaged records skipped",
+    "snaplen_exceeded": "records longer than their snaplen",
+    "wirelen_below_caplen": "records with a wire length below their caplen",
+}
+
+
+def _stats_text(r: dict) -> str:
+    """One file's statistics as a short text block."""
+    rates = ", ".join(
+        f"peak {x['peak_pps'] / 1e6:.3f} Mpps / {x['peak_gbps']:.3f} Gb/s per "
+        f"{x['window_ns'] / 1e6:g} ms"
+        for x in r["rates"]
+        if x["peak_pps"] is not None
+    )
+    mean = (
+        f"mean {r['mean_pps'] / 1e6:.3f} Mpps, {r['mean_gbps']:.3f} Gb/s; {rates}"
+        if r["mean_pps"]
+        else "no duration"
+    )
+    b = r["bursts"]
+    stored = "" if r["compression"] == "none" else f", {r['compression']}"
+    lines = [
+        f"{r['file']} ({r['format']}{stored}): {r['packets']} packets, {r['bytes_wire']} wire "
+        f"bytes ({r['bytes_captured']} captured), {r['duration_s']:.6f} s",
+        f"  {mean}",
+        f"  strict time order: {_STRICT_ORDER[r['strict_time_order']]} "
+        f"({r['out_of_order']} packets earlier than the one before)",
+        f"  bursts at {b['eth_gbps']} GbE: {b['bursts']} ({b['packets_in_bursts']} packets, "
+        f"longest {b['max_burst']})",
+        "  frame sizes: " + ", ".join(f"{k}: {v}" for k, v in r["size_histogram"].items() if v),
+    ]
+    lines += [
+        f"  interface {i['id']} ({i['name'] or 'unnamed'}, {i['linktype_name']}): "
+        f"{i['packets']} packets"
+        for i in r["interfaces"]
+    ]
+    lines += [f"  {r[key]} {text}" for key, text in _NOTES.items() if r[key]]
+    if r["truncated"]:
+        lines.append(f"  cut short: {r['cut_short']}")
+    return "\n".join(lines)
+
+
+def priced_demand(
+    files: Paths,
+    *,
+    cost: object,
+    profile: str,
+    capacity_gbps: float,
+    window_ns: int,
+    archive: bool = False,
+    skip_bad: bool = False,
+    strict: bool = False,
+    scheduler: str | None = None,
+    debug: bool = False,
+) -> Report:
+    """The PCIe bandwidth captures need per window, every packet priced by `cost` (a NIC
+    profile's `nic.demand_cost`), per file or per port of an archive, on Dask: what
+    `pp.capture_demand` returns once the NIC model has priced the frame sizes."""
+    paths = _expand(files)
+    results = _on_dask(
+        scheduler,
+        debug,
+        lambda client: archiving.demand(
+            client,
+            paths,
+            cost=cost,
+            profile=profile,
+            capacity_gbps=capacity_gbps,
+            window_ns=window_ns,
+            per_file=not archive,
+            skip_bad=skip_bad,
+            strict=strict,
+        ),
+    )
+    return Report(results, "\n".join(_demand_line(r) for r in results))
+
+
+def _demand_line(r: dict) -> str:
+    """One file's (or port's) demand as a line of text."""
+    mean = (
+        f"mean {r['mean_up_gbps']:.3f} up / {r['mean_down_gbps']:.3f} down Gb/s, "
+        if r["mean_up_gbps"] is not None
+        else ""
+    )
+    return (
+        f"{archive_label(r)['file']}: {r['packets']} packets; {mean}peak "
+        f"{r['peak_up_gbps']:.3f} up / {r['peak_down_gbps']:.3f} down Gb/s per "
+        f"{r['window_ns'] / 1e6:g} ms; {r['windows_over_capacity']} of {r['windows']} "
+        f"windows exceed the link's {r['capacity_gbps']:.2f} Gb/s"
+    )
+
+
+def merge_captures(
+    files: Paths,
+    output: str | os.PathLike,
+    *,
+    force: bool = False,
+    skip_bad: bool = False,
+    strict: bool = False,
+    scheduler: str | None = None,
+    debug: bool = False,
+) -> Report:
+    """Merge captures into `output` (.pcap or .pcapng) in time order, pcapng keeping every
+    interface (`pcieperf trace merge`); cut into time ranges on Dask with `scheduler`."""
+    paths = _expand(files)
+    options = {"force": force, "skip_bad": skip_bad, "strict": strict}
+    out = os.fspath(output)
+    if scheduler:
+        result = _on_dask(scheduler, debug, lambda c: archiving.merge(c, paths, out, **options))
+    else:
+        result = trace.merge(paths, out, **options)
+    if result["truncated"]:
+        warn(
+            f"{result['truncated']} inputs were cut short inside a record; what came before "
+            "is merged (--strict makes this an error)"
+        )
+    data = {"output": out, "inputs": paths, **result}
+    notes = (f", {data['skipped']} damaged records skipped" if data["skipped"] else "") + (
+        f", {data['out_of_order']} out of order in their input" if data["out_of_order"] else ""
+    )
+    return Report(
+        data,
+        f"{data['packets']} packets from {len(paths)} files, {data['interfaces']} interfaces "
+        f"-> {out} ({data['writes']} writes{notes})",
+    )
+
+
+def synth_capture(
+    output: str | os.PathLike,
+    *,
+    eth: int = 40,
+    sizes: str = "64",
+    pps: str | float = "1M",
+    duration: str = "10ms",
+    arrival: str = "constant",
+    burst: int = 32,
+    flows: int = 1024,
+    seed: int = 1,
+    force: bool = False,
+) -> Report:
+    """Write a synthetic capture (`pcieperf trace synth`): frames of `sizes` (bytes incl.
+    FCS, "imix" or "64:7,594:4,1518:1") at a mean `pps` ("10M", 1e6) for `duration` ("1s"),
+    arriving constant, Poisson or in on/off bursts of `burst` frames, over `flows` UDP flows."""
+    from pcieperf.net.ethernet import Ethernet, parse_mix
+
+    data = trace.synth(
+        output,
+        eth=Ethernet(eth),
+        mix=parse_mix(sizes),
+        pps=parse_rate(pps) if isinstance(pps, str) else float(pps),
+        duration_s=parse_duration_ns(duration) / trace.NS_PER_S,
+        arrival=arrival,
+        burst=burst,
+        flows=flows,
+        seed=seed,
+        force=force,
+    )
+    return Report(data, f"{data['packets']} packets ({data['arrival']}) -> {data['file']}")
+
+
+def convert_capture(
+    file: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    force: bool = False,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> Report:
+    """Rewrite a capture as ns-resolution pcap or pcapng (by `output`'s suffix), packet for
+    packet (`pcieperf trace convert`)."""
+    source, out = os.fspath(file), os.fspath(output)
+    result = trace.convert(source, out, force=force, skip_bad=skip_bad, strict=strict)
+    if result["truncated"]:
+        warn(f"{source} was cut short inside a record; what came before is converted")
+    return Report(
+        {"input": source, "output": out, **result}, f"{result['packets']} packets -> {out}"
+    )

@@ -1,0 +1,102 @@
+"""Writing captures: merging several in time order and converting one to ns pcap or pcapng,
+streamed by the Rust core and renamed onto the output only once complete."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pcieperf._native import core
+from pcieperf.errors import TraceFileError, UsageError, require_new_file
+
+FORMATS = ("pcap", "pcapng")
+
+
+def output_format(path: str | os.PathLike) -> str:
+    """The output format (pcap or pcapng), from the output file's suffix."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise UsageError(f"output {os.fspath(path)!r} must end in .pcap or .pcapng")
+    return suffix
+
+
+def _check_output(
+    output: str | os.PathLike, inputs: Sequence[str | os.PathLike], force: bool
+) -> None:
+    out = Path(output)
+    if any(i != "-" and out.resolve() == Path(i).resolve() for i in map(os.fspath, inputs)):
+        raise UsageError(f"output {os.fspath(output)!r} is also an input; choose another name")
+    require_new_file(out, force)
+
+
+def _temporary_beside(output: str | os.PathLike) -> Path:
+    """A fresh name beside `output` for the file being written, renamed onto `output` only
+    once complete. It is not created here: the writer creates it like any new file, so it
+    gets the user's umask (a mkstemp file would stay 0600)."""
+    out = Path(output)
+    return out.parent / f".{out.name}.{os.urandom(8).hex()}.part"
+
+
+def _write_atomically(output: str | os.PathLike, write: Callable[[Path], dict]) -> dict:
+    tmp = _temporary_beside(output)
+    try:
+        stats = write(tmp)
+        tmp.replace(output)
+    except TraceFileError as exc:  # name the file the user asked for, not the temporary one
+        raise TraceFileError(str(exc).replace(str(tmp), os.fspath(output))) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return stats
+
+
+def _check_inputs(inputs: Sequence[str | os.PathLike]) -> list[str]:
+    """Input paths as strings; standard input (`-`) can be read once only."""
+    paths = [os.fspath(p) for p in inputs]
+    if paths.count("-") > 1:
+        raise UsageError("standard input (-) can be given once only")
+    return paths
+
+
+def merge(
+    inputs: Sequence[str | os.PathLike],
+    output: str | os.PathLike,
+    *,
+    force: bool = False,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> dict:
+    """Merge captures into `output` (.pcap or .pcapng) in timestamp order, stable for equal
+    timestamps; pcapng output keeps one interface per input interface. Inputs are streamed:
+    memory does not grow with their size. `truncated` counts inputs cut short (everything
+    before the cut is merged) unless `strict` makes that an error."""
+    if not inputs:
+        raise UsageError("merge needs at least one input capture")
+    fmt = output_format(output)
+    paths = _check_inputs(inputs)
+    _check_output(output, paths, force)
+    return _write_atomically(
+        output,
+        lambda tmp: core().trace_merge(paths, os.fspath(tmp), fmt, skip_bad, strict),
+    )
+
+
+def convert(
+    source: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    force: bool = False,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> dict:
+    """Rewrite a capture as ns pcap or pcapng (by suffix), packet for packet, interfaces and
+    their names kept; streamed like `merge`."""
+    fmt = output_format(output)
+    (path,) = _check_inputs([source])
+    _check_output(output, [path], force)
+    return _write_atomically(
+        output,
+        lambda tmp: core().trace_convert(
+            path, os.fspath(tmp), fmt, skip_bad=skip_bad, strict=strict
+        ),
+    )

@@ -1,0 +1,266 @@
+"""Statistics of captures (`trace stats`): rates per window, frame sizes (RMON buckets) and
+bursts at line rate, counted exactly by the Rust core and turned into rates here."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pcieperf._native import checked, core
+from pcieperf.errors import UsageError, require_positive
+from pcieperf.net import wire
+from pcieperf.net.trace.files import (
+    ETHERNET_HEADER_BYTES,
+    LINK_HEADER_BYTES,
+    NS_PER_S,
+    Interface,
+    Trace,
+    linktype_name,
+    np,
+)
+from pcieperf.net.trace.rewrite import _check_inputs
+from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from pcieperf.net.ethernet import Ethernet
+
+WINDOWS_NS = (1_000_000, NS_PER_S)  # the issue's 1 ms and 1 s rate windows
+GAP_PERCENTILES = (50, 99)  # gap_ns_p50 and gap_ns_p99 of `trace stats`
+# Frame-size buckets of RMON etherStatsPkts64Octets..Pkts1024to1518Octets (RFC 2819), frame
+# bytes incl. FCS, with the runts below and the jumbo/GSO frames above them.
+SIZE_BINS = (0, 64, 65, 128, 256, 512, 1024, 1519)
+SIZE_LABELS = ("<64", "64", "65-127", "128-255", "256-511", "512-1023", "1024-1518", ">1518")
+
+
+MAX_WINDOWS = 10_000_000  # a dense series longer than this is a mistake (wrong window or ts)
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Windows of `window_ns` from the first packet: each packet's window index, and how much
+    of the capture the last window covers. Every window covers `window_ns` but the last, which
+    covers only up to the last packet: rates divide by the covered time, so a part-filled last
+    window shows its true rate instead of a false dip. A last packet exactly on a window start
+    would leave a window that covers nothing; it is counted in the window before (which then
+    covers up to it), so the covered times add up to the capture's duration."""
+
+    window_ns: int
+    index: NDArray[np.int64]
+    count: int
+    last_covered_ns: int
+
+    @classmethod
+    def of(cls, ts_ns: NDArray[np.int64], window_ns: int) -> Windows:
+        """The windows of a non-empty set of timestamps."""
+        first = int(ts_ns.min())
+        span = int(ts_ns.max()) - first
+        last, covered = divmod(span, window_ns)
+        if covered == 0 and last > 0:
+            last, covered = last - 1, window_ns
+        # A capture without duration has nothing to divide by: its one window counts as whole.
+        covered = covered or window_ns
+        return cls(window_ns, np.minimum((ts_ns - first) // window_ns, last), last + 1, covered)
+
+    def covered_ns(self, windows: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Time covered by each of the given window indices."""
+        return np.where(windows == self.count - 1, self.last_covered_ns, self.window_ns)
+
+
+def window_sums(
+    ts_ns: NDArray[np.int64], weights: NDArray[np.float64] | None, window_ns: int
+) -> NDArray[np.float64]:
+    """Sum of `weights` (or packet count) per window of `window_ns` from the first packet (see
+    `Windows` for the last one)."""
+    if ts_ns.size == 0:
+        return np.zeros(0)
+    windows = Windows.of(ts_ns, window_ns)
+    if windows.count > MAX_WINDOWS:
+        raise UsageError(
+            f"the trace spans {(ts_ns.max() - ts_ns.min()) / NS_PER_S:.6g} s, which is "
+            f"{windows.count} windows of {window_ns} ns; allowed are {MAX_WINDOWS}, "
+            "so pass a larger --window"
+        )
+    return np.bincount(windows.index, weights=weights, minlength=windows.count).astype(np.float64)
+
+
+def _per_s(events: int, ns: int) -> float:
+    """Events in `ns` nanoseconds per second, rounded once (int / int is correctly rounded)."""
+    return events * NS_PER_S / ns
+
+
+def _gbps(bits: int, ns: int) -> float:
+    """Bits in `ns` nanoseconds (bits per ns are Gb/s), rounded once."""
+    return bits / ns
+
+
+def _largest_ratio(pairs: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """The (amount, ns) pair of the largest amount per ns, compared exactly (in integers)."""
+    best = pairs[0]
+    for amount, ns in pairs[1:]:
+        if amount * best[1] > best[0] * ns:
+            best = (amount, ns)
+    return best
+
+
+def _stats_config(eth_gbps: float, overhead_bytes: int, windows_ns: Sequence[int]) -> dict:
+    """What the Rust statistics need: the rate windows, how a record becomes a frame and how
+    long the frame is on the wire, the RMON buckets and the gap percentiles."""
+    for window in windows_ns:
+        require_positive("rate window", window)
+    return {
+        "windows_ns": [int(w) for w in windows_ns],
+        "eth_gbps": float(eth_gbps),
+        "overhead_bytes": int(overhead_bytes),
+        "fcs_bytes": FCS_BYTES,
+        "min_frame_bytes": MIN_FRAME_BYTES,
+        "ethernet_header_bytes": ETHERNET_HEADER_BYTES,
+        "link_header_bytes": list(LINK_HEADER_BYTES.items()),
+        "size_bins": list(SIZE_BINS),
+        "percentiles": [float(p) for p in GAP_PERCENTILES],
+    }
+
+
+def stats_config(eth_gbps: float, windows_ns: Sequence[int]) -> dict:
+    """The checked configuration of the statistics of files at `eth_gbps` GbE."""
+    wire.check_rate(eth_gbps)
+    return _stats_config(eth_gbps, wire.overhead_bytes(), windows_ns)
+
+
+def _summary(totals: dict) -> dict:
+    """Packets, bytes, first/last time, duration and mean rates of a set of packets."""
+    n, wire_bytes = totals["packets"], totals["bytes_wire"]
+    span_ns = totals["last_ts_ns"] - totals["first_ts_ns"] if n else 0
+    return {
+        "packets": n,
+        "bytes_captured": totals["bytes_captured"],
+        "bytes_wire": wire_bytes,
+        "first_ts_ns": totals["first_ts_ns"] if n else None,
+        "last_ts_ns": totals["last_ts_ns"] if n else None,
+        "duration_s": span_ns / NS_PER_S,
+        # Exact ratios rounded once, like the peaks they are compared with.
+        "mean_pps": _per_s(n, span_ns) if span_ns else None,
+        "mean_gbps": _gbps(wire_bytes * 8, span_ns) if span_ns else None,
+    }
+
+
+def _rates(window: dict, totals: dict) -> dict:
+    """Peak packet and bit rates over windows of one length, each window's sums divided by the
+    time it covers (the last covers only up to the last packet: see `Windows`), so a peak is
+    never below the mean. A capture without duration has no rate (None), as it has no mean."""
+    n = totals["packets"]
+    if n == 0 or totals["first_ts_ns"] == totals["last_ts_ns"]:
+        return {
+            "window_ns": window["window_ns"],
+            "windows": int(n > 0),
+            "peak_pps": None,
+            "peak_gbps": None,
+        }
+    groups = window["groups"]  # (covered ns, largest packet count, largest bit sum)
+    return {
+        "window_ns": window["window_ns"],
+        "windows": window["last_index"] + 1,
+        "peak_pps": _per_s(*_largest_ratio([(packets, c) for c, packets, _ in groups])),
+        "peak_gbps": _gbps(*_largest_ratio([(bits, c) for c, _, bits in groups])),
+    }
+
+
+def _bursts(raw: dict | None, packets: int) -> dict:
+    """Runs of back-to-back packets and gap percentiles (none below two packets)."""
+    if raw is None:
+        return {"bursts": 0, "packets_in_bursts": 0, "max_burst": packets}
+    p50, p99 = raw["gap_percentiles"]
+    return {
+        "bursts": raw["bursts"],
+        "packets_in_bursts": raw["packets_in_bursts"],
+        "mean_burst": raw["packets_in_bursts"] / raw["bursts"] if raw["bursts"] else 0.0,
+        "max_burst": raw["max_burst"],
+        "gap_ns_p50": p50,
+        "gap_ns_p99": p99,
+        "gap_ns_min": raw["gap_min_ns"],
+    }
+
+
+def _report(path: str, raw: dict, interfaces: Sequence[Interface], eth_gbps: float) -> dict:
+    """The `trace stats` JSON of one file (see the README's contract) from the Rust counts."""
+    untimed, out_of_order = raw["untimed"], raw["out_of_order"]
+    return {
+        "file": path,
+        "format": raw["format"],
+        "compression": raw["compression"],
+        **_summary(raw),
+        "out_of_order": out_of_order,
+        # capinfos -o: no packet earlier than the one before it (equal times allowed); unknown
+        # (None), as capinfos says, where none is but some carry no timestamp (Simple Packet
+        # Blocks).
+        "strict_time_order": False if out_of_order else (None if untimed else True),
+        "skipped": raw["skipped"],
+        "untimed": untimed,
+        "snaplen_exceeded": raw["snaplen_exceeded"],
+        "wirelen_below_caplen": raw["wirelen_below_caplen"],
+        "truncated": raw["cut_short"] is not None,
+        "cut_short": raw["cut_short"],
+        "rates": [_rates(w, raw) for w in raw["rates"]],
+        "size_histogram": dict(zip(SIZE_LABELS, raw["size_histogram"], strict=True)),
+        "bursts": {"eth_gbps": eth_gbps, **_bursts(raw["bursts"], raw["packets"])},
+        "interfaces": [
+            {
+                "id": k,
+                "linktype": iface.linktype,
+                "linktype_name": linktype_name(iface.linktype),
+                "name": iface.name,
+                "snaplen": iface.snaplen,
+                "section": iface.section,
+                **_summary(totals),
+            }
+            for k, (iface, totals) in enumerate(zip(interfaces, raw["per_interface"], strict=True))
+        ],
+    }
+
+
+def stats(trace: Trace, eth: Ethernet, windows_ns: Sequence[int] = WINDOWS_NS) -> dict:
+    """`trace stats` of a trace in memory (see `stats_files` for files, which need no columns):
+    the same keys, computed by the same Rust code."""
+    columns = (
+        np.ascontiguousarray(trace.ts_ns, dtype=np.int64),
+        *(np.ascontiguousarray(c, dtype=np.uint32) for c in (trace.caplen, trace.wirelen)),
+        np.ascontiguousarray(trace.iface, dtype=np.uint32),
+    )
+    raw = core().trace_stats_columns(
+        *columns,
+        [(i.linktype, i.tsresol) for i in trace.interfaces],
+        _stats_config(eth.rate_gbps, eth.overhead_bytes, windows_ns),
+    )
+    read = {
+        "format": trace.format,
+        "compression": trace.compression,
+        "skipped": trace.skipped,
+        "untimed": trace.untimed,
+        "snaplen_exceeded": trace.snaplen_exceeded,
+        "wirelen_below_caplen": trace.wirelen_below_caplen,
+        "cut_short": trace.cut_short,
+    }
+    return _report(trace.path, raw | read, trace.interfaces, eth.rate_gbps)
+
+
+def stats_files(
+    paths: Sequence[str | os.PathLike],
+    *,
+    eth_gbps: float = 40,
+    windows_ns: Sequence[int] = WINDOWS_NS,
+    skip_bad: bool = False,
+    strict: bool = False,
+) -> Iterator[dict]:
+    """`trace stats` of each file, in order: every file is summarised while it is decoded, in
+    bounded memory (docs/trace.md), the files in parallel across cores. Arguments are checked
+    before any file is read; a file that cannot be read raises when its turn comes, after the
+    files before it were yielded."""
+    config = stats_config(eth_gbps, windows_ns)
+    files = _check_inputs(paths)
+    found = core().trace_stats(files, config, skip_bad=skip_bad, strict=strict)
+    for path, raw in zip(files, map(checked, found), strict=True):
+        interfaces = [Interface(**i) for i in raw["interfaces"]]
+        yield _report(path, raw, interfaces, eth_gbps)
