@@ -1,24 +1,39 @@
 //! A file written by its own thread, one whole buffer per `write`: the caller fills the next
 //! buffer while the kernel copies the previous one into the page cache (double buffering).
-//! At most three buffers exist: one being filled, one queued, one being written.
+//! A piece of a mapped input window can be handed over instead of a buffer, to be written from
+//! where it is mapped (no copy of ours). At most three buffers or pieces exist: one being
+//! filled, one queued, one being written.
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::ops::Range;
 use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
+use super::window::Window;
 use crate::CoreError;
 
 /// Buffers handed over and not yet returned before `submit` waits for one to come back.
 const MAX_IN_FLIGHT: usize = 2;
 
+/// What the writer thread writes: a buffer (given back to be filled again), or bytes of a
+/// mapped window (dropped once written, which unmaps the window if nothing else holds it).
+enum Chunk {
+    Buffer(Vec<u8>),
+    Mapped(Arc<Window>, Range<usize>),
+}
+
 pub struct Sink {
     name: String,
-    full: Option<SyncSender<Vec<u8>>>,
-    empty: Receiver<Vec<u8>>,
+    full: Option<SyncSender<Chunk>>,
+    /// Written chunks coming back: a buffer to reuse, or None for a mapped piece.
+    empty: Receiver<Option<Vec<u8>>>,
     thread: Option<JoinHandle<io::Result<()>>>,
     in_flight: usize,
+    /// Buffers given back and not yet reused.
+    spares: Vec<Vec<u8>>,
 }
 
 impl Sink {
@@ -26,14 +41,23 @@ impl Sink {
     pub fn create(path: &Path) -> Result<Self, CoreError> {
         let name = path.display().to_string();
         let mut file = File::create(path).map_err(|e| CoreError::whole(&name, e.to_string()))?;
-        let (full, to_write) = sync_channel::<Vec<u8>>(1);
-        let (give_back, empty) = channel::<Vec<u8>>();
+        let (full, to_write) = sync_channel::<Chunk>(1);
+        let (give_back, empty) = channel::<Option<Vec<u8>>>();
         let thread = thread::spawn(move || -> io::Result<()> {
-            for mut buf in to_write {
-                file.write_all(&buf)?;
-                buf.clear();
-                // The writer may be gone already (dropped); the buffer is then simply freed.
-                let _ = give_back.send(buf);
+            for chunk in to_write {
+                // The writer may be gone already (dropped); what comes back is then freed.
+                match chunk {
+                    Chunk::Buffer(mut buf) => {
+                        file.write_all(&buf)?;
+                        buf.clear();
+                        let _ = give_back.send(Some(buf));
+                    }
+                    Chunk::Mapped(window, range) => {
+                        file.write_all(&window.bytes()[range])?;
+                        drop(window);
+                        let _ = give_back.send(None);
+                    }
+                }
             }
             Ok(())
         });
@@ -43,14 +67,34 @@ impl Sink {
             empty,
             thread: Some(thread),
             in_flight: 0,
+            spares: Vec::new(),
         })
     }
 
     /// Queues `buf` for writing and returns an empty buffer of the same capacity to fill next.
     pub fn submit(&mut self, buf: Vec<u8>) -> Result<Vec<u8>, CoreError> {
         let capacity = buf.capacity();
+        self.send(Chunk::Buffer(buf))?;
+        Ok(self
+            .spares
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(capacity)))
+    }
+
+    /// Queues `window[range]` for writing, straight from the mapping.
+    pub fn submit_mapped(
+        &mut self,
+        window: Arc<Window>,
+        range: Range<usize>,
+    ) -> Result<(), CoreError> {
+        self.send(Chunk::Mapped(window, range))
+    }
+
+    /// Hands `chunk` to the writer thread, then takes back what it has written: waiting for
+    /// one when more than MAX_IN_FLIGHT are out, else only what is back already.
+    fn send(&mut self, chunk: Chunk) -> Result<(), CoreError> {
         let sent = match &self.full {
-            Some(full) => full.send(buf).is_ok(),
+            Some(full) => full.send(chunk).is_ok(),
             None => false,
         };
         if !sent {
@@ -58,22 +102,25 @@ impl Sink {
         }
         self.in_flight += 1;
         if self.in_flight > MAX_IN_FLIGHT {
-            return self.take_back();
+            self.take_back()?;
         }
-        match self.empty.try_recv() {
-            Ok(buf) => {
-                self.in_flight -= 1;
-                Ok(buf)
-            }
-            Err(_) => Ok(Vec::with_capacity(capacity)),
+        while let Ok(back) = self.empty.try_recv() {
+            self.returned(back);
         }
+        Ok(())
     }
 
-    fn take_back(&mut self) -> Result<Vec<u8>, CoreError> {
+    /// Counts a written chunk back in, keeping a buffer to reuse.
+    fn returned(&mut self, back: Option<Vec<u8>>) {
+        self.in_flight -= 1;
+        self.spares.extend(back);
+    }
+
+    fn take_back(&mut self) -> Result<(), CoreError> {
         match self.empty.recv() {
-            Ok(buf) => {
-                self.in_flight -= 1;
-                Ok(buf)
+            Ok(back) => {
+                self.returned(back);
+                Ok(())
             }
             Err(_) => Err(self.failure()),
         }

@@ -1,16 +1,20 @@
 //! The bytes of a capture as a stream: a file, standard input (`-`) or an in-memory copy, gzip-
 //! or zstd-compressed or not (told apart by magic bytes, never by name), read through one
-//! bounded, reused buffer. Nothing is mapped, so what the reader holds is what the buffer holds,
-//! whatever the size of the input.
+//! bounded, reused buffer, or (`open_mapped`, uncompressed regular files) through a window of
+//! the file mapped into memory that slides forward: what the reader holds is one buffer or one
+//! window, whatever the size of the input.
 
 use std::fs::File;
 use std::io::{self, Cursor, Read};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread;
 
 use flate2::read::MultiGzDecoder;
 
+use super::window::{page_size, Window};
 use crate::CoreError;
 
 /// gzip member header ID1 ID2 (RFC 1952 §2.3.1).
@@ -80,7 +84,34 @@ pub enum Compression {
     Zstd,
 }
 
+/// How the file's bytes are stored, from its first bytes (read in place: the file position is
+/// not moved).
+fn compression_at_start(file: &File) -> io::Result<Compression> {
+    let mut head = [0u8; ZSTD_MAGIC.len()];
+    let mut have = 0;
+    while have < head.len() {
+        match file.read_at(&mut head[have..], have as u64) {
+            Ok(0) => break,
+            Ok(n) => have += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Compression::of(&head[..have]))
+}
+
 impl Compression {
+    /// What the magic bytes at the start of a stream say.
+    fn of(head: &[u8]) -> Self {
+        if head.starts_with(&GZIP_MAGIC) {
+            Compression::Gzip
+        } else if head.starts_with(&ZSTD_MAGIC) {
+            Compression::Zstd
+        } else {
+            Compression::None
+        }
+    }
+
     /// "none", "gzip" or "zstd".
     pub fn name(self) -> &'static str {
         match self {
@@ -105,11 +136,25 @@ pub struct Stream {
     compression: Compression,
     size_hint: Option<u64>,
     ahead: Option<ReadAhead>,
+    /// A mapped stream's file (`open_mapped`) and its window now: `buf` is then unused, and
+    /// `base`, `start` and `end` refer to the window's bytes.
+    file: Option<File>,
+    window: Option<Arc<Window>>,
 }
 
 impl Stream {
     /// Opens `path` (`-` is standard input) and unpacks gzip or zstd if its magic says so.
     pub fn open(path: &Path, chunk: usize) -> Result<Self, CoreError> {
+        Self::open_with(path, chunk, false)
+    }
+
+    /// Like `open`, but an uncompressed regular file is mapped a window of at least `chunk`
+    /// bytes at a time instead of read: no copy out of the page cache.
+    pub fn open_mapped(path: &Path, chunk: usize) -> Result<Self, CoreError> {
+        Self::open_with(path, chunk, true)
+    }
+
+    fn open_with(path: &Path, chunk: usize, map: bool) -> Result<Self, CoreError> {
         let name = path.display().to_string();
         let whole = |e: io::Error| CoreError::whole(&name, e.to_string());
         if path.as_os_str() == "-" {
@@ -122,6 +167,13 @@ impl Stream {
                 &name,
                 "is a directory, not a capture file",
             ));
+        }
+        if map && meta.is_file() && compression_at_start(&file).map_err(whole)? == Compression::None
+        {
+            let mut stream = Self::new(Box::new(io::empty()), Compression::None, chunk);
+            stream.file = Some(file);
+            stream.size_hint = Some(meta.len());
+            return Ok(stream);
         }
         let mut stream = Self::detect(Box::new(file), chunk).map_err(whole)?;
         if stream.compression == Compression::None {
@@ -140,13 +192,10 @@ impl Stream {
         let mut plain = Self::new(raw, Compression::None, chunk);
         plain.fill(ZSTD_MAGIC.len())?;
         let head = plain.available();
-        let compression = if head.starts_with(&GZIP_MAGIC) {
-            Compression::Gzip
-        } else if head.starts_with(&ZSTD_MAGIC) {
-            Compression::Zstd
-        } else {
+        let compression = Compression::of(head);
+        if compression == Compression::None {
             return Ok(plain);
-        };
+        }
         // The peeked bytes go back in front of the rest of the source.
         let peeked = Cursor::new(head.to_vec());
         let rest = peeked.chain(plain.source);
@@ -169,13 +218,15 @@ impl Stream {
             compression,
             size_hint: None,
             ahead: None,
+            file: None,
+            window: None,
         }
     }
 
     /// Reads the rest of the source on a thread of its own, a block ahead (see `ReadAhead`);
     /// for sources that end (a file), not for a terminal or a pipe that may wait forever.
     pub fn read_ahead(&mut self) {
-        if self.ahead.is_none() && !self.eof {
+        if self.ahead.is_none() && !self.eof && self.file.is_none() {
             let source = std::mem::replace(&mut self.source, Box::new(io::empty()));
             self.ahead = Some(ReadAhead::start(source, self.chunk));
         }
@@ -196,17 +247,36 @@ impl Stream {
         self.base.wrapping_add(self.start as u64)
     }
 
+    /// The buffer, or the mapped window.
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        match &self.window {
+            Some(window) => window.bytes(),
+            None => &self.buf,
+        }
+    }
+
     /// The bytes available now (at least what the last `fill` asked for, unless at the end).
+    #[inline(always)]
     pub fn available(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        &self.bytes()[self.start..self.end]
     }
 
     /// Bytes at stream offsets `from..from + len`, if they are still in the buffer (a record's
     /// data stays there until the next `fill`).
+    #[inline(always)]
     pub fn bytes_at(&self, from: u64, len: usize) -> Option<&[u8]> {
         // `base` may lie "before" offset 0 (wrapping) once read-ahead blocks carry headroom.
         let at = usize::try_from(from.wrapping_sub(self.base)).ok()?;
-        self.buf.get(at..at.checked_add(len)?)
+        self.bytes().get(at..at.checked_add(len)?)
+    }
+
+    /// The mapped window that holds stream offset `from`, and where in it (mapped streams only).
+    #[inline(always)]
+    pub fn window_at(&self, from: u64) -> Option<(&Arc<Window>, usize)> {
+        let window = self.window.as_ref()?;
+        let at = usize::try_from(from.checked_sub(self.base)?).ok()?;
+        (at < window.bytes().len()).then_some((window, at))
     }
 
     /// Drops `n` available bytes.
@@ -239,6 +309,9 @@ impl Stream {
         if self.ahead.is_some() {
             return self.refill_ahead(need);
         }
+        if self.file.is_some() {
+            return self.refill_mapped(need);
+        }
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.base += self.start as u64;
@@ -265,6 +338,30 @@ impl Stream {
             }
         }
         Ok(self.end)
+    }
+
+    /// `refill` of a mapped stream: maps the window that starts at the page of the read position
+    /// and holds `need` bytes (at least `chunk`), up to the file's size now, so that no byte
+    /// past the end of a file that shrank since it was opened is mapped (reading one would
+    /// raise SIGBUS). The window before is unmapped first, unless a writer still holds it.
+    fn refill_mapped(&mut self, need: usize) -> io::Result<usize> {
+        let file = self.file.as_ref().expect("a mapped stream keeps its file");
+        let size = file.metadata()?.len();
+        let at = self.offset();
+        let from = at - at % page_size();
+        let lead = (at - from) as usize;
+        let want = lead.saturating_add(need.max(self.chunk));
+        let len = usize::try_from(size.saturating_sub(from)).map_or(want, |left| left.min(want));
+        self.window = None;
+        self.eof = from.saturating_add(len as u64) >= size;
+        if len <= lead {
+            // Nothing is left past the read position (the file may have shrunk below it).
+            (self.base, self.start, self.end) = (at, 0, 0);
+            return Ok(0);
+        }
+        self.window = Some(Arc::new(Window::map(file, from, len)?));
+        (self.base, self.start, self.end) = (from, lead, len);
+        Ok(len - lead)
     }
 
     /// `refill` from read-ahead blocks: the next block becomes the buffer, with the unread
