@@ -18,18 +18,28 @@ use crate::CoreError;
 /// Buffers handed over and not yet returned before `submit` waits for one to come back.
 const MAX_IN_FLIGHT: usize = 2;
 
-/// What the writer thread writes: a buffer (given back to be filled again), or bytes of a
-/// mapped window (dropped once written, which unmaps the window if nothing else holds it).
+/// What the writer thread writes and gives back: a buffer, to be filled again, or bytes of a
+/// mapped window, dropped by the caller (which unmaps it if nothing else holds it: the
+/// caller's thread has the time for that, the writer thread is the busier one).
 enum Chunk {
     Buffer(Vec<u8>),
     Mapped(Arc<Window>, Range<usize>),
 }
 
+impl Chunk {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Chunk::Buffer(buf) => buf,
+            Chunk::Mapped(window, range) => &window.bytes()[range.clone()],
+        }
+    }
+}
+
 pub struct Sink {
     name: String,
     full: Option<SyncSender<Chunk>>,
-    /// Written chunks coming back: a buffer to reuse, or None for a mapped piece.
-    empty: Receiver<Option<Vec<u8>>>,
+    /// Written chunks coming back.
+    empty: Receiver<Chunk>,
     thread: Option<JoinHandle<io::Result<()>>>,
     in_flight: usize,
     /// Buffers given back and not yet reused.
@@ -42,22 +52,12 @@ impl Sink {
         let name = path.display().to_string();
         let mut file = File::create(path).map_err(|e| CoreError::whole(&name, e.to_string()))?;
         let (full, to_write) = sync_channel::<Chunk>(1);
-        let (give_back, empty) = channel::<Option<Vec<u8>>>();
+        let (give_back, empty) = channel::<Chunk>();
         let thread = thread::spawn(move || -> io::Result<()> {
             for chunk in to_write {
-                // The writer may be gone already (dropped); what comes back is then freed.
-                match chunk {
-                    Chunk::Buffer(mut buf) => {
-                        file.write_all(&buf)?;
-                        buf.clear();
-                        let _ = give_back.send(Some(buf));
-                    }
-                    Chunk::Mapped(window, range) => {
-                        file.write_all(&window.bytes()[range])?;
-                        drop(window);
-                        let _ = give_back.send(None);
-                    }
-                }
+                file.write_all(chunk.bytes())?;
+                // The writer may be gone already (dropped); the chunk is then simply freed.
+                let _ = give_back.send(chunk);
             }
             Ok(())
         });
@@ -111,9 +111,12 @@ impl Sink {
     }
 
     /// Counts a written chunk back in, keeping a buffer to reuse.
-    fn returned(&mut self, back: Option<Vec<u8>>) {
+    fn returned(&mut self, back: Chunk) {
         self.in_flight -= 1;
-        self.spares.extend(back);
+        if let Chunk::Buffer(mut buf) = back {
+            buf.clear();
+            self.spares.push(buf);
+        }
     }
 
     fn take_back(&mut self) -> Result<(), CoreError> {
