@@ -148,10 +148,10 @@ pub fn merge(
 }
 
 /// Rewrites `input` as `output` packet for packet, interfaces and their names kept: what a
-/// merge of this one input writes (`merge_with` with `keep_names`), without the heap. A regular
-/// uncompressed file is mapped a window at a time instead of read (no copy out of the page
-/// cache), and where its records are byte for byte what the writer would write for them
-/// (little-endian ns pcap to pcap) they are passed on in spans, as they are mapped.
+/// merge of this one input writes (`merge_with` with `keep_names`), without the heap. The input
+/// is read into shared windows, and where its records are byte for byte what the writer would
+/// write for them (little-endian ns pcap to pcap) they are passed on in spans of a window,
+/// written from there by the writer thread (no copy of ours).
 pub fn convert(
     input: &Path,
     output: &Path,
@@ -162,19 +162,20 @@ pub fn convert(
     let read = ReadOptions {
         skip_bad,
         strict,
-        chunk: MAP_WINDOW_BYTES,
+        chunk: WINDOW_BYTES,
     };
-    convert_mapped(input, output, format, read)
+    convert_with(input, output, format, read)
 }
 
-/// `convert` with the input mapped `read.chunk` bytes at a time.
-pub(super) fn convert_mapped(
+/// `convert` with windows of `read.chunk` bytes.
+pub(super) fn convert_with(
     input: &Path,
     output: &Path,
     format: OutFormat,
     read: ReadOptions,
 ) -> Result<MergeStats, CoreError> {
-    let reader = Reader::open_mapped(input, read)?;
+    let mut reader = Reader::open_with(input, read)?;
+    reader.share_windows();
     let mut source = Input {
         path: input.to_path_buf(),
         reader,
@@ -208,7 +209,7 @@ pub(super) fn convert_mapped(
 }
 
 /// A conversion under way: with `as_is`, records that the writer would write byte for byte as
-/// they are in the mapped input gather in a span, written when the next one does not follow.
+/// they were read gather in a span, written when the next one does not follow.
 struct Conversion {
     source: Input,
     writer: Writer,
@@ -220,12 +221,12 @@ struct Conversion {
 impl Conversion {
     /// One record that `next_record` returned: passed on as it is where it can be, else written.
     fn record(&mut self, record: &Record) -> Result<(), CoreError> {
-        let mapped = if self.as_is {
-            self.source.reader.mapped_record(record)
+        let shared = if self.as_is {
+            self.source.reader.window_record(record)
         } else {
             None
         };
-        match mapped.filter(|&(window, at)| fraction_below_1s(window, at)) {
+        match shared.filter(|&(window, at)| fraction_below_1s(window, at)) {
             Some((window, at)) => {
                 let (window, end) = (
                     Arc::clone(window),
@@ -245,7 +246,7 @@ impl Conversion {
 
     /// The records that follow in the window and pass as they are, taken in runs and written:
     /// what stops a run (the end of the window, a record to rewrite) ends the span too, and
-    /// writing it before the next window is mapped keeps one window fewer alive.
+    /// writing it before the next window is read keeps one window fewer alive.
     fn take_runs(&mut self) -> Result<(), CoreError> {
         if !self.as_is {
             return Ok(());
@@ -302,10 +303,11 @@ impl Conversion {
     }
 }
 
-/// Mapped window of a conversion: large enough that mapping and unmapping cost little per byte
-/// (1 MiB: ~440 windows for 6 M 64-byte frames), small enough that the three alive at once
-/// (the reader's, one queued, one being written) hold no more than the writer's three buffers.
-const MAP_WINDOW_BYTES: usize = 1 << 20;
+/// Window of a conversion: large enough that a window (a read, a write, a hand-over) costs little
+/// per byte (512 KiB: ~870 for 6 M 64-byte frames), small enough that the four that exist at
+/// once (the reader's, one queued, one being written, the next being read) hold less than the
+/// writer's three 1 MiB buffers.
+const WINDOW_BYTES: usize = 512 << 10;
 /// A pcap record header: seconds, fraction, caplen, wire length (draft-ietf-opsawg-pcap §5).
 const PCAP_RECORD_BYTES: usize = 16;
 const NO_INTERFACE: &str = "no input defines an interface";
@@ -320,7 +322,7 @@ fn fraction_below_1s(window: &Window, at: usize) -> bool {
         .is_some_and(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) < 1_000_000_000)
 }
 
-/// Consecutive records of one mapped window, passed on as they are.
+/// Consecutive records of one shared window, passed on as they are.
 struct Span {
     window: Arc<Window>,
     bytes: Range<usize>,

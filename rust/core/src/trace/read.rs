@@ -217,15 +217,6 @@ impl Reader {
         Self::new(name, stream, options)
     }
 
-    /// Opens `path` like `open_with`, but maps an uncompressed regular file a window of at least
-    /// `options.chunk` bytes at a time instead of reading it (`Stream::open_mapped`); the
-    /// records, errors and counts are the same.
-    pub fn open_mapped(path: &Path, options: ReadOptions) -> Result<Self, CoreError> {
-        let name = path.display().to_string();
-        let stream = Stream::open_mapped(path, options.chunk)?;
-        Self::new(name, stream, options)
-    }
-
     /// A reader over bytes already in memory (tests, fuzzing); `name` appears in errors.
     pub fn from_bytes(name: &str, bytes: Vec<u8>, skip_bad: bool) -> Result<Self, CoreError> {
         let options = ReadOptions {
@@ -364,6 +355,13 @@ impl Reader {
         Ok(())
     }
 
+    /// Reads the rest of the capture into windows of at least `options.chunk` bytes that a
+    /// writer can hold on to (`Stream::share_windows`, `window_record`, `take_as_is`); the
+    /// records, errors and counts are the same.
+    pub fn share_windows(&mut self) {
+        self.stream.share_windows();
+    }
+
     /// Reads the rest of the capture on a thread of its own, a block ahead of the decoding
     /// (`Stream::read_ahead`): for files, whose reads end, not for standard input.
     pub fn read_ahead(&mut self) {
@@ -437,8 +435,8 @@ impl Reader {
         )
     }
 
-    /// Takes, in one pass, the records of a mapped little-endian ns pcap that lie whole in the
-    /// window from the read position and that the pcap writer would write as they are (caplen
+    /// Takes, in one pass, the records of a little-endian ns pcap read into shared windows that
+    /// lie whole in the window from the read position and that the pcap writer would write as they are (caplen
     /// within the maximum, fraction below 10^9), up to the first that is not such a record;
     /// the reader's state moves on as if `next_record` had returned each. None when no such
     /// record is at the read position: `next_record` then deals with what is there.
@@ -488,9 +486,9 @@ impl Reader {
     }
 
     /// Where the whole pcap record `record` (the one returned last: header, then data) lies in
-    /// the mapped window that holds it, if the capture is mapped.
+    /// the shared window that holds it, if the capture is read into shared windows.
     #[inline(always)]
-    pub fn mapped_record(&self, record: &Record) -> Option<(&Arc<Window>, usize)> {
+    pub fn window_record(&self, record: &Record) -> Option<(&Arc<Window>, usize)> {
         let header = record
             .data_offset
             .checked_sub(PCAP_RECORD_HEADER_BYTES as u64)?;

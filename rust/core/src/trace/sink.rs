@@ -1,7 +1,7 @@
 //! A file written by its own thread, one whole buffer per `write`: the caller fills the next
 //! buffer while the kernel copies the previous one into the page cache (double buffering).
-//! A piece of a mapped input window can be handed over instead of a buffer, to be written from
-//! where it is mapped (no copy of ours). At most three buffers or pieces exist: one being
+//! A piece of a shared input window can be handed over instead of a buffer, to be written from
+//! where it was read (no copy of ours). At most three buffers or pieces exist: one being
 //! filled, one queued, one being written.
 
 use std::fs::File;
@@ -19,18 +19,18 @@ use crate::CoreError;
 const MAX_IN_FLIGHT: usize = 2;
 
 /// What the writer thread writes and gives back: a buffer, to be filled again, or bytes of a
-/// mapped window, dropped by the caller (which unmaps it if nothing else holds it: the
-/// caller's thread has the time for that, the writer thread is the busier one).
+/// shared input window, dropped by the caller (its buffer then goes back to the reader's pool
+/// if nothing else holds it).
 enum Chunk {
     Buffer(Vec<u8>),
-    Mapped(Arc<Window>, Range<usize>),
+    Window(Arc<Window>, Range<usize>),
 }
 
 impl Chunk {
     fn bytes(&self) -> &[u8] {
         match self {
             Chunk::Buffer(buf) => buf,
-            Chunk::Mapped(window, range) => &window.bytes()[range.clone()],
+            Chunk::Window(window, range) => &window.bytes()[range.clone()],
         }
     }
 }
@@ -81,13 +81,13 @@ impl Sink {
             .unwrap_or_else(|| Vec::with_capacity(capacity)))
     }
 
-    /// Queues `window[range]` for writing, straight from the mapping.
-    pub fn submit_mapped(
+    /// Queues `window[range]` for writing, straight from the window.
+    pub fn submit_window(
         &mut self,
         window: Arc<Window>,
         range: Range<usize>,
     ) -> Result<(), CoreError> {
-        self.send(Chunk::Mapped(window, range))
+        self.send(Chunk::Window(window, range))
     }
 
     /// Hands `chunk` to the writer thread, then takes back what it has written: waiting for

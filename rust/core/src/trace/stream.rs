@@ -1,12 +1,10 @@
 //! The bytes of a capture as a stream: a file, standard input (`-`) or an in-memory copy, gzip-
 //! or zstd-compressed or not (told apart by magic bytes, never by name), read through one
-//! bounded, reused buffer, or (`open_mapped`, uncompressed regular files) through a window of
-//! the file mapped into memory that slides forward: what the reader holds is one buffer or one
-//! window, whatever the size of the input.
+//! bounded, reused buffer, or (`share_windows`) through windows that a writer can hold on to:
+//! what the reader holds is one buffer or one window, whatever the size of the input.
 
 use std::fs::File;
 use std::io::{self, Cursor, Read};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
@@ -14,7 +12,7 @@ use std::thread;
 
 use flate2::read::MultiGzDecoder;
 
-use super::window::{page_size, Window};
+use super::window::{Pool, Window};
 use crate::CoreError;
 
 /// gzip member header ID1 ID2 (RFC 1952 §2.3.1).
@@ -84,22 +82,6 @@ pub enum Compression {
     Zstd,
 }
 
-/// How the file's bytes are stored, from its first bytes (read in place: the file position is
-/// not moved).
-fn compression_at_start(file: &File) -> io::Result<Compression> {
-    let mut head = [0u8; ZSTD_MAGIC.len()];
-    let mut have = 0;
-    while have < head.len() {
-        match file.read_at(&mut head[have..], have as u64) {
-            Ok(0) => break,
-            Ok(n) => have += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Compression::of(&head[..have]))
-}
-
 impl Compression {
     /// What the magic bytes at the start of a stream say.
     fn of(head: &[u8]) -> Self {
@@ -136,25 +118,15 @@ pub struct Stream {
     compression: Compression,
     size_hint: Option<u64>,
     ahead: Option<ReadAhead>,
-    /// A mapped stream's file (`open_mapped`) and its window now: `buf` is then unused, and
-    /// `base`, `start` and `end` refer to the window's bytes.
-    file: Option<File>,
+    /// With `share_windows`: the window now (`base`, `start` and `end` then refer to its
+    /// bytes, not to `buf`) and the buffers that windows give back.
     window: Option<Arc<Window>>,
+    windows: Option<Pool>,
 }
 
 impl Stream {
     /// Opens `path` (`-` is standard input) and unpacks gzip or zstd if its magic says so.
     pub fn open(path: &Path, chunk: usize) -> Result<Self, CoreError> {
-        Self::open_with(path, chunk, false)
-    }
-
-    /// Like `open`, but an uncompressed regular file is mapped a window of at least `chunk`
-    /// bytes at a time instead of read: no copy out of the page cache.
-    pub fn open_mapped(path: &Path, chunk: usize) -> Result<Self, CoreError> {
-        Self::open_with(path, chunk, true)
-    }
-
-    fn open_with(path: &Path, chunk: usize, map: bool) -> Result<Self, CoreError> {
         let name = path.display().to_string();
         let whole = |e: io::Error| CoreError::whole(&name, e.to_string());
         if path.as_os_str() == "-" {
@@ -167,13 +139,6 @@ impl Stream {
                 &name,
                 "is a directory, not a capture file",
             ));
-        }
-        if map && meta.is_file() && compression_at_start(&file).map_err(whole)? == Compression::None
-        {
-            let mut stream = Self::new(Box::new(io::empty()), Compression::None, chunk);
-            stream.file = Some(file);
-            stream.size_hint = Some(meta.len());
-            return Ok(stream);
         }
         let mut stream = Self::detect(Box::new(file), chunk).map_err(whole)?;
         if stream.compression == Compression::None {
@@ -218,15 +183,15 @@ impl Stream {
             compression,
             size_hint: None,
             ahead: None,
-            file: None,
             window: None,
+            windows: None,
         }
     }
 
     /// Reads the rest of the source on a thread of its own, a block ahead (see `ReadAhead`);
     /// for sources that end (a file), not for a terminal or a pipe that may wait forever.
     pub fn read_ahead(&mut self) {
-        if self.ahead.is_none() && !self.eof && self.file.is_none() {
+        if self.ahead.is_none() && !self.eof && self.windows.is_none() {
             let source = std::mem::replace(&mut self.source, Box::new(io::empty()));
             self.ahead = Some(ReadAhead::start(source, self.chunk));
         }
@@ -247,7 +212,7 @@ impl Stream {
         self.base.wrapping_add(self.start as u64)
     }
 
-    /// The buffer, or the mapped window.
+    /// The buffer, or the shared window.
     #[inline(always)]
     fn bytes(&self) -> &[u8] {
         match &self.window {
@@ -271,7 +236,16 @@ impl Stream {
         self.bytes().get(at..at.checked_add(len)?)
     }
 
-    /// The mapped window that holds stream offset `from`, and where in it (mapped streams only).
+    /// Reads what follows into windows of at least `chunk` bytes, each a buffer of its own that
+    /// can outlive the stream's move past it (`window_at`): a writer can write records from
+    /// it as they were read. Not with `read_ahead`, which has buffers of its own.
+    pub fn share_windows(&mut self) {
+        if self.ahead.is_none() {
+            self.windows = Some(Pool::default());
+        }
+    }
+
+    /// The shared window that holds stream offset `from`, and where in it (`share_windows`).
     #[inline(always)]
     pub fn window_at(&self, from: u64) -> Option<(&Arc<Window>, usize)> {
         let window = self.window.as_ref()?;
@@ -309,8 +283,8 @@ impl Stream {
         if self.ahead.is_some() {
             return self.refill_ahead(need);
         }
-        if self.file.is_some() {
-            return self.refill_mapped(need);
+        if self.windows.is_some() {
+            return self.refill_window(need);
         }
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
@@ -340,28 +314,33 @@ impl Stream {
         Ok(self.end)
     }
 
-    /// `refill` of a mapped stream: maps the window that starts at the page of the read position
-    /// and holds `need` bytes (at least `chunk`), up to the file's size now, so that no byte
-    /// past the end of a file that shrank since it was opened is mapped (reading one would
-    /// raise SIGBUS). The window before is unmapped first, unless a writer still holds it.
-    fn refill_mapped(&mut self, need: usize) -> io::Result<usize> {
-        let file = self.file.as_ref().expect("a mapped stream keeps its file");
-        let size = file.metadata()?.len();
-        let at = self.offset();
-        let from = at - at % page_size();
-        let lead = (at - from) as usize;
-        let want = lead.saturating_add(need.max(self.chunk));
-        let len = usize::try_from(size.saturating_sub(from)).map_or(want, |left| left.min(want));
-        self.window = None;
-        self.eof = from.saturating_add(len as u64) >= size;
-        if len <= lead {
-            // Nothing is left past the read position (the file may have shrunk below it).
-            (self.base, self.start, self.end) = (at, 0, 0);
-            return Ok(0);
+    /// `refill` with shared windows: the next window is a buffer of its own (from the pool),
+    /// with the unread end of the window before copied to its start, then read into.
+    fn refill_window(&mut self, need: usize) -> io::Result<usize> {
+        let pool = self
+            .windows
+            .as_ref()
+            .expect("refill_window runs with windows");
+        let left = self.end - self.start;
+        let mut buf = Window::buffer(pool, need.max(self.chunk));
+        buf[..left].copy_from_slice(self.available());
+        self.buf = Vec::new(); // the buffer before windows, if any: not needed any more
+        let mut filled = left;
+        while filled < need {
+            match self.source.read(&mut buf[filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
-        self.window = Some(Arc::new(Window::map(file, from, len)?));
-        (self.base, self.start, self.end) = (from, lead, len);
-        Ok(len - lead)
+        self.base = self.offset();
+        (self.start, self.end) = (0, filled);
+        self.window = Some(Arc::new(Window::new(buf, filled, pool)));
+        Ok(filled)
     }
 
     /// `refill` from read-ahead blocks: the next block becomes the buffer, with the unread

@@ -15,7 +15,7 @@ use super::synth::{fill_udp_frame, synthesize};
 use super::write::{OutFormat, Writer};
 use super::Interface;
 
-mod mapped;
+mod windows;
 
 fn u16b(v: u16, be: bool) -> [u8; 2] {
     if be {

@@ -1,76 +1,64 @@
-//! A read-only window of a file mapped into memory (mmap(2), MAP_PRIVATE, populated at once), so
-//! that a capture's bytes are read where the page cache holds them instead of being copied out
-//! by read(2). A window is unmapped when its last holder drops it: the stream that slides past
-//! it, or the writer thread that passes its bytes on to an output file.
+//! A window of a capture's bytes, read into memory and shared: the reader decodes it while the
+//! writer thread may still hold an earlier one, whose records it writes as they were read (no
+//! copy of ours). A window's memory goes back to its pool when the last holder drops it, so a
+//! stream that moves on reuses the same few buffers instead of fresh (zeroed, faulted) ones.
 //!
-//! A mapped page whose file was cut shorter than it raises SIGBUS when touched. `Stream` maps
-//! no further than the file's size when each window is mapped (checked then, not only at open);
-//! what remains is a file cut shorter while one window of it is being decoded (see docs/trace.md).
+//! Windows are read, not mapped: a mapped page of a file that another process cuts shorter
+//! raises SIGBUS when touched, and a capture can be cut at any time (a ring of tcpdump files
+//! reopens the oldest with O_TRUNC). Reading costs a copy out of the page cache; mapping costs
+//! about as much in page-table work (populating, then unmapping and flushing the TLB): within
+//! the noise of interleaved runs of both on the 2-core machine (docs/trace.md, Converting).
 
-use std::fs::File;
-use std::io;
-use std::os::fd::AsRawFd;
-use std::ptr::NonNull;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
+
+/// Buffers kept for reuse: one being decoded, one queued and one being written, and a spare.
+const POOL_BUFFERS: usize = 4;
+/// A buffer larger than this (grown for one long record) is freed, not kept, so that memory
+/// does not stay up after it.
+const POOL_BUFFER_MAX_BYTES: usize = 4 << 20;
+
+/// Buffers given back by dropped windows.
+pub type Pool = Arc<Mutex<Vec<Vec<u8>>>>;
 
 pub struct Window {
-    ptr: NonNull<u8>,
+    buf: Vec<u8>,
     len: usize,
+    pool: Pool,
 }
 
-// SAFETY: the mapping is read-only and owned by the Window; it is unmapped once, on drop.
-unsafe impl Send for Window {}
-// SAFETY: as above: nothing writes through the mapping, so shared reads are fine.
-unsafe impl Sync for Window {}
-
 impl Window {
-    /// Maps `len` bytes (more than 0) of `file` from `offset`, a multiple of `page_size()`.
-    pub fn map(file: &File, offset: u64, len: usize) -> io::Result<Self> {
-        let offset = libc::off_t::try_from(offset)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
-        // SAFETY: a fresh read-only private mapping of an open file; the kernel checks the
-        // arguments and MAP_FAILED is handled below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                file.as_raw_fd(),
-                offset,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
+    /// The first `len` bytes of `buf` as a window; `buf` goes back to `pool` when it is dropped.
+    pub fn new(buf: Vec<u8>, len: usize, pool: &Pool) -> Self {
+        Window {
+            buf,
+            len,
+            pool: Arc::clone(pool),
         }
-        let ptr = NonNull::new(ptr.cast::<u8>()).ok_or_else(io::Error::last_os_error)?;
-        Ok(Window { ptr, len })
     }
 
-    /// The mapped bytes.
+    /// The window's bytes.
     #[inline(always)]
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: `ptr` maps `len` readable bytes until drop.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        &self.buf[..self.len]
+    }
+
+    /// A buffer of at least `size` initialised bytes: one given back, or a new one.
+    pub fn buffer(pool: &Pool, size: usize) -> Vec<u8> {
+        let reused = pool.lock().ok().and_then(|mut free| free.pop());
+        let mut buf = reused.unwrap_or_default();
+        if buf.len() < size {
+            buf.resize(size, 0);
+        }
+        buf
     }
 }
 
 impl Drop for Window {
     fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `map`, which no slice outlives (they
-        // borrow the Window).
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        if let Ok(mut free) = self.pool.lock() {
+            if free.len() < POOL_BUFFERS && self.buf.len() <= POOL_BUFFER_MAX_BYTES {
+                free.push(std::mem::take(&mut self.buf));
+            }
         }
     }
-}
-
-/// The system's page size: mapping offsets are multiples of it.
-pub fn page_size() -> u64 {
-    static PAGE: OnceLock<u64> = OnceLock::new();
-    *PAGE.get_or_init(|| {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        u64::try_from(page).unwrap_or(4096).max(1)
-    })
 }

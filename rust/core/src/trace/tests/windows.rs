@@ -1,11 +1,11 @@
-//! Mapped reading (`Reader::open_mapped`) and the conversion that passes records on as they are
-//! mapped, against what they replace: the buffered reader and the one-input merge. Same
-//! records, bytes, counts and errors; output byte for byte the same.
+//! Reading into shared windows (`Reader::share_windows`) and the conversion that passes records
+//! on from them as they were read, against what they replace: the buffered reader and the
+//! one-input merge. Same records, bytes, counts and errors; output byte for byte the same.
 
 use std::fs::OpenOptions;
 use std::path::Path;
 
-use super::super::merge::{convert_mapped, merge_with, MergeOptions, MergeStats};
+use super::super::merge::{convert_with, merge_with, MergeOptions, MergeStats};
 use super::super::read::{Quirks, ReadOptions, Reader, Record};
 use super::super::write::OutFormat;
 use super::{epb, idb, pcap, shb, temp};
@@ -14,13 +14,20 @@ use super::{epb, idb, pcap, shb, temp};
 /// cut short, quirks and bytes consumed; or the error that stopped it.
 type Outcome = Result<(Vec<(Record, Vec<u8>)>, u64, Option<String>, Quirks, u64), String>;
 
-fn read_outcome(path: &Path, options: ReadOptions, mapped: bool) -> Outcome {
-    let open = if mapped {
-        Reader::open_mapped
-    } else {
-        Reader::open_with
-    };
-    let mut reader = open(path, options).map_err(|e| e.to_string())?;
+fn open(path: &Path, options: ReadOptions, windows: bool) -> Result<Reader, String> {
+    let mut reader = Reader::open_with(path, options).map_err(|e| e.to_string())?;
+    if windows {
+        reader.share_windows();
+    }
+    Ok(reader)
+}
+
+fn read_outcome(path: &Path, options: ReadOptions, windows: bool) -> Outcome {
+    outcome(open(path, options, windows)?)
+}
+
+/// The rest of what `reader` reads.
+fn outcome(mut reader: Reader) -> Outcome {
     let mut records = Vec::new();
     while let Some(r) = reader.next_record().map_err(|e| e.to_string())? {
         records.push((r, reader.data(&r).to_vec()));
@@ -103,14 +110,14 @@ fn option_sets() -> Vec<ReadOptions> {
 }
 
 #[test]
-fn mapped_reading_gives_what_buffered_reading_gives() {
+fn reading_into_windows_gives_what_buffered_reading_gives() {
     for (name, bytes) in captures() {
-        let path = temp(&format!("mapped-read-{name}"));
+        let path = temp(&format!("windows-read-{name}"));
         std::fs::write(&path, bytes).unwrap();
         for options in option_sets() {
-            let mapped = read_outcome(&path, options, true);
+            let shared = read_outcome(&path, options, true);
             assert_eq!(
-                mapped,
+                shared,
                 read_outcome(&path, options, false),
                 "{name} {options:?}"
             );
@@ -146,7 +153,7 @@ fn conversion_writes_what_the_one_input_merge_writes() {
                     keep_names: true,
                 };
                 let merged = merge_with(std::slice::from_ref(&input), &theirs, format, options);
-                let converted = convert_mapped(&input, &ours, format, read);
+                let converted = convert_with(&input, &ours, format, read);
                 let expected = written(&theirs, merged.map_err(|e| e.to_string()));
                 let got = written(&ours, converted.map_err(|e| e.to_string()));
                 assert_eq!(got, expected, "{name} {format:?} {read:?}");
@@ -157,30 +164,38 @@ fn conversion_writes_what_the_one_input_merge_writes() {
 }
 
 #[test]
-fn a_file_cut_shorter_while_mapped_reads_to_its_new_end() {
-    // 200 records of 1016 bytes after the 24-byte header; cut at 50 500 bytes, inside record 49
-    // (which starts at 24 + 49 * 1016 = 49 808): 49 whole records, then a capture cut short.
+fn a_file_cut_shorter_while_it_is_read_reads_as_buffered_reading_does() {
+    // 200 records of 1016 bytes after the 24-byte header, cut once the first record is read:
+    // to nothing, inside the first 4 KiB window, and inside record 49 (24 + 49 * 1016 = 49 808).
+    // Both readers decode what they hold already, then find the new end: the same records and
+    // the same cut, and no SIGBUS (nothing is mapped).
     let data = vec![7u8; 1000];
     let recs: Vec<(u32, u32, &[u8])> = (0..200).map(|i| (i, 0, &data[..])).collect();
-    let path = temp("shrinks.pcap");
-    std::fs::write(&path, pcap(false, true, 0, &recs)).unwrap();
     let options = ReadOptions {
         chunk: 4096,
         ..ReadOptions::default()
     };
-    let mut reader = Reader::open_mapped(&path, options).unwrap();
-    let first = reader.next_record().unwrap().unwrap();
-    assert_eq!(reader.data(&first), &data[..]);
-    let file = OpenOptions::new().write(true).open(&path).unwrap();
-    file.set_len(50_500).unwrap();
-    let mut count = 1;
-    while let Some(r) = reader.next_record().unwrap() {
-        assert_eq!(reader.data(&r), &data[..]);
-        count += 1;
+    for (cut, whole) in [(0, 4), (2000, 4), (50_500, 49)] {
+        let path = temp(&format!("shrinks-{cut}.pcap"));
+        std::fs::write(&path, pcap(false, true, 0, &recs)).unwrap();
+        let mut readers = [true, false].map(|windows| open(&path, options, windows).unwrap());
+        for reader in &mut readers {
+            reader.next_record().unwrap().unwrap();
+        }
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        let [shared, buffered] = readers.map(outcome);
+        let shared = shared.unwrap();
+        assert_eq!(
+            (shared.0.len() + 1, shared.2.is_some()),
+            (whole, true),
+            "cut at {cut}"
+        );
+        assert_eq!(Ok(shared), buffered, "cut at {cut}");
+        std::fs::remove_file(&path).unwrap();
     }
-    assert_eq!(count, 49);
-    let cut = reader.cut_short().map(ToString::to_string);
-    let buffered = read_outcome(&path, options, false).unwrap();
-    assert_eq!((count, cut), (buffered.0.len(), buffered.2));
-    std::fs::remove_file(&path).unwrap();
 }
