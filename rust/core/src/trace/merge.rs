@@ -162,20 +162,25 @@ pub fn convert(
     let read = ReadOptions {
         skip_bad,
         strict,
-        chunk: WINDOW_BYTES,
+        chunk: MAX_CHUNK_BYTES,
     };
-    convert_with(input, output, format, read)
+    convert_with(input, output, format, read, WINDOW_BYTES)
 }
 
-/// `convert` with windows of `read.chunk` bytes.
+/// `convert` with its input read as `read` says, into shared windows of `window` bytes where
+/// records can pass as they are.
 pub(super) fn convert_with(
     input: &Path,
     output: &Path,
     format: OutFormat,
     read: ReadOptions,
+    window: usize,
 ) -> Result<MergeStats, CoreError> {
     let mut reader = Reader::open_with(input, read)?;
-    reader.share_windows();
+    let as_is = format == OutFormat::Pcap && reader.native_ns_pcap();
+    if as_is {
+        reader.share_windows(window);
+    }
     let mut source = Input {
         path: input.to_path_buf(),
         reader,
@@ -194,7 +199,7 @@ pub(super) fn convert_with(
     source.out_iface.push(0);
     source.declare_interfaces(&mut writer, true)?;
     let mut conversion = Conversion {
-        as_is: format == OutFormat::Pcap && source.reader.native_ns_pcap(),
+        as_is,
         source,
         writer,
         span: None,

@@ -355,11 +355,11 @@ impl Reader {
         Ok(())
     }
 
-    /// Reads the rest of the capture into windows of at least `options.chunk` bytes that a
-    /// writer can hold on to (`Stream::share_windows`, `window_record`, `take_as_is`); the
-    /// records, errors and counts are the same.
-    pub fn share_windows(&mut self) {
-        self.stream.share_windows();
+    /// Reads the rest of the capture into windows of at least `bytes` that a writer can hold
+    /// on to (`Stream::share_windows`, `window_record`, `take_as_is`); the records, errors and
+    /// counts are the same.
+    pub fn share_windows(&mut self, bytes: usize) {
+        self.stream.share_windows(bytes);
     }
 
     /// Reads the rest of the capture on a thread of its own, a block ahead of the decoding

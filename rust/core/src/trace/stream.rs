@@ -23,6 +23,9 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// small enough that dozens of inputs merged together stay within a few MiB.
 pub const DEFAULT_CHUNK_BYTES: usize = 256 << 10;
 
+/// Smallest read buffer or window: one page.
+const MIN_CHUNK_BYTES: usize = 4096;
+
 /// Room left before the bytes a read-ahead block carries, for the unread end of the block
 /// before it: records up to this long continue into the next block without a copy of it.
 const HEADROOM_BYTES: usize = 64 << 10;
@@ -178,7 +181,7 @@ impl Stream {
             start: 0,
             end: 0,
             base: 0,
-            chunk: chunk.max(4096),
+            chunk: chunk.max(MIN_CHUNK_BYTES),
             eof: false,
             compression,
             size_hint: None,
@@ -236,12 +239,13 @@ impl Stream {
         self.bytes().get(at..at.checked_add(len)?)
     }
 
-    /// Reads what follows into windows of at least `chunk` bytes, each a buffer of its own that
-    /// can outlive the stream's move past it (`window_at`): a writer can write records from
-    /// it as they were read. Not with `read_ahead`, which has buffers of its own.
-    pub fn share_windows(&mut self) {
+    /// Reads what follows into windows of at least `bytes`, each a buffer of its own that can
+    /// outlive the stream's move past it (`window_at`): a writer can write records from it as
+    /// they were read. Not with `read_ahead`, which has buffers of its own.
+    pub fn share_windows(&mut self, bytes: usize) {
         if self.ahead.is_none() {
             self.windows = Some(Pool::default());
+            self.chunk = bytes.max(MIN_CHUNK_BYTES);
         }
     }
 

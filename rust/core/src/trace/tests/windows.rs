@@ -17,7 +17,7 @@ type Outcome = Result<(Vec<(Record, Vec<u8>)>, u64, Option<String>, Quirks, u64)
 fn open(path: &Path, options: ReadOptions, windows: bool) -> Result<Reader, String> {
     let mut reader = Reader::open_with(path, options).map_err(|e| e.to_string())?;
     if windows {
-        reader.share_windows();
+        reader.share_windows(options.chunk);
     }
     Ok(reader)
 }
@@ -153,7 +153,7 @@ fn conversion_writes_what_the_one_input_merge_writes() {
                     keep_names: true,
                 };
                 let merged = merge_with(std::slice::from_ref(&input), &theirs, format, options);
-                let converted = convert_with(&input, &ours, format, read);
+                let converted = convert_with(&input, &ours, format, read, read.chunk);
                 let expected = written(&theirs, merged.map_err(|e| e.to_string()));
                 let got = written(&ours, converted.map_err(|e| e.to_string()));
                 assert_eq!(got, expected, "{name} {format:?} {read:?}");
