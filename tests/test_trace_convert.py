@@ -1,7 +1,8 @@
 """`trace convert` to pcap against an oracle written here from the format (draft-ietf-opsawg-pcap
 §4-5): the output is the ns pcap header (snaplen 262144, libpcap's MAXIMUM_SNAPLEN) and every
 record with its time in ns, split into seconds and a fraction below 10^9. Little-endian ns
-input passes through as it is mapped; the other layouts are rewritten; both must match."""
+input passes through as it was read (shared windows); the other layouts are rewritten; both
+must match."""
 
 import struct
 from pathlib import Path
@@ -67,8 +68,8 @@ def test_convert_to_pcap_writes_the_oracle(tmp_path, records, nanos, big_endian)
 
 
 def test_convert_of_a_capture_larger_than_its_windows_is_the_oracle(tmp_path):
-    # 40 000 records of 60 to 1499 bytes (~31 MB): many 1 MiB windows, records cut by window
-    # ends, runs longer than 64 KiB written from the mapping, and every 997th record with a
+    # 40 000 records of 60 to 1499 bytes (~31 MB): many 512 KiB windows, records cut by window
+    # ends, runs longer than 64 KiB written from their window, and every 997th record with a
     # fraction above 10^9 that breaks a run and is rewritten.
     records = [
         (1_700_000_000 + k // 1000, NS + k if k % 997 == 3 else k * 997, bytes([k % 251]) * n)
