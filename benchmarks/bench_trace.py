@@ -8,7 +8,8 @@ the tool it replaces, in the same run, alternating, median of --runs runs with t
 - merge: `pcieperf trace merge ... -o M.pcapng` vs `mergecap -w M.pcapng` (pcapng out on both
   sides) for 2, 8 and 64 interleaved inputs holding the same packets, with peak memory.
 - convert: `pcieperf trace convert F -o C.pcap` vs a C program that reads F with libpcap and
-  writes it with `pcap_dump`, one call per packet (built here from Debian's libpcap-dev).
+  writes it with `pcap_dump`, one call per packet (built here from Debian's libpcap-dev), and
+  beside them the floor both share: `dd` writing as many bytes from /dev/zero, 1 MiB a call.
 - writer (the engine, in this process): pcieperf's buffered writer vs libpcap's `pcap_dump`
   per packet, both writing --packets copies of one frame from memory.
 Outputs go to a tmpfs (/dev/shm) when there is one, so the disk adds noise to neither side.
@@ -287,6 +288,11 @@ def bench_convert(bench: Bench, capture: Path, packets: int) -> None:
             out,
         )
     }
+    if bench.baseline:
+        base = bench.pcieperf(
+            "trace", "convert", str(capture), "-o", str(out), "--force", baseline=True
+        )
+        contenders["baseline pcieperf trace convert"] = (base, out)
     binary = build_c(CONVERT_C, bench.scratch, "pcap_convert")
     if binary is None:
         skip("libpcap convert", "gcc or libpcap-dev missing: apt-get install gcc libpcap-dev")
@@ -295,6 +301,9 @@ def bench_convert(bench: Bench, capture: Path, packets: int) -> None:
             [str(binary), str(capture), str(out)],
             out,
         )
+    mib = -(-capture.stat().st_size // (1 << 20))
+    floor = ["dd", "if=/dev/zero", f"of={out}", "bs=1M", f"count={mib}", "status=none"]
+    contenders["output write alone (dd, the floor)"] = (floor, out)
     bench.compare(f"convert: {packets} packets, pcap (ns) to pcap (ns)", contenders)
     out.unlink(missing_ok=True)
 

@@ -1,11 +1,12 @@
 //! Any byte string through the capture reader, strict and with `skip_bad`: it must return
 //! records or a one-line error, never panic, loop forever or read out of bounds. The records
 //! read then go through the statistics (any times, lengths and interfaces), which must not
-//! panic or overflow either.
+//! panic or overflow either. Read into shared windows, with runs of records taken at once
+//! (`take_as_is`, what `trace convert` does), the same records must come out.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pcieperf_core::trace::read::Reader;
+use pcieperf_core::trace::read::{ReadOptions, Reader};
 use pcieperf_core::trace::stats::{columns_stats, StatsConfig, DISTINCT_GAP_LIMIT};
 
 /// The configuration `trace stats` uses (src/pcieperf/trace.py), with a tiny distinct-gap
@@ -25,7 +26,42 @@ fn config() -> StatsConfig {
     }
 }
 
+/// (time, bytes) of every record, one `next_record` at a time, or with runs taken at once from
+/// one-page shared windows between them.
+fn records_of(data: &[u8], windows: bool) -> Vec<(i64, Vec<u8>)> {
+    let options = ReadOptions {
+        chunk: 4096,
+        ..ReadOptions::default()
+    };
+    let Ok(mut reader) = Reader::from_bytes_with("fuzz", data.to_vec(), options) else {
+        return Vec::new();
+    };
+    if windows {
+        reader.share_windows(4096);
+    }
+    let mut out = Vec::new();
+    loop {
+        while let Some(run) = windows.then(|| reader.take_as_is()).flatten() {
+            let mut bytes = &run.window.bytes()[run.bytes.clone()];
+            for _ in 0..run.packets {
+                let field =
+                    |k: usize| u32::from_le_bytes(bytes[4 * k..4 * k + 4].try_into().unwrap());
+                let ts = i64::from(field(0)) * 1_000_000_000 + i64::from(field(1));
+                let end = 16 + field(2) as usize;
+                out.push((ts, bytes[16..end].to_vec()));
+                bytes = &bytes[end..];
+            }
+            assert!(bytes.is_empty(), "a run holds whole records only");
+        }
+        match reader.next_record() {
+            Ok(Some(record)) => out.push((record.ts_ns, reader.data(&record).to_vec())),
+            _ => return out,
+        }
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
+    assert_eq!(records_of(data, true), records_of(data, false));
     // Strict, skipping damage, and read ahead on a thread (the block swap must give the same
     // bytes as the plain buffer).
     for (skip_bad, ahead) in [(false, false), (true, false), (false, true)] {

@@ -7,9 +7,12 @@
 
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::read::{ReadOptions, Reader, Record};
+use super::window::Window;
 use super::write::{OutFormat, Writer, DEFAULT_BUFFER_BYTES};
 use super::Interface;
 use crate::CoreError;
@@ -104,10 +107,16 @@ impl Input {
             record.wirelen,
             self.reader.data(record),
         )?;
+        self.count(record, stats);
+        Ok(())
+    }
+
+    /// Counts `record` as written.
+    #[inline(always)]
+    fn count(&mut self, record: &Record, stats: &mut MergeStats) {
         stats.packets += 1;
         stats.out_of_order += u64::from(record.ts_ns < self.last_ts);
         self.last_ts = record.ts_ns;
-        Ok(())
     }
 
     /// Gives every interface the input has revealed so far an output id (writing its IDB).
@@ -138,7 +147,11 @@ pub fn merge(
     merge_with(inputs, output, format, options)
 }
 
-/// Rewrites `input` as `output` packet for packet, interfaces and their names kept.
+/// Rewrites `input` as `output` packet for packet, interfaces and their names kept: what a
+/// merge of this one input writes (`merge_with` with `keep_names`), without the heap. The input
+/// is read into shared windows, and where its records are byte for byte what the writer would
+/// write for them (little-endian ns pcap to pcap) they are passed on in spans of a window,
+/// written from there by the writer thread (no copy of ours).
 pub fn convert(
     input: &Path,
     output: &Path,
@@ -146,12 +159,192 @@ pub fn convert(
     skip_bad: bool,
     strict: bool,
 ) -> Result<MergeStats, CoreError> {
-    let options = MergeOptions {
+    let read = ReadOptions {
         skip_bad,
         strict,
-        keep_names: true,
+        chunk: MAX_CHUNK_BYTES,
     };
-    merge_with(&[input.to_path_buf()], output, format, options)
+    convert_with(input, output, format, read, WINDOW_BYTES)
+}
+
+/// `convert` with its input read as `read` says, into shared windows of `window` bytes where
+/// records can pass as they are.
+pub(super) fn convert_with(
+    input: &Path,
+    output: &Path,
+    format: OutFormat,
+    read: ReadOptions,
+    window: usize,
+) -> Result<MergeStats, CoreError> {
+    let mut reader = Reader::open_with(input, read)?;
+    let as_is = format == OutFormat::Pcap && reader.native_ns_pcap();
+    if as_is {
+        reader.share_windows(window);
+    }
+    let mut source = Input {
+        path: input.to_path_buf(),
+        reader,
+        out_iface: Vec::new(),
+        last_ts: i64::MIN,
+    };
+    let mut next = source.reader.next_record()?;
+    if source.reader.interfaces().is_empty() {
+        return Err(CoreError::whole(
+            &output.display().to_string(),
+            NO_INTERFACE,
+        ));
+    }
+    let first = source.output_interface(0, true);
+    let mut writer = Writer::create(output, format, &first, DEFAULT_BUFFER_BYTES)?;
+    source.out_iface.push(0);
+    source.declare_interfaces(&mut writer, true)?;
+    let mut conversion = Conversion {
+        as_is,
+        source,
+        writer,
+        span: None,
+        stats: MergeStats::default(),
+    };
+    while let Some(record) = next {
+        conversion.record(&record)?;
+        conversion.take_runs()?;
+        next = conversion.source.reader.next_record()?;
+    }
+    conversion.finish()
+}
+
+/// A conversion under way: with `as_is`, records that the writer would write byte for byte as
+/// they were read gather in a span, written when the next one does not follow.
+struct Conversion {
+    source: Input,
+    writer: Writer,
+    as_is: bool,
+    span: Option<Span>,
+    stats: MergeStats,
+}
+
+impl Conversion {
+    /// One record that `next_record` returned: passed on as it is where it can be, else written.
+    fn record(&mut self, record: &Record) -> Result<(), CoreError> {
+        let shared = if self.as_is {
+            self.source.reader.window_record(record)
+        } else {
+            None
+        };
+        match shared.filter(|&(window, at)| fraction_below_1s(window, at)) {
+            Some((window, at)) => {
+                let (window, end) = (
+                    Arc::clone(window),
+                    at + PCAP_RECORD_BYTES + record.caplen as usize,
+                );
+                self.source.count(record, &mut self.stats);
+                self.pass(&window, at..end, 1)
+            }
+            None => {
+                self.flush()?;
+                let keep_names = true;
+                self.source
+                    .write(record, &mut self.writer, &mut self.stats, keep_names)
+            }
+        }
+    }
+
+    /// The records that follow in the window and pass as they are, taken in runs and written:
+    /// what stops a run (the end of the window, a record to rewrite) ends the span too, and
+    /// writing it before the next window is read keeps one window fewer alive.
+    fn take_runs(&mut self) -> Result<(), CoreError> {
+        if !self.as_is {
+            return Ok(());
+        }
+        while let Some(run) = self.source.reader.take_as_is() {
+            self.stats.packets += run.packets;
+            self.stats.out_of_order += run.descents;
+            self.source.last_ts = run.last_ts;
+            self.pass(&run.window, run.bytes, run.packets)?;
+        }
+        self.flush()
+    }
+
+    /// Adds `packets` records at `window[bytes]` to the span, or starts a new one after them.
+    fn pass(
+        &mut self,
+        window: &Arc<Window>,
+        bytes: Range<usize>,
+        packets: u64,
+    ) -> Result<(), CoreError> {
+        if let Some(span) = self.span.as_mut() {
+            if span.extend(window, bytes.clone(), packets) {
+                return Ok(());
+            }
+        }
+        self.flush()?;
+        self.span = Some(Span {
+            window: Arc::clone(window),
+            bytes,
+            packets,
+        });
+        Ok(())
+    }
+
+    /// Writes the span, if any, and ends it.
+    fn flush(&mut self) -> Result<(), CoreError> {
+        match self.span.take() {
+            Some(s) => self.writer.write_as_is(&s.window, s.bytes, s.packets),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(mut self) -> Result<MergeStats, CoreError> {
+        self.flush()?;
+        self.source.declare_interfaces(&mut self.writer, true)?;
+        let reader = &self.source.reader;
+        self.stats.skipped = reader.skipped();
+        self.stats.truncated = u64::from(reader.cut_short().is_some());
+        self.stats.interfaces = self.writer.interfaces().len() as u64;
+        let written = self.writer.finish()?;
+        self.stats.writes = written.writes;
+        self.stats.bytes = written.bytes;
+        Ok(self.stats)
+    }
+}
+
+/// Window of a conversion: large enough that a window (a read, a write, a hand-over) costs little
+/// per byte (512 KiB: ~870 for 6 M 64-byte frames), small enough that the four that exist at
+/// once (the reader's, one queued, one being written, the next being read) hold less than the
+/// writer's three 1 MiB buffers.
+const WINDOW_BYTES: usize = 512 << 10;
+/// A pcap record header: seconds, fraction, caplen, wire length (draft-ietf-opsawg-pcap §5).
+const PCAP_RECORD_BYTES: usize = 16;
+const NO_INTERFACE: &str = "no input defines an interface";
+
+/// Whether the ns pcap record at `window[at..]` has a fraction of a second below 10^9 (the
+/// pcap writer normalises a larger one, so only such a record passes as it is).
+#[inline(always)]
+fn fraction_below_1s(window: &Window, at: usize) -> bool {
+    window
+        .bytes()
+        .get(at + 4..at + 8)
+        .is_some_and(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) < 1_000_000_000)
+}
+
+/// Consecutive records of one shared window, passed on as they are.
+struct Span {
+    window: Arc<Window>,
+    bytes: Range<usize>,
+    packets: u64,
+}
+
+impl Span {
+    /// Takes the `packets` records at `window[bytes]` if they follow the span directly.
+    #[inline(always)]
+    fn extend(&mut self, window: &Arc<Window>, bytes: Range<usize>, packets: u64) -> bool {
+        let follows = bytes.start == self.bytes.end && Arc::ptr_eq(&self.window, window);
+        if follows {
+            self.bytes.end = bytes.end;
+            self.packets += packets;
+        }
+        follows
+    }
 }
 
 /// Merges `inputs` into `output` with explicit options.
@@ -247,12 +440,7 @@ pub fn merge_part(
     let k0 = sources
         .iter()
         .position(|s| !s.reader.interfaces().is_empty())
-        .ok_or_else(|| {
-            CoreError::whole(
-                &output.display().to_string(),
-                "no input defines an interface",
-            )
-        })?;
+        .ok_or_else(|| CoreError::whole(&output.display().to_string(), NO_INTERFACE))?;
     let first = sources[k0].output_interface(0, options.keep_names);
     let mut writer = Writer::create(output, format, &first, DEFAULT_BUFFER_BYTES)?;
     sources[k0].out_iface.push(0);

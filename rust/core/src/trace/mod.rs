@@ -11,6 +11,7 @@ mod sink;
 pub mod stats;
 pub mod stream;
 pub mod synth;
+pub mod window;
 pub mod write;
 
 #[cfg(test)]

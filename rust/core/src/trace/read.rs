@@ -12,12 +12,14 @@
 
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 use pcap_parser::{
     parse_block_be, parse_block_le, parse_pcap_header, Block, OptionCode, PcapNGOption,
 };
 
 use super::stream::{Compression, Stream, DEFAULT_CHUNK_BYTES};
+use super::window::Window;
 use super::{linktype_known, max_caplen, Interface};
 use crate::CoreError;
 
@@ -53,6 +55,17 @@ pub struct Record {
     pub wirelen: u32,
     pub iface: u32,
     pub data_offset: u64,
+}
+
+/// Records taken at once by `Reader::take_as_is`: `window[bytes]` holds them whole, `descents`
+/// counts those earlier than the record before them (the first compared with the record read
+/// before the run), and `last_ts` is the time of the last.
+pub struct AsIsRun {
+    pub window: Arc<Window>,
+    pub bytes: std::ops::Range<usize>,
+    pub packets: u64,
+    pub descents: u64,
+    pub last_ts: i64,
 }
 
 /// How a reader treats damage: `skip_bad` passes over damaged records (counted), `strict`
@@ -342,6 +355,13 @@ impl Reader {
         Ok(())
     }
 
+    /// Reads the rest of the capture into windows of at least `bytes` that a writer can hold
+    /// on to (`Stream::share_windows`, `window_record`, `take_as_is`); the records, errors and
+    /// counts are the same.
+    pub fn share_windows(&mut self, bytes: usize) {
+        self.stream.share_windows(bytes);
+    }
+
     /// Reads the rest of the capture on a thread of its own, a block ahead of the decoding
     /// (`Stream::read_ahead`): for files, whose reads end, not for standard input.
     pub fn read_ahead(&mut self) {
@@ -400,6 +420,79 @@ impl Reader {
     /// The size of the input where it is known before reading (an uncompressed file).
     pub fn size_hint(&self) -> Option<u64> {
         self.stream.size_hint()
+    }
+
+    /// Whether this is a little-endian, nanosecond pcap: its records are then byte for byte what
+    /// the pcap writer writes for them, unless their fraction of a second is 10^9 or more (the
+    /// writer carries it into the seconds).
+    pub fn native_ns_pcap(&self) -> bool {
+        matches!(
+            self.layout,
+            Layout::Pcap {
+                big_endian: false,
+                nanos: true
+            }
+        )
+    }
+
+    /// Takes, in one pass, the records of a little-endian ns pcap read into shared windows that
+    /// lie whole in the window from the read position and that the pcap writer would write as they are (caplen
+    /// within the maximum, fraction below 10^9), up to the first that is not such a record;
+    /// the reader's state moves on as if `next_record` had returned each. None when no such
+    /// record is at the read position: `next_record` then deals with what is there.
+    #[inline]
+    pub fn take_as_is(&mut self) -> Option<AsIsRun> {
+        if self.finished || !self.native_ns_pcap() {
+            return None;
+        }
+        let (window, start) = self.stream.window_at(self.stream.offset())?;
+        let end = start + self.stream.available().len();
+        let bytes = &window.bytes()[..end];
+        let iface = &self.interfaces[0];
+        let (limit, snaplen) = (iface.caplen_limit(), iface.snaplen);
+        let mut run = AsIsRun {
+            window: Arc::clone(window),
+            bytes: start..start,
+            packets: 0,
+            descents: 0,
+            last_ts: self.last_ts,
+        };
+        let mut quirks = self.quirks;
+        let mut at = start;
+        while let Some(head) = bytes.get(at..at + PCAP_RECORD_HEADER_BYTES) {
+            let field = |k: usize| read_u32(head, 4 * k, false);
+            let (sec, frac, caplen, wirelen) = (field(0), field(1), field(2), field(3));
+            let next = at + PCAP_RECORD_HEADER_BYTES + caplen as usize;
+            if frac >= 1_000_000_000 || caplen > limit || next > end {
+                break;
+            }
+            let ts = i64::from(sec) * 1_000_000_000 + i64::from(frac);
+            run.descents += u64::from(ts < run.last_ts);
+            run.last_ts = ts;
+            quirks.snaplen_exceeded += u64::from(snaplen != 0 && caplen > snaplen);
+            quirks.wirelen_below_caplen += u64::from(wirelen < caplen);
+            run.packets += 1;
+            at = next;
+        }
+        if run.packets == 0 {
+            return None;
+        }
+        run.bytes.end = at;
+        self.stream.consume(at - start);
+        self.quirks = quirks;
+        self.last_ts = run.last_ts;
+        self.timed = true;
+        Some(run)
+    }
+
+    /// Where the whole pcap record `record` (the one returned last: header, then data) lies in
+    /// the shared window that holds it, if the capture is read into shared windows.
+    #[inline(always)]
+    pub fn window_record(&self, record: &Record) -> Option<(&Arc<Window>, usize)> {
+        let header = record
+            .data_offset
+            .checked_sub(PCAP_RECORD_HEADER_BYTES as u64)?;
+        self.stream.window_at(header)
     }
 
     /// The captured bytes of `record`, which must be the record returned last: its bytes stay

@@ -1,24 +1,49 @@
 //! A file written by its own thread, one whole buffer per `write`: the caller fills the next
 //! buffer while the kernel copies the previous one into the page cache (double buffering).
-//! At most three buffers exist: one being filled, one queued, one being written.
+//! A piece of a shared input window can be handed over instead of a buffer, to be written from
+//! where it was read (no copy of ours). At most three buffers or pieces exist: one being
+//! filled, one queued, one being written.
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::ops::Range;
 use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
+use super::window::Window;
 use crate::CoreError;
 
 /// Buffers handed over and not yet returned before `submit` waits for one to come back.
 const MAX_IN_FLIGHT: usize = 2;
 
+/// What the writer thread writes and gives back: a buffer, to be filled again, or bytes of a
+/// shared input window, dropped by the caller (its buffer then goes back to the reader's pool
+/// if nothing else holds it).
+enum Chunk {
+    Buffer(Vec<u8>),
+    Window(Arc<Window>, Range<usize>),
+}
+
+impl Chunk {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Chunk::Buffer(buf) => buf,
+            Chunk::Window(window, range) => &window.bytes()[range.clone()],
+        }
+    }
+}
+
 pub struct Sink {
     name: String,
-    full: Option<SyncSender<Vec<u8>>>,
-    empty: Receiver<Vec<u8>>,
+    full: Option<SyncSender<Chunk>>,
+    /// Written chunks coming back.
+    empty: Receiver<Chunk>,
     thread: Option<JoinHandle<io::Result<()>>>,
     in_flight: usize,
+    /// Buffers given back and not yet reused.
+    spares: Vec<Vec<u8>>,
 }
 
 impl Sink {
@@ -26,14 +51,13 @@ impl Sink {
     pub fn create(path: &Path) -> Result<Self, CoreError> {
         let name = path.display().to_string();
         let mut file = File::create(path).map_err(|e| CoreError::whole(&name, e.to_string()))?;
-        let (full, to_write) = sync_channel::<Vec<u8>>(1);
-        let (give_back, empty) = channel::<Vec<u8>>();
+        let (full, to_write) = sync_channel::<Chunk>(1);
+        let (give_back, empty) = channel::<Chunk>();
         let thread = thread::spawn(move || -> io::Result<()> {
-            for mut buf in to_write {
-                file.write_all(&buf)?;
-                buf.clear();
-                // The writer may be gone already (dropped); the buffer is then simply freed.
-                let _ = give_back.send(buf);
+            for chunk in to_write {
+                file.write_all(chunk.bytes())?;
+                // The writer may be gone already (dropped); the chunk is then simply freed.
+                let _ = give_back.send(chunk);
             }
             Ok(())
         });
@@ -43,14 +67,34 @@ impl Sink {
             empty,
             thread: Some(thread),
             in_flight: 0,
+            spares: Vec::new(),
         })
     }
 
     /// Queues `buf` for writing and returns an empty buffer of the same capacity to fill next.
     pub fn submit(&mut self, buf: Vec<u8>) -> Result<Vec<u8>, CoreError> {
         let capacity = buf.capacity();
+        self.send(Chunk::Buffer(buf))?;
+        Ok(self
+            .spares
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(capacity)))
+    }
+
+    /// Queues `window[range]` for writing, straight from the window.
+    pub fn submit_window(
+        &mut self,
+        window: Arc<Window>,
+        range: Range<usize>,
+    ) -> Result<(), CoreError> {
+        self.send(Chunk::Window(window, range))
+    }
+
+    /// Hands `chunk` to the writer thread, then takes back what it has written: waiting for
+    /// one when more than MAX_IN_FLIGHT are out, else only what is back already.
+    fn send(&mut self, chunk: Chunk) -> Result<(), CoreError> {
         let sent = match &self.full {
-            Some(full) => full.send(buf).is_ok(),
+            Some(full) => full.send(chunk).is_ok(),
             None => false,
         };
         if !sent {
@@ -58,22 +102,28 @@ impl Sink {
         }
         self.in_flight += 1;
         if self.in_flight > MAX_IN_FLIGHT {
-            return self.take_back();
+            self.take_back()?;
         }
-        match self.empty.try_recv() {
-            Ok(buf) => {
-                self.in_flight -= 1;
-                Ok(buf)
-            }
-            Err(_) => Ok(Vec::with_capacity(capacity)),
+        while let Ok(back) = self.empty.try_recv() {
+            self.returned(back);
+        }
+        Ok(())
+    }
+
+    /// Counts a written chunk back in, keeping a buffer to reuse.
+    fn returned(&mut self, back: Chunk) {
+        self.in_flight -= 1;
+        if let Chunk::Buffer(mut buf) = back {
+            buf.clear();
+            self.spares.push(buf);
         }
     }
 
-    fn take_back(&mut self) -> Result<Vec<u8>, CoreError> {
+    fn take_back(&mut self) -> Result<(), CoreError> {
         match self.empty.recv() {
-            Ok(buf) => {
-                self.in_flight -= 1;
-                Ok(buf)
+            Ok(back) => {
+                self.returned(back);
+                Ok(())
             }
             Err(_) => Err(self.failure()),
         }

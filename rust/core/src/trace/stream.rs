@@ -1,16 +1,18 @@
 //! The bytes of a capture as a stream: a file, standard input (`-`) or an in-memory copy, gzip-
 //! or zstd-compressed or not (told apart by magic bytes, never by name), read through one
-//! bounded, reused buffer. Nothing is mapped, so what the reader holds is what the buffer holds,
-//! whatever the size of the input.
+//! bounded, reused buffer, or (`share_windows`) through windows that a writer can hold on to:
+//! what the reader holds is one buffer or one window, whatever the size of the input.
 
 use std::fs::File;
 use std::io::{self, Cursor, Read};
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread;
 
 use flate2::read::MultiGzDecoder;
 
+use super::window::{Pool, Window};
 use crate::CoreError;
 
 /// gzip member header ID1 ID2 (RFC 1952 §2.3.1).
@@ -20,6 +22,9 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// Default buffer: large enough that a read call moves a good slice of the page cache at once,
 /// small enough that dozens of inputs merged together stay within a few MiB.
 pub const DEFAULT_CHUNK_BYTES: usize = 256 << 10;
+
+/// Smallest read buffer or window: one page.
+const MIN_CHUNK_BYTES: usize = 4096;
 
 /// Room left before the bytes a read-ahead block carries, for the unread end of the block
 /// before it: records up to this long continue into the next block without a copy of it.
@@ -81,6 +86,17 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// What the magic bytes at the start of a stream say.
+    fn of(head: &[u8]) -> Self {
+        if head.starts_with(&GZIP_MAGIC) {
+            Compression::Gzip
+        } else if head.starts_with(&ZSTD_MAGIC) {
+            Compression::Zstd
+        } else {
+            Compression::None
+        }
+    }
+
     /// "none", "gzip" or "zstd".
     pub fn name(self) -> &'static str {
         match self {
@@ -105,6 +121,10 @@ pub struct Stream {
     compression: Compression,
     size_hint: Option<u64>,
     ahead: Option<ReadAhead>,
+    /// With `share_windows`: the window now (`base`, `start` and `end` then refer to its
+    /// bytes, not to `buf`) and the buffers that windows give back.
+    window: Option<Arc<Window>>,
+    windows: Option<Pool>,
 }
 
 impl Stream {
@@ -140,13 +160,10 @@ impl Stream {
         let mut plain = Self::new(raw, Compression::None, chunk);
         plain.fill(ZSTD_MAGIC.len())?;
         let head = plain.available();
-        let compression = if head.starts_with(&GZIP_MAGIC) {
-            Compression::Gzip
-        } else if head.starts_with(&ZSTD_MAGIC) {
-            Compression::Zstd
-        } else {
+        let compression = Compression::of(head);
+        if compression == Compression::None {
             return Ok(plain);
-        };
+        }
         // The peeked bytes go back in front of the rest of the source.
         let peeked = Cursor::new(head.to_vec());
         let rest = peeked.chain(plain.source);
@@ -164,18 +181,20 @@ impl Stream {
             start: 0,
             end: 0,
             base: 0,
-            chunk: chunk.max(4096),
+            chunk: chunk.max(MIN_CHUNK_BYTES),
             eof: false,
             compression,
             size_hint: None,
             ahead: None,
+            window: None,
+            windows: None,
         }
     }
 
     /// Reads the rest of the source on a thread of its own, a block ahead (see `ReadAhead`);
     /// for sources that end (a file), not for a terminal or a pipe that may wait forever.
     pub fn read_ahead(&mut self) {
-        if self.ahead.is_none() && !self.eof {
+        if self.ahead.is_none() && !self.eof && self.windows.is_none() {
             let source = std::mem::replace(&mut self.source, Box::new(io::empty()));
             self.ahead = Some(ReadAhead::start(source, self.chunk));
         }
@@ -196,17 +215,46 @@ impl Stream {
         self.base.wrapping_add(self.start as u64)
     }
 
+    /// The buffer, or the shared window.
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        match &self.window {
+            Some(window) => window.bytes(),
+            None => &self.buf,
+        }
+    }
+
     /// The bytes available now (at least what the last `fill` asked for, unless at the end).
+    #[inline(always)]
     pub fn available(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        &self.bytes()[self.start..self.end]
     }
 
     /// Bytes at stream offsets `from..from + len`, if they are still in the buffer (a record's
     /// data stays there until the next `fill`).
+    #[inline(always)]
     pub fn bytes_at(&self, from: u64, len: usize) -> Option<&[u8]> {
         // `base` may lie "before" offset 0 (wrapping) once read-ahead blocks carry headroom.
         let at = usize::try_from(from.wrapping_sub(self.base)).ok()?;
-        self.buf.get(at..at.checked_add(len)?)
+        self.bytes().get(at..at.checked_add(len)?)
+    }
+
+    /// Reads what follows into windows of at least `bytes`, each a buffer of its own that can
+    /// outlive the stream's move past it (`window_at`): a writer can write records from it as
+    /// they were read. Not with `read_ahead`, which has buffers of its own.
+    pub fn share_windows(&mut self, bytes: usize) {
+        if self.ahead.is_none() {
+            self.windows = Some(Pool::default());
+            self.chunk = bytes.max(MIN_CHUNK_BYTES);
+        }
+    }
+
+    /// The shared window that holds stream offset `from`, and where in it (`share_windows`).
+    #[inline(always)]
+    pub fn window_at(&self, from: u64) -> Option<(&Arc<Window>, usize)> {
+        let window = self.window.as_ref()?;
+        let at = usize::try_from(from.checked_sub(self.base)?).ok()?;
+        (at < window.bytes().len()).then_some((window, at))
     }
 
     /// Drops `n` available bytes.
@@ -239,6 +287,9 @@ impl Stream {
         if self.ahead.is_some() {
             return self.refill_ahead(need);
         }
+        if self.windows.is_some() {
+            return self.refill_window(need);
+        }
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.base += self.start as u64;
@@ -265,6 +316,35 @@ impl Stream {
             }
         }
         Ok(self.end)
+    }
+
+    /// `refill` with shared windows: the next window is a buffer of its own (from the pool),
+    /// with the unread end of the window before copied to its start, then read into.
+    fn refill_window(&mut self, need: usize) -> io::Result<usize> {
+        let pool = self
+            .windows
+            .as_ref()
+            .expect("refill_window runs with windows");
+        let left = self.end - self.start;
+        let mut buf = Window::buffer(pool, need.max(self.chunk));
+        buf[..left].copy_from_slice(self.available());
+        self.buf = Vec::new(); // the buffer before windows, if any: not needed any more
+        let mut filled = left;
+        while filled < need {
+            match self.source.read(&mut buf[filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.base = self.offset();
+        (self.start, self.end) = (0, filled);
+        self.window = Some(Arc::new(Window::new(buf, filled, pool)));
+        Ok(filled)
     }
 
     /// `refill` from read-ahead blocks: the next block becomes the buffer, with the unread

@@ -15,6 +15,8 @@ use super::synth::{fill_udp_frame, synthesize};
 use super::write::{OutFormat, Writer};
 use super::Interface;
 
+mod windows;
+
 fn u16b(v: u16, be: bool) -> [u8; 2] {
     if be {
         v.to_be_bytes()
