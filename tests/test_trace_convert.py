@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcieperf import trace
+from pcieperf.net import trace
 
 NS = 1_000_000_000
 
