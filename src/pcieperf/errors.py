@@ -20,6 +20,7 @@ Errors of the Rust core (`pcieperf._core`) become these classes in `pcieperf._na
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
@@ -110,3 +111,9 @@ def require_plot_file(path: str | PathLike, force: bool) -> None:
     if Path(path).suffix not in (".png", ".svg"):
         raise UsageError(f"plot file {path} must end in .png or .svg")
     require_new_file(path, force)
+
+
+def warn(text: str) -> None:
+    """Tell the caller something odd about a result that is still computed (the CLI prints it
+    as one `pcieperf: warning:` line; a notebook shows it as a warning)."""
+    warnings.warn(text, PcieperfWarning, stacklevel=3)

@@ -122,22 +122,7 @@ def cmd_iommu_fit(args: argparse.Namespace) -> None:
         Path(args.out).write_text(platforms.platform_toml(result.profile), encoding="utf-8")
         payload["file"] = args.out
 
-    _emit(args, payload, lambda: _fit_text(result, args.out))
-
-
-def _fit_text(result: iommu_fit.Fit, out: str | None) -> str:
-    """The human rendering of an IOMMU fit (`iommu fit`, `explain --fit-iommu`)."""
-    e, w = result.entries, result.walkers
-    lines = [
-        f"{result.measured.stack}: {result.measured.misses_per_s:,.0f} IOTLB misses/s at "
-        f"{result.pps:,.0f} packets/s = {result.misses_per_pkt:.3f} per forwarded packet",
-        f"  IOTLB reach   {e.value:g} entries (consistent: {e.low:g}-{e.high:g})",
-        f"  walkers       {w.value:g} ({w.low:g}-{w.high:g}; "
-        + ("the walks bound the rate)" if result.walk_bound else "a lower bound)"),
-    ]
-    if out:
-        lines.append(f"profile written to {out}; use it with --platform {out}")
-    return "\n".join(lines)
+    _emit(args, payload, lambda: iommu_fit.fit_text(result, args.out))
 
 
 def _add_iommu_options(p: argparse.ArgumentParser) -> None:

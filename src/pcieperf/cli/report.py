@@ -16,9 +16,11 @@ def cmd_report(args: argparse.Namespace) -> None:
     """Write the default report (plots, CSV, index.html)."""
     out_dir = Path(args.output)
     require_new_folder(out_dir, args.force)
-    explain_options = (args.pps, args.pkt, args.from_run, args.stack)
+    explain_options = (args.pps, args.frame, args.pkt, args.from_run, args.stack)
     if not args.counters and any(o is not None for o in explain_options):
-        raise UsageError("--pps, --pkt, --from-run and --stack explain a --counters FILE; give one")
+        raise UsageError(
+            "--pps, --frame, --from-run and --stack explain a --counters FILE; give one"
+        )
     explanation = _explanation(args) if args.counters else None
     from pcieperf.report.figures import ReportConfig, write_report  # matplotlib: after the checks
 

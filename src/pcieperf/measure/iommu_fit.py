@@ -276,3 +276,18 @@ def fit_explained(
         name=name,
         packets=packets,
     )
+
+
+def fit_text(result: Fit, out: str | None) -> str:
+    """The human rendering of an IOMMU fit (`iommu fit`, `explain --fit-iommu`)."""
+    e, w = result.entries, result.walkers
+    lines = [
+        f"{result.measured.stack}: {result.measured.misses_per_s:,.0f} IOTLB misses/s at "
+        f"{result.pps:,.0f} packets/s = {result.misses_per_pkt:.3f} per forwarded packet",
+        f"  IOTLB reach   {e.value:g} entries (consistent: {e.low:g}-{e.high:g})",
+        f"  walkers       {w.value:g} ({w.low:g}-{w.high:g}; "
+        + ("the walks bound the rate)" if result.walk_bound else "a lower bound)"),
+    ]
+    if out:
+        lines.append(f"profile written to {out}; use it with --platform {out}")
+    return "\n".join(lines)
