@@ -18,8 +18,11 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pcieperf.dpdk.api import dpdk_forwarding
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
+    from pcieperf.measure.api import explain
     from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
+    from pcieperf.nic.api import latency, nic, profile, profiles
     from pcieperf.nic.latency import latency_table
     from pcieperf.nic.nic import evaluate, load_profile
     from pcieperf.pcie.api import dma, link, make_link
@@ -33,12 +36,17 @@ _HOMES = {
     "ProfileError": "errors",
     "UsageError": "errors",
     "dma": "pcie.api",
+    "dpdk_forwarding": "dpdk.api",
+    "explain": "measure.api",
     "link": "pcie.api",
     "make_link": "pcie.api",
     "evaluate": "nic.nic",
+    "latency": "nic.api",
     "latency_table": "nic.latency",
     "load_profile": "nic.nic",
     "parse_mix": "net.ethernet",
+    "profile": "nic.api",
+    "profiles": "nic.api",
 }
 __all__ = [
     "Ethernet",
@@ -48,14 +56,22 @@ __all__ = [
     "ProfileError",
     "UsageError",
     "dma",
+    "dpdk_forwarding",
     "evaluate",
+    "explain",
+    "latency",
     "latency_table",
     "link",
     "load_profile",
     "make_link",
+    "nic",
     "parse_mix",
+    "profile",
+    "profiles",
 ]
-_NAMESPACES: dict[str, str] = {}
+_NAMESPACES: dict[str, str] = {
+    "nic": "nic",  # the package, callable as `nic.api.nic` (see nic/__init__.py)
+}
 """Groups of API functions reached as `pp.<group>.<function>`: the module that holds them."""
 __version__ = "0.1.0"
 

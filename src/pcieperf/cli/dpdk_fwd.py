@@ -136,9 +136,9 @@ def _add_forwarding_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_dpdk_fwd_command(sub: argparse._SubParsersAction) -> None:
-    """The `dpdk-fwd` command and its options."""
-    p = _add_command(sub, "dpdk-fwd", cmd_dpdk_fwd, link=True)
+def _add_dpdk_fwd_command(sub: argparse._SubParsersAction, name: str = "dpdk-fwd") -> None:
+    """The `dpdk-fwd` command and its options (also `dpdk fwd`: `name` in the dpdk group)."""
+    p = _add_command(sub, name, cmd_dpdk_fwd, link=True)
     _add_forwarding_options(p)
     p.add_argument(
         "--mix",

@@ -1,6 +1,30 @@
 """NIC and driver models: declarative profiles priced per packet in PCIe bytes and TLPs per
 direction (`nic`, built-in profiles in `profiles/`), and one packet's loopback latency and the
-in-flight DMAs a rate needs (`latency`).
+in-flight DMAs a rate needs (`latency`). The public functions are in `api` (`pp.nic`,
+`pp.profiles`, `pp.profile`, `pp.latency`).
 
 May import: pcie, net, errors, units, _native. No store, runner or report.
 """
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pcieperf.results import Table
+
+
+class _CallableModule(types.ModuleType):
+    """The package `pcieperf.nic` (the name once it is imported), called as the API function
+    of the same name: `pp.nic(profile="dpdk", sizes=[64])` is `pcieperf.nic.api.nic`."""
+
+    def __call__(self, **options: object) -> Table:
+        """`pcieperf.nic.api.nic` (what `pcieperf nic` prints)."""
+        from pcieperf.nic.api import nic
+
+        return nic(**options)  # type: ignore[arg-type]
+
+
+sys.modules[__name__].__class__ = _CallableModule
