@@ -50,15 +50,14 @@ def forwarding_options(args: argparse.Namespace) -> dict:
 
 def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     """The VTune-recipe estimate of DPDK forwarding traffic, term by term."""
-    pkt = packet_bytes(args)
-    mixed = _given(args, (size_option(args), pkt), ("--from-run", args.from_run))
-    if args.mix is not None and mixed:
+    run = "--from-run" if args.from_run is not None else None
+    if args.mix is not None and (mixed := _given(args, size_option(args), run)):
         raise UsageError(f"--mix sets the frame sizes; drop {', '.join(mixed)}")
-    pps, options = args.pps, forwarding_options(args)
+    pps, pkt, options = args.pps, packet_bytes(args), forwarding_options(args)
     if args.from_run is not None:
-        given = _given(args, ("--pps", pps), (size_option(args), pkt))
-        run = measure_api.stored_run(args.from_run, args.db, given)
-        pps, pkt, options["batch_hist"] = run.rx_pps, run.pkt, run.batch_hist
+        given = _given(args, "--pps" if pps is not None else None, size_option(args))
+        stored = measure_api.stored_run(args.from_run, args.db, given)
+        pps, pkt, options["batch_hist"] = stored.rx_pps, stored.pkt, stored.batch_hist
     if args.trace:
         _dpdk_fwd_trace(args, *dpdk_api.link_and_config(pkt, **options))
         return
@@ -74,9 +73,9 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     emit(args, result)
 
 
-def _given(args: argparse.Namespace, *options: tuple[str | None, object]) -> tuple[str, ...]:
-    """The options among `options` (name, value) that were given, and --trace if it was."""
-    given = tuple(str(name) for name, value in options if value is not None)
+def _given(args: argparse.Namespace, *names: str | None) -> tuple[str, ...]:
+    """The options named (None: not given), and --trace if it was given."""
+    given = tuple(name for name in names if name)
     return given + (("--trace",) if getattr(args, "trace", None) else ())
 
 
