@@ -1,7 +1,8 @@
-"""NIC and driver models: declarative profiles priced per packet in PCIe bytes and TLPs per
-direction (`nic`, built-in profiles in `profiles/`), and one packet's loopback latency and the
-in-flight DMAs a rate needs (`latency`). The public functions are in `api` (`pp.nic`,
-`pp.profiles`, `pp.profile`, `pp.latency`).
+"""NIC and driver models: declarative profiles (`profile`: TOML, `[device]` facts, expressions;
+built-in ones in `profiles/`) priced per packet in PCIe bytes and TLPs per direction
+(`pricing`), against the line rate (`nic`); one packet's loopback latency and the in-flight
+DMAs a rate needs (`latency`, on a host's DMA latencies: `host`). The public functions are in
+`api` (`pp.nic`, `pp.profiles`, `pp.profile`, `pp.latency`).
 
 May import: pcie, net, errors, units, _native. No store, runner or report.
 """
