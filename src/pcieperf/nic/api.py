@@ -45,7 +45,7 @@ def _rate(pps: float | str | None) -> float | None:
 # --- nic ----------------------------------------------------------------------------------------
 
 NIC_COLUMNS = (
-    Column("size", "size"),
+    Column("size", "size (B)"),
     Column("mpps", "Mpps"),
     Column("achievable_gbps", "Gb/s"),
     Column("line_rate_gbps", "line Gb/s"),
@@ -57,7 +57,7 @@ NIC_COLUMNS = (
     Column("down_bytes_per_pkt", "B down/pkt"),
 )
 NEEDED_COLUMNS = (
-    Column("size", "size"),
+    Column("size", "size (B)"),
     Column("needed_up_gbps", "needs up Gb/s"),
     Column("needed_down_gbps", "needs down Gb/s"),
     Column("fits_pcie", "fits PCIe"),
@@ -199,8 +199,8 @@ OPS_COLUMNS = (
     Column("path", "path"),
     Column("what", "operation"),
     Column("initiator", "initiator"),
-    Column("size", "size"),
-    Column("every", "every"),
+    Column("size", "size (B)"),
+    Column("every", "every (packets)"),
 )
 DEVICE_COLUMNS = (
     Column("fact", "device fact"),
@@ -273,7 +273,7 @@ def _device_table(device: DeviceFacts) -> Table:
 # --- latency ------------------------------------------------------------------------------------
 
 LATENCY_COLUMNS = (
-    Column("size", "size"),
+    Column("size", "size (B)"),
     Column("total_ns", "total ns"),
     Column("pcie_ns", "PCIe ns"),
     Column("pcie_pct", "PCIe %"),
