@@ -131,6 +131,17 @@ def frame_mixes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[PacketMi
     return mixes
 
 
+NIC_FIELDS = {
+    **dict.fromkeys(("mean_frame_bytes", "max_pps", "pcie_max_pps")),
+    "line_rate_pps": "line_pps",
+    **dict.fromkeys(("achievable_gbps", "line_rate_gbps", "bottleneck", "limited_by")),
+    **dict.fromkeys(("pcie_up_gbps", "pcie_down_gbps", "up_bytes_per_pkt", "down_bytes_per_pkt")),
+    **dict.fromkeys(("up_tlps_per_pkt", "down_tlps_per_pkt")),
+}
+"""The JSON keys of a `nic` row, in order, each with its NicResult attribute (None: the same
+name); each attribute holds one value per row, read once."""
+
+
 def _nic_rows(result: NicResult, pps: float | None, breakdown: bool) -> list[dict]:
     """The JSON rows of `nic`: one per size, the rate's needs when `pps`, each operation's
     bytes when `breakdown`; warns once per capacity the rate exceeds."""
@@ -138,25 +149,12 @@ def _nic_rows(result: NicResult, pps: float | None, breakdown: bool) -> list[dic
         needed = result.needed_gbps(pps)
         _warn_rate_over(pps, result.label, result.line_pps, "the line")
         _warn_rate_over(pps, result.label, result.pcie_max_pps, "the PCIe link")
+    columns = {key: getattr(result, attr or key) for key, attr in NIC_FIELDS.items()}
+    columns["bottleneck"] = [str(b) for b in columns["bottleneck"]]
     rows = []
     for i, label in enumerate(result.label):
-        row = {
-            "size": int(label) if label.isdigit() else label,
-            "mean_frame_bytes": result.mean_frame_bytes[i],
-            "max_pps": result.max_pps[i],
-            "pcie_max_pps": result.pcie_max_pps[i],
-            "line_rate_pps": result.line_pps[i],
-            "achievable_gbps": result.achievable_gbps[i],
-            "line_rate_gbps": result.line_rate_gbps[i],
-            "bottleneck": str(result.bottleneck[i]),
-            "limited_by": result.limited_by[i],
-            "pcie_up_gbps": result.pcie_up_gbps[i],
-            "pcie_down_gbps": result.pcie_down_gbps[i],
-            "up_bytes_per_pkt": result.up_bytes_per_pkt[i],
-            "down_bytes_per_pkt": result.down_bytes_per_pkt[i],
-            "up_tlps_per_pkt": result.up_tlps_per_pkt[i],
-            "down_tlps_per_pkt": result.down_tlps_per_pkt[i],
-        }
+        row = {"size": int(label) if label.isdigit() else label}
+        row |= {key: column[i] for key, column in columns.items()}
         if pps is not None:
             row |= {
                 "pps": pps,
