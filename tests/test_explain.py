@@ -316,8 +316,8 @@ def test_cli_json_stack_choice_plot_and_errors(tmp_path, capsys):
     assert "1 metric(s) deviate beyond 15 %" in text
     assert "- inbound_write: inbound writes 2.0" in text
     # Errors: no rate, a stack that matches nothing, the plot exists.
-    assert main(["explain", "--counters", str(path), "--pkt", "64"]) == 2
-    assert "needs --pps and --pkt" in capsys.readouterr().err
+    assert main(["explain", "--counters", str(path), "--frame", "68"]) == 2
+    assert "needs --pps and --frame" in capsys.readouterr().err  # docs/units.md: sizes are frames
     assert main([*base, "--stack", "nowhere"]) == 2
     assert "--stack 'nowhere' matches 0 of the file's stacks" in capsys.readouterr().err
     assert main([*base, "--plot", str(tmp_path / "e.png")]) == 2

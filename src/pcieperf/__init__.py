@@ -18,10 +18,10 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pcieperf.dpdk.api import platforms
+    from pcieperf.dpdk.api import dpdk_forwarding, platforms
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
     from pcieperf.measure import iommu_api as iommu
-    from pcieperf.measure.api import data_import, data_ls, data_show
+    from pcieperf.measure.api import data_import, data_ls, data_show, explain
     from pcieperf.measure.records import (
         counter_imports,
         dpdk_run,
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         synth_capture,
     )
     from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
+    from pcieperf.nic.api import latency, nic, profile, profiles
     from pcieperf.nic.captures import capture_demand
     from pcieperf.nic.latency import latency_table
     from pcieperf.nic.nic import evaluate, load_profile
@@ -59,10 +60,13 @@ _HOMES = {
     "data_ls": "measure.api",
     "data_show": "measure.api",
     "dma": "pcie.api",
+    "dpdk_forwarding": "dpdk.api",
     "dpdk_run": "measure.records",
     "dpdk_runs": "measure.records",
     "evaluate": "nic.nic",
+    "explain": "measure.api",
     "import_counters": "measure.records",
+    "latency": "nic.api",
     "latency_table": "nic.latency",
     "link": "pcie.api",
     "load_profile": "nic.nic",
@@ -70,6 +74,8 @@ _HOMES = {
     "merge_captures": "net.api",
     "parse_mix": "net.ethernet",
     "platforms": "dpdk.api",
+    "profile": "nic.api",
+    "profiles": "nic.api",
     "read_capture": "net.api",
     "read_counters": "measure.records",
     "synth_capture": "net.api",
@@ -90,18 +96,24 @@ __all__ = [
     "data_ls",
     "data_show",
     "dma",
+    "dpdk_forwarding",
     "dpdk_run",
     "dpdk_runs",
     "evaluate",
+    "explain",
     "import_counters",
     "iommu",
+    "latency",
     "latency_table",
     "link",
     "load_profile",
     "make_link",
     "merge_captures",
+    "nic",
     "parse_mix",
     "platforms",
+    "profile",
+    "profiles",
     "read_capture",
     "read_counters",
     "report",
@@ -113,6 +125,7 @@ _NAMESPACES: dict[str, str] = {
     # `calibrate` and `validate` would shadow functions of those names on the package itself.
     "bench": "pciebench.api",
     "iommu": "measure.iommu_api",
+    "nic": "nic",  # the package, callable as `nic.api.nic` (see nic/__init__.py)
     "report": "report",  # callable: pp.report(out=...) is pcieperf.report.api.report
     "store": "measure.store",
 }

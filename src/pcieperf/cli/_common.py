@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pcieperf import _lazy
 from pcieperf.errors import PcieperfWarning
+from pcieperf.net.wire import FCS_BYTES
 
 if TYPE_CHECKING:
     from pcieperf.measure.store import Store
@@ -43,6 +44,7 @@ platforms = _lazy.module("pcieperf.dpdk.platforms")
 sweep = _lazy.module("pcieperf.sweep")
 nic = _lazy.module("pcieperf.nic.nic")
 nic_captures = _lazy.module("pcieperf.nic.captures")
+nic_api = _lazy.module("pcieperf.nic.api")
 testpmd = _lazy.module("pcieperf.dpdk.testpmd")
 tlp = _lazy.module("pcieperf.pcie.tlp")
 trace = _lazy.module("pcieperf.net.trace")
@@ -150,6 +152,39 @@ def link_options(args: argparse.Namespace) -> dict:
 def _link(args: argparse.Namespace) -> Link:
     """The link the options describe."""
     return pcie_api.make_link(**link_options(args))
+
+
+def add_size_options(p: argparse.ArgumentParser, default_pkt: int | None = DEFAULT_PKT) -> None:
+    """--frame N, the packet size as every command counts it (an Ethernet frame incl. FCS,
+    docs/units.md), and --pkt N, its older spelling in bytes the NIC DMAs (frame - FCS), kept
+    for one release with a deprecation line; one or the other (`packet_bytes` reads them)."""
+    default = "" if default_pkt is None else f" (default {default_pkt + FCS_BYTES})"
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--frame", type=_whole(), default=None, help=f"Ethernet frame bytes incl. FCS{default}"
+    )
+    group.add_argument(
+        "--pkt",
+        type=_whole(),
+        default=None,
+        help=f"deprecated: bytes DMA'd, the frame less its {FCS_BYTES} B FCS; use --frame",
+    )
+
+
+def packet_bytes(args: argparse.Namespace) -> int | None:
+    """The bytes the NIC DMAs per packet that --frame or --pkt gives (None: neither): a frame
+    less its FCS; --pkt as it is, with a line on stderr saying which frame it means."""
+    if args.frame is not None:
+        return args.frame - FCS_BYTES
+    if args.pkt is not None:
+        frame = args.pkt + FCS_BYTES
+        _warn(f"--pkt {args.pkt} is a {frame}-byte frame; use --frame {frame}")
+    return args.pkt
+
+
+def size_option(args: argparse.Namespace) -> str | None:
+    """The size option given (`--frame` or `--pkt`; None: neither), for errors that name it."""
+    return "--frame" if args.frame is not None else "--pkt" if args.pkt is not None else None
 
 
 def _store(args: argparse.Namespace, *, write: bool = False) -> Store:

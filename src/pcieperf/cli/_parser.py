@@ -28,11 +28,12 @@ EXAMPLES = {
     "nic": "pcieperf nic --profile dpdk --eth 100 --sizes 64,256,1518,imix",
     "profiles": "pcieperf profiles mlx5-dpdk",
     "latency": "pcieperf latency --profile bypass --sizes 64,128,512,1500 --host HOSTDIR",
-    "dpdk-fwd": "pcieperf dpdk-fwd --pps 14.2M --pkt 60 --batch-hist 0:1000,4:5000,32:200",
-    "explain": "pcieperf explain --counters pcm.csv --pps 10M --pkt 64",
+    "dpdk-fwd": "pcieperf dpdk-fwd --pps 14.2M --frame 64 --batch-hist 0:1000,4:5000,32:200",
+    "explain": "pcieperf explain --counters pcm.csv --pps 10M --frame 68",
     "dpdk": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
     "dpdk run": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
     "dpdk runs": "pcieperf dpdk runs --json",
+    "dpdk fwd": "pcieperf dpdk fwd --pps 14.88Mpps --frame 64 --batch 32",
     "data": "pcieperf data import ../shared/data/pcie-bench/*/",
     "data import": "pcieperf data import ../shared/data/pcie-bench/*/",
     "data ls": "pcieperf data ls",
@@ -179,7 +180,7 @@ def _add_group(
 
 
 _GROUPS = {
-    "dpdk": "Real DPDK runs (dpdk-testpmd, no NIC needed)",
+    "dpdk": "Real DPDK runs (dpdk-testpmd, no NIC needed) and the forwarding estimate",
     "data": "The measured-data store (pcie-bench results)",
     "bench": "pcie-bench: test definitions, the simulator, calibration and prediction",
     "iommu": "IOMMU and page size in DPDK data planes",

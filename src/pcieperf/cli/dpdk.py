@@ -8,6 +8,7 @@ import argparse
 from pcieperf.cli._common import _real, _whole, records
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
+from pcieperf.cli.dpdk_fwd import _add_dpdk_fwd_command
 
 SECONDS_PER_DAY = 86_400  # the longest `dpdk run`: a longer one is a typo (it was found hanging)
 
@@ -48,3 +49,4 @@ def _add_dpdk_commands(sub: argparse._SubParsersAction) -> None:
         "testpmd_args", nargs="*", metavar="-- ARGS", help="extra testpmd args, e.g. -- --burst=8"
     )
     _add_command(dpdk_sub, "runs", cmd_dpdk_runs, store=True)
+    _add_dpdk_fwd_command(dpdk_sub, "fwd")  # `dpdk-fwd` in the group it belongs to (issue 16)

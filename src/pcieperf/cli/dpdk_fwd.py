@@ -1,4 +1,5 @@
-"""`pcieperf dpdk-fwd`: the DPDK forwarding estimate (pcieperf.dpdk.forwarding)."""
+"""`pcieperf dpdk-fwd` (also `dpdk fwd`): the DPDK forwarding estimate (pcieperf.dpdk.api:
+`pp.dpdk_forwarding`)."""
 
 from __future__ import annotations
 
@@ -6,172 +7,80 @@ import argparse
 from typing import TYPE_CHECKING
 
 from pcieperf.cli._common import (
-    DEFAULT_PKT,
     DEFAULT_PPS,
     _add_trace_replay_options,
-    _link,
     _real,
-    _store,
-    _warn,
     _whole,
+    add_size_options,
     dpdk,
+    dpdk_api,
     dpdk_port,
-    ethernet,
+    link_options,
+    measure_api,
     nic,
-    testpmd,
+    packet_bytes,
+    size_option,
     trace,
 )
-from pcieperf.cli._output import _emit, _emit_trace_demand
+from pcieperf.cli._output import _emit_trace_demand, emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.errors import UsageError
 from pcieperf.net import wire
-from pcieperf.results import format_table
-from pcieperf.units import parse_batch_histogram, parse_duration_ns, parse_rate
+from pcieperf.units import parse_duration_ns
 
 if TYPE_CHECKING:
-    from pcieperf.net.ethernet import PacketMix
     from pcieperf.pcie.link import Link
+
+FORWARDING_OPTIONS = (
+    "rx_desc",
+    "tx_desc",
+    "rs_thresh",
+    "rx_free_thresh",
+    "batch",
+    "batch_hist",
+    "doorbell_bytes",
+    "tx_wb_full_line",
+)
+"""The forwarding setup's options: `pcieperf.dpdk.api.forwarding_config`'s keywords."""
+
+
+def forwarding_options(args: argparse.Namespace) -> dict:
+    """The forwarding setup and link options given, as the API's keyword arguments."""
+    return {o: getattr(args, o) for o in FORWARDING_OPTIONS} | link_options(args)
 
 
 def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     """The VTune-recipe estimate of DPDK forwarding traffic, term by term."""
-    link = _link(args)
-    cfg, pps = _forwarding(args)
-    mix = _forwarding_mix(args)
+    run = "--from-run" if args.from_run is not None else None
+    if args.mix is not None and (mixed := _given(args, size_option(args), run)):
+        raise UsageError(f"--mix sets the frame sizes; drop {', '.join(mixed)}")
+    pps, pkt, options = args.pps, packet_bytes(args), forwarding_options(args)
+    if args.from_run is not None:
+        given = _given(args, "--pps" if pps is not None else None, size_option(args))
+        stored = measure_api.stored_run(args.from_run, args.db, given)
+        pps, pkt, options["batch_hist"] = stored.rx_pps, stored.pkt, stored.batch_hist
     if args.trace:
-        _dpdk_fwd_trace(args, cfg, link)
+        _dpdk_fwd_trace(args, *dpdk_api.link_and_config(pkt, **options))
         return
-    profile = nic.load_profile(args.profile)
-    est = dpdk.estimate(cfg, link, pps, profile, mix)
-    rate = dpdk.forwarding_rate(cfg, link, ethernet.Ethernet(args.eth), profile, mix)
-    if pps > est.max_pps:
-        _warn(
-            f"{pps / 1e6:.6g} Mpps needs {float(est.wire_up_gbps):.1f} Gb/s up and "
-            f"{float(est.wire_down_gbps):.1f} Gb/s down, but Gen{link.gen} x{link.lanes} carries "
-            f"{link.tlp_gbps:.1f} Gb/s per direction: at most {est.max_pps / 1e6:.2f} Mpps"
-        )
-    to_gbps = pps * 8 / 1e9
-    out = {
-        **({"from_run": args.from_run} if args.from_run else {}),
-        "pps": pps,
-        "pkt": None if mix else cfg.pkt_bytes,
-        "frames": rate.label[0],
-        "mean_frame_bytes": float(rate.mean_frame_bytes[0]),
-        "mean_batch": cfg.batch,
-        **{f"{m}_gbps": float(est.metric_gbps(m)) for m in dpdk.METRICS},
-        "pcie_up_gbps": float(est.wire_up_gbps),
-        "pcie_down_gbps": float(est.wire_down_gbps),
-        "link_tlp_gbps": link.tlp_gbps,
-        "pcie_max_pps": est.max_pps,
-        "line_pps": float(rate.line_pps[0]),
-        "max_pps": float(rate.max_pps[0]),
-        "bottleneck": str(rate.bottleneck[0]),
-        "limited_by": rate.limited_by[0],
-        "profile": profile.name,
-        "terms": [
-            {
-                "term": t.name,
-                "metric": t.metric,
-                "initiator": t.initiator,
-                "data_bytes_per_pkt": t.data_bytes,
-                "data_gbps": t.data_bytes * to_gbps,
-                "wire_up_bytes_per_pkt": t.wire_up_bytes,
-                "wire_down_bytes_per_pkt": t.wire_down_bytes,
-                "wire_up_gbps": t.wire_up_bytes * to_gbps,
-                "wire_down_gbps": t.wire_down_bytes * to_gbps,
-            }
-            for t in est.terms
-        ],
-    }
-
-    def human() -> str:
-        frames = (
-            f"{mix.name} frames" if mix else f"{cfg.pkt_bytes} B packets ({out['frames']} B frames)"
-        )
-        head = (
-            f"DPDK forwarding ({profile.name}) at {pps / 1e6:.3f} Mpps, {frames}, mean batch "
-            f"{cfg.batch:.2f}, Gen{link.gen} x{link.lanes}"
-        )
-        metrics = format_table(
-            ("metric", "Gb/s", "GB/s"),
-            [(m, out[f"{m}_gbps"], out[f"{m}_gbps"] / 8) for m in dpdk.METRICS],
-        )
-        terms = format_table(
-            ("term", "metric", "data B/pkt", "data Gb/s", "wire up Gb/s", "wire down Gb/s"),
-            [
-                (
-                    t["term"],
-                    t["metric"],
-                    t["data_bytes_per_pkt"],
-                    t["data_gbps"],
-                    t["wire_up_gbps"],
-                    t["wire_down_gbps"],
-                )
-                for t in out["terms"]
-            ],
-        )
-        wire = (
-            f"PCIe wire: up {out['pcie_up_gbps']:.2f} Gb/s, down {out['pcie_down_gbps']:.2f} "
-            f"Gb/s of {link.tlp_gbps:.2f}; the link carries at most {est.max_pps / 1e6:.2f} Mpps"
-        )
-        limit = (
-            f"on {args.eth:g} GbE at most {out['max_pps'] / 1e6:.2f} Mpps, limited by "
-            f"{' + '.join(out['limited_by'])} (bottleneck {out['bottleneck']})"
-        )
-        return "\n".join([head, metrics, "", terms, wire, limit])
-
-    _emit(args, out, human)
-
-
-def _forwarding_mix(args: argparse.Namespace) -> PacketMix | None:
-    """The frame-size mix of --mix (None without it); it replaces --pkt, and a stored run or a
-    trace brings its own sizes."""
-    if getattr(args, "mix", None) is None:
-        return None
-    given = [o for o, v in (("--pkt", args.pkt), ("--from-run", args.from_run)) if v is not None]
-    given += ["--trace"] if getattr(args, "trace", None) else []
-    if given:
-        raise UsageError(f"--mix sets the frame sizes; drop {', '.join(given)}")
-    return ethernet.parse_mix(args.mix)
-
-
-def _forwarding(args: argparse.Namespace) -> tuple[dpdk.ForwardingConfig, float]:
-    """The forwarding setup and packet rate the options describe; with --from-run RUN the
-    rate, packet size and burst histogram are the run's."""
-    run = _stored_run(args)
-    if run is not None:
-        pps, pkt, hist = run.rx_pps, run.pkt, run.batch_hist
-    else:
-        pps = parse_rate(DEFAULT_PPS if args.pps is None else args.pps)
-        pkt = DEFAULT_PKT if args.pkt is None else args.pkt
-        hist = parse_batch_histogram(args.batch_hist) if args.batch_hist else None
-    cfg = dpdk.ForwardingConfig(
-        pkt_bytes=pkt,
-        rx_desc_bytes=args.rx_desc,
-        tx_desc_bytes=args.tx_desc,
-        rs_thresh=args.rs_thresh,
-        rx_free_thresh=args.rx_free_thresh,
-        batch=dpdk.batch_from_args(args.batch, hist),
-        doorbell_bytes=args.doorbell_bytes,
-        full_line_tx_writeback=args.tx_wb_full_line,
+    result = dpdk_api.dpdk_forwarding(
+        pps=DEFAULT_PPS if pps is None else pps,
+        pkt=pkt,
+        mix=args.mix,
+        eth=args.eth,
+        profile=args.profile,
+        from_run=args.from_run,
+        **options,
     )
-    return cfg, pps
+    emit(args, result)
 
 
-def _stored_run(args: argparse.Namespace) -> testpmd.StoredRun | None:
-    """The run --from-run names (None without it); it measured what --pps, --pkt and --trace
-    would set, so they may not be given as well."""
-    if args.from_run is None:
-        return None
-    given = [o for o, v in (("--pps", args.pps), ("--pkt", args.pkt)) if v is not None]
-    given += ["--trace"] if getattr(args, "trace", None) else []
-    if given:
-        raise UsageError(f"--from-run measures what {', '.join(given)} would set; give one")
-    with _store(args) as store:
-        return store.dpdk_run(args.from_run)
+def _given(args: argparse.Namespace, *names: str | None) -> tuple[str, ...]:
+    """The options named (None: not given), and --trace if it was given."""
+    given = tuple(name for name in names if name)
+    return given + (("--trace",) if getattr(args, "trace", None) else ())
 
 
-def _dpdk_fwd_trace(args: argparse.Namespace, cfg: dpdk.ForwardingConfig, link: Link) -> None:
+def _dpdk_fwd_trace(args: argparse.Namespace, link: Link, cfg: dpdk.ForwardingConfig) -> None:
     """dpdk-fwd --trace: batches from the trace's arrivals, each packet at its own size."""
     captured = trace.read(args.trace, skip_bad=args.skip_bad)
     window = parse_duration_ns(args.window, "window")
@@ -190,12 +99,10 @@ def _dpdk_fwd_trace(args: argparse.Namespace, cfg: dpdk.ForwardingConfig, link: 
 
 
 def _add_forwarding_options(p: argparse.ArgumentParser) -> None:
-    """The forwarding setup of dpdk-fwd and explain: rate, packet, descriptors, thresholds,
+    """The forwarding setup of dpdk-fwd and explain: rate, frame, descriptors, thresholds,
     batches (fixed, a histogram, or a stored `dpdk run`)."""
     p.add_argument("--pps", default=None, help="packet rate: 10e6, 10M, 14.88Mpps (default 10M)")
-    p.add_argument(
-        "--pkt", type=_whole(), default=None, help="packet bytes DMA'd, no FCS (default 64)"
-    )
+    add_size_options(p)
     d = dpdk_port.PortSetup()  # the one port setup's defaults, as the iommu commands have them
     p.add_argument("--rx-desc", type=_whole(), default=d.rx_desc_bytes, help="Rx descriptor bytes")
     p.add_argument("--tx-desc", type=_whole(), default=d.tx_desc_bytes, help="Tx descriptor bytes")
@@ -232,14 +139,14 @@ def _add_forwarding_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_dpdk_fwd_command(sub: argparse._SubParsersAction) -> None:
-    """The `dpdk-fwd` command and its options."""
-    p = _add_command(sub, "dpdk-fwd", cmd_dpdk_fwd, link=True)
+def _add_dpdk_fwd_command(sub: argparse._SubParsersAction, name: str = "dpdk-fwd") -> None:
+    """The `dpdk-fwd` command and its options (also `dpdk fwd`: `name` in the dpdk group)."""
+    p = _add_command(sub, name, cmd_dpdk_fwd, link=True)
     _add_forwarding_options(p)
     p.add_argument(
         "--mix",
         default=None,
-        help="frame sizes incl. FCS instead of --pkt: imix, a size, or size:count,...",
+        help="frame sizes incl. FCS instead of --frame: imix, a size, or size:count,...",
     )
     p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     _add_trace_replay_options(p)

@@ -1,98 +1,23 @@
 """`pcieperf latency`: one packet's loopback latency and the DMAs in flight a rate needs
-(pcieperf.nic.latency)."""
+(pcieperf.nic.api: `pp.latency`)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from pcieperf.cli._common import _link, _real, _warn, _whole, ethernet, latency
-from pcieperf.cli._output import _emit
+from pcieperf.cli._common import _real, _whole, link_options, nic_api
+from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
-from pcieperf.errors import UsageError
 from pcieperf.net import wire
-from pcieperf.results import format_table
-from pcieperf.units import parse_int_list, parse_rate
 
 
 def cmd_latency(args: argparse.Namespace) -> None:
     """Where one packet's loopback latency goes (PCIe, device, wire, host), and the DMAs in
     flight that its rate needs against the device's tags, per frame size (the paper's Figure
     2; docs/latency.md)."""
-    sizes = parse_int_list(args.sizes, "frame size")
-    result = latency.loopback(
-        args.profile,
-        sizes,
-        _latency_host(args),
-        _link(args),
-        ethernet.Ethernet(args.eth),
-        parse_rate(args.pps) if args.pps else None,
-        _latency_params(args.set or []),
-        tags=args.tags,
-    )
-    for note in result.host.notes:
-        _warn(note)
-    rows = latency.rows(result)
-
-    def human() -> str:
-        head = f"{result.profile}, {args.eth} GbE; host: {result.host.source}"
-        table = format_table(
-            ("size", "total ns", "PCIe ns", "PCIe %", "p99.9 ns", "in flight", "tags needed"),
-            [
-                (
-                    r["size"],
-                    r["total_ns"],
-                    r["pcie_ns"],
-                    100 * r["pcie_share"],
-                    r["total_by_stat_ns"]["p99.9"],
-                    r["inflight_needed"]["up"],
-                    f"{r['tags_needed']:.1f} of {r['tags_available'] or 'unknown'}",
-                )
-                for r in rows
-            ],
-        )
-        parts = [head, table]
-        for r in rows if args.breakdown else []:
-            parts.append(f"\nsize {r['size']}:")
-            parts.append(
-                format_table(
-                    ("path", "term", "kind", "ns"),
-                    [(t["path"], t["what"], t["kind"], t["ns"]) for t in r["terms"]],
-                )
-            )
-        return "\n".join(parts)
-
-    _emit(args, rows, human)
-
-
-def _latency_host(args: argparse.Namespace) -> latency.HostLatency | None:
-    """The host latency the options name: a pcie-bench directory, a calibration, given
-    values, or None (the shipped calibration)."""
-    if args.write_ns is not None and args.read_ns is None:
-        raise UsageError("--write-ns goes with --read-ns; give both or neither")
-    if args.cache != "HWarm" and not args.host:
-        raise UsageError("--cache chooses a state of --host DIR's latency files; give --host")
-    if args.host:
-        return latency.host_from_dir(Path(args.host), args.cache)
-    if args.calibration:
-        return latency.host_from_calibration(Path(args.calibration))
-    if args.read_ns is not None:
-        return latency.host_from_values(args.read_ns, args.write_ns)
-    return None
-
-
-def _latency_params(items: list[str]) -> dict[str, float]:
-    """--set NAME=NS items as a dict (names and values are checked by the model)."""
-    params = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise UsageError(f"--set {item!r}: write NAME=NS, e.g. poll_ns=100")
-        try:
-            params[name.strip()] = float(value)
-        except ValueError:
-            raise UsageError(f"--set {item!r}: {value!r} is not a number of ns") from None
-    return params
+    options = ("profile", "sizes", "eth", "pps", "tags", "host", "calibration", "read_ns")
+    options += ("write_ns", "cache", "set", "breakdown")
+    emit(args, nic_api.latency(**{o: getattr(args, o) for o in options}, **link_options(args)))
 
 
 def _add_latency_command(sub: argparse._SubParsersAction) -> None:

@@ -14,9 +14,11 @@ from pcieperf.report.api import report
 
 def cmd_report(args: argparse.Namespace) -> None:
     """Write the default report (plots, CSV, index.html)."""
-    explain_options = (args.pps, args.pkt, args.from_run, args.stack)
+    explain_options = (args.pps, args.frame, args.pkt, args.from_run, args.stack)
     if not args.counters and any(o is not None for o in explain_options):
-        raise UsageError("--pps, --pkt, --from-run and --stack explain a --counters FILE; give one")
+        raise UsageError(
+            "--pps, --frame, --from-run and --stack explain a --counters FILE; give one"
+        )
     explanation = _explanation(args) if args.counters else None
     emit(
         args,

@@ -1,19 +1,27 @@
 """The public functions that read measurements (counters, the store): `pp.iommu.fit` (the IOMMU
-fitted to a host's IOTLB counters) and `pp.data_import`, `pp.data_ls`, `pp.data_show` (pcie-bench
-results in the store). Keyword arguments are named as the CLI's options; duckdb and numpy are
-loaded by the calls that need them, not on import."""
+fitted to a host's IOTLB counters), `pp.data_import`, `pp.data_ls`, `pp.data_show` (pcie-bench
+results in the store) and `pp.explain` (counters against the forwarding model). Keyword
+arguments are named as the CLI's options; duckdb and numpy are loaded by the calls that need
+them, not on import. A packet size is an Ethernet frame incl. FCS (`frame`); `pkt` counts the
+bytes the NIC DMAs (docs/units.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pcieperf.errors import require_new_file
+from pcieperf.dpdk.api import link_and_config, packet_size
+from pcieperf.dpdk.platforms import DEFAULT_PLATFORM
+from pcieperf.errors import UsageError, require_new_file
+from pcieperf.net.wire import FCS_BYTES
 from pcieperf.results import Column, Report, Table
 from pcieperf.units import parse_rate
 
 if TYPE_CHECKING:
+    from pcieperf.dpdk.testpmd import StoredRun
+    from pcieperf.measure.explain import Explanation
     from pcieperf.measure.store import Store
 
 
@@ -152,3 +160,183 @@ def data_show(
         for i in range(found["test"].size)
     ]
     return Table(rows, [Column(k, k) for k in SHOWN[kind]], title=f"{system} {test}")
+
+
+# --- explain -------------------------------------------------------------------------------------
+
+
+def stored_run(run: int, db: str | Path | None = None, given: tuple[str, ...] = ()) -> StoredRun:
+    """The stored `dpdk run` numbered `run` (store `db`, default the user's), whose rate,
+    packet size and batch histogram replace the options in `given` (so none may be given)."""
+    from pcieperf.measure.store import Store  # duckdb: only where a run is asked for
+
+    if given:
+        raise UsageError(f"--from-run measures what {', '.join(given)} would set; give one")
+    with Store(Path(db) if db else None, create=False) as store:
+        return store.dpdk_run(run)
+
+
+@dataclass(frozen=True)
+class Explained(Table):
+    """`explain`'s result: the table, and the explanation itself (for its plot)."""
+
+    explanation: Explanation | None = None
+
+
+EXPLAIN_COLUMNS = (
+    Column("metric", "metric"),
+    Column("measured", "measured"),
+    Column("predicted", "predicted"),
+    Column("ratio", "ratio"),
+    Column("status", "status"),
+)
+
+
+def explain(
+    *,
+    counters: str | Path,
+    format: str | None = None,  # the CLI's --counters-format
+    stack: str | None = None,
+    delimiter: str | None = None,
+    interval: float | None = None,
+    lenient: bool = False,
+    pps: float | str | None = None,
+    frame: int | None = None,
+    pkt: int | None = None,
+    from_run: int | None = None,
+    db: str | Path | None = None,
+    page: str = "2m",
+    rxd: int = 1024,
+    txd: int | None = None,
+    profile: str | None = None,
+    fit_iommu: bool = False,
+    fit_out: str | Path | None = None,
+    force: bool = False,
+    platform: str = DEFAULT_PLATFORM,
+    name: str = "fitted",
+    **options: object,
+) -> Explained:
+    """Measured PCIe counters (a pcm-iio, perf or VTune file) against the DPDK forwarding model
+    at `pps` with a `frame` (or `pkt` bytes DMA'd), or at a stored run's rate and histogram
+    (`from_run`): measured, predicted and ratio per metric, a diagnosis for each beyond 15 %
+    (`pcieperf explain`, docs/explain.md). `fit_iommu` (or `fit_out`, a profile file to
+    write) adds `iommu fit` on the same counters; `options` are the forwarding setup's and the
+    link's keywords (pcieperf.dpdk.api)."""
+    from pcieperf.dpdk.forwarding import FORWARDING_PROFILE
+    from pcieperf.dpdk.iommu import parse_page
+    from pcieperf.measure import counters as importers
+    from pcieperf.measure import explain as model
+    from pcieperf.nic.nic import load_profile
+
+    if fit_out:
+        require_new_file(fit_out, force)
+    size = packet_size(frame, pkt)
+    if from_run is None and (pps is None or size is None):
+        raise UsageError(
+            "explaining counters needs --pps and --frame (the rate and packet size they were "
+            "measured at), or --from-run RUN"
+        )
+    if from_run is not None:
+        given = tuple(o for o, v in (("--pps", pps), ("--frame/--pkt", size)) if v is not None)
+        run = stored_run(from_run, db, given)
+        pps, size, options = run.rx_pps, run.pkt, options | {"batch_hist": run.batch_hist}
+    link, cfg = link_and_config(size, **options)
+    samples = importers.parse(
+        Path(counters), format, lenient=lenient, delimiter=delimiter, interval_s=interval
+    )
+    setup = model.IommuSetup(parse_page(page), rxd, rxd if txd is None else txd)
+    result = model.explain(
+        samples,
+        cfg,
+        link,
+        parse_rate(str(pps)),
+        profile=load_profile(profile or FORWARDING_PROFILE),
+        stack=stack,
+        iommu_setup=setup,
+    )
+    data = _explanation_json(result)
+    fit_lines = ""
+    if fit_iommu or fit_out:
+        from pcieperf.dpdk.platforms import platform_toml
+        from pcieperf.measure import iommu_fit
+
+        fitted = iommu_fit.fit_explained(samples, result, cfg, setup, platform=platform, name=name)
+        data["iommu_fit"] = fitted.as_dict()
+        if fit_out:
+            Path(fit_out).write_text(platform_toml(fitted.profile), "utf-8")
+            data["iommu_fit"]["file"] = str(fit_out)
+        fit_lines = iommu_fit.fit_text(fitted, str(fit_out) if fit_out else None)
+    return _explained(data, result, fit_lines)
+
+
+def _explanation_json(result: Explanation) -> dict:
+    """The JSON of `explain`: the setup, the verdict, each metric and the rate finding."""
+    from pcieperf.measure.explain import TOLERANCE
+
+    rate = result.rate
+    return {
+        "file": result.file,
+        "source": result.source,
+        "stack": result.stack,
+        "pps": result.pps,
+        "pkt": result.pkt,
+        "frame_bytes": result.pkt + FCS_BYTES,
+        "mean_batch": result.mean_batch,
+        "tolerance": TOLERANCE,
+        "cause": result.cause,
+        "rate_mistake": bool(rate and rate.mistake),
+        "implied_pps": rate.implied_pps if rate else None,
+        "agreement": result.agreement,
+        "deviating": result.deviating,
+        "metrics": [v.as_dict() for v in result.verdicts],
+        "rate": rate.as_dict() if rate else None,
+    }
+
+
+def _explained(data: dict, result: Explanation, fit_lines: str) -> Explained:
+    """`explain`'s text: a likely input mistake first, then a table at the rate the diagnosis
+    uses (the implied one when it names the rate), then the diagnoses and any IOMMU fit."""
+    from pcieperf.measure.explain import rate_text
+
+    rate = data["rate"] if data["rate"] and data["rate"]["named"] else None
+    at = rate_text(data["pps"])
+    if rate:
+        at = f"{rate_text(rate['implied_pps'])} as the counters imply ({at} given)"
+    head = (
+        f"{data['file']} ({data['source']}), {data['stack']}: forwarding at {at}, "
+        f"{data['pkt']} B packets, mean batch {data['mean_batch']:.2f}"
+    )
+    by_metric = {m["metric"]: m["diagnosis"] for m in data["metrics"]}
+    if rate:
+        outliers = [f"- {name}: {by_metric[name]}" for name in rate["outliers"]]
+        many = f"{len(outliers)} metric(s) deviate beyond 15 % at that rate:"
+        lines = [f"cause: {rate['rule']}", *([many] if outliers else []), *outliers]
+        title = "\n".join(filter(None, [rate["headline"], head]))
+    else:
+        notes = [f"- {name}: {text}" for name, text in by_metric.items() if text]
+        verdict = (
+            "every metric agrees with the model within 15 %"
+            if data["agreement"]
+            else f"{len(notes)} metric(s) deviate beyond 15 %:"
+        )
+        lines, title = [verdict, *notes], head
+    return Explained(
+        data,
+        EXPLAIN_COLUMNS,
+        title=title,
+        footer="\n".join([*lines, *filter(None, [fit_lines])]),
+        text_rows=[_shown(m) for m in (rate["metrics"] if rate else data["metrics"])],
+        explanation=result,
+    )
+
+
+def _shown(metric: dict) -> dict:
+    """One metric as the text table shows it: per packet, with its unit."""
+    per_pkt = "B/pkt" if metric["unit"] == "B/s" else "/pkt"
+    return {
+        "metric": metric["metric"],
+        "measured": f"{metric['measured_per_pkt']:.3f} {per_pkt}",
+        "predicted": f"{metric['predicted_per_pkt']:.3f} {per_pkt}",
+        "ratio": "inf" if metric["ratio"] is None else f"{metric['ratio']:.2f}",
+        "status": metric["status"],
+    }

@@ -1,0 +1,386 @@
+"""The public functions of the NIC models (`pp.nic`, `pp.profiles`, `pp.profile`,
+`pp.latency`): keyword arguments named as the CLI's options, with its defaults; results that
+print as the CLI prints them (pcieperf.results). Sizes are Ethernet frames incl. FCS
+(docs/units.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pcieperf.errors import UsageError, warn
+from pcieperf.pcie.api import make_link
+from pcieperf.results import Column, Table
+from pcieperf.units import parse_int_list, parse_rate
+
+if TYPE_CHECKING:
+    from pcieperf.net.ethernet import PacketMix
+    from pcieperf.nic.latency import HostLatency
+    from pcieperf.nic.nic import DeviceFacts, NicProfile, NicResult
+
+Sizes = str | int | Iterable[int | str]
+"""Frame sizes incl. FCS and named mixes: `"64,256,imix"`, `64` or `[64, "imix"]`."""
+
+LATENCY_SIZES = (64, 128, 256, 512, 1024, 1500)  # the `latency` command's default --sizes
+
+
+def _size_tokens(sizes: Sizes | None) -> list[str]:
+    """The sizes and mixes as text tokens, whichever way they were given."""
+    if sizes is None:
+        return []
+    if isinstance(sizes, str):
+        return [tok for tok in sizes.split(",") if tok.strip()]
+    if isinstance(sizes, int):
+        return [str(sizes)]
+    return [str(s) for s in sizes]
+
+
+def _rate(pps: float | str | None) -> float | None:
+    """A packet rate given as a number or as text (`14.88Mpps`), checked; None stays None."""
+    return None if pps is None else parse_rate(str(pps))
+
+
+# --- nic ----------------------------------------------------------------------------------------
+
+NIC_COLUMNS = (
+    Column("size", "size (B)"),
+    Column("mpps", "Mpps"),
+    Column("achievable_gbps", "Gb/s"),
+    Column("line_rate_gbps", "line Gb/s"),
+    Column("bottleneck", "bottleneck"),
+    Column("limits", "limited by"),
+    Column("pcie_up_gbps", "up Gb/s"),
+    Column("pcie_down_gbps", "down Gb/s"),
+    Column("up_bytes_per_pkt", "B up/pkt"),
+    Column("down_bytes_per_pkt", "B down/pkt"),
+)
+NEEDED_COLUMNS = (
+    Column("size", "size (B)"),
+    Column("needed_up_gbps", "needs up Gb/s"),
+    Column("needed_down_gbps", "needs down Gb/s"),
+    Column("fits_pcie", "fits PCIe"),
+    Column("fits_line", "fits line"),
+)
+OPERATION_COLUMNS = (
+    Column("path", "path"),
+    Column("what", "operation"),
+    Column("initiator", "initiator"),
+    Column("up_bytes_per_pkt", "B up"),
+    Column("down_bytes_per_pkt", "B down"),
+)
+
+
+def nic(
+    *,
+    profile: str = "dpdk",
+    eth: int = 40,
+    vlan: bool = False,
+    sizes: Sizes | None = None,
+    mix: Sequence[str] | None = None,
+    paths: str | Sequence[str] = "rx,tx",
+    breakdown: bool = False,
+    pps: float | str | None = None,
+    **link_options: object,
+) -> Table:
+    """What a NIC/driver profile achieves per frame size or mix (`pcieperf nic`): one row per
+    size, with the PCIe bandwidth `pps` needs, and each operation's bytes when `breakdown`.
+    `sizes`: frames incl. FCS and named mixes; `mix`: frame-size histograms (`64:7,1518:1`)."""
+    from pcieperf.net.ethernet import Ethernet
+    from pcieperf.nic import nic as model  # numpy: after the options are read
+
+    link = make_link(**link_options)  # type: ignore[arg-type]
+    loaded = model.load_profile(profile)
+    chosen = dma_paths(paths)
+    result = model.evaluate(loaded, link, Ethernet(eth, vlan=vlan), frame_mixes(sizes, mix), chosen)
+    rate = _rate(pps)
+    rows = _nic_rows(result, rate, breakdown)
+    head = (
+        f"{loaded.name}: {loaded.description}"
+        + (f"\nNIC: {loaded.device.name}" if loaded.device else "")
+        + f"\nGen{link.gen} x{link.lanes} ({link.tlp_gbps:.2f} Gb/s for TLPs per direction), "
+        f"{eth} GbE"
+    )
+    details = [Table(rows, NEEDED_COLUMNS, title=f"\nat {rate / 1e6:.3f} Mpps:")] if rate else []
+    details += [
+        Table(r["operations"], OPERATION_COLUMNS, title=f"\nper packet at size {r['size']}:")
+        for r in rows
+        if breakdown
+    ]
+    shown = [r | {"mpps": r["max_pps"] / 1e6, "limits": "+".join(r["limited_by"])} for r in rows]
+    return Table(rows, NIC_COLUMNS, title=head, text_rows=shown, details=details)
+
+
+def dma_paths(paths: str | Sequence[str]) -> tuple[str, ...]:
+    """The DMA paths `rx,tx` (text or a list), checked against the known ones."""
+    from pcieperf.nic.nic import check_paths
+
+    return check_paths(
+        tuple(p.strip() for p in (paths.split(",") if isinstance(paths, str) else paths))
+    )
+
+
+def frame_mixes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[PacketMix]:
+    """The frame sizes, named mixes and histograms asked for, at least one."""
+    from pcieperf.net.ethernet import parse_mix
+
+    mixes = [parse_mix(tok) for tok in _size_tokens(sizes)] + [parse_mix(m) for m in mix or []]
+    if not mixes:
+        raise UsageError("give frame sizes with --sizes (e.g. 64,256,1518,imix) or --mix")
+    return mixes
+
+
+NIC_FIELDS = {
+    **dict.fromkeys(("mean_frame_bytes", "max_pps", "pcie_max_pps")),
+    "line_rate_pps": "line_pps",
+    **dict.fromkeys(("achievable_gbps", "line_rate_gbps", "bottleneck", "limited_by")),
+    **dict.fromkeys(("pcie_up_gbps", "pcie_down_gbps", "up_bytes_per_pkt", "down_bytes_per_pkt")),
+    **dict.fromkeys(("up_tlps_per_pkt", "down_tlps_per_pkt")),
+}
+"""The JSON keys of a `nic` row, in order, each with its NicResult attribute (None: the same
+name); each attribute holds one value per row, read once."""
+
+
+def _nic_rows(result: NicResult, pps: float | None, breakdown: bool) -> list[dict]:
+    """The JSON rows of `nic`: one per size, the rate's needs when `pps`, each operation's
+    bytes when `breakdown`; warns once per capacity the rate exceeds."""
+    if pps is not None:
+        needed = result.needed_gbps(pps)
+        _warn_rate_over(pps, result.label, result.line_pps, "the line")
+        _warn_rate_over(pps, result.label, result.pcie_max_pps, "the PCIe link")
+    columns = {key: getattr(result, attr or key) for key, attr in NIC_FIELDS.items()}
+    columns["bottleneck"] = [str(b) for b in columns["bottleneck"]]
+    rows = []
+    for i, label in enumerate(result.label):
+        row = {"size": int(label) if label.isdigit() else label}
+        row |= {key: column[i] for key, column in columns.items()}
+        if pps is not None:
+            row |= {
+                "pps": pps,
+                "needed_up_gbps": needed[0][i],
+                "needed_down_gbps": needed[1][i],
+                "fits_pcie": bool(pps <= result.pcie_max_pps[i]),
+                "fits_line": bool(pps <= result.line_pps[i]),
+            }
+        if breakdown:
+            row["operations"] = [
+                {
+                    "path": s.path,
+                    "what": s.op.what,
+                    "initiator": s.op.initiator,
+                    "up_bytes_per_pkt": float(result.per_packet(s.up_bytes)[i]),
+                    "down_bytes_per_pkt": float(result.per_packet(s.down_bytes)[i]),
+                }
+                for s in result.shares
+            ]
+        rows.append(row)
+    return rows
+
+
+def _warn_rate_over(
+    pps: float, labels: Sequence[str], capacity_pps: Sequence[float], what: str
+) -> None:
+    """Warn once when the rate asked for is above what `what` carries for some sizes."""
+    over = [
+        f"{label} (at most {cap / 1e6:.2f} Mpps)"
+        for label, cap in zip(labels, capacity_pps, strict=True)
+        if pps > cap
+    ]
+    if over:
+        warn(f"{pps / 1e6:.6g} Mpps is more than {what} carries for size {', '.join(over)}")
+
+
+# --- profiles -----------------------------------------------------------------------------------
+
+OPS_COLUMNS = (
+    Column("path", "path"),
+    Column("what", "operation"),
+    Column("initiator", "initiator"),
+    Column("size", "size (B)"),
+    Column("every", "every (packets)"),
+)
+DEVICE_COLUMNS = (
+    Column("fact", "device fact"),
+    Column("value", "value"),
+    Column("assumed", "assumed range"),
+)
+
+
+def profiles() -> Table:
+    """The built-in NIC profiles, one row each: name and description (`pcieperf profiles`)."""
+    from pcieperf.nic import nic as model
+
+    loaded = [model.load_profile(n) for n in model.builtin_profiles()]
+    return Table(
+        [{"name": p.name, "description": p.description} for p in loaded],
+        (Column("name", "profile"), Column("description", "description")),
+    )
+
+
+def profile(name: str) -> Table:
+    """One NIC profile (`pcieperf profiles NAME`; a built-in name or a .toml file): its
+    sources, parameters, device facts and one row per PCIe operation."""
+    from pcieperf.nic import nic as model
+
+    p = model.load_profile(name)
+    data = {
+        "name": p.name,
+        "description": p.description,
+        "source": p.source,
+        "notes": p.notes.strip(),
+        "params": p.params,
+        "device": _device_json(p.device) if p.device else None,
+        "operations": [
+            {
+                "path": path,
+                "what": op.what,
+                "initiator": op.initiator,
+                "size": op.size,
+                "every": op.every,
+            }
+            for path, op in p.operations()
+        ],
+    }
+    title = f"{p.name}: {p.description}\nsource: {p.source}\n{p.notes.strip()}\n"
+    details = [_device_table(p.device)] if p.device else []
+    return Table(data, OPS_COLUMNS, title=title, text_rows=data["operations"], details=details)
+
+
+def _device_json(device: DeviceFacts) -> dict:
+    """The [device] facts as JSON, each assumed range a list (as JSON has it, and CSV too)."""
+    return asdict(device) | {"assumed": {k: list(v) for k, v in device.assumed.items()}}
+
+
+def _device_table(device: DeviceFacts) -> Table:
+    """The profile's [device] facts, each assumed one with its range."""
+    from pcieperf.nic.nic import DEVICE_FACTS
+
+    rows = [
+        {
+            "fact": name,
+            "value": getattr(device, name),
+            "assumed": "-".join(map(str, device.assumed.get(name, ()))) or "cited",
+        }
+        for name in DEVICE_FACTS
+    ]
+    title = f"\ndevice: {device.name}\nsource: {device.source}"
+    return Table(rows, DEVICE_COLUMNS, title=title)
+
+
+# --- latency ------------------------------------------------------------------------------------
+
+LATENCY_COLUMNS = (
+    Column("size", "size (B)"),
+    Column("total_ns", "total ns"),
+    Column("pcie_ns", "PCIe ns"),
+    Column("pcie_pct", "PCIe %"),
+    Column("p999_ns", "p99.9 ns"),
+    Column("in_flight", "in flight"),
+    Column("tags", "tags needed"),
+)
+TERM_COLUMNS = (
+    Column("path", "path"),
+    Column("what", "term"),
+    Column("kind", "kind"),
+    Column("ns", "ns"),
+)
+
+
+def latency(
+    *,
+    profile: str | NicProfile = "bypass",
+    sizes: str | Iterable[int] = LATENCY_SIZES,
+    eth: int = 40,
+    pps: float | str | None = None,
+    tags: int | None = None,
+    host: str | Path | None = None,
+    calibration: str | Path | None = None,
+    read_ns: float | None = None,
+    write_ns: float | None = None,
+    cache: str = "HWarm",
+    set: dict[str, float] | Sequence[str] | None = None,  # the CLI's --set
+    breakdown: bool = False,
+    **link_options: object,
+) -> Table:
+    """Where one packet's loopback latency goes and the DMAs in flight its rate needs, per
+    frame size (`pcieperf latency`, docs/latency.md). The host is `host` (a pcie-bench result
+    directory, in its `cache` state), `calibration` (a `bench calibrate` file), `read_ns` and
+    `write_ns`, or the shipped calibration; `set`: assumed parameters in ns by name."""
+    from pcieperf.net.ethernet import Ethernet
+    from pcieperf.nic import latency as model
+
+    frames = parse_int_list(sizes, "frame size") if isinstance(sizes, str) else list(sizes)
+    result = model.loopback(
+        profile,
+        frames,
+        _latency_host(host, calibration, read_ns, write_ns, cache),
+        make_link(**link_options),  # type: ignore[arg-type]
+        Ethernet(eth),
+        _rate(pps),
+        _latency_params(set),
+        tags=tags,
+    )
+    for note in result.host.notes:
+        warn(note)
+    rows = model.rows(result)
+    shown = [
+        r
+        | {
+            "pcie_pct": 100 * r["pcie_share"],
+            "p999_ns": r["total_by_stat_ns"]["p99.9"],
+            "in_flight": r["inflight_needed"]["up"],
+            "tags": f"{r['tags_needed']:.1f} of {r['tags_available'] or 'unknown'}",
+        }
+        for r in rows
+    ]
+    details = [
+        Table(r["terms"], TERM_COLUMNS, title=f"\nsize {r['size']}:") for r in rows if breakdown
+    ]
+    title = f"{result.profile}, {eth} GbE; host: {result.host.source}"
+    return Table(rows, LATENCY_COLUMNS, title=title, text_rows=shown, details=details)
+
+
+def _latency_host(
+    host: str | Path | None,
+    calibration: str | Path | None,
+    read_ns: float | None,
+    write_ns: float | None,
+    cache: str,
+) -> HostLatency | None:
+    """The host latency the options name: a pcie-bench directory, a calibration, given
+    values, or None (the shipped calibration)."""
+    from pcieperf.nic import latency as model
+
+    given = [o for o, v in (("--host", host), ("--calibration", calibration)) if v is not None]
+    given += ["--read-ns"] if read_ns is not None else []
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} each give the host's latency; give one")
+    if write_ns is not None and read_ns is None:
+        raise UsageError("--write-ns goes with --read-ns; give both or neither")
+    if cache != "HWarm" and not host:
+        raise UsageError("--cache chooses a state of --host DIR's latency files; give --host")
+    if host:
+        return model.host_from_dir(Path(host), cache)
+    if calibration:
+        return model.host_from_calibration(Path(calibration))
+    if read_ns is not None:
+        return model.host_from_values(read_ns, write_ns)
+    return None
+
+
+def _latency_params(items: dict[str, float] | Sequence[str] | None) -> dict[str, float]:
+    """--set NAME=NS items (or a dict of them) as a dict; names and values are checked by the
+    model."""
+    if isinstance(items, dict):
+        return dict(items)
+    params = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--set {item!r}: write NAME=NS, e.g. poll_ns=100")
+        try:
+            params[name.strip()] = float(value)
+        except ValueError:
+            raise UsageError(f"--set {item!r}: {value!r} is not a number of ns") from None
+    return params

@@ -1,0 +1,478 @@
+"""Pricing a NIC profile: the PCIe TLPs and bytes per direction each operation of a profile
+(pcieperf.nic.profile) costs per packet, and their totals per packet, shared by links that
+differ only in speed.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pcieperf.errors import ProfileError, UsageError
+from pcieperf.net.ethernet import dma_bytes
+from pcieperf.pcie.link import Link
+from pcieperf.pcie.tlp import Op, WireCost, price_key, range_wire_cost, wire_cost
+
+if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
+    pass
+from pcieperf.nic.profile import (
+    BUILTIN_NAMES,
+    MAX_OP_BYTES,
+    PATHS,
+    Initiator,
+    Int,
+    NicProfile,
+    Operation,
+    evaluate_expression,
+    expression_names,
+)
+
+if TYPE_CHECKING:
+    from pcieperf.nic.nic import LineRates, Rows
+
+T = TypeVar("T")
+ETHERNET, PCIE_UP, PCIE_DOWN = np.uint8(0), np.uint8(1), np.uint8(2)
+"""`bottleneck_code` values: which bound sets a row's rate."""
+
+
+@functools.lru_cache(maxsize=256)
+def _link_facts(link: Link) -> tuple[float, tuple[int | bool, ...]]:
+    """`link.tlp_bytes_per_s` and `tlp.price_key(link)`, computed once per link (a sweep asks
+    for them per profile and paths)."""
+    return link.tlp_bytes_per_s, price_key(link)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pricing
+
+
+def operation_cost(
+    link: Link,
+    initiator: Initiator,
+    size: NDArray[np.int64],
+    offset: int = 0,
+    addr64: bool | None = None,
+) -> tuple[WireCost, bool]:
+    """TLP cost of one occurrence, and whether the device initiates it (out = up).
+
+    Address width when `addr64` is None: DMA follows the link setting (host buffers may lie
+    anywhere); MMIO targets a non-prefetchable register BAR, which a bridge can only map below
+    4 GiB, and requesters must use the 3 DW format below 4 GiB (PCIe Base 6.0 §2.2.4.1,
+    §7.5.1.3.8); MSI/MSI-X writes go to 0xFEEx_xxxx (Intel SDM Vol. 3 §11.11.1), also 3 DW.
+    """
+    kind, addr64, device_side = _initiated(link, initiator, addr64)
+    return wire_cost(link, kind, size, offset, addr64=addr64), device_side
+
+
+def _initiated(link: Link, initiator: Initiator, addr64: bool | None) -> tuple[Op, bool, bool]:
+    """(TLP kind, 64-bit addresses, whether the device initiates) of an operation."""
+    device_side = initiator in ("dma_read", "dma_write", "interrupt")
+    if addr64 is None:
+        addr64 = link.addr64 if initiator in ("dma_read", "dma_write") else False
+    kind: Op = "read" if initiator in ("dma_read", "host_mmio_read") else "write"
+    return kind, addr64, device_side
+
+
+@dataclass(frozen=True)
+class OpShare:
+    """Per-packet cost of one profile operation (arrays over the evaluated sizes)."""
+
+    path: str
+    op: Operation
+    per_packet: NDArray[np.float64]
+    up_bytes: NDArray[np.float64]
+    down_bytes: NDArray[np.float64]
+    up_tlps: NDArray[np.float64]
+    down_tlps: NDArray[np.float64]
+    data_bytes: NDArray[np.float64]
+    counted_bytes: NDArray[np.float64]
+
+
+_SHARE_ARRAYS = tuple(OpShare.__dataclass_fields__)[2:]  # per_packet ... counted_bytes
+
+
+def price_operations(
+    link: Link, profile: NicProfile, frames: NDArray[np.int64], paths: tuple[str, ...] = PATHS
+) -> list[OpShare]:
+    """Per-packet wire bytes and TLPs of every operation for each frame size."""
+    pkt = dma_bytes(frames)
+    shares = []
+    for path, op in profile.operations(paths):
+        if _names_packet(op):
+            shares.append(_price(link, profile, path, op, frames, pkt))
+            continue
+        # A doorbell or a descriptor costs the same at every size: priced once and broadcast,
+        # bit for bit what pricing every size would give.
+        once = _price(link, profile, path, op, frames[:1], pkt[:1])
+        arrays = (np.broadcast_to(getattr(once, f), frames.shape) for f in _SHARE_ARRAYS)
+        shares.append(OpShare(path, op, *arrays))
+    return shares
+
+
+def _price(
+    link: Link,
+    profile: NicProfile,
+    path: str,
+    op: Operation,
+    frames: NDArray[np.int64],
+    pkt: NDArray[np.int64],
+) -> OpShare:
+    """One operation's per-packet cost for each frame size."""
+    size = _op_size(profile, path, op, frames, pkt)
+    per_packet = _op_rate(profile, path, op, frames, pkt)
+    counted = evaluate_expression(op.counted, profile.names, pkt, frames) if op.counted else size
+    up, down, up_t, down_t = _op_wire(link, op, size)
+    return OpShare(
+        path,
+        op,
+        per_packet,
+        up * per_packet,
+        down * per_packet,
+        up_t * per_packet,
+        down_t * per_packet,
+        size * per_packet,
+        counted * per_packet,
+    )
+
+
+def _op_size(
+    profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
+) -> NDArray[np.float64]:
+    """Bytes of one occurrence at each size, checked to be whole bytes from 1 to MAX_OP_BYTES."""
+    size = evaluate_expression(op.size, profile.names, pkt, frames)
+    bad = (size != np.round(size)) | (size < 1) | ~np.isfinite(size) | (size > MAX_OP_BYTES)
+    if np.any(bad):
+        raise ProfileError(
+            f"{profile.path}: {path} op {op.what!r} size {op.size!r} "
+            f"gives {size[bad][0]} bytes; sizes must be whole bytes from 1 to {MAX_OP_BYTES}"
+        )
+    return size
+
+
+def _op_rate(
+    profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
+) -> NDArray[np.float64]:
+    """Occurrences per packet (1 / every) at each size, `every` checked to be finite and > 0."""
+    every = evaluate_expression(op.every, profile.names, pkt, frames)
+    if not np.all(np.isfinite(every) & (every > 0)):
+        raise ProfileError(
+            f"{profile.path}: {path} op {op.what!r} every {op.every!r} gives "
+            f"{every[~(np.isfinite(every) & (every > 0))][0]}; it must be a finite number > 0"
+        )
+    return 1 / every
+
+
+def _op_wire(link: Link, op: Operation, size: NDArray[np.float64]) -> tuple[Int, Int, Int, Int]:
+    """Wire bytes up, wire bytes down, TLPs up and TLPs down of one occurrence at each size."""
+    kind, addr64, device_side = _initiated(link, op.initiator, op.addr64)
+    end = size.astype(np.int64)  # checked by `_op_size`: whole bytes from 1
+    if op.offset:
+        end += op.offset
+    cost = range_wire_cost(link, kind, np.int64(op.offset), end, addr64=addr64)
+    if device_side:
+        return cost.wire_out, cost.wire_back, cost.tlps_out, cost.tlps_back
+    return cost.wire_back, cost.wire_out, cost.tlps_back, cost.tlps_out
+
+
+def _names_packet(op: Operation) -> bool:
+    """Whether any of the operation's expressions names pkt or frame."""
+    return any(expression_names(e) & set(BUILTIN_NAMES) for e in (op.size, op.every, op.counted))
+
+
+# ---------------------------------------------------------------------------------------------
+# Totals per packet, shared by links that differ only in speed
+
+Term = np.float64 | NDArray[np.float64] | Int
+"""One operation's share of a per-packet total: a scalar where it is the same at every size."""
+_TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps")
+
+
+def _ordered_sum(terms: Iterable[Term], start: Term) -> Term:
+    """`start + t0 + t1 + ...`, each term broadcast over the sizes, bit for bit in fewer passes:
+    a term that is the same at every size is added as a scalar (into a scalar while no array
+    has been added), and zeros are skipped (x + 0.0 is x for every x >= 0, and every term is).
+    `start` (the sum of earlier terms) is left unchanged."""
+    total, owned = start, False
+    for term in terms:
+        if np.ndim(term) and term.strides == (0,):  # a broadcast constant of `wire_cost`
+            term = term[0]
+        if np.ndim(term) == 0 and term == 0:
+            continue
+        if owned:
+            total += term
+        else:
+            total = total + term
+            owned = np.ndim(total) > 0
+    return total
+
+
+class _once(Generic[T]):  # noqa: N801 (named as the decorator it is used as)
+    """A property computed on first use and kept: `functools.cached_property` without its lock
+    (Python 3.11 takes one per first use, which costs more than a result's arrays)."""
+
+    def __init__(self, func: Callable[[Any], T]) -> None:
+        self.func, self.__doc__ = func, func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> T:
+        if obj is None:  # looked up on the class
+            return self
+        value = obj.__dict__[self.name] = self.func(obj)  # found there from now on
+        return value
+
+
+def _frozen(array: NDArray) -> NDArray:
+    """`array`, made read-only: it is shared by every result that reuses it."""
+    array.flags.writeable = False
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class PacketCosts:
+    """PCIe wire bytes and TLPs per packet, each direction, per size or mix (read-only arrays:
+    shared by every link with the same TLP rules, `tlp.price_key`)."""
+
+    up_bytes: NDArray[np.float64]
+    down_bytes: NDArray[np.float64]
+    up_tlps: NDArray[np.float64]
+    down_tlps: NDArray[np.float64]
+    at_line: dict[LineRates, tuple[NDArray, NDArray]] = field(default_factory=dict, repr=False)
+
+    @_once
+    def per_busiest_byte(self) -> NDArray[np.float64]:
+        """1 / the busier direction's bytes, which bind the packet rate: a link's packet rate
+        is its byte rate times this."""
+        return _frozen(1 / np.maximum(self.up_bytes, self.down_bytes))
+
+    @_once
+    def per_byte(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(1 / bytes up, 1 / bytes down); infinite where no byte goes that way (no bound)."""
+        with np.errstate(divide="ignore"):
+            return _frozen(1 / self.up_bytes), _frozen(1 / self.down_bytes)
+
+    @_once
+    def up_gbit(self) -> NDArray[np.float64]:
+        """Gigabits up per packet (bytes * 8 / 1e9), what a packet rate is multiplied by."""
+        return _frozen(self.up_bytes * 8 / 1e9)
+
+    @_once
+    def down_gbit(self) -> NDArray[np.float64]:
+        """Gigabits down per packet."""
+        return _frozen(self.down_bytes * 8 / 1e9)
+
+    @_once
+    def pcie_side(self) -> NDArray[np.uint8]:
+        """`bottleneck_code` where PCIe binds: pcie_up, or pcie_down when more goes down."""
+        return _frozen(PCIE_DOWN - (self.up_bytes >= self.down_bytes))
+
+    def gbps_at(self, line: LineRates) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """PCIe Gb/s (up, down) at `line`'s packet rates: the rates of every link that keeps
+        up with that port at every row (computed once per port)."""
+        found = self.at_line.get(line)
+        if found is None:
+            up, down = line.line_pps * self.up_gbit, line.line_pps * self.down_gbit
+            found = self.at_line[line] = (_frozen(up), _frozen(down))
+        return found
+
+    def per_row(self, rows: Rows) -> PacketCosts:
+        """The costs of each row of `rows`, from the costs of each of its distinct sizes."""
+        if rows.size_of is None and rows.mix_of is None:
+            return self
+        return PacketCosts(*(_frozen(rows.per_row(getattr(self, f))) for f in _TOTALS))
+
+
+class _Recent(Generic[T]):
+    """The last few results of an expensive computation by key, each confirmed by `valid`
+    (what it was computed from is equal) before reuse. Bounded; results are shared, so they are
+    read-only. Sweeps may price on several threads (Dask workers), hence the lock."""
+
+    def __init__(self, entries: int) -> None:
+        self._size = entries
+        self._entries: OrderedDict[Hashable, T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, valid: Callable[[T], bool], compute: Callable[[], T]) -> T:
+        """The kept result for `key` if `valid`, else `compute()` (and kept)."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and valid(found):
+                self._entries.move_to_end(key)
+                return found
+        found = compute()
+        with self._lock:
+            self._entries[key] = found
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return found
+
+
+class _PlannedOp:
+    """One operation at some sizes, all that pricing it needs besides the link: bytes per
+    occurrence and occurrences per packet (arrays of one value where the expression names no
+    packet). Internal classes here are plain: a dataclass costs ~1 ms of every start-up."""
+
+    __slots__ = ("op", "per_packet", "size")
+
+    def __init__(
+        self, op: Operation, size: NDArray[np.float64], per_packet: NDArray[np.float64]
+    ) -> None:
+        self.op, self.size, self.per_packet = op, size, per_packet
+
+    def terms(self, link: Link) -> tuple[Term, Term, Term, Term]:
+        """(up bytes, down bytes, up TLPs, down TLPs) per packet on `link`, each `_price`'s
+        value bit for bit: a scalar where it is the same at every size, and for an operation
+        once per packet the integer counts themselves (n * 1.0 is n)."""
+        wire = _op_wire(link, self.op, self.size)
+        if self.size.size > 1 and self.per_packet.size == 1 and self.per_packet[0] == 1:
+            return wire
+        terms = tuple(w * self.per_packet for w in wire)
+        return tuple(t[0] for t in terms) if terms[0].size == 1 else terms
+
+
+def _plan_op(
+    profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
+) -> _PlannedOp | ProfileError:
+    """`op`'s size and frequency at `frames`, each evaluated once where it names no packet, or
+    the error the first of them gives."""
+
+    def at(expr: str) -> slice:
+        return slice(None) if expression_names(expr) & set(BUILTIN_NAMES) else slice(1)
+
+    try:
+        size = _op_size(profile, path, op, frames[at(op.size)], pkt[at(op.size)])
+        per_packet = _op_rate(profile, path, op, frames[at(op.every)], pkt[at(op.every)])
+    except ProfileError as exc:
+        return exc
+    return _PlannedOp(op, size, per_packet)
+
+
+class _Plan:
+    """A profile's operations at some sizes (a `Rows`' read-only sizes, kept as they are),
+    planned once for every link: (path, planned operation or its error) in profile order."""
+
+    __slots__ = ("ops", "profile", "sizes")
+
+    def __init__(
+        self,
+        profile: NicProfile,
+        sizes: Int,
+        ops: tuple[tuple[str, _PlannedOp | ProfileError], ...],
+    ) -> None:
+        self.profile, self.sizes, self.ops = profile, sizes, ops
+
+    def matches(self, profile: NicProfile, sizes: Int) -> bool:
+        """Whether this plan is for `profile` at `sizes`."""
+        same_profile = self.profile is profile or self.profile == profile
+        return same_profile and (self.sizes is sizes or np.array_equal(self.sizes, sizes))
+
+
+def _plan(profile: NicProfile, sizes: Int) -> _Plan:
+    pkt = dma_bytes(sizes)
+    ops = tuple((p, _plan_op(profile, p, op, sizes, pkt)) for p, op in profile.operations())
+    return _Plan(profile, sizes, ops)
+
+
+class _LinkTerms:
+    """A plan's operation terms on one set of TLP rules (`tlp.price_key`), priced as they are
+    first needed, and the per-packet totals of each choice of paths asked for so far."""
+
+    __slots__ = ("link", "plan", "sums", "terms", "totals")
+
+    def __init__(self, plan: _Plan, link: Link) -> None:
+        self.plan, self.link = plan, link
+        self.terms: dict[int, tuple[Term, Term, Term, Term]] = {}
+        self.sums: dict[tuple[str, ...], tuple[Term, Term, Term, Term]] = {}
+        self.totals: dict[tuple[str, ...], PacketCosts] = {}
+
+    def costs(self, paths: tuple[str, ...]) -> PacketCosts:
+        """Per-packet totals of the operations of `paths`, in `NicProfile.operations` order
+        (the first profile error among them is raised)."""
+        found = self.totals.get(paths)
+        if found is None:
+            n = self.plan.sizes.size
+            sums = (np.full(n, s) if np.ndim(s) == 0 else s for s in self._sums(paths))
+            found = self.totals[paths] = PacketCosts(*(_frozen(a) for a in sums))
+        return found
+
+    def _sums(self, paths: tuple[str, ...]) -> tuple[Term, Term, Term, Term]:
+        """The four sums over `paths`' operations, continuing those of all paths but the last
+        (rx+tx goes on from rx alone: the same additions in the same order)."""
+        found = self.sums.get(paths)
+        if found is None:
+            start = self._sums(paths[:-1]) if len(paths) > 1 else (np.float64(0),) * 4
+            ops = self.plan.ops
+            terms = [self._terms(i) for i, (q, _) in enumerate(ops) if q == paths[-1]]
+            sums = tuple(_ordered_sum((t[k] for t in terms), start[k]) for k in range(4))
+            for total in sums:
+                if np.ndim(total):
+                    total.flags.writeable = False
+            found = self.sums[paths] = sums
+        return found
+
+    def _terms(self, index: int) -> tuple[Term, Term, Term, Term]:
+        found = self.terms.get(index)
+        if found is None:
+            planned = self.plan.ops[index][1]
+            if isinstance(planned, ProfileError):
+                raise planned
+            found = self.terms[index] = planned.terms(self.link)
+            for term in found:
+                if isinstance(term, np.ndarray):
+                    term.flags.writeable = False
+        return found
+
+
+_RECENT_PLANS: _Recent[_Plan] = _Recent(8)
+_RECENT_TERMS: _Recent[_LinkTerms] = _Recent(8)
+
+
+def packet_costs(
+    profile: NicProfile, link: Link, sizes: Int, paths: tuple[str, ...] = PATHS
+) -> PacketCosts:
+    """`profile`'s per-packet totals over `paths` at each of `sizes` (read-only, ascending and
+    distinct: a `Rows`' sizes) on `link`. Reused while a sweep prices the same profile and sizes
+    on links that differ only in speed (generation, lanes, ACK/FC intervals): TLP counts and
+    bytes depend on `tlp.price_key` alone, so only the rates are computed per link."""
+    return _packet_costs(profile, link, _link_facts(link)[1], sizes, paths)
+
+
+def _packet_costs(
+    profile: NicProfile,
+    link: Link,
+    key: tuple[int | bool, ...],
+    sizes: Int,
+    paths: tuple[str, ...],
+) -> PacketCosts:
+    """`packet_costs`, given `link`'s price key."""
+    global _LAST_COSTS
+    (last_profile, last_sizes, last_key, last_paths), last = _LAST_COSTS
+    if last_sizes is sizes and last_profile is profile and (last_key, last_paths) == (key, paths):
+        return last  # a sweep over links asks for the same costs again and again
+    if not profile.operations(paths):
+        raise UsageError(
+            f"profile {profile.name!r} has no operations on the paths {', '.join(paths)}; "
+            f"it has {', '.join(p for p in PATHS if getattr(profile, p))}"
+        )
+    where = (profile.name, profile.path, sizes.shape)
+    plan = _RECENT_PLANS.get(
+        where, lambda p: p.matches(profile, sizes), lambda: _plan(profile, sizes)
+    )
+    terms = _RECENT_TERMS.get(
+        (*where, key), lambda t: t.plan is plan, lambda: _LinkTerms(plan, link)
+    )
+    found = terms.costs(paths)
+    if plan.sizes is sizes and not sizes.flags.writeable:  # this very array, which cannot change
+        _LAST_COSTS = ((profile, sizes, key, paths), found)
+    return found
+
+
+_LAST_COSTS: tuple[tuple, PacketCosts | None] = ((None, None, None, None), None)
