@@ -26,9 +26,6 @@ DataFrames with `.to_frame()` (units are in the column names: `_gbps` = 10⁹ bi
         """import tempfile
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 import pcieperf as pp
@@ -65,7 +62,8 @@ dma.head()""",
         "code",
         """frames = [64, 128, 256, 512, 1024, 1518]
 nic = pp.nic(profile="dpdk", gen=3, lanes=8, eth=40, sizes=frames).to_frame()
-ax = nic.plot(x="size", y=["max_mpps", "line_mpps"] if "max_mpps" in nic else None, marker="o")
+rates = nic.assign(pcie_mpps=nic.pcie_max_pps / 1e6, line_mpps=nic.line_rate_pps / 1e6)
+ax = rates.plot(x="size", y=["pcie_mpps", "line_mpps"], marker="o", logy=True)
 ax.set_xlabel("frame (B)")
 ax.set_ylabel("Mpps")
 plt.show()
