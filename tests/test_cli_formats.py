@@ -19,8 +19,9 @@ from test_sim import write_host_toml
 
 TESTS = Path(__file__).parent
 PCM = TESTS / "data" / "counters" / "pcm-iio-skx.csv"
-HOST_DIR = Path("/work/shared/data/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630")
-SHARED = "the shared pcie-bench data (/work/shared/data/pcie-bench) is absent"
+PCIE_BENCH = TESTS.resolve().parents[1] / "shared" / "data" / "pcie-bench"
+HOST_DIR = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
+SHARED = f"the shared pcie-bench data ({PCIE_BENCH}) is absent"
 TESTPMD = "dpdk-testpmd (Debian's dpdk-dev) is not installed"
 
 # One cheap, valid command line per command; {name} is a file from `inputs` or, for {out}, a
