@@ -18,6 +18,7 @@ statistics can reuse this module as the sweep does.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -213,8 +214,10 @@ def map_chunks(
     worker thread are in flight at most.
     A PcieperfError from a chunk, or a chunk that killed its workers, ends the run with one
     error; leaving the loop early cancels what is still running."""
-    from distributed import KilledWorker, as_completed
+    from distributed import as_completed
 
+    if not chunks:  # nothing to run: not even the shared value's task
+        return
     # A task, not scatter(): if every worker holding `shared` dies, the scheduler recomputes
     # a task's result from its spec, but scattered data would be lost with them.
     shared_future = client.submit(_identity, shared, pure=False)
@@ -223,13 +226,18 @@ def map_chunks(
     running: dict[object, tuple[int, T]] = {}
 
     def submit(count: int) -> list[object]:
-        futures = []
-        for index, chunk in (item for _, item in zip(range(count), todo, strict=False)):
-            future = client.submit(
-                _run_chunk, func, shared_future, chunk, retries=RETRIES, pure=False
-            )
-            running[future] = (index, chunk)
-            futures.append(future)
+        """The next `count` chunks as tasks, in one message to the scheduler (client.map):
+        a submission per task costs the local scheduler about twice the CPU (docs/scale.md)."""
+        batch = list(itertools.islice(todo, count))
+        futures = client.map(
+            _run_chunk,
+            [func] * len(batch),
+            [shared_future] * len(batch),
+            [chunk for _, chunk in batch],
+            retries=RETRIES,
+            pure=False,
+        )
+        running.update(zip(futures, batch, strict=True))
         return futures
 
     units = sum(weight(c) for c in chunks) + done if total is None else total
@@ -237,20 +245,30 @@ def map_chunks(
     try:
         with progress.bar(units, desc, unit) as bar:
             bar.update(done)
-            for future in pending:
-                index, chunk = running.pop(future)
-                try:
-                    result = future.result()
-                except KilledWorker as exc:
-                    raise PcieperfError(
-                        f"{desc}: chunk {index} killed each of the {exc.allowed_failures + 1} "
-                        "workers that ran it (out of memory?); what finished is kept"
-                    ) from None
-                if isinstance(result, _Failed):
-                    raise result.error
-                pending.update(submit(1))
-                bar.update(weight(chunk))
-                yield Done(index, chunk, result)
+            for batch in pending.batches():
+                results = _gather(client, batch, running, desc)
+                pending.update(submit(len(batch)))
+                for future, result in zip(batch, results, strict=True):
+                    index, chunk = running.pop(future)
+                    if isinstance(result, _Failed):
+                        raise result.error
+                    bar.update(weight(chunk))
+                    yield Done(index, chunk, result)
     finally:
         if running:
             client.cancel(list(running))
+
+
+def _gather(client: Client, futures: list, running: dict, desc: str) -> list:
+    """The results of finished tasks in one request (a request per task costs the scheduler
+    and a worker a round trip each); a chunk that killed its workers is one error naming it."""
+    from distributed import KilledWorker
+
+    try:
+        return client.gather(futures)
+    except KilledWorker as exc:
+        index = next((running[f][0] for f in futures if f.key == exc.task), "?")
+        raise PcieperfError(
+            f"{desc}: chunk {index} killed each of the {exc.allowed_failures + 1} "
+            "workers that ran it (out of memory?); what finished is kept"
+        ) from None
