@@ -5,12 +5,14 @@ port, into the statistics of the port's files concatenated in time order (docs/s
 A port is the files whose interfaces have the same link type, timestamp resolution and name,
 in the same order (a capture appliance rotating one port's capture writes such files). Its
 files are ordered by the time of their first packet, then by path; files without packets come
-last. Steps, each a map over the engine (`engine.map_chunks`):
+last. Steps:
 
-1. the first record of every file (its time, and the interfaces then), HEADS_PER_TASK files a
-   task: this groups files into ports and gives each port's origin (its first packet), from
-   which every file counts its rate windows;
-2. one `TracePartial` per file (`rust/core/src/trace/archive.rs`): sums, the edge windows,
+1. the first record of every file (its time, and the interfaces then), read in this process
+   where it can read the file (a local path: tens of microseconds a file), by the workers,
+   HEADS_PER_TASK files a task, where it cannot (an fsspec URL): this groups files into ports
+   and gives each port's origin (its first packet), from which every file counts its rate
+   windows. So a local archive costs one round of tasks, not two (docs/scale.md);
+2. on the engine (`engine.map_chunks`), one `TracePartial` per file (`rust/core/src/trace/archive.rs`): sums, the edge windows,
    the bursts touching either end, the distinct gaps; consecutive files of at least
    MIN_TASK_BYTES a task (`batches`). A task reads on its own thread (one task, one core)
    unless every worker thread has READ_AHEAD_CORES cores, as the in-process default on two
@@ -40,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from pcieperf import engine, trace
 from pcieperf._native import checked, core
-from pcieperf.errors import UsageError, require_positive
+from pcieperf.errors import PcieperfError, UsageError, require_positive
 from pcieperf.wire import MIN_FRAME_BYTES
 
 if TYPE_CHECKING:
@@ -154,17 +156,50 @@ def _copy(url: str, limit: int | None, copies: dict[str, str]) -> str:
     return local
 
 
+def _head(path: str, item: object) -> Head:
+    """The Head of `path` from its `trace_first_records` item (its error raised)."""
+    first, interfaces = checked(item)
+    port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
+    return Head(path, first, port, None if is_url(path) else os.path.getsize(path))
+
+
 def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]:
     skip_bad, strict = shared
     with _readable(paths, HEAD_BYTES) as local:
         found = core().trace_first_records(local, skip_bad, strict)
-        heads = []
-        for path, item in zip(paths, found, strict=True):  # type: ignore[call-overload]
-            first, interfaces = checked(item)
-            port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
-            size = None if is_url(path) else os.path.getsize(path)
-            heads.append(Head(path, first, port, size))
+        return [_head(p, item) for p, item in zip(paths, found, strict=True)]  # type: ignore[call-overload]
+
+
+def _heads_here(paths: Sequence[str], skip_bad: bool, strict: bool) -> dict[str, Head]:
+    """The heads of the local files this process can read: a first record costs tens of
+    microseconds to read, a round of tasks before the partials ~10 ms of the scheduler's CPU
+    and a wait for the slowest (docs/scale.md). Files it fails on are left to the workers,
+    which may see other files and report a real error as one line."""
+    local = [p for p in paths if not is_url(p)]
+    found = core().trace_first_records(local, skip_bad, strict, os.cpu_count() or 1)
+    heads = {}
+    for path, item in zip(local, found, strict=True):  # type: ignore[call-overload]
+        try:
+            heads[path] = _head(path, item)
+        except (PcieperfError, OSError):
+            continue  # read by a worker, as a URL is
     return heads
+
+
+def _heads(client: Client, paths: list[str], skip_bad: bool, strict: bool) -> list[Head]:
+    """The head of every file, in order: read in this process where it can (`_heads_here`),
+    by the workers (HEADS_PER_TASK files a task) where it cannot: fsspec URLs, which a worker
+    copies the start of, and files this process cannot read."""
+    here = _heads_here(paths, skip_bad, strict)
+    rest = [p for p in paths if p not in here]
+    there = dict(
+        zip(
+            rest,
+            _batched(client, _heads_task, rest, (skip_bad, strict), "first records"),
+            strict=True,
+        )
+    )
+    return [here.get(p) or there[p] for p in paths]
 
 
 def _partials_task(
@@ -324,8 +359,7 @@ def _port_partials(
         read_ahead = engine.cores_per_thread(client) >= READ_AHEAD_CORES
     # Absolute for workers that run in another folder; a file named twice is read once.
     given = {_absolute(f): f for f in files}
-    heads = _batched(client, _heads_task, list(given), (skip_bad, strict), "first records")
-    found = [replace(h, path=given[h.path]) for h in heads]
+    found = [replace(h, path=given[h.path]) for h in _heads(client, list(given), skip_bad, strict)]
     grouped = [[h] for h in found] if per_file else ports(found)
     origins = [
         min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped
