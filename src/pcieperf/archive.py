@@ -12,11 +12,12 @@ last. Steps:
    HEADS_PER_TASK files a task, where it cannot (an fsspec URL): this groups files into ports
    and gives each port's origin (its first packet), from which every file counts its rate
    windows. So a local archive costs one round of tasks, not two (docs/scale.md);
-2. on the engine (`engine.map_chunks`), one `TracePartial` per file (`rust/core/src/trace/archive.rs`): sums, the edge windows,
-   the bursts touching either end, the distinct gaps; consecutive files of at least
-   MIN_TASK_BYTES a task (`batches`). A task reads on its own thread (one task, one core)
-   unless every worker thread has READ_AHEAD_CORES cores, as the in-process default on two
-   cores has; then a second thread reads ahead of the parsing;
+2. on the engine (`engine.map_chunks`), one `TracePartial` per file
+   (`rust/core/src/trace/archive.rs`): sums, the edge windows, the bursts touching either end,
+   the distinct gaps; consecutive files of at least MIN_TASK_BYTES a task, or one task per
+   worker thread for a smaller archive that splits evenly (`batches`). A task reads on its
+   own thread (one task, one core) unless every worker thread has READ_AHEAD_CORES cores, as
+   the in-process default on two cores has; then a second thread reads ahead of the parsing;
 3. per port, the partials appended in order and summarised. Where that cannot be exact (files
    of one port overlap in time, or a file out of time order holds a packet before the port's
    first record) the port is summarised again in one task that holds and sorts all its packets
@@ -59,13 +60,18 @@ page cache), so with fewer the workers' tasks take cores from each other (docs/s
 
 MIN_TASK_BYTES = 1 << 30
 """Capture bytes one partial task reads at least (consecutive files of the archive taken
-together), unless that leaves fewer than TASKS_PER_THREAD tasks per worker thread. A task
-costs the local scheduler 5-8 ms of CPU on this host and its worker ~2 ms (docs/scale.md):
-~2 % of the 0.4-0.7 s one core takes to read 1 GiB of 64-byte frames."""
+together), unless the archive holds less than that per worker thread (`batches`). A task costs
+the local scheduler ~3.6 ms of CPU on this host and its worker ~3 ms (docs/scale.md): ~1 % of
+the 0.4-0.7 s one core takes to read 1 GiB of 64-byte frames."""
+
+EVEN_SPLIT = 1.1
+"""A smaller archive is read in one task per worker thread where no task then holds more than
+this times a thread's share of the bytes; on 2 cores, 4 tasks a thread made a 32-file run ~13 %
+slower than 1 (docs/scale.md), so a split more uneven than that is the worse choice."""
 
 TASKS_PER_THREAD = 4
-"""Partial tasks per worker thread at least, so that the last wave leaves workers idle for
-a short while only."""
+"""Tasks per worker thread where one each would be uneven: dask sends a one-thread worker two
+tasks at once, and gives the rest to whichever worker finishes first."""
 
 HEADS_PER_TASK = 64
 """Files whose first record (or time span, for a merge) one task reads: opening a file costs
@@ -256,10 +262,20 @@ def _batched(
 
 def batches(heads: Sequence[Head], threads: int) -> list[range]:
     """Consecutive files (positions in `heads`) that one task reads: at least MIN_TASK_BYTES
-    together, or less where the archive would otherwise give fewer than TASKS_PER_THREAD tasks
-    per worker thread. A file of unknown size counts as a whole task's bytes."""
-    total = sum(h.size or 0 for h in heads)
-    target = min(MIN_TASK_BYTES, total / (TASKS_PER_THREAD * max(1, threads)))
+    together, or, for a smaller archive, a worker thread's share of it where the files split
+    evenly (EVEN_SPLIT), else a TASKS_PER_THREAD-th of that. A file of unknown size counts as a
+    whole task's bytes (and makes the split uneven: its size is not known)."""
+    threads = max(1, threads)
+    share = sum(h.size or 0 for h in heads) / threads
+    found = _cut(heads, min(MIN_TASK_BYTES, share))
+    sizes = [sum(h.size or 0 for h in heads[r.start : r.stop]) for r in found]
+    if all(h.size is not None for h in heads) and max(sizes, default=0) <= EVEN_SPLIT * share:
+        return found
+    return _cut(heads, min(MIN_TASK_BYTES, share / TASKS_PER_THREAD))
+
+
+def _cut(heads: Sequence[Head], target: float) -> list[range]:
+    """Consecutive files of at least `target` bytes together (the last run: what is left)."""
     found: list[range] = []
     start, held = 0, 0.0
     for k, head in enumerate(heads):
