@@ -48,11 +48,12 @@ IN_FLIGHT_PER_THREAD = 16
 """Tasks submitted ahead per worker thread: enough to hide the round trip of a result to this
 process and the next submission (docs/scale.md), few enough that millions of chunks never
 sit in the scheduler at once."""
-SHARED_INLINE_BYTES = 64 << 10
+SHARED_INLINE_BYTES = 4 << 10
 """A value all chunks share (map_chunks' `shared`) up to this size, pickled, travels inside
-every task; a larger one (a sweep's plan, the demand's cost table) is the result of a task of its
-own, sent once. That task costs the local scheduler ~3.5 ms of CPU, and each worker that did not
-run it fetches it before its first chunk (docs/scale.md)."""
+every task (the archive's statistics config and switches: ~300 bytes); a larger one (a sweep's
+plan, ~14 KB; the demand's cost table) is the result of a task of its own, sent once. That task
+costs the local scheduler ~3.5 ms of CPU, and each worker that did not run it fetches it before
+its first chunk (docs/scale.md)."""
 MAX_LOCAL_WORKERS = 1024  # a larger local:N is a typo: each worker is a process on this host
 CONNECT_TIMEOUT_S = 10  # a running scheduler answers in milliseconds, even on a loaded host
 _ADDRESS = re.compile(r"(tcp|tls)://([^\s:/]+|\[[0-9a-fA-F:]+\]):(\d{1,5})")
