@@ -6,13 +6,17 @@ started (and warmed up by one untimed run) before any clock runs; the timed runs
 clusters and modes are interleaved, so that a change in the machine's other load hits all of
 them alike. Each run's wall time, the CPU seconds of the workers and of this process (the
 driver and the local scheduler) and so the cores kept busy; the result is checked equal on
-every run. Then `archive.merge` (time ranges, pcapng out) on the same clusters against the
-single-process `trace.merge`, the output checked byte-identical (--skip-merge leaves it out).
+every run; the driver's CPU is split by thread (the caller's, and dask's event loop, which
+runs the local scheduler, the client and the nannies), less what that loop burns while idle
+(measured per cluster, per second). Then `archive.merge` (time ranges, pcapng out) on the same
+clusters against the single-process `trace.merge`, the output checked byte-identical
+(--skip-merge leaves it out).
 Also: the cost of one file's partial in this process with and without read-ahead (wall, CPU
-of all threads, CPU of the parsing thread), of the reduce (appending every partial and
-summarising), and of a no-op task on the cluster; the load average before and after, since
-other work shares the machine. The last line is a one-line summary: the speed-up of 2 workers
-over 1 per read-ahead mode, and the load average.
+of all threads, CPU of the parsing thread), the bytes of a partial as a task returns it, of the
+reduce (appending every partial and summarising), and of a no-op task on the cluster; the load
+average before and after, since other work shares the machine. The last line is a one-line
+summary: the speed-up of 2 workers over 1 per read-ahead mode (medians with their ranges), the
+driver's CPU a run, and the load average.
 
 Run: python3 benchmarks/bench_archive.py [--files 64] [--packets 4000000] [--sizes 64]
      [--workers 1,2,4] [--read-ahead auto,off,on] [--runs 3] [--folder /dev/shm]
@@ -23,9 +27,11 @@ import argparse
 import itertools
 import json
 import os
+import pickle
 import resource
 import statistics
 import tempfile
+import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -84,6 +90,29 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of this process's Python threads by name, from /proc (ns resolution);
+    empty where there is no /proc."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out: dict[str, float] = {}
+    for tid, name in names.items():
+        try:
+            text = Path(f"/proc/self/task/{tid}/schedstat").read_text()
+        except OSError:
+            continue
+        out[name] = out.get(name, 0.0) + int(text.split()[0]) / 1e9
+    return out
+
+
+def idle_loop_cpu(seconds: float = 2.0) -> float:
+    """CPU seconds per second that dask's event loop in this process uses with nothing to run
+    (heartbeats, the nannies' memory checks, the system monitor)."""
+    before, start = thread_cpu(), time.perf_counter()
+    time.sleep(seconds)
+    after = thread_cpu()
+    return (after.get("IO loop", 0.0) - before.get("IO loop", 0.0)) / (time.perf_counter() - start)
+
+
 def _noop(_shared: object, chunk: int) -> int:
     return chunk
 
@@ -111,13 +140,23 @@ def partial_costs(paths: list[str], config: dict, origin: int) -> dict:
     return out
 
 
-def stats_run(client, paths: list[str], read_ahead: bool | None) -> tuple[dict, object]:
-    """One timed `archive_stats` run: wall, CPU of the workers and of this process."""
-    workers0, driver0 = client.run(cpu_seconds), cpu_seconds()
+def stats_run(
+    client, paths: list[str], read_ahead: bool | None, idle_loop: float
+) -> tuple[dict, object]:
+    """One timed `archive_stats` run: wall, CPU of the workers and of this process, and of this
+    process's main thread and event loop (less its idle use over the run's wall time)."""
+    workers0, driver0, threads0 = client.run(cpu_seconds), cpu_seconds(), thread_cpu()
     wall, result = timed(lambda: archive.archive_stats(client, paths, read_ahead=read_ahead))
-    driver = cpu_seconds() - driver0
+    driver, threads = cpu_seconds() - driver0, thread_cpu()
     workers = sum(client.run(cpu_seconds).values()) - sum(workers0.values())
-    return {"wall_s": wall, "worker_cpu_s": workers, "driver_cpu_s": driver}, result
+    main, loop = (threads.get(t, 0.0) - threads0.get(t, 0.0) for t in ("MainThread", "IO loop"))
+    return {
+        "wall_s": wall,
+        "worker_cpu_s": workers,
+        "driver_cpu_s": driver,
+        "driver_main_cpu_s": main,
+        "driver_loop_cpu_s": loop - idle_loop * wall,
+    }, result
 
 
 def summarise_runs(samples: list[dict]) -> dict:
@@ -126,6 +165,8 @@ def summarise_runs(samples: list[dict]) -> dict:
     worker_cpu = statistics.median(s["worker_cpu_s"] for s in samples)
     driver_cpu = statistics.median(s["driver_cpu_s"] for s in samples)
     return {
+        "driver_main_cpu_s": statistics.median(s["driver_main_cpu_s"] for s in samples),
+        "driver_loop_busy_cpu_s": statistics.median(s["driver_loop_cpu_s"] for s in samples),
         "wall_s": statistics.median(walls),
         "wall_range_s": [min(walls), max(walls)],
         "worker_cpu_s": worker_cpu,
@@ -150,7 +191,8 @@ def start_clusters(stack: ExitStack, counts: list[int]) -> dict[int, tuple]:
             timed(lambda c=client: list(engine.map_chunks(c, _noop, range(200))))[0] / 200
             for _ in range(2)
         ]
-        clusters[n] = (client, {"start_s": started, "noop_task_s": min(noop)})
+        figures = {"start_s": started, "noop_task_s": min(noop), "idle_loop_cpu": idle_loop_cpu()}
+        clusters[n] = (client, figures)
     return clusters
 
 
@@ -163,8 +205,8 @@ def bench_stats(clusters: dict, paths: list[str], modes: list[str], runs: int) -
         expected = expected or result
         assert result == expected, "results differ between clusters"
     samples: dict[tuple[int, str], list[dict]] = {}
-    for _, (n, (client, _)), mode in itertools.product(range(runs), clusters.items(), modes):
-        sample, result = stats_run(client, paths, MODES[mode])
+    for _, (n, (client, fig)), mode in itertools.product(range(runs), clusters.items(), modes):
+        sample, result = stats_run(client, paths, MODES[mode], fig["idle_loop_cpu"])
         assert result == expected, "results differ between runs"
         samples.setdefault((n, mode), []).append(sample | {"load_1min": os.getloadavg()[0]})
     out = {}
@@ -209,9 +251,13 @@ def summary_line(out: dict, modes: list[str]) -> str:
         if 1 in runs and 2 in runs:
             one, two = runs[1]["modes"][mode], runs[2]["modes"][mode]
             fast_one, fast_two = one["wall_range_s"][0], two["wall_range_s"][0]
+            spread = "{0:.3f} s [{1[0]:.3f}-{1[1]:.3f}]".format
             parts.append(
-                f"{mode} {one['wall_s'] / two['wall_s']:.2f}x median ({one['wall_s']:.3f} s -> "
-                f"{two['wall_s']:.3f} s), {fast_one / fast_two:.2f}x fastest runs"
+                f"{mode} {one['wall_s'] / two['wall_s']:.2f}x median "
+                f"({spread(one['wall_s'], one['wall_range_s'])} -> "
+                f"{spread(two['wall_s'], two['wall_range_s'])}), "
+                f"{fast_one / fast_two:.2f}x fastest runs, driver CPU "
+                f"{one['driver_cpu_s'] * 1e3:.0f} / {two['driver_cpu_s'] * 1e3:.0f} ms a run"
             )
     load = f"load average before {out['load_before'][0]:.2f}, after {out['load_after'][0]:.2f}"
     speedups = "; ".join(parts) if parts else "needs --workers with 1 and 2"
@@ -253,6 +299,7 @@ def main() -> None:
         out["partial_per_file"] = partial_costs(paths, config, origin)
         out["partial_s_per_file"] = out["partial_per_file"]["on"]["wall_s"]
         partials = [core().trace_partial(p, config, origin) for p in paths]
+        out["partial_bytes_per_file"] = statistics.median(len(pickle.dumps(p)) for p in partials)
         out["reduce_s"], _ = timed(lambda: reduce(paths, partials, config))
         print("in this process:", json.dumps(out), flush=True)
         clusters = start_clusters(stack, [int(w) for w in args.workers.split(",")])

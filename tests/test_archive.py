@@ -237,22 +237,29 @@ def heads(sizes: list[int | None]) -> list:
 
 
 def test_small_files_are_read_several_to_a_task():
-    # 32 files of 10 bytes, 4 tasks per worker thread at least (hand-computed: 320 bytes over
-    # 8 tasks for 2 threads is 4 files a task; over 4 tasks for 1 thread, 8 files).
-    assert archive.batches(heads([10] * 32), threads=2) == [
-        range(k, k + 4) for k in range(0, 32, 4)
+    # 32 files of 10 bytes split evenly: one task per worker thread (hand-computed: 320 bytes
+    # over 2 threads is 16 files a task; 1 thread, all 32; 3 threads, 11 + 11 + 10 files, the
+    # largest 110 bytes <= 1.1 x 106.7).
+    assert archive.batches(heads([10] * 32), threads=2) == [range(0, 16), range(16, 32)]
+    assert archive.batches(heads([10] * 32), threads=1) == [range(0, 32)]
+    assert archive.batches(heads([10] * 32), threads=3) == [
+        range(0, 11),
+        range(11, 22),
+        range(22, 32),
     ]
-    assert archive.batches(heads([10] * 32), threads=1) == [
-        range(k, k + 8) for k in range(0, 32, 8)
-    ]
-    # Files of 1 GiB are each a task of their own (the target: 3 GiB / 4 tasks, 0.75 GiB).
+    # 3 files on 2 threads cannot split evenly (one per thread: 20 and 10 bytes, 20 > 1.1 x
+    # 15), so 4 tasks a thread are aimed at (target 30 / 8 bytes): one file a task.
+    assert archive.batches(heads([10] * 3), threads=2) == [range(0, 1), range(1, 2), range(2, 3)]
+    # Files of 1 GiB are each a task of their own (the target: MIN_TASK_BYTES, 1 GiB, below a
+    # thread's 3 GiB share).
     assert archive.batches(heads([1 << 30] * 3), threads=1) == [
         range(0, 1),
         range(1, 2),
         range(2, 3),
     ]
-    # A file of unknown size (a URL) counts as a whole task: it ends the task it joins
-    # (target 42 / 4 = 10.5 bytes; the two 1-byte files before it are too few alone).
+    # A file of unknown size (a URL) makes the split uneven and counts as a whole task: it ends
+    # the task it joins (target 42 / 4 = 10.5 bytes; the two 1-byte files before it are too
+    # few alone).
     assert archive.batches(heads([1, 1, None, 40]), threads=1) == [range(0, 3), range(3, 4)]
 
 
@@ -262,7 +269,8 @@ def test_small_files_are_read_several_to_a_task():
 )
 def test_tasks_cover_every_file_once_in_order(sizes, threads):
     # Invariant: the tasks are consecutive runs of files that cover each file once, in order,
-    # and each but the last holds at least the target bytes (or a file of unknown size).
+    # and each but the last holds at least the smaller target bytes (a quarter of a thread's
+    # share, or MIN_TASK_BYTES) or a file of unknown size.
     found = archive.batches(heads(sizes), threads)
     assert [k for r in found for k in r] == list(range(len(sizes)))
     total = sum(s or 0 for s in sizes)

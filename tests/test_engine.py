@@ -167,6 +167,23 @@ def test_the_window_bounds_the_tasks_in_flight(in_process, tmp_path):
     assert len(calls_of(tmp_path)) == 100
 
 
+def shared_len(shared, chunk):
+    return (len(shared[1]), shared[0] is len, chunk)
+
+
+@pytest.mark.parametrize("size", [10, engine.SHARED_INLINE_BYTES + 1])
+def test_a_shared_value_reaches_every_chunk_small_or_large(in_process, size):
+    # Small (inside every task) or large (a task of its own): each chunk gets the value as it
+    # was given, even a tuple that starts with a function, which dask would otherwise run as a
+    # task of its own (len of the bytes: an int, not the tuple).
+    shared = (len, b"x" * size)
+    assert engine._shared_arg(in_process, shared).__class__.__name__ == (
+        "_Inline" if size <= engine.SHARED_INLINE_BYTES else "Future"
+    )
+    done = list(engine.map_chunks(in_process, shared_len, [1, 2], shared=shared))
+    assert sorted(d.result for d in done) == [(size, True, 1), (size, True, 2)]
+
+
 def die(_, chunk):
     os._exit(1)  # the worker process ends mid-task (as on an OOM kill)
 

@@ -18,8 +18,10 @@ statistics can reuse this module as the sweep does.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
+import pickle
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -46,6 +48,12 @@ IN_FLIGHT_PER_THREAD = 16
 """Tasks submitted ahead per worker thread: enough to hide the round trip of a result to this
 process and the next submission (docs/scale.md), few enough that millions of chunks never
 sit in the scheduler at once."""
+SHARED_INLINE_BYTES = 4 << 10
+"""A value all chunks share (map_chunks' `shared`) up to this size, pickled, travels inside
+every task (the archive's statistics config and switches: ~300 bytes); a larger one (a sweep's
+plan, ~14 KB; the demand's cost table) is the result of a task of its own, sent once. That task
+costs the local scheduler ~3.5 ms of CPU, and each worker that did not run it fetches it before
+its first chunk (docs/scale.md)."""
 MAX_LOCAL_WORKERS = 1024  # a larger local:N is a typo: each worker is a process on this host
 CONNECT_TIMEOUT_S = 10  # a running scheduler answers in milliseconds, even on a loaded host
 _ADDRESS = re.compile(r"(tcp|tls)://([^\s:/]+|\[[0-9a-fA-F:]+\]):(\d{1,5})")
@@ -176,10 +184,29 @@ def _identity(value: T) -> T:
     return value
 
 
+@dataclass(frozen=True)
+class _Inline:
+    """A small shared value carried in every task's arguments; wrapped so that dask passes it
+    as it is (it would run a tuple that starts with a function as a task)."""
+
+    value: object
+
+
+def _shared_arg(client: Client, shared: object) -> object:
+    """What the tasks get for `shared`: the value itself where it pickles to at most
+    SHARED_INLINE_BYTES, else the result of a task that returns it. Not scatter(): if every
+    worker holding scattered data dies, it is lost, where a task's result is recomputed."""
+    try:
+        small = len(pickle.dumps(shared)) <= SHARED_INLINE_BYTES
+    except (pickle.PicklingError, TypeError, AttributeError):  # cloudpickle's job: send it once
+        small = False
+    return _Inline(shared) if small else client.submit(_identity, shared, pure=False)
+
+
 def _run_chunk(func: Callable[[object, T], R], shared: object, chunk: T) -> R | _Failed:
     """The task each chunk becomes: `func(shared, chunk)` on a worker."""
     try:
-        return func(shared, chunk)
+        return func(shared.value if isinstance(shared, _Inline) else shared, chunk)
     except PcieperfError as exc:
         return _Failed(exc)
 
@@ -208,28 +235,33 @@ def map_chunks(
 ) -> Iterator[Done[T, R]]:
     """Run `func(shared, chunk)` for every chunk on the cluster and yield each result as it
     finishes (completion order; `index` tells where it belongs). `shared` goes to the workers
-    once. A bar counts `weight(chunk)` units per chunk out of `total` (default: all chunks'),
-    `done` of them finished before this call (a resumed run). IN_FLIGHT_PER_THREAD tasks per
-    worker thread are in flight at most.
+    once (inside every task where it is small: `_shared_arg`). A bar counts `weight(chunk)`
+    units per chunk out of `total` (default: all chunks'), `done` of them finished before this
+    call (a resumed run). IN_FLIGHT_PER_THREAD tasks per worker thread are in flight at most.
     A PcieperfError from a chunk, or a chunk that killed its workers, ends the run with one
     error; leaving the loop early cancels what is still running."""
-    from distributed import KilledWorker, as_completed
+    from distributed import as_completed
 
-    # A task, not scatter(): if every worker holding `shared` dies, the scheduler recomputes
-    # a task's result from its spec, but scattered data would be lost with them.
-    shared_future = client.submit(_identity, shared, pure=False)
+    if not chunks:  # nothing to run: not even the shared value's task
+        return
+    shared_arg = _shared_arg(client, shared)
     todo = iter(enumerate(chunks))
     window = IN_FLIGHT_PER_THREAD * max(1, sum(client.nthreads().values()))
     running: dict[object, tuple[int, T]] = {}
 
     def submit(count: int) -> list[object]:
-        futures = []
-        for index, chunk in (item for _, item in zip(range(count), todo, strict=False)):
-            future = client.submit(
-                _run_chunk, func, shared_future, chunk, retries=RETRIES, pure=False
-            )
-            running[future] = (index, chunk)
-            futures.append(future)
+        """The next `count` chunks as tasks, in one message to the scheduler (client.map):
+        a submission per task costs the local scheduler about twice the CPU (docs/scale.md)."""
+        batch = list(itertools.islice(todo, count))
+        futures = client.map(
+            _run_chunk,
+            [func] * len(batch),
+            [shared_arg] * len(batch),
+            [chunk for _, chunk in batch],
+            retries=RETRIES,
+            pure=False,
+        )
+        running.update(zip(futures, batch, strict=True))
         return futures
 
     units = sum(weight(c) for c in chunks) + done if total is None else total
@@ -237,20 +269,30 @@ def map_chunks(
     try:
         with progress.bar(units, desc, unit) as bar:
             bar.update(done)
-            for future in pending:
-                index, chunk = running.pop(future)
-                try:
-                    result = future.result()
-                except KilledWorker as exc:
-                    raise PcieperfError(
-                        f"{desc}: chunk {index} killed each of the {exc.allowed_failures + 1} "
-                        "workers that ran it (out of memory?); what finished is kept"
-                    ) from None
-                if isinstance(result, _Failed):
-                    raise result.error
-                pending.update(submit(1))
-                bar.update(weight(chunk))
-                yield Done(index, chunk, result)
+            for batch in pending.batches():
+                results = _gather(client, batch, running, desc)
+                pending.update(submit(len(batch)))
+                for future, result in zip(batch, results, strict=True):
+                    index, chunk = running.pop(future)
+                    if isinstance(result, _Failed):
+                        raise result.error
+                    bar.update(weight(chunk))
+                    yield Done(index, chunk, result)
     finally:
         if running:
             client.cancel(list(running))
+
+
+def _gather(client: Client, futures: list, running: dict, desc: str) -> list:
+    """The results of finished tasks in one request (a request per task costs the scheduler
+    and a worker a round trip each); a chunk that killed its workers is one error naming it."""
+    from distributed import KilledWorker
+
+    try:
+        return client.gather(futures)
+    except KilledWorker as exc:
+        index = next((running[f][0] for f in futures if f.key == exc.task), "?")
+        raise PcieperfError(
+            f"{desc}: chunk {index} killed each of the {exc.allowed_failures + 1} "
+            "workers that ran it (out of memory?); what finished is kept"
+        ) from None

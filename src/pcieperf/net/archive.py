@@ -5,16 +5,19 @@ port, into the statistics of the port's files concatenated in time order (docs/s
 A port is the files whose interfaces have the same link type, timestamp resolution and name,
 in the same order (a capture appliance rotating one port's capture writes such files). Its
 files are ordered by the time of their first packet, then by path; files without packets come
-last. Steps, each a map over the engine (`engine.map_chunks`):
+last. Steps:
 
-1. the first record of every file (its time, and the interfaces then), HEADS_PER_TASK files a
-   task: this groups files into ports and gives each port's origin (its first packet), from
-   which every file counts its rate windows;
-2. one `TracePartial` per file (`rust/core/src/trace/archive.rs`): sums, the edge windows,
-   the bursts touching either end, the distinct gaps; consecutive files of at least
-   MIN_TASK_BYTES a task (`batches`). A task reads on its own thread (one task, one core)
-   unless every worker thread has READ_AHEAD_CORES cores, as the in-process default on two
-   cores has; then a second thread reads ahead of the parsing;
+1. the first record of every file (its time, and the interfaces then), read in this process
+   where it can read the file (a local path: tens of microseconds a file), by the workers,
+   HEADS_PER_TASK files a task, where it cannot (an fsspec URL): this groups files into ports
+   and gives each port's origin (its first packet), from which every file counts its rate
+   windows. So a local archive costs one round of tasks, not two (docs/scale.md);
+2. on the engine (`engine.map_chunks`), one `TracePartial` per file
+   (`rust/core/src/trace/archive.rs`): sums, the edge windows, the bursts touching either end,
+   the distinct gaps; consecutive files of at least MIN_TASK_BYTES a task, or one task per
+   worker thread for a smaller archive that splits evenly (`batches`). A task reads on its
+   own thread (one task, one core) unless every worker thread has READ_AHEAD_CORES cores, as
+   the in-process default on two cores has; then a second thread reads ahead of the parsing;
 3. per port, the partials appended in order and summarised. Where that cannot be exact (files
    of one port overlap in time, or a file out of time order holds a packet before the port's
    first record) the port is summarised again in one task that holds and sorts all its packets
@@ -40,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from pcieperf import engine
 from pcieperf._native import checked, core
-from pcieperf.errors import UsageError, require_positive
+from pcieperf.errors import PcieperfError, UsageError, require_positive
 from pcieperf.net import trace
 
 if TYPE_CHECKING:
@@ -57,13 +60,18 @@ page cache), so with fewer the workers' tasks take cores from each other (docs/s
 
 MIN_TASK_BYTES = 1 << 30
 """Capture bytes one partial task reads at least (consecutive files of the archive taken
-together), unless that leaves fewer than TASKS_PER_THREAD tasks per worker thread. A task
-costs the local scheduler 5-8 ms of CPU on this host and its worker ~2 ms (docs/scale.md):
-~2 % of the 0.4-0.7 s one core takes to read 1 GiB of 64-byte frames."""
+together), unless the archive holds less than that per worker thread (`batches`). A task costs
+the local scheduler ~3.6 ms of CPU on this host and its worker ~3 ms (docs/scale.md): ~1 % of
+the 0.4-0.7 s one core takes to read 1 GiB of 64-byte frames."""
+
+EVEN_SPLIT = 1.1
+"""A smaller archive is read in one task per worker thread where no task then holds more than
+this times a thread's share of the bytes; on 2 cores, 4 tasks a thread made a 32-file run ~13 %
+slower than 1 (docs/scale.md), so a split more uneven than that is the worse choice."""
 
 TASKS_PER_THREAD = 4
-"""Partial tasks per worker thread at least, so that the last wave leaves workers idle for
-a short while only."""
+"""Tasks per worker thread where one each would be uneven: dask sends a one-thread worker two
+tasks at once, and gives the rest to whichever worker finishes first."""
 
 HEADS_PER_TASK = 64
 """Files whose first record (or time span, for a merge) one task reads: opening a file costs
@@ -154,17 +162,50 @@ def _copy(url: str, limit: int | None, copies: dict[str, str]) -> str:
     return local
 
 
+def _head(path: str, item: object) -> Head:
+    """The Head of `path` from its `trace_first_records` item (its error raised)."""
+    first, interfaces = checked(item)
+    port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
+    return Head(path, first, port, None if is_url(path) else os.path.getsize(path))
+
+
 def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]:
     skip_bad, strict = shared
     with _readable(paths, HEAD_BYTES) as local:
         found = core().trace_first_records(local, skip_bad, strict)
-        heads = []
-        for path, item in zip(paths, found, strict=True):  # type: ignore[call-overload]
-            first, interfaces = checked(item)
-            port = tuple((i["linktype"], i["tsresol"], i["name"]) for i in interfaces)
-            size = None if is_url(path) else os.path.getsize(path)
-            heads.append(Head(path, first, port, size))
+        return [_head(p, item) for p, item in zip(paths, found, strict=True)]  # type: ignore[call-overload]
+
+
+def _heads_here(paths: Sequence[str], skip_bad: bool, strict: bool) -> dict[str, Head]:
+    """The heads of the local files this process can read: a first record costs tens of
+    microseconds to read, a round of tasks before the partials ~10 ms of the scheduler's CPU
+    and a wait for the slowest (docs/scale.md). Files it fails on are left to the workers,
+    which may see other files and report a real error as one line."""
+    local = [p for p in paths if not is_url(p)]
+    found = core().trace_first_records(local, skip_bad, strict, os.cpu_count() or 1)
+    heads = {}
+    for path, item in zip(local, found, strict=True):  # type: ignore[call-overload]
+        try:
+            heads[path] = _head(path, item)
+        except (PcieperfError, OSError):
+            continue  # read by a worker, as a URL is
     return heads
+
+
+def _heads(client: Client, paths: list[str], skip_bad: bool, strict: bool) -> list[Head]:
+    """The head of every file, in order: read in this process where it can (`_heads_here`),
+    by the workers (HEADS_PER_TASK files a task) where it cannot: fsspec URLs, which a worker
+    copies the start of, and files this process cannot read."""
+    here = _heads_here(paths, skip_bad, strict)
+    rest = [p for p in paths if p not in here]
+    there = dict(
+        zip(
+            rest,
+            _batched(client, _heads_task, rest, (skip_bad, strict), "first records"),
+            strict=True,
+        )
+    )
+    return [here.get(p) or there[p] for p in paths]
 
 
 def _partials_task(
@@ -221,10 +262,20 @@ def _batched(
 
 def batches(heads: Sequence[Head], threads: int) -> list[range]:
     """Consecutive files (positions in `heads`) that one task reads: at least MIN_TASK_BYTES
-    together, or less where the archive would otherwise give fewer than TASKS_PER_THREAD tasks
-    per worker thread. A file of unknown size counts as a whole task's bytes."""
-    total = sum(h.size or 0 for h in heads)
-    target = min(MIN_TASK_BYTES, total / (TASKS_PER_THREAD * max(1, threads)))
+    together, or, for a smaller archive, a worker thread's share of it where the files split
+    evenly (EVEN_SPLIT), else a TASKS_PER_THREAD-th of that. A file of unknown size counts as a
+    whole task's bytes (and makes the split uneven: its size is not known)."""
+    threads = max(1, threads)
+    share = sum(h.size or 0 for h in heads) / threads
+    found = _cut(heads, min(MIN_TASK_BYTES, share))
+    sizes = [sum(h.size or 0 for h in heads[r.start : r.stop]) for r in found]
+    if all(h.size is not None for h in heads) and max(sizes, default=0) <= EVEN_SPLIT * share:
+        return found
+    return _cut(heads, min(MIN_TASK_BYTES, share / TASKS_PER_THREAD))
+
+
+def _cut(heads: Sequence[Head], target: float) -> list[range]:
+    """Consecutive files of at least `target` bytes together (the last run: what is left)."""
     found: list[range] = []
     start, held = 0, 0.0
     for k, head in enumerate(heads):
@@ -324,8 +375,7 @@ def _port_partials(
         read_ahead = engine.cores_per_thread(client) >= READ_AHEAD_CORES
     # Absolute for workers that run in another folder; a file named twice is read once.
     given = {_absolute(f): f for f in files}
-    heads = _batched(client, _heads_task, list(given), (skip_bad, strict), "first records")
-    found = [replace(h, path=given[h.path]) for h in heads]
+    found = [replace(h, path=given[h.path]) for h in _heads(client, list(given), skip_bad, strict)]
     grouped = [[h] for h in found] if per_file else ports(found)
     origins = [
         min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped

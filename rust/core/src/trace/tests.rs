@@ -881,3 +881,28 @@ fn a_partial_round_trips_through_its_bytes() {
     assert!(Partial::from_bytes(&bytes[..bytes.len() - 1]).is_err());
     assert!(Partial::from_bytes(b"not a partial").is_err());
 }
+
+#[test]
+fn a_partial_is_a_few_bytes_a_distinct_gap_and_round_trips_at_the_extremes() {
+    // 1 001 ns-resolution packets with gaps 1, 2, ..., 1000 ns: 1 000 distinct gaps. Fixed
+    // 8-byte integers took 16 bytes a gap (16 000 bytes); as LEB128 differences each is a
+    // 1-byte step and a 1-byte count, so the whole partial stays under 3 bytes a gap.
+    let data = [0u8; 60];
+    let mut usec = 0u32;
+    let times: Vec<u32> = (0..=1000u32)
+        .map(|k| {
+            usec += k;
+            usec
+        })
+        .collect();
+    let records: Vec<_> = times.iter().map(|&t| (5, t, &data[..])).collect();
+    let partial = partial_of("gaps.pcap", &pcap(false, true, 0, &records), 5_000_000_000);
+    let bytes = partial.to_bytes();
+    assert!(bytes.len() < 3 * 1000, "{} bytes", bytes.len());
+    assert_eq!(Partial::from_bytes(&bytes).unwrap(), partial);
+    // The largest gap a u32-seconds pcap holds (~136 years) and timestamps near the u32 end:
+    // zigzag LEB128 must carry them back exactly (10 bytes each at most).
+    let far = pcap(false, false, 0, &[(0, 0, &data[..]), (u32::MAX, 999_999, &data[..])]);
+    let partial = partial_of("far.pcap", &far, 0);
+    assert_eq!(Partial::from_bytes(&partial.to_bytes()).unwrap(), partial);
+}
