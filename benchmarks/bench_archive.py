@@ -8,7 +8,7 @@ them alike. Each run's wall time, the CPU seconds of the workers and of this pro
 driver and the local scheduler) and so the cores kept busy; the result is checked equal on
 every run; the driver's CPU is split by thread (the caller's, and dask's event loop, which
 runs the local scheduler, the client and the nannies), less what that loop burns while idle
-(measured per cluster, per second). Then `archive.merge` (time ranges, pcapng out) on the same
+(measured per cluster, per second). Then `archive_merge.merge` (time ranges, pcapng out) on the same
 clusters against the single-process `trace.merge`, the output checked byte-identical
 (--skip-merge leaves it out).
 Also: the cost of one file's partial in this process with and without read-ahead (wall, CPU
@@ -38,7 +38,7 @@ from pathlib import Path
 
 from pcieperf import engine
 from pcieperf._native import core
-from pcieperf.net import archive, trace
+from pcieperf.net import archive, archive_merge, trace
 from pcieperf.net.ethernet import Ethernet, parse_mix
 
 PCAP_HEADER, RECORD_HEADER = 24, 16  # draft-ietf-opsawg-pcap §4, §5
@@ -233,7 +233,9 @@ def bench_merge(clusters: dict, paths: list[str], folder: Path, runs: int, out: 
         for _ in range(runs):
             ranged = folder / "ranged.pcapng"
             merges.append(
-                timed(lambda c=client, o=ranged: archive.merge(c, paths, str(o), force=True))[0]
+                timed(lambda c=client, o=ranged: archive_merge.merge(c, paths, str(o), force=True))[
+                    0
+                ]
             )
             assert ranged.read_bytes() == single.read_bytes(), "merge differs"
         run = out["runs"][n]

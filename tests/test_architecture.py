@@ -99,3 +99,9 @@ def test_command_modules_stay_thin():
     # ~250 lines; a bigger one holds work that belongs in the library.
     sizes = {p.name: len(p.read_text().splitlines()) for p in (PACKAGE / "cli").glob("*.py")}
     assert {name: n for name, n in sizes.items() if n > 250} == {}
+
+
+def test_no_module_is_over_600_lines():
+    # Issue 16: a module a newcomer can read; a bigger one holds more than one concept.
+    sizes = {p: len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    assert {str(p.relative_to(PACKAGE)): n for p, n in sizes.items() if n > 600} == {}

@@ -115,7 +115,7 @@ def imix():
 pytest.importorskip("distributed", reason="the dask extra (pip install 'pcieperf[dask]')")
 
 from pcieperf import engine  # noqa: E402
-from pcieperf.net import archive  # noqa: E402
+from pcieperf.net import archive, archive_merge  # noqa: E402
 
 
 def test_100_files_with_bursts_across_them_equal_one_file(tmp_path, capsys, monkeypatch):
@@ -208,7 +208,7 @@ def test_merge_by_time_ranges_is_byte_identical(tmp_path, capsys, monkeypatch, l
     for inputs in ("parts/*.pcap", "queues/*.pcap"):
         files = archive.expand([inputs])
         single = trace.merge(files, tmp_path / f"single.{fmt}", force=True)
-        ranged = archive.merge(local2, files, str(tmp_path / f"ranged.{fmt}"), force=True)
+        ranged = archive_merge.merge(local2, files, str(tmp_path / f"ranged.{fmt}"), force=True)
         assert ranged["ranges"] > 1  # it was cut: 4 ranges per worker (fewer if times repeat)
         assert ranged["packets"] == single["packets"] == 100_000
         assert (tmp_path / f"ranged.{fmt}").read_bytes() == (
@@ -226,7 +226,7 @@ def test_merge_of_inputs_out_of_order_is_one_range(tmp_path, capsys, monkeypatch
     backwards.write_bytes(b.read_bytes() + a.read_bytes()[PCAP_HEADER:])
     files = [str(backwards), str(one)]
     single = trace.merge(files, tmp_path / "single.pcapng")
-    ranged = archive.merge(local2, files, str(tmp_path / "ranged.pcapng"))
+    ranged = archive_merge.merge(local2, files, str(tmp_path / "ranged.pcapng"))
     assert (ranged["ranges"], ranged["out_of_order"]) == (1, single["out_of_order"])
     assert single["out_of_order"] == 1  # the first record of a after the last of b
     assert (tmp_path / "ranged.pcapng").read_bytes() == (tmp_path / "single.pcapng").read_bytes()

@@ -1,7 +1,8 @@
 """Ethernet and captures: line rates and frame overheads (`ethernet`, `wire`), capture files
 read, written, merged, summarised and synthesised (`trace`), and archives of many captures
-summarised on a Dask cluster (`archive`). The public functions are in `api` (`pp.read_capture`,
-`pp.capture_stats`, `pp.merge_captures`, `pp.synth_capture`, `pp.convert_capture`).
+summarised (`archive`) or merged by time ranges (`archive_merge`) on a Dask cluster. The public
+functions are in `api` (`pp.read_capture`, `pp.capture_stats`, `pp.merge_captures`,
+`pp.synth_capture`, `pp.convert_capture`).
 
 May import: pcie, errors, units, progress, engine, _native, _lazy. No NIC model, store or report.
 """

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pcieperf.engine import Client
 
 archiving = _lazy.module("pcieperf.net.archive")
+archive_merge = _lazy.module("pcieperf.net.archive_merge")
 engine = _lazy.module("pcieperf.engine")
 trace = _lazy.module("pcieperf.net.trace")
 
@@ -244,7 +245,7 @@ def merge_captures(
     options = {"force": force, "skip_bad": skip_bad, "strict": strict}
     out = os.fspath(output)
     if scheduler:
-        result = _on_dask(scheduler, debug, lambda c: archiving.merge(c, paths, out, **options))
+        result = _on_dask(scheduler, debug, lambda c: archive_merge.merge(c, paths, out, **options))
     else:
         result = trace.merge(paths, out, **options)
     if result["truncated"]:
