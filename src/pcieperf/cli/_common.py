@@ -217,3 +217,20 @@ def _add_trace_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-bad", action="store_true", help="skip damaged capture records")
     p.add_argument("--plot", default=None, help="PNG/SVG of bandwidth over time vs capacity")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+
+
+def add_counter_file_options(p: argparse.ArgumentParser) -> None:
+    """How a counter file is read (counters import, explain, report): its tool, separator, run
+    length where it has no interval, and whether unknown columns are skipped."""
+    p.add_argument(
+        "--counters-format",
+        dest="format",
+        default=None,
+        choices=counters.SOURCES,
+        help="its tool (default: detected)",
+    )
+    p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
+    p.add_argument(
+        "--interval", type=_real(), default=None, help="perf iostat/stat without -I: run seconds"
+    )
+    p.add_argument("--lenient", action="store_true", help="skip unknown columns instead of failing")

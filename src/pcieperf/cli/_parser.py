@@ -58,7 +58,7 @@ EXAMPLES = {
     "trace synth": "pcieperf trace synth --sizes imix --pps 10M --duration 1s -o imix.pcap",
     "trace convert": "pcieperf trace convert old.pcap -o new.pcapng",
     "counters": "pcieperf counters import pcm-iio.csv",
-    "counters import": "pcieperf counters import pcm-iio.csv --format pcm-iio",
+    "counters import": "pcieperf counters import pcm-iio.csv --counters-format pcm-iio",
     "counters ls": "pcieperf counters ls",
     "report": "pcieperf report -o pcieperf-report",
     "sweep": "pcieperf sweep grid.toml -o grid.parquet --scheduler local:2",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _real, counters, records
+from pcieperf.cli._common import add_counter_file_options, records
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 
@@ -34,17 +34,6 @@ def _add_counters_commands(sub: argparse._SubParsersAction) -> None:
     counters_sub = _add_group(sub, "counters", _GROUPS["counters"])
     p = _add_command(counters_sub, "import", cmd_counters_import, store=True)
     p.add_argument("file", help="a counter file")
-    p.add_argument(
-        "--counters-format",
-        dest="format",
-        default=None,
-        choices=counters.SOURCES,
-        help="its tool (default: detected)",
-    )
-    p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
-    p.add_argument(
-        "--interval", type=_real(), default=None, help="perf iostat/stat without -I: run seconds"
-    )
-    p.add_argument("--lenient", action="store_true", help="skip unknown columns instead of failing")
+    add_counter_file_options(p)
     p.add_argument("--force", action="store_true", help="replace an earlier import of the file")
     _add_command(counters_sub, "ls", cmd_counters_ls, store=True)

@@ -7,9 +7,8 @@ import argparse
 from pathlib import Path
 
 from pcieperf.cli._common import (
-    _real,
     _whole,
-    counters,
+    add_counter_file_options,
     explaining,
     measure_api,
     packet_bytes,
@@ -56,17 +55,8 @@ def _explanation(args: argparse.Namespace) -> explaining.Explanation:
 def _add_explain_options(p: argparse.ArgumentParser, required: bool) -> None:
     """A counter file and the forwarding it is explained against (explain, report)."""
     p.add_argument("--counters", required=required, help="a pcm-iio, perf or VTune counter file")
-    p.add_argument(
-        "--counters-format",
-        dest="format",
-        default=None,
-        choices=counters.SOURCES,
-        help="its tool (default: detected)",
-    )
+    add_counter_file_options(p)
     p.add_argument("--stack", default=None, help="IIO stack / root port (part of its name)")
-    p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
-    p.add_argument("--interval", type=_real(), default=None, help="perf without -I: run seconds")
-    p.add_argument("--lenient", action="store_true", help="skip unknown columns instead of failing")
     _add_forwarding_options(p)
     p.add_argument("--page", default="2m", help="IOTLB prediction: page size (DPDK: hugepages)")
     p.add_argument("--rxd", type=_whole(), default=1024, help="IOTLB prediction: Rx ring size")
