@@ -374,6 +374,27 @@ impl Mempool {
     }
 }
 
+/// Where a poll's transactions go, one at a time in stream order: the batch buffer the
+/// iterator plays, or a caller's consumer, called as each is made (mark its `txn`
+/// `#[inline(always)]`: it inlines into every place the poll makes a transaction).
+pub trait TxnSink {
+    /// One transaction: a [`Txn`] of `Measure::Own`.
+    fn txn(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64);
+}
+
+impl TxnSink for Vec<Txn> {
+    #[inline]
+    fn txn(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
+        self.push(Txn {
+            addr,
+            bytes,
+            class,
+            not_before,
+            measure: Measure::Own,
+        });
+    }
+}
+
 /// A packet in the Tx ring (its mbuf aside): its size, and whether the NIC fetches a descriptor line for
 /// it (the first descriptor of a poll's run in each line).
 #[derive(Clone, Copy, Default)]
@@ -534,20 +555,17 @@ impl PortStream {
         })
     }
 
-    /// Calls `f` on each transaction of the next `packets` received packets, rounded up to
-    /// whole polls: what [`Self::take_packets`] yields, a poll's batch at a time (a slice
-    /// loop the caller's work inlines into, for callers that need no iterator).
-    pub fn for_each_txn(&mut self, packets: u64, mut f: impl FnMut(&Txn)) {
+    /// Hands `sink` each transaction of the next `packets` received packets, rounded up to
+    /// whole polls: what [`Self::take_packets`] yields, in the same order, but as the poll
+    /// makes each one (no batch buffer: the sink's work inlines into the poll).
+    pub fn emit_packets(&mut self, packets: u64, sink: &mut impl TxnSink) {
+        for t in &self.pending[self.pos..] {
+            sink.txn(t.addr, t.bytes, t.class, t.not_before);
+        }
+        self.pos = self.pending.len();
         let end = self.packets + packets;
-        loop {
-            for txn in &self.pending[self.pos..] {
-                f(txn);
-            }
-            self.pos = self.pending.len();
-            if self.packets >= end {
-                return;
-            }
-            self.next_poll();
+        while self.packets < end {
+            self.poll_into(sink);
         }
     }
 
@@ -604,23 +622,13 @@ impl PortStream {
         below.min(self.cumulative.len() - 1)
     }
 
-    fn push(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
-        self.pending.push(Txn {
-            addr,
-            bytes,
-            class,
-            not_before,
-            measure: Measure::Own,
-        });
-    }
-
     /// A device write: its lines are (re)allocated in the LLC's DDIO ways.
     #[inline]
-    fn write(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
+    fn write(&mut self, emit: &mut impl TxnSink, addr: u64, bytes: u64, class: usize, at: f64) {
         if self.ddio.is_some() {
             self.allocate(addr, bytes);
         }
-        self.push(addr, bytes, class, not_before);
+        emit.txn(addr, bytes, class, at);
     }
 
     /// The DDIO ways take a device write's lines (out of line: without an LLC model the
@@ -635,7 +643,7 @@ impl PortStream {
     }
 
     /// A packet read: the cold class when the LLC lost any of its lines.
-    fn read_packet(&mut self, buf: u32, size: usize, not_before: f64) {
+    fn read_packet(&mut self, emit: &mut impl TxnSink, buf: u32, size: usize, at: f64) {
         let (addr, bytes) = (self.map.data[buf as usize], self.cfg.sizes[size]);
         let mut class = packet_read_class(size);
         if let Some(ddio) = self.ddio.as_mut() {
@@ -649,23 +657,31 @@ impl PortStream {
                 class = cold_read_class(size, self.cfg.sizes.len());
             }
         }
-        self.push(addr, bytes, class, not_before);
+        emit.txn(addr, bytes, class, at);
     }
 
-    /// Emits the next lane's poll: Rx DMA, the core's poll and refill, Tx enqueue and Tx DMA.
+    /// Makes the next lane's poll into the batch buffer that [`Self::next_txn`] plays.
     fn next_poll(&mut self) {
-        self.pending.clear();
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.clear();
+        self.poll_into(&mut pending);
+        self.pending = pending;
         self.pos = 0;
+    }
+
+    /// The next lane's poll, its transactions in order into `emit`: Rx DMA, the core's poll
+    /// and refill, Tx enqueue and Tx DMA.
+    fn poll_into(&mut self, emit: &mut impl TxnSink) {
         let lane_index = self.next_lane;
         self.next_lane = (self.next_lane + 1) % self.lanes.len();
-        self.receive(lane_index);
+        self.receive(emit, lane_index);
         self.poll(lane_index);
         self.refill(lane_index);
-        self.transmit(lane_index);
+        self.transmit(emit, lane_index);
     }
 
     /// The NIC writes a poll's worth of arriving packets into the Rx ring.
-    fn receive(&mut self, li: usize) {
+    fn receive(&mut self, emit: &mut impl TxnSink, li: usize) {
         let desc = self.cfg.rx_desc_bytes;
         let rx_per_line = LINE_BYTES / desc; // a power of two: descriptors divide 64 B
         let line_mask = rx_per_line - 1;
@@ -682,10 +698,11 @@ impl PortStream {
             let ring = lane.rx_ring;
             if slot & line_mask == 0 {
                 let line = self.map.iova(ring + slot * desc);
-                self.push(line, LINE_BYTES, RX_DESC_READ, arrival);
+                emit.txn(line, LINE_BYTES, RX_DESC_READ, arrival);
             }
             let data = self.map.data[buf as usize];
             self.write(
+                emit,
                 data,
                 self.cfg.sizes[size],
                 packet_write_class(size),
@@ -693,7 +710,7 @@ impl PortStream {
             );
             if slot & line_mask == line_mask {
                 let line = self.map.iova(ring + (slot + 1 - rx_per_line) * desc);
-                self.write(line, LINE_BYTES, RX_DESC_WRITEBACK, arrival);
+                self.write(emit, line, LINE_BYTES, RX_DESC_WRITEBACK, arrival);
             }
         }
     }
@@ -738,7 +755,7 @@ impl PortStream {
 
     /// tx_burst (free sent mbufs if short of room, enqueue the poll's packets), then the NIC's
     /// Tx DMA of everything beyond the backlog.
-    fn transmit(&mut self, li: usize) {
+    fn transmit(&mut self, emit: &mut impl TxnSink, li: usize) {
         let (txd, rs) = (self.cfg.txd, self.cfg.rs_thresh);
         let need = self.cfg.tx_free_thresh.max(self.cfg.burst);
         let line_mask = (LINE_BYTES / self.cfg.tx_desc_bytes) as u32 - 1; // a power of two
@@ -776,12 +793,12 @@ impl PortStream {
                 let line = self
                     .map
                     .iova(ring + u64::from(slot) * desc / LINE_BYTES * LINE_BYTES);
-                self.push(line, LINE_BYTES, TX_DESC_READ, last_arrival);
+                emit.txn(line, LINE_BYTES, TX_DESC_READ, last_arrival);
             }
-            self.read_packet(buf, entry.size as usize, last_arrival);
+            self.read_packet(emit, buf, entry.size as usize, last_arrival);
             if in_group == rs - 1 {
                 let line = self.map.iova(ring + u64::from(slot) * desc);
-                self.write(line, desc, TX_DESC_WRITEBACK, last_arrival);
+                self.write(emit, line, desc, TX_DESC_WRITEBACK, last_arrival);
             }
             slot = next_slot(slot, txd);
             in_group = next_slot(in_group, rs);

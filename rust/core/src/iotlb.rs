@@ -225,17 +225,9 @@ impl Translator {
     /// The numbers of the pages a transfer touches (a half-open range: the plain `Range`
     /// iterator, without the inclusive one's exhaustion flag in the per-transaction loop).
     #[inline]
-    pub(crate) fn page_numbers(&self, addr: u64, bytes: u64) -> std::ops::Range<u64> {
+    pub fn page_numbers(&self, addr: u64, bytes: u64) -> std::ops::Range<u64> {
         let shift = self.page_shift;
         (addr >> shift)..((addr + bytes.max(1) - 1) >> shift) + 1
-    }
-
-    /// Translates every page of a transfer, counting misses.
-    #[inline]
-    pub fn lookup_range(&mut self, addr: u64, bytes: u64) {
-        for page in self.page_numbers(addr, bytes) {
-            self.lookup_page(page);
-        }
     }
 
     /// Translates `addr`, counting misses.
@@ -246,7 +238,7 @@ impl Translator {
 
     /// Translates page number `page`, counting misses.
     #[inline]
-    pub(crate) fn lookup_page(&mut self, page: u64) -> Lookup {
+    pub fn lookup_page(&mut self, page: u64) -> Lookup {
         if page == self.last_page {
             return Lookup::Hit;
         }
