@@ -326,6 +326,49 @@ mod tests {
         assert_eq!((t.misses, t.pwc_misses), (3, 2));
     }
 
+    /// Which look-ups of `pages` miss an exact-LRU cache of `sets` x `ways`, the plain way:
+    /// each set's pages in a list, most recent last.
+    fn reference_lru_misses(sets: u64, ways: usize, pages: &[u64]) -> Vec<bool> {
+        let mut lists = vec![Vec::new(); sets as usize];
+        pages
+            .iter()
+            .map(|&page| {
+                let list = &mut lists[(page % sets) as usize];
+                let at = list.iter().position(|&p| p == page);
+                if let Some(i) = at {
+                    list.remove(i);
+                } else if list.len() == ways {
+                    list.remove(0);
+                }
+                list.push(page);
+                at.is_none()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lru_misses_exactly_where_a_plain_lru_list_does() {
+        // Random look-ups over a few more pages than fit (so victims are chosen all the
+        // time), with runs of one page (the skip of a repeated most recent way) and enough
+        // look-ups to fill and compact every recency queue many times over.
+        for (entries, ways, pages) in [(4, 0, 6), (96, 0, 130), (64, 4, 100), (8, 2, 9)] {
+            let mut rng = Rng(u64::from(entries) * 31 + u64::from(ways));
+            let stream: Vec<u64> = (0..50_000)
+                .map(|_| rng.below(pages))
+                .flat_map(|p| std::iter::repeat_n(p, 1 + (p % 3) as usize))
+                .collect();
+            let mut tlb = Iotlb::new(shape(entries, ways, Replacement::Lru), pages, 1).unwrap();
+            let got: Vec<bool> = stream.iter().map(|&p| !tlb.access(p)).collect();
+            let sets = u64::from(entries / if ways == 0 { entries } else { ways });
+            let ways = (entries as u64 / sets) as usize;
+            assert_eq!(
+                got,
+                reference_lru_misses(sets, ways, &stream),
+                "{entries}/{ways}"
+            );
+        }
+    }
+
     #[test]
     fn shapes_that_cannot_exist_are_rejected() {
         assert!(Iotlb::new(shape(0, 0, Replacement::Lru), 4, 1).is_err());
