@@ -137,12 +137,11 @@ impl Iotlb {
             self.install(set, page);
             return false;
         }
-        // Already the most recent of its set (a transfer's next page, or its next line):
-        // the recency list stays as it is.
-        if self.links[self.sentinel(set)].next != slot {
-            self.unlink(slot);
-            self.push_front(set, slot);
-        }
+        // No test for a slot that is already its set's most recent: relinking it leaves the
+        // ring as it was, and the one caller that repeats a page (`Translator`) skips the
+        // look-up altogether, so in a fully associative cache the test never held.
+        self.unlink(slot);
+        self.push_front(set, slot);
         true
     }
 
