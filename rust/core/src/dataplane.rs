@@ -375,6 +375,27 @@ impl Mempool {
     }
 }
 
+/// Where a poll's transactions go, one at a time in stream order: the batch buffer the
+/// iterator plays, or a caller's consumer, called as each is made (mark its `txn`
+/// `#[inline(always)]`: it inlines into every place the poll makes a transaction).
+pub trait TxnSink {
+    /// One transaction: a [`Txn`] of `Measure::Own`.
+    fn txn(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64);
+}
+
+impl TxnSink for Vec<Txn> {
+    #[inline]
+    fn txn(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
+        self.push(Txn {
+            addr,
+            bytes,
+            class,
+            not_before,
+            measure: Measure::Own,
+        });
+    }
+}
+
 /// A packet in the Tx ring (its mbuf aside): its size, and whether the NIC fetches a descriptor line for
 /// it (the first descriptor of a poll's run in each line).
 #[derive(Clone, Copy, Default)]
@@ -390,6 +411,115 @@ fn next_slot(i: u32, n: u32) -> u32 {
         0
     } else {
         i + 1
+    }
+}
+
+/// The packets arriving at the port: each one's size, drawn by weight, and arrival time.
+struct Arrivals {
+    cumulative: Vec<f64>,
+    /// Each size's spacing after the packet before it: `ns_per_packet` x its wire share.
+    gap_ns: Vec<f64>,
+    rng: Rng,
+    /// When the last packet arrived (ns since the clock restarted).
+    clock_ns: f64,
+}
+
+impl Arrivals {
+    fn new(cfg: &PortConfig, rng: Rng) -> Self {
+        let total: f64 = cfg.weights.iter().sum();
+        let cumulative = cfg
+            .weights
+            .iter()
+            .scan(0.0, |acc, w| {
+                *acc += w / total;
+                Some(*acc)
+            })
+            .collect();
+        Self {
+            cumulative,
+            gap_ns: cfg
+                .wire_shares
+                .iter()
+                .map(|share| cfg.ns_per_packet * share)
+                .collect(),
+            rng,
+            clock_ns: 0.0,
+        }
+    }
+
+    /// The next packet's size index and arrival time: when its last bit is in, its own wire
+    /// time after the previous one's.
+    #[inline]
+    fn next(&mut self) -> (usize, f64) {
+        let size = self.draw_size();
+        self.clock_ns += self.gap_ns[size];
+        (size, self.clock_ns)
+    }
+
+    fn draw_size(&mut self) -> usize {
+        if self.cumulative.len() == 1 {
+            return 0;
+        }
+        let u = (self.rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        // The first size whose cumulative weight exceeds u: the cumulative weights never
+        // decrease, so that is how many are <= u, counted without a branch per size (the
+        // draw is random: a search's exit branch would mispredict).
+        let below = self.cumulative.iter().filter(|&&c| u >= c).count();
+        below.min(self.cumulative.len() - 1)
+    }
+}
+
+/// Host memory as the NIC's DMA sees it: where rings and mbufs sit, and the LLC's DDIO ways
+/// if modelled.
+struct Memory {
+    map: AddressMap,
+    ddio: Option<Ddio>,
+}
+
+impl Memory {
+    /// A device write: its lines are (re)allocated in the LLC's DDIO ways.
+    #[inline]
+    fn write(&mut self, emit: &mut impl TxnSink, addr: u64, bytes: u64, class: usize, at: f64) {
+        if self.ddio.is_some() {
+            self.allocate(addr, bytes);
+        }
+        emit.txn(addr, bytes, class, at);
+    }
+
+    /// The DDIO ways take a device write's lines (out of line: without an LLC model the
+    /// write is a push).
+    #[inline(never)]
+    fn allocate(&mut self, addr: u64, bytes: u64) {
+        if let Some(ddio) = self.ddio.as_mut() {
+            for line in self.map.lines(addr, bytes) {
+                ddio.write(line);
+            }
+        }
+    }
+
+    /// A packet read: the cold class when the LLC lost any of its lines.
+    fn read_packet(
+        &mut self,
+        emit: &mut impl TxnSink,
+        addr: u64,
+        size: usize,
+        sizes: &[u64],
+        at: f64,
+    ) {
+        let bytes = sizes[size];
+        let mut class = packet_read_class(size);
+        if let Some(ddio) = self.ddio.as_mut() {
+            // Every line is looked up (and counted), not only up to the first lost one.
+            let lost = self
+                .map
+                .lines(addr, bytes)
+                .filter(|&l| !ddio.read(l))
+                .count();
+            if lost > 0 {
+                class = cold_read_class(size, sizes.len());
+            }
+        }
+        emit.txn(addr, bytes, class, at);
     }
 }
 
@@ -419,20 +549,18 @@ struct Lane {
 }
 
 /// Packets of a DPDK port setup as the DMA transactions the NIC issues, poll by poll.
+///
+/// Its parts are separate structs so that a poll's loops borrow each one on its own and keep
+/// ring positions in registers (no reload through `self` per packet).
 pub struct PortStream {
     cfg: PortConfig,
-    map: AddressMap,
+    memory: Memory,
     pool: Mempool,
     lanes: Vec<Lane>,
     next_lane: usize,
-    cumulative: Vec<f64>,
-    rng: Rng,
+    arrivals: Arrivals,
     packets: u64,
     forwarded: u64,
-    /// When the last packet arrived (ns since the clock restarted), also kept as `clock_ns`.
-    clock_ns: f64,
-    last_arrival_ns: f64,
-    ddio: Option<Ddio>,
     poll_bufs: Vec<(u32, u32)>,
     pending: Vec<Txn>,
     pos: usize,
@@ -482,27 +610,14 @@ impl PortStream {
                 drop_credit: 0.0,
             });
         }
-        let total: f64 = cfg.weights.iter().sum();
-        let cumulative = cfg
-            .weights
-            .iter()
-            .scan(0.0, |acc, w| {
-                *acc += w / total;
-                Some(*acc)
-            })
-            .collect();
         Ok(Self {
-            map,
+            memory: Memory { map, ddio },
             pool,
             lanes: lane_list,
             next_lane: 0,
-            cumulative,
-            rng,
+            arrivals: Arrivals::new(&cfg, rng),
             packets: 0,
             forwarded: 0,
-            clock_ns: 0.0,
-            last_arrival_ns: 0.0,
-            ddio,
             poll_bufs: Vec::with_capacity(cfg.burst as usize),
             pending: Vec::with_capacity(cfg.burst as usize * 4),
             pos: 0,
@@ -512,17 +627,17 @@ impl PortStream {
 
     /// IOVA bytes the rings and the pool span (all pages a translation can touch).
     pub fn span(&self) -> u64 {
-        self.map.span()
+        self.memory.map.span()
     }
 
     /// The DDIO model's counters, if the LLC is modelled.
     pub fn ddio(&self) -> Option<&Ddio> {
-        self.ddio.as_ref()
+        self.memory.ddio.as_ref()
     }
 
     /// Zeroes the DDIO counters (after a warm-up).
     pub fn reset_ddio_counts(&mut self) {
-        if let Some(d) = self.ddio.as_mut() {
+        if let Some(d) = self.memory.ddio.as_mut() {
             (d.allocations, d.read_misses, d.reads) = (0, 0, 0);
         }
     }
@@ -535,20 +650,17 @@ impl PortStream {
         })
     }
 
-    /// Calls `f` on each transaction of the next `packets` received packets, rounded up to
-    /// whole polls: what [`Self::take_packets`] yields, a poll's batch at a time (a slice
-    /// loop the caller's work inlines into, for callers that need no iterator).
-    pub fn for_each_txn(&mut self, packets: u64, mut f: impl FnMut(&Txn)) {
+    /// Hands `sink` each transaction of the next `packets` received packets, rounded up to
+    /// whole polls: what [`Self::take_packets`] yields, in the same order, but as the poll
+    /// makes each one (no batch buffer: the sink's work inlines into the poll).
+    pub fn emit_packets(&mut self, packets: u64, sink: &mut impl TxnSink) {
+        for t in &self.pending[self.pos..] {
+            sink.txn(t.addr, t.bytes, t.class, t.not_before);
+        }
+        self.pos = self.pending.len();
         let end = self.packets + packets;
-        loop {
-            for txn in &self.pending[self.pos..] {
-                f(txn);
-            }
-            self.pos = self.pending.len();
-            if self.packets >= end {
-                return;
-            }
-            self.next_poll();
+        while self.packets < end {
+            self.poll_into(sink);
         }
     }
 
@@ -572,15 +684,7 @@ impl PortStream {
 
     /// Makes the next packet arrive at time 0 (after a warm-up that is not timed).
     pub fn restart_clock(&mut self) {
-        (self.clock_ns, self.last_arrival_ns) = (0.0, 0.0);
-    }
-
-    /// The arrival time of the next packet, of size index `size`: when its last bit is in,
-    /// its own wire time after the previous one's.
-    fn arrival(&mut self, size: usize) -> f64 {
-        self.clock_ns += self.cfg.ns_per_packet * self.cfg.wire_shares[size];
-        self.last_arrival_ns = self.clock_ns;
-        self.last_arrival_ns
+        self.arrivals.clock_ns = 0.0;
     }
 
     /// Packets the NIC has written into host memory so far.
@@ -593,135 +697,100 @@ impl PortStream {
         self.forwarded
     }
 
-    fn draw_size(&mut self) -> usize {
-        if self.cumulative.len() == 1 {
-            return 0;
-        }
-        let u = (self.rng.next() >> 11) as f64 / (1u64 << 53) as f64;
-        // The first size whose cumulative weight exceeds u: the cumulative weights never
-        // decrease, so that is how many are <= u, counted without a branch per size (the
-        // draw is random: a search's exit branch would mispredict).
-        let below = self.cumulative.iter().filter(|&&c| u >= c).count();
-        below.min(self.cumulative.len() - 1)
-    }
-
-    fn push(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
-        self.pending.push(Txn {
-            addr,
-            bytes,
-            class,
-            not_before,
-            measure: Measure::Own,
-        });
-    }
-
-    /// A device write: its lines are (re)allocated in the LLC's DDIO ways.
-    #[inline]
-    fn write(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
-        if self.ddio.is_some() {
-            self.allocate(addr, bytes);
-        }
-        self.push(addr, bytes, class, not_before);
-    }
-
-    /// The DDIO ways take a device write's lines (out of line: without an LLC model the
-    /// write is a push).
-    #[inline(never)]
-    fn allocate(&mut self, addr: u64, bytes: u64) {
-        if let Some(ddio) = self.ddio.as_mut() {
-            for line in self.map.lines(addr, bytes) {
-                ddio.write(line);
-            }
-        }
-    }
-
-    /// A packet read: the cold class when the LLC lost any of its lines.
-    fn read_packet(&mut self, buf: u32, size: usize, not_before: f64) {
-        let (addr, bytes) = (self.map.data[buf as usize], self.cfg.sizes[size]);
-        let mut class = packet_read_class(size);
-        if let Some(ddio) = self.ddio.as_mut() {
-            // Every line is looked up (and counted), not only up to the first lost one.
-            let lost = self
-                .map
-                .lines(addr, bytes)
-                .filter(|&l| !ddio.read(l))
-                .count();
-            if lost > 0 {
-                class = cold_read_class(size, self.cfg.sizes.len());
-            }
-        }
-        self.push(addr, bytes, class, not_before);
-    }
-
-    /// Emits the next lane's poll: Rx DMA, the core's poll and refill, Tx enqueue and Tx DMA.
+    /// Makes the next lane's poll into the batch buffer that [`Self::next_txn`] plays.
     fn next_poll(&mut self) {
-        self.pending.clear();
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.clear();
+        self.poll_into(&mut pending);
+        self.pending = pending;
         self.pos = 0;
+    }
+
+    /// The next lane's poll, its transactions in order into `emit`: Rx DMA, the core's poll
+    /// and refill, Tx enqueue and Tx DMA.
+    fn poll_into(&mut self, emit: &mut impl TxnSink) {
         let lane_index = self.next_lane;
         self.next_lane = (self.next_lane + 1) % self.lanes.len();
-        self.receive(lane_index);
+        self.receive(emit, lane_index);
         self.poll(lane_index);
         self.refill(lane_index);
-        self.transmit(lane_index);
+        self.transmit(emit, lane_index);
     }
 
     /// The NIC writes a poll's worth of arriving packets into the Rx ring.
-    fn receive(&mut self, li: usize) {
-        let desc = self.cfg.rx_desc_bytes;
+    fn receive(&mut self, emit: &mut impl TxnSink, li: usize) {
+        let Self {
+            cfg,
+            memory,
+            lanes,
+            arrivals,
+            packets,
+            ..
+        } = self;
+        let desc = cfg.rx_desc_bytes;
         let rx_per_line = LINE_BYTES / desc; // a power of two: descriptors divide 64 B
         let line_mask = rx_per_line - 1;
-        for _ in 0..self.cfg.poll_batch {
-            let size = self.draw_size();
-            let arrival = self.arrival(size);
-            self.packets += 1;
-            let lane = &mut self.lanes[li];
-            let slot = u64::from(lane.rx_next);
-            let buf = lane.rx_slots[slot as usize];
-            lane.rx_sizes[slot as usize] = size as u32;
-            lane.rx_next = next_slot(lane.rx_next, self.cfg.rxd);
-            lane.rx_waiting += 1;
-            let ring = lane.rx_ring;
-            if slot & line_mask == 0 {
-                let line = self.map.iova(ring + slot * desc);
-                self.push(line, LINE_BYTES, RX_DESC_READ, arrival);
+        let lane = &mut lanes[li];
+        let mut next = lane.rx_next;
+        for _ in 0..cfg.poll_batch {
+            let (size, arrival) = arrivals.next();
+            let slot = next as usize;
+            let buf = lane.rx_slots[slot];
+            lane.rx_sizes[slot] = size as u32;
+            next = next_slot(next, cfg.rxd);
+            let at = slot as u64;
+            if at & line_mask == 0 {
+                let line = memory.map.iova(lane.rx_ring + at * desc);
+                emit.txn(line, LINE_BYTES, RX_DESC_READ, arrival);
             }
-            let data = self.map.data[buf as usize];
-            self.write(
-                data,
-                self.cfg.sizes[size],
-                packet_write_class(size),
-                arrival,
-            );
-            if slot & line_mask == line_mask {
-                let line = self.map.iova(ring + (slot + 1 - rx_per_line) * desc);
-                self.write(line, LINE_BYTES, RX_DESC_WRITEBACK, arrival);
+            let (data, bytes) = (memory.map.data[buf as usize], cfg.sizes[size]);
+            memory.write(emit, data, bytes, packet_write_class(size), arrival);
+            if at & line_mask == line_mask {
+                let line = memory
+                    .map
+                    .iova(lane.rx_ring + (at + 1 - rx_per_line) * desc);
+                memory.write(emit, line, LINE_BYTES, RX_DESC_WRITEBACK, arrival);
             }
         }
+        lane.rx_next = next;
+        lane.rx_waiting += cfg.poll_batch;
+        *packets += u64::from(cfg.poll_batch);
     }
 
     /// The core takes the packets that have waited `rx_backlog` behind, and drops its share.
     fn poll(&mut self, li: usize) {
-        let (backlog, batch) = (self.cfg.rx_backlog, self.cfg.poll_batch);
-        let drop_share = self.cfg.drop_per_fwd / (1.0 + self.cfg.drop_per_fwd);
-        self.poll_bufs.clear();
-        let lane = &mut self.lanes[li];
-        let take = lane.rx_waiting.saturating_sub(backlog).min(batch);
+        let Self {
+            cfg,
+            lanes,
+            pool,
+            poll_bufs,
+            ..
+        } = self;
+        let drop_share = cfg.drop_per_fwd / (1.0 + cfg.drop_per_fwd);
+        poll_bufs.clear();
+        let lane = &mut lanes[li];
+        let take = lane
+            .rx_waiting
+            .saturating_sub(cfg.rx_backlog)
+            .min(cfg.poll_batch);
         lane.rx_consumed += take;
         lane.rx_waiting -= take;
+        let mut next = lane.rx_poll;
         for _ in 0..take {
-            let slot = lane.rx_poll as usize;
+            let slot = next as usize;
             let (buf, size) = (lane.rx_slots[slot], lane.rx_sizes[slot]);
-            lane.rx_poll = next_slot(lane.rx_poll, self.cfg.rxd);
+            next = next_slot(next, cfg.rxd);
             if drop_share != 0.0 {
                 lane.drop_credit += drop_share;
                 if lane.drop_credit >= 1.0 {
                     lane.drop_credit -= 1.0;
-                    self.pool.put(li, &[buf]);
+                    pool.put(li, &[buf]);
                     continue;
                 }
             }
-            self.poll_bufs.push((buf, size));
+            poll_bufs.push((buf, size));
         }
+        lane.rx_poll = next;
     }
 
     fn refill(&mut self, li: usize) {
@@ -739,50 +808,63 @@ impl PortStream {
 
     /// tx_burst (free sent mbufs if short of room, enqueue the poll's packets), then the NIC's
     /// Tx DMA of everything beyond the backlog.
-    fn transmit(&mut self, li: usize) {
-        let (txd, rs) = (self.cfg.txd, self.cfg.rs_thresh);
-        let need = self.cfg.tx_free_thresh.max(self.cfg.burst);
-        let line_mask = (LINE_BYTES / self.cfg.tx_desc_bytes) as u32 - 1; // a power of two
-        let lane = &mut self.lanes[li];
+    fn transmit(&mut self, emit: &mut impl TxnSink, li: usize) {
+        let Self {
+            cfg,
+            memory,
+            pool,
+            lanes,
+            arrivals,
+            forwarded,
+            poll_bufs,
+            ..
+        } = self;
+        let (txd, rs) = (cfg.txd, cfg.rs_thresh);
+        let need = cfg.tx_free_thresh.max(cfg.burst);
+        let line_mask = (LINE_BYTES / cfg.tx_desc_bytes) as u32 - 1; // a power of two
+        let lane = &mut lanes[li];
         // Sent mbufs are freed rs_thresh at a time from a multiple of it, which divides txd:
         // a group never wraps.
         while txd - 1 - lane.tx_queued - lane.tx_sent < need {
             let at = lane.tx_free as usize;
-            self.pool.put(li, &lane.tx_bufs[at..at + rs as usize]);
+            pool.put(li, &lane.tx_bufs[at..at + rs as usize]);
             lane.tx_free = (lane.tx_free + rs) % txd;
             lane.tx_sent -= rs;
         }
-        for (k, &(buf, size)) in self.poll_bufs.iter().enumerate() {
-            let slot = lane.tx_tail as usize;
-            let fetch = k == 0 || lane.tx_tail & line_mask == 0;
+        let mut tail = lane.tx_tail;
+        for (k, &(buf, size)) in poll_bufs.iter().enumerate() {
+            let slot = tail as usize;
+            let fetch = k == 0 || tail & line_mask == 0;
             lane.tx_bufs[slot] = buf;
             lane.tx_slots[slot] = TxEntry { size, fetch };
-            lane.tx_tail = next_slot(lane.tx_tail, txd);
+            tail = next_slot(tail, txd);
         }
-        lane.tx_queued += self.poll_bufs.len() as u32;
+        lane.tx_tail = tail;
+        lane.tx_queued += poll_bufs.len() as u32;
         // The NIC's Tx DMA of everything beyond the backlog, oldest first.
-        let dma = lane.tx_queued.saturating_sub(self.cfg.tx_backlog);
+        let dma = lane.tx_queued.saturating_sub(cfg.tx_backlog);
         lane.tx_queued -= dma;
         lane.tx_sent += dma;
-        let (ring, desc, first) = (lane.tx_ring, self.cfg.tx_desc_bytes, lane.tx_dma);
+        let (ring, desc, first) = (lane.tx_ring, cfg.tx_desc_bytes, lane.tx_dma);
         lane.tx_dma = (lane.tx_dma + dma) % txd;
-        self.forwarded += u64::from(dma);
-        let last_arrival = self.last_arrival_ns;
+        *forwarded += u64::from(dma);
+        let last_arrival = arrivals.clock_ns;
         // The slot and its place in its RS group, stepped without a division per packet.
         let (mut slot, mut in_group) = (first, first % rs);
         for _ in 0..dma {
-            let lane = &self.lanes[li];
             let (buf, entry) = (lane.tx_bufs[slot as usize], lane.tx_slots[slot as usize]);
             if entry.fetch {
-                let line = self
+                let line = memory
                     .map
                     .iova(ring + u64::from(slot) * desc / LINE_BYTES * LINE_BYTES);
-                self.push(line, LINE_BYTES, TX_DESC_READ, last_arrival);
+                emit.txn(line, LINE_BYTES, TX_DESC_READ, last_arrival);
             }
-            self.read_packet(buf, entry.size as usize, last_arrival);
+            let size = entry.size as usize;
+            let data = memory.map.data[buf as usize];
+            memory.read_packet(emit, data, size, &cfg.sizes, last_arrival);
             if in_group == rs - 1 {
-                let line = self.map.iova(ring + u64::from(slot) * desc);
-                self.write(line, desc, TX_DESC_WRITEBACK, last_arrival);
+                let line = memory.map.iova(ring + u64::from(slot) * desc);
+                memory.write(emit, line, desc, TX_DESC_WRITEBACK, last_arrival);
             }
             slot = next_slot(slot, txd);
             in_group = next_slot(in_group, rs);

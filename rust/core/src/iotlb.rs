@@ -137,12 +137,11 @@ impl Iotlb {
             self.install(set, page);
             return false;
         }
-        // Already the most recent of its set (a transfer's next page, or its next line):
-        // the recency list stays as it is.
-        if self.links[self.sentinel(set)].next != slot {
-            self.unlink(slot);
-            self.push_front(set, slot);
-        }
+        // No test for a slot that is already its set's most recent: relinking it leaves the
+        // ring as it was, and the one caller that repeats a page (`Translator`) skips the
+        // look-up altogether, so in a fully associative cache the test never held.
+        self.unlink(slot);
+        self.push_front(set, slot);
         true
     }
 
@@ -225,17 +224,9 @@ impl Translator {
     /// The numbers of the pages a transfer touches (a half-open range: the plain `Range`
     /// iterator, without the inclusive one's exhaustion flag in the per-transaction loop).
     #[inline]
-    pub(crate) fn page_numbers(&self, addr: u64, bytes: u64) -> std::ops::Range<u64> {
+    pub fn page_numbers(&self, addr: u64, bytes: u64) -> std::ops::Range<u64> {
         let shift = self.page_shift;
         (addr >> shift)..((addr + bytes.max(1) - 1) >> shift) + 1
-    }
-
-    /// Translates every page of a transfer, counting misses.
-    #[inline]
-    pub fn lookup_range(&mut self, addr: u64, bytes: u64) {
-        for page in self.page_numbers(addr, bytes) {
-            self.lookup_page(page);
-        }
     }
 
     /// Translates `addr`, counting misses.
@@ -246,7 +237,7 @@ impl Translator {
 
     /// Translates page number `page`, counting misses.
     #[inline]
-    pub(crate) fn lookup_page(&mut self, page: u64) -> Lookup {
+    pub fn lookup_page(&mut self, page: u64) -> Lookup {
         if page == self.last_page {
             return Lookup::Hit;
         }
@@ -332,6 +323,49 @@ mod tests {
         assert_eq!(t.lookup(4096), Lookup::Hit);
         assert_eq!(t.lookup(4096 * 512), Lookup::LongWalk);
         assert_eq!((t.misses, t.pwc_misses), (3, 2));
+    }
+
+    /// Which look-ups of `pages` miss an exact-LRU cache of `sets` x `ways`, the plain way:
+    /// each set's pages in a list, most recent last.
+    fn reference_lru_misses(sets: u64, ways: usize, pages: &[u64]) -> Vec<bool> {
+        let mut lists = vec![Vec::new(); sets as usize];
+        pages
+            .iter()
+            .map(|&page| {
+                let list = &mut lists[(page % sets) as usize];
+                let at = list.iter().position(|&p| p == page);
+                if let Some(i) = at {
+                    list.remove(i);
+                } else if list.len() == ways {
+                    list.remove(0);
+                }
+                list.push(page);
+                at.is_none()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lru_misses_exactly_where_a_plain_lru_list_does() {
+        // Random look-ups over a few more pages than fit (so victims are chosen all the
+        // time), with runs of one page (the skip of a repeated most recent way) and enough
+        // look-ups to fill and compact every recency queue many times over.
+        for (entries, ways, pages) in [(4, 0, 6), (96, 0, 130), (64, 4, 100), (8, 2, 9)] {
+            let mut rng = Rng(u64::from(entries) * 31 + u64::from(ways));
+            let stream: Vec<u64> = (0..50_000)
+                .map(|_| rng.below(pages))
+                .flat_map(|p| std::iter::repeat_n(p, 1 + (p % 3) as usize))
+                .collect();
+            let mut tlb = Iotlb::new(shape(entries, ways, Replacement::Lru), pages, 1).unwrap();
+            let got: Vec<bool> = stream.iter().map(|&p| !tlb.access(p)).collect();
+            let sets = u64::from(entries / if ways == 0 { entries } else { ways });
+            let ways = (entries as u64 / sets) as usize;
+            assert_eq!(
+                got,
+                reference_lru_misses(sets, ways, &stream),
+                "{entries}/{ways}"
+            );
+        }
     }
 
     #[test]

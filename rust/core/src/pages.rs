@@ -32,10 +32,16 @@ impl PagesTouched {
     pub fn mark(&mut self, addr: u64, bytes: u64) {
         let (first, last) = (addr >> self.shift, (addr + bytes.max(1) - 1) >> self.shift);
         for page in first..last + 1 {
-            let seen = &mut self.seen[page as usize];
-            self.count += usize::from(!*seen);
-            *seen = true;
+            self.mark_page(page);
         }
+    }
+
+    /// Marks page number `page` (for a caller that walks a transfer's pages already).
+    #[inline]
+    pub fn mark_page(&mut self, page: u64) {
+        let seen = &mut self.seen[page as usize];
+        self.count += usize::from(!*seen);
+        *seen = true;
     }
 
     /// How many distinct pages have been touched.

@@ -1,7 +1,7 @@
 //! PyO3 glue: the only place where Python and the Rust core meet (`pcieperf._core`).
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pcieperf_core::dataplane::{Iova, Layout, PortConfig, PortStream};
+use pcieperf_core::dataplane::{Iova, Layout, PortConfig, PortStream, TxnSink};
 use pcieperf_core::ddio::LlcShape;
 use pcieperf_core::error::ErrorKind;
 use pcieperf_core::iotlb::{CacheShape, Replacement, Translator};
@@ -250,10 +250,11 @@ fn shape_from_dict(d: &Bound<'_, PyDict>) -> PyResult<CacheShape> {
     })
 }
 
-/// A DPDK port's stream and the IOMMU caches it runs through, warmed by `warmup` packets.
-fn warmed_stream(d: &Bound<'_, PyDict>) -> PyResult<(PortStream, Translator)> {
+/// A DPDK port's stream and the IOMMU caches it runs through, warmed by `warmup` packets
+/// (the counters zeroed after the warm-up).
+fn warmed_stream(d: &Bound<'_, PyDict>) -> PyResult<(PortStream, Translate)> {
     let mut stream = PortStream::new(port_from_dict(d)?).map_err(to_py_err)?;
-    let mut caches = Translator::new(
+    let caches = Translator::new(
         shape_from_dict(d)?,
         field(d, "pwc_entries")?,
         field(d, "page_bytes")?,
@@ -261,41 +262,65 @@ fn warmed_stream(d: &Bound<'_, PyDict>) -> PyResult<(PortStream, Translator)> {
         field(d, "seed")?,
     )
     .map_err(to_py_err)?;
-    stream.for_each_txn(field(d, "warmup")?, |txn| {
-        caches.lookup_range(txn.addr, txn.bytes)
-    });
-    caches.misses = 0;
-    caches.pwc_misses = 0;
+    let (page_bytes, span) = (field(d, "page_bytes")?, stream.span());
+    let touched = || PagesTouched::new(page_bytes, span).map_err(to_py_err);
+    let mut sink = Translate {
+        caches,
+        touched: touched()?,
+        transactions: 0,
+    };
+    stream.emit_packets(field(d, "warmup")?, &mut sink);
+    sink.reset(touched()?);
     stream.reset_ddio_counts();
-    Ok((stream, caches))
+    Ok((stream, sink))
+}
+
+/// The IOMMU's caches fed straight from the stream: translates every page of each
+/// transaction and marks it touched.
+struct Translate {
+    caches: Translator,
+    touched: PagesTouched,
+    transactions: u64,
+}
+
+impl Translate {
+    /// Zeroes the counts (after a warm-up), with `touched` as the pages touched so far; the
+    /// caches keep what they hold.
+    fn reset(&mut self, touched: PagesTouched) {
+        self.caches.misses = 0;
+        self.caches.pwc_misses = 0;
+        self.touched = touched;
+        self.transactions = 0;
+    }
+}
+
+impl TxnSink for Translate {
+    #[inline(always)]
+    fn txn(&mut self, addr: u64, bytes: u64, _class: usize, _not_before: f64) {
+        // One walk over the transfer's pages both marks and translates them.
+        for page in self.caches.page_numbers(addr, bytes) {
+            self.touched.mark_page(page);
+            self.caches.lookup_page(page);
+        }
+        self.transactions += 1;
+    }
 }
 
 /// Counts IOTLB misses and touched pages of a DPDK port's DMA stream (no timing).
 #[pyfunction]
 fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
-    let (mut stream, mut caches) = warmed_stream(params)?;
+    let (mut stream, mut sink) = warmed_stream(params)?;
     let packets: u64 = field(params, "packets")?;
-    let mut touched =
-        PagesTouched::new(field(params, "page_bytes")?, stream.span()).map_err(to_py_err)?;
     let start = stream.packets();
     let forwarded_before = stream.forwarded();
-    let transactions = py.detach(|| {
-        let mut transactions = 0u64;
-        stream.for_each_txn(packets, |txn| {
-            touched.mark(txn.addr, txn.bytes);
-            caches.lookup_range(txn.addr, txn.bytes);
-            transactions += 1;
-        });
-        transactions
-    });
-    let pages = touched.count();
+    py.detach(|| stream.emit_packets(packets, &mut sink));
     let out = PyDict::new(py);
     out.set_item("packets", stream.packets() - start)?;
     out.set_item("forwarded", stream.forwarded() - forwarded_before)?;
-    out.set_item("transactions", transactions)?;
-    out.set_item("iotlb_misses", caches.misses)?;
-    out.set_item("pwc_misses", caches.pwc_misses)?;
-    out.set_item("pages_touched", pages)?;
+    out.set_item("transactions", sink.transactions)?;
+    out.set_item("iotlb_misses", sink.caches.misses)?;
+    out.set_item("pwc_misses", sink.caches.pwc_misses)?;
+    out.set_item("pages_touched", sink.touched.count())?;
     set_ddio_counts(&out, &stream)?;
     Ok(out)
 }
@@ -346,12 +371,11 @@ fn port_simulate<'py>(
     };
     let with_iommu: bool = field(params, "iommu")?;
     let packets: u64 = field(params, "packets")?;
-    let (mut stream, caches) = warmed_stream(params)?;
+    let (mut stream, warmed) = warmed_stream(params)?;
+    let (caches, mut touched) = (warmed.caches, warmed.touched);
     let mut iommu = Iommu::new(caches, walks).map_err(to_py_err)?;
     stream.restart_clock();
     let (start, forwarded_before) = (stream.packets(), stream.forwarded());
-    let mut touched =
-        PagesTouched::new(field(params, "page_bytes")?, stream.span()).map_err(to_py_err)?;
     let result = py
         .detach(|| {
             let txns = stream

@@ -902,7 +902,12 @@ fn a_partial_is_a_few_bytes_a_distinct_gap_and_round_trips_at_the_extremes() {
     assert_eq!(Partial::from_bytes(&bytes).unwrap(), partial);
     // The largest gap a u32-seconds pcap holds (~136 years) and timestamps near the u32 end:
     // zigzag LEB128 must carry them back exactly (10 bytes each at most).
-    let far = pcap(false, false, 0, &[(0, 0, &data[..]), (u32::MAX, 999_999, &data[..])]);
+    let far = pcap(
+        false,
+        false,
+        0,
+        &[(0, 0, &data[..]), (u32::MAX, 999_999, &data[..])],
+    );
     let partial = partial_of("far.pcap", &far, 0);
     assert_eq!(Partial::from_bytes(&partial.to_bytes()).unwrap(), partial);
 }
