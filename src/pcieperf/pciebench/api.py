@@ -17,6 +17,7 @@ from pcieperf.results import Column, Report, Table, format_table
 if TYPE_CHECKING:
     import pandas
 
+__all__ = ["calibrate", "load", "predict", "sim", "tests", "validate"]
 Progress = Callable[[list], Iterable]
 BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only, not a NIC
 SIM_SIZES = (64, 128, 256, 512, 1024, 2048)  # `bench sim --sizes`
