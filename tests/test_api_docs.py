@@ -66,7 +66,7 @@ def test_namespaces_export_only_their_functions(namespace, helpers):
     exported = set(module.__all__)
     # what `from pcieperf.<module> import *` gives is the documented API, nothing else
     star: dict = {}
-    exec(f"from {module.__name__} import *", star)  # noqa: S102 - a fixed import statement
+    exec(f"from {module.__name__} import *", star)
     assert set(star) - {"__builtins__"} == exported
     assert not exported & set(helpers), "a helper import is exported"
     assert all(callable(getattr(module, name)) for name in exported)
@@ -109,7 +109,7 @@ def run_blocks(found: list[tuple[int, str]], folder: Path, monkeypatch) -> None:
     namespace = {"pp": pp}
     for line, code in found:
         try:
-            exec(compile(code, f"docs/api.md:{line}", "exec"), namespace)  # noqa: S102
+            exec(compile(code, f"docs/api.md:{line}", "exec"), namespace)
         except Exception as error:  # the block's line in docs/api.md, not this file's
             pytest.fail(f"the example at docs/api.md line {line} raised {error!r}")
 

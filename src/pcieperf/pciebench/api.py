@@ -1,4 +1,4 @@
-"""The public functions of the pcie-bench methodology (`pp.pciebench.load/tests/sim/calibrate/
+"""The public functions of the pcie-bench methodology (`pp.bench.load/tests/sim/calibrate/
 predict/validate`): keyword arguments named as the `bench` and `validate` commands' options,
 results that print as the CLI prints them (pcieperf.results)."""
 
