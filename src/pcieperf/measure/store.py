@@ -36,6 +36,8 @@ from pcieperf.progress import wrap as with_progress
 if TYPE_CHECKING:
     import pandas
 
+__all__ = ["open"]  # `pp.store`: the notebook's view; the CLI and records use `Store` by name
+
 
 def default_db_path() -> Path:
     """Where the store lives unless told otherwise."""

@@ -1,4 +1,4 @@
-"""The public functions of the pcie-bench methodology (`pp.pciebench.load/tests/sim/calibrate/
+"""The public functions of the pcie-bench methodology (`pp.bench.load/tests/sim/calibrate/
 predict/validate`): keyword arguments named as the `bench` and `validate` commands' options,
 results that print as the CLI prints them (pcieperf.results)."""
 
@@ -17,6 +17,7 @@ from pcieperf.results import Column, Report, Table, format_table
 if TYPE_CHECKING:
     import pandas
 
+__all__ = ["calibrate", "load", "predict", "sim", "tests", "validate"]
 Progress = Callable[[list], Iterable]
 BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only, not a NIC
 SIM_SIZES = (64, 128, 256, 512, 1024, 2048)  # `bench sim --sizes`
