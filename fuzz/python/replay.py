@@ -20,15 +20,15 @@ from pathlib import Path
 # The modules whose parsing code each target exercises; coverage is reported for these.
 PARSER_MODULES = {
     "counter_file": [f"measure/counters/{m}.py" for m in ("samples", "pcm_iio", "perf", "vtune")],
-    "testpmd_output": ["testpmd.py"],
-    "nic_profile": ["nic.py"],
-    "host_toml": ["sim.py"],
-    "device_toml": ["sim.py"],
-    "calibration_toml": ["calibrate.py"],
-    "platform_toml": ["iommu.py"],
-    "cli_values": ["units.py", "ethernet.py"],
-    "bench_csv": ["bench.py"],
-    "host_facts": ["calibrate.py"],
+    "testpmd_output": ["dpdk/testpmd.py"],
+    "nic_profile": ["nic/profile.py"],
+    "host_toml": ["pciebench/sim.py"],
+    "device_toml": ["pciebench/sim.py"],
+    "calibration_toml": ["pciebench/calibration_file.py"],
+    "platform_toml": ["dpdk/iommu/platform.py"],
+    "cli_values": ["units.py", "net/ethernet.py"],
+    "bench_csv": ["pciebench/bench.py"],
+    "host_facts": ["pciebench/host.py"],
 }
 
 
