@@ -18,6 +18,7 @@ def test_the_quickstart_notebook_runs_and_shows_plots_and_tables(tmp_path):
     client = nbclient.NotebookClient(
         nb,
         timeout=600,
+        startup_timeout=600,  # the kernel's start, too, may be slow on a loaded machine
         kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOK.parent)}},
     )
