@@ -126,6 +126,7 @@ def test_examples_run(tmp_path, monkeypatch):
 def test_pcie_bench_examples_run(tmp_path, monkeypatch):
     (tmp_path / "pcie-bench").symlink_to(SHARED)
     found = blocks(PCIE_BENCH)
-    assert len(found) == 7  # load, calibrate, predict, validate, data_import, _ls, _show
+    assert len(found) == 8  # load, calibrate, predict, validate, data_import, _ls, _show, _plot
     run_blocks(found, tmp_path, monkeypatch)
     assert (tmp_path / "predicted" / "bounds.csv").is_file()
+    assert (tmp_path / "window.png").is_file()  # pp.data_plot's example

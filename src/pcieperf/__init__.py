@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from pcieperf.pcie.api import dma, link, make_link
     from pcieperf.pcie.link import Link
     from pcieperf.pciebench import api as bench
+    from pcieperf.report.api import data_plot
 
 _HOMES = {
     "Ethernet": "net.ethernet",
@@ -58,6 +59,7 @@ _HOMES = {
     "counter_imports": "measure.records",
     "data_import": "measure.api",
     "data_ls": "measure.api",
+    "data_plot": "report.api",
     "data_show": "measure.api",
     "dma": "pcie.api",
     "dpdk_forwarding": "dpdk.api",
@@ -94,6 +96,7 @@ __all__ = [
     "counter_imports",
     "data_import",
     "data_ls",
+    "data_plot",
     "data_show",
     "dma",
     "dpdk_forwarding",

@@ -48,7 +48,7 @@ def _emit_trace_demand(
         **found.summary(),
     }
     if args.plot:
-        from pcieperf.report.figures import plot_trace_demand
+        from pcieperf.report.plots import plot_trace_demand
 
         out["plot"] = str(
             plot_trace_demand(found, Path(args.plot), Path(captured.path).name, force=args.force)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 
 from pcieperf import progress
-from pcieperf.cli._common import _store, _whole, measure_api
-from pcieperf.cli._output import _emit, emit
+from pcieperf.cli._common import _whole, measure_api
+from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 
 
@@ -35,19 +34,18 @@ def cmd_data_show(args: argparse.Namespace) -> None:
 
 def cmd_data_plot(args: argparse.Namespace) -> None:
     """Plot measured data: bandwidth vs size, window or offset, or latency CDFs."""
-    from pcieperf.report.figures import plot_measured
+    from pcieperf.report.api import data_plot  # matplotlib: only for this command
 
-    with _store(args) as store:
-        path = plot_measured(
-            store,
-            args.systems,
-            args.view,
-            Path(args.output),
-            args.size,
-            args.direction,
-            force=args.force,
-        )
-    _emit(args, {"plot": str(path)}, lambda: f"plot written to {path}")
+    result = data_plot(
+        args.systems,
+        view=args.view,
+        size=args.size,
+        direction=args.direction,
+        output=args.output,
+        force=args.force,
+        db=args.db,
+    )
+    emit(args, result)
 
 
 def _add_data_commands(sub: argparse._SubParsersAction) -> None:

@@ -28,7 +28,7 @@ def cmd_explain(args: argparse.Namespace) -> None:
     fit = {o: getattr(args, o) for o in ("fit_iommu", "fit_out", "force", "platform", "name")}
     result = _explained(args, **fit)
     if args.plot:
-        from pcieperf.report.figures import plot_explanation
+        from pcieperf.report.plots import plot_explanation
 
         plot_explanation(result.explanation, Path(args.plot), force=args.force)
     emit(args, result)

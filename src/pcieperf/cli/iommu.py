@@ -37,7 +37,7 @@ def cmd_iommu_advise(args: argparse.Namespace) -> None:
         progress=lambda items: progress.wrap(items, "sweeping", "change"), **iommu_options(args)
     )
     if args.plot:
-        from pcieperf.report.figures import plot_advice
+        from pcieperf.report.plots import plot_advice
 
         result = result.with_plot(plot_advice(result.source, Path(args.plot), force=args.force))
     emit(args, result)

@@ -50,7 +50,7 @@ def cmd_validate(args: argparse.Namespace) -> None:
         measured=args.measured, predicted=args.predicted, worst=args.worst
     )
     if args.plot:
-        from pcieperf.report.figures import plot_validation
+        from pcieperf.report.plots import plot_validation
 
         result = result.with_plot(plot_validation(result.source, Path(args.plot), force=args.force))
     emit(args, result)

@@ -3,12 +3,14 @@ CLI's options, a result that prints as the CLI prints it (pcieperf.results)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pcieperf.errors import UsageError, require_new_folder
 from pcieperf.pcie.api import make_link
+from pcieperf.results import Report
 
 if TYPE_CHECKING:
     import pandas
@@ -67,3 +69,23 @@ def report(
 
     write_report(ReportConfig(link=link, eth_gbps=eth, explanation=explanation), folder)
     return ReportResult(folder / "index.html", tuple(sorted(p.name for p in folder.iterdir())))
+
+
+def data_plot(
+    systems: Iterable[str] = (),
+    *,
+    view: str = "size",
+    size: int = 64,
+    direction: str = "rd",
+    output: str | Path = "pcieperf-data.png",
+    force: bool = False,
+    db: str | Path | None = None,
+) -> Report:
+    """Plot pcie-bench results from the store (`pcieperf data plot`): bandwidth against transfer
+    size, window or offset, or latency CDFs, one line per system (all of them by default)."""
+    from pcieperf.measure.store import Store  # duckdb: only when the store is read
+    from pcieperf.report.plots import plot_measured
+
+    with Store(Path(db) if db else None, create=False) as store:
+        path = plot_measured(store, list(systems), view, Path(output), size, direction, force)
+    return Report({"plot": str(path)}, f"plot written to {path}")
