@@ -8,7 +8,6 @@ import argparse
 import math
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pcieperf import _lazy
@@ -16,7 +15,6 @@ from pcieperf.errors import PcieperfWarning
 from pcieperf.net.wire import FCS_BYTES
 
 if TYPE_CHECKING:
-    from pcieperf.measure.store import Store
     from pcieperf.pcie.link import Link
 
 
@@ -174,24 +172,15 @@ def add_size_options(p: argparse.ArgumentParser, default_pkt: int | None = DEFAU
 def packet_bytes(args: argparse.Namespace) -> int | None:
     """The bytes the NIC DMAs per packet that --frame or --pkt gives (None: neither): a frame
     less its FCS; --pkt as it is, with a line on stderr saying which frame it means."""
-    if args.frame is not None:
-        return args.frame - FCS_BYTES
     if args.pkt is not None:
         frame = args.pkt + FCS_BYTES
         _warn(f"--pkt {args.pkt} is a {frame}-byte frame; use --frame {frame}")
-    return args.pkt
+    return dpdk_api.packet_size(args.frame, args.pkt)
 
 
 def size_option(args: argparse.Namespace) -> str | None:
     """The size option given (`--frame` or `--pkt`; None: neither), for errors that name it."""
     return "--frame" if args.frame is not None else "--pkt" if args.pkt is not None else None
-
-
-def _store(args: argparse.Namespace, *, write: bool = False) -> Store:
-    """The store --db names (default: the user's); only commands that `write` create it."""
-    from pcieperf.measure.store import Store  # duckdb: only for the commands that use the store
-
-    return Store(Path(args.db) if args.db else None, create=write)
 
 
 def _add_scheduler_option(p: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from pcieperf.dpdk.api import link_and_config, packet_size
 from pcieperf.dpdk.platforms import DEFAULT_PLATFORM
 from pcieperf.errors import UsageError, require_new_file
+from pcieperf.measure.records import open_store
 from pcieperf.net.wire import FCS_BYTES
 from pcieperf.results import Column, Report, Table
 from pcieperf.units import parse_rate
@@ -22,7 +23,6 @@ from pcieperf.units import parse_rate
 if TYPE_CHECKING:
     from pcieperf.dpdk.testpmd import StoredRun
     from pcieperf.measure.explain import Explanation
-    from pcieperf.measure.store import Store
 
 
 def iommu_fit(
@@ -66,13 +66,6 @@ def iommu_fit(
     return Report(payload, fitting.fit_text(result, str(out) if out else None))
 
 
-def _store(db: str | Path | None, write: bool = False) -> Store:
-    """The store at `db` (default: the user's); only `write` creates it."""
-    from pcieperf.measure.store import Store  # duckdb: only for the calls that use the store
-
-    return Store(Path(db) if db else None, create=write)
-
-
 IMPORT_COLUMNS = (
     Column("system", "system"),
     Column("files", "files"),
@@ -95,7 +88,7 @@ def data_import(
     # Parsed before the store is opened: a bad folder must not leave a new store file behind.
     paths = [Path(d) for d in dirs]
     parsed = [parse_result_dir(p) for p in (progress or (lambda items: items))(paths)]
-    with _store(db, write=True) as store:
+    with open_store(db, write=True) as store:
         store.import_parsed(parsed, force=force)
         path = store.path
     rows = [
@@ -124,7 +117,7 @@ SYSTEM_COLUMNS = (
 
 def data_ls(*, db: str | Path | None = None) -> Table | Report:
     """The systems in the store, one row each (`pcieperf data ls`)."""
-    with _store(db) as store:
+    with open_store(db) as store:
         systems = store.systems()
     rows = [{k: (str(v) if k == "imported_at" else v) for k, v in s.items()} for s in systems]
     if not rows:
@@ -151,7 +144,7 @@ def data_show(
 
     test = bench.canonical_test(test)
     kind = bench.TESTS[test].kind
-    with _store(db) as store:
+    with open_store(db) as store:
         system = store.resolve(system)
         found = store.rows(kind, system, test=test, file=file)
     keys = [k for k in found if k != "system"]
@@ -168,11 +161,9 @@ def data_show(
 def stored_run(run: int, db: str | Path | None = None, given: tuple[str, ...] = ()) -> StoredRun:
     """The stored `dpdk run` numbered `run` (store `db`, default the user's), whose rate,
     packet size and batch histogram replace the options in `given` (so none may be given)."""
-    from pcieperf.measure.store import Store  # duckdb: only where a run is asked for
-
     if given:
         raise UsageError(f"--from-run measures what {', '.join(given)} would set; give one")
-    with Store(Path(db) if db else None, create=False) as store:
+    with open_store(db) as store:
         return store.dpdk_run(run)
 
 

@@ -24,8 +24,9 @@ COUNTER_COLUMNS = ("t_s", "source", "socket", "stack", "part", "metric", "value"
 """The columns of `read_counters`: one row per sample (`value` in `unit`: B/s or 1/s)."""
 
 
-def _store(db: str | os.PathLike | None, *, write: bool = False) -> Store:
-    """The store `db` names (None: the user's); only writers create it."""
+def open_store(db: str | os.PathLike | None, *, write: bool = False) -> Store:
+    """The store `db` names (None: the user's), duckdb loaded only now; only writers create
+    it (a query must not leave a file behind)."""
     from pcieperf.measure.store import Store  # duckdb: only where the store is used
 
     return Store(Path(db) if db else None, create=write)
@@ -80,7 +81,7 @@ def import_counters(
     """Import a counter file into the store, all or nothing (`pcieperf counters import`);
     `force` replaces an earlier import of the same file."""
     samples = _samples(file, format, lenient, delimiter, interval)
-    with _store(db, write=True) as store:
+    with open_store(db, write=True) as store:
         import_id = store.import_counters(samples, force=force)
     data = {
         "import_id": import_id,
@@ -100,7 +101,7 @@ def import_counters(
 
 def counter_imports(*, db: str | os.PathLike | None = None) -> Table:
     """The counter files imported into the store (`pcieperf counters ls`)."""
-    with _store(db) as store:
+    with open_store(db) as store:
         rows = store.counter_imports()
     return Table(rows, IMPORT_COLUMNS)
 
@@ -135,7 +136,7 @@ def dpdk_run(
         extra_args=tuple(testpmd_args),
     )
     result = _run_with_progress(cfg)
-    with _store(db, write=True) as store:
+    with open_store(db, write=True) as store:
         run_id = store.add_dpdk_run(result)
     data = _run_summary(run_id, result)
     return Table(
@@ -221,7 +222,7 @@ RUNS_COLUMNS = (
 
 def dpdk_runs(*, db: str | os.PathLike | None = None) -> Table:
     """The testpmd runs stored, oldest first (`pcieperf dpdk runs`)."""
-    with _store(db) as store:
+    with open_store(db) as store:
         rows = store.dpdk_runs()
     text = [r | {"started": str(r["started"])[:19], "rx_mpps": r["rx_pps"] / 1e6} for r in rows]
     return Table(rows, RUNS_COLUMNS, text_rows=text)

@@ -31,14 +31,14 @@ def capture_demand(
     (`pcie.api.make_link`), and how many windows exceed it; per file, or per port of an
     archive (`archive`), on Dask. `paths`: the DMA paths priced, "rx", "tx" or "rx,tx"."""
     from pcieperf.nic import nic  # numpy: not for the light capture commands
+    from pcieperf.nic.api import dma_paths
 
     window_ns = parse_duration_ns(window, "window")
     link = make_link(**link_options)  # type: ignore[arg-type]
     nic_profile = nic.load_profile(profile)
-    dma_paths = nic.check_paths(tuple(p.strip() for p in paths.split(",")))
     return priced_demand(
         files,
-        cost=nic.demand_cost(nic_profile, link, window_ns, dma_paths),
+        cost=nic.demand_cost(nic_profile, link, window_ns, dma_paths(paths)),
         profile=nic_profile.name,
         capacity_gbps=link.tlp_bytes_per_s * 8 / 1e9,
         window_ns=window_ns,

@@ -83,9 +83,9 @@ def data_plot(
 ) -> Report:
     """Plot pcie-bench results from the store (`pcieperf data plot`): bandwidth against transfer
     size, window or offset, or latency CDFs, one line per system (all of them by default)."""
-    from pcieperf.measure.store import Store  # duckdb: only when the store is read
+    from pcieperf.measure.records import open_store
     from pcieperf.report.plots import plot_measured
 
-    with Store(Path(db) if db else None, create=False) as store:
+    with open_store(db) as store:
         path = plot_measured(store, list(systems), view, Path(output), size, direction, force)
     return Report({"plot": str(path)}, f"plot written to {path}")
