@@ -731,3 +731,11 @@ def test_every_command_is_asked_both_ways():
     asked = {tuple(argv[:2]) for argv, *_ in cases} | {tuple(argv[:1]) for argv, *_ in cases}
     covered = leaves & asked
     assert sorted(leaves - covered - set(ASKED_ELSEWHERE)) == []
+
+
+@pytest.mark.parametrize("frame", [0, 4, 65540])
+def test_a_bad_frame_is_named_as_given(frame):
+    # A frame holds its 4 B FCS (IEEE 802.3 §3.2.9) and 1 to 65535 bytes DMA'd: 5 to 65539;
+    # the error names the frame the user gave, not the bytes derived from it.
+    with pytest.raises(pp.UsageError, match=f"frame {frame} is not allowed; use 5 to 65539"):
+        pp.dpdk_forwarding(pps=1e6, frame=frame)

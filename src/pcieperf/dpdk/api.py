@@ -303,7 +303,16 @@ def packet_size(frame: int | None, pkt: int | None) -> int | None:
     them, or None for neither."""
     if frame is not None and pkt is not None:
         raise UsageError(f"frame {frame} and pkt {pkt} both give the packet size; give one")
-    return pkt if frame is None else frame - FCS_BYTES
+    if frame is None:
+        return pkt
+    from pcieperf.dpdk.forwarding import MAX_PKT_BYTES
+
+    if not (isinstance(frame, int) and FCS_BYTES < frame <= MAX_PKT_BYTES + FCS_BYTES):
+        raise UsageError(
+            f"frame {frame!r} is not allowed; use {FCS_BYTES + 1} to "
+            f"{MAX_PKT_BYTES + FCS_BYTES} bytes (incl. its {FCS_BYTES} B FCS)"
+        )
+    return frame - FCS_BYTES
 
 
 def forwarding_config(

@@ -62,6 +62,9 @@ def mean_tx_batch(hist: dict[int, float]) -> float:
     return packets / busy_calls
 
 
+MAX_PKT_BYTES = 65535  # bytes DMA'd per packet: the most a 16-bit length field holds
+
+
 @dataclass(frozen=True)
 class ForwardingConfig:
     """A DPDK forwarding setup; `batch` is the mean Tx batch (see `mean_tx_batch`). Its port
@@ -78,8 +81,10 @@ class ForwardingConfig:
     full_line_tx_writeback: bool = False
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.pkt_bytes, int) and 1 <= self.pkt_bytes <= 65535):
-            raise UsageError(f"packet size {self.pkt_bytes!r} is not allowed; use 1 to 65535 bytes")
+        if not (isinstance(self.pkt_bytes, int) and 1 <= self.pkt_bytes <= MAX_PKT_BYTES):
+            raise UsageError(
+                f"packet size {self.pkt_bytes!r} is not allowed; use 1 to {MAX_PKT_BYTES} bytes"
+            )
         require_choice("Rx descriptor size", self.rx_desc_bytes, DESCRIPTOR_BYTES)
         require_choice("Tx descriptor size", self.tx_desc_bytes, DESCRIPTOR_BYTES)
         for name in ("rs_thresh", "rx_free_thresh", "batch", "doorbell_bytes"):
