@@ -20,10 +20,10 @@ pa = pytest.importorskip("pyarrow", reason="the dask extra (pyarrow)")
 
 import duckdb  # noqa: E402
 
-from helpers import run_cli  # noqa: E402
 from pcieperf import engine, sweep  # noqa: E402
 from pcieperf.cli.sweep import _SWEEPABLE, _sweep_dma, sweep_plan  # noqa: E402
 from pcieperf.errors import UsageError  # noqa: E402
+from tests.helpers.cli import run_cli  # noqa: E402
 
 CHUNKS = {name: s.chunk for name, s in _SWEEPABLE.items()}
 

@@ -3,7 +3,6 @@ the API function's JSON is the CLI's `--json` output, and its results render as 
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,21 +10,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pcieperf as pp
-from helpers import run_cli
 from pcieperf.results import json_default
+from tests.helpers import PCIE_BENCH, TESTS_DATA
+from tests.helpers.cli import ALL, run_cli
+from tests.helpers.hosts import write_host_toml
 
-CAPTURES = Path(__file__).parent / "data" / "trace_stats" / "inputs"  # made by its make.py
-COUNTERS = Path(__file__).parent / "data" / "counters"
+CAPTURES = TESTS_DATA / "trace_stats" / "inputs"  # made by its make.py
+COUNTERS = TESTS_DATA / "counters"
 NEEDS_DASK = pytest.mark.skipif(
     importlib.util.find_spec("distributed") is None,
     reason="trace demand runs on Dask: the dask extra (pip install 'pcieperf[dask]')",
 )
 
 PCM = str(COUNTERS / "pcm-iio-skx.csv")  # a pcm-iio sample
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
-HOST_DIR = SHARED / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
+HOST_DIR = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
 needs_shared = pytest.mark.skipif(
-    not HOST_DIR.is_dir(), reason=f"the shared pcie-bench data ({SHARED}) is absent"
+    not HOST_DIR.is_dir(), reason=f"the shared pcie-bench data ({PCIE_BENCH}) is absent"
 )
 
 # (CLI arguments, API function, its keyword arguments): the same question asked both ways.
@@ -294,8 +294,6 @@ def test_bench_tests_lists_the_suite():
 
 
 def test_bench_sim_rows_are_size_times_rate(capsys, tmp_path):
-    from test_sim import write_host_toml
-
     host = tmp_path / "host.toml"
     write_host_toml(host)
     result = pp.bench.sim(
@@ -724,8 +722,6 @@ ASKED_ELSEWHERE = {
 def test_every_command_is_asked_both_ways():
     # Issue 16's acceptance: every CLI command has a test that calls the API function behind
     # it and compares with the CLI's --json output (one code path).
-    from test_cli_help import ALL
-
     leaves = {words for words, parser in ALL if parser._subparsers is None}
     cases = [getattr(case, "values", case) for case in (*SAME_QUESTION, *WRITERS)]
     asked = {tuple(argv[:2]) for argv, *_ in cases} | {tuple(argv[:1]) for argv, *_ in cases}

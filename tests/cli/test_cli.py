@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from helpers import run_cli as run
+from tests.helpers.cli import run_cli as run
 
 
 def run_json(capsys, *argv):

@@ -11,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
 from pcieperf.cli import main
 from pcieperf.results import csv_text, json_rows
-from test_cli_help import ALL
-from test_sim import write_host_toml
+from tests.helpers import PCIE_BENCH, TESTS_DATA
+from tests.helpers.cli import ALL, run_cli
+from tests.helpers.hosts import write_host_toml
 
-TESTS = Path(__file__).parent
-PCM = TESTS / "data" / "counters" / "pcm-iio-skx.csv"
-PCIE_BENCH = TESTS.resolve().parents[1] / "shared" / "data" / "pcie-bench"
+PCM = TESTS_DATA / "counters" / "pcm-iio-skx.csv"
 HOST_DIR = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
 SHARED = f"the shared pcie-bench data ({PCIE_BENCH}) is absent"
 TESTPMD = "dpdk-testpmd (Debian's dpdk-dev) is not installed"

@@ -1,27 +1,13 @@
 """First contact: `pcieperf`, `pcieperf --help` and every command's and group's --help print
 help (exit 0, no traceback), name the main options and show one example line."""
 
-import argparse
 import subprocess
 import sys
 
 import pytest
 
-from helpers import run_cli
 from pcieperf.cli import EXAMPLES, build_parser
-
-
-def command_paths(parser=None, prefix=()):
-    """Every command and command group as its words after `pcieperf`, walked from the parser."""
-    parser = parser or build_parser()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield (*prefix, name), sub
-                yield from command_paths(sub, (*prefix, name))
-
-
-ALL = sorted(command_paths(), key=lambda item: item[0])
+from tests.helpers.cli import ALL, run_cli
 
 
 def test_every_command_is_walked():

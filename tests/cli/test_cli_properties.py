@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -27,10 +26,10 @@ from hypothesis import strategies as st
 from pcieperf.cli import build_parser, main
 from pcieperf.net import trace
 from pcieperf.net.ethernet import Ethernet, parse_mix
+from tests.helpers import ROOT, TESTS_DATA
 
 EXAMPLES = int(os.environ.get("PCIEPERF_CLI_EXAMPLES", "40"))
-DATA = Path(__file__).parent / "data"
-PACKAGE = Path(__file__).parents[1] / "src" / "pcieperf"
+PACKAGE = ROOT / "src" / "pcieperf"
 
 NONSENSE = [
     "",
@@ -99,8 +98,8 @@ def paths(tmp_path_factory):
     (inputs / "empty.csv").write_bytes(b"")
     (inputs / "text.toml").write_text("this is = not [toml\n")
     (inputs / "binary.csv").write_bytes(bytes(range(256)))
-    shutil.copy(DATA / "counters" / "pcm-iio-skx.csv", inputs / "pcm.csv")
-    shutil.copy(DATA / "counters" / "perf-stat-iio-skx.csv", inputs / "perf.csv")
+    shutil.copy(TESTS_DATA / "counters" / "pcm-iio-skx.csv", inputs / "pcm.csv")
+    shutil.copy(TESTS_DATA / "counters" / "perf-stat-iio-skx.csv", inputs / "perf.csv")
     shutil.copy(PACKAGE / "nic" / "profiles" / "simple.toml", inputs / "simple.toml")
     shutil.copy(PACKAGE / "pciebench" / "calibrations" / "nfp6000.toml", inputs / "cal.toml")
     (inputs / "folder").mkdir()

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from helpers import run_cli as run
 from pcieperf.errors import UsageError, require_new_file, require_new_folder
 from pcieperf.pciebench import predict
 from pcieperf.units import parse_int_list, parse_rate
+from tests.helpers.cli import run_cli as run
 
 
 def one_error_line(err):

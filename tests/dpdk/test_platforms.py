@@ -3,17 +3,16 @@ the parameters the shared data can re-derive, files round-trip, bad files are na
 
 import json
 import tomllib
-from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
 from pcieperf.dpdk import iommu, platforms
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.pciebench import calibrate
 from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
+from tests.helpers import PCIE_BENCH
+from tests.helpers.cli import run_cli
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcie-bench"
 BUILTIN = ("e5-v4", "skylake-sp", "cascadelake", "icelake-sp", "sapphirerapids", "epyc-zen4")
 
 
@@ -62,12 +61,12 @@ def test_epyc_has_no_ddio_ways():
     assert iommu.load_platform(platform="epyc-zen4").memory.llc is None
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="needs the shared pcie-bench data")
+@pytest.mark.skipif(not PCIE_BENCH.is_dir(), reason="needs the shared pcie-bench data")
 def test_e5_dram_extra_is_what_the_reference_latency_sweeps_show():
     # e5-v4 llc.dram_extra_ns cites calibrate.host_latency on the [reference_host] hosts:
     # the median of DRAM minus DDIO-warm latency over them (77, 76, 77 and 149 ns).
     cal = load_calibration(DEFAULT_CALIBRATION)
-    fits = [calibrate.host_latency(calibrate.load_run(SHARED / h)) for h in cal.reference.hosts]
+    fits = [calibrate.host_latency(calibrate.load_run(PCIE_BENCH / h)) for h in cal.reference.hosts]
     extra = sorted(f.dram_latency_ns - f.ddio_latency_ns for f in fits)
     median = (extra[1] + extra[2]) / 2
     profile = platforms.load_platform_profile("e5-v4").params["llc.dram_extra_ns"]

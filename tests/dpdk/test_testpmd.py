@@ -25,8 +25,9 @@ from pcieperf.cli import main
 from pcieperf.dpdk import forwarding, testpmd
 from pcieperf.errors import UsageError
 from pcieperf.pcie.link import Link
+from tests.helpers import TESTS_DATA
 
-DATA = Path(__file__).parent / "data" / "testpmd"
+DATA = TESTS_DATA / "testpmd"
 HAVE_TESTPMD = shutil.which("dpdk-testpmd") is not None and len(os.sched_getaffinity(0)) >= 2
 needs_testpmd = pytest.mark.skipif(
     not HAVE_TESTPMD,

@@ -1,8 +1,10 @@
-"""Helpers shared by the tests."""
+"""The CLI as the tests run it: in-process with its exit code and output, and every command and
+command group walked from its parser."""
 
-import subprocess
+import argparse
+from collections.abc import Iterator
 
-from pcieperf.cli import main
+from pcieperf.cli import build_parser, main
 
 
 def run_cli(capsys, *argv):
@@ -16,18 +18,16 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
-def tshark_fields(path, fields):
-    """Every packet record of a capture as tshark reads it: one list of `fields` per record."""
-    out = subprocess.run(
-        ["tshark", "-r", str(path), "-T", "fields", *(a for f in fields for a in ("-e", f))],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [line.split("\t") for line in out.splitlines()]
+def command_paths(
+    parser: argparse.ArgumentParser | None = None, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command and command group as its words after `pcieperf`, walked from the parser."""
+    parser = parser or build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*prefix, name), sub
+                yield from command_paths(sub, (*prefix, name))
 
 
-def epoch_ns(text):
-    """tshark's frame.time_epoch ("seconds.fraction") as whole nanoseconds."""
-    seconds, _, frac = text.partition(".")
-    return int(seconds) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
+ALL = sorted(command_paths(), key=lambda item: item[0])

@@ -10,8 +10,9 @@ import pytest
 from pcieperf.cli import main
 from pcieperf.measure import counters
 from pcieperf.measure.store import Store
+from tests.helpers import TESTS_DATA
 
-DATA = Path(__file__).parent / "data" / "counters"
+DATA = TESTS_DATA / "counters"
 
 
 def by_key(samples: counters.Samples) -> dict:

@@ -15,13 +15,12 @@ from pcieperf.measure import explain
 from pcieperf.measure.counters import parse
 from pcieperf.measure.store import Store
 from pcieperf.pcie.link import Link
+from tests.helpers import TESTS_DATA
+from tests.helpers.counters import PPS, SAMPLES, STACK, write_pcm
 
-PPS, PKT = 10e6, 64
+PKT = 64
 HIST = "0:200,16:100,32:1000"  # packets 33600 over 1100 busy calls: mean batch 30.545
-PCM_HEADER = "Date,Time,Socket,Name,Part,IB write,IB read,OB read,OB write,IOTLB Lookup,IOTLB Miss"
-STACK = "IIO Stack 2 - PCIe0"
-SAMPLES = 6
-SHARED_PCM = Path(__file__).parent / "data" / "counters" / "pcm-iio-skx.csv"
+SHARED_PCM = TESTS_DATA / "counters" / "pcm-iio-skx.csv"
 
 
 def model_rates(
@@ -29,35 +28,6 @@ def model_rates(
 ) -> dict[str, float]:
     cfg = forwarding.ForwardingConfig(pkt_bytes=PKT, batch=batch)
     return explain.predict(cfg, Link(), pps, misses_pkt=misses_pkt)
-
-
-def write_pcm(
-    path: Path, rates: dict[str, float], scale: dict | None = None, add: dict | None = None
-) -> Path:
-    """pcm-iio -csv (Ice Lake names) for one busy stack and one idle one, with +-2 % wobble,
-    the header before every block and ragged Part1 rows, as pcm writes it."""
-    scale, add = scale or {}, add or {}
-    lines = []
-    for k in range(SAMPLES):
-        wobble = 1 + 0.02 * math.sin(k)
-
-        def cell(metric: str, wobble: float = wobble) -> str:
-            value = rates.get(metric, 0.0) * scale.get(metric, 1.0) + add.get(metric, 0.0)
-            return f"{value * wobble:.0f}"
-
-        stamp = f"2026-11-22,10:00:{k:02d}.000,Socket0"
-        values = ",".join(
-            cell(m) for m in ("inbound_write", "inbound_read", "outbound_read", "outbound_write")
-        )
-        iotlb = f"{PPS * 4:.0f},{cell('iotlb_miss')}"
-        lines += [
-            PCM_HEADER,
-            f"{stamp},{STACK},Part0,{values},{iotlb}",
-            f"{stamp},{STACK},Part1,0,0,0,0",
-            f"{stamp},IIO Stack 1 - DMI,Part0,0,0,0,0,0,0",
-        ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def run_explain(path: Path, pps: float = PPS, **kwargs) -> explain.Explanation:
@@ -340,7 +310,7 @@ def test_two_busy_stacks_need_a_choice(tmp_path, capsys):
 
 def test_from_run_uses_the_stored_run(tmp_path, capsys):
     # A recorded testpmd run (tests/data/testpmd) stored without running testpmd.
-    output = (Path(__file__).parent / "data" / "testpmd" / "pcap-2ports-finite.txt").read_text()
+    output = (TESTS_DATA / "testpmd" / "pcap-2ports-finite.txt").read_text()
     version, ports = testpmd.parse_output(output)
     cfg = testpmd.RunConfig(mode="pcap", pcap=Path(__file__), seconds=6)
     run = testpmd.RunResult(cfg, ["dpdk-testpmd"], output, 6.0, False, version, ports)

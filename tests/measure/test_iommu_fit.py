@@ -5,12 +5,13 @@ import json
 
 import pytest
 
-from helpers import run_cli
 from pcieperf.dpdk import forwarding, iommu, platforms
 from pcieperf.errors import UsageError
 from pcieperf.measure import counters, explain, iommu_fit
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.pcie.link import Link
+from tests.helpers.cli import run_cli
+from tests.helpers.counters import write_pcm
 
 PACKETS = 50_000
 SKX_HEADER = (
@@ -151,8 +152,6 @@ def test_explain_routes_its_counters_into_the_same_fit(tmp_path, capsys, skx_64b
     # forwarding model's at the skylake-sp 64 B rate (18.6 Mpps, so explain keeps the rate) and
     # whose IOTLB misses are the IOMMU model's (2.01 per packet): `explain --fit-iommu` fits on
     # the stack, setup and rate it explained, and gives what `iommu fit` gives (12 walkers).
-    from test_explain import write_pcm  # the explain tests' pcm-iio writer
-
     pps = skx_64b.mpps_iommu * 1e6
     cfg = forwarding.ForwardingConfig(pkt_bytes=60)  # explain's --pkt: DMA bytes, 64 B frame - FCS
     rates = explain.predict(cfg, Link(), pps, misses_pkt=skx_64b.iotlb_misses_per_fwd_pkt)

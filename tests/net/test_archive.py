@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import run_cli
 from pcieperf._native import core
 from pcieperf.net import trace
+from tests.helpers import CAPTURES, TESTS_DATA
+from tests.helpers.cli import run_cli
 
-CAPTURES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "captures"
-INPUTS = Path(__file__).resolve().parent / "data" / "trace_stats" / "inputs"
+INPUTS = TESTS_DATA / "trace_stats" / "inputs"
 PORT_KEYS = ("port", "files", "first_file", "last_file")
 PCAP_HEADER = 24  # bytes of a pcap file header (draft-ietf-opsawg-pcap §4)
 PCAP_RECORD_HEADER = 16  # bytes before each record's data (same, §5)

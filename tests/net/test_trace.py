@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import epoch_ns, tshark_fields
 from pcieperf.cli import main
 from pcieperf.dpdk import forwarding
 from pcieperf.errors import UsageError
@@ -19,8 +18,9 @@ from pcieperf.net import trace
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.nic import nic
 from pcieperf.pcie.link import Link
+from tests.helpers import CAPTURES
+from tests.helpers.captures import epoch_ns, tshark_fields
 
-CAPTURES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "captures"
 SHARED = sorted(CAPTURES.glob("**/*.pcap*")) if CAPTURES.is_dir() else []
 needs_shared = pytest.mark.skipif(not SHARED, reason="../shared/data/captures is absent")
 needs_tshark = pytest.mark.skipif(

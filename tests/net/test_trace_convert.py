@@ -12,19 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pcieperf.net import trace
+from tests.helpers.captures import pcap
 
 NS = 1_000_000_000
 
 
 def capture(records: list[tuple[int, int, bytes]], nanos: bool, big_endian: bool) -> bytes:
     """A pcap file of (seconds, fraction, data) records, wire length = caplen + 4."""
-    order = ">" if big_endian else "<"
-    magic = 0xA1B23C4D if nanos else 0xA1B2C3D4
-    out = [struct.pack(order + "IHHiIII", magic, 2, 4, 0, 0, 65535, 1)]
-    for sec, frac, data in records:
-        out.append(struct.pack(order + "IIII", sec, frac, len(data), len(data) + 4))
-        out.append(data)
-    return b"".join(out)
+    with_wire = [(sec, frac, data, len(data) + 4) for sec, frac, data in records]
+    return pcap(with_wire, snaplen=65535, nanos=nanos, big_endian=big_endian)
 
 
 def oracle(records: list[tuple[int, int, bytes]], nanos: bool) -> bytes:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from tests.helpers import CAPTURES, TESTS_DATA
+from tests.helpers.cli import run_cli
 
-DATA = Path(__file__).resolve().parent / "data" / "trace_stats"
-CAPTURES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "captures"
+DATA = TESTS_DATA / "trace_stats"
 EXPECTED = sorted((DATA / "expected").glob("*.json"))
 
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import stats_oracle
 from pcieperf.net import trace
 from pcieperf.net.ethernet import RATES_GBPS, Ethernet
+from tests.helpers import stats_oracle
 
 # Link types with an Ethernet equivalent (trace.LINK_HEADER_BYTES) and without (PPP 9, User 0
 # 147); resolutions 10^-6, 10^-9, 10^-3, 1 s, 10^-12 s, 2^-10, 2^-20 and 2^-40 s.

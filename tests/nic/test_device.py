@@ -8,13 +8,14 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from helpers import run_cli
 from pcieperf.dpdk import forwarding, iommu
 from pcieperf.errors import ProfileError
 from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
 from pcieperf.nic import nic
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
+from tests.helpers.cli import run_cli
+from tests.helpers.hosts import HOST, write_host_toml
 
 SIZES = ("64", "128", "256", "1518", "imix")
 PACKETS = "50000"  # per simulated run: +-1 % on every rate asserted here (tests/test_iommu.py)
@@ -286,7 +287,6 @@ def test_iommu_refuses_more_queues_than_the_nic_has(capsys, tmp_path):
 def test_bench_sim_takes_the_nfp6000_engine_by_name(capsys, tmp_path):
     # The pcie-bench engine is a device of `bench`, by name, identical to the calibration's.
     from pcieperf.pciebench import sim
-    from test_sim import HOST, write_host_toml
 
     host = tmp_path / "host.toml"
     write_host_toml(host)

@@ -2,7 +2,6 @@
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,21 +9,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pcieperf
-from helpers import run_cli
 from pcieperf.net.ethernet import Ethernet
 from pcieperf.nic import latency
 from pcieperf.nic.nic import builtin_profiles
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench import calibrate
 from pcieperf.pciebench.bench import read_result_csv
+from tests.helpers import PCIE_BENCH
+from tests.helpers.cli import run_cli
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
-BDW = SHARED / "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s0-s0"
+BDW = PCIE_BENCH / "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s0-s0"
 # The two stalling Fujitsu E3 hosts; the first has no lat_dma_details_cdf.csv
-E3 = SHARED / "nfp6000-1.2GHz_hsw-Xeon-E3-1226v3_fujitsu-tx1310"
-E3_NOSP = SHARED / "nfp6000-1.2GHz_hsw-Xeon-E3-1226v3_fujitsu-tx1310-iommu-nosp"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/pcie-bench absent")
-HOSTS = sorted(p for p in SHARED.glob("nfp6000-*") if p.is_dir()) if SHARED.is_dir() else []
+E3 = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E3-1226v3_fujitsu-tx1310"
+E3_NOSP = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E3-1226v3_fujitsu-tx1310-iommu-nosp"
+needs_shared = pytest.mark.skipif(
+    not PCIE_BENCH.is_dir(), reason="../shared/data/pcie-bench absent"
+)
+HOSTS = sorted(p for p in PCIE_BENCH.glob("nfp6000-*") if p.is_dir()) if PCIE_BENCH.is_dir() else []
 STEADY = [p for p in HOSTS if p not in (E3, E3_NOSP)]  # test_only_the_e3_hosts_stall checks
 
 
@@ -234,7 +235,7 @@ def test_tag_bound_rate_misses_the_stalling_hosts_random_reads(host, measured, e
 @needs_shared
 def test_no_sequential_runs_without_an_offset_sweep():
     # bdw s0-s1-s0 has no bw_dma_off_rd.csv (the shared data set): no runs, no error to give
-    check = latency.tag_check(SHARED / "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s1-s0")
+    check = latency.tag_check(PCIE_BENCH / "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s1-s0")
     assert check.sequential_gbps == ()
     assert check.sequential_error_pct is None
     assert check.error_pct == pytest.approx(-1.35, abs=0.01)  # 31.51 vs 31.94 Gb/s

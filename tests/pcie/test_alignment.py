@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import test_sim
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.pcie import alignment
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench import sim
+from tests.helpers import hosts
 
 LINK = Link(mps=256, mrrs=512, completion_policy="mps")  # the E5 hosts' settings (lspci)
 
@@ -93,10 +93,10 @@ def test_an_unaligned_buffer_needs_at_most_one_extra_word(dev_offset, size):
 
 # --- The simulator runs the same device model --------------------------------------------------
 
-# test_sim's profiles with every cost that would hide the alignment effects set to zero or fast.
-FAST = replace(test_sim.DEVICE, tags=64, write_ns=0.0, fixed_latency_ns=0.0)
+# hosts's profiles with every cost that would hide the alignment effects set to zero or fast.
+FAST = replace(hosts.DEVICE, tags=64, write_ns=0.0, fixed_latency_ns=0.0)
 HOST = replace(
-    test_sim.HOST,
+    hosts.HOST,
     llc_latency_ns=10.0,
     ddio_latency_ns=10.0,
     dram_latency_ns=10.0,

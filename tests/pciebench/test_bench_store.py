@@ -10,10 +10,10 @@ from pcieperf.cli import main
 from pcieperf.errors import UsageError
 from pcieperf.measure.store import Store
 from pcieperf.pciebench import bench
+from tests.helpers import PCIE_BENCH
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
 needs_shared = pytest.mark.skipif(
-    not SHARED.is_dir(), reason="../shared/data/pcie-bench is not present"
+    not PCIE_BENCH.is_dir(), reason="../shared/data/pcie-bench is not present"
 )
 
 BW_HEADER = ",".join(bench.BW_COLUMNS)
@@ -162,7 +162,7 @@ def test_data_cli_round_trip(tmp_path, capsys):
 
 @needs_shared
 def test_import_the_shared_data_set(tmp_path):
-    dirs = sorted(p for p in SHARED.iterdir() if p.is_dir())
+    dirs = sorted(p for p in PCIE_BENCH.iterdir() if p.is_dir())
     with Store(tmp_path / "all.duckdb") as store:
         parsed = store.import_dirs(dirs)
         assert len(store.system_names()) == 16
@@ -178,7 +178,7 @@ def test_import_the_shared_data_set(tmp_path):
 
 @needs_shared
 def test_truncated_copy_of_a_real_file_is_rejected(tmp_path):
-    src = SHARED / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
+    src = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
     dst = tmp_path / src.name
     shutil.copytree(src, dst)
     data = (dst / "bw_dma_sz_sweep.csv").read_bytes()

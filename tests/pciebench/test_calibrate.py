@@ -1,8 +1,6 @@
 """Host facts and the latency fit: recover known parameters from synthetic sweeps, and read the
 real hosts' facts."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,8 +9,8 @@ from hypothesis import strategies as st
 from pcieperf.errors import UsageError
 from pcieperf.pciebench import bench, calibrate
 from pcieperf.pciebench.bench import parse_result_dir
+from tests.helpers import PCIE_BENCH
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
 WINDOWS = np.array([8, 64, 256, 512, 1024, 1536, 2048, 4096, 8192, 16384, 32768, 65536]) << 10
 
 
@@ -96,9 +94,9 @@ def test_missing_facts_are_named():
         calibrate.parse_host_facts({"cpuinfo": "", "dma-addrs": ""})
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/pcie-bench is not present")
+@pytest.mark.skipif(not PCIE_BENCH.is_dir(), reason="../shared/data/pcie-bench is not present")
 def test_real_host_facts_and_iotlb_reach():
-    parsed = parse_result_dir(SHARED / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630-iommu-nosp")
+    parsed = parse_result_dir(PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630-iommu-nosp")
     facts = calibrate.parse_host_facts(parsed.facts)
     # lspci -vv of the NFP: MaxPayload 256, MaxReadReq 512; E5-2620 v3 has a 15 MiB L3;
     # IOMMU IOVAs sit below 4 GiB (0xffc00000...).
@@ -113,10 +111,12 @@ def test_real_host_facts_and_iotlb_reach():
 
 # --- Issue 14: the latency sweep decides the IOMMU, boot files corroborate ---------------------
 
-NOSP = SHARED / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630-iommu-nosp"
-ON = SHARED / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630-iommu"
-FUJITSU = SHARED / "nfp6000-1.2GHz_hsw-Xeon-E3-1226v3_fujitsu-tx1310"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/pcie-bench absent")
+NOSP = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630-iommu-nosp"
+ON = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630-iommu"
+FUJITSU = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E3-1226v3_fujitsu-tx1310"
+needs_shared = pytest.mark.skipif(
+    not PCIE_BENCH.is_dir(), reason="../shared/data/pcie-bench absent"
+)
 
 
 def test_sllps_bits_of_the_dmar_capability_register():
@@ -202,7 +202,7 @@ def test_an_unknown_category_gets_the_widest_band():
     assert calibrate.Spread().band("A") == (1.0, 1.0)
 
 
-BDW = SHARED / "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s0-s0"
+BDW = PCIE_BENCH / "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s0-s0"
 
 
 @needs_shared

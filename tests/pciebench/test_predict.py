@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from pcieperf.cli import main
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.pciebench import bench, calibrate, predict, sim, validate
+from tests.helpers import PCIE_BENCH
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/pcie-bench is absent")
+needs_data = pytest.mark.skipif(
+    not PCIE_BENCH.is_dir(), reason="../shared/data/pcie-bench is absent"
+)
 T630 = "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
 NOSP = T630 + "-iommu-nosp"
 FUJITSU = "nfp6000-1.2GHz_hsw-Xeon-E3-1226v3_fujitsu-tx1310"
@@ -38,7 +40,7 @@ def latency_only(source: Path, tmp: Path) -> Path:
 def test_the_plan_has_exactly_the_rows_the_benchmark_writes():
     # Every key column and the Trans column of every bandwidth file of a complete host.
     for name, rows in bench.bandwidth_plan().items():
-        with (DATA / T630 / name).open() as fh:
+        with (PCIE_BENCH / T630 / name).open() as fh:
             real = [[*r[:7], r[10]] for r in list(csv.reader(fh))[1:]]
         ours = [
             [
@@ -75,16 +77,18 @@ def test_result_rows_read_back_with_the_strict_parser(tmp_path):
 @needs_data
 def test_steadiness_flags_the_host_with_millisecond_stalls():
     # t630: p99.9 at most ~1.5x the median; fujitsu: p99.9 ~2 ms against a 1.2 us median.
-    assert calibrate.steadiness(calibrate.load_run(DATA / T630)) < 2
-    assert calibrate.steadiness(calibrate.load_run(DATA / FUJITSU)) > 1000
+    assert calibrate.steadiness(calibrate.load_run(PCIE_BENCH / T630)) < 2
+    assert calibrate.steadiness(calibrate.load_run(PCIE_BENCH / FUJITSU)) > 1000
 
 
 @pytest.fixture(scope="module")
 def held_out():
     """Calibrate on every host but the two t630 ones predicted below."""
-    if not DATA.is_dir():
+    if not PCIE_BENCH.is_dir():
         pytest.skip("../shared/data/pcie-bench is absent")
-    runs = [calibrate.load_run(d) for d in sorted(DATA.glob("nfp*")) if d.name not in (T630, NOSP)]
+    runs = [
+        calibrate.load_run(d) for d in sorted(PCIE_BENCH.glob("nfp*")) if d.name not in (T630, NOSP)
+    ]
     return calibrate.fit_device(runs)
 
 
@@ -100,10 +104,10 @@ def test_calibration_file_round_trips(held_out, tmp_path):
 def t630_matched(held_out, tmp_path_factory):
     """The held-out t630 predicted from its latency files and facts, matched to its results."""
     tmp = tmp_path_factory.mktemp("t630")
-    run = calibrate.load_run(latency_only(DATA / T630, tmp / "in"))
+    run = calibrate.load_run(latency_only(PCIE_BENCH / T630, tmp / "in"))
     host = calibrate.host_profile(run, held_out)
     predict.predict_files(host, held_out.device, tmp / "out", transactions=20_000)
-    return validate.match(DATA / T630, tmp / "out")
+    return validate.match(PCIE_BENCH / T630, tmp / "out")
 
 
 def test_an_unseen_host_is_predicted_within_ten_percent(t630_matched):
@@ -136,10 +140,10 @@ def test_iommu_without_super_pages_collapses_at_the_measured_window(held_out, tm
     # t630-iommu-nosp, 64 B random reads, Cold: 28.2 Gb/s at 256 KiB, 22.1 at 512 KiB,
     # 10.1 at 64 MiB (bw_dma_win_sweep_rd_rnd_64.csv). The prediction must fall at the same
     # step and land within 15 % at 64 MiB.
-    run = calibrate.load_run(latency_only(DATA / NOSP, tmp_path / "in"))
+    run = calibrate.load_run(latency_only(PCIE_BENCH / NOSP, tmp_path / "in"))
     host = calibrate.host_profile(run, held_out)
     predict.predict_files(host, held_out.device, tmp_path / "out", transactions=20_000)
-    matched = validate.match(DATA / NOSP, tmp_path / "out")
+    matched = validate.match(PCIE_BENCH / NOSP, tmp_path / "out")
     keep = (matched.file == "bw_dma_win_sweep_rd_rnd_64.csv") & np.array(
         [k[2] == "Cold" for k in matched.keys]
     )
@@ -190,7 +194,7 @@ def test_predict_cli_errors(tmp_path, capsys):
 
 @needs_data
 def test_predict_and_validate_cli(tmp_path, capsys):
-    src = latency_only(DATA / T630, tmp_path / "in")
+    src = latency_only(PCIE_BENCH / T630, tmp_path / "in")
     out = tmp_path / "out"
     argv = ["bench", "predict", "--calibrate", str(src), "--out", str(out), "--json"]
     assert main([*argv, "--transactions", "5000"]) == 0
@@ -204,7 +208,7 @@ def test_predict_and_validate_cli(tmp_path, capsys):
         [
             "validate",
             "--measured",
-            str(DATA / T630),
+            str(PCIE_BENCH / T630),
             "--predicted",
             str(out),
             "--plot",
@@ -259,11 +263,11 @@ def test_a_4k_page_host_named_iommu_still_collapses_at_its_knee(held_out, tmp_pa
     # t630-iommu-nosp's latency files and facts in a directory named like a super-page host.
     # Measured (bw_dma_win_sweep_rd_rnd_64.csv, Cold): 28.2 Gb/s at 256 KiB, 22.1 at 512 KiB:
     # knee at index 3 (512 KiB). The prediction must fall at the same window.
-    run = calibrate.load_run(relabelled(DATA / NOSP, tmp_path / "in", T630 + "-iommu"))
+    run = calibrate.load_run(relabelled(PCIE_BENCH / NOSP, tmp_path / "in", T630 + "-iommu"))
     assert run.info.iommu == "on"  # what the name says
     rows = {r["parameter"]: r for r in predict_with_bounds(run, held_out, tmp_path / "out")}
     for file in ("bw_dma_win_sweep_rd_rnd_64.csv", "bw_dma_win_sweep_wr_rnd_64.csv"):
-        measured = knee(window_sweep(DATA / NOSP, file, "Cold"))
+        measured = knee(window_sweep(PCIE_BENCH / NOSP, file, "Cold"))
         assert measured in (3, 4)  # 512 KiB reads, 1 MiB writes (docs/crossval.md)
         assert knee(window_sweep(tmp_path / "out", file, "Cold")) == measured
     for name in ("iommu", "page_bytes", "iotlb_entries", "walk_ns"):
@@ -280,7 +284,7 @@ def test_a_4k_page_host_named_iommu_still_collapses_at_its_knee(held_out, tmp_pa
 
 def test_a_host_without_iommu_named_nosp_is_predicted_flat(held_out, tmp_path):
     # t630 without IOMMU (Cold medians 600 ns at every window) in a -iommu-nosp directory.
-    run = calibrate.load_run(relabelled(DATA / T630, tmp_path / "in", NOSP))
+    run = calibrate.load_run(relabelled(PCIE_BENCH / T630, tmp_path / "in", NOSP))
     rows = {r["parameter"]: r for r in predict_with_bounds(run, held_out, tmp_path / "out")}
     for file in ("bw_dma_win_sweep_rd_rnd_64.csv", "bw_dma_win_sweep_wr_rnd_64.csv"):
         assert knee(window_sweep(tmp_path / "out", file, "Cold")) is None
@@ -292,7 +296,7 @@ def test_a_host_without_iommu_named_nosp_is_predicted_flat(held_out, tmp_path):
 def test_an_unknown_cpu_generation_bounds_the_walker(held_out, tmp_path):
     # The t630-iommu-nosp host as if its CPU were a Skylake-SP (06_55H), which no calibration
     # host had: the slow bound walks one miss at a time, busy for the 254 ns walk latency.
-    src = latency_only(DATA / NOSP, tmp_path / "in")
+    src = latency_only(PCIE_BENCH / NOSP, tmp_path / "in")
     cpuinfo = (src / "sys-cpuinfo.txt").read_text()
     (src / "sys-cpuinfo.txt").write_text(cpuinfo.replace("model\t\t: 63", "model\t\t: 85"))
     run = calibrate.load_run(src)
@@ -315,7 +319,7 @@ def test_an_unknown_cpu_generation_bounds_the_walker(held_out, tmp_path):
     # gets no alternative.
     assert held_out.shared.walker_generations == ["bdw", "ivb"]
     real = calibrate.load_run(
-        DATA / "nfp6000-1.2GHz_ib-Xeon-E5-2620v2_dell-t620-s0-s0-s0-iommu-nosp"
+        PCIE_BENCH / "nfp6000-1.2GHz_ib-Xeon-E5-2620v2_dell-t620-s0-s0-s0-iommu-nosp"
     )
     assert calibrate.interval_hosts(real, held_out, calibrate.host_profile(real, held_out)) == []
 

@@ -19,10 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pcieperf as pp
-from helpers import run_cli
 from pcieperf.pcie.link import Link
 from pcieperf.report import data, plots
 from pcieperf.report.api import ReportResult
+from tests.helpers.cli import run_cli
 
 CHROMIUM = "/usr/bin/chromium"
 # The model figures in page order, as their files are named.
