@@ -27,7 +27,7 @@ from tests.helpers.cli import run_cli  # noqa: E402
 
 CHUNKS = {name: s.chunk for name, s in _SWEEPABLE.items()}
 
-# A fast device and a host with a small IOTLB (the numbers of tests/test_sim.py's profiles).
+# A fast device and a host with a small IOTLB (the numbers of tests/helpers/hosts.py's profiles).
 DEVICE_TOML = """name = "dev"
 source = "test"
 tags = 32

@@ -8,7 +8,7 @@ choices, boundary and nonsense values (NaN, inf, huge, negative, empty, unicode)
 no FIFO: opening one without a writer blocks, in pcieperf as in tcpdump -r).
 
 CI runs a few dozen examples per command group; the acceptance run of issue 13 is
-`PCIEPERF_CLI_EXAMPLES=2000 python -m pytest tests/test_cli_properties.py`.
+`PCIEPERF_CLI_EXAMPLES=2000 python -m pytest tests/cli/test_cli_properties.py`.
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """The numpy implementation of `trace stats` as it was before the statistics moved into the
 Rust core (commit 085f2a9, src/pcieperf/net/trace.py), kept as the oracle the Rust code is checked
-against on random traces (tests/test_trace_stats_oracle.py). Only `stats` takes the rate
+against on random traces (tests/net/test_trace_stats_oracle.py). Only `stats` takes the rate
 windows as an argument here; the computation is unchanged."""
 
 from fractions import Fraction

@@ -1,8 +1,8 @@
-"""The Rust statistics against the numpy implementation they replace (tests/stats_oracle.py),
-value for value, on random traces: unsorted times, equal times, gaps of every size, several
-interfaces of any link type and timestamp resolution, any Ethernet rate and rate windows. Files
-go through the one-read path (and its second read, for unsorted captures and for gaps beyond
-a tiny distinct-gap limit); traces in memory through the columns path."""
+"""The Rust statistics against the numpy implementation they replace
+(tests/helpers/stats_oracle.py), value for value, on random traces: unsorted times, equal times,
+gaps of every size, several interfaces of any link type and timestamp resolution, any Ethernet rate
+and rate windows. Files go through the one-read path (and its second read, for unsorted captures
+and for gaps beyond a tiny distinct-gap limit); traces in memory through the columns path."""
 
 import numpy as np
 import pytest

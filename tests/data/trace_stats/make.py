@@ -1,5 +1,5 @@
 """Writes the inputs and records the expected `pcieperf trace stats --json` output of the
-byte-identity test (tests/test_trace_stats_golden.py).
+byte-identity test (tests/net/test_trace_stats_golden.py).
 
 The expected files were recorded ONCE, by the numpy implementation of commit 085f2a9 (before
 the statistics moved into the Rust core), so that the test compares the new code with the old
