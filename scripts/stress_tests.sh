@@ -5,8 +5,8 @@
 # may run on (one busy loop per core). It is stopped when the script ends, however it ends.
 # Exit 0 only if every run passed.
 #
-#   scripts/stress_tests.sh 5 tests/test_testpmd.py
-#   HOGS=4 scripts/stress_tests.sh 3 tests/test_testpmd.py -k stopping   # two per core
+#   scripts/stress_tests.sh 5 tests/dpdk/test_testpmd.py
+#   HOGS=4 scripts/stress_tests.sh 3 tests/dpdk/test_testpmd.py -k stopping   # two per core
 #
 # $PYTHON picks the interpreter (default: python3, the active venv's where one is active).
 set -euo pipefail

@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 
 import pcieperf as pp
+from tests.helpers import ROOT, SHARED, TESTS_DATA
 
-ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "api.md"
 TEXT = DOC.read_text(encoding="utf-8")
 HEADING = re.compile(r"^### `(pp\.[A-Za-z_][\w.]*)", re.MULTILINE)
 HEADINGS = HEADING.findall(TEXT)
 BLOCK = re.compile(r"^```(python[^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 PCIE_BENCH = "pcie-bench"  # the fence tag of blocks that need a pcie-bench result directory
-SHARED = ROOT.parent / "shared" / "data" / "pcie-bench"
-SHARED_HOST = SHARED / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"  # the examples' host
-COUNTERS = ROOT / "tests" / "data" / "counters" / "pcm-iio-skx.csv"
+# the examples' host
+SHARED_HOST = SHARED / "pcie-bench" / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
+COUNTERS = TESTS_DATA / "counters" / "pcm-iio-skx.csv"
 
 
 def expected_headings() -> set[str]:
@@ -124,7 +124,7 @@ def test_examples_run(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not SHARED_HOST.is_dir(), reason=f"the pcie-bench data {SHARED_HOST} is absent")
 def test_pcie_bench_examples_run(tmp_path, monkeypatch):
-    (tmp_path / "pcie-bench").symlink_to(SHARED)
+    (tmp_path / "pcie-bench").symlink_to(SHARED / "pcie-bench")
     found = blocks(PCIE_BENCH)
     assert len(found) == 8  # load, calibrate, predict, validate, data_import, _ls, _show, _plot
     run_blocks(found, tmp_path, monkeypatch)

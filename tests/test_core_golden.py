@@ -7,13 +7,13 @@ or nanosecond."""
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 from pcieperf._native import core
+from tests.helpers import TESTS_DATA
 
-DATA = Path(__file__).resolve().parent / "data" / "core_golden"
+DATA = TESTS_DATA / "core_golden"
 _spec = importlib.util.spec_from_file_location("core_golden_make", DATA / "make.py")
 make = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import run_cli
 from pcieperf import engine
 from pcieperf.errors import PcieperfError, UsageError
+from tests.helpers.cli import run_cli
 
 NO_DASK = "the dask extra is not installed (pip install 'pcieperf[dask]')"
 needs_dask = pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason=NO_DASK)

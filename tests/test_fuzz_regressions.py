@@ -4,7 +4,6 @@ harness itself cannot rot: each parser returns or raises PcieperfError, nothing 
 
 import contextlib
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,8 +15,9 @@ from pcieperf.measure import counters
 from pcieperf.net import ethernet
 from pcieperf.nic import nic
 from pcieperf.pciebench import calibrate, sim
+from tests.helpers import ROOT
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz" / "python"))
+sys.path.insert(0, str(ROOT / "fuzz" / "python"))
 import targets
 
 # Latin-1 "café": 0xe9 opens a 3-byte UTF-8 sequence, and `"` is no continuation byte

@@ -8,13 +8,13 @@ import re
 import numpy as np
 import pytest
 
-from helpers import run_cli
 from pcieperf._native import checked, core
 from pcieperf.dpdk.platforms import PLATFORM_DIR
 from pcieperf.errors import InternalError, TraceFileError, UsageError
 from pcieperf.net import trace
 from pcieperf.pcie import tlp
-from test_sim import write_host_toml
+from tests.helpers.cli import run_cli
+from tests.helpers.hosts import write_host_toml
 
 U64 = np.uint64
 

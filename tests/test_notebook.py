@@ -1,15 +1,15 @@
 """The quickstart notebook runs in the test suite (issue 16): the public API cannot drift from
 what docs/examples/quickstart.ipynb shows, and its outputs hold plots and DataFrames."""
 
-from pathlib import Path
-
 import pytest
+
+from tests.helpers import ROOT
 
 nbclient = pytest.importorskip("nbclient", reason="the test extra (pip install 'pcieperf[test]')")
 nbformat = pytest.importorskip("nbformat", reason="the test extra (pip install 'pcieperf[test]')")
 pytest.importorskip("ipykernel", reason="the test extra (pip install 'pcieperf[test]')")
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "docs" / "examples" / "quickstart.ipynb"
+NOTEBOOK = ROOT / "docs" / "examples" / "quickstart.ipynb"
 
 
 def test_the_quickstart_notebook_runs_and_shows_plots_and_tables(tmp_path):

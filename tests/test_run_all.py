@@ -2,11 +2,12 @@
 become rows with medians, spreads and ratios, and --readme rewrites only the marked section."""
 
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from tests.helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
 import run_all
 
 

@@ -20,14 +20,14 @@ pa = pytest.importorskip("pyarrow", reason="the dask extra (pyarrow)")
 
 import duckdb  # noqa: E402
 
-from helpers import run_cli  # noqa: E402
 from pcieperf import engine, sweep  # noqa: E402
 from pcieperf.cli.sweep import _SWEEPABLE, _sweep_dma, sweep_plan  # noqa: E402
 from pcieperf.errors import UsageError  # noqa: E402
+from tests.helpers.cli import run_cli  # noqa: E402
 
 CHUNKS = {name: s.chunk for name, s in _SWEEPABLE.items()}
 
-# A fast device and a host with a small IOTLB (the numbers of tests/test_sim.py's profiles).
+# A fast device and a host with a small IOTLB (the numbers of tests/helpers/hosts.py's profiles).
 DEVICE_TOML = """name = "dev"
 source = "test"
 tags = 32

@@ -1,5 +1,5 @@
 """Writes the inputs and records the expected `pcieperf trace stats --json` output of the
-byte-identity test (tests/test_trace_stats_golden.py).
+byte-identity test (tests/net/test_trace_stats_golden.py).
 
 The expected files were recorded ONCE, by the numpy implementation of commit 085f2a9 (before
 the statistics moved into the Rust core), so that the test compares the new code with the old
@@ -18,14 +18,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(HERE.parents[2]))  # the repository, for the tests package
 
-from test_capture_quirks import CUT_PCAP, QUIRKS, epb, idb, pcap, shb  # noqa: E402
+from tests.helpers import CAPTURES  # noqa: E402
+from tests.helpers.captures import CUT_PCAP, QUIRKS, epb, idb, pcap, shb  # noqa: E402
 
 INPUTS = HERE / "inputs"
 EXPECTED = HERE / "expected"
-SHARED = ROOT.parent / "shared" / "data" / "captures"
 # Ethernet rates each input is summarised at (bursts depend on the rate); the shared captures at
 # the default 40 GbE only.
 ETH_RATES = ("10", "40", "100")
@@ -122,8 +121,8 @@ def main() -> None:
     for path in inputs:
         for eth in ETH_RATES:
             record(path, eth, f"inputs/{path.name}")
-    for path in sorted(SHARED.glob("**/*.pcap*")):
-        record(path, "40", f"shared/{path.relative_to(SHARED)}")
+    for path in sorted(CAPTURES.glob("**/*.pcap*")):
+        record(path, "40", f"shared/{path.relative_to(CAPTURES)}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pcieperf.net.ethernet import dma_bytes
 from pcieperf.nic import nic
 from pcieperf.pciebench.sim import cache_lines
 
-PACKETS = 200_000  # simulated per run after warm-up; +-1 % run to run (tests/test_iommu.py)
+PACKETS = 200_000  # simulated per run after warm-up; +-1 % run to run (tests/dpdk/test_iommu.py)
 
 
 @dataclass(frozen=True)

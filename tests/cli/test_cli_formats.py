@@ -1,0 +1,206 @@
+"""Issue 16's `--format table|json|csv` on every command, `--json` kept as `--format json`, and
+`--version`: every command is run with `--json` and with `--format csv`, and its CSV must parse
+with the csv module into the rows its JSON holds (same count, same keys, same values)."""
+
+import csv
+import io
+import json
+import shutil
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from pcieperf.cli import main
+from pcieperf.results import csv_text, json_rows
+from tests.helpers import PCIE_BENCH, TESTS_DATA
+from tests.helpers.cli import ALL, run_cli
+from tests.helpers.hosts import write_host_toml
+
+PCM = TESTS_DATA / "counters" / "pcm-iio-skx.csv"
+HOST_DIR = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
+SHARED = f"the shared pcie-bench data ({PCIE_BENCH}) is absent"
+TESTPMD = "dpdk-testpmd (Debian's dpdk-dev) is not installed"
+
+# One cheap, valid command line per command; {name} is a file from `inputs` or, for {out}, a
+# fresh folder of this run's own (the JSON and CSV runs write their outputs apart).
+RUNS = {
+    "link": "link",
+    "dma": "dma --sizes 64,1500",
+    "nic": "nic --sizes 64,256,imix",
+    "profiles": "profiles",
+    "latency": "latency --sizes 64,128 --read-ns 560",
+    "dpdk-fwd": "dpdk-fwd --pps 10M --pkt 64",
+    "dpdk fwd": "dpdk fwd --pps 14.88M --frame 64 --batch 8",
+    "explain": "explain --counters {pcm} --pps 10M --frame 68",
+    "dpdk run": "dpdk run --seconds 1 --db {out}/runs.duckdb",
+    "dpdk runs": "dpdk runs --db {db}",
+    "data import": "data import {host_dir} --db {out}/data.duckdb",
+    "data ls": "data ls --db {db}",
+    "data show": f"data show {HOST_DIR.name} --test BW_RD --db {{db}}",
+    "data plot": "data plot --view size --size 64 -o {out}/p.png --db {db}",
+    "bench tests": "bench tests",
+    "bench sim": "bench sim --host {host} --device nfp6000 --sizes 64,128",
+    "bench calibrate": "bench calibrate {host_dir} -o {out}/cal.toml",
+    "bench predict": "bench predict --host {host_dir} --out {out}/pred --transactions 2000",
+    "validate": "validate --measured {host_dir} --predicted {host_dir}",
+    "iommu sim": "iommu sim --frame 64",
+    "iommu gain": "iommu gain --from-rxd 1024 --to-rxd 128 --sizes 64,128",
+    "iommu advise": "iommu advise --page 4k --frame 64",
+    "iommu fit": "iommu fit --counters {pcm} --pps 7M --rxd 1024 --frame 64",
+    "platforms": "platforms",
+    "trace stats": "trace stats {pcap} {pcap}",
+    "trace demand": "trace demand {pcap}",
+    "trace merge": "trace merge {pcap} {pcap} -o {out}/m.pcapng",
+    "trace synth": "trace synth --sizes 64 --pps 1M --duration 1ms -o {out}/s.pcap",
+    "trace convert": "trace convert {pcap} -o {out}/c.pcapng",
+    "counters import": "counters import {pcm} --db {out}/c.duckdb",
+    "counters ls": "counters ls --db {db}",
+    "report": "report -o {out}/report",
+    "sweep": "sweep {spec} -o {out}/grid.parquet",
+}
+NEEDS_SHARED = {"data import", "data show", "data plot", "bench calibrate", "bench predict"}
+NEEDS_SHARED |= {"validate"}
+COMMANDS = sorted(" ".join(path) for path, parser in ALL if parser.get_default("func"))
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """The files the command lines name: a capture, a host profile, a sweep spec and a store
+    holding a counter import (and, where the shared data is here, one pcie-bench host)."""
+    root = tmp_path_factory.mktemp("inputs")
+    files = {"pcm": str(PCM), "host_dir": str(HOST_DIR), "db": str(root / "store.duckdb")}
+    files |= {"pcap": str(root / "a.pcap"), "host": str(root / "host.toml")}
+    files["spec"] = str(root / "spec.toml")
+    write_host_toml(Path(files["host"]))
+    Path(files["spec"]).write_text('command = "dma"\n[axes]\nsizes = [64, 128]\nlanes = [4, 8]\n')
+    return files
+
+
+def run(capsys, argv, files, out):
+    """Run one command line (words) with its placeholders filled; returns stdout (exit code 0)."""
+    out.mkdir()
+    words = [w.format(out=out, **files) for w in argv.split()]
+    code, stdout, err = run_cli(capsys, *words)
+    assert code == 0, err
+    return stdout
+
+
+@pytest.fixture(scope="module")
+def prepared(inputs, tmp_path_factory):
+    """`inputs` with its capture written and its store filled (by the CLI itself)."""
+    synth = "trace synth --sizes 64:1,1518:1 --pps 1M --duration 2ms -q -o {pcap}"
+    assert main(synth.format(**inputs).split()) == 0
+    assert main(["counters", "import", inputs["pcm"], "--db", inputs["db"], "-q"]) == 0
+    if HOST_DIR.is_dir():
+        assert main(["data", "import", str(HOST_DIR), "--db", inputs["db"], "-q"]) == 0
+    return inputs
+
+
+def test_every_command_has_a_run():
+    # 33 commands: the 39 of test_cli_help less the six groups, which print their help.
+    assert sorted(RUNS) == COMMANDS
+    assert len(COMMANDS) == 33
+
+
+def expected_rows(payload):
+    """How many rows a command's JSON holds, counted the way issue 16 defines them: a list's
+    items; an object's one list of objects; else the object itself."""
+    if isinstance(payload, list):
+        return len(payload)
+    tables = [v for v in payload.values() if isinstance(v, list) and v]
+    tables = [v for v in tables if all(isinstance(i, dict) for i in v)]
+    return len(tables[0]) if len(tables) == 1 else 1
+
+
+def first_row_scalars(payload):
+    """The first row's plain (number or text) fields as the JSON has them, nested ones under
+    `a.b` names."""
+    row = payload[0] if isinstance(payload, list) else payload
+    flat = {}
+
+    def walk(value, prefix):
+        for key, item in value.items():
+            if isinstance(item, dict):
+                walk(item, f"{prefix}{key}.")
+            elif isinstance(item, int | float | str) and not isinstance(item, bool):
+                flat[f"{prefix}{key}"] = item
+
+    walk(row if isinstance(row, dict) else {}, "")
+    return flat
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_csv_holds_the_rows_of_the_json(capsys, prepared, tmp_path, command):
+    if command in NEEDS_SHARED and not HOST_DIR.is_dir():
+        pytest.skip(SHARED)
+    if command == "dpdk run" and shutil.which("dpdk-testpmd") is None:
+        pytest.skip(TESTPMD)
+    payload = json.loads(run(capsys, f"{RUNS[command]} --json", prepared, tmp_path / "json"))
+    text = run(capsys, f"{RUNS[command]} --format csv", prepared, tmp_path / "csv")
+    text = text.replace(str(tmp_path / "csv"), str(tmp_path / "json"))  # its own outputs
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == expected_rows(payload)
+    if not rows:
+        assert text == ""
+        return
+    header = text.splitlines()[0].split(",")
+    assert len(header) == len(set(header))  # one column per key
+    # The first row's plain fields are columns with the JSON's values (dpdk run measures
+    # anew each time; sweep says how long it took).
+    scalars = first_row_scalars(payload)
+    assert scalars.keys() <= rows[0].keys()
+    if command != "dpdk run":
+        shown = {k: type(v)(rows[0][k]) for k, v in scalars.items() if k != "seconds"}
+        assert shown == {k: v for k, v in scalars.items() if k != "seconds"}
+
+
+def test_json_is_format_json(capsys):
+    # --json stays, as an alias: the same bytes as --format json (dpdk-fwd's estimate).
+    argv = ["dpdk-fwd", "--pps", "10M", "--pkt", "64"]
+    assert run_cli(capsys, *argv, "--json")[1] == run_cli(capsys, *argv, "--format", "json")[1]
+
+
+def test_csv_by_hand():
+    # A list of rows; a nested object as a.b columns; a list inside a row as its JSON text;
+    # None as an empty cell; the header in first-seen key order.
+    payload = [{"size": 64, "gbps": 1.5, "link": {"gen": 3}, "sizes": [1, 2]}, {"size": 128}]
+    assert csv_text(payload) == ('size,gbps,link.gen,sizes\n64,1.5,3,"[1, 2]"\n128,,,\n')
+    # An object holding one table: one row per item, the object's fields repeated as context.
+    table = {"profile": "dpdk", "rows": [{"size": 64}, {"size": 128}]}
+    assert json_rows(table) == [
+        {"profile": "dpdk", "rows.size": 64},
+        {"profile": "dpdk", "rows.size": 128},
+    ]
+    assert json_rows({"a": 1, "b": {"c": None}}) == [{"a": 1, "b.c": ""}]
+
+
+def test_a_bad_format_is_one_line_exit_2(capsys):
+    code, out, err = run_cli(capsys, "link", "--format", "xml")
+    assert (code, out) == (2, "")
+    assert err.strip().splitlines()[-1] == (
+        "pcieperf link: error: argument --format: 'xml' is not allowed; choose one of table, "
+        "json, csv (see --help)"
+    )
+
+
+def test_the_counter_tool_s_old_format_spelling_still_works(capsys, tmp_path):
+    # `counters import FILE --format pcm-iio` (README) now means --counters-format, with a
+    # deprecation line.
+    db = str(tmp_path / "c.duckdb")
+    code, out, err = run_cli(
+        capsys, "counters", "import", str(PCM), "--format", "pcm-iio", "--db", db, "--json"
+    )
+    assert code == 0
+    assert err.strip() == (
+        "pcieperf: warning: --format pcm-iio for the counter file is deprecated; use "
+        "--counters-format pcm-iio"
+    )
+    assert json.loads(out)["source"] == "pcm-iio"
+
+
+def test_version_from_the_package_metadata(capsys):
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0
+    assert out == f"pcieperf {version('pcieperf')}\n"
+    assert version("pcieperf") == "0.1.0"  # pyproject.toml [project] version

@@ -1,0 +1,70 @@
+"""First contact: `pcieperf`, `pcieperf --help` and every command's and group's --help print
+help (exit 0, no traceback), name the main options and show one example line."""
+
+import subprocess
+import sys
+
+import pytest
+
+from pcieperf.cli import EXAMPLES, build_parser
+from tests.helpers.cli import ALL, run_cli
+
+
+def test_every_command_is_walked():
+    # 17 top-level commands and groups plus the 22 subcommands of the six groups (README list;
+    # `platforms` and `iommu fit` added with the platform profiles, `sweep` with the engine,
+    # `latency` with issue 18, `trace demand` with the archives, `dpdk fwd` with issue 16).
+    names = {" ".join(path) for path, _ in ALL}
+    assert {"link", "trace stats", "dpdk run", "iommu advise", "bench predict"} <= names
+    assert len(names) == 39 == len(EXAMPLES)
+
+
+@pytest.mark.parametrize("argv", [[], ["--help"]], ids=["bare", "help"])
+def test_pcieperf_alone_and_help(capsys, argv):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert "usage: pcieperf" in out
+    assert "Traceback" not in out + err
+    for path, _ in ALL:
+        if len(path) == 1:
+            assert path[0] in out
+
+
+@pytest.mark.parametrize("path", [p for p, _ in ALL], ids=[" ".join(p) for p, _ in ALL])
+def test_help_of_every_command(capsys, path):
+    code, out, err = run_cli(capsys, *path, "--help")
+    assert code == 0, err
+    assert "Traceback" not in out + err
+    assert f"usage: pcieperf {' '.join(path)}" in out
+    assert f"example:\n  {EXAMPLES[' '.join(path)]}" in out
+    parser = dict(ALL)[path]
+    for action in parser._actions:  # every option the command takes is described
+        for flag in action.option_strings:
+            assert flag in out, flag
+
+
+@pytest.mark.parametrize("group", sorted({p[0] for p, _ in ALL if len(p) == 2}))
+def test_a_group_alone_lists_its_commands(capsys, group):
+    code, out, _ = run_cli(capsys, group)
+    assert code == 0
+    subcommands = [p[1] for p, _ in ALL if len(p) == 2 and p[0] == group]
+    assert all(name in out for name in subcommands)
+
+
+def test_examples_parse():
+    # Every example line is a valid command line for the parser (its files aside).
+    parser = build_parser()
+    for example in EXAMPLES.values():
+        words = example.split()[1:]
+        args = parser.parse_args(words)
+        assert args.command == words[0]
+
+
+def test_help_from_a_fresh_process():
+    # The first command a newcomer types, in a process of its own (the entry point as installed).
+    done = subprocess.run(
+        [sys.executable, "-m", "pcieperf.cli", "--help"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "explain" in done.stdout
+    assert done.stderr == ""

@@ -1,0 +1,172 @@
+"""The numpy implementation of `trace stats` as it was before the statistics moved into the
+Rust core (commit 085f2a9, src/pcieperf/net/trace.py), kept as the oracle the Rust code is checked
+against on random traces (tests/net/test_trace_stats_oracle.py). Only `stats` takes the rate
+windows as an argument here; the computation is unchanged."""
+
+from fractions import Fraction
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pcieperf.net.ethernet import Ethernet
+from pcieperf.net.trace import (
+    LINK_HEADER_BYTES,
+    NS_PER_S,
+    SIZE_BINS,
+    SIZE_LABELS,
+    Trace,
+    Windows,
+    linktype_name,
+)
+
+
+def _peak_per_ns(amounts: NDArray[np.int64], covered_ns: NDArray[np.int64]) -> Fraction:
+    """The largest amount per ns over windows, exact. Callers round it once, as they round the
+    mean (a weighted average of the windows' rates), so rounding never puts a peak below the
+    mean. Windows cover at most two distinct times (see `Windows`)."""
+    return max(Fraction(int(amounts[covered_ns == c].max()), int(c)) for c in np.unique(covered_ns))
+
+
+def _per_s(per_ns: Fraction) -> float:
+    """Events per ns as events per second, rounded once (int / int is correctly rounded)."""
+    return per_ns.numerator * NS_PER_S / per_ns.denominator
+
+
+def _gbps(bits_per_ns: Fraction) -> float:
+    """Bits per ns are Gb/s, rounded once."""
+    return bits_per_ns.numerator / bits_per_ns.denominator
+
+
+def _rates(ts: NDArray[np.int64], wire_bits: NDArray[np.int64], window_ns: int) -> dict:
+    """Peak packet and bit rates over windows of `window_ns`, each divided by the time it
+    covers (see `Windows`), so a peak is never below the mean. Only occupied windows are
+    counted, so a trace spanning years costs no more than one spanning a second. A capture
+    without duration has no rate (None), as it has no mean."""
+    if ts.size == 0 or ts[0] == ts[-1]:
+        return {
+            "window_ns": window_ns,
+            "windows": int(ts.size > 0),
+            "peak_pps": None,
+            "peak_gbps": None,
+        }
+    windows = Windows.of(ts, window_ns)
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(windows.index)) + 1))
+    covered = windows.covered_ns(windows.index[starts])
+    packets = np.diff(np.append(starts, ts.size))
+    bits = np.add.reduceat(wire_bits, starts)
+    return {
+        "window_ns": window_ns,
+        "windows": windows.count,
+        "peak_pps": _per_s(_peak_per_ns(packets, covered)),
+        "peak_gbps": _gbps(_peak_per_ns(bits, covered)),
+    }
+
+
+def size_histogram(frames: NDArray[np.int64]) -> dict[str, int]:
+    """Packets per RMON frame-size bucket (frame bytes incl. FCS)."""
+    counts = np.bincount(np.searchsorted(SIZE_BINS, frames, side="right") - 1, minlength=8)
+    return {label: int(n) for label, n in zip(SIZE_LABELS, counts, strict=True)}
+
+
+def _wire_frames(trace: Trace) -> NDArray[np.int64]:
+    """Frame bytes incl. FCS where the link type is known, else the recorded wire length."""
+    known = all(i.linktype in LINK_HEADER_BYTES for i in trace.interfaces)
+    return trace.frame_bytes() if known else trace.wirelen.astype(np.int64)
+
+
+def bursts(
+    ts_ns: NDArray[np.int64], frames: NDArray[np.int64], eth: Ethernet, resolution_ns: int
+) -> dict:
+    """Runs of back-to-back packets: a packet is back-to-back with its predecessor when it
+    starts no later than the predecessor's wire time at line rate (+ timestamp resolution)."""
+    if ts_ns.size < 2:
+        return {"bursts": 0, "packets_in_bursts": 0, "max_burst": int(ts_ns.size)}
+    gap = np.diff(ts_ns)
+    wire_ns = eth.wire_bytes(frames[:-1]) * 8 / eth.rate_gbps
+    b2b = gap <= wire_ns + resolution_ns
+    edges = np.diff(np.concatenate(([0], b2b.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    lengths = ends - starts + 1  # a run of k back-to-back gaps is a burst of k+1 packets
+    return {
+        "bursts": int(lengths.size),
+        "packets_in_bursts": int(lengths.sum()),
+        "mean_burst": float(lengths.mean()) if lengths.size else 0.0,
+        "max_burst": int(lengths.max(initial=1)),
+        "gap_ns_p50": float(np.percentile(gap, 50)),
+        "gap_ns_p99": float(np.percentile(gap, 99)),
+        "gap_ns_min": int(gap.min()),
+    }
+
+
+def _resolution_ns(trace: Trace) -> int:
+    """Coarsest timestamp resolution among the interfaces, in ns (at least 1)."""
+    worst = 1.0
+    for i in trace.interfaces:
+        base = 2.0 if i.tsresol & 0x80 else 10.0
+        worst = max(worst, NS_PER_S * base ** -(i.tsresol & 0x7F))
+    return int(np.ceil(worst))
+
+
+def _summary(
+    ts: NDArray[np.int64], wirelen: NDArray[np.uint32], caplen: NDArray[np.uint32]
+) -> dict:
+    n = int(ts.size)
+    first = int(ts.min()) if n else None
+    last = int(ts.max()) if n else None
+    span_ns = last - first if n else 0
+    wire = int(wirelen.sum(dtype=np.int64))
+    return {
+        "packets": n,
+        "bytes_captured": int(caplen.sum(dtype=np.int64)),
+        "bytes_wire": wire,
+        "first_ts_ns": first,
+        "last_ts_ns": last,
+        "duration_s": span_ns / NS_PER_S,
+        # Exact ratios rounded once, like the peaks they are compared with.
+        "mean_pps": _per_s(Fraction(n, span_ns)) if span_ns else None,
+        "mean_gbps": _gbps(Fraction(wire * 8, span_ns)) if span_ns else None,
+    }
+
+
+def stats(trace: Trace, eth: Ethernet, windows_ns: tuple[int, ...]) -> dict:
+    """Everything `pcieperf trace stats` reports for one file (see the README's contract)."""
+    order = np.argsort(trace.ts_ns, kind="stable")
+    ts = trace.ts_ns[order]
+    frames = _wire_frames(trace)[order]
+    data_bits = trace.wirelen[order].astype(np.int64) * 8  # capinfos' "data bit rate"
+    out_of_order = int(np.count_nonzero(np.diff(trace.ts_ns) < 0))
+    result = {
+        "file": trace.path,
+        "format": trace.format,
+        "compression": trace.compression,
+        **_summary(trace.ts_ns, trace.wirelen, trace.caplen),
+        "out_of_order": out_of_order,
+        # capinfos -o: no packet earlier than the one before it (equal times allowed); unknown
+        # (None), as capinfos says, where none is but some carry no timestamp (Simple Packet
+        # Blocks).
+        "strict_time_order": False if out_of_order else (None if trace.untimed else True),
+        "skipped": trace.skipped,
+        "untimed": trace.untimed,
+        "snaplen_exceeded": trace.snaplen_exceeded,
+        "wirelen_below_caplen": trace.wirelen_below_caplen,
+        "truncated": trace.truncated,
+        "cut_short": trace.cut_short,
+        "rates": [_rates(ts, data_bits, w) for w in windows_ns],
+        "size_histogram": size_histogram(frames),
+        "bursts": {"eth_gbps": eth.rate_gbps, **bursts(ts, frames, eth, _resolution_ns(trace))},
+        "interfaces": [],
+    }
+    for k, iface in enumerate(trace.interfaces):
+        mine = trace.iface == k
+        result["interfaces"].append(
+            {
+                "id": k,
+                "linktype": iface.linktype,
+                "linktype_name": linktype_name(iface.linktype),
+                "name": iface.name,
+                "snaplen": iface.snaplen,
+                "section": iface.section,
+                **_summary(trace.ts_ns[mine], trace.wirelen[mine], trace.caplen[mine]),
+            }
+        )
+    return result

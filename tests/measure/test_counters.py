@@ -1,0 +1,317 @@
+"""Counter importers: exact values and units from hand-written files in each tool's documented
+format (tests/data/counters/README.md says where each detail comes from), quirks, bad files,
+and all-or-nothing imports into the store."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pcieperf.cli import main
+from pcieperf.measure import counters
+from pcieperf.measure.store import Store
+from tests.helpers import TESTS_DATA
+
+DATA = TESTS_DATA / "counters"
+
+
+def by_key(samples: counters.Samples) -> dict:
+    return {
+        (t, st, part, m): (v, u)
+        for t, st, part, m, v, u in zip(
+            samples.t_s,
+            samples.stack,
+            samples.part,
+            samples.metric,
+            samples.value,
+            samples.unit,
+            strict=True,
+        )
+    }
+
+
+def test_pcm_iio_skylake_repeated_headers_and_ragged_rows():
+    s = counters.parse(DATA / "pcm-iio-skx.csv", "pcm-iio")
+    got = by_key(s)
+    stack, part0 = "IIO Stack 2 - PCIe1", "Part0 (1st x16/x8/x4)"
+    # Values are per second and already bytes (pcm multiplies the 4-byte events by 4).
+    assert got[(0.0, stack, part0, "inbound_write")] == (1_495_000_000, "B/s")
+    assert got[(0.0, stack, part0, "inbound_read")] == (1_189_000_000, "B/s")
+    assert got[(0.0, stack, part0, "iotlb_miss")] == (192, "1/s")
+    # The second block starts 1.001 s later (23:08:10.123 -> 23:08:11.124).
+    assert got[(1.001, stack, part0, "outbound_write")] == (1_230_000, "B/s")
+    # Ragged Part1 rows: four byte metrics, no IOTLB columns.
+    part1 = {m for (t, _, p, m) in got if p == "Part1 (2nd x4)" and t == 0.0}
+    assert part1 == {"inbound_write", "inbound_read", "outbound_read", "outbound_write"}
+    # 2 samples x (Part0: 4 bytes + 7 IOMMU, Part1..3: 4 bytes) = 2 x 23.
+    assert len(s) == 46
+    assert set(s.socket) == {0}
+
+
+def test_pcm_iio_sapphire_rapids_human_readable_root_port_semicolons():
+    s = counters.parse(DATA / "pcm-iio-spr-human.csv", "pcm-iio")
+    got = by_key(s)
+    stack = "IIO Stack 2 - PCIe0 [16:02.0]"  # trailing pad spaces trimmed, Root Port kept
+    assert got[(0.0, stack, "Part0", "inbound_write")] == (1495e6, "B/s")  # "1495 M"
+    assert got[(1.0, stack, "Part0", "inbound_write")] == (2e9, "B/s")  # "   2 G"
+    assert got[(0.0, stack, "Part0", "iotlb_miss")] == (12e3, "1/s")  # "  12 K"
+    assert got[(0.0, stack, "Part0", "iotlb_lookup")] == (19e6, "1/s")
+    assert got[(0.0, stack, "Part0", "256t_cache_hit")] == (0, "1/s")
+
+
+def test_perf_iostat_mib_per_interval_become_bytes_per_second():
+    s = counters.parse(DATA / "perf-iostat-interval.csv", "perf-iostat")
+    got = by_key(s)
+    # 1134 MiB in the first interval of 1.000212350 s.
+    assert got[(1.000212350, "0000:17", "", "inbound_read")][0] == pytest.approx(
+        1134 * 2**20 / 1.000212350
+    )
+    # The second interval is 2.000513790 - 1.000212350 s long.
+    assert got[(2.000513790, "0000:17", "", "inbound_write")][0] == pytest.approx(
+        1432 * 2**20 / (2.000513790 - 1.000212350)
+    )
+    assert len(s) == 16
+
+
+def test_perf_stat_free_running_mib_per_interval_per_socket():
+    s = counters.parse(DATA / "perf-stat-free-running-icx.csv", "perf-stat")
+    got = {
+        (t, sk, st, p, m): v
+        for t, sk, st, p, m, v in zip(
+            s.t_s, s.socket, s.stack, s.part, s.metric, s.value, strict=True
+        )
+    }
+    stack = "uncore_iio_free_running_2"
+    # 1534.25 MiB (perf already applied .scale = 4 B / 2^20) over the first 1.000212350 s.
+    assert got[(1.000212350, 0, stack, "port0", "device_to_host")] == pytest.approx(
+        1534.25 * 2**20 / 1.000212350
+    )
+    # bw_out, second interval: 1220.00 MiB over 2.000401822 - 1.000212350 s.
+    assert got[(2.000401822, 0, stack, "port0", "host_to_device")] == pytest.approx(
+        1220.0 * 2**20 / (2.000401822 - 1.000212350)
+    )
+    assert got[(2.000401822, 1, stack, "port0", "device_to_host")] == 0.0
+    assert len(s) == 8
+    assert set(s.unit) == {"B/s"}
+
+
+def test_perf_stat_aliases_and_raw_events_totals_over_interval():
+    s = counters.parse(DATA / "perf-stat-iio-skx.csv", "perf-stat", interval_s=10.0, lenient=True)
+    got = by_key(s)
+    # UNC_IIO_DATA_REQ_OF_CPU.MEM_READ is the device reading memory: 11.96e9 B (ScaleUnit
+    # 4Bytes already applied, unit "Bytes") over the 10 s run.
+    assert got[(10.0, "uncore_iio_1", "part0", "inbound_read")] == (1.196e9, "B/s")
+    assert got[(10.0, "uncore_iio_1", "part0", "inbound_write")] == (1.495e9, "B/s")
+    # The raw form has no ScaleUnit: 3125000 counts of 4 bytes; ch_mask=0x2 is part 1.
+    assert got[(10.0, "uncore_iio_1", "part1", "outbound_write")] == (3125000 * 4 / 10, "B/s")
+    # <not counted> is skipped under --lenient and named.
+    assert s.skipped_columns == ["UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART1 [uncore_iio_1]"]
+    assert len(s) == 5
+
+
+def test_perf_stat_per_die_node_and_cpu_keep_each_counter_apart(tmp_path):
+    path = tmp_path / "p.csv"
+    event = "uncore_iio_free_running_2/bw_in_port0/"
+    lines = []
+    for t in ("1.0", "2.0"):
+        for aggregation, mib in (("S0-D0", 1), ("S0-D1", 2), ("N1", 3), ("CPU36", 4)):
+            lines.append(f"{t};{aggregation};1;{mib};MiB;{event};1;100.00;;")
+    path.write_text("\n".join(lines) + "\n")
+    s = counters.parse(path, "perf-stat")
+    got = {(t, sk, st): v for t, sk, st, v in zip(s.t_s, s.socket, s.stack, s.value, strict=True)}
+    stack = "uncore_iio_free_running_2"
+    # Each aggregation is its own counter over 1 s intervals; dies keep their socket.
+    assert got[(2.0, 0, f"{stack} [S0-D1]")] == 2 * 2**20
+    assert got[(2.0, None, f"{stack} [N1]")] == 3 * 2**20
+    assert got[(1.0, None, f"{stack} [CPU36]")] == 4 * 2**20
+    assert len(s) == 8
+
+
+def test_perf_stat_raw_umask_spellings_and_skipped_only_files(tmp_path):
+    path = tmp_path / "p.csv"
+    # uncore-io.json spells umasks 0x04; perf keeps the user's spelling in the name.
+    path.write_text("8;;uncore_iio_0/event=0x83,umask=0x04/;1;100.00;;\n")
+    assert counters.parse(path, "perf-stat", interval_s=2).value == [8 * 4 / 2]
+    path.write_text("<not supported>;Bytes;UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART0;0;0.00;;\n")
+    with pytest.raises(counters.CounterFileError, match="line 1: no IIO samples"):
+        counters.parse(path, "perf-stat", interval_s=2, lenient=True)
+
+
+@pytest.mark.parametrize("interval", [-1.0, float("nan"), float("inf"), 0.0])
+def test_interval_must_be_positive_and_finite(interval):
+    with pytest.raises(counters.UsageError, match="--interval"):
+        counters.parse(DATA / "perf-iostat-interval.csv", None, interval_s=interval)
+
+
+def test_vtune_summary_quoted_names_and_embedded_table():
+    s = counters.parse(DATA / "vtune-io-summary.csv", "vtune")
+    # MB/sec taken as 10^6 B/s; the averages cover the 20.012 s elapsed time.
+    assert by_key(s) == {
+        (20.012, "", "", "inbound_read"): (1196.2e6, "B/s"),
+        (20.012, "", "", "inbound_write"): (1495.0e6, "B/s"),
+        (20.012, "", "", "outbound_read"): (0.0, "B/s"),
+        (20.012, "", "", "outbound_write"): (12.5e6, "B/s"),
+    }
+
+
+def test_vtune_unquoted_names_and_tab_delimiter(tmp_path):
+    path = tmp_path / "v.csv"
+    # -csv-delimiter tab: detected from the header.
+    path.write_text(
+        "Hierarchy Level\tMetric Name\tMetric Value\n1\tInbound PCIe Write, GB/sec\t1.5\n"
+    )
+    assert counters.parse(path, "vtune").value == [1.5e9]
+    # Unquoted: the name's own comma splits it; the cells are joined back.
+    path.write_text("Hierarchy Level,Metric Name,Metric Value\n1,Outbound PCIe Read, MB/sec,3\n")
+    assert counters.parse(path, "vtune").value == [3e6]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "message"),
+    [
+        ("pcm-iio", "hello,world\n1,2\n", "line 1: not a pcm-iio CSV"),
+        (
+            "pcm-iio",
+            (DATA / "pcm-iio-skx.csv").read_text()[:-40],
+            "line 10: truncated row: no counter values",  # the last of 10 lines, cut short
+        ),
+        (
+            "pcm-iio",
+            "Date,Time,Socket,Name,Part,IB write,Mystery\n",
+            "line 1: unknown pcm-iio column 'Mystery'",
+        ),
+        (
+            "pcm-iio",
+            "Date,Time,Socket,Name,Part,IB write\n"
+            "2026-11-21,23:08:10.123,Socket0,S,Part0,73786976294838206460\n",
+            "line 2: IB write value '73786976294838206460' is not a counter reading",
+        ),
+        ("perf-iostat", "port,Inbound Read(MB),Bogus(MB)\n", "line 1: unknown perf iostat column"),
+        (
+            "perf-iostat",
+            "port,Inbound Read(MB)\n0000:17,5\n",
+            "line 2: perf iostat without -I reports totals; pass --interval SECONDS",
+        ),
+        ("perf-stat", "hello world\n", "line 1: not a perf stat -x line"),
+        (
+            "perf-stat",
+            "1.0;5;MiB;uncore_iio_free_running_0/ioclk/;1;100.00;;\n",
+            "line 1: unknown perf stat event 'uncore_iio_free_running_0/ioclk/'",
+        ),
+        (
+            "perf-stat",
+            "<not counted>;Bytes;UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART0;0;0.00;;\n",
+            "line 1: event 'UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART0' is <not counted>",
+        ),
+        (
+            "perf-stat",
+            "1.0;2;MiB;uncore_iio_free_running_0/bw_in_port0/;1;100.00;;\n"
+            "1.0;2;MiB;uncore_iio_free_running_0/bw_in_port0/;1;100.00;;\n",
+            "line 2: time 1.0 does not advance",
+        ),
+        (
+            "perf-stat",
+            "5;Bytes;UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART0;1;100.00;;\n",
+            "line 1: perf without -I reports totals; pass --interval SECONDS",
+        ),
+        (
+            "perf-stat",
+            "1.0;S0;1;nan;MiB;uncore_iio_free_running_0/bw_in_port0/;1;100.00;;\n",
+            "line 1: uncore_iio_free_running_0/bw_in_port0/ value 'nan' is not a counter reading",
+        ),
+        ("vtune", "Function,CPU Time\n", "line 1: not a VTune CSV report"),
+        (
+            "vtune",
+            "Hierarchy Level,Metric Name,Metric Value\n0,Elapsed Time,3\n",
+            "line 2: no PCIe bandwidth metric",
+        ),
+        (
+            "vtune",
+            'Hierarchy Level,Metric Name,Metric Value\n1,"Inbound PCIe Read, MB/sec"\n',
+            "line 2: truncated row",
+        ),
+        (
+            "vtune",
+            "Hierarchy Level,Metric Name,Metric Value,Extra\n",
+            "line 1: unknown VTune column 'Extra'",
+        ),
+    ],
+)
+def test_bad_files_name_file_and_line(tmp_path, fmt, text, message):
+    path = tmp_path / "c.csv"
+    path.write_text(text)
+    with pytest.raises(counters.CounterFileError) as err:
+        counters.parse(path, fmt)
+    assert str(err.value).startswith(f"{path}: {message}")
+
+
+def test_lenient_skips_unknown_columns(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text(
+        "Date,Time,Socket,Name,Part,IB write,Mystery\n"
+        "2026-11-21,23:08:10.123,Socket0,S,Part0,400,7\n"
+    )
+    s = counters.parse(path, "pcm-iio", lenient=True)
+    assert (s.metric, s.value, s.skipped_columns) == (["inbound_write"], [400.0], ["Mystery"])
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("pcm-iio-skx.csv", []),
+        ("pcm-iio-spr-human.csv", []),
+        ("perf-iostat-interval.csv", []),
+        ("perf-stat-free-running-icx.csv", []),
+        ("perf-stat-iio-skx.csv", ["--interval", "10", "--lenient"]),
+        ("vtune-io-summary.csv", []),
+    ],
+)
+def test_every_test_file_is_detected_and_round_trips_exactly(tmp_path, capsys, name, options):
+    db = str(tmp_path / "s.duckdb")
+    # No --format: the tool is detected from the file.
+    assert main(["counters", "import", str(DATA / name), *options, "--db", db, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    parsed = counters.parse(
+        DATA / name, None, interval_s=10.0 if options else None, lenient=bool(options)
+    )
+    assert out["source"] == parsed.source
+    with Store(Path(db)) as store:
+        rows = store.counter_samples(out["import_id"])
+    assert [(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows] == list(
+        zip(
+            parsed.t_s,
+            parsed.socket,
+            parsed.stack,
+            parsed.part,
+            parsed.metric,
+            parsed.value,
+            parsed.unit,
+            strict=True,
+        )
+    )
+    assert {r[6] for r in rows} <= {"B/s", "1/s"}
+
+
+def test_store_round_trip_is_exact_and_imports_are_all_or_nothing(tmp_path, capsys):
+    db = tmp_path / "s.duckdb"
+    source = DATA / "pcm-iio-skx.csv"
+    assert (
+        main(["counters", "import", str(source), "--format", "pcm-iio", "--db", str(db), "--json"])
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["samples"] == 46
+    parsed = counters.parse(source, "pcm-iio")
+    with Store(db) as store:
+        rows = store.counter_samples(out["import_id"])
+    assert [(r[2], r[3], r[4], r[5], r[6]) for r in rows] == list(
+        zip(parsed.stack, parsed.part, parsed.metric, parsed.value, parsed.unit, strict=True)
+    )
+    # The same file again needs --force; a broken file changes nothing.
+    assert main(["counters", "import", str(source), "--format", "pcm-iio", "--db", str(db)]) == 2
+    assert "already imported; pass --force" in capsys.readouterr().err
+    broken = tmp_path / "broken.csv"
+    broken.write_text(source.read_text()[:-40])
+    assert main(["counters", "import", str(broken), "--format", "pcm-iio", "--db", str(db)]) == 2
+    with Store(db) as store:
+        assert [i["samples"] for i in store.counter_imports()] == [46]
