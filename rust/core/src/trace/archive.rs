@@ -1101,6 +1101,29 @@ pub struct DemandConfig {
     pub capacity_gbps: f64,
 }
 
+impl DemandConfig {
+    /// A demand cost, or why not: it needs a window of at least 1 ns and equally long,
+    /// non-empty costs.
+    pub fn new(
+        window_ns: u64,
+        up: Vec<f64>,
+        down: Vec<f64>,
+        capacity_gbps: f64,
+    ) -> Result<Self, String> {
+        if window_ns == 0 || up.len() != down.len() || up.is_empty() {
+            return Err(
+                "a demand needs a window of at least 1 ns and equally long, non-empty costs".into(),
+            );
+        }
+        Ok(Self {
+            window_ns,
+            up,
+            down,
+            capacity_gbps,
+        })
+    }
+}
+
 /// Frame sizes and their counts, ascending.
 type SizeCounts = Vec<(i64, u64)>;
 
@@ -1209,6 +1232,7 @@ impl DemandAcc {
 
 /// The PCIe demand of a set of packets, per direction.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct Demand {
     pub windows: u64,
     pub peak_up_gbps: f64,
