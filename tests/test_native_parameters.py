@@ -1,0 +1,118 @@
+"""Parameters cross into the Rust core as the core's own types (issue 16): SimParams,
+PortConfig, CacheShape, ... derive their conversion from a dict (rust/core, feature `pyo3`),
+the enumerations convert from their names. Whatever cannot be converted is one line naming the
+struct's field and why (a UsageError through `pcieperf._native`), never a traceback."""
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pcieperf._native import core
+from pcieperf.dpdk import iommu
+from pcieperf.errors import UsageError
+from pcieperf.net import trace
+from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.pciebench import sim
+from test_sim import DEVICE, HOST, point
+
+
+@pytest.fixture(scope="module")
+def bench_params():
+    """A valid SimParams dict: 1000 transactions of a 64 B random read."""
+    return sim.sim_params(point(), HOST, DEVICE, 1000, 1, record_latencies=False)
+
+
+@pytest.fixture(scope="module")
+def port_params():
+    """A valid port-run dict (PortConfig, CacheShape, PortRun): the default setup, 64 B frames."""
+    platform = iommu.load_platform()
+    traffic = iommu.Traffic(parse_mix("64"), Ethernet(40))
+    return iommu.port_params(iommu.PortSetup(), traffic, platform.iommu, 1000)
+
+
+def rejects(call, message):
+    """`call` raises a UsageError whose whole message is `message` (one line)."""
+    with pytest.raises(UsageError, match=f"^{re.escape(message)}$"):
+        call()
+
+
+def test_a_valid_dict_runs(bench_params):
+    # 1000 transactions asked, 1000 simulated (a BW read: one transaction per unit).
+    assert core().simulate(bench_params)["transactions"] == 1000
+
+
+def test_a_mistyped_field_is_named_with_its_struct(bench_params):
+    # The derive names Struct.field; CPython's int conversion says why.
+    rejects(
+        lambda: core().simulate(bench_params | {"size": "64"}),
+        "failed to extract field SimParams.size: 'str' object cannot be interpreted as an integer",
+    )
+    rejects(
+        lambda: core().simulate(bench_params | {"tags": -1}),
+        # u32 goes through Rust's TryFrom<i64>, whose error this is.
+        "failed to extract field SimParams.tags: out of range integral type conversion attempted",
+    )
+
+
+def test_an_enumeration_names_the_allowed_values(bench_params, port_params):
+    # The names of rust/core/src/py.rs, as the glue's hand-written choices had them.
+    rejects(
+        lambda: core().simulate(bench_params | {"ops": "copy"}),
+        'failed to extract field SimParams.ops: ops "copy": use read, write, alternate or '
+        "write_then_read",
+    )
+    rejects(
+        lambda: core().port_misses(port_params | {"replacement": "fifo"}),
+        'failed to extract field CacheShape.replacement: replacement "fifo": use lru or random',
+    )
+    rejects(
+        lambda: core().port_misses(port_params | {"iova": "io"}),
+        'failed to extract field PortConfig.iova: iova "io": use va or pa',
+    )
+
+
+@given(st.text(max_size=8).filter(lambda t: t not in ("seq", "rand")))
+def test_any_other_pattern_is_refused_with_both_names(text):
+    params = sim.sim_params(point(), HOST, DEVICE, 10, 1, record_latencies=False)
+    with pytest.raises(
+        UsageError, match=r"^failed to extract field SimParams\.pattern: .*: use seq or rand$"
+    ):
+        core().simulate(params | {"pattern": text})
+
+
+def test_a_missing_entry_is_named_nested_or_renamed(port_params):
+    # CacheShape reads `iotlb_ways` for its field `ways`; the LLC is a nested LlcShape.
+    without_ways = {k: v for k, v in port_params.items() if k != "iotlb_ways"}
+    rejects(lambda: core().port_misses(without_ways), "missing parameter 'iotlb_ways'")
+    llc = {"sets_per_slice": 2048, "ddio_ways": 2}
+    rejects(
+        lambda: core().port_misses(port_params | {"llc": llc}),
+        "failed to extract field PortConfig.llc: missing parameter 'slices'",
+    )
+
+
+def test_a_transaction_class_list_is_converted_whole(port_params):
+    # One class without its `hit_ns`: the whole list is refused, naming the entry.
+    classes = [{"read": True, "queue": 0, "tags": 1}]
+    rejects(
+        lambda: core().port_simulate(port_params | {"iommu": True}, classes),
+        "missing parameter 'issue_ns'",
+    )
+
+
+def test_the_stats_config_is_converted_then_checked():
+    config = trace.stats_config(40, trace.WINDOWS_NS)
+    rejects(
+        lambda: core().trace_stats([], {k: v for k, v in config.items() if k != "percentiles"}),
+        "missing parameter 'percentiles'",
+    )
+    # Converted fine, refused by StatsConfig::check (rust/core/src/trace/stats.rs).
+    rejects(
+        lambda: core().trace_stats([], config | {"percentiles": [50.0, 101.0]}),
+        "percentiles must lie within 0..=100",
+    )
+    # distinct_gap_limit is optional (the core's default); an empty file list gives no results.
+    assert list(core().trace_stats([], config)) == []
+    assert list(core().trace_stats([], config | {"distinct_gap_limit": 8})) == []
