@@ -4,12 +4,12 @@ use std::path::PathBuf;
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pcieperf_core::trace::archive::{
-    file_partial, files_partial, first_record, DemandConfig, Partial,
+    file_partial, files_partial, first_record, DemandConfig, Partial, ReadFacts,
 };
 use pcieperf_core::trace::columns::{in_parallel, read_columns};
 use pcieperf_core::trace::merge::{convert, merge_part, merge_with, scan, MergeOptions, Part};
 use pcieperf_core::trace::read::ReadOptions;
-use pcieperf_core::trace::stats::{columns_stats, file_stats, FileStats, StatsConfig, Summary};
+use pcieperf_core::trace::stats::{columns_stats, file_stats, StatsConfig, Summary};
 use pcieperf_core::trace::synth::{synthesize, Synthesizer};
 use pcieperf_core::trace::write::{Batch, OutFormat, Writer, DEFAULT_BUFFER_BYTES};
 use pcieperf_core::trace::Interface;
@@ -89,10 +89,11 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
     Ok(d)
 }
 
-fn file_stats_dict<'py>(py: Python<'py>, f: &FileStats) -> PyResult<Bound<'py, PyDict>> {
-    let d = summary_dict(py, &f.summary)?;
-    d.set_item("format", f.format)?;
-    d.set_item("compression", f.compression)?;
+/// A summary with what the reader found, as `trace_stats` gives it for one file.
+fn stats_dict<'py>(py: Python<'py>, s: &Summary, f: &ReadFacts) -> PyResult<Bound<'py, PyDict>> {
+    let d = summary_dict(py, s)?;
+    d.set_item("format", &f.format)?;
+    d.set_item("compression", &f.compression)?;
     d.set_item("interfaces", f.interfaces.clone())?;
     d.set_item("skipped", f.skipped)?;
     d.set_item("untimed", f.untimed)?;
@@ -123,7 +124,7 @@ pub fn trace_stats<'py>(
         &paths,
         threads,
         |p| file_stats(p, read, &config),
-        |stats| Ok(file_stats_dict(py, &stats)?.into_any()),
+        |stats| Ok(stats_dict(py, &stats.summary, &ReadFacts::from(&stats))?.into_any()),
     )
 }
 
@@ -436,18 +437,7 @@ impl TracePartial {
         #[pyo3(from_py_with = stats_config)] config: StatsConfig,
     ) -> PyResult<Bound<'py, PyDict>> {
         let summary = self.inner.summary(&config).map_err(PyValueError::new_err)?;
-        let f = &self.inner.facts;
-        let d = summary_dict(py, &summary)?;
-        d.set_item("format", &f.format)?;
-        d.set_item("compression", &f.compression)?;
-        d.set_item("interfaces", f.interfaces.clone())?;
-        d.set_item("skipped", f.skipped)?;
-        d.set_item("untimed", f.untimed)?;
-        d.set_item("snaplen_exceeded", f.quirks.snaplen_exceeded)?;
-        d.set_item("wirelen_below_caplen", f.quirks.wirelen_below_caplen)?;
-        d.set_item("cut_short", f.cut_short.clone())?;
-        d.set_item("reads", f.reads)?;
-        Ok(d)
+        stats_dict(py, &summary, &self.inner.facts)
     }
 
     /// Names `to` instead of `from` in what the reader reported (a file read from a copy).

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use super::read::{Quirks, ReadOptions, Reader};
 use super::stats::{
-    back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Counts, FrameRule, RuleWatch,
-    StatsConfig, Summary, Totals, Window,
+    back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Counts, FileStats, FrameRule,
+    RuleWatch, StatsConfig, Summary, Totals, Window,
 };
 use super::Interface;
 use crate::CoreError;
@@ -385,6 +385,22 @@ pub struct ReadFacts {
     pub quirks: Quirks,
     pub cut_short: Option<String>,
     pub reads: u32,
+}
+
+impl From<&FileStats> for ReadFacts {
+    /// What the reader of one file's statistics found.
+    fn from(f: &FileStats) -> Self {
+        ReadFacts {
+            format: f.format.to_owned(),
+            compression: f.compression.to_owned(),
+            interfaces: f.interfaces.clone(),
+            skipped: f.skipped,
+            untimed: f.untimed,
+            quirks: f.quirks,
+            cut_short: f.cut_short.clone(),
+            reads: f.reads,
+        }
+    }
 }
 
 impl ReadFacts {
