@@ -102,6 +102,11 @@ def test_a_transaction_class_list_is_converted_whole(port_params):
     )
 
 
+def test_a_timed_port_run_must_say_whether_it_translates(port_params):
+    # `iommu` has no default: a timed run without it would silently drop the IOMMU.
+    rejects(lambda: core().port_simulate(port_params, []), "missing parameter 'iommu'")
+
+
 def test_the_stats_config_is_converted_then_checked():
     config = trace.stats_config(40, trace.WINDOWS_NS)
     rejects(

@@ -10,16 +10,13 @@ use crate::pages::PagesTouched;
 use crate::sim::{self, Iommu, Machine, SimResult, TxnClass, Walks};
 
 /// How a port's stream is run: the IOMMU's page-walk cache, the packets that warm it and the
-/// IOTLB up, the packets counted after them, and whether a timed run translates (counting
-/// always does).
+/// IOTLB up, and the packets counted after them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
 pub struct PortRun {
     pub pwc_entries: u32,
     pub warmup: u64,
     pub packets: u64,
-    #[cfg_attr(feature = "pyo3", pyo3(default))]
-    pub iommu: bool,
 }
 
 /// What the counted packets did: packets written into host memory and forwarded, their DMA
@@ -126,7 +123,7 @@ pub fn count_misses(
 }
 
 /// A port's stream after warm-up played through the device and link, and the IOMMU if
-/// `run.iommu` (its walkers as `walks` say): the counts and the timed run. The IOTLB misses
+/// `with_iommu` (its walkers as `walks` say): the counts and the timed run. The IOTLB misses
 /// are those in the order the IOMMU saw the transactions (link order, which the NIC's two
 /// queues may interleave differently from the stream): the ones the walkers served.
 pub fn simulate(
@@ -135,6 +132,7 @@ pub fn simulate(
     run: &PortRun,
     machine: &Machine,
     walks: Walks,
+    with_iommu: bool,
     classes: &[TxnClass],
 ) -> Result<(PortCounts, SimResult), CoreError> {
     let (mut stream, warmed) = warmed_stream(port, iotlb, run)?;
@@ -148,14 +146,14 @@ pub fn simulate(
     let result = sim::run(
         machine,
         classes,
-        run.iommu.then_some(&mut iommu),
+        with_iommu.then_some(&mut iommu),
         txns,
         true,
     )?;
     let counts = PortCounts {
         transactions: result.transactions,
         iotlb_misses: result.iotlb_misses,
-        pwc_misses: if run.iommu {
+        pwc_misses: if with_iommu {
             iommu.translator.pwc_misses
         } else {
             0

@@ -1,7 +1,10 @@
 //! PyO3 glue: the only place where Python and the Rust core meet (`pcieperf._core`).
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pcieperf_core::dataplane::PortConfig;
 use pcieperf_core::error::ErrorKind;
+use pcieperf_core::iotlb::CacheShape;
+use pcieperf_core::port::PortRun;
 use pcieperf_core::sim::{self, Machine, SimParams, TxnClass, Walks};
 use pcieperf_core::{port, tlp, CoreError};
 use pyo3::create_exception;
@@ -100,6 +103,14 @@ fn parameters<'py, T: FromPyObject<'py>>(value: &Bound<'py, PyAny>) -> PyResult<
         .map_err(|err| invalid(conversion_message(value.py(), &err)))
 }
 
+/// One plain entry of a parameter dict (a switch beside the structs the dict fills).
+fn entry<'py, T: FromPyObject<'py>>(params: &Bound<'py, PyAny>, key: &str) -> PyResult<T> {
+    params
+        .get_item(key)
+        .and_then(|value| value.extract())
+        .map_err(|err| invalid(conversion_message(params.py(), &err)))
+}
+
 /// The Python exception for an argument the glue cannot accept.
 fn invalid(what: impl Into<String>) -> PyErr {
     to_py_err(CoreError::Invalid(what.into()))
@@ -121,15 +132,20 @@ fn simulate<'py>(
     Ok(out)
 }
 
+/// The port, its IOTLB and how it is run, all read from one dict.
+fn port_run(params: &Bound<'_, PyAny>) -> PyResult<(PortConfig, CacheShape, PortRun)> {
+    Ok((
+        parameters(params)?,
+        parameters(params)?,
+        parameters(params)?,
+    ))
+}
+
 /// Counts IOTLB misses and touched pages of a DPDK port's DMA stream (no timing): `params`
 /// holds a `PortConfig`, a `CacheShape` and a `PortRun`.
 #[pyfunction]
 fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let (config, iotlb, run) = (
-        parameters(params)?,
-        parameters(params)?,
-        parameters(params)?,
-    );
+    let (config, iotlb, run) = port_run(params)?;
     let counts = py
         .detach(|| port::count_misses(config, iotlb, &run))
         .map_err(to_py_err)?;
@@ -137,21 +153,18 @@ fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyAny>) -> PyResult<Bou
 }
 
 /// Plays a DPDK port's DMA stream through the device, link and (if `iommu`) the IOMMU:
-/// `params` as for `port_misses`, plus a `Machine` and `Walks`.
+/// `params` as for `port_misses`, plus a `Machine`, `Walks` and the `iommu` switch.
 #[pyfunction]
 fn port_simulate<'py>(
     py: Python<'py>,
     params: &Bound<'py, PyAny>,
     #[pyo3(from_py_with = parameters::<Vec<TxnClass>>)] classes: Vec<TxnClass>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (config, iotlb, run) = (
-        parameters(params)?,
-        parameters(params)?,
-        parameters(params)?,
-    );
+    let with_iommu = entry(params, "iommu")?;
+    let (config, iotlb, run) = port_run(params)?;
     let (machine, walks): (Machine, Walks) = (parameters(params)?, parameters(params)?);
     let (counts, result) = py
-        .detach(|| port::simulate(config, iotlb, &run, &machine, walks, &classes))
+        .detach(|| port::simulate(config, iotlb, &run, &machine, walks, with_iommu, &classes))
         .map_err(to_py_err)?;
     let out = counts.into_pyobject(py)?;
     out.set_item("elapsed_ns", result.elapsed_ns)?;
