@@ -67,7 +67,7 @@ def rejects(call, message):
 
 def test_a_valid_dict_runs():
     # 1000 transactions asked, 1000 simulated (a read: one transaction per unit).
-    assert core().simulate()["transactions"] == 1000
+    assert core().simulate(BENCH)["transactions"] == 1000
 
 
 def test_a_mistyped_field_is_named_with_its_struct():
