@@ -126,8 +126,9 @@ def test_file_and_glue_errors_arrive_mapped(tmp_path):
     missing = tmp_path / "none.pcap"
     with pytest.raises(TraceFileError, match=f"^{re.escape(str(missing))}: "):
         core().trace_read(str(missing))
-    # The glue's own checks (a parameter dict without its entries) are bad values too.
-    with pytest.raises(UsageError, match=r'^missing simulation parameter "'):
+    # The glue's own checks (a parameter dict without its entries) are bad values too; the
+    # first field of SimParams (rust/core/src/sim/bench.rs) is the first one missing.
+    with pytest.raises(UsageError, match=r"^missing parameter 'transactions'$"):
         core().simulate({"pattern": "seq", "ops": "read"})
 
 

@@ -7,6 +7,10 @@ becomes a UsageError, `_core.FileError` (a capture file it cannot read or write)
 TraceFileError, and `_core.Error` itself (the caller broke the core's contract: a bug) an
 InternalError. Functions of `core()` arrive mapped; `call` maps a method of a core object, and
 `checked` an error that a function returns in a per-file list instead of raising.
+
+Parameters go in as dicts whose entries the core's own structs read by field name (`SimParams`,
+`PortConfig`, `StatsConfig`, ...: rust/core/src/py.rs); a missing or mistyped entry, or an
+unknown name of an enumeration, is a ParameterError in one line naming the field.
 """
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ pub enum Iova {
 
 /// One DPDK forwarding setup: ports, queues, rings, thresholds, mempool, pages and traffic.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
 pub struct PortConfig {
     pub ports: u32,
     pub queues: u32,

@@ -17,6 +17,7 @@ use crate::error::CoreError;
 
 /// Shape of the LLC as DDIO sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
 pub struct LlcShape {
     /// Sets per slice (a power of two) and slices.
     pub sets_per_slice: u32,

@@ -18,10 +18,14 @@ pub enum Replacement {
 }
 
 /// Shape of an IOTLB: how many entries, how they are grouped and replaced.
+/// From Python: a dict's `iotlb_entries`, `iotlb_ways` and `replacement`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
 pub struct CacheShape {
+    #[cfg_attr(feature = "pyo3", pyo3(item("iotlb_entries")))]
     pub entries: u32,
     /// Entries per set; 0 or `entries` means fully associative.
+    #[cfg_attr(feature = "pyo3", pyo3(item("iotlb_ways")))]
     pub ways: u32,
     pub replacement: Replacement,
 }

@@ -8,18 +8,24 @@
 //!   transaction stream (such as a DPDK port's) through the same device, link and IOMMU.
 //! - [`iotlb`]: the IOMMU's translation caches, shared by both.
 //! - [`pages`]: the pages a DMA stream touches (its working set).
+//! - [`port`]: a DPDK port's stream run through the IOMMU: miss counts and timed runs.
 //! - [`ddio`]: the LLC ways DDIO allocates into, as a DPDK port's DMA sees them.
 //! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis).
 //! - `rng`: the pseudo-random generator they share (a leaf, so no two of them import each
 //!   other for it).
 //! - [`error`]: the one error type every public function returns (a capture file's errors name
 //!   the file and byte offset).
+//! - `py` (feature `pyo3`, enabled by the glue only): the parameter types' conversions from
+//!   Python values.
 
 pub mod dataplane;
 pub mod ddio;
 pub mod error;
 pub mod iotlb;
 pub mod pages;
+pub mod port;
+#[cfg(feature = "pyo3")]
+mod py;
 mod rng;
 pub mod sim;
 pub mod tlp;

@@ -1,29 +1,24 @@
 //! Capture-file glue: reading into numpy columns, the buffered writer, merge and synthesis.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::path::PathBuf;
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pcieperf_core::trace::archive::{
-    file_partial, files_partial, first_record, DemandConfig, Partial,
+    file_partial, files_partial, first_record, DemandConfig, Partial, ReadFacts,
 };
-use pcieperf_core::trace::merge::{
-    convert, merge_part, merge_with, scan, MergeOptions, MergeStats, Part,
-};
-use pcieperf_core::trace::read::{Quirks, ReadOptions, Reader};
-use pcieperf_core::trace::stats::{
-    columns_stats, file_stats, FileStats, StatsConfig, Summary, Totals, DISTINCT_GAP_LIMIT,
-};
+use pcieperf_core::trace::columns::{in_parallel, read_columns};
+use pcieperf_core::trace::merge::{convert, merge_part, merge_with, scan, MergeOptions, Part};
+use pcieperf_core::trace::read::ReadOptions;
+use pcieperf_core::trace::stats::{columns_stats, file_stats, StatsConfig, Summary};
 use pcieperf_core::trace::synth::{synthesize, Synthesizer};
-use pcieperf_core::trace::write::{OutFormat, WriteStats, Writer, DEFAULT_BUFFER_BYTES};
+use pcieperf_core::trace::write::{Batch, OutFormat, Writer, DEFAULT_BUFFER_BYTES};
 use pcieperf_core::trace::Interface;
 use pcieperf_core::CoreError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::{invalid, to_py_err};
+use crate::{invalid, parameters, to_py_err};
 
 fn out_format(text: &str) -> PyResult<OutFormat> {
     match text {
@@ -33,79 +28,6 @@ fn out_format(text: &str) -> PyResult<OutFormat> {
             "output format {other:?} is not allowed; use pcap or pcapng"
         ))),
     }
-}
-
-/// Every packet of a file as columns, plus what the reader learnt about the file.
-struct Columns {
-    ts_ns: Vec<i64>,
-    caplen: Vec<u32>,
-    wirelen: Vec<u32>,
-    iface: Vec<u32>,
-    offset: Vec<u64>,
-    interfaces: Vec<Interface>,
-    skipped: u64,
-    untimed: u64,
-    quirks: Quirks,
-    cut_short: Option<String>,
-    format: &'static str,
-    compression: &'static str,
-    nanosecond: bool,
-    file_bytes: u64,
-}
-
-fn read_columns(path: &Path, options: ReadOptions, offsets: bool) -> Result<Columns, CoreError> {
-    let mut reader = Reader::open_with(path, options)?;
-    // A lower bound on the packet count (16-byte headers, no data) would over-allocate; the
-    // average 64-byte frame is a good first guess and the vectors grow from there (they start
-    // empty where the size is unknown: standard input, compressed files).
-    let guess = reader.size_hint().unwrap_or(0) as usize / 96;
-    let mut c = Columns {
-        ts_ns: Vec::with_capacity(guess),
-        caplen: Vec::with_capacity(guess),
-        wirelen: Vec::with_capacity(guess),
-        iface: Vec::with_capacity(guess),
-        offset: Vec::with_capacity(if offsets { guess } else { 0 }),
-        interfaces: Vec::new(),
-        skipped: 0,
-        untimed: 0,
-        quirks: Quirks::default(),
-        cut_short: None,
-        format: reader.format(),
-        compression: reader.compression().name(),
-        nanosecond: reader.nanosecond_pcap(),
-        file_bytes: 0,
-    };
-    while let Some(r) = reader.next_record()? {
-        c.ts_ns.push(r.ts_ns);
-        c.caplen.push(r.caplen);
-        c.wirelen.push(r.wirelen);
-        c.iface.push(r.iface);
-        if offsets {
-            c.offset.push(r.data_offset);
-        }
-    }
-    c.interfaces = reader.interfaces().to_vec();
-    c.skipped = reader.skipped();
-    c.untimed = reader.untimed();
-    c.quirks = reader.quirks();
-    c.cut_short = reader.cut_short().map(ToString::to_string);
-    c.file_bytes = reader.bytes_read();
-    Ok(c)
-}
-
-fn interfaces_list<'py>(py: Python<'py>, ifaces: &[Interface]) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    for i in ifaces {
-        let d = PyDict::new(py);
-        d.set_item("linktype", i.linktype)?;
-        d.set_item("snaplen", i.snaplen)?;
-        d.set_item("tsresol", i.tsresol)?;
-        d.set_item("tsoffset_s", i.tsoffset_s)?;
-        d.set_item("name", i.name.clone())?;
-        d.set_item("section", i.section)?;
-        list.append(d)?;
-    }
-    Ok(list)
 }
 
 /// Reads a pcap/pcapng file (`-`: standard input; gzip or zstd by magic) into numpy columns
@@ -135,7 +57,7 @@ pub fn trace_read<'py>(
     if offsets {
         out.set_item("offset", c.offset.into_pyarray(py))?;
     }
-    out.set_item("interfaces", interfaces_list(py, &c.interfaces)?)?;
+    out.set_item("interfaces", c.interfaces)?;
     out.set_item("skipped", c.skipped)?;
     out.set_item("untimed", c.untimed)?;
     out.set_item("snaplen_exceeded", c.quirks.snaplen_exceeded)?;
@@ -148,102 +70,31 @@ pub fn trace_read<'py>(
     Ok(out)
 }
 
-/// A required entry of the statistics configuration dict.
-fn config_item<'py, T: FromPyObject<'py>>(config: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
-    config
-        .get_item(key)?
-        .ok_or_else(|| invalid(format!("statistics config lacks {key:?}")))?
-        .extract()
-}
-
-/// The statistics configuration from the dict `trace.py` builds (see `StatsConfig`).
-fn stats_config(config: &Bound<'_, PyDict>) -> PyResult<StatsConfig> {
-    let windows_ns: Vec<u64> = config_item(config, "windows_ns")?;
-    if windows_ns.contains(&0) {
-        return Err(invalid("rate windows must be at least 1 ns"));
-    }
-    let size_bins: Vec<i64> = config_item(config, "size_bins")?;
-    if size_bins.is_empty() || size_bins.windows(2).any(|w| w[0] >= w[1]) || size_bins[0] > 0 {
-        return Err(invalid(
-            "size bins must ascend from at most 0 (lower bounds of the buckets)",
-        ));
-    }
-    let percentiles: Vec<f64> = config_item(config, "percentiles")?;
-    if percentiles.iter().any(|p| !(0.0..=100.0).contains(p)) {
-        return Err(invalid("percentiles must lie within 0..=100"));
-    }
-    let eth_gbps: f64 = config_item(config, "eth_gbps")?;
-    if !(eth_gbps.is_finite() && eth_gbps > 0.0) {
-        return Err(invalid("the Ethernet rate must be a positive number"));
-    }
-    Ok(StatsConfig {
-        windows_ns,
-        eth_gbps,
-        overhead_bytes: config_item(config, "overhead_bytes")?,
-        fcs_bytes: config_item(config, "fcs_bytes")?,
-        min_frame_bytes: config_item(config, "min_frame_bytes")?,
-        ethernet_header_bytes: config_item(config, "ethernet_header_bytes")?,
-        link_header_bytes: config_item(config, "link_header_bytes")?,
-        size_bins,
-        percentiles,
-        distinct_gap_limit: match config.get_item("distinct_gap_limit")? {
-            Some(limit) => limit.extract()?,
-            None => DISTINCT_GAP_LIMIT,
-        },
-    })
-}
-
-fn totals_dict<'py>(py: Python<'py>, t: &Totals) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("packets", t.packets)?;
-    d.set_item("bytes_captured", t.bytes_captured)?;
-    d.set_item("bytes_wire", t.bytes_wire)?;
-    d.set_item("first_ts_ns", t.first_ts_ns)?;
-    d.set_item("last_ts_ns", t.last_ts_ns)?;
-    Ok(d)
+/// The statistics configuration from the dict `trace.py` builds (`StatsConfig`), checked.
+fn stats_config(config: &Bound<'_, PyAny>) -> PyResult<StatsConfig> {
+    let config: StatsConfig = parameters(config)?;
+    config.check().map_err(to_py_err)?;
+    Ok(config)
 }
 
 /// A summary as a dict: `totals_dict` keys, then out_of_order, per_interface, rates (window_ns,
 /// last_index, groups of (covered ns, packets, bits)), size_histogram and bursts (or None).
 fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
-    let d = totals_dict(py, &s.totals)?;
+    let d = s.totals.into_pyobject(py)?;
     d.set_item("out_of_order", s.out_of_order)?;
-    let per_interface = PyList::empty(py);
-    for t in &s.per_interface {
-        per_interface.append(totals_dict(py, t)?)?;
-    }
-    d.set_item("per_interface", per_interface)?;
-    let rates = PyList::empty(py);
-    for r in &s.rates {
-        let w = PyDict::new(py);
-        w.set_item("window_ns", r.window_ns)?;
-        w.set_item("last_index", r.last_index)?;
-        w.set_item("groups", r.groups.clone())?;
-        rates.append(w)?;
-    }
-    d.set_item("rates", rates)?;
+    d.set_item("per_interface", s.per_interface.clone())?;
+    d.set_item("rates", s.rates.clone())?;
     d.set_item("size_histogram", s.size_histogram.clone())?;
-    let bursts = match &s.bursts {
-        None => None,
-        Some(b) => {
-            let bd = PyDict::new(py);
-            bd.set_item("bursts", b.bursts)?;
-            bd.set_item("packets_in_bursts", b.packets_in_bursts)?;
-            bd.set_item("max_burst", b.max_burst)?;
-            bd.set_item("gap_min_ns", b.gap_min_ns)?;
-            bd.set_item("gap_percentiles", b.gap_percentiles.clone())?;
-            Some(bd)
-        }
-    };
-    d.set_item("bursts", bursts)?;
+    d.set_item("bursts", s.bursts.clone())?;
     Ok(d)
 }
 
-fn file_stats_dict<'py>(py: Python<'py>, f: &FileStats) -> PyResult<Bound<'py, PyDict>> {
-    let d = summary_dict(py, &f.summary)?;
-    d.set_item("format", f.format)?;
-    d.set_item("compression", f.compression)?;
-    d.set_item("interfaces", interfaces_list(py, &f.interfaces)?)?;
+/// A summary with what the reader found, as `trace_stats` gives it for one file.
+fn stats_dict<'py>(py: Python<'py>, s: &Summary, f: &ReadFacts) -> PyResult<Bound<'py, PyDict>> {
+    let d = summary_dict(py, s)?;
+    d.set_item("format", &f.format)?;
+    d.set_item("compression", &f.compression)?;
+    d.set_item("interfaces", f.interfaces.clone())?;
     d.set_item("skipped", f.skipped)?;
     d.set_item("untimed", f.untimed)?;
     d.set_item("snaplen_exceeded", f.quirks.snaplen_exceeded)?;
@@ -251,35 +102,6 @@ fn file_stats_dict<'py>(py: Python<'py>, f: &FileStats) -> PyResult<Bound<'py, P
     d.set_item("cut_short", f.cut_short.clone())?;
     d.set_item("reads", f.reads)?;
     Ok(d)
-}
-
-/// Runs `work` on every item on up to `threads` threads; results come back in item order.
-fn in_parallel<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, items.len().max(1)) {
-            scope.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(k) else { break };
-                let result = work(item);
-                *results[k].lock().expect("no worker panics holding it") = Some(result);
-            });
-        }
-    });
-    results
-        .into_iter()
-        .map(|r| {
-            r.into_inner()
-                .ok()
-                .flatten()
-                .expect("every item was worked on")
-        })
-        .collect()
 }
 
 /// Statistics of capture files, each read while it is decoded (no columns), files in parallel
@@ -291,24 +113,18 @@ fn in_parallel<T: Sync, R: Send>(
 pub fn trace_stats<'py>(
     py: Python<'py>,
     paths: Vec<PathBuf>,
-    config: &Bound<'py, PyDict>,
+    #[pyo3(from_py_with = stats_config)] config: StatsConfig,
     skip_bad: bool,
     strict: bool,
     threads: usize,
 ) -> PyResult<Bound<'py, PyList>> {
-    let config = stats_config(config)?;
     let read = read_options(skip_bad, strict);
-    let threads = if threads == 0 {
-        std::thread::available_parallelism().map_or(1, usize::from)
-    } else {
-        threads
-    };
     per_file(
         py,
         &paths,
         threads,
         |p| file_stats(p, read, &config),
-        |stats| Ok(file_stats_dict(py, &stats)?.into_any()),
+        |stats| Ok(stats_dict(py, &stats.summary, &ReadFacts::from(&stats))?.into_any()),
     )
 }
 
@@ -344,9 +160,8 @@ pub fn trace_stats_columns<'py>(
     wirelen: PyReadonlyArray1<'py, u32>,
     iface: PyReadonlyArray1<'py, u32>,
     interfaces: Vec<(u16, u8)>,
-    config: &Bound<'py, PyDict>,
+    #[pyo3(from_py_with = stats_config)] config: StatsConfig,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let config = stats_config(config)?;
     let interfaces: Vec<Interface> = interfaces
         .into_iter()
         .map(|(linktype, tsresol)| Interface {
@@ -364,26 +179,6 @@ pub fn trace_stats_columns<'py>(
         .detach(|| columns_stats(ts, cap, wire, ifs, &interfaces, &config))
         .map_err(invalid)?;
     summary_dict(py, &summary)
-}
-
-fn stats_dict<'py>(py: Python<'py>, s: WriteStats) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("packets", s.packets)?;
-    d.set_item("bytes", s.bytes)?;
-    d.set_item("writes", s.writes)?;
-    Ok(d)
-}
-
-fn merge_dict<'py>(py: Python<'py>, s: MergeStats) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("packets", s.packets)?;
-    d.set_item("interfaces", s.interfaces)?;
-    d.set_item("out_of_order", s.out_of_order)?;
-    d.set_item("skipped", s.skipped)?;
-    d.set_item("truncated", s.truncated)?;
-    d.set_item("writes", s.writes)?;
-    d.set_item("bytes", s.bytes)?;
-    Ok(d)
 }
 
 /// Merges captures into one file in timestamp order (stable: input order, then record order).
@@ -406,7 +201,7 @@ pub fn trace_merge<'py>(
     let s = py
         .detach(|| merge_with(&inputs, &output, format, options))
         .map_err(to_py_err)?;
-    merge_dict(py, s)
+    s.into_pyobject(py)
 }
 
 /// Rewrites a capture packet for packet (interfaces and names kept), streaming.
@@ -424,7 +219,7 @@ pub fn trace_convert<'py>(
     let s = py
         .detach(|| convert(&input, &output, format, skip_bad, strict))
         .map_err(to_py_err)?;
-    merge_dict(py, s)
+    s.into_pyobject(py)
 }
 
 /// Writes synthetic Ethernet/IPv4/UDP frames at the given timestamps and lengths.
@@ -442,7 +237,7 @@ pub fn trace_synth<'py>(
     let s = py
         .detach(|| synthesize(&path, format, ts, lens, flows))
         .map_err(to_py_err)?;
-    stats_dict(py, s)
+    s.into_pyobject(py)
 }
 
 /// A synthetic capture written chunk by chunk (`push` releases the GIL), so arrivals can be
@@ -482,7 +277,7 @@ impl TraceSynth {
             .inner
             .take()
             .ok_or_else(|| invalid("the synthetic capture is already closed"))?;
-        stats_dict(py, synth.finish().map_err(to_py_err)?)
+        synth.finish().map_err(to_py_err)?.into_pyobject(py)
     }
 }
 
@@ -549,34 +344,15 @@ impl TraceWriter {
         data: PyReadonlyArray1<'_, u8>,
         offset: PyReadonlyArray1<'_, u64>,
     ) -> PyResult<()> {
-        let (ts, ifs, wire, cap, data, off) = (
-            ts_ns.as_slice()?,
-            iface.as_slice()?,
-            wirelen.as_slice()?,
-            caplen.as_slice()?,
-            data.as_slice()?,
-            offset.as_slice()?,
-        );
-        let n = ts.len();
-        if [ifs.len(), wire.len(), cap.len(), off.len()]
-            .iter()
-            .any(|&l| l != n)
-        {
-            return Err(invalid(
-                "ts_ns, iface, wirelen, caplen and offset must have the same length",
-            ));
-        }
-        let writer = self.writer()?;
-        for i in 0..n {
-            let start = off[i] as usize;
-            let bytes = data
-                .get(start..start + cap[i] as usize)
-                .ok_or_else(|| invalid(format!("packet {i} lies outside the data buffer")))?;
-            writer
-                .write_packet(ts[i], ifs[i], wire[i], bytes)
-                .map_err(to_py_err)?;
-        }
-        Ok(())
+        let batch = Batch {
+            ts_ns: ts_ns.as_slice()?,
+            iface: iface.as_slice()?,
+            wirelen: wirelen.as_slice()?,
+            caplen: caplen.as_slice()?,
+            data: data.as_slice()?,
+            offset: offset.as_slice()?,
+        };
+        self.writer()?.write_batch(&batch).map_err(to_py_err)
     }
 
     /// Writes out what is buffered.
@@ -588,7 +364,7 @@ impl TraceWriter {
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let stats = self.writer()?.finish().map_err(to_py_err)?;
         self.inner = None;
-        stats_dict(py, stats)
+        stats.into_pyobject(py)
     }
 }
 
@@ -638,10 +414,9 @@ impl TracePartial {
     fn append(
         &mut self,
         next: &TracePartial,
-        config: &Bound<'_, PyDict>,
+        #[pyo3(from_py_with = stats_config)] config: StatsConfig,
         demand: Option<&TraceDemandCost>,
     ) -> PyResult<()> {
-        let config = stats_config(config)?;
         self.inner
             .append(&next.inner, &config, demand.map(|d| &d.inner))
             .map_err(PyValueError::new_err)
@@ -649,41 +424,20 @@ impl TracePartial {
 
     /// The PCIe demand of the packets (`archive::Partial::demand`) as a dict.
     fn demand<'py>(&self, py: Python<'py>, cost: &TraceDemandCost) -> PyResult<Bound<'py, PyDict>> {
-        let d = self
-            .inner
+        self.inner
             .demand(&cost.inner)
-            .map_err(PyValueError::new_err)?;
-        let out = PyDict::new(py);
-        out.set_item("windows", d.windows)?;
-        out.set_item("peak_up_gbps", d.peak_up_gbps)?;
-        out.set_item("peak_down_gbps", d.peak_down_gbps)?;
-        out.set_item("windows_over_capacity", d.windows_over_capacity)?;
-        out.set_item("bytes_up", d.bytes_up)?;
-        out.set_item("bytes_down", d.bytes_down)?;
-        out.set_item("frame_bytes", d.frame_bytes)?;
-        Ok(out)
+            .map_err(PyValueError::new_err)?
+            .into_pyobject(py)
     }
 
     /// The statistics as `trace_stats` gives them for one file.
     fn summary<'py>(
         &self,
         py: Python<'py>,
-        config: &Bound<'py, PyDict>,
+        #[pyo3(from_py_with = stats_config)] config: StatsConfig,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let config = stats_config(config)?;
         let summary = self.inner.summary(&config).map_err(PyValueError::new_err)?;
-        let f = &self.inner.facts;
-        let d = summary_dict(py, &summary)?;
-        d.set_item("format", &f.format)?;
-        d.set_item("compression", &f.compression)?;
-        d.set_item("interfaces", interfaces_list(py, &f.interfaces)?)?;
-        d.set_item("skipped", f.skipped)?;
-        d.set_item("untimed", f.untimed)?;
-        d.set_item("snaplen_exceeded", f.quirks.snaplen_exceeded)?;
-        d.set_item("wirelen_below_caplen", f.quirks.wirelen_below_caplen)?;
-        d.set_item("cut_short", f.cut_short.clone())?;
-        d.set_item("reads", f.reads)?;
-        Ok(d)
+        stats_dict(py, &summary, &self.inner.facts)
     }
 
     /// Names `to` instead of `from` in what the reader reported (a file read from a copy).
@@ -725,19 +479,9 @@ pub struct TraceDemandCost {
 impl TraceDemandCost {
     #[new]
     fn new(window_ns: u64, up: Vec<f64>, down: Vec<f64>, capacity_gbps: f64) -> PyResult<Self> {
-        if window_ns == 0 || up.len() != down.len() || up.is_empty() {
-            return Err(PyValueError::new_err(
-                "a demand needs a window of at least 1 ns and equally long, non-empty costs",
-            ));
-        }
-        Ok(TraceDemandCost {
-            inner: DemandConfig {
-                window_ns,
-                up,
-                down,
-                capacity_gbps,
-            },
-        })
+        DemandConfig::new(window_ns, up, down, capacity_gbps)
+            .map(|inner| TraceDemandCost { inner })
+            .map_err(PyValueError::new_err)
     }
 
     /// Pickled as its arguments.
@@ -759,14 +503,13 @@ impl TraceDemandCost {
 pub fn trace_partial(
     py: Python<'_>,
     path: PathBuf,
-    config: &Bound<'_, PyDict>,
+    #[pyo3(from_py_with = stats_config)] config: StatsConfig,
     origin: i64,
     skip_bad: bool,
     strict: bool,
     demand: Option<&TraceDemandCost>,
     read_ahead: bool,
 ) -> PyResult<TracePartial> {
-    let config = stats_config(config)?;
     let read = read_options(skip_bad, strict);
     let cost = demand.map(|d| &d.inner);
     py.detach(|| file_partial(&path, read, &config, origin, cost, read_ahead))
@@ -781,12 +524,11 @@ pub fn trace_partial(
 pub fn trace_partial_files(
     py: Python<'_>,
     paths: Vec<PathBuf>,
-    config: &Bound<'_, PyDict>,
+    #[pyo3(from_py_with = stats_config)] config: StatsConfig,
     skip_bad: bool,
     strict: bool,
     demand: Option<&TraceDemandCost>,
 ) -> PyResult<TracePartial> {
-    let config = stats_config(config)?;
     let read = read_options(skip_bad, strict);
     let cost = demand.map(|d| &d.inner);
     py.detach(|| files_partial(&paths, read, &config, cost))
@@ -811,11 +553,7 @@ pub fn trace_first_records<'py>(
         &paths,
         threads,
         |p| first_record(p, read),
-        |(first, interfaces)| {
-            Ok((first, interfaces_list(py, &interfaces)?)
-                .into_pyobject(py)?
-                .into_any())
-        },
+        |(first, interfaces)| Ok((first, interfaces).into_pyobject(py)?.into_any()),
     )
 }
 
@@ -850,7 +588,7 @@ pub fn trace_merge_part<'py>(
     let s = py
         .detach(|| merge_part(&inputs, &output, format, options, &part))
         .map_err(to_py_err)?;
-    merge_dict(py, s)
+    s.into_pyobject(py)
 }
 
 /// Per file, its time span and order (`merge::scan`) as a dict, or its error (the exception,
@@ -870,16 +608,6 @@ pub fn trace_scan<'py>(
         &paths,
         threads,
         |p| scan(p, read),
-        |s| {
-            let d = PyDict::new(py);
-            d.set_item("packets", s.packets)?;
-            d.set_item("first_ns", s.first_ns)?;
-            d.set_item("last_ns", s.last_ns)?;
-            d.set_item("in_order", s.in_order)?;
-            d.set_item("interfaces_up_front", s.interfaces_up_front)?;
-            d.set_item("skipped", s.skipped)?;
-            d.set_item("cut_short", s.cut_short)?;
-            Ok(d.into_any())
-        },
+        |s| Ok(s.into_pyobject(py)?.into_any()),
     )
 }

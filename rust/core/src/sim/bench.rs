@@ -28,6 +28,7 @@ pub enum OpMix {
 
 /// Everything one simulation run needs; the Python side fills it from profiles and the TLP model.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
 pub struct SimParams {
     pub transactions: u64,
     pub size: u64,

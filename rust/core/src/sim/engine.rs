@@ -239,6 +239,7 @@ impl InOrderPool {
 
 /// One kind of DMA transaction: direction, device costs, TLP bytes and host service times.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
 pub struct TxnClass {
     pub read: bool,
     /// The in-order DMA queue that issues it, each with a read and a write engine (pcie-bench:
@@ -281,24 +282,28 @@ pub struct Txn {
     /// Index into the class table.
     pub class: usize,
     /// Earliest time it may start (its packet's arrival); 0 for a closed loop. Finite and
-    /// never -0.0, as the streams here make it (a sum of arrival gaps from +0.0): [`later`]
+    /// never -0.0, as the streams here make it (a sum of arrival gaps from +0.0): `later`
     /// relies on it.
     pub not_before: f64,
     pub measure: Measure,
 }
 
 /// The device's tag pool and fixed latency, the link's two directions and the host's caches.
+/// From Python, a NIC's: every read warm and tags taken at the link unless the dict says.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
 pub struct Machine {
     pub tags: u32,
     pub fixed_latency_ns: f64,
     pub up_bytes_per_ns: f64,
     pub down_bytes_per_ns: f64,
     /// Reads below this address are warm (hit latency); the rest are cold.
+    #[cfg_attr(feature = "pyo3", pyo3(default = u64::MAX))]
     pub warm_bytes: u64,
     pub posted_credits: u32,
     /// A transaction takes its tags when the link can carry its request (a NIC queues requests
     /// on chip until then), not when its engine is ready (the NFP's pcie-bench firmware).
+    #[cfg_attr(feature = "pyo3", pyo3(default = true))]
     pub tags_from_link: bool,
     /// How many transactions may be held back from the stream while another queue goes first:
     /// how far one queue may run ahead of the stream's order (irrelevant with one queue).
@@ -307,6 +312,7 @@ pub struct Machine {
 
 /// Page-walk timing: the walk's latency, how long it keeps a walker busy, how many walkers.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
 pub struct Walks {
     pub walk_ns: f64,
     pub walk_busy_ns: f64,

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use super::read::{Quirks, ReadOptions, Reader};
 use super::stats::{
-    back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Counts, FrameRule, RuleWatch,
-    StatsConfig, Summary, Totals, Window,
+    back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Counts, FileStats, FrameRule,
+    RuleWatch, StatsConfig, Summary, Totals, Window,
 };
 use super::Interface;
 use crate::CoreError;
@@ -385,6 +385,22 @@ pub struct ReadFacts {
     pub quirks: Quirks,
     pub cut_short: Option<String>,
     pub reads: u32,
+}
+
+impl From<&FileStats> for ReadFacts {
+    /// What the reader of one file's statistics found.
+    fn from(f: &FileStats) -> Self {
+        ReadFacts {
+            format: f.format.to_owned(),
+            compression: f.compression.to_owned(),
+            interfaces: f.interfaces.clone(),
+            skipped: f.skipped,
+            untimed: f.untimed,
+            quirks: f.quirks,
+            cut_short: f.cut_short.clone(),
+            reads: f.reads,
+        }
+    }
 }
 
 impl ReadFacts {
@@ -1101,6 +1117,29 @@ pub struct DemandConfig {
     pub capacity_gbps: f64,
 }
 
+impl DemandConfig {
+    /// A demand cost, or why not: it needs a window of at least 1 ns and equally long,
+    /// non-empty costs.
+    pub fn new(
+        window_ns: u64,
+        up: Vec<f64>,
+        down: Vec<f64>,
+        capacity_gbps: f64,
+    ) -> Result<Self, String> {
+        if window_ns == 0 || up.len() != down.len() || up.is_empty() {
+            return Err(
+                "a demand needs a window of at least 1 ns and equally long, non-empty costs".into(),
+            );
+        }
+        Ok(Self {
+            window_ns,
+            up,
+            down,
+            capacity_gbps,
+        })
+    }
+}
+
 /// Frame sizes and their counts, ascending.
 type SizeCounts = Vec<(i64, u64)>;
 
@@ -1209,6 +1248,7 @@ impl DemandAcc {
 
 /// The PCIe demand of a set of packets, per direction.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct Demand {
     pub windows: u64,
     pub peak_up_gbps: f64,

@@ -27,6 +27,7 @@ const MAX_CHUNK_BYTES: usize = 128 << 10;
 
 /// What a merge did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct MergeStats {
     pub packets: u64,
     pub interfaces: u64,
@@ -478,6 +479,7 @@ pub fn merge_part(
 
 /// What a partitioned merge needs to know of an input before it is cut into time ranges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct Scan {
     pub packets: u64,
     /// Time of the first and last record (0 without records).

@@ -5,6 +5,7 @@
 //! draft-ietf-opsawg-pcapng (the IETF write-ups of the libpcap and pcapng formats).
 
 pub mod archive;
+pub mod columns;
 pub mod merge;
 pub mod read;
 mod sink;
@@ -37,6 +38,7 @@ pub fn max_caplen(linktype: u16) -> u32 {
 /// One capture interface: a pcap file has one, a pcapng file one per Interface Description
 /// Block, numbered across sections in file order (as Wireshark numbers them).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct Interface {
     pub linktype: u16,
     /// 0 means "no limit" (pcapng allows it; a pcap header with 0 is treated the same).

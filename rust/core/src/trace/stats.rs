@@ -40,6 +40,7 @@ const COARSE_BUCKETS: usize = 1 + (((63 - DENSE_BITS) as usize) << SUB_BUCKET_BI
 /// What the statistics need to know beyond the packets: rate windows, how a frame is sized
 /// from a record and what the Ethernet line does with it, the size buckets and percentiles.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
 pub struct StatsConfig {
     /// Rate windows in ns, each reported in this order.
     pub windows_ns: Vec<u64>,
@@ -58,11 +59,33 @@ pub struct StatsConfig {
     /// Gap percentiles to report, 0..=100.
     pub percentiles: Vec<f64>,
     /// Distinct gaps above 65 535 ns counted exactly in one read (see the module notes).
+    #[cfg_attr(feature = "pyo3", pyo3(default = DISTINCT_GAP_LIMIT))]
     pub distinct_gap_limit: usize,
+}
+
+impl StatsConfig {
+    /// Whether the configuration can be used: windows of at least 1 ns, size bins ascending
+    /// from at most 0, percentiles within 0..=100, a positive finite Ethernet rate.
+    pub fn check(&self) -> Result<(), CoreError> {
+        let bins = &self.size_bins;
+        let problem = if self.windows_ns.contains(&0) {
+            "rate windows must be at least 1 ns"
+        } else if bins.is_empty() || bins.windows(2).any(|w| w[0] >= w[1]) || bins[0] > 0 {
+            "size bins must ascend from at most 0 (lower bounds of the buckets)"
+        } else if self.percentiles.iter().any(|p| !(0.0..=100.0).contains(p)) {
+            "percentiles must lie within 0..=100"
+        } else if !(self.eth_gbps.is_finite() && self.eth_gbps > 0.0) {
+            "the Ethernet rate must be a positive number"
+        } else {
+            return Ok(());
+        };
+        Err(CoreError::Invalid(problem.to_owned()))
+    }
 }
 
 /// Packets, bytes and first/last (smallest/largest) timestamp of a set of packets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct Totals {
     pub packets: u64,
     pub bytes_captured: u64,
@@ -94,6 +117,7 @@ impl Totals {
 /// `groups` holds, per covered time (the full window, and the last one's where it differs),
 /// the largest packet count and wire-bit sum of a window, for peak rates as exact ratios.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct WindowPeaks {
     pub window_ns: u64,
     /// Index of the last window (their number minus one).
@@ -104,6 +128,7 @@ pub struct WindowPeaks {
 
 /// Runs of back-to-back packets and the gaps between packets (at least two packets).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct Bursts {
     pub bursts: u64,
     pub packets_in_bursts: u64,

@@ -911,3 +911,46 @@ fn a_partial_is_a_few_bytes_a_distinct_gap_and_round_trips_at_the_extremes() {
     let partial = partial_of("far.pcap", &far, 0);
     assert_eq!(Partial::from_bytes(&partial.to_bytes()).unwrap(), partial);
 }
+
+#[test]
+fn a_stats_config_names_its_first_bad_value() {
+    // The rules the glue used to check by hand (rust/py trace.rs), one message each.
+    assert_eq!(stats_config().check(), Ok(()));
+    let bad = |config: StatsConfig| config.check().unwrap_err().to_string();
+    let base = stats_config;
+    assert_eq!(
+        bad(StatsConfig {
+            windows_ns: vec![1, 0],
+            ..base()
+        }),
+        "rate windows must be at least 1 ns"
+    );
+    assert_eq!(
+        bad(StatsConfig {
+            size_bins: vec![1, 64],
+            ..base()
+        }),
+        "size bins must ascend from at most 0 (lower bounds of the buckets)"
+    );
+    assert_eq!(
+        bad(StatsConfig {
+            size_bins: vec![0, 64, 64],
+            ..base()
+        }),
+        "size bins must ascend from at most 0 (lower bounds of the buckets)"
+    );
+    assert_eq!(
+        bad(StatsConfig {
+            percentiles: vec![100.5],
+            ..base()
+        }),
+        "percentiles must lie within 0..=100"
+    );
+    assert_eq!(
+        bad(StatsConfig {
+            eth_gbps: f64::NAN,
+            ..base()
+        }),
+        "the Ethernet rate must be a positive number"
+    );
+}

@@ -45,10 +45,21 @@ pub enum OutFormat {
 
 /// What a finished writer did: packets, bytes and how many write calls reached the file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct WriteStats {
     pub packets: u64,
     pub bytes: u64,
     pub writes: u64,
+}
+
+/// Packets as columns for [`Writer::write_batch`]: one entry per packet, all bytes in `data`.
+pub struct Batch<'a> {
+    pub ts_ns: &'a [i64],
+    pub iface: &'a [u32],
+    pub wirelen: &'a [u32],
+    pub caplen: &'a [u32],
+    pub data: &'a [u8],
+    pub offset: &'a [u64],
 }
 
 /// A capture file being written; `finish` flushes and reports, dropping flushes best-effort.
@@ -206,6 +217,34 @@ impl Writer {
         let padded = self.begin_packet(ts_ns, iface, wirelen, data.len())?;
         self.buf.extend_from_slice(data);
         self.end_packet(data.len(), padded);
+        Ok(())
+    }
+
+    /// Appends a batch of packets (columns of equal length; packet i's bytes are
+    /// `data[offset[i]..offset[i] + caplen[i]]`).
+    pub fn write_batch(&mut self, batch: &Batch<'_>) -> Result<(), CoreError> {
+        let n = batch.ts_ns.len();
+        let lengths = [
+            batch.iface.len(),
+            batch.wirelen.len(),
+            batch.caplen.len(),
+            batch.offset.len(),
+        ];
+        if lengths.iter().any(|&l| l != n) {
+            return Err(CoreError::Invalid(
+                "ts_ns, iface, wirelen, caplen and offset must have the same length".into(),
+            ));
+        }
+        for i in 0..n {
+            let start = batch.offset[i] as usize;
+            let bytes = batch
+                .data
+                .get(start..start + batch.caplen[i] as usize)
+                .ok_or_else(|| {
+                    CoreError::Invalid(format!("packet {i} lies outside the data buffer"))
+                })?;
+            self.write_packet(batch.ts_ns[i], batch.iface[i], batch.wirelen[i], bytes)?;
+        }
         Ok(())
     }
 

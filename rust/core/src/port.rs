@@ -1,0 +1,165 @@
+//! A DPDK port's stream ([`crate::dataplane`]) run through the IOMMU: warmed up by some
+//! packets (counts zeroed after them, the caches keeping what they hold), then either counted
+//! without timing ([`count_misses`]: IOTLB and page-walk-cache misses, pages touched, DDIO
+//! losses) or played through the device, link and IOMMU ([`simulate`], [`crate::sim::run`]).
+
+use crate::dataplane::{PortConfig, PortStream, TxnSink};
+use crate::error::CoreError;
+use crate::iotlb::{CacheShape, Translator};
+use crate::pages::PagesTouched;
+use crate::sim::{self, Iommu, Machine, SimResult, TxnClass, Walks};
+
+/// How a port's stream is run: the IOMMU's page-walk cache, the packets that warm it and the
+/// IOTLB up, and the packets counted after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
+pub struct PortRun {
+    pub pwc_entries: u32,
+    pub warmup: u64,
+    pub packets: u64,
+}
+
+/// What the counted packets did: packets written into host memory and forwarded, their DMA
+/// transactions, the IOMMU's misses, the pages touched in all (warm-up included) and the DDIO
+/// counters (zero without an LLC model).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
+pub struct PortCounts {
+    pub packets: u64,
+    pub forwarded: u64,
+    pub transactions: u64,
+    pub iotlb_misses: u64,
+    pub pwc_misses: u64,
+    pub pages_touched: usize,
+    pub ddio_allocations: u64,
+    pub ddio_read_misses: u64,
+    pub ddio_reads: u64,
+}
+
+/// The IOMMU's caches fed straight from the stream: translates every page of each
+/// transaction and marks it touched.
+struct Translate {
+    caches: Translator,
+    touched: PagesTouched,
+    transactions: u64,
+}
+
+impl Translate {
+    /// Zeroes the counts (after a warm-up), with `touched` as the pages touched so far; the
+    /// caches keep what they hold.
+    fn reset(&mut self, touched: PagesTouched) {
+        self.caches.misses = 0;
+        self.caches.pwc_misses = 0;
+        self.touched = touched;
+        self.transactions = 0;
+    }
+}
+
+impl TxnSink for Translate {
+    #[inline(always)]
+    fn txn(&mut self, addr: u64, bytes: u64, _class: usize, _not_before: f64) {
+        // One walk over the transfer's pages both marks and translates them.
+        for page in self.caches.page_numbers(addr, bytes) {
+            self.touched.mark_page(page);
+            self.caches.lookup_page(page);
+        }
+        self.transactions += 1;
+    }
+}
+
+/// A port's stream and the IOMMU caches it runs through, warmed by `run.warmup` packets (the
+/// counters zeroed after the warm-up).
+fn warmed_stream(
+    port: PortConfig,
+    iotlb: CacheShape,
+    run: &PortRun,
+) -> Result<(PortStream, Translate), CoreError> {
+    let (page_bytes, seed) = (port.page_bytes, port.seed);
+    let mut stream = PortStream::new(port)?;
+    let span = stream.span();
+    let caches = Translator::new(iotlb, run.pwc_entries, page_bytes, span, seed)?;
+    let mut sink = Translate {
+        caches,
+        touched: PagesTouched::new(page_bytes, span)?,
+        transactions: 0,
+    };
+    stream.emit_packets(run.warmup, &mut sink);
+    sink.reset(PagesTouched::new(page_bytes, span)?);
+    stream.reset_ddio_counts();
+    Ok((stream, sink))
+}
+
+/// The stream's counts since `start` packets and `forwarded_before` forwarded ones.
+fn counts_since(stream: &PortStream, start: u64, forwarded_before: u64) -> PortCounts {
+    let (ddio_allocations, ddio_read_misses, ddio_reads) = stream
+        .ddio()
+        .map_or((0, 0, 0), |d| (d.allocations, d.read_misses, d.reads));
+    PortCounts {
+        packets: stream.packets() - start,
+        forwarded: stream.forwarded() - forwarded_before,
+        ddio_allocations,
+        ddio_read_misses,
+        ddio_reads,
+        ..PortCounts::default()
+    }
+}
+
+/// IOTLB misses and pages touched of a port's DMA stream after warm-up (no timing).
+pub fn count_misses(
+    port: PortConfig,
+    iotlb: CacheShape,
+    run: &PortRun,
+) -> Result<PortCounts, CoreError> {
+    let (mut stream, mut sink) = warmed_stream(port, iotlb, run)?;
+    let (start, forwarded_before) = (stream.packets(), stream.forwarded());
+    stream.emit_packets(run.packets, &mut sink);
+    Ok(PortCounts {
+        transactions: sink.transactions,
+        iotlb_misses: sink.caches.misses,
+        pwc_misses: sink.caches.pwc_misses,
+        pages_touched: sink.touched.count(),
+        ..counts_since(&stream, start, forwarded_before)
+    })
+}
+
+/// A port's stream after warm-up played through the device and link, and the IOMMU if
+/// `with_iommu` (its walkers as `walks` say): the counts and the timed run. The IOTLB misses
+/// are those in the order the IOMMU saw the transactions (link order, which the NIC's two
+/// queues may interleave differently from the stream): the ones the walkers served.
+pub fn simulate(
+    port: PortConfig,
+    iotlb: CacheShape,
+    run: &PortRun,
+    machine: &Machine,
+    walks: Walks,
+    with_iommu: bool,
+    classes: &[TxnClass],
+) -> Result<(PortCounts, SimResult), CoreError> {
+    let (mut stream, warmed) = warmed_stream(port, iotlb, run)?;
+    let (caches, mut touched) = (warmed.caches, warmed.touched);
+    let mut iommu = Iommu::new(caches, walks)?;
+    stream.restart_clock();
+    let (start, forwarded_before) = (stream.packets(), stream.forwarded());
+    let txns = stream
+        .take_packets(run.packets)
+        .inspect(|t| touched.mark(t.addr, t.bytes));
+    let result = sim::run(
+        machine,
+        classes,
+        with_iommu.then_some(&mut iommu),
+        txns,
+        true,
+    )?;
+    let counts = PortCounts {
+        transactions: result.transactions,
+        iotlb_misses: result.iotlb_misses,
+        pwc_misses: if with_iommu {
+            iommu.translator.pwc_misses
+        } else {
+            0
+        },
+        pages_touched: touched.count(),
+        ..counts_since(&stream, start, forwarded_before)
+    };
+    Ok((counts, result))
+}
