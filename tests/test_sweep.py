@@ -420,7 +420,7 @@ def write_spec(tmp_path, text, name="s.toml"):
         ('command = "dma"\n[axes]\naddr32 = [1]\n', "addr32 = 1 is not allowed; use true/false"),
         ('command = "dma"\n[axes]\nmps = [100, 256]\n', "sweep point mps=100: "),
         ('command = "nic"\n[axes]\ngen = [3]\n', "give frame sizes with --sizes"),
-        ("command = [\n", "is not valid TOML"),
+        ("command = [\n", ".toml: not valid TOML"),
     ],
 )
 def test_a_bad_spec_is_one_line_and_exit_2(tmp_path, capsys, text, message):

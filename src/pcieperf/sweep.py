@@ -33,7 +33,6 @@ import math
 import os
 import shutil
 import time
-import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, NoReturn
 import numpy as np
 
 from pcieperf import __version__, engine
+from pcieperf._config import load_toml
 from pcieperf.errors import UsageError, require_new_file
 
 if TYPE_CHECKING:  # pyarrow comes with the optional `dask` extra
@@ -94,13 +94,8 @@ class Spec:
 def load_spec(path: Path, commands: Collection[str], default_chunk: Mapping[str, int]) -> Spec:
     """Read and check a spec file; `commands` are the sweepable ones, `default_chunk` their
     points per chunk where the spec gives none."""
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read spec {path}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"spec {path} is not valid TOML: {exc}") from None
     where = f"spec {path}"
+    raw = load_toml(path, where)
     _reject_unknown(where, raw, _SPEC_KEYS)
     command = raw.get("command")
     if command not in commands:
