@@ -22,10 +22,11 @@ import duckdb  # noqa: E402
 
 from helpers import run_cli  # noqa: E402
 from pcieperf import engine, sweep  # noqa: E402
-from pcieperf.cli.sweep import _SWEEPABLE, _sweep_dma, sweep_plan  # noqa: E402
+from pcieperf.cli.sweep import _SWEEPABLE, sweep_plan  # noqa: E402
 from pcieperf.errors import UsageError  # noqa: E402
 
 CHUNKS = {name: s.chunk for name, s in _SWEEPABLE.items()}
+_sweep_dma = _SWEEPABLE["dma"].evaluate  # `dma` points as the CLI evaluates them
 
 # A fast device and a host with a small IOTLB (the numbers of tests/test_sim.py's profiles).
 DEVICE_TOML = """name = "dev"
