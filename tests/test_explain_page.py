@@ -20,7 +20,7 @@ from pcieperf.measure import explain
 from pcieperf.measure.counters import parse
 from pcieperf.pcie.link import Link
 
-SHARED_PCM = Path(__file__).parent / "data" / "counters" / "pcm-iio-skx.csv"
+SHARED_PCM = "tests/data/counters/pcm-iio-skx.csv"  # from the checkout (pytest's rootpath)
 # The shared file read by hand (as tests/test_explain.py does): IOTLB Miss (192 + 188) / 2 =
 # 190 per second; reads and writes imply sqrt(1191.5e6 / 112 * 1498.5e6 / 96.5) = 12.853 Mpps.
 SHARED_MISSES_PER_S = 190.0
@@ -57,12 +57,13 @@ def run(path: Path, pps: float = PPS, **kwargs: object) -> explain.Explanation:
     return explain.explain(parse(path, None), CFG, Link(), pps, **kwargs)
 
 
-def test_the_shared_pcm_file_says_hugepages_at_any_rate(capsys):
+def test_the_shared_pcm_file_says_hugepages_at_any_rate(capsys, request):
     # 190 misses/s against 12.853 Mpps: 1.48e-5 misses per packet, nearest the hugepage model's
     # 0 (a 2 MiB page holds the whole pool) rather than the 4 KiB model's ~1 per packet. At
     # --pps 0.001 the same: the misses are per packet at the rate the byte counters imply.
     for pps in ("10M", "0.001"):
-        args = ["explain", "--counters", str(SHARED_PCM), "--pps", pps, "--frame", "68"]
+        counters = request.config.rootpath / SHARED_PCM
+        args = ["explain", "--counters", str(counters), "--pps", pps, "--frame", "68"]
         assert main([*args, "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert (out["page"], out["page_from"]) == ("2m", "counters")
