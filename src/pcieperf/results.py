@@ -101,19 +101,19 @@ class Table:
 
     def to_text(self) -> str:
         """The title, the table of `columns` (one line per row), the footer, the details."""
-        shown = self.text_rows
-        rows = (
-            _rows_of(self._json)
-            if shown is None
-            else shown.rows()
-            if isinstance(shown, Columnar)
-            else shown
-        )
+        rows = self._text_rows()
         table = format_table(
             [c.header for c in self.columns], [[row[c.key] for c in self.columns] for row in rows]
         )
         parts = [self.title, table, self.footer, *(d.to_text() for d in self.details)]
         return "\n".join(part for part in parts if part)
+
+    def _text_rows(self) -> Sequence[dict]:
+        """The rows the text shows: `text_rows` (built, if columnar), else the JSON's."""
+        shown = self.text_rows
+        if shown is None:
+            return _rows_of(self._json)
+        return shown.rows() if isinstance(shown, Columnar) else shown
 
     def to_frame(self) -> pandas.DataFrame:
         """One row per JSON row, nested objects as `a.b` columns, lists kept as lists."""
