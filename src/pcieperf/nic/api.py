@@ -93,7 +93,12 @@ def nic(
     link = make_link(**link_options)  # type: ignore[arg-type]
     loaded = model.load_profile(profile)
     chosen = dma_paths(paths)
-    result = model.evaluate(loaded, link, Ethernet(eth, vlan=vlan), frame_mixes(sizes, mix), chosen)
+    port = Ethernet(eth, vlan=vlan)
+    fixed = _fixed_sizes(sizes, mix)
+    if fixed is not None:  # vectorised, no object per size: the same numbers (test_nic_api.py)
+        result = model.evaluate_sizes(loaded, link, port, fixed, chosen)
+    else:
+        result = model.evaluate(loaded, link, port, frame_mixes(sizes, mix), chosen)
     rate = _rate(pps)
     columns = _nic_columns(result, rate, breakdown)
     head = (
@@ -124,6 +129,15 @@ def dma_paths(paths: str | Sequence[str]) -> tuple[str, ...]:
     return check_paths(
         tuple(p.strip() for p in (paths.split(",") if isinstance(paths, str) else paths))
     )
+
+
+def _fixed_sizes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[int] | None:
+    """The frame sizes when `sizes` are plain sizes only (no named mix, no histogram), the
+    case `nic.evaluate_sizes` prices without a PacketMix per size; else None."""
+    tokens = [token.strip() for token in _size_tokens(sizes)]
+    if mix or not tokens or not all(token.isdecimal() for token in tokens):
+        return None
+    return [int(token) for token in tokens]
 
 
 def frame_mixes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[PacketMix]:
