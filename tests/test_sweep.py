@@ -21,11 +21,12 @@ pa = pytest.importorskip("pyarrow", reason="the dask extra (pyarrow)")
 import duckdb  # noqa: E402
 
 from pcieperf import engine, sweep  # noqa: E402
-from pcieperf.cli.sweep import _SWEEPABLE, _sweep_dma, sweep_plan  # noqa: E402
+from pcieperf.cli.sweep import _SWEEPABLE, sweep_plan  # noqa: E402
 from pcieperf.errors import UsageError  # noqa: E402
 from tests.helpers.cli import run_cli  # noqa: E402
 
 CHUNKS = {name: s.chunk for name, s in _SWEEPABLE.items()}
+_sweep_dma = _SWEEPABLE["dma"].evaluate  # `dma` points as the CLI evaluates them
 
 # A fast device and a host with a small IOTLB (the numbers of tests/helpers/hosts.py's profiles).
 DEVICE_TOML = """name = "dev"
@@ -420,7 +421,7 @@ def write_spec(tmp_path, text, name="s.toml"):
         ('command = "dma"\n[axes]\naddr32 = [1]\n', "addr32 = 1 is not allowed; use true/false"),
         ('command = "dma"\n[axes]\nmps = [100, 256]\n', "sweep point mps=100: "),
         ('command = "nic"\n[axes]\ngen = [3]\n', "give frame sizes with --sizes"),
-        ("command = [\n", "is not valid TOML"),
+        ("command = [\n", ".toml: not valid TOML"),
     ],
 )
 def test_a_bad_spec_is_one_line_and_exit_2(tmp_path, capsys, text, message):

@@ -4,7 +4,8 @@ these and never prints or exits; the CLI maps them to exit codes in one place (c
 PcieperfError              anything pcieperf reports on purpose (CLI exit code 1)
 └── UsageError             the user gave a bad value, option or file (CLI exit code 2); also a
     │                      ValueError, so that `except ValueError` around parsing catches it
-    ├── ProfileError       a profile or calibration file (TOML) is malformed: names file and key
+    ├── ProfileError       a TOML file (profile, calibration, platform, sweep spec) is
+    │                      unreadable as TOML or malformed: names file and key
     ├── TraceFileError     a capture file is missing, unreadable or damaged: names the file and
     │                      the byte offset
     └── CounterFileError   a counter export is truncated or foreign: names the file and line
@@ -35,7 +36,8 @@ class UsageError(PcieperfError, ValueError):
 
 
 class ProfileError(UsageError):
-    """A profile or calibration file (TOML) is malformed; the message names file and key."""
+    """A TOML file (profile, calibration, platform, sweep spec) is malformed; the message names
+    file and key."""
 
 
 class TraceFileError(UsageError):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ class Result(Protocol):
     def to_frame(self) -> pandas.DataFrame:
         """The JSON's rows as a DataFrame (`--format csv` prints the same rows)."""
 
+    def to_columns(self) -> dict[str, Sequence[object]]:
+        """The JSON's rows as columns, key -> one value per row (what `sweep` stores)."""
+
 
 @dataclass(frozen=True)
 class Column:
@@ -40,36 +44,90 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Columnar:
+    """Rows kept as the model computed them: equally long columns (lists or numpy arrays) of
+    scalars or lists, JSON key -> one value per row. Per-row dicts are built only when the JSON
+    or the text is asked for; a caller that wants columns (`to_columns`, `to_frame`: a sweep of
+    millions of points, a notebook) gets them without."""
+
+    values: Mapping[str, Sequence[object]]
+
+    def rows(self) -> list[dict]:
+        """One dict per row, values as Python scalars (numpy's as `tolist` gives them)."""
+        names = list(self.values)
+        cells = [as_list(column) for column in self.values.values()]
+        return [dict(zip(names, row, strict=True)) for row in zip(*cells, strict=True)]
+
+
+def as_list(column: Sequence[object]) -> list:
+    """A column as a list of Python values (a numpy array through `tolist`)."""
+    to_list = getattr(column, "tolist", None)
+    return to_list() if to_list is not None else list(column)
+
+
+def columns_of_rows(rows: Sequence[Mapping[str, object]]) -> dict[str, list[object]]:
+    """Rows (dicts, keys may differ) as columns; a key a row lacks is None (null) there."""
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    return {k: [row.get(k) for row in rows] for k in keys}
+
+
+def _rows_of(data: object) -> list:
+    """A result's JSON as a list of rows: its rows, or the one object."""
+    return data if isinstance(data, list) else [data]
+
+
+@dataclass(frozen=True)
 class Table:
-    """A result that is rows (or one object) shown as a text table of `columns`, with a line
-    above (`title`), one below (`footer`) and further tables after it (`details`). The text
-    shows `text_rows` where they differ from the JSON's rows (an object shown as a list)."""
+    """A result that is rows (a list of dicts, or `Columnar`) or one object, shown as a text
+    table of `columns`, with a line above (`title`), one below (`footer`) and further tables
+    after it (`details`). The text shows `text_rows` where they differ from the JSON's rows
+    (an object shown as a list, or columns only the text shows)."""
 
     data: object
     columns: Sequence[Column]
     title: str = ""
     footer: str = ""
-    text_rows: Sequence[dict] | None = None
+    text_rows: Sequence[dict] | Columnar | None = None
     details: Sequence[Table] = ()
+
+    @cached_property
+    def _json(self) -> object:
+        """The JSON, built once: columnar rows as dicts, anything else as it is."""
+        return self.data.rows() if isinstance(self.data, Columnar) else self.data
 
     def to_json(self) -> object:
         """The JSON: the rows, or the object."""
-        return self.data
+        return self._json
 
     def to_text(self) -> str:
         """The title, the table of `columns` (one line per row), the footer, the details."""
-        rows = self.text_rows
-        if rows is None:
-            rows = self.data if isinstance(self.data, list) else [self.data]  # type: ignore[assignment]
+        rows = self._text_rows()
         table = format_table(
             [c.header for c in self.columns], [[row[c.key] for c in self.columns] for row in rows]
         )
         parts = [self.title, table, self.footer, *(d.to_text() for d in self.details)]
         return "\n".join(part for part in parts if part)
 
+    def _text_rows(self) -> Sequence[dict]:
+        """The rows the text shows: `text_rows` (built, if columnar), else the JSON's."""
+        shown = self.text_rows
+        if shown is None:
+            return _rows_of(self._json)
+        return shown.rows() if isinstance(shown, Columnar) else shown
+
     def to_frame(self) -> pandas.DataFrame:
         """One row per JSON row, nested objects as `a.b` columns, lists kept as lists."""
-        return frame(self.data)
+        if isinstance(self.data, Columnar):
+            import pandas
+
+            return pandas.DataFrame(dict(self.data.values))
+        return frame(self._json)
+
+    def to_columns(self) -> dict[str, Sequence[object]]:
+        """The rows as columns (`columns_of_rows`); columnar rows as they are, no dicts built."""
+        if isinstance(self.data, Columnar):
+            return dict(self.data.values)
+        return columns_of_rows(_rows_of(self._json))
 
     def _repr_html_(self) -> str:
         """Jupyter shows the DataFrame."""
@@ -101,6 +159,10 @@ class Report:
     def to_frame(self) -> pandas.DataFrame:
         """The JSON's rows as a DataFrame (`frame`)."""
         return frame(self.data)
+
+    def to_columns(self) -> dict[str, Sequence[object]]:
+        """The JSON's rows (the object is one) as columns (`columns_of_rows`)."""
+        return columns_of_rows(_rows_of(self.data))
 
     def _repr_html_(self) -> str:
         """Jupyter shows the DataFrame."""

@@ -33,7 +33,6 @@ import math
 import os
 import shutil
 import time
-import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, NoReturn
 import numpy as np
 
 from pcieperf import __version__, engine
+from pcieperf._config import load_toml
 from pcieperf.errors import UsageError, require_new_file
 
 if TYPE_CHECKING:  # pyarrow comes with the optional `dask` extra
@@ -94,13 +94,8 @@ class Spec:
 def load_spec(path: Path, commands: Collection[str], default_chunk: Mapping[str, int]) -> Spec:
     """Read and check a spec file; `commands` are the sweepable ones, `default_chunk` their
     points per chunk where the spec gives none."""
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read spec {path}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"spec {path} is not valid TOML: {exc}") from None
     where = f"spec {path}"
+    raw = load_toml(path, where)
     _reject_unknown(where, raw, _SPEC_KEYS)
     command = raw.get("command")
     if command not in commands:
@@ -220,10 +215,10 @@ def plan(
 ) -> Plan:
     """Check every option and axis value with the command's `parser` (a copy used only here:
     its error() is replaced) and build the plan. `excluded` are options that are no parameter
-    (a trace to replay, a plot); `files` are options naming a .toml file, made absolute so that
-    workers started in another folder read the same file; `vector_ok(options)` says whether
-    `sizes` may be joined into one call given the other options (asked of the fixed options and
-    of each axis value)."""
+    (a trace to replay, a plot): a spec cannot set them, the evaluation sees their defaults;
+    `files` are options naming a .toml file, made absolute so that workers started in another
+    folder read the same file; `vector_ok(options)` says whether `sizes` may be joined into one
+    call given the other options (asked of the fixed options and of each axis value)."""
     actions = _sweepable_actions(spec, parser, excluded)
     base_argv = [a for n, v in spec.options.items() for a in _argv(actions, spec, n, v)]
     base = _parse(parser, base_argv, f"spec {spec.path}: options")
@@ -238,7 +233,7 @@ def plan(
         joinable = joinable and all(vector_ok(ns) for ns in spaces)
         parsed = [getattr(ns, dest) for ns in spaces]
         axes.append(Axis(dest, values, [_absolute(v) if dest in files else v for v in parsed]))
-    keep = {a.dest for a in actions.values()}
+    keep = {a.dest for a in parser._actions} - _NEVER  # an excluded option at its default
     base_values = {k: _absolute(v) if k in files else v for k, v in vars(base).items() if k in keep}
     vector = next((i for i, a in enumerate(axes) if a.dest == VECTOR), None)
     joinable = joinable and vector is not None
@@ -388,12 +383,6 @@ def check_first_point(plan: Plan) -> None:
     """Evaluate the grid's first point here, so that options every point shares and that only
     the evaluation checks (a missing file, no sizes) fail before a cluster starts."""
     evaluate_chunk(replace(plan, vector=None), (0, 0, 1))
-
-
-def columns_from_rows(rows: Sequence[Mapping[str, object]]) -> dict[str, list[object]]:
-    """Rows (dicts, keys may differ) as columns; a key a row lacks is None (null) there."""
-    keys = list(dict.fromkeys(k for row in rows for k in row))
-    return {k: [row.get(k) for row in rows] for k in keys}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -80,9 +80,9 @@ def test_both_perturbations_together_are_both_named(tmp_path):
 
 
 def test_iotlb_misses_with_4k_pages_point_to_iommu_advise(tmp_path):
-    # Predicted with hugepages (2 MiB, the default): about no misses; measured 0.5 per packet.
+    # Predicted with hugepages (2 MiB, given): about no misses; measured 0.5 per packet.
     path = write_pcm(tmp_path / "c.csv", model_rates(), add={"iotlb_miss": 0.5 * PPS})
-    result = run_explain(path)
+    result = run_explain(path, iommu_setup=explain.IommuSetup(page="2m"))
     assert result.deviating == ["iotlb_miss"]
     (verdict,) = [v for v in result.verdicts if v.status != "agrees"]
     assert "see `pcieperf iommu advise`" in verdict.diagnosis

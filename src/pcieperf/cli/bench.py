@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from pcieperf import progress
 from pcieperf.cli._common import _whole, pciebench_api
@@ -12,15 +13,19 @@ from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.predict import cmd_bench_predict
 from pcieperf.units import parse_int_list
 
+if TYPE_CHECKING:
+    from pcieperf.pciebench.api import Progress
+    from pcieperf.results import Table
+
 
 def cmd_bench_tests(args: argparse.Namespace) -> None:
     """List the pcie-bench tests, cache states and access patterns."""
     emit(args, pciebench_api.tests())
 
 
-def cmd_bench_sim(args: argparse.Namespace) -> None:
-    """Simulate pcie-bench points with a host and a device profile."""
-    result = pciebench_api.sim(
+def bench_sim_result(args: argparse.Namespace, shown: Progress | None = None) -> Table:
+    """`pp.bench.sim` called with the `bench sim` options (`sweep` evaluates its points so)."""
+    return pciebench_api.sim(
         host=args.host,
         device=args.device,
         test=args.test,
@@ -31,9 +36,13 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
         offset=args.offset,
         dev_offset=args.dev_offset,
         transactions=args.transactions,
-        progress=lambda grid: progress.wrap(grid, "simulating", "point"),
+        progress=shown,
     )
-    emit(args, result)
+
+
+def cmd_bench_sim(args: argparse.Namespace) -> None:
+    """Simulate pcie-bench points with a host and a device profile."""
+    emit(args, bench_sim_result(args, lambda grid: progress.wrap(grid, "simulating", "point")))
 
 
 def cmd_bench_calibrate(args: argparse.Namespace) -> None:

@@ -58,7 +58,12 @@ def _add_explain_options(p: argparse.ArgumentParser, required: bool) -> None:
     add_counter_file_options(p)
     p.add_argument("--stack", default=None, help="IIO stack / root port (part of its name)")
     _add_forwarding_options(p)
-    p.add_argument("--page", default="2m", help="IOTLB prediction: page size (DPDK: hugepages)")
+    p.add_argument(
+        "--page",
+        default=None,
+        help="IOTLB prediction: page size 4k, 2m or 1g (default: what the file's IOTLB misses "
+        "imply, else 4k)",
+    )
     p.add_argument("--rxd", type=_whole(), default=1024, help="IOTLB prediction: Rx ring size")
     p.add_argument(
         "--txd", type=_whole(), default=None, help="IOTLB prediction: Tx ring (default rxd)"

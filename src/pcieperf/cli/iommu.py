@@ -11,11 +11,17 @@ from pcieperf.cli._common import _whole, counters, iommu_api
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.platforms import _add_iommu_options, cmd_iommu_fit, iommu_options
+from pcieperf.results import Report
+
+
+def iommu_sim_result(args: argparse.Namespace) -> Report:
+    """`pp.iommu.sim` called with the `iommu sim` options (`sweep` evaluates its points so)."""
+    return iommu_api.sim(**iommu_options(args))
 
 
 def cmd_iommu_sim(args: argparse.Namespace) -> None:
     """IOTLB misses per packet and packet rate with and without the IOMMU for one setup."""
-    emit(args, iommu_api.sim(**iommu_options(args)))
+    emit(args, iommu_sim_result(args))
 
 
 def cmd_iommu_gain(args: argparse.Namespace) -> None:

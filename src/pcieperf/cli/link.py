@@ -8,6 +8,7 @@ import argparse
 from pcieperf.cli._common import _whole, link_options, pcie_api, tlp
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.results import Table
 from pcieperf.units import parse_int_list
 
 
@@ -16,13 +17,17 @@ def cmd_link(args: argparse.Namespace) -> None:
     emit(args, pcie_api.link(**link_options(args)))
 
 
-def cmd_dma(args: argparse.Namespace) -> None:
-    """Effective bandwidth and TLP cost of device DMA per transfer size."""
+def dma_result(args: argparse.Namespace) -> Table:
+    """`pp.dma` called with the `dma` options (`sweep` evaluates its points so too)."""
     sizes = parse_int_list(args.sizes, "transfer size")
-    result = pcie_api.dma(
+    return pcie_api.dma(
         op=args.op, sizes=sizes, offset=args.offset, tlps=args.tlps, **link_options(args)
     )
-    emit(args, result)
+
+
+def cmd_dma(args: argparse.Namespace) -> None:
+    """Effective bandwidth and TLP cost of device DMA per transfer size."""
+    emit(args, dma_result(args))
 
 
 def _add_link_command(sub: argparse._SubParsersAction) -> None:

@@ -10,7 +10,6 @@ from pcieperf.cli._common import (
     _add_trace_replay_options,
     _link,
     _whole,
-    ethernet,
     link_options,
     nic,
     nic_api,
@@ -22,7 +21,15 @@ from pcieperf.net import wire
 from pcieperf.units import parse_duration_ns
 
 if TYPE_CHECKING:
-    from pcieperf.pcie.link import Link
+    from pcieperf.results import Table
+
+
+_NIC_OPTIONS = ("profile", "eth", "vlan", "sizes", "mix", "paths", "breakdown", "pps")
+
+
+def nic_result(args: argparse.Namespace) -> Table:
+    """`pp.nic` called with the `nic` options (`sweep` evaluates its points so too)."""
+    return nic_api.nic(**{o: getattr(args, o) for o in _NIC_OPTIONS}, **link_options(args))
 
 
 def cmd_nic(args: argparse.Namespace) -> None:
@@ -30,28 +37,14 @@ def cmd_nic(args: argparse.Namespace) -> None:
     if args.trace:
         _nic_trace(args)
         return
-    options = ("profile", "eth", "vlan", "sizes", "mix", "paths", "breakdown", "pps")
-    emit(args, nic_api.nic(**{o: getattr(args, o) for o in options}, **link_options(args)))
-
-
-def _nic_paths(args: argparse.Namespace) -> tuple[str, ...]:
-    """The --paths option, checked against the known DMA paths."""
-    return nic_api.dma_paths(args.paths)
-
-
-def _nic_result(
-    args: argparse.Namespace, profile: nic.NicProfile, link: Link, paths: tuple[str, ...]
-) -> nic.NicResult:
-    """A NIC profile priced over the sizes and mixes asked for (`sweep` prices it so)."""
-    eth = ethernet.Ethernet(args.eth, vlan=args.vlan)
-    return nic.evaluate(profile, link, eth, nic_api.frame_mixes(args.sizes, args.mix), paths)
+    emit(args, nic_result(args))
 
 
 def _nic_trace(args: argparse.Namespace) -> None:
     """Nic --trace: the PCIe bandwidth a capture needs per window."""
     link = _link(args)
     profile = nic.load_profile(args.profile)
-    paths = _nic_paths(args)  # checked before a trace is read
+    paths = nic_api.dma_paths(args.paths)  # checked before a trace is read
     captured = trace.read(args.trace, skip_bad=args.skip_bad)
     window = parse_duration_ns(args.window, "window")
     found = nic.trace_demand(profile, link, captured, window, paths)

@@ -4,106 +4,46 @@ Dask, written to Parquet (pcieperf.sweep)."""
 from __future__ import annotations
 
 import argparse
+import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from pcieperf.cli._common import (
-    _add_scheduler_option,
-    _link,
-    bench,
-    engine,
-    iommu_api,
-    link_options,
-    nic,
-    pcie_api,
-    pciebench_api,
-    sweep,
-)
+from pcieperf.cli._common import _add_scheduler_option, engine, sweep
 from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
-from pcieperf.cli.nic import _nic_paths, _nic_result
-from pcieperf.cli.platforms import iommu_options
-from pcieperf.units import parse_int_list, parse_rate
+from pcieperf.cli.bench import bench_sim_result
+from pcieperf.cli.iommu import iommu_sim_result
+from pcieperf.cli.link import dma_result
+from pcieperf.cli.nic import nic_result
+from pcieperf.errors import PcieperfWarning
 
-# --- ADAPTERS (issue 16): `nic` and `bench sim` points still call the commands' internals; like
-# `_sweep_dma` and `_sweep_iommu_sim`, each is to become "the API function's rows as columns"
-# (`sweep.columns_from_rows(api_function(**keywords).to_json())`).
+if TYPE_CHECKING:
+    from pcieperf.results import Result
 
-_NIC_COLUMNS = {
-    "mean_frame_bytes": "mean_frame_bytes",
-    "max_pps": "max_pps",
-    "pcie_max_pps": "pcie_max_pps",
-    "line_rate_pps": "line_pps",
-    "achievable_gbps": "achievable_gbps",
-    "line_rate_gbps": "line_rate_gbps",
-    "bottleneck": "bottleneck",
-    "pcie_up_gbps": "pcie_up_gbps",
-    "pcie_down_gbps": "pcie_down_gbps",
-    "up_bytes_per_pkt": "up_bytes_per_pkt",
-    "down_bytes_per_pkt": "down_bytes_per_pkt",
-    "up_tlps_per_pkt": "up_tlps_per_pkt",
-    "down_tlps_per_pkt": "down_tlps_per_pkt",
-}
-"""Sweep column (the `nic --json` key) -> NicResult attribute."""
+Evaluate = Callable[[argparse.Namespace], dict[str, object]]
 
 
-def _sweep_nic(args: argparse.Namespace) -> dict[str, object]:
-    """One `nic` evaluation as columns, through the calls cmd_nic makes."""
-    result = _nic_result(args, nic.load_profile(args.profile), _link(args), _nic_paths(args))
-    columns = {"size": result.label, **{k: getattr(result, a) for k, a in _NIC_COLUMNS.items()}}
-    if args.pps is not None:
-        pps = parse_rate(args.pps)
-        up, down = result.needed_gbps(pps)
-        columns |= {
-            "pps": [pps] * len(result.label),
-            "needed_up_gbps": up,
-            "needed_down_gbps": down,
-            "fits_pcie": pps <= result.pcie_max_pps,
-            "fits_line": pps <= result.line_pps,
-        }
-    return columns
+class _Columns(NamedTuple):
+    """A sweep point's evaluation: the command's own API call (`result_of`, what the command
+    prints), its rows as columns, so that a row equals the command's --json by construction.
+    `nic` points differ in two ways: Parquet holds one type per column, so `size` (a number,
+    or a mix's name) is stored as text; and a --pps above what the line or link carries is
+    not warned about (a warning per point, thousands of lines: the `fits_line` and
+    `fits_pcie` columns say it). A tuple of module-level functions: it is sent to workers."""
 
+    result_of: Callable[[argparse.Namespace], Result]
+    nic: bool = False
 
-def _sweep_dma(args: argparse.Namespace) -> dict[str, object]:
-    """One `dma` evaluation as columns: the rows of `pp.dma`, as `dma --json` has them."""
-    sizes = parse_int_list(args.sizes, "transfer size")
-    result = pcie_api.dma(op=args.op, sizes=sizes, offset=args.offset, **link_options(args))
-    return sweep.columns_from_rows(result.to_json())  # type: ignore[arg-type]
-
-
-def _sweep_iommu_sim(args: argparse.Namespace) -> dict[str, object]:
-    """One `iommu sim` evaluation as a one-row table, through the calls cmd_iommu_sim makes."""
-    return sweep.columns_from_rows([iommu_api.sim(**iommu_options(args)).to_json()])
-
-
-def _sweep_bench_sim(args: argparse.Namespace) -> dict[str, object]:
-    """One `bench sim` evaluation (sizes x windows) as columns, through the calls
-    cmd_bench_sim makes; latency columns are null for bandwidth tests."""
-    from pcieperf.pciebench import sim
-
-    host, device = sim.load_host(Path(args.host)), pciebench_api.bench_device(args.device)
-    test = bench.canonical_test(args.test)
-    rows = []
-    for size in parse_int_list(args.sizes, "transfer size"):
-        for window in parse_int_list(args.windows, "window"):
-            point = sim.Point(test, args.pattern, args.cache, args.offset, 0, window, size)
-            res = sim.simulate(point, host, device, transactions=args.transactions)
-            rows.append(
-                {
-                    "test": test,
-                    "size": size,
-                    "window": window,
-                    "bw_gbps": res.bw_gbps,
-                    "trans_per_s": res.trans_per_s,
-                    "iotlb_misses": res.iotlb_misses,
-                    **res.latency_ns,
-                }
-            )
-    return sweep.columns_from_rows(rows)
-
-
-# --- END OF ADAPTERS
+    def __call__(self, args: argparse.Namespace) -> dict[str, object]:
+        """The columns of the point (or run of sizes) `args`."""
+        with warnings.catch_warnings():  # one worker thread per process (engine.connect)
+            if self.nic:
+                warnings.simplefilter("ignore", PcieperfWarning)
+            columns = dict(self.result_of(args).to_columns())
+        if self.nic:
+            columns["size"] = [str(size) for size in columns["size"]]
+        return columns
 
 
 class _Sweepable(NamedTuple):
@@ -112,7 +52,7 @@ class _Sweepable(NamedTuple):
     options that are no parameter, those naming a .toml file, and whether sizes may be joined
     into one call given the fixed options."""
 
-    evaluate: Callable[[argparse.Namespace], dict[str, object]]
+    evaluate: Evaluate
     chunk: int
     excluded: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
@@ -121,15 +61,15 @@ class _Sweepable(NamedTuple):
 
 _SWEEPABLE = {
     "nic": _Sweepable(
-        _sweep_nic,
+        _Columns(nic_result, nic=True),
         40_000,
         ("trace", "window", "skip_bad", "plot", "force", "breakdown"),
         ("profile",),
         lambda args: not args.mix,  # --mix rows follow the sizes': joining would reorder them
     ),
-    "dma": _Sweepable(_sweep_dma, 200_000, ("tlps",)),
-    "iommu sim": _Sweepable(_sweep_iommu_sim, 4, files=("calibration",)),
-    "bench sim": _Sweepable(_sweep_bench_sim, 32, files=("host", "device")),
+    "dma": _Sweepable(_Columns(dma_result), 200_000, ("tlps",)),
+    "iommu sim": _Sweepable(_Columns(iommu_sim_result), 4, files=("calibration",)),
+    "bench sim": _Sweepable(_Columns(bench_sim_result), 32, files=("host", "device")),
 }
 
 
@@ -144,9 +84,7 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
     return parser
 
 
-def sweep_plan(
-    path: Path, evaluate: Callable[[argparse.Namespace], dict[str, object]] | None = None
-) -> sweep.Plan:
+def sweep_plan(path: Path, evaluate: Evaluate | None = None) -> sweep.Plan:
     """The plan of a sweep spec file: its points, checked by the command's own parser, and the
     evaluation of one point (the command's, unless another is given: tests, benchmarks)."""
     spec = sweep.load_spec(path, _SWEEPABLE, {name: s.chunk for name, s in _SWEEPABLE.items()})

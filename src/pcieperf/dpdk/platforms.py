@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pcieperf._config import load_toml
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
-from pcieperf.pciebench.sim import load_toml
 
 PLATFORM_DIR = Path(__file__).parent / "platforms"
 DEFAULT_PLATFORM = "e5-v4"

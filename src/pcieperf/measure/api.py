@@ -196,7 +196,7 @@ def explain(
     pkt: int | None = None,
     from_run: int | None = None,
     db: str | Path | None = None,
-    page: str = "2m",
+    page: str | None = None,
     rxd: int = 1024,
     txd: int | None = None,
     profile: str | None = None,
@@ -210,11 +210,12 @@ def explain(
     """Measured PCIe counters (a pcm-iio, perf or VTune file) against the DPDK forwarding model
     at `pps` with a `frame` (or `pkt` bytes DMA'd), or at a stored run's rate and histogram
     (`from_run`): measured, predicted and ratio per metric, a diagnosis for each beyond 15 %
-    (`pcieperf explain`, docs/explain.md). `fit_iommu` (or `fit_out`, a profile file to
-    write) adds `iommu fit` on the same counters; `options` are the forwarding setup's and the
-    link's keywords (pcieperf.dpdk.api)."""
+    (`pcieperf explain`, docs/explain.md). IOTLB misses are predicted for `page`, or without
+    it for the page size the file's IOTLB misses imply (`page_from` says which decided).
+    `fit_iommu` (or `fit_out`, a profile file to write) adds `iommu fit` on the same
+    counters; `options` are the forwarding setup's and the link's keywords (pcieperf.dpdk.api)."""
     from pcieperf.dpdk.forwarding import FORWARDING_PROFILE
-    from pcieperf.dpdk.iommu import parse_page
+    from pcieperf.dpdk.port import PortSetup, parse_page
     from pcieperf.measure import counters as importers
     from pcieperf.measure import explain as model
     from pcieperf.nic.nic import load_profile
@@ -235,7 +236,8 @@ def explain(
     samples = importers.parse(
         Path(counters), format, lenient=lenient, delimiter=delimiter, interval_s=interval
     )
-    setup = model.IommuSetup(parse_page(page), rxd, rxd if txd is None else txd)
+    rings = {"rxd": rxd, "txd": rxd if txd is None else txd}
+    setup = PortSetup(**rings) if page is None else PortSetup(parse_page(page), **rings)
     result = model.explain(
         samples,
         cfg,
@@ -244,6 +246,7 @@ def explain(
         profile=load_profile(profile or FORWARDING_PROFILE),
         stack=stack,
         iommu_setup=setup,
+        page_from_counters=page is None,
     )
     data = _explanation_json(result)
     fit_lines = ""
@@ -251,7 +254,9 @@ def explain(
         from pcieperf.dpdk.platforms import platform_toml
         from pcieperf.measure import iommu_fit
 
-        fitted = iommu_fit.fit_explained(samples, result, cfg, setup, platform=platform, name=name)
+        fitted = iommu_fit.fit_explained(
+            samples, result, cfg, result.port, platform=platform, name=name
+        )
         data["iommu_fit"] = fitted.as_dict()
         if fit_out:
             Path(fit_out).write_text(platform_toml(fitted.profile), "utf-8")
@@ -281,6 +286,9 @@ def _explanation_json(result: Explanation) -> dict:
         "deviating": result.deviating,
         "metrics": [v.as_dict() for v in result.verdicts],
         "rate": rate.as_dict() if rate else None,
+        "page": result.page.page,
+        "page_from": result.page.source,
+        "page_evidence": result.page.as_dict() or None,
     }
 
 
@@ -302,7 +310,7 @@ def _explained(data: dict, result: Explanation, fit_lines: str) -> Explained:
         outliers = [f"- {name}: {by_metric[name]}" for name in rate["outliers"]]
         many = f"{len(outliers)} metric(s) deviate beyond 15 % at that rate:"
         lines = [f"cause: {rate['rule']}", *([many] if outliers else []), *outliers]
-        title = "\n".join(filter(None, [rate["headline"], head]))
+        title = "\n".join(filter(None, [rate["headline"], head, result.page.text()]))
     else:
         notes = [f"- {name}: {text}" for name, text in by_metric.items() if text]
         verdict = (
@@ -310,7 +318,7 @@ def _explained(data: dict, result: Explanation, fit_lines: str) -> Explained:
             if data["agreement"]
             else f"{len(notes)} metric(s) deviate beyond 15 %:"
         )
-        lines, title = [verdict, *notes], head
+        lines, title = [verdict, *notes], f"{head}\n{result.page.text()}"
     return Explained(
         data,
         EXPLAIN_COLUMNS,

@@ -11,7 +11,7 @@ the input. Only metrics the rate cannot explain get the per-metric rules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from math import inf
 
 import numpy as np
@@ -21,6 +21,14 @@ from pcieperf.dpdk import forwarding, iommu
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
 from pcieperf.measure.counters import BYTES_PER_S, Samples
+from pcieperf.measure.explain_rules import (
+    MISTAKE_RULE,
+    RATE_EXPLAINS_ALL,
+    RATE_EXPLAINS_QUORUM,
+    RATE_RULE,
+    RATE_UNRESOLVED,
+    RULES,
+)
 from pcieperf.net.ethernet import FCS_BYTES, Ethernet, parse_mix
 from pcieperf.nic.nic import NicProfile
 from pcieperf.pcie.link import Link
@@ -52,87 +60,6 @@ DIRECTION_METRICS: dict[str, tuple[forwarding.Metric, ...]] = {
     "host_to_device": ("inbound_read", "outbound_write"),
 }
 EXPLAINED = (*forwarding.METRICS, *DIRECTION_METRICS, MISS_METRIC)
-
-# The rule set (docs/explain.md): (metric, direction of the deviation) -> diagnosis. Fields:
-# ratio, measured_per_pkt, predicted_per_pkt.
-RULES: dict[tuple[str, str], str] = {
-    ("outbound_read", "above"): (
-        "outbound reads present ({measured_per_pkt:.2f} B/packet): the driver reads device "
-        "registers (MMIO), so it is not a poll-mode driver; a PMD learns ring positions from "
-        "descriptor write-backs and never reads the device"
-    ),
-    ("outbound_read", "below"): (
-        "outbound reads {ratio:.2f}x the prediction: the driver reads device registers less "
-        "often than the profile assumes (a poll-mode driver reads none)"
-    ),
-    ("inbound_write", "above"): (
-        "inbound writes {ratio:.2f}x the prediction: descriptor write-backs are not coalesced "
-        "(one per packet rather than one per rs_thresh) or the device writes partial cache "
-        "lines, each costing a full 64 B line (compare with --tx-wb-full-line)"
-    ),
-    ("inbound_write", "below"): (
-        "inbound writes {ratio:.2f}x the prediction: fewer or smaller packets reach host memory "
-        "than --pps/--pkt say (drops before DMA), or write-backs are coalesced beyond rs_thresh"
-    ),
-    ("inbound_read", "above"): (
-        "inbound reads {ratio:.2f}x the prediction: descriptors are fetched one at a time rather "
-        "than a cache line at a time, packets are larger than --pkt, or reads are retried"
-    ),
-    ("inbound_read", "below"): (
-        "inbound reads {ratio:.2f}x the prediction: fewer packets are sent than received (Tx "
-        "drops) or packets are smaller than --pkt"
-    ),
-    ("outbound_write", "above"): (
-        "outbound writes {ratio:.2f}x the prediction: tail doorbells are written more often than "
-        "the batch histogram implies (smaller batches, or rx_free_thresh below the batch)"
-    ),
-    ("outbound_write", "below"): (
-        "outbound writes {ratio:.2f}x the prediction: batches are larger than the histogram says "
-        "or doorbells are deferred further (a larger rx_free_thresh)"
-    ),
-    ("iotlb_miss", "above"): (
-        "IOTLB misses {measured_per_pkt:.3f}/packet against {predicted_per_pkt:.3f} predicted: "
-        "4 KiB pages with large rings and mbuf pool spread the working set over more pages than "
-        "the IOTLB holds; see `pcieperf iommu advise`, and `--fit-iommu` to learn this host's "
-        "IOTLB reach and walkers from these counters"
-    ),
-    ("iotlb_miss", "below"): (
-        "IOTLB misses {ratio:.2f}x the prediction: pages are larger than --page or the working "
-        "set (rings, pool) is smaller than modelled"
-    ),
-    ("device_to_host", "above"): (
-        "device-to-host data {ratio:.2f}x the prediction: extra inbound writes (uncoalesced "
-        "write-backs, partial lines) or outbound reads (a driver reading registers); the "
-        "free-running counters cannot tell which"
-    ),
-    ("device_to_host", "below"): (
-        "device-to-host data {ratio:.2f}x the prediction: fewer or smaller packets are written "
-        "to host memory than --pps/--pkt say"
-    ),
-    ("host_to_device", "above"): (
-        "host-to-device data {ratio:.2f}x the prediction: extra inbound reads (single descriptor "
-        "fetches, larger packets) or outbound writes (more doorbells); the free-running "
-        "counters cannot tell which"
-    ),
-    ("host_to_device", "below"): (
-        "host-to-device data {ratio:.2f}x the prediction: fewer or smaller packets are sent "
-        "than --pps/--pkt say"
-    ),
-}
-RATE_RULE = (
-    "the packet rate is about {implied} rather than the {given} given (or the counters cover "
-    "other ports too): at that rate {how}"
-)
-RATE_EXPLAINS_ALL = "every metric matches the model"
-RATE_EXPLAINS_QUORUM = "{agreeing} match the model and the others are diagnosed on their own"
-RATE_UNRESOLVED = (
-    "the metrics that scale with the rate disagree among themselves ({spread}), so which of them "
-    "is off cannot be told; run again with --pps near {implied} for per-metric diagnoses"
-)
-MISTAKE_RULE = (
-    "likely input mistake: the rate given ({given}) is {factor:.3g}x {side} the {implied} the "
-    "counters imply"
-)
 
 
 @dataclass(frozen=True)
@@ -295,6 +222,8 @@ class Explanation:
     verdicts: list[Verdict]  # at the rate given, with their diagnoses
     series: dict[str, Series]
     rate: RateFinding | None  # None when no metric is proportional to the rate
+    page: PageChoice  # the page size of the IOTLB prediction, and what decided it
+    port: PortSetup  # the port the IOTLB prediction modelled, with that page
 
     @property
     def rate_named(self) -> bool:
@@ -392,7 +321,48 @@ def measured_series(
 
 
 IommuSetup = PortSetup  # explain's pages and rings were their own type; one release (issue 16)
-TESTPMD_PAGE = "2m"  # explain predicts a testpmd run: DPDK's EAL maps mbufs on hugepages
+# The page sizes the counters can tell apart: 4 KiB pages, and hugepages, named by 2 MiB (the
+# x86-64 default hugepage size, Linux Documentation/admin-guide/mm/hugetlbpage.rst). A 1 GiB
+# page misses no more than a 2 MiB one: one port's rings and pool fit the IOTLB either way.
+PAGE_CANDIDATES = ("2m", "4k")
+
+
+@dataclass(frozen=True)
+class PageChoice:
+    """The page size the IOTLB prediction uses and what decided it (`source`): "given" (the
+    caller's --page), "counters" (the IOTLB misses the file measured, `choose_page`) or
+    "default" (PortSetup's page: the file has no IOTLB events, so the page predicts nothing).
+    With the counters' evidence: the file's misses per packet and each candidate page's
+    model figure."""
+
+    page: str
+    source: str
+    measured_per_pkt: float | None = None
+    model_per_pkt: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON form of the evidence (None when the counters were not asked)."""
+        if self.measured_per_pkt is None:
+            return {}
+        return {
+            "iotlb_misses_per_pkt": self.measured_per_pkt,
+            "model_iotlb_misses_per_pkt": self.model_per_pkt,
+        }
+
+    def text(self) -> str:
+        """One line for people: the page and why."""
+        if self.source == "given":
+            return f"pages: {self.page} (given)"
+        if self.measured_per_pkt is None:
+            return f"pages: {self.page} (the port's default; the file counts no IOTLB misses)"
+        others = ", ".join(
+            f"{v:.3f} with {p}" for p, v in self.model_per_pkt.items() if p != self.page
+        )
+        return (
+            f"pages: {self.page} (the file's {self.measured_per_pkt:.3f} IOTLB misses per packet "
+            f"are nearest the model's {self.model_per_pkt[self.page]:.3f} with {self.page} "
+            f"pages; {others})"
+        )
 
 
 def port_setup(cfg: forwarding.ForwardingConfig, setup: PortSetup) -> PortSetup:
@@ -410,6 +380,30 @@ def misses_per_packet(cfg: forwarding.ForwardingConfig, setup: PortSetup) -> flo
     """IOTLB misses per forwarded packet from the IOMMU model's address stream."""
     port, traffic = port_setup(cfg, setup), port_traffic(cfg)
     return iommu.count_misses(port, traffic, iommu.load_platform().iommu).misses_per_pkt
+
+
+def choose_page(
+    series: dict[str, Series],
+    predicted: dict[str, float],
+    pps: float,
+    cfg: forwarding.ForwardingConfig,
+    port: PortSetup,
+) -> PageChoice:
+    """The page size the counters' IOTLB misses imply (docs/explain.md, "Page size"): of 4 KiB
+    pages and hugepages, the one whose model figure of misses per packet (for `port`'s rings
+    and pool) is nearest the file's (about 0: hugepages; near the 4 KiB figure or above: 4 KiB).
+    The file's misses are per packet at the rate its byte counters imply, as the rate
+    hypothesis takes it, so a --pps 10x off does not read as 10x the misses. `port`'s own page
+    where the file has no IOTLB events."""
+    if MISS_METRIC not in series:
+        return PageChoice(port.page, "default")
+    bytes_only = _verdicts({m: s for m, s in series.items() if m != MISS_METRIC}, predicted, pps)
+    implied = _implied(bytes_only)
+    factor = _factor(implied) if implied else 1.0
+    measured = float(series[MISS_METRIC].value.mean()) / (pps * factor)
+    model = {p: misses_per_packet(cfg, replace(port, page=p)) for p in PAGE_CANDIDATES}
+    page = min(PAGE_CANDIDATES, key=lambda p: abs(measured - model[p]))  # a tie: hugepages
+    return PageChoice(page, "counters", measured, model)
 
 
 def predict(
@@ -468,13 +462,29 @@ def judge(
 ) -> tuple[list[Verdict], RateFinding | None]:
     """A verdict per measured metric at the rate given, the rate hypothesis, and the rule set's
     diagnosis for each deviation."""
+    verdicts = _verdicts(series, predicted, pps)
+    finding = rate_hypothesis(verdicts, doorbells)
+    return _diagnose(verdicts, finding), finding
+
+
+def _verdicts(series: dict[str, Series], predicted: dict[str, float], pps: float) -> list[Verdict]:
+    """A verdict per measured metric at the rate given, without diagnoses."""
     verdicts = []
     for name, s in series.items():
         measured = float(s.value.mean())
         status = _status(measured, predicted[name], _floor(name) * pps)
         verdicts.append(Verdict(name, s.unit, measured, predicted[name], pps, status, None))
-    finding = rate_hypothesis(verdicts, doorbells)
-    return _diagnose(verdicts, finding), finding
+    return verdicts
+
+
+def _implied(verdicts: list[Verdict]) -> dict[str, float]:
+    """Measured/predicted of each metric that votes on the rate (`_votes`)."""
+    return {v.metric: v.ratio for v in verdicts if _votes(v)}
+
+
+def _factor(implied: dict[str, float]) -> float:
+    """The rate factor the voters imply: their median ratio, in logs (10x and 0.1x alike)."""
+    return float(np.exp(np.median(np.log(list(implied.values())))))
 
 
 def _votes(v: Verdict) -> bool:
@@ -499,10 +509,10 @@ def rate_hypothesis(verdicts: list[Verdict], doorbells: tuple[float, float]) -> 
     0.1x are alike) over the rate-proportional metrics. The rate is named when it is more than
     RATE_TOLERANCE off and either explains every metric, or no rate-proportional metric matches
     the model at the rate given. None when no metric is proportional to the rate."""
-    implied = {v.metric: v.ratio for v in verdicts if _votes(v)}
+    implied = _implied(verdicts)
     if not implied:
         return None
-    factor = float(np.exp(np.median(np.log(list(implied.values())))))
+    factor = _factor(implied)
     at_implied = [at_rate(v, factor, doorbells) for v in verdicts]
     off = abs(np.log(factor)) > np.log1p(RATE_TOLERANCE)
     explains_all = all(v.status == "agrees" for v in at_implied)
@@ -543,19 +553,29 @@ def explain(
     profile: NicProfile | None = None,
     stack: str | None = None,
     iommu_setup: PortSetup | None = None,
+    page_from_counters: bool | None = None,
 ) -> Explanation:
-    """Explain one counter file's stack against forwarding at `pps` with `cfg`."""
+    """Explain one counter file's stack against forwarding at `pps` with `cfg`. IOTLB misses
+    are predicted for the port `iommu_setup` (PortSetup's defaults if None) with its page size,
+    or with the one the counters imply (`choose_page`) when `page_from_counters` (by default:
+    when no setup is given)."""
     if not 0 < pps < inf:
         raise UsageError(f"packet rate {pps!r} is not allowed; explain needs a finite rate > 0")
     index = StackIndex.of(samples)
     chosen = choose_stack(samples, stack, index)
     series = measured_series(samples, chosen, index)
-    misses = (
-        misses_per_packet(cfg, iommu_setup or PortSetup(page=TESTPMD_PAGE))
-        if MISS_METRIC in series
-        else None
-    )
-    predicted = predict(cfg, link, pps, profile, misses)
+    port = iommu_setup or PortSetup()
+    predicted = predict(cfg, link, pps, profile)
+    from_counters = iommu_setup is None if page_from_counters is None else page_from_counters
+    if from_counters:
+        page = choose_page(series, predicted, pps, cfg, port)
+    else:
+        page = PageChoice(port.page, "given")
+    port = replace(port, page=page.page)
+    if MISS_METRIC in series:
+        known = page.model_per_pkt
+        misses = known[page.page] if page.page in known else misses_per_packet(cfg, port)
+        predicted = predict(cfg, link, pps, profile, misses)
     verdicts, finding = judge(series, predicted, pps, doorbell_range(cfg, link, profile))
     return Explanation(
         samples.file,
@@ -567,4 +587,6 @@ def explain(
         verdicts,
         series,
         finding,
+        page,
+        port,
     )

@@ -8,3 +8,8 @@ from pcieperf.dpdk.api import advise, gain, inputs, sim
 from pcieperf.measure.api import iommu_fit as fit
 
 __all__ = ["advise", "fit", "gain", "inputs", "sim"]
+
+
+def __dir__() -> list[str]:
+    """dir() and tab completion show the API (`__all__`), not the helpers imported here."""
+    return list(__all__)

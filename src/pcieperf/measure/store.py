@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 __all__ = ["open"]  # `pp.store`: the notebook's view; the CLI and records use `Store` by name
 
 
+def __dir__() -> list[str]:
+    """dir() and tab completion show the API (`__all__`), not the helpers imported here."""
+    return list(__all__)
+
+
 def default_db_path() -> Path:
     """Where the store lives unless told otherwise."""
     env = os.environ.get("PCIEPERF_DB")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from pcieperf.errors import UsageError, warn
 from pcieperf.pcie.api import make_link
-from pcieperf.results import Column, Table
+from pcieperf.results import Column, Columnar, Table
 from pcieperf.units import parse_int_list, parse_rate
 
 if TYPE_CHECKING:
@@ -93,23 +93,33 @@ def nic(
     link = make_link(**link_options)  # type: ignore[arg-type]
     loaded = model.load_profile(profile)
     chosen = dma_paths(paths)
-    result = model.evaluate(loaded, link, Ethernet(eth, vlan=vlan), frame_mixes(sizes, mix), chosen)
+    port = Ethernet(eth, vlan=vlan)
+    fixed = _fixed_sizes(sizes, mix)
+    if fixed is not None:  # vectorised, no object per size: the same numbers (test_nic_api.py)
+        result = model.evaluate_sizes(loaded, link, port, fixed, chosen)
+    else:
+        result = model.evaluate(loaded, link, port, frame_mixes(sizes, mix), chosen)
     rate = _rate(pps)
-    rows = _nic_rows(result, rate, breakdown)
+    columns = _nic_columns(result, rate, breakdown)
     head = (
         f"{loaded.name}: {loaded.description}"
         + (f"\nNIC: {loaded.device.name}" if loaded.device else "")
         + f"\nGen{link.gen} x{link.lanes} ({link.tlp_gbps:.2f} Gb/s for TLPs per direction), "
         f"{eth} GbE"
     )
+    rows = Columnar(columns)
     details = [Table(rows, NEEDED_COLUMNS, title=f"\nat {rate / 1e6:.3f} Mpps:")] if rate else []
-    details += [
-        Table(r["operations"], OPERATION_COLUMNS, title=f"\nper packet at size {r['size']}:")
-        for r in rows
-        if breakdown
-    ]
-    shown = [r | {"mpps": r["max_pps"] / 1e6, "limits": "+".join(r["limited_by"])} for r in rows]
-    return Table(rows, NIC_COLUMNS, title=head, text_rows=shown, details=details)
+    if breakdown:
+        details += [
+            Table(operations, OPERATION_COLUMNS, title=f"\nper packet at size {size}:")
+            for size, operations in zip(columns["size"], columns["operations"], strict=True)
+        ]
+    shown = {
+        **columns,
+        "mpps": result.max_pps / 1e6,
+        "limits": ["+".join(limits) for limits in columns["limited_by"]],
+    }
+    return Table(rows, NIC_COLUMNS, title=head, text_rows=Columnar(shown), details=details)
 
 
 def dma_paths(paths: str | Sequence[str]) -> tuple[str, ...]:
@@ -119,6 +129,15 @@ def dma_paths(paths: str | Sequence[str]) -> tuple[str, ...]:
     return check_paths(
         tuple(p.strip() for p in (paths.split(",") if isinstance(paths, str) else paths))
     )
+
+
+def _fixed_sizes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[int] | None:
+    """The frame sizes when `sizes` are plain sizes only (no named mix, no histogram), the
+    case `nic.evaluate_sizes` prices without a PacketMix per size; else None."""
+    tokens = [token.strip() for token in _size_tokens(sizes)]
+    if mix or not tokens or not all(token.isdecimal() for token in tokens):
+        return None
+    return [int(token) for token in tokens]
 
 
 def frame_mixes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[PacketMix]:
@@ -142,40 +161,49 @@ NIC_FIELDS = {
 name); each attribute holds one value per row, read once."""
 
 
-def _nic_rows(result: NicResult, pps: float | None, breakdown: bool) -> list[dict]:
-    """The JSON rows of `nic`: one per size, the rate's needs when `pps`, each operation's
-    bytes when `breakdown`; warns once per capacity the rate exceeds."""
+def _nic_columns(result: NicResult, pps: float | None, breakdown: bool) -> dict[str, Sequence]:
+    """The JSON rows of `nic` as columns (the model's arrays): one value per size, the rate's
+    needs when `pps`, each operation's bytes when `breakdown`; warns once per capacity the
+    rate exceeds."""
+    columns: dict[str, Sequence] = {
+        "size": [int(label) if label.isdigit() else label for label in result.label]
+    }
+    columns |= {key: getattr(result, attr or key) for key, attr in NIC_FIELDS.items()}
     if pps is not None:
-        needed = result.needed_gbps(pps)
         _warn_rate_over(pps, result.label, result.line_pps, "the line")
         _warn_rate_over(pps, result.label, result.pcie_max_pps, "the PCIe link")
-    columns = {key: getattr(result, attr or key) for key, attr in NIC_FIELDS.items()}
-    columns["bottleneck"] = [str(b) for b in columns["bottleneck"]]
-    rows = []
-    for i, label in enumerate(result.label):
-        row = {"size": int(label) if label.isdigit() else label}
-        row |= {key: column[i] for key, column in columns.items()}
-        if pps is not None:
-            row |= {
-                "pps": pps,
-                "needed_up_gbps": needed[0][i],
-                "needed_down_gbps": needed[1][i],
-                "fits_pcie": bool(pps <= result.pcie_max_pps[i]),
-                "fits_line": bool(pps <= result.line_pps[i]),
+        up, down = result.needed_gbps(pps)
+        columns |= {
+            "pps": [pps] * len(result.label),
+            "needed_up_gbps": up,
+            "needed_down_gbps": down,
+            "fits_pcie": pps <= result.pcie_max_pps,
+            "fits_line": pps <= result.line_pps,
+        }
+    if breakdown:
+        columns["operations"] = _operations(result)
+    return columns
+
+
+def _operations(result: NicResult) -> list[list[dict]]:
+    """Per row, each operation's bytes per packet (`--breakdown`)."""
+    shares = [
+        (s, result.per_packet(s.up_bytes).tolist(), result.per_packet(s.down_bytes).tolist())
+        for s in result.shares
+    ]
+    return [
+        [
+            {
+                "path": s.path,
+                "what": s.op.what,
+                "initiator": s.op.initiator,
+                "up_bytes_per_pkt": up[i],
+                "down_bytes_per_pkt": down[i],
             }
-        if breakdown:
-            row["operations"] = [
-                {
-                    "path": s.path,
-                    "what": s.op.what,
-                    "initiator": s.op.initiator,
-                    "up_bytes_per_pkt": float(result.per_packet(s.up_bytes)[i]),
-                    "down_bytes_per_pkt": float(result.per_packet(s.down_bytes)[i]),
-                }
-                for s in result.shares
-            ]
-        rows.append(row)
-    return rows
+            for s, up, down in shares
+        ]
+        for i in range(len(result.label))
+    ]
 
 
 def _warn_rate_over(

@@ -15,7 +15,6 @@ in `[device.assumed]` with the range it may take.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from pcieperf._config import loads_toml, read_text
 from pcieperf.errors import ProfileError, UsageError, require_choice
 
 if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
@@ -147,29 +147,20 @@ def builtin_profiles() -> list[str]:
 def load_profile(name_or_path: str) -> NicProfile:
     """Load a built-in profile by name, or a user profile from a `.toml` path."""
     if name_or_path in builtin_profiles():
-        res = PROFILES / f"{name_or_path}.toml"
-        return parse_profile(res.read_text(encoding="utf-8"), f"{name_or_path} (built-in)")
+        origin = f"{name_or_path} (built-in)"
+        return parse_profile(read_text(PROFILES / f"{name_or_path}.toml", origin), origin)
     path = Path(name_or_path)
     if path.suffix != ".toml":
         raise UsageError(
             f"unknown profile {name_or_path!r}; use one of {', '.join(builtin_profiles())} "
             "or a path to a .toml profile"
         )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read profile {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    return parse_profile(text, str(path))
+    return parse_profile(read_text(path, f"profile {path}"), str(path))
 
 
 def parse_profile(text: str, origin: str) -> NicProfile:
     """Parse and validate profile TOML; every error names `origin`, the table path and key."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{origin}: not valid TOML: {exc}") from None
+    data = loads_toml(text, origin)
     _reject_unknown(origin, "", data, _PROFILE_KEYS)
     for key in ("name", "source"):
         if not isinstance(data.get(key), str):

@@ -3,10 +3,10 @@ the CLI's options, results that print as the CLI prints them (pcieperf.results).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pcieperf.pcie.link import Link
-from pcieperf.results import Column, Table
+from pcieperf.results import Column, Columnar, Table
 
 DMA_SIZES = (64, 128, 256, 512, 1024, 1500)  # the `dma` command's default --sizes
 
@@ -100,37 +100,23 @@ def dma(
     **link_options: object,
 ) -> Table:
     """Effective bandwidth and TLP cost of device DMA per transfer size (`pcieperf dma`): one
-    row per size, with every TLP of each transfer when `tlps`."""
+    row per size, with every TLP of each transfer when `tlps`. The rows are kept as the
+    model's columns (`to_columns`, `to_frame` build no per-row dicts: a sweep's millions)."""
     from pcieperf.pcie import tlp  # numpy: not for `link`, which must start light (issue 15)
 
     ln = make_link(**link_options)  # type: ignore[arg-type]
     sizes = list(sizes)
     cost = tlp.dma_rows(ln, op, sizes, offset)
-    rows = [
-        {
-            "size": s,
-            "effective_gbps": float(e),
-            "tlps_up": int(tu),
-            "tlps_down": int(td),
-            "bytes_up": int(bu),
-            "bytes_down": int(bd),
-        }
-        for s, e, tu, td, bu, bd in zip(
-            sizes,
-            cost.effective_gbps,
-            cost.tlps_up,
-            cost.tlps_down,
-            cost.bytes_up,
-            cost.bytes_down,
-            strict=True,
-        )
-    ]
+    columns: dict[str, Sequence[object]] = {"size": sizes, **vars(cost)}
     details = []
-    for row in rows if tlps else []:
-        row["tlps"] = _tlp_list(ln, op, row["size"], offset)
-        details.append(Table(row["tlps"], TLP_COLUMNS, title=f"\nTLPs of {row['size']} B:"))
+    if tlps:
+        columns["tlps"] = [_tlp_list(ln, op, size, offset) for size in sizes]
+        details = [
+            Table(listed, TLP_COLUMNS, title=f"\nTLPs of {size} B:")
+            for size, listed in zip(sizes, columns["tlps"], strict=True)
+        ]
     return Table(
-        rows,
+        Columnar(columns),
         DMA_COLUMNS,
         title=f"DMA {op} on Gen{ln.gen} x{ln.lanes}, MPS {ln.mps}, MRRS {ln.mrrs}, offset "
         f"{offset}; link {ln.tlp_gbps:.2f} Gb/s for TLPs",

@@ -23,6 +23,11 @@ BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only,
 SIM_SIZES = (64, 128, 256, 512, 1024, 2048)  # `bench sim --sizes`
 
 
+def __dir__() -> list[str]:
+    """dir() and tab completion show the API (`__all__`), not the helpers imported here."""
+    return list(__all__)
+
+
 def _each(progress: Progress | None, items: list) -> Iterable:
     """`items`, through the caller's progress bar if it gave one."""
     return progress(items) if progress else items

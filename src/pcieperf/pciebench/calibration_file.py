@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from pcieperf._config import load_toml
 from pcieperf.errors import ProfileError
-from pcieperf.pciebench.sim import DeviceProfile, from_table, load_toml
+from pcieperf.pciebench.sim import DeviceProfile, from_table
 
 # The calibration shipped with pcieperf: `pcieperf bench calibrate` over the NFP-6000 data set.
 DEFAULT_CALIBRATION = Path(__file__).parent / "calibrations" / "nfp6000.toml"

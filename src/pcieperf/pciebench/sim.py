@@ -9,7 +9,6 @@ a spec fact or the output of a documented calibration run (`pcieperf bench calib
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pcieperf._config import load_toml
 from pcieperf._native import core
 from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
 from pcieperf.pcie.alignment import BURST_BYTES, WORD_BYTES, TransferShape, transfer_shape
@@ -199,18 +199,6 @@ def _type_ok(kind: str, value: object) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         return False
     return kind == "float" or isinstance(value, int)
-
-
-def load_toml(path: Path) -> dict[str, Any]:
-    """Read a TOML file, turning I/O and syntax problems into one-line errors."""
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
 
 
 def load_device(path: Path) -> DeviceProfile:

@@ -1,0 +1,46 @@
+"""One TOML loader for every file pcieperf reads as configuration: NIC profiles, device and host
+profiles, calibration files, platforms and sweep specs (issue 16).
+
+Each kind names its file in its own words (a `label`: "spec x.toml", "profile p.toml", or just
+the path); the loader turns every I/O, encoding and syntax problem into one line that starts
+with that label, so all kinds fail alike:
+
+    cannot read LABEL: REASON            UsageError (missing, unreadable, a folder)
+    LABEL: not UTF-8 text (byte N: ...)  ProfileError
+    LABEL: not valid TOML: DETAIL        ProfileError
+
+May import: errors.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pcieperf.errors import ProfileError, UsageError
+
+
+def read_text(path: Path, label: str | None = None) -> str:
+    """A configuration file's text (UTF-8: TOML v1.0.0 "Spec" says a TOML file must be UTF-8)."""
+    where = str(path) if label is None else label
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {where}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{where}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
+def loads_toml(text: str, label: str) -> dict[str, Any]:
+    """Parse TOML text; a syntax error becomes one line naming `label`."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{label}: not valid TOML: {exc}") from None
+
+
+def load_toml(path: Path, label: str | None = None) -> dict[str, Any]:
+    """Read and parse a TOML file; errors name `label` (the path where none is given)."""
+    where = str(path) if label is None else label
+    return loads_toml(read_text(path, where), where)

@@ -1,0 +1,96 @@
+"""One TOML loader (src/pcieperf/_config.py, issue 16): every kind of configuration file (NIC
+profile, device, host, calibration, platform, sweep spec) fails alike on a missing file, bytes
+that are not UTF-8 and text that is not TOML: one line that names the file, a UsageError (exit
+2), never a traceback."""
+
+import tempfile
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pcieperf import _config, sweep
+from pcieperf.dpdk import iommu
+from pcieperf.errors import ProfileError, UsageError
+from pcieperf.nic import nic
+from pcieperf.pciebench import calibrate, sim
+
+LOADERS = {
+    "nic": lambda path: nic.load_profile(str(path)),
+    "device": sim.load_device,
+    "host": sim.load_host,
+    "calibration": calibrate.load_calibration,
+    "platform": iommu.load_platform,
+    "spec": lambda path: sweep.load_spec(path, ["dma"], {"dma": 1}),
+}
+# Latin-1 "café": 0xe9 opens a 3-byte UTF-8 sequence that `"` cannot continue (RFC 3629 §3).
+NOT_UTF8 = b'name = "caf\xe9"\n'
+NOT_TOML = b"name = 1 2\n"  # two values for one key (TOML v1.0.0, "Keys/Values": one each)
+
+
+BAD_FILES = {
+    # Byte 11 is the 0xe9 of "caf\xe9" (`name = "caf` is 11 bytes).
+    "not-utf8": (NOT_UTF8, "x.toml: not UTF-8 text (byte 11: invalid continuation byte)"),
+    # tomllib names where it stopped: line 1, column 10 is the "2".
+    "not-toml": (
+        NOT_TOML,
+        "x.toml: not valid TOML: Expected newline or end of document after a "
+        "statement (at line 1, column 10)",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(LOADERS))
+@pytest.mark.parametrize("bad", list(BAD_FILES))
+def test_every_kind_refuses_a_bad_file_in_one_line(tmp_path, kind, bad):
+    data, expected = BAD_FILES[bad]
+    path = tmp_path / "x.toml"
+    path.write_bytes(data)
+    with pytest.raises(ProfileError) as caught:
+        LOADERS[kind](path)
+    assert expected in str(caught.value)  # after the label: the path, "profile P", "spec P"
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", ["nic", "device", "host", "calibration", "spec"])
+def test_every_kind_names_a_missing_file(tmp_path, kind):
+    # (A platform is a built-in name or an existing file: platforms.platform_path refuses a
+    # missing one before reading, naming the built-in names.)
+    path = tmp_path / "gone.toml"
+    with pytest.raises(UsageError, match=r"^cannot read .*gone\.toml: No such file or directory$"):
+        LOADERS[kind](path)
+
+
+def test_the_label_names_the_file_in_every_line(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_bytes(NOT_TOML)
+    with pytest.raises(ProfileError, match=r"^spec s\.toml: not valid TOML: "):
+        _config.load_toml(path, "spec s.toml")
+    with pytest.raises(UsageError, match=r"^cannot read spec gone: No such file or directory$"):
+        _config.load_toml(tmp_path / "gone", "spec gone")
+    # Without a label the path names the file.
+    assert _config.load_toml(_write(tmp_path / "ok.toml", b"a = 1\n")) == {"a": 1}
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@given(st.binary(max_size=64))
+def test_any_bytes_give_the_table_or_one_line_naming_the_file(data):
+    # Whatever a file holds, the loader returns tomllib's table, or raises a ProfileError whose
+    # one line starts with the label; never UnicodeDecodeError or TOMLDecodeError.
+    try:
+        expected = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        expected = None
+    with tempfile.TemporaryDirectory() as folder:
+        path = _write(Path(folder) / "f.toml", data)
+        if expected is not None:
+            assert _config.load_toml(path, "f.toml") == expected
+            return
+        with pytest.raises(ProfileError, match=r"^f\.toml: not (valid TOML:|UTF-8 text) [^\n]*$"):
+            _config.load_toml(path, "f.toml")

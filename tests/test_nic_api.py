@@ -1,0 +1,41 @@
+"""`pp.nic` prices plain frame sizes vectorised (`nic.evaluate_sizes`, no PacketMix per size:
+a sweep's calls of thousands of sizes) and anything with a named mix or a histogram one mix
+per row (`nic.evaluate`); a size's row must not depend on which path priced it."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pcieperf as pp
+from pcieperf.nic import nic as model
+
+PROFILES = model.builtin_profiles()
+
+
+@pytest.mark.filterwarnings("ignore::pcieperf.errors.PcieperfWarning")  # a rate over the line
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(64, 9216), min_size=1, max_size=12),
+    profile=st.sampled_from(PROFILES),
+    gen=st.sampled_from([1, 3, 4, 5]),
+    lanes=st.sampled_from([1, 4, 8, 16]),
+    eth=st.sampled_from([10, 40, 100]),
+    paths=st.sampled_from(["rx,tx", "rx", "tx"]),
+    vlan=st.booleans(),
+)
+def test_a_size_row_is_the_same_alone_or_beside_a_mix(sizes, profile, gen, lanes, eth, paths, vlan):
+    options = dict(profile=profile, gen=gen, lanes=lanes, eth=eth, paths=paths, vlan=vlan)
+    options |= dict(pps="5M", breakdown=True)
+    alone = pp.nic(sizes=sizes, **options).to_json()  # plain sizes: the vectorised path
+    beside = pp.nic(sizes=sizes, mix=["64:1"], **options).to_json()  # a histogram: per mix
+    assert alone == beside[:-1]
+    assert beside[-1]["size"] == "64:1"
+
+
+def test_sizes_alone_and_with_a_named_mix_agree_on_the_shared_rows():
+    # The README's sizes: 64 B at Gen3 x8 and 40 GbE is PCIe-bound (the dpdk profile's
+    # descriptor traffic), so its row carries every cost column.
+    alone = pp.nic(sizes="64,1518").to_json()
+    with_imix = pp.nic(sizes="64,1518,imix").to_json()
+    assert alone == with_imix[:2]
+    assert alone[0]["bottleneck"] == "pcie_up"
