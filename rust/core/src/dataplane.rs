@@ -414,6 +414,25 @@ fn next_slot(i: u32, n: u32) -> u32 {
     }
 }
 
+/// The slots `start..start + n` of a ring of `len` (`start < len`, `n <= len`), wrapping, as
+/// at most two runs of consecutive slots: a poll's loops walk them as slices, with no bounds
+/// check or wrap test per descriptor.
+#[inline]
+fn ring_runs(start: u32, n: u32, len: u32) -> [std::ops::Range<usize>; 2] {
+    let (start, end, len) = (start as usize, (start + n) as usize, len as usize);
+    [start..end.min(len), 0..end.saturating_sub(len)]
+}
+
+/// `i + n` in a ring of `len` (both below `len`).
+#[inline]
+fn ring_add(i: u32, n: u32, len: u32) -> u32 {
+    if i + n >= len {
+        i + n - len
+    } else {
+        i + n
+    }
+}
+
 /// The packets arriving at the port: each one's size, drawn by weight, and arrival time.
 struct Arrivals {
     cumulative: Vec<f64>,
@@ -731,28 +750,26 @@ impl PortStream {
         let rx_per_line = LINE_BYTES / desc; // a power of two: descriptors divide 64 B
         let line_mask = rx_per_line - 1;
         let lane = &mut lanes[li];
-        let mut next = lane.rx_next;
-        for _ in 0..cfg.poll_batch {
-            let (size, arrival) = arrivals.next();
-            let slot = next as usize;
-            let buf = lane.rx_slots[slot];
-            lane.rx_sizes[slot] = size as u32;
-            next = next_slot(next, cfg.rxd);
-            let at = slot as u64;
-            if at & line_mask == 0 {
-                let line = memory.map.iova(lane.rx_ring + at * desc);
-                emit.txn(line, LINE_BYTES, RX_DESC_READ, arrival);
-            }
-            let (data, bytes) = (memory.map.data[buf as usize], cfg.sizes[size]);
-            memory.write(emit, data, bytes, packet_write_class(size), arrival);
-            if at & line_mask == line_mask {
-                let line = memory
-                    .map
-                    .iova(lane.rx_ring + (at + 1 - rx_per_line) * desc);
-                memory.write(emit, line, LINE_BYTES, RX_DESC_WRITEBACK, arrival);
+        let rx_ring = lane.rx_ring;
+        for run in ring_runs(lane.rx_next, cfg.poll_batch, cfg.rxd) {
+            let slots = lane.rx_slots[run.clone()].iter();
+            let sizes = lane.rx_sizes[run.clone()].iter_mut();
+            for ((&buf, size_of_slot), at) in slots.zip(sizes).zip(run.start as u64..) {
+                let (size, arrival) = arrivals.next();
+                *size_of_slot = size as u32;
+                if at & line_mask == 0 {
+                    let line = memory.map.iova(rx_ring + at * desc);
+                    emit.txn(line, LINE_BYTES, RX_DESC_READ, arrival);
+                }
+                let (data, bytes) = (memory.map.data[buf as usize], cfg.sizes[size]);
+                memory.write(emit, data, bytes, packet_write_class(size), arrival);
+                if at & line_mask == line_mask {
+                    let line = memory.map.iova(rx_ring + (at + 1 - rx_per_line) * desc);
+                    memory.write(emit, line, LINE_BYTES, RX_DESC_WRITEBACK, arrival);
+                }
             }
         }
-        lane.rx_next = next;
+        lane.rx_next = ring_add(lane.rx_next, cfg.poll_batch, cfg.rxd);
         lane.rx_waiting += cfg.poll_batch;
         *packets += u64::from(cfg.poll_batch);
     }
@@ -775,22 +792,23 @@ impl PortStream {
             .min(cfg.poll_batch);
         lane.rx_consumed += take;
         lane.rx_waiting -= take;
-        let mut next = lane.rx_poll;
-        for _ in 0..take {
-            let slot = next as usize;
-            let (buf, size) = (lane.rx_slots[slot], lane.rx_sizes[slot]);
-            next = next_slot(next, cfg.rxd);
-            if drop_share != 0.0 {
-                lane.drop_credit += drop_share;
-                if lane.drop_credit >= 1.0 {
-                    lane.drop_credit -= 1.0;
-                    pool.put(li, &[buf]);
-                    continue;
+        let mut credit = lane.drop_credit;
+        for run in ring_runs(lane.rx_poll, take, cfg.rxd) {
+            let slots = lane.rx_slots[run.clone()].iter();
+            for (&buf, &size) in slots.zip(&lane.rx_sizes[run]) {
+                if drop_share != 0.0 {
+                    credit += drop_share;
+                    if credit >= 1.0 {
+                        credit -= 1.0;
+                        pool.put(li, &[buf]);
+                        continue;
+                    }
                 }
+                poll_bufs.push((buf, size));
             }
-            poll_bufs.push((buf, size));
         }
-        lane.rx_poll = next;
+        lane.drop_credit = credit;
+        lane.rx_poll = ring_add(lane.rx_poll, take, cfg.rxd);
     }
 
     fn refill(&mut self, li: usize) {
@@ -831,16 +849,21 @@ impl PortStream {
             lane.tx_free = (lane.tx_free + rs) % txd;
             lane.tx_sent -= rs;
         }
-        let mut tail = lane.tx_tail;
-        for (k, &(buf, size)) in poll_bufs.iter().enumerate() {
-            let slot = tail as usize;
-            let fetch = k == 0 || tail & line_mask == 0;
-            lane.tx_bufs[slot] = buf;
-            lane.tx_slots[slot] = TxEntry { size, fetch };
-            tail = next_slot(tail, txd);
+        let (tail, enqueued) = (lane.tx_tail, poll_bufs.len() as u32);
+        let mut polled = poll_bufs.iter();
+        for run in ring_runs(tail, enqueued, txd) {
+            let bufs = lane.tx_bufs[run.clone()].iter_mut();
+            let entries = lane.tx_slots[run.clone()].iter_mut();
+            let slots = bufs.zip(entries).zip(run.start as u32..);
+            for (((buf, entry), at), &(polled_buf, size)) in slots.zip(polled.by_ref()) {
+                *buf = polled_buf;
+                // The first descriptor of the poll's run in each line (the tail starts it).
+                let fetch = at == tail || at & line_mask == 0;
+                *entry = TxEntry { size, fetch };
+            }
         }
-        lane.tx_tail = tail;
-        lane.tx_queued += poll_bufs.len() as u32;
+        lane.tx_tail = ring_add(tail, enqueued, txd);
+        lane.tx_queued += enqueued;
         // The NIC's Tx DMA of everything beyond the backlog, oldest first.
         let dma = lane.tx_queued.saturating_sub(cfg.tx_backlog);
         lane.tx_queued -= dma;
@@ -849,25 +872,27 @@ impl PortStream {
         lane.tx_dma = (lane.tx_dma + dma) % txd;
         *forwarded += u64::from(dma);
         let last_arrival = arrivals.clock_ns;
-        // The slot and its place in its RS group, stepped without a division per packet.
-        let (mut slot, mut in_group) = (first, first % rs);
-        for _ in 0..dma {
-            let (buf, entry) = (lane.tx_bufs[slot as usize], lane.tx_slots[slot as usize]);
-            if entry.fetch {
-                let line = memory
-                    .map
-                    .iova(ring + u64::from(slot) * desc / LINE_BYTES * LINE_BYTES);
-                emit.txn(line, LINE_BYTES, TX_DESC_READ, last_arrival);
+        // Each slot's place in its RS group, stepped without a division per packet.
+        let mut in_group = first % rs;
+        for run in ring_runs(first, dma, txd) {
+            let bufs = lane.tx_bufs[run.clone()].iter();
+            let entries = lane.tx_slots[run.clone()].iter();
+            for ((&buf, &entry), slot) in bufs.zip(entries).zip(run.start as u64..) {
+                if entry.fetch {
+                    let line = memory
+                        .map
+                        .iova(ring + slot * desc / LINE_BYTES * LINE_BYTES);
+                    emit.txn(line, LINE_BYTES, TX_DESC_READ, last_arrival);
+                }
+                let size = entry.size as usize;
+                let data = memory.map.data[buf as usize];
+                memory.read_packet(emit, data, size, &cfg.sizes, last_arrival);
+                if in_group == rs - 1 {
+                    let line = memory.map.iova(ring + slot * desc);
+                    memory.write(emit, line, desc, TX_DESC_WRITEBACK, last_arrival);
+                }
+                in_group = next_slot(in_group, rs);
             }
-            let size = entry.size as usize;
-            let data = memory.map.data[buf as usize];
-            memory.read_packet(emit, data, size, &cfg.sizes, last_arrival);
-            if in_group == rs - 1 {
-                let line = memory.map.iova(ring + u64::from(slot) * desc);
-                memory.write(emit, line, desc, TX_DESC_WRITEBACK, last_arrival);
-            }
-            slot = next_slot(slot, txd);
-            in_group = next_slot(in_group, rs);
         }
     }
 }
