@@ -166,16 +166,32 @@ impl Iotlb {
     /// Looks `page` up; true on a hit. A miss installs it, evicting a victim of its set.
     #[inline(always)]
     pub fn access(&mut self, page: u64) -> bool {
-        let set = if self.sets == 1 {
+        let hit = self.touch(page);
+        if !hit {
+            self.install(page);
+        }
+        hit
+    }
+
+    /// The set `page` maps to.
+    #[inline(always)]
+    fn set_of(&self, page: u64) -> usize {
+        if self.sets == 1 {
             0
         } else {
             (page % self.sets) as usize
-        };
+        }
+    }
+
+    /// Looks `page` up: on a hit makes it its set's most recent and returns true; a miss
+    /// changes nothing (the caller installs it: [`Self::install`]).
+    #[inline(always)]
+    fn touch(&mut self, page: u64) -> bool {
         let slot = self.slot_of_page[page as usize];
         if slot == NONE {
-            self.install(set, page);
             return false;
         }
+        let set = self.set_of(page);
         // No test for a slot that is already its set's most recent: relinking it leaves the
         // ring as it was, and the one caller that repeats a page (`Translator`) skips the
         // look-up altogether, so in a fully associative cache the test never held.
@@ -187,8 +203,11 @@ impl Iotlb {
     }
 
     /// Puts a missed `page` at the front of its set, in a free way or over the victim's.
-    #[inline(never)]
-    fn install(&mut self, set: usize, page: u64) {
+    /// Inlined into the callers' out-of-line miss paths ([`Translator`]'s miss and
+    /// [`Self::access`]'s, a cold branch).
+    #[inline]
+    fn install(&mut self, page: u64) {
+        let set = self.set_of(page);
         let sentinel = self.sentinel(set);
         let used = self.used[set];
         let slot = if used < self.ways {
@@ -293,16 +312,18 @@ impl Translator {
             return Lookup::Hit;
         }
         self.last_page = page;
-        if self.tlb.access(page) {
+        if self.tlb.touch(page) {
             return Lookup::Hit;
         }
         self.miss(page)
     }
 
-    /// Counts an IOTLB miss and asks the page-walk cache for the page's table (out of line:
-    /// the lookup that inlines into a transaction loop is the hit path).
+    /// Installs a page the IOTLB missed, counts the miss and asks the page-walk cache for the
+    /// page's table (out of line: the lookup that inlines into a transaction loop is the hit
+    /// path; one call per miss).
     #[inline(never)]
     fn miss(&mut self, page: u64) -> Lookup {
+        self.tlb.install(page);
         self.misses += 1;
         let table_cached = self
             .pwc
