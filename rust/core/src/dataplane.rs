@@ -256,6 +256,8 @@ fn scatter(count: u64, frames: u64, rng: &mut Rng) -> Result<Vec<u64>, CoreError
 /// Where rings and mbufs sit in IOVA space, and in physical memory.
 struct AddressMap {
     page_bytes: u64,
+    /// log2 of `page_bytes` (asked per descriptor line: not worked out each time).
+    shift: u32,
     /// IOVA page of each virtual page.
     iova_page: Vec<u64>,
     /// IOVA of each mbuf's packet data (precomputed: the stream asks twice per packet).
@@ -284,6 +286,7 @@ impl AddressMap {
         };
         let mut map = Self {
             page_bytes: page,
+            shift: page.trailing_zeros(),
             iova_page,
             data: Vec::new(),
             frame_salt: rng.next(),
@@ -294,8 +297,9 @@ impl AddressMap {
         Ok(map)
     }
 
+    #[inline]
     fn iova(&self, virt: u64) -> u64 {
-        let shift = self.page_bytes.trailing_zeros();
+        let shift = self.shift;
         (self.iova_page[(virt >> shift) as usize] << shift) | (virt & (self.page_bytes - 1))
     }
 
@@ -306,7 +310,7 @@ impl AddressMap {
 
     /// Physical line addresses (in 64 B lines) of `bytes` bytes at `iova`.
     fn lines(&self, iova: u64, bytes: u64) -> impl Iterator<Item = u64> + '_ {
-        let shift = self.page_bytes.trailing_zeros();
+        let shift = self.shift;
         let per_page = self.page_bytes / LINE_BYTES;
         // The frame is drawn per page: hash it once per page, not once per line.
         let (mut page, mut frame) = (u64::MAX, 0);
@@ -436,8 +440,9 @@ fn ring_add(i: u32, n: u32, len: u32) -> u32 {
 /// The packets arriving at the port: each one's size, drawn by weight, and arrival time.
 struct Arrivals {
     cumulative: Vec<f64>,
-    /// Each size's spacing after the packet before it: `ns_per_packet` x its wire share.
-    gap_ns: Vec<f64>,
+    /// Each size's spacing after the packet before it (`ns_per_packet` x its wire share) and
+    /// its DMA bytes, side by side: one look-up per packet for both.
+    per_size: Vec<(f64, u64)>,
     rng: Rng,
     /// When the last packet arrived (ns since the clock restarted).
     clock_ns: f64,
@@ -456,23 +461,25 @@ impl Arrivals {
             .collect();
         Self {
             cumulative,
-            gap_ns: cfg
+            per_size: cfg
                 .wire_shares
                 .iter()
-                .map(|share| cfg.ns_per_packet * share)
+                .zip(&cfg.sizes)
+                .map(|(share, &bytes)| (cfg.ns_per_packet * share, bytes))
                 .collect(),
             rng,
             clock_ns: 0.0,
         }
     }
 
-    /// The next packet's size index and arrival time: when its last bit is in, its own wire
-    /// time after the previous one's.
+    /// The next packet's size index, its bytes and its arrival time: when its last bit is
+    /// in, its own wire time after the previous one's.
     #[inline]
-    fn next(&mut self) -> (usize, f64) {
+    fn next(&mut self) -> (usize, u64, f64) {
         let size = self.draw_size();
-        self.clock_ns += self.gap_ns[size];
-        (size, self.clock_ns)
+        let (gap_ns, bytes) = self.per_size[size];
+        self.clock_ns += gap_ns;
+        (size, bytes, self.clock_ns)
     }
 
     fn draw_size(&mut self) -> usize {
@@ -755,13 +762,13 @@ impl PortStream {
             let slots = lane.rx_slots[run.clone()].iter();
             let sizes = lane.rx_sizes[run.clone()].iter_mut();
             for ((&buf, size_of_slot), at) in slots.zip(sizes).zip(run.start as u64..) {
-                let (size, arrival) = arrivals.next();
+                let (size, bytes, arrival) = arrivals.next();
                 *size_of_slot = size as u32;
                 if at & line_mask == 0 {
                     let line = memory.map.iova(rx_ring + at * desc);
                     emit.txn(line, LINE_BYTES, RX_DESC_READ, arrival);
                 }
-                let (data, bytes) = (memory.map.data[buf as usize], cfg.sizes[size]);
+                let data = memory.map.data[buf as usize];
                 memory.write(emit, data, bytes, packet_write_class(size), arrival);
                 if at & line_mask == line_mask {
                     let line = memory.map.iova(rx_ring + (at + 1 - rx_per_line) * desc);
