@@ -801,15 +801,18 @@ impl PortStream {
         lane.rx_waiting -= take;
         let mut credit = lane.drop_credit;
         for run in ring_runs(lane.rx_poll, take, cfg.rxd) {
-            let slots = lane.rx_slots[run.clone()].iter();
-            for (&buf, &size) in slots.zip(&lane.rx_sizes[run]) {
-                if drop_share != 0.0 {
-                    credit += drop_share;
-                    if credit >= 1.0 {
-                        credit -= 1.0;
-                        pool.put(li, &[buf]);
-                        continue;
-                    }
+            let polled = lane.rx_slots[run.clone()].iter().zip(&lane.rx_sizes[run]);
+            if drop_share == 0.0 {
+                // Nothing dropped: the run is copied as it is.
+                poll_bufs.extend(polled.map(|(&buf, &size)| (buf, size)));
+                continue;
+            }
+            for (&buf, &size) in polled {
+                credit += drop_share;
+                if credit >= 1.0 {
+                    credit -= 1.0;
+                    pool.put(li, &[buf]);
+                    continue;
                 }
                 poll_bufs.push((buf, size));
             }

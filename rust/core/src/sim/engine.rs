@@ -88,7 +88,7 @@ impl Pool {
     #[inline]
     fn earliest_run(&self) -> usize {
         let [a, b] = &self.runs;
-        usize::from(b.len > 0 && (a.len == 0 || b.get(0) < a.get(0)))
+        usize::from(b.len > 0 && (a.len == 0 || b.first < a.first))
     }
 
     /// Occupies the server that frees first from `ready` on; returns when service starts.
@@ -113,7 +113,7 @@ impl Pool {
     /// When the earliest-free server is free (the usual question: one tag, one credit).
     #[inline]
     fn first(&self) -> f64 {
-        self.runs[self.earliest_run()].get(0)
+        self.runs[self.earliest_run()].first
     }
 
     /// The times the `k` earliest-free servers are free, earliest first (the runs merged).
@@ -141,6 +141,9 @@ struct Run {
     /// The latest time in the run while it is not empty (a copy, so that asking whether a
     /// time fits after it, on every release, needs no index into the ring).
     last: f64,
+    /// The earliest time in the run while it is not empty (a copy likewise: which run holds
+    /// the earliest free server is asked on every acquire).
+    first: f64,
 }
 
 impl Run {
@@ -152,6 +155,7 @@ impl Run {
             head: 0,
             len: 0,
             last: 0.0,
+            first: 0.0,
         }
     }
 
@@ -163,9 +167,11 @@ impl Run {
     #[inline]
     fn pop_front(&mut self) -> f64 {
         debug_assert!(self.len > 0, "pools are never empty");
-        let free = self.get(0);
+        let free = self.first;
         self.head = self.head.wrapping_add(1);
         self.len -= 1;
+        // The next time (stale when the run is now empty: then `first` means nothing).
+        self.first = self.get(0);
         free
     }
 
@@ -179,6 +185,9 @@ impl Run {
     fn push_back(&mut self, at: f64) {
         let tail = self.head.wrapping_add(self.len);
         self.free[tail & self.mask] = at;
+        if self.len == 0 {
+            self.first = at;
+        }
         self.len += 1;
         self.last = at;
     }
@@ -194,6 +203,7 @@ impl Run {
         self.free[i & self.mask] = at;
         self.len += 1;
         self.last = self.get(self.len - 1);
+        self.first = self.get(0);
     }
 }
 
