@@ -151,6 +151,7 @@ impl Iotlb {
         }
     }
 
+    #[inline(always)]
     fn victim(&mut self, set: usize) -> u32 {
         match self.replacement {
             Replacement::Lru => {
@@ -203,9 +204,9 @@ impl Iotlb {
     }
 
     /// Puts a missed `page` at the front of its set, in a free way or over the victim's.
-    /// Inlined into the callers' out-of-line miss paths ([`Translator`]'s miss and
-    /// [`Self::access`]'s, a cold branch).
-    #[inline]
+    /// Inlined into the callers' miss paths ([`Translator`]'s, out of line, and
+    /// [`Self::access`]'s): a miss is one call, not two.
+    #[inline(always)]
     fn install(&mut self, page: u64) {
         let set = self.set_of(page);
         let sentinel = self.sentinel(set);
