@@ -217,19 +217,17 @@ impl Iotlb {
         } else {
             self.victim(set)
         };
-        let slot_mask = self.slot_mask;
-        let page_of_slot = &mut self.page_of_slot[..=slot_mask];
-        let old = &mut page_of_slot[slot as usize & slot_mask];
-        let mut links = Links {
-            links: &mut self.links[..=self.link_mask],
-            mask: self.link_mask,
-        };
-        if used == self.ways {
-            links.unlink(slot);
-            self.slot_of_page[*old as usize] = NONE;
+        let evict = used == self.ways;
+        let at = slot as usize & self.slot_mask;
+        let old = std::mem::replace(&mut self.page_of_slot[..=self.slot_mask][at], page);
+        if evict {
+            self.slot_of_page[old as usize] = NONE;
         }
-        *old = page;
         self.slot_of_page[page as usize] = slot;
+        let mut links = self.links();
+        if evict {
+            links.unlink(slot);
+        }
         links.push_front(sentinel, slot);
     }
 }
