@@ -644,31 +644,18 @@ pub fn run(
         ..m.clone()
     };
     let classes = &Costs::prepare(m, classes)?;
-    let mut line = Timeline::new(m, queues);
     let misses_before = iommu.as_ref().map_or(0, |i| i.translator.misses);
-    let mut tally = Tally {
+    let tally = Tally {
         result: SimResult::default(),
         last_done: 0.0,
         previous_start: 0.0,
         record_latencies,
     };
-    if queues == 1 {
-        // One queue: served in stream order, nothing to hold back or choose between; one
-        // loop with the IOMMU and one without.
-        match iommu.as_deref_mut() {
-            Some(iommu) => {
-                for txn in txns {
-                    let c = class_of(classes, &txn)?;
-                    line.serve(m, c, &txn, Some(&mut *iommu), &mut tally);
-                }
-            }
-            None => {
-                for txn in txns {
-                    line.serve(m, class_of(classes, &txn)?, &txn, None, &mut tally);
-                }
-            }
-        }
+    let tally = if queues == 1 {
+        in_order(m, classes, iommu.as_deref_mut(), txns, tally)?
     } else {
+        let mut tally = tally;
+        let mut line = Timeline::new(m, queues);
         schedule(
             m,
             classes,
@@ -677,11 +664,39 @@ pub fn run(
             txns,
             &mut tally,
         )?;
-    }
+        tally
+    };
     let mut result = tally.result;
     result.elapsed_ns = tally.last_done;
     result.iotlb_misses = iommu.map_or(0, |i| i.translator.misses - misses_before);
     Ok(result)
+}
+
+/// Serves one queue: in stream order, nothing to hold back or choose between; one loop with
+/// the IOMMU and one without. Its timeline and tally are its own (never lent to a call that
+/// is not inlined), so the loops can keep them in registers.
+fn in_order(
+    m: &Machine,
+    classes: &[Costs],
+    iommu: Option<&mut Iommu>,
+    txns: impl Iterator<Item = Txn>,
+    mut tally: Tally,
+) -> Result<Tally, CoreError> {
+    let mut line = Timeline::new(m, 1);
+    match iommu {
+        Some(iommu) => {
+            for txn in txns {
+                let c = class_of(classes, &txn)?;
+                line.serve(m, c, &txn, Some(&mut *iommu), &mut tally);
+            }
+        }
+        None => {
+            for txn in txns {
+                line.serve(m, class_of(classes, &txn)?, &txn, None, &mut tally);
+            }
+        }
+    }
+    Ok(tally)
 }
 
 /// Serves several queues: up to `lookahead` transactions are held back while another queue
