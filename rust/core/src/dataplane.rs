@@ -963,6 +963,18 @@ mod tests {
     }
 
     #[test]
+    fn ring_runs_split_where_the_ring_wraps() {
+        // 16 slots from 120 of 128: 120..128, then 0..8; a run that ends at the ring's end or
+        // before it leaves the second run empty.
+        assert_eq!(ring_runs(120, 16, 128), [120..128, 0..8]);
+        assert_eq!(ring_runs(96, 32, 128), [96..128, 0..0]);
+        assert_eq!(ring_runs(0, 128, 128), [0..128, 0..0]);
+        assert_eq!(ring_runs(5, 0, 128), [5..5, 0..0]);
+        assert_eq!((ring_add(120, 16, 128), ring_add(96, 32, 128)), (8, 0));
+        assert_eq!(ring_add(3, 4, 128), 7);
+    }
+
+    #[test]
     fn a_burst_of_32_makes_the_expected_transactions() {
         // 32 packets, 16 B descriptors (4 a line): 8 Rx descriptor reads and write-backs,
         // 32 packet writes, 8 Tx descriptor reads, 32 packet reads, 1 RS write-back.
