@@ -257,6 +257,8 @@ fn scatter(count: u64, frames: u64, rng: &mut Rng) -> Result<Vec<u64>, CoreError
 /// Where rings and mbufs sit in IOVA space, and in physical memory.
 struct AddressMap {
     page_bytes: u64,
+    /// log2 of `page_bytes` (asked per descriptor line: not worked out each time).
+    shift: u32,
     /// IOVA page of each virtual page.
     iova_page: Vec<u64>,
     /// IOVA of each mbuf's packet data (precomputed: the stream asks twice per packet).
@@ -285,6 +287,7 @@ impl AddressMap {
         };
         let mut map = Self {
             page_bytes: page,
+            shift: page.trailing_zeros(),
             iova_page,
             data: Vec::new(),
             frame_salt: rng.next(),
@@ -295,8 +298,9 @@ impl AddressMap {
         Ok(map)
     }
 
+    #[inline]
     fn iova(&self, virt: u64) -> u64 {
-        let shift = self.page_bytes.trailing_zeros();
+        let shift = self.shift;
         (self.iova_page[(virt >> shift) as usize] << shift) | (virt & (self.page_bytes - 1))
     }
 
@@ -307,7 +311,7 @@ impl AddressMap {
 
     /// Physical line addresses (in 64 B lines) of `bytes` bytes at `iova`.
     fn lines(&self, iova: u64, bytes: u64) -> impl Iterator<Item = u64> + '_ {
-        let shift = self.page_bytes.trailing_zeros();
+        let shift = self.shift;
         let per_page = self.page_bytes / LINE_BYTES;
         // The frame is drawn per page: hash it once per page, not once per line.
         let (mut page, mut frame) = (u64::MAX, 0);
@@ -415,11 +419,31 @@ fn next_slot(i: u32, n: u32) -> u32 {
     }
 }
 
+/// The slots `start..start + n` of a ring of `len` (`start < len`, `n <= len`), wrapping, as
+/// at most two runs of consecutive slots: a poll's loops walk them as slices, with no bounds
+/// check or wrap test per descriptor.
+#[inline]
+fn ring_runs(start: u32, n: u32, len: u32) -> [std::ops::Range<usize>; 2] {
+    let (start, end, len) = (start as usize, (start + n) as usize, len as usize);
+    [start..end.min(len), 0..end.saturating_sub(len)]
+}
+
+/// `i + n` in a ring of `len` (both below `len`).
+#[inline]
+fn ring_add(i: u32, n: u32, len: u32) -> u32 {
+    if i + n >= len {
+        i + n - len
+    } else {
+        i + n
+    }
+}
+
 /// The packets arriving at the port: each one's size, drawn by weight, and arrival time.
 struct Arrivals {
     cumulative: Vec<f64>,
-    /// Each size's spacing after the packet before it: `ns_per_packet` x its wire share.
-    gap_ns: Vec<f64>,
+    /// Each size's spacing after the packet before it (`ns_per_packet` x its wire share) and
+    /// its DMA bytes, side by side: one look-up per packet for both.
+    per_size: Vec<(f64, u64)>,
     rng: Rng,
     /// When the last packet arrived (ns since the clock restarted).
     clock_ns: f64,
@@ -438,23 +462,25 @@ impl Arrivals {
             .collect();
         Self {
             cumulative,
-            gap_ns: cfg
+            per_size: cfg
                 .wire_shares
                 .iter()
-                .map(|share| cfg.ns_per_packet * share)
+                .zip(&cfg.sizes)
+                .map(|(share, &bytes)| (cfg.ns_per_packet * share, bytes))
                 .collect(),
             rng,
             clock_ns: 0.0,
         }
     }
 
-    /// The next packet's size index and arrival time: when its last bit is in, its own wire
-    /// time after the previous one's.
+    /// The next packet's size index, its bytes and its arrival time: when its last bit is
+    /// in, its own wire time after the previous one's.
     #[inline]
-    fn next(&mut self) -> (usize, f64) {
+    fn next(&mut self) -> (usize, u64, f64) {
         let size = self.draw_size();
-        self.clock_ns += self.gap_ns[size];
-        (size, self.clock_ns)
+        let (gap_ns, bytes) = self.per_size[size];
+        self.clock_ns += gap_ns;
+        (size, bytes, self.clock_ns)
     }
 
     fn draw_size(&mut self) -> usize {
@@ -732,28 +758,26 @@ impl PortStream {
         let rx_per_line = LINE_BYTES / desc; // a power of two: descriptors divide 64 B
         let line_mask = rx_per_line - 1;
         let lane = &mut lanes[li];
-        let mut next = lane.rx_next;
-        for _ in 0..cfg.poll_batch {
-            let (size, arrival) = arrivals.next();
-            let slot = next as usize;
-            let buf = lane.rx_slots[slot];
-            lane.rx_sizes[slot] = size as u32;
-            next = next_slot(next, cfg.rxd);
-            let at = slot as u64;
-            if at & line_mask == 0 {
-                let line = memory.map.iova(lane.rx_ring + at * desc);
-                emit.txn(line, LINE_BYTES, RX_DESC_READ, arrival);
-            }
-            let (data, bytes) = (memory.map.data[buf as usize], cfg.sizes[size]);
-            memory.write(emit, data, bytes, packet_write_class(size), arrival);
-            if at & line_mask == line_mask {
-                let line = memory
-                    .map
-                    .iova(lane.rx_ring + (at + 1 - rx_per_line) * desc);
-                memory.write(emit, line, LINE_BYTES, RX_DESC_WRITEBACK, arrival);
+        let rx_ring = lane.rx_ring;
+        for run in ring_runs(lane.rx_next, cfg.poll_batch, cfg.rxd) {
+            let slots = lane.rx_slots[run.clone()].iter();
+            let sizes = lane.rx_sizes[run.clone()].iter_mut();
+            for ((&buf, size_of_slot), at) in slots.zip(sizes).zip(run.start as u64..) {
+                let (size, bytes, arrival) = arrivals.next();
+                *size_of_slot = size as u32;
+                if at & line_mask == 0 {
+                    let line = memory.map.iova(rx_ring + at * desc);
+                    emit.txn(line, LINE_BYTES, RX_DESC_READ, arrival);
+                }
+                let data = memory.map.data[buf as usize];
+                memory.write(emit, data, bytes, packet_write_class(size), arrival);
+                if at & line_mask == line_mask {
+                    let line = memory.map.iova(rx_ring + (at + 1 - rx_per_line) * desc);
+                    memory.write(emit, line, LINE_BYTES, RX_DESC_WRITEBACK, arrival);
+                }
             }
         }
-        lane.rx_next = next;
+        lane.rx_next = ring_add(lane.rx_next, cfg.poll_batch, cfg.rxd);
         lane.rx_waiting += cfg.poll_batch;
         *packets += u64::from(cfg.poll_batch);
     }
@@ -776,22 +800,26 @@ impl PortStream {
             .min(cfg.poll_batch);
         lane.rx_consumed += take;
         lane.rx_waiting -= take;
-        let mut next = lane.rx_poll;
-        for _ in 0..take {
-            let slot = next as usize;
-            let (buf, size) = (lane.rx_slots[slot], lane.rx_sizes[slot]);
-            next = next_slot(next, cfg.rxd);
-            if drop_share != 0.0 {
-                lane.drop_credit += drop_share;
-                if lane.drop_credit >= 1.0 {
-                    lane.drop_credit -= 1.0;
+        let mut credit = lane.drop_credit;
+        for run in ring_runs(lane.rx_poll, take, cfg.rxd) {
+            let polled = lane.rx_slots[run.clone()].iter().zip(&lane.rx_sizes[run]);
+            if drop_share == 0.0 {
+                // Nothing dropped: the run is copied as it is.
+                poll_bufs.extend(polled.map(|(&buf, &size)| (buf, size)));
+                continue;
+            }
+            for (&buf, &size) in polled {
+                credit += drop_share;
+                if credit >= 1.0 {
+                    credit -= 1.0;
                     pool.put(li, &[buf]);
                     continue;
                 }
+                poll_bufs.push((buf, size));
             }
-            poll_bufs.push((buf, size));
         }
-        lane.rx_poll = next;
+        lane.drop_credit = credit;
+        lane.rx_poll = ring_add(lane.rx_poll, take, cfg.rxd);
     }
 
     fn refill(&mut self, li: usize) {
@@ -832,16 +860,21 @@ impl PortStream {
             lane.tx_free = (lane.tx_free + rs) % txd;
             lane.tx_sent -= rs;
         }
-        let mut tail = lane.tx_tail;
-        for (k, &(buf, size)) in poll_bufs.iter().enumerate() {
-            let slot = tail as usize;
-            let fetch = k == 0 || tail & line_mask == 0;
-            lane.tx_bufs[slot] = buf;
-            lane.tx_slots[slot] = TxEntry { size, fetch };
-            tail = next_slot(tail, txd);
+        let (tail, enqueued) = (lane.tx_tail, poll_bufs.len() as u32);
+        let mut polled = poll_bufs.iter();
+        for run in ring_runs(tail, enqueued, txd) {
+            let bufs = lane.tx_bufs[run.clone()].iter_mut();
+            let entries = lane.tx_slots[run.clone()].iter_mut();
+            let slots = bufs.zip(entries).zip(run.start as u32..);
+            for (((buf, entry), at), &(polled_buf, size)) in slots.zip(polled.by_ref()) {
+                *buf = polled_buf;
+                // The first descriptor of the poll's run in each line (the tail starts it).
+                let fetch = at == tail || at & line_mask == 0;
+                *entry = TxEntry { size, fetch };
+            }
         }
-        lane.tx_tail = tail;
-        lane.tx_queued += poll_bufs.len() as u32;
+        lane.tx_tail = ring_add(tail, enqueued, txd);
+        lane.tx_queued += enqueued;
         // The NIC's Tx DMA of everything beyond the backlog, oldest first.
         let dma = lane.tx_queued.saturating_sub(cfg.tx_backlog);
         lane.tx_queued -= dma;
@@ -850,25 +883,27 @@ impl PortStream {
         lane.tx_dma = (lane.tx_dma + dma) % txd;
         *forwarded += u64::from(dma);
         let last_arrival = arrivals.clock_ns;
-        // The slot and its place in its RS group, stepped without a division per packet.
-        let (mut slot, mut in_group) = (first, first % rs);
-        for _ in 0..dma {
-            let (buf, entry) = (lane.tx_bufs[slot as usize], lane.tx_slots[slot as usize]);
-            if entry.fetch {
-                let line = memory
-                    .map
-                    .iova(ring + u64::from(slot) * desc / LINE_BYTES * LINE_BYTES);
-                emit.txn(line, LINE_BYTES, TX_DESC_READ, last_arrival);
+        // Each slot's place in its RS group, stepped without a division per packet.
+        let mut in_group = first % rs;
+        for run in ring_runs(first, dma, txd) {
+            let bufs = lane.tx_bufs[run.clone()].iter();
+            let entries = lane.tx_slots[run.clone()].iter();
+            for ((&buf, &entry), slot) in bufs.zip(entries).zip(run.start as u64..) {
+                if entry.fetch {
+                    let line = memory
+                        .map
+                        .iova(ring + slot * desc / LINE_BYTES * LINE_BYTES);
+                    emit.txn(line, LINE_BYTES, TX_DESC_READ, last_arrival);
+                }
+                let size = entry.size as usize;
+                let data = memory.map.data[buf as usize];
+                memory.read_packet(emit, data, size, &cfg.sizes, last_arrival);
+                if in_group == rs - 1 {
+                    let line = memory.map.iova(ring + slot * desc);
+                    memory.write(emit, line, desc, TX_DESC_WRITEBACK, last_arrival);
+                }
+                in_group = next_slot(in_group, rs);
             }
-            let size = entry.size as usize;
-            let data = memory.map.data[buf as usize];
-            memory.read_packet(emit, data, size, &cfg.sizes, last_arrival);
-            if in_group == rs - 1 {
-                let line = memory.map.iova(ring + u64::from(slot) * desc);
-                memory.write(emit, line, desc, TX_DESC_WRITEBACK, last_arrival);
-            }
-            slot = next_slot(slot, txd);
-            in_group = next_slot(in_group, rs);
         }
     }
 }
@@ -926,6 +961,18 @@ mod tests {
 
     fn count(classes: &[usize], class: usize) -> usize {
         classes.iter().filter(|&&c| c == class).count()
+    }
+
+    #[test]
+    fn ring_runs_split_where_the_ring_wraps() {
+        // 16 slots from 120 of 128: 120..128, then 0..8; a run that ends at the ring's end or
+        // before it leaves the second run empty.
+        assert_eq!(ring_runs(120, 16, 128), [120..128, 0..8]);
+        assert_eq!(ring_runs(96, 32, 128), [96..128, 0..0]);
+        assert_eq!(ring_runs(0, 128, 128), [0..128, 0..0]);
+        assert_eq!(ring_runs(5, 0, 128), [5..5, 0..0]);
+        assert_eq!((ring_add(120, 16, 128), ring_add(96, 32, 128)), (8, 0));
+        assert_eq!(ring_add(3, 4, 128), 7);
     }
 
     #[test]

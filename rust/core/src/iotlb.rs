@@ -49,14 +49,55 @@ pub struct Iotlb {
     replacement: Replacement,
     rng: Rng,
     slot_of_page: Vec<u32>,
+    /// The page in each slot; a power-of-two length, indexed through `slot_mask`.
     page_of_slot: Vec<u64>,
+    slot_mask: usize,
     /// Each slot's neighbours on its set's recency list, side by side (one load for both),
     /// then one sentinel per set (`entries + set`): the list is a ring through its sentinel,
     /// whose `next` is the most recent slot and `prev` the least, so linking and unlinking
-    /// never test for an end.
+    /// never test for an end. A power-of-two length, indexed through `link_mask`: every
+    /// index is in range, so the relinks of a look-up check bounds once, not per link.
     links: Vec<Link>,
+    link_mask: usize,
     entries: u32,
     used: Vec<u32>,
+}
+
+/// The recency links of an [`Iotlb`] as one slice of `mask + 1` entries, indexed `& mask`
+/// (no index can be out of range, so none is checked).
+struct Links<'a> {
+    links: &'a mut [Link],
+    mask: usize,
+}
+
+impl Links<'_> {
+    #[inline(always)]
+    fn get(&self, i: u32) -> Link {
+        self.links[i as usize & self.mask]
+    }
+
+    #[inline(always)]
+    fn at(&mut self, i: u32) -> &mut Link {
+        &mut self.links[i as usize & self.mask]
+    }
+
+    #[inline(always)]
+    fn unlink(&mut self, s: u32) {
+        let Link { prev, next } = self.get(s);
+        self.at(prev).next = next;
+        self.at(next).prev = prev;
+    }
+
+    #[inline(always)]
+    fn push_front(&mut self, sentinel: u32, s: u32) {
+        let head = self.get(sentinel).next;
+        *self.at(s) = Link {
+            prev: sentinel,
+            next: head,
+        };
+        self.at(head).prev = s;
+        self.at(sentinel).next = s;
+    }
 }
 
 impl Iotlb {
@@ -74,21 +115,26 @@ impl Iotlb {
         }
         let sets = shape.entries / ways;
         let n = shape.entries;
-        // Slots start unlinked; each set's sentinel starts as a ring of one.
-        let links = (0..n + sets)
+        // Slots start unlinked; each set's sentinel starts as a ring of one; the padding up
+        // to a power of two is never reached.
+        let link_len = (n as usize + sets as usize).next_power_of_two();
+        let links = (0..link_len as u32)
             .map(|i| {
-                let to = if i < n { NONE } else { i };
+                let to = if i < n || i >= n + sets { NONE } else { i };
                 Link { prev: to, next: to }
             })
             .collect();
+        let slot_len = (n as usize).next_power_of_two();
         Ok(Self {
             ways,
             sets: u64::from(sets),
             replacement: shape.replacement,
             rng: Rng(seed),
             slot_of_page: vec![NONE; pages as usize],
-            page_of_slot: vec![0; n as usize],
+            page_of_slot: vec![0; slot_len],
+            slot_mask: slot_len - 1,
             links,
+            link_mask: link_len - 1,
             entries: n,
             used: vec![0; sets as usize],
         })
@@ -96,32 +142,26 @@ impl Iotlb {
 
     /// The sentinel of `set`'s recency ring.
     #[inline]
-    fn sentinel(&self, set: usize) -> usize {
-        self.entries as usize + set
+    fn sentinel(&self, set: usize) -> u32 {
+        self.entries + set as u32
     }
 
-    #[inline]
-    fn unlink(&mut self, s: u32) {
-        let Link { prev, next } = self.links[s as usize];
-        self.links[prev as usize].next = next;
-        self.links[next as usize].prev = prev;
+    /// The recency links, checked against their length once.
+    #[inline(always)]
+    fn links(&mut self) -> Links<'_> {
+        Links {
+            links: &mut self.links[..=self.link_mask],
+            mask: self.link_mask,
+        }
     }
 
-    #[inline]
-    fn push_front(&mut self, set: usize, s: u32) {
-        let sentinel = self.sentinel(set);
-        let head = self.links[sentinel].next;
-        self.links[s as usize] = Link {
-            prev: sentinel as u32,
-            next: head,
-        };
-        self.links[head as usize].prev = s;
-        self.links[sentinel].next = s;
-    }
-
+    #[inline(always)]
     fn victim(&mut self, set: usize) -> u32 {
         match self.replacement {
-            Replacement::Lru => self.links[self.sentinel(set)].prev,
+            Replacement::Lru => {
+                let sentinel = self.sentinel(set);
+                self.links().get(sentinel).prev
+            }
             Replacement::Random => {
                 set as u32 * self.ways + self.rng.below(u64::from(self.ways)) as u32
             }
@@ -131,39 +171,68 @@ impl Iotlb {
     /// Looks `page` up; true on a hit. A miss installs it, evicting a victim of its set.
     #[inline(always)]
     pub fn access(&mut self, page: u64) -> bool {
-        let set = if self.sets == 1 {
+        let hit = self.touch(page);
+        if !hit {
+            self.install(page);
+        }
+        hit
+    }
+
+    /// The set `page` maps to.
+    #[inline(always)]
+    fn set_of(&self, page: u64) -> usize {
+        if self.sets == 1 {
             0
         } else {
             (page % self.sets) as usize
-        };
+        }
+    }
+
+    /// Looks `page` up: on a hit makes it its set's most recent and returns true; a miss
+    /// changes nothing (the caller installs it: [`Self::install`]).
+    #[inline(always)]
+    fn touch(&mut self, page: u64) -> bool {
         let slot = self.slot_of_page[page as usize];
         if slot == NONE {
-            self.install(set, page);
             return false;
         }
+        let set = self.set_of(page);
         // No test for a slot that is already its set's most recent: relinking it leaves the
         // ring as it was, and the one caller that repeats a page (`Translator`) skips the
         // look-up altogether, so in a fully associative cache the test never held.
-        self.unlink(slot);
-        self.push_front(set, slot);
+        let sentinel = self.sentinel(set);
+        let mut links = self.links();
+        links.unlink(slot);
+        links.push_front(sentinel, slot);
         true
     }
 
     /// Puts a missed `page` at the front of its set, in a free way or over the victim's.
-    #[inline(never)]
-    fn install(&mut self, set: usize, page: u64) {
-        let slot = if self.used[set] < self.ways {
-            self.used[set] += 1;
-            set as u32 * self.ways + self.used[set] - 1
+    /// Inlined into the callers' miss paths ([`Translator`]'s, out of line, and
+    /// [`Self::access`]'s): a miss is one call, not two.
+    #[inline(always)]
+    fn install(&mut self, page: u64) {
+        let set = self.set_of(page);
+        let sentinel = self.sentinel(set);
+        let used = self.used[set];
+        let slot = if used < self.ways {
+            self.used[set] = used + 1;
+            set as u32 * self.ways + used
         } else {
-            let victim = self.victim(set);
-            self.unlink(victim);
-            self.slot_of_page[self.page_of_slot[victim as usize] as usize] = NONE;
-            victim
+            self.victim(set)
         };
-        self.page_of_slot[slot as usize] = page;
+        let evict = used == self.ways;
+        let at = slot as usize & self.slot_mask;
+        let old = std::mem::replace(&mut self.page_of_slot[..=self.slot_mask][at], page);
+        if evict {
+            self.slot_of_page[old as usize] = NONE;
+        }
         self.slot_of_page[page as usize] = slot;
-        self.push_front(set, slot);
+        let mut links = self.links();
+        if evict {
+            links.unlink(slot);
+        }
+        links.push_front(sentinel, slot);
     }
 }
 
@@ -246,16 +315,18 @@ impl Translator {
             return Lookup::Hit;
         }
         self.last_page = page;
-        if self.tlb.access(page) {
+        if self.tlb.touch(page) {
             return Lookup::Hit;
         }
         self.miss(page)
     }
 
-    /// Counts an IOTLB miss and asks the page-walk cache for the page's table (out of line:
-    /// the lookup that inlines into a transaction loop is the hit path).
+    /// Installs a page the IOTLB missed, counts the miss and asks the page-walk cache for the
+    /// page's table (out of line: the lookup that inlines into a transaction loop is the hit
+    /// path; one call per miss).
     #[inline(never)]
     fn miss(&mut self, page: u64) -> Lookup {
+        self.tlb.install(page);
         self.misses += 1;
         let table_cached = self
             .pwc

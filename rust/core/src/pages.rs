@@ -6,8 +6,9 @@ use crate::error::CoreError;
 /// The distinct pages of `0..=span` that transfers have touched so far.
 pub struct PagesTouched {
     shift: u32,
+    /// Whether each page has been touched; counted when asked (once per run), so marking a
+    /// page, once per translated page, is one store.
     seen: Vec<bool>,
-    count: usize,
 }
 
 impl PagesTouched {
@@ -23,7 +24,6 @@ impl PagesTouched {
         Ok(Self {
             shift,
             seen: vec![false; (span >> shift) as usize + 1],
-            count: 0,
         })
     }
 
@@ -39,14 +39,12 @@ impl PagesTouched {
     /// Marks page number `page` (for a caller that walks a transfer's pages already).
     #[inline]
     pub fn mark_page(&mut self, page: u64) {
-        let seen = &mut self.seen[page as usize];
-        self.count += usize::from(!*seen);
-        *seen = true;
+        self.seen[page as usize] = true;
     }
 
-    /// How many distinct pages have been touched.
+    /// How many distinct pages have been touched (a pass over the pages).
     pub fn count(&self) -> usize {
-        self.count
+        self.seen.iter().filter(|&&seen| seen).count()
     }
 }
 

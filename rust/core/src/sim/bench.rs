@@ -231,34 +231,43 @@ pub fn simulate(p: &SimParams) -> Result<SimResult, CoreError> {
     let mut addresses = Addresses::new(p)?;
     let (machine, mut iommu) = bench_machine(p)?;
     let classes = bench_classes(p);
-    let mut pending_read_addr = None;
-    let txns = (0..p.transactions).map(|i| {
-        let read = match p.ops {
-            OpMix::Read => true,
-            OpMix::Write => false,
-            OpMix::Alternate | OpMix::WriteThenRead => i % 2 == 1,
-        };
-        let pair = p.ops == OpMix::WriteThenRead;
-        let addr = match pending_read_addr.take() {
-            Some(a) if pair => a,
-            _ => addresses.next_addr(),
-        };
-        if pair && !read {
-            pending_read_addr = Some(addr);
+    let (machine, iommu) = (&machine, iommu.as_mut());
+    let txn = |addr, read: bool, measure| Txn {
+        addr,
+        bytes: p.size,
+        class: usize::from(!read),
+        not_before: 0.0,
+        measure,
+    };
+    // One stream per mix, so the transaction loop decides nothing per transaction but the
+    // direction of an alternating mix.
+    let n = p.transactions;
+    let record = p.record_latencies;
+    match p.ops {
+        OpMix::Read | OpMix::Write => {
+            let read = p.ops == OpMix::Read;
+            let txns = (0..n).map(|_| txn(addresses.next_addr(), read, Measure::Own));
+            run(machine, &classes, iommu, txns, record)
         }
-        Txn {
-            addr,
-            bytes: p.size,
-            class: usize::from(!read),
-            not_before: 0.0,
-            measure: match (pair, read) {
-                (false, _) => Measure::Own,
-                (true, true) => Measure::SincePrevious,
-                (true, false) => Measure::Skip,
-            },
+        OpMix::Alternate => {
+            // Odd transactions read, even ones write.
+            let txns = (0..n).map(|i| txn(addresses.next_addr(), i % 2 == 1, Measure::Own));
+            run(machine, &classes, iommu, txns, record)
         }
-    });
-    run(&machine, &classes, iommu.as_mut(), txns, p.record_latencies)
+        OpMix::WriteThenRead => {
+            // A write to a fresh address, then the read of it (measured from the write).
+            let mut written = 0;
+            let txns = (0..n).map(|i| {
+                if i % 2 == 0 {
+                    written = addresses.next_addr();
+                    txn(written, false, Measure::Skip)
+                } else {
+                    txn(written, true, Measure::SincePrevious)
+                }
+            });
+            run(machine, &classes, iommu, txns, record)
+        }
+    }
 }
 
 #[cfg(test)]

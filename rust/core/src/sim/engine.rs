@@ -88,7 +88,7 @@ impl Pool {
     #[inline]
     fn earliest_run(&self) -> usize {
         let [a, b] = &self.runs;
-        usize::from(b.len > 0 && (a.len == 0 || b.get(0) < a.get(0)))
+        usize::from(b.len > 0 && (a.len == 0 || b.first < a.first))
     }
 
     /// Occupies the server that frees first from `ready` on; returns when service starts.
@@ -113,7 +113,7 @@ impl Pool {
     /// When the earliest-free server is free (the usual question: one tag, one credit).
     #[inline]
     fn first(&self) -> f64 {
-        self.runs[self.earliest_run()].get(0)
+        self.runs[self.earliest_run()].first
     }
 
     /// The times the `k` earliest-free servers are free, earliest first (the runs merged).
@@ -141,6 +141,9 @@ struct Run {
     /// The latest time in the run while it is not empty (a copy, so that asking whether a
     /// time fits after it, on every release, needs no index into the ring).
     last: f64,
+    /// The earliest time in the run while it is not empty (a copy likewise: which run holds
+    /// the earliest free server is asked on every acquire).
+    first: f64,
 }
 
 impl Run {
@@ -152,6 +155,7 @@ impl Run {
             head: 0,
             len: 0,
             last: 0.0,
+            first: 0.0,
         }
     }
 
@@ -163,9 +167,11 @@ impl Run {
     #[inline]
     fn pop_front(&mut self) -> f64 {
         debug_assert!(self.len > 0, "pools are never empty");
-        let free = self.get(0);
+        let free = self.first;
         self.head = self.head.wrapping_add(1);
         self.len -= 1;
+        // The next time (stale when the run is now empty: then `first` means nothing).
+        self.first = self.get(0);
         free
     }
 
@@ -179,6 +185,9 @@ impl Run {
     fn push_back(&mut self, at: f64) {
         let tail = self.head.wrapping_add(self.len);
         self.free[tail & self.mask] = at;
+        if self.len == 0 {
+            self.first = at;
+        }
         self.len += 1;
         self.last = at;
     }
@@ -194,6 +203,7 @@ impl Run {
         self.free[i & self.mask] = at;
         self.len += 1;
         self.last = self.get(self.len - 1);
+        self.first = self.get(0);
     }
 }
 
@@ -640,31 +650,18 @@ pub fn run(
         ..m.clone()
     };
     let classes = &Costs::prepare(m, classes)?;
-    let mut line = Timeline::new(m, queues);
     let misses_before = iommu.as_ref().map_or(0, |i| i.translator.misses);
-    let mut tally = Tally {
+    let tally = Tally {
         result: SimResult::default(),
         last_done: 0.0,
         previous_start: 0.0,
         record_latencies,
     };
-    if queues == 1 {
-        // One queue: served in stream order, nothing to hold back or choose between; one
-        // loop with the IOMMU and one without.
-        match iommu.as_deref_mut() {
-            Some(iommu) => {
-                for txn in txns {
-                    let c = class_of(classes, &txn)?;
-                    line.serve(m, c, &txn, Some(&mut *iommu), &mut tally);
-                }
-            }
-            None => {
-                for txn in txns {
-                    line.serve(m, class_of(classes, &txn)?, &txn, None, &mut tally);
-                }
-            }
-        }
+    let tally = if queues == 1 {
+        in_order(m, classes, iommu.as_deref_mut(), txns, tally)?
     } else {
+        let mut tally = tally;
+        let mut line = Timeline::new(m, queues);
         schedule(
             m,
             classes,
@@ -673,11 +670,39 @@ pub fn run(
             txns,
             &mut tally,
         )?;
-    }
+        tally
+    };
     let mut result = tally.result;
     result.elapsed_ns = tally.last_done;
     result.iotlb_misses = iommu.map_or(0, |i| i.translator.misses - misses_before);
     Ok(result)
+}
+
+/// Serves one queue: in stream order, nothing to hold back or choose between; one loop with
+/// the IOMMU and one without. Its timeline and tally are its own (never lent to a call that
+/// is not inlined), so the loops can keep them in registers.
+fn in_order(
+    m: &Machine,
+    classes: &[Costs],
+    iommu: Option<&mut Iommu>,
+    txns: impl Iterator<Item = Txn>,
+    mut tally: Tally,
+) -> Result<Tally, CoreError> {
+    let mut line = Timeline::new(m, 1);
+    match iommu {
+        Some(iommu) => {
+            for txn in txns {
+                let c = class_of(classes, &txn)?;
+                line.serve(m, c, &txn, Some(&mut *iommu), &mut tally);
+            }
+        }
+        None => {
+            for txn in txns {
+                line.serve(m, class_of(classes, &txn)?, &txn, None, &mut tally);
+            }
+        }
+    }
+    Ok(tally)
 }
 
 /// Serves several queues: up to `lookahead` transactions are held back while another queue
