@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -101,7 +100,7 @@ def _scalar_sizes(sizes: object, offsets: object) -> list[int] | None:
     """`sizes` as a list of Python ints, checked as `_operands` checks them, where they are a
     few (`SCALAR_SIZES`) ints below `_SCALAR_LIMIT` and `offsets` one such int; else None (the
     values go to numpy, which validates and reports them itself)."""
-    if not isinstance(sizes, Sequence) or not 0 < len(sizes) <= SCALAR_SIZES:
+    if type(sizes) not in (list, tuple) or not 0 < len(sizes) <= SCALAR_SIZES:  # type: ignore[arg-type]
         return None
     values = [*sizes, offsets]
     if not all(type(v) is int and abs(v) < _SCALAR_LIMIT for v in values):
@@ -350,6 +349,7 @@ def _priced(link: Link, op: Op, start: Int | int, size: Int | int, end: Int | in
 
 def _priced_arrays(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
     """`_priced` of `sizes` and `offsets` as given, checked and converted to arrays."""
+    require_choice("operation", op, OPS)
     return _priced(link, op, *_operands(sizes, offsets))
 
 
@@ -409,10 +409,10 @@ class DmaRows:
 def dma_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> DmaRows:
     """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost` (one pass): lists
     for a few int sizes and one int offset (`_scalar_sizes`, no numpy), arrays otherwise."""
-    require_choice("operation", op, OPS)
     few = _scalar_sizes(sizes, offsets)
     if few is None:
         return DmaRows(*_dma_columns(link, _RECENT.priced(link, op, sizes, offsets)))
+    require_choice("operation", op, OPS)
     start: int = offsets  # type: ignore[assignment] # checked by `_scalar_sizes`
     rows = (_dma_columns(link, _priced(link, op, start, s, start + s)) for s in few)
     return DmaRows(*map(list, zip(*rows, strict=True)))
