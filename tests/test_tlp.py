@@ -212,14 +212,13 @@ def test_dma_rows_equal_the_breakdown_bit_for_bit(link, op, sizes, offset):
     if isinstance(offset, list):
         offset = offset[: len(sizes)]
     cost = tlp.device_dma_cost(link, op, sizes, offset)
-    # Lists where the sizes are a few ints and the offset one (tests/test_tlp_scalar.py).
-    rows = {k: np.asarray(v) for k, v in vars(tlp.dma_rows(link, op, sizes, offset)).items()}
+    rows = tlp.dma_rows(link, op, sizes, offset)
     before = np.asarray(sizes, dtype=np.float64) * 8 * tlp.transfers_per_second(link, cost) / 1e9
-    assert rows["effective_gbps"].tobytes() == before.tobytes()
-    assert rows["tlps_up"].tolist() == cost.tlps_out.tolist()
-    assert rows["tlps_down"].tolist() == cost.tlps_back.tolist()
-    assert rows["bytes_up"].tolist() == cost.wire_out.tolist()
-    assert rows["bytes_down"].tolist() == cost.wire_back.tolist()
+    assert rows.effective_gbps.tobytes() == before.tobytes()
+    assert rows.tlps_up.tolist() == cost.tlps_out.tolist()
+    assert rows.tlps_down.tolist() == cost.tlps_back.tolist()
+    assert rows.bytes_up.tolist() == cost.wire_out.tolist()
+    assert rows.bytes_down.tolist() == cost.wire_back.tolist()
     # A size given alone is the same number as in a list.
     alone = tlp.effective_gbps(link, op, sizes[0], offset if np.isscalar(offset) else offset[0])
     assert float(alone) == float(before[0])

@@ -1,6 +1,6 @@
 """The TLP closed forms on Python ints (a `dma` command line's few sizes, which must start
 without numpy: issue 15 item 4) against the same closed forms on numpy arrays: equal bit for
-bit, and the switch between them where `SCALAR_SIZES` says."""
+bit, and the switch between them (`SCALAR_SIZES`, numpy in use or not)."""
 
 import json
 import subprocess
@@ -41,10 +41,8 @@ def test_scalar_rows_equal_the_vectorised_ones(link, flit, op, sizes, offset):
     # Gen 4/5 may run in Flit mode too (the OHC terms); Gen 6 always does.
     if flit and link.gen in (4, 5):
         link = Link(gen=link.gen, lanes=link.lanes, mps=link.mps, mrrs=link.mrrs, flit=True)
-    few = tlp.dma_rows(link, op, sizes, offset)
+    few = tlp._scalar_rows(link, op, sizes, offset)
     many = tlp.dma_rows(link, op, np.array(sizes), offset)
-    assert isinstance(few.tlps_up, list)  # the scalar path was taken ...
-    assert isinstance(many.tlps_up, np.ndarray)  # ... and here the vectorised one
     for name in FIELDS:
         # Exactly equal, floats included: the same operations in the same order.
         assert getattr(few, name) == getattr(many, name).tolist(), name
@@ -55,9 +53,9 @@ def test_scalar_rows_by_hand():
     # framing/LCRC), 1500 + 6 * 24 = 1644 B up; a 64 B read at offset 2 touches 17 DWs
     # (68 B back) in 2 RCB blocks of 64 B: 2 CplD of 12 + 8 B, 68 + 40 = 108 B down.
     link = Link(gen=3, lanes=8, mps=256, mrrs=512, rcb=64)
-    assert tlp.dma_rows(link, "write", [1500]).bytes_up == [1644]
-    assert tlp.dma_rows(link, "write", [1500]).tlps_up == [6]
-    read = tlp.dma_rows(link, "read", [64], 2)
+    assert tlp._scalar_rows(link, "write", [1500], 0).bytes_up == [1644]
+    assert tlp._scalar_rows(link, "write", [1500], 0).tlps_up == [6]
+    read = tlp._scalar_rows(link, "read", [64], 2)
     assert (read.tlps_up, read.bytes_up, read.tlps_down, read.bytes_down) == ([1], [24], [2], [108])
     # Gb/s: the link's TLP bytes/s over the busier direction's bytes, times the data bits.
     assert read.effective_gbps == [link.tlp_bytes_per_s / 108 * (64 * 8) / 1e9]
@@ -72,9 +70,26 @@ def test_scalar_rows_by_hand():
 )
 def test_scalar_path_names_the_bad_value_as_numpy_does(sizes, offset, message):
     # The same one-line error either way (the first bad size, then the offset).
-    for given_sizes in (sizes, np.array(sizes)):
-        with pytest.raises(UsageError, match=f"^{message}$"):
-            tlp.dma_rows(Link(), "write", given_sizes, offset)
+    with pytest.raises(UsageError, match=f"^{message}$"):
+        tlp._scalar_sizes(sizes, offset)
+    with pytest.raises(UsageError, match=f"^{message}$"):
+        tlp.dma_rows(Link(), "write", np.array(sizes), offset)
+
+
+def test_scalar_path_checks_the_operation():
+    with pytest.raises(UsageError, match=r"^operation 'copy' is not allowed"):
+        tlp._scalar_rows(Link(), "copy", [64], 0)
+
+
+@pytest.fixture
+def numpy_unused(monkeypatch):
+    """`dma_rows` as in a process that has not used numpy yet (this one has)."""
+    monkeypatch.setattr(tlp._lazy, "loaded", lambda name: False)
+
+
+def test_few_int_sizes_take_the_scalar_path_before_numpy_is_used(numpy_unused):
+    # Gen3 MPS 256, MRRS 512: 64 B at 3 is 1 MWr + 1 MRd; [3, 1503) is 6 MWr + 3 MRd.
+    assert tlp.dma_rows(Link(), "rw", [64, 1500], 3).tlps_up == [2, 9]
 
 
 @pytest.mark.parametrize(
@@ -87,8 +102,13 @@ def test_scalar_path_names_the_bad_value_as_numpy_does(sizes, offset, message):
         ((), 0),  # no sizes
     ],
 )
-def test_other_inputs_take_the_vectorised_path(sizes, offset):
+def test_other_inputs_take_the_vectorised_path(numpy_unused, sizes, offset):
     assert isinstance(tlp.dma_rows(Link(), "rw", sizes, offset).tlps_up, np.ndarray)
+
+
+def test_once_numpy_is_used_every_call_is_vectorised():
+    # This process uses numpy, which is then faster at any count (a sweep calls `dma` often).
+    assert isinstance(tlp.dma_rows(Link(), "rw", [64], 0).tlps_up, np.ndarray)
 
 
 PROBE = """

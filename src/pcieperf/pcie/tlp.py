@@ -9,11 +9,11 @@ Counts therefore have a closed form: the number of `cut`-sized blocks the range 
 Directions are named from the initiator: `out` carries its requests, `back` the completions.
 
 The closed forms are written once and evaluate either numpy arrays (many sizes: a sweep) or
-one Python int per size (a command line's handful of sizes, `dma_rows`): operators serve both,
-and the few other operations they need (`_zeros_like`, `_as_int`, `_broadcast`, `_maximum`,
-`_as_float`) take either. A Python int never overflows where an int64 would, so only values
-below `_SCALAR_LIMIT` take the scalar path, and its results equal the vectorised ones bit for
-bit. `dma` with a few sizes thus starts without numpy (issue 15: start-up under 120 ms).
+one Python int per size (a command line's few sizes, `dma_rows` before numpy is in use):
+operators serve both, and the few other operations they need (`_zeros_like`, `_as_int`,
+`_broadcast`, `_maximum`, `_as_float`) take either. A Python int never overflows where an int64
+would, so only values below `_SCALAR_LIMIT` take the scalar path, and its results equal the
+vectorised ones bit for bit. `dma` thus starts without numpy (issue 15: start-up under 120 ms).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from pcieperf import _lazy
 from pcieperf.errors import UsageError, require_choice
@@ -41,8 +41,10 @@ OPS: tuple[Op, ...] = ("read", "write", "rw")
 COMPLETION_HEADER_BYTES = 12  # §2.2.9.1: completion header is 3 DW
 OHC_BYTES = 4  # §2.2.1.2: Flit Mode Orthogonal Header Content, 1 DW each
 DW_BYTES = 4  # §2.2.1: TLP payloads are whole double words, byte enables mark the used bytes
-SCALAR_SIZES = 64
-"""Most sizes `dma_rows` evaluates one Python int at a time; more go to numpy at once."""
+SCALAR_SIZES = 256
+"""Most sizes `dma_rows` evaluates one Python int at a time (~10 us each, where importing numpy
+takes 85-120 ms); more go to numpy at once, and so does every call once numpy is in use (the
+vectorised path is then faster at any count)."""
 _SCALAR_LIMIT = 1 << 62  # sizes and offsets below this stay far from int64 overflow
 
 
@@ -408,14 +410,41 @@ class DmaRows:
 
 def dma_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> DmaRows:
     """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost` (one pass): lists
-    for a few int sizes and one int offset (`_scalar_sizes`, no numpy), arrays otherwise."""
-    few = _scalar_sizes(sizes, offsets)
+    where numpy is not in use yet and the sizes are a few ints, the offset one (`_scalar_rows`),
+    arrays otherwise; the same values either way."""
+    few = None if _lazy.loaded("numpy") else _scalar_sizes(sizes, offsets)
     if few is None:
         return DmaRows(*_dma_columns(link, _RECENT.priced(link, op, sizes, offsets)))
+    return _scalar_rows(link, op, few, offsets)  # type: ignore[arg-type] # checked: an int
+
+
+def _scalar_rows(link: Link, op: Op, sizes: list[int], offset: int) -> DmaRows:
+    """`dma_rows` of sizes and an offset that `_scalar_sizes` checked, one size at a time."""
     require_choice("operation", op, OPS)
-    start: int = offsets  # type: ignore[assignment] # checked by `_scalar_sizes`
-    rows = (_dma_columns(link, _priced(link, op, start, s, start + s)) for s in few)
+    rules = cast(Link, _LinkRules(link))
+    rows = (_dma_columns(rules, _priced(rules, op, offset, s, offset + s)) for s in sizes)
     return DmaRows(*map(list, zip(*rows, strict=True)))
+
+
+class _LinkRules:
+    """What the closed forms and `_dma_columns` read of a link, read once: a `Link` derives
+    them (Flit mode, framing bytes, TLP byte rate) anew at every access, which per size would
+    cost more than the closed forms themselves."""
+
+    __slots__ = (
+        "addr64",
+        "completion_policy",
+        "flit_mode",
+        "mps",
+        "mrrs",
+        "rcb",
+        "tlp_bytes_per_s",
+        "tlp_overhead_bytes",
+    )
+
+    def __init__(self, link: Link) -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(link, name))
 
 
 def _dma_columns(link: Link, priced: _Priced) -> tuple:
