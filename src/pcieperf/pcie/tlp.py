@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal, NamedTuple, cast
 
 from pcieperf import _lazy
 from pcieperf.errors import UsageError, require_choice
@@ -48,9 +47,9 @@ vectorised path is then faster at any count)."""
 _SCALAR_LIMIT = 1 << 62  # sizes and offsets below this stay far from int64 overflow
 
 
-@dataclass(frozen=True)
-class TransferCost:
-    """TLP counts and byte breakdown of operations, per direction (arrays of equal shape)."""
+class TransferCost(NamedTuple):
+    """TLP counts and byte breakdown of operations, per direction (arrays of equal shape).
+    This module's records are named tuples: a dataclass costs `dma` ~1 ms of start-up each."""
 
     data_out: Int
     data_back: Int
@@ -75,10 +74,7 @@ class TransferCost:
 
     def __add__(self, other: TransferCost) -> TransferCost:
         """Cost of doing both operations."""
-        return TransferCost(*(getattr(self, f) + getattr(other, f) for f in _FIELDS))
-
-
-_FIELDS = tuple(TransferCost.__dataclass_fields__)
+        return TransferCost(*(mine + theirs for mine, theirs in zip(self, other, strict=True)))
 
 
 def _as_int_array(name: str, values: ArrayLike, minimum: int) -> Int:
@@ -265,8 +261,7 @@ def effective_gbps(
     return dma_rows(link, op, sizes, offsets).effective_gbps
 
 
-@dataclass(frozen=True)
-class WireCost:
+class WireCost(NamedTuple):
     """TLPs and wire bytes per direction of operations (arrays of equal shape): `TransferCost`
     summed, which is all that rates need."""
 
@@ -331,8 +326,7 @@ def price_key(link: Link) -> tuple[int | bool, ...]:
     return (link.mps, link.mrrs, cut, flit, link.addr64, framing)
 
 
-@dataclass(frozen=True)
-class _Priced:
+class _Priced(NamedTuple):
     """A `wire_cost` and what a link's rate is divided and multiplied by: the busier
     direction's bytes and the data bits of each size (exact as floats)."""
 
@@ -384,7 +378,7 @@ class _RecentPrices:
                 return found[1]
         result = _priced_arrays(link, op, size, offsets)
         size = size.copy()
-        for array in (size, result.busiest, result.bits, *vars(result.cost).values()):
+        for array in (size, result.busiest, result.bits, *result.cost):
             array.flags.writeable = False
         with self._lock:
             self._entries[key] = (size, result)
@@ -396,8 +390,7 @@ class _RecentPrices:
 _RECENT = _RecentPrices()
 
 
-@dataclass(frozen=True)
-class DmaRows:
+class DmaRows(NamedTuple):
     """What `dma` reports for each size of a device DMA: TLPs and wire bytes per direction
     (up = device to host: writes and read requests) and the data bandwidth."""
 
@@ -457,8 +450,7 @@ def _dma_columns(link: Link, priced: _Priced) -> tuple:
     return gbps, cost.tlps_out, cost.tlps_back, cost.wire_out, cost.wire_back
 
 
-@dataclass(frozen=True)
-class TlpList:
+class TlpList(NamedTuple):
     """Every TLP of one operation, in issue order (parallel arrays)."""
 
     kind: list[str]
