@@ -144,3 +144,12 @@ def test_dma_with_many_sizes_loads_numpy():
     # The probe can fail: past SCALAR_SIZES sizes the vectorised path runs, and it sees numpy.
     sizes = ",".join(str(s) for s in range(1, tlp.SCALAR_SIZES + 2))
     assert probe("dma", "--json", "--sizes", sizes)["loaded"] == ["numpy"]
+
+
+def test_effective_gbps_is_an_array_whatever_the_path(numpy_unused):
+    # Its callers (report data, plots) compute on it: numpy's type either way. Gen3 x8 write
+    # of 256 B: 1 MWr of 256 + 16 + 8 = 280 B, so 256 * 8 bits per 280 B of TLP capacity.
+    link = Link()
+    gbps = tlp.effective_gbps(link, "write", [256])
+    assert isinstance(gbps, np.ndarray)
+    assert gbps.tolist() == [link.tlp_bytes_per_s / 280 * (256 * 8) / 1e9]

@@ -130,7 +130,7 @@ def _maximum(a: Int | int, b: Int | int) -> Int | int:
 
 
 def _as_float(values: Int | int) -> NDArray[np.float64] | float:
-    """`values` as float64 (exact: every value is below 2**53)."""
+    """`values` as float64 (Python and numpy round a large int to the same double)."""
     return float(values) if type(values) is int else values.astype(np.float64)
 
 
@@ -258,7 +258,7 @@ def effective_gbps(
     link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0
 ) -> NDArray[np.float64]:
     """Data bandwidth (Gb/s) of a stream of DMAs; for `rw`, of each direction's data."""
-    return dma_rows(link, op, sizes, offsets).effective_gbps
+    return _vector_rows(link, op, sizes, offsets).effective_gbps
 
 
 class WireCost(NamedTuple):
@@ -392,7 +392,8 @@ _RECENT = _RecentPrices()
 
 class DmaRows(NamedTuple):
     """What `dma` reports for each size of a device DMA: TLPs and wire bytes per direction
-    (up = device to host: writes and read requests) and the data bandwidth."""
+    (up = device to host: writes and read requests) and the data bandwidth (arrays, or lists
+    from `_scalar_rows`)."""
 
     effective_gbps: NDArray[np.float64] | list[float]
     tlps_up: Int | list[int]
@@ -407,8 +408,13 @@ def dma_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> Dm
     arrays otherwise; the same values either way."""
     few = None if _lazy.loaded("numpy") else _scalar_sizes(sizes, offsets)
     if few is None:
-        return DmaRows(*_dma_columns(link, _RECENT.priced(link, op, sizes, offsets)))
+        return _vector_rows(link, op, sizes, offsets)
     return _scalar_rows(link, op, few, offsets)  # type: ignore[arg-type] # checked: an int
+
+
+def _vector_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> DmaRows:
+    """`dma_rows` as arrays, priced once for links that differ only in speed (`_RECENT`)."""
+    return DmaRows(*_dma_columns(link, _RECENT.priced(link, op, sizes, offsets)))
 
 
 def _scalar_rows(link: Link, op: Op, sizes: list[int], offset: int) -> DmaRows:
