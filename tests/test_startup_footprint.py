@@ -55,5 +55,6 @@ def test_light_commands_import_no_heavy_module(argv):
 
 
 def test_a_model_command_still_loads_numpy():
-    # The check above can fail: `dma` evaluates the numpy model, and the same probe sees it.
-    assert run("dma", "--sizes", "64", "--json")["loaded"] == ["numpy"]
+    # The check above can fail: `nic` evaluates the numpy model, and the same probe sees it
+    # (`dma` with a few sizes no longer does: tests/test_tlp_scalar.py).
+    assert run("nic", "--sizes", "64", "--json")["loaded"] == ["numpy"]

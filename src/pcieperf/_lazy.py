@@ -22,3 +22,10 @@ def module(name: str) -> ModuleType:
     sys.modules[name] = lazy
     loader.exec_module(lazy)
     return lazy
+
+
+def loaded(name: str) -> bool:
+    """Whether module `name` has been imported and run (one that `module` registered and
+    nothing has used yet has not)."""
+    found = sys.modules.get(name)
+    return found is not None and type(found).__name__ != "_LazyModule"

@@ -7,20 +7,32 @@ crosses a 4 KiB boundary (PCIe Base Spec 6.0 §2.2.7) and every TLP but the firs
 Counts therefore have a closed form: the number of `cut`-sized blocks the range touches.
 
 Directions are named from the initiator: `out` carries its requests, `back` the completions.
+
+The closed forms are written once and evaluate either numpy arrays (many sizes: a sweep) or
+one Python int per size (a command line's few sizes, `dma_rows` before numpy is in use):
+operators serve both, and the few other operations they need (`_zeros_like`, `_as_int`,
+`_broadcast`, `_maximum`, `_as_float`) take either. A Python int never overflows where an int64
+would, so only values below `_SCALAR_LIMIT` take the scalar path, and its results equal the
+vectorised ones bit for bit. `dma` thus starts without numpy (issue 15: start-up under 120 ms).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple, cast
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
-
+from pcieperf import _lazy
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.pcie.link import Link
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    Int = NDArray[np.int64]
+else:
+    np = _lazy.module("numpy")  # imported when an array is first used
 
 Op = Literal["read", "write", "rw"]
 OPS: tuple[Op, ...] = ("read", "write", "rw")
@@ -28,13 +40,16 @@ OPS: tuple[Op, ...] = ("read", "write", "rw")
 COMPLETION_HEADER_BYTES = 12  # §2.2.9.1: completion header is 3 DW
 OHC_BYTES = 4  # §2.2.1.2: Flit Mode Orthogonal Header Content, 1 DW each
 DW_BYTES = 4  # §2.2.1: TLP payloads are whole double words, byte enables mark the used bytes
+SCALAR_SIZES = 256
+"""Most sizes `dma_rows` evaluates one Python int at a time (~10 us each, where importing numpy
+takes 85-120 ms); more go to numpy at once, and so does every call once numpy is in use (the
+vectorised path is then faster at any count)."""
+_SCALAR_LIMIT = 1 << 62  # sizes and offsets below this stay far from int64 overflow
 
-Int = NDArray[np.int64]
 
-
-@dataclass(frozen=True)
-class TransferCost:
-    """TLP counts and byte breakdown of operations, per direction (arrays of equal shape)."""
+class TransferCost(NamedTuple):
+    """TLP counts and byte breakdown of operations, per direction (arrays of equal shape).
+    This module's records are named tuples: a dataclass costs `dma` ~1 ms of start-up each."""
 
     data_out: Int
     data_back: Int
@@ -59,10 +74,7 @@ class TransferCost:
 
     def __add__(self, other: TransferCost) -> TransferCost:
         """Cost of doing both operations."""
-        return TransferCost(*(getattr(self, f) + getattr(other, f) for f in _FIELDS))
-
-
-_FIELDS = tuple(TransferCost.__dataclass_fields__)
+        return TransferCost(*(mine + theirs for mine, theirs in zip(self, other, strict=True)))
 
 
 def _as_int_array(name: str, values: ArrayLike, minimum: int) -> Int:
@@ -73,8 +85,53 @@ def _as_int_array(name: str, values: ArrayLike, minimum: int) -> Int:
     arr = arr.astype(np.int64, copy=False)
     bad = arr < minimum
     if np.any(bad):
-        raise UsageError(f"{name} {int(arr[bad].flat[0])} is not allowed; use {minimum} or more")
+        raise _too_small(name, int(arr[bad].flat[0]), minimum)
     return arr
+
+
+def _too_small(name: str, value: int, minimum: int) -> UsageError:
+    """The error for a size or offset below `minimum`."""
+    return UsageError(f"{name} {value} is not allowed; use {minimum} or more")
+
+
+def _scalar_sizes(sizes: object, offsets: object) -> list[int] | None:
+    """`sizes` as a list of Python ints, checked as `_operands` checks them, where they are a
+    few (`SCALAR_SIZES`) ints below `_SCALAR_LIMIT` and `offsets` one such int; else None (the
+    values go to numpy, which validates and reports them itself)."""
+    if type(sizes) not in (list, tuple) or not 0 < len(sizes) <= SCALAR_SIZES:  # type: ignore[arg-type]
+        return None
+    values = [*sizes, offsets]
+    if not all(type(v) is int and abs(v) < _SCALAR_LIMIT for v in values):
+        return None
+    for name, value, minimum in (*(("size", s, 1) for s in sizes), ("offset", offsets, 0)):
+        if value < minimum:
+            raise _too_small(name, value, minimum)
+    return values[:-1]
+
+
+def _zeros_like(like: Int | int) -> Int | int:
+    """Zeros shaped like `like` (0 for one int)."""
+    return 0 if type(like) is int else np.zeros_like(like)
+
+
+def _as_int(flags: Int | bool) -> Int | int:
+    """Booleans as 0 and 1 that add up (numpy adds boolean arrays as a logical or)."""
+    return int(flags) if type(flags) is bool else flags.astype(np.int64)
+
+
+def _broadcast(value: Int | int, like: Int | int) -> Int | int:
+    """`value` with `like`'s shape, as a read-only view where it is an array."""
+    return value if type(like) is int else np.broadcast_to(np.asarray(value, np.int64), like.shape)
+
+
+def _maximum(a: Int | int, b: Int | int) -> Int | int:
+    """The larger of `a` and `b`, element by element."""
+    return max(a, b) if type(a) is int else np.maximum(a, b)
+
+
+def _as_float(values: Int | int) -> NDArray[np.float64] | float:
+    """`values` as float64 (Python and numpy round a large int to the same double)."""
+    return float(values) if type(values) is int else values.astype(np.float64)
 
 
 def blocks_touched(start: Int, end: Int, cut: int) -> Int:
@@ -108,7 +165,7 @@ def write_cost(
     start, size, end = _operands(sizes, offsets)
     tlps = blocks_touched(start, end, link.mps)
     header = tlps * _request_header(link, addr64) + _request_ohc(link, start, end, tlps)
-    zero = np.zeros_like(size)
+    zero = _zeros_like(size)
     return TransferCost(
         data_out=size,
         data_back=zero,
@@ -130,7 +187,7 @@ def read_cost(
     start, size, end = _operands(sizes, offsets)
     requests = blocks_touched(start, end, link.mrrs)
     completions = blocks_touched(start, end, completion_cut(link))
-    zero = np.zeros_like(size)
+    zero = _zeros_like(size)
     return TransferCost(
         data_out=zero,
         data_back=size,
@@ -161,9 +218,9 @@ def _request_ohc(link: Link, start: Int, end: Int, tlps: Int) -> Int:
     """Flit Mode: +1 DW OHC-A1 on each request whose byte enables are not the implied full
     ones, i.e. the TLPs holding an unaligned first or last byte (§2.2.5.2)."""
     if not link.flit_mode:
-        return np.zeros_like(tlps)
+        return _zeros_like(tlps)
     head, tail = start % DW_BYTES != 0, end % DW_BYTES != 0
-    partial = head.astype(np.int64) + tail - (head & tail & (tlps == 1))
+    partial = _as_int(head) + tail - (head & tail & (tlps == 1))
     return OHC_BYTES * partial
 
 
@@ -171,8 +228,8 @@ def _completion_ohc(link: Link, start: Int, end: Int) -> Int:
     """Flit Mode: +1 DW OHC-A5 on the completion whose Lower Address[1:0] is not 00b (§2.2.9.2);
     shaped like `end`."""
     if not link.flit_mode:
-        return np.zeros_like(end)
-    return np.broadcast_to(OHC_BYTES * (start % DW_BYTES != 0), end.shape)
+        return _zeros_like(end)
+    return _broadcast(OHC_BYTES * (start % DW_BYTES != 0), end)
 
 
 def _request_header(link: Link, addr64: bool | None) -> int:
@@ -201,11 +258,10 @@ def effective_gbps(
     link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0
 ) -> NDArray[np.float64]:
     """Data bandwidth (Gb/s) of a stream of DMAs; for `rw`, of each direction's data."""
-    return dma_rows(link, op, sizes, offsets).effective_gbps
+    return _vector_rows(link, op, sizes, offsets).effective_gbps
 
 
-@dataclass(frozen=True)
-class WireCost:
+class WireCost(NamedTuple):
     """TLPs and wire bytes per direction of operations (arrays of equal shape): `TransferCost`
     summed, which is all that rates need."""
 
@@ -231,10 +287,11 @@ def range_wire_cost(
     link: Link, op: Op, start: Int, end: Int, *, addr64: bool | None = None
 ) -> WireCost:
     """`wire_cost` of the byte ranges [start, end) that the caller has checked (whole bytes,
-    start >= 0, end > start): what a model that prices many operations calls."""
+    start >= 0, end > start): what a model that prices many operations calls. Arrays, or one
+    Python int each (`_scalar_sizes`)."""
     dw_rounded = blocks_touched(start, end, DW_BYTES)
     dw_rounded <<= 2  # data + DW padding: the range rounded out to whole DWs
-    zero = np.broadcast_to(np.int64(0), end.shape)
+    zero = _broadcast(0, end)
     tlps_out, wire_out, tlps_back, wire_back = zero, zero, zero, zero
     if op != "read":  # MWr: header and data out
         tlps_out, wire_out = _requests(link, start, end, link.mps, addr64)
@@ -269,8 +326,7 @@ def price_key(link: Link) -> tuple[int | bool, ...]:
     return (link.mps, link.mrrs, cut, flit, link.addr64, framing)
 
 
-@dataclass(frozen=True)
-class _Priced:
+class _Priced(NamedTuple):
     """A `wire_cost` and what a link's rate is divided and multiplied by: the busier
     direction's bytes and the data bits of each size (exact as floats)."""
 
@@ -279,10 +335,18 @@ class _Priced:
     bits: NDArray[np.float64]
 
 
-def _priced(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
-    cost = wire_cost(link, op, sizes, offsets)
-    busiest = cost.wire_out if op == "write" else np.maximum(cost.wire_out, cost.wire_back)
-    return _Priced(cost, busiest.astype(np.float64), np.asarray(sizes, dtype=np.float64) * 8)
+def _priced(link: Link, op: Op, start: Int | int, size: Int | int, end: Int | int) -> _Priced:
+    """The `_Priced` of the checked byte ranges [start, end) of `size` bytes (arrays, or one
+    Python int each)."""
+    cost = range_wire_cost(link, op, start, end)
+    busiest = cost.wire_out if op == "write" else _maximum(cost.wire_out, cost.wire_back)
+    return _Priced(cost, _as_float(busiest), _as_float(size) * 8)
+
+
+def _priced_arrays(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
+    """`_priced` of `sizes` and `offsets` as given, checked and converted to arrays."""
+    require_choice("operation", op, OPS)
+    return _priced(link, op, *_operands(sizes, offsets))
 
 
 class _RecentPrices:
@@ -300,20 +364,21 @@ class _RecentPrices:
         self._lock = threading.Lock()  # sweeps may price on several threads (Dask workers)
 
     def priced(self, link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
-        """`_priced(link, op, sizes, offsets)`, from the entries when it was just computed."""
+        """`_priced_arrays(link, op, sizes, offsets)`, from the entries when it was just
+        computed."""
         size = np.asarray(sizes)
         reusable = size.ndim == 1 and size.size <= self.MAX_SIZES and size.dtype.kind in "iu"
         if not reusable or np.ndim(offsets) != 0:
-            return _priced(link, op, sizes, offsets)
+            return _priced_arrays(link, op, sizes, offsets)
         key = (op, int(offsets), *price_key(link), size.shape)
         with self._lock:
             found = self._entries.get(key)
             if found is not None and np.array_equal(found[0], size):
                 self._entries.move_to_end(key)
                 return found[1]
-        result = _priced(link, op, size, offsets)
+        result = _priced_arrays(link, op, size, offsets)
         size = size.copy()
-        for array in (size, result.busiest, result.bits, *vars(result.cost).values()):
+        for array in (size, result.busiest, result.bits, *result.cost):
             array.flags.writeable = False
         with self._lock:
             self._entries[key] = (size, result)
@@ -325,31 +390,73 @@ class _RecentPrices:
 _RECENT = _RecentPrices()
 
 
-@dataclass(frozen=True)
-class DmaRows:
+class DmaRows(NamedTuple):
     """What `dma` reports for each size of a device DMA: TLPs and wire bytes per direction
-    (up = device to host: writes and read requests) and the data bandwidth."""
+    (up = device to host: writes and read requests) and the data bandwidth (arrays, or lists
+    from `_scalar_rows`)."""
 
-    effective_gbps: NDArray[np.float64]
-    tlps_up: Int
-    tlps_down: Int
-    bytes_up: Int
-    bytes_down: Int
+    effective_gbps: NDArray[np.float64] | list[float]
+    tlps_up: Int | list[int]
+    tlps_down: Int | list[int]
+    bytes_up: Int | list[int]
+    bytes_down: Int | list[int]
 
 
 def dma_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> DmaRows:
-    """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost` (one pass)."""
-    priced = _RECENT.priced(link, op, sizes, offsets)
+    """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost` (one pass): lists
+    where numpy is not in use yet and the sizes are a few ints, the offset one (`_scalar_rows`),
+    arrays otherwise; the same values either way."""
+    few = None if _lazy.loaded("numpy") else _scalar_sizes(sizes, offsets)
+    if few is None:
+        return _vector_rows(link, op, sizes, offsets)
+    return _scalar_rows(link, op, few, offsets)  # type: ignore[arg-type] # checked: an int
+
+
+def _vector_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> DmaRows:
+    """`dma_rows` as arrays, priced once for links that differ only in speed (`_RECENT`)."""
+    return DmaRows(*_dma_columns(link, _RECENT.priced(link, op, sizes, offsets)))
+
+
+def _scalar_rows(link: Link, op: Op, sizes: list[int], offset: int) -> DmaRows:
+    """`dma_rows` of sizes and an offset that `_scalar_sizes` checked, one size at a time."""
+    require_choice("operation", op, OPS)
+    rules = cast(Link, _LinkRules(link))
+    rows = (_dma_columns(rules, _priced(rules, op, offset, s, offset + s)) for s in sizes)
+    return DmaRows(*map(list, zip(*rows, strict=True)))
+
+
+class _LinkRules:
+    """What the closed forms and `_dma_columns` read of a link, read once: a `Link` derives
+    them (Flit mode, framing bytes, TLP byte rate) anew at every access, which per size would
+    cost more than the closed forms themselves."""
+
+    __slots__ = (
+        "addr64",
+        "completion_policy",
+        "flit_mode",
+        "mps",
+        "mrrs",
+        "rcb",
+        "tlp_bytes_per_s",
+        "tlp_overhead_bytes",
+    )
+
+    def __init__(self, link: Link) -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(link, name))
+
+
+def _dma_columns(link: Link, priced: _Priced) -> tuple:
+    """`DmaRows`' fields (arrays, or one value each) of a `_Priced`."""
     # (size * 8) * (transfers per second) / 1e9, bit for bit as before: products commute.
-    gbps = np.divide(link.tlp_bytes_per_s, priced.busiest)
+    gbps = link.tlp_bytes_per_s / priced.busiest
     gbps *= priced.bits
     gbps /= 1e9
     cost = priced.cost
-    return DmaRows(gbps, cost.tlps_out, cost.tlps_back, cost.wire_out, cost.wire_back)
+    return gbps, cost.tlps_out, cost.tlps_back, cost.wire_out, cost.wire_back
 
 
-@dataclass(frozen=True)
-class TlpList:
+class TlpList(NamedTuple):
     """Every TLP of one operation, in issue order (parallel arrays)."""
 
     kind: list[str]
