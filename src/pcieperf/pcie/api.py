@@ -107,7 +107,7 @@ def dma(
     ln = make_link(**link_options)  # type: ignore[arg-type]
     sizes = list(sizes)
     cost = tlp.dma_rows(ln, op, sizes, offset)
-    columns: dict[str, Sequence[object]] = {"size": sizes, **vars(cost)}
+    columns: dict[str, Sequence[object]] = {"size": sizes, **cost._asdict()}
     details = []
     if tlps:
         columns["tlps"] = [_tlp_list(ln, op, size, offset) for size in sizes]
