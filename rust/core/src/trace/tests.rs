@@ -165,8 +165,13 @@ fn pcap_record(sec: u32, caplen: u32, wirelen: u32, fill: u8) -> Vec<u8> {
     r
 }
 
+/// A folder of its own for each call, the file keeping its name (some tests read it back):
+/// tests run on parallel threads of one process and several reuse a name (`gaps.pcap`), so a
+/// shared folder let one test overwrite or remove another's file.
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcieperf-trace-{}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("pcieperf-trace-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
