@@ -17,6 +17,7 @@ Outputs go to a tmpfs (/dev/shm) when there is one, so the disk adds noise to ne
 Targets: stats >= 2x capinfos and >= 50x dpkt, < 64 MiB on 4 GiB; merge >= 3x mergecap and
 < 32 MiB at 2 and 64 inputs; convert >= 5x libpcap pcap_dump.
 Run: python3 benchmarks/bench_trace.py [--packets 6000000] [--runs 5] [--json-out F.json]
+[--only convert ...]
 Peers that are missing are skipped with the reason (apt-get install tshark libpcap-dev gcc;
 dpkt is pip-installed into this interpreter's environment if absent).
 """
@@ -197,12 +198,17 @@ def write_capture(path: Path, n: int, offset_ns: int = 0, step_ns: int = 17) -> 
     core().trace_synth(str(path), "pcap", ts, np.full(n, FRAME, dtype=np.uint32), 1024)
 
 
-def bench_stats(bench: Bench, packets: int) -> Path:
-    capture = bench.scratch / "frames.pcap"
+def synth_capture(bench: Bench, packets: int, name: str = "frames.pcap") -> Path:
+    """`packets` 64-byte frames made by `pcieperf trace synth`, read once into the page cache."""
+    capture = bench.scratch / name
     seconds = packets / 10e6
     synth = ["trace", "synth", "--sizes", "64", "--pps", "10M", "--duration", f"{seconds}s"]
     subprocess.run([*bench.pcieperf(*synth, "-o", str(capture))], check=True, capture_output=True)
     subprocess.run(["cat", str(capture)], check=True, stdout=subprocess.DEVNULL)  # page cache
+    return capture
+
+
+def bench_stats(bench: Bench, capture: Path, packets: int) -> None:
     contenders = {
         "pcieperf trace stats --json": (
             bench.pcieperf("trace", "stats", str(capture), "--json"),
@@ -227,7 +233,6 @@ def bench_stats(bench: Bench, packets: int) -> Path:
     bench.compare(
         f"stats: {packets} packets of 64 B, {size / 1e6:.0f} MB, page cache warm", contenders
     )
-    return capture
 
 
 def bench_stats_memory(bench: Bench) -> None:
@@ -304,8 +309,14 @@ def bench_convert(bench: Bench, capture: Path, packets: int) -> None:
     mib = -(-capture.stat().st_size // (1 << 20))
     floor = ["dd", "if=/dev/zero", f"of={out}", "bs=1M", f"count={mib}", "status=none"]
     contenders["output write alone (dd, the floor)"] = (floor, out)
+    # What the command costs besides the packets (interpreter, imports, threads, rename): with
+    # the floor, the least a whole `trace convert` of the big capture can take.
+    tiny = synth_capture(bench, 1, "one-frame.pcap")
+    fixed = bench.pcieperf("trace", "convert", str(tiny), "-o", str(out), "--force")
+    contenders["pcieperf trace convert of 1 packet"] = (fixed, out)
     bench.compare(f"convert: {packets} packets, pcap (ns) to pcap (ns)", contenders)
     out.unlink(missing_ok=True)
+    tiny.unlink()
 
 
 # The writer as an engine: the time of writing and closing only (not Python's start-up, numpy's
@@ -342,6 +353,9 @@ def bench_writer(bench: Bench, packets: int) -> None:
     out.unlink(missing_ok=True)
 
 
+PARTS = ("stats", "convert", "merge", "writer", "stats-4gib")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packets", type=int, default=6_000_000, help="64-byte frames")
@@ -350,6 +364,9 @@ def main() -> None:
     parser.add_argument("--baseline-src", default=None, help="an earlier pcieperf's src folder")
     parser.add_argument("--json-out", default=None, help="also write the figures here")
     parser.add_argument("--skip-4gib", action="store_true", help="skip the 4 GiB memory run")
+    parser.add_argument(
+        "--only", choices=PARTS, action="append", help="run only these parts (repeatable)"
+    )
     args = parser.parse_args()
     # A pip install compiles the package's bytecode; an editable one, or a machine with
     # PYTHONDONTWRITEBYTECODE set, would recompile it on every run: compile it once here.
@@ -366,12 +383,19 @@ def main() -> None:
         baseline = Path(args.baseline_src).resolve() if args.baseline_src else None
         bench = Bench(args.runs, Path(scratch), Path(out_dir), baseline)
         print(f"load average before: {os.getloadavg()}, {os.cpu_count()} CPUs")
-        capture = bench_stats(bench, args.packets)
-        bench_convert(bench, capture, args.packets)
-        capture.unlink()
-        bench_merge(bench, args.packets)
-        bench_writer(bench, args.packets)
-        if not args.skip_4gib:
+        parts = set(args.only or PARTS) - ({"stats-4gib"} if args.skip_4gib else set())
+        if parts & {"stats", "convert"}:
+            capture = synth_capture(bench, args.packets)
+            if "stats" in parts:
+                bench_stats(bench, capture, args.packets)
+            if "convert" in parts:
+                bench_convert(bench, capture, args.packets)
+            capture.unlink()
+        if "merge" in parts:
+            bench_merge(bench, args.packets)
+        if "writer" in parts:
+            bench_writer(bench, args.packets)
+        if "stats-4gib" in parts:
             bench_stats_memory(bench)
         print(f"load average after: {os.getloadavg()}")
     if args.json_out:
