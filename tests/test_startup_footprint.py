@@ -1,4 +1,4 @@
-"""Start-up of the light commands (issue 15 item 4): `pcieperf --help` and `pcieperf link`
+"""Start-up of the light commands (issue 15 item 4): `pcieperf --help`, `link` and `profiles`
 import none of numpy, pandas, duckdb, scipy or matplotlib, which take most of a process's start
 (measured with `python -X importtime`: numpy alone ~60-100 ms of a 120 ms budget). Not timed:
 a timed test would depend on the machine's load."""
@@ -47,6 +47,8 @@ def run(*argv: str) -> dict:
         ["link", "--json"],
         ["link", "--gen", "6", "--lanes", "16"],
         ["trace", "--help"],
+        ["profiles", "--json"],
+        ["profiles", "testpmd-fwd", "--json"],  # its cl(pkt) is checked as the profile is read
     ],
 )
 def test_light_commands_import_no_heavy_module(argv):

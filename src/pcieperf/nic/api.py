@@ -237,7 +237,7 @@ DEVICE_COLUMNS = (
 
 def profiles() -> Table:
     """The built-in NIC profiles, one row each: name and description (`pcieperf profiles`)."""
-    from pcieperf.nic import nic as model
+    from pcieperf.nic import profile as model  # no numpy: profiles only read and checked
 
     loaded = [model.load_profile(n) for n in model.builtin_profiles()]
     return Table(
@@ -249,9 +249,9 @@ def profiles() -> Table:
 def profile(name: str) -> Table:
     """One NIC profile (`pcieperf profiles NAME`; a built-in name or a .toml file): its
     sources, parameters, device facts and one row per PCIe operation."""
-    from pcieperf.nic import nic as model
+    from pcieperf.nic.profile import load_profile  # no numpy: the profile is only read
 
-    p = model.load_profile(name)
+    p = load_profile(name)
     data = {
         "name": p.name,
         "description": p.description,
@@ -282,7 +282,7 @@ def _device_json(device: DeviceFacts) -> dict:
 
 def _device_table(device: DeviceFacts) -> Table:
     """The profile's [device] facts, each assumed one with its range."""
-    from pcieperf.nic.nic import DEVICE_FACTS
+    from pcieperf.nic.profile import DEVICE_FACTS
 
     rows = [
         {
