@@ -56,6 +56,19 @@ def test_light_commands_import_no_heavy_module(argv):
     assert run(*argv) == {"code": 0, "loaded": []}
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["nic"],  # no sizes: the defaults give nothing to price
+        ["nic", "--sizes", "64,imix", "--profile", "nosuch"],
+        ["nic", "--sizes", "64", "--paths", "rx,up"],
+    ],
+)
+def test_nic_usage_errors_import_no_heavy_module(argv):
+    # Exit 2 (a usage error), decided before the numpy model is imported.
+    assert run(*argv) == {"code": 2, "loaded": []}
+
+
 def test_a_model_command_still_loads_numpy():
     # The check above can fail: `nic` evaluates the numpy model, and the same probe sees it
     # (`dma` with a few sizes no longer does: tests/test_tlp_scalar.py).
