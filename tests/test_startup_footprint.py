@@ -1,4 +1,4 @@
-"""Start-up of the light commands (issue 15 item 4): `pcieperf --help` and `pcieperf link`
+"""Start-up of the light commands (issue 15 item 4): `pcieperf --help`, `link` and `profiles`
 import none of numpy, pandas, duckdb, scipy or matplotlib, which take most of a process's start
 (measured with `python -X importtime`: numpy alone ~60-100 ms of a 120 ms budget). Not timed:
 a timed test would depend on the machine's load."""
@@ -47,11 +47,26 @@ def run(*argv: str) -> dict:
         ["link", "--json"],
         ["link", "--gen", "6", "--lanes", "16"],
         ["trace", "--help"],
+        ["profiles", "--json"],
+        ["profiles", "testpmd-fwd", "--json"],  # its cl(pkt) is checked as the profile is read
     ],
 )
 def test_light_commands_import_no_heavy_module(argv):
     # Exit 0 (argparse's --help exits 0) and an empty list: none of HEAVY was imported.
     assert run(*argv) == {"code": 0, "loaded": []}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["nic"],  # no sizes: the defaults give nothing to price
+        ["nic", "--sizes", "64,imix", "--profile", "nosuch"],
+        ["nic", "--sizes", "64", "--paths", "rx,up"],
+    ],
+)
+def test_nic_usage_errors_import_no_heavy_module(argv):
+    # Exit 2 (a usage error), decided before the numpy model is imported.
+    assert run(*argv) == {"code": 2, "loaded": []}
 
 
 def test_a_model_command_still_loads_numpy():

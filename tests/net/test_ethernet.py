@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pcieperf.errors import UsageError
-from pcieperf.net.ethernet import SIMPLE_IMIX, Ethernet, PacketMix, parse_mix
+from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
 
 
 def test_minimum_frames_at_line_rate():
@@ -28,7 +28,7 @@ def test_frame_throughput_excludes_preamble_and_gap():
 
 def test_simple_imix_mean_frame():
     # 7 x 64 + 4 x 594 + 1 x 1518 over 12 packets = 361.83 B.
-    assert SIMPLE_IMIX.mean_frame_bytes == pytest.approx(4342 / 12)
+    assert parse_mix("imix").mean_frame_bytes == pytest.approx(4342 / 12)
 
 
 def test_mix_mean_is_per_packet():

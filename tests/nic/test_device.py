@@ -7,11 +7,14 @@ from importlib import resources
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pcieperf.dpdk import forwarding, iommu
 from pcieperf.errors import ProfileError
 from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
 from pcieperf.nic import nic
+from pcieperf.nic import profile as profile_model
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
 from tests.helpers.cli import run_cli
@@ -209,6 +212,24 @@ def test_division_in_expressions():
     one = np.array([60])
     assert nic.evaluate_expression("rx_fetch_bytes / rx_desc", profile.names, one, one + 4)[0] == 2
     assert nic.evaluate_expression("rx_desc * 2 / 4", profile.names, one, one + 4)[0] == 16
+
+
+@settings(max_examples=300)
+@given(st.floats(min_value=1e-300, max_value=1e300))
+def test_cache_lines_of_a_name_need_no_numpy(value):
+    # cl(x) of a Python float (a profile's name, as a profile is checked: `profiles` starts
+    # without numpy) is the value numpy gives for the same float, bit for bit (both floor-divide
+    # as CPython's float_divmod does).
+    python = profile_model._factor_value("cl(x)", {"x": value})
+    vectorised = profile_model._factor_value("cl(x)", {"x": np.float64(value)})
+    assert type(python) is float
+    assert python == float(vectorised)
+
+
+def test_cache_lines_by_hand():
+    # 65 B is two 64 B cache lines, 128 B; 64 B is one.
+    assert profile_model._factor_value("cl(x)", {"x": 65.0}) == 128.0
+    assert profile_model._factor_value("cl(x)", {"x": 64.0}) == 64.0
 
 
 PROFILE = """

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcieperf.errors import ProfileError, UsageError
-from pcieperf.net.ethernet import SIMPLE_IMIX, Ethernet, PacketMix
+from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
 from pcieperf.nic import nic
 from pcieperf.pcie.link import Link
 
@@ -66,10 +66,10 @@ def test_achievable_never_exceeds_line_rate_or_link():
 
 
 def test_mix_costs_are_per_packet_means_not_cost_of_mean_size():
-    profile = nic.load_profile("simple")
-    per_size = nic.evaluate_sizes(profile, GEN3_X8, ETH40, SIMPLE_IMIX.sizes)
-    mixed = nic.evaluate(profile, GEN3_X8, ETH40, [SIMPLE_IMIX])
-    expected = SIMPLE_IMIX.weights @ per_size.up_bytes_per_pkt
+    profile, imix = nic.load_profile("simple"), parse_mix("imix")
+    per_size = nic.evaluate_sizes(profile, GEN3_X8, ETH40, imix.sizes)
+    mixed = nic.evaluate(profile, GEN3_X8, ETH40, [imix])
+    expected = imix.weights @ per_size.up_bytes_per_pkt
     assert float(mixed.up_bytes_per_pkt[0]) == pytest.approx(float(expected))
     at_mean = nic.evaluate(profile, GEN3_X8, ETH40, [PacketMix.fixed(362)])
     assert float(at_mean.up_bytes_per_pkt[0]) != pytest.approx(float(expected))

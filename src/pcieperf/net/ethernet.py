@@ -8,14 +8,19 @@ IEEE Std 802.3-2022 unless stated.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
-
+from pcieperf import _lazy
 from pcieperf.errors import UsageError
 from pcieperf.net import wire
 from pcieperf.net.wire import FCS_BYTES, MAX_FRAME_BYTES, MIN_FRAME_BYTES
 from pcieperf.net.wire import RATES_GBPS as RATES_GBPS  # the line rates, where models look for them
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+else:
+    np = _lazy.module("numpy")  # imported when a size is first checked or priced
 
 
 def check_frame_sizes(sizes: ArrayLike) -> NDArray[np.int64]:
@@ -100,17 +105,18 @@ class PacketMix:
         return float(self.mean(self.sizes))
 
 
-# Simple IMIX 7:4:1 of 40, 576 and 1500-byte IP packets (Agilent/Ixia "simple IMIX"), as
-# Ethernet frames: 40 B IP + 14 B header + 4 B FCS is padded to the 64 B minimum.
-SIMPLE_IMIX = PacketMix.from_counts("imix", [64, 594, 1518], [7, 4, 1])
-NAMED_MIXES = {"imix": SIMPLE_IMIX}
+NAMED_MIXES = {"imix": ((64, 594, 1518), (7, 4, 1))}
+"""Named mixes as (frame sizes, packet counts), made into a `PacketMix` when asked for (a
+PacketMix holds numpy arrays: importing this module does not load numpy). Simple IMIX 7:4:1 of
+40, 576 and 1500-byte IP packets (Agilent/Ixia "simple IMIX"), as Ethernet frames: 40 B IP +
+14 B header + 4 B FCS is padded to the 64 B minimum."""
 
 
 def parse_mix(text: str) -> PacketMix:
     """Parse `64` (fixed), `imix`, or a histogram `size:count,size:count,...`."""
     token = text.strip().lower()
     if token in NAMED_MIXES:
-        return NAMED_MIXES[token]
+        return PacketMix.from_counts(token, *NAMED_MIXES[token])
     if token.isdecimal():  # not isdigit(): int() refuses digits such as "¹"
         return PacketMix.fixed(int(token))
     sizes, counts = [], []

@@ -88,17 +88,20 @@ def nic(
     size, with the PCIe bandwidth `pps` needs, and each operation's bytes when `breakdown`.
     `sizes`: frames incl. FCS and named mixes; `mix`: frame-size histograms (`64:7,1518:1`)."""
     from pcieperf.net.ethernet import Ethernet
-    from pcieperf.nic import nic as model  # numpy: after the options are read
+    from pcieperf.nic.profile import load_profile
 
     link = make_link(**link_options)  # type: ignore[arg-type]
-    loaded = model.load_profile(profile)
+    loaded = load_profile(profile)
     chosen = dma_paths(paths)
     port = Ethernet(eth, vlan=vlan)
     fixed = _fixed_sizes(sizes, mix)
+    mixes = frame_mixes(sizes, mix) if fixed is None else []
+    from pcieperf.nic import nic as model  # numpy: once every option is read and checked
+
     if fixed is not None:  # vectorised, no object per size: the same numbers (test_nic_api.py)
         result = model.evaluate_sizes(loaded, link, port, fixed, chosen)
     else:
-        result = model.evaluate(loaded, link, port, frame_mixes(sizes, mix), chosen)
+        result = model.evaluate(loaded, link, port, mixes, chosen)
     rate = _rate(pps)
     columns = _nic_columns(result, rate, breakdown)
     head = (
@@ -124,7 +127,7 @@ def nic(
 
 def dma_paths(paths: str | Sequence[str]) -> tuple[str, ...]:
     """The DMA paths `rx,tx` (text or a list), checked against the known ones."""
-    from pcieperf.nic.nic import check_paths
+    from pcieperf.nic.profile import check_paths
 
     return check_paths(
         tuple(p.strip() for p in (paths.split(",") if isinstance(paths, str) else paths))
@@ -237,7 +240,7 @@ DEVICE_COLUMNS = (
 
 def profiles() -> Table:
     """The built-in NIC profiles, one row each: name and description (`pcieperf profiles`)."""
-    from pcieperf.nic import nic as model
+    from pcieperf.nic import profile as model  # no numpy: profiles only read and checked
 
     loaded = [model.load_profile(n) for n in model.builtin_profiles()]
     return Table(
@@ -249,9 +252,9 @@ def profiles() -> Table:
 def profile(name: str) -> Table:
     """One NIC profile (`pcieperf profiles NAME`; a built-in name or a .toml file): its
     sources, parameters, device facts and one row per PCIe operation."""
-    from pcieperf.nic import nic as model
+    from pcieperf.nic.profile import load_profile  # no numpy: the profile is only read
 
-    p = model.load_profile(name)
+    p = load_profile(name)
     data = {
         "name": p.name,
         "description": p.description,
@@ -282,7 +285,7 @@ def _device_json(device: DeviceFacts) -> dict:
 
 def _device_table(device: DeviceFacts) -> Table:
     """The profile's [device] facts, each assumed one with its range."""
-    from pcieperf.nic.nic import DEVICE_FACTS
+    from pcieperf.nic.profile import DEVICE_FACTS
 
     rows = [
         {

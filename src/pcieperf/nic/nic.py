@@ -23,6 +23,7 @@ from pcieperf.pcie.link import Link
 
 if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
     from pcieperf.net.trace import Demand, Trace
+    from pcieperf.nic.profile import Int
 
 # The profile model and its pricing, where callers of `nic` have always found them.
 from pcieperf.nic.pricing import _TOTALS as _TOTALS
@@ -43,7 +44,6 @@ from pcieperf.nic.profile import INITIATORS as INITIATORS
 from pcieperf.nic.profile import PATHS as PATHS
 from pcieperf.nic.profile import DeviceFacts as DeviceFacts
 from pcieperf.nic.profile import Initiator as Initiator
-from pcieperf.nic.profile import Int
 from pcieperf.nic.profile import NicProfile as NicProfile
 from pcieperf.nic.profile import Operation as Operation
 from pcieperf.nic.profile import builtin_profiles as builtin_profiles

@@ -17,25 +17,22 @@ from numpy.typing import NDArray
 
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.net.ethernet import dma_bytes
-from pcieperf.pcie.link import Link
-from pcieperf.pcie.tlp import Op, WireCost, price_key, range_wire_cost, wire_cost
-
-if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
-    pass
 from pcieperf.nic.profile import (
     BUILTIN_NAMES,
     MAX_OP_BYTES,
     PATHS,
     Initiator,
-    Int,
     NicProfile,
     Operation,
     evaluate_expression,
     expression_names,
 )
+from pcieperf.pcie.link import Link
+from pcieperf.pcie.tlp import Op, WireCost, price_key, range_wire_cost, wire_cost
 
 if TYPE_CHECKING:
     from pcieperf.nic.nic import LineRates, Rows
+    from pcieperf.nic.profile import Int
 
 T = TypeVar("T")
 ETHERNET, PCIE_UP, PCIE_DOWN = np.uint8(0), np.uint8(1), np.uint8(2)
@@ -189,7 +186,7 @@ def _names_packet(op: Operation) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Totals per packet, shared by links that differ only in speed
 
-Term = np.float64 | NDArray[np.float64] | Int
+Term = np.float64 | NDArray[np.float64] | NDArray[np.int64]
 """One operation's share of a per-packet total: a scalar where it is the same at every size."""
 _TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps")
 

@@ -19,14 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-from numpy.typing import NDArray
-
+from pcieperf import _lazy
 from pcieperf._config import loads_toml, read_text
 from pcieperf.errors import ProfileError, UsageError, require_choice
 
-if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
-    pass
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Int = NDArray[np.int64]
+else:
+    np = _lazy.module("numpy")  # imported when an expression is first evaluated
 
 Initiator = Literal["host_mmio_write", "host_mmio_read", "dma_read", "dma_write", "interrupt"]
 INITIATORS: tuple[Initiator, ...] = (
@@ -51,8 +54,6 @@ DEVICE_FACTS = ("read_requests", "queues", "rx_fetch_bytes", "tx_fetch_bytes", "
 _DEVICE_KEYS = {"name", "source", "notes", "assumed", *DEVICE_FACTS}
 _OP_KEYS = {"what", "initiator", "size", "every", "counted", "offset", "addr64", "source"}
 _OP_REQUIRED = ("what", "initiator", "size", "every")
-
-Int = NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -314,13 +315,15 @@ def _check_expression(origin: str, where: str, expr: object, names: dict[str, fl
 
 
 def _factor_value(factor: str, names: dict) -> float | NDArray[np.float64] | None:
-    """Value of one factor: a positive number, a name, or cl(x) = x in whole cache lines."""
+    """Value of one factor: a positive number, a name, or cl(x) = x in whole cache lines (a
+    Python float stays one, as numpy would round it: checking a profile needs no numpy)."""
     token = factor.strip()
     if token.startswith("cl(") and token.endswith(")"):
         inner = _factor_value(token[3:-1], names)
-        return (
-            None if inner is None else -(-np.asarray(inner) // CACHE_LINE_BYTES) * CACHE_LINE_BYTES
-        )
+        if inner is None:
+            return None
+        whole = inner if type(inner) is float else np.asarray(inner)
+        return -(-whole // CACHE_LINE_BYTES) * CACHE_LINE_BYTES
     if token in names:
         return names[token]
     try:
