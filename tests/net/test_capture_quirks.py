@@ -349,6 +349,7 @@ def test_synth_reports_progress_per_chunk(tmp_path, monkeypatch):
 
 SYNTH_PEAK = """
 import sys
+import numpy  # synthesis uses it; loaded before the baseline, as the profile model no longer does
 from pcieperf.net import trace
 from pcieperf.net.ethernet import Ethernet, parse_mix
 def rss(key):
