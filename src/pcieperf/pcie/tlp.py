@@ -45,6 +45,7 @@ SCALAR_SIZES = 256
 takes 85-120 ms); more go to numpy at once, and so does every call once numpy is in use (the
 vectorised path is then faster at any count)."""
 _SCALAR_LIMIT = 1 << 62  # sizes and offsets below this stay far from int64 overflow
+MIN_SIZE, MIN_OFFSET = 1, 0  # a transfer moves a byte at least, from byte 0 on
 
 
 class TransferCost(NamedTuple):
@@ -103,7 +104,8 @@ def _scalar_sizes(sizes: object, offsets: object) -> list[int] | None:
     values = [*sizes, offsets]
     if not all(type(v) is int and abs(v) < _SCALAR_LIMIT for v in values):
         return None
-    for name, value, minimum in (*(("size", s, 1) for s in sizes), ("offset", offsets, 0)):
+    checks = (*(("size", s, MIN_SIZE) for s in sizes), ("offset", offsets, MIN_OFFSET))
+    for name, value, minimum in checks:
         if value < minimum:
             raise _too_small(name, value, minimum)
     return values[:-1]
@@ -147,8 +149,8 @@ def blocks_touched(start: Int, end: Int, cut: int) -> Int:
 def _operands(sizes: ArrayLike, offsets: ArrayLike) -> tuple[Int, Int, Int]:
     """Validated (start, size, end): `size` and `end` have the shape of both broadcast, `start`
     keeps its own (one offset for many sizes stays a scalar, computed on once)."""
-    size = _as_int_array("size", sizes, 1)
-    start = _as_int_array("offset", offsets, 0)
+    size = _as_int_array("size", sizes, MIN_SIZE)
+    start = _as_int_array("offset", offsets, MIN_OFFSET)
     size = np.broadcast_to(size, np.broadcast_shapes(start.shape, size.shape))
     return start, size, start + size
 
