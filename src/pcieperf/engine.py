@@ -19,9 +19,7 @@ statistics can reuse this module as the sweep does.
 from __future__ import annotations
 
 import itertools
-import logging
 import os
-import pickle
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -134,6 +132,8 @@ def connect(scheduler: Scheduler, *, quiet_logs: bool = True) -> Iterator[Client
         with client:
             yield client
         return
+    import logging  # here, not at the top: the CLI reads INSTALL at every start-up
+
     cluster = LocalCluster(
         processes=not scheduler.in_process,
         n_workers=scheduler.workers or 1,
@@ -196,6 +196,8 @@ def _shared_arg(client: Client, shared: object) -> object:
     """What the tasks get for `shared`: the value itself where it pickles to at most
     SHARED_INLINE_BYTES, else the result of a task that returns it. Not scatter(): if every
     worker holding scattered data dies, it is lost, where a task's result is recomputed."""
+    import pickle  # here, not at the top: the CLI reads INSTALL at every start-up
+
     try:
         small = len(pickle.dumps(shared)) <= SHARED_INLINE_BYTES
     except (pickle.PicklingError, TypeError, AttributeError):  # cloudpickle's job: send it once

@@ -68,3 +68,29 @@ def test_help_from_a_fresh_process():
     assert done.returncode == 0, done.stderr
     assert "explain" in done.stdout
     assert done.stderr == ""
+
+
+def test_the_summaries_in_pcieperf_help_are_the_commands_own():
+    # `pcieperf --help` lists each top-level command without importing its module, from
+    # _COMMANDS (start-up, issue 15); each entry must be its docstring's first sentence, the
+    # text `pcieperf COMMAND --help` shows, or the two would drift apart.
+    from pcieperf.cli._parser import _COMMANDS
+
+    top = {path[0]: parser for path, parser in ALL if len(path) == 1}
+    assert set(_COMMANDS) == {name for name, p in top.items() if "func" in p._defaults}
+    for name, summary in _COMMANDS.items():
+        doc = " ".join(top[name]._defaults["func"].__doc__.split())
+        assert doc.split(". ")[0].rstrip(".") == summary, name
+
+
+def test_pcieperf_help_imports_no_command_module():
+    # Start-up (issue 15): `pcieperf --help` builds every command's name and summary, not its
+    # options, so no module that registers a command is imported (nor traceback: --debug only).
+    probe = (
+        "import sys\nfrom pcieperf.cli import main\n"
+        "try: main(['--help'])\nexcept SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('pcieperf.cli.') or m == 'traceback'))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "['pcieperf.cli._common', 'pcieperf.cli._parser']"

@@ -188,3 +188,26 @@ _GROUPS = {
     "trace": "Capture files: stats, demand, merge, synth, convert",
 }
 """The summary of each command group, shown beside its name in `pcieperf --help`."""
+
+_COMMANDS = {
+    "link": "Bandwidth of a link per direction",
+    "dma": "Effective bandwidth and TLP cost of device DMA per transfer size",
+    "nic": "What a NIC/driver profile achieves per frame size or mix, or what a trace needs",
+    "latency": "Where one packet's loopback latency goes (PCIe, device, wire, host), and the DMAs "
+    "in flight that its rate needs against the device's tags, per frame size (the paper's "
+    "Figure 2; docs/latency.md)",
+    "profiles": "List the built-in NIC profiles, or show one",
+    "dpdk-fwd": "The VTune-recipe estimate of DPDK forwarding traffic, term by term",
+    "explain": "Measured PCIe counters against the DPDK forwarding model: the rate hypothesis "
+    "first (is the packet rate given the one the counters imply?), then measured, predicted and "
+    "ratio per metric, and a diagnosis for each deviation beyond 15 %",
+    "validate": "Compare predicted with measured pcie-bench bandwidth results (MAPE, worst points)",
+    "platforms": "List the platform IOMMU profiles with their sources, or show one parameter by "
+    "parameter (value, the range the evidence leaves open, kind of evidence, source)",
+    "report": "Write the default report (plots, CSV, index.html)",
+    "sweep": "Evaluate every combination of `nic`, `dma`, `iommu sim` or `bench sim` options that "
+    "a spec declares, in chunks on Dask, into one Parquet file (pandas, DuckDB)",
+}
+"""The first sentence of each top-level command's docstring, shown beside its name in
+`pcieperf --help` without importing the command's module (tests/cli/test_cli_help.py checks
+that the two agree)."""
