@@ -575,7 +575,7 @@ def explain(
     if MISS_METRIC in series:
         known = page.model_per_pkt
         misses = known[page.page] if page.page in known else misses_per_packet(cfg, port)
-        predicted = predict(cfg, link, pps, profile, misses)
+        predicted = {**predicted, MISS_METRIC: misses * pps}  # as predict() adds them
     verdicts, finding = judge(series, predicted, pps, doorbell_range(cfg, link, profile))
     return Explanation(
         samples.file,
