@@ -94,8 +94,14 @@ impl Pool {
     /// Occupies the server that frees first from `ready` on; returns when service starts.
     #[inline(always)]
     fn acquire(&mut self, ready: f64) -> f64 {
-        let run = self.earliest_run();
-        later(self.runs[run].pop_front(), ready)
+        // Each run by name, not by index: no address to work out for the usual first run.
+        let [a, b] = &mut self.runs;
+        let free = if b.len > 0 && (a.len == 0 || b.first < a.first) {
+            b.pop_front()
+        } else {
+            a.pop_front()
+        };
+        later(free, ready)
     }
 
     #[inline(always)]
