@@ -6,7 +6,7 @@ use crate::error::CoreError;
 use crate::iotlb::{CacheShape, Replacement, Translator};
 use crate::rng::Rng;
 
-use super::engine::{run, Iommu, Machine, Measure, SimResult, Txn, TxnClass, Walks};
+use super::engine::{check, run, Iommu, Machine, Measure, SimResult, Txn, TxnClass, Walks};
 
 /// Order in which window units are visited (pcie-bench's `PAT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,26 +232,30 @@ pub fn simulate(p: &SimParams) -> Result<SimResult, CoreError> {
     let (machine, mut iommu) = bench_machine(p)?;
     let classes = bench_classes(p);
     let (machine, iommu) = (&machine, iommu.as_mut());
-    let txn = |addr, read: bool, measure| Txn {
+    let txn = |addr, class, measure| Txn {
         addr,
         bytes: p.size,
-        class: usize::from(!read),
+        class,
         not_before: 0.0,
         measure,
     };
     // One stream per mix, so the transaction loop decides nothing per transaction but the
-    // direction of an alternating mix.
+    // direction of a mixed one; a one-direction mix runs over its own class only (the engine
+    // then plays it with a loop for that direction), checked with both as a mixed run is.
+    check(machine, &classes)?;
+    let [read, write] = classes;
     let n = p.transactions;
     let record = p.record_latencies;
     match p.ops {
         OpMix::Read | OpMix::Write => {
-            let read = p.ops == OpMix::Read;
-            let txns = (0..n).map(|_| txn(addresses.next_addr(), read, Measure::Own));
-            run(machine, &classes, iommu, txns, record)
+            let class = if p.ops == OpMix::Read { read } else { write };
+            let txns = (0..n).map(|_| txn(addresses.next_addr(), 0, Measure::Own));
+            run(machine, &[class], iommu, txns, record)
         }
         OpMix::Alternate => {
-            // Odd transactions read, even ones write.
-            let txns = (0..n).map(|i| txn(addresses.next_addr(), i % 2 == 1, Measure::Own));
+            // Odd transactions read (class 0), even ones write (class 1).
+            let txns =
+                (0..n).map(|i| txn(addresses.next_addr(), usize::from(i % 2 == 0), Measure::Own));
             run(machine, &classes, iommu, txns, record)
         }
         OpMix::WriteThenRead => {
@@ -260,9 +264,9 @@ pub fn simulate(p: &SimParams) -> Result<SimResult, CoreError> {
             let txns = (0..n).map(|i| {
                 if i % 2 == 0 {
                     written = addresses.next_addr();
-                    txn(written, false, Measure::Skip)
+                    txn(written, 1, Measure::Skip)
                 } else {
-                    txn(written, true, Measure::SincePrevious)
+                    txn(written, 0, Measure::SincePrevious)
                 }
             });
             run(machine, &classes, iommu, txns, record)
