@@ -103,16 +103,17 @@ def nic(
     chosen = dma_paths(paths)
     port = Ethernet(eth, vlan=vlan)
     few = None if breakdown or _lazy.loaded("numpy") else _few_rows(sizes, mix)
-    from pcieperf.nic import nic as model  # no numpy yet: only where rows are arrays
+    rows = _array_rows(sizes, mix) if few is None else None  # checked before the model
+    from pcieperf.nic import nic as model  # no numpy: rows as arrays import it
 
     results = None
     if few is not None:
         try:
             results = model.evaluate_few(loaded, link, port, few, chosen)
-        except ProfileError:
-            results = None  # named as the arrays name it (the first bad size of the first op)
-    if results is None:
-        results = [_evaluate(model, loaded, link, port, sizes, mix, chosen)]
+        except ProfileError:  # named as the arrays name it (the first bad size of the first op)
+            rows = _array_rows(sizes, mix)
+    if rows is not None:
+        results = [_evaluate(model, loaded, link, port, rows, chosen)]
     rate = _rate(pps)
     columns = _nic_columns(results, rate, breakdown)
     head = (
@@ -137,21 +138,28 @@ def nic(
     return Table(rows, NIC_COLUMNS, title=head, text_rows=Columnar(shown), details=details)
 
 
+def _array_rows(
+    sizes: Sizes | None, mix: Sequence[str] | None
+) -> tuple[list[int] | None, list[PacketMix]]:
+    """The rows to price as arrays, checked: plain frame sizes, else one PacketMix each."""
+    fixed = _fixed_sizes(sizes, mix)
+    return fixed, frame_mixes(sizes, mix) if fixed is None else []
+
+
 def _evaluate(
     model: ModuleType,
     profile: NicProfile,
     link: Link,
     port: Ethernet,
-    sizes: Sizes | None,
-    mix: Sequence[str] | None,
+    rows: tuple[list[int] | None, list[PacketMix]],
     paths: tuple[str, ...],
 ) -> NicResult:
-    """The rows priced as arrays: plain sizes vectorised, with no object per size (the same
+    """`_array_rows` priced: plain sizes vectorised, with no object per size (the same
     numbers: test_nic_api.py), mixes one PacketMix each."""
-    fixed = _fixed_sizes(sizes, mix)
+    fixed, mixes = rows
     if fixed is not None:
         return model.evaluate_sizes(profile, link, port, fixed, paths)
-    return model.evaluate(profile, link, port, frame_mixes(sizes, mix), paths)
+    return model.evaluate(profile, link, port, mixes, paths)
 
 
 def _few_rows(sizes: Sizes | None, mix: Sequence[str] | None) -> list[FewRow] | None:

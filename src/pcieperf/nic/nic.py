@@ -10,7 +10,6 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pcieperf import _lazy
@@ -75,19 +74,27 @@ BOTTLENECKS = ("ethernet", "pcie_up", "pcie_down")
 """Names of the `bottleneck_code` values."""
 
 
-@dataclass(frozen=True, eq=False)
 class Rows:
     """The rows of a result and the distinct frame sizes (`sizes`, ascending) they are made
     of. A row is one fixed size, or a mix: a sparse weight list where entry k gives row
     `mix_of[k]` a share `weight[k]` of size `size_of[k]`. `mix_of` is None when each row is one
-    size (entry k is row k, weight 1), and `size_of` is None too when row k is `sizes[k]`."""
+    size (entry k is row k, weight 1), and `size_of` is None too when row k is `sizes[k]`.
+    This module's classes are plain: a dataclass costs every `nic` command ~1 ms of start-up."""
 
-    sizes: Int
-    size_of: Int | None = None
-    mix_of: Int | None = None
-    weight: NDArray[np.float64] | None = None
-    names: tuple[str, ...] | None = None
-    lines: dict[Ethernet, LineRates] = field(default_factory=dict, repr=False)
+    def __init__(
+        self,
+        sizes: Int,
+        size_of: Int | None = None,
+        mix_of: Int | None = None,
+        weight: NDArray[np.float64] | None = None,
+        names: tuple[str, ...] | None = None,
+    ) -> None:
+        self.sizes = sizes
+        self.size_of = size_of
+        self.mix_of = mix_of
+        self.weight = weight
+        self.names = names
+        self.lines: dict[Ethernet, LineRates] = {}
 
     @_once
     def label(self) -> list[str]:
@@ -128,17 +135,24 @@ KEEPS_UP = 1e-12
 """PCIe within this fraction of line rate keeps up: Ethernet is named the bottleneck."""
 
 
-@dataclass(frozen=True, eq=False)
 class LineRates:
     """What an Ethernet port gives each row, whatever the link (read-only, shared): line-rate
     packets per second, mean frame bytes and gigabits per packet, line rate in Gb/s, and the
     packet rate from which PCIe keeps up with the line."""
 
-    line_pps: NDArray[np.float64]
-    mean_frame_bytes: NDArray[np.float64]
-    frame_gbit: NDArray[np.float64]
-    line_rate_gbps: NDArray[np.float64]
-    keeps_up_pps: NDArray[np.float64]
+    def __init__(
+        self,
+        line_pps: NDArray[np.float64],
+        mean_frame_bytes: NDArray[np.float64],
+        frame_gbit: NDArray[np.float64],
+        line_rate_gbps: NDArray[np.float64],
+        keeps_up_pps: NDArray[np.float64],
+    ) -> None:
+        self.line_pps = line_pps
+        self.mean_frame_bytes = mean_frame_bytes
+        self.frame_gbit = frame_gbit
+        self.line_rate_gbps = line_rate_gbps
+        self.keeps_up_pps = keeps_up_pps
 
     @classmethod
     def of(cls, rows: Rows, eth: Ethernet) -> LineRates:
@@ -180,7 +194,6 @@ def _limit_orders() -> tuple[tuple[str, ...], ...]:
 LIMIT_ORDERS = _limit_orders()
 
 
-@dataclass(frozen=True, eq=False)
 class NicResult:
     """What a NIC/driver model achieves on a link and Ethernet port, one row per size or mix.
 
@@ -190,14 +203,25 @@ class NicResult:
     every link with the same TLP rules; only the rates are computed per link.
     """
 
-    rows: Rows
-    costs: PacketCosts
-    line: LineRates
-    capacity_bytes_per_s: float
-    eth: Ethernet
-    profile: NicProfile = field(repr=False)
-    link: Link
-    paths: tuple[str, ...]
+    def __init__(
+        self,
+        rows: Rows,
+        costs: PacketCosts,
+        line: LineRates,
+        capacity_bytes_per_s: float,
+        eth: Ethernet,
+        profile: NicProfile,
+        link: Link,
+        paths: tuple[str, ...],
+    ) -> None:
+        self.rows = rows
+        self.costs = costs
+        self.line = line
+        self.eth = eth
+        self.capacity_bytes_per_s = capacity_bytes_per_s
+        self.profile = profile
+        self.link = link
+        self.paths = paths
 
     @property
     def label(self) -> list[str]:
@@ -379,7 +403,9 @@ class FewRow:
     __slots__ = ("label", "sizes", "weights")
 
     def __init__(self, label: str, sizes: list[int], weights: tuple[float, ...] | None) -> None:
-        self.label, self.sizes, self.weights = label, sizes, weights
+        self.label = label
+        self.sizes = sizes
+        self.weights = weights
 
     def mean_of(self, per_size: Callable[[int], float | int]) -> float:
         """Mean per packet of `per_size(size)` over the row's sizes, as a float."""

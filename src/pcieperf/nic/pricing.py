@@ -10,7 +10,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pcieperf import _lazy
@@ -253,16 +253,23 @@ class _once(Generic[T]):  # noqa: N801 (named as the decorator it is used as)
         return value
 
 
-@dataclass(frozen=True, eq=False)
 class PacketCosts:
     """PCIe wire bytes and TLPs per packet, each direction, per size or mix (read-only arrays:
-    shared by every link with the same TLP rules, `tlp.price_key`)."""
+    shared by every link with the same TLP rules, `tlp.price_key`; Python floats for one row
+    of `nic.evaluate_few`). A plain class, as `_PlannedOp` is."""
 
-    up_bytes: NDArray[np.float64]
-    down_bytes: NDArray[np.float64]
-    up_tlps: NDArray[np.float64]
-    down_tlps: NDArray[np.float64]
-    at_line: dict[LineRates, tuple[NDArray, NDArray]] = field(default_factory=dict, repr=False)
+    def __init__(
+        self,
+        up_bytes: NDArray[np.float64],
+        down_bytes: NDArray[np.float64],
+        up_tlps: NDArray[np.float64],
+        down_tlps: NDArray[np.float64],
+    ) -> None:
+        self.up_bytes = up_bytes
+        self.down_bytes = down_bytes
+        self.up_tlps = up_tlps
+        self.down_tlps = down_tlps
+        self.at_line: dict[LineRates, tuple[NDArray, NDArray]] = {}
 
     @_once
     def per_busiest_byte(self) -> NDArray[np.float64]:
@@ -341,7 +348,9 @@ class _PlannedOp:
     def __init__(
         self, op: Operation, size: NDArray[np.float64], per_packet: NDArray[np.float64]
     ) -> None:
-        self.op, self.size, self.per_packet = op, size, per_packet
+        self.op = op
+        self.size = size
+        self.per_packet = per_packet
 
     def terms(self, link: Link) -> tuple[Term, Term, Term, Term]:
         """(up bytes, down bytes, up TLPs, down TLPs) per packet on `link`, each `_price`'s
@@ -387,7 +396,9 @@ class _Plan:
         sizes: Int,
         ops: tuple[tuple[str, _PlannedOp | ProfileError], ...],
     ) -> None:
-        self.profile, self.sizes, self.ops = profile, sizes, ops
+        self.profile = profile
+        self.sizes = sizes
+        self.ops = ops
 
     def matches(self, profile: NicProfile, sizes: Int) -> bool:
         """Whether this plan is for `profile` at `sizes`."""
@@ -408,7 +419,8 @@ class _LinkTerms:
     __slots__ = ("link", "plan", "sums", "terms", "totals")
 
     def __init__(self, plan: _Plan, link: Link) -> None:
-        self.plan, self.link = plan, link
+        self.plan = plan
+        self.link = link
         self.terms: dict[int, tuple[Term, Term, Term, Term]] = {}
         self.sums: dict[tuple[str, ...], tuple[Term, Term, Term, Term]] = {}
         self.totals: dict[tuple[str, ...], PacketCosts] = {}
