@@ -167,7 +167,6 @@ def _few_rows(sizes: Sizes | None, mix: Sequence[str] | None) -> list[FewRow] | 
     mixes (each mix's shares as numpy would compute them: `few_weights`); else None, and
     numpy prices them and names any bad value."""
     from pcieperf.net.ethernet import few_frames, few_weights, mix_counts
-    from pcieperf.nic.nic import FewRow
 
     rows = []
     for text in [*_size_tokens(sizes), *(mix or [])]:
@@ -175,9 +174,12 @@ def _few_rows(sizes: Sizes | None, mix: Sequence[str] | None) -> list[FewRow] | 
         weights = None if counts is None else few_weights(frames, counts)
         if not few_frames(frames) or (counts is not None and weights is None):
             return None
-        rows.append(FewRow(name, frames, weights))
-    distinct = {size for row in rows for size in row.sizes}
-    return rows if rows and len(distinct) <= FEW_SIZES else None
+        rows.append((name, frames, weights))
+    if not rows or len({size for _, frames, _ in rows for size in frames}) > FEW_SIZES:
+        return None  # no sizes is an error `_array_rows` names, before the model is imported
+    from pcieperf.nic.nic import FewRow
+
+    return [FewRow(*row) for row in rows]
 
 
 def dma_paths(paths: str | Sequence[str]) -> tuple[str, ...]:
