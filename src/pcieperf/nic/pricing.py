@@ -10,8 +10,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from pcieperf import _lazy
 from pcieperf._values import (
@@ -91,9 +90,9 @@ def _initiated(link: Link, initiator: Initiator, addr64: bool | None) -> tuple[O
     return kind, addr64, device_side
 
 
-@dataclass(frozen=True)
-class OpShare:
-    """Per-packet cost of one profile operation (arrays over the evaluated sizes)."""
+class OpShare(NamedTuple):
+    """Per-packet cost of one profile operation (arrays over the evaluated sizes). A named
+    tuple: a dataclass costs every `nic` command ~1 ms of start-up."""
 
     path: str
     op: Operation
@@ -106,7 +105,7 @@ class OpShare:
     counted_bytes: NDArray[np.float64]
 
 
-_SHARE_ARRAYS = tuple(OpShare.__dataclass_fields__)[2:]  # per_packet ... counted_bytes
+_SHARE_ARRAYS = OpShare._fields[2:]  # per_packet ... counted_bytes
 
 
 def price_operations(
