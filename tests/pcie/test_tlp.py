@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pcieperf.errors import UsageError
 from pcieperf.pcie import tlp
 from pcieperf.pcie.link import Link
+from tests.helpers.models import links
 
 GEN3 = Link(gen=3, lanes=8, mps=256, mrrs=512, rcb=64)
 
@@ -102,19 +103,6 @@ def test_rw_is_bounded_by_the_busier_direction():
 def test_negative_size_is_rejected():
     with pytest.raises(UsageError, match="size -1"):
         tlp.write_cost(GEN3, -1)
-
-
-links = st.builds(
-    Link,
-    gen=st.sampled_from([1, 3, 6]),
-    lanes=st.sampled_from([1, 8, 16]),
-    mps=st.sampled_from([128, 256, 512, 4096]),
-    mrrs=st.sampled_from([128, 512, 4096]),
-    rcb=st.sampled_from([64, 128]),
-    addr64=st.booleans(),
-    ecrc=st.booleans(),
-    completion_policy=st.sampled_from(["rcb", "mps"]),
-)
 
 
 @settings(max_examples=300)

@@ -2,10 +2,6 @@
 without numpy: issue 15 item 4) against the same closed forms on numpy arrays: equal bit for
 bit, and the switch between them (`SCALAR_SIZES`, numpy in use or not)."""
 
-import json
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,18 +10,8 @@ from hypothesis import strategies as st
 from pcieperf.errors import UsageError
 from pcieperf.pcie import tlp
 from pcieperf.pcie.link import Link
+from tests.helpers.models import links, probe
 
-links = st.builds(
-    Link,
-    gen=st.sampled_from([1, 2, 3, 4, 5, 6]),
-    lanes=st.sampled_from([1, 2, 4, 8, 16]),
-    mps=st.sampled_from([128, 256, 512, 1024, 2048, 4096]),
-    mrrs=st.sampled_from([128, 256, 512, 1024, 2048, 4096]),
-    rcb=st.sampled_from([64, 128]),
-    addr64=st.booleans(),
-    ecrc=st.booleans(),
-    completion_policy=st.sampled_from(["rcb", "mps"]),
-)
 FIELDS = ("effective_gbps", "tlps_up", "tlps_down", "bytes_up", "bytes_down")
 
 
@@ -109,23 +95,6 @@ def test_other_inputs_take_the_vectorised_path(numpy_unused, sizes, offset):
 def test_once_numpy_is_used_every_call_is_vectorised():
     # This process uses numpy, which is then faster at any count (a sweep calls `dma` often).
     assert isinstance(tlp.dma_rows(Link(), "rw", [64], 0).tlps_up, np.ndarray)
-
-
-PROBE = """
-import json, sys
-from pcieperf.cli import main
-code = main(sys.argv[1:])
-loaded = [m for m in ("numpy", "pandas") if m in sys.modules
-          and type(sys.modules[m]).__name__ != "_LazyModule"]
-print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
-"""
-
-
-def probe(*argv: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True
-    )
-    return json.loads(done.stderr.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,12 @@ IEEE Std 802.3-2022 unless stated.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pcieperf import _lazy
+from pcieperf._values import pairwise_sum
 from pcieperf.errors import UsageError
 from pcieperf.net import wire
 from pcieperf.net.wire import FCS_BYTES, MAX_FRAME_BYTES, MIN_FRAME_BYTES
@@ -37,10 +39,21 @@ def check_frame_sizes(sizes: ArrayLike) -> NDArray[np.int64]:
     return arr.astype(np.int64)
 
 
-def dma_bytes(frames: ArrayLike) -> NDArray[np.int64]:
+def dma_bytes(frames: ArrayLike | int) -> NDArray[np.int64] | int:
     """Bytes a NIC moves over PCIe for a frame: the FCS is checked and stripped on receive and
     appended on transmit (the Linux and DPDK default, e.g. DPDK's KEEP_CRC offload off)."""
-    return np.asarray(frames, dtype=np.int64) - FCS_BYTES
+    return _ints(frames) - FCS_BYTES
+
+
+def _ints(frames: ArrayLike | int) -> NDArray[np.int64] | int:
+    """Frame sizes as int64 (one Python int as it is: the scalar path)."""
+    return frames if type(frames) is int else np.asarray(frames, dtype=np.int64)
+
+
+def few_frames(frames: list[int]) -> bool:
+    """Whether `frames` are Python ints of allowed frame sizes: `check_frame_sizes` would take
+    them as they are (the scalar path's check; any other value goes to numpy to be named)."""
+    return all(type(f) is int and MIN_FRAME_BYTES <= f <= MAX_FRAME_BYTES for f in frames)
 
 
 @dataclass(frozen=True)
@@ -58,9 +71,9 @@ class Ethernet:
         """Wire bytes per frame besides the frame: preamble, SFD, IFG and a VLAN tag if set."""
         return wire.overhead_bytes(self.vlan)
 
-    def wire_bytes(self, frames: ArrayLike) -> NDArray[np.int64]:
+    def wire_bytes(self, frames: ArrayLike | int) -> NDArray[np.int64] | int:
         """Wire bytes each frame occupies, overhead included."""
-        return np.asarray(frames, dtype=np.int64) + self.overhead_bytes
+        return _ints(frames) + self.overhead_bytes
 
     def frames_per_second(self, frames: ArrayLike) -> NDArray[np.float64]:
         """Line-rate frame rate in one direction."""
@@ -114,11 +127,34 @@ PacketMix holds numpy arrays: importing this module does not load numpy). Simple
 
 def parse_mix(text: str) -> PacketMix:
     """Parse `64` (fixed), `imix`, or a histogram `size:count,size:count,...`."""
+    name, sizes, counts = mix_counts(text)
+    if counts is None:
+        return PacketMix.fixed(sizes[0])
+    return PacketMix.from_counts(name, sizes, counts)
+
+
+def few_weights(sizes: list[int], counts: list[float]) -> tuple[float, ...] | None:
+    """`PacketMix.from_counts(name, sizes, counts).weights` on Python floats, each one the same
+    double (numpy's division, and its order of summation: `pairwise_sum`); None where numpy must
+    check the sizes or counts (a bad one is named there)."""
+    usable = few_frames(sizes) and all(0 <= c < math.inf for c in counts)
+    if not (usable and max(counts) > 0):
+        return None
+    top = max(counts)
+    scaled = [c / top for c in counts]  # as from_counts: the sum of 1e308s would overflow
+    total = pairwise_sum(scaled)
+    return tuple(s / total for s in scaled)
+
+
+def mix_counts(text: str) -> tuple[str, list[int], list[float] | None]:
+    """`text` (`64`, `imix` or `size:count,...`) as its name, frame sizes and packet counts
+    (None for one fixed size), not yet checked."""
     token = text.strip().lower()
     if token in NAMED_MIXES:
-        return PacketMix.from_counts(token, *NAMED_MIXES[token])
+        sizes, counts = NAMED_MIXES[token]
+        return token, list(sizes), [float(c) for c in counts]
     if token.isdecimal():  # not isdigit(): int() refuses digits such as "¹"
-        return PacketMix.fixed(int(token))
+        return str(int(token)), [int(token)], None
     sizes, counts = [], []
     for entry in token.split(","):
         size_text, sep, count_text = entry.partition(":")
@@ -132,4 +168,4 @@ def parse_mix(text: str) -> PacketMix:
                 f"packet mix entry {entry!r} in {text!r} is malformed; use a size, "
                 f"{', '.join(NAMED_MIXES)}, or size:count pairs like 64:7,594:4,1518:1"
             ) from None
-    return PacketMix.from_counts(text, sizes, counts)
+    return text, sizes, counts

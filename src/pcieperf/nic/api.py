@@ -5,25 +5,33 @@ print as the CLI prints them (pcieperf.results). Sizes are Ethernet frames incl.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
-from pcieperf.errors import UsageError, warn
+from pcieperf import _lazy
+from pcieperf._values import is_python
+from pcieperf.errors import ProfileError, UsageError, warn
 from pcieperf.pcie.api import make_link
 from pcieperf.results import Column, Columnar, Table
 from pcieperf.units import parse_int_list, parse_rate
 
 if TYPE_CHECKING:
-    from pcieperf.net.ethernet import PacketMix
+    from pcieperf.net.ethernet import Ethernet, PacketMix
     from pcieperf.nic.latency import HostLatency
-    from pcieperf.nic.nic import DeviceFacts, NicProfile, NicResult
+    from pcieperf.nic.nic import DeviceFacts, FewRow, NicProfile, NicResult
+    from pcieperf.pcie.link import Link
 
 Sizes = str | int | Iterable[int | str]
 """Frame sizes incl. FCS and named mixes: `"64,256,imix"`, `64` or `[64, "imix"]`."""
 
 LATENCY_SIZES = (64, 128, 256, 512, 1024, 1500)  # the `latency` command's default --sizes
+FEW_SIZES = 64
+"""Most distinct frame sizes `nic` prices on Python scalars (~0.3 ms each, where importing
+numpy takes 85-120 ms) while numpy is not loaded; more, a --breakdown, or numpy in use already
+price the rows as arrays (`nic.evaluate_few` and `evaluate` agree bit for bit)."""
 
 
 def _size_tokens(sizes: Sizes | None) -> list[str]:
@@ -94,16 +102,20 @@ def nic(
     loaded = load_profile(profile)
     chosen = dma_paths(paths)
     port = Ethernet(eth, vlan=vlan)
-    fixed = _fixed_sizes(sizes, mix)
-    mixes = frame_mixes(sizes, mix) if fixed is None else []
-    from pcieperf.nic import nic as model  # numpy: once every option is read and checked
+    few = None if breakdown or _lazy.loaded("numpy") else _few_rows(sizes, mix)
+    rows = _array_rows(sizes, mix) if few is None else None  # checked before the model
+    from pcieperf.nic import nic as model  # no numpy: rows as arrays import it
 
-    if fixed is not None:  # vectorised, no object per size: the same numbers (test_nic_api.py)
-        result = model.evaluate_sizes(loaded, link, port, fixed, chosen)
-    else:
-        result = model.evaluate(loaded, link, port, mixes, chosen)
+    results = None
+    if few is not None:
+        try:
+            results = model.evaluate_few(loaded, link, port, few, chosen)
+        except ProfileError:  # named as the arrays name it (the first bad size of the first op)
+            rows = _array_rows(sizes, mix)
+    if rows is not None:
+        results = [_evaluate(model, loaded, link, port, rows, chosen)]
     rate = _rate(pps)
-    columns = _nic_columns(result, rate, breakdown)
+    columns = _nic_columns(results, rate, breakdown)
     head = (
         f"{loaded.name}: {loaded.description}"
         + (f"\nNIC: {loaded.device.name}" if loaded.device else "")
@@ -117,12 +129,57 @@ def nic(
             Table(operations, OPERATION_COLUMNS, title=f"\nper packet at size {size}:")
             for size, operations in zip(columns["size"], columns["operations"], strict=True)
         ]
+    mpps = columns["max_pps"]
     shown = {
         **columns,
-        "mpps": result.max_pps / 1e6,
+        "mpps": [v / 1e6 for v in mpps] if isinstance(mpps, list) else mpps / 1e6,
         "limits": ["+".join(limits) for limits in columns["limited_by"]],
     }
     return Table(rows, NIC_COLUMNS, title=head, text_rows=Columnar(shown), details=details)
+
+
+def _array_rows(
+    sizes: Sizes | None, mix: Sequence[str] | None
+) -> tuple[list[int] | None, list[PacketMix]]:
+    """The rows to price as arrays, checked: plain frame sizes, else one PacketMix each."""
+    fixed = _fixed_sizes(sizes, mix)
+    return fixed, frame_mixes(sizes, mix) if fixed is None else []
+
+
+def _evaluate(
+    model: ModuleType,
+    profile: NicProfile,
+    link: Link,
+    port: Ethernet,
+    rows: tuple[list[int] | None, list[PacketMix]],
+    paths: tuple[str, ...],
+) -> NicResult:
+    """`_array_rows` priced: plain sizes vectorised, with no object per size (the same
+    numbers: test_nic_api.py), mixes one PacketMix each."""
+    fixed, mixes = rows
+    if fixed is not None:
+        return model.evaluate_sizes(profile, link, port, fixed, paths)
+    return model.evaluate(profile, link, port, mixes, paths)
+
+
+def _few_rows(sizes: Sizes | None, mix: Sequence[str] | None) -> list[FewRow] | None:
+    """The rows asked for as `nic.FewRow`s where they are a few (`FEW_SIZES`) valid sizes and
+    mixes (each mix's shares as numpy would compute them: `few_weights`); else None, and
+    numpy prices them and names any bad value."""
+    from pcieperf.net.ethernet import few_frames, few_weights, mix_counts
+
+    rows = []
+    for text in [*_size_tokens(sizes), *(mix or [])]:
+        name, frames, counts = mix_counts(text)
+        weights = None if counts is None else few_weights(frames, counts)
+        if not few_frames(frames) or (counts is not None and weights is None):
+            return None
+        rows.append((name, frames, weights))
+    if not rows or len({size for _, frames, _ in rows for size in frames}) > FEW_SIZES:
+        return None  # no sizes is an error `_array_rows` names, before the model is imported
+    from pcieperf.nic.nic import FewRow
+
+    return [FewRow(*row) for row in rows]
 
 
 def dma_paths(paths: str | Sequence[str]) -> tuple[str, ...]:
@@ -164,28 +221,54 @@ NIC_FIELDS = {
 name); each attribute holds one value per row, read once."""
 
 
-def _nic_columns(result: NicResult, pps: float | None, breakdown: bool) -> dict[str, Sequence]:
-    """The JSON rows of `nic` as columns (the model's arrays): one value per size, the rate's
-    needs when `pps`, each operation's bytes when `breakdown`; warns once per capacity the
-    rate exceeds."""
+def _nic_columns(
+    results: list[NicResult], pps: float | None, breakdown: bool
+) -> dict[str, Sequence]:
+    """The JSON rows of `nic` as columns: the model's arrays (one result) or lists of the
+    scalars of one result per row (`nic.evaluate_few`); one value per size, the rate's needs
+    when `pps`, each operation's bytes when `breakdown`; warns once per capacity the rate
+    exceeds."""
+    labels = [r.label for r in results] if _scalars(results) else results[0].label
     columns: dict[str, Sequence] = {
-        "size": [int(label) if label.isdigit() else label for label in result.label]
+        "size": [int(label) if label.isdigit() else label for label in labels]
     }
-    columns |= {key: getattr(result, attr or key) for key, attr in NIC_FIELDS.items()}
+    fields = NIC_FIELDS.items()
+    columns |= _columns_of(results, lambda r: {key: getattr(r, a or key) for key, a in fields})
     if pps is not None:
-        _warn_rate_over(pps, result.label, result.line_pps, "the line")
-        _warn_rate_over(pps, result.label, result.pcie_max_pps, "the PCIe link")
-        up, down = result.needed_gbps(pps)
-        columns |= {
-            "pps": [pps] * len(result.label),
-            "needed_up_gbps": up,
-            "needed_down_gbps": down,
-            "fits_pcie": pps <= result.pcie_max_pps,
-            "fits_line": pps <= result.line_pps,
-        }
+        _warn_rate_over(pps, labels, columns["line_rate_pps"], "the line")
+        _warn_rate_over(pps, labels, columns["pcie_max_pps"], "the PCIe link")
+        columns["pps"] = [pps] * len(labels)
+        columns |= _columns_of(results, lambda r: _needs(r, pps))
     if breakdown:
-        columns["operations"] = _operations(result)
+        columns["operations"] = _operations(results[0])
     return columns
+
+
+def _columns_of(
+    results: list[NicResult], values: Callable[[NicResult], dict[str, object]]
+) -> dict[str, Sequence]:
+    """`values` of one result of arrays as they are, or of results of scalars (one row each)
+    as lists."""
+    if not _scalars(results):
+        return values(results[0])  # type: ignore[return-value]
+    rows = [values(r) for r in results]
+    return {key: [row[key] for row in rows] for key in rows[0]}
+
+
+def _scalars(results: list[NicResult]) -> bool:
+    """Whether `results` are rows of Python scalars (`nic.evaluate_few`), not one of arrays."""
+    return is_python(results[0].max_pps)
+
+
+def _needs(result: NicResult, pps: float) -> dict:
+    """What `pps` packets per second need of the link, and whether it and the line carry them."""
+    up, down = result.needed_gbps(pps)
+    return {
+        "needed_up_gbps": up,
+        "needed_down_gbps": down,
+        "fits_pcie": pps <= result.pcie_max_pps,
+        "fits_line": pps <= result.line_pps,
+    }
 
 
 def _operations(result: NicResult) -> list[list[dict]]:

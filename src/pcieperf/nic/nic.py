@@ -9,31 +9,35 @@ from __future__ import annotations
 
 import enum
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
-
+from pcieperf import _lazy
 from pcieperf._native import core
+from pcieperf._values import as_float, as_uint8, frozen, is_python, minimum
 from pcieperf.errors import UsageError, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix, check_frame_sizes
 from pcieperf.net.wire import MIN_FRAME_BYTES
 from pcieperf.pcie.link import Link
 
 if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
     from pcieperf.net.trace import Demand, Trace
     from pcieperf.nic.profile import Int
+else:
+    np = _lazy.module("numpy")  # imported when sizes are priced as arrays
 
 # The profile model and its pricing, where callers of `nic` have always found them.
 from pcieperf.nic.pricing import _TOTALS as _TOTALS
 from pcieperf.nic.pricing import (
     ETHERNET,
     PacketCosts,
-    _frozen,
     _link_facts,
     _once,
     _packet_costs,
+    size_costs,
 )
 from pcieperf.nic.pricing import OpShare as OpShare
 from pcieperf.nic.pricing import operation_cost as operation_cost
@@ -66,23 +70,31 @@ class Binds(enum.Enum):
     VARIES = "varies"
 
 
-BOTTLENECKS = np.array(["ethernet", "pcie_up", "pcie_down"])
+BOTTLENECKS = ("ethernet", "pcie_up", "pcie_down")
 """Names of the `bottleneck_code` values."""
 
 
-@dataclass(frozen=True, eq=False)
 class Rows:
     """The rows of a result and the distinct frame sizes (`sizes`, ascending) they are made
     of. A row is one fixed size, or a mix: a sparse weight list where entry k gives row
     `mix_of[k]` a share `weight[k]` of size `size_of[k]`. `mix_of` is None when each row is one
-    size (entry k is row k, weight 1), and `size_of` is None too when row k is `sizes[k]`."""
+    size (entry k is row k, weight 1), and `size_of` is None too when row k is `sizes[k]`.
+    This module's classes are plain: a dataclass costs every `nic` command ~1 ms of start-up."""
 
-    sizes: Int
-    size_of: Int | None = None
-    mix_of: Int | None = None
-    weight: NDArray[np.float64] | None = None
-    names: tuple[str, ...] | None = None
-    lines: dict[Ethernet, LineRates] = field(default_factory=dict, repr=False)
+    def __init__(
+        self,
+        sizes: Int,
+        size_of: Int | None = None,
+        mix_of: Int | None = None,
+        weight: NDArray[np.float64] | None = None,
+        names: tuple[str, ...] | None = None,
+    ) -> None:
+        self.sizes = sizes
+        self.size_of = size_of
+        self.mix_of = mix_of
+        self.weight = weight
+        self.names = names
+        self.lines: dict[Ethernet, LineRates] = {}
 
     @_once
     def label(self) -> list[str]:
@@ -107,6 +119,10 @@ class Rows:
         weighted = values[self.size_of] * self.weight
         return np.bincount(self.mix_of, weights=weighted, minlength=len(self))
 
+    def mean_of(self, per_size: Callable[[Int], Int]) -> NDArray[np.float64]:
+        """`per_row` of `per_size(sizes)`, taken as float64."""
+        return self.per_row(as_float(per_size(self.sizes)))
+
     def line(self, eth: Ethernet) -> LineRates:
         """What `eth` gives each row, whatever the link (computed once per port)."""
         found = self.lines.get(eth)
@@ -119,33 +135,40 @@ KEEPS_UP = 1e-12
 """PCIe within this fraction of line rate keeps up: Ethernet is named the bottleneck."""
 
 
-@dataclass(frozen=True, eq=False)
 class LineRates:
     """What an Ethernet port gives each row, whatever the link (read-only, shared): line-rate
     packets per second, mean frame bytes and gigabits per packet, line rate in Gb/s, and the
     packet rate from which PCIe keeps up with the line."""
 
-    line_pps: NDArray[np.float64]
-    mean_frame_bytes: NDArray[np.float64]
-    frame_gbit: NDArray[np.float64]
-    line_rate_gbps: NDArray[np.float64]
-    keeps_up_pps: NDArray[np.float64]
+    def __init__(
+        self,
+        line_pps: NDArray[np.float64],
+        mean_frame_bytes: NDArray[np.float64],
+        frame_gbit: NDArray[np.float64],
+        line_rate_gbps: NDArray[np.float64],
+        keeps_up_pps: NDArray[np.float64],
+    ) -> None:
+        self.line_pps = line_pps
+        self.mean_frame_bytes = mean_frame_bytes
+        self.frame_gbit = frame_gbit
+        self.line_rate_gbps = line_rate_gbps
+        self.keeps_up_pps = keeps_up_pps
 
     @classmethod
     def of(cls, rows: Rows, eth: Ethernet) -> LineRates:
         """Line-rate packet rate of each row (one over the mean wire time per packet) and what
         follows from it."""
-        mean_wire = rows.per_row(eth.wire_bytes(rows.sizes).astype(np.float64))
+        mean_wire = rows.mean_of(eth.wire_bytes)
         line_pps = eth.rate_gbps * 1e9 / (8 * mean_wire)
-        mean_frame = rows.per_row(rows.sizes.astype(np.float64))
+        mean_frame = rows.mean_of(as_float)
         gbit = mean_frame * 8 / 1e9
         arrays = (line_pps, mean_frame, gbit, line_pps * gbit, line_pps / (1 + KEEPS_UP))
-        return cls(*(_frozen(a) for a in arrays))
+        return cls(*(frozen(a) for a in arrays))
 
     @_once
     def all_ethernet(self) -> NDArray[np.uint8]:
         """`bottleneck_code` of a link that keeps up at every row."""
-        return _frozen(np.full(self.line_pps.shape, ETHERNET))
+        return frozen(np.full(self.line_pps.shape, ETHERNET, np.uint8))
 
 
 def _limit_orders() -> tuple[tuple[str, ...], ...]:
@@ -171,7 +194,6 @@ def _limit_orders() -> tuple[tuple[str, ...], ...]:
 LIMIT_ORDERS = _limit_orders()
 
 
-@dataclass(frozen=True, eq=False)
 class NicResult:
     """What a NIC/driver model achieves on a link and Ethernet port, one row per size or mix.
 
@@ -181,14 +203,25 @@ class NicResult:
     every link with the same TLP rules; only the rates are computed per link.
     """
 
-    rows: Rows
-    costs: PacketCosts
-    line: LineRates
-    capacity_bytes_per_s: float
-    eth: Ethernet
-    profile: NicProfile = field(repr=False)
-    link: Link
-    paths: tuple[str, ...]
+    def __init__(
+        self,
+        rows: Rows,
+        costs: PacketCosts,
+        line: LineRates,
+        capacity_bytes_per_s: float,
+        eth: Ethernet,
+        profile: NicProfile,
+        link: Link,
+        paths: tuple[str, ...],
+    ) -> None:
+        self.rows = rows
+        self.costs = costs
+        self.line = line
+        self.eth = eth
+        self.capacity_bytes_per_s = capacity_bytes_per_s
+        self.profile = profile
+        self.link = link
+        self.paths = paths
 
     @property
     def label(self) -> list[str]:
@@ -247,14 +280,14 @@ class NicResult:
     @_once
     def pcie_max_pps(self) -> NDArray[np.float64]:
         """Highest packet rate the link sustains: the busier direction binds."""
-        return _frozen(self.capacity_bytes_per_s * self.costs.per_busiest_byte)
+        return frozen(self.capacity_bytes_per_s * self.costs.per_busiest_byte)
 
     @_once
     def binds(self) -> Binds:
         """Whether Ethernet binds at every row, PCIe at every row, or it varies: where one
         binds everywhere, the rates are the port's or the link's as they are."""
         pcie, line = self.pcie_max_pps, self.line
-        if not pcie.size:
+        if is_python(pcie) or not pcie.size:  # one row of scalars: the general formulas
             return Binds.VARIES
         if pcie[0] >= line.line_pps[0] and np.all(pcie >= line.line_pps):
             return Binds.ETHERNET  # max_pps = line_pps, and PCIe keeps up (KEEPS_UP)
@@ -274,28 +307,28 @@ class NicResult:
             return self.line_pps
         if self.binds is Binds.PCIE:
             return self.pcie_max_pps
-        return _frozen(np.minimum(self.pcie_max_pps, self.line_pps))
+        return frozen(minimum(self.pcie_max_pps, self.line_pps))
 
     @_once
     def achievable_gbps(self) -> NDArray[np.float64]:
         """Frame throughput (Gb/s, per direction) at `max_pps`."""
         if self.binds is Binds.ETHERNET:
             return self.line_rate_gbps
-        return _frozen(self.max_pps * self.line.frame_gbit)
+        return frozen(self.max_pps * self.line.frame_gbit)
 
     @_once
     def pcie_up_gbps(self) -> NDArray[np.float64]:
         """PCIe wire bandwidth used device to host at `max_pps`, in Gb/s."""
         if self.binds is Binds.ETHERNET:
             return self.costs.gbps_at(self.line)[0]
-        return _frozen(self.max_pps * self.costs.up_gbit)
+        return frozen(self.max_pps * self.costs.up_gbit)
 
     @_once
     def pcie_down_gbps(self) -> NDArray[np.float64]:
         """PCIe wire bandwidth used host to device at `max_pps`, in Gb/s."""
         if self.binds is Binds.ETHERNET:
             return self.costs.gbps_at(self.line)[1]
-        return _frozen(self.max_pps * self.costs.down_gbit)
+        return frozen(self.max_pps * self.costs.down_gbit)
 
     def needed_gbps(self, pps: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """PCIe wire bandwidth (up, down) in Gb/s that `pps` packets per second would need."""
@@ -308,13 +341,14 @@ class NicResult:
             return self.line.all_ethernet
         if self.binds is Binds.PCIE:
             return self.costs.pcie_side
-        return _frozen(self.falls_short * self.costs.pcie_side)  # ETHERNET (0) where it keeps up
+        return frozen(self.falls_short * self.costs.pcie_side)  # ETHERNET (0) where it keeps up
 
     @property
-    def bottleneck(self) -> NDArray[np.str_]:
+    def bottleneck(self) -> NDArray[np.str_] | str:
         """`ethernet`, `pcie_up` or `pcie_down`; Ethernet wins when PCIe keeps up to within
         `KEEPS_UP`, so a link that just keeps up is not blamed."""
-        return BOTTLENECKS[self.bottleneck_code]
+        code = self.bottleneck_code
+        return BOTTLENECKS[code] if is_python(code) else np.array(BOTTLENECKS)[code]
 
     @_once
     def limited_by_code(self) -> NDArray[np.uint8]:
@@ -324,16 +358,19 @@ class NicResult:
         up, down = self.capacity_bytes_per_s * per_up, self.capacity_bytes_per_s * per_down
         near = self.max_pps * (1 + NEAR_LIMIT)
         bits = (line <= near, up <= near, down <= near, line <= up, line <= down, down <= up)
-        code = np.zeros(line.shape, np.uint8)
+        code = 0  # an array from the first bit on, unless the bits are Python bools
         for shift, bit in enumerate(bits):
-            code |= bit.view(np.uint8) << shift
+            code |= as_uint8(bit) << shift
         return code
 
     @property
-    def limited_by(self) -> list[list[str]]:
+    def limited_by(self) -> list[list[str]] | list[str]:
         """Per row, every bound within 1 % of the achieved rate, the tightest first (ties by
-        name): what would have to move for the rate to rise."""
-        return [list(LIMIT_ORDERS[c]) for c in self.limited_by_code.tolist()]
+        name): what would have to move for the rate to rise (one row of scalars: its list)."""
+        code = self.limited_by_code
+        if is_python(code):
+            return list(LIMIT_ORDERS[code])
+        return [list(LIMIT_ORDERS[c]) for c in code.tolist()]
 
 
 def evaluate(
@@ -348,13 +385,65 @@ def evaluate(
         raise UsageError("no packet sizes given; pass at least one size or mix")
     sizes, size_of = np.unique(np.concatenate([m.sizes for m in mixes]), return_inverse=True)
     rows = Rows(
-        _frozen(sizes),
+        frozen(sizes),
         size_of,
         mix_of=np.repeat(np.arange(len(mixes)), [m.sizes.size for m in mixes]),
         weight=np.concatenate([m.weights for m in mixes]),
         names=tuple(m.name for m in mixes),
     )
     return _evaluate(profile, link, eth, paths, rows)
+
+
+class FewRow:
+    """One row of a command line's few: a frame size, or a mix of sizes with their packet
+    shares, evaluated on Python scalars before numpy is loaded (`evaluate_few`). What `Rows`
+    gives one of its rows, bit for bit: a size's values as they are, a mix's summed from 0.0
+    in its order, as numpy's `bincount` adds them."""
+
+    __slots__ = ("label", "sizes", "weights")
+
+    def __init__(self, label: str, sizes: list[int], weights: tuple[float, ...] | None) -> None:
+        self.label = label
+        self.sizes = sizes
+        self.weights = weights
+
+    def mean_of(self, per_size: Callable[[int], float | int]) -> float:
+        """Mean per packet of `per_size(size)` over the row's sizes, as a float."""
+        if self.weights is None:
+            return as_float(per_size(self.sizes[0]))
+        total = 0.0
+        for size, weight in zip(self.sizes, self.weights, strict=True):
+            total += as_float(per_size(size)) * weight
+        return total
+
+    def line(self, eth: Ethernet) -> LineRates:
+        """What `eth` gives this row."""
+        return LineRates.of(self, eth)  # type: ignore[arg-type] # duck-typed: mean_of
+
+
+def evaluate_few(
+    profile: NicProfile,
+    link: Link,
+    eth: Ethernet,
+    rows: list[FewRow],
+    paths: tuple[str, ...] = PATHS,
+) -> list[NicResult]:
+    """`evaluate` of a few rows, one NicResult of Python scalars each: every distinct size is
+    priced once (`size_costs`), without numpy. The same values as `evaluate` and
+    `evaluate_sizes` give (tests/nic/test_nic_scalar.py)."""
+    capacity, _ = _link_facts(link)
+    by_size = {s: size_costs(profile, link, s, paths) for s in sorted({*_sizes_of(rows)})}
+    results = []
+    for row in rows:
+        costs = PacketCosts(*(row.mean_of(lambda s, f=f: getattr(by_size[s], f)) for f in _TOTALS))
+        line = row.line(eth)
+        results.append(NicResult(row, costs, line, capacity, eth, profile, link, paths))  # type: ignore[arg-type]
+    return results
+
+
+def _sizes_of(rows: list[FewRow]) -> list[int]:
+    """Every frame size of `rows`."""
+    return [size for row in rows for size in row.sizes]
 
 
 def evaluate_sizes(
@@ -398,11 +487,11 @@ class _RecentRows:
 def fixed_rows(frames: ArrayLike) -> Rows:
     """One row per frame size (checked: a usage error names a bad size), for `evaluate_sizes`
     to reuse over many links and profiles."""
-    frames = _frozen(check_frame_sizes(frames))
+    frames = frozen(check_frame_sizes(frames))
     if frames.size and np.all(frames[1:] > frames[:-1]):  # ascending and distinct already
         return Rows(frames)
     sizes, size_of = np.unique(frames, return_inverse=True)
-    return Rows(_frozen(sizes), _frozen(size_of))
+    return Rows(frozen(sizes), frozen(size_of))
 
 
 _RECENT_ROWS = _RecentRows()

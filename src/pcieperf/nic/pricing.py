@@ -6,15 +6,23 @@ differ only in speed.
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
-import numpy as np
-from numpy.typing import NDArray
-
+from pcieperf import _lazy
+from pcieperf._values import (
+    as_uint8,
+    as_whole,
+    frozen,
+    is_python,
+    is_whole,
+    maximum,
+    ndim,
+    reciprocal,
+)
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.net.ethernet import dma_bytes
 from pcieperf.nic.profile import (
@@ -31,12 +39,17 @@ from pcieperf.pcie.link import Link
 from pcieperf.pcie.tlp import Op, WireCost, price_key, range_wire_cost, wire_cost
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from pcieperf.nic.nic import LineRates, Rows
     from pcieperf.nic.profile import Int
+else:
+    np = _lazy.module("numpy")  # imported when many sizes are priced at once
 
 T = TypeVar("T")
-ETHERNET, PCIE_UP, PCIE_DOWN = np.uint8(0), np.uint8(1), np.uint8(2)
-"""`bottleneck_code` values: which bound sets a row's rate."""
+ETHERNET, PCIE_UP, PCIE_DOWN = 0, 1, 2
+"""`bottleneck_code` values (uint8 in arrays): which bound sets a row's rate."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -77,9 +90,9 @@ def _initiated(link: Link, initiator: Initiator, addr64: bool | None) -> tuple[O
     return kind, addr64, device_side
 
 
-@dataclass(frozen=True)
-class OpShare:
-    """Per-packet cost of one profile operation (arrays over the evaluated sizes)."""
+class OpShare(NamedTuple):
+    """Per-packet cost of one profile operation (arrays over the evaluated sizes). A named
+    tuple: a dataclass costs every `nic` command ~1 ms of start-up."""
 
     path: str
     op: Operation
@@ -92,7 +105,7 @@ class OpShare:
     counted_bytes: NDArray[np.float64]
 
 
-_SHARE_ARRAYS = tuple(OpShare.__dataclass_fields__)[2:]  # per_packet ... counted_bytes
+_SHARE_ARRAYS = OpShare._fields[2:]  # per_packet ... counted_bytes
 
 
 def price_operations(
@@ -142,13 +155,14 @@ def _price(
 def _op_size(
     profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
 ) -> NDArray[np.float64]:
-    """Bytes of one occurrence at each size, checked to be whole bytes from 1 to MAX_OP_BYTES."""
+    """Bytes of one occurrence at each size, checked to be whole bytes from 1 to MAX_OP_BYTES
+    (at one size: a Python float)."""
     size = evaluate_expression(op.size, profile.names, pkt, frames)
-    bad = (size != np.round(size)) | (size < 1) | ~np.isfinite(size) | (size > MAX_OP_BYTES)
-    if np.any(bad):
+    bad = _first_bad(size, (size >= 1) & (size <= MAX_OP_BYTES) & is_whole(size))
+    if bad is not None:
         raise ProfileError(
             f"{profile.path}: {path} op {op.what!r} size {op.size!r} "
-            f"gives {size[bad][0]} bytes; sizes must be whole bytes from 1 to {MAX_OP_BYTES}"
+            f"gives {bad} bytes; sizes must be whole bytes from 1 to {MAX_OP_BYTES}"
         )
     return size
 
@@ -158,21 +172,30 @@ def _op_rate(
 ) -> NDArray[np.float64]:
     """Occurrences per packet (1 / every) at each size, `every` checked to be finite and > 0."""
     every = evaluate_expression(op.every, profile.names, pkt, frames)
-    if not np.all(np.isfinite(every) & (every > 0)):
+    bad = _first_bad(every, (every > 0) & (every < math.inf))  # NaN fails both
+    if bad is not None:
         raise ProfileError(
             f"{profile.path}: {path} op {op.what!r} every {op.every!r} gives "
-            f"{every[~(np.isfinite(every) & (every > 0))][0]}; it must be a finite number > 0"
+            f"{bad}; it must be a finite number > 0"
         )
     return 1 / every
+
+
+def _first_bad(values: NDArray | float, ok: NDArray[np.bool_] | bool) -> object:
+    """The first of `values` where `ok` does not hold, or None where it holds at every one."""
+    if is_python(values):
+        return None if ok else values
+    return None if ok.all() else values[~ok][0]
 
 
 def _op_wire(link: Link, op: Operation, size: NDArray[np.float64]) -> tuple[Int, Int, Int, Int]:
     """Wire bytes up, wire bytes down, TLPs up and TLPs down of one occurrence at each size."""
     kind, addr64, device_side = _initiated(link, op.initiator, op.addr64)
-    end = size.astype(np.int64)  # checked by `_op_size`: whole bytes from 1
+    end = as_whole(size)  # checked by `_op_size`: whole bytes from 1
     if op.offset:
         end += op.offset
-    cost = range_wire_cost(link, kind, np.int64(op.offset), end, addr64=addr64)
+    start = op.offset if is_python(end) else np.int64(op.offset)
+    cost = range_wire_cost(link, kind, start, end, addr64=addr64)
     if device_side:
         return cost.wire_out, cost.wire_back, cost.tlps_out, cost.tlps_back
     return cost.wire_back, cost.wire_out, cost.tlps_back, cost.tlps_out
@@ -186,8 +209,10 @@ def _names_packet(op: Operation) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Totals per packet, shared by links that differ only in speed
 
-Term = np.float64 | NDArray[np.float64] | NDArray[np.int64]
-"""One operation's share of a per-packet total: a scalar where it is the same at every size."""
+if TYPE_CHECKING:
+    Term = np.float64 | NDArray[np.float64] | NDArray[np.int64] | float
+    """One operation's share of a per-packet total: a scalar where it is the same at every
+    size (a Python float on the scalar path)."""
 _TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps")
 
 
@@ -198,15 +223,15 @@ def _ordered_sum(terms: Iterable[Term], start: Term) -> Term:
     `start` (the sum of earlier terms) is left unchanged."""
     total, owned = start, False
     for term in terms:
-        if np.ndim(term) and term.strides == (0,):  # a broadcast constant of `wire_cost`
+        if ndim(term) and term.strides == (0,):  # a broadcast constant of `wire_cost`
             term = term[0]
-        if np.ndim(term) == 0 and term == 0:
+        if ndim(term) == 0 and term == 0:
             continue
         if owned:
             total += term
         else:
             total = total + term
-            owned = np.ndim(total) > 0
+            owned = ndim(total) > 0
     return total
 
 
@@ -227,49 +252,49 @@ class _once(Generic[T]):  # noqa: N801 (named as the decorator it is used as)
         return value
 
 
-def _frozen(array: NDArray) -> NDArray:
-    """`array`, made read-only: it is shared by every result that reuses it."""
-    array.flags.writeable = False
-    return array
-
-
-@dataclass(frozen=True, eq=False)
 class PacketCosts:
     """PCIe wire bytes and TLPs per packet, each direction, per size or mix (read-only arrays:
-    shared by every link with the same TLP rules, `tlp.price_key`)."""
+    shared by every link with the same TLP rules, `tlp.price_key`; Python floats for one row
+    of `nic.evaluate_few`). A plain class, as `_PlannedOp` is."""
 
-    up_bytes: NDArray[np.float64]
-    down_bytes: NDArray[np.float64]
-    up_tlps: NDArray[np.float64]
-    down_tlps: NDArray[np.float64]
-    at_line: dict[LineRates, tuple[NDArray, NDArray]] = field(default_factory=dict, repr=False)
+    def __init__(
+        self,
+        up_bytes: NDArray[np.float64],
+        down_bytes: NDArray[np.float64],
+        up_tlps: NDArray[np.float64],
+        down_tlps: NDArray[np.float64],
+    ) -> None:
+        self.up_bytes = up_bytes
+        self.down_bytes = down_bytes
+        self.up_tlps = up_tlps
+        self.down_tlps = down_tlps
+        self.at_line: dict[LineRates, tuple[NDArray, NDArray]] = {}
 
     @_once
     def per_busiest_byte(self) -> NDArray[np.float64]:
         """1 / the busier direction's bytes, which bind the packet rate: a link's packet rate
         is its byte rate times this."""
-        return _frozen(1 / np.maximum(self.up_bytes, self.down_bytes))
+        return frozen(1 / maximum(self.up_bytes, self.down_bytes))
 
     @_once
     def per_byte(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(1 / bytes up, 1 / bytes down); infinite where no byte goes that way (no bound)."""
-        with np.errstate(divide="ignore"):
-            return _frozen(1 / self.up_bytes), _frozen(1 / self.down_bytes)
+        return frozen(reciprocal(self.up_bytes)), frozen(reciprocal(self.down_bytes))
 
     @_once
     def up_gbit(self) -> NDArray[np.float64]:
         """Gigabits up per packet (bytes * 8 / 1e9), what a packet rate is multiplied by."""
-        return _frozen(self.up_bytes * 8 / 1e9)
+        return frozen(self.up_bytes * 8 / 1e9)
 
     @_once
     def down_gbit(self) -> NDArray[np.float64]:
         """Gigabits down per packet."""
-        return _frozen(self.down_bytes * 8 / 1e9)
+        return frozen(self.down_bytes * 8 / 1e9)
 
     @_once
     def pcie_side(self) -> NDArray[np.uint8]:
         """`bottleneck_code` where PCIe binds: pcie_up, or pcie_down when more goes down."""
-        return _frozen(PCIE_DOWN - (self.up_bytes >= self.down_bytes))
+        return frozen(PCIE_DOWN - as_uint8(self.up_bytes >= self.down_bytes))
 
     def gbps_at(self, line: LineRates) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """PCIe Gb/s (up, down) at `line`'s packet rates: the rates of every link that keeps
@@ -277,14 +302,14 @@ class PacketCosts:
         found = self.at_line.get(line)
         if found is None:
             up, down = line.line_pps * self.up_gbit, line.line_pps * self.down_gbit
-            found = self.at_line[line] = (_frozen(up), _frozen(down))
+            found = self.at_line[line] = (frozen(up), frozen(down))
         return found
 
     def per_row(self, rows: Rows) -> PacketCosts:
         """The costs of each row of `rows`, from the costs of each of its distinct sizes."""
         if rows.size_of is None and rows.mix_of is None:
             return self
-        return PacketCosts(*(_frozen(rows.per_row(getattr(self, f))) for f in _TOTALS))
+        return PacketCosts(*(frozen(rows.per_row(getattr(self, f))) for f in _TOTALS))
 
 
 class _Recent(Generic[T]):
@@ -322,17 +347,20 @@ class _PlannedOp:
     def __init__(
         self, op: Operation, size: NDArray[np.float64], per_packet: NDArray[np.float64]
     ) -> None:
-        self.op, self.size, self.per_packet = op, size, per_packet
+        self.op = op
+        self.size = size
+        self.per_packet = per_packet
 
     def terms(self, link: Link) -> tuple[Term, Term, Term, Term]:
         """(up bytes, down bytes, up TLPs, down TLPs) per packet on `link`, each `_price`'s
         value bit for bit: a scalar where it is the same at every size, and for an operation
         once per packet the integer counts themselves (n * 1.0 is n)."""
         wire = _op_wire(link, self.op, self.size)
-        if self.size.size > 1 and self.per_packet.size == 1 and self.per_packet[0] == 1:
+        arrays = ndim(self.size) and self.size.size > 1 and self.per_packet.size == 1
+        if arrays and self.per_packet[0] == 1:
             return wire
         terms = tuple(w * self.per_packet for w in wire)
-        return tuple(t[0] for t in terms) if terms[0].size == 1 else terms
+        return tuple(t[0] for t in terms) if ndim(terms[0]) and terms[0].size == 1 else terms
 
 
 def _plan_op(
@@ -341,12 +369,15 @@ def _plan_op(
     """`op`'s size and frequency at `frames`, each evaluated once where it names no packet, or
     the error the first of them gives."""
 
-    def at(expr: str) -> slice:
-        return slice(None) if expression_names(expr) & set(BUILTIN_NAMES) else slice(1)
+    def at(expr: str, values: Int | int) -> Int | int:
+        """All `values` where `expr` names the packet, else the first (one int: itself)."""
+        if is_python(values) or expression_names(expr) & set(BUILTIN_NAMES):
+            return values
+        return values[:1]
 
     try:
-        size = _op_size(profile, path, op, frames[at(op.size)], pkt[at(op.size)])
-        per_packet = _op_rate(profile, path, op, frames[at(op.every)], pkt[at(op.every)])
+        size = _op_size(profile, path, op, at(op.size, frames), at(op.size, pkt))
+        per_packet = _op_rate(profile, path, op, at(op.every, frames), at(op.every, pkt))
     except ProfileError as exc:
         return exc
     return _PlannedOp(op, size, per_packet)
@@ -364,7 +395,9 @@ class _Plan:
         sizes: Int,
         ops: tuple[tuple[str, _PlannedOp | ProfileError], ...],
     ) -> None:
-        self.profile, self.sizes, self.ops = profile, sizes, ops
+        self.profile = profile
+        self.sizes = sizes
+        self.ops = ops
 
     def matches(self, profile: NicProfile, sizes: Int) -> bool:
         """Whether this plan is for `profile` at `sizes`."""
@@ -385,7 +418,8 @@ class _LinkTerms:
     __slots__ = ("link", "plan", "sums", "terms", "totals")
 
     def __init__(self, plan: _Plan, link: Link) -> None:
-        self.plan, self.link = plan, link
+        self.plan = plan
+        self.link = link
         self.terms: dict[int, tuple[Term, Term, Term, Term]] = {}
         self.sums: dict[tuple[str, ...], tuple[Term, Term, Term, Term]] = {}
         self.totals: dict[tuple[str, ...], PacketCosts] = {}
@@ -395,9 +429,11 @@ class _LinkTerms:
         (the first profile error among them is raised)."""
         found = self.totals.get(paths)
         if found is None:
-            n = self.plan.sizes.size
-            sums = (np.full(n, s) if np.ndim(s) == 0 else s for s in self._sums(paths))
-            found = self.totals[paths] = PacketCosts(*(_frozen(a) for a in sums))
+            sums = self._sums(paths)
+            if not is_python(self.plan.sizes):  # arrays over the sizes, constants broadcast
+                n = self.plan.sizes.size
+                sums = tuple(np.full(n, s) if ndim(s) == 0 else s for s in sums)
+            found = self.totals[paths] = PacketCosts(*(frozen(a) for a in sums))
         return found
 
     def _sums(self, paths: tuple[str, ...]) -> tuple[Term, Term, Term, Term]:
@@ -405,12 +441,12 @@ class _LinkTerms:
         (rx+tx goes on from rx alone: the same additions in the same order)."""
         found = self.sums.get(paths)
         if found is None:
-            start = self._sums(paths[:-1]) if len(paths) > 1 else (np.float64(0),) * 4
+            start = self._sums(paths[:-1]) if len(paths) > 1 else (0.0,) * 4
             ops = self.plan.ops
             terms = [self._terms(i) for i, (q, _) in enumerate(ops) if q == paths[-1]]
             sums = tuple(_ordered_sum((t[k] for t in terms), start[k]) for k in range(4))
             for total in sums:
-                if np.ndim(total):
+                if ndim(total):
                     total.flags.writeable = False
             found = self.sums[paths] = sums
         return found
@@ -423,7 +459,7 @@ class _LinkTerms:
                 raise planned
             found = self.terms[index] = planned.terms(self.link)
             for term in found:
-                if isinstance(term, np.ndarray):
+                if ndim(term):
                     term.flags.writeable = False
         return found
 
@@ -454,11 +490,7 @@ def _packet_costs(
     (last_profile, last_sizes, last_key, last_paths), last = _LAST_COSTS
     if last_sizes is sizes and last_profile is profile and (last_key, last_paths) == (key, paths):
         return last  # a sweep over links asks for the same costs again and again
-    if not profile.operations(paths):
-        raise UsageError(
-            f"profile {profile.name!r} has no operations on the paths {', '.join(paths)}; "
-            f"it has {', '.join(p for p in PATHS if getattr(profile, p))}"
-        )
+    _check_operations(profile, paths)
     where = (profile.name, profile.path, sizes.shape)
     plan = _RECENT_PLANS.get(
         where, lambda p: p.matches(profile, sizes), lambda: _plan(profile, sizes)
@@ -473,3 +505,20 @@ def _packet_costs(
 
 
 _LAST_COSTS: tuple[tuple, PacketCosts | None] = ((None, None, None, None), None)
+
+
+def size_costs(profile: NicProfile, link: Link, frame: int, paths: tuple[str, ...]) -> PacketCosts:
+    """`packet_costs` at one frame size (checked), on Python scalars: what a command line's
+    few sizes are priced with before numpy is loaded; the same values as one element of the
+    arrays (tests/nic/test_nic_scalar.py). Not kept: each size is priced once."""
+    _check_operations(profile, paths)
+    return _LinkTerms(_plan(profile, frame), link).costs(paths)
+
+
+def _check_operations(profile: NicProfile, paths: tuple[str, ...]) -> None:
+    """A usage error where `profile` has no operation on `paths`."""
+    if not profile.operations(paths):
+        raise UsageError(
+            f"profile {profile.name!r} has no operations on the paths {', '.join(paths)}; "
+            f"it has {', '.join(p for p in PATHS if getattr(profile, p))}"
+        )

@@ -15,12 +15,14 @@ in `[device.assumed]` with the range it may take.
 from __future__ import annotations
 
 import re
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pcieperf import _lazy
 from pcieperf._config import loads_toml, read_text
+from pcieperf._values import is_python, ones_like
 from pcieperf.errors import ProfileError, UsageError, require_choice
 
 if TYPE_CHECKING:
@@ -322,7 +324,7 @@ def _factor_value(factor: str, names: dict) -> float | NDArray[np.float64] | Non
         inner = _factor_value(token[3:-1], names)
         if inner is None:
             return None
-        whole = inner if type(inner) is float else np.asarray(inner)
+        whole = inner if is_python(inner) else np.asarray(inner)
         return -(-whole // CACHE_LINE_BYTES) * CACHE_LINE_BYTES
     if token in names:
         return names[token]
@@ -334,13 +336,16 @@ def _factor_value(factor: str, names: dict) -> float | NDArray[np.float64] | Non
 
 
 def evaluate_expression(
-    expr: str, names: dict[str, float], pkt: NDArray[np.int64], frame: NDArray[np.int64]
-) -> NDArray[np.float64]:
-    """Value of a validated size/frequency expression for each packet size; `names` are the
-    profile's (`NicProfile.names`)."""
+    expr: str, names: dict[str, float], pkt: Int | int, frame: Int | int
+) -> NDArray[np.float64] | float:
+    """Value of a validated size/frequency expression for each packet size (arrays), or for
+    one (Python ints: a float, the same double); `names` are the profile's
+    (`NicProfile.names`). Every operand is > 0, so no division is by zero, and Python's float
+    arithmetic overflows to inf without a word, as numpy does here."""
     known = {**names, "pkt": pkt, "frame": frame}
-    value: NDArray[np.float64] = np.ones(pkt.shape)
-    with np.errstate(over="ignore", under="ignore"):  # callers refuse what is not finite
+    value = ones_like(pkt)
+    quiet = nullcontext() if is_python(pkt) else np.errstate(over="ignore", under="ignore")
+    with quiet:  # callers refuse what is not finite
         for operator, factor in _factors(expr):
             operand = _factor_value(factor, known)
             value = value * operand if operator == "*" else value / operand

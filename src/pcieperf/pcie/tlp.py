@@ -10,10 +10,10 @@ Directions are named from the initiator: `out` carries its requests, `back` the 
 
 The closed forms are written once and evaluate either numpy arrays (many sizes: a sweep) or
 one Python int per size (a command line's few sizes, `dma_rows` before numpy is in use):
-operators serve both, and the few other operations they need (`_zeros_like`, `_as_int`,
-`_broadcast`, `_maximum`, `_as_float`) take either. A Python int never overflows where an int64
-would, so only values below `_SCALAR_LIMIT` take the scalar path, and its results equal the
-vectorised ones bit for bit. `dma` thus starts without numpy (issue 15: start-up under 120 ms).
+operators serve both, and the few other operations they need (pcieperf._values) take
+either. A Python int never overflows where an int64 would, so only values below
+`_SCALAR_LIMIT` take the scalar path, and its results equal the vectorised ones bit for bit.
+`dma` thus starts without numpy (issue 15: start-up under 120 ms).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Literal, NamedTuple, cast
 
 from pcieperf import _lazy
+from pcieperf._values import as_float, as_int, broadcast, maximum, zeros_like
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.pcie.link import Link
 
@@ -111,31 +112,6 @@ def _scalar_sizes(sizes: object, offsets: object) -> list[int] | None:
     return values[:-1]
 
 
-def _zeros_like(like: Int | int) -> Int | int:
-    """Zeros shaped like `like` (0 for one int)."""
-    return 0 if type(like) is int else np.zeros_like(like)
-
-
-def _as_int(flags: Int | bool) -> Int | int:
-    """Booleans as 0 and 1 that add up (numpy adds boolean arrays as a logical or)."""
-    return int(flags) if type(flags) is bool else flags.astype(np.int64)
-
-
-def _broadcast(value: Int | int, like: Int | int) -> Int | int:
-    """`value` with `like`'s shape, as a read-only view where it is an array."""
-    return value if type(like) is int else np.broadcast_to(np.asarray(value, np.int64), like.shape)
-
-
-def _maximum(a: Int | int, b: Int | int) -> Int | int:
-    """The larger of `a` and `b`, element by element."""
-    return max(a, b) if type(a) is int else np.maximum(a, b)
-
-
-def _as_float(values: Int | int) -> NDArray[np.float64] | float:
-    """`values` as float64 (Python and numpy round a large int to the same double)."""
-    return float(values) if type(values) is int else values.astype(np.float64)
-
-
 def blocks_touched(start: Int, end: Int, cut: int) -> Int:
     """Number of aligned `cut`-byte blocks that the byte range [start, end) touches; `cut` is a
     power of two (every PCIe size limit is, §7.5.3.4), so the divisions are shifts."""
@@ -167,7 +143,7 @@ def write_cost(
     start, size, end = _operands(sizes, offsets)
     tlps = blocks_touched(start, end, link.mps)
     header = tlps * _request_header(link, addr64) + _request_ohc(link, start, end, tlps)
-    zero = _zeros_like(size)
+    zero = zeros_like(size)
     return TransferCost(
         data_out=size,
         data_back=zero,
@@ -189,7 +165,7 @@ def read_cost(
     start, size, end = _operands(sizes, offsets)
     requests = blocks_touched(start, end, link.mrrs)
     completions = blocks_touched(start, end, completion_cut(link))
-    zero = _zeros_like(size)
+    zero = zeros_like(size)
     return TransferCost(
         data_out=zero,
         data_back=size,
@@ -220,9 +196,9 @@ def _request_ohc(link: Link, start: Int, end: Int, tlps: Int) -> Int:
     """Flit Mode: +1 DW OHC-A1 on each request whose byte enables are not the implied full
     ones, i.e. the TLPs holding an unaligned first or last byte (§2.2.5.2)."""
     if not link.flit_mode:
-        return _zeros_like(tlps)
+        return zeros_like(tlps)
     head, tail = start % DW_BYTES != 0, end % DW_BYTES != 0
-    partial = _as_int(head) + tail - (head & tail & (tlps == 1))
+    partial = as_int(head) + tail - (head & tail & (tlps == 1))
     return OHC_BYTES * partial
 
 
@@ -230,8 +206,8 @@ def _completion_ohc(link: Link, start: Int, end: Int) -> Int:
     """Flit Mode: +1 DW OHC-A5 on the completion whose Lower Address[1:0] is not 00b (§2.2.9.2);
     shaped like `end`."""
     if not link.flit_mode:
-        return _zeros_like(end)
-    return _broadcast(OHC_BYTES * (start % DW_BYTES != 0), end)
+        return zeros_like(end)
+    return broadcast(OHC_BYTES * (start % DW_BYTES != 0), end)
 
 
 def _request_header(link: Link, addr64: bool | None) -> int:
@@ -293,7 +269,7 @@ def range_wire_cost(
     Python int each (`_scalar_sizes`)."""
     dw_rounded = blocks_touched(start, end, DW_BYTES)
     dw_rounded <<= 2  # data + DW padding: the range rounded out to whole DWs
-    zero = _broadcast(0, end)
+    zero = broadcast(0, end)
     tlps_out, wire_out, tlps_back, wire_back = zero, zero, zero, zero
     if op != "read":  # MWr: header and data out
         tlps_out, wire_out = _requests(link, start, end, link.mps, addr64)
@@ -341,8 +317,8 @@ def _priced(link: Link, op: Op, start: Int | int, size: Int | int, end: Int | in
     """The `_Priced` of the checked byte ranges [start, end) of `size` bytes (arrays, or one
     Python int each)."""
     cost = range_wire_cost(link, op, start, end)
-    busiest = cost.wire_out if op == "write" else _maximum(cost.wire_out, cost.wire_back)
-    return _Priced(cost, _as_float(busiest), _as_float(size) * 8)
+    busiest = cost.wire_out if op == "write" else maximum(cost.wire_out, cost.wire_back)
+    return _Priced(cost, as_float(busiest), as_float(size) * 8)
 
 
 def _priced_arrays(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
