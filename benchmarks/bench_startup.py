@@ -1,7 +1,8 @@
 """Start-up as a user times it (issue 15 item 4): whole `pcieperf --help`, `link`, `dma` and
 `nic` processes, median of --runs runs with the spread, alternating, beside the interpreter's
 own floor (`python -c pass`, `python -S`, `python -I`), numpy's (`python -c 'import numpy'`:
-what `dma` and `nic` cannot go below), the console script's entry cost (the
+what a command that needs the arrays, such as a sweep, cannot go below; `dma` and `nic` with a
+command line's sizes run without numpy), the console script's entry cost (the
 same command through `python -c` without the generated script) and, with --baseline-src, an
 earlier pcieperf (its src folder) in the same run.
 
@@ -35,7 +36,7 @@ FLOORS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "python -S -c pass (no site)": [sys.executable, "-S", "-c", "pass"],
     "python -I -c pass (isolated)": [sys.executable, "-I", "-c", "pass"],
-    "python -c 'import numpy' (floor of dma, nic)": [sys.executable, "-c", "import numpy"],
+    "python -c 'import numpy' (floor of array commands)": [sys.executable, "-c", "import numpy"],
 }
 
 
