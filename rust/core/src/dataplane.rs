@@ -304,6 +304,14 @@ impl AddressMap {
         (self.iova_page[(virt >> shift) as usize] << shift) | (virt & (self.page_bytes - 1))
     }
 
+    /// The IOVA of each 64 B line of a ring of `n` descriptors of `desc` bytes at `virt`.
+    fn ring_lines(&self, virt: u64, n: u32, desc: u64) -> Vec<u64> {
+        let lines = (u64::from(n) * desc).div_ceil(LINE_BYTES);
+        (0..lines)
+            .map(|l| self.iova(virt + l * LINE_BYTES))
+            .collect()
+    }
+
     /// IOVA bytes a translation can touch (the highest IOVA page plus one).
     fn span(&self) -> u64 {
         (self.iova_page.iter().max().map_or(0, |p| p + 1)) * self.page_bytes
@@ -386,6 +394,13 @@ impl Mempool {
 pub trait TxnSink {
     /// One transaction: a [`Txn`] of `Measure::Own`.
     fn txn(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64);
+
+    /// A transaction of one whole, aligned 64 B line (a descriptor fetch or write-back): it
+    /// lies in one page, so a sink that walks pages may skip working out the range.
+    #[inline(always)]
+    fn line(&mut self, addr: u64, class: usize, not_before: f64) {
+        self.txn(addr, LINE_BYTES, class, not_before);
+    }
 }
 
 impl TxnSink for Vec<Txn> {
@@ -513,6 +528,15 @@ impl Memory {
         emit.txn(addr, bytes, class, at);
     }
 
+    /// A device write of one whole descriptor line ([`TxnSink::line`]).
+    #[inline]
+    fn write_line(&mut self, emit: &mut impl TxnSink, addr: u64, class: usize, at: f64) {
+        if self.ddio.is_some() {
+            self.allocate(addr, LINE_BYTES);
+        }
+        emit.line(addr, class, at);
+    }
+
     /// The DDIO ways take a device write's lines (out of line: without an LLC model the
     /// write is a push).
     #[inline(never)]
@@ -554,8 +578,10 @@ impl Memory {
 /// the Rx packets waiting for a poll are the slots from `rx_poll` on, the Tx packets queued
 /// for the NIC those from `tx_dma` on and the sent ones not yet freed those from `tx_free` on.
 struct Lane {
-    rx_ring: u64,
-    tx_ring: u64,
+    /// The IOVA of each 64 B line of the Rx ring and of the Tx ring (fixed: looked up per
+    /// descriptor line, not worked out through the page map each time).
+    rx_lines: Vec<u64>,
+    tx_lines: Vec<u64>,
     /// Each Rx slot's mbuf and the size index of the packet written into it.
     rx_slots: Vec<u32>,
     rx_sizes: Vec<u32>,
@@ -618,8 +644,12 @@ impl PortStream {
             // Queue setup fills the Rx ring straight from the common ring, before any cache.
             let rx_slots = pool.ring.drain(..cfg.rxd as usize).collect();
             lane_list.push(Lane {
-                rx_ring: lane as u64 * rx_bytes,
-                tx_ring: lanes as u64 * rx_bytes + tx_lane * tx_bytes,
+                rx_lines: map.ring_lines(lane as u64 * rx_bytes, cfg.rxd, cfg.rx_desc_bytes),
+                tx_lines: map.ring_lines(
+                    lanes as u64 * rx_bytes + tx_lane * tx_bytes,
+                    cfg.txd,
+                    cfg.tx_desc_bytes,
+                ),
                 rx_slots,
                 rx_sizes: vec![0; cfg.rxd as usize],
                 rx_next: 0,
@@ -754,26 +784,24 @@ impl PortStream {
             packets,
             ..
         } = self;
-        let desc = cfg.rx_desc_bytes;
-        let rx_per_line = LINE_BYTES / desc; // a power of two: descriptors divide 64 B
-        let line_mask = rx_per_line - 1;
+        // Descriptors per line: a power of two (descriptors divide 64 B).
+        let line_shift = (LINE_BYTES / cfg.rx_desc_bytes).trailing_zeros();
+        let line_mask = (1 << line_shift) - 1;
         let lane = &mut lanes[li];
-        let rx_ring = lane.rx_ring;
         for run in ring_runs(lane.rx_next, cfg.poll_batch, cfg.rxd) {
             let slots = lane.rx_slots[run.clone()].iter();
             let sizes = lane.rx_sizes[run.clone()].iter_mut();
-            for ((&buf, size_of_slot), at) in slots.zip(sizes).zip(run.start as u64..) {
+            for ((&buf, size_of_slot), at) in slots.zip(sizes).zip(run.start..) {
                 let (size, bytes, arrival) = arrivals.next();
                 *size_of_slot = size as u32;
                 if at & line_mask == 0 {
-                    let line = memory.map.iova(rx_ring + at * desc);
-                    emit.txn(line, LINE_BYTES, RX_DESC_READ, arrival);
+                    emit.line(lane.rx_lines[at >> line_shift], RX_DESC_READ, arrival);
                 }
                 let data = memory.map.data[buf as usize];
                 memory.write(emit, data, bytes, packet_write_class(size), arrival);
                 if at & line_mask == line_mask {
-                    let line = memory.map.iova(rx_ring + (at + 1 - rx_per_line) * desc);
-                    memory.write(emit, line, LINE_BYTES, RX_DESC_WRITEBACK, arrival);
+                    let line = lane.rx_lines[at >> line_shift];
+                    memory.write_line(emit, line, RX_DESC_WRITEBACK, arrival);
                 }
             }
         }
@@ -879,7 +907,9 @@ impl PortStream {
         let dma = lane.tx_queued.saturating_sub(cfg.tx_backlog);
         lane.tx_queued -= dma;
         lane.tx_sent += dma;
-        let (ring, desc, first) = (lane.tx_ring, cfg.tx_desc_bytes, lane.tx_dma);
+        let (desc, first) = (cfg.tx_desc_bytes, lane.tx_dma);
+        // Descriptors per line: a power of two (descriptors divide 64 B).
+        let line_shift = (LINE_BYTES / desc).trailing_zeros();
         lane.tx_dma = (lane.tx_dma + dma) % txd;
         *forwarded += u64::from(dma);
         let last_arrival = arrivals.clock_ns;
@@ -888,19 +918,22 @@ impl PortStream {
         for run in ring_runs(first, dma, txd) {
             let bufs = lane.tx_bufs[run.clone()].iter();
             let entries = lane.tx_slots[run.clone()].iter();
-            for ((&buf, &entry), slot) in bufs.zip(entries).zip(run.start as u64..) {
+            for ((&buf, &entry), slot) in bufs.zip(entries).zip(run.start..) {
                 if entry.fetch {
-                    let line = memory
-                        .map
-                        .iova(ring + slot * desc / LINE_BYTES * LINE_BYTES);
-                    emit.txn(line, LINE_BYTES, TX_DESC_READ, last_arrival);
+                    emit.line(
+                        lane.tx_lines[slot >> line_shift],
+                        TX_DESC_READ,
+                        last_arrival,
+                    );
                 }
                 let size = entry.size as usize;
                 let data = memory.map.data[buf as usize];
                 memory.read_packet(emit, data, size, &cfg.sizes, last_arrival);
                 if in_group == rs - 1 {
-                    let line = memory.map.iova(ring + slot * desc);
-                    memory.write(emit, line, desc, TX_DESC_WRITEBACK, last_arrival);
+                    // The descriptor's place in its line (a line never crosses a page).
+                    let line = lane.tx_lines[slot >> line_shift];
+                    let at = line + (slot as u64 & ((1 << line_shift) - 1)) * desc;
+                    memory.write(emit, at, desc, TX_DESC_WRITEBACK, last_arrival);
                 }
                 in_group = next_slot(in_group, rs);
             }

@@ -294,6 +294,13 @@ impl Translator {
         })
     }
 
+    /// Zeroes the miss counts and forgets the page looked up last (its next look-up walks
+    /// the IOTLB: a hit on its most recent entry, which changes nothing), so a caller that
+    /// skips repeats ([`Self::is_last`]) sees every page again after the reset.
+    pub fn reset_counts(&mut self) {
+        (self.misses, self.pwc_misses, self.last_page) = (0, 0, u64::MAX);
+    }
+
     /// The numbers of the pages a transfer touches (a half-open range: the plain `Range`
     /// iterator, without the inclusive one's exhaustion flag in the per-transaction loop).
     #[inline]
@@ -308,12 +315,32 @@ impl Translator {
         self.lookup_page(addr >> self.page_shift)
     }
 
+    /// The number of the page `addr` lies in.
+    #[inline]
+    pub fn page_of(&self, addr: u64) -> u64 {
+        addr >> self.page_shift
+    }
+
     /// Translates page number `page`, counting misses.
     #[inline]
     pub fn lookup_page(&mut self, page: u64) -> Lookup {
-        if page == self.last_page {
+        if self.is_last(page) {
             return Lookup::Hit;
         }
+        self.lookup_new_page(page)
+    }
+
+    /// Whether `page` is the page looked up last: looking it up again is a hit that changes
+    /// nothing.
+    #[inline(always)]
+    pub fn is_last(&self, page: u64) -> bool {
+        page == self.last_page
+    }
+
+    /// Translates page number `page`, which is not the one looked up last
+    /// ([`Self::is_last`]: a caller that skips repeats itself), counting misses.
+    #[inline(always)]
+    pub fn lookup_new_page(&mut self, page: u64) -> Lookup {
         self.last_page = page;
         if self.tlb.touch(page) {
             return Lookup::Hit;

@@ -48,10 +48,19 @@ impl Translate {
     /// Zeroes the counts (after a warm-up), with `touched` as the pages touched so far; the
     /// caches keep what they hold.
     fn reset(&mut self, touched: PagesTouched) {
-        self.caches.misses = 0;
-        self.caches.pwc_misses = 0;
+        self.caches.reset_counts();
         self.touched = touched;
         self.transactions = 0;
+    }
+
+    /// Marks and translates page number `page`, unless it is the page translated last (then
+    /// it is marked and its look-up would change nothing).
+    #[inline(always)]
+    fn page(&mut self, page: u64) {
+        if !self.caches.is_last(page) {
+            self.touched.mark_page(page);
+            self.caches.lookup_new_page(page);
+        }
     }
 }
 
@@ -60,9 +69,14 @@ impl TxnSink for Translate {
     fn txn(&mut self, addr: u64, bytes: u64, _class: usize, _not_before: f64) {
         // One walk over the transfer's pages both marks and translates them.
         for page in self.caches.page_numbers(addr, bytes) {
-            self.touched.mark_page(page);
-            self.caches.lookup_page(page);
+            self.page(page);
         }
+        self.transactions += 1;
+    }
+
+    #[inline(always)]
+    fn line(&mut self, addr: u64, _class: usize, _not_before: f64) {
+        self.page(self.caches.page_of(addr));
         self.transactions += 1;
     }
 }
