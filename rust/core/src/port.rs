@@ -37,11 +37,10 @@ pub struct PortCounts {
 }
 
 /// The IOMMU's caches fed straight from the stream: translates every page of each
-/// transaction and marks it touched.
+/// transaction and marks it touched (the stream counts the transactions).
 struct Translate {
     caches: Translator,
     touched: PagesTouched,
-    transactions: u64,
 }
 
 impl Translate {
@@ -50,7 +49,6 @@ impl Translate {
     fn reset(&mut self, touched: PagesTouched) {
         self.caches.reset_counts();
         self.touched = touched;
-        self.transactions = 0;
     }
 
     /// Marks and translates page number `page`, unless it is the page translated last (then
@@ -71,13 +69,11 @@ impl TxnSink for Translate {
         for page in self.caches.page_numbers(addr, bytes) {
             self.page(page);
         }
-        self.transactions += 1;
     }
 
     #[inline(always)]
     fn line(&mut self, addr: u64, _class: usize, _not_before: f64) {
         self.page(self.caches.page_of(addr));
-        self.transactions += 1;
     }
 }
 
@@ -95,7 +91,6 @@ fn warmed_stream(
     let mut sink = Translate {
         caches,
         touched: PagesTouched::new(page_bytes, span)?,
-        transactions: 0,
     };
     stream.emit_packets(run.warmup, &mut sink);
     sink.reset(PagesTouched::new(page_bytes, span)?);
@@ -126,9 +121,10 @@ pub fn count_misses(
 ) -> Result<PortCounts, CoreError> {
     let (mut stream, mut sink) = warmed_stream(port, iotlb, run)?;
     let (start, forwarded_before) = (stream.packets(), stream.forwarded());
+    let transactions_before = stream.transactions();
     stream.emit_packets(run.packets, &mut sink);
     Ok(PortCounts {
-        transactions: sink.transactions,
+        transactions: stream.transactions() - transactions_before,
         iotlb_misses: sink.caches.misses,
         pwc_misses: sink.caches.pwc_misses,
         pages_touched: sink.touched.count(),
