@@ -804,9 +804,12 @@ impl PortStream {
             let fetched = run.end.div_ceil(per_line) - run.start.div_ceil(per_line);
             let written = run.end / per_line - run.start / per_line;
             *transactions += (fetched + written) as u64;
+            // Slot `run.start + i` from the slices' `i`th entries: the slices zip by index
+            // (a range zipped in would add its own end test per packet).
             let slots = lane.rx_slots[run.clone()].iter();
             let sizes = lane.rx_sizes[run.clone()].iter_mut();
-            for ((&buf, size_of_slot), at) in slots.zip(sizes).zip(run.start..) {
+            for (i, (&buf, size_of_slot)) in slots.zip(sizes).enumerate() {
+                let at = run.start + i;
                 let (size, bytes, arrival) = arrivals.next();
                 *size_of_slot = size as u32;
                 if at & line_mask == 0 {
@@ -905,12 +908,15 @@ impl PortStream {
             lane.tx_sent -= rs;
         }
         let (tail, enqueued) = (lane.tx_tail, poll_bufs.len() as u32);
-        let mut polled = poll_bufs.iter();
+        let mut polled = &poll_bufs[..];
         for run in ring_runs(tail, enqueued, txd) {
+            let (now, later) = polled.split_at(run.len());
+            polled = later;
             let bufs = lane.tx_bufs[run.clone()].iter_mut();
             let entries = lane.tx_slots[run.clone()].iter_mut();
-            let slots = bufs.zip(entries).zip(run.start as u32..);
-            for (((buf, entry), at), &(polled_buf, size)) in slots.zip(polled.by_ref()) {
+            let slots = bufs.zip(entries).zip(now).enumerate();
+            for (i, ((buf, entry), &(polled_buf, size))) in slots {
+                let at = (run.start + i) as u32;
                 *buf = polled_buf;
                 // The first descriptor of the poll's run in each line (the tail starts it).
                 let fetch = at == tail || at & line_mask == 0;
@@ -935,7 +941,8 @@ impl PortStream {
         for run in ring_runs(first, dma, txd) {
             let bufs = lane.tx_bufs[run.clone()].iter();
             let entries = lane.tx_slots[run.clone()].iter();
-            for ((&buf, &entry), slot) in bufs.zip(entries).zip(run.start..) {
+            for (i, (&buf, &entry)) in bufs.zip(entries).enumerate() {
+                let slot = run.start + i;
                 if entry.fetch {
                     *transactions += 1;
                     emit.line(

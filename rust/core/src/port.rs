@@ -65,8 +65,14 @@ impl Translate {
 impl TxnSink for Translate {
     #[inline(always)]
     fn txn(&mut self, addr: u64, bytes: u64, _class: usize, _not_before: f64) {
-        // One walk over the transfer's pages both marks and translates them.
-        for page in self.caches.page_numbers(addr, bytes) {
+        // One walk over the transfer's pages both marks and translates them; most transfers
+        // lie in one page, which skips the loop.
+        let pages = self.caches.page_numbers(addr, bytes);
+        if pages.end - pages.start == 1 {
+            self.page(pages.start);
+            return;
+        }
+        for page in pages {
             self.page(page);
         }
     }
