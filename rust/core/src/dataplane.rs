@@ -424,16 +424,6 @@ struct TxEntry {
     fetch: bool,
 }
 
-/// The ring index after `i` in a ring of `n` (no division: this runs per descriptor).
-#[inline]
-fn next_slot(i: u32, n: u32) -> u32 {
-    if i + 1 == n {
-        0
-    } else {
-        i + 1
-    }
-}
-
 /// The slots `start..start + n` of a ring of `len` (`start < len`, `n <= len`), wrapping, as
 /// at most two runs of consecutive slots: a poll's loops walk them as slices, with no bounds
 /// check or wrap test per descriptor.
@@ -936,9 +926,12 @@ impl PortStream {
         *forwarded += u64::from(dma);
         *transactions += u64::from(dma);
         let last_arrival = arrivals.clock_ns;
-        // Each slot's place in its RS group, stepped without a division per packet.
-        let mut in_group = first % rs;
+        let sizes = &cfg.sizes[..];
+        let rs = rs as usize;
         for run in ring_runs(first, dma, txd) {
+            // The next slot with the RS bit (the last of its group: rs divides txd), worked
+            // out once per run and then stepped by rs: no division or wrap test per packet.
+            let mut rs_slot = run.start - run.start % rs + rs - 1;
             let bufs = lane.tx_bufs[run.clone()].iter();
             let entries = lane.tx_slots[run.clone()].iter();
             for (i, (&buf, &entry)) in bufs.zip(entries).enumerate() {
@@ -953,15 +946,15 @@ impl PortStream {
                 }
                 let size = entry.size as usize;
                 let data = memory.map.data[buf as usize];
-                memory.read_packet(emit, data, size, &cfg.sizes, last_arrival);
-                if in_group == rs - 1 {
+                memory.read_packet(emit, data, size, sizes, last_arrival);
+                if slot == rs_slot {
+                    rs_slot += rs;
                     // The descriptor's place in its line (a line never crosses a page).
                     let line = lane.tx_lines[slot >> line_shift];
                     let at = line + (slot as u64 & ((1 << line_shift) - 1)) * desc;
                     *transactions += 1;
                     memory.write(emit, at, desc, TX_DESC_WRITEBACK, last_arrival);
                 }
-                in_group = next_slot(in_group, rs);
             }
         }
     }

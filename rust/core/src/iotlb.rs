@@ -315,6 +315,13 @@ impl Translator {
         self.lookup_page(addr >> self.page_shift)
     }
 
+    /// The first and last page numbers a transfer touches (a 0-byte one touches its first).
+    #[inline]
+    pub fn page_span(&self, addr: u64, bytes: u64) -> (u64, u64) {
+        let shift = self.page_shift;
+        (addr >> shift, (addr + bytes.max(1) - 1) >> shift)
+    }
+
     /// The number of the page `addr` lies in.
     #[inline]
     pub fn page_of(&self, addr: u64) -> u64 {

@@ -66,14 +66,13 @@ impl TxnSink for Translate {
     #[inline(always)]
     fn txn(&mut self, addr: u64, bytes: u64, _class: usize, _not_before: f64) {
         // One walk over the transfer's pages both marks and translates them; most transfers
-        // lie in one page, which skips the loop.
-        let pages = self.caches.page_numbers(addr, bytes);
-        if pages.end - pages.start == 1 {
-            self.page(pages.start);
-            return;
-        }
-        for page in pages {
-            self.page(page);
+        // lie in one page and skip the loop.
+        let (first, last) = self.caches.page_span(addr, bytes);
+        self.page(first);
+        if last != first {
+            for page in first + 1..last + 1 {
+                self.page(page);
+            }
         }
     }
 
