@@ -508,11 +508,20 @@ struct Memory {
     ddio: Option<Ddio>,
 }
 
+/// `LLC` says whether the LLC is modelled (`ddio` is `Some`): a constant, so the stream
+/// without it tests nothing per transaction.
 impl Memory {
     /// A device write: its lines are (re)allocated in the LLC's DDIO ways.
     #[inline]
-    fn write(&mut self, emit: &mut impl TxnSink, addr: u64, bytes: u64, class: usize, at: f64) {
-        if self.ddio.is_some() {
+    fn write<const LLC: bool>(
+        &mut self,
+        emit: &mut impl TxnSink,
+        addr: u64,
+        bytes: u64,
+        class: usize,
+        at: f64,
+    ) {
+        if LLC {
             self.allocate(addr, bytes);
         }
         emit.txn(addr, bytes, class, at);
@@ -520,8 +529,14 @@ impl Memory {
 
     /// A device write of one whole descriptor line ([`TxnSink::line`]).
     #[inline]
-    fn write_line(&mut self, emit: &mut impl TxnSink, addr: u64, class: usize, at: f64) {
-        if self.ddio.is_some() {
+    fn write_line<const LLC: bool>(
+        &mut self,
+        emit: &mut impl TxnSink,
+        addr: u64,
+        class: usize,
+        at: f64,
+    ) {
+        if LLC {
             self.allocate(addr, LINE_BYTES);
         }
         emit.line(addr, class, at);
@@ -539,7 +554,7 @@ impl Memory {
     }
 
     /// A packet read: the cold class when the LLC lost any of its lines.
-    fn read_packet(
+    fn read_packet<const LLC: bool>(
         &mut self,
         emit: &mut impl TxnSink,
         addr: u64,
@@ -549,7 +564,7 @@ impl Memory {
     ) {
         let bytes = sizes[size];
         let mut class = packet_read_class(size);
-        if let Some(ddio) = self.ddio.as_mut() {
+        if let Some(ddio) = self.ddio.as_mut().filter(|_| LLC) {
             // Every line is looked up (and counted), not only up to the first lost one.
             let lost = self
                 .map
@@ -766,14 +781,24 @@ impl PortStream {
     fn poll_into(&mut self, emit: &mut impl TxnSink) {
         let lane_index = self.next_lane;
         self.next_lane = (self.next_lane + 1) % self.lanes.len();
-        self.receive(emit, lane_index);
-        self.poll(lane_index);
-        self.refill(lane_index);
-        self.transmit(emit, lane_index);
+        if self.memory.ddio.is_some() {
+            self.poll_lane::<true>(emit, lane_index);
+        } else {
+            self.poll_lane::<false>(emit, lane_index);
+        }
+    }
+
+    /// Lane `li`'s poll, with the LLC modelled or not (`LLC`: [`Memory`]).
+    #[inline(always)]
+    fn poll_lane<const LLC: bool>(&mut self, emit: &mut impl TxnSink, li: usize) {
+        self.receive::<LLC>(emit, li);
+        self.poll(li);
+        self.refill(li);
+        self.transmit::<LLC>(emit, li);
     }
 
     /// The NIC writes a poll's worth of arriving packets into the Rx ring.
-    fn receive(&mut self, emit: &mut impl TxnSink, li: usize) {
+    fn receive<const LLC: bool>(&mut self, emit: &mut impl TxnSink, li: usize) {
         let Self {
             cfg,
             memory,
@@ -806,10 +831,10 @@ impl PortStream {
                     emit.line(lane.rx_lines[at >> line_shift], RX_DESC_READ, arrival);
                 }
                 let data = memory.map.data[buf as usize];
-                memory.write(emit, data, bytes, packet_write_class(size), arrival);
+                memory.write::<LLC>(emit, data, bytes, packet_write_class(size), arrival);
                 if at & line_mask == line_mask {
                     let line = lane.rx_lines[at >> line_shift];
-                    memory.write_line(emit, line, RX_DESC_WRITEBACK, arrival);
+                    memory.write_line::<LLC>(emit, line, RX_DESC_WRITEBACK, arrival);
                 }
             }
         }
@@ -873,7 +898,7 @@ impl PortStream {
 
     /// tx_burst (free sent mbufs if short of room, enqueue the poll's packets), then the NIC's
     /// Tx DMA of everything beyond the backlog.
-    fn transmit(&mut self, emit: &mut impl TxnSink, li: usize) {
+    fn transmit<const LLC: bool>(&mut self, emit: &mut impl TxnSink, li: usize) {
         let Self {
             cfg,
             memory,
@@ -946,14 +971,14 @@ impl PortStream {
                 }
                 let size = entry.size as usize;
                 let data = memory.map.data[buf as usize];
-                memory.read_packet(emit, data, size, sizes, last_arrival);
+                memory.read_packet::<LLC>(emit, data, size, sizes, last_arrival);
                 if slot == rs_slot {
                     rs_slot += rs;
                     // The descriptor's place in its line (a line never crosses a page).
                     let line = lane.tx_lines[slot >> line_shift];
                     let at = line + (slot as u64 & ((1 << line_shift) - 1)) * desc;
                     *transactions += 1;
-                    memory.write(emit, at, desc, TX_DESC_WRITEBACK, last_arrival);
+                    memory.write::<LLC>(emit, at, desc, TX_DESC_WRITEBACK, last_arrival);
                 }
             }
         }
