@@ -261,14 +261,18 @@ struct AddressMap {
     shift: u32,
     /// IOVA page of each virtual page.
     iova_page: Vec<u64>,
-    /// IOVA of each mbuf's packet data (precomputed: the stream asks twice per packet).
-    data: Vec<u64>,
     /// Salt of the random physical frame behind each IOVA page.
     frame_salt: u64,
 }
 
 impl AddressMap {
-    fn new(cfg: &PortConfig, ring_bytes: u64, rng: &mut Rng) -> Result<Self, CoreError> {
+    /// The map, and the IOVA of each mbuf's packet data: the name the mempool and the rings
+    /// give each mbuf (the stream asks for it twice per packet, so it is looked up nowhere).
+    fn new(
+        cfg: &PortConfig,
+        ring_bytes: u64,
+        rng: &mut Rng,
+    ) -> Result<(Self, Vec<u64>), CoreError> {
         let page = cfg.page_bytes;
         let pool_base = ring_bytes.div_ceil(page) * page;
         let page_bound = cfg.layout == Layout::PageBound;
@@ -285,17 +289,16 @@ impl AddressMap {
             Iova::Va => (0..pages).collect(),
             Iova::Pa => scatter(pages, cfg.host_pages, rng)?,
         };
-        let mut map = Self {
+        let map = Self {
             page_bytes: page,
             shift: page.trailing_zeros(),
             iova_page,
-            data: Vec::new(),
             frame_salt: rng.next(),
         };
-        map.data = (0..u64::from(cfg.pool))
+        let data = (0..u64::from(cfg.pool))
             .map(|id| map.iova(virt_of(id)) + cfg.data_offset)
             .collect();
-        Ok(map)
+        Ok((map, data))
     }
 
     #[inline]
@@ -333,19 +336,21 @@ impl AddressMap {
     }
 }
 
-/// rte_mempool: a FIFO ring of free objects behind LIFO per-lcore caches.
+/// rte_mempool: a FIFO ring of free objects behind LIFO per-lcore caches. An object is
+/// named by the IOVA of its packet data.
 struct Mempool {
-    ring: VecDeque<u32>,
-    caches: Vec<Vec<u32>>,
+    ring: VecDeque<u64>,
+    caches: Vec<Vec<u64>>,
     size: usize,
     flush_at: usize,
 }
 
 impl Mempool {
-    fn new(objects: u32, lcores: usize, size: u32) -> Self {
+    /// A pool of `objects` (all in the common ring, in order) for `lcores` caches of `size`.
+    fn new(objects: Vec<u64>, lcores: usize, size: u32) -> Self {
         let size = size as usize;
         Self {
-            ring: (0..objects).collect(),
+            ring: objects.into(),
             caches: vec![Vec::with_capacity(size * 2 + 64); lcores],
             size,
             flush_at: (size * 3).div_ceil(2),
@@ -354,7 +359,7 @@ impl Mempool {
 
     /// Fills `out` with objects for `lcore`, popped from its cache one by one (validation
     /// guarantees the pool never runs dry).
-    fn get(&mut self, lcore: usize, out: &mut [u32]) {
+    fn get(&mut self, lcore: usize, out: &mut [u64]) {
         let n = out.len();
         if self.size == 0 {
             for (o, id) in out.iter_mut().zip(self.ring.drain(..n)) {
@@ -375,7 +380,7 @@ impl Mempool {
         cache.truncate(rest);
     }
 
-    fn put(&mut self, lcore: usize, objects: &[u32]) {
+    fn put(&mut self, lcore: usize, objects: &[u64]) {
         if self.size == 0 {
             self.ring.extend(objects);
             return;
@@ -588,7 +593,7 @@ struct Lane {
     rx_lines: Vec<u64>,
     tx_lines: Vec<u64>,
     /// Each Rx slot's mbuf and the size index of the packet written into it.
-    rx_slots: Vec<u32>,
+    rx_slots: Vec<u64>,
     rx_sizes: Vec<u32>,
     rx_next: u32,
     rx_poll: u32,
@@ -596,7 +601,7 @@ struct Lane {
     rx_refill: u32,
     rx_consumed: u32,
     /// Each Tx slot's mbuf, and its packet's size and descriptor fetch.
-    tx_bufs: Vec<u32>,
+    tx_bufs: Vec<u64>,
     tx_slots: Vec<TxEntry>,
     tx_tail: u32,
     tx_dma: u32,
@@ -621,7 +626,7 @@ pub struct PortStream {
     forwarded: u64,
     /// Transactions made so far (counted per run of slots, not per transaction).
     transactions: u64,
-    poll_bufs: Vec<(u32, u32)>,
+    poll_bufs: Vec<(u64, u32)>,
     pending: Vec<Txn>,
     pos: usize,
 }
@@ -636,9 +641,9 @@ impl PortStream {
             ring(cfg.rxd, cfg.rx_desc_bytes),
             ring(cfg.txd, cfg.tx_desc_bytes),
         );
-        let map = AddressMap::new(&cfg, lanes as u64 * (rx_bytes + tx_bytes), &mut rng)?;
+        let (map, mbufs) = AddressMap::new(&cfg, lanes as u64 * (rx_bytes + tx_bytes), &mut rng)?;
         let ddio = cfg.llc.map(Ddio::new).transpose()?;
-        let mut pool = Mempool::new(cfg.pool, lanes, cfg.cache);
+        let mut pool = Mempool::new(mbufs, lanes, cfg.cache);
         let mut lane_list = Vec::with_capacity(lanes);
         for lane in 0..lanes {
             let (port, queue) = (lane as u32 / cfg.queues, lane as u32 % cfg.queues);
@@ -830,8 +835,7 @@ impl PortStream {
                 if at & line_mask == 0 {
                     emit.line(lane.rx_lines[at >> line_shift], RX_DESC_READ, arrival);
                 }
-                let data = memory.map.data[buf as usize];
-                memory.write::<LLC>(emit, data, bytes, packet_write_class(size), arrival);
+                memory.write::<LLC>(emit, buf, bytes, packet_write_class(size), arrival);
                 if at & line_mask == line_mask {
                     let line = lane.rx_lines[at >> line_shift];
                     memory.write_line::<LLC>(emit, line, RX_DESC_WRITEBACK, arrival);
@@ -970,8 +974,7 @@ impl PortStream {
                     );
                 }
                 let size = entry.size as usize;
-                let data = memory.map.data[buf as usize];
-                memory.read_packet::<LLC>(emit, data, size, sizes, last_arrival);
+                memory.read_packet::<LLC>(emit, buf, size, sizes, last_arrival);
                 if slot == rs_slot {
                     rs_slot += rs;
                     // The descriptor's place in its line (a line never crosses a page).
