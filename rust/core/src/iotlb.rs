@@ -155,19 +155,6 @@ impl Iotlb {
         }
     }
 
-    #[inline(always)]
-    fn victim(&mut self, set: usize) -> u32 {
-        match self.replacement {
-            Replacement::Lru => {
-                let sentinel = self.sentinel(set);
-                self.links().get(sentinel).prev
-            }
-            Replacement::Random => {
-                set as u32 * self.ways + self.rng.below(u64::from(self.ways)) as u32
-            }
-        }
-    }
-
     /// Looks `page` up; true on a hit. A miss installs it, evicting a victim of its set.
     #[inline(always)]
     pub fn access(&mut self, page: u64) -> bool {
@@ -214,24 +201,43 @@ impl Iotlb {
     fn install(&mut self, page: u64) {
         let set = self.set_of(page);
         let sentinel = self.sentinel(set);
-        let used = self.used[set];
-        let slot = if used < self.ways {
-            self.used[set] = used + 1;
-            set as u32 * self.ways + used
-        } else {
-            self.victim(set)
+        // The fields apart, each slice checked against its length once per miss.
+        let Self {
+            ways,
+            replacement,
+            rng,
+            slot_of_page,
+            page_of_slot,
+            slot_mask,
+            links,
+            link_mask,
+            used,
+            ..
+        } = self;
+        let (ways, slot_mask) = (*ways, *slot_mask);
+        let mut links = Links {
+            links: &mut links[..=*link_mask],
+            mask: *link_mask,
         };
-        let evict = used == self.ways;
-        let at = slot as usize & self.slot_mask;
-        let old = std::mem::replace(&mut self.page_of_slot[..=self.slot_mask][at], page);
-        if evict {
-            self.slot_of_page[old as usize] = NONE;
-        }
-        self.slot_of_page[page as usize] = slot;
-        let mut links = self.links();
-        if evict {
-            links.unlink(slot);
-        }
+        let page_of_slot = &mut page_of_slot[..=slot_mask];
+        let used = &mut used[set];
+        let slot = if *used < ways {
+            // A free way: a set fills its ways in order.
+            let slot = set as u32 * ways + *used;
+            *used += 1;
+            page_of_slot[slot as usize & slot_mask] = page;
+            slot
+        } else {
+            let victim = match replacement {
+                Replacement::Lru => links.get(sentinel).prev,
+                Replacement::Random => set as u32 * ways + rng.below(u64::from(ways)) as u32,
+            };
+            let old = std::mem::replace(&mut page_of_slot[victim as usize & slot_mask], page);
+            slot_of_page[old as usize] = NONE;
+            links.unlink(victim);
+            victim
+        };
+        slot_of_page[page as usize] = slot;
         links.push_front(sentinel, slot);
     }
 }
