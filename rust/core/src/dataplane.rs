@@ -626,7 +626,10 @@ pub struct PortStream {
     forwarded: u64,
     /// Transactions made so far (counted per run of slots, not per transaction).
     transactions: u64,
-    poll_bufs: Vec<(u64, u32)>,
+    /// The mbufs the last poll took (and kept) and their packets' size indices, side by
+    /// side: runs of the Rx ring copy in whole and go on to the Tx ring whole.
+    poll_bufs: Vec<u64>,
+    poll_sizes: Vec<u32>,
     pending: Vec<Txn>,
     pos: usize,
 }
@@ -689,6 +692,7 @@ impl PortStream {
             forwarded: 0,
             transactions: 0,
             poll_bufs: Vec::with_capacity(cfg.burst as usize),
+            poll_sizes: Vec::with_capacity(cfg.burst as usize),
             pending: Vec::with_capacity(cfg.burst as usize * 4),
             pos: 0,
             cfg,
@@ -854,10 +858,12 @@ impl PortStream {
             lanes,
             pool,
             poll_bufs,
+            poll_sizes,
             ..
         } = self;
         let drop_share = cfg.drop_per_fwd / (1.0 + cfg.drop_per_fwd);
         poll_bufs.clear();
+        poll_sizes.clear();
         let lane = &mut lanes[li];
         let take = lane
             .rx_waiting
@@ -867,20 +873,22 @@ impl PortStream {
         lane.rx_waiting -= take;
         let mut credit = lane.drop_credit;
         for run in ring_runs(lane.rx_poll, take, cfg.rxd) {
-            let polled = lane.rx_slots[run.clone()].iter().zip(&lane.rx_sizes[run]);
+            let (bufs, sizes) = (&lane.rx_slots[run.clone()], &lane.rx_sizes[run]);
             if drop_share == 0.0 {
                 // Nothing dropped: the run is copied as it is.
-                poll_bufs.extend(polled.map(|(&buf, &size)| (buf, size)));
+                poll_bufs.extend_from_slice(bufs);
+                poll_sizes.extend_from_slice(sizes);
                 continue;
             }
-            for (&buf, &size) in polled {
+            for (&buf, &size) in bufs.iter().zip(sizes) {
                 credit += drop_share;
                 if credit >= 1.0 {
                     credit -= 1.0;
                     pool.put(li, &[buf]);
                     continue;
                 }
-                poll_bufs.push((buf, size));
+                poll_bufs.push(buf);
+                poll_sizes.push(size);
             }
         }
         lane.drop_credit = credit;
@@ -911,6 +919,7 @@ impl PortStream {
             arrivals,
             forwarded,
             poll_bufs,
+            poll_sizes,
             transactions,
             ..
         } = self;
@@ -927,16 +936,14 @@ impl PortStream {
             lane.tx_sent -= rs;
         }
         let (tail, enqueued) = (lane.tx_tail, poll_bufs.len() as u32);
-        let mut polled = &poll_bufs[..];
+        let mut taken = 0;
         for run in ring_runs(tail, enqueued, txd) {
-            let (now, later) = polled.split_at(run.len());
-            polled = later;
-            let bufs = lane.tx_bufs[run.clone()].iter_mut();
+            let polled = taken..taken + run.len();
+            taken = polled.end;
+            lane.tx_bufs[run.clone()].copy_from_slice(&poll_bufs[polled.clone()]);
             let entries = lane.tx_slots[run.clone()].iter_mut();
-            let slots = bufs.zip(entries).zip(now).enumerate();
-            for (i, ((buf, entry), &(polled_buf, size))) in slots {
+            for (i, (entry, &size)) in entries.zip(&poll_sizes[polled]).enumerate() {
                 let at = (run.start + i) as u32;
-                *buf = polled_buf;
                 // The first descriptor of the poll's run in each line (the tail starts it).
                 let fetch = at == tail || at & line_mask == 0;
                 *entry = TxEntry { size, fetch };
