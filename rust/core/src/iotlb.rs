@@ -39,6 +39,14 @@ struct Link {
     next: u32,
 }
 
+/// A page's slot (`NONE` when not cached) and whether a caller marked it touched: one
+/// entry, so a look-up that also marks checks one index, not two.
+#[derive(Clone, Copy)]
+struct PageSlot {
+    slot: u32,
+    marked: bool,
+}
+
 /// A set-associative translation cache over dense page numbers `0..pages`.
 ///
 /// Each set keeps its ways on a doubly linked recency list (head = most recent), so LRU
@@ -48,7 +56,7 @@ pub struct Iotlb {
     sets: u64,
     replacement: Replacement,
     rng: Rng,
-    slot_of_page: Vec<u32>,
+    slot_of_page: Vec<PageSlot>,
     /// The page in each slot; a power-of-two length, indexed through `slot_mask`.
     page_of_slot: Vec<u64>,
     slot_mask: usize,
@@ -130,7 +138,13 @@ impl Iotlb {
             sets: u64::from(sets),
             replacement: shape.replacement,
             rng: Rng(seed),
-            slot_of_page: vec![NONE; pages as usize],
+            slot_of_page: vec![
+                PageSlot {
+                    slot: NONE,
+                    marked: false,
+                };
+                pages as usize
+            ],
             page_of_slot: vec![0; slot_len],
             slot_mask: slot_len - 1,
             links,
@@ -158,7 +172,7 @@ impl Iotlb {
     /// Looks `page` up; true on a hit. A miss installs it, evicting a victim of its set.
     #[inline(always)]
     pub fn access(&mut self, page: u64) -> bool {
-        let hit = self.touch(page);
+        let hit = self.touch::<false>(page);
         if !hit {
             self.install(page);
         }
@@ -175,11 +189,16 @@ impl Iotlb {
         }
     }
 
-    /// Looks `page` up: on a hit makes it its set's most recent and returns true; a miss
-    /// changes nothing (the caller installs it: [`Self::install`]).
+    /// Looks `page` up, marking it touched if `MARK`: on a hit makes it its set's most
+    /// recent and returns true; a miss changes nothing else (the caller installs it:
+    /// [`Self::install`]).
     #[inline(always)]
-    fn touch(&mut self, page: u64) -> bool {
-        let slot = self.slot_of_page[page as usize];
+    fn touch<const MARK: bool>(&mut self, page: u64) -> bool {
+        let entry = &mut self.slot_of_page[page as usize];
+        if MARK {
+            entry.marked = true;
+        }
+        let slot = entry.slot;
         if slot == NONE {
             return false;
         }
@@ -233,12 +252,26 @@ impl Iotlb {
                 Replacement::Random => set as u32 * ways + rng.below(u64::from(ways)) as u32,
             };
             let old = std::mem::replace(&mut page_of_slot[victim as usize & slot_mask], page);
-            slot_of_page[old as usize] = NONE;
+            slot_of_page[old as usize].slot = NONE;
             links.unlink(victim);
             victim
         };
-        slot_of_page[page as usize] = slot;
+        slot_of_page[page as usize].slot = slot;
         links.push_front(sentinel, slot);
+    }
+}
+
+impl Iotlb {
+    /// How many pages have been marked touched since [`Self::clear_marks`].
+    pub fn marked(&self) -> usize {
+        self.slot_of_page.iter().filter(|p| p.marked).count()
+    }
+
+    /// Forgets which pages were marked.
+    pub fn clear_marks(&mut self) {
+        for p in &mut self.slot_of_page {
+            p.marked = false;
+        }
     }
 }
 
@@ -300,11 +333,19 @@ impl Translator {
         })
     }
 
-    /// Zeroes the miss counts and forgets the page looked up last (its next look-up walks
-    /// the IOTLB: a hit on its most recent entry, which changes nothing), so a caller that
-    /// skips repeats ([`Self::is_last`]) sees every page again after the reset.
+    /// Zeroes the miss counts and the pages marked touched, and forgets the page looked
+    /// up last (its next look-up walks the IOTLB: a hit on its most recent entry, which
+    /// changes nothing), so a caller that skips repeats ([`Self::is_last`]) sees and marks
+    /// every page again after the reset.
     pub fn reset_counts(&mut self) {
         (self.misses, self.pwc_misses, self.last_page) = (0, 0, u64::MAX);
+        self.tlb.clear_marks();
+    }
+
+    /// The distinct pages marked touched ([`Self::mark_and_lookup_new_page`]) since the
+    /// caches were made or their counts reset.
+    pub fn pages_marked(&self) -> usize {
+        self.tlb.marked()
     }
 
     /// The numbers of the pages a transfer touches (a half-open range: the plain `Range`
@@ -354,8 +395,19 @@ impl Translator {
     /// ([`Self::is_last`]: a caller that skips repeats itself), counting misses.
     #[inline(always)]
     pub fn lookup_new_page(&mut self, page: u64) -> Lookup {
+        self.lookup_new::<false>(page)
+    }
+
+    /// [`Self::lookup_new_page`], marking the page touched ([`Self::pages_marked`]).
+    #[inline(always)]
+    pub fn mark_and_lookup_new_page(&mut self, page: u64) -> Lookup {
+        self.lookup_new::<true>(page)
+    }
+
+    #[inline(always)]
+    fn lookup_new<const MARK: bool>(&mut self, page: u64) -> Lookup {
         self.last_page = page;
-        if self.tlb.touch(page) {
+        if self.tlb.touch::<MARK>(page) {
             return Lookup::Hit;
         }
         self.miss(page)

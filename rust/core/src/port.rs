@@ -37,27 +37,19 @@ pub struct PortCounts {
 }
 
 /// The IOMMU's caches fed straight from the stream: translates every page of each
-/// transaction and marks it touched (the stream counts the transactions).
+/// transaction and marks it touched, in the IOTLB's own page table (the stream counts the
+/// transactions).
 struct Translate {
     caches: Translator,
-    touched: PagesTouched,
 }
 
 impl Translate {
-    /// Zeroes the counts (after a warm-up), with `touched` as the pages touched so far; the
-    /// caches keep what they hold.
-    fn reset(&mut self, touched: PagesTouched) {
-        self.caches.reset_counts();
-        self.touched = touched;
-    }
-
     /// Marks and translates page number `page`, unless it is the page translated last (then
     /// it is marked and its look-up would change nothing).
     #[inline(always)]
     fn page(&mut self, page: u64) {
         if !self.caches.is_last(page) {
-            self.touched.mark_page(page);
-            self.caches.lookup_new_page(page);
+            self.caches.mark_and_lookup_new_page(page);
         }
     }
 }
@@ -93,12 +85,10 @@ fn warmed_stream(
     let mut stream = PortStream::new(port)?;
     let span = stream.span();
     let caches = Translator::new(iotlb, run.pwc_entries, page_bytes, span, seed)?;
-    let mut sink = Translate {
-        caches,
-        touched: PagesTouched::new(page_bytes, span)?,
-    };
+    let mut sink = Translate { caches };
     stream.emit_packets(run.warmup, &mut sink);
-    sink.reset(PagesTouched::new(page_bytes, span)?);
+    // The counts and marks zeroed after the warm-up; the caches keep what they hold.
+    sink.caches.reset_counts();
     stream.reset_ddio_counts();
     Ok((stream, sink))
 }
@@ -132,7 +122,7 @@ pub fn count_misses(
         transactions: stream.transactions() - transactions_before,
         iotlb_misses: sink.caches.misses,
         pwc_misses: sink.caches.pwc_misses,
-        pages_touched: sink.touched.count(),
+        pages_touched: sink.caches.pages_marked(),
         ..counts_since(&stream, start, forwarded_before)
     })
 }
@@ -150,9 +140,10 @@ pub fn simulate(
     with_iommu: bool,
     classes: &[TxnClass],
 ) -> Result<(PortCounts, SimResult), CoreError> {
+    let page_bytes = port.page_bytes;
     let (mut stream, warmed) = warmed_stream(port, iotlb, run)?;
-    let (caches, mut touched) = (warmed.caches, warmed.touched);
-    let mut iommu = Iommu::new(caches, walks)?;
+    let mut touched = PagesTouched::new(page_bytes, stream.span())?;
+    let mut iommu = Iommu::new(warmed.caches, walks)?;
     stream.restart_clock();
     let (start, forwarded_before) = (stream.packets(), stream.forwarded());
     let txns = stream
