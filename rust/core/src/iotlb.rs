@@ -536,6 +536,21 @@ mod tests {
     }
 
     #[test]
+    fn pages_marked_count_once_and_clear_with_the_counts() {
+        // 2 entries, LRU: pages 1 and 2 miss, 1 hits, 5 misses and evicts 2: 3 misses over
+        // 3 distinct pages. The reset zeroes both; the caches keep {1, 5}, so 1 then hits.
+        let mut t = Translator::new(shape(2, 0, Replacement::Lru), 0, 4096, 4096 * 8, 1).unwrap();
+        for page in [1, 2, 1, 5] {
+            t.mark_and_lookup_new_page(page);
+        }
+        assert_eq!((t.misses, t.pages_marked()), (3, 3));
+        t.reset_counts();
+        assert_eq!((t.misses, t.pages_marked()), (0, 0));
+        assert_eq!(t.mark_and_lookup_new_page(1), Lookup::Hit);
+        assert_eq!(t.pages_marked(), 1);
+    }
+
+    #[test]
     fn shapes_that_cannot_exist_are_rejected() {
         assert!(Iotlb::new(shape(0, 0, Replacement::Lru), 4, 1).is_err());
         assert!(Iotlb::new(shape(6, 4, Replacement::Lru), 4, 1).is_err());
