@@ -39,6 +39,14 @@ struct Link {
     next: u32,
 }
 
+/// A page's slot (`NONE` when not cached) and whether a caller marked it touched: one
+/// entry, so a look-up that also marks checks one index, not two.
+#[derive(Clone, Copy)]
+struct PageSlot {
+    slot: u32,
+    marked: bool,
+}
+
 /// A set-associative translation cache over dense page numbers `0..pages`.
 ///
 /// Each set keeps its ways on a doubly linked recency list (head = most recent), so LRU
@@ -48,7 +56,7 @@ pub struct Iotlb {
     sets: u64,
     replacement: Replacement,
     rng: Rng,
-    slot_of_page: Vec<u32>,
+    slot_of_page: Vec<PageSlot>,
     /// The page in each slot; a power-of-two length, indexed through `slot_mask`.
     page_of_slot: Vec<u64>,
     slot_mask: usize,
@@ -130,7 +138,13 @@ impl Iotlb {
             sets: u64::from(sets),
             replacement: shape.replacement,
             rng: Rng(seed),
-            slot_of_page: vec![NONE; pages as usize],
+            slot_of_page: vec![
+                PageSlot {
+                    slot: NONE,
+                    marked: false,
+                };
+                pages as usize
+            ],
             page_of_slot: vec![0; slot_len],
             slot_mask: slot_len - 1,
             links,
@@ -155,23 +169,10 @@ impl Iotlb {
         }
     }
 
-    #[inline(always)]
-    fn victim(&mut self, set: usize) -> u32 {
-        match self.replacement {
-            Replacement::Lru => {
-                let sentinel = self.sentinel(set);
-                self.links().get(sentinel).prev
-            }
-            Replacement::Random => {
-                set as u32 * self.ways + self.rng.below(u64::from(self.ways)) as u32
-            }
-        }
-    }
-
     /// Looks `page` up; true on a hit. A miss installs it, evicting a victim of its set.
     #[inline(always)]
     pub fn access(&mut self, page: u64) -> bool {
-        let hit = self.touch(page);
+        let hit = self.touch::<false>(page);
         if !hit {
             self.install(page);
         }
@@ -188,11 +189,16 @@ impl Iotlb {
         }
     }
 
-    /// Looks `page` up: on a hit makes it its set's most recent and returns true; a miss
-    /// changes nothing (the caller installs it: [`Self::install`]).
+    /// Looks `page` up, marking it touched if `MARK`: on a hit makes it its set's most
+    /// recent and returns true; a miss changes nothing else (the caller installs it:
+    /// [`Self::install`]).
     #[inline(always)]
-    fn touch(&mut self, page: u64) -> bool {
-        let slot = self.slot_of_page[page as usize];
+    fn touch<const MARK: bool>(&mut self, page: u64) -> bool {
+        let entry = &mut self.slot_of_page[page as usize];
+        if MARK {
+            entry.marked = true;
+        }
+        let slot = entry.slot;
         if slot == NONE {
             return false;
         }
@@ -214,25 +220,58 @@ impl Iotlb {
     fn install(&mut self, page: u64) {
         let set = self.set_of(page);
         let sentinel = self.sentinel(set);
-        let used = self.used[set];
-        let slot = if used < self.ways {
-            self.used[set] = used + 1;
-            set as u32 * self.ways + used
-        } else {
-            self.victim(set)
+        // The fields apart, each slice checked against its length once per miss.
+        let Self {
+            ways,
+            replacement,
+            rng,
+            slot_of_page,
+            page_of_slot,
+            slot_mask,
+            links,
+            link_mask,
+            used,
+            ..
+        } = self;
+        let (ways, slot_mask) = (*ways, *slot_mask);
+        let mut links = Links {
+            links: &mut links[..=*link_mask],
+            mask: *link_mask,
         };
-        let evict = used == self.ways;
-        let at = slot as usize & self.slot_mask;
-        let old = std::mem::replace(&mut self.page_of_slot[..=self.slot_mask][at], page);
-        if evict {
-            self.slot_of_page[old as usize] = NONE;
-        }
-        self.slot_of_page[page as usize] = slot;
-        let mut links = self.links();
-        if evict {
-            links.unlink(slot);
-        }
+        let page_of_slot = &mut page_of_slot[..=slot_mask];
+        let used = &mut used[set];
+        let slot = if *used < ways {
+            // A free way: a set fills its ways in order.
+            let slot = set as u32 * ways + *used;
+            *used += 1;
+            page_of_slot[slot as usize & slot_mask] = page;
+            slot
+        } else {
+            let victim = match replacement {
+                Replacement::Lru => links.get(sentinel).prev,
+                Replacement::Random => set as u32 * ways + rng.below(u64::from(ways)) as u32,
+            };
+            let old = std::mem::replace(&mut page_of_slot[victim as usize & slot_mask], page);
+            slot_of_page[old as usize].slot = NONE;
+            links.unlink(victim);
+            victim
+        };
+        slot_of_page[page as usize].slot = slot;
         links.push_front(sentinel, slot);
+    }
+}
+
+impl Iotlb {
+    /// How many pages have been marked touched since [`Self::clear_marks`].
+    pub fn marked(&self) -> usize {
+        self.slot_of_page.iter().filter(|p| p.marked).count()
+    }
+
+    /// Forgets which pages were marked.
+    pub fn clear_marks(&mut self) {
+        for p in &mut self.slot_of_page {
+            p.marked = false;
+        }
     }
 }
 
@@ -294,6 +333,21 @@ impl Translator {
         })
     }
 
+    /// Zeroes the miss counts and the pages marked touched, and forgets the page looked
+    /// up last (its next look-up walks the IOTLB: a hit on its most recent entry, which
+    /// changes nothing), so a caller that skips repeats ([`Self::is_last`]) sees and marks
+    /// every page again after the reset.
+    pub fn reset_counts(&mut self) {
+        (self.misses, self.pwc_misses, self.last_page) = (0, 0, u64::MAX);
+        self.tlb.clear_marks();
+    }
+
+    /// The distinct pages marked touched ([`Self::mark_and_lookup_new_page`]) since the
+    /// caches were made or their counts reset.
+    pub fn pages_marked(&self) -> usize {
+        self.tlb.marked()
+    }
+
     /// The numbers of the pages a transfer touches (a half-open range: the plain `Range`
     /// iterator, without the inclusive one's exhaustion flag in the per-transaction loop).
     #[inline]
@@ -308,14 +362,52 @@ impl Translator {
         self.lookup_page(addr >> self.page_shift)
     }
 
+    /// The first and last page numbers a transfer touches (a 0-byte one touches its first).
+    #[inline]
+    pub fn page_span(&self, addr: u64, bytes: u64) -> (u64, u64) {
+        let shift = self.page_shift;
+        (addr >> shift, (addr + bytes.max(1) - 1) >> shift)
+    }
+
+    /// The number of the page `addr` lies in.
+    #[inline]
+    pub fn page_of(&self, addr: u64) -> u64 {
+        addr >> self.page_shift
+    }
+
     /// Translates page number `page`, counting misses.
     #[inline]
     pub fn lookup_page(&mut self, page: u64) -> Lookup {
-        if page == self.last_page {
+        if self.is_last(page) {
             return Lookup::Hit;
         }
+        self.lookup_new_page(page)
+    }
+
+    /// Whether `page` is the page looked up last: looking it up again is a hit that changes
+    /// nothing.
+    #[inline(always)]
+    pub fn is_last(&self, page: u64) -> bool {
+        page == self.last_page
+    }
+
+    /// Translates page number `page`, which is not the one looked up last
+    /// ([`Self::is_last`]: a caller that skips repeats itself), counting misses.
+    #[inline(always)]
+    pub fn lookup_new_page(&mut self, page: u64) -> Lookup {
+        self.lookup_new::<false>(page)
+    }
+
+    /// [`Self::lookup_new_page`], marking the page touched ([`Self::pages_marked`]).
+    #[inline(always)]
+    pub fn mark_and_lookup_new_page(&mut self, page: u64) -> Lookup {
+        self.lookup_new::<true>(page)
+    }
+
+    #[inline(always)]
+    fn lookup_new<const MARK: bool>(&mut self, page: u64) -> Lookup {
         self.last_page = page;
-        if self.tlb.touch(page) {
+        if self.tlb.touch::<MARK>(page) {
             return Lookup::Hit;
         }
         self.miss(page)
@@ -441,6 +533,21 @@ mod tests {
                 "{entries}/{ways}"
             );
         }
+    }
+
+    #[test]
+    fn pages_marked_count_once_and_clear_with_the_counts() {
+        // 2 entries, LRU: pages 1 and 2 miss, 1 hits, 5 misses and evicts 2: 3 misses over
+        // 3 distinct pages. The reset zeroes both; the caches keep {1, 5}, so 1 then hits.
+        let mut t = Translator::new(shape(2, 0, Replacement::Lru), 0, 4096, 4096 * 8, 1).unwrap();
+        for page in [1, 2, 1, 5] {
+            t.mark_and_lookup_new_page(page);
+        }
+        assert_eq!((t.misses, t.pages_marked()), (3, 3));
+        t.reset_counts();
+        assert_eq!((t.misses, t.pages_marked()), (0, 0));
+        assert_eq!(t.mark_and_lookup_new_page(1), Lookup::Hit);
+        assert_eq!(t.pages_marked(), 1);
     }
 
     #[test]

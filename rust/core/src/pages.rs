@@ -32,14 +32,8 @@ impl PagesTouched {
     pub fn mark(&mut self, addr: u64, bytes: u64) {
         let (first, last) = (addr >> self.shift, (addr + bytes.max(1) - 1) >> self.shift);
         for page in first..last + 1 {
-            self.mark_page(page);
+            self.seen[page as usize] = true;
         }
-    }
-
-    /// Marks page number `page` (for a caller that walks a transfer's pages already).
-    #[inline]
-    pub fn mark_page(&mut self, page: u64) {
-        self.seen[page as usize] = true;
     }
 
     /// How many distinct pages have been touched (a pass over the pages).

@@ -37,33 +37,40 @@ pub struct PortCounts {
 }
 
 /// The IOMMU's caches fed straight from the stream: translates every page of each
-/// transaction and marks it touched.
+/// transaction and marks it touched, in the IOTLB's own page table (the stream counts the
+/// transactions).
 struct Translate {
     caches: Translator,
-    touched: PagesTouched,
-    transactions: u64,
 }
 
 impl Translate {
-    /// Zeroes the counts (after a warm-up), with `touched` as the pages touched so far; the
-    /// caches keep what they hold.
-    fn reset(&mut self, touched: PagesTouched) {
-        self.caches.misses = 0;
-        self.caches.pwc_misses = 0;
-        self.touched = touched;
-        self.transactions = 0;
+    /// Marks and translates page number `page`, unless it is the page translated last (then
+    /// it is marked and its look-up would change nothing).
+    #[inline(always)]
+    fn page(&mut self, page: u64) {
+        if !self.caches.is_last(page) {
+            self.caches.mark_and_lookup_new_page(page);
+        }
     }
 }
 
 impl TxnSink for Translate {
     #[inline(always)]
     fn txn(&mut self, addr: u64, bytes: u64, _class: usize, _not_before: f64) {
-        // One walk over the transfer's pages both marks and translates them.
-        for page in self.caches.page_numbers(addr, bytes) {
-            self.touched.mark_page(page);
-            self.caches.lookup_page(page);
+        // One walk over the transfer's pages both marks and translates them; most transfers
+        // lie in one page and skip the loop.
+        let (first, last) = self.caches.page_span(addr, bytes);
+        self.page(first);
+        if last != first {
+            for page in first + 1..last + 1 {
+                self.page(page);
+            }
         }
-        self.transactions += 1;
+    }
+
+    #[inline(always)]
+    fn line(&mut self, addr: u64, _class: usize, _not_before: f64) {
+        self.page(self.caches.page_of(addr));
     }
 }
 
@@ -78,13 +85,10 @@ fn warmed_stream(
     let mut stream = PortStream::new(port)?;
     let span = stream.span();
     let caches = Translator::new(iotlb, run.pwc_entries, page_bytes, span, seed)?;
-    let mut sink = Translate {
-        caches,
-        touched: PagesTouched::new(page_bytes, span)?,
-        transactions: 0,
-    };
+    let mut sink = Translate { caches };
     stream.emit_packets(run.warmup, &mut sink);
-    sink.reset(PagesTouched::new(page_bytes, span)?);
+    // The counts and marks zeroed after the warm-up; the caches keep what they hold.
+    sink.caches.reset_counts();
     stream.reset_ddio_counts();
     Ok((stream, sink))
 }
@@ -112,12 +116,13 @@ pub fn count_misses(
 ) -> Result<PortCounts, CoreError> {
     let (mut stream, mut sink) = warmed_stream(port, iotlb, run)?;
     let (start, forwarded_before) = (stream.packets(), stream.forwarded());
+    let transactions_before = stream.transactions();
     stream.emit_packets(run.packets, &mut sink);
     Ok(PortCounts {
-        transactions: sink.transactions,
+        transactions: stream.transactions() - transactions_before,
         iotlb_misses: sink.caches.misses,
         pwc_misses: sink.caches.pwc_misses,
-        pages_touched: sink.touched.count(),
+        pages_touched: sink.caches.pages_marked(),
         ..counts_since(&stream, start, forwarded_before)
     })
 }
@@ -135,9 +140,10 @@ pub fn simulate(
     with_iommu: bool,
     classes: &[TxnClass],
 ) -> Result<(PortCounts, SimResult), CoreError> {
+    let page_bytes = port.page_bytes;
     let (mut stream, warmed) = warmed_stream(port, iotlb, run)?;
-    let (caches, mut touched) = (warmed.caches, warmed.touched);
-    let mut iommu = Iommu::new(caches, walks)?;
+    let mut touched = PagesTouched::new(page_bytes, stream.span())?;
+    let mut iommu = Iommu::new(warmed.caches, walks)?;
     stream.restart_clock();
     let (start, forwarded_before) = (stream.packets(), stream.forwarded());
     let txns = stream
