@@ -20,8 +20,9 @@ pub struct PortRun {
 }
 
 /// What the counted packets did: packets written into host memory and forwarded, their DMA
-/// transactions, the IOMMU's misses, the pages touched in all (warm-up included) and the DDIO
-/// counters (zero without an LLC model).
+/// transactions, the IOMMU's misses, the distinct pages they touched (the warm-up's are not
+/// counted: its marks are cleared with its counts) and the DDIO counters (zero without an LLC
+/// model).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct PortCounts {
