@@ -418,9 +418,12 @@ def predict(
     rates: dict[str, float] = {m: float(est.metric_gbps(m)) * 1e9 / 8 for m in forwarding.METRICS}
     for name, parts in DIRECTION_METRICS.items():
         rates[name] = sum(rates[m] for m in parts)
-    if misses_pkt is not None:
-        rates[MISS_METRIC] = misses_pkt * pps
-    return rates
+    return rates if misses_pkt is None else _with_misses(rates, misses_pkt, pps)
+
+
+def _with_misses(rates: dict[str, float], misses_pkt: float, pps: float) -> dict[str, float]:
+    """`rates` (a `predict`) with IOTLB misses per second from misses per packet at `pps`."""
+    return {**rates, MISS_METRIC: misses_pkt * pps}
 
 
 def doorbell_range(
@@ -575,7 +578,7 @@ def explain(
     if MISS_METRIC in series:
         known = page.model_per_pkt
         misses = known[page.page] if page.page in known else misses_per_packet(cfg, port)
-        predicted = {**predicted, MISS_METRIC: misses * pps}  # as predict() adds them
+        predicted = _with_misses(predicted, misses, pps)
     verdicts, finding = judge(series, predicted, pps, doorbell_range(cfg, link, profile))
     return Explanation(
         samples.file,

@@ -194,10 +194,12 @@ def dma_paths(paths: str | Sequence[str]) -> tuple[str, ...]:
 def _fixed_sizes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[int] | None:
     """The frame sizes when `sizes` are plain sizes only (no named mix, no histogram), the
     case `nic.evaluate_sizes` prices without a PacketMix per size; else None."""
-    tokens = [token.strip() for token in _size_tokens(sizes)]
-    if mix or not tokens or not all(token.isdecimal() for token in tokens):
+    from pcieperf.net.ethernet import mix_counts
+
+    parsed = [] if mix else [mix_counts(token) for token in _size_tokens(sizes)]
+    if not parsed or any(counts is not None for _, _, counts in parsed):
         return None
-    return [int(token) for token in tokens]
+    return [frames[0] for _, frames, _ in parsed]
 
 
 def frame_mixes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[PacketMix]:
