@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
-from pcieperf.nic import nic
+from pcieperf.nic import nic, pricing
 from pcieperf.pcie.link import Link
 
 GEN3_X8 = Link(gen=3, lanes=8, mps=256, mrrs=512, rcb=64)
@@ -317,6 +317,25 @@ def test_links_that_differ_only_in_speed_share_their_packet_costs():
     # 1518 B frame (1514 B DMA'd): the Rx packet write is 6 MWr at MPS 256, 3 at MPS 512, so
     # 3 x (16 B header + 8 B framing) = 72 B less upstream per packet.
     assert costs[0].up_bytes[-1] - costs[2].up_bytes[-1] == 72
+
+
+def test_a_sweep_run_again_checks_its_profile_and_sizes_once_not_per_link(monkeypatch):
+    # Issue 15: each run of a sweep makes its own (equal) rows, and a profile loaded anew is an
+    # equal object; the costs are confirmed equal (`_Plan.matches`) on the first link only,
+    # then reused per link by identity as within the first run (a profile compare and an
+    # array compare per link took half the NIC sweep's time from its second run on).
+    links = [Link(gen=g, lanes=n) for g in (3, 4) for n in (1, 4, 8, 16)]  # one price key
+    checks = []
+    real = pricing._Plan.matches
+    monkeypatch.setattr(pricing._Plan, "matches", lambda *a: checks.append(1) or real(*a))
+    runs = []
+    for _ in range(2):
+        rows, again = nic.fixed_rows(FRAMES), nic.load_profile("kernel")
+        before = len(checks)
+        runs.append([nic.evaluate_sizes(again, link, ETH40, rows).max_pps for link in links])
+        assert len(checks) - before <= 1
+    for first, second in zip(*runs, strict=True):
+        np.testing.assert_array_equal(first, second)
 
 
 def test_reused_sizes_follow_the_array_not_its_identity():

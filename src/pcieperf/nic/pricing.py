@@ -499,7 +499,7 @@ def _packet_costs(
         (*where, key), lambda t: t.plan is plan, lambda: _LinkTerms(plan, link)
     )
     found = terms.costs(paths)
-    if plan.sizes is sizes and not sizes.flags.writeable:  # this very array, which cannot change
+    if not sizes.flags.writeable:  # equal to the plan's sizes (`matches`), and cannot change
         _LAST_COSTS = ((profile, sizes, key, paths), found)
     return found
 
