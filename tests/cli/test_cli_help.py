@@ -94,3 +94,22 @@ def test_pcieperf_help_imports_no_command_module():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "['pcieperf.cli._common', 'pcieperf.cli._parser']"
+
+
+@pytest.mark.parametrize("columns", [None, "60", "250", "0", "-3", "wide"])
+def test_help_is_as_wide_as_argparse_would_make_it(monkeypatch, columns):
+    # The CLI's formatter reads the terminal width itself (no shutil import, issue 15); it
+    # must be argparse's own width: shutil.get_terminal_size().columns ($COLUMNS when a
+    # positive integer, else stdout's terminal, else 80), whatever $COLUMNS holds.
+    import shutil
+
+    from pcieperf.cli._parser import _terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setenv("LINES", "40")
+    assert _terminal_columns() == shutil.get_terminal_size().columns
+    wanted = {"60": 60, "250": 250}.get(columns)  # the others: the terminal's, or 80
+    assert wanted is None or _terminal_columns() == wanted

@@ -15,7 +15,15 @@ import warnings
 from collections.abc import Sequence
 
 from pcieperf import progress
-from pcieperf.cli._parser import _COMMANDS, _GROUPS, EXAMPLES, _Parser, _parser_options, _Version
+from pcieperf.cli._parser import (
+    _COMMANDS,
+    _GROUPS,
+    EXAMPLES,
+    _Formatter,
+    _Parser,
+    _parser_options,
+    _Version,
+)
 from pcieperf.errors import PcieperfError, PcieperfWarning, UsageError, require_plot_file
 
 _TOP_LEVEL: dict[str, tuple[str, str]] = {
@@ -53,7 +61,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog="examples:\n  "
         + "\n  ".join(EXAMPLES[c] for c in ("nic", "dpdk-fwd", "trace stats", "report"))
         + "\n\n`pcieperf COMMAND --help` describes each command.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_Formatter,
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of failures")
     parser.add_argument("--version", action=_Version, help="show the installed version and exit")
