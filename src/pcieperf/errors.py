@@ -24,7 +24,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 from os import PathLike
-from pathlib import Path
 
 
 class PcieperfError(Exception):
@@ -82,6 +81,8 @@ def require_positive(name: str, value: float) -> None:
 def require_new_file(path: str | PathLike, force: bool) -> None:
     """Raise UsageError unless `path` can be written as a regular file: its folder exists, it
     is not a folder or device, and an existing file is kept unless `force` (--force)."""
+    from pathlib import Path  # here: pathlib costs light commands ~18 M instructions
+
     out = Path(path)
     if out.is_dir():
         raise UsageError(f"{path} is a folder; give a file name")
@@ -96,6 +97,8 @@ def require_new_file(path: str | PathLike, force: bool) -> None:
 def require_new_folder(path: str | PathLike, force: bool) -> None:
     """Raise UsageError unless `path` can hold output files: it is a missing or empty folder
     whose parent exists, or any folder with `force` (--force)."""
+    from pathlib import Path  # here: pathlib costs light commands ~18 M instructions
+
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise UsageError(f"output folder {path} exists and is not a folder; choose another")
@@ -110,6 +113,8 @@ def require_new_folder(path: str | PathLike, force: bool) -> None:
 def require_plot_file(path: str | PathLike, force: bool) -> None:
     """A plot file must end in .png or .svg and be writable as a new file (see
     require_new_file)."""
+    from pathlib import Path  # here: pathlib costs light commands ~18 M instructions
+
     if Path(path).suffix not in (".png", ".svg"):
         raise UsageError(f"plot file {path} must end in .png or .svg")
     require_new_file(path, force)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pcieperf.cli._common import trace
@@ -39,6 +38,8 @@ def _emit_trace_demand(
     extra_text: str = "",
 ) -> None:
     """Report (and optionally plot) the PCIe bandwidth a trace needs per window."""
+    from pathlib import Path  # here: the light commands print through this module
+
     out = {
         "trace": captured.path,
         "packets": captured.packets,
