@@ -11,7 +11,7 @@ the tool it replaces, in the same run, alternating, median of --runs runs with t
   writes it with `pcap_dump`, one call per packet (built here from Debian's libpcap-dev), and
   beside them the floor both share: `dd` writing as many bytes from /dev/zero, 1 MiB a call.
 - writer (the engine, in this process): pcieperf's buffered writer vs libpcap's `pcap_dump`
-  per packet, both writing --packets copies of one frame from memory.
+  per packet, both writing --packets copies of one frame from memory, beside the same floor.
 Outputs go to a tmpfs (/dev/shm) when there is one, so the disk adds noise to neither side.
 `--baseline-src DIR` also times an earlier pcieperf (its src folder, extension built) beside.
 Targets: stats >= 2x capinfos and >= 50x dpkt, < 64 MiB on 4 GiB; merge >= 3x mergecap and
@@ -306,9 +306,7 @@ def bench_convert(bench: Bench, capture: Path, packets: int) -> None:
             [str(binary), str(capture), str(out)],
             out,
         )
-    mib = -(-capture.stat().st_size // (1 << 20))
-    floor = ["dd", "if=/dev/zero", f"of={out}", "bs=1M", f"count={mib}", "status=none"]
-    contenders["output write alone (dd, the floor)"] = (floor, out)
+    contenders[FLOOR] = (write_floor(out, capture.stat().st_size), out)
     # What the command costs besides the packets (interpreter, imports, threads, rename): with
     # the floor, the least a whole `trace convert` of the big capture can take.
     tiny = synth_capture(bench, 1, "one-frame.pcap")
@@ -317,6 +315,16 @@ def bench_convert(bench: Bench, capture: Path, packets: int) -> None:
     bench.compare(f"convert: {packets} packets, pcap (ns) to pcap (ns)", contenders)
     out.unlink(missing_ok=True)
     tiny.unlink()
+
+
+FLOOR = "output write alone (dd, the floor)"
+
+
+def write_floor(out: Path, size: int) -> list[str]:
+    """`dd` writing `size` bytes (rounded up to MiB) from /dev/zero to `out`, 1 MiB a call: the
+    least any writer of that file can take here."""
+    mib = -(-size // (1 << 20))
+    return ["dd", "if=/dev/zero", f"of={out}", "bs=1M", f"count={mib}", "status=none"]
 
 
 # The writer as an engine: the time of writing and closing only (not Python's start-up, numpy's
@@ -349,6 +357,8 @@ def bench_writer(bench: Bench, packets: int) -> None:
         skip("libpcap pcap_dump", "gcc or libpcap-dev missing: apt-get install gcc libpcap-dev")
     else:
         contenders["libpcap pcap_dump per packet"] = ([str(binary), str(out), str(packets)], out)
+    pcap_bytes = 24 + packets * (16 + 60)  # file header, then record header + frame each
+    contenders[FLOOR] = (write_floor(out, pcap_bytes), out)
     bench.compare(f"writer: {packets} frames of 60 B from memory", contenders)
     out.unlink(missing_ok=True)
 
