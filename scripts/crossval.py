@@ -171,7 +171,6 @@ def main() -> None:
         *rows,
         "",
         *summary_lines(results, matches, base_err),
-        f"- run time: {elapsed:.0f} s",
         "",
         "## Leave one microarchitecture out",
         "",
