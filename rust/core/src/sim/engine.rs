@@ -206,7 +206,10 @@ impl Run {
 
     /// Puts `at` after every time not later than it, moving the later ones up one place.
     /// Inlined although rare: a call in a transaction loop would make the loop keep its
-    /// times in memory (a call may overwrite every floating-point register).
+    /// times in memory (a call may overwrite every floating-point register). Left to the
+    /// compiler, it was not inlined, and the loops without an IOMMU kept their clocks on the
+    /// stack (callgrind, bench_sim's points: ten or so loads and stores per transaction).
+    #[inline(always)]
     fn insert_sorted(&mut self, at: f64) {
         let mut i = self.head.wrapping_add(self.len);
         while i != self.head && self.free[i.wrapping_sub(1) & self.mask] > at {
