@@ -118,6 +118,8 @@ impl Pool {
         } else if b.fits_after(at) {
             b.push_back(at);
         } else {
+            // Rare: marked so, the loops keep their registers for the usual paths.
+            std::hint::cold_path();
             a.insert_sorted(at);
         }
     }
@@ -549,7 +551,10 @@ impl Held {
         match n {
             // later(ready, acquire(ready)) is acquire(ready): it is never earlier than ready.
             1 => self.tags.acquire(ready),
-            n => (0..n).fold(ready, |s, _| later(s, self.tags.acquire(ready))),
+            n => {
+                std::hint::cold_path();
+                (0..n).fold(ready, |s, _| later(s, self.tags.acquire(ready)))
+            }
         }
     }
 
@@ -558,7 +563,10 @@ impl Held {
     fn give_tags(&mut self, n: u32, at: f64) {
         match n {
             1 => self.tags.release(at),
-            n => (0..n).for_each(|_| self.tags.release(at)),
+            n => {
+                std::hint::cold_path();
+                (0..n).for_each(|_| self.tags.release(at));
+            }
         }
     }
 }
