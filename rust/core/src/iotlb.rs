@@ -431,6 +431,23 @@ impl Translator {
             Lookup::LongWalk
         }
     }
+
+    /// Looks up page number `page`, not the one looked up last ([`Self::is_last`]), on the hit
+    /// path only: true on a hit (as [`Self::lookup_new_page`]'s); on a miss, false with
+    /// nothing installed or counted, and the caller must finish the look-up with
+    /// [`Self::finish_miss`]. A transaction loop inlines this and makes one call per miss.
+    #[inline(always)]
+    pub fn hit_new_page(&mut self, page: u64) -> bool {
+        self.last_page = page;
+        self.tlb.touch::<false>(page)
+    }
+
+    /// Finishes the look-up of a page [`Self::hit_new_page`] missed: what
+    /// [`Self::lookup_new_page`] would have done and returned for it.
+    #[inline(always)]
+    pub fn finish_miss(&mut self, page: u64) -> Lookup {
+        self.miss(page)
+    }
 }
 
 #[cfg(test)]

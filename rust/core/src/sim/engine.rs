@@ -378,16 +378,20 @@ impl Iommu {
 
     /// When a transfer whose request reached the IOMMU at `t` is translated (every page it
     /// spans; their walks may overlap on different walkers). Inlined into the transaction loop:
-    /// most transfers lie in one page that hits, and that path is a compare and a lookup.
+    /// most transfers lie in one page that hits, and that path is a compare and a lookup; a
+    /// miss is one call ([`Self::walk_missed`]), so the loop keeps its clocks in registers but
+    /// around it.
     #[inline(always)]
     fn translate(&mut self, addr: u64, bytes: u64, t: f64) -> f64 {
         let pages = self.translator.page_numbers(addr, bytes);
         if pages.end - pages.start == 1 {
-            return match self.translator.lookup_page(pages.start) {
-                Lookup::Hit => t,
-                missed => later(t, self.walk(missed, t)),
-            };
+            let page = pages.start;
+            if self.translator.is_last(page) || self.translator.hit_new_page(page) {
+                return t;
+            }
+            return later(t, self.walk_missed(page, t));
         }
+        std::hint::cold_path();
         let mut done = t;
         for page in pages {
             let lookup = self.translator.lookup_page(page);
@@ -398,9 +402,17 @@ impl Iommu {
         done
     }
 
-    /// Serves a missed translation requested at `t` on the walker that frees first; returns
-    /// when the translation is done (out of line: the transaction loop inlines the hit path).
+    /// Finishes the look-up of a page the IOTLB missed and walks it for a request at `t`;
+    /// returns when the translation is done (out of line: the one call of a miss).
     #[inline(never)]
+    fn walk_missed(&mut self, page: u64, t: f64) -> f64 {
+        let missed = self.translator.finish_miss(page);
+        self.walk(missed, t)
+    }
+
+    /// Serves a missed translation requested at `t` on the walker that frees first; returns
+    /// when the translation is done.
+    #[inline(always)]
     fn walk(&mut self, missed: Lookup, t: f64) -> f64 {
         let levels = if missed == Lookup::LongWalk { 2.0 } else { 1.0 };
         let began = self.walkers.acquire(t);
