@@ -383,17 +383,18 @@ impl Iommu {
     /// around it.
     #[inline(always)]
     fn translate(&mut self, addr: u64, bytes: u64, t: f64) -> f64 {
-        let pages = self.translator.page_numbers(addr, bytes);
-        if pages.end - pages.start == 1 {
-            let page = pages.start;
-            if self.translator.is_last(page) || self.translator.hit_new_page(page) {
+        let (first, last) = self.translator.page_span(addr, bytes);
+        if first == last {
+            // No test for the page looked up last: a hit that changes nothing either way, and
+            // with random pages over a small window an unpredictable branch.
+            if self.translator.hit_new_page(first) {
                 return t;
             }
-            return later(t, self.walk_missed(page, t));
+            return later(t, self.walk_missed(first, t));
         }
         std::hint::cold_path();
         let mut done = t;
-        for page in pages {
+        for page in first..=last {
             let lookup = self.translator.lookup_page(page);
             if lookup != Lookup::Hit {
                 done = later(done, self.walk(lookup, t));
