@@ -756,7 +756,8 @@ fn in_order(
 
 /// The one-queue loops, one with the IOMMU and one without. Their lane and engine times are
 /// locals never lent to a call: the loop without an IOMMU makes no call and keeps most of
-/// them in registers (the IOMMU's miss path is a call, so that loop keeps them in memory).
+/// them in registers; the loop with one keeps them there too, and saves them to the stack
+/// only around its one call, an IOTLB miss ([`Iommu::translate`]).
 fn one_queue<const READS: bool, const WRITES: bool, const RECORD: bool>(
     m: &Machine,
     classes: &[Costs],
