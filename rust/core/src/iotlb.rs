@@ -432,10 +432,11 @@ impl Translator {
         }
     }
 
-    /// Looks up page number `page`, not the one looked up last ([`Self::is_last`]), on the hit
-    /// path only: true on a hit (as [`Self::lookup_new_page`]'s); on a miss, false with
-    /// nothing installed or counted, and the caller must finish the look-up with
-    /// [`Self::finish_miss`]. A transaction loop inlines this and makes one call per miss.
+    /// Looks up page number `page` on the hit path only: true on a hit (as
+    /// [`Self::lookup_page`]'s; the page looked up last is always one, and its look-up changes
+    /// nothing); on a miss, false with nothing installed or counted, and the caller must
+    /// finish the look-up with [`Self::finish_miss`]. A transaction loop inlines this and
+    /// makes one call per miss.
     #[inline(always)]
     pub fn hit_new_page(&mut self, page: u64) -> bool {
         self.last_page = page;
