@@ -449,6 +449,12 @@ impl Translator {
     pub fn finish_miss(&mut self, page: u64) -> Lookup {
         self.miss(page)
     }
+
+    /// Whether a miss may also miss a page-walk cache ([`Lookup::LongWalk`]): whether there
+    /// is one.
+    pub fn has_walk_cache(&self) -> bool {
+        self.pwc.is_some()
+    }
 }
 
 #[cfg(test)]

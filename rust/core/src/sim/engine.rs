@@ -351,7 +351,17 @@ pub struct Walks {
 pub struct Iommu {
     pub translator: Translator,
     walks: Walks,
-    walkers: Pool,
+    walkers: Walkers,
+}
+
+/// The page walkers. Walks are requested in time order (when a request leaves the link, a
+/// time that never decreases); without a page-walk cache each keeps its walker as long, so
+/// walkers come back in the order taken ([`InOrderPool`]: one overwrite per walk, the same
+/// times a [`Pool`] gives); with one, a walk that misses it takes twice as long and may come
+/// back before an earlier one.
+enum Walkers {
+    InOrder(InOrderPool),
+    Any(Pool),
 }
 
 impl Iommu {
@@ -369,10 +379,15 @@ impl Iommu {
             walk_busy_ns: nonneg(walks.walk_busy_ns),
             ..walks
         };
+        let walkers = if translator.has_walk_cache() {
+            Walkers::Any(Pool::new(walks.walkers))
+        } else {
+            Walkers::InOrder(InOrderPool::new(walks.walkers))
+        };
         Ok(Self {
             translator,
             walks,
-            walkers: Pool::new(walks.walkers),
+            walkers,
         })
     }
 
@@ -416,9 +431,19 @@ impl Iommu {
     #[inline(always)]
     fn walk(&mut self, missed: Lookup, t: f64) -> f64 {
         let levels = if missed == Lookup::LongWalk { 2.0 } else { 1.0 };
-        let began = self.walkers.acquire(t);
-        self.walkers
-            .release(began + levels * self.walks.walk_busy_ns);
+        let busy = levels * self.walks.walk_busy_ns;
+        let began = match &mut self.walkers {
+            Walkers::InOrder(walkers) => {
+                let began = later(walkers.first(), t);
+                walkers.cycle(began + busy);
+                began
+            }
+            Walkers::Any(walkers) => {
+                let began = walkers.acquire(t);
+                walkers.release(began + busy);
+                began
+            }
+        };
         began + levels * self.walks.walk_ns
     }
 }
