@@ -431,6 +431,30 @@ impl Translator {
             Lookup::LongWalk
         }
     }
+
+    /// Looks up page number `page` on the hit path only: true on a hit (as
+    /// [`Self::lookup_page`]'s; the page looked up last is always one, and its look-up changes
+    /// nothing); on a miss, false with nothing installed or counted, and the caller must
+    /// finish the look-up with [`Self::finish_miss`]. A transaction loop inlines this and
+    /// makes one call per miss.
+    #[inline(always)]
+    pub fn hit_new_page(&mut self, page: u64) -> bool {
+        self.last_page = page;
+        self.tlb.touch::<false>(page)
+    }
+
+    /// Finishes the look-up of a page [`Self::hit_new_page`] missed: what
+    /// [`Self::lookup_new_page`] would have done and returned for it.
+    #[inline(always)]
+    pub fn finish_miss(&mut self, page: u64) -> Lookup {
+        self.miss(page)
+    }
+
+    /// Whether a miss may also miss a page-walk cache ([`Lookup::LongWalk`]): whether there
+    /// is one.
+    pub fn has_walk_cache(&self) -> bool {
+        self.pwc.is_some()
+    }
 }
 
 #[cfg(test)]

@@ -118,6 +118,8 @@ impl Pool {
         } else if b.fits_after(at) {
             b.push_back(at);
         } else {
+            // Rare: marked so, the loops keep their registers for the usual paths.
+            std::hint::cold_path();
             a.insert_sorted(at);
         }
     }
@@ -206,7 +208,10 @@ impl Run {
 
     /// Puts `at` after every time not later than it, moving the later ones up one place.
     /// Inlined although rare: a call in a transaction loop would make the loop keep its
-    /// times in memory (a call may overwrite every floating-point register).
+    /// times in memory (a call may overwrite every floating-point register). Left to the
+    /// compiler, it was not inlined, and the loops without an IOMMU kept their clocks on the
+    /// stack (callgrind, bench_sim's points: ten or so loads and stores per transaction).
+    #[inline(always)]
     fn insert_sorted(&mut self, at: f64) {
         let mut i = self.head.wrapping_add(self.len);
         while i != self.head && self.free[i.wrapping_sub(1) & self.mask] > at {
@@ -346,7 +351,17 @@ pub struct Walks {
 pub struct Iommu {
     pub translator: Translator,
     walks: Walks,
-    walkers: Pool,
+    walkers: Walkers,
+}
+
+/// The page walkers. Walks are requested in time order (when a request leaves the link, a
+/// time that never decreases); without a page-walk cache each keeps its walker as long, so
+/// walkers come back in the order taken ([`InOrderPool`]: one overwrite per walk, the same
+/// times a [`Pool`] gives); with one, a walk that misses it takes twice as long and may come
+/// back before an earlier one.
+enum Walkers {
+    InOrder(InOrderPool),
+    Any(Pool),
 }
 
 impl Iommu {
@@ -364,27 +379,37 @@ impl Iommu {
             walk_busy_ns: nonneg(walks.walk_busy_ns),
             ..walks
         };
+        let walkers = if translator.has_walk_cache() {
+            Walkers::Any(Pool::new(walks.walkers))
+        } else {
+            Walkers::InOrder(InOrderPool::new(walks.walkers))
+        };
         Ok(Self {
             translator,
             walks,
-            walkers: Pool::new(walks.walkers),
+            walkers,
         })
     }
 
     /// When a transfer whose request reached the IOMMU at `t` is translated (every page it
     /// spans; their walks may overlap on different walkers). Inlined into the transaction loop:
-    /// most transfers lie in one page that hits, and that path is a compare and a lookup.
+    /// most transfers lie in one page that hits, and that path is a compare and a lookup; a
+    /// miss is one call ([`Self::walk_missed`]), so the loop keeps its clocks in registers but
+    /// around it.
     #[inline(always)]
     fn translate(&mut self, addr: u64, bytes: u64, t: f64) -> f64 {
-        let pages = self.translator.page_numbers(addr, bytes);
-        if pages.end - pages.start == 1 {
-            return match self.translator.lookup_page(pages.start) {
-                Lookup::Hit => t,
-                missed => later(t, self.walk(missed, t)),
-            };
+        let (first, last) = self.translator.page_span(addr, bytes);
+        if first == last {
+            // No test for the page looked up last: a hit that changes nothing either way, and
+            // with random pages over a small window an unpredictable branch.
+            if self.translator.hit_new_page(first) {
+                return t;
+            }
+            return later(t, self.walk_missed(first, t));
         }
+        std::hint::cold_path();
         let mut done = t;
-        for page in pages {
+        for page in first..=last {
             let lookup = self.translator.lookup_page(page);
             if lookup != Lookup::Hit {
                 done = later(done, self.walk(lookup, t));
@@ -393,14 +418,32 @@ impl Iommu {
         done
     }
 
-    /// Serves a missed translation requested at `t` on the walker that frees first; returns
-    /// when the translation is done (out of line: the transaction loop inlines the hit path).
+    /// Finishes the look-up of a page the IOTLB missed and walks it for a request at `t`;
+    /// returns when the translation is done (out of line: the one call of a miss).
     #[inline(never)]
+    fn walk_missed(&mut self, page: u64, t: f64) -> f64 {
+        let missed = self.translator.finish_miss(page);
+        self.walk(missed, t)
+    }
+
+    /// Serves a missed translation requested at `t` on the walker that frees first; returns
+    /// when the translation is done.
+    #[inline(always)]
     fn walk(&mut self, missed: Lookup, t: f64) -> f64 {
         let levels = if missed == Lookup::LongWalk { 2.0 } else { 1.0 };
-        let began = self.walkers.acquire(t);
-        self.walkers
-            .release(began + levels * self.walks.walk_busy_ns);
+        let busy = levels * self.walks.walk_busy_ns;
+        let began = match &mut self.walkers {
+            Walkers::InOrder(walkers) => {
+                let began = later(walkers.first(), t);
+                walkers.cycle(began + busy);
+                began
+            }
+            Walkers::Any(walkers) => {
+                let began = walkers.acquire(t);
+                walkers.release(began + busy);
+                began
+            }
+        };
         began + levels * self.walks.walk_ns
     }
 }
@@ -546,7 +589,10 @@ impl Held {
         match n {
             // later(ready, acquire(ready)) is acquire(ready): it is never earlier than ready.
             1 => self.tags.acquire(ready),
-            n => (0..n).fold(ready, |s, _| later(s, self.tags.acquire(ready))),
+            n => {
+                std::hint::cold_path();
+                (0..n).fold(ready, |s, _| later(s, self.tags.acquire(ready)))
+            }
         }
     }
 
@@ -555,7 +601,10 @@ impl Held {
     fn give_tags(&mut self, n: u32, at: f64) {
         match n {
             1 => self.tags.release(at),
-            n => (0..n).for_each(|_| self.tags.release(at)),
+            n => {
+                std::hint::cold_path();
+                (0..n).for_each(|_| self.tags.release(at));
+            }
         }
     }
 }
@@ -732,7 +781,8 @@ fn in_order(
 
 /// The one-queue loops, one with the IOMMU and one without. Their lane and engine times are
 /// locals never lent to a call: the loop without an IOMMU makes no call and keeps most of
-/// them in registers (the IOMMU's miss path is a call, so that loop keeps them in memory).
+/// them in registers; the loop with one keeps them there too, and saves them to the stack
+/// only around its one call, an IOTLB miss ([`Iommu::translate`]).
 fn one_queue<const READS: bool, const WRITES: bool, const RECORD: bool>(
     m: &Machine,
     classes: &[Costs],
