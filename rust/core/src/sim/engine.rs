@@ -64,6 +64,13 @@ fn nonneg(v: f64) -> f64 {
     v + 0.0
 }
 
+/// Marks the branch that calls it as rare, so the loops keep their registers and straight-line
+/// layout for the usual paths: the stable-Rust form of `std::hint::cold_path` (Rust 1.95), so
+/// the crate still builds with older toolchains.
+#[cold]
+#[inline(never)]
+fn cold_path() {}
+
 /// A pool of identical servers (tags, page walkers): take the earliest free, give it
 /// back busy. The times the servers are free are kept in two ascending runs: servers come
 /// back nearly in time order, or as two interleaved orderly streams (a read-write mix gives
@@ -119,7 +126,7 @@ impl Pool {
             b.push_back(at);
         } else {
             // Rare: marked so, the loops keep their registers for the usual paths.
-            std::hint::cold_path();
+            cold_path();
             a.insert_sorted(at);
         }
     }
@@ -407,7 +414,7 @@ impl Iommu {
             }
             return later(t, self.walk_missed(first, t));
         }
-        std::hint::cold_path();
+        cold_path();
         let mut done = t;
         for page in first..=last {
             let lookup = self.translator.lookup_page(page);
@@ -590,7 +597,7 @@ impl Held {
             // later(ready, acquire(ready)) is acquire(ready): it is never earlier than ready.
             1 => self.tags.acquire(ready),
             n => {
-                std::hint::cold_path();
+                cold_path();
                 (0..n).fold(ready, |s, _| later(s, self.tags.acquire(ready)))
             }
         }
@@ -602,7 +609,7 @@ impl Held {
         match n {
             1 => self.tags.release(at),
             n => {
-                std::hint::cold_path();
+                cold_path();
                 (0..n).for_each(|_| self.tags.release(at));
             }
         }
