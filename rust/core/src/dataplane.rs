@@ -405,6 +405,14 @@ pub trait TxnSink {
     /// One transaction: a [`Txn`] of `Measure::Own`.
     fn txn(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64);
 
+    /// A transaction that lies in one page of the port's `page_bytes` (a packet in a
+    /// page-bound mbuf, a descriptor write-back): a sink that walks pages may skip working
+    /// out the range.
+    #[inline(always)]
+    fn txn_in_page(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
+        self.txn(addr, bytes, class, not_before);
+    }
+
     /// A transaction of one whole, aligned 64 B line (a descriptor fetch or write-back): it
     /// lies in one page, so a sink that walks pages may skip working out the range.
     #[inline(always)]
@@ -555,11 +563,12 @@ struct Memory {
 }
 
 /// `LLC` says whether the LLC is modelled (`ddio` is `Some`): a constant, so the stream
-/// without it tests nothing per transaction.
+/// without it tests nothing per transaction. `ONE_PAGE`: the transfer lies in one page
+/// ([`TxnSink::txn_in_page`]).
 impl Memory {
     /// A device write: its lines are (re)allocated in the LLC's DDIO ways.
     #[inline]
-    fn write<const LLC: bool>(
+    fn write<const LLC: bool, const ONE_PAGE: bool>(
         &mut self,
         emit: &mut impl TxnSink,
         addr: u64,
@@ -570,7 +579,11 @@ impl Memory {
         if LLC {
             self.allocate(addr, bytes);
         }
-        emit.txn(addr, bytes, class, at);
+        if ONE_PAGE {
+            emit.txn_in_page(addr, bytes, class, at);
+        } else {
+            emit.txn(addr, bytes, class, at);
+        }
     }
 
     /// A device write of one whole descriptor line ([`TxnSink::line`]).
@@ -600,7 +613,7 @@ impl Memory {
     }
 
     /// A packet read: the cold class when the LLC lost any of its lines.
-    fn read_packet<const LLC: bool>(
+    fn read_packet<const LLC: bool, const ONE_PAGE: bool>(
         &mut self,
         emit: &mut impl TxnSink,
         addr: u64,
@@ -621,7 +634,11 @@ impl Memory {
                 class = cold_read_class(size, sizes.len());
             }
         }
-        emit.txn(addr, bytes, class, at);
+        if ONE_PAGE {
+            emit.txn_in_page(addr, bytes, class, at);
+        } else {
+            emit.txn(addr, bytes, class, at);
+        }
     }
 }
 
@@ -831,24 +848,32 @@ impl PortStream {
     fn poll_into(&mut self, emit: &mut impl TxnSink) {
         let lane_index = self.next_lane;
         self.next_lane = (self.next_lane + 1) % self.lanes.len();
-        if self.memory.ddio.is_some() {
-            self.poll_lane::<true>(emit, lane_index);
-        } else {
-            self.poll_lane::<false>(emit, lane_index);
+        let paged = self.cfg.layout == Layout::PageBound;
+        match (self.memory.ddio.is_some(), paged) {
+            (true, true) => self.poll_lane::<true, true>(emit, lane_index),
+            (true, false) => self.poll_lane::<true, false>(emit, lane_index),
+            (false, true) => self.poll_lane::<false, true>(emit, lane_index),
+            (false, false) => self.poll_lane::<false, false>(emit, lane_index),
         }
     }
 
-    /// Lane `li`'s poll, with the LLC modelled or not (`LLC`: [`Memory`]).
+    /// Lane `li`'s poll, with the LLC modelled or not (`LLC`: [`Memory`]) and page-bound
+    /// mbufs or not (`PAGED`: every packet then lies in one page, as validation keeps an
+    /// object in its page and a packet in its object).
     #[inline(always)]
-    fn poll_lane<const LLC: bool>(&mut self, emit: &mut impl TxnSink, li: usize) {
-        self.receive::<LLC, _>(emit, li);
+    fn poll_lane<const LLC: bool, const PAGED: bool>(
+        &mut self,
+        emit: &mut impl TxnSink,
+        li: usize,
+    ) {
+        self.receive::<LLC, PAGED, _>(emit, li);
         self.poll(li);
         self.refill(li);
-        self.transmit::<LLC>(emit, li);
+        self.transmit::<LLC, PAGED>(emit, li);
     }
 
     /// The NIC writes a poll's worth of arriving packets into the Rx ring.
-    fn receive<const LLC: bool, S: TxnSink>(&mut self, emit: &mut S, li: usize) {
+    fn receive<const LLC: bool, const PAGED: bool, S: TxnSink>(&mut self, emit: &mut S, li: usize) {
         let Self {
             cfg,
             memory,
@@ -880,7 +905,8 @@ impl PortStream {
                 if at & line_mask == 0 {
                     emit.line(lane.rx_lines[at >> line_shift], RX_DESC_READ, arrival);
                 }
-                memory.write::<LLC>(emit, buf, bytes, packet_write_class(size), arrival);
+                let class = packet_write_class(size);
+                memory.write::<LLC, PAGED>(emit, buf, bytes, class, arrival);
                 if at & line_mask == line_mask {
                     let line = lane.rx_lines[at >> line_shift];
                     memory.write_line::<LLC>(emit, line, RX_DESC_WRITEBACK, arrival);
@@ -951,7 +977,7 @@ impl PortStream {
 
     /// tx_burst (free sent mbufs if short of room, enqueue the poll's packets), then the NIC's
     /// Tx DMA of everything beyond the backlog.
-    fn transmit<const LLC: bool>(&mut self, emit: &mut impl TxnSink, li: usize) {
+    fn transmit<const LLC: bool, const PAGED: bool>(&mut self, emit: &mut impl TxnSink, li: usize) {
         let Self {
             cfg,
             memory,
@@ -1022,14 +1048,14 @@ impl PortStream {
                     );
                 }
                 let size = entry.size as usize;
-                memory.read_packet::<LLC>(emit, buf, size, sizes, last_arrival);
+                memory.read_packet::<LLC, PAGED>(emit, buf, size, sizes, last_arrival);
                 if slot == rs_slot {
                     rs_slot += rs;
                     // The descriptor's place in its line (a line never crosses a page).
                     let line = lane.tx_lines[slot >> line_shift];
                     let at = line + (slot as u64 & ((1 << line_shift) - 1)) * desc;
                     *transactions += 1;
-                    memory.write::<LLC>(emit, at, desc, TX_DESC_WRITEBACK, last_arrival);
+                    memory.write::<LLC, true>(emit, at, desc, TX_DESC_WRITEBACK, last_arrival);
                 }
             }
         }

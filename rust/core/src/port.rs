@@ -73,6 +73,13 @@ impl TxnSink for Translate {
     }
 
     #[inline(always)]
+    fn txn_in_page(&mut self, addr: u64, bytes: u64, _class: usize, _not_before: f64) {
+        let (first, last) = self.caches.page_span(addr, bytes);
+        debug_assert_eq!(first, last, "a transfer said to lie in one page");
+        self.page(first);
+    }
+
+    #[inline(always)]
     fn line(&mut self, addr: u64, _class: usize, _not_before: f64) {
         self.page(self.caches.page_of(addr));
     }
