@@ -39,11 +39,13 @@ struct Link {
     next: u32,
 }
 
-/// A page's slot (`NONE` when not cached) and whether a caller marked it touched: one
-/// entry, so a look-up that also marks checks one index, not two.
+/// A page's slot (`NONE` when not cached), the sentinel of its set's recency ring and whether
+/// a caller marked it touched: one entry, so a look-up that also marks checks one index, not
+/// two, and a hit relinks without working out the page's set.
 #[derive(Clone, Copy)]
 struct PageSlot {
     slot: u32,
+    sentinel: u32,
     marked: bool,
 }
 
@@ -53,7 +55,6 @@ struct PageSlot {
 /// lookups and updates are O(1) whatever the associativity.
 pub struct Iotlb {
     ways: u32,
-    sets: u64,
     replacement: Replacement,
     rng: Rng,
     slot_of_page: Vec<PageSlot>,
@@ -133,18 +134,18 @@ impl Iotlb {
             })
             .collect();
         let slot_len = (n as usize).next_power_of_two();
+        let sets = u64::from(sets);
         Ok(Self {
             ways,
-            sets: u64::from(sets),
             replacement: shape.replacement,
             rng: Rng(seed),
-            slot_of_page: vec![
-                PageSlot {
+            slot_of_page: (0..pages)
+                .map(|page| PageSlot {
                     slot: NONE,
+                    sentinel: n + (page % sets) as u32,
                     marked: false,
-                };
-                pages as usize
-            ],
+                })
+                .collect(),
             page_of_slot: vec![0; slot_len],
             slot_mask: slot_len - 1,
             links,
@@ -152,12 +153,6 @@ impl Iotlb {
             entries: n,
             used: vec![0; sets as usize],
         })
-    }
-
-    /// The sentinel of `set`'s recency ring.
-    #[inline]
-    fn sentinel(&self, set: usize) -> u32 {
-        self.entries + set as u32
     }
 
     /// The recency links, checked against their length once.
@@ -179,16 +174,6 @@ impl Iotlb {
         hit
     }
 
-    /// The set `page` maps to.
-    #[inline(always)]
-    fn set_of(&self, page: u64) -> usize {
-        if self.sets == 1 {
-            0
-        } else {
-            (page % self.sets) as usize
-        }
-    }
-
     /// Looks `page` up, marking it touched if `MARK`: on a hit makes it its set's most
     /// recent and returns true; a miss changes nothing else (the caller installs it:
     /// [`Self::install`]).
@@ -198,15 +183,13 @@ impl Iotlb {
         if MARK {
             entry.marked = true;
         }
-        let slot = entry.slot;
+        let PageSlot { slot, sentinel, .. } = *entry;
         if slot == NONE {
             return false;
         }
-        let set = self.set_of(page);
         // No test for a slot that is already its set's most recent: relinking it leaves the
         // ring as it was, and the one caller that repeats a page (`Translator`) skips the
         // look-up altogether, so in a fully associative cache the test never held.
-        let sentinel = self.sentinel(set);
         let mut links = self.links();
         links.unlink(slot);
         links.push_front(sentinel, slot);
@@ -218,8 +201,8 @@ impl Iotlb {
     /// [`Self::access`]'s): a miss is one call, not two.
     #[inline(always)]
     fn install(&mut self, page: u64) {
-        let set = self.set_of(page);
-        let sentinel = self.sentinel(set);
+        let sentinel = self.slot_of_page[page as usize].sentinel;
+        let set = (sentinel - self.entries) as usize;
         // The fields apart, each slice checked against its length once per miss.
         let Self {
             ways,
