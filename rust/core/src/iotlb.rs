@@ -70,6 +70,9 @@ pub struct Iotlb {
     link_mask: usize,
     entries: u32,
     used: Vec<u32>,
+    /// Whether every set has a way for each page that maps to it: nothing is ever evicted,
+    /// so recency is never consulted and a hit leaves it alone.
+    never_evicts: bool,
 }
 
 /// The recency links of an [`Iotlb`] as one slice of `mask + 1` entries, indexed `& mask`
@@ -135,6 +138,8 @@ impl Iotlb {
             .collect();
         let slot_len = (n as usize).next_power_of_two();
         let sets = u64::from(sets);
+        // Set s holds the pages p = s mod sets: at most ceil(pages / sets) of them.
+        let never_evicts = pages.div_ceil(sets) <= u64::from(ways);
         Ok(Self {
             ways,
             replacement: shape.replacement,
@@ -152,6 +157,7 @@ impl Iotlb {
             link_mask: link_len - 1,
             entries: n,
             used: vec![0; sets as usize],
+            never_evicts,
         })
     }
 
@@ -186,6 +192,9 @@ impl Iotlb {
         let PageSlot { slot, sentinel, .. } = *entry;
         if slot == NONE {
             return false;
+        }
+        if self.never_evicts {
+            return true;
         }
         // No test for a slot that is already its set's most recent: relinking it leaves the
         // ring as it was, and the one caller that repeats a page (`Translator`) skips the
@@ -515,6 +524,30 @@ mod tests {
                 reference_lru_misses(sets, ways, &stream),
                 "{entries}/{ways}"
             );
+        }
+    }
+
+    #[test]
+    fn a_cache_with_a_way_for_every_page_misses_each_page_once() {
+        // 8 pages: 4 sets of 2 ways hold pages {0, 4}, {1, 5}, ... (nothing is evicted, so
+        // hits skip the recency update), fully associative 8 entries all of them; 4 sets of
+        // 1 way do not (pages 0 and 4 share a way) and miss as the plain LRU list does.
+        for (entries, ways, expect) in [(8, 2, Some(8)), (8, 0, Some(8)), (4, 1, None)] {
+            let mut rng = Rng(5);
+            let stream: Vec<u64> = (0..20_000).map(|_| rng.below(8)).collect();
+            for replacement in [Replacement::Lru, Replacement::Random] {
+                let mut tlb = Iotlb::new(shape(entries, ways, replacement), 8, 1).unwrap();
+                assert_eq!(tlb.never_evicts, expect.is_some());
+                let missed = misses(&mut tlb, stream.iter().copied());
+                if let Some(compulsory) = expect {
+                    assert_eq!(missed, compulsory);
+                }
+            }
+            let mut tlb = Iotlb::new(shape(entries, ways, Replacement::Lru), 8, 1).unwrap();
+            let got: Vec<bool> = stream.iter().map(|&p| !tlb.access(p)).collect();
+            let sets = u64::from(entries / if ways == 0 { entries } else { ways });
+            let reference = reference_lru_misses(sets, (entries as u64 / sets) as usize, &stream);
+            assert_eq!(got, reference, "{entries}/{ways}");
         }
     }
 
