@@ -397,8 +397,21 @@ impl Mempool {
 /// iterator plays, or a caller's consumer, called as each is made (mark its `txn`
 /// `#[inline(always)]`: it inlines into every place the poll makes a transaction).
 pub trait TxnSink {
+    /// Whether the sink takes the transactions' times (`not_before`): a sink that does not
+    /// may be handed any time, and the stream then leaves its arrival clock where it was
+    /// ([`PortStream::restart_clock`] before a timed run).
+    const TIMED: bool = true;
+
     /// One transaction: a [`Txn`] of `Measure::Own`.
     fn txn(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64);
+
+    /// A transaction that lies in one page of the port's `page_bytes` (a packet in a
+    /// page-bound mbuf, a descriptor write-back): a sink that walks pages may skip working
+    /// out the range.
+    #[inline(always)]
+    fn txn_in_page(&mut self, addr: u64, bytes: u64, class: usize, not_before: f64) {
+        self.txn(addr, bytes, class, not_before);
+    }
 
     /// A transaction of one whole, aligned 64 B line (a descriptor fetch or write-back): it
     /// lies in one page, so a sink that walks pages may skip working out the range.
@@ -448,9 +461,21 @@ fn ring_add(i: u32, n: u32, len: u32) -> u32 {
     }
 }
 
+/// Bits of a size draw: u = k / 2^53 for a random 53-bit integer k (an f64's mantissa).
+const DRAW_BITS: u32 = 53;
+/// The top bits of k that index [`Arrivals::decided`].
+const DECIDED_BITS: u32 = 8;
+/// A range of k that a cumulative weight splits: its draws compare k with the thresholds.
+const UNDECIDED: u8 = u8::MAX;
+
 /// The packets arriving at the port: each one's size, drawn by weight, and arrival time.
 struct Arrivals {
-    cumulative: Vec<f64>,
+    /// Each size's cumulative weight c as the integer ceil(c x 2^53): k / 2^53 >= c exactly
+    /// when k >= it (k / 2^53 and c x 2^53 are exact), so a draw compares integers.
+    thresholds: Vec<u64>,
+    /// The size of every k with these top `DECIDED_BITS` bits, or `UNDECIDED` where a
+    /// threshold falls among them: most draws are one look-up, not a compare per size.
+    decided: [u8; 1 << DECIDED_BITS],
     /// Each size's spacing after the packet before it (`ns_per_packet` x its wire share) and
     /// its DMA bytes, side by side: one look-up per packet for both.
     per_size: Vec<(f64, u64)>,
@@ -462,16 +487,29 @@ struct Arrivals {
 impl Arrivals {
     fn new(cfg: &PortConfig, rng: Rng) -> Self {
         let total: f64 = cfg.weights.iter().sum();
-        let cumulative = cfg
+        let scale = (1u64 << DRAW_BITS) as f64;
+        let thresholds: Vec<u64> = cfg
             .weights
             .iter()
             .scan(0.0, |acc, w| {
                 *acc += w / total;
-                Some(*acc)
+                Some((*acc * scale).ceil() as u64)
             })
             .collect();
+        let mut decided = [UNDECIDED; 1 << DECIDED_BITS];
+        let span = DRAW_BITS - DECIDED_BITS;
+        for (top, decided) in (0u64..).zip(&mut decided) {
+            // The size never decreases with k: equal at both ends of the range, it is the
+            // size of every k between.
+            let (low, high) = (top << span, ((top + 1) << span) - 1);
+            let size = size_of(&thresholds, low);
+            if size == size_of(&thresholds, high) && size < usize::from(UNDECIDED) {
+                *decided = size as u8;
+            }
+        }
         Self {
-            cumulative,
+            thresholds,
+            decided,
             per_size: cfg
                 .wire_shares
                 .iter()
@@ -484,26 +522,37 @@ impl Arrivals {
     }
 
     /// The next packet's size index, its bytes and its arrival time: when its last bit is
-    /// in, its own wire time after the previous one's.
+    /// in, its own wire time after the previous one's (`timed` false: the clock stays where
+    /// it is, for a sink that takes no times).
     #[inline]
-    fn next(&mut self) -> (usize, u64, f64) {
+    fn next(&mut self, timed: bool) -> (usize, u64, f64) {
         let size = self.draw_size();
         let (gap_ns, bytes) = self.per_size[size];
-        self.clock_ns += gap_ns;
+        if timed {
+            self.clock_ns += gap_ns;
+        }
         (size, bytes, self.clock_ns)
     }
 
+    #[inline]
     fn draw_size(&mut self) -> usize {
-        if self.cumulative.len() == 1 {
+        if self.thresholds.len() == 1 {
             return 0;
         }
-        let u = (self.rng.next() >> 11) as f64 / (1u64 << 53) as f64;
-        // The first size whose cumulative weight exceeds u: the cumulative weights never
-        // decrease, so that is how many are <= u, counted without a branch per size (the
-        // draw is random: a search's exit branch would mispredict).
-        let below = self.cumulative.iter().filter(|&&c| u >= c).count();
-        below.min(self.cumulative.len() - 1)
+        let k = self.rng.next() >> (64 - DRAW_BITS);
+        match self.decided[(k >> (DRAW_BITS - DECIDED_BITS)) as usize] {
+            UNDECIDED => size_of(&self.thresholds, k),
+            size => usize::from(size),
+        }
     }
+}
+
+/// The size of draw `k` ([`Arrivals`]): the first whose cumulative weight exceeds k / 2^53.
+/// The weights never decrease, so that is how many `thresholds` are <= k, counted without a
+/// branch per size (the draw is random: a search's exit branch would mispredict).
+fn size_of(thresholds: &[u64], k: u64) -> usize {
+    let below = thresholds.iter().filter(|&&t| k >= t).count();
+    below.min(thresholds.len() - 1)
 }
 
 /// Host memory as the NIC's DMA sees it: where rings and mbufs sit, and the LLC's DDIO ways
@@ -514,11 +563,12 @@ struct Memory {
 }
 
 /// `LLC` says whether the LLC is modelled (`ddio` is `Some`): a constant, so the stream
-/// without it tests nothing per transaction.
+/// without it tests nothing per transaction. `ONE_PAGE`: the transfer lies in one page
+/// ([`TxnSink::txn_in_page`]).
 impl Memory {
     /// A device write: its lines are (re)allocated in the LLC's DDIO ways.
     #[inline]
-    fn write<const LLC: bool>(
+    fn write<const LLC: bool, const ONE_PAGE: bool>(
         &mut self,
         emit: &mut impl TxnSink,
         addr: u64,
@@ -529,7 +579,11 @@ impl Memory {
         if LLC {
             self.allocate(addr, bytes);
         }
-        emit.txn(addr, bytes, class, at);
+        if ONE_PAGE {
+            emit.txn_in_page(addr, bytes, class, at);
+        } else {
+            emit.txn(addr, bytes, class, at);
+        }
     }
 
     /// A device write of one whole descriptor line ([`TxnSink::line`]).
@@ -559,7 +613,7 @@ impl Memory {
     }
 
     /// A packet read: the cold class when the LLC lost any of its lines.
-    fn read_packet<const LLC: bool>(
+    fn read_packet<const LLC: bool, const ONE_PAGE: bool>(
         &mut self,
         emit: &mut impl TxnSink,
         addr: u64,
@@ -580,7 +634,11 @@ impl Memory {
                 class = cold_read_class(size, sizes.len());
             }
         }
-        emit.txn(addr, bytes, class, at);
+        if ONE_PAGE {
+            emit.txn_in_page(addr, bytes, class, at);
+        } else {
+            emit.txn(addr, bytes, class, at);
+        }
     }
 }
 
@@ -790,24 +848,32 @@ impl PortStream {
     fn poll_into(&mut self, emit: &mut impl TxnSink) {
         let lane_index = self.next_lane;
         self.next_lane = (self.next_lane + 1) % self.lanes.len();
-        if self.memory.ddio.is_some() {
-            self.poll_lane::<true>(emit, lane_index);
-        } else {
-            self.poll_lane::<false>(emit, lane_index);
+        let paged = self.cfg.layout == Layout::PageBound;
+        match (self.memory.ddio.is_some(), paged) {
+            (true, true) => self.poll_lane::<true, true>(emit, lane_index),
+            (true, false) => self.poll_lane::<true, false>(emit, lane_index),
+            (false, true) => self.poll_lane::<false, true>(emit, lane_index),
+            (false, false) => self.poll_lane::<false, false>(emit, lane_index),
         }
     }
 
-    /// Lane `li`'s poll, with the LLC modelled or not (`LLC`: [`Memory`]).
+    /// Lane `li`'s poll, with the LLC modelled or not (`LLC`: [`Memory`]) and page-bound
+    /// mbufs or not (`PAGED`: every packet then lies in one page, as validation keeps an
+    /// object in its page and a packet in its object).
     #[inline(always)]
-    fn poll_lane<const LLC: bool>(&mut self, emit: &mut impl TxnSink, li: usize) {
-        self.receive::<LLC>(emit, li);
+    fn poll_lane<const LLC: bool, const PAGED: bool>(
+        &mut self,
+        emit: &mut impl TxnSink,
+        li: usize,
+    ) {
+        self.receive::<LLC, PAGED, _>(emit, li);
         self.poll(li);
         self.refill(li);
-        self.transmit::<LLC>(emit, li);
+        self.transmit::<LLC, PAGED>(emit, li);
     }
 
     /// The NIC writes a poll's worth of arriving packets into the Rx ring.
-    fn receive<const LLC: bool>(&mut self, emit: &mut impl TxnSink, li: usize) {
+    fn receive<const LLC: bool, const PAGED: bool, S: TxnSink>(&mut self, emit: &mut S, li: usize) {
         let Self {
             cfg,
             memory,
@@ -834,12 +900,13 @@ impl PortStream {
             let sizes = lane.rx_sizes[run.clone()].iter_mut();
             for (i, (&buf, size_of_slot)) in slots.zip(sizes).enumerate() {
                 let at = run.start + i;
-                let (size, bytes, arrival) = arrivals.next();
+                let (size, bytes, arrival) = arrivals.next(S::TIMED);
                 *size_of_slot = size as u32;
                 if at & line_mask == 0 {
                     emit.line(lane.rx_lines[at >> line_shift], RX_DESC_READ, arrival);
                 }
-                memory.write::<LLC>(emit, buf, bytes, packet_write_class(size), arrival);
+                let class = packet_write_class(size);
+                memory.write::<LLC, PAGED>(emit, buf, bytes, class, arrival);
                 if at & line_mask == line_mask {
                     let line = lane.rx_lines[at >> line_shift];
                     memory.write_line::<LLC>(emit, line, RX_DESC_WRITEBACK, arrival);
@@ -910,7 +977,7 @@ impl PortStream {
 
     /// tx_burst (free sent mbufs if short of room, enqueue the poll's packets), then the NIC's
     /// Tx DMA of everything beyond the backlog.
-    fn transmit<const LLC: bool>(&mut self, emit: &mut impl TxnSink, li: usize) {
+    fn transmit<const LLC: bool, const PAGED: bool>(&mut self, emit: &mut impl TxnSink, li: usize) {
         let Self {
             cfg,
             memory,
@@ -981,14 +1048,14 @@ impl PortStream {
                     );
                 }
                 let size = entry.size as usize;
-                memory.read_packet::<LLC>(emit, buf, size, sizes, last_arrival);
+                memory.read_packet::<LLC, PAGED>(emit, buf, size, sizes, last_arrival);
                 if slot == rs_slot {
                     rs_slot += rs;
                     // The descriptor's place in its line (a line never crosses a page).
                     let line = lane.tx_lines[slot >> line_shift];
                     let at = line + (slot as u64 & ((1 << line_shift) - 1)) * desc;
                     *transactions += 1;
-                    memory.write::<LLC>(emit, at, desc, TX_DESC_WRITEBACK, last_arrival);
+                    memory.write::<LLC, true>(emit, at, desc, TX_DESC_WRITEBACK, last_arrival);
                 }
             }
         }
@@ -1271,6 +1338,58 @@ mod tests {
             .count() as f64
             / writes.len() as f64;
         assert!((share - 7.0 / 12.0).abs() < 0.01, "{share}");
+    }
+
+    #[test]
+    fn sizes_are_drawn_as_the_rule_on_u_draws_them() {
+        // The integer draw (a look-up of k's top bits, else k against ceil(c x 2^53)) picks
+        // what the rule on u = k / 2^53 picks: the first size whose cumulative weight c
+        // exceeds u. Same random k on both sides, and every threshold and its neighbours
+        // (a weight of 0 repeats one; 1e-18 moves one by less than a k).
+        for weights in [
+            vec![7.0, 4.0, 1.0],
+            vec![1.0, 1e-18, 3.0, 0.0, 2.5],
+            vec![0.58333, 0.33333, 0.08333],
+        ] {
+            let n = weights.len();
+            let cfg = PortConfig {
+                sizes: vec![60; n],
+                weights: weights.clone(),
+                wire_shares: vec![1.0; n],
+                ..config()
+            };
+            let total: f64 = weights.iter().sum();
+            let cumulative: Vec<f64> = weights
+                .iter()
+                .scan(0.0, |acc, w| {
+                    *acc += w / total;
+                    Some(*acc)
+                })
+                .collect();
+            let rule = |k: u64| {
+                let u = k as f64 / (1u64 << 53) as f64;
+                cumulative.iter().filter(|&&c| u >= c).count().min(n - 1)
+            };
+            let mut arrivals = Arrivals::new(&cfg, Rng(3));
+            let mut rng = Rng(3);
+            for _ in 0..100_000 {
+                let k = rng.next() >> 11;
+                assert_eq!(arrivals.draw_size(), rule(k), "{weights:?} {k}");
+            }
+            for &t in &arrivals.thresholds {
+                for k in [t.saturating_sub(1), t, t + 1]
+                    .into_iter()
+                    .filter(|&k| k >> 53 == 0)
+                {
+                    assert_eq!(size_of(&arrivals.thresholds, k), rule(k), "{weights:?} {k}");
+                    let decided = arrivals.decided[(k >> 45) as usize];
+                    assert!(decided == UNDECIDED || usize::from(decided) == rule(k));
+                }
+            }
+            // Nearly every range of k is decided by its top bits (one per threshold is not).
+            let undecided = arrivals.decided.iter().filter(|&&d| d == UNDECIDED).count();
+            assert!(undecided < n, "{undecided}");
+        }
     }
 
     #[test]

@@ -39,11 +39,13 @@ struct Link {
     next: u32,
 }
 
-/// A page's slot (`NONE` when not cached) and whether a caller marked it touched: one
-/// entry, so a look-up that also marks checks one index, not two.
+/// A page's slot (`NONE` when not cached), the sentinel of its set's recency ring and whether
+/// a caller marked it touched: one entry, so a look-up that also marks checks one index, not
+/// two, and a hit relinks without working out the page's set.
 #[derive(Clone, Copy)]
 struct PageSlot {
     slot: u32,
+    sentinel: u32,
     marked: bool,
 }
 
@@ -53,7 +55,6 @@ struct PageSlot {
 /// lookups and updates are O(1) whatever the associativity.
 pub struct Iotlb {
     ways: u32,
-    sets: u64,
     replacement: Replacement,
     rng: Rng,
     slot_of_page: Vec<PageSlot>,
@@ -69,6 +70,9 @@ pub struct Iotlb {
     link_mask: usize,
     entries: u32,
     used: Vec<u32>,
+    /// Whether every set has a way for each page that maps to it: nothing is ever evicted,
+    /// so recency is never consulted and a hit leaves it alone.
+    never_evicts: bool,
 }
 
 /// The recency links of an [`Iotlb`] as one slice of `mask + 1` entries, indexed `& mask`
@@ -133,31 +137,28 @@ impl Iotlb {
             })
             .collect();
         let slot_len = (n as usize).next_power_of_two();
+        let sets = u64::from(sets);
+        // Set s holds the pages p = s mod sets: at most ceil(pages / sets) of them.
+        let never_evicts = pages.div_ceil(sets) <= u64::from(ways);
         Ok(Self {
             ways,
-            sets: u64::from(sets),
             replacement: shape.replacement,
             rng: Rng(seed),
-            slot_of_page: vec![
-                PageSlot {
+            slot_of_page: (0..pages)
+                .map(|page| PageSlot {
                     slot: NONE,
+                    sentinel: n + (page % sets) as u32,
                     marked: false,
-                };
-                pages as usize
-            ],
+                })
+                .collect(),
             page_of_slot: vec![0; slot_len],
             slot_mask: slot_len - 1,
             links,
             link_mask: link_len - 1,
             entries: n,
             used: vec![0; sets as usize],
+            never_evicts,
         })
-    }
-
-    /// The sentinel of `set`'s recency ring.
-    #[inline]
-    fn sentinel(&self, set: usize) -> u32 {
-        self.entries + set as u32
     }
 
     /// The recency links, checked against their length once.
@@ -179,16 +180,6 @@ impl Iotlb {
         hit
     }
 
-    /// The set `page` maps to.
-    #[inline(always)]
-    fn set_of(&self, page: u64) -> usize {
-        if self.sets == 1 {
-            0
-        } else {
-            (page % self.sets) as usize
-        }
-    }
-
     /// Looks `page` up, marking it touched if `MARK`: on a hit makes it its set's most
     /// recent and returns true; a miss changes nothing else (the caller installs it:
     /// [`Self::install`]).
@@ -198,15 +189,16 @@ impl Iotlb {
         if MARK {
             entry.marked = true;
         }
-        let slot = entry.slot;
+        let PageSlot { slot, sentinel, .. } = *entry;
         if slot == NONE {
             return false;
         }
-        let set = self.set_of(page);
+        if self.never_evicts {
+            return true;
+        }
         // No test for a slot that is already its set's most recent: relinking it leaves the
         // ring as it was, and the one caller that repeats a page (`Translator`) skips the
         // look-up altogether, so in a fully associative cache the test never held.
-        let sentinel = self.sentinel(set);
         let mut links = self.links();
         links.unlink(slot);
         links.push_front(sentinel, slot);
@@ -218,8 +210,8 @@ impl Iotlb {
     /// [`Self::access`]'s): a miss is one call, not two.
     #[inline(always)]
     fn install(&mut self, page: u64) {
-        let set = self.set_of(page);
-        let sentinel = self.sentinel(set);
+        let sentinel = self.slot_of_page[page as usize].sentinel;
+        let set = (sentinel - self.entries) as usize;
         // The fields apart, each slice checked against its length once per miss.
         let Self {
             ways,
@@ -556,6 +548,30 @@ mod tests {
                 reference_lru_misses(sets, ways, &stream),
                 "{entries}/{ways}"
             );
+        }
+    }
+
+    #[test]
+    fn a_cache_with_a_way_for_every_page_misses_each_page_once() {
+        // 8 pages: 4 sets of 2 ways hold pages {0, 4}, {1, 5}, ... (nothing is evicted, so
+        // hits skip the recency update), fully associative 8 entries all of them; 4 sets of
+        // 1 way do not (pages 0 and 4 share a way) and miss as the plain LRU list does.
+        for (entries, ways, expect) in [(8, 2, Some(8)), (8, 0, Some(8)), (4, 1, None)] {
+            let mut rng = Rng(5);
+            let stream: Vec<u64> = (0..20_000).map(|_| rng.below(8)).collect();
+            for replacement in [Replacement::Lru, Replacement::Random] {
+                let mut tlb = Iotlb::new(shape(entries, ways, replacement), 8, 1).unwrap();
+                assert_eq!(tlb.never_evicts, expect.is_some());
+                let missed = misses(&mut tlb, stream.iter().copied());
+                if let Some(compulsory) = expect {
+                    assert_eq!(missed, compulsory);
+                }
+            }
+            let mut tlb = Iotlb::new(shape(entries, ways, Replacement::Lru), 8, 1).unwrap();
+            let got: Vec<bool> = stream.iter().map(|&p| !tlb.access(p)).collect();
+            let sets = u64::from(entries / if ways == 0 { entries } else { ways });
+            let reference = reference_lru_misses(sets, (entries as u64 / sets) as usize, &stream);
+            assert_eq!(got, reference, "{entries}/{ways}");
         }
     }
 

@@ -56,6 +56,9 @@ impl Translate {
 }
 
 impl TxnSink for Translate {
+    /// Counting takes no times (a timed run restarts the stream's clock after the warm-up).
+    const TIMED: bool = false;
+
     #[inline(always)]
     fn txn(&mut self, addr: u64, bytes: u64, _class: usize, _not_before: f64) {
         // One walk over the transfer's pages both marks and translates them; most transfers
@@ -67,6 +70,13 @@ impl TxnSink for Translate {
                 self.page(page);
             }
         }
+    }
+
+    #[inline(always)]
+    fn txn_in_page(&mut self, addr: u64, bytes: u64, _class: usize, _not_before: f64) {
+        let (first, last) = self.caches.page_span(addr, bytes);
+        debug_assert_eq!(first, last, "a transfer said to lie in one page");
+        self.page(first);
     }
 
     #[inline(always)]
