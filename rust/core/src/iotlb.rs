@@ -206,8 +206,8 @@ impl Iotlb {
     }
 
     /// Puts a missed `page` at the front of its set, in a free way or over the victim's.
-    /// Inlined into the callers' miss paths ([`Translator`]'s, out of line, and
-    /// [`Self::access`]'s): a miss is one call, not two.
+    /// Inlined into the callers' miss paths ([`Translator`]'s and [`Self::access`]'s): a
+    /// miss is at most one call, not two.
     #[inline(always)]
     fn install(&mut self, page: u64) {
         let sentinel = self.slot_of_page[page as usize].sentinel;
@@ -410,6 +410,13 @@ impl Translator {
     /// path; one call per miss).
     #[inline(never)]
     fn miss(&mut self, page: u64) -> Lookup {
+        self.install_missed(page)
+    }
+
+    /// [`Self::miss`]'s work, inlined where [`Self::finish_miss`] is (the simulator's
+    /// transaction loop, whose miss path then makes no call).
+    #[inline(always)]
+    fn install_missed(&mut self, page: u64) -> Lookup {
         self.tlb.install(page);
         self.misses += 1;
         let table_cached = self
@@ -427,8 +434,8 @@ impl Translator {
     /// Looks up page number `page` on the hit path only: true on a hit (as
     /// [`Self::lookup_page`]'s; the page looked up last is always one, and its look-up changes
     /// nothing); on a miss, false with nothing installed or counted, and the caller must
-    /// finish the look-up with [`Self::finish_miss`]. A transaction loop inlines this and
-    /// makes one call per miss.
+    /// finish the look-up with [`Self::finish_miss`]. The simulator's transaction loop inlines
+    /// both.
     #[inline(always)]
     pub fn hit_new_page(&mut self, page: u64) -> bool {
         self.last_page = page;
@@ -439,7 +446,7 @@ impl Translator {
     /// [`Self::lookup_new_page`] would have done and returned for it.
     #[inline(always)]
     pub fn finish_miss(&mut self, page: u64) -> Lookup {
-        self.miss(page)
+        self.install_missed(page)
     }
 
     /// Whether a miss may also miss a page-walk cache ([`Lookup::LongWalk`]): whether there

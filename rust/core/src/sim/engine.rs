@@ -401,8 +401,8 @@ impl Iommu {
     /// When a transfer whose request reached the IOMMU at `t` is translated (every page it
     /// spans; their walks may overlap on different walkers). Inlined into the transaction loop:
     /// most transfers lie in one page that hits, and that path is a compare and a lookup; a
-    /// miss is one call ([`Self::walk_missed`]), so the loop keeps its clocks in registers but
-    /// around it.
+    /// miss ([`Self::walk_missed`]) is inlined too, so the loop makes no call and keeps its
+    /// clocks in registers.
     #[inline(always)]
     fn translate(&mut self, addr: u64, bytes: u64, t: f64) -> f64 {
         let (first, last) = self.translator.page_span(addr, bytes);
@@ -426,8 +426,11 @@ impl Iommu {
     }
 
     /// Finishes the look-up of a page the IOTLB missed and walks it for a request at `t`;
-    /// returns when the translation is done (out of line: the one call of a miss).
-    #[inline(never)]
+    /// returns when the translation is done. Inlined: as one call per miss it made the loop
+    /// save and restore its clocks around the call (callgrind, bench_sim's 4 KiB-page points:
+    /// reads 234.4 -> 208.6, writes 241.3 -> 220.7, rw 280.6 -> 250.3 instructions per
+    /// transaction).
+    #[inline(always)]
     fn walk_missed(&mut self, page: u64, t: f64) -> f64 {
         let missed = self.translator.finish_miss(page);
         self.walk(missed, t)
@@ -787,9 +790,8 @@ fn in_order(
 }
 
 /// The one-queue loops, one with the IOMMU and one without. Their lane and engine times are
-/// locals never lent to a call: the loop without an IOMMU makes no call and keeps most of
-/// them in registers; the loop with one keeps them there too, and saves them to the stack
-/// only around its one call, an IOTLB miss ([`Iommu::translate`]).
+/// locals never lent to a call, and neither loop makes a call (an IOTLB miss is inlined too,
+/// [`Iommu::translate`]), so both keep most of them in registers.
 fn one_queue<const READS: bool, const WRITES: bool, const RECORD: bool>(
     m: &Machine,
     classes: &[Costs],
