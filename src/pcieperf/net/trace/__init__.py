@@ -6,100 +6,74 @@ bandwidth a trace needs from a per-packet cost (`bandwidth`).
 Parsing, writing, merging and the statistics of captures run in the Rust core
 (`pcieperf._core`); these modules validate arguments, name files in errors, turn the core's
 exact counts into rates and compute per-window demand over numpy columns. The names below are
-the ones importers use (`from pcieperf.net import trace; trace.read(...)`).
+the ones importers use (`from pcieperf.net import trace; trace.read(...)`); each submodule is
+imported when one of its names is first used, so `trace convert` does not import the statistics
+and synthesis it does not run (issue 15: start-up).
 """
+
+import importlib
 
 from pcieperf._native import core
 from pcieperf.errors import TraceFileError
-from pcieperf.net.trace.bandwidth import Demand, demand, poll_batches, window_gbps
-from pcieperf.net.trace.files import (
-    ETHERNET_HEADER_BYTES,
-    INT64_MAX,
-    INT64_MIN,
-    LINK_HEADER_BYTES,
-    LINKTYPE_NAMES,
-    NS_PER_S,
-    Interface,
-    Trace,
-    linktype_name,
-    read,
-)
-from pcieperf.net.trace.rewrite import (
-    FORMATS,
-    _check_inputs,
-    _check_output,
-    _write_atomically,
-    convert,
-    merge,
-    output_format,
-)
-from pcieperf.net.trace.statistics import (
-    GAP_PERCENTILES,
-    MAX_WINDOWS,
-    SIZE_BINS,
-    SIZE_LABELS,
-    WINDOWS_NS,
-    Windows,
-    _report,
-    _stats_config,
-    stats,
-    stats_config,
-    stats_files,
-    window_sums,
-)
-from pcieperf.net.trace.synthesis import (
-    ARRIVALS,
-    RECORD_OVERHEAD_BYTES,
-    SYNTH_CHUNK,
-    SYNTH_START_NS,
-    SynthPlan,
-    plan_synthetic,
-    synth,
-    synthetic,
-)
 
-__all__ = [
-    "ARRIVALS",
-    "ETHERNET_HEADER_BYTES",
-    "FORMATS",
-    "GAP_PERCENTILES",
-    "INT64_MAX",
-    "INT64_MIN",
-    "LINKTYPE_NAMES",
-    "LINK_HEADER_BYTES",
-    "MAX_WINDOWS",
-    "NS_PER_S",
-    "RECORD_OVERHEAD_BYTES",
-    "SIZE_BINS",
-    "SIZE_LABELS",
-    "SYNTH_CHUNK",
-    "SYNTH_START_NS",
-    "WINDOWS_NS",
-    "Demand",
-    "Interface",
-    "SynthPlan",
-    "Trace",
-    "TraceFileError",
-    "Windows",
-    "_check_inputs",
-    "_check_output",
-    "_report",
-    "_stats_config",
-    "_write_atomically",
-    "convert",
-    "core",
-    "demand",
-    "linktype_name",
-    "merge",
-    "output_format",
-    "plan_synthetic",
-    "poll_batches",
-    "read",
-    "stats",
-    "stats_config",
-    "stats_files",
-    "synth",
-    "synthetic",
-    "window_gbps",
-    "window_sums",
-]
+_SUBMODULE_OF = {
+    "Demand": "bandwidth",
+    "demand": "bandwidth",
+    "poll_batches": "bandwidth",
+    "window_gbps": "bandwidth",
+    "ETHERNET_HEADER_BYTES": "files",
+    "INT64_MAX": "files",
+    "INT64_MIN": "files",
+    "LINK_HEADER_BYTES": "files",
+    "LINKTYPE_NAMES": "files",
+    "NS_PER_S": "files",
+    "Interface": "files",
+    "Trace": "files",
+    "linktype_name": "files",
+    "read": "files",
+    "FORMATS": "rewrite",
+    "_check_inputs": "rewrite",
+    "_check_output": "rewrite",
+    "_write_atomically": "rewrite",
+    "convert": "rewrite",
+    "merge": "rewrite",
+    "output_format": "rewrite",
+    "GAP_PERCENTILES": "statistics",
+    "MAX_WINDOWS": "statistics",
+    "SIZE_BINS": "statistics",
+    "SIZE_LABELS": "statistics",
+    "WINDOWS_NS": "statistics",
+    "Windows": "statistics",
+    "_report": "statistics",
+    "_stats_config": "statistics",
+    "stats": "statistics",
+    "stats_config": "statistics",
+    "stats_files": "statistics",
+    "window_sums": "statistics",
+    "ARRIVALS": "synthesis",
+    "RECORD_OVERHEAD_BYTES": "synthesis",
+    "SYNTH_CHUNK": "synthesis",
+    "SYNTH_START_NS": "synthesis",
+    "SynthPlan": "synthesis",
+    "plan_synthetic": "synthesis",
+    "synth": "synthesis",
+    "synthetic": "synthesis",
+}
+"""Each name this package gives, and the submodule that defines it."""
+
+__all__ = ["TraceFileError", "core", *_SUBMODULE_OF]
+
+
+def __getattr__(name: str) -> object:
+    """`name` from its submodule, imported now (PEP 562: called for names not yet here)."""
+    submodule = _SUBMODULE_OF.get(name)
+    if submodule is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{submodule}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """Every name, imported or not yet."""
+    return sorted({*globals(), *_SUBMODULE_OF})
