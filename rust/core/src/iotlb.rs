@@ -405,30 +405,11 @@ impl Translator {
         self.miss(page)
     }
 
-    /// Installs a page the IOTLB missed, counts the miss and asks the page-walk cache for the
-    /// page's table (out of line: the lookup that inlines into a transaction loop is the hit
-    /// path; one call per miss).
+    /// [`Self::finish_miss`] out of line, for [`Self::lookup_new_page`]: the look-up that
+    /// inlines into the stream's loops is the hit path, and a miss is one call.
     #[inline(never)]
     fn miss(&mut self, page: u64) -> Lookup {
-        self.install_missed(page)
-    }
-
-    /// [`Self::miss`]'s work, inlined where [`Self::finish_miss`] is (the simulator's
-    /// transaction loop, whose miss path then makes no call).
-    #[inline(always)]
-    fn install_missed(&mut self, page: u64) -> Lookup {
-        self.tlb.install(page);
-        self.misses += 1;
-        let table_cached = self
-            .pwc
-            .as_mut()
-            .is_none_or(|pwc| pwc.access(page / ENTRIES_PER_TABLE));
-        if table_cached {
-            Lookup::Walk
-        } else {
-            self.pwc_misses += 1;
-            Lookup::LongWalk
-        }
+        self.finish_miss(page)
     }
 
     /// Looks up page number `page` on the hit path only: true on a hit (as
@@ -442,11 +423,23 @@ impl Translator {
         self.tlb.touch::<false>(page)
     }
 
-    /// Finishes the look-up of a page [`Self::hit_new_page`] missed: what
-    /// [`Self::lookup_new_page`] would have done and returned for it.
+    /// Finishes the look-up of a page [`Self::hit_new_page`] missed, as [`Self::lookup_new_page`]
+    /// would have: installs it, counts the miss and asks the page-walk cache for the page's
+    /// table. Inlined: the simulator's transaction loop then makes no call on a miss.
     #[inline(always)]
     pub fn finish_miss(&mut self, page: u64) -> Lookup {
-        self.install_missed(page)
+        self.tlb.install(page);
+        self.misses += 1;
+        let table_cached = self
+            .pwc
+            .as_mut()
+            .is_none_or(|pwc| pwc.access(page / ENTRIES_PER_TABLE));
+        if table_cached {
+            Lookup::Walk
+        } else {
+            self.pwc_misses += 1;
+            Lookup::LongWalk
+        }
     }
 
     /// Whether a miss may also miss a page-walk cache ([`Lookup::LongWalk`]): whether there
