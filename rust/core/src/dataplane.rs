@@ -562,6 +562,23 @@ struct Memory {
     ddio: Option<Ddio>,
 }
 
+/// One transaction to `emit`, as one that lies in one page ([`TxnSink::txn_in_page`]) when
+/// `ONE_PAGE`.
+#[inline(always)]
+fn emit_txn<const ONE_PAGE: bool>(
+    emit: &mut impl TxnSink,
+    addr: u64,
+    bytes: u64,
+    class: usize,
+    at: f64,
+) {
+    if ONE_PAGE {
+        emit.txn_in_page(addr, bytes, class, at);
+    } else {
+        emit.txn(addr, bytes, class, at);
+    }
+}
+
 /// `LLC` says whether the LLC is modelled (`ddio` is `Some`): a constant, so the stream
 /// without it tests nothing per transaction. `ONE_PAGE`: the transfer lies in one page
 /// ([`TxnSink::txn_in_page`]).
@@ -579,11 +596,7 @@ impl Memory {
         if LLC {
             self.allocate(addr, bytes);
         }
-        if ONE_PAGE {
-            emit.txn_in_page(addr, bytes, class, at);
-        } else {
-            emit.txn(addr, bytes, class, at);
-        }
+        emit_txn::<ONE_PAGE>(emit, addr, bytes, class, at);
     }
 
     /// A device write of one whole descriptor line ([`TxnSink::line`]).
@@ -634,11 +647,7 @@ impl Memory {
                 class = cold_read_class(size, sizes.len());
             }
         }
-        if ONE_PAGE {
-            emit.txn_in_page(addr, bytes, class, at);
-        } else {
-            emit.txn(addr, bytes, class, at);
-        }
+        emit_txn::<ONE_PAGE>(emit, addr, bytes, class, at);
     }
 }
 
