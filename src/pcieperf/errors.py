@@ -24,6 +24,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 from os import PathLike
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class PcieperfError(Exception):
@@ -78,12 +82,18 @@ def require_positive(name: str, value: float) -> None:
         raise UsageError(f"{name} {value!r} is not allowed; it must be a positive number")
 
 
+def _path(path: str | PathLike) -> Path:
+    """`path` as a pathlib Path, pathlib imported on first use: with urllib.parse and ipaddress
+    it is ~16 M instructions of the start-up of commands that check no file."""
+    from pathlib import Path
+
+    return Path(path)
+
+
 def require_new_file(path: str | PathLike, force: bool) -> None:
     """Raise UsageError unless `path` can be written as a regular file: its folder exists, it
     is not a folder or device, and an existing file is kept unless `force` (--force)."""
-    from pathlib import Path  # here: pathlib costs light commands ~18 M instructions
-
-    out = Path(path)
+    out = _path(path)
     if out.is_dir():
         raise UsageError(f"{path} is a folder; give a file name")
     if out.exists() and not out.is_file():
@@ -97,9 +107,7 @@ def require_new_file(path: str | PathLike, force: bool) -> None:
 def require_new_folder(path: str | PathLike, force: bool) -> None:
     """Raise UsageError unless `path` can hold output files: it is a missing or empty folder
     whose parent exists, or any folder with `force` (--force)."""
-    from pathlib import Path  # here: pathlib costs light commands ~18 M instructions
-
-    out = Path(path)
+    out = _path(path)
     if out.exists() and not out.is_dir():
         raise UsageError(f"output folder {path} exists and is not a folder; choose another")
     if out.is_dir() and any(out.iterdir()) and not force:
@@ -113,9 +121,7 @@ def require_new_folder(path: str | PathLike, force: bool) -> None:
 def require_plot_file(path: str | PathLike, force: bool) -> None:
     """A plot file must end in .png or .svg and be writable as a new file (see
     require_new_file)."""
-    from pathlib import Path  # here: pathlib costs light commands ~18 M instructions
-
-    if Path(path).suffix not in (".png", ".svg"):
+    if _path(path).suffix not in (".png", ".svg"):
         raise UsageError(f"plot file {path} must end in .png or .svg")
     require_new_file(path, force)
 
