@@ -285,6 +285,16 @@ def bench_merge(bench: Bench, packets: int) -> None:
             path.unlink()
 
 
+FLOOR = "output write alone (dd, the floor)"
+
+
+def write_floor(out: Path, size: int) -> list[str]:
+    """`dd` writing `size` bytes (rounded up to MiB) from /dev/zero to `out`, 1 MiB a call: the
+    least any writer of that file can take here."""
+    mib = -(-size // (1 << 20))
+    return ["dd", "if=/dev/zero", f"of={out}", "bs=1M", f"count={mib}", "status=none"]
+
+
 def bench_convert(bench: Bench, capture: Path, packets: int) -> None:
     out = bench.out_dir / "converted.pcap"
     contenders = {
@@ -315,16 +325,6 @@ def bench_convert(bench: Bench, capture: Path, packets: int) -> None:
     bench.compare(f"convert: {packets} packets, pcap (ns) to pcap (ns)", contenders)
     out.unlink(missing_ok=True)
     tiny.unlink()
-
-
-FLOOR = "output write alone (dd, the floor)"
-
-
-def write_floor(out: Path, size: int) -> list[str]:
-    """`dd` writing `size` bytes (rounded up to MiB) from /dev/zero to `out`, 1 MiB a call: the
-    least any writer of that file can take here."""
-    mib = -(-size // (1 << 20))
-    return ["dd", "if=/dev/zero", f"of={out}", "bs=1M", f"count={mib}", "status=none"]
 
 
 # The writer as an engine: the time of writing and closing only (not Python's start-up, numpy's
