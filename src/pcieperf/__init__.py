@@ -18,6 +18,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pcieperf.capture.records import capture_run, capture_runs, capture_show
     from pcieperf.dpdk.api import dpdk_forwarding, platforms
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
     from pcieperf.measure import iommu_api as iommu
@@ -54,6 +55,9 @@ _HOMES = {
     "ProfileError": "errors",
     "UsageError": "errors",
     "capture_demand": "nic.captures",
+    "capture_run": "capture.records",
+    "capture_runs": "capture.records",
+    "capture_show": "capture.records",
     "capture_stats": "net.api",
     "convert_capture": "net.api",
     "counter_imports": "measure.records",
@@ -91,6 +95,9 @@ __all__ = [
     "UsageError",
     "bench",
     "capture_demand",
+    "capture_run",
+    "capture_runs",
+    "capture_show",
     "capture_stats",
     "convert_capture",
     "counter_imports",

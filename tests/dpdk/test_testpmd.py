@@ -278,7 +278,7 @@ def test_end_to_end_run_and_prediction_from_it(tmp_path, capsys):
     # No testpmd left, and its EAL runtime directory is gone.
     prefix = next(a for a in run["command"] if a.startswith("--file-prefix=")).split("=", 1)[1]
     assert not _testpmd_alive(prefix)
-    assert not testpmd._runtime_dir(prefix).exists()
+    assert not testpmd.runtime_dir(prefix).exists()
     assert main(["dpdk", "runs", "--db", db, "--json"]) == 0
     (listed,) = json.loads(capsys.readouterr().out)
     assert (listed["run_id"], listed["mode"]) == (run["run_id"], "pcap")
@@ -373,7 +373,7 @@ def test_stopping_the_run_early_stops_testpmd_and_keeps_the_run(tmp_path, monkey
     assert proc.returncode == 0, err
     assert "(stopped early)" in out
     assert not _testpmd_alive(prefix)
-    assert not list(testpmd._runtime_dir(prefix).parent.glob(prefix + "*"))
+    assert not list(testpmd.runtime_dir(prefix).parent.glob(prefix + "*"))
 
 
 @needs_testpmd
@@ -387,5 +387,5 @@ def test_killing_pcieperf_takes_testpmd_down(tmp_path, monkeypatch):
         assert time.monotonic() < deadline, "testpmd outlived pcieperf"
         time.sleep(POLL_S)
     # Only its EAL runtime directory is left: pcieperf was gone before it could remove it.
-    for leftover in testpmd._runtime_dir(prefix).parent.glob(prefix + "*"):
+    for leftover in testpmd.runtime_dir(prefix).parent.glob(prefix + "*"):
         shutil.rmtree(leftover, ignore_errors=True)

@@ -35,6 +35,7 @@ _TOP_LEVEL: dict[str, tuple[str, str]] = {
     "dpdk-fwd": ("dpdk_fwd", "_add_dpdk_fwd_command"),
     "explain": ("explain", "_add_explain_command"),
     "dpdk": ("dpdk", "_add_dpdk_commands"),
+    "capture": ("capture", "_add_capture_commands"),
     "data": ("data", "_add_data_commands"),
     "bench": ("bench", "_add_bench_commands"),
     "validate": ("predict", "_add_validate_command"),

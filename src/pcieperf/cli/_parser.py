@@ -58,6 +58,10 @@ EXAMPLES = {
     "dpdk": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
     "dpdk run": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
     "dpdk runs": "pcieperf dpdk runs --json",
+    "capture": "pcieperf capture run --frame 64 --seconds 2",
+    "capture run": "pcieperf capture run --frame 1500 --sink tmpfs --seconds 2",
+    "capture runs": "pcieperf capture runs --json",
+    "capture show": "pcieperf capture show 1",
     "dpdk fwd": "pcieperf dpdk fwd --pps 14.88Mpps --frame 64 --batch 32",
     "data": "pcieperf data import ../shared/data/pcie-bench/*/",
     "data import": "pcieperf data import ../shared/data/pcie-bench/*/",
@@ -206,6 +210,7 @@ def _add_group(
 
 _GROUPS = {
     "dpdk": "Real DPDK runs (dpdk-testpmd, no NIC needed) and the forwarding estimate",
+    "capture": "DPDK packet capture (dpdk-dumpcap) measured beside testpmd",
     "data": "The measured-data store (pcie-bench results)",
     "bench": "pcie-bench: test definitions, the simulator, calibration and prediction",
     "iommu": "IOMMU and page size in DPDK data planes",

@@ -313,7 +313,7 @@ def _lcores() -> str:
     return f"{cpus[0]},{cpus[1]}"
 
 
-def _pool(cfg: RunConfig) -> tuple[int, int]:
+def pool(cfg: RunConfig) -> tuple[int, int]:
     """(mbufs, -m megabytes): infinite_rx preloads every packet of the capture into mbufs."""
     mbufs = BASE_MBUFS
     if cfg.pcap is not None:
@@ -324,33 +324,40 @@ def _pool(cfg: RunConfig) -> tuple[int, int]:
 
 def testpmd_command(cfg: RunConfig, binary: str, prefix: str) -> list[str]:
     """The full command line: EAL options, one looped virtual port, then the user's args."""
-    mbufs, memory = _pool(cfg)
-    if cfg.mode == "pcap":
-        vdev = f"net_pcap0,rx_pcap={Path(cfg.pcap).resolve()},infinite_rx=1"
-    else:
-        vdev = f"net_null0,size={cfg.null_size}"
+    mbufs, memory = pool(cfg)
+    eal = ["-v", "--no-huge", "-m", str(memory), "--no-pci", f"--file-prefix={prefix}"]
     return [
         binary,
-        "-v",
-        "--no-huge",
-        "-m",
-        str(memory),
-        "--no-pci",
-        f"--file-prefix={prefix}",
+        *eal,
         "-l",
         _lcores(),
-        f"--vdev={vdev}",
+        f"--vdev={vdev(cfg.mode, cfg.pcap, cfg.null_size)}",
         "--",
+        *app_args(mbufs),
+        *cfg.extra_args,
+    ]
+
+
+def vdev(mode: str, pcap: Path | None, null_size: int) -> str:
+    """The one virtual port: net_pcap replaying `pcap` forever, or net_null packets."""
+    if mode == "pcap":
+        return f"net_pcap0,rx_pcap={Path(pcap).resolve()},infinite_rx=1"
+    return f"net_null0,size={null_size}"
+
+
+def app_args(mbufs: int) -> list[str]:
+    """The testpmd options of a measured run: the port looped on itself, statistics every
+    period with burst statistics, and the mbuf pool size."""
+    return [
         "--no-flush-rx",  # else testpmd drains a pcap port completely before forwarding
         "--record-burst-stats",
         f"--stats-period={STATS_PERIOD_S}",
         f"--total-num-mbufs={mbufs}",
         "--port-topology=loop",
-        *cfg.extra_args,
     ]
 
 
-def _die_with_parent() -> Callable[[], None]:
+def die_with_parent() -> Callable[[], None]:
     """What the child runs before exec: SIGINT back to its default (pcieperf run as a background
     job of a script has it ignored, and testpmd would then ignore the SIGINT that stops it),
     ask for SIGINT when pcieperf dies, so testpmd never outlives it, and exit if pcieperf is
@@ -371,7 +378,7 @@ def _die_with_parent() -> Callable[[], None]:
     return arm
 
 
-def _runtime_dir(prefix: str) -> Path:
+def runtime_dir(prefix: str) -> Path:
     """Where EAL keeps a prefix's runtime files (lib/eal/linux eal_create_runtime_dir)."""
     if os.geteuid() == 0:
         base = Path("/var/run")
@@ -403,25 +410,25 @@ def run(cfg: RunConfig, tick: Callable[[float, int], None] | None = None) -> Run
         text=True,
         errors="replace",
         start_new_session=True,  # Ctrl-C reaches us only; we stop testpmd ourselves
-        preexec_fn=_die_with_parent(),  # prctl must run in the child
+        preexec_fn=die_with_parent(),  # prctl must run in the child
     ) as proc:
         reader = threading.Thread(target=_read, args=(proc.stdout, lines, parsed), daemon=True)
         reader.start()
         try:
-            with _terminate_as_interrupt():
+            with terminate_as_interrupt():
                 interrupted = _wait(proc, cfg.seconds, start, parsed, tick)
         finally:
-            with _signals_ignored():
-                _stop(proc)
+            with signals_ignored():
+                stop(proc)
                 reader.join(timeout=STOP_TIMEOUT_S)
-                shutil.rmtree(_runtime_dir(prefix), ignore_errors=True)
+                shutil.rmtree(runtime_dir(prefix), ignore_errors=True)
     output = "".join(lines)
     wall = time.monotonic() - start
     if proc.returncode not in (0, -signal.SIGINT) and not interrupted:
-        cause = _cause(output)
+        reason = cause(output)
         # testpmd's own argument checks (launch_args_parse, EAL) end in these words.
-        failure = UsageError if re.search(COMMAND_LINE_ERROR, cause) else PcieperfError
-        raise failure(f"testpmd failed (exit {proc.returncode}): {cause}")
+        failure = UsageError if re.search(COMMAND_LINE_ERROR, reason) else PcieperfError
+        raise failure(f"testpmd failed (exit {proc.returncode}): {reason}")
     version, ports = parsed.result()
     _check(ports, parsed.blocks, output, interrupted)
     return RunResult(cfg, command, output, wall, interrupted, version, ports)
@@ -435,7 +442,7 @@ def _read(stream: Iterable[str], lines: list[str], parsed: OutputReader) -> None
 
 
 @contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
+def terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM (e.g. from `timeout`) ends the run the way Ctrl-C does: stored, not lost."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -452,7 +459,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
-def _signals_ignored() -> Iterator[None]:
+def signals_ignored() -> Iterator[None]:
     """While testpmd is being stopped and cleaned up, a second Ctrl-C or SIGTERM waits."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -501,7 +508,7 @@ def _blocks(count: int) -> str:
     return f"{count} statistics block{'' if count == 1 else 's'}"
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen) -> None:
     """SIGINT (testpmd prints its final statistics and exits), then SIGKILL if it hangs."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
@@ -512,7 +519,7 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def _cause(output: str) -> str:
+def cause(output: str) -> str:
     """The reason testpmd gives for failing (its `Cause:` line), else its last line."""
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     causes = [ln for ln in lines if ln.startswith("Cause:") or "EAL: FATAL" in ln]
@@ -530,5 +537,5 @@ def _check(ports: list[PortStats], blocks: int, output: str, interrupted: bool) 
     if not any(p.rx_bursts for p in ports):
         raise PcieperfError(
             "testpmd printed no per-port burst statistics (runs with several queues per port "
-            f"print them per stream, which is not read): {_cause(output)}"
+            f"print them per stream, which is not read): {cause(output)}"
         )

@@ -56,7 +56,48 @@ def _sql_type(csv_name: str) -> str:
     return "BIGINT" if csv_name in INTEGER_COLUMNS else "DOUBLE"
 
 
+CAPTURE_RUN_COLUMNS = {
+    "dpdk_version": "VARCHAR",
+    "tool": "VARCHAR",
+    "port": "VARCHAR",
+    "frame_bytes": "DOUBLE",
+    "fwd_lcores": "INTEGER",
+    "direction": "VARCHAR",
+    "copies_per_packet": "INTEGER",
+    "format": "VARCHAR",
+    "snaplen": "INTEGER",
+    "ring_size": "INTEGER",
+    "sink": "VARCHAR",
+    "seconds": "DOUBLE",
+    "fwd_pps_no_capture": "DOUBLE",
+    "fwd_pps": "DOUBLE",
+    "fwd_cpu_ns_no_capture": "DOUBLE",
+    "fwd_cpu_ns": "DOUBLE",
+    "fwd_cpu_share_no_capture": "DOUBLE",
+    "fwd_cpu_share": "DOUBLE",
+    "copies": "BIGINT",
+    "dropped": "BIGINT",
+    "written": "BIGINT",
+    "loss": "DOUBLE",
+    "file_packets": "BIGINT",
+    "capture_pps": "DOUBLE",
+    "capture_gbps": "DOUBLE",
+    "capture_cpu_ns": "DOUBLE",
+    "capture_cpu_share": "DOUBLE",
+    "bytes_per_record": "DOUBLE",
+    "write_calls_per_packet": "DOUBLE",
+    "packets_per_timestamp": "DOUBLE",
+    "inversions": "BIGINT",
+    "crashed": "BOOLEAN",
+    "commands": "VARCHAR",
+    "outputs": "VARCHAR",
+}
+"""The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
+start time (pcieperf.capture.records builds the rows)."""
+
+
 def _schema() -> list[str]:
+    capture_columns = ", ".join(f"{k} {v}" for k, v in CAPTURE_RUN_COLUMNS.items())
     tables = [
         "CREATE TABLE IF NOT EXISTS systems (system VARCHAR PRIMARY KEY, card VARCHAR, "
         "arch VARCHAR, cpu VARCHAR, machine VARCHAR, numa_device INTEGER, numa_memory INTEGER, "
@@ -75,6 +116,8 @@ def _schema() -> list[str]:
         "rx_packets BIGINT, tx_packets BIGINT, rx_pps DOUBLE, tx_pps DOUBLE, "
         "rx_bursts BIGINT, rx_burst_shares VARCHAR)",
         "CREATE TABLE IF NOT EXISTS dpdk_run_bursts (run_id INTEGER, burst INTEGER, calls DOUBLE)",
+        "CREATE TABLE IF NOT EXISTS capture_runs (run_id INTEGER PRIMARY KEY, "
+        f"started TIMESTAMP, {capture_columns})",
     ]
     for kind, columns in COLUMNS.items():
         cols = ", ".join(f"{STORE_NAMES[c]} {_sql_type(c)}" for c in columns)
@@ -305,6 +348,47 @@ class Store:
             "SELECT burst, calls FROM dpdk_run_bursts WHERE run_id = ? ORDER BY burst", [run_id]
         ).fetchall()
         return StoredRun(run_id, *row, batch_hist=dict(hist))
+
+    def add_capture_run(self, row: dict) -> int:
+        """Store one capture run (a row of CAPTURE_RUN_COLUMNS) in one transaction; returns
+        its run id."""
+        names = list(CAPTURE_RUN_COLUMNS)
+        with self._transaction():
+            (run_id,) = self.con.execute(
+                "SELECT coalesce(max(run_id), 0) + 1 FROM capture_runs"
+            ).fetchone()
+            self.con.execute(
+                f"INSERT INTO capture_runs (run_id, started, {', '.join(names)}) "
+                f"VALUES (?, now(), {', '.join('?' * len(names))})",
+                [run_id, *(row[name] for name in names)],
+            )
+        return int(run_id)
+
+    def capture_runs(self, run_ids: list[int] | None = None) -> list[dict]:
+        """Stored capture runs (all, or those of `run_ids`), oldest first, without the
+        commands and outputs."""
+        where = f"WHERE run_id IN ({', '.join('?' * len(run_ids))})" if run_ids else ""
+        rows = self._records(
+            self.con.execute(
+                f"SELECT * EXCLUDE (commands, outputs) FROM capture_runs {where} ORDER BY run_id",
+                run_ids or [],
+            )
+        )
+        missing = sorted(set(run_ids or ()) - {r["run_id"] for r in rows})
+        if missing:
+            raise UsageError(
+                f"no capture run {', '.join(map(str, missing))} in {self.path}; see "
+                "`pcieperf capture runs`"
+            )
+        return rows
+
+    def capture_run_texts(self, run_id: int) -> dict:
+        """The commands and outputs of one stored capture run (JSON text each)."""
+        self.capture_runs([run_id])
+        commands, outputs = self.con.execute(
+            "SELECT commands, outputs FROM capture_runs WHERE run_id = ?", [run_id]
+        ).fetchone()
+        return {"commands": commands, "outputs": outputs}
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

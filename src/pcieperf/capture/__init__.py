@@ -1,0 +1,11 @@
+"""DPDK packet capture (pdump, dpdk-dumpcap): real capture runs measured beside testpmd, the
+capture path as a model, and its calibration from stored runs (issue 26).
+
+Modules: `run` (a capture run: testpmd as primary, the tool as secondary, what each thread did
+per packet), `hugepages` (the run's hugepage memory, made and undone), `tools` (the capture
+tools' command lines and output), `threads` (CPU time per thread from /proc), `records`
+(`pp.capture_run`, `pp.capture_runs`, `pp.capture_show`: runs stored and judged).
+
+May import: every model package (pcie, net, nic, dpdk, pciebench), measure (the store),
+errors, units. No report, no CLI.
+"""

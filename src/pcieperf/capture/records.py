@@ -1,0 +1,248 @@
+"""The public functions of capture runs: `pp.capture_run` (measure one and store it),
+`pp.capture_runs` (the stored ones) and `pp.capture_show` (one, with the study's four
+essentials judged from what it measured). Keyword arguments are named as the `capture`
+commands' options; `db` is the store file (`--db`; default the user's, or $PCIEPERF_DB)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+from pcieperf.capture.run import COPIES_PER_PACKET, CaptureConfig, CaptureResult
+from pcieperf.measure.records import open_store
+from pcieperf.net.wire import overhead_bytes
+from pcieperf.results import Column, Report, Table
+
+
+def capture_run(
+    *,
+    frame: int = 64,
+    pcap: str | os.PathLike | None = None,
+    seconds: float = 3.0,
+    lcores: int = 1,
+    tool: str = "dumpcap",
+    format: str = "pcapng",
+    snaplen: int | None = None,
+    ring_size: int = 2048,
+    sink: str = "null",
+    out: str | os.PathLike | None = None,
+    force: bool = False,
+    huge_dir: str | os.PathLike | None = None,
+    db: str | os.PathLike | None = None,
+) -> Report:
+    """Run dpdk-testpmd forwarding `frame`-byte frames (FCS included) on net_null, or
+    replaying `pcap`, on `lcores` forwarding lcores: first alone, then with dpdk-dumpcap
+    writing `format` into the `sink` (null, tmpfs, or `out` for a file); store what each
+    thread did per packet and what capture cost the forwarding (`pcieperf capture run`)."""
+    cfg = CaptureConfig(
+        frame=frame,
+        pcap=Path(pcap) if pcap else None,
+        seconds=seconds,
+        fwd_lcores=lcores,
+        tool=tool,
+        format=format,
+        snaplen=snaplen,
+        ring_size=ring_size,
+        sink="file" if out is not None and sink == "null" else sink,
+        out=Path(out) if out is not None else None,
+        force=force,
+        huge_dir=Path(huge_dir) if huge_dir else None,
+    )
+    result = _run_with_progress(cfg)
+    row = run_row(result)
+    with open_store(db, write=True) as store:
+        (stored,) = store.capture_runs([store.add_capture_run(row)])
+    return _shown(stored)
+
+
+def _run_with_progress(cfg: CaptureConfig) -> CaptureResult:
+    """`run.run(cfg)` under a progress bar: seconds so far and the phase."""
+    import time
+
+    from pcieperf import progress
+    from pcieperf.capture import run
+
+    shape = "{desc}: {n:.1f} s{postfix}"
+    start = time.monotonic()
+    with progress.bar(None, "capture run", unit="s", bar_format=shape) as bar:
+
+        def tick(phase: str, _: float) -> None:
+            bar.update(time.monotonic() - start - bar.n)
+            bar.set_postfix_str(phase)
+
+        return run.run(cfg, tick)
+
+
+def run_row(result: CaptureResult) -> dict:
+    """A capture run as the store keeps it (measure.store.CAPTURE_RUN_COLUMNS)."""
+    cfg, tool, stats = result.config, result.tool, result.file_stats
+    written = tool.counts.written
+    frame = _frame_bytes(result)
+    packets = stats.get("packets")
+    return {
+        "dpdk_version": result.version,
+        "tool": cfg.tool,
+        "port": cfg.mode,
+        "frame_bytes": frame,
+        "fwd_lcores": cfg.fwd_lcores,
+        "direction": "both",
+        "copies_per_packet": COPIES_PER_PACKET,
+        "format": cfg.format,
+        "snaplen": cfg.snaplen or 0,
+        "ring_size": cfg.ring_size,
+        "sink": cfg.sink,
+        "seconds": cfg.seconds,
+        "fwd_pps_no_capture": result.baseline.pps,
+        "fwd_pps": result.during.pps,
+        "fwd_cpu_ns_no_capture": result.baseline.cpu_ns_per_packet,
+        "fwd_cpu_ns": result.during.cpu_ns_per_packet,
+        "fwd_cpu_share_no_capture": result.baseline.cpu_share,
+        "fwd_cpu_share": result.during.cpu_share,
+        "copies": tool.counts.received,
+        "dropped": tool.counts.dropped,
+        "written": written,
+        "loss": tool.counts.dropped / tool.counts.received if tool.counts.received else 0.0,
+        "file_packets": packets,
+        "capture_pps": written / tool.wall_s,
+        "capture_gbps": written / tool.wall_s * (frame + overhead_bytes()) * 8 / 1e9,
+        "capture_cpu_ns": tool.cpu_ns / written if written else math.nan,
+        "capture_cpu_share": tool.cpu_ns / 1e9 / tool.wall_s,
+        "bytes_per_record": tool.io.bytes / written if written else math.nan,
+        "write_calls_per_packet": tool.io.calls / written if written else math.nan,
+        "packets_per_timestamp": stats.get("packets_per_timestamp"),
+        "inversions": stats.get("time_inversions"),
+        "crashed": result.crashed,
+        "commands": json.dumps(result.commands),
+        "outputs": json.dumps(result.outputs),
+    }
+
+
+def _frame_bytes(result: CaptureResult) -> float:
+    """Mean frame bytes, FCS included: the configured net_null frame, or a replayed capture's
+    mean wire length plus the FCS its records lack."""
+    cfg = result.config
+    if cfg.pcap is None:
+        return float(cfg.frame)
+    from pcieperf.net import trace
+    from pcieperf.net.wire import FCS_BYTES
+
+    (stats,) = trace.stats_files([cfg.pcap])
+    return stats["bytes_wire"] / stats["packets"] + FCS_BYTES
+
+
+CRASH_NOTE = "testpmd crashed when the tool detached (a race in pdump's callbacks, fixed in 25.11)"
+
+RUNS_COLUMNS = (
+    Column("run_id", "id"),
+    Column("started", "started"),
+    Column("tool", "tool"),
+    Column("frame_bytes", "frame B"),
+    Column("fwd_lcores", "lcores"),
+    Column("sink", "sink"),
+    Column("fwd_mpps_no_capture", "fwd Mpps alone"),
+    Column("fwd_mpps", "fwd Mpps capturing"),
+    Column("capture_mpps", "written Mpps"),
+    Column("loss", "loss"),
+    Column("fwd_cpu_ns", "fwd ns/pkt"),
+    Column("capture_cpu_ns", "capture ns/pkt"),
+)
+
+
+def capture_runs(*, db: str | os.PathLike | None = None) -> Table:
+    """The capture runs stored, oldest first (`pcieperf capture runs`); `.to_frame()` gives
+    them as a DataFrame, one row per run."""
+    with open_store(db) as store:
+        rows = store.capture_runs()
+    return Table(rows, RUNS_COLUMNS, text_rows=[_text_row(r) for r in rows])
+
+
+def _text_row(row: dict) -> dict:
+    """A stored run with rates in Mpps and its start to the second, for the table."""
+    mpps = {
+        "fwd_mpps_no_capture": row["fwd_pps_no_capture"] / 1e6,
+        "fwd_mpps": row["fwd_pps"] / 1e6,
+        "capture_mpps": row["capture_pps"] / 1e6,
+    }
+    return row | mpps | {"started": str(row["started"])[:19]}
+
+
+def capture_show(run_id: int, *, db: str | os.PathLike | None = None) -> Report:
+    """One stored capture run: what it measured and the study's four essentials (timestamps,
+    ordering, Rx/Tx merging, zero loss) as the run showed them (`pcieperf capture show`)."""
+    with open_store(db) as store:
+        (row,) = store.capture_runs([run_id])
+    return _shown(row)
+
+
+def _shown(row: dict) -> Report:
+    """A stored run's JSON (its row and the essentials) and its text."""
+    data = row | {"essentials": essentials(row)}
+    return Report(data, _text(data))
+
+
+def essentials(row: dict) -> list[dict]:
+    """The study's four essentials of a capture, judged from one run: what it showed and
+    whether that meets the essential (None where the run could not show it)."""
+    per_stamp, inversions = row["packets_per_timestamp"], row["inversions"]
+    unknown = "not measured: the sink was /dev/null (use --sink tmpfs or --out)"
+    return [
+        {
+            "essential": "timestamps",
+            "met": None if per_stamp is None else per_stamp <= 1.0,
+            "shown": unknown
+            if per_stamp is None
+            else f"{per_stamp:.1f} packets per distinct timestamp (stamped per burst when "
+            "copied, not per packet on the wire)",
+        },
+        {
+            "essential": "ordering",
+            "met": None if inversions is None else inversions == 0,
+            "shown": unknown
+            if inversions is None
+            else f"{inversions} time-order inversions in the file",
+        },
+        {
+            "essential": "merging",
+            "met": False,
+            "shown": "Rx and Tx copies are interleaved per burst in copy order, one timestamp "
+            "per burst: a Tx copy can precede the Rx copy it was forwarded from",
+        },
+        {
+            "essential": "zero_loss",
+            "met": row["dropped"] == 0,
+            "shown": f"{row['dropped']} of {row['copies']} copies dropped (ring full), "
+            f"{100 * row['loss']:.2f} %",
+        },
+    ]
+
+
+def _text(data: dict) -> str:
+    """The run as the CLI prints it."""
+    lines = [
+        f"capture run {data['run_id']}: {data['dpdk_version']}, {data['tool']} -> "
+        f"{data['sink']} ({data['format']}), {data['frame_bytes']:.0f} B frames, "
+        f"{data['fwd_lcores']} forwarding lcore(s)"
+        + (
+            "; testpmd crashed when the tool detached (DPDK bug, fixed in 25.11)"
+            if data["crashed"]
+            else ""
+        ),
+        f"forwarding  alone {data['fwd_pps_no_capture'] / 1e6:8.3f} Mpps "
+        f"{data['fwd_cpu_ns_no_capture']:7.1f} ns/pkt   capturing "
+        f"{data['fwd_pps'] / 1e6:8.3f} Mpps {data['fwd_cpu_ns']:7.1f} ns/pkt",
+        f"capture     {data['copies']} copies, {data['dropped']} dropped "
+        f"({100 * data['loss']:.2f} %), {data['written']} written "
+        f"({data['capture_pps'] / 1e6:.3f} Mpps, {data['capture_gbps']:.2f} Gb/s), "
+        f"{data['capture_cpu_ns']:.1f} ns/pkt, {data['write_calls_per_packet']:.4f} writes/pkt",
+    ]
+    lines += [
+        f"  {e['essential']:<10} {_verdict(e['met']):<9} {e['shown']}" for e in data["essentials"]
+    ]
+    return "\n".join(lines)
+
+
+def _verdict(met: bool | None) -> str:
+    """An essential's verdict in a word."""
+    return {True: "met", False: "not met", None: "unknown"}[met]

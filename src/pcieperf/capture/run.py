@@ -1,0 +1,488 @@
+"""A capture run: dpdk-testpmd forwards on a virtual port (the primary, on hugepages), first
+alone, then with a DPDK capture tool attached as a secondary; what each thread did per packet
+in both windows, what the tool wrote, and what it cost the forwarding.
+
+The forwarding rate comes from testpmd's periodic statistics (cumulative Rx packets once a
+period); at each block the forwarding lcores' CPU time is read, so that every window has the
+packets and the CPU time its threads received between two blocks. The tool's CPU time and write
+calls are read when it starts capturing and after it exits (before it is reaped, so /proc still
+has them). Everything the run made is undone on the way out, also on Ctrl-C, SIGTERM or a
+failure: the tool and testpmd stopped, EAL's runtime folder removed, a file that was not
+published removed, hugepages unmounted and their count restored.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pcieperf.capture import hugepages, threads, tools
+from pcieperf.dpdk import testpmd
+from pcieperf.errors import PcieperfError, UsageError, require_choice, require_new_file
+from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
+
+SINKS = ("null", "tmpfs", "file")
+FORMATS = ("pcapng", "pcap")
+TOOL_NAMES = ("dumpcap",)
+# testpmd's mbufs carry at most RTE_MBUF_DEFAULT_DATAROOM (2048) bytes in one segment
+# (lib/mbuf/rte_mbuf_core.h), so a net_null packet is at most that and its frame 4 B more.
+MAX_FRAME_BYTES = 2048 + FCS_BYTES
+TMPFS = Path("/dev/shm")  # a tmpfs on every systemd and Debian system (hier(7))
+NULL_SINK = Path(os.devnull)  # the system's: never removed
+RING_SIZES = (64, 1 << 20)  # rte_ring sizes are powers of two (lib/ring/rte_ring.h)
+START_DEADLINE_S = 60.0  # testpmd's first block or the tool's start, on a busy machine
+STOP_DEADLINE_S = 30.0
+COPIES_PER_PACKET = 2  # dpdk-dumpcap 22.11 asks for both directions (RTE_PDUMP_FLAG_RXTX)
+
+
+@dataclass(frozen=True)
+class CaptureConfig:
+    """One capture run: testpmd forwarding `frame`-byte net_null frames (FCS included, so
+    packets of `frame` - 4 bytes) or replaying `pcap`, on `fwd_lcores` forwarding lcores; each
+    window lasts at least `seconds` and two statistics periods."""
+
+    frame: int = 64
+    pcap: Path | None = None
+    seconds: float = 3.0
+    fwd_lcores: int = 1
+    tool: str = "dumpcap"
+    format: str = "pcapng"
+    snaplen: int | None = None
+    ring_size: int = 2048
+    sink: str = "null"
+    out: Path | None = None
+    force: bool = False
+    huge_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not MIN_FRAME_BYTES <= self.frame <= MAX_FRAME_BYTES:
+            raise UsageError(
+                f"frame {self.frame!r} is not allowed; give {MIN_FRAME_BYTES} to "
+                f"{MAX_FRAME_BYTES} bytes (FCS included; one mbuf of 2048 B)"
+            )
+        testpmd.RunConfig(seconds=self.seconds)  # the same --seconds rule as `dpdk run`
+        require_choice("--tool", self.tool, TOOL_NAMES)
+        require_choice("--format", self.format, FORMATS)
+        require_choice("--sink", self.sink, SINKS)
+        if self.fwd_lcores not in (1, 2):
+            raise UsageError(f"--lcores {self.fwd_lcores!r} is not allowed; give 1 or 2")
+        low, high = RING_SIZES
+        ring = self.ring_size
+        if not (isinstance(ring, int) and low <= ring <= high and ring & (ring - 1) == 0):
+            raise UsageError(
+                f"--ring-size {ring!r} is not allowed; use a power of two from {low} to {high}"
+            )
+        if self.snaplen is not None and not 1 <= self.snaplen <= 65535:
+            raise UsageError(f"--snaplen {self.snaplen!r} is not allowed; give 1 to 65535")
+        if (self.sink == "file") != (self.out is not None):
+            raise UsageError("--out names the capture file of --sink file, and only it takes one")
+
+    @property
+    def mode(self) -> str:
+        """The port testpmd forwards on: `null` frames or a `pcap` replayed."""
+        return "pcap" if self.pcap else "null"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One statistics block: when it arrived, testpmd's cumulative Rx packets, and the CPU ns
+    the forwarding lcores had run by then."""
+
+    t: float
+    packets: int
+    cpu_ns: int
+
+
+@dataclass(frozen=True)
+class Window:
+    """Forwarding between two statistics blocks."""
+
+    first: Sample
+    last: Sample
+
+    @property
+    def pps(self) -> float:
+        """Packets forwarded per wall second."""
+        return (self.last.packets - self.first.packets) / (self.last.t - self.first.t)
+
+    @property
+    def cpu_ns_per_packet(self) -> float:
+        """CPU ns the forwarding lcores spent per forwarded packet."""
+        packets = self.last.packets - self.first.packets
+        return (self.last.cpu_ns - self.first.cpu_ns) / packets if packets else float("nan")
+
+    @property
+    def cpu_share(self) -> float:
+        """CPUs the forwarding lcores had: their CPU seconds per wall second."""
+        return (self.last.cpu_ns - self.first.cpu_ns) / 1e9 / (self.last.t - self.first.t)
+
+
+@dataclass(frozen=True)
+class ToolWindow:
+    """The capture tool from its start of capture to its exit: CPU ns of its capture thread,
+    write calls and bytes, and its closing counts."""
+
+    wall_s: float
+    cpu_ns: int
+    io: threads.IoCounts
+    counts: tools.ToolCounts
+
+
+@dataclass
+class CaptureResult:
+    """A finished capture run: what ran, what each window measured, the file it wrote."""
+
+    config: CaptureConfig
+    version: str
+    commands: dict[str, list[str]]
+    outputs: dict[str, str]
+    baseline: Window
+    during: Window
+    tool: ToolWindow
+    crashed: bool
+    file: Path | None = None
+    file_stats: dict = field(default_factory=dict)
+
+
+class _Primary:
+    """testpmd as the primary process, its output read and sampled by a thread."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+        self.parsed = testpmd.OutputReader()
+        self.samples: list[Sample] = []
+        self.lines: list[str] = []
+        self._workers: list[int] = []
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # Ctrl-C reaches pcieperf only; it stops testpmd itself
+            preexec_fn=testpmd.die_with_parent(),
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            before = self.parsed.blocks
+            self.parsed.feed(line)
+            if self.parsed.blocks != before:
+                self._sample()
+
+    def _sample(self) -> None:
+        """Rx packets of the block just read, and the forwarding lcores' CPU time now."""
+        if not self._workers:
+            self._workers = threads.worker_threads(self.proc.pid)
+        packets = sum(p.nic_rx_packets for p in self.parsed.ports.values())
+        cpu = threads.cpu_ns(self.proc.pid, self._workers)
+        self.samples.append(Sample(time.monotonic(), packets, cpu))
+
+    def check_alive(self) -> None:
+        """A primary that exited on its own ends the run, with its reason."""
+        if self.proc.poll() is not None:
+            self._reader.join(timeout=STOP_DEADLINE_S)
+            raise PcieperfError(
+                f"testpmd exited (code {self.proc.returncode}): "
+                f"{testpmd.cause(''.join(self.lines))}"
+            )
+
+    def stop(self) -> bool:
+        """Stop testpmd (SIGINT, then SIGKILL); True if it had crashed instead of stopping."""
+        testpmd.stop(self.proc)
+        self._reader.join(timeout=STOP_DEADLINE_S)
+        return self.proc.returncode not in (0, -signal.SIGINT)
+
+
+class _Tool:
+    """A capture tool as a secondary process, its output read by a thread."""
+
+    def __init__(self, command: list[str], preload: str) -> None:
+        self.command = command
+        self.lines: list[str] = []
+        self.capturing = threading.Event()
+        env = dict(os.environ, LD_PRELOAD=preload) if preload else None
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            env=env,
+            start_new_session=True,
+            preexec_fn=testpmd.die_with_parent(),
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            if tools.CAPTURING in line:
+                self.capturing.set()
+
+    def exited(self) -> bool:
+        """Whether the tool has exited; it stays unreaped, so /proc still shows its totals."""
+        info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        return info is not None
+
+    def reap(self) -> str:
+        """Collect the exited tool and return all it printed."""
+        self.proc.wait()
+        self._reader.join(timeout=STOP_DEADLINE_S)
+        return "".join(self.lines)
+
+    def kill(self) -> None:
+        """Stop the tool however it is (cleanup)."""
+        if self.proc.poll() is None:
+            testpmd.stop(self.proc)
+
+
+Tick = Callable[[str, float], None]
+
+
+def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
+    """Measure testpmd's forwarding without and with the capture tool attached, and the tool
+    itself; `tick` gets the phase and its seconds elapsed, for a progress bar."""
+    binaries = _binaries(cfg)
+    hugepages.check(cfg.huge_dir)
+    _check_sink(cfg)
+    prefix = f"pcieperf-capture-{os.getpid()}-{time.monotonic_ns()}"
+    mbufs, memory = _pool(cfg)
+    with testpmd.terminate_as_interrupt():
+        stack = ExitStack()
+        try:
+            huge = stack.enter_context(hugepages.hugepages(_pages(memory, cfg), cfg.huge_dir))
+            stack.callback(_remove_runtime_dir, prefix)
+            primary = _Primary(_primary_command(cfg, binaries["testpmd"], prefix, huge, mbufs))
+            stack.callback(primary.stop)
+            target = _target(cfg, prefix)
+            if target != NULL_SINK:  # a file of the run's own, removed unless published
+                stack.callback(target.unlink, missing_ok=True)
+            baseline = _measure_baseline(primary, cfg.seconds, tick)
+            command = _tool_command(cfg, binaries["tool"], prefix, target)
+            tool = _Tool(command, tools.mempool_preload(binaries["testpmd"]))
+            stack.callback(tool.kill)
+            during, window = _measure_capture(primary, tool, cfg.seconds, tick)
+            crashed = primary.stop()
+            result = CaptureResult(
+                cfg,
+                primary.parsed.version,
+                {"testpmd": primary.command, cfg.tool: command},
+                {"testpmd": "".join(primary.lines), cfg.tool: "".join(tool.lines)},
+                baseline,
+                during,
+                window,
+                crashed,
+            )
+            _finish_file(result, target)
+        finally:
+            with testpmd.signals_ignored():
+                stack.close()
+    return result
+
+
+def _binaries(cfg: CaptureConfig) -> dict[str, str]:
+    """The testpmd and tool binaries, or a one-line refusal naming the package."""
+    return {"testpmd": testpmd.find_testpmd(), "tool": tools.find(cfg.tool)}
+
+
+def _check_sink(cfg: CaptureConfig) -> None:
+    """The sink must be writable before anything starts."""
+    if cfg.sink == "file":
+        require_new_file(cfg.out, cfg.force)
+        folder = Path(cfg.out).absolute().parent
+        if not os.access(folder, os.W_OK):
+            raise UsageError(f"--out {cfg.out}: folder {folder} is not writable")
+    elif cfg.sink == "tmpfs" and not os.access(TMPFS, os.W_OK):
+        raise UsageError(f"--sink tmpfs writes into {TMPFS}, which is missing or not writable")
+
+
+def _pool(cfg: CaptureConfig) -> tuple[int, int]:
+    """(mbufs, -m megabytes) of testpmd's pool: `dpdk run`'s sizing (a replayed capture is
+    preloaded into mbufs)."""
+    run_cfg = testpmd.RunConfig(
+        mode=cfg.mode, pcap=cfg.pcap, seconds=cfg.seconds, null_size=cfg.frame - FCS_BYTES
+    )
+    return testpmd.pool(run_cfg)
+
+
+def _pages(memory_mb: int, cfg: CaptureConfig) -> int:
+    """2 MiB pages for testpmd's memory and the tool's pool (its ring of copies, each in an
+    mbuf of up to 2176 B data room: app/dumpcap/main.c create_mempool) with room to spare."""
+    tool_mb = -(-cfg.ring_size * 2 * testpmd.MBUF_BYTES // 2**20) + testpmd.MEMORY_HEADROOM_MB
+    return hugepages.pages_for(memory_mb + tool_mb)
+
+
+def _lcores(fwd_lcores: int) -> str:
+    """EAL's --lcores: lcore 0 (main, mostly asleep between statistics) and the forwarding
+    lcores, placed round-robin on the CPUs this process may use."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise UsageError(
+            f"a capture run needs two CPUs (testpmd's forwarding lcore and the capture tool); "
+            f"only CPU {cpus[0]} is available to this process"
+        )
+    places = [cpus[0], *(cpus[(1 + k) % len(cpus)] for k in range(fwd_lcores))]
+    return ",".join(f"{lcore}@{cpu}" for lcore, cpu in enumerate(places))
+
+
+def _primary_command(
+    cfg: CaptureConfig, binary: str, prefix: str, huge: Path, mbufs: int
+) -> list[str]:
+    """The primary: testpmd on hugepages with a file prefix of its own (for secondaries)."""
+    _, memory = _pool(cfg)
+    queues = []
+    if cfg.fwd_lcores > 1:  # one Rx and Tx queue per forwarding lcore on the one port
+        n = cfg.fwd_lcores
+        queues = [f"--nb-cores={n}", f"--rxq={n}", f"--txq={n}"]
+    return [
+        binary,
+        "-v",
+        f"--huge-dir={huge}",
+        "-m",
+        str(memory),
+        "--no-pci",
+        f"--file-prefix={prefix}",
+        f"--lcores={_lcores(cfg.fwd_lcores)}",
+        f"--vdev={testpmd.vdev(cfg.mode, cfg.pcap, cfg.frame - FCS_BYTES)}",
+        "--",
+        *testpmd.app_args(mbufs),
+        *queues,
+    ]
+
+
+def _target(cfg: CaptureConfig, prefix: str) -> Path:
+    """Where the tool writes: /dev/null, a tmpfs file of the run, or a temporary sibling of
+    --out that is published (no-clobber) only once complete."""
+    if cfg.sink == "null":
+        return NULL_SINK
+    if cfg.sink == "tmpfs":
+        return TMPFS / f".{prefix}.{cfg.format}"
+    out = Path(cfg.out)
+    return out.parent / f".{out.name}.{os.urandom(8).hex()}.part"
+
+
+def _tool_command(cfg: CaptureConfig, binary: str, prefix: str, target: Path) -> list[str]:
+    """The capture tool's command line."""
+    port = f"net_{cfg.mode}0"
+    return tools.dumpcap_command(
+        binary,
+        prefix,
+        port,
+        target,
+        pcap=cfg.format == "pcap",
+        snaplen=cfg.snaplen,
+        ring_size=cfg.ring_size,
+    )
+
+
+def _wait_for(
+    what: str,
+    done: Callable[[], bool],
+    deadline_s: float,
+    tick: Tick | None,
+    watch: Callable[[], None] | None = None,
+) -> None:
+    """Wait until `done()`, calling `watch` (which raises if a process has died) each time;
+    no fixed sleeps: a busy machine only makes it wait longer, up to `deadline_s`."""
+    start = time.monotonic()
+    while not done():
+        if watch:
+            watch()
+        elapsed = time.monotonic() - start
+        if tick:
+            tick(what, elapsed)
+        if elapsed > deadline_s:
+            raise PcieperfError(f"{what}: not done after {elapsed:.0f} s; is the machine too busy?")
+        time.sleep(testpmd.POLL_S)
+
+
+def _measure_baseline(primary: _Primary, seconds: float, tick: Tick | None) -> Window:
+    """Forwarding alone: from the second statistics block (the first follows start-up) until
+    `seconds` and at least two periods have passed."""
+    samples = primary.samples
+
+    def enough() -> bool:
+        return len(samples) >= 3 and samples[-1].t - samples[1].t >= seconds
+
+    _wait_for("forwarding", enough, testpmd.deadline_s(seconds), tick, primary.check_alive)
+    return Window(samples[1], samples[-1])
+
+
+def _measure_capture(
+    primary: _Primary, tool: _Tool, seconds: float, tick: Tick | None
+) -> tuple[Window, ToolWindow]:
+    """Forwarding with the tool attached, and the tool: from its `Capturing on` until
+    `seconds` and two statistics periods have passed, then the tool is stopped (SIGINT)."""
+
+    def watch() -> None:
+        primary.check_alive()
+        if tool.proc.poll() is not None:
+            raise PcieperfError(f"{tool.command[2]} exited: {tools.last_lines(tool.lines)}")
+
+    _wait_for("capture start", tool.capturing.is_set, START_DEADLINE_S, tick, watch)
+    start = time.monotonic()
+    cpu0, io0 = threads.cpu_ns(tool.proc.pid), threads.io_counts(tool.proc.pid)
+    samples = primary.samples
+    first = len(samples)
+
+    def enough() -> bool:
+        return len(samples) - first >= 2 and samples[-1].t - start >= seconds
+
+    _wait_for("capturing", enough, testpmd.deadline_s(seconds), tick, watch)
+    during = Window(samples[first], samples[-1])
+    tool.proc.send_signal(signal.SIGINT)
+    _wait_for("capture stop", tool.exited, STOP_DEADLINE_S, tick)  # testpmd may crash now
+    wall = time.monotonic() - start
+    cpu, io = threads.cpu_ns(tool.proc.pid) - cpu0, threads.io_counts(tool.proc.pid)
+    counts = tools.parse_dumpcap(tool.reap())
+    io_delta = threads.IoCounts(io.calls - io0.calls, io.bytes - io0.bytes)
+    return during, ToolWindow(wall, cpu, io_delta, counts)
+
+
+def _finish_file(result: CaptureResult, target: Path) -> None:
+    """Read what the tool wrote with pcieperf's own reader; publish --out without replacing a
+    file that appeared meanwhile (unless --force)."""
+    cfg = result.config
+    if cfg.sink == "null":
+        return
+    from pcieperf.net import trace
+
+    (stats,) = trace.stats_files([target])
+    result.file_stats = stats
+    if cfg.sink == "file":
+        publish(target, Path(cfg.out), cfg.force)
+        result.file = Path(cfg.out)
+
+
+def publish(tmp: Path, out: Path, force: bool) -> None:
+    """Give the complete file `tmp` the name `out`: a hard link fails if `out` exists (no
+    clobber, atomic), a rename replaces it atomically with `force`."""
+    if force:
+        tmp.replace(out)
+        return
+    try:
+        os.link(tmp, out)
+    except FileExistsError:
+        raise UsageError(f"{out} appeared during the run; pass --force to overwrite it") from None
+    tmp.unlink()
+
+
+def _remove_runtime_dir(prefix: str) -> None:
+    """EAL's runtime folder of the run's prefix (primary and secondaries share it)."""
+    import shutil
+
+    shutil.rmtree(testpmd.runtime_dir(prefix), ignore_errors=True)

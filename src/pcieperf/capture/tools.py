@@ -1,0 +1,95 @@
+"""DPDK's capture tools as a capture run starts them: where they are, the libraries they must
+preload, their command lines, and what they print. Both are secondary processes of a running
+primary (dpdk-testpmd); `dumpcap` writes pcapng or pcap itself, batching writes per burst
+(app/dumpcap/main.c), `pdump` hands every copy to a net_pcap port, whose libpcap `pcap_dump`
+writes it record by record (app/pdump/main.c, drivers/net/pcap)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from pcieperf.errors import PcieperfError, UsageError
+
+TOOLS = {"dumpcap": "dpdk-dumpcap", "pdump": "dpdk-pdump"}
+"""Each tool's binary, as Debian's dpdk-dev package ships it (22.11: /usr/bin)."""
+TOOL_ENV = {"dumpcap": "PCIEPERF_DUMPCAP", "pdump": "PCIEPERF_PDUMP"}
+# Shared libraries that register mempool drivers. Secondary and primary must register them in
+# the same order, or they number the mempool ops differently and every copy the primary makes
+# into the secondary's pool fails (DPDK Bugzilla 1073): the secondary preloads the primary's.
+_MEMPOOL_DRIVER = re.compile(r"\s(/\S*/librte_mempool_[a-z0-9_]+\.so[.0-9]*)\s")
+_RECEIVED = re.compile(r"Packets received/dropped on interface '([^']*)': ([0-9]+)/([0-9]+)")
+CAPTURING = "Capturing on"  # dumpcap's line once its callbacks are in place
+
+
+def find(tool: str) -> str:
+    """The tool's binary: $PCIEPERF_DUMPCAP / $PCIEPERF_PDUMP, else on PATH."""
+    binary = os.environ.get(TOOL_ENV[tool]) or shutil.which(TOOLS[tool])
+    if not binary or not os.access(binary, os.X_OK):
+        raise UsageError(
+            f"{TOOLS[tool]} not found; install Debian's dpdk-dev (apt-get install "
+            f"--no-install-recommends dpdk-dev) or set {TOOL_ENV[tool]} to the binary"
+        )
+    return binary
+
+
+def mempool_preload(primary: str) -> str:
+    """LD_PRELOAD for a secondary of `primary`: the mempool driver libraries the primary links,
+    in its link order (as `ldd` lists them)."""
+    done = subprocess.run(["ldd", primary], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise PcieperfError(f"ldd {primary} failed: {done.stderr.strip()}")
+    return ":".join(_MEMPOOL_DRIVER.findall(done.stdout + "\n"))
+
+
+@dataclass(frozen=True)
+class ToolCounts:
+    """What a capture tool reports at its end: copies the primary made for it (`received`,
+    ring-full drops included) and those dropped because its ring was full."""
+
+    received: int
+    dropped: int
+
+    @property
+    def written(self) -> int:
+        """Records that reached the tool and were written."""
+        return self.received - self.dropped
+
+
+def dumpcap_command(
+    binary: str,
+    prefix: str,
+    port: str,
+    out: Path,
+    *,
+    pcap: bool,
+    snaplen: int | None,
+    ring_size: int,
+) -> list[str]:
+    """dpdk-dumpcap capturing `port` of the primary `prefix` into `out` until SIGINT; stdout
+    line-buffered (stdbuf) so that its `Capturing on` line arrives when it is printed."""
+    command = ["stdbuf", "-oL", binary, f"--file-prefix={prefix}", "-i", port, "-q"]
+    command += ["-w", str(out), "-N", str(ring_size)]
+    if snaplen:
+        command += ["-s", str(snaplen)]
+    return command + (["-P"] if pcap else [])
+
+
+def parse_dumpcap(output: str) -> ToolCounts:
+    """The closing `Packets received/dropped on interface 'P': R/D (x%)` line."""
+    found = _RECEIVED.findall(output)
+    if not found:
+        tail = " | ".join(line for line in output.splitlines()[-3:] if line.strip())
+        raise PcieperfError(f"dpdk-dumpcap printed no packet counts: {tail or 'no output'}")
+    _, received, dropped = found[-1]
+    return ToolCounts(int(received), int(dropped))
+
+
+def last_lines(lines: list[str], count: int = 3) -> str:
+    """The last non-empty lines a tool printed, joined, for a one-line error."""
+    kept = [line.strip() for line in lines if line.strip()][-count:]
+    return " | ".join(kept) or "no output"

@@ -1,0 +1,236 @@
+"""`capture run` with the real dpdk-testpmd and dpdk-dumpcap (issue 26): conservation of the
+packets it counts, a file capinfos accepts, the API and the CLI giving one answer, and nothing
+left behind (processes, hugetlbfs mounts, hugepages, EAL runtime folders, temporary files),
+also after SIGTERM. The runs assert relations, never speeds: the machine may be loaded."""
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pcieperf as pp
+from pcieperf.capture import hugepages, run, tools
+from pcieperf.dpdk import testpmd
+from pcieperf.results import json_default
+from tests.helpers.cli import run_cli
+
+REAL = shutil.which("dpdk-testpmd") and shutil.which("dpdk-dumpcap")
+needs_dpdk = pytest.mark.skipif(
+    not REAL or os.geteuid() != 0 or not (hugepages.POOL / "nr_hugepages").exists(),
+    reason="needs root, 2 MiB hugepages and Debian's dpdk-dev (dpdk-testpmd, dpdk-dumpcap); "
+    ".ci/run installs dpdk-dev and runs as root",
+)
+WAIT_S = 300.0  # a generous deadline for conditions on a loaded 2-core machine
+POLL_S = 0.1
+PREFIX = "pcieperf-capture-"
+
+
+def _leftovers() -> dict:
+    """What a capture run could leave behind: its processes, hugetlbfs mounts of its own,
+    runtime folders, tmpfs files, and the hugepage count."""
+    mounts = [
+        line for line in Path("/proc/mounts").read_text().splitlines() if "pcieperf-huge" in line
+    ]
+    procs = subprocess.run(["pgrep", "-f", PREFIX], capture_output=True, text=True).stdout.split()
+    return {
+        "processes": procs,
+        "mounts": mounts,
+        "runtime": sorted(p.name for p in testpmd.runtime_dir(PREFIX).parent.glob(PREFIX + "*")),
+        "tmpfs": sorted(p.name for p in run.TMPFS.glob(f".{PREFIX}*")),
+        "hugepages": (hugepages.POOL / "nr_hugepages").read_text().strip(),
+        "null_is_a_device": stat.S_ISCHR(os.stat(os.devnull).st_mode),  # never removed
+    }
+
+
+@pytest.fixture
+def nothing_left():
+    """The test's capture runs must leave the machine as they found it."""
+    before = _leftovers()
+    yield
+    assert _leftovers() == before
+
+
+@needs_dpdk
+@pytest.mark.parametrize("frame", [64, 1500])
+def test_a_capture_conserves_packets_and_leaves_nothing(frame, tmp_path, capsys, nothing_left):
+    out, db = tmp_path / f"cap{frame}.pcapng", tmp_path / "s.duckdb"
+    code, text, err = run_cli(
+        capsys, "capture", "run", "--frame", str(frame), "--seconds", "2", "--out", str(out),
+        "--db", str(db), "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    got = json.loads(text)
+    # dumpcap counts every copy the primary made, ring-full drops included (app/dumpcap/main.c:
+    # received = accepted + ringfull): the records written are the rest.
+    assert got["written"] == got["copies"] - got["dropped"] > 0
+    # The file holds what dumpcap wrote, give or take the ring's content at the stop.
+    assert abs(got["file_packets"] - got["written"]) <= got["ring_size"]
+    assert (got["frame_bytes"], got["sink"]) == (frame, "file")
+    # Copying every packet twice (Rx and Tx) on the forwarding lcore costs it CPU time per
+    # packet (lib/pdump/rte_pdump.c: pdump_copy runs in the Rx and Tx callbacks).
+    assert got["fwd_cpu_ns"] > got["fwd_cpu_ns_no_capture"] > 0
+    # assert got["packets_per_timestamp"] >= 1  TODO-merge
+    assert [e["essential"] for e in got["essentials"]] == [
+        "timestamps", "ordering", "merging", "zero_loss",
+    ]  # fmt: skip
+    assert not list(tmp_path.glob(".*.part"))
+    if shutil.which("capinfos"):  # Wireshark's reader agrees on the record count
+        info = subprocess.run(["capinfos", "-M", "-c", str(out)], capture_output=True, text=True)
+        assert info.returncode == 0, info.stderr
+        assert f"Number of packets:   {got['file_packets']}" in info.stdout
+    # One answer, asked both ways: the API and the CLI.
+    assert _as_printed(pp.capture_show(got["run_id"], db=db)) == got
+    code, text, _ = run_cli(capsys, "capture", "runs", "--db", str(db), "--json")
+    (row,) = json.loads(text)
+    assert [row] == _as_printed(pp.capture_runs(db=db))
+
+
+def _as_printed(result):
+    """A result's JSON as the CLI prints it (timestamps as ISO text)."""
+    return json.loads(json.dumps(result.to_json(), default=json_default))
+
+
+def _start_cli(tmp_path: Path, *args: str) -> subprocess.Popen:
+    code = "import sys; from pcieperf.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, "capture", "run", "--db", str(tmp_path / "s.duckdb"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _until(condition, proc: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert proc.poll() is None, f"pcieperf ended before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} after {WAIT_S} s"
+        time.sleep(POLL_S)
+
+
+@needs_dpdk
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_stopping_a_capture_cleans_up_and_stores_nothing(stop, tmp_path, nothing_left):
+    proc = _start_cli(tmp_path, "--seconds", "600", "--sink", "tmpfs")
+    _until(lambda: _leftovers()["tmpfs"], proc, "a capture writing")  # dumpcap has started
+    proc.send_signal(stop)
+    _, err = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "pcieperf: interrupted"
+    assert pp.capture_runs(db=tmp_path / "s.duckdb").to_json() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--frame", "63"], "frame 63 is not allowed; give 64 to 2052 bytes"),
+        (["--lcores", "3"], "--lcores 3 is not allowed; give 1 or 2"),
+        (["--ring-size", "1000"], "--ring-size 1000 is not allowed; use a power of two"),
+        (["--sink", "file"], "--out names the capture file of --sink file"),
+        (["--snaplen", "0"], "--snaplen 0 is not allowed"),
+    ],
+)
+def test_bad_values_are_refused_before_anything_starts(args, message, tmp_path, capsys):
+    code, _, err = run_cli(capsys, "capture", "run", "--db", str(tmp_path / "s.duckdb"), *args)
+    assert code == 2
+    assert err.strip().splitlines() == [f"pcieperf: error: {message}"] or message in err
+    assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_an_existing_out_or_a_missing_folder_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(testpmd.TESTPMD_ENV, sys.executable)  # found: the sink check comes next
+    monkeypatch.setenv(tools.TOOL_ENV["dumpcap"], sys.executable)
+    monkeypatch.setattr(hugepages, "check", lambda huge_dir: None)
+    kept = tmp_path / "kept.pcapng"
+    kept.write_bytes(b"mine")
+    code, _, err = run_cli(capsys, "capture", "run", "--out", str(kept))
+    assert (code, kept.read_bytes()) == (2, b"mine")
+    assert "exists; pass --force" in err
+    code, _, err = run_cli(capsys, "capture", "run", "--out", str(tmp_path / "no" / "x.pcapng"))
+    assert (code, "does not exist" in err) == (2, True)
+
+
+def test_missing_dumpcap_names_the_package(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(testpmd.TESTPMD_ENV, sys.executable)
+    monkeypatch.setenv(tools.TOOL_ENV["dumpcap"], str(tmp_path / "no-dumpcap"))
+    monkeypatch.setattr(tools.shutil, "which", lambda name: None)
+    code, _, err = run_cli(capsys, "capture", "run", "--db", str(tmp_path / "s.duckdb"))
+    assert code == 2
+    assert "dpdk-dumpcap not found; install Debian's dpdk-dev" in err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs the CLI as another user, which needs root")
+def test_without_root_or_huge_dir_the_run_is_refused(tmp_path):
+    # A user who is not root cannot reserve hugepages: one line, exit 2, nothing started.
+    code = "import sys; from pcieperf.cli import main; sys.exit(main(sys.argv[1:]))"
+    env = dict(os.environ, PCIEPERF_TESTPMD=sys.executable, PCIEPERF_DUMPCAP=sys.executable)
+    done = subprocess.run(
+        [sys.executable, "-c", code, "capture", "run", "--db", "/nonexistent/s.duckdb"],
+        capture_output=True,
+        text=True,
+        env=env,
+        user=65534,  # nobody
+        cwd="/",
+    )
+    assert done.returncode == 2, done.stderr
+    assert "a capture run needs hugepages: run as root" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_huge_dir_must_be_a_hugetlbfs_mount(tmp_path):
+    with pytest.raises(pp.UsageError, match="not a hugetlbfs mount point"):
+        hugepages.check(tmp_path)
+
+
+def test_dumpcaps_closing_counts_are_read():
+    # dpdk-dumpcap 22.11's last lines, as printed on this machine (-q, one port).
+    out = (
+        "File: /dev/null\n\n"
+        "Packets received/dropped on interface 'net_null0': 22971936/12585752 (64.6)\n"
+        "Capturing on 'net_null0'\n"
+    )
+    counts = tools.parse_dumpcap(out)
+    assert (counts.received, counts.dropped, counts.written) == (22971936, 12585752, 10386184)
+    with pytest.raises(pp.PcieperfError, match="printed no packet counts: EAL: oops"):
+        tools.parse_dumpcap("EAL: oops\n")
+
+
+def test_the_primarys_mempool_drivers_are_preloaded(monkeypatch):
+    # `ldd dpdk-testpmd` on Debian 12 (22.11): the one mempool driver it links, in order.
+    ldd = (
+        "\tlibrte_mempool.so.23 => /lib/x86_64-linux-gnu/librte_mempool.so.23 (0x7f60)\n"
+        "\tlibrte_mempool_dpaa.so.23 => /usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/"
+        "librte_mempool_dpaa.so.23 (0x7f61)\n"
+        "\tlibrte_mempool_ring.so.23 => /usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/"
+        "librte_mempool_ring.so.23 (0x7f62)\n"
+    )
+    done = subprocess.CompletedProcess([], 0, stdout=ldd, stderr="")
+    monkeypatch.setattr(tools.subprocess, "run", lambda *a, **k: done)
+    assert tools.mempool_preload("testpmd") == (
+        "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_mempool_dpaa.so.23:"
+        "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_mempool_ring.so.23"
+    )
+
+
+def test_mount_paths_with_spaces_are_unescaped():
+    assert hugepages._unescape(r"/mnt/huge\040pages") == "/mnt/huge pages"
+
+
+@given(
+    packets=st.integers(1, 10**12),
+    cpu_ns=st.integers(1, 10**15),
+    seconds=st.floats(1e-3, 1e5),
+)
+def test_a_windows_rate_cost_and_share_agree(packets, cpu_ns, seconds):
+    # CPU ns per packet x packets per second = CPU ns per second (the share, in ns).
+    window = run.Window(run.Sample(0.0, 0, 0), run.Sample(seconds, packets, cpu_ns))
+    assert window.pps * window.cpu_ns_per_packet == pytest.approx(window.cpu_share * 1e9)
