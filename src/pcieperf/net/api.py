@@ -133,6 +133,14 @@ def _warn_capture_quirks(result: dict) -> None:
             f"{result['cut_short']}: the capture was cut short; the {result['packets']} packets "
             "before it are reported (--strict makes this an error)"
         )
+    if result["ts_wrapped"]:
+        warn(
+            f"{result['file']}: {result['ts_wrapped']} records are dated after 2262 (ns past "
+            "2^63), kept modulo 2^64 (docs/trace.md); --shift-time of `trace convert` moves them"
+        )
+    epoch = trace.epoch_warning(result["file"], result)
+    if epoch:
+        warn(epoch)
 
 
 _STRICT_ORDER = {True: "yes", False: "no", None: "unknown (packets without timestamps)"}
@@ -163,20 +171,44 @@ def _stats_text(r: dict) -> str:
         f"bytes ({r['bytes_captured']} captured), {r['duration_s']:.6f} s",
         f"  {mean}",
         f"  strict time order: {_STRICT_ORDER[r['strict_time_order']]} "
-        f"({r['out_of_order']} packets earlier than the one before)",
+        f"({r['out_of_order']} packets earlier than the one before, by at most "
+        f"{r['max_step_back_ns']} ns)",
+        _ties_text(r),
         f"  bursts at {b['eth_gbps']} GbE: {b['bursts']} ({b['packets_in_bursts']} packets, "
         f"longest {b['max_burst']})",
         "  frame sizes: " + ", ".join(f"{k}: {v}" for k, v in r["size_histogram"].items() if v),
     ]
     lines += [
         f"  interface {i['id']} ({i['name'] or 'unnamed'}, {i['linktype_name']}): "
-        f"{i['packets']} packets"
+        f"{i['packets']} packets{_directions_text(i)}"
         for i in r["interfaces"]
     ]
+    if r["implausible_epoch"]:
+        lines.append("  dates: more than a century from now (see the warning)")
     lines += [f"  {r[key]} {text}" for key, text in _NOTES.items() if r[key]]
     if r["truncated"]:
         lines.append(f"  cut short: {r['cut_short']}")
     return "\n".join(lines)
+
+
+def _ties_text(r: dict) -> str:
+    """Packets per distinct timestamp: 1 where every packet has a time of its own."""
+    if not r["distinct_timestamps"]:
+        return "  timestamps: none"
+    return (
+        f"  timestamps: {r['packets_per_timestamp']:.2f} packets per distinct time, at most "
+        f"{r['max_equal_timestamps']} at one"
+    )
+
+
+def _directions_text(i: dict) -> str:
+    """An interface's packets per pcapng direction, where any is known."""
+    if i["packets_inbound"] == i["packets_outbound"] == 0:
+        return ""
+    return (
+        f" ({i['packets_inbound']} inbound, {i['packets_outbound']} outbound, "
+        f"{i['packets_direction_unknown']} unknown)"
+    )
 
 
 def priced_demand(

@@ -1,6 +1,13 @@
 //! Capture files: reading pcap/pcapng (on rusticata's `pcap-parser`), buffered writing, k-way
 //! merging and synthetic traffic. Timestamps are i64 nanoseconds since the Unix epoch throughout.
 //!
+//! A time outside i64 (after 2262-04-11T23:47:16.854775807Z, or before 1677-09-21) is kept
+//! modulo 2^64: pcapng ticks are unsigned 64-bit counts (draft-ietf-opsawg-pcapng §4.3), and a
+//! file of ns ticks past 2^63 (DPDK 22.11's dumpcap writes such) keeps its exact tick bits, so
+//! it is written back unchanged and differences between times (wrapping subtraction) stay
+//! exact; such records are counted (`Quirks::ts_wrapped`) instead of refused. Wireshark shows
+//! the same ticks as dates up to 2554.
+//!
 //! Formats: classic pcap and pcapng as specified by draft-ietf-opsawg-pcap and
 //! draft-ietf-opsawg-pcapng (the IETF write-ups of the libpcap and pcapng formats).
 

@@ -351,11 +351,13 @@ impl Writer {
                 "caplen {caplen} exceeds the {}-byte maximum of interface {iface}'s link type",
                 self.interfaces[iface as usize].caplen_limit()
             )
-        } else if ts_ns < 0 {
-            format!("timestamp {ts_ns} ns is before 1970, which pcap and pcapng cannot hold")
+        } else if self.format == OutFormat::Pcap && ts_ns < 0 {
+            format!("timestamp {ts_ns} ns is before 1970, which pcap cannot hold")
         } else if self.format == OutFormat::Pcap && ts_ns / 1_000_000_000 > i64::from(u32::MAX) {
             format!("timestamp {ts_ns} ns is after 2106, beyond pcap's 32-bit seconds")
         } else {
+            // pcapng takes any time: its 64 bits are the unsigned ns tick count (mod.rs notes).
+
             return Ok(());
         };
         Err(CoreError::whole(&self.name, problem))
