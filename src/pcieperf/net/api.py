@@ -333,16 +333,23 @@ def convert_capture(
     file: str | os.PathLike,
     output: str | os.PathLike,
     *,
+    shift_time: str | float = 0,
     force: bool = False,
     skip_bad: bool = False,
     strict: bool = False,
 ) -> Report:
     """Rewrite a capture as ns-resolution pcap or pcapng (by `output`'s suffix), packet for
-    packet (`pcieperf trace convert`)."""
+    packet (`pcieperf trace convert`), every time moved by `shift_time` seconds (a decimal
+    string keeps ns precision: "-7094901566.811366006" undoes DPDK 22.11's 2.6 GHz offset)."""
     source, out = os.fspath(file), os.fspath(output)
-    result = trace.convert(source, out, force=force, skip_bad=skip_bad, strict=strict)
+    shift_ns = trace.parse_shift_ns(shift_time)
+    result = trace.convert(
+        source, out, shift_ns=shift_ns, force=force, skip_bad=skip_bad, strict=strict
+    )
     if result["truncated"]:
         warn(f"{source} was cut short inside a record; what came before is converted")
+    shifted = f", times shifted by {shift_ns / 1e9:g} s" if shift_ns else ""
     return Report(
-        {"input": source, "output": out, **result}, f"{result['packets']} packets -> {out}"
+        {"input": source, "output": out, "shift_ns": shift_ns, **result},
+        f"{result['packets']} packets -> {out}{shifted}",
     )
