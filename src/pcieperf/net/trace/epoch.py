@@ -4,8 +4,8 @@ DPDK 22.11's dumpcap adds to its pcapng times (2^64 / tsc_hz seconds, dating a c
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal, InvalidOperation
+from time import time_ns
 
 from pcieperf.errors import UsageError
 
@@ -50,7 +50,7 @@ def epoch_check(first_ns: int | None, last_ns: int | None, now_ns: int | None = 
     where the dates look like DPDK 22.11's offset, the TSC rate that explains them and the
     `--shift-time` (seconds) that takes it back; None otherwise. The latest packet is the one
     judged: in a file whose times wrapped past 2^64 ns the earliest is a wrapped one."""
-    now = time.time_ns() if now_ns is None else now_ns
+    now = time_ns() if now_ns is None else now_ns
     if first_ns is None or last_ns is None:
         return {"implausible_epoch": False, "dpdk_tsc_hz": None, "shift_time_s": None}
     implausible = not (plausible(first_ns, now) and plausible(last_ns, now))
