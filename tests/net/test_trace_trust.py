@@ -109,6 +109,7 @@ def test_the_suggested_shift_dates_it_when_it_was_taken(tmp_path, capsys):
     (r,), err = stats_json(capsys, out)
     # 2026-11-27 17:41:33.578307528 UTC, a minute before the fixture files were written.
     assert r["first_ts_ns"] == 1_795_801_293_578_307_528
+    assert (r["packets_inbound"], r["packets_outbound"]) == (320, 320)  # epb_flags kept
     assert r["implausible_epoch"] is False
     assert err == ""
     before, after = pp.read_capture(PCAPNG).ts_ns, pp.read_capture(out).ts_ns

@@ -105,11 +105,12 @@ impl Input {
             self.declare_interfaces(writer, keep_names)?;
         }
         let iface = self.out_iface[record.iface as usize];
-        writer.write_packet(
+        writer.write_directed(
             record.ts_ns.wrapping_add(self.shift_ns),
             iface,
             record.wirelen,
             self.reader.data(record),
+            record.direction,
         )?;
         self.count(record, stats);
         Ok(())

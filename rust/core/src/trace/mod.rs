@@ -25,6 +25,10 @@ pub mod write;
 #[cfg(test)]
 mod tests;
 
+/// `epb_flags`, the Enhanced Packet Block option whose bits 0-1 are the packet's direction
+/// (draft-ietf-opsawg-pcapng §4.3.1: 1 inbound, 2 outbound).
+pub(crate) const EPB_FLAGS: u16 = 2;
+
 /// Largest captured length accepted for most link types: libpcap's MAXIMUM_SNAPLEN (pcap-int.h,
 /// 262144 = 256 KiB), which is also what tcpdump and dumpcap write as their default snaplen.
 pub const MAX_CAPLEN: u32 = 262_144;

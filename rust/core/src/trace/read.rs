@@ -20,7 +20,7 @@ use pcap_parser::{
 
 use super::stream::{Compression, Stream, DEFAULT_CHUNK_BYTES};
 use super::window::Window;
-use super::{linktype_known, max_caplen, Interface};
+use super::{linktype_known, max_caplen, Interface, EPB_FLAGS};
 use crate::CoreError;
 
 /// Section Header Block type: a byte palindrome, so it reads the same in either byte order.
@@ -1058,9 +1058,6 @@ fn tsoffset(options: &[PcapNGOption], big_endian: bool) -> i64 {
             }
         })
 }
-
-/// Option code of `epb_flags` in an Enhanced Packet Block (pcapng §4.3.1).
-const EPB_FLAGS: u16 = 2;
 
 /// The direction bits (0-1) of an EPB's `epb_flags` in the section's byte order: 1 inbound,
 /// 2 outbound, else (absent, 0 or the reserved 3) unknown.

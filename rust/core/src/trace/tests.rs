@@ -1008,6 +1008,16 @@ fn epb_flags_give_each_packet_its_direction() {
         assert_eq!(got, vec![1, 2, 0, 0, 1, 2]);
         let s = stats_of("dir.pcapng", &file, &stats_config()).summary;
         assert_eq!(s.directions, vec![[2, 2, 2]]);
+        // A conversion keeps each known direction as an epb_flags option of its own.
+        let (input, output) = (temp("dir-in.pcapng"), temp("dir-out.pcapng"));
+        std::fs::write(&input, &file).unwrap();
+        convert(&input, &output, OutFormat::PcapNg, false, false, 0).unwrap();
+        let (back, _) = read_all(std::fs::read(&output).unwrap(), false).unwrap();
+        let kept: Vec<u8> = back.iter().map(|r| r.direction).collect();
+        assert_eq!(kept, got);
+        for path in [input, output] {
+            std::fs::remove_file(path).unwrap();
+        }
     }
     let (records, _) = read_all(pcap(false, true, 0, &[(1, 0, &[0; 60])]), false).unwrap();
     assert_eq!(records[0].direction, 0, "pcap has no direction");
