@@ -84,7 +84,10 @@ def capture_stats(
     """Packets, bytes, peak rates per window (1 ms and 1 s unless `windows`: "1ms,100us" or
     ns), frame sizes and bursts at `eth` GbE line rate of each capture (`pcieperf trace
     stats`), or of each port of an archive (`archive`: its files as if concatenated in time
-    order, on Dask). A capture cut short or with records over their snaplen gives a warning."""
+    order, on Dask). A capture cut short, with records over their snaplen, with times past
+    2262 or dated a century away (DPDK 22.11's dumpcap offset: how to shift it back) gives a
+    warning; packets per timestamp, steps back and directions say how far times and order can
+    be trusted (docs/trace.md)."""
     options = {
         "eth_gbps": eth,
         "windows_ns": _windows_ns(windows),
@@ -171,8 +174,7 @@ def _stats_text(r: dict) -> str:
         f"bytes ({r['bytes_captured']} captured), {r['duration_s']:.6f} s",
         f"  {mean}",
         f"  strict time order: {_STRICT_ORDER[r['strict_time_order']]} "
-        f"({r['out_of_order']} packets earlier than the one before, by at most "
-        f"{r['max_step_back_ns']} ns)",
+        f"({r['out_of_order']} packets earlier than the one before{_step_back_text(r)})",
         _ties_text(r),
         f"  bursts at {b['eth_gbps']} GbE: {b['bursts']} ({b['packets_in_bursts']} packets, "
         f"longest {b['max_burst']})",
@@ -189,6 +191,11 @@ def _stats_text(r: dict) -> str:
     if r["truncated"]:
         lines.append(f"  cut short: {r['cut_short']}")
     return "\n".join(lines)
+
+
+def _step_back_text(r: dict) -> str:
+    """The largest step back in time, where there is one."""
+    return f", by at most {r['max_step_back_ns']} ns" if r["out_of_order"] else ""
 
 
 def _ties_text(r: dict) -> str:
