@@ -23,6 +23,7 @@ from tests.helpers.cli import run_cli
 DPDK = TESTS_DATA / "dpdk2211"
 PCAPNG = DPDK / "one-lcore-640.pcapng"
 PCAP = DPDK / "one-lcore-640.pcap"
+TWO_LCORES_REAL = DPDK / "two-lcores-256.pcapng"
 TRUST_KEYS = tuple(stats_oracle.trust(np.zeros(0, np.int64), np.zeros(0, np.uint8)))
 # The shift `trace stats` suggests for a 2.6 GHz TSC: -2^64 / 2.6e9 s, to the ns.
 SHIFT_2_6_GHZ = "-7094901566.811366006"
@@ -91,7 +92,7 @@ def test_its_pcap_twin_has_the_ties_but_neither_directions_nor_the_offset(capsys
 
 
 @needs_tshark
-@pytest.mark.parametrize("path", [PCAPNG, PCAP], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [PCAPNG, PCAP, TWO_LCORES_REAL], ids=lambda p: p.name)
 def test_ties_and_directions_are_tsharks(capsys, path):
     rows = tshark_fields(path, ["frame.time_epoch", "frame.packet_flags_direction"])
     times = np.array([epoch_ns(t) for t, _ in rows], dtype=np.int64)
@@ -157,6 +158,16 @@ def test_times_past_2_63_ns_are_tsharks(tmp_path):
     shown = [row[0] for row in tshark_fields(path, ["frame.time_epoch"])]
     # tshark prints ticks / 10^9 "seconds.nanoseconds": the unsigned tick count.
     assert [epoch_ns(s) for s in shown] == BEYOND_2262
+
+
+def test_a_real_two_lcore_capture_steps_back_by_4_ms(capsys):
+    # 256 packets of two-long.pcapng (two forwarding lcores, Rx and Tx): tshark shows an Rx
+    # burst at .535412362 s followed by a Tx burst stamped at .531425062 s, 3 987 300 ns earlier
+    # (capinfos: Strict time order False).
+    (r,), _ = stats_json(capsys, TWO_LCORES_REAL)
+    assert (r["out_of_order"], r["max_step_back_ns"]) == (1, 3_987_300)
+    assert (r["distinct_timestamps"], r["max_equal_timestamps"]) == (9, 32)
+    assert (r["packets_inbound"], r["packets_outbound"]) == (96, 160)
 
 
 # Two forwarding lcores enqueue their bursts into one ring: lcore B's burst stamped at 1 500 ns
