@@ -76,6 +76,7 @@ def test_a_dpdk_22_11_dumpcap_file_has_32_packets_a_timestamp_and_an_implausible
     assert r["dpdk_tsc_hz"] == 2_600_000_000  # 2^64 s / (2251-09-26 - 2026-11-27), to 10 MHz
     assert r["shift_time_s"] == float(SHIFT_2_6_GHZ)
     assert "DPDK 22.11's dumpcap" in err
+    assert "relative times are right" in err
     assert f"--shift-time={SHIFT_2_6_GHZ}" in err
     _, text, _ = run_cli(capsys, "trace", "stats", str(PCAPNG))
     assert "timestamps: 32.00 packets per distinct time, at most 32 at one" in text
@@ -149,6 +150,18 @@ def test_times_past_2_63_ns_are_read_as_unsigned_ticks_and_flagged(tmp_path, cap
     out = tmp_path / "same.pcapng"
     assert run_cli(capsys, "trace", "convert", str(path), "-o", str(out))[0] == 0
     assert pp.read_capture(out).ts_ns.to_numpy().view(np.uint64).tolist() == BEYOND_2262
+
+
+def test_times_that_jump_by_the_offset_cannot_be_shifted_whole(tmp_path, capsys, captured_now):
+    # two-long.pcapng's times go from 2251 to 2476: one DPDK 22.11 offset (2^64 / 2.6 GHz s)
+    # later, past 2^63 ns.
+    start = 8_890_702_894_516_364_472
+    path = tmp_path / "jumps.pcapng"
+    path.write_bytes(ns_pcapng([(start, 1), (start + 7_094_901_566_811_366_006, 2)]))
+    (r,), err = stats_json(capsys, path)
+    assert r["ts_wrapped"] == 1
+    assert r["dpdk_tsc_hz"] == 2_600_000_000
+    assert "no one shift makes them whole" in err
 
 
 @needs_tshark

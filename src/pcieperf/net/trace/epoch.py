@@ -72,10 +72,18 @@ def epoch_warning(path: str, found: dict) -> str | None:
             "`pcieperf trace convert --shift-time SECONDS` moves them"
         )
     shift = dpdk_shift_s(found["dpdk_tsc_hz"])
+    # A span of half the offset or more: the times jump by multiples of it (two-long.pcapng).
+    jumps = (found["last_ts_ns"] - found["first_ts_ns"]) * 2 >= -shift * NS_PER_S
+    relative = (
+        "its times also jump by multiples of that offset mid-file, so no one shift makes them "
+        "whole; relative times hold within each stretch"
+        if jumps
+        else "relative times are right"
+    )
     return (
         f"{path}: packets are dated more than a century from now, as DPDK 22.11's dumpcap "
         f"dates pcapng (2^64 / tsc_hz seconds ahead; here tsc_hz ≈ "
-        f"{found['dpdk_tsc_hz'] / 1e9:.2f} GHz if captured lately); relative times are right. "
+        f"{found['dpdk_tsc_hz'] / 1e9:.2f} GHz if captured lately); {relative}. "
         f"Shift them back with `pcieperf trace convert IN -o OUT --shift-time={shift}` "
         "(with the capturing machine's exact TSC rate, which EAL logs, for the exact date)"
     )
