@@ -49,9 +49,9 @@ def read_capture(
     """Every packet of a pcap or pcapng file (gzip/zstd too), one row each: `ts_ns` (capture
     time, ns since the epoch; after 2262 modulo 2^64, docs/trace.md), `caplen` (bytes
     captured), `len` (the packet's length on the wire, without FCS, as the capture records it)
-    and `interface` (index into
-    `frame.attrs["interfaces"]`). The Rust reader decodes it; `attrs` also hold `path`,
-    `format`, `skipped` (damaged records passed over with `skip_bad`) and `cut_short`."""
+    and `interface` (index into `frame.attrs["interfaces"]`). The Rust reader decodes it;
+    `attrs` also hold `path`, `format`, `skipped` (damaged records passed over with `skip_bad`)
+    and `cut_short`."""
     import pandas
 
     read = trace.read(path, skip_bad=skip_bad, strict=strict)
