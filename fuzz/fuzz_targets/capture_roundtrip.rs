@@ -2,8 +2,9 @@
 //! how a capture is converted) to pcapng and to pcap and read back: no panic, and no data
 //! lost. Every packet the reader returns must come back with the same timestamp, lengths,
 //! link type and bytes, in the same order; the merge may refuse a capture only for what the
-//! output format cannot hold (a timestamp before 1970 or after pcap's 2106, a caplen above
-//! the interface's limit, several link types in one pcap), and must then return an error.
+//! output format cannot hold (in pcap a timestamp before 1970 or after 2106 or several link
+//! types; a caplen above the interface's limit), and must then return an error. pcapng holds
+//! any 64-bit time (times are kept modulo 2^64: rust/core/src/trace/mod.rs).
 #![no_main]
 
 use std::path::{Path, PathBuf};
@@ -52,7 +53,7 @@ fn unwritable(format: OutFormat, read: &[Packet], ifaces: &[Interface]) -> bool 
     mixed
         || read
             .iter()
-            .any(|p| p.over_limit || p.ts_ns < 0 || too_late(p.ts_ns))
+            .any(|p| p.over_limit || (pcap && p.ts_ns < 0) || too_late(p.ts_ns))
 }
 
 /// Scratch file paths of this process.

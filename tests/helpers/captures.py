@@ -34,9 +34,12 @@ def idb(e: str, snaplen: int, tsresol: int | None = None, linktype: int = 1) -> 
     return block(1, body + struct.pack(e + "HH", 0, 0), e)
 
 
-def epb(e: str, iface: int, ts: int, data: bytes, wirelen: int) -> bytes:
+def epb(e: str, iface: int, ts: int, data: bytes, wirelen: int, flags: int | None = None) -> bytes:
+    """An Enhanced Packet Block; with `flags`, an epb_flags option (code 2, §4.3.1) and the
+    end of options."""
     head = struct.pack(e + "IIIII", iface, ts >> 32, ts & 0xFFFFFFFF, len(data), wirelen)
-    return block(6, head + data + b"\0" * (-len(data) % 4), e)
+    options = b"" if flags is None else struct.pack(e + "HHIHH", 2, 4, flags, 0, 0)
+    return block(6, head + data + b"\0" * (-len(data) % 4) + options, e)
 
 
 # Each: the bytes, then (snaplen_exceeded, wirelen_below_caplen, strict time order), counted by

@@ -1,7 +1,8 @@
 """The numpy implementation of `trace stats` as it was before the statistics moved into the
 Rust core (commit 085f2a9, src/pcieperf/net/trace.py), kept as the oracle the Rust code is checked
 against on random traces (tests/net/test_trace_stats_oracle.py). Only `stats` takes the rate
-windows as an argument here; the computation is unchanged."""
+windows as an argument here; the computation is unchanged. `trust` (issue 26: ties, steps back,
+directions, dates) was added later, written here in numpy before the Rust code."""
 
 from fractions import Fraction
 
@@ -128,8 +129,55 @@ def _summary(
     }
 
 
-def stats(trace: Trace, eth: Ethernet, windows_ns: tuple[int, ...]) -> dict:
-    """Everything `pcieperf trace stats` reports for one file (see the README's contract)."""
+CENTURY_S = 3_155_695_200  # 100 years of 365.2425 days
+DIRECTIONS = ("direction_unknown", "inbound", "outbound")
+
+
+def directions(direction: NDArray[np.uint8]) -> dict:
+    """Packets per epb_flags direction (0 unknown, 1 inbound, 2 outbound)."""
+    counts = np.bincount(direction, minlength=3)
+    return {f"packets_{d}": int(n) for d, n in zip(DIRECTIONS, counts, strict=True)}
+
+
+def trust(ts_ns: NDArray[np.int64], direction: NDArray[np.uint8], ts_wrapped: int = 0) -> dict:
+    """How far times can be trusted, from the times in file order: packets per distinct time,
+    the most at one, the largest step back, and dates a century from now (with numpy's
+    datetime64, a route of its own; the DPDK 22.11 rate is 2^64 / (seconds ahead), to 10 MHz)."""
+    n = int(ts_ns.size)
+    _, counts = np.unique(ts_ns, return_counts=True)
+    back = -np.diff(ts_ns.astype(object)) if n > 1 else np.zeros(0, dtype=object)
+    dates = ts_ns.astype("datetime64[ns]")
+    now = np.datetime64("now", "s")
+    century = np.timedelta64(CENTURY_S, "s")
+    implausible = bool(n and ((dates.min() < now - century) or (dates.max() > now + century)))
+    tsc_hz = None
+    if implausible:
+        ahead_s = (int(ts_ns.max()) - now.astype(np.int64) * 10**9) / 1e9
+        hz = 2**64 / ahead_s if ahead_s > 0 else 0
+        tsc_hz = round(hz / 1e7) * 10**7 if 1e9 <= hz <= 6e9 else None
+    return {
+        "distinct_timestamps": int(counts.size),
+        "packets_per_timestamp": n / counts.size if n else None,
+        "max_equal_timestamps": int(counts.max(initial=0)),
+        "max_step_back_ns": int(max(back.max(initial=0), 0)),
+        "ts_wrapped": ts_wrapped,
+        "implausible_epoch": implausible,
+        "dpdk_tsc_hz": tsc_hz,
+        "shift_time_s": -(2**64 * 10**9 // tsc_hz) / 10**9 if tsc_hz else None,
+        **directions(direction),
+    }
+
+
+def stats(
+    trace: Trace,
+    eth: Ethernet,
+    windows_ns: tuple[int, ...],
+    direction: NDArray[np.uint8] | None = None,
+) -> dict:
+    """Everything `pcieperf trace stats` reports for one file (see the README's contract);
+    `direction` per packet where the file has them (else every one is unknown)."""
+    if direction is None:
+        direction = np.zeros(trace.packets, dtype=np.uint8)
     order = np.argsort(trace.ts_ns, kind="stable")
     ts = trace.ts_ns[order]
     frames = _wire_frames(trace)[order]
@@ -151,6 +199,7 @@ def stats(trace: Trace, eth: Ethernet, windows_ns: tuple[int, ...]) -> dict:
         "wirelen_below_caplen": trace.wirelen_below_caplen,
         "truncated": trace.truncated,
         "cut_short": trace.cut_short,
+        **trust(trace.ts_ns, direction, trace.ts_wrapped),
         "rates": [_rates(ts, data_bits, w) for w in windows_ns],
         "size_histogram": size_histogram(frames),
         "bursts": {"eth_gbps": eth.rate_gbps, **bursts(ts, frames, eth, _resolution_ns(trace))},
@@ -167,6 +216,7 @@ def stats(trace: Trace, eth: Ethernet, windows_ns: tuple[int, ...]) -> dict:
                 "snaplen": iface.snaplen,
                 "section": iface.section,
                 **_summary(trace.ts_ns[mine], trace.wirelen[mine], trace.caplen[mine]),
+                **directions(direction[mine]),
             }
         )
     return result

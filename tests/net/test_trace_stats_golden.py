@@ -2,7 +2,12 @@
 core: the expected outputs in tests/data/trace_stats/expected were recorded by the numpy
 implementation (commit 085f2a9, see tests/data/trace_stats/make.py) on every shared capture and
 on captures written for the purpose (quirks, out of order, several interfaces and resolutions,
-gzip, synthetic constant, Poisson and on/off traffic at three Ethernet rates)."""
+gzip, synthetic constant, Poisson and on/off traffic at three Ethernet rates).
+
+Keys added since (how far a capture's times can be trusted, issue 26: ties, steps back,
+directions, dates) were never in the numpy implementation: they are left out here, every
+recorded key keeps its value and place, and tests/net/test_trace_trust.py checks the new ones
+against tests/helpers/stats_oracle.py."""
 
 import json
 from pathlib import Path
@@ -30,6 +35,22 @@ def recorded_output(expected: Path, path: Path) -> dict:
     return json.loads(text) | {"file": str(path)}
 
 
+def recorded_keys(out: str, recorded: list[dict]) -> str:
+    """`out` (JSON of a list of reports) with only the keys the recorded reports have, their
+    interfaces' too, in its own order, dumped as the CLI dumps it."""
+
+    def keep(found: dict, old: dict) -> dict:
+        kept = {k: v for k, v in found.items() if k in old}
+        if "interfaces" in kept:
+            kept["interfaces"] = [
+                keep(i, o) for i, o in zip(kept["interfaces"], old["interfaces"], strict=True)
+            ]
+        return kept
+
+    reports = json.loads(out)
+    return json.dumps([keep(r, o) for r, o in zip(reports, recorded, strict=True)], indent=2) + "\n"
+
+
 def test_every_shared_capture_has_an_expected_output():
     if not CAPTURES.is_dir():
         pytest.skip("../shared/data/captures is absent")
@@ -46,7 +67,7 @@ def test_stats_json_is_byte_identical_to_the_recorded_output(capsys, expected):
     code, out, _ = run_cli(capsys, "trace", "stats", "--json", "--eth", eth, str(path))
     assert code == 0
     recorded = recorded_output(expected, path)
-    assert out == json.dumps([recorded], indent=2) + "\n"
+    assert recorded_keys(out, [recorded]) == json.dumps([recorded], indent=2) + "\n"
 
 
 def test_several_files_in_one_call_match_their_single_outputs(capsys):
@@ -55,4 +76,4 @@ def test_several_files_in_one_call_match_their_single_outputs(capsys):
     code, out, _ = run_cli(capsys, "trace", "stats", "--json", *map(str, paths))
     assert code == 0
     expected = [recorded_output(e, p) for e, p in zip(picks, paths, strict=True)]
-    assert json.loads(out) == expected
+    assert json.loads(recorded_keys(out, expected)) == expected

@@ -62,6 +62,7 @@ pub fn trace_read<'py>(
     out.set_item("untimed", c.untimed)?;
     out.set_item("snaplen_exceeded", c.quirks.snaplen_exceeded)?;
     out.set_item("wirelen_below_caplen", c.quirks.wirelen_below_caplen)?;
+    out.set_item("ts_wrapped", c.quirks.ts_wrapped)?;
     out.set_item("cut_short", c.cut_short)?;
     out.set_item("format", c.format)?;
     out.set_item("compression", c.compression)?;
@@ -77,11 +78,17 @@ fn stats_config(config: &Bound<'_, PyAny>) -> PyResult<StatsConfig> {
     Ok(config)
 }
 
-/// A summary as a dict: `totals_dict` keys, then out_of_order, per_interface, rates (window_ns,
-/// last_index, groups of (covered ns, packets, bits)), size_histogram and bursts (or None).
+/// A summary as a dict: `totals_dict` keys, then out_of_order, max_step_back_ns, directions
+/// (per interface: unknown, inbound, outbound), distinct_timestamps, max_equal_timestamps,
+/// per_interface, rates (window_ns, last_index, groups of (covered ns, packets, bits)),
+/// size_histogram and bursts (or None).
 fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     let d = s.totals.into_pyobject(py)?;
     d.set_item("out_of_order", s.out_of_order)?;
+    d.set_item("max_step_back_ns", s.max_step_back_ns)?;
+    d.set_item("directions", s.directions.clone())?;
+    d.set_item("distinct_timestamps", s.ties.distinct_timestamps)?;
+    d.set_item("max_equal_timestamps", s.ties.max_equal_timestamps)?;
     d.set_item("per_interface", s.per_interface.clone())?;
     d.set_item("rates", s.rates.clone())?;
     d.set_item("size_histogram", s.size_histogram.clone())?;
@@ -99,6 +106,7 @@ fn stats_dict<'py>(py: Python<'py>, s: &Summary, f: &ReadFacts) -> PyResult<Boun
     d.set_item("untimed", f.untimed)?;
     d.set_item("snaplen_exceeded", f.quirks.snaplen_exceeded)?;
     d.set_item("wirelen_below_caplen", f.quirks.wirelen_below_caplen)?;
+    d.set_item("ts_wrapped", f.quirks.ts_wrapped)?;
     d.set_item("cut_short", f.cut_short.clone())?;
     d.set_item("reads", f.reads)?;
     Ok(d)
@@ -204,9 +212,10 @@ pub fn trace_merge<'py>(
     s.into_pyobject(py)
 }
 
-/// Rewrites a capture packet for packet (interfaces and names kept), streaming.
+/// Rewrites a capture packet for packet (interfaces and names kept), streaming, every time
+/// shifted by `shift_ns`.
 #[pyfunction]
-#[pyo3(signature = (input, output, format, skip_bad=false, strict=false))]
+#[pyo3(signature = (input, output, format, skip_bad=false, strict=false, shift_ns=0))]
 pub fn trace_convert<'py>(
     py: Python<'py>,
     input: PathBuf,
@@ -214,10 +223,11 @@ pub fn trace_convert<'py>(
     format: &str,
     skip_bad: bool,
     strict: bool,
+    shift_ns: i64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = out_format(format)?;
     let s = py
-        .detach(|| convert(&input, &output, format, skip_bad, strict))
+        .detach(|| convert(&input, &output, format, skip_bad, strict, shift_ns))
         .map_err(to_py_err)?;
     s.into_pyobject(py)
 }

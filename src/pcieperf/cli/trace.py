@@ -89,5 +89,12 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     p = _add_command(trace_sub, "convert", cmd_trace_convert)
     p.add_argument("file", help="pcap or pcapng input (.gz/.zst too; - is stdin)")
     p.add_argument("-o", "--output", required=True, help="OUT.pcap (ns) or OUT.pcapng")
+    p.add_argument(
+        "--shift-time",
+        default="0",
+        metavar="SECONDS",
+        help="add SECONDS (ns precision, may be negative) to every time, e.g. the "
+        "--shift-time=-2^64/tsc_hz that `trace stats` suggests for a DPDK 22.11 dumpcap file",
+    )
     _add_capture_read_options(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing output")

@@ -64,7 +64,11 @@ def cmd_trace_synth(args: argparse.Namespace) -> None:
 
 def cmd_trace_convert(args: argparse.Namespace) -> None:
     """Rewrite a capture as ns-resolution pcap or pcapng, packet for packet."""
-    emit(
-        args,
-        net_api.convert_capture(args.file, args.output, force=args.force, **_read_options(args)),
+    result = net_api.convert_capture(
+        args.file,
+        args.output,
+        shift_time=args.shift_time,
+        force=args.force,
+        **_read_options(args),
     )
+    emit(args, result)

@@ -47,10 +47,11 @@ def read_capture(
     path: str | os.PathLike, *, skip_bad: bool = False, strict: bool = False
 ) -> pandas.DataFrame:
     """Every packet of a pcap or pcapng file (gzip/zstd too), one row each: `ts_ns` (capture
-    time, ns since the epoch), `caplen` (bytes captured), `len` (the packet's length on the
-    wire, without FCS, as the capture records it) and `interface` (index into
-    `frame.attrs["interfaces"]`). The Rust reader decodes it; `attrs` also hold `path`,
-    `format`, `skipped` (damaged records passed over with `skip_bad`) and `cut_short`."""
+    time, ns since the epoch; after 2262 modulo 2^64, docs/trace.md), `caplen` (bytes
+    captured), `len` (the packet's length on the wire, without FCS, as the capture records it)
+    and `interface` (index into `frame.attrs["interfaces"]`). The Rust reader decodes it;
+    `attrs` also hold `path`, `format`, `skipped` (damaged records passed over with `skip_bad`)
+    and `cut_short`."""
     import pandas
 
     read = trace.read(path, skip_bad=skip_bad, strict=strict)
@@ -84,7 +85,10 @@ def capture_stats(
     """Packets, bytes, peak rates per window (1 ms and 1 s unless `windows`: "1ms,100us" or
     ns), frame sizes and bursts at `eth` GbE line rate of each capture (`pcieperf trace
     stats`), or of each port of an archive (`archive`: its files as if concatenated in time
-    order, on Dask). A capture cut short or with records over their snaplen gives a warning."""
+    order, on Dask). A capture cut short, with records over their snaplen, with times past
+    2262 or dated a century away (DPDK 22.11's dumpcap offset: how to shift it back) gives a
+    warning; packets per timestamp, steps back and directions say how far times and order can
+    be trusted (docs/trace.md)."""
     options = {
         "eth_gbps": eth,
         "windows_ns": _windows_ns(windows),
@@ -133,6 +137,14 @@ def _warn_capture_quirks(result: dict) -> None:
             f"{result['cut_short']}: the capture was cut short; the {result['packets']} packets "
             "before it are reported (--strict makes this an error)"
         )
+    if result["ts_wrapped"]:
+        warn(
+            f"{result['file']}: {result['ts_wrapped']} records are dated after 2262 (ns past "
+            "2^63), kept modulo 2^64 (docs/trace.md); --shift-time of `trace convert` moves them"
+        )
+    epoch = trace.epoch_warning(result["file"], result)
+    if epoch:
+        warn(epoch)
 
 
 _STRICT_ORDER = {True: "yes", False: "no", None: "unknown (packets without timestamps)"}
@@ -163,20 +175,48 @@ def _stats_text(r: dict) -> str:
         f"bytes ({r['bytes_captured']} captured), {r['duration_s']:.6f} s",
         f"  {mean}",
         f"  strict time order: {_STRICT_ORDER[r['strict_time_order']]} "
-        f"({r['out_of_order']} packets earlier than the one before)",
+        f"({r['out_of_order']} packets earlier than the one before{_step_back_text(r)})",
+        _ties_text(r),
         f"  bursts at {b['eth_gbps']} GbE: {b['bursts']} ({b['packets_in_bursts']} packets, "
         f"longest {b['max_burst']})",
         "  frame sizes: " + ", ".join(f"{k}: {v}" for k, v in r["size_histogram"].items() if v),
     ]
     lines += [
         f"  interface {i['id']} ({i['name'] or 'unnamed'}, {i['linktype_name']}): "
-        f"{i['packets']} packets"
+        f"{i['packets']} packets{_directions_text(i)}"
         for i in r["interfaces"]
     ]
+    if r["implausible_epoch"]:
+        lines.append("  dates: more than a century from now (see the warning)")
     lines += [f"  {r[key]} {text}" for key, text in _NOTES.items() if r[key]]
     if r["truncated"]:
         lines.append(f"  cut short: {r['cut_short']}")
     return "\n".join(lines)
+
+
+def _step_back_text(r: dict) -> str:
+    """The largest step back in time, where there is one."""
+    return f", by at most {r['max_step_back_ns']} ns" if r["out_of_order"] else ""
+
+
+def _ties_text(r: dict) -> str:
+    """Packets per distinct timestamp: 1 where every packet has a time of its own."""
+    if not r["distinct_timestamps"]:
+        return "  timestamps: none"
+    return (
+        f"  timestamps: {r['packets_per_timestamp']:.2f} packets per distinct time, at most "
+        f"{r['max_equal_timestamps']} at one"
+    )
+
+
+def _directions_text(i: dict) -> str:
+    """An interface's packets per pcapng direction, where any is known."""
+    if i["packets_inbound"] == i["packets_outbound"] == 0:
+        return ""
+    return (
+        f" ({i['packets_inbound']} inbound, {i['packets_outbound']} outbound, "
+        f"{i['packets_direction_unknown']} unknown)"
+    )
 
 
 def priced_demand(
@@ -301,16 +341,23 @@ def convert_capture(
     file: str | os.PathLike,
     output: str | os.PathLike,
     *,
+    shift_time: str | float = 0,
     force: bool = False,
     skip_bad: bool = False,
     strict: bool = False,
 ) -> Report:
     """Rewrite a capture as ns-resolution pcap or pcapng (by `output`'s suffix), packet for
-    packet (`pcieperf trace convert`)."""
+    packet (`pcieperf trace convert`), every time moved by `shift_time` seconds (a decimal
+    string keeps ns precision: "-7094901566.811366006" undoes DPDK 22.11's 2.6 GHz offset)."""
     source, out = os.fspath(file), os.fspath(output)
-    result = trace.convert(source, out, force=force, skip_bad=skip_bad, strict=strict)
+    shift_ns = trace.parse_shift_ns(shift_time)
+    result = trace.convert(
+        source, out, shift_ns=shift_ns, force=force, skip_bad=skip_bad, strict=strict
+    )
     if result["truncated"]:
         warn(f"{source} was cut short inside a record; what came before is converted")
+    shifted = f", times shifted by {shift_ns / 1e9:g} s" if shift_ns else ""
     return Report(
-        {"input": source, "output": out, **result}, f"{result['packets']} packets -> {out}"
+        {"input": source, "output": out, "shift_ns": shift_ns, **result},
+        f"{result['packets']} packets -> {out}{shifted}",
     )

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use super::read::{Quirks, ReadOptions, Reader};
 use super::stats::{
-    back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Counts, FileStats, FrameRule,
-    RuleWatch, StatsConfig, Summary, Totals, Window,
+    back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Chain, Counts, FileStats, FrameRule,
+    RuleWatch, StatsConfig, Summary, Ties, Totals, Window,
 };
 use super::Interface;
 use crate::CoreError;
@@ -115,78 +115,6 @@ impl WindowCounter {
             packets: 1,
             bits,
         });
-    }
-}
-
-/// Runs of back-to-back packets: links (packet pairs back to back) at the start before the
-/// first break, at the end after the last break, and the runs closed in between.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Chain {
-    head: u64,
-    tail: u64,
-    broken: bool,
-    bursts: u64,
-    packets_in_bursts: u64,
-    max_burst: u64,
-}
-
-impl Chain {
-    fn close(&mut self, links: u64) {
-        if links > 0 {
-            self.bursts += 1;
-            self.packets_in_bursts += links + 1;
-            self.max_burst = self.max_burst.max(links + 1);
-        }
-    }
-
-    /// `n` more back-to-back links.
-    fn extend(&mut self, n: u64) {
-        self.tail += n;
-        if !self.broken {
-            self.head += n;
-        }
-    }
-
-    /// A gap that is not back to back: the run at the end closes (unless it is the head run,
-    /// which may continue an earlier file's).
-    fn break_run(&mut self) {
-        if self.broken {
-            self.close(self.tail);
-        }
-        self.broken = true;
-        self.tail = 0;
-    }
-
-    #[inline(always)]
-    fn link(&mut self, back_to_back: bool) {
-        if back_to_back {
-            self.extend(1);
-        } else {
-            self.break_run();
-        }
-    }
-
-    /// The chain of later packets, joined by a link of the given kind.
-    fn append(&mut self, next: &Chain, back_to_back: bool) {
-        self.link(back_to_back);
-        self.extend(next.head);
-        if next.broken {
-            self.break_run();
-            self.bursts += next.bursts;
-            self.packets_in_bursts += next.packets_in_bursts;
-            self.max_burst = self.max_burst.max(next.max_burst);
-            self.tail = next.tail;
-        }
-    }
-
-    /// Bursts, packets in bursts and the longest (at least 1) once no packet follows.
-    fn finish(&self) -> (u64, u64, u64) {
-        let mut done = *self;
-        if done.broken {
-            done.close(done.head);
-        }
-        done.close(done.tail);
-        (done.bursts, done.packets_in_bursts, done.max_burst.max(1))
     }
 }
 
@@ -299,6 +227,8 @@ struct Builder {
     windows: Vec<WindowCounter>,
     sizes: Vec<u64>,
     chain: Chain,
+    /// Runs of packets at one time.
+    equal: Chain,
     gaps: GapCounter,
     first: Option<(i64, i64)>,
     last: Option<(i64, i64)>,
@@ -328,6 +258,7 @@ impl Builder {
                 .collect(),
             sizes: vec![0; config.size_bins.len()],
             chain: Chain::default(),
+            equal: Chain::default(),
             gaps: GapCounter::default(),
             first: None,
             last: None,
@@ -356,6 +287,7 @@ impl Builder {
         if let Some((prev_ts, prev_frame)) = self.last {
             let gap = ts.wrapping_sub(prev_ts);
             self.gaps.push(gap);
+            self.equal.link(gap == 0);
             if self.threshold.0 != prev_frame {
                 self.threshold = (prev_frame, back_to_back_ns(prev_frame, &self.rule, config));
             }
@@ -433,6 +365,7 @@ impl ReadFacts {
         self.untimed += next.untimed;
         self.quirks.snaplen_exceeded += next.quirks.snaplen_exceeded;
         self.quirks.wirelen_below_caplen += next.quirks.wirelen_below_caplen;
+        self.quirks.ts_wrapped += next.quirks.ts_wrapped;
         if self.cut_short.is_none() {
             self.cut_short = next.cut_short.clone();
         }
@@ -450,6 +383,10 @@ pub struct Partial {
     pub per_interface: Vec<Totals>,
     /// Packets earlier than the one before them, in file order (across files too).
     pub out_of_order: u64,
+    /// The largest step back from one packet to the next, in file order (ns).
+    pub max_step_back_ns: u64,
+    /// Packets per interface and direction (unknown, inbound, outbound).
+    pub directions: Vec<[u64; 3]>,
     /// Time of the first and the last record in file order (0 without packets).
     pub first_record_ts: i64,
     pub last_record_ts: i64,
@@ -459,6 +396,7 @@ pub struct Partial {
     first: (i64, i64),
     last: (i64, i64),
     chain: Chain,
+    equal: Chain,
     gaps: GapDist,
     demand: Option<DemandAcc>,
 }
@@ -493,6 +431,8 @@ impl Partial {
             totals: counts.totals,
             per_interface: counts.per_interface(interfaces),
             out_of_order: counts.out_of_order,
+            max_step_back_ns: counts.max_step_back_ns,
+            directions: counts.directions(interfaces),
             first_record_ts: records.0,
             last_record_ts: records.1,
             windows: built.windows.into_iter().map(|w| w.edges).collect(),
@@ -500,6 +440,7 @@ impl Partial {
             first: built.first.unwrap_or_default(),
             last: built.last.unwrap_or_default(),
             chain: built.chain,
+            equal: built.equal,
             gaps: built.gaps.finish(),
             demand: built.demand.map(|(acc, _)| acc),
         }
@@ -528,14 +469,20 @@ impl Partial {
             let gap = next.first.0.wrapping_sub(self.last.0);
             let back_to_back = gap as f64 <= back_to_back_ns(self.last.1, &rule, config);
             self.chain.append(&next.chain, back_to_back);
+            self.equal.append(&next.equal, gap == 0);
             self.gaps.merge(&GapDist {
                 n: 1,
                 min: gap,
                 values: vec![(gap, 1)],
             });
-            self.out_of_order += u64::from(next.first_record_ts < self.last_record_ts);
+            if next.first_record_ts < self.last_record_ts {
+                self.out_of_order += 1;
+                let step = self.last_record_ts.wrapping_sub(next.first_record_ts) as u64;
+                self.max_step_back_ns = self.max_step_back_ns.max(step);
+            }
         } else if self.totals.packets == 0 {
             self.chain = next.chain;
+            self.equal = next.equal;
             self.first = next.first;
         }
         self.gaps.merge(&next.gaps);
@@ -548,12 +495,21 @@ impl Partial {
         }
         add_totals(&mut self.totals, &next.totals);
         self.out_of_order += next.out_of_order;
+        self.max_step_back_ns = self.max_step_back_ns.max(next.max_step_back_ns);
         if next.per_interface.len() > self.per_interface.len() {
             self.per_interface
                 .resize(next.per_interface.len(), Totals::default());
         }
         for (mine, theirs) in self.per_interface.iter_mut().zip(&next.per_interface) {
             add_totals(mine, theirs);
+        }
+        if next.directions.len() > self.directions.len() {
+            self.directions.resize(next.directions.len(), [0; 3]);
+        }
+        for (mine, theirs) in self.directions.iter_mut().zip(&next.directions) {
+            for (m, t) in mine.iter_mut().zip(theirs) {
+                *m += t;
+            }
         }
         for (mine, theirs) in self.windows.iter_mut().zip(&next.windows) {
             mine.append(theirs);
@@ -592,6 +548,9 @@ impl Partial {
             totals: self.totals,
             per_interface: self.per_interface.clone(),
             out_of_order: self.out_of_order,
+            max_step_back_ns: self.max_step_back_ns,
+            directions: self.directions.clone(),
+            ties: Ties::of(&self.equal, self.totals.packets),
             rates: self
                 .windows
                 .iter()
@@ -635,7 +594,7 @@ fn read_in_order(
             built.set_rule(rule.clone());
         }
         first_record.get_or_insert(r.ts_ns);
-        if !counts.push(r.ts_ns, r.caplen, r.wirelen, r.iface) {
+        if !counts.push(&r) {
             return Ok(Pass::Unsorted);
         }
         built.push(r.ts_ns, r.wirelen, r.iface, config);
@@ -662,7 +621,7 @@ struct Held {
 impl Held {
     fn read(&mut self, reader: &mut Reader) -> Result<(), CoreError> {
         while let Some(r) = reader.next_record()? {
-            self.counts.push(r.ts_ns, r.caplen, r.wirelen, r.iface);
+            self.counts.push(&r);
             self.packets.push((r.ts_ns, r.wirelen, r.iface));
             let first = self.records.map_or(r.ts_ns, |f| f.0);
             self.records = Some((first, r.ts_ns));
@@ -782,7 +741,7 @@ pub fn first_record(
 // distinct gaps is ~3 bytes a gap instead of 16, so the driver receives and decodes ~5x fewer
 // bytes per file (docs/scale.md).
 
-const MAGIC: &[u8; 8] = b"PCPART02";
+const MAGIC: &[u8; 8] = b"PCPART03";
 
 struct Enc(Vec<u8>);
 
@@ -814,6 +773,19 @@ impl Enc {
         self.i64(t.first_ts_ns);
         self.i64(t.last_ts_ns);
     }
+    fn chain(&mut self, c: &Chain) {
+        for v in [
+            c.head,
+            c.tail,
+            u64::from(c.broken),
+            c.bursts,
+            c.packets_in_bursts,
+            c.max_burst,
+        ] {
+            self.u64(v);
+        }
+    }
+
     fn window(&mut self, w: &Window) {
         for v in [w.index, w.packets, w.bits] {
             self.u64(v);
@@ -886,6 +858,17 @@ impl Dec<'_> {
             .map(|_| Ok((self.i64()?, self.u64()?)))
             .collect()
     }
+    fn chain(&mut self) -> Result<Chain, String> {
+        Ok(Chain {
+            head: self.u64()?,
+            tail: self.u64()?,
+            broken: self.u64()? == 1,
+            bursts: self.u64()?,
+            packets_in_bursts: self.u64()?,
+            max_burst: self.u64()?,
+        })
+    }
+
     fn window(&mut self) -> Result<Window, String> {
         Ok(Window {
             index: self.u64()?,
@@ -917,6 +900,7 @@ impl Partial {
             f.untimed,
             f.quirks.snaplen_exceeded,
             f.quirks.wirelen_below_caplen,
+            f.quirks.ts_wrapped,
             u64::from(f.reads),
         ] {
             e.u64(v);
@@ -929,6 +913,11 @@ impl Partial {
             e.totals(t);
         }
         e.u64(self.out_of_order);
+        e.u64(self.max_step_back_ns);
+        e.u64(self.directions.len() as u64);
+        for d in self.directions.iter().flatten() {
+            e.u64(*d);
+        }
         e.i64(self.first_record_ts);
         e.i64(self.last_record_ts);
         e.u64(self.windows.len() as u64);
@@ -949,17 +938,8 @@ impl Partial {
         for v in [self.first.0, self.first.1, self.last.0, self.last.1] {
             e.i64(v);
         }
-        let c = &self.chain;
-        for v in [
-            c.head,
-            c.tail,
-            u64::from(c.broken),
-            c.bursts,
-            c.packets_in_bursts,
-            c.max_burst,
-        ] {
-            e.u64(v);
-        }
+        e.chain(&self.chain);
+        e.chain(&self.equal);
         e.u64(self.gaps.n);
         e.i64(self.gaps.min);
         e.u64(self.gaps.values.len() as u64);
@@ -1012,6 +992,7 @@ impl Partial {
         let quirks = Quirks {
             snaplen_exceeded: d.u64()?,
             wirelen_below_caplen: d.u64()?,
+            ts_wrapped: d.u64()?,
         };
         let reads = small(d.u64()?, "read count")?;
         let cut_short = d.opt_str()?;
@@ -1021,6 +1002,10 @@ impl Partial {
             .map(|_| d.totals())
             .collect::<Result<_, _>>()?;
         let out_of_order = d.u64()?;
+        let max_step_back_ns = d.u64()?;
+        let directions = (0..d.len()?)
+            .map(|_| Ok([d.u64()?, d.u64()?, d.u64()?]))
+            .collect::<Result<_, String>>()?;
         let (first_record_ts, last_record_ts) = (d.i64()?, d.i64()?);
         let mut windows = Vec::new();
         for _ in 0..d.len()? {
@@ -1036,14 +1021,8 @@ impl Partial {
         let sizes = (0..d.len()?).map(|_| d.u64()).collect::<Result<_, _>>()?;
         let first = (d.i64()?, d.i64()?);
         let last = (d.i64()?, d.i64()?);
-        let chain = Chain {
-            head: d.u64()?,
-            tail: d.u64()?,
-            broken: d.u64()? == 1,
-            bursts: d.u64()?,
-            packets_in_bursts: d.u64()?,
-            max_burst: d.u64()?,
-        };
+        let chain = d.chain()?;
+        let equal = d.chain()?;
         let (n, min) = (d.u64()?, d.i64()?);
         let mut prev = 0i64;
         let values = (0..d.len()?)
@@ -1092,6 +1071,8 @@ impl Partial {
             totals,
             per_interface,
             out_of_order,
+            max_step_back_ns,
+            directions,
             first_record_ts,
             last_record_ts,
             windows,
@@ -1099,6 +1080,7 @@ impl Partial {
             first,
             last,
             chain,
+            equal,
             gaps: GapDist { n, min, values },
             demand,
         })

@@ -56,6 +56,8 @@ struct Input {
     reader: Reader,
     out_iface: Vec<u32>,
     last_ts: i64,
+    /// ns added to every time written (a conversion's shift; 0 in a merge), modulo 2^64.
+    shift_ns: i64,
 }
 
 /// The head of an input that has none (never read: the heap does not hold such an input).
@@ -65,6 +67,7 @@ const EMPTY: Record = Record {
     wirelen: 0,
     iface: 0,
     data_offset: 0,
+    direction: 0,
 };
 
 impl Input {
@@ -102,11 +105,12 @@ impl Input {
             self.declare_interfaces(writer, keep_names)?;
         }
         let iface = self.out_iface[record.iface as usize];
-        writer.write_packet(
-            record.ts_ns,
+        writer.write_directed(
+            record.ts_ns.wrapping_add(self.shift_ns),
             iface,
             record.wirelen,
             self.reader.data(record),
+            record.direction,
         )?;
         self.count(record, stats);
         Ok(())
@@ -159,26 +163,28 @@ pub fn convert(
     format: OutFormat,
     skip_bad: bool,
     strict: bool,
+    shift_ns: i64,
 ) -> Result<MergeStats, CoreError> {
     let read = ReadOptions {
         skip_bad,
         strict,
         chunk: MAX_CHUNK_BYTES,
     };
-    convert_with(input, output, format, read, WINDOW_BYTES)
+    convert_with(input, output, format, read, WINDOW_BYTES, shift_ns)
 }
 
 /// `convert` with its input read as `read` says, into shared windows of `window` bytes where
-/// records can pass as they are.
+/// records can pass as they are (never when times are shifted by `shift_ns`).
 pub(super) fn convert_with(
     input: &Path,
     output: &Path,
     format: OutFormat,
     read: ReadOptions,
     window: usize,
+    shift_ns: i64,
 ) -> Result<MergeStats, CoreError> {
     let mut reader = Reader::open_with(input, read)?;
-    let as_is = format == OutFormat::Pcap && reader.native_ns_pcap();
+    let as_is = format == OutFormat::Pcap && reader.native_ns_pcap() && shift_ns == 0;
     if as_is {
         reader.share_windows(window);
     }
@@ -187,6 +193,7 @@ pub(super) fn convert_with(
         reader,
         out_iface: Vec::new(),
         last_ts: i64::MIN,
+        shift_ns,
     };
     let mut next = source.reader.next_record()?;
     if source.reader.interfaces().is_empty() {
@@ -436,6 +443,7 @@ pub fn merge_part(
             reader,
             out_iface: Vec::new(),
             last_ts: i64::MIN,
+            shift_ns: 0,
         });
     }
     let k0 = sources

@@ -1,6 +1,13 @@
 //! Capture files: reading pcap/pcapng (on rusticata's `pcap-parser`), buffered writing, k-way
 //! merging and synthetic traffic. Timestamps are i64 nanoseconds since the Unix epoch throughout.
 //!
+//! A time outside i64 (after 2262-04-11T23:47:16.854775807Z, or before 1677-09-21) is kept
+//! modulo 2^64: pcapng ticks are unsigned 64-bit counts (draft-ietf-opsawg-pcapng §4.3), and a
+//! file of ns ticks past 2^63 (DPDK 22.11's dumpcap writes such) keeps its exact tick bits, so
+//! it is written back unchanged and differences between times (wrapping subtraction) stay
+//! exact; such records are counted (`Quirks::ts_wrapped`) instead of refused. Wireshark shows
+//! the same ticks as dates up to 2554.
+//!
 //! Formats: classic pcap and pcapng as specified by draft-ietf-opsawg-pcap and
 //! draft-ietf-opsawg-pcapng (the IETF write-ups of the libpcap and pcapng formats).
 
@@ -17,6 +24,10 @@ pub mod write;
 
 #[cfg(test)]
 mod tests;
+
+/// `epb_flags`, the Enhanced Packet Block option whose bits 0-1 are the packet's direction
+/// (draft-ietf-opsawg-pcapng §4.3.1: 1 inbound, 2 outbound).
+pub(crate) const EPB_FLAGS: u16 = 2;
 
 /// Largest captured length accepted for most link types: libpcap's MAXIMUM_SNAPLEN (pcap-int.h,
 /// 262144 = 256 KiB), which is also what tcpdump and dumpcap write as their default snaplen.

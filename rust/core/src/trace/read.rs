@@ -20,7 +20,7 @@ use pcap_parser::{
 
 use super::stream::{Compression, Stream, DEFAULT_CHUNK_BYTES};
 use super::window::Window;
-use super::{linktype_known, max_caplen, Interface};
+use super::{linktype_known, max_caplen, Interface, EPB_FLAGS};
 use crate::CoreError;
 
 /// Section Header Block type: a byte palindrome, so it reads the same in either byte order.
@@ -55,6 +55,9 @@ pub struct Record {
     pub wirelen: u32,
     pub iface: u32,
     pub data_offset: u64,
+    /// Direction from a pcapng EPB's `epb_flags` bits 0-1 (pcapng §4.3.1): 0 unknown (also
+    /// pcap, which has none, and the reserved value 3), 1 inbound, 2 outbound.
+    pub direction: u8,
 }
 
 /// Records taken at once by `Reader::take_as_is`: `window[bytes]` holds them whole, `descents`
@@ -94,6 +97,9 @@ pub struct Quirks {
     pub snaplen_exceeded: u64,
     /// Records whose wire length is below their caplen.
     pub wirelen_below_caplen: u64,
+    /// Records whose time in ns lies outside i64 (after 2262-04-11, as DPDK 22.11's dumpcap
+    /// writes them): pcapng ticks are unsigned 64-bit counts, kept here modulo 2^64.
+    pub ts_wrapped: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -155,6 +161,7 @@ struct RawPacket {
     caplen: u32,
     wirelen: u32,
     data_offset: u64,
+    direction: u8,
 }
 
 /// Why a record could not be read: the capture ends inside it, its bytes are damaged (the read
@@ -628,6 +635,7 @@ impl Reader {
             wirelen,
             iface: 0,
             data_offset: at + PCAP_RECORD_HEADER_BYTES as u64,
+            direction: 0,
         };
         self.count_quirks(&record);
         self.stream
@@ -792,6 +800,7 @@ impl Reader {
                 caplen: epb.caplen,
                 wirelen: epb.origlen,
                 data_offset: offset_of(epb.data),
+                direction: direction(&epb.options, big_endian),
             }),
             Block::SimplePacket(spb) => Parsed::Packet(RawPacket {
                 local_iface: 0,
@@ -800,6 +809,7 @@ impl Reader {
                 caplen: spb.origlen.min(spb.data.len() as u32),
                 wirelen: spb.origlen,
                 data_offset: offset_of(spb.data),
+                direction: 0,
             }),
             Block::Unknown(ub) if ub.block_type == OPB_TYPE => {
                 let d = ub.data;
@@ -812,6 +822,7 @@ impl Reader {
                     caplen: read_u32(d, 12, big_endian),
                     wirelen: read_u32(d, 16, big_endian),
                     data_offset: offset_of(&d[20..]),
+                    direction: 0,
                 })
             }
             _ => Parsed::Other,
@@ -877,12 +888,11 @@ impl Reader {
             Some(units) => {
                 let (scale, offset_ns) = self.scales[iface];
                 let ns = scale.ns(units) + offset_ns;
-                i64::try_from(ns).map_err(|_| {
-                    self.error(
-                        block_start,
-                        format!("timestamp {ns} ns does not fit in 64 bits"),
-                    )
-                })?
+                // Outside i64 the time is kept modulo 2^64 (its low 64 bits): the unsigned
+                // tick count itself for ns ticks, and differences stay exact (module notes).
+                let wrapped = ns as i64;
+                self.quirks.ts_wrapped += u64::from(i128::from(wrapped) != ns);
+                wrapped
             }
             None => {
                 self.untimed += 1;
@@ -896,6 +906,7 @@ impl Reader {
             wirelen: raw.wirelen,
             iface: iface as u32,
             data_offset: raw.data_offset,
+            direction: raw.direction,
         };
         self.count_quirks(&record);
         Ok(record)
@@ -1046,6 +1057,20 @@ fn tsoffset(options: &[PcapNGOption], big_endian: bool) -> i64 {
                 i64::from_le_bytes(raw)
             }
         })
+}
+
+/// The direction bits (0-1) of an EPB's `epb_flags` in the section's byte order: 1 inbound,
+/// 2 outbound, else (absent, 0 or the reserved 3) unknown.
+fn direction(options: &[PcapNGOption], big_endian: bool) -> u8 {
+    let flags = options
+        .iter()
+        .find(|o| o.code.0 == EPB_FLAGS)
+        .and_then(|o| o.value.get(..4))
+        .map_or(0, |v| read_u32(v, 0, big_endian));
+    match flags & 3 {
+        3 => 0,
+        bits => bits as u8,
+    }
 }
 
 /// Timestamp units per second for an `if_tsresol` byte (pcapng §4.2: 10^-n, or 2^-n with the

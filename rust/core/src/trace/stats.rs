@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::read::{Quirks, ReadOptions, Reader};
+use super::read::{Quirks, ReadOptions, Reader, Record};
 use super::Interface;
 use crate::CoreError;
 
@@ -138,6 +138,99 @@ pub struct Bursts {
     pub gap_percentiles: Vec<f64>,
 }
 
+/// Runs of linked packets in time order (a pair back to back, or at one time): links at the
+/// start before the first break, at the end after the last break, and the runs closed in
+/// between, so that the runs of consecutive files join when their summaries are merged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Chain {
+    pub(super) head: u64,
+    pub(super) tail: u64,
+    pub(super) broken: bool,
+    pub(super) bursts: u64,
+    pub(super) packets_in_bursts: u64,
+    pub(super) max_burst: u64,
+}
+
+impl Chain {
+    fn close(&mut self, links: u64) {
+        if links > 0 {
+            self.bursts += 1;
+            self.packets_in_bursts += links + 1;
+            self.max_burst = self.max_burst.max(links + 1);
+        }
+    }
+
+    /// `n` more back-to-back links.
+    fn extend(&mut self, n: u64) {
+        self.tail += n;
+        if !self.broken {
+            self.head += n;
+        }
+    }
+
+    /// A gap that is not back to back: the run at the end closes (unless it is the head run,
+    /// which may continue an earlier file's).
+    fn break_run(&mut self) {
+        if self.broken {
+            self.close(self.tail);
+        }
+        self.broken = true;
+        self.tail = 0;
+    }
+
+    #[inline(always)]
+    pub(super) fn link(&mut self, back_to_back: bool) {
+        if back_to_back {
+            self.extend(1);
+        } else {
+            self.break_run();
+        }
+    }
+
+    /// The chain of later packets, joined by a link of the given kind.
+    pub(super) fn append(&mut self, next: &Chain, back_to_back: bool) {
+        self.link(back_to_back);
+        self.extend(next.head);
+        if next.broken {
+            self.break_run();
+            self.bursts += next.bursts;
+            self.packets_in_bursts += next.packets_in_bursts;
+            self.max_burst = self.max_burst.max(next.max_burst);
+            self.tail = next.tail;
+        }
+    }
+
+    /// Bursts, packets in bursts and the longest (at least 1) once no packet follows.
+    pub(super) fn finish(&self) -> (u64, u64, u64) {
+        let mut done = *self;
+        if done.broken {
+            done.close(done.head);
+        }
+        done.close(done.tail);
+        (done.bursts, done.packets_in_bursts, done.max_burst.max(1))
+    }
+}
+
+/// How packets share timestamps (in time order): distinct times and the most packets at one.
+/// DPDK's pcapng copies take one TSC reading per burst, so a dumpcap file has 32 a time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
+pub struct Ties {
+    pub distinct_timestamps: u64,
+    pub max_equal_timestamps: u64,
+}
+
+impl Ties {
+    /// The ties of `packets` packets whose equal-time runs `equal` linked.
+    pub(super) fn of(equal: &Chain, packets: u64) -> Self {
+        let (runs, packets_in_runs, longest) = equal.finish();
+        Ties {
+            distinct_timestamps: packets - (packets_in_runs - runs),
+            max_equal_timestamps: if packets == 0 { 0 } else { longest },
+        }
+    }
+}
+
 /// Everything the statistics report about a set of packets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
@@ -146,6 +239,11 @@ pub struct Summary {
     pub per_interface: Vec<Totals>,
     /// Packets earlier than the one before them, in file order.
     pub out_of_order: u64,
+    /// The largest step back in time from one packet to the next, in file order (ns).
+    pub max_step_back_ns: u64,
+    /// Packets per interface (interface order) and direction: unknown, inbound, outbound.
+    pub directions: Vec<[u64; 3]>,
+    pub ties: Ties,
     pub rates: Vec<WindowPeaks>,
     pub size_histogram: Vec<u64>,
     /// None below two packets.
@@ -623,6 +721,9 @@ pub(super) fn back_to_back_ns(frame: i64, rule: &FrameRule, config: &StatsConfig
     wire_ns + rule.resolution_ns as f64
 }
 
+/// What the packets in time order give: rates, sizes, bursts and ties.
+type InTimeOrder = (Vec<WindowPeaks>, Vec<u64>, Option<Bursts>, Ties);
+
 /// Everything that needs the packets in time order.
 #[derive(Debug, Clone)]
 struct Ordered {
@@ -638,6 +739,7 @@ struct Ordered {
     packets_in_bursts: u64,
     max_burst: u64,
     gaps: GapCounts,
+    equal: Chain,
 }
 
 impl Ordered {
@@ -675,6 +777,7 @@ impl Ordered {
             packets_in_bursts: 0,
             max_burst: 1,
             gaps: GapCounts::new(limit, collect),
+            equal: Chain::default(),
         }
     }
 
@@ -699,6 +802,7 @@ impl Ordered {
         if let Some((prev_ts, prev_frame)) = self.prev {
             let gap = ts.wrapping_sub(prev_ts);
             self.gaps.push(gap);
+            self.equal.link(gap == 0);
             if gap as f64 <= self.back_to_back_ns(prev_frame, config) {
                 self.run += 1;
             } else {
@@ -735,13 +839,12 @@ impl Ordered {
         }
     }
 
-    /// Rates, sizes and bursts, or the gap ranges a second read must collect.
-    #[allow(clippy::type_complexity)]
+    /// Rates, sizes, bursts and ties, or the gap ranges a second read must collect.
     fn finish(
         mut self,
         totals: &Totals,
         config: &StatsConfig,
-    ) -> Result<(Vec<WindowPeaks>, Vec<u64>, Option<Bursts>), Vec<(i64, i64)>> {
+    ) -> Result<InTimeOrder, Vec<(i64, i64)>> {
         self.end_run();
         let span = totals.span_ns();
         let rates = self.windows.iter().map(|w| w.finish(span)).collect();
@@ -756,19 +859,26 @@ impl Ordered {
                 gap_percentiles: self.gaps.percentiles(&config.percentiles)?,
             })
         };
-        Ok((rates, self.sizes, bursts))
+        Ok((
+            rates,
+            self.sizes,
+            bursts,
+            Ties::of(&self.equal, totals.packets),
+        ))
     }
 }
 
-/// Totals per file and interface and the time order, which need no sorting. While every
-/// packet is on interface 0 (a pcap file, most pcapng ones) its totals are the file's, and
-/// only those are counted.
+/// Totals per file and interface, directions and the time order, which need no sorting. While
+/// every packet is on interface 0 (a pcap file, most pcapng ones) its totals are the file's,
+/// and only those are counted.
 #[derive(Debug, Clone)]
 pub(super) struct Counts {
     pub(super) totals: Totals,
     per_interface: Vec<Totals>,
     only_first: bool,
     pub(super) out_of_order: u64,
+    pub(super) max_step_back_ns: u64,
+    directions: Vec<[u64; 3]>,
     last_ts: i64,
 }
 
@@ -779,6 +889,8 @@ impl Default for Counts {
             per_interface: Vec::new(),
             only_first: true,
             out_of_order: 0,
+            max_step_back_ns: 0,
+            directions: Vec::new(),
             last_ts: 0,
         }
     }
@@ -786,17 +898,26 @@ impl Default for Counts {
 
 impl Counts {
     #[inline(always)]
-    pub(super) fn push(&mut self, ts: i64, caplen: u32, wirelen: u32, iface: u32) -> bool {
+    pub(super) fn push(&mut self, r: &Record) -> bool {
+        let (ts, caplen, wirelen, iface) = (r.ts_ns, r.caplen, r.wirelen, r.iface);
         let in_order = self.totals.packets == 0 || ts >= self.last_ts;
-        self.out_of_order += u64::from(!in_order);
+        if !in_order {
+            self.out_of_order += 1;
+            let step = self.last_ts.wrapping_sub(ts) as u64;
+            self.max_step_back_ns = self.max_step_back_ns.max(step);
+        }
         self.last_ts = ts;
+        let i = iface as usize;
+        if self.directions.len() <= i {
+            self.directions.resize(i + 1, [0; 3]);
+        }
+        self.directions[i][usize::from(r.direction)] += 1;
         if iface != 0 && self.only_first {
             self.only_first = false;
             self.per_interface = vec![self.totals];
         }
         self.totals.add(ts, caplen, wirelen);
         if !self.only_first {
-            let i = iface as usize;
             if self.per_interface.len() <= i {
                 self.per_interface.resize(i + 1, Totals::default());
             }
@@ -815,6 +936,29 @@ impl Counts {
         };
         per_interface.resize(interfaces, Totals::default());
         per_interface
+    }
+
+    /// Packets per direction (unknown, inbound, outbound) of each of `interfaces` interfaces.
+    pub(super) fn directions(&self, interfaces: usize) -> Vec<[u64; 3]> {
+        let mut directions = self.directions.clone();
+        directions.resize(interfaces, [0; 3]);
+        directions
+    }
+
+    /// The summary of the counted packets with what their time order gave.
+    fn summary(&self, interfaces: usize, ordered: InTimeOrder) -> Summary {
+        let (rates, size_histogram, bursts, ties) = ordered;
+        Summary {
+            totals: self.totals,
+            per_interface: self.per_interface(interfaces),
+            out_of_order: self.out_of_order,
+            max_step_back_ns: self.max_step_back_ns,
+            directions: self.directions(interfaces),
+            ties,
+            rates,
+            size_histogram,
+            bursts,
+        }
     }
 }
 
@@ -845,13 +989,12 @@ fn read_in_order(
         if let Some(rule) = watch.changed(reader, config, counts.totals.packets) {
             ordered.set_rule(rule.clone());
         }
-        if !counts.push(r.ts_ns, r.caplen, r.wirelen, r.iface) {
+        if !counts.push(&r) {
             return Ok(Pass::Unsorted);
         }
         ordered.push(r.ts_ns, r.wirelen, r.iface, config);
     }
     let (_, stale) = watch.finish(reader, config, counts.totals.packets);
-    let per_interface = counts.per_interface(reader.interfaces().len());
     let finished = ordered.finish(&counts.totals, config);
     if stale {
         // Sizes and bursts counted under another rule: a second read with the final one.
@@ -860,14 +1003,7 @@ fn read_in_order(
         });
     }
     Ok(match finished {
-        Ok((rates, size_histogram, bursts)) => Pass::Done(Summary {
-            totals: counts.totals,
-            per_interface,
-            out_of_order: 0,
-            rates,
-            size_histogram,
-            bursts,
-        }),
+        Ok(ordered) => Pass::Done(counts.summary(reader.interfaces().len(), ordered)),
         Err(collect) => Pass::Again { collect },
     })
 }
@@ -894,17 +1030,10 @@ fn summarise_unsorted(
         ordered.push(p.ts_ns, p.wirelen, p.iface, config);
     }
     drop(packets);
-    let (rates, size_histogram, bursts) = ordered
+    let finished = ordered
         .finish(&counts.totals, config)
         .unwrap_or_else(|_| unreachable!("without a limit every gap is counted exactly"));
-    Summary {
-        totals: counts.totals,
-        per_interface: counts.per_interface(interfaces.len()),
-        out_of_order: counts.out_of_order,
-        rates,
-        size_histogram,
-        bursts,
-    }
+    counts.summary(interfaces.len(), finished)
 }
 
 /// Reads every packet of `reader` into columns and summarises them.
@@ -913,7 +1042,7 @@ fn read_unsorted(reader: &mut Reader, config: &StatsConfig) -> Result<Summary, C
     let mut packets = Vec::with_capacity(usize::try_from(guess).unwrap_or(0));
     let mut counts = Counts::default();
     while let Some(r) = reader.next_record()? {
-        counts.push(r.ts_ns, r.caplen, r.wirelen, r.iface);
+        counts.push(&r);
         packets.push(Packet {
             ts_ns: r.ts_ns,
             wirelen: r.wirelen,
@@ -1014,7 +1143,15 @@ pub fn columns_stats(
     let mut counts = Counts::default();
     let mut packets = Vec::with_capacity(n);
     for k in 0..n {
-        counts.push(ts_ns[k], caplen[k], wirelen[k], iface[k]);
+        // Columns carry no direction: every packet's is unknown.
+        counts.push(&Record {
+            ts_ns: ts_ns[k],
+            caplen: caplen[k],
+            wirelen: wirelen[k],
+            iface: iface[k],
+            data_offset: 0,
+            direction: 0,
+        });
         packets.push(Packet {
             ts_ns: ts_ns[k],
             wirelen: wirelen[k],

@@ -92,6 +92,22 @@ fn idb(be: bool, snaplen: u32, tsresol: Option<u8>, tsoffset: Option<i64>) -> Ve
 }
 
 fn epb(be: bool, iface: u32, ts: u64, data: &[u8], wirelen: u32) -> Vec<u8> {
+    epb_with(be, iface, ts, data, wirelen, None)
+}
+
+/// An EPB of 60 bytes on interface 0 with an `epb_flags` option (pcapng §4.3.1).
+fn epb_flags(be: bool, ts: u64, flags: u32) -> Vec<u8> {
+    epb_with(be, 0, ts, &[0; 60], 60, Some(flags))
+}
+
+fn epb_with(
+    be: bool,
+    iface: u32,
+    ts: u64,
+    data: &[u8],
+    wirelen: u32,
+    flags: Option<u32>,
+) -> Vec<u8> {
     let mut body = Vec::new();
     body.extend(u32b(iface, be));
     body.extend(u32b((ts >> 32) as u32, be));
@@ -100,6 +116,13 @@ fn epb(be: bool, iface: u32, ts: u64, data: &[u8], wirelen: u32) -> Vec<u8> {
     body.extend(u32b(wirelen, be));
     body.extend(data);
     body.resize(body.len().next_multiple_of(4), 0);
+    if let Some(flags) = flags {
+        // epb_flags (code 2, 4 bytes), then opt_endofopt.
+        body.extend(u16b(2, be));
+        body.extend(u16b(4, be));
+        body.extend(u32b(flags, be));
+        body.extend([0; 4]);
+    }
     block(6, &body, be)
 }
 
@@ -492,7 +515,7 @@ fn convert_keeps_interface_names_and_every_packet() {
     }
     w.finish().unwrap();
     let out = temp("named-copy.pcapng");
-    let stats = convert(&a, &out, OutFormat::PcapNg, false, false).unwrap();
+    let stats = convert(&a, &out, OutFormat::PcapNg, false, false, 0).unwrap();
     assert_eq!(
         (stats.packets, stats.out_of_order, stats.truncated),
         (3, 1, 0)
@@ -734,10 +757,12 @@ fn an_unsorted_capture_is_read_again_and_summarised_sorted() {
     );
     let s = stats_of("unsorted.pcap", &file, &stats_config());
     assert_eq!((s.reads, s.summary.out_of_order), (2, 1)); // 100 after 300; 200 after 100 is fine
+    assert_eq!(s.summary.max_step_back_ns, 200);
     let in_order = stats_of("sorted.pcap", &sorted, &stats_config()).summary;
     assert_eq!(
         Summary {
             out_of_order: 0,
+            max_step_back_ns: 0,
             ..s.summary.clone()
         },
         in_order
@@ -958,4 +983,146 @@ fn a_stats_config_names_its_first_bad_value() {
         }),
         "the Ethernet rate must be a positive number"
     );
+}
+
+// --- can the capture be trusted? ---------------------------------------------------------------
+
+/// A ns pcapng of `(ts, epb_flags)` packets on one interface.
+fn ns_pcapng(be: bool, packets: &[(u64, u32)]) -> Vec<u8> {
+    let mut f = shb(be);
+    f.extend(idb(be, 0, Some(9), None));
+    for &(ts, flags) in packets {
+        f.extend(epb_flags(be, ts, flags));
+    }
+    f
+}
+
+#[test]
+fn epb_flags_give_each_packet_its_direction() {
+    for be in [false, true] {
+        // Bits 0-1: 1 inbound, 2 outbound, 0 and the reserved 3 unknown; higher bits (an FCS
+        // length of 4, bits 5-8) do not matter.
+        let file = ns_pcapng(be, &[(1, 1), (2, 2), (3, 0), (4, 3), (5, 0x81), (6, 0x82)]);
+        let (records, _) = read_all(file.clone(), false).unwrap();
+        let got: Vec<u8> = records.iter().map(|r| r.direction).collect();
+        assert_eq!(got, vec![1, 2, 0, 0, 1, 2]);
+        let s = stats_of("dir.pcapng", &file, &stats_config()).summary;
+        assert_eq!(s.directions, vec![[2, 2, 2]]);
+        // A conversion keeps each known direction as an epb_flags option of its own.
+        let (input, output) = (temp("dir-in.pcapng"), temp("dir-out.pcapng"));
+        std::fs::write(&input, &file).unwrap();
+        convert(&input, &output, OutFormat::PcapNg, false, false, 0).unwrap();
+        let (back, _) = read_all(std::fs::read(&output).unwrap(), false).unwrap();
+        let kept: Vec<u8> = back.iter().map(|r| r.direction).collect();
+        assert_eq!(kept, got);
+        for path in [input, output] {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let (records, _) = read_all(pcap(false, true, 0, &[(1, 0, &[0; 60])]), false).unwrap();
+    assert_eq!(records[0].direction, 0, "pcap has no direction");
+}
+
+#[test]
+fn times_past_2262_are_read_modulo_2_64_counted_and_written_back_unchanged() {
+    // The first packet of a DPDK 22.11 dumpcap file (two-long.pcapng, byte 34404560): Wireshark
+    // dates it 2476-07-24; the last ones wrapped past 2^64 ns to 1981.
+    let ticks = [
+        15_985_604_461_518_558_038u64,
+        u64::MAX,
+        0,
+        376_000_000_000_000_000,
+    ];
+    let file = ns_pcapng(false, &ticks.map(|t| (t, 1)));
+    let (records, reader) = read_all(file.clone(), false).unwrap();
+    let got: Vec<u64> = records.iter().map(|r| r.ts_ns as u64).collect();
+    assert_eq!(got, ticks.to_vec());
+    assert_eq!(reader.quirks().ts_wrapped, 2);
+    let s = stats_of("wrap.pcapng", &file, &stats_config());
+    assert_eq!(s.quirks.ts_wrapped, 2);
+    // In i64 the times are -2461139612190993578, -1, 0, 376e15: in order.
+    assert_eq!(s.summary.out_of_order, 0);
+    let input = temp("wrap-in.pcapng");
+    let output = temp("wrap-out.pcapng");
+    std::fs::write(&input, &file).unwrap();
+    convert(&input, &output, OutFormat::PcapNg, false, false, 0).unwrap();
+    let (back, _) = read_all(std::fs::read(&output).unwrap(), false).unwrap();
+    assert_eq!(
+        back.iter().map(|r| r.ts_ns as u64).collect::<Vec<_>>(),
+        ticks.to_vec()
+    );
+    for path in [input, output] {
+        std::fs::remove_file(path).unwrap();
+    }
+}
+
+#[test]
+fn ties_and_steps_back_by_hand() {
+    // File order 10 10 10 20 20 15 30 ns: sorted 10 10 10 15 20 20 30, so 4 distinct times,
+    // at most 3 at one; 15 after 20 is the one step back, of 5 ns.
+    let times = [10, 10, 10, 20, 20, 15, 30];
+    let file = ns_pcapng(false, &times.map(|t| (t, 1)));
+    let s = stats_of("ties.pcapng", &file, &stats_config()).summary;
+    assert_eq!(
+        (s.ties.distinct_timestamps, s.ties.max_equal_timestamps),
+        (4, 3)
+    );
+    assert_eq!((s.out_of_order, s.max_step_back_ns), (1, 5));
+    // Columns carry no direction: the same summary but for that.
+    let columns = stats_of_columns(file, &stats_config());
+    assert_eq!(columns.directions, vec![[7, 0, 0]]);
+    let directions = s.directions.clone();
+    assert_eq!(
+        s,
+        Summary {
+            directions,
+            ..columns
+        }
+    );
+}
+
+#[test]
+fn ties_and_directions_of_two_files_merge_into_those_of_one() {
+    // A run of 3 packets at 20 ns straddles the files; directions add up.
+    let whole = [(10, 1), (20, 2), (20, 1), (20, 2), (30, 1), (30, 1)];
+    let origin = 10;
+    let mut merged = partial_of("a.pcapng", &ns_pcapng(false, &whole[..2]), origin);
+    let next = partial_of("b.pcapng", &ns_pcapng(false, &whole[2..]), origin);
+    merged.append(&next, &stats_config(), None).unwrap();
+    let summary = merged.summary(&stats_config()).unwrap();
+    let one = stats_of("whole.pcapng", &ns_pcapng(false, &whole), &stats_config()).summary;
+    assert_eq!(summary, one);
+    assert_eq!(
+        (
+            summary.ties.distinct_timestamps,
+            summary.ties.max_equal_timestamps
+        ),
+        (3, 3)
+    );
+    assert_eq!(summary.directions, vec![[0, 4, 2]]);
+    let bytes = merged.to_bytes();
+    assert_eq!(Partial::from_bytes(&bytes).unwrap(), merged);
+}
+
+#[test]
+fn a_conversion_shifts_every_time() {
+    // A DPDK 22.11 dumpcap time (one-lcore.pcapng's first packet, 2251-09-26) shifted back by
+    // 2^64 / 2.6 GHz s (7 094 901 566.8 s) lands on 2026-11-27; the pcap output takes the
+    // rewriting path, never the as-is one.
+    let first = 8_890_702_860_389_673_534u64;
+    let shift = -7_094_901_566_811_366_006i64; // -2^64 / 2.6 ns, rounded
+    let file = ns_pcapng(false, &[(first, 1), (first + 500, 2)]);
+    let input = temp("shift-in.pcapng");
+    std::fs::write(&input, &file).unwrap();
+    for format in [OutFormat::Pcap, OutFormat::PcapNg] {
+        let output = temp("shift-out.cap");
+        convert(&input, &output, format, false, false, shift).unwrap();
+        let (back, _) = read_all(std::fs::read(&output).unwrap(), false).unwrap();
+        let got: Vec<i64> = back.iter().map(|r| r.ts_ns).collect();
+        let want = first as i64 + shift;
+        assert_eq!(got, vec![want, want + 500]);
+        assert_eq!(want / 1_000_000_000, 1_795_801_293); // 2026-11-27T17:01:33Z
+        std::fs::remove_file(output).unwrap();
+    }
+    std::fs::remove_file(input).unwrap();
 }

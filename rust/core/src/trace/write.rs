@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::sink::Sink;
 use super::window::Window;
 
-use super::{max_caplen, Interface};
+use super::{max_caplen, Interface, EPB_FLAGS};
 use crate::CoreError;
 
 /// Default write buffer: 1 MiB, so a 1 GiB capture takes ~1000 writes and the three buffers of
@@ -100,6 +100,12 @@ fn push_option(buf: &mut Vec<u8>, code: u16, value: &[u8]) {
     push_u16(buf, value.len() as u16);
     buf.extend_from_slice(value);
     buf.resize(buf.len() + pad4(value.len()) - value.len(), 0);
+}
+
+/// Bytes of an Enhanced Packet Block with `padded` data bytes: 12 more with a direction
+/// (epb_flags' 8 and opt_endofopt's 4).
+fn block_bytes(padded: usize, direction: u8) -> usize {
+    32 + padded + if direction == 0 { 0 } else { 12 }
 }
 
 /// Wraps a block body in its type and both length fields.
@@ -214,10 +220,33 @@ impl Writer {
         wirelen: u32,
         data: &[u8],
     ) -> Result<(), CoreError> {
-        let padded = self.begin_packet(ts_ns, iface, wirelen, data.len())?;
+        self.write_directed(ts_ns, iface, wirelen, data, 0)
+    }
+
+    /// Appends one packet with its direction (`Record::direction`: 1 inbound, 2 outbound),
+    /// which pcapng keeps as an `epb_flags` option (pcapng §4.3.1); pcap has no place for it.
+    pub fn write_directed(
+        &mut self,
+        ts_ns: i64,
+        iface: u32,
+        wirelen: u32,
+        data: &[u8],
+        direction: u8,
+    ) -> Result<(), CoreError> {
+        let direction = self.recorded_direction(direction);
+        let padded = self.begin_packet(ts_ns, iface, wirelen, data.len(), direction)?;
         self.buf.extend_from_slice(data);
-        self.end_packet(data.len(), padded);
+        self.end_packet(data.len(), padded, direction);
         Ok(())
+    }
+
+    /// The direction a packet's block records: none in pcap.
+    fn recorded_direction(&self, direction: u8) -> u8 {
+        if self.format == OutFormat::PcapNg {
+            direction
+        } else {
+            0
+        }
     }
 
     /// Appends a batch of packets (columns of equal length; packet i's bytes are
@@ -257,11 +286,11 @@ impl Writer {
         caplen: usize,
         fill: impl FnOnce(&mut [u8]),
     ) -> Result<(), CoreError> {
-        let padded = self.begin_packet(ts_ns, iface, wirelen, caplen)?;
+        let padded = self.begin_packet(ts_ns, iface, wirelen, caplen, 0)?;
         let start = self.buf.len();
         self.buf.resize(start + caplen, 0);
         fill(&mut self.buf[start..]);
-        self.end_packet(caplen, padded);
+        self.end_packet(caplen, padded, 0);
         Ok(())
     }
 
@@ -296,6 +325,7 @@ impl Writer {
         iface: u32,
         wirelen: u32,
         caplen: usize,
+        direction: u8,
     ) -> Result<usize, CoreError> {
         self.check_packet(ts_ns, iface, caplen)?;
         let ts = ts_ns as u64;
@@ -314,8 +344,9 @@ impl Writer {
             }
             OutFormat::PcapNg => {
                 let padded = pad4(caplen);
-                self.reserve(32 + padded)?;
-                let len = (32 + padded) as u32;
+                let len = block_bytes(padded, direction);
+                self.reserve(len)?;
+                let len = len as u32;
                 let fields = [
                     EPB_TYPE,
                     len,
@@ -331,11 +362,20 @@ impl Writer {
         }
     }
 
-    /// Pads pcapng data to 4 bytes and closes the block with its length.
-    fn end_packet(&mut self, caplen: usize, padded: usize) {
+    /// Pads pcapng data to 4 bytes, appends the direction's options (epb_flags, then
+    /// opt_endofopt) and closes the block with its length.
+    fn end_packet(&mut self, caplen: usize, padded: usize, direction: u8) {
         if self.format == OutFormat::PcapNg {
             self.buf.resize(self.buf.len() + padded - caplen, 0);
-            push_u32(&mut self.buf, (32 + padded) as u32);
+            if direction != 0 {
+                push_option(
+                    &mut self.buf,
+                    EPB_FLAGS,
+                    &u32::from(direction).to_le_bytes(),
+                );
+                push_option(&mut self.buf, 0, &[]);
+            }
+            push_u32(&mut self.buf, block_bytes(padded, direction) as u32);
         }
         self.stats.packets += 1;
     }
@@ -351,11 +391,13 @@ impl Writer {
                 "caplen {caplen} exceeds the {}-byte maximum of interface {iface}'s link type",
                 self.interfaces[iface as usize].caplen_limit()
             )
-        } else if ts_ns < 0 {
-            format!("timestamp {ts_ns} ns is before 1970, which pcap and pcapng cannot hold")
+        } else if self.format == OutFormat::Pcap && ts_ns < 0 {
+            format!("timestamp {ts_ns} ns is before 1970, which pcap cannot hold")
         } else if self.format == OutFormat::Pcap && ts_ns / 1_000_000_000 > i64::from(u32::MAX) {
             format!("timestamp {ts_ns} ns is after 2106, beyond pcap's 32-bit seconds")
         } else {
+            // pcapng takes any time: its 64 bits are the unsigned ns tick count (mod.rs notes).
+
             return Ok(());
         };
         Err(CoreError::whole(&self.name, problem))

@@ -1,6 +1,7 @@
 """Capture files and the traffic in them: reading pcap/pcapng into numpy columns (`files`),
 merging and converting them (`rewrite`), their statistics (`statistics`: rates per window,
-frame sizes, bursts at line rate), synthetic traffic (`synthesis`) and the per-window
+frame sizes, bursts at line rate, how far their times can be trusted; `epoch`: dates a century
+away), synthetic traffic (`synthesis`) and the per-window
 bandwidth a trace needs from a per-packet cost (`bandwidth`).
 
 Parsing, writing, merging and the statistics of captures run in the Rust core
@@ -21,6 +22,9 @@ _SUBMODULE_OF = {
     "demand": "bandwidth",
     "poll_batches": "bandwidth",
     "window_gbps": "bandwidth",
+    "epoch_check": "epoch",
+    "epoch_warning": "epoch",
+    "parse_shift_ns": "epoch",
     "ETHERNET_HEADER_BYTES": "files",
     "INT64_MAX": "files",
     "INT64_MIN": "files",

@@ -92,6 +92,7 @@ class Trace:
     wirelen_below_caplen: int = 0
     cut_short: str | None = None
     compression: str = "none"
+    ts_wrapped: int = 0
 
     @property
     def truncated(self) -> bool:
@@ -149,6 +150,7 @@ def read(
         offset=raw.get("offset"),
         snaplen_exceeded=raw["snaplen_exceeded"],
         wirelen_below_caplen=raw["wirelen_below_caplen"],
+        ts_wrapped=raw["ts_wrapped"],
         cut_short=raw["cut_short"],
         compression=raw["compression"],
     )

@@ -85,18 +85,19 @@ def convert(
     source: str | os.PathLike,
     output: str | os.PathLike,
     *,
+    shift_ns: int = 0,
     force: bool = False,
     skip_bad: bool = False,
     strict: bool = False,
 ) -> dict:
     """Rewrite a capture as ns pcap or pcapng (by suffix), packet for packet, interfaces and
-    their names kept; streamed like `merge`."""
+    their names kept, every time moved by `shift_ns`; streamed like `merge`."""
     fmt = output_format(output)
     (path,) = _check_inputs([source])
     _check_output(output, [path], force)
     return _write_atomically(
         output,
         lambda tmp: core().trace_convert(
-            path, os.fspath(tmp), fmt, skip_bad=skip_bad, strict=strict
+            path, os.fspath(tmp), fmt, skip_bad=skip_bad, strict=strict, shift_ns=shift_ns
         ),
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from pcieperf._native import checked, core
 from pcieperf.errors import UsageError, require_positive
 from pcieperf.net import wire
+from pcieperf.net.trace.epoch import epoch_check
 from pcieperf.net.trace.files import (
     ETHERNET_HEADER_BYTES,
     LINK_HEADER_BYTES,
@@ -184,6 +185,31 @@ def _bursts(raw: dict | None, packets: int) -> dict:
     }
 
 
+DIRECTIONS = ("direction_unknown", "inbound", "outbound")  # epb_flags bits 0-1: 0, 1, 2
+
+
+def _directions(counts: Sequence[int]) -> dict:
+    """Packets per direction of pcapng's epb_flags (pcap records have none: unknown)."""
+    return {f"packets_{d}": int(n) for d, n in zip(DIRECTIONS, counts, strict=True)}
+
+
+def _trust(raw: dict) -> dict:
+    """How far the capture's times can be trusted (docs/trace.md): packets per distinct
+    timestamp and the most at one time, the largest step back in file order, times that wrap
+    past 2262 and dates more than a century from now."""
+    n, distinct = raw["packets"], raw["distinct_timestamps"]
+    first, last = (raw["first_ts_ns"], raw["last_ts_ns"]) if n else (None, None)
+    return {
+        "distinct_timestamps": distinct,
+        "packets_per_timestamp": n / distinct if distinct else None,
+        "max_equal_timestamps": raw["max_equal_timestamps"],
+        "max_step_back_ns": raw["max_step_back_ns"],
+        "ts_wrapped": raw["ts_wrapped"],
+        **epoch_check(first, last),
+        **_directions([sum(d) for d in zip(*raw["directions"], strict=True)] or (0, 0, 0)),
+    }
+
+
 def _report(path: str, raw: dict, interfaces: Sequence[Interface], eth_gbps: float) -> dict:
     """The `trace stats` JSON of one file (see the README's contract) from the Rust counts."""
     untimed, out_of_order = raw["untimed"], raw["out_of_order"]
@@ -203,6 +229,7 @@ def _report(path: str, raw: dict, interfaces: Sequence[Interface], eth_gbps: flo
         "wirelen_below_caplen": raw["wirelen_below_caplen"],
         "truncated": raw["cut_short"] is not None,
         "cut_short": raw["cut_short"],
+        **_trust(raw),
         "rates": [_rates(w, raw) for w in raw["rates"]],
         "size_histogram": dict(zip(SIZE_LABELS, raw["size_histogram"], strict=True)),
         "bursts": {"eth_gbps": eth_gbps, **_bursts(raw["bursts"], raw["packets"])},
@@ -215,8 +242,11 @@ def _report(path: str, raw: dict, interfaces: Sequence[Interface], eth_gbps: flo
                 "snaplen": iface.snaplen,
                 "section": iface.section,
                 **_summary(totals),
+                **_directions(directions),
             }
-            for k, (iface, totals) in enumerate(zip(interfaces, raw["per_interface"], strict=True))
+            for k, (iface, totals, directions) in enumerate(
+                zip(interfaces, raw["per_interface"], raw["directions"], strict=True)
+            )
         ],
     }
 
@@ -241,6 +271,7 @@ def stats(trace: Trace, eth: Ethernet, windows_ns: Sequence[int] = WINDOWS_NS) -
         "untimed": trace.untimed,
         "snaplen_exceeded": trace.snaplen_exceeded,
         "wirelen_below_caplen": trace.wirelen_below_caplen,
+        "ts_wrapped": trace.ts_wrapped,
         "cut_short": trace.cut_short,
     }
     return _report(trace.path, raw | read, trace.interfaces, eth.rate_gbps)

@@ -153,7 +153,7 @@ fn conversion_writes_what_the_one_input_merge_writes() {
                     keep_names: true,
                 };
                 let merged = merge_with(std::slice::from_ref(&input), &theirs, format, options);
-                let converted = convert_with(&input, &ours, format, read, read.chunk);
+                let converted = convert_with(&input, &ours, format, read, read.chunk, 0);
                 let expected = written(&theirs, merged.map_err(|e| e.to_string()));
                 let got = written(&ours, converted.map_err(|e| e.to_string()));
                 assert_eq!(got, expected, "{name} {format:?} {read:?}");
