@@ -112,7 +112,7 @@ def run_row(result: CaptureResult) -> dict:
         "bytes_per_record": tool.io.bytes / written if written else math.nan,
         "write_calls_per_packet": tool.io.calls / written if written else math.nan,
         "packets_per_timestamp": stats.get("packets_per_timestamp"),
-        "inversions": stats.get("time_inversions"),
+        "inversions": stats.get("out_of_order"),
         "crashed": result.crashed,
         "commands": json.dumps(result.commands),
         "outputs": json.dumps(result.outputs),

@@ -202,6 +202,7 @@ class _Primary:
         """Stop testpmd (SIGINT, then SIGKILL); True if it had crashed instead of stopping."""
         testpmd.stop(self.proc)
         self._reader.join(timeout=STOP_DEADLINE_S)
+        self.proc.stdout.close()
         return self.proc.returncode not in (0, -signal.SIGINT)
 
 
@@ -242,12 +243,14 @@ class _Tool:
         """Collect the exited tool and return all it printed."""
         self.proc.wait()
         self._reader.join(timeout=STOP_DEADLINE_S)
+        self.proc.stdout.close()
         return "".join(self.lines)
 
     def kill(self) -> None:
-        """Stop the tool however it is (cleanup)."""
-        if self.proc.poll() is None:
-            testpmd.stop(self.proc)
+        """Stop the tool however it is, and close its output (cleanup)."""
+        testpmd.stop(self.proc)
+        self._reader.join(timeout=STOP_DEADLINE_S)
+        self.proc.stdout.close()
 
 
 Tick = Callable[[str, float], None]
