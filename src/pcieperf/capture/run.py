@@ -30,7 +30,7 @@ from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
 
 SINKS = ("null", "tmpfs", "file")
 FORMATS = ("pcapng", "pcap")
-TOOL_NAMES = ("dumpcap",)
+TOOL_NAMES = tuple(tools.TOOLS)
 # testpmd's mbufs carry at most RTE_MBUF_DEFAULT_DATAROOM (2048) bytes in one segment
 # (lib/mbuf/rte_mbuf_core.h), so a net_null packet is at most that and its frame 4 B more.
 MAX_FRAME_BYTES = 2048 + FCS_BYTES
@@ -69,7 +69,11 @@ class CaptureConfig:
             )
         testpmd.RunConfig(seconds=self.seconds)  # the same --seconds rule as `dpdk run`
         require_choice("--tool", self.tool, TOOL_NAMES)
-        require_choice("--format", self.format, FORMATS)
+        require_choice("--capture-format", self.format, FORMATS)
+        if self.tool == "pdump" and self.format != "pcap":
+            raise UsageError(
+                "--tool pdump writes pcap only (its net_pcap port): add --capture-format pcap"
+            )
         require_choice("--sink", self.sink, SINKS)
         if self.fwd_lcores not in (1, 2):
             raise UsageError(f"--lcores {self.fwd_lcores!r} is not allowed; give 1 or 2")
@@ -209,7 +213,8 @@ class _Primary:
 class _Tool:
     """A capture tool as a secondary process, its output read by a thread."""
 
-    def __init__(self, command: list[str], preload: str) -> None:
+    def __init__(self, name: str, command: list[str], preload: str) -> None:
+        self.name = name
         self.command = command
         self.lines: list[str] = []
         self.capturing = threading.Event()
@@ -231,7 +236,7 @@ class _Tool:
     def _read(self) -> None:
         for line in self.proc.stdout:
             self.lines.append(line)
-            if tools.CAPTURING in line:
+            if tools.CAPTURING[self.name] in line:
                 self.capturing.set()
 
     def exited(self) -> bool:
@@ -276,7 +281,7 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
                 stack.callback(target.unlink, missing_ok=True)
             baseline = _measure_baseline(primary, cfg.seconds, tick)
             command = _tool_command(cfg, binaries["tool"], prefix, target)
-            tool = _Tool(command, tools.mempool_preload(binaries["testpmd"]))
+            tool = _Tool(cfg.tool, command, tools.mempool_preload(binaries["testpmd"]))
             stack.callback(tool.kill)
             during, window = _measure_capture(primary, tool, cfg.seconds, tick)
             crashed = primary.stop()
@@ -380,6 +385,8 @@ def _target(cfg: CaptureConfig, prefix: str) -> Path:
 
 def _tool_command(cfg: CaptureConfig, binary: str, prefix: str, target: Path) -> list[str]:
     """The capture tool's command line."""
+    if cfg.tool == "pdump":
+        return tools.pdump_command(binary, prefix, target, ring_size=cfg.ring_size)
     port = f"net_{cfg.mode}0"
     return tools.dumpcap_command(
         binary,
@@ -451,9 +458,20 @@ def _measure_capture(
     _wait_for("capture stop", tool.exited, STOP_DEADLINE_S, tick)  # testpmd may crash now
     wall = time.monotonic() - start
     cpu, io = threads.cpu_ns(tool.proc.pid) - cpu0, threads.io_counts(tool.proc.pid)
-    counts = tools.parse_dumpcap(tool.reap())
+    counts = _counts(tool.name, tool.reap(), during, wall)
     io_delta = threads.IoCounts(io.calls - io0.calls, io.bytes - io0.bytes)
     return during, ToolWindow(wall, cpu, io_delta, counts)
+
+
+def _counts(name: str, output: str, during: Window, wall: float) -> tools.ToolCounts:
+    """The tool's copies and drops: dumpcap's own counts (the primary's pdump statistics), or
+    for dpdk-pdump, which never learns of ring-full drops, the copies that the forwarding rate
+    while it ran implies (every forwarded packet copied on Rx and on Tx) less those written."""
+    if name == "dumpcap":
+        return tools.parse_dumpcap(output)
+    written = tools.parse_pdump(output)
+    copies = max(written, round(COPIES_PER_PACKET * during.pps * wall))
+    return tools.ToolCounts(copies, copies - written)
 
 
 def _finish_file(result: CaptureResult, target: Path) -> None:

@@ -23,7 +23,12 @@ TOOL_ENV = {"dumpcap": "PCIEPERF_DUMPCAP", "pdump": "PCIEPERF_PDUMP"}
 # into the secondary's pool fails (DPDK Bugzilla 1073): the secondary preloads the primary's.
 _MEMPOOL_DRIVER = re.compile(r"\s(/\S*/librte_mempool_[a-z0-9_]+\.so[.0-9]*)\s")
 _RECEIVED = re.compile(r"Packets received/dropped on interface '([^']*)': ([0-9]+)/([0-9]+)")
-CAPTURING = "Capturing on"  # dumpcap's line once its callbacks are in place
+CAPTURING = {
+    "dumpcap": "Capturing on",  # app/dumpcap/main.c, once the primary copies for it
+    "pdump": "capture for (",  # app/pdump/main.c dump_packets: " core (N), capture for (K) tuples"
+}
+"""The line each tool prints once it is capturing."""
+_PDUMP_WRITTEN = re.compile(r"-packets transmitted to vdev:\s*([0-9]+)")
 
 
 def find(tool: str) -> str:
@@ -77,6 +82,24 @@ def dumpcap_command(
     if snaplen:
         command += ["-s", str(snaplen)]
     return command + (["-P"] if pcap else [])
+
+
+def pdump_command(binary: str, prefix: str, out: Path, *, ring_size: int) -> list[str]:
+    """dpdk-pdump copying port 0's Rx and Tx (every queue) of the primary `prefix` into one
+    net_pcap port writing `out` (pcap only) until SIGINT; stdout line-buffered."""
+    spec = f"port=0,queue=*,rx-dev={out},tx-dev={out},ring-size={ring_size}"
+    return ["stdbuf", "-oL", binary, f"--file-prefix={prefix}", "--", "--pdump", spec]
+
+
+def parse_pdump(output: str) -> int:
+    """Records dpdk-pdump handed to its pcap port: its closing `-packets transmitted to vdev`
+    (it does not learn how many copies the primary dropped because its ring was full)."""
+    found = _PDUMP_WRITTEN.findall(output)
+    if not found:
+        raise PcieperfError(
+            f"dpdk-pdump printed no packet counts: {last_lines(output.splitlines())}"
+        )
+    return int(found[-1])
 
 
 def parse_dumpcap(output: str) -> ToolCounts:

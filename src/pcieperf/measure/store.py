@@ -76,6 +76,7 @@ CAPTURE_RUN_COLUMNS = {
     "fwd_cpu_share_no_capture": "DOUBLE",
     "fwd_cpu_share": "DOUBLE",
     "copies": "BIGINT",
+    "copies_counted": "BOOLEAN",
     "dropped": "BIGINT",
     "written": "BIGINT",
     "loss": "DOUBLE",
