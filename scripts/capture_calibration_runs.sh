@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The capture runs that the shipped capture calibration is fitted from (docs/capture.md,
-# "Calibration"): dpdk-dumpcap behind testpmd on net_null at each frame size, into /dev/null
-# and into a tmpfs file, pcapng and pcap, REPEATS times each. Needs root (hugepages) and
+# "Calibration"): dpdk-dumpcap (batched writes) and dpdk-pdump (libpcap's pcap_dump per
+# record) behind testpmd on net_null at each frame size, into /dev/null and into a tmpfs file,
+# dumpcap also as pcap, REPEATS times each. Needs root (hugepages) and
 # Debian's dpdk-dev. Usage: scripts/capture_calibration_runs.sh STORE.duckdb [REPEATS]
 set -euo pipefail
 db=${1:?usage: $0 STORE.duckdb [REPEATS]}
@@ -12,6 +13,10 @@ for _ in $(seq "$repeats"); do
             pcieperf capture run --frame "$frame" --sink "$sink" --seconds 2 --db "$db" -q >/dev/null
         done
         pcieperf capture run --frame "$frame" --capture-format pcap --seconds 2 --db "$db" -q >/dev/null
+        for sink in null tmpfs; do
+            pcieperf capture run --frame "$frame" --tool pdump --capture-format pcap --sink "$sink" \
+                --seconds 2 --db "$db" -q >/dev/null
+        done
     done
 done
 pcieperf capture runs --db "$db"

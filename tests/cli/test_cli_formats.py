@@ -5,6 +5,7 @@ with the csv module into the rows its JSON holds (same count, same keys, same va
 import csv
 import io
 import json
+import os
 import shutil
 from importlib.metadata import version
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pcieperf.cli import main
+from pcieperf.measure.store import Store
 from pcieperf.results import csv_text, json_rows
 from tests.helpers import PCIE_BENCH, TESTS_DATA
 from tests.helpers.cli import ALL, run_cli
@@ -21,6 +23,9 @@ PCM = TESTS_DATA / "counters" / "pcm-iio-skx.csv"
 HOST_DIR = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
 SHARED = f"the shared pcie-bench data ({PCIE_BENCH}) is absent"
 TESTPMD = "dpdk-testpmd (Debian's dpdk-dev) is not installed"
+CAPTURE = "a capture run needs root, hugepages and Debian's dpdk-dev (dpdk-testpmd, dpdk-dumpcap)"
+REAL_CAPTURE = bool(shutil.which("dpdk-dumpcap")) and os.geteuid() == 0
+CAPTURE_RUN = TESTS_DATA / "capture" / "dumpcap-64-null.json"  # `capture run` on the dev VM
 
 # One cheap, valid command line per command; {name} is a file from `inputs` or, for {out}, a
 # fresh folder of this run's own (the JSON and CSV runs write their outputs apart).
@@ -35,6 +40,9 @@ RUNS = {
     "explain": "explain --counters {pcm} --pps 10M --frame 68",
     "dpdk run": "dpdk run --seconds 1 --db {out}/runs.duckdb",
     "dpdk runs": "dpdk runs --db {db}",
+    "capture run": "capture run --frame 128 --seconds 1 --db {out}/cap.duckdb",
+    "capture runs": "capture runs --db {db}",
+    "capture show": "capture show 1 --db {db}",
     "data import": "data import {host_dir} --db {out}/data.duckdb",
     "data ls": "data ls --db {db}",
     "data show": f"data show {HOST_DIR.name} --test BW_RD --db {{db}}",
@@ -94,13 +102,15 @@ def prepared(inputs, tmp_path_factory):
     assert main(["counters", "import", inputs["pcm"], "--db", inputs["db"], "-q"]) == 0
     if HOST_DIR.is_dir():
         assert main(["data", "import", str(HOST_DIR), "--db", inputs["db"], "-q"]) == 0
+    with Store(Path(inputs["db"])) as store:  # a real capture run, recorded on this machine
+        store.add_capture_run(json.loads(CAPTURE_RUN.read_text()))
     return inputs
 
 
 def test_every_command_has_a_run():
-    # 33 commands: the 39 of test_cli_help less the six groups, which print their help.
+    # 36 commands: the 43 of test_cli_help less the seven groups, which print their help.
     assert sorted(RUNS) == COMMANDS
-    assert len(COMMANDS) == 33
+    assert len(COMMANDS) == 36
 
 
 def expected_rows(payload):
@@ -136,6 +146,8 @@ def test_csv_holds_the_rows_of_the_json(capsys, prepared, tmp_path, command):
         pytest.skip(SHARED)
     if command == "dpdk run" and shutil.which("dpdk-testpmd") is None:
         pytest.skip(TESTPMD)
+    if command == "capture run" and not REAL_CAPTURE:
+        pytest.skip(CAPTURE)
     payload = json.loads(run(capsys, f"{RUNS[command]} --json", prepared, tmp_path / "json"))
     text = run(capsys, f"{RUNS[command]} --format csv", prepared, tmp_path / "csv")
     text = text.replace(str(tmp_path / "csv"), str(tmp_path / "json"))  # its own outputs
@@ -150,7 +162,7 @@ def test_csv_holds_the_rows_of_the_json(capsys, prepared, tmp_path, command):
     # anew each time; sweep says how long it took).
     scalars = first_row_scalars(payload)
     assert scalars.keys() <= rows[0].keys()
-    if command != "dpdk run":
+    if command not in ("dpdk run", "capture run"):
         shown = {k: type(v)(rows[0][k]) for k, v in scalars.items() if k != "seconds"}
         assert shown == {k: v for k, v in scalars.items() if k != "seconds"}
 

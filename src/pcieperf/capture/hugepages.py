@@ -6,6 +6,7 @@ undone afterwards."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import tempfile
@@ -53,6 +54,22 @@ def is_hugetlbfs(folder: Path) -> bool:
 def _unescape(field: str) -> str:
     r"""A /proc/mounts path field: spaces and tabs are written as octal escapes (\040)."""
     return field.encode().decode("unicode_escape")
+
+
+LOCK = Path(tempfile.gettempdir()) / "pcieperf-capture.lock"
+
+
+@contextmanager
+def exclusive() -> Iterator[None]:
+    """One capture run at a time on a machine: a second waits for the first (flock(2)). Two
+    at once would take each other's hugepages (each reserves what it sees missing and puts
+    back the count it found) and each other's CPU time."""
+    fd = os.open(LOCK, os.O_RDONLY | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def pages_for(megabytes: int) -> int:

@@ -133,7 +133,7 @@ def _frame_bytes(result: CaptureResult) -> float:
     return stats["bytes_wire"] / stats["packets"] + FCS_BYTES
 
 
-CRASH_NOTE = "testpmd crashed when the tool detached (a race in pdump's callbacks, fixed in 25.11)"
+CRASH_NOTE = "testpmd crashed when the tool detached (a pdump race, fixed in DPDK 25.11)"
 
 RUNS_COLUMNS = (
     Column("run_id", "id"),
@@ -184,8 +184,8 @@ def _shown(row: dict) -> Report:
 
 
 STAMPED = {
-    "dumpcap": "stamped when copied, one TSC read per burst (lib/pcapng rte_pcapng_copy)",
-    "pdump": "stamped when written, by the net_pcap port in the capture process",
+    "dumpcap": "stamped per burst when copied",  # one TSC read a burst: rte_pcapng_copy
+    "pdump": "stamped when written",  # by the net_pcap port, in the capture process
 }
 """Where each tool's timestamps come from: neither stamps a packet when it reaches the port."""
 
@@ -200,7 +200,7 @@ def essentials(row: dict) -> list[dict]:
         {
             "essential": "timestamps",
             "met": False,
-            "shown": measured + STAMPED[row["tool"]] + ", not when received",
+            "shown": measured + STAMPED[row["tool"]] + ", not on arrival",
         },
         {
             "essential": "ordering",
@@ -212,14 +212,13 @@ def essentials(row: dict) -> list[dict]:
         {
             "essential": "merging",
             "met": False,
-            "shown": "Rx and Tx copies share one ring in copy order, stamped per burst or on "
-            "write: a Tx copy can precede the Rx copy it was forwarded from",
+            "shown": "Rx and Tx interleaved in copy order, not wire order",
         },
         {
             "essential": "zero_loss",
             "met": row["dropped"] == 0,
-            "shown": f"{row['dropped']} of {row['copies']} copies dropped (ring full), "
-            f"{100 * row['loss']:.2f} %" + ("" if row["copies_counted"] else ", copies inferred"),
+            "shown": f"{row['dropped']} of {row['copies']} copies dropped, ring full "
+            f"({100 * row['loss']:.2f} %" + (")" if row["copies_counted"] else ", inferred)"),
         },
     ]
 
@@ -235,13 +234,15 @@ def _text(data: dict) -> str:
             if data["crashed"]
             else ""
         ),
-        f"forwarding  alone {data['fwd_pps_no_capture'] / 1e6:8.3f} Mpps "
-        f"{data['fwd_cpu_ns_no_capture']:7.1f} ns/pkt   capturing "
-        f"{data['fwd_pps'] / 1e6:8.3f} Mpps {data['fwd_cpu_ns']:7.1f} ns/pkt",
-        f"capture     {data['copies']} copies, {data['dropped']} dropped "
-        f"({100 * data['loss']:.2f} %), {data['written']} written "
-        f"({data['capture_pps'] / 1e6:.3f} Mpps, {data['capture_gbps']:.2f} Gb/s), "
-        f"{data['capture_cpu_ns']:.1f} ns/pkt, {data['write_calls_per_packet']:.4f} writes/pkt",
+        f"forwarding  alone {data['fwd_pps_no_capture'] / 1e6:.3f} Mpps, "
+        f"{data['fwd_cpu_ns_no_capture']:.1f} CPU ns/pkt; capturing "
+        f"{data['fwd_pps'] / 1e6:.3f} Mpps, {data['fwd_cpu_ns']:.1f} CPU ns/pkt",
+        f"capture     {data['written']} written of {data['copies']} copies "
+        f"({100 * data['loss']:.2f} % lost), {data['capture_pps'] / 1e6:.3f} Mpps, "
+        f"{data['capture_gbps']:.2f} Gb/s",
+        f"            {data['capture_cpu_ns']:.1f} CPU ns/record, "
+        f"{data['write_calls_per_packet']:.4f} write calls/record, "
+        f"{data['bytes_per_record']:.1f} B/record",
     ]
     lines += [
         f"  {e['essential']:<10} {_verdict(e['met']):<9} {e['shown']}" for e in data["essentials"]

@@ -269,7 +269,7 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
     _check_sink(cfg)
     prefix = f"pcieperf-capture-{os.getpid()}-{time.monotonic_ns()}"
     mbufs, memory = _pool(cfg)
-    with testpmd.terminate_as_interrupt():
+    with testpmd.terminate_as_interrupt(), hugepages.exclusive():
         stack = ExitStack()
         try:
             huge = stack.enter_context(hugepages.hugepages(_pages(memory, cfg), cfg.huge_dir))

@@ -119,6 +119,11 @@ def _schema() -> list[str]:
         "CREATE TABLE IF NOT EXISTS dpdk_run_bursts (run_id INTEGER, burst INTEGER, calls DOUBLE)",
         "CREATE TABLE IF NOT EXISTS capture_runs (run_id INTEGER PRIMARY KEY, "
         f"started TIMESTAMP, {capture_columns})",
+        # a store made by an earlier version gains the columns added since (null there)
+        *(
+            f"ALTER TABLE capture_runs ADD COLUMN IF NOT EXISTS {name} {kind}"
+            for name, kind in CAPTURE_RUN_COLUMNS.items()
+        ),
     ]
     for kind, columns in COLUMNS.items():
         cols = ", ".join(f"{STORE_NAMES[c]} {_sql_type(c)}" for c in columns)
