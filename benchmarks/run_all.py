@@ -225,6 +225,7 @@ BENCHMARKS = {
         repeat=False,
         quick=False,
     ),
+    "capture": Benchmark("bench_capture.py", lambda o: [], repeated_rows, True, quick=False),
     "dask_sweep": Benchmark(
         "bench_dask_sweep.py", lambda o: ["--workers", "1,2"], repeated_rows, True, quick=False
     ),
