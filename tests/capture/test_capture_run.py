@@ -166,6 +166,15 @@ def test_stopping_a_capture_cleans_up_and_stores_nothing(stop, tmp_path, nothing
     assert pp.capture_runs(db=tmp_path / "s.duckdb").to_json() == []
 
 
+@needs_dpdk
+def test_two_runs_at_once_take_turns(tmp_path, nothing_left):
+    # Each reserves the hugepages it finds missing and puts back the count it found: at once,
+    # one would take the other's pages and the count would not come back (seen: 512 -> 640).
+    procs = [_start_cli(tmp_path / str(k), "--seconds", "1") for k in range(2)]  # own stores
+    outputs = [proc.communicate(timeout=WAIT_S) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
