@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import pcieperf as pp
 from pcieperf.capture import hugepages, run, tools
 from pcieperf.dpdk import testpmd
+from pcieperf.errors import PcieperfWarning
 from pcieperf.results import json_default
 from tests.helpers.cli import run_cli
 
@@ -164,6 +165,25 @@ def test_stopping_a_capture_cleans_up_and_stores_nothing(stop, tmp_path, nothing
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "pcieperf: interrupted"
     assert pp.capture_runs(db=tmp_path / "s.duckdb").to_json() == []
+
+
+@needs_dpdk
+def test_the_next_run_undoes_what_a_killed_one_left(tmp_path, nothing_left):
+    # SIGKILL leaves no time to clean up: testpmd and dumpcap die with pcieperf (their parent
+    # death signal), but the mount, the page count, EAL's folder and the tmpfs file stay.
+    proc = _start_cli(tmp_path, "--seconds", "15", "--sink", "tmpfs")
+    try:
+        _until(lambda: _leftovers()["tmpfs"], proc, "a capture writing")
+    finally:
+        proc.kill()
+        proc.communicate(timeout=WAIT_S)
+    deadline = time.monotonic() + WAIT_S
+    while _leftovers()["processes"]:
+        assert time.monotonic() < deadline, "testpmd or dumpcap outlived pcieperf"
+        time.sleep(POLL_S)
+    assert _leftovers()["mounts"]  # left behind, for the next run to find
+    with pytest.warns(PcieperfWarning, match="an earlier capture run was killed; undone: "):
+        pp.capture_run(seconds=1, db=tmp_path / "s.duckdb")
 
 
 @needs_dpdk

@@ -7,10 +7,11 @@ undone afterwards."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -80,13 +81,16 @@ def pages_for(megabytes: int) -> int:
 @contextmanager
 def hugepages(pages: int, huge_dir: Path | None) -> Iterator[Path]:
     """A hugetlbfs folder with `pages` free pages for the run: `huge_dir` as it is, or pages
-    reserved and a private mount made here, unmounted and the page count put back on exit."""
+    reserved and a private mount made here, unmounted and the page count put back on exit
+    (and by the next run's `recover` if this one is killed outright: STATE says what to undo)."""
     if huge_dir is not None:
         yield huge_dir
         return
-    previous = _reserve(pages)
+    state: dict = {"previous": None, "mount": None}
     try:
+        state["previous"] = _reserve(pages, lambda previous: _save(state | {"previous": previous}))
         folder = Path(tempfile.mkdtemp(prefix="pcieperf-huge-"))
+        _save(state | {"mount": str(folder)})
         try:
             _run(["mount", "-t", "hugetlbfs", "-o", f"pagesize={PAGE_MB}M", "nodev", str(folder)])
             try:
@@ -96,18 +100,53 @@ def hugepages(pages: int, huge_dir: Path | None) -> Iterator[Path]:
         finally:
             folder.rmdir()
     finally:
-        if previous is not None:
-            (POOL / "nr_hugepages").write_text(str(previous))
+        if state["previous"] is not None:
+            (POOL / "nr_hugepages").write_text(str(state["previous"]))
+        STATE.unlink(missing_ok=True)
 
 
-def _reserve(pages: int) -> int | None:
-    """Make `pages` free 2 MiB pages; the page count before, to restore, or None if enough
-    were free already."""
+STATE = Path(tempfile.gettempdir()) / "pcieperf-capture.state"
+"""What the running capture run has changed (the page count it found, its mount), so that a
+run killed outright (SIGKILL) can be undone by the next one."""
+
+
+def _save(state: dict) -> None:
+    """Write STATE whole (a temporary file renamed over it)."""
+    tmp = STATE.with_name(STATE.name + ".tmp")
+    tmp.write_text(json.dumps(state))
+    tmp.replace(STATE)
+
+
+def recover() -> list[str]:
+    """Undo what a killed run left: called under `exclusive()`, when no other run can be going
+    on, so a STATE file is a dead run's. Returns what was undone, one phrase each."""
+    try:
+        state = json.loads(STATE.read_text())
+    except (OSError, ValueError):
+        return []
+    undone = []
+    folder = state.get("mount")
+    if folder and is_hugetlbfs(Path(folder)):
+        _run(["umount", folder])
+        undone.append(f"unmounted {folder}")
+    if folder and Path(folder).is_dir():
+        Path(folder).rmdir()
+    if state.get("previous") is not None:
+        (POOL / "nr_hugepages").write_text(str(state["previous"]))
+        undone.append(f"hugepages back to {state['previous']}")
+    STATE.unlink()
+    return undone
+
+
+def _reserve(pages: int, saving: Callable[[int], None]) -> int | None:
+    """Make `pages` free 2 MiB pages; the page count before, to restore (handed to `saving`
+    before it changes), or None if enough were free already."""
     free = int((POOL / "free_hugepages").read_text())
     if free >= pages:
         return None
     total = POOL / "nr_hugepages"
     previous = int(total.read_text())
+    saving(previous)
     total.write_text(str(previous + pages - free))
     got = int((POOL / "free_hugepages").read_text())
     if got < pages:

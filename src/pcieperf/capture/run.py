@@ -14,6 +14,7 @@ published removed, hugepages unmounted and their count restored.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from pcieperf.capture import hugepages, threads, tools
 from pcieperf.dpdk import testpmd
-from pcieperf.errors import PcieperfError, UsageError, require_choice, require_new_file
+from pcieperf.errors import PcieperfError, UsageError, require_choice, require_new_file, warn
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
 
 SINKS = ("null", "tmpfs", "file")
@@ -39,6 +40,7 @@ NULL_SINK = Path(os.devnull)  # the system's: never removed
 RING_SIZES = (64, 1 << 20)  # rte_ring sizes are powers of two (lib/ring/rte_ring.h)
 START_DEADLINE_S = 60.0  # testpmd's first block or the tool's start, on a busy machine
 STOP_DEADLINE_S = 30.0
+RUN_PREFIX = "pcieperf-capture-"  # EAL file prefix of a run, and its tmpfs file's name
 COPIES_PER_PACKET = 2  # dpdk-dumpcap 22.11 asks for both directions (RTE_PDUMP_FLAG_RXTX)
 
 
@@ -267,9 +269,10 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
     binaries = _binaries(cfg)
     hugepages.check(cfg.huge_dir)
     _check_sink(cfg)
-    prefix = f"pcieperf-capture-{os.getpid()}-{time.monotonic_ns()}"
+    prefix = f"{RUN_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
     mbufs, memory = _pool(cfg)
     with testpmd.terminate_as_interrupt(), hugepages.exclusive():
+        _recover()
         stack = ExitStack()
         try:
             huge = stack.enter_context(hugepages.hugepages(_pages(memory, cfg), cfg.huge_dir))
@@ -300,6 +303,22 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
             with testpmd.signals_ignored():
                 stack.close()
     return result
+
+
+def _recover() -> None:
+    """Remove what an earlier run left when it was killed outright (SIGKILL: no cleanup ran),
+    and say so; under the machine's capture lock, so nothing found is another run's."""
+    undone = hugepages.recover()
+    stale = [*testpmd.runtime_dir(RUN_PREFIX).parent.glob(RUN_PREFIX + "*")]
+    stale += TMPFS.glob(f".{RUN_PREFIX}*")
+    for path in stale:
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+        undone.append(f"removed {path}")
+    if undone:
+        warn(f"an earlier capture run was killed; undone: {', '.join(undone)}")
 
 
 def _binaries(cfg: CaptureConfig) -> dict[str, str]:
@@ -504,6 +523,4 @@ def publish(tmp: Path, out: Path, force: bool) -> None:
 
 def _remove_runtime_dir(prefix: str) -> None:
     """EAL's runtime folder of the run's prefix (primary and secondaries share it)."""
-    import shutil
-
     shutil.rmtree(testpmd.runtime_dir(prefix), ignore_errors=True)
