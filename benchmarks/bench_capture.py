@@ -3,8 +3,9 @@ dpdk-dumpcap's on the same sink.
 
 One real `pp.capture_run` (dpdk-dumpcap, 64 B frames, 2 s windows) writes its pcapng into a
 tmpfs file (/dev/shm). Figures: the whole run's wall time; the CPU time pcieperf's own process
-(the harness: its polling loop and the threads reading testpmd and dumpcap) spent per second of
-the run, against the CPU the forwarding lcore and dumpcap received; dumpcap's records per CPU
+(the harness: imports, its polling loop, the threads reading testpmd and dumpcap, reading the
+file back, the store) spent per second of the run, and while dumpcap captured alone, against
+the CPU the forwarding lcore and dumpcap received; dumpcap's records per CPU
 second into tmpfs; and pcieperf's writer (`pp.convert_capture`, in this process) rewriting that
 file's records into tmpfs, records per CPU second. Needs root and Debian's dpdk-dev; skipped
 with the reason otherwise.
@@ -47,6 +48,7 @@ def main() -> None:
     figures = {
         "capture_run_s": wall,
         "harness_cpu_s_per_s": cpu / wall,
+        "harness_capturing_cpu_s_per_s": run["harness_cpu_share"],
         "forwarding_cpu_s_per_s": run["fwd_cpu_share"],
         "dumpcap_cpu_s_per_s": run["capture_cpu_share"],
         "dumpcap_records_per_s": 1e9 / run["capture_cpu_ns"],

@@ -234,22 +234,16 @@ def test_missing_dumpcap_names_the_package(tmp_path, capsys, monkeypatch):
     assert "dpdk-dumpcap not found; install Debian's dpdk-dev" in err
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="runs the CLI as another user, which needs root")
-def test_without_root_or_huge_dir_the_run_is_refused(tmp_path):
+def test_without_root_or_huge_dir_the_run_is_refused(tmp_path, capsys, monkeypatch):
     # A user who is not root cannot reserve hugepages: one line, exit 2, nothing started.
-    code = "import sys; from pcieperf.cli import main; sys.exit(main(sys.argv[1:]))"
-    env = dict(os.environ, PCIEPERF_TESTPMD=sys.executable, PCIEPERF_DUMPCAP=sys.executable)
-    done = subprocess.run(
-        [sys.executable, "-c", code, "capture", "run", "--db", "/nonexistent/s.duckdb"],
-        capture_output=True,
-        text=True,
-        env=env,
-        user=65534,  # nobody
-        cwd="/",
-    )
-    assert done.returncode == 2, done.stderr
-    assert "a capture run needs hugepages: run as root" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    monkeypatch.setenv(testpmd.TESTPMD_ENV, sys.executable)
+    monkeypatch.setenv(tools.TOOL_ENV["dumpcap"], sys.executable)
+    monkeypatch.setattr(hugepages.os, "geteuid", lambda: 65534)  # nobody
+    code, _, err = run_cli(capsys, "capture", "run", "--db", str(tmp_path / "s.duckdb"))
+    assert code == 2
+    assert err.startswith("pcieperf: error: a capture run needs hugepages: run as root")
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s.duckdb").exists()
 
 
 def test_huge_dir_must_be_a_hugetlbfs_mount(tmp_path):

@@ -114,6 +114,7 @@ def run_row(result: CaptureResult) -> dict:
         "write_calls_per_packet": tool.io.calls / written if written else math.nan,
         "packets_per_timestamp": stats.get("packets_per_timestamp"),
         "inversions": stats.get("out_of_order"),
+        "harness_cpu_share": tool.harness_cpu_share,
         "crashed": result.crashed,
         "commands": json.dumps(result.commands),
         "outputs": json.dumps(result.outputs),

@@ -133,12 +133,14 @@ class Window:
 @dataclass(frozen=True)
 class ToolWindow:
     """The capture tool from its start of capture to its exit: CPU ns of its capture thread,
-    write calls and bytes, and its closing counts."""
+    write calls and bytes, its closing counts, and the CPU time pcieperf itself (the harness:
+    its polling loop and reading threads) took meanwhile, per wall second."""
 
     wall_s: float
     cpu_ns: int
     io: threads.IoCounts
     counts: tools.ToolCounts
+    harness_cpu_share: float
 
 
 @dataclass
@@ -463,7 +465,7 @@ def _measure_capture(
             raise PcieperfError(f"{tool.command[2]} exited: {tools.last_lines(tool.lines)}")
 
     _wait_for("capture start", tool.capturing.is_set, START_DEADLINE_S, tick, watch)
-    start = time.monotonic()
+    start, harness = time.monotonic(), time.process_time()
     cpu0, io0 = threads.cpu_ns(tool.proc.pid), threads.io_counts(tool.proc.pid)
     samples = primary.samples
     first = len(samples)
@@ -475,11 +477,11 @@ def _measure_capture(
     during = Window(samples[first], samples[-1])
     tool.proc.send_signal(signal.SIGINT)
     _wait_for("capture stop", tool.exited, STOP_DEADLINE_S, tick)  # testpmd may crash now
-    wall = time.monotonic() - start
+    wall, harness = time.monotonic() - start, time.process_time() - harness
     cpu, io = threads.cpu_ns(tool.proc.pid) - cpu0, threads.io_counts(tool.proc.pid)
     counts = _counts(tool.name, tool.reap(), during, wall)
     io_delta = threads.IoCounts(io.calls - io0.calls, io.bytes - io0.bytes)
-    return during, ToolWindow(wall, cpu, io_delta, counts)
+    return during, ToolWindow(wall, cpu, io_delta, counts, harness / wall)
 
 
 def _counts(name: str, output: str, during: Window, wall: float) -> tools.ToolCounts:

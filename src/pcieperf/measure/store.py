@@ -89,6 +89,7 @@ CAPTURE_RUN_COLUMNS = {
     "write_calls_per_packet": "DOUBLE",
     "packets_per_timestamp": "DOUBLE",
     "inversions": "BIGINT",
+    "harness_cpu_share": "DOUBLE",
     "crashed": "BOOLEAN",
     "commands": "VARCHAR",
     "outputs": "VARCHAR",
