@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -168,16 +167,7 @@ class _Primary:
         self.samples: list[Sample] = []
         self.lines: list[str] = []
         self._workers: list[int] = []
-        self.proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            start_new_session=True,  # Ctrl-C reaches pcieperf only; it stops testpmd itself
-            preexec_fn=testpmd.die_with_parent(),
-        )
+        self.proc = testpmd.launch(command)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -223,17 +213,7 @@ class _Tool:
         self.lines: list[str] = []
         self.capturing = threading.Event()
         env = dict(os.environ, LD_PRELOAD=preload) if preload else None
-        self.proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            env=env,
-            start_new_session=True,
-            preexec_fn=testpmd.die_with_parent(),
-        )
+        self.proc = testpmd.launch(command, env)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 

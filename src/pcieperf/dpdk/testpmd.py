@@ -378,6 +378,23 @@ def die_with_parent() -> Callable[[], None]:
     return arm
 
 
+def launch(command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start a DPDK process whose output (stdout and stderr, as text) pcieperf reads: in a
+    session of its own, so that Ctrl-C reaches pcieperf only and pcieperf stops it, and set
+    to die with pcieperf."""
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        env=env,
+        start_new_session=True,
+        preexec_fn=die_with_parent(),  # prctl must run in the child
+    )
+
+
 def runtime_dir(prefix: str) -> Path:
     """Where EAL keeps a prefix's runtime files (lib/eal/linux eal_create_runtime_dir)."""
     if os.geteuid() == 0:
@@ -402,16 +419,7 @@ def run(cfg: RunConfig, tick: Callable[[float, int], None] | None = None) -> Run
     lines: list[str] = []
     parsed = OutputReader()
     start = time.monotonic()
-    with subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-        start_new_session=True,  # Ctrl-C reaches us only; we stop testpmd ourselves
-        preexec_fn=die_with_parent(),  # prctl must run in the child
-    ) as proc:
+    with launch(command) as proc:
         reader = threading.Thread(target=_read, args=(proc.stdout, lines, parsed), daemon=True)
         reader.start()
         try:
