@@ -30,7 +30,8 @@ ALLOWED = {
     "nic": BASE | {"pcie", "net", "pciebench"},
     "dpdk": BASE | {"pcie", "net", "nic", "pciebench"},
     "measure": BASE | {"pcie", "net", "nic", "dpdk", "pciebench"},
-    "report": BASE | {"pcie", "net", "nic", "dpdk", "pciebench", "measure"},
+    "capture": BASE | {"pcie", "net", "nic", "dpdk", "pciebench", "measure"},
+    "report": BASE | {"pcie", "net", "nic", "dpdk", "pciebench", "measure", "capture"},
 }
 UNITS = {p.stem for p in PACKAGE.glob("*.py")} | {p.name for p in PACKAGE.iterdir() if p.is_dir()}
 
