@@ -18,6 +18,8 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pcieperf.capture.calibration import capture_calibrate
+    from pcieperf.capture.model import capture_model
     from pcieperf.dpdk.api import dpdk_forwarding, platforms
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
     from pcieperf.measure import iommu_api as iommu
@@ -53,7 +55,9 @@ _HOMES = {
     "PcieperfError": "errors",
     "ProfileError": "errors",
     "UsageError": "errors",
+    "capture_calibrate": "capture.calibration",
     "capture_demand": "nic.captures",
+    "capture_model": "capture.model",
     "capture_stats": "net.api",
     "convert_capture": "net.api",
     "counter_imports": "measure.records",
@@ -90,7 +94,9 @@ __all__ = [
     "ProfileError",
     "UsageError",
     "bench",
+    "capture_calibrate",
     "capture_demand",
+    "capture_model",
     "capture_stats",
     "convert_capture",
     "counter_imports",

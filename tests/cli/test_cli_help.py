@@ -16,7 +16,7 @@ def test_every_command_is_walked():
     # `latency` with issue 18, `trace demand` with the archives, `dpdk fwd` with issue 16).
     names = {" ".join(path) for path, _ in ALL}
     assert {"link", "trace stats", "dpdk run", "iommu advise", "bench predict"} <= names
-    assert len(names) == 39 == len(EXAMPLES)
+    assert len(names) == 42 == len(EXAMPLES)
 
 
 @pytest.mark.parametrize("argv", [[], ["--help"]], ids=["bare", "help"])

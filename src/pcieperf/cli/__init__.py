@@ -41,6 +41,7 @@ _TOP_LEVEL: dict[str, tuple[str, str]] = {
     "iommu": ("iommu", "_add_iommu_commands"),
     "platforms": ("platforms", "_add_platforms_command"),
     "trace": ("trace", "_add_trace_commands"),
+    "capture": ("capture", "_add_capture_commands"),
     "counters": ("counters", "_add_counters_commands"),
     "report": ("report", "_add_report_command"),
     "sweep": ("sweep", "_add_sweep_command"),

@@ -82,6 +82,9 @@ EXAMPLES = {
     "trace merge": "pcieperf trace merge a.pcap b.pcapng -o merged.pcapng",
     "trace synth": "pcieperf trace synth --sizes imix --pps 10M --duration 1s -o imix.pcap",
     "trace convert": "pcieperf trace convert old.pcap -o new.pcapng",
+    "capture": "pcieperf capture model --design per-packet --sizes 64,256,320",
+    "capture model": "pcieperf capture model --design contiguous --sizes 64,128,imix --sink tmpfs",
+    "capture calibrate": "pcieperf capture calibrate --csv runs.csv -o capture.toml",
     "counters": "pcieperf counters import pcm-iio.csv",
     "counters import": "pcieperf counters import pcm-iio.csv --counters-format pcm-iio",
     "counters ls": "pcieperf counters ls",
@@ -211,6 +214,8 @@ _GROUPS = {
     "iommu": "IOMMU and page size in DPDK data planes",
     "counters": "Imported uncore counter measurements (pcm-iio, perf, VTune)",
     "trace": "Capture files: stats, demand, merge, synth, convert",
+    "capture": "DPDK packet capture (pdump, dpdk-dumpcap): the capture path's model and its "
+    "calibration",
 }
 """The summary of each command group, shown beside its name in `pcieperf --help`."""
 
