@@ -320,7 +320,13 @@ def stored_runs(
     if isinstance(runs, pandas.DataFrame):
         return runs
     if csv is not None:
-        table = pandas.read_csv(csv) if Path(csv).is_file() else None
+        # "null" names a port and a sink here, not a missing value
+        found = Path(csv).is_file()
+        table = (
+            pandas.read_csv(csv, keep_default_na=False, na_values=["", "NaN", "nan"])
+            if found
+            else None
+        )
         if table is None:
             raise UsageError(f"runs file {os.fspath(csv)} does not exist")
     else:

@@ -46,6 +46,7 @@ from pcieperf.capture.model import (
     solve,
     write_calls,
 )
+from pcieperf.capture.path import FORMATS, SINKS
 from pcieperf.errors import UsageError
 from pcieperf.net.wire import FCS_BYTES
 
@@ -84,6 +85,7 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
         raise UsageError(f"capture runs lack column {missing[0]!r}; see docs/capture.md")
     if runs.empty:
         raise UsageError("no capture runs given; `pcieperf capture runs` lists the stored ones")
+    check_runs(runs)
     d = runs.copy()
     d["pkt"] = d["frame_bytes"].astype(float) - FCS_BYTES
     d["cap"] = np.where(d["snaplen"] > 0, np.minimum(d["pkt"], d["snaplen"]), d["pkt"])
@@ -100,6 +102,40 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     d["prod_ns"] = (d["fwd_cpu_ns"] - d["fwd_cpu_ns_no_capture"]) / d["copies_per_packet"]
     d.attrs["pcapng_options_bytes"] = options
     return d
+
+
+CHOICES = {"tool": ("dumpcap", "pdump"), "port": ("null", "pcap"), "format": FORMATS, "sink": SINKS}
+POSITIVE = (
+    "frame_bytes",
+    "copies_per_packet",
+    "fwd_cpu_ns_no_capture",
+    "fwd_cpu_ns",
+    "fwd_cpu_share",
+    "copies",
+    "capture_cpu_ns",
+    "capture_cpu_share",
+)
+FINITE = ("snaplen", "written", "capture_pps", "bytes_per_record", "write_calls_per_packet")
+
+
+def check_runs(runs: pd.DataFrame) -> None:
+    """Refuse a run the fit cannot read, in one line naming it and the value."""
+    for column, allowed in CHOICES.items():
+        bad = runs[~runs[column].isin(allowed)]
+        if len(bad):
+            _refuse(bad, column, f"use one of {', '.join(allowed)}")
+    for columns, low, words in ((POSITIVE, 0, "> 0"), (FINITE, -np.inf, "finite")):
+        for column in columns:
+            values = pd.to_numeric(runs[column], errors="coerce")
+            bad = runs[~(np.isfinite(values) & (values > low))]
+            if len(bad):
+                _refuse(bad, column, f"it must be a number {words}")
+
+
+def _refuse(bad: pd.DataFrame, column: str, allowed: str) -> None:
+    run, value = bad["run_id"].iloc[0], bad[column].iloc[0]
+    shown = repr(value.item() if hasattr(value, "item") else value)
+    raise UsageError(f"capture run {run}: {column} = {shown} is not allowed; {allowed}")
 
 
 def pcapng_options(d: pd.DataFrame) -> float:
