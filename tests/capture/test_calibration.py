@@ -104,7 +104,14 @@ def test_the_file_reads_back_to_the_same_calibration(tmp_path):
     cal = fit.fit(synthetic_runs(noise=0.02), "a VM")
     assert replace(loaded, path="", meta=replace(loaded.meta, loso={})) == cal
     assert loaded.meta.loso == result.to_json()["loso"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]  # no temporary left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c-runs.csv", "c.toml"]  # no temporary
+
+
+def test_the_runs_written_beside_it_fit_the_same_calibration(tmp_path):
+    first, again = tmp_path / "c.toml", tmp_path / "again.toml"
+    capture_calibrate(synthetic_runs(noise=0.02), output=first, measured_on="a VM")
+    capture_calibrate(csv=tmp_path / "c-runs.csv", output=again, measured_on="a VM")
+    assert replace(load_calibration(again), path="") == replace(load_calibration(first), path="")
 
 
 def test_an_existing_file_is_kept_unless_forced(tmp_path):

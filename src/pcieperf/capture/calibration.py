@@ -28,6 +28,14 @@ DEFAULT_CALIBRATION = CALIBRATIONS / "debian12-dpdk22.11-2core.toml"
 """The calibration shipped: `capture calibrate` over this machine kind's real runs (its
 [meta] names them; the runs themselves are the CSV beside it)."""
 
+
+def runs_file(calibration: str | os.PathLike) -> Path:
+    """The runs a calibration was fitted to, as `capture calibrate` writes them beside it:
+    `NAME-runs.csv` for `NAME.toml` (re-run the fit with `capture calibrate --csv` on it)."""
+    path = Path(calibration)
+    return path.parent / f"{path.stem}-runs.csv"
+
+
 MAX_NS = 1e6  # a millisecond of CPU per packet is no packet path: a typo or a broken run
 MAX_PER_BYTE_NS = 100.0  # 0.01 GB/s per core: slower than any memory copy
 MAX_BAND = 100.0
@@ -355,20 +363,24 @@ def capture_calibrate(
     """Fit the capture path's costs to stored capture runs and write the calibration file
     `output` (`pcieperf capture calibrate`), judged by leaving one frame size out: each
     size's runs predicted from a fit to the others'. `runs`: run ids (none: all) from the
-    store `db` or an exported `csv`, or a DataFrame of runs."""
+    store `db` or an exported `csv`, or a DataFrame of runs; the runs used are written beside
+    `output` (`runs_file`), so that the fit can be re-run from them."""
     from pcieperf.capture import fit
 
     out = Path(output)
     require_new_file(out, force)
+    require_new_file(runs_file(out), force or runs_file(out) == Path(csv or ""))
     table = stored_runs(runs, db=db, csv=csv)
     where = measured_on or machine_kind()
     fitted = fit.fit(table, where)
     held = fit.leave_one_size_out(table, where)
     judged = fit.judgement(held)
     cal = replace(fitted, meta=replace(fitted.meta, loso=judged), path=str(out))
+    write_new(runs_file(out), table.to_csv(index=False), True)
     write_new(out, calibration_toml(cal), force)
     payload = {
         "output": str(out),
+        "runs_file": str(runs_file(out)),
         "runs": cal.meta.runs,
         "measured_on": cal.meta.measured_on,
         "dpdk_version": cal.meta.dpdk_version,
@@ -389,7 +401,7 @@ def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
 
     p, f = cal.producer, cal.forwarding
     lines = [
-        f"wrote {cal.path or 'the calibration'} from {len(cal.meta.runs)} runs "
+        f"wrote {cal.path} from {len(cal.meta.runs)} runs (beside it: {runs_file(cal.path).name}) "
         f"({cal.meta.dpdk_version}; {cal.meta.measured_on})",
         f"  forwarding  {f.base_ns:.2f} + {f.per_byte_ns:.4f}/B ns per packet "
         f"[x{f.band.low:.2f}-{f.band.high:.2f}]",
