@@ -174,3 +174,26 @@ def test_a_slow_sink_limits(synthetic_calibration):
     ).to_json()["rows"][0]
     assert row["limited_by"] == "sink"
     assert row["capture_pps"] == pytest.approx(1e9 / 8 / 1564, rel=1e-12)
+
+
+def test_per_packet_writes_without_pdump_runs_are_the_studys(tmp_path):
+    # No dpdk-pdump run fitted: per-packet is libpcap's pcap_dump (dumpcap -P's writer costs)
+    # with the study's two write calls per record, and the provenance says so.
+    runs = synthetic_runs()
+    out = tmp_path / "no-pdump.toml"
+    capture_calibrate(runs[runs["tool"] == "dumpcap"], output=out, measured_on="synthetic")
+    found = pp.capture_model(design="per-packet", sizes=64, calibration=out).to_json()
+    assert "the study's 2 write calls per record" in found["calibration"]["writes_from"]
+    row = found["rows"][0]
+    # fitted pcap writer 160 ns + 0.028 ns/B x 76 B + 900 ns x 2 calls (tests' true costs)
+    assert row["consumer_ns_per_record"] == pytest.approx(160 + 0.028 * 76 + 2 * 900, rel=1e-6)
+    with_pdump = pp.capture_model(
+        design="per-packet", sizes=64, calibration=synthetic_cal(tmp_path)
+    )
+    assert "pdump runs" in with_pdump.to_json()["calibration"]["writes_from"]
+
+
+def synthetic_cal(folder):
+    out = folder / "all.toml"
+    capture_calibrate(synthetic_runs(), output=out, measured_on="synthetic")
+    return out

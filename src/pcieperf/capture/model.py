@@ -39,7 +39,7 @@ PCAPNG_EPB_BYTES = 32  # pcapng (draft-ietf-opsawg-pcapng §4.3) Enhanced Packet
 # interface, timestamp (2 x 4 B), captured and original length, trailing length; the data is
 # padded to 32 bits and options follow (their bytes are calibrated: Writes.pcapng_options_bytes)
 PER_PACKET_WRITES = 2.0  # the study: pcap_dump fwrite()s the 16 B header, then the packet, "and
-# these two fwrite(s) cause two kernel traps" per packet
+# these two fwrite(s) cause two kernel traps" per packet (used where no dpdk-pdump run was fitted)
 BURST = 32  # app/dumpcap/main.c BURST_SIZE: one ring dequeue, one writev per burst
 LOSS_FLOOR = 1e-9  # a delivered share below 1 - this is loss (rounding is not)
 
@@ -101,8 +101,21 @@ def record_bytes(fmt: str, captured: Array, options_bytes: float) -> Array:
     return PCAPNG_EPB_BYTES + 4 * np.ceil(captured / 4) + options_bytes
 
 
+STUDY_WRITES = "pcap_dump with the study's 2 write calls per record (no dpdk-pdump runs)"
+
+
+def writer_source(cal: CaptureCalibration, setup: CaptureSetup) -> str:
+    """Where the design's writes come from: the runs of its writer, or, for per-packet writes
+    without a dpdk-pdump run, libpcap's pcap_dump as the study describes it."""
+    writer = writer_of(cal, setup, setup.sink)
+    if setup.design == "per-packet" and writer != "pdump":
+        return STUDY_WRITES
+    return f"the {writer} runs' write calls"
+
+
 def writer_of(cal: CaptureCalibration, setup: CaptureSetup, sink: str) -> str:
-    """The consumer's write path: pdump's where calibrated for per-packet, else the format's."""
+    """The consumer's write path: dpdk-pdump's where calibrated for per-packet (the contract's
+    per-packet design), else the format's."""
     if setup.design == "per-packet" and "pdump" in cal.consumer(sink).fixed_ns:
         return "pdump"
     return setup.file_format
@@ -148,7 +161,7 @@ def path_costs(
         per_buffer = np.maximum(1.0, np.floor(MBUF_DATA_ROOM / rec))
     calls = (
         np.full_like(rec, PER_PACKET_WRITES)
-        if setup.design == "per-packet"
+        if writer_source(cal, setup) == STUDY_WRITES
         else write_calls(cal, writer, rec, per_buffer)
     )
     forwarding = cal.forwarding.ns(pkt) if fwd_ns is None else np.full_like(pkt, fwd_ns)
@@ -278,7 +291,14 @@ def limited_by(
 
 # --- per size or mix, with bounds ------------------------------------------------------------
 
-OUTPUTS = ("capture_pps", "capture_gbps", "loss", "fwd_pps_no_capture", "fwd_pps")
+OUTPUTS = (
+    "capture_pps",
+    "capture_gbps",
+    "loss",
+    "fwd_pps_no_capture",
+    "fwd_pps",
+    "fwd_penalty_ns_per_packet",  # forwarding-lcore CPU the copies add per forwarded packet
+)
 
 
 def _corners(cal: CaptureCalibration, setup: CaptureSetup) -> list[tuple[float, ...]]:
@@ -344,16 +364,18 @@ def evaluate_capture(
         )
         return costs, flow, sink_pps
 
-    def outputs(flow: Flow) -> dict[str, Array]:
+    def outputs(costs: Costs, flow: Flow) -> dict[str, Array]:
         rates = {k: getattr(flow, k) for k in ("capture_pps", "fwd_pps_no_capture", "fwd_pps")}
+        penalty = setup.copies * (costs.prod_ns + costs.handoff_ns * flow.delivered)
         return rates | {
             "capture_gbps": flow.capture_pps * wire_bits / 1e9,
             "loss": 1 - flow.delivered,
+            "fwd_penalty_ns_per_packet": penalty,
         }
 
     costs, flow, sink_pps = rows_at(setup.buffer_share, (1.0, 1.0, 1.0))
-    central = outputs(flow)
-    spread = [outputs(rows_at(s, (f, p, c))[1]) for f, p, c, s in _corners(cal, setup)]
+    central = outputs(costs, flow)
+    spread = [outputs(*rows_at(s, (f, p, c))[:2]) for f, p, c, s in _corners(cal, setup)]
     values = {}
     for key in OUTPUTS:
         stacked = np.stack([central[key], *(corner[key] for corner in spread)])
@@ -378,6 +400,7 @@ COLUMNS = (
     Column("loss_pct", "loss %"),
     Column("fwd_no_capture", "fwd Gb/s alone"),
     Column("fwd", "fwd Gb/s [low-high]"),
+    Column("penalty", "fwd +ns/pkt"),
     Column("limited_by", "limited by"),
 )
 
@@ -428,7 +451,7 @@ def capture_model(
     )
     payload = {
         "inputs": _inputs(setup, eth, offer, profile, link, fwd_ns),
-        "calibration": _provenance(cal, fwd_ns),
+        "calibration": _provenance(cal, setup, fwd_ns),
         "rows": _rows(found, setup),
     }
     return Table(
@@ -465,7 +488,9 @@ def _inputs(
     }
 
 
-def _provenance(cal: CaptureCalibration, fwd_ns: float | None) -> dict[str, object]:
+def _provenance(
+    cal: CaptureCalibration, setup: CaptureSetup, fwd_ns: float | None
+) -> dict[str, object]:
     """Which calibration the costs came from, and where the forwarding cost did."""
     return {
         "file": cal.path,
@@ -473,6 +498,7 @@ def _provenance(cal: CaptureCalibration, fwd_ns: float | None) -> dict[str, obje
         "dpdk_version": cal.meta.dpdk_version,
         "runs": len(cal.meta.runs),
         "fwd_cost_from": "given (fwd_ns)" if fwd_ns is not None else "calibration",
+        "writes_from": writer_source(cal, setup),
     }
 
 
@@ -522,12 +548,12 @@ def _title(payload: dict) -> str:
     return (
         f"capture model, design {i['design']}: {i['format']} to {i['sink']}"
         + (f" at most {i['sink_gbps']:g} Gb/s" if i["sink_gbps"] else "")
-        + f", {i['copies_per_packet']:g} copies per forwarded packet ({i['direction']} on "
-        f"{i['capture_ports']} of {i['ports']} ports), {i['capture_cores']:g} capture core(s)\n"
+        + f", copies per forwarded packet {i['copies_per_packet']:g} ({i['direction']} on "
+        f"{i['capture_ports']} of {i['ports']} ports), capture cores {i['capture_cores']:g}\n"
         f"forwarding: {i['profile']} on {i['ports']}x{i['eth_gbps']} GbE ({i['link']}), "
         f"{i['fwd_lcores']:g} lcores, offered {offer}\n"
         f"costs: {c['file']} ({c['runs']} runs, {c['measured_on']}, {c['dpdk_version']}); "
-        f"forwarding cost from the {c['fwd_cost_from']}"
+        f"forwarding cost from the {c['fwd_cost_from']}, writes from {c['writes_from']}"
     )
 
 
@@ -543,5 +569,6 @@ def _text_row(r: dict) -> dict[str, object]:
         "fwd_no_capture": r["fwd_pps_no_capture"] * per_gbit,
         "fwd": f"{r['fwd_pps'] * per_gbit:.2f} [{r['fwd_pps_low'] * per_gbit:.2f}-"
         f"{r['fwd_pps_high'] * per_gbit:.2f}]",
+        "penalty": r["fwd_penalty_ns_per_packet"],
         "limited_by": r["limited_by"],
     }
