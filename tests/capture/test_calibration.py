@@ -4,6 +4,7 @@ its file is written atomically and checked value by value when read."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -245,3 +246,16 @@ def test_a_run_the_fit_cannot_read_is_named(column, value, message):
     runs.loc[3, column] = value
     with pytest.raises(UsageError, match=message.replace("(", r"\(")):
         fit.fit(runs, "synthetic")
+
+
+def test_capture_calibrate_answers_as_the_api(capsys, tmp_path, runs_csv):
+    # One code path: the CLI's --json is what pp.capture_calibrate returns for the same runs.
+    out = tmp_path / "cal.toml"
+    argv = ["capture", "calibrate", "3", "4", "5", "9", "--csv", str(runs_csv), "-o", str(out)]
+    code, text, err = run_cli(capsys, *argv, "--measured-on", "VM", "--json")
+    assert code == 0, err
+    answer = capture_calibrate(
+        [3, 4, 5, 9], csv=runs_csv, output=out, force=True, measured_on="VM"
+    ).to_json()
+    assert json.loads(json.dumps(answer)) == json.loads(text)
+    assert answer["runs"] == [3, 4, 5, 9]
