@@ -193,21 +193,26 @@ def fit_forwarding(d: pd.DataFrame) -> Forwarding:
     return Forwarding(fwd.base_ns, fwd.per_byte_ns, _band(y, fwd.ns(columns["per_byte_ns"])))
 
 
-def fit_producer(d: pd.DataFrame) -> tuple[Producer, list[str]]:
-    """The producer's CPU per copy, over every run."""
-    y = d["prod_ns"].to_numpy(float)
-    columns = _keyed(d, "kind", "fixed") | {
-        "per_byte": d["cap"].to_numpy(float),
-        "handoff": d["share"].to_numpy(float),
-    }
+def _fit_costs(
+    y: Array, keyed: dict[str, Array], terms: dict[str, Array]
+) -> tuple[dict[str, float], dict[str, float], Band, list[str]]:
+    """A fixed cost per key and the `terms`: the fixed costs by key, every coefficient, the
+    band of the fit and the terms it could not separate."""
+    columns = keyed | terms
     coef, dropped = least_squares(columns, y)
     fixed = {k.split(":")[1]: v for k, v in coef.items() if k.startswith("fixed:")}
-    producer = Producer(fixed, coef.get("per_byte", 0.0), coef.get("handoff", 0.0))
     fitted = sum(coef[k] * columns[k] for k in coef)
-    band = _band(y, fitted)
-    return Producer(fixed, producer.per_byte_ns, producer.handoff_ns, band), [
-        f"producer.{k}" for k in dropped
-    ]
+    return fixed, coef, _band(y, fitted), dropped
+
+
+def fit_producer(d: pd.DataFrame) -> tuple[Producer, list[str]]:
+    """The producer's CPU per copy, over every run."""
+    terms = {"per_byte": d["cap"].to_numpy(float), "handoff": d["share"].to_numpy(float)}
+    fixed, coef, band, dropped = _fit_costs(
+        d["prod_ns"].to_numpy(float), _keyed(d, "kind", "fixed"), terms
+    )
+    producer = Producer(fixed, coef.get("per_byte", 0.0), coef.get("handoff", 0.0), band)
+    return producer, [f"producer.{k}" for k in dropped]
 
 
 def fit_consumer(d: pd.DataFrame, sink: str) -> tuple[Consumer, list[str]]:
@@ -219,17 +224,14 @@ def fit_consumer(d: pd.DataFrame, sink: str) -> tuple[Consumer, list[str]]:
     if len(saturated) < 3:
         notes.append(f"consumer.{sink}: fewer than 3 saturated runs; all its runs used")
         saturated = runs
-    y = saturated["capture_cpu_ns"].to_numpy(float)
-    columns = _keyed(saturated, "writer", "fixed") | {
+    terms = {
         "per_byte": saturated["rec"].to_numpy(float),
         "write_call": saturated["write_calls_per_packet"].to_numpy(float),
     }
-    coef, dropped = least_squares(columns, y)
-    fixed = {k.split(":")[1]: v for k, v in coef.items() if k.startswith("fixed:")}
-    fitted = sum(coef[k] * columns[k] for k in coef)
-    consumer = Consumer(
-        fixed, coef.get("per_byte", 0.0), coef.get("write_call", 0.0), _band(y, fitted)
+    fixed, coef, band, dropped = _fit_costs(
+        saturated["capture_cpu_ns"].to_numpy(float), _keyed(saturated, "writer", "fixed"), terms
     )
+    consumer = Consumer(fixed, coef.get("per_byte", 0.0), coef.get("write_call", 0.0), band)
     return consumer, notes + [f"consumer.{sink}.{k}" for k in dropped]
 
 
