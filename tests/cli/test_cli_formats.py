@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pcieperf.capture.calibration import DEFAULT_CALIBRATION, runs_file
 from pcieperf.cli import main
 from pcieperf.results import csv_text, json_rows
 from tests.helpers import PCIE_BENCH, TESTS_DATA
@@ -54,6 +55,8 @@ RUNS = {
     "trace merge": "trace merge {pcap} {pcap} -o {out}/m.pcapng",
     "trace synth": "trace synth --sizes 64 --pps 1M --duration 1ms -o {out}/s.pcap",
     "trace convert": "trace convert {pcap} -o {out}/c.pcapng",
+    "capture model": "capture model --design per-packet --sizes 64,imix",
+    "capture calibrate": "capture calibrate --csv {capture_runs} -o {out}/capture.toml",
     "counters import": "counters import {pcm} --db {out}/c.duckdb",
     "counters ls": "counters ls --db {db}",
     "report": "report -o {out}/report",
@@ -72,6 +75,7 @@ def inputs(tmp_path_factory):
     files = {"pcm": str(PCM), "host_dir": str(HOST_DIR), "db": str(root / "store.duckdb")}
     files |= {"pcap": str(root / "a.pcap"), "host": str(root / "host.toml")}
     files["spec"] = str(root / "spec.toml")
+    files["capture_runs"] = str(runs_file(DEFAULT_CALIBRATION))  # the shipped calibration's
     write_host_toml(Path(files["host"]))
     Path(files["spec"]).write_text('command = "dma"\n[axes]\nsizes = [64, 128]\nlanes = [4, 8]\n')
     return files
@@ -98,9 +102,9 @@ def prepared(inputs, tmp_path_factory):
 
 
 def test_every_command_has_a_run():
-    # 33 commands: the 39 of test_cli_help less the six groups, which print their help.
+    # 35 commands: the 42 of test_cli_help less the seven groups, which print their help.
     assert sorted(RUNS) == COMMANDS
-    assert len(COMMANDS) == 33
+    assert len(COMMANDS) == 35
 
 
 def expected_rows(payload):
