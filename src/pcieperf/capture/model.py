@@ -305,7 +305,9 @@ def _corners(cal: CaptureCalibration, setup: CaptureSetup) -> list[tuple[float, 
     """(forwarding, producer, consumer) scales and buffer shares spanning the spread: each
     thread's cost at its band's ends, the buffer share at 0 and 1 (contiguous only)."""
     bands = (cal.forwarding.band, cal.producer.band, cal.consumer(setup.sink).band)
-    shares = (0.0, setup.buffer_share, 1.0) if setup.design == "contiguous" else (0.5,)
+    shares = (
+        (0.0, setup.buffer_share, 1.0) if setup.design == "contiguous" else (setup.buffer_share,)
+    )
     return list(product(*((b.low, b.high) for b in bands), shares))
 
 

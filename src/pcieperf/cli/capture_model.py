@@ -73,7 +73,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--sink", choices=path.SINKS, default="null", help="where records go")
     p.add_argument("--sink-gbps", type=_real(), default=None, help="the sink's bandwidth cap")
-    p.add_argument("--direction", choices=tuple(path.DIRECTIONS), default="both")
+    p.add_argument("--direction", choices=tuple(path.DIRECTIONS), default="both", help="copied")
     p.add_argument("--capture-ports", type=_whole(1, 64), default=1, help="ports captured")
     p.add_argument("--ports", type=_whole(1, 64), default=2, help="ports forwarding")
     p.add_argument("--eth", type=_whole(), default=10, help=f"Gb/s per port {wire.RATES_GBPS}")
