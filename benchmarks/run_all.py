@@ -218,6 +218,7 @@ BENCHMARKS = {
     "sim": Benchmark("bench_sim.py", lambda o: ["--runs", str(o.runs)], rates_rows, False),
     "iommu": Benchmark("bench_iommu.py", lambda o: ["--runs", str(o.runs)], rates_rows, False),
     "counters": Benchmark("bench_counters.py", lambda o: [], repeated_rows, repeat=True),
+    "capture_model": Benchmark("bench_capture_model.py", lambda o: [], repeated_rows, repeat=True),
     "archive": Benchmark(
         "bench_archive.py",
         lambda o: ["--runs", str(o.runs), "--workers", "1,2,4"],

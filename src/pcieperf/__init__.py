@@ -18,6 +18,8 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pcieperf.capture.calibration import capture_calibrate
+    from pcieperf.capture.model import capture_model
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
     from pcieperf.dpdk.api import dpdk_forwarding, platforms
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
@@ -54,10 +56,12 @@ _HOMES = {
     "PcieperfError": "errors",
     "ProfileError": "errors",
     "UsageError": "errors",
+    "capture_calibrate": "capture.calibration",
     "capture_demand": "nic.captures",
     "capture_run": "capture.records",
     "capture_runs": "capture.records",
     "capture_show": "capture.records",
+    "capture_model": "capture.model",
     "capture_stats": "net.api",
     "convert_capture": "net.api",
     "counter_imports": "measure.records",
@@ -94,7 +98,9 @@ __all__ = [
     "ProfileError",
     "UsageError",
     "bench",
+    "capture_calibrate",
     "capture_demand",
+    "capture_model",
     "capture_run",
     "capture_runs",
     "capture_show",

@@ -153,6 +153,16 @@ SAME_QUESTION = [
     ),
     (["nic", "--mix", "64:7,1518:1"], pp.nic, {"mix": ["64:7,1518:1"]}),
     (["profiles"], pp.profiles, {}),
+    (["capture", "model"], pp.capture_model, {}),
+    (
+        [
+            *["capture", "model", "--design", "contiguous", "--sizes", "64,imix", "--sink"],
+            *["tmpfs", "--fwd-lcores", "1", "--pps", "10M", "--buffer-share", "0.2", "--gen", "4"],
+        ],
+        pp.capture_model,
+        {"design": "contiguous", "sizes": "64,imix", "sink": "tmpfs", "fwd_lcores": 1}
+        | {"pps": "10M", "buffer_share": 0.2, "gen": 4},
+    ),
     (["profiles", "testpmd-fwd"], pp.profile, {"name": "testpmd-fwd"}),
     (["latency"], pp.latency, {}),
     (
@@ -707,6 +717,7 @@ def test_a_frame_is_its_dma_bytes_plus_the_fcs(frame, batch):
 # Commands whose CLI-vs-API comparison lives in another test (the reason beside each).
 ASKED_ELSEWHERE = {
     ("bench", "calibrate"): "test_bench_calibrate_answers_as_the_cli (writes a calibration)",
+    ("capture", "calibrate"): "tests/capture/test_calibration.py (writes a calibration)",
     ("bench", "predict"): "test_bench_predict_old_spellings_still_work (writes pcie-bench files)",
     ("bench", "sim"): "test_bench_sim_rows_are_size_times_rate (needs a host file)",
     ("dpdk", "run"): "tests/dpdk/test_testpmd.py (runs the fake dpdk-testpmd)",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pcieperf.capture.calibration import DEFAULT_CALIBRATION, runs_file
 from pcieperf.cli import main
 from pcieperf.measure.store import Store
 from pcieperf.results import csv_text, json_rows
@@ -62,6 +63,8 @@ RUNS = {
     "trace merge": "trace merge {pcap} {pcap} -o {out}/m.pcapng",
     "trace synth": "trace synth --sizes 64 --pps 1M --duration 1ms -o {out}/s.pcap",
     "trace convert": "trace convert {pcap} -o {out}/c.pcapng",
+    "capture model": "capture model --design per-packet --sizes 64,imix",
+    "capture calibrate": "capture calibrate --csv {capture_runs} -o {out}/capture.toml",
     "counters import": "counters import {pcm} --db {out}/c.duckdb",
     "counters ls": "counters ls --db {db}",
     "report": "report -o {out}/report",
@@ -80,6 +83,7 @@ def inputs(tmp_path_factory):
     files = {"pcm": str(PCM), "host_dir": str(HOST_DIR), "db": str(root / "store.duckdb")}
     files |= {"pcap": str(root / "a.pcap"), "host": str(root / "host.toml")}
     files["spec"] = str(root / "spec.toml")
+    files["capture_runs"] = str(runs_file(DEFAULT_CALIBRATION))  # the shipped calibration's
     write_host_toml(Path(files["host"]))
     Path(files["spec"]).write_text('command = "dma"\n[axes]\nsizes = [64, 128]\nlanes = [4, 8]\n')
     return files
@@ -108,9 +112,9 @@ def prepared(inputs, tmp_path_factory):
 
 
 def test_every_command_has_a_run():
-    # 36 commands: the 43 of test_cli_help less the seven groups, which print their help.
+    # 38 commands: the 45 of test_cli_help less the seven groups, which print their help.
     assert sorted(RUNS) == COMMANDS
-    assert len(COMMANDS) == 36
+    assert len(COMMANDS) == 38
 
 
 def expected_rows(payload):

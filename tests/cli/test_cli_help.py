@@ -17,7 +17,7 @@ def test_every_command_is_walked():
     # the `capture` group and its run, runs and show with issue 26).
     names = {" ".join(path) for path, _ in ALL}
     assert {"link", "trace stats", "dpdk run", "iommu advise", "bench predict"} <= names
-    assert len(names) == 43 == len(EXAMPLES)
+    assert len(names) == 45 == len(EXAMPLES)
 
 
 @pytest.mark.parametrize("argv", [[], ["--help"]], ids=["bare", "help"])

@@ -34,6 +34,7 @@ SLUGS = (
     "trace_demand",
     "fig2_latency",
     "concurrency",
+    "capture",
 )
 # Reports what each <img> decoded to, once the page and every image have loaded.
 PROBE = (
@@ -137,7 +138,7 @@ UNITS = ("_bytes", "_gbps", "_mpps", "_ns", "_ms", "_dmas", "_tags", "_fraction"
 
 
 def test_every_curve_column_carries_its_unit(report):
-    for slug in ("fig1_nic_models", "dma_effective", "dpdk_forwarding", "fig2_latency"):
+    for slug in ("fig1_nic_models", "dma_effective", "dpdk_forwarding", "fig2_latency", "capture"):
         for column in _csv(report, slug).columns:
             assert column.endswith(UNITS), (slug, column)
     with (report / "concurrency.csv").open() as fh:

@@ -58,10 +58,12 @@ EXAMPLES = {
     "dpdk": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
     "dpdk run": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
     "dpdk runs": "pcieperf dpdk runs --json",
-    "capture": "pcieperf capture run --frame 64 --seconds 2",
+    "capture": "pcieperf capture model --design per-packet --sizes 64,256,320",
     "capture run": "pcieperf capture run --frame 1500 --sink tmpfs --seconds 2",
     "capture runs": "pcieperf capture runs --json",
     "capture show": "pcieperf capture show 1",
+    "capture model": "pcieperf capture model --design contiguous --sizes 64,128,imix --sink tmpfs",
+    "capture calibrate": "pcieperf capture calibrate --csv runs.csv -o capture.toml",
     "dpdk fwd": "pcieperf dpdk fwd --pps 14.88Mpps --frame 64 --batch 32",
     "data": "pcieperf data import ../shared/data/pcie-bench/*/",
     "data import": "pcieperf data import ../shared/data/pcie-bench/*/",
@@ -210,7 +212,8 @@ def _add_group(
 
 _GROUPS = {
     "dpdk": "Real DPDK runs (dpdk-testpmd, no NIC needed) and the forwarding estimate",
-    "capture": "DPDK packet capture (dpdk-dumpcap) measured beside testpmd",
+    "capture": "DPDK packet capture (dpdk-dumpcap, pdump): real runs beside testpmd, the capture "
+    "path's model and its calibration",
     "data": "The measured-data store (pcie-bench results)",
     "bench": "pcie-bench: test definitions, the simulator, calibration and prediction",
     "iommu": "IOMMU and page size in DPDK data planes",

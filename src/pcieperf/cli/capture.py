@@ -1,5 +1,6 @@
 """The `capture` group: DPDK packet capture measured with real dpdk-testpmd and dpdk-dumpcap
-(`pp.capture_run`, `pp.capture_runs`, `pp.capture_show`)."""
+(`pp.capture_run`, `pp.capture_runs`, `pp.capture_show`), and the capture path's model and its
+calibration (cli/capture_model.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pcieperf.capture.run import FORMATS, SINKS, TOOL_NAMES
 from pcieperf.cli._common import _real, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
+from pcieperf.cli.capture_model import _add_capture_model_commands
 from pcieperf.cli.dpdk import SECONDS_PER_DAY
 
 
@@ -85,3 +87,4 @@ def _add_capture_commands(sub: argparse._SubParsersAction) -> None:
     _add_command(capture_sub, "runs", cmd_capture_runs, store=True)
     p = _add_command(capture_sub, "show", cmd_capture_show, store=True)
     p.add_argument("run_id", type=_whole(1), metavar="N", help="the run's id (capture runs)")
+    _add_capture_model_commands(capture_sub)

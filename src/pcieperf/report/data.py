@@ -6,7 +6,8 @@ Figures: the paper's Figure 1 (effective PCIe bandwidth and four NIC models agai
 DMA read/write/rw effective bandwidth across generations and widths, the DPDK forwarding
 estimate versus packet rate, DPDK forwarding with the IOMMU against ring and page size, the
 PCIe bandwidth a bursty trace needs over time, the paper's Figure 2 (where a packet's loopback
-latency goes) with the DMAs in flight that line rate needs, and (given a counter file) measured
+latency goes) with the DMAs in flight that line rate needs, DPDK packet capture per design
+against frame size (with this machine's capture runs), and (given a counter file) measured
 counters against the model's prediction band.
 """
 
@@ -14,14 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from pcieperf.capture import fit as capture_fit
+from pcieperf.capture.calibration import DEFAULT_CALIBRATION, load_calibration, runs_file
+from pcieperf.capture.model import CaptureSetup, evaluate_capture
+from pcieperf.capture.path import DESIGNS
 from pcieperf.dpdk import forwarding, iommu
 from pcieperf.net import trace
-from pcieperf.net.ethernet import Ethernet, dma_bytes, parse_mix
+from pcieperf.net.ethernet import Ethernet, PacketMix, dma_bytes, parse_mix
 from pcieperf.nic import latency, nic
 from pcieperf.pcie import tlp
 from pcieperf.pcie.link import Link
@@ -62,6 +68,8 @@ class ReportConfig:
     dma_sizes: tuple[int, int] = (64, 2048)
     max_mpps: float = 15.0
     explanation: Explanation | None = None  # measured counters explained, for their section
+    capture_calibration: Path = DEFAULT_CALIBRATION
+    capture_runs: pd.DataFrame | None = None  # None: the runs beside the calibration, if any
 
 
 @dataclass
@@ -393,6 +401,75 @@ def counters(cfg: ReportConfig) -> FigureData:
     )
 
 
+CAPTURE_FRAMES = np.arange(64, 1519, 2)  # the study's 64-512 B and on to full-size frames
+CAPTURE_ETH = 10  # the study's 2 x 10 GbE ports of an XL710
+
+
+def capture(cfg: ReportConfig) -> FigureData:
+    """DPDK packet capture (the pdump study): capture and forwarding Gb/s against frame size,
+    one line per design, on the study's setup, and this machine's runs against the model."""
+    cal = load_calibration(cfg.capture_calibration)
+    mixes = [PacketMix.fixed(int(f)) for f in CAPTURE_FRAMES]
+    frame = pd.DataFrame({"frame_bytes": CAPTURE_FRAMES})
+    facts = []
+    for design in DESIGNS:
+        found = evaluate_capture(cal, CaptureSetup(design=design), mixes, eth=CAPTURE_ETH)
+        v, column = found.values, design.replace("-", "_")
+        for bound in ("", "_low", "_high"):  # the unit last: capture_low_gbps
+            frame[f"{column}_capture{bound}_gbps"] = v[f"capture_gbps{bound}"]
+        frame[f"{column}_fwd_gbps"] = v["fwd_pps"] * v["capture_gbps"] / v["capture_pps"]
+        facts.append(_capture_fact(design, frame, column, found.limited_by[0]))
+    runs = cfg.capture_runs
+    if runs is None and runs_file(cfg.capture_calibration).is_file():
+        runs = pd.read_csv(
+            runs_file(cfg.capture_calibration), keep_default_na=False, na_values=["", "NaN"]
+        )
+    measured = None if runs is None or runs.empty else _capture_runs(cal, runs)
+    return FigureData(
+        "capture",
+        "DPDK packet capture: will it keep up, and what does it cost the forwarding?",
+        "Read where each design's capture line reaches the forwarded rate: below that frame "
+        "size the capture core cannot write every copy and the rest are dropped at the ring.",
+        "The capture model (`pcieperf capture model`) on the pdump study's setup: testpmd "
+        f"forwarding between two {CAPTURE_ETH} GbE ports of an XL710 at line rate on 2 lcores, "
+        "Rx and Tx of one port copied (one copy per forwarded packet) and written to /dev/null "
+        "by one capture core; Gb/s count wire bits, as the study does. Costs are this machine's "
+        f"calibration ({cal.meta.measured_on}, {len(cal.meta.runs)} runs); bands its spread "
+        "(and, for contiguous batching, the unknown share of fixed costs saved per buffer). "
+        "Right: the calibration's runs (net_null on this machine), measured against the "
+        "model's prediction for each at its own CPU shares.",
+        frame,
+        facts,
+        {"runs": measured},
+    )
+
+
+def _capture_fact(design: str, frame: pd.DataFrame, column: str, limit: str) -> str:
+    """Where a design captures everything, and what it does at 64 B."""
+    gbps, fwd = frame[f"{column}_capture_gbps"], frame[f"{column}_fwd_gbps"]
+    full = frame["frame_bytes"][gbps >= fwd * (1 - 1e-9)]
+    start = f"from {int(full.iloc[0])} B frames" if len(full) else "at no frame size up to 1518 B"
+    return (
+        f"{design}: captures every copy {start}; at 64 B {gbps.iloc[0]:.1f} Gb/s of "
+        f"{fwd.iloc[0]:.1f} forwarded ({limit})"
+    )
+
+
+def _capture_runs(cal: object, runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs' measured capture rate beside the calibration's prediction of each."""
+    prepared = capture_fit.prepared(runs)
+    predicted = capture_fit.predict(cal, prepared)  # type: ignore[arg-type]
+    return pd.DataFrame(
+        {
+            "frame_bytes": prepared["frame_bytes"],
+            "writer": prepared["writer"],
+            "sink": prepared["sink"],
+            "capture_mpps": prepared["capture_pps"] / 1e6,
+            "predicted_mpps": predicted["capture_pps"] / 1e6,
+        }
+    )
+
+
 MAKERS: tuple[Callable[[ReportConfig], FigureData], ...] = (
     fig1,
     dma,
@@ -401,5 +478,6 @@ MAKERS: tuple[Callable[[ReportConfig], FigureData], ...] = (
     trace_demand,
     fig2_latency,
     concurrency,
+    capture,
 )
 """The model figures, in page order (the counter figure follows when there is a file)."""

@@ -342,6 +342,47 @@ def plot_explanation(result: Explanation, out: Path, force: bool = False) -> Pat
     return _write_plot(_draw_explanation(result), out)
 
 
+DESIGN_STYLE = {"per_packet": "C3", "batched": "C0", "contiguous": "C2"}
+
+
+def draw_capture(d: FigureData, cfg: ReportConfig) -> plt.Figure:
+    """Capture and forwarding Gb/s per design against frame size (bands: the spread); this
+    machine's runs against the model's prediction of each, where there are runs."""
+    runs = d.extra["runs"]
+    fig, axes = _figure(14 if runs is not None else 9, 5, ncols=2 if runs is not None else 1)
+    ax, f = axes[0], d.frame
+    x = f["frame_bytes"]
+    for column, colour in DESIGN_STYLE.items():
+        label = column.replace("_", "-")
+        ax.plot(x, f[f"{column}_capture_gbps"], color=colour, label=f"{label}: captured")
+        ax.fill_between(
+            x, f[f"{column}_capture_low_gbps"], f[f"{column}_capture_high_gbps"],
+            color=colour, alpha=0.15, linewidth=0,
+        )  # fmt: skip
+        ax.plot(x, f[f"{column}_fwd_gbps"], "--", color=colour, label=f"{label}: forwarded")
+    _frame_axes(ax, "Gb/s on the wire (2 x 10 GbE)", "pdump study's setup: XL710, 2 lcores, "
+                "one capture core, /dev/null", 3)  # fmt: skip
+    if runs is not None:
+        right = axes[1]
+        for (writer, sink), group in runs.groupby(["writer", "sink"]):
+            shown = right.plot(
+                group["frame_bytes"], group["capture_mpps"], "o", label=f"{writer} to {sink}"
+            )
+            right.plot(
+                group["frame_bytes"], group["predicted_mpps"], "x", color=shown[0].get_color()
+            )
+        _frame_axes(right, "Records written (Mpps)", "this machine's runs: measured (o), "
+                    "predicted (x)", 2)  # fmt: skip
+    return fig
+
+
+def _frame_axes(ax: plt.Axes, ylabel: str, title: str, ncol: int) -> None:
+    """Frame size along x, `ylabel` from 0, a grid and the legend below."""
+    ax.set(xlabel="Frame size (B)", ylabel=ylabel, ylim=(0, None), title=title)
+    ax.grid(alpha=0.3)
+    _legend_below(ax, ncol=ncol)
+
+
 DRAW: dict[str, Callable[[FigureData, ReportConfig], plt.Figure]] = {
     "fig1_nic_models": draw_fig1,
     "dma_effective": draw_dma,
@@ -351,6 +392,7 @@ DRAW: dict[str, Callable[[FigureData, ReportConfig], plt.Figure]] = {
     "fig2_latency": draw_latency,
     "concurrency": draw_concurrency,
     "counters": draw_counters,
+    "capture": draw_capture,
 }
 """Each report figure's drawing, by its slug."""
 

@@ -1,0 +1,372 @@
+"""Fitting the capture path's costs to stored runs (`capture calibrate`), and judging the fit on
+runs it was not fitted to (leave one frame size out).
+
+Every cost is a least-squares fit of CPU ns per item of the thread that pays it (the runs'
+schedstat CPU time, not wall rates: a shared machine gives each thread a varying share of a
+CPU), with relative residuals (weights 1 / measured, so that a 30 ns and a 300 ns run count
+alike) and costs kept >= 0 (scipy's NNLS):
+
+  forwarding, per packet, no capture (net_null runs)   base + per_byte x bytes
+  producer, per copy: (fwd_cpu_ns - fwd_cpu_ns_no_capture) / copies_per_packet
+                                                       fixed[copy kind] + per_byte x captured
+                                                       + handoff x delivered share
+  consumer, per record written, per sink (saturated runs: loss > 0; the capture thread
+  sleeps when its ring is empty, so an unsaturated run's CPU per record is an upper bound)
+                                                       fixed[writer] + per_byte x record bytes
+                                                       + write_call x write calls per record
+  write calls per record, per writer                   per_record + per_byte x record bytes
+
+A term the runs cannot separate from those before it (its column, weighted, lies within 1 %
+of their span: a delivered share that never moves, write calls that never vary apart from the
+bytes) is left out, its cost counted in the others, and named in [meta] not_separable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy.optimize import nnls
+
+from pcieperf.capture.calibration import (
+    Band,
+    CaptureCalibration,
+    Consumer,
+    Forwarding,
+    Meta,
+    Producer,
+    Writes,
+)
+from pcieperf.capture.model import (
+    LIMITS,
+    PCAPNG_EPB_BYTES,
+    copy_costs,
+    limited_by,
+    record_bytes,
+    solve,
+    write_calls,
+)
+from pcieperf.capture.path import FORMATS, SINKS
+from pcieperf.errors import UsageError
+from pcieperf.net.wire import FCS_BYTES
+
+Array = NDArray[np.float64]
+SEPARABLE = 0.01  # a term whose column lies within 1 % of the others' span is not separable
+SATURATED = 1e-3  # a run that lost more than 0.1 % of its copies had its consumer saturated
+REQUIRED = (
+    "run_id",
+    "dpdk_version",
+    "tool",
+    "port",
+    "frame_bytes",
+    "copies_per_packet",
+    "format",
+    "snaplen",
+    "sink",
+    "fwd_pps",
+    "fwd_cpu_ns_no_capture",
+    "fwd_cpu_ns",
+    "fwd_cpu_share",
+    "copies",
+    "written",
+    "capture_pps",
+    "capture_cpu_ns",
+    "capture_cpu_share",
+    "bytes_per_record",
+    "write_calls_per_packet",
+)
+
+
+def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataFrame:
+    """The runs with what the fit reads: bytes DMA'd and captured, record bytes, the copy kind
+    and writer, the delivered share and the producer's CPU per copy."""
+    missing = [c for c in REQUIRED if c not in runs.columns]
+    if missing:
+        raise UsageError(f"capture runs lack column {missing[0]!r}; see docs/capture.md")
+    if runs.empty:
+        raise UsageError("no capture runs given; `pcieperf capture runs` lists the stored ones")
+    check_runs(runs)
+    d = runs.copy()
+    d["pkt"] = d["frame_bytes"].astype(float) - FCS_BYTES
+    d["cap"] = np.where(d["snaplen"] > 0, np.minimum(d["pkt"], d["snaplen"]), d["pkt"])
+    d["kind"] = np.where((d["tool"] == "dumpcap") & (d["format"] == "pcapng"), "pcapng", "pcap")
+    d["writer"] = np.where(d["tool"] == "pdump", "pdump", d["format"])
+    options = pcapng_options(d) if options_bytes is None else options_bytes
+    computed = np.where(
+        d["format"] == "pcap",
+        record_bytes("pcap", d["cap"].to_numpy(), options),
+        record_bytes("pcapng", d["cap"].to_numpy(), options),
+    )
+    d["rec"] = np.where(d["bytes_per_record"] > 0, d["bytes_per_record"], computed)
+    d["share"] = d["written"] / d["copies"].clip(lower=1)
+    d["prod_ns"] = (d["fwd_cpu_ns"] - d["fwd_cpu_ns_no_capture"]) / d["copies_per_packet"]
+    d.attrs["pcapng_options_bytes"] = options
+    return d
+
+
+CHOICES = {"tool": ("dumpcap", "pdump"), "port": ("null", "pcap"), "format": FORMATS, "sink": SINKS}
+POSITIVE = (
+    "frame_bytes",
+    "copies_per_packet",
+    "fwd_cpu_ns_no_capture",
+    "fwd_cpu_ns",
+    "fwd_cpu_share",
+    "copies",
+    "capture_cpu_ns",
+    "capture_cpu_share",
+)
+FINITE = ("snaplen", "written", "capture_pps", "bytes_per_record", "write_calls_per_packet")
+
+
+def check_runs(runs: pd.DataFrame) -> None:
+    """Refuse a run the fit cannot read, in one line naming it and the value."""
+    for column, allowed in CHOICES.items():
+        bad = runs[~runs[column].isin(allowed)]
+        if len(bad):
+            _refuse(bad, column, f"use one of {', '.join(allowed)}")
+    for columns, low, words in ((POSITIVE, 0, "> 0"), (FINITE, -np.inf, "finite")):
+        for column in columns:
+            values = pd.to_numeric(runs[column], errors="coerce")
+            bad = runs[~(np.isfinite(values) & (values > low))]
+            if len(bad):
+                _refuse(bad, column, f"it must be a number {words}")
+
+
+def _refuse(bad: pd.DataFrame, column: str, allowed: str) -> None:
+    run, value = bad["run_id"].iloc[0], bad[column].iloc[0]
+    shown = repr(value.item() if hasattr(value, "item") else value)
+    raise UsageError(f"capture run {run}: {column} = {shown} is not allowed; {allowed}")
+
+
+def pcapng_options(d: pd.DataFrame) -> float:
+    """Option bytes per pcapng record: the median of file bytes per record less the block and
+    the padded data, over the pcapng runs that wrote a file (0 where none did)."""
+    files = d[(d["format"] == "pcapng") & (d["bytes_per_record"] > 0)]
+    padded = 4 * np.ceil(files["cap"] / 4)
+    extra = files["bytes_per_record"] - PCAPNG_EPB_BYTES - padded
+    return float(max(0.0, extra.median())) if len(extra) else 0.0
+
+
+def least_squares(columns: dict[str, Array], y: Array) -> tuple[dict[str, float], list[str]]:
+    """Costs >= 0 minimising the relative residuals, over the columns the data separates (in
+    the order given); a column of zeros (a key no run has) is absent, one the data cannot
+    separate is named in the second value."""
+    weight = 1 / np.maximum(np.abs(y), 1e-9)
+    kept: list[str] = []
+    dropped = []
+    for name, column in columns.items():
+        if not np.any(column):
+            continue
+        if kept:
+            span = np.column_stack([columns[k] for k in kept]) * weight[:, None]
+            own = column * weight
+            rest = own - span @ np.linalg.lstsq(span, own, rcond=None)[0]
+            if np.linalg.norm(rest) <= SEPARABLE * np.linalg.norm(own):
+                dropped.append(name)
+                continue
+        kept.append(name)
+    if not kept:
+        raise UsageError("the capture runs give nothing to fit (no run has a usable value)")
+    matrix = np.column_stack([columns[k] for k in kept]) * weight[:, None]
+    coef, _ = nnls(matrix, y * weight)
+    return dict(zip(kept, coef.tolist(), strict=True)), dropped
+
+
+def _band(measured: Array, fitted: Array) -> Band:
+    """The lowest and highest measured / fitted ratio, with 1 inside."""
+    ratio = measured / np.maximum(fitted, 1e-9)
+    return Band(float(min(1.0, ratio.min())), float(max(1.0, ratio.max())))
+
+
+def _keyed(d: pd.DataFrame, column: str, prefix: str) -> dict[str, Array]:
+    """One indicator column per value of `column` (`prefix:value`)."""
+    return {f"{prefix}:{k}": (d[column] == k).to_numpy(float) for k in sorted(d[column].unique())}
+
+
+def fit_forwarding(d: pd.DataFrame) -> Forwarding:
+    """Forwarding CPU per packet without capture, over the net_null runs (all if none)."""
+    runs = d[d["port"] == "null"] if (d["port"] == "null").any() else d
+    y = runs["fwd_cpu_ns_no_capture"].to_numpy(float)
+    columns = {"base_ns": np.ones(len(runs)), "per_byte_ns": runs["pkt"].to_numpy(float)}
+    coef, _ = least_squares(columns, y)
+    fwd = Forwarding(coef.get("base_ns", 0.0), coef.get("per_byte_ns", 0.0))
+    return Forwarding(fwd.base_ns, fwd.per_byte_ns, _band(y, fwd.ns(columns["per_byte_ns"])))
+
+
+def _fit_costs(
+    y: Array, keyed: dict[str, Array], terms: dict[str, Array]
+) -> tuple[dict[str, float], dict[str, float], Band, list[str]]:
+    """A fixed cost per key and the `terms`: the fixed costs by key, every coefficient, the
+    band of the fit and the terms it could not separate."""
+    columns = keyed | terms
+    coef, dropped = least_squares(columns, y)
+    fixed = {k.split(":")[1]: v for k, v in coef.items() if k.startswith("fixed:")}
+    fitted = sum(coef[k] * columns[k] for k in coef)
+    return fixed, coef, _band(y, fitted), dropped
+
+
+def fit_producer(d: pd.DataFrame) -> tuple[Producer, list[str]]:
+    """The producer's CPU per copy, over every run."""
+    terms = {"per_byte": d["cap"].to_numpy(float), "handoff": d["share"].to_numpy(float)}
+    fixed, coef, band, dropped = _fit_costs(
+        d["prod_ns"].to_numpy(float), _keyed(d, "kind", "fixed"), terms
+    )
+    producer = Producer(fixed, coef.get("per_byte", 0.0), coef.get("handoff", 0.0), band)
+    return producer, [f"producer.{k}" for k in dropped]
+
+
+def fit_consumer(d: pd.DataFrame, sink: str) -> tuple[Consumer, list[str]]:
+    """The consumer's CPU per record into one sink, over its saturated runs (all, if too few
+    are saturated to separate the terms)."""
+    runs = d[d["sink"] == sink]
+    saturated = runs[1 - runs["share"] > SATURATED]
+    notes = []
+    if len(saturated) < 3:
+        notes.append(f"consumer.{sink}: fewer than 3 saturated runs; all its runs used")
+        saturated = runs
+    terms = {
+        "per_byte": saturated["rec"].to_numpy(float),
+        "write_call": saturated["write_calls_per_packet"].to_numpy(float),
+    }
+    fixed, coef, band, dropped = _fit_costs(
+        saturated["capture_cpu_ns"].to_numpy(float), _keyed(saturated, "writer", "fixed"), terms
+    )
+    consumer = Consumer(fixed, coef.get("per_byte", 0.0), coef.get("write_call", 0.0), band)
+    return consumer, notes + [f"consumer.{sink}.{k}" for k in dropped]
+
+
+def fit_writes(d: pd.DataFrame) -> Writes:
+    """Write calls per record of each writer: per_record + per_byte x record bytes."""
+    per_record, per_byte = {}, {}
+    for writer, runs in d[d["write_calls_per_packet"] >= 0].groupby("writer"):
+        y = runs["write_calls_per_packet"].to_numpy(float)
+        columns = {"per_record": np.ones(len(runs)), "per_byte": runs["rec"].to_numpy(float)}
+        coef, _ = least_squares(columns, y)
+        per_record[str(writer)] = coef.get("per_record", 0.0)
+        per_byte[str(writer)] = coef.get("per_byte", 0.0)
+    return Writes(per_record, per_byte, float(d.attrs["pcapng_options_bytes"]))
+
+
+def fit(runs: pd.DataFrame, measured_on: str) -> CaptureCalibration:
+    """Every cost of the capture path, fitted to `runs` (the contract's columns)."""
+    d = prepared(runs)
+    producer, notes = fit_producer(d)
+    consumers = {}
+    for sink in sorted(d["sink"].unique()):
+        consumers[str(sink)], dropped = fit_consumer(d, str(sink))
+        notes += dropped
+    versions = sorted(d["dpdk_version"].astype(str).unique())
+    runs_used = sorted(int(r) for r in d["run_id"])
+    meta = Meta(measured_on, ", ".join(versions), runs_used, not_separable=notes)
+    return CaptureCalibration(meta, fit_forwarding(d), producer, consumers, fit_writes(d))
+
+
+# --- predicting stored runs, and the judgement ------------------------------------------------
+
+
+def predict(cal: CaptureCalibration, d: pd.DataFrame) -> pd.DataFrame:
+    """What the calibration predicts for each prepared run, given what the run itself had:
+    its own forwarding cost without capture, its threads' CPU shares, net_null's unlimited
+    arrivals. Columns: capture_pps, fwd_pps, penalty_ns (forwarding CPU added per packet),
+    limited_by."""
+    out = []
+    for (sink, kind, writer), runs in d.groupby(["sink", "kind", "writer"]):
+        rec = runs["rec"].to_numpy(float)
+        costs = copy_costs(
+            cal,
+            str(sink),
+            str(kind),
+            str(writer),
+            runs["fwd_cpu_ns_no_capture"].to_numpy(float),
+            runs["cap"].to_numpy(float),
+            rec,
+            write_calls(cal, str(writer), rec),
+        )
+        copies = runs["copies_per_packet"].to_numpy(float)
+        flow = solve(
+            costs.fwd_ns,
+            costs.prod_ns,
+            costs.handoff_ns,
+            costs.cons_ns,
+            copies=copies,
+            lcores=runs["fwd_cpu_share"].to_numpy(float),
+            cores=runs["capture_cpu_share"].to_numpy(float),
+            arrivals=np.inf,
+        )
+        inf = np.full(len(runs), np.inf)
+        out.append(
+            pd.DataFrame(
+                {
+                    "capture_pps": flow.capture_pps,
+                    "fwd_pps": flow.fwd_pps,
+                    "penalty_ns": copies * (costs.prod_ns + costs.handoff_ns * flow.delivered),
+                    "limited_by": limited_by(flow, flow.consumer_pps, inf, inf, inf),
+                },
+                index=runs.index,
+            )
+        )
+    return pd.concat(out).loc[d.index]
+
+
+def measured_limit(d: pd.DataFrame) -> NDArray[np.str_]:
+    """What limited each run: its consumer where it lost copies, else its forwarding lcores
+    (net_null arrivals have no line)."""
+    return np.where(1 - d["share"] > SATURATED, LIMITS[0], LIMITS[2])
+
+
+def _ape(predicted: pd.Series, measured: pd.Series) -> pd.Series:
+    return 100 * (predicted - measured).abs() / measured.abs()
+
+
+def leave_one_size_out(runs: pd.DataFrame, measured_on: str = "") -> pd.DataFrame:
+    """For each frame size, fit on the other sizes' runs and predict its runs: one row per
+    held-out run with measured and predicted capture pps, forwarding penalty (ns per packet)
+    and what limited it."""
+    d = prepared(runs)
+    sizes = np.round(d["frame_bytes"]).astype(int)
+    if sizes.nunique() < 2:
+        raise UsageError("leaving one size out needs runs of at least two frame sizes")
+    held = []
+    for size in sorted(sizes.unique()):
+        train, test = d[sizes != size], d[sizes == size]
+        try:
+            cal = fit(runs.loc[train.index], measured_on)
+            found = predict(cal, prepared(runs.loc[test.index], d.attrs["pcapng_options_bytes"]))
+        except UsageError:  # a writer or sink only this size has: nothing to predict it from
+            continue
+        held.append(
+            pd.DataFrame(
+                {
+                    "run_id": test["run_id"],
+                    "frame_bytes": size,
+                    "sink": test["sink"],
+                    "writer": test["writer"],
+                    "capture_pps": test["capture_pps"],
+                    "capture_pps_predicted": found["capture_pps"],
+                    "penalty_ns": test["prod_ns"] * test["copies_per_packet"],
+                    "penalty_ns_predicted": found["penalty_ns"],
+                    "limited_by": measured_limit(test),
+                    "limited_by_predicted": found["limited_by"],
+                }
+            )
+        )
+    if not held:
+        raise UsageError("no frame size could be predicted from the others' runs")
+    return pd.concat(held, ignore_index=True)
+
+
+def judgement(held: pd.DataFrame) -> dict[str, float]:
+    """Leave-one-size-out MAPE of capture pps and of the forwarding penalty, per sink and over
+    all, and the share of runs whose limit was predicted right ([meta] loso)."""
+    out = {}
+    for sink, runs in [("all", held), *held.groupby("sink")]:
+        out[f"capture_pps_mape_pct_{sink}"] = float(
+            _ape(runs["capture_pps_predicted"], runs["capture_pps"]).mean()
+        )
+        out[f"penalty_mape_pct_{sink}"] = float(
+            _ape(runs["penalty_ns_predicted"], runs["penalty_ns"]).mean()
+        )
+        right = runs["limited_by"] == runs["limited_by_predicted"]
+        out[f"limited_by_right_pct_{sink}"] = float(100 * right.mean())
+    out["runs_predicted"] = float(len(held))
+    return out

@@ -1,0 +1,576 @@
+"""The capture path as a model (`pcieperf capture model`, `pp.capture_model`): DPDK forwarding
+with pdump copying packets on the forwarding lcores into a ring that a capture process empties
+into a file, per frame size or mix.
+
+Per forwarded packet a forwarding lcore spends `fwd` ns, plus, for each of its `copies`, the
+producer's fixed + per-byte cost and a hand-off paid only for copies that reach the consumer
+(a copy dropped at a full ring is freed while still in cache: the study's "testpmd most of the
+time discards, which is cheaper"). The capture core spends `cons` ns per written record. With
+`s` the share of copies delivered, forwarding runs at F(s) = min(arrivals, L / (fwd + copies x
+(prod + handoff x s))) and the consumer writes W = min(copies x F, its capacity), so s = W /
+(copies x F): a fixed point, solved in closed form (`solve`). Costs come from a calibration of
+this machine's runs (`capture.calibration`); arrivals are min(offer, ports x line, PCIe), the
+PCIe ceiling that of the NIC's forwarding profile (`pcieperf dpdk-fwd`'s pcie_max_pps).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from itertools import product
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pcieperf.capture.calibration import DEFAULT_CALIBRATION, CaptureCalibration, load_calibration
+from pcieperf.capture.path import BUFFER_SHARE, CAPTURE_SIZES, DESIGNS, DIRECTIONS, FORMATS
+from pcieperf.dpdk.forwarding import FORWARDING_PROFILE, ForwardingConfig, forwarding_profile
+from pcieperf.errors import UsageError, require_choice, require_positive
+from pcieperf.net.ethernet import Ethernet, PacketMix
+from pcieperf.net.wire import FCS_BYTES
+from pcieperf.nic.nic import evaluate, load_profile
+from pcieperf.pcie.link import Link
+from pcieperf.results import Column, Table
+
+Array = NDArray[np.float64]
+MBUF_DATA_ROOM = 2048  # RTE_MBUF_DEFAULT_DATAROOM (lib/mbuf/rte_mbuf.h): contiguous buffers
+PCAP_RECORD_HEADER = 16  # pcap-savefile(5): ts_sec, ts_usec, caplen, len, 4 B each
+PCAPNG_EPB_BYTES = 32  # pcapng (draft-ietf-opsawg-pcapng §4.3) Enhanced Packet Block: type, length,
+# interface, timestamp (2 x 4 B), captured and original length, trailing length; the data is
+# padded to 32 bits and options follow (their bytes are calibrated: Writes.pcapng_options_bytes)
+PER_PACKET_WRITES = 2.0  # the study: pcap_dump fwrite()s the 16 B header, then the packet, "and
+# these two fwrite(s) cause two kernel traps" per packet (used where no dpdk-pdump run was fitted)
+BURST = 32  # app/dumpcap/main.c BURST_SIZE: one ring dequeue, one writev per burst
+LOSS_FLOOR = 1e-9  # a delivered share below 1 - this is loss (rounding is not)
+
+
+@dataclass(frozen=True)
+class CaptureSetup:
+    """How the capture runs: the design, what is copied, where it is written, the cores."""
+
+    design: str = "batched"
+    format: str | None = None  # None: pcap for per-packet, else pcapng
+    sink: str = "null"
+    sink_gbps: float | None = None  # a bandwidth the sink writes at most (None: CPU only)
+    direction: str = "both"
+    capture_ports: int = 1
+    ports: int = 2
+    fwd_lcores: float = 2
+    capture_cores: float = 1
+    snaplen: int = 0
+    ring_size: int = 2048
+    buffer_share: float = BUFFER_SHARE
+
+    def __post_init__(self) -> None:
+        require_choice("design", self.design, DESIGNS)
+        require_choice("direction", self.direction, tuple(DIRECTIONS))
+        if self.format is not None:
+            require_choice("format", self.format, FORMATS)
+        if self.design == "per-packet" and self.format == "pcapng":
+            raise UsageError("design per-packet is libpcap's pcap_dump: format pcap only")
+        for name in ("fwd_lcores", "capture_cores", "ports", "capture_ports", "ring_size"):
+            require_positive(name, getattr(self, name))
+        if self.capture_ports > self.ports:
+            raise UsageError(f"capture_ports {self.capture_ports} is more than ports {self.ports}")
+        if self.sink_gbps is not None:
+            require_positive("sink_gbps", self.sink_gbps)
+        if not (isinstance(self.snaplen, int) and self.snaplen >= 0):
+            raise UsageError(f"snaplen {self.snaplen!r} is not allowed; use bytes >= 0 (0: all)")
+        if not 0 <= self.buffer_share <= 1:
+            raise UsageError(f"buffer_share {self.buffer_share!r} is not allowed; use 0 to 1")
+
+    @property
+    def file_format(self) -> str:
+        """The format written: as given, else the design's own."""
+        return self.format or ("pcap" if self.design == "per-packet" else "pcapng")
+
+    @property
+    def copies(self) -> float:
+        """Copies per forwarded packet: each captured port's directions, over all ports (the
+        study captures Rx and Tx of one port of two: one copy per forwarded packet)."""
+        return DIRECTIONS[self.direction] * self.capture_ports / self.ports
+
+
+# --- costs per packet ------------------------------------------------------------------------
+
+
+def record_bytes(fmt: str, captured: Array, options_bytes: float) -> Array:
+    """File bytes per record: pcap's header + data, or pcapng's EPB, padded data and options."""
+    if fmt == "pcap":
+        return PCAP_RECORD_HEADER + captured
+    return PCAPNG_EPB_BYTES + 4 * np.ceil(captured / 4) + options_bytes
+
+
+STUDY_WRITES = "pcap_dump with the study's 2 write calls per record (no dpdk-pdump runs)"
+
+
+def writer_source(cal: CaptureCalibration, setup: CaptureSetup) -> str:
+    """Where the design's writes come from: the runs of its writer, or, for per-packet writes
+    without a dpdk-pdump run, libpcap's pcap_dump as the study describes it."""
+    writer = writer_of(cal, setup, setup.sink)
+    if setup.design == "per-packet" and writer != "pdump":
+        return STUDY_WRITES
+    return f"the {writer} runs' write calls"
+
+
+def writer_of(cal: CaptureCalibration, setup: CaptureSetup, sink: str) -> str:
+    """The consumer's write path: dpdk-pdump's where calibrated for per-packet (the contract's
+    per-packet design), else the format's."""
+    if setup.design == "per-packet" and "pdump" in cal.consumer(sink).fixed_ns:
+        return "pdump"
+    return setup.file_format
+
+
+@dataclass(frozen=True)
+class Costs:
+    """CPU ns per item of each thread, per distinct frame size (arrays), and record sizes."""
+
+    fwd_ns: Array  # forwarding lcore, per forwarded packet, without capture
+    prod_ns: Array  # forwarding lcore, per copy, whether delivered or dropped
+    handoff_ns: Array  # forwarding lcore, per copy delivered
+    cons_ns: Array  # capture core, per record written
+    record_bytes: Array
+    per_buffer: Array  # records per buffer, ring slot and hand-off (1 but for contiguous)
+
+    def scaled(self, fwd: float, prod: float, cons: float) -> Costs:
+        """The costs with each thread's scaled (a corner of the calibration's spread)."""
+        return replace(
+            self,
+            fwd_ns=self.fwd_ns * fwd,
+            prod_ns=self.prod_ns * prod,
+            handoff_ns=self.handoff_ns * prod,
+            cons_ns=self.cons_ns * cons,
+        )
+
+
+def path_costs(
+    cal: CaptureCalibration,
+    setup: CaptureSetup,
+    frames: NDArray[np.int64],
+    buffer_share: float,
+    fwd_ns: float | None = None,
+) -> Costs:
+    """Each thread's cost per item at each frame size (incl. FCS) for `setup`'s design."""
+    pkt = frames.astype(np.float64) - FCS_BYTES  # the mbuf holds the frame less its FCS
+    cap = pkt if setup.snaplen == 0 else np.minimum(pkt, setup.snaplen)
+    fmt = setup.file_format
+    rec = record_bytes(fmt, cap, cal.writes.pcapng_options_bytes)
+    writer = writer_of(cal, setup, setup.sink)
+    per_buffer = np.ones_like(rec)
+    if setup.design == "contiguous":
+        per_buffer = np.maximum(1.0, np.floor(MBUF_DATA_ROOM / rec))
+    calls = (
+        np.full_like(rec, PER_PACKET_WRITES)
+        if writer_source(cal, setup) == STUDY_WRITES
+        else write_calls(cal, writer, rec, per_buffer)
+    )
+    forwarding = cal.forwarding.ns(pkt) if fwd_ns is None else np.full_like(pkt, fwd_ns)
+    shared = (1 - buffer_share) + buffer_share / per_buffer  # of each fixed cost, per record
+    costs = copy_costs(
+        cal, setup.sink, fmt, writer, np.asarray(forwarding, np.float64), cap, rec, calls, shared
+    )
+    return replace(costs, per_buffer=per_buffer)
+
+
+def write_calls(
+    cal: CaptureCalibration, writer: str, rec: Array, per_buffer: Array | float = 1.0
+) -> Array:
+    """Write calls per record as the calibration measured them for `writer`: its calls per
+    burst spread over the records a buffer holds, and its calls per byte."""
+    writes = cal.writes
+    return (
+        writes.per_record.get(writer, 1 / BURST) / per_buffer
+        + writes.per_byte.get(writer, 0.0) * rec
+    )
+
+
+def copy_costs(
+    cal: CaptureCalibration,
+    sink: str,
+    kind: str,
+    writer: str,
+    fwd_ns: Array,
+    cap: Array,
+    rec: Array,
+    calls: Array,
+    shared: Array | float = 1.0,
+) -> Costs:
+    """The threads' costs per item: forwarding as given, the producer's copy of `kind`, the
+    consumer's `writer` into `sink` with `calls` write calls per record; `shared` scales the
+    fixed costs (records per buffer, `path_costs`). One engine for the model and the fit's
+    predictions of stored runs (`capture.fit`)."""
+    consumer, producer = cal.consumer(sink), cal.producer
+    for what, have, key in (
+        ("copy", producer.fixed_ns, kind),
+        ("write", consumer.fixed_ns, writer),
+    ):
+        if key not in have:
+            raise UsageError(
+                f"calibration {cal.path or '(given)'} has no {key} runs: no {what} cost for it"
+            )
+    return Costs(
+        fwd_ns=fwd_ns,
+        prod_ns=producer.fixed_ns[kind] * shared + producer.per_byte_ns * cap,
+        handoff_ns=np.full_like(cap, producer.handoff_ns) * shared,
+        cons_ns=consumer.fixed_ns[writer] * shared
+        + consumer.per_byte_ns * rec
+        + consumer.write_call_ns * calls,
+        record_bytes=rec,
+        per_buffer=np.ones_like(rec),
+    )
+
+
+# --- the fixed point -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Flow:
+    """The rates the capture path settles at (arrays): forwarded packets, records written,
+    the share of copies delivered, and the consumer's own capacity."""
+
+    fwd_pps: Array
+    fwd_pps_no_capture: Array
+    capture_pps: Array
+    delivered: Array
+    consumer_pps: Array
+
+
+def solve(
+    fwd_ns: Array,
+    prod_ns: Array,
+    handoff_ns: Array,
+    cons_ns: Array,
+    *,
+    copies: Array | float,
+    lcores: Array | float,
+    cores: Array | float,
+    arrivals: Array | float,
+    sink_pps: Array | float = np.inf,
+) -> Flow:
+    """The delivered share s = min(1, W / (copies F(s))) in closed form. With the consumer
+    saturated (W its capacity C), s is C / (copies x arrivals) while the lcores keep up, else
+    the root of s = a + b s, a = C (fwd + copies x prod) / (copies L), b = C x handoff / L; s is
+    the larger of the two, at most 1, and 1 where b >= 1 (delivering C copies would take more
+    than the lcores have: the consumer cannot be the limit)."""
+    cpu = np.asarray(lcores, dtype=np.float64) * 1e9
+    consumer = np.minimum(np.asarray(cores, dtype=np.float64) * 1e9 / cons_ns, sink_pps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kept_up = consumer / (copies * np.asarray(arrivals, dtype=np.float64))
+        a = consumer * (fwd_ns + copies * prod_ns) / (copies * cpu)
+        b = consumer * handoff_ns / cpu
+        cpu_bound = np.where(b < 1, a / (1 - b), np.inf)
+    share = np.minimum(1.0, np.maximum(kept_up, cpu_bound))
+    fwd = np.minimum(arrivals, cpu / (fwd_ns + copies * (prod_ns + handoff_ns * share)))
+    return Flow(
+        fwd_pps=fwd,
+        fwd_pps_no_capture=np.minimum(arrivals, cpu / fwd_ns),
+        capture_pps=share * copies * fwd,
+        delivered=share,
+        consumer_pps=consumer,
+    )
+
+
+LIMITS = ("capture_cpu", "sink", "forwarding_cpu", "line", "pcie")
+
+
+def limited_by(
+    flow: Flow, consumer_cpu_pps: Array, sink_pps: Array | float, line: Array, pcie: Array
+) -> NDArray[np.str_]:
+    """What holds the capture back: the consumer (its CPU or the sink) where copies are lost,
+    else what holds the forwarding back (its lcores, the line or offer, PCIe)."""
+    lost = flow.delivered < 1 - LOSS_FLOOR
+    consumer = np.where(np.asarray(sink_pps) < consumer_cpu_pps, "sink", "capture_cpu")
+    arrivals = np.minimum(line, pcie)
+    forwarding = np.where(
+        flow.fwd_pps < arrivals * (1 - LOSS_FLOOR),
+        "forwarding_cpu",
+        np.where(pcie < line, "pcie", "line"),
+    )
+    return np.where(lost, consumer, forwarding)
+
+
+# --- per size or mix, with bounds ------------------------------------------------------------
+
+OUTPUTS = (
+    "capture_pps",
+    "capture_gbps",
+    "loss",
+    "fwd_pps_no_capture",
+    "fwd_pps",
+    "fwd_penalty_ns_per_packet",  # forwarding-lcore CPU the copies add per forwarded packet
+)
+
+
+def _corners(cal: CaptureCalibration, setup: CaptureSetup) -> list[tuple[float, ...]]:
+    """(forwarding, producer, consumer) scales and buffer shares spanning the spread: each
+    thread's cost at its band's ends, the buffer share at 0 and 1 (contiguous only)."""
+    bands = (cal.forwarding.band, cal.producer.band, cal.consumer(setup.sink).band)
+    shares = (
+        (0.0, setup.buffer_share, 1.0) if setup.design == "contiguous" else (setup.buffer_share,)
+    )
+    return list(product(*((b.low, b.high) for b in bands), shares))
+
+
+@dataclass(frozen=True)
+class CaptureRows:
+    """The model's outputs per row (size or mix), each with `_low`/`_high` bounds, what limits
+    each row, and the central costs behind them."""
+
+    labels: list[str]
+    frame_bytes: Array
+    values: dict[str, Array]
+    limited_by: NDArray[np.str_]
+    costs: Costs
+    copies: float
+
+
+def evaluate_capture(
+    cal: CaptureCalibration,
+    setup: CaptureSetup,
+    mixes: list[PacketMix],
+    *,
+    eth: float = 10,
+    link: Link | None = None,
+    profile: str = FORWARDING_PROFILE,
+    pps: float | None = None,
+    fwd_ns: float | None = None,
+) -> CaptureRows:
+    """The capture path at each size or mix: arrivals from the offer (default: line rate on
+    every port), the ports' line and the NIC's PCIe ceiling; costs central and at every corner
+    of the calibration's spread (bounds: the lowest and highest value over them)."""
+    port = Ethernet(eth)
+    nic = evaluate(
+        forwarding_profile(ForwardingConfig(), load_profile(profile)), link or Link(), port, mixes
+    )
+    line, pcie = setup.ports * nic.line_pps, nic.pcie_max_pps
+    offered = line if pps is None else np.minimum(pps, line)  # more than the line never arrives
+    arrivals = np.minimum(offered, pcie)
+    wire_bits = nic.per_packet(port.wire_bytes(nic.sizes)) * 8
+
+    def rows_at(share: float, scale: tuple[float, float, float]) -> tuple[Costs, Flow, Array]:
+        per_size = path_costs(cal, setup, nic.sizes, share, fwd_ns).scaled(*scale)
+        costs = Costs(*(nic.per_packet(getattr(per_size, f)) for f in Costs.__dataclass_fields__))
+        sink_pps = (
+            np.inf if setup.sink_gbps is None else setup.sink_gbps * 1e9 / 8 / costs.record_bytes
+        )
+        flow = solve(
+            costs.fwd_ns,
+            costs.prod_ns,
+            costs.handoff_ns,
+            costs.cons_ns,
+            copies=setup.copies,
+            lcores=setup.fwd_lcores,
+            cores=setup.capture_cores,
+            arrivals=arrivals,
+            sink_pps=sink_pps,
+        )
+        return costs, flow, sink_pps
+
+    def outputs(costs: Costs, flow: Flow) -> dict[str, Array]:
+        rates = {k: getattr(flow, k) for k in ("capture_pps", "fwd_pps_no_capture", "fwd_pps")}
+        penalty = setup.copies * (costs.prod_ns + costs.handoff_ns * flow.delivered)
+        return rates | {
+            "capture_gbps": flow.capture_pps * wire_bits / 1e9,
+            "loss": 1 - flow.delivered,
+            "fwd_penalty_ns_per_packet": penalty,
+        }
+
+    costs, flow, sink_pps = rows_at(setup.buffer_share, (1.0, 1.0, 1.0))
+    central = outputs(costs, flow)
+    spread = [outputs(*rows_at(s, (f, p, c))[:2]) for f, p, c, s in _corners(cal, setup)]
+    values = {}
+    for key in OUTPUTS:
+        stacked = np.stack([central[key], *(corner[key] for corner in spread)])
+        values |= {key: central[key], f"{key}_low": stacked.min(0), f"{key}_high": stacked.max(0)}
+    consumer_cpu = setup.capture_cores * 1e9 / costs.cons_ns
+    return CaptureRows(
+        labels=nic.label,
+        frame_bytes=nic.mean_frame_bytes,
+        values=values,
+        limited_by=limited_by(flow, consumer_cpu, sink_pps, offered, pcie),
+        costs=costs,
+        copies=setup.copies,
+    )
+
+
+# --- the public function ---------------------------------------------------------------------
+
+COLUMNS = (
+    Column("size", "size (B)"),
+    Column("capture", "capture Gb/s [low-high]"),
+    Column("capture_mpps", "capture Mpps"),
+    Column("loss_pct", "loss %"),
+    Column("fwd_no_capture", "fwd Gb/s alone"),
+    Column("fwd", "fwd Gb/s [low-high]"),
+    Column("penalty", "fwd +ns/pkt"),
+    Column("limited_by", "limited by"),
+)
+
+
+def capture_model(
+    *,
+    sizes: str | int | list[int | str] = CAPTURE_SIZES,
+    design: str = "batched",
+    file_format: str | None = None,
+    sink: str = "null",
+    sink_gbps: float | None = None,
+    direction: str = "both",
+    capture_ports: int = 1,
+    ports: int = 2,
+    eth: int = 10,
+    pps: float | str | None = None,
+    fwd_lcores: float = 2,
+    capture_cores: float = 1,
+    snaplen: int = 0,
+    ring_size: int = 2048,
+    buffer_share: float = BUFFER_SHARE,
+    profile: str = FORWARDING_PROFILE,
+    fwd_ns: float | None = None,
+    calibration: str | os.PathLike = DEFAULT_CALIBRATION,
+    **link_options: object,
+) -> Table:
+    """Will a capture keep up, and what does it cost the forwarding? Capture and forwarding
+    rates per frame size or mix for one design (`pcieperf capture model`); defaults are the
+    study's: testpmd forwarding 2x10 GbE on an XL710 at line rate with 2 lcores, Rx and Tx of
+    one port captured by one core, written to /dev/null. `pps` is the offer over all ports
+    (default: line rate), `fwd_ns` replaces the calibration's forwarding cost per packet."""
+    from pcieperf.nic.api import frame_mixes
+    from pcieperf.pcie.api import make_link
+    from pcieperf.units import parse_rate
+
+    setup = CaptureSetup(
+        design, file_format, sink, sink_gbps, direction, capture_ports, ports, fwd_lcores,
+        capture_cores, snaplen, ring_size, buffer_share,
+    )  # fmt: skip
+    if fwd_ns is not None:
+        require_positive("fwd_ns", fwd_ns)
+    link = make_link(**link_options)  # type: ignore[arg-type]
+    offer = None if pps is None else parse_rate(str(pps))
+    mixes = frame_mixes(sizes, None)
+    cal = load_calibration(calibration)
+    found = evaluate_capture(
+        cal, setup, mixes, eth=eth, link=link, profile=profile, pps=offer, fwd_ns=fwd_ns
+    )
+    payload = {
+        "inputs": _inputs(setup, eth, offer, profile, link, fwd_ns),
+        "calibration": _provenance(cal, setup, fwd_ns),
+        "rows": _rows(found, setup),
+    }
+    return Table(
+        payload,
+        COLUMNS,
+        title=_title(payload),
+        footer=FOOTER + (CONTIGUOUS if design == "contiguous" else ""),
+        text_rows=[_text_row(r) for r in payload["rows"]],
+    )
+
+
+def _inputs(
+    setup: CaptureSetup, eth: int, offer: float | None, profile: str, link: Link, fwd: float | None
+) -> dict[str, object]:
+    """The inputs that decided the rows, as scalars."""
+    return {
+        "design": setup.design,
+        "format": setup.file_format,
+        "sink": setup.sink,
+        "sink_gbps": setup.sink_gbps,
+        "direction": setup.direction,
+        "capture_ports": setup.capture_ports,
+        "ports": setup.ports,
+        "copies_per_packet": setup.copies,
+        "eth_gbps": eth,
+        "offered_pps": offer,
+        "fwd_lcores": setup.fwd_lcores,
+        "capture_cores": setup.capture_cores,
+        "snaplen": setup.snaplen,
+        "ring_size": setup.ring_size,
+        "buffer_share": setup.buffer_share if setup.design == "contiguous" else None,
+        "profile": profile,
+        "link": f"Gen{link.gen} x{link.lanes}",
+    }
+
+
+def _provenance(
+    cal: CaptureCalibration, setup: CaptureSetup, fwd_ns: float | None
+) -> dict[str, object]:
+    """Which calibration the costs came from, and where the forwarding cost did."""
+    return {
+        "file": cal.path,
+        "measured_on": cal.meta.measured_on,
+        "dpdk_version": cal.meta.dpdk_version,
+        "runs": len(cal.meta.runs),
+        "fwd_cost_from": "given (fwd_ns)" if fwd_ns is not None else "calibration",
+        "writes_from": writer_source(cal, setup),
+    }
+
+
+def _rows(found: CaptureRows, setup: CaptureSetup) -> list[dict[str, object]]:
+    """One JSON row per size or mix: the contract's outputs with bounds, then the costs."""
+    v = found.values
+    dropped = found.copies * v["fwd_pps"] - v["capture_pps"]  # copies per second the ring drops
+    with np.errstate(divide="ignore"):
+        ring_s = np.where(v["loss"] > LOSS_FLOOR, setup.ring_size / dropped, np.nan)
+    columns = {
+        "size": np.array([int(x) if x.isdecimal() else x for x in found.labels], dtype=object),
+        "frame_bytes": found.frame_bytes,
+        **v,
+        "limited_by": found.limited_by,
+        "fwd_ns_per_packet": found.costs.fwd_ns,
+        "producer_ns_per_copy": found.costs.prod_ns,
+        "handoff_ns_per_copy": found.costs.handoff_ns,
+        "consumer_ns_per_record": found.costs.cons_ns,
+        "record_bytes": found.costs.record_bytes,
+        "records_per_buffer": found.costs.per_buffer,
+        "ring_full_after_s": ring_s,  # how long the ring hides the loss from a fresh start
+    }
+    rows = [
+        dict(zip(columns, row, strict=True))
+        for row in zip(*(c.tolist() for c in columns.values()), strict=True)
+    ]
+    for row in rows:
+        if row["ring_full_after_s"] != row["ring_full_after_s"]:  # NaN: it never fills
+            row["ring_full_after_s"] = None
+    return rows
+
+
+FOOTER = (
+    "Gb/s count wire bits (frame + 20 B preamble, SFD and gap), as the study does: 64 B at "
+    "line rate on 2x10 GbE is 20 Gb/s. [low-high]: the calibration's spread"
+)
+CONTIGUOUS = (
+    "; and the share of fixed costs saved per buffer, 0 to 1 (runs cannot tell it: "
+    "docs/capture.md#model)"
+)
+
+
+def _title(payload: dict) -> str:
+    """The setup and the calibration, in two lines."""
+    i, c = payload["inputs"], payload["calibration"]
+    offer = "line rate" if i["offered_pps"] is None else f"{i['offered_pps'] / 1e6:.3f} Mpps"
+    return (
+        f"capture model, design {i['design']}: {i['format']} to {i['sink']}"
+        + (f" at most {i['sink_gbps']:g} Gb/s" if i["sink_gbps"] else "")
+        + f", copies per forwarded packet {i['copies_per_packet']:g} ({i['direction']} on "
+        f"{i['capture_ports']} of {i['ports']} ports), capture cores {i['capture_cores']:g}\n"
+        f"forwarding: {i['profile']} on {i['ports']}x{i['eth_gbps']} GbE ({i['link']}), "
+        f"{i['fwd_lcores']:g} lcores, offered {offer}\n"
+        f"costs: {c['file']} ({c['runs']} runs, {c['measured_on']}, {c['dpdk_version']}); "
+        f"forwarding cost from the {c['fwd_cost_from']}, writes from {c['writes_from']}"
+    )
+
+
+def _text_row(r: dict) -> dict[str, object]:
+    """A row as the table shows it: Gb/s with bounds, Mpps, loss in per cent."""
+    per_gbit = r["capture_gbps"] / r["capture_pps"] if r["capture_pps"] else 0.0
+    return {
+        "size": r["size"],
+        "capture": f"{r['capture_gbps']:.2f} [{r['capture_gbps_low']:.2f}-"
+        f"{r['capture_gbps_high']:.2f}]",
+        "capture_mpps": r["capture_pps"] / 1e6,
+        "loss_pct": 100 * r["loss"],
+        "fwd_no_capture": r["fwd_pps_no_capture"] * per_gbit,
+        "fwd": f"{r['fwd_pps'] * per_gbit:.2f} [{r['fwd_pps_low'] * per_gbit:.2f}-"
+        f"{r['fwd_pps_high'] * per_gbit:.2f}]",
+        "penalty": r["fwd_penalty_ns_per_packet"],
+        "limited_by": r["limited_by"],
+    }

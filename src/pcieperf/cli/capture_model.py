@@ -1,0 +1,109 @@
+"""`pcieperf capture model` and `capture calibrate`: the capture path as a model and its
+calibration from stored runs (pcieperf.capture.model, pcieperf.capture.calibration:
+`pp.capture_model`, `pp.capture_calibrate`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from pcieperf import _lazy
+from pcieperf.capture import path
+from pcieperf.cli._common import _real, _whole, link_options
+from pcieperf.cli._output import emit
+from pcieperf.cli._parser import _add_command
+from pcieperf.net import wire
+
+model = _lazy.module("pcieperf.capture.model")
+calibration = _lazy.module("pcieperf.capture.calibration")
+
+MODEL_OPTIONS = (
+    "sizes",
+    "design",
+    "file_format",
+    "sink",
+    "sink_gbps",
+    "direction",
+    "capture_ports",
+    "ports",
+    "eth",
+    "pps",
+    "fwd_lcores",
+    "capture_cores",
+    "snaplen",
+    "ring_size",
+    "buffer_share",
+    "profile",
+    "fwd_ns",
+)
+"""`pp.capture_model`'s keywords, each the option of the same name."""
+
+
+def cmd_capture_model(args: argparse.Namespace) -> None:
+    """Will a capture keep up, and what does it cost the forwarding? Capture and forwarding
+    rates per frame size or mix, for the per-packet, batched or contiguous design, with bounds
+    from the calibration's spread and what limits each (docs/capture.md)."""
+    chosen = {name: getattr(args, name) for name in MODEL_OPTIONS}
+    calibrated = {"calibration": args.calibration} if args.calibration else {}
+    emit(args, model.capture_model(**chosen, **calibrated, **link_options(args)))
+
+
+def cmd_capture_calibrate(args: argparse.Namespace) -> None:
+    """Fit the capture path's costs (CPU ns per packet of each thread) to stored capture runs,
+    judge them by leaving one frame size out, and write the calibration file."""
+    result = calibration.capture_calibrate(
+        args.runs,
+        output=args.output,
+        force=args.force,
+        db=args.db,
+        csv=args.csv,
+        measured_on=args.measured_on,
+    )
+    emit(args, result)
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    """What runs, what is copied and written, and where the costs come from."""
+    p.add_argument("--sizes", default=path.CAPTURE_SIZES, help="frame sizes incl. FCS, or imix")
+    p.add_argument("--design", choices=path.DESIGNS, default="batched", help="capture design")
+    p.add_argument(
+        "--file-format",
+        choices=path.FORMATS,
+        default=None,
+        help="format written (default: pcap for per-packet, else pcapng)",
+    )
+    p.add_argument("--sink", choices=path.SINKS, default="null", help="where records go")
+    p.add_argument("--sink-gbps", type=_real(), default=None, help="the sink's bandwidth cap")
+    p.add_argument("--direction", choices=tuple(path.DIRECTIONS), default="both", help="copied")
+    p.add_argument("--capture-ports", type=_whole(1, 64), default=1, help="ports captured")
+    p.add_argument("--ports", type=_whole(1, 64), default=2, help="ports forwarding")
+    p.add_argument("--eth", type=_whole(), default=10, help=f"Gb/s per port {wire.RATES_GBPS}")
+    p.add_argument("--pps", default=None, help="packets offered over all ports (default: line)")
+    p.add_argument("--fwd-lcores", type=_real(), default=2, help="forwarding lcores (CPUs)")
+    p.add_argument("--capture-cores", type=_real(), default=1, help="capture cores (CPUs)")
+    p.add_argument("--snaplen", type=_whole(0, 2**18), default=0, help="bytes kept (0: all)")
+    p.add_argument("--ring-size", type=_whole(1, 2**20), default=2048, help="capture ring")
+    p.add_argument(
+        "--buffer-share",
+        type=_real(1),
+        default=path.BUFFER_SHARE,
+        help="contiguous: share of fixed costs paid per buffer, 0-1 (bounds take 0 and 1)",
+    )
+    p.add_argument("--profile", default="testpmd-fwd", help="the NIC's forwarding profile")
+    p.add_argument(
+        "--fwd-ns", type=_real(), default=None, help="forwarding CPU ns per packet (default: cal.)"
+    )
+    p.add_argument(
+        "--calibration", default=None, help="`capture calibrate` file (default: shipped)"
+    )
+
+
+def _add_capture_model_commands(capture_sub: argparse._SubParsersAction) -> None:
+    """`capture model` and `capture calibrate`, on the `capture` group's subparsers."""
+    p = _add_command(capture_sub, "model", cmd_capture_model, link=True)
+    _add_model_options(p)
+    p = _add_command(capture_sub, "calibrate", cmd_capture_calibrate, store=True)
+    p.add_argument("runs", nargs="*", type=_whole(0), help="stored run ids (default: all)")
+    p.add_argument("-o", "--output", required=True, help="calibration file to write (.toml)")
+    p.add_argument("--csv", default=None, help="read the runs from this export, not the store")
+    p.add_argument("--measured-on", default=None, help="the machine in words (default: this one)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")

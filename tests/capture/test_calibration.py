@@ -1,0 +1,261 @@
+"""The capture path's calibration (issue 26 part 3): the fit recovers the costs runs were made
+from (hypothesis), says what the runs cannot separate, is judged on sizes it did not see, and
+its file is written atomically and checked value by value when read."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pcieperf.capture import fit
+from pcieperf.capture.calibration import (
+    calibration_toml,
+    capture_calibrate,
+    load_calibration,
+)
+from pcieperf.errors import ProfileError, UsageError
+from tests.capture.model_synthetic import TRUE, synthetic_runs
+from tests.helpers.cli import run_cli
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+
+
+cost = st.floats(5, 500)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    seed=st.integers(0, 2**16),
+    fwd=st.floats(3, 60),
+    prod=st.tuples(cost, cost),
+    per_byte=st.floats(0.01, 0.2),  # from 15 ns a 1500 B copy: separable from the fixed part
+    handoff=st.floats(5, 200),
+    cons=st.tuples(st.floats(50, 400), st.floats(50, 400), st.floats(50, 400)),
+    write_call=st.floats(100, 3000),
+)
+def test_the_fit_recovers_the_costs_the_runs_were_made_from(
+    seed, fwd, prod, per_byte, handoff, cons, write_call
+):
+    true = TRUE | {
+        "fwd_base_ns": fwd,
+        "prod_fixed_ns": dict(zip(("pcapng", "pcap"), prod, strict=True)),
+        "prod_per_byte_ns": per_byte,
+        "handoff_ns": handoff,
+        "cons_fixed_ns": dict(zip(("pcapng", "pcap", "pdump"), cons, strict=True)),
+        "write_call_ns": {"null": write_call, "tmpfs": 1.5 * write_call},
+    }
+    runs = synthetic_runs(seed, true=true)
+    cal = fit.fit(runs, "synthetic")
+    assert _close(cal.forwarding.base_ns, fwd)
+    assert all(_close(cal.producer.fixed_ns[k], v) for k, v in true["prod_fixed_ns"].items())
+    assert _close(cal.producer.per_byte_ns, per_byte)
+    lost = (runs["loss"] > fit.SATURATED).groupby(runs["sink"]).sum()
+    if runs["loss"].nunique() > 2:  # the delivered share moved: the hand-off is separable
+        assert _close(cal.producer.handoff_ns, handoff)
+    for sink, consumer in cal.consumers.items():
+        if lost[sink] == len(runs) / 2:  # every run of the sink saturated its consumer
+            assert _close(consumer.write_call_ns, true["write_call_ns"][sink])
+            assert _close(consumer.per_byte_ns, true["cons_per_byte_ns"][sink])
+            assert all(_close(consumer.fixed_ns[k], v) for k, v in true["cons_fixed_ns"].items())
+    assert cal.writes.pcapng_options_bytes == 16.0
+
+
+def test_a_share_that_never_moves_leaves_the_handoff_inseparable():
+    # Every copy delivered in every run: the hand-off is part of every copy's fixed cost.
+    runs = synthetic_runs()
+    runs = runs.assign(written=runs["copies"], loss=0.0)
+    cal = fit.fit(runs, "synthetic")
+    assert "producer.handoff" in cal.meta.not_separable
+    assert cal.producer.handoff_ns == 0
+    # the fixed cost holds it now: 28.5 + 73 x (the runs' shares, which the fit was not told)
+    assert cal.producer.fixed_ns["pcap"] > TRUE["prod_fixed_ns"]["pcap"]
+
+
+def test_leaving_one_size_out_of_noisy_runs():
+    # Costs measured within +-5 %: every size predicted from the other four within 15 % (the
+    # issue's acceptance bound), and the limit (the capture core, where copies were lost)
+    # right in every run.
+    held = fit.leave_one_size_out(synthetic_runs(seed=3, noise=0.05))
+    judged = fit.judgement(held)
+    assert judged["runs_predicted"] == 30
+    assert judged["capture_pps_mape_pct_all"] < 15
+    assert judged["penalty_mape_pct_all"] < 15
+    assert judged["limited_by_right_pct_all"] == 100
+
+
+def test_noise_free_runs_are_predicted_exactly():
+    # (to the rounding of the runs' packet counts to whole packets)
+    judged = fit.judgement(fit.leave_one_size_out(synthetic_runs(seed=5)))
+    assert judged["capture_pps_mape_pct_all"] < 1e-3
+    assert judged["penalty_mape_pct_all"] < 1e-3
+
+
+def test_the_file_reads_back_to_the_same_calibration(tmp_path):
+    out = tmp_path / "c.toml"
+    result = capture_calibrate(synthetic_runs(noise=0.02), output=out, measured_on="a VM")
+    loaded = load_calibration(out)
+    cal = fit.fit(synthetic_runs(noise=0.02), "a VM")
+    assert replace(loaded, path="", meta=replace(loaded.meta, loso={})) == cal
+    assert loaded.meta.loso == result.to_json()["loso"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c-runs.csv", "c.toml"]  # no temporary
+
+
+def test_the_runs_written_beside_it_fit_the_same_calibration(tmp_path):
+    first, again = tmp_path / "c.toml", tmp_path / "again.toml"
+    capture_calibrate(synthetic_runs(noise=0.02), output=first, measured_on="a VM")
+    capture_calibrate(csv=tmp_path / "c-runs.csv", output=again, measured_on="a VM")
+    assert replace(load_calibration(again), path="") == replace(load_calibration(first), path="")
+
+
+def test_an_existing_file_is_kept_unless_forced(tmp_path):
+    out = tmp_path / "c.toml"
+    out.write_text("mine")
+    with pytest.raises(UsageError, match="exists; pass --force"):
+        capture_calibrate(synthetic_runs(), output=out)
+    assert out.read_text() == "mine"
+    capture_calibrate(synthetic_runs(), output=out, force=True)
+    assert load_calibration(out).meta.runs == list(range(1, 31))
+
+
+@pytest.fixture(scope="module")
+def good_text(tmp_path_factory) -> str:
+    cal = fit.fit(synthetic_runs(), "synthetic")
+    return calibration_toml(cal)
+
+
+def _set(text: str, key: str, value: str) -> str:
+    """`text` with the first line that starts with `key` set to `key = value`."""
+    start = text.index(f"\n{key} = ") + 1
+    return text[:start] + f"{key} = {value}" + text[text.index("\n", start) :]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("base_ns", "-7.5", "[forwarding] base_ns = -7.5 is not allowed"),
+        ("handoff_ns", "1e9", "[producer] handoff_ns = 1000000000.0 is not allowed"),
+        ("band_low", "1.5", "[forwarding] band_low = 1.5 is not allowed"),
+        ("pcapng_options_bytes", "nan", "[writes] pcapng_options_bytes = nan is not allowed"),
+        ("fixed_ns", "{ foo = 1.0 }", "[producer] fixed_ns.foo = 1.0 is not allowed"),
+        ("runs", "[-1.5]", "[meta] runs = [-1.5] is not allowed"),
+        ("[writes]", None, "missing [writes] table"),
+        ("[consumer.null]", None, "[consumer] sink = 'disk' is not allowed"),
+    ],
+)
+def test_a_bad_value_is_named_in_one_line(tmp_path, good_text, key, value, message):
+    path = tmp_path / "bad.toml"
+    renamed = {"[writes]": "[writing]", "[consumer.null]": "[consumer.disk]"}
+    if value is None:
+        path.write_text(good_text.replace(key, renamed[key], 1))
+    else:
+        path.write_text(_set(good_text, key, value))
+    with pytest.raises(ProfileError) as found:
+        load_calibration(path)
+    assert message in str(found.value)
+    assert "\n" not in str(found.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(value=st.sampled_from(["nan", "inf", "-inf", "-1.0", '"7"', "true", "2e6"]))
+def test_no_cost_loads_unless_finite_and_in_range(tmp_path_factory, good_text, value):
+    path = tmp_path_factory.mktemp("bad") / "bad.toml"
+    path.write_text(_set(good_text, "write_call_ns", value))
+    with pytest.raises(ProfileError, match=r"write_call_ns = .* is not allowed"):
+        load_calibration(path)
+
+
+# --- the commands ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def runs_csv(tmp_path) -> Path:
+    path = tmp_path / "runs.csv"
+    synthetic_runs(noise=0.03).to_csv(path, index=False)
+    return path
+
+
+def test_capture_calibrate_from_an_export(capsys, tmp_path, runs_csv):
+    out = tmp_path / "cal.toml"
+    code, text, err = run_cli(
+        capsys, "capture", "calibrate", "--csv", str(runs_csv), "-o", str(out)
+    )
+    assert code == 0, err
+    assert f"wrote {out} from 30 runs" in text
+    assert "MAPE all: capture pps" in text
+    code, text, err = run_cli(
+        capsys, "capture", "model", "--calibration", str(out), "--sizes", "64", "--json"
+    )
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "capture", "calibrate", "--csv", str(runs_csv), "-o", str(out))
+    assert (code, err) == (2, f"pcieperf: error: {out} exists; pass --force to overwrite it\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["7", "99"], "capture run 99 is not stored"),
+        (["--measured-on", "x"], None),
+    ],
+)
+def test_capture_calibrate_picks_runs(capsys, tmp_path, runs_csv, argv, message):
+    out = tmp_path / "cal.toml"
+    code, _, err = run_cli(
+        capsys, "capture", "calibrate", *argv, "--csv", str(runs_csv), "-o", str(out)
+    )
+    if message is None:
+        assert code == 0, err
+        assert load_calibration(out).meta.measured_on == "x"
+    else:
+        assert code == 2
+        assert message in err
+        assert err.count("\n") == 1
+        assert not out.exists()
+
+
+def test_capture_model_refuses_bad_input_in_one_line(capsys, tmp_path):
+    missing = tmp_path / "nope.toml"
+    for argv, message in [
+        (["--calibration", str(missing)], f"cannot read calibration {missing}"),
+        (["--sizes", "63"], "frame size 63 is not allowed"),
+        (["--design", "per-packet", "--file-format", "pcapng"], "format pcap only"),
+    ]:
+        code, _, err = run_cli(capsys, "capture", "model", *argv)
+        assert code == 2, argv
+        assert message in err
+        assert err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("sink", "disk", "capture run 4: sink = 'disk' is not allowed; use one of null, tmpfs"),
+        ("capture_cpu_ns", float("inf"), "capture run 4: capture_cpu_ns = inf is not allowed"),
+        ("fwd_cpu_share", 0.0, "capture run 4: fwd_cpu_share = 0.0 is not allowed; it must be"),
+    ],
+)
+def test_a_run_the_fit_cannot_read_is_named(column, value, message):
+    runs = synthetic_runs()
+    runs.loc[3, column] = value
+    with pytest.raises(UsageError, match=message.replace("(", r"\(")):
+        fit.fit(runs, "synthetic")
+
+
+def test_capture_calibrate_answers_as_the_api(capsys, tmp_path, runs_csv):
+    # One code path: the CLI's --json is what pp.capture_calibrate returns for the same runs.
+    out = tmp_path / "cal.toml"
+    argv = ["capture", "calibrate", "3", "4", "5", "9", "--csv", str(runs_csv), "-o", str(out)]
+    code, text, err = run_cli(capsys, *argv, "--measured-on", "VM", "--json")
+    assert code == 0, err
+    answer = capture_calibrate(
+        [3, 4, 5, 9], csv=runs_csv, output=out, force=True, measured_on="VM"
+    ).to_json()
+    assert json.loads(json.dumps(answer)) == json.loads(text)
+    assert answer["runs"] == [3, 4, 5, 9]
