@@ -190,11 +190,17 @@ fn pcap_record(sec: u32, caplen: u32, wirelen: u32, fill: u8) -> Vec<u8> {
 
 /// A folder of its own for each call, the file keeping its name (some tests read it back):
 /// tests run on parallel threads of one process and several reuse a name (`gaps.pcap`), so a
-/// shared folder let one test overwrite or remove another's file.
+/// shared folder let one test overwrite or remove another's file. The folders live in the
+/// workspace's build folder (`target/test-tmp`, removed with it), not in /tmp, where each run
+/// left some 250 behind.
 fn temp(name: &str) -> PathBuf {
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("pcieperf-trace-{}-{call}", std::process::id()));
+    let root = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../target/test-tmp"
+    ));
+    let dir = root.join(format!("pcieperf-trace-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
