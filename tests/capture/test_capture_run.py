@@ -76,6 +76,9 @@ def test_a_capture_conserves_packets_and_leaves_nothing(frame, tmp_path, capsys,
     # The file holds what dumpcap wrote, give or take the ring's content at the stop.
     assert abs(got["file_packets"] - got["written"]) <= got["ring_size"]
     assert (got["frame_bytes"], got["sink"]) == (frame, "file")
+    # Each record is a pcapng Enhanced Packet Block: 32 bytes around the packet (its header and
+    # trailing length, pcapng draft §4.3) plus options; the packet is the frame less its FCS.
+    assert got["bytes_per_record"] >= frame - 4 + 32
     # Copying every packet twice (Rx and Tx) on the forwarding lcore costs it CPU time per
     # packet (lib/pdump/rte_pdump.c: pdump_copy runs in the Rx and Tx callbacks).
     assert got["fwd_cpu_ns"] > got["fwd_cpu_ns_no_capture"] > 0

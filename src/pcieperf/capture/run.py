@@ -132,8 +132,9 @@ class Window:
 @dataclass(frozen=True)
 class ToolWindow:
     """The capture tool from its start of capture to its exit: CPU ns of its capture thread,
-    write calls and bytes, its closing counts, and the CPU time pcieperf itself (the harness:
-    its polling loop and reading threads) took meanwhile, per wall second."""
+    its write calls and bytes and its closing counts (over its life), and the CPU time
+    pcieperf itself (the harness: its polling loop and reading threads) took meanwhile, per
+    wall second."""
 
     wall_s: float
     cpu_ns: int
@@ -446,7 +447,7 @@ def _measure_capture(
 
     _wait_for("capture start", tool.capturing.is_set, START_DEADLINE_S, tick, watch)
     start, harness = time.monotonic(), time.process_time()
-    cpu0, io0 = threads.cpu_ns(tool.proc.pid), threads.io_counts(tool.proc.pid)
+    cpu0 = threads.cpu_ns(tool.proc.pid)  # EAL's start-up is not the capture's work
     samples = primary.samples
     first = len(samples)
 
@@ -460,8 +461,9 @@ def _measure_capture(
     wall, harness = time.monotonic() - start, time.process_time() - harness
     cpu, io = threads.cpu_ns(tool.proc.pid) - cpu0, threads.io_counts(tool.proc.pid)
     counts = _counts(tool.name, tool.reap(), during, wall)
-    io_delta = threads.IoCounts(io.calls - io0.calls, io.bytes - io0.bytes)
-    return during, ToolWindow(wall, cpu, io_delta, counts, harness / wall)
+    # Write calls and bytes over the tool's life, as its counts are: the records it wrote
+    # before its "capturing" line count too (its start-up writes no more than a few lines).
+    return during, ToolWindow(wall, cpu, io, counts, harness / wall)
 
 
 def _counts(name: str, output: str, during: Window, wall: float) -> tools.ToolCounts:
