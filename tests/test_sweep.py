@@ -319,10 +319,13 @@ def crash(*_):
 def test_a_stopped_sweep_resumes_without_evaluating_written_chunks(specs, tmp_path):
     calls = tmp_path / "calls"
 
-    def counting(args):
-        with calls.open("a") as f:  # one line per evaluation, whatever thread runs it
-            f.write(f"{args.op} {args.mps} {args.sizes}\n")
-        return _sweep_dma(args)
+    def counting_into(path):
+        def counting(args):
+            with path.open("a") as f:  # one line per evaluation, whatever thread runs it
+                f.write(f"{args.op} {args.mps} {args.sizes}\n")
+            return _sweep_dma(args)
+
+        return counting
 
     plan = make_plan(specs["dma"])
     expected = in_process_table(plan, tmp_path / "expected.parquet")
@@ -338,7 +341,8 @@ def test_a_stopped_sweep_resumes_without_evaluating_written_chunks(specs, tmp_pa
     with engine.connect(engine.Scheduler()) as client:
         with pytest.raises(CrashError):
             sweep.run(
-                make_plan(specs["dma"], counting),
+                # the crashed run's own file: its chunks still in flight may finish later
+                make_plan(specs["dma"], counting_into(tmp_path / "crashed")),
                 out,
                 client,
                 force=False,
@@ -348,8 +352,7 @@ def test_a_stopped_sweep_resumes_without_evaluating_written_chunks(specs, tmp_pa
         assert sorted(p.name for p in sweep.parts_dir(out).glob("part-*")) == [
             f"part-{i:08d}.parquet" for i in sorted(written)
         ]
-        calls.unlink()
-        summary = sweep.run(make_plan(specs["dma"], counting), out, client, force=False)
+        summary = sweep.run(make_plan(specs["dma"], counting_into(calls)), out, client, force=False)
     # 18 points in chunks of 5 = 4 chunks (5, 5, 5, 3 points); 2 were written before the crash.
     assert summary["chunks_resumed"] == 2
     assert summary["chunks_evaluated"] == 2

@@ -270,7 +270,10 @@ def test_end_to_end_run_and_prediction_from_it(tmp_path, capsys):
     run = json.loads(capsys.readouterr().out)
     assert run["wall_s"] >= 2  # --seconds is a minimum: the run also waits for its rate
     assert run["version"].startswith("DPDK ")
-    assert run["pkt_bytes"] == 124.0
+    # Bytes over packets of one statistics block: testpmd reads the two counters while the
+    # forwarding lcore updates them (rte_eth_stats_get, no snapshot), so a block can hold a few
+    # bursts more of one than of the other (seen in CI: 124.0000157).
+    assert run["pkt_bytes"] == pytest.approx(124.0, rel=1e-4)
     assert run["rx_pps"] > 1e5  # a real forwarding rate (tens of Mpps on a 2-vCPU VM)
     # infinite_rx always has packets: every rx_burst returns the full --burst of 16.
     assert run["mean_batch"] == 16.0
