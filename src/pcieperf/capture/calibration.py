@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from pcieperf._config import load_toml
 from pcieperf.capture.path import COPY_KINDS, SINKS, WRITERS
 from pcieperf.errors import ProfileError, UsageError, require_new_file
+from pcieperf.outputs import publish, temporary_beside
 from pcieperf.results import Report
 
 if TYPE_CHECKING:
@@ -275,19 +276,15 @@ def _costs(costs: Forwarding | Producer | Consumer) -> dict[str, object]:
 
 
 def write_new(path: Path, text: str, force: bool) -> None:
-    """Write `text` to a temporary sibling, then move it onto `path`: a link that fails if
-    `path` appeared meanwhile (no clobbering), or a rename over it with `force`."""
-    tmp = path.parent / f".{path.name}.{os.urandom(8).hex()}.part"
+    """Write `text` to a temporary sibling, then publish it as `path` (no clobbering unless
+    `force`: pcieperf.outputs)."""
+    tmp = temporary_beside(path)
     try:
         tmp.write_text(text, encoding="utf-8")
-        if force:
-            tmp.replace(path)
-        else:
-            os.link(tmp, path)
-    except FileExistsError:
-        raise UsageError(f"{path} exists; pass --force to overwrite it") from None
-    finally:
+    except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+    publish(tmp, path, force)
 
 
 # --- capture calibrate -----------------------------------------------------------------------

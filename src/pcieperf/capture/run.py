@@ -23,6 +23,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pcieperf import outputs
 from pcieperf.capture import hugepages, threads, tools
 from pcieperf.dpdk import testpmd
 from pcieperf.errors import PcieperfError, UsageError, require_choice, require_new_file, warn
@@ -253,14 +254,14 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
     hugepages.check(cfg.huge_dir)
     _check_sink(cfg)
     prefix = f"{RUN_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
-    mbufs, memory = _pool(cfg)
+    pool = _pool(cfg)  # a replayed capture is read for it: once
     with testpmd.terminate_as_interrupt(), hugepages.exclusive():
         _recover()
         stack = ExitStack()
         try:
-            huge = stack.enter_context(hugepages.hugepages(_pages(memory, cfg), cfg.huge_dir))
+            huge = stack.enter_context(hugepages.hugepages(_pages(pool[1], cfg), cfg.huge_dir))
             stack.callback(_remove_runtime_dir, prefix)
-            primary = _Primary(_primary_command(cfg, binaries["testpmd"], prefix, huge, mbufs))
+            primary = _Primary(_primary_command(cfg, binaries["testpmd"], prefix, huge, pool))
             stack.callback(primary.stop)
             target = _target(cfg, prefix)
             if target != NULL_SINK:  # a file of the run's own, removed unless published
@@ -350,10 +351,10 @@ def _lcores(fwd_lcores: int) -> str:
 
 
 def _primary_command(
-    cfg: CaptureConfig, binary: str, prefix: str, huge: Path, mbufs: int
+    cfg: CaptureConfig, binary: str, prefix: str, huge: Path, pool: tuple[int, int]
 ) -> list[str]:
     """The primary: testpmd on hugepages with a file prefix of its own (for secondaries)."""
-    _, memory = _pool(cfg)
+    mbufs, memory = pool
     queues = []
     if cfg.fwd_lcores > 1:  # one Rx and Tx queue per forwarding lcore on the one port
         n = cfg.fwd_lcores
@@ -381,8 +382,7 @@ def _target(cfg: CaptureConfig, prefix: str) -> Path:
         return NULL_SINK
     if cfg.sink == "tmpfs":
         return TMPFS / f".{prefix}.{cfg.format}"
-    out = Path(cfg.out)
-    return out.parent / f".{out.name}.{os.urandom(8).hex()}.part"
+    return outputs.temporary_beside(cfg.out)
 
 
 def _tool_command(cfg: CaptureConfig, binary: str, prefix: str, target: Path) -> list[str]:
@@ -488,21 +488,8 @@ def _finish_file(result: CaptureResult, target: Path) -> None:
     (stats,) = trace.stats_files([target])
     result.file_stats = stats
     if cfg.sink == "file":
-        publish(target, Path(cfg.out), cfg.force)
+        outputs.publish(target, Path(cfg.out), cfg.force)
         result.file = Path(cfg.out)
-
-
-def publish(tmp: Path, out: Path, force: bool) -> None:
-    """Give the complete file `tmp` the name `out`: a hard link fails if `out` exists (no
-    clobber, atomic), a rename replaces it atomically with `force`."""
-    if force:
-        tmp.replace(out)
-        return
-    try:
-        os.link(tmp, out)
-    except FileExistsError:
-        raise UsageError(f"{out} appeared during the run; pass --force to overwrite it") from None
-    tmp.unlink()
 
 
 def _remove_runtime_dir(prefix: str) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pcieperf._native import core
 from pcieperf.errors import TraceFileError, UsageError, require_new_file
+from pcieperf.outputs import temporary_beside
 
 FORMATS = ("pcap", "pcapng")
 
@@ -30,16 +31,8 @@ def _check_output(
     require_new_file(out, force)
 
 
-def _temporary_beside(output: str | os.PathLike) -> Path:
-    """A fresh name beside `output` for the file being written, renamed onto `output` only
-    once complete. It is not created here: the writer creates it like any new file, so it
-    gets the user's umask (a mkstemp file would stay 0600)."""
-    out = Path(output)
-    return out.parent / f".{out.name}.{os.urandom(8).hex()}.part"
-
-
 def _write_atomically(output: str | os.PathLike, write: Callable[[Path], dict]) -> dict:
-    tmp = _temporary_beside(output)
+    tmp = temporary_beside(output)
     try:
         stats = write(tmp)
         tmp.replace(output)
