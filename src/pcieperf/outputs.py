@@ -1,33 +1,178 @@
-"""Publishing output files whole: written under a temporary name beside the output, then given
-the output's name in one step, so that a reader never sees half a file and a failure leaves no
-output behind (the caller removes the temporary)."""
+"""Publishing outputs whole: every file and folder pcieperf writes is made under a temporary
+name beside the output, flushed to disk, then given the output's name in one step, without
+replacing anything that appeared meanwhile unless --force. A reader never sees half an output;
+a failure (a full disk, a signal, a bug) leaves the old output as it was and no temporary
+behind, and a temporary left by a killed run is removed by the next run that writes the same
+output (its name holds the writer's process id).
+"""
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from pcieperf.errors import UsageError
+from pcieperf.errors import UsageError, warn
+
+MARK = "pcieperf"  # a temporary's name: .OUTPUT.pcieperf-PID-RANDOM.part
+RENAME_NOREPLACE = 1  # renameat2(2) flags, <linux/fs.h>
+RENAME_EXCHANGE = 2
+AT_FDCWD = -100  # <fcntl.h>
 
 
 def temporary_beside(output: str | os.PathLike) -> Path:
-    """A fresh name beside `output` for the file being written. It is not created here: the
-    writer creates it like any new file, so it gets the user's umask (a mkstemp file would stay
-    0600)."""
+    """A fresh name beside `output` for the file or folder being written, after removing the
+    temporaries of `output` whose writer is gone. Not created here: the writer creates it like
+    any new file, so it gets the user's umask (a mkstemp file would stay 0600)."""
     out = Path(output)
-    return out.parent / f".{out.name}.{os.urandom(8).hex()}.part"
+    remove_stale(out)
+    return out.parent / f".{out.name}.{MARK}-{os.getpid()}-{os.urandom(4).hex()}.part"
+
+
+def remove_stale(output: Path) -> None:
+    """Remove the temporaries of `output` that a killed pcieperf left (their process is gone),
+    and say so."""
+    for found in output.parent.glob(f".{output.name}.{MARK}-*-*.part"):
+        pid = found.name.rsplit(f".{MARK}-", 1)[1].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            _remove(found)
+            warn(f"removed {found}, left by pcieperf process {pid}, which is gone")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+@contextmanager
+def written(output: str | os.PathLike, force: bool) -> Iterator[Path]:
+    """The temporary path to write `output` to; when the block ends without an error, the file
+    is flushed to disk and published (`publish`). Any failure removes the temporary; an OS
+    error (a full disk, a read-only folder) becomes one line naming `output` and the reason."""
+    out = Path(output)
+    tmp = temporary_beside(out)
+    try:
+        with os_errors(out):
+            yield tmp
+            _sync(tmp)
+        publish(tmp, out, force)
+    finally:
+        _remove(tmp)
+
+
+@contextmanager
+def os_errors(output: Path) -> Iterator[None]:
+    """An OSError in the block as the UsageError a user acts on: which output, why."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        raise UsageError(f"cannot write {output}: {os.strerror(exc.errno)}") from None
+
+
+def write_text(output: str | os.PathLike, text: str, force: bool) -> None:
+    """Publish `text` as the file `output` (UTF-8), whole or not at all."""
+    with written(output, force) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_with(output: str | os.PathLike, force: bool, write: Callable[[Path], object]) -> None:
+    """Publish the file that `write(path)` writes as `output`, whole or not at all."""
+    with written(output, force) as tmp:
+        write(tmp)
+
+
+def _sync(path: Path) -> None:
+    """Flush a written file (or each file of a folder) and its folder to disk, so that the
+    published name never points at data still in the page cache only."""
+    files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else [path]
+    for item in [*files, path] if path.is_dir() else files:
+        fd = os.open(item, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def publish(tmp: Path, output: Path, force: bool) -> None:
-    """Give the complete file `tmp` the name `output`: a hard link, which fails if `output`
-    exists by now (no clobbering, atomic), or with `force` a rename over it; `tmp` is gone
-    either way."""
+    """Give the complete file or folder `tmp` the name `output` in one step: refused if `output`
+    exists by now, unless `force`, which replaces a file atomically and exchanges a folder
+    atomically (the old one then removed); `tmp` is gone either way."""
     try:
-        if force:
-            tmp.replace(output)
-        else:
-            os.link(tmp, output)
-    except FileExistsError:
-        raise UsageError(f"{output} exists; pass --force to overwrite it") from None
+        with os_errors(output):
+            if not force:
+                _rename_noreplace(tmp, output)
+            elif tmp.is_dir() and output.is_dir():
+                _exchange(tmp, output)
+            else:
+                tmp.replace(output)
     finally:
-        tmp.unlink(missing_ok=True)
+        _remove(tmp)
+
+
+def _rename_noreplace(src: Path, dst: Path) -> None:
+    """rename(2) that fails if `dst` exists (renameat2 RENAME_NOREPLACE; a hard link where the
+    file system lacks it)."""
+    try:
+        _renameat2(src, dst, RENAME_NOREPLACE)
+    except FileExistsError:
+        raise UsageError(f"{dst} exists; pass --force to overwrite it") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS) or src.is_dir():
+            raise
+        try:
+            os.link(src, dst)
+        except FileExistsError:
+            raise UsageError(f"{dst} exists; pass --force to overwrite it") from None
+
+
+def _exchange(src: Path, dst: Path) -> None:
+    """Swap two folders' names in one step (RENAME_EXCHANGE), then remove the old one, which
+    is under `src`'s name by then."""
+    _renameat2(src, dst, RENAME_EXCHANGE)
+
+
+def _renameat2(src: Path, dst: Path, flags: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(AT_FDCWD, os.fsencode(src), AT_FDCWD, os.fsencode(dst), flags) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), os.fspath(dst))
+
+
+@contextmanager
+def folder(output: str | os.PathLike, force: bool) -> Iterator[Path]:
+    """A temporary folder to build the folder `output` in, published whole when the block ends
+    without an error: as `output` if there is none; into an existing one (which holds other
+    files: a report's or prediction's folder given again) file by file, each no-clobber unless
+    `force`."""
+    out = Path(output)
+    tmp = temporary_beside(out)
+    try:
+        with os_errors(out):
+            tmp.mkdir()
+            yield tmp
+            _sync(tmp)
+        if out.is_dir():
+            for path in sorted(tmp.iterdir()):
+                publish(path, out / path.name, force)
+        else:
+            publish(tmp, out, force=False)
+    finally:
+        _remove(tmp)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from pcieperf.capture.model import record_bytes, solve
+from pcieperf.capture.path import touches_bytes
 
 SIZES = (64, 128, 256, 512, 1500)
 WRITERS = (("dumpcap", "pcapng"), ("dumpcap", "pcap"), ("pdump", "pcap"))
@@ -53,7 +54,7 @@ def synthetic_runs(
                 prod = true["prod_fixed_ns"][kind] + true["prod_per_byte_ns"] * pkt
                 cons = (
                     true["cons_fixed_ns"][writer]
-                    + true["cons_per_byte_ns"][sink] * rec
+                    + true["cons_per_byte_ns"][sink] * rec * touches_bytes(writer, sink)
                     + true["write_call_ns"][sink] * calls
                 )
                 fwd_share, cap_share = rng.uniform(0.6, 1.0), rng.uniform(0.15, 1.0)

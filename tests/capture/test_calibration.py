@@ -61,7 +61,15 @@ def test_the_fit_recovers_the_costs_the_runs_were_made_from(
     if runs["loss"].nunique() > 2:  # the delivered share moved: the hand-off is separable
         assert _close(cal.producer.handoff_ns, handoff)
     for sink, consumer in cal.consumers.items():
-        if lost[sink] == len(runs) / 2:  # every run of the sink saturated its consumer
+        if lost[sink] != len(runs) / 2:  # not every run of the sink saturated its consumer
+            continue
+        if f"consumer.{sink}.per_byte" in cal.meta.not_separable:
+            # Into /dev/null only stdio writers touch the bytes, and their write calls grow with
+            # the bytes (one per 4 KiB): per byte and per call are one term there. Whatever
+            # split the fit takes, its costs reproduce every run (measured / fitted = 1).
+            assert _close(consumer.band.low, 1.0)
+            assert _close(consumer.band.high, 1.0)
+        else:
             assert _close(consumer.write_call_ns, true["write_call_ns"][sink])
             assert _close(consumer.per_byte_ns, true["cons_per_byte_ns"][sink])
             assert all(_close(consumer.fixed_ns[k], v) for k, v in true["cons_fixed_ns"].items())

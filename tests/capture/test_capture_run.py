@@ -105,6 +105,7 @@ def _as_printed(result):
 
 
 def _start_cli(tmp_path: Path, *args: str) -> subprocess.Popen:
+    tmp_path.mkdir(exist_ok=True)  # a store's folder is never made for it (issue 28)
     code = "import sys; from pcieperf.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.Popen(
         [sys.executable, "-c", code, "capture", "run", "--db", str(tmp_path / "s.duckdb"), *args],
@@ -165,8 +166,10 @@ def test_stopping_a_capture_cleans_up_and_stores_nothing(stop, tmp_path, nothing
         if proc.poll() is None:  # the test failed: still clean up before `nothing_left` looks
             proc.send_signal(signal.SIGINT)
             proc.communicate(timeout=WAIT_S)
-    assert proc.returncode == 130, err
-    assert err.strip().splitlines()[-1] == "pcieperf: interrupted"
+    # 128 + the signal, as a shell reports a process it stopped (130 for Ctrl-C, 143 SIGTERM)
+    assert proc.returncode == 128 + stop, err
+    said = {signal.SIGINT: "", signal.SIGTERM: " by SIGTERM"}[stop]
+    assert err.strip().splitlines()[-1] == f"pcieperf: interrupted{said}"
     assert pp.capture_runs(db=tmp_path / "s.duckdb").to_json() == []
 
 

@@ -9,6 +9,7 @@
 //! - [`iotlb`]: the IOMMU's translation caches, shared by both.
 //! - [`pages`]: the pages a DMA stream touches (its working set).
 //! - [`port`]: a DPDK port's stream run through the IOMMU: miss counts and timed runs.
+//! - [`cores`]: what sharing cache lines between two CPUs costs on this machine now.
 //! - [`ddio`]: the LLC ways DDIO allocates into, as a DPDK port's DMA sees them.
 //! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis).
 //! - `rng`: the pseudo-random generator they share (a leaf, so no two of them import each
@@ -18,6 +19,7 @@
 //! - `py` (feature `pyo3`, enabled by the glue only): the parameter types' conversions from
 //!   Python values.
 
+pub mod cores;
 pub mod dataplane;
 pub mod ddio;
 pub mod error;

@@ -6,7 +6,7 @@ use pcieperf_core::error::ErrorKind;
 use pcieperf_core::iotlb::CacheShape;
 use pcieperf_core::port::PortRun;
 use pcieperf_core::sim::{self, Machine, SimParams, TxnClass, Walks};
-use pcieperf_core::{port, tlp, CoreError};
+use pcieperf_core::{cores, port, tlp, CoreError};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -176,6 +176,19 @@ fn port_simulate<'py>(
     Ok(out)
 }
 
+/// CPU ns per store with CPUs `first` and `second` storing into one buffer over the same alone
+/// on `first`: what sharing cache lines between the two costs now (see `cores`).
+#[pyfunction]
+fn shared_store_slowdown(
+    py: Python<'_>,
+    first: usize,
+    second: usize,
+    stores: u64,
+) -> PyResult<f64> {
+    py.detach(|| cores::shared_store_slowdown([first, second], stores))
+        .map_err(to_py_err)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -187,6 +200,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(port_misses, m)?)?;
     m.add_function(wrap_pyfunction!(port_simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(shared_store_slowdown, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_read, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_merge, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_convert, m)?)?;

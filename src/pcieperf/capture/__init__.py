@@ -9,5 +9,5 @@ tools' command lines and output), `threads` (CPU time per thread from /proc), `r
 stored runs, `pp.capture_calibrate`; the shipped one in `calibrations/`).
 
 May import: every model package (pcie, net, nic, dpdk, pciebench), measure (the store),
-errors, units. No report, no CLI.
+errors, units, outputs, interrupts. No report, no CLI.
 """

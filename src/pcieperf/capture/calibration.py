@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from pcieperf._config import load_toml
 from pcieperf.capture.path import COPY_KINDS, SINKS, WRITERS
-from pcieperf.errors import ProfileError, UsageError, require_new_file
-from pcieperf.outputs import publish, temporary_beside
+from pcieperf.errors import ProfileError, UsageError, is_number, require_new_file
+from pcieperf.outputs import write_text
 from pcieperf.results import Report
 
 if TYPE_CHECKING:
@@ -107,6 +107,9 @@ class Meta:
     procedure: str = "pcieperf capture calibrate (docs/capture.md#calibration)"
     not_separable: list[str] = field(default_factory=list)
     loso: dict[str, float] = field(default_factory=dict)  # leave-one-size-out judgement
+    # the placement probe's limit of the runs fitted (inf: one placement) and the runs left out
+    placement_max_slowdown: float = math.inf
+    other_placement_runs: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -184,8 +187,7 @@ class _Checker:
 
     def number(self, table: dict, key: str, where: str, low: float, high: float) -> float:
         value = table.get(key)
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if not (ok and math.isfinite(value) and low <= value <= high):  # type: ignore[arg-type]
+        if not is_number(value, low, high):
             raise self.fail(f"[{where}] {key}", value, f"use a number from {low:g} to {high:g}")
         return float(value)  # type: ignore[arg-type]
 
@@ -233,7 +235,21 @@ class _Checker:
             str(table.get("procedure", Meta.procedure)),
             [str(v) for v in table.get("not_separable", [])],
             {k: self.number(loso, k, "meta.loso", 0, 1e6) for k in loso},
+            self.limit(table, "placement_max_slowdown"),
+            self.ids(table, "other_placement_runs"),
         )
+
+    def limit(self, table: dict, key: str) -> float:
+        """A positive limit, or inf (TOML's `inf`) for none."""
+        if table.get(key, math.inf) == math.inf:
+            return math.inf
+        return self.number(table, key, "meta", 1e-3, 1e6)
+
+    def ids(self, table: dict, key: str) -> list[int]:
+        ids = table.get(key, [])
+        if not (isinstance(ids, list) and all(type(r) is int for r in ids)):
+            raise self.fail(f"[meta] {key}", ids, "list stored run ids")
+        return ids
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -273,18 +289,6 @@ def _costs(costs: Forwarding | Producer | Consumer) -> dict[str, object]:
     """A cost table's keys, its band as band_low and band_high."""
     out = {f.name: getattr(costs, f.name) for f in fields(costs) if f.name != "band"}
     return out | {"band_low": costs.band.low, "band_high": costs.band.high}
-
-
-def write_new(path: Path, text: str, force: bool) -> None:
-    """Write `text` to a temporary sibling, then publish it as `path` (no clobbering unless
-    `force`: pcieperf.outputs)."""
-    tmp = temporary_beside(path)
-    try:
-        tmp.write_text(text, encoding="utf-8")
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    publish(tmp, path, force)
 
 
 # --- capture calibrate -----------------------------------------------------------------------
@@ -362,19 +366,26 @@ def capture_calibrate(
     size's runs predicted from a fit to the others'. `runs`: run ids (none: all) from the
     store `db` or an exported `csv`, or a DataFrame of runs; the runs used are written beside
     `output` (`runs_file`), so that the fit can be re-run from them."""
-    from pcieperf.capture import fit
+    from pcieperf.capture import fit, placement
 
     out = Path(output)
     require_new_file(out, force)
-    require_new_file(runs_file(out), force or runs_file(out) == Path(csv or ""))
+    rewrite_runs = force or runs_file(out) == Path(csv or "")  # its own runs, read back
+    require_new_file(runs_file(out), rewrite_runs)
     table = stored_runs(runs, db=db, csv=csv)
     where = measured_on or machine_kind()
-    fitted = fit.fit(table, where)
-    held = fit.leave_one_size_out(table, where)
-    judged = fit.judgement(held)
-    cal = replace(fitted, meta=replace(fitted.meta, loso=judged), path=str(out))
-    write_new(runs_file(out), table.to_csv(index=False), True)
-    write_new(out, calibration_toml(cal), force)
+    limit = placement.placement_limit(table)
+    near = placement.in_placement(table, limit)
+    fitted = fit.fit(table[near], where)
+    held = fit.leave_one_size_out(table[near], where)
+    judged = fit.judgement(held) | fit.other_placement(fitted, table[~near])
+    others = sorted(int(r) for r in table.loc[~near, "run_id"])
+    meta = replace(
+        fitted.meta, loso=judged, placement_max_slowdown=limit, other_placement_runs=others
+    )
+    cal = replace(fitted, meta=meta, path=str(out))
+    write_text(runs_file(out), table.to_csv(index=False), rewrite_runs)
+    write_text(out, calibration_toml(cal), force)
     payload = {
         "output": str(out),
         "runs_file": str(runs_file(out)),
@@ -410,6 +421,7 @@ def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
             for sink, c in cal.consumers.items()
         ),
         *(f"  not separable: {n}" for n in cal.meta.not_separable),
+        *_placement_lines(cal.meta),
         "leave one frame size out (each size predicted from the other sizes' runs):",
     ]
     rows = []
@@ -427,6 +439,18 @@ def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
         for sink in ["all", *sorted(held["sink"].unique())]
     ]
     return "\n".join([*lines, format_table(headers, rows), *total])
+
+
+def _placement_lines(meta: Meta) -> list[str]:
+    """The runs left out for another placement of the two CPUs, and what they cost."""
+    if not meta.other_placement_runs:
+        return []
+    ratio = meta.loso.get("other_placement_penalty_ratio", math.nan)
+    return [
+        f"  left out: {len(meta.other_placement_runs)} runs whose CPUs shared cache lines more "
+        f"than {meta.placement_max_slowdown:.2f}x slower than alone (another placement: "
+        f"docs/capture.md#placement); their forwarding penalty was {ratio:.2f}x the fit's"
+    ]
 
 
 def _fixed(fixed: dict[str, float]) -> str:

@@ -13,6 +13,7 @@ alike) and costs kept >= 0 (scipy's NNLS):
   consumer, per record written, per sink (saturated runs: loss > 0; the capture thread
   sleeps when its ring is empty, so an unsaturated run's CPU per record is an upper bound)
                                                        fixed[writer] + per_byte x record bytes
+                                                       it touches (path.touches_bytes)
                                                        + write_call x write calls per record
   write calls per record, per writer                   per_record + per_byte x record bytes
 
@@ -46,7 +47,7 @@ from pcieperf.capture.model import (
     solve,
     write_calls,
 )
-from pcieperf.capture.path import FORMATS, SINKS
+from pcieperf.capture.path import FORMATS, SINKS, touches_bytes
 from pcieperf.errors import UsageError
 from pcieperf.net.wire import FCS_BYTES
 
@@ -224,9 +225,13 @@ def fit_consumer(d: pd.DataFrame, sink: str) -> tuple[Consumer, list[str]]:
     if len(saturated) < 3:
         notes.append(f"consumer.{sink}: fewer than 3 saturated runs; all its runs used")
         saturated = runs
+    touched = [touches_bytes(str(w), sink) for w in saturated["writer"]]
+    # Write calls first: into /dev/null only stdio writers touch bytes, and they call write
+    # once per 4 KiB, so the two are one term there; the per-call cost then carries it (what
+    # the study's per-packet writes, priced per call, need).
     terms = {
-        "per_byte": saturated["rec"].to_numpy(float),
         "write_call": saturated["write_calls_per_packet"].to_numpy(float),
+        "per_byte": saturated["rec"].to_numpy(float) * np.array(touched, dtype=float),
     }
     fixed, coef, band, dropped = _fit_costs(
         saturated["capture_cpu_ns"].to_numpy(float), _keyed(saturated, "writer", "fixed"), terms
@@ -353,6 +358,17 @@ def leave_one_size_out(runs: pd.DataFrame, measured_on: str = "") -> pd.DataFram
     if not held:
         raise UsageError("no frame size could be predicted from the others' runs")
     return pd.concat(held, ignore_index=True)
+
+
+def other_placement(cal: CaptureCalibration, runs: pd.DataFrame) -> dict[str, float]:
+    """How runs in another placement of the two CPUs compare with a fit to the calibration's
+    placement: their median measured over predicted forwarding penalty (none: no key)."""
+    if runs.empty:
+        return {}
+    d = prepared(runs, cal.writes.pcapng_options_bytes)
+    penalty = predict(cal, d)["penalty_ns"]
+    ratio = d["prod_ns"] * d["copies_per_packet"] / penalty
+    return {"other_placement_penalty_ratio": float(ratio.median())}
 
 
 def judgement(held: pd.DataFrame) -> dict[str, float]:

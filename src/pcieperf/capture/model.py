@@ -23,7 +23,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, CaptureCalibration, load_calibration
-from pcieperf.capture.path import BUFFER_SHARE, CAPTURE_SIZES, DESIGNS, DIRECTIONS, FORMATS
+from pcieperf.capture.path import (
+    BUFFER_SHARE,
+    CAPTURE_SIZES,
+    DESIGNS,
+    DIRECTIONS,
+    FORMATS,
+    touches_bytes,
+)
 from pcieperf.dpdk.forwarding import FORWARDING_PROFILE, ForwardingConfig, forwarding_profile
 from pcieperf.errors import UsageError, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
@@ -213,7 +220,7 @@ def copy_costs(
         prod_ns=producer.fixed_ns[kind] * shared + producer.per_byte_ns * cap,
         handoff_ns=np.full_like(cap, producer.handoff_ns) * shared,
         cons_ns=consumer.fixed_ns[writer] * shared
-        + consumer.per_byte_ns * rec
+        + consumer.per_byte_ns * rec * touches_bytes(writer, sink)
         + consumer.write_call_ns * calls,
         record_bytes=rec,
         per_buffer=np.ones_like(rec),
@@ -426,6 +433,8 @@ def capture_model(
     buffer_share: float = BUFFER_SHARE,
     profile: str = FORWARDING_PROFILE,
     fwd_ns: float | None = None,
+    from_run: int | None = None,
+    db: str | os.PathLike | None = None,
     calibration: str | os.PathLike = DEFAULT_CALIBRATION,
     **link_options: object,
 ) -> Table:
@@ -433,7 +442,9 @@ def capture_model(
     rates per frame size or mix for one design (`pcieperf capture model`); defaults are the
     study's: testpmd forwarding 2x10 GbE on an XL710 at line rate with 2 lcores, Rx and Tx of
     one port captured by one core, written to /dev/null. `pps` is the offer over all ports
-    (default: line rate), `fwd_ns` replaces the calibration's forwarding cost per packet."""
+    (default: line rate), `fwd_ns` replaces the calibration's forwarding cost per packet, and
+    `from_run` takes it from stored capture run N instead (its forwarding lcores' CPU ns per
+    packet without capture; the store `db`)."""
     from pcieperf.nic.api import frame_mixes
     from pcieperf.pcie.api import make_link
     from pcieperf.units import parse_rate
@@ -444,6 +455,12 @@ def capture_model(
     )  # fmt: skip
     if fwd_ns is not None:
         require_positive("fwd_ns", fwd_ns)
+    fwd_from = "given (fwd_ns)" if fwd_ns is not None else "calibration"
+    if from_run is not None:
+        if fwd_ns is not None:
+            raise UsageError("give --fwd-ns or --from-run, not both: each sets the forwarding cost")
+        fwd_ns = _run_forwarding_ns(from_run, db)
+        fwd_from = f"capture run {from_run} (fwd_cpu_ns_no_capture)"
     link = make_link(**link_options)  # type: ignore[arg-type]
     offer = None if pps is None else parse_rate(str(pps))
     mixes = frame_mixes(sizes, None)
@@ -453,7 +470,7 @@ def capture_model(
     )
     payload = {
         "inputs": _inputs(setup, eth, offer, profile, link, fwd_ns),
-        "calibration": _provenance(cal, setup, fwd_ns),
+        "calibration": _provenance(cal, setup, fwd_from),
         "rows": _rows(found, setup),
     }
     return Table(
@@ -490,16 +507,22 @@ def _inputs(
     }
 
 
-def _provenance(
-    cal: CaptureCalibration, setup: CaptureSetup, fwd_ns: float | None
-) -> dict[str, object]:
+def _run_forwarding_ns(run_id: int, db: str | os.PathLike | None) -> float:
+    """A stored capture run's forwarding cost: its lcores' CPU ns per packet, alone."""
+    from pcieperf.capture.records import capture_show
+
+    found = capture_show(run_id, db=db).to_json()
+    return float(found["fwd_cpu_ns_no_capture"])  # type: ignore[index]
+
+
+def _provenance(cal: CaptureCalibration, setup: CaptureSetup, fwd_from: str) -> dict[str, object]:
     """Which calibration the costs came from, and where the forwarding cost did."""
     return {
         "file": cal.path,
         "measured_on": cal.meta.measured_on,
         "dpdk_version": cal.meta.dpdk_version,
         "runs": len(cal.meta.runs),
-        "fwd_cost_from": "given (fwd_ns)" if fwd_ns is not None else "calibration",
+        "fwd_cost_from": fwd_from,
         "writes_from": writer_source(cal, setup),
     }
 

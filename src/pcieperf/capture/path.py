@@ -22,6 +22,18 @@ dpdk-pdump)."""
 WRITERS = ("pcapng", "pcap", "pdump")
 """How the consumer writes a record: dumpcap's pcapng writev of the blocks as copied, dumpcap
 -P's libpcap pcap_dump through stdio, dpdk-pdump's net_pcap port (pcap_dump per packet)."""
+STDIO_WRITERS = ("pcap", "pdump")  # libpcap's pcap_dump: fwrite copies each record's bytes
+
+
+def touches_bytes(writer: str, sink: str) -> bool:
+    """Whether the consumer reads every byte of its records, so that each costs it (and each
+    cache line comes over from the forwarding core that wrote the copy): libpcap's pcap_dump
+    copies them into a stdio buffer, and a file's write(2) copies them into the page cache;
+    dumpcap's pcapng writev to /dev/null touches none (write_null returns the length unread,
+    drivers/char/mem.c)."""
+    return writer in STDIO_WRITERS or sink != "null"
+
+
 CAPTURE_SIZES = "64,128,256,320,384,512,1024,1518"  # the study's sizes, and two larger
 BUFFER_SHARE = 0.5
 """Of the fixed per-copy costs (producer copy, hand-off, consumer record), the share that is

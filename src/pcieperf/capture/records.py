@@ -10,6 +10,7 @@ import math
 import os
 from pathlib import Path
 
+from pcieperf.capture.placement import PROBES
 from pcieperf.capture.run import COPIES_PER_PACKET, CaptureConfig, CaptureResult
 from pcieperf.measure.records import open_store
 from pcieperf.net.wire import overhead_bytes
@@ -115,6 +116,8 @@ def run_row(result: CaptureResult) -> dict:
         "packets_per_timestamp": stats.get("packets_per_timestamp"),
         "inversions": stats.get("out_of_order"),
         "harness_cpu_share": tool.harness_cpu_share,
+        "cross_cpu_slowdown_before": result.cross_cpu_slowdown[0],
+        "cross_cpu_slowdown_after": result.cross_cpu_slowdown[1],
         "crashed": result.crashed,
         "commands": json.dumps(result.commands),
         "outputs": json.dumps(result.outputs),
@@ -245,10 +248,31 @@ def _text(data: dict) -> str:
         f"{data['write_calls_per_packet']:.4f} write calls/record, "
         f"{data['bytes_per_record']:.1f} B/record",
     ]
+    lines += _placement_line(data)
     lines += [
         f"  {e['essential']:<10} {_verdict(e['met']):<9} {e['shown']}" for e in data["essentials"]
     ]
     return "\n".join(lines)
+
+
+def _placement_line(data: dict) -> list[str]:
+    """The placement probe's values, against the shipped calibration's placement."""
+    from pcieperf.capture.calibration import load_calibration
+
+    probes = [data.get(key) for key in PROBES]
+    if any(p is None or not math.isfinite(p) for p in probes):
+        return []  # a run stored before the probe existed
+    limit = load_calibration().meta.placement_max_slowdown
+    verdict = (
+        "the calibration's placement"
+        if max(probes) <= limit
+        else "another placement than the calibration's: its costs per packet are not "
+        "comparable (docs/capture.md#placement)"
+    )
+    return [
+        f"placement   cache lines shared by the two CPUs cost x{probes[0]:.2f} before, "
+        f"x{probes[1]:.2f} after: {verdict}"
+    ]
 
 
 def _verdict(met: bool | None) -> str:

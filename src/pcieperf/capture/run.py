@@ -23,8 +23,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pcieperf import outputs
-from pcieperf.capture import hugepages, threads, tools
+from pcieperf import interrupts, outputs
+from pcieperf.capture import hugepages, placement, threads, tools
 from pcieperf.dpdk import testpmd
 from pcieperf.errors import PcieperfError, UsageError, require_choice, require_new_file, warn
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
@@ -156,6 +156,7 @@ class CaptureResult:
     during: Window
     tool: ToolWindow
     crashed: bool
+    cross_cpu_slowdown: tuple[float, float]  # placement's probe before and after the run
     file: Path | None = None
     file_stats: dict = field(default_factory=dict)
 
@@ -251,16 +252,18 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
     """Measure testpmd's forwarding without and with the capture tool attached, and the tool
     itself; `tick` gets the phase and its seconds elapsed, for a progress bar."""
     binaries = _binaries(cfg)
+    _check_cpus()
     hugepages.check(cfg.huge_dir)
     _check_sink(cfg)
     prefix = f"{RUN_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
     pool = _pool(cfg)  # a replayed capture is read for it: once
-    with testpmd.terminate_as_interrupt(), hugepages.exclusive():
+    with interrupts.stop_as_interrupt(), hugepages.exclusive():
         _recover()
         stack = ExitStack()
         try:
             huge = stack.enter_context(hugepages.hugepages(_pages(pool[1], cfg), cfg.huge_dir))
             stack.callback(_remove_runtime_dir, prefix)
+            probed_before = placement.cross_cpu_slowdown()
             primary = _Primary(_primary_command(cfg, binaries["testpmd"], prefix, huge, pool))
             stack.callback(primary.stop)
             target = _target(cfg, prefix)
@@ -272,6 +275,7 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
             stack.callback(tool.kill)
             during, window = _measure_capture(primary, tool, cfg.seconds, tick)
             crashed = primary.stop()
+            probed = (probed_before, placement.cross_cpu_slowdown())
             result = CaptureResult(
                 cfg,
                 primary.parsed.version,
@@ -281,10 +285,11 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
                 during,
                 window,
                 crashed,
+                probed,
             )
             _finish_file(result, target)
         finally:
-            with testpmd.signals_ignored():
+            with interrupts.signals_held():
                 stack.close()
     return result
 
@@ -337,15 +342,21 @@ def _pages(memory_mb: int, cfg: CaptureConfig) -> int:
     return hugepages.pages_for(memory_mb + tool_mb)
 
 
-def _lcores(fwd_lcores: int) -> str:
-    """EAL's --lcores: lcore 0 (main, mostly asleep between statistics) and the forwarding
-    lcores, placed round-robin on the CPUs this process may use."""
+def _check_cpus() -> None:
+    """Two CPUs at least: testpmd's forwarding lcore and the capture tool."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         raise UsageError(
             f"a capture run needs two CPUs (testpmd's forwarding lcore and the capture tool); "
             f"only CPU {cpus[0]} is available to this process"
         )
+
+
+def _lcores(fwd_lcores: int) -> str:
+    """EAL's --lcores: lcore 0 (main, mostly asleep between statistics) and the forwarding
+    lcores, placed round-robin on the CPUs this process may use (the first on the CPU that
+    placement.run_cpus names)."""
+    cpus = sorted(os.sched_getaffinity(0))
     places = [cpus[0], *(cpus[(1 + k) % len(cpus)] for k in range(fwd_lcores))]
     return ",".join(f"{lcore}@{cpu}" for lcore, cpu in enumerate(places))
 

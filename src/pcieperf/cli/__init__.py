@@ -14,7 +14,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from pcieperf import progress
+from pcieperf import interrupts, progress
 from pcieperf.cli._parser import (
     _COMMANDS,
     _GROUPS,
@@ -96,6 +96,11 @@ def _check_outputs(args: argparse.Namespace) -> None:
         require_plot_file(plot, getattr(args, "force", False))
 
 
+def _by(exc: KeyboardInterrupt) -> str:
+    """' by SIGTERM' where a signal other than Ctrl-C's stopped the work."""
+    return f" by {exc}" if isinstance(exc, interrupts.Stopped) else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -110,10 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("always", PcieperfWarning)
             warnings.showwarning = _show_warning
             _check_outputs(args)
-            args.func(args)
-    except KeyboardInterrupt:
-        print("pcieperf: interrupted", file=sys.stderr)
-        return 130
+            with interrupts.stop_as_interrupt():
+                args.func(args)
+    except KeyboardInterrupt as exc:
+        print(f"pcieperf: interrupted{_by(exc)}", file=sys.stderr)
+        return interrupts.exit_code(exc)
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, as Python's docs recommend.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

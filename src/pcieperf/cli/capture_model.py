@@ -34,6 +34,7 @@ MODEL_OPTIONS = (
     "buffer_share",
     "profile",
     "fwd_ns",
+    "from_run",
 )
 """`pp.capture_model`'s keywords, each the option of the same name."""
 
@@ -44,7 +45,7 @@ def cmd_capture_model(args: argparse.Namespace) -> None:
     from the calibration's spread and what limits each (docs/capture.md)."""
     chosen = {name: getattr(args, name) for name in MODEL_OPTIONS}
     calibrated = {"calibration": args.calibration} if args.calibration else {}
-    emit(args, model.capture_model(**chosen, **calibrated, **link_options(args)))
+    emit(args, model.capture_model(**chosen, **calibrated, db=args.db, **link_options(args)))
 
 
 def cmd_capture_calibrate(args: argparse.Namespace) -> None:
@@ -93,13 +94,19 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
         "--fwd-ns", type=_real(), default=None, help="forwarding CPU ns per packet (default: cal.)"
     )
     p.add_argument(
+        "--from-run",
+        type=_whole(1),
+        default=None,
+        help="take the forwarding cost from stored capture run N (its CPU ns/packet alone)",
+    )
+    p.add_argument(
         "--calibration", default=None, help="`capture calibrate` file (default: shipped)"
     )
 
 
 def _add_capture_model_commands(capture_sub: argparse._SubParsersAction) -> None:
     """`capture model` and `capture calibrate`, on the `capture` group's subparsers."""
-    p = _add_command(capture_sub, "model", cmd_capture_model, link=True)
+    p = _add_command(capture_sub, "model", cmd_capture_model, link=True, store=True)
     _add_model_options(p)
     p = _add_command(capture_sub, "calibrate", cmd_capture_calibrate, store=True)
     p.add_argument("runs", nargs="*", type=_whole(0), help="stored run ids (default: all)")

@@ -3,6 +3,7 @@
 advise), the platform profiles it runs on (`platforms`, data in `platforms/`), the testpmd
 runner (`testpmd`) and the public functions (`api`: `pp.iommu.sim/gain/advise`, `pp.platforms`).
 
-May import: pcie, net, nic, pciebench (the host calibration), errors, units, _native,
-_config. The model modules (forwarding, iommu, platforms) import no store and no runner.
+May import: pcie, net, nic, pciebench (the host calibration), errors, units, _native, _config,
+interrupts (testpmd stops on SIGTERM as on Ctrl-C). The model modules (forwarding, iommu,
+platforms) import no store and no runner.
 """

@@ -22,11 +22,11 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pcieperf import interrupts
 from pcieperf.errors import PcieperfError, UsageError, require_choice, require_positive
 from pcieperf.net import trace
 
@@ -423,10 +423,10 @@ def run(cfg: RunConfig, tick: Callable[[float, int], None] | None = None) -> Run
         reader = threading.Thread(target=_read, args=(proc.stdout, lines, parsed), daemon=True)
         reader.start()
         try:
-            with terminate_as_interrupt():
+            with interrupts.stop_as_interrupt():
                 interrupted = _wait(proc, cfg.seconds, start, parsed, tick)
         finally:
-            with signals_ignored():
+            with interrupts.signals_held():
                 stop(proc)
                 reader.join(timeout=STOP_TIMEOUT_S)
                 shutil.rmtree(runtime_dir(prefix), ignore_errors=True)
@@ -447,37 +447,6 @@ def _read(stream: Iterable[str], lines: list[str], parsed: OutputReader) -> None
     for line in stream:
         lines.append(line)
         parsed.feed(line)
-
-
-@contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (e.g. from `timeout`) ends the run the way Ctrl-C does: stored, not lost."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    before = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
-
-
-@contextmanager
-def signals_ignored() -> Iterator[None]:
-    """While testpmd is being stopped and cleaned up, a second Ctrl-C or SIGTERM waits."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler)
 
 
 def _wait(

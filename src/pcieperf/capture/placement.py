@@ -1,0 +1,63 @@
+"""Where the host placed the two CPUs a capture run uses, as their cache lines show it: the
+slowdown of a store loop when both CPUs share its buffer (pcieperf._core's probe). On a VM it
+switches between placements for tens of seconds at a time, and the forwarding lcore's cost per
+copy follows it (docs/capture.md, "Placement"); a run is comparable with a calibration only
+when the probe, taken before and after the run, says the same placement as the calibration's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pandas as pd
+
+from pcieperf import _native
+
+PROBE_STORES = 4_000_000  # per loop and CPU: ~4 ms alone here, at most ~40 ms far apart
+
+
+def run_cpus() -> tuple[int, int]:
+    """The CPUs of testpmd's main lcore and first forwarding lcore (capture.run places them
+    there), which the capture tool shares with the main lcore."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[0], cpus[1 % len(cpus)]
+
+
+def cross_cpu_slowdown() -> float:
+    """CPU ns per store with the run's two CPUs storing into one buffer over the same alone
+    (1.0: sharing lines costs nothing)."""
+    first, second = run_cpus()
+    return _native.core().shared_store_slowdown(first, second, PROBE_STORES)
+
+
+PROBES = ("cross_cpu_slowdown_before", "cross_cpu_slowdown_after")
+SPLIT_RATIO = 2.0
+"""Two placements are told apart only where the probe values fall into two groups whose
+geometric means differ by this factor or more: within one placement they spread up to 1.8x
+(1.0-1.8 on a quiet machine, up to 2.9 under load), between placements the groups were
+3.5-4.5x apart (docs/capture.md, "Placement")."""
+
+
+def placement_limit(runs: pd.DataFrame) -> float:
+    """The highest probe value of the nearer placement among `runs`: the geometric middle of
+    the widest jump between consecutive sorted probe values, when the values below and above
+    it differ by SPLIT_RATIO or more (geometric means); infinity when the runs show one
+    placement only (or were not probed)."""
+    values = runs.reindex(columns=list(PROBES)).to_numpy(float).ravel()
+    logs = np.sort(np.log(values[np.isfinite(values) & (values > 0)]))
+    if len(logs) < 2:
+        return math.inf
+    widest = int(np.argmax(np.diff(logs)))
+    below, above = logs[: widest + 1].mean(), logs[widest + 1 :].mean()
+    if above - below < math.log(SPLIT_RATIO):
+        return math.inf
+    return float(math.exp((logs[widest] + logs[widest + 1]) / 2))
+
+
+def in_placement(runs: pd.DataFrame, limit: float) -> pd.Series:
+    """Runs whose probes before and after both stay within `limit` (a run not probed counts as
+    within: nothing says otherwise)."""
+    probes = runs.reindex(columns=list(PROBES)).astype(float)
+    return (probes.isna() | (probes <= limit)).all(axis=1)
