@@ -3,6 +3,7 @@ profile, device, host, calibration, platform, sweep spec) fails alike on a missi
 that are not UTF-8 and text that is not TOML: one line that names the file, a UsageError (exit
 2), never a traceback."""
 
+import re
 import tempfile
 import tomllib
 from pathlib import Path
@@ -12,10 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pcieperf import _config, sweep
-from pcieperf.dpdk import iommu
+from pcieperf.dpdk import iommu, platforms
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.nic import nic
 from pcieperf.pciebench import calibrate, sim
+from tests.helpers.hosts import write_host_toml
 
 LOADERS = {
     "nic": lambda path: nic.load_profile(str(path)),
@@ -54,10 +56,8 @@ def test_every_kind_refuses_a_bad_file_in_one_line(tmp_path, kind, bad):
     assert "\n" not in str(caught.value)
 
 
-@pytest.mark.parametrize("kind", ["nic", "device", "host", "calibration", "spec"])
+@pytest.mark.parametrize("kind", list(LOADERS))
 def test_every_kind_names_a_missing_file(tmp_path, kind):
-    # (A platform is a built-in name or an existing file: platforms.platform_path refuses a
-    # missing one before reading, naming the built-in names.)
     path = tmp_path / "gone.toml"
     with pytest.raises(UsageError, match=r"^cannot read .*gone\.toml: No such file or directory$"):
         LOADERS[kind](path)
@@ -94,3 +94,45 @@ def test_any_bytes_give_the_table_or_one_line_naming_the_file(data):
             return
         with pytest.raises(ProfileError, match=r"^f\.toml: not (valid TOML:|UTF-8 text) [^\n]*$"):
             _config.load_toml(path, "f.toml")
+
+
+@pytest.mark.parametrize("kind", list(LOADERS))
+def test_an_endless_file_is_refused_without_reading_it_all(tmp_path, kind):
+    # /dev/zero never ends: read up to the 16 MiB limit, then refused (issue 28 item 5).
+    path = tmp_path / "zero.toml"
+    path.symlink_to("/dev/zero")
+    with pytest.raises(UsageError, match=r"zero\.toml is larger than 16 MiB"):
+        LOADERS[kind](path)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1.0"])
+def test_no_number_in_a_file_is_nan_or_infinite(tmp_path, value):
+    # NaN passes a `value < 0` check: every loader tests finiteness first (errors.is_number),
+    # and names the key (issue 28 item 9: walk_ns = nan, batch = inf were accepted).
+    host = tmp_path / "host.toml"
+    write_host_toml(host)
+    host.write_text(re.sub(r"(?m)^walk_ns = .*$", f"walk_ns = {value}", host.read_text()))
+    nic_profile = (
+        f'name = "x"\nsource = "y"\n[params]\nbatch = {value}\n[[rx]]\nwhat = "a"\n'
+        'initiator = "dma_read"\nsize = "batch"\nevery = 1\n'
+    )
+    shipped = (platforms.PLATFORM_DIR / "skylake-sp.toml").read_text()
+    platform = re.sub(r"(?m)^(\[iommu\.walk_ns\]\nvalue = ).*$", rf"\g<1>{value}", shipped)
+    assert platform != shipped
+    cases = {
+        "host": (host, "walk_ns"),
+        "nic": (nic_profile, "batch"),
+        "platform": (platform, "walk_ns"),
+    }
+    for kind, (text_or_path, key) in cases.items():
+        path = (
+            text_or_path
+            if isinstance(text_or_path, Path)
+            else _write(tmp_path / f"{kind}.toml", text_or_path.encode())
+        )
+        load = platforms.load_platform_profile if kind == "platform" else LOADERS[kind]
+        with pytest.raises(ProfileError) as caught:
+            load(path)
+        assert key in str(caught.value)
+        if value != "-1.0":  # (a negative number is refused by each range, in its words)
+            assert "finite" in str(caught.value), caught.value

@@ -20,14 +20,33 @@ from typing import Any
 
 from pcieperf.errors import ProfileError, UsageError
 
+MAX_TEXT_BYTES = 16 << 20  # the largest shipped file is a few KiB; /dev/zero never ends
 
-def read_text(path: Path, label: str | None = None) -> str:
-    """A configuration file's text (UTF-8: TOML v1.0.0 "Spec" says a TOML file must be UTF-8)."""
+
+def read_bounded(path: Path, label: str | None = None) -> bytes:
+    """A small text file's bytes (a configuration, a host fact), read up to MAX_TEXT_BYTES: an
+    endless or huge file is refused in one line, not read into memory."""
     where = str(path) if label is None else label
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:
+            data = fh.read(MAX_TEXT_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {where}: {exc.strerror}") from None
+    if len(data) > MAX_TEXT_BYTES:
+        raise UsageError(
+            f"{where} is larger than {MAX_TEXT_BYTES >> 20} MiB; it should be text of a few "
+            "KiB (is it the right file?)"
+        )
+    return data
+
+
+def read_text(path: Path, label: str | None = None) -> str:
+    """A configuration file's text (UTF-8: TOML v1.0.0 "Spec" says a TOML file must be UTF-8),
+    bounded as `read_bounded` reads it."""
+    where = str(path) if label is None else label
+    data = read_bounded(path, where)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProfileError(f"{where}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
 

@@ -21,6 +21,7 @@ Errors of the Rust core (`pcieperf._core`) become these classes in `pcieperf._na
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable
 from os import PathLike
@@ -76,9 +77,17 @@ def require_power_of_two(name: str, value: int, low: int, high: int) -> None:
         )
 
 
+def is_number(value: object, low: float = -math.inf, high: float = math.inf) -> bool:
+    """Whether `value` is a finite int or float (not a bool) within [low, high]: the one check
+    of every number a file or flag gives (NaN passes `value < 0` checks, so each needs this)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and low <= value <= high
+
+
 def require_positive(name: str, value: float) -> None:
     """Raise UsageError unless `value` is a finite number > 0."""
-    if not (isinstance(value, int | float) and value > 0 and value != float("inf")):
+    if not (is_number(value) and value > 0):
         raise UsageError(f"{name} {value!r} is not allowed; it must be a positive number")
 
 
@@ -100,8 +109,18 @@ def require_new_file(path: str | PathLike, force: bool) -> None:
         raise UsageError(f"{path} is not a regular file (a device or pipe); give a file name")
     if out.exists() and not force:
         raise UsageError(f"{path} exists; pass --force to overwrite it")
-    if not out.absolute().parent.is_dir():
-        raise UsageError(f"{path}: folder {out.absolute().parent} does not exist")
+    _require_writable_folder(path, out.absolute().parent)
+
+
+def _require_writable_folder(path: str | PathLike, folder: Path) -> None:
+    """The folder an output goes into exists and takes new files (a read-only mount or a
+    folder of another user's is refused before the work, not after it)."""
+    import os
+
+    if not folder.is_dir():
+        raise UsageError(f"{path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{path}: cannot write into folder {folder} (read-only or not yours)")
 
 
 def require_new_folder(path: str | PathLike, force: bool) -> None:
@@ -114,8 +133,7 @@ def require_new_folder(path: str | PathLike, force: bool) -> None:
         raise UsageError(
             f"output folder {path} exists and is not empty; pass --force to write into it"
         )
-    if not out.absolute().parent.is_dir():
-        raise UsageError(f"output folder {path}: folder {out.absolute().parent} does not exist")
+    _require_writable_folder(f"output folder {path}", out.absolute().parent)
 
 
 def require_plot_file(path: str | PathLike, force: bool) -> None:

@@ -26,6 +26,7 @@ the parts it left.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import itertools
 import json
@@ -33,14 +34,15 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
-from pcieperf import __version__, engine
+from pcieperf import __version__, engine, outputs
 from pcieperf._config import load_toml
 from pcieperf.errors import UsageError, require_new_file
 
@@ -379,10 +381,44 @@ def evaluate_chunk(plan: Plan, bounds: tuple[int, int, int]) -> pa.Table:
     return pa.table(columns)
 
 
-def check_first_point(plan: Plan) -> None:
+CONFIRM_CPU_S = 3600.0  # a sweep estimated above an hour of CPU starts only with --yes
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a sweep will take, from its first point evaluated here: CPU seconds (one worker
+    thread, the first point's own time per point: an upper bound, it pays the start-up) and
+    bytes of results (Arrow's in-memory size: Parquet's compressed file is smaller)."""
+
+    points: int
+    cpu_s: float
+    output_bytes: int
+
+
+def estimate(plan: Plan) -> Estimate:
     """Evaluate the grid's first point here, so that options every point shares and that only
-    the evaluation checks (a missing file, no sizes) fail before a cluster starts."""
-    evaluate_chunk(replace(plan, vector=None), (0, 0, 1))
+    the evaluation checks (a missing file, no sizes) fail before a cluster starts, and what the
+    whole grid will cost from it."""
+    started = time.process_time()
+    table = evaluate_chunk(replace(plan, vector=None), (0, 0, 1))
+    cpu_s = time.process_time() - started
+    return Estimate(plan.points, cpu_s * plan.points, table.nbytes * plan.points)
+
+
+def check_estimate(found: Estimate, output: Path, confirmed: bool) -> None:
+    """Refuse a sweep whose results cannot fit beside `output`, and one estimated above
+    CONFIRM_CPU_S unless `confirmed` (--yes): both before any chunk runs."""
+    free = shutil.disk_usage(output.absolute().parent).free
+    if found.output_bytes > free:
+        raise UsageError(
+            f"{found.points:,} points make about {found.output_bytes / 1e9:.3g} GB of results, "
+            f"but {output.absolute().parent} has {free / 1e9:.3g} GB free; shrink the axes"
+        )
+    if found.cpu_s > CONFIRM_CPU_S and not confirmed:
+        raise UsageError(
+            f"{found.points:,} points take about {found.cpu_s / 3600:.3g} CPU hours (the first "
+            "point's time each); pass --yes to start it, or shrink the axes"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,16 +434,39 @@ def check_output(output: Path, force: bool) -> None:
     """Refuse, before any work, an output that cannot be written or would overwrite a file
     without `force`, and a parts folder that is not a sweep's."""
     require_new_file(output, force)
+    if output.suffix != ".parquet":
+        raise UsageError(f"sweep output {output} must end in .parquet (it is a Parquet file)")
     parts = parts_dir(output)
+    if parts.is_dir():
+        with _owned(parts):  # refuses at once while another sweep holds it
+            pass
     if parts.exists() and not (parts / MANIFEST).is_file():
         raise UsageError(f"{parts} exists and is not a pcieperf sweep's parts folder; move it")
 
 
+@contextmanager
+def _owned(parts: Path) -> Iterator[None]:
+    """The parts folder, made if missing and locked for this run (flock on the folder): a
+    second sweep to the same output refuses at once instead of mixing its parts in."""
+    parts.mkdir(exist_ok=True)
+    fd = os.open(parts, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(
+                f"another sweep is writing {parts}; wait for it or give another -o"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def _done_parts(plan: Plan, parts: Path, force: bool) -> set[int]:
-    """Chunks already written by an earlier run of the same spec (a new parts folder when
-    there is none; one of another spec is discarded with `force`, else refused)."""
+    """Chunks already written by an earlier run of the same spec (none in a new parts
+    folder; those of another spec are discarded with `force`, else refused)."""
     manifest = parts / MANIFEST
-    if parts.is_dir():
+    if manifest.is_file():
         try:
             found = json.loads(manifest.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -419,13 +478,13 @@ def _done_parts(plan: Plan, parts: Path, force: bool) -> set[int]:
                 f"{parts} holds the parts of another sweep (a different spec or pcieperf "
                 "version); pass --force to discard them"
             )
-        shutil.rmtree(parts)
-    parts.mkdir()
+        for old in parts.iterdir():
+            old.unlink()
     text = json.dumps(
         {"format": PARTS_FORMAT, "fingerprint": plan.fingerprint, "spec": plan.spec.as_dict()},
         indent=2,
     )
-    _write_atomic(manifest, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    outputs.write_text(manifest, text, force=True)
     return set()
 
 
@@ -433,21 +492,14 @@ def _part(parts: Path, index: int) -> Path:
     return parts / f"part-{index:08d}.parquet"
 
 
-def _write_atomic(path: Path, write: Callable[[Path], object]) -> None:
-    """Write through a temporary file renamed into place: a crash leaves no half file."""
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def write_part(parts: Path, index: int, table: pa.Table) -> None:
     """Store one finished chunk."""
     import pyarrow.parquet as pq
 
-    _write_atomic(_part(parts, index), lambda tmp: pq.write_table(table, tmp))
+    outputs.write_with(_part(parts, index), True, lambda tmp: pq.write_table(table, tmp))
 
 
-def _finalize(plan: Plan, parts: Path, output: Path) -> tuple[int, list[str]]:
+def _finalize(plan: Plan, parts: Path, output: Path, force: bool) -> tuple[int, list[str]]:
     """Join the parts in chunk order into `output` (one schema for all: a column missing in
     a part is null there); returns rows and column names."""
     import pyarrow as pa
@@ -473,8 +525,7 @@ def _finalize(plan: Plan, parts: Path, output: Path) -> tuple[int, list[str]]:
                 writer.write_table(pa.Table.from_arrays(columns, schema=schema))
                 rows += table.num_rows
 
-    _write_atomic(parts / "final.parquet", write)
-    os.replace(parts / "final.parquet", output)
+    outputs.write_with(output, force, write)
     return rows, schema.names
 
 
@@ -491,6 +542,20 @@ def run(
     started = time.perf_counter()
     check_output(output, force)
     parts = parts_dir(output)
+    with _owned(parts):
+        return _run_owned(plan, output, parts, client, force, write, started)
+
+
+def _run_owned(
+    plan: Plan,
+    output: Path,
+    parts: Path,
+    client: Client,
+    force: bool,
+    write: Callable[[Path, int, pa.Table], None],
+    started: float,
+) -> dict[str, object]:
+    """`run` with the parts folder locked by this run."""
     done = _done_parts(plan, parts, force)
     todo = [plan.bounds(i) for i in range(plan.chunks) if i not in done]
     finished = engine.map_chunks(
@@ -504,9 +569,10 @@ def run(
         done=plan.points - sum(b[2] - b[1] for b in todo),
         total=plan.points,
     )
-    for result in finished:
-        write(parts, result.chunk[0], result.result)
-    rows, columns = _finalize(plan, parts, output)
+    with closing(finished):  # a failed write cancels what runs while the client is open
+        for result in finished:
+            write(parts, result.chunk[0], result.result)
+    rows, columns = _finalize(plan, parts, output, force)
     shutil.rmtree(parts)
     return {
         "output": str(output),

@@ -55,7 +55,8 @@ def parse_duration_ns(text: str, what: str = "duration") -> int:
 
 
 def parse_int_list(text: str, what: str) -> list[int]:
-    """Parse a comma-separated list of whole numbers such as `64,128,1500`."""
+    """Parse a comma-separated list of positive whole numbers such as `64,128,1500` (sizes,
+    windows: none is zero or negative)."""
     values = []
     for token in str(text).split(","):
         try:
@@ -65,7 +66,9 @@ def parse_int_list(text: str, what: str) -> list[int]:
                 f"{what} {token.strip()!r} in {text!r} is not a whole number; "
                 "write a comma-separated list like 64,128,1500"
             ) from None
-        if abs(value) > MAX_LIST_VALUE:
+        if value < 1:
+            raise UsageError(f"{what} {value} is not allowed; give whole numbers >= 1")
+        if value > MAX_LIST_VALUE:
             raise UsageError(f"{what} {value} is too large; the limit is 2**31 (2 GiB)")
         values.append(value)
     return values

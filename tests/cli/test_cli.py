@@ -6,7 +6,11 @@ import sys
 
 import pytest
 
+from tests.helpers import TESTS_DATA
 from tests.helpers.cli import run_cli as run
+
+CAPTURE = TESTS_DATA / "dpdk2211" / "one-lcore-640.pcapng"
+SWEEP_SPEC = TESTS_DATA / "sweep-dma.toml"
 
 
 def run_json(capsys, *argv):
@@ -149,6 +153,16 @@ def test_profiles_listing(capsys):
         (["iommu", "sim", "--iova", "io"], "invalid choice: 'io'"),
         (["iommu", "fit", "--counters", "none.csv", "--pps", "1M"], "none.csv: cannot read"),
         (["frobnicate"], "invalid choice"),
+        # issue 28: values that once ended in an internal error or silently wrong output
+        (["bench", "sim", "--windows=-1"], "window -1 is not allowed; give whole numbers >= 1"),
+        (["trace", "synth", "--seed=-1", "-o", "x.pcap"], "-1 is not allowed; use 0 to"),
+        (["trace", "synth", "--flows", "10" * 9, "-o", "x.pcap"], "use 1 to 4294967295"),
+        (["validate", "--worst=-1", "--measured", "m", "--predicted", "p"], "use 0 to"),
+        (["iommu", "sim", "--platform", "missing.toml"], "cannot read missing.toml"),
+        (["trace", "stats", str(CAPTURE), "--windows="], "rate windows '' are not allowed"),
+        (["dma", "--sizes", "1000000000", "--tlps"], "--tlps would list 3,906,250 TLPs"),
+        (["data", "plot", "--size", "0", "-o", "p.png"], "0 is not allowed; use 1 to"),
+        (["sweep", str(SWEEP_SPEC), "-o", "x.csv"], "must end in .parquet"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, argv, needle):

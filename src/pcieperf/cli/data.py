@@ -68,7 +68,7 @@ def _add_data_commands(sub: argparse._SubParsersAction) -> None:
     p = data_command("plot", cmd_data_plot)
     p.add_argument("systems", nargs="*", help="systems to overlay (default: all)")
     p.add_argument("--view", choices=("size", "window", "offset", "cdf"), default="size")
-    p.add_argument("--size", type=_whole(), default=64, help="transfer size for window/offset/cdf")
+    p.add_argument("--size", type=_whole(1), default=64, help="transfer size for window/offset/cdf")
     p.add_argument("--direction", choices=("rd", "wr"), default="rd")
     p.add_argument("-o", "--output", default="pcieperf-data.png", help="PNG or SVG file")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")

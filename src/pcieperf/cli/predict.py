@@ -61,6 +61,6 @@ def _add_validate_command(sub: argparse._SubParsersAction) -> None:
     p = _add_command(sub, "validate", cmd_validate)
     p.add_argument("--measured", required=True, help="pcie-bench result directory")
     p.add_argument("--predicted", required=True, help="directory of predicted bw_*.csv files")
-    p.add_argument("--worst", type=_whole(), default=10, help="how many worst points to list")
+    p.add_argument("--worst", type=_whole(0), default=10, help="how many worst points to list")
     p.add_argument("--plot", default=None, help="measured vs predicted plot (.png or .svg)")
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")

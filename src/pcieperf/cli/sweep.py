@@ -108,9 +108,11 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     plan = sweep_plan(Path(args.spec))
     output = Path(args.output)
     sweep.check_output(output, args.force)
-    sweep.check_first_point(plan)  # a spec that fails fails before a cluster starts
+    found = sweep.estimate(plan)  # a spec that fails fails before a cluster starts
+    sweep.check_estimate(found, output, args.yes)
     with engine.connect(scheduler, quiet_logs=not args.debug) as client:
         out = {"scheduler": str(scheduler), **sweep.run(plan, output, client, force=args.force)}
+    out["estimate"] = {"cpu_s": found.cpu_s, "output_bytes": found.output_bytes}
 
     def human() -> str:
         resumed = f", {out['chunks_resumed']} resumed" if out["chunks_resumed"] else ""
@@ -129,4 +131,9 @@ def _add_sweep_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("spec", help="sweep spec (.toml): command, options, axes (docs/scale.md)")
     p.add_argument("-o", "--output", required=True, help="OUT.parquet")
     p.add_argument("--force", action="store_true", help="overwrite OUT, discard another's parts")
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="start a sweep estimated above an hour of CPU (sweep.CONFIRM_CPU_S)",
+    )
     _add_scheduler_option(p)

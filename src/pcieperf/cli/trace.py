@@ -82,8 +82,10 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--burst", type=_whole(), default=32, help="onoff: frames per back-to-back burst"
     )
-    p.add_argument("--flows", type=_whole(), default=1024, help="UDP flows the packets cycle over")
-    p.add_argument("--seed", type=_whole(), default=1, help="random seed (sizes, Poisson, on/off)")
+    # flows: a u32 in the core's synthesizer; seeds: numpy's, >= 0
+    flows = _whole(1, 2**32 - 1)
+    p.add_argument("--flows", type=flows, default=1024, help="UDP flows the packets cycle over")
+    p.add_argument("--seed", type=_whole(0), default=1, help="random seed (sizes, Poisson, on/off)")
     p.add_argument("-o", "--output", required=True, help="OUT.pcap or OUT.pcapng")
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
     p = _add_command(trace_sub, "convert", cmd_trace_convert)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pcieperf._config import load_toml
-from pcieperf.errors import ProfileError, UsageError
+from pcieperf.errors import ProfileError, UsageError, is_number
 from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
 
 PLATFORM_DIR = Path(__file__).parent / "platforms"
@@ -97,7 +97,7 @@ def platform_path(name: str | Path) -> Path:
     if text in builtin_platforms():
         return PLATFORM_DIR / f"{text}.toml"
     path = Path(text)
-    if path.suffix == ".toml" and path.is_file():
+    if path.suffix == ".toml":  # a file the user names: read (or refused by the reader)
         return path
     raise UsageError(
         f"platform {text!r} is not allowed; choose one of {', '.join(builtin_platforms())} "
@@ -142,8 +142,8 @@ def _param(table: Any, origin: str, calibration: Path) -> Param:
             raise ProfileError(f"{origin}: missing key {missing[0]!r}")
         value, low, high = table["value"], table["low"], table["high"]
     numbers = (value, low, high)
-    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
-        raise ProfileError(f"{origin}: value, low and high must be numbers")
+    if not all(is_number(n) for n in numbers):
+        raise ProfileError(f"{origin}: value, low and high must be finite numbers")
     if not low <= value <= high or low < 0:
         raise ProfileError(
             f"{origin}: needs 0 <= low <= value <= high, got {low} <= {value} <= {high}"

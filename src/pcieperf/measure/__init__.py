@@ -6,5 +6,6 @@ sim/gain/advise beside fit), `records` (`pp.read_counters`, `pp.import_counters`
 `pp.counter_imports`, `pp.dpdk_run`, `pp.dpdk_runs`); `pp.store.open` (in `store`) reads the
 store as DataFrames.
 
-May import: every model package (pcie, net, nic, dpdk, pciebench), errors, units. No report, no CLI.
+May import: every model package (pcie, net, nic, dpdk, pciebench), errors, units, outputs. No
+report, no CLI.
 """

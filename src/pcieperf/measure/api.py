@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pcieperf import outputs
 from pcieperf.dpdk.api import link_and_config, packet_size
 from pcieperf.dpdk.platforms import DEFAULT_PLATFORM
 from pcieperf.errors import UsageError, require_new_file
@@ -61,7 +62,7 @@ def iommu_fit(
     )
     payload = result.as_dict()
     if out:
-        Path(out).write_text(platforms.platform_toml(result.profile), encoding="utf-8")
+        outputs.write_text(out, platforms.platform_toml(result.profile), force)
         payload["file"] = str(out)
     return Report(payload, fitting.fit_text(result, str(out) if out else None))
 
@@ -259,7 +260,7 @@ def explain(
         )
         data["iommu_fit"] = fitted.as_dict()
         if fit_out:
-            Path(fit_out).write_text(platform_toml(fitted.profile), "utf-8")
+            outputs.write_text(fit_out, platform_toml(fitted.profile), force)
             data["iommu_fit"]["file"] = str(fit_out)
         fit_lines = iommu_fit.fit_text(fitted, str(fit_out) if fit_out else None)
     return _explained(data, result, fit_lines)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from pcieperf import _lazy
-from pcieperf.errors import warn
+from pcieperf.errors import UsageError, warn
 from pcieperf.results import Report
 from pcieperf.units import parse_duration_ns, parse_rate
 
@@ -110,9 +110,12 @@ def capture_stats(
 
 
 def _windows_ns(windows: str | Iterable[str | int] | None) -> list[int] | tuple[int, ...]:
-    """Rate windows in ns from "1ms,1s" or a list of durations (default 1 ms and 1 s)."""
-    if not windows:
+    """Rate windows in ns from "1ms,1s" or a list of durations (None: 1 ms and 1 s; an empty
+    text or list is refused, not taken for the default)."""
+    if windows is None:
         return trace.WINDOWS_NS
+    if isinstance(windows, str) and not windows.strip():
+        raise UsageError("rate windows '' are not allowed; give durations such as 1ms,1s")
     given = windows.split(",") if isinstance(windows, str) else windows
     return [parse_duration_ns(str(w), "rate window") for w in given]
 

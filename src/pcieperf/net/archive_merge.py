@@ -129,7 +129,7 @@ def merge(
             unit="range",
         ):
             results[done.index] = done.result
-        written = trace._write_atomically(output, lambda tmp: _concatenate(names, tmp))
+        written = trace._write_atomically(output, force, lambda tmp: _concatenate(names, tmp))
     finally:
         for name in names:
             Path(name).unlink(missing_ok=True)

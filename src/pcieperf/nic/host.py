@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from pcieperf._config import read_bounded
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.bench import UNSTEADY_RATIO, read_result_csv
@@ -100,7 +101,7 @@ def _unsteady_notes(path: Path, read: dict[str, float]) -> tuple[str, ...]:
     if ratio <= UNSTEADY_RATIO:
         return ()
     dmesg = path / "sys-dmesg.txt"
-    idle = dmesg.is_file() and IDLE_DRIVER_LINE in dmesg.read_text(errors="replace")
+    idle = dmesg.is_file() and IDLE_DRIVER_LINE in read_bounded(dmesg).decode(errors="replace")
     why = (
         "; sys-dmesg.txt shows the intel_idle driver, so deep C-states may wake the host for "
         "each DMA of an idle latency test but not under load"

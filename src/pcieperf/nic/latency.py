@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pcieperf._config import read_bounded
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.net import wire
 from pcieperf.net.ethernet import Ethernet, check_frame_sizes, dma_bytes
@@ -465,7 +466,7 @@ def device_tags(path: Path, vendor: str = "Netronome") -> int:
     lspci = path / "sys-lspci.txt"
     if not lspci.is_file():
         raise UsageError(f"{path}: sys-lspci.txt is missing; the tag count comes from it")
-    block = device_block(lspci.read_text(errors="replace"), vendor)
+    block = device_block(read_bounded(lspci).decode(errors="replace"), vendor)
     control = re.search(r"DevCtl:.*?ExtTag([+-])", block, re.S)
     if control is None:
         raise UsageError(f"{lspci}: no DevCtl ExtTag flag for the {vendor} device")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from pcieperf import _lazy
 from pcieperf._config import loads_toml, read_text
 from pcieperf._values import is_python, ones_like
-from pcieperf.errors import ProfileError, UsageError, require_choice
+from pcieperf.errors import ProfileError, UsageError, is_number, require_choice
 
 if TYPE_CHECKING:
     import numpy as np
@@ -214,8 +214,10 @@ def _parse_params(origin: str, raw: object) -> dict[str, float]:
                 f"{origin}: params.{key} is not a usable name (reserved: "
                 f"{', '.join((*BUILTIN_NAMES, *DEVICE_FACTS))})"
             )
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise ProfileError(f"{origin}: params.{key} = {value!r}; it must be a number > 0")
+        if not (is_number(value) and value > 0):
+            raise ProfileError(
+                f"{origin}: params.{key} = {value!r}; it must be a finite number > 0"
+            )
         params[key] = float(value)
     return params
 
@@ -332,7 +334,7 @@ def _factor_value(factor: str, names: dict) -> float | NDArray[np.float64] | Non
         value = float(token)
     except ValueError:
         return None
-    return value if value > 0 else None
+    return value if is_number(value) and value > 0 else None
 
 
 def evaluate_expression(

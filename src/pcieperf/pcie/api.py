@@ -3,8 +3,11 @@ the CLI's options, results that print as the CLI prints them (pcieperf.results).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
+from types import CodeType
 
+from pcieperf.errors import UsageError
 from pcieperf.pcie.link import Link
 from pcieperf.results import Column, Columnar, Table
 
@@ -24,8 +27,13 @@ def make_link(
     flit: bool | None = None,
     ack_interval: float | None = None,
     fc_interval: float | None = None,
+    **unknown: object,
 ) -> Link:
-    """A link from the CLI's link options (`--gen`, `--lanes`, `--mps`, ...), same defaults."""
+    """A link from the CLI's link options (`--gen`, `--lanes`, `--mps`, ...), same defaults. An
+    API function passes its `**link_options` here: a keyword neither takes is named, with both
+    functions' parameters."""
+    if unknown:
+        raise TypeError(_unknown_keyword(sys._getframe(1).f_code, next(iter(unknown))))
     return Link(
         gen=gen,
         lanes=lanes,
@@ -38,6 +46,18 @@ def make_link(
         completion_policy=completion,
         ack_interval_symbols=ack_interval,
         fc_interval_symbols=fc_interval,
+    )
+
+
+def _unknown_keyword(caller: CodeType, name: str) -> str:
+    """The message for a keyword that neither `caller` (an API function handing its
+    `**link_options` on) nor make_link takes."""
+    own = caller.co_varnames[: caller.co_argcount + caller.co_kwonlyargcount]
+    link_keys = make_link.__code__.co_varnames[: make_link.__code__.co_kwonlyargcount]
+    function = caller.co_name if not caller.co_name.startswith("<") else "make_link"
+    return (
+        f"{function}() got an unexpected keyword argument {name!r}; it takes "
+        f"{', '.join([*own, *link_keys])}"
     )
 
 
@@ -110,6 +130,12 @@ def dma(
     columns: dict[str, Sequence[object]] = {"size": sizes, **cost._asdict()}
     details = []
     if tlps:
+        listed = int(sum(cost.tlps_up) + sum(cost.tlps_down))
+        if listed > MAX_LISTED_TLPS:  # each listed TLP is a row in memory and on screen
+            raise UsageError(
+                f"--tlps would list {listed:,} TLPs; at most {MAX_LISTED_TLPS:,}: give smaller "
+                "sizes, or leave out --tlps for the totals"
+            )
         columns["tlps"] = [_tlp_list(ln, op, size, offset) for size in sizes]
         details = [
             Table(listed, TLP_COLUMNS, title=f"\nTLPs of {size} B:")
@@ -122,6 +148,9 @@ def dma(
         f"{offset}; link {ln.tlp_gbps:.2f} Gb/s for TLPs",
         details=details,
     )
+
+
+MAX_LISTED_TLPS = 1_000_000  # ~200 MB of rows: far beyond anything read on a screen
 
 
 def _tlp_list(ln: Link, op: str, size: int, offset: int) -> list[dict]:

@@ -4,6 +4,6 @@ simulator driver (`sim`), a host's facts and latency fit (`host`), the calibrati
 in pcie-bench's own file format (`predict`), their validation (`validate`), and the public
 functions (`api`, reached as `pp.bench`: load, tests, sim, calibrate, predict, validate).
 
-May import: pcie, errors, units, progress, _native, _config. The store imports this, not
-the reverse.
+May import: pcie, errors, units, progress, _native, _config, outputs (files published whole). The
+store imports this, not the reverse.
 """

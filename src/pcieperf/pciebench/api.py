@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pcieperf import outputs
 from pcieperf.errors import require_new_file
 from pcieperf.pciebench import bench
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
@@ -174,7 +175,7 @@ def calibrate(
     require_new_file(out, force)
     runs = [fitting.load_run(Path(d)) for d in _each(progress, list(dirs))]
     result = fitting.fit_device(runs, name=name)
-    out.write_text(fitting.calibration_toml(result), encoding="utf-8")
+    outputs.write_text(out, fitting.calibration_toml(result), force)
     payload = {
         "output": str(out),
         "device": asdict(result.device),

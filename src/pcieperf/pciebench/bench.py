@@ -23,6 +23,7 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import NDArray
 
+from pcieperf._config import read_bounded
 from pcieperf.errors import UsageError
 
 Kind = Literal["bw", "lat", "cdf"]
@@ -213,6 +214,8 @@ def read_result_csv(path: Path) -> ResultTable:
             rows = list(_checked_rows(path, csv.reader(fh), expected))
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not a text CSV file ({exc.reason})") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     if not rows:
         raise UsageError(f"{path} line 2: no data rows")
     columns: dict[str, NDArray] = {}
@@ -454,11 +457,16 @@ def parse_result_dir(path: Path) -> ParsedDir:
     if not path.is_dir():
         raise UsageError(f"{path} is not a directory")
     parsed = ParsedDir(parse_system_name(path.name), path)
-    for file in sorted(path.iterdir()):
+    try:
+        files = sorted(path.iterdir())
+    except OSError as exc:
+        raise UsageError(f"cannot read folder {path}: {exc.strerror}") from None
+    for file in files:
         if file_kind(file.name):
             parsed.tables.append(read_result_csv(file))
         elif file.name.startswith("sys-") and file.suffix == ".txt":
-            parsed.facts[file.stem.removeprefix("sys-")] = file.read_text(errors="replace")
+            fact = read_bounded(file).decode(errors="replace")
+            parsed.facts[file.stem.removeprefix("sys-")] = fact
     if not parsed.tables:
         raise UsageError(f"{path}: no pcie-bench result files (bw_*.csv, lat_*.csv) found")
     return parsed

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from pcieperf import outputs
 from pcieperf.errors import UsageError
 from pcieperf.pciebench.bench import BW_COLUMNS, KEY_COLUMNS, Point, bandwidth_plan
 from pcieperf.pciebench.sim import DeviceProfile, HostProfile, simulate
@@ -83,6 +84,8 @@ def predict_files(
     """
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder for the predicted bw_*.csv files")
+    if not out.absolute().parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.absolute().parent} does not exist")
     plan = bandwidth_plan()
     targets = [out / name for name in plan]
     extras = [out / BOUNDS_FILE] * (band is not None) + [
@@ -93,17 +96,17 @@ def predict_files(
         raise UsageError(f"{clash[0]} exists; pass --force to overwrite predicted files")
     rows = [point for file_rows in plan.values() for point in file_rows]
     rates = [_simulate_all(h, device, rows, transactions, progress) for h in (host, *alternatives)]
-    out.mkdir(parents=True, exist_ok=True)
     points = iter(rates[0])
-    for target, file_rows in zip(targets, plan.values(), strict=True):
-        with target.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(BW_COLUMNS)
-            writer.writerows(result_row(p, next(points), clock_ghz) for p in file_rows)
-    if band is not None:
-        write_bounds(out / BOUNDS_FILE, plan, rates, band)
-    if provenance is not None:
-        write_provenance(out, provenance)
+    with outputs.folder(out, force) as work:  # published whole, after the last file
+        for target, file_rows in zip(targets, plan.values(), strict=True):
+            with (work / target.name).open("w", newline="", encoding="utf-8") as fh:
+                writer = csv.writer(fh, lineterminator="\n")
+                writer.writerow(BW_COLUMNS)
+                writer.writerows(result_row(p, next(points), clock_ghz) for p in file_rows)
+        if band is not None:
+            write_bounds(work / BOUNDS_FILE, plan, rates, band)
+        if provenance is not None:
+            write_provenance(work, provenance)
     return targets
 
 

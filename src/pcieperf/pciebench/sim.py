@@ -18,7 +18,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from pcieperf._config import load_toml
 from pcieperf._native import core
-from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
+from pcieperf.errors import (
+    ProfileError,
+    UsageError,
+    is_number,
+    require_choice,
+    require_positive,
+)
 from pcieperf.pcie.alignment import BURST_BYTES, WORD_BYTES, TransferShape, transfer_shape
 from pcieperf.pcie.link import Link
 from pcieperf.pcie.tlp import blocks_touched
@@ -178,11 +184,11 @@ def from_table(cls: type, table: dict[str, Any], origin: str) -> Any:
 
 _TYPE_WORDS = {
     "int": "a whole number >= 0",
-    "float": "a number >= 0",
+    "float": "a finite number >= 0",
     "str": "text",
     "bool": "true or false",
     "list[str]": "a list of text",
-    "list[float]": "a list of numbers >= 0",
+    "list[float]": "a list of finite numbers >= 0",
 }
 
 
@@ -196,9 +202,7 @@ def _type_ok(kind: str, value: object) -> bool:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if kind == "list[float]":
         return isinstance(value, list) and all(_type_ok("float", v) for v in value)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        return False
-    return kind == "float" or isinstance(value, int)
+    return is_number(value, 0) and (kind == "float" or isinstance(value, int))
 
 
 def load_device(path: Path) -> DeviceProfile:

@@ -67,7 +67,7 @@ def report(
     from pcieperf.report.data import ReportConfig  # matplotlib: only after the checks
     from pcieperf.report.html import write_report
 
-    write_report(ReportConfig(link=link, eth_gbps=eth, explanation=explanation), folder)
+    write_report(ReportConfig(link=link, eth_gbps=eth, explanation=explanation), folder, force)
     return ReportResult(folder / "index.html", tuple(sorted(p.name for p in folder.iterdir())))
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import base64
 import html
-import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from pcieperf import progress
+from pcieperf import outputs, progress
 from pcieperf.report import data, plots
 from pcieperf.report.data import FigureData, ReportConfig
 
@@ -55,24 +54,20 @@ def page(cfg: ReportConfig, figures: list[FigureData], out: Path) -> str:
     return "\n".join([head, *(_section(d, out) for d in figures), "</body></html>"])
 
 
-def write_report(cfg: ReportConfig, out: Path) -> list[Path]:
+def write_report(cfg: ReportConfig, out: Path, force: bool = False) -> list[Path]:
     """Write every figure, its CSV and index.html into `out`; returns the files written.
 
-    Everything is written into a temporary folder beside `out` first and moved in only once
-    the whole report succeeded, so a failure leaves no half-written report behind.
+    Everything is written into a temporary folder beside `out` first and published only once
+    the whole report succeeded (pcieperf.outputs.folder), so a failure leaves no half-written
+    report behind.
     """
     plt.rcParams["svg.hashsalt"] = "pcieperf"  # stable SVG ids across runs
     makers = data.MAKERS + ((data.counters,) if cfg.explanation else ())
-    out.absolute().parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.absolute().parent) as tmp:
-        work = Path(tmp)
+    with outputs.folder(out, force) as work:
         figures = []
         for make in progress.wrap(makers, "report", "figure"):
             figures.append(make(cfg))
             _write_figure(figures[-1], cfg, work)
         (work / "index.html").write_text(page(cfg, figures, work), encoding="utf-8")
-        out.mkdir(exist_ok=True)
         made = sorted(work.iterdir())
-        for path in made:
-            path.replace(out / path.name)
     return [out / path.name for path in made]

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, LogLocator
 
+from pcieperf import outputs
 from pcieperf.dpdk import forwarding
 from pcieperf.errors import UsageError, require_plot_file
 from pcieperf.measure.store import Store
@@ -64,10 +65,14 @@ def _freeze_layout(fig: plt.Figure) -> None:
         fig.set_layout_engine("none")
 
 
-def _write_plot(fig: plt.Figure, out: Path, dpi: float | None = 120) -> Path:
-    """Save and close a figure; returns where it went."""
-    fig.savefig(out, dpi=dpi)
-    plt.close(fig)
+def _write_plot(fig: plt.Figure, out: Path, force: bool, dpi: float | None = 120) -> Path:
+    """Save and close a figure, published whole (pcieperf.outputs); returns where it went."""
+    try:
+        # the format from the output's suffix: the temporary's name ends in .part
+        save = lambda tmp: fig.savefig(tmp, dpi=dpi, format=out.suffix[1:])  # noqa: E731
+        outputs.write_with(out, force, save)
+    finally:
+        plt.close(fig)
     return out
 
 
@@ -247,7 +252,7 @@ def plot_trace_demand(found: Demand, out: Path, title: str, force: bool = False)
     fig, (ax,) = _figure(11, 4.2)
     _draw_demand(ax, found)
     ax.set_title(title)
-    return _write_plot(fig, out, dpi=None)
+    return _write_plot(fig, out, force, dpi=None)
 
 
 def draw_latency(d: FigureData, cfg: ReportConfig) -> plt.Figure:
@@ -339,7 +344,7 @@ def draw_counters(d: FigureData, cfg: ReportConfig) -> plt.Figure:
 def plot_explanation(result: Explanation, out: Path, force: bool = False) -> Path:
     """`explain --plot`: measured vs predicted over time; returns the file."""
     require_plot_file(out, force)
-    return _write_plot(_draw_explanation(result), out)
+    return _write_plot(_draw_explanation(result), out, force)
 
 
 DESIGN_STYLE = {"per_packet": "C3", "batched": "C0", "contiguous": "C2"}
@@ -436,8 +441,14 @@ def plot_measured(
         view
     ]
     fig = draw(store, names, size, direction)
+    if not any(ax.has_data() for ax in fig.axes):  # e.g. a --size the store has no rows of
+        plt.close(fig)
+        raise UsageError(
+            f"nothing to plot: the store has no {view} data for size {size} B, direction "
+            f"{direction}; `pcieperf data show SYSTEM` lists what is there"
+        )
     fig.tight_layout()
-    return _write_plot(fig, out)
+    return _write_plot(fig, out, force)
 
 
 def _short(name: str) -> str:
@@ -529,7 +540,7 @@ def plot_validation(matched: Matched, out: Path, force: bool = False) -> Path:
     ax.set(xlabel="Measured (Gb/s)", ylabel="Predicted (Gb/s)", xlim=(0, top), ylim=(0, top))
     ax.set_title(f"MAPE {100 * matched.error.mean():.1f} % over {matched.error.size} points")
     ax.legend(fontsize=6)
-    return _write_plot(fig, out)
+    return _write_plot(fig, out, force)
 
 
 def plot_advice(advice: Advice, out: Path, force: bool = False) -> Path:
@@ -545,4 +556,4 @@ def plot_advice(advice: Advice, out: Path, force: bool = False) -> Path:
     ax.invert_yaxis()
     ax.set(xlabel="Forwarded rate, IOMMU on (Mpps)", title="iommu advise: single changes")
     ax.legend(fontsize=8)
-    return _write_plot(fig, out, dpi=None)
+    return _write_plot(fig, out, force, dpi=None)

@@ -67,7 +67,7 @@ def parse(
 ) -> Samples:
     """Parse a counter file of the given source format (None: detect it)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # Excel and PowerShell write a BOM
     except (OSError, UnicodeDecodeError) as exc:
         raise CounterFileError(f"{path}: cannot read: {exc}") from None
     if interval_s is not None:

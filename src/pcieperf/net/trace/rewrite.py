@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pcieperf._native import core
 from pcieperf.errors import TraceFileError, UsageError, require_new_file
-from pcieperf.outputs import temporary_beside
+from pcieperf.outputs import written
 
 FORMATS = ("pcap", "pcapng")
 
@@ -31,16 +31,14 @@ def _check_output(
     require_new_file(out, force)
 
 
-def _write_atomically(output: str | os.PathLike, write: Callable[[Path], dict]) -> dict:
-    tmp = temporary_beside(output)
-    try:
-        stats = write(tmp)
-        tmp.replace(output)
-    except TraceFileError as exc:  # name the file the user asked for, not the temporary one
-        raise TraceFileError(str(exc).replace(str(tmp), os.fspath(output))) from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return stats
+def _write_atomically(
+    output: str | os.PathLike, force: bool, write: Callable[[Path], dict]
+) -> dict:
+    with written(output, force) as tmp:
+        try:
+            return write(tmp)
+        except TraceFileError as exc:  # name the file the user asked for, not the temporary
+            raise TraceFileError(str(exc).replace(str(tmp), os.fspath(output))) from None
 
 
 def _check_inputs(inputs: Sequence[str | os.PathLike]) -> list[str]:
@@ -70,6 +68,7 @@ def merge(
     _check_output(output, paths, force)
     return _write_atomically(
         output,
+        force,
         lambda tmp: core().trace_merge(paths, os.fspath(tmp), fmt, skip_bad, strict),
     )
 
@@ -90,6 +89,7 @@ def convert(
     _check_output(output, [path], force)
     return _write_atomically(
         output,
+        force,
         lambda tmp: core().trace_convert(
             path, os.fspath(tmp), fmt, skip_bad=skip_bad, strict=strict, shift_ns=shift_ns
         ),

@@ -188,5 +188,5 @@ def synth(
         "file": os.fspath(output),
         "format": fmt,
         "arrival": plan.arrival,
-        **_write_atomically(output, write),
+        **_write_atomically(output, force, write),
     }

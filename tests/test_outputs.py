@@ -1,0 +1,191 @@
+"""Every output is published whole or not at all (issue 28): pcieperf.outputs itself, and the
+commands that write files run as a user runs them, with a write that fails part-way (a file
+size limit, RLIMIT_FSIZE, as a full disk fails it) and with SIGTERM/SIGHUP mid-work. The old
+output must be byte-identical afterwards, no temporary may be left, and the failure is one
+line, exit 2 (128 + the signal for a signal)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pcieperf import outputs
+from pcieperf.capture.calibration import runs_file
+from pcieperf.errors import PcieperfWarning, UsageError
+from tests.helpers import TESTS_DATA
+
+CAPTURE = TESTS_DATA / "dpdk2211" / "one-lcore-640.pcapng"
+SHIPPED_RUNS = runs_file(
+    Path(outputs.__file__).parent / "capture" / "calibrations" / "debian12-dpdk22.11-2core.toml"
+)
+PCM = TESTS_DATA / "counters" / "pcm-iio-skx.csv"  # a pcm-iio sample
+DMA_SPEC = TESTS_DATA / "sweep-dma.toml"
+WAIT_S = 120.0  # generous: a loaded 2-core CI machine
+
+
+def _temporaries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".part"))
+
+
+# --- the module ------------------------------------------------------------------------------
+
+
+def test_an_output_that_appears_meanwhile_is_kept(tmp_path):
+    # The check before the work passed; another program made the file since: no clobbering.
+    out = tmp_path / "o.txt"
+
+    def theirs_meanwhile(tmp: Path) -> None:
+        tmp.write_text("new")
+        out.write_text("theirs")
+
+    with pytest.raises(UsageError, match="exists; pass --force"):
+        outputs.write_with(out, False, theirs_meanwhile)
+    assert out.read_text() == "theirs"
+    assert _temporaries(tmp_path) == []
+
+
+def test_force_replaces_a_file_and_a_folder_whole(tmp_path):
+    out = tmp_path / "o.txt"
+    out.write_text("old")
+    outputs.write_text(out, "new", force=True)
+    assert out.read_text() == "new"
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / "old.csv").write_text("old")
+    with outputs.folder(folder, force=True) as work:
+        (work / "new.csv").write_text("new")
+    assert sorted(p.name for p in folder.iterdir()) == ["new.csv", "old.csv"]
+    assert _temporaries(tmp_path) == []
+
+
+def test_a_new_folder_is_published_in_one_step(tmp_path):
+    out = tmp_path / "new"
+    with outputs.folder(out, force=False) as work:
+        (work / "a.csv").write_text("a")
+        assert not out.exists()  # nothing visible until the block ends
+    assert [p.name for p in out.iterdir()] == ["a.csv"]
+
+
+def test_a_failed_write_names_the_output_and_the_reason(tmp_path):
+    out = tmp_path / "o.txt"
+    out.write_text("old")
+
+    def full(tmp: Path) -> None:
+        tmp.write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(UsageError, match=f"cannot write {out}: No space left on device"):
+        outputs.write_with(out, True, full)
+    assert out.read_text() == "old"
+    assert _temporaries(tmp_path) == []
+
+
+def test_a_killed_writers_temporary_is_removed_by_the_next(tmp_path):
+    # A pid that cannot be running (above pid_max): what SIGKILL leaves.
+    stale = tmp_path / f".o.txt.{outputs.MARK}-4194999-abcd.part"
+    stale.write_text("half")
+    theirs = tmp_path / f".o.txt.{outputs.MARK}-{os.getpid()}-beef.part"  # alive: kept
+    theirs.write_text("busy")
+    with pytest.warns(PcieperfWarning, match="left by pcieperf process 4194999"):
+        outputs.write_text(tmp_path / "o.txt", "new", force=False)
+    assert _temporaries(tmp_path) == [theirs.name]
+
+
+# --- the commands, run as a user runs them ---------------------------------------------------
+
+
+def _cli(args: list[str], limit: int | None = None, **kw) -> subprocess.CompletedProcess:
+    def limited() -> None:
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(
+        [sys.executable, "-m", "pcieperf.cli", *args],
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=WAIT_S,
+        **kw,
+    )
+
+
+WRITERS = {
+    "trace convert": (["trace", "convert", str(CAPTURE), "-o"], "c.pcapng"),
+    "capture calibrate": (["capture", "calibrate", "--csv", str(SHIPPED_RUNS), "-o"], "c.toml"),
+    "iommu advise --plot": (["iommu", "advise", "--packets", "20000", "--plot"], "a.png"),
+    "report": (["report", "-o"], "report"),
+    "iommu fit -o": (
+        ["iommu", "fit", "--counters", str(PCM), "--pps", "7M", "--packets", "20000", "-o"],
+        "fit.toml",
+    ),
+    "sweep": (["sweep", str(DMA_SPEC), "-o"], "s.parquet"),
+}
+
+
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_a_write_cut_short_leaves_the_old_output(tmp_path, name):
+    # 1 KiB is far below each output (the smallest, c.toml, is ~2.3 KiB): every command hits
+    # the limit mid-file, as on a full disk.
+    argv, target = WRITERS[name]
+    out = tmp_path / target
+    first = _cli([*argv, str(out)])
+    assert first.returncode == 0, first.stderr
+    before = _snapshot(out)
+    cut = _cli([*argv, str(out), "--force"], limit=1024)
+    assert cut.returncode == 2, cut.stderr
+    assert "File too large" in cut.stderr.strip().splitlines()[-1], cut.stderr
+    assert "Traceback" not in cut.stderr
+    assert _snapshot(out) == before
+    assert _temporaries(tmp_path) == []
+
+
+def _snapshot(out: Path) -> dict[str, bytes]:
+    paths = sorted(out.rglob("*")) if out.is_dir() else [out]
+    return {str(p.relative_to(out.parent)): p.read_bytes() for p in paths if p.is_file()}
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_a_signal_mid_write_leaves_nothing(tmp_path, stop):
+    # trace synth streams a large capture into its temporary: stop it once the temporary exists.
+    out = tmp_path / "big.pcap"
+    argv = ["trace", "synth", "--pps", "1M", "--duration", "60s", "-o", str(out), "-q"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pcieperf.cli", *argv], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not _temporaries(tmp_path):
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the temporary never appeared"
+            time.sleep(0.02)
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + stop, err
+    assert err.strip().splitlines()[-1] == f"pcieperf: interrupted by {stop.name}"
+    assert not out.exists()
+    assert _temporaries(tmp_path) == []
+
+
+def test_a_second_sweep_to_the_same_output_refuses(tmp_path):
+    from pcieperf import sweep
+
+    out = tmp_path / "s.parquet"
+    with sweep._owned(sweep.parts_dir(out)):  # a first sweep, still running
+        second = _cli(["sweep", str(DMA_SPEC), "-o", str(out)])
+    assert second.returncode == 2, second.stderr
+    assert second.stderr == (
+        f"pcieperf: error: another sweep is writing {out}.parts; wait for it or give another -o\n"
+    )
+    assert not out.exists()
