@@ -10,6 +10,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.helpers import SHARED
+
 _NOT_ABOUT_SPEED = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 settings.register_profile(
@@ -29,3 +31,14 @@ def local2():
     with engine.connect(engine.parse_scheduler("local:2")) as client:
         client.wait_for_workers(2, timeout=300)
         yield client
+
+
+def pytest_report_header(config) -> str:
+    """Say once, at the top, whether the measured data is there (each test that needs it
+    skips, naming the folder)."""
+    if SHARED.is_dir():
+        return f"measured data: {SHARED}"
+    return (
+        f"measured data: {SHARED} is absent: the tests that read it skip; "
+        "set PCIEPERF_SHARED_DATA=DIR to point at a copy"
+    )

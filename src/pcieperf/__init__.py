@@ -156,3 +156,8 @@ def __getattr__(name: str) -> object:
     if name not in _HOMES:
         raise AttributeError(f"module 'pcieperf' has no attribute {name!r}")
     return getattr(importlib.import_module(f"pcieperf.{_HOMES[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    """The public names too (PEP 562: `dir(pp)` and editors' completion list them)."""
+    return sorted(set(__all__) | {name for name in globals() if name.startswith("__")})

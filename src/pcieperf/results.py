@@ -133,6 +133,10 @@ class Table:
         """Jupyter shows the DataFrame."""
         return self.to_frame()._repr_html_()  # type: ignore[operator]
 
+    def __str__(self) -> str:
+        """`print(result)` shows what the CLI prints."""
+        return self.to_text()
+
 
 @dataclass(frozen=True)
 class Report:
@@ -167,6 +171,10 @@ class Report:
     def _repr_html_(self) -> str:
         """Jupyter shows the DataFrame."""
         return self.to_frame()._repr_html_()  # type: ignore[operator]
+
+    def __str__(self) -> str:
+        """`print(result)` shows what the CLI prints."""
+        return self.to_text()
 
 
 def frame(payload: object) -> pandas.DataFrame:

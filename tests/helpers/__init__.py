@@ -7,10 +7,12 @@ the Rust ones are checked against).
 Paths are constants here, never `Path(__file__)` arithmetic in a test module, so that a test
 module can move without its paths breaking."""
 
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 TESTS_DATA = ROOT / "tests" / "data"  # the test suite's own files
-SHARED = ROOT.parent / "shared" / "data"  # ../shared/data: the measured data, read-only
+# ../shared/data: the measured data, read-only; PCIEPERF_SHARED_DATA points at a copy elsewhere
+SHARED = Path(os.environ.get("PCIEPERF_SHARED_DATA") or ROOT.parent / "shared" / "data")
 PCIE_BENCH = SHARED / "pcie-bench"  # tests that need it skip when it is absent
 CAPTURES = SHARED / "captures"  # tests that need it skip when it is absent
