@@ -154,7 +154,7 @@ def test_profiles_listing(capsys):
         (["iommu", "fit", "--counters", "none.csv", "--pps", "1M"], "none.csv: cannot read"),
         (["frobnicate"], "invalid choice"),
         # issue 28: values that once ended in an internal error or silently wrong output
-        (["bench", "sim", "--windows=-1"], "window -1 is not allowed; give whole numbers >= 1"),
+        (["dma", "--sizes", "64,0"], "transfer size 0 is not allowed; give whole numbers >= 1"),
         (["trace", "synth", "--seed=-1", "-o", "x.pcap"], "-1 is not allowed; use 0 to"),
         (["trace", "synth", "--flows", "10" * 9, "-o", "x.pcap"], "use 1 to 4294967295"),
         (["validate", "--worst=-1", "--measured", "m", "--predicted", "p"], "use 0 to"),

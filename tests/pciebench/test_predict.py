@@ -364,3 +364,13 @@ def test_validate_scores_interval_coverage_and_width(tmp_path):
     assert stats["points"] == 52
     assert stats["coverage_pct"] == pytest.approx(50.0)
     assert stats["median_relative_width_pct"] == pytest.approx(18.2, abs=0.05)
+
+
+def test_a_calibration_with_a_stray_table_is_refused(tmp_path):
+    # Issue 28 item 10: a misspelt table ([sprad] for [spread]) was read as if absent.
+    from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
+
+    path = tmp_path / "c.toml"
+    path.write_text(DEFAULT_CALIBRATION.read_text() + "\n[sprad]\ncategories = []\n")
+    with pytest.raises(ProfileError, match=r"unknown key 'sprad'; a calibration has the tables"):
+        load_calibration(path)

@@ -126,15 +126,15 @@ CALIBRATION_TABLES = ("device", "host", "fit", "reference_host", "spread")
 def load_calibration(path: Path) -> Calibration:
     """Read a calibration file written by `calibration_toml`."""
     data = load_toml(path)
-    unknown = sorted(set(data) - set(CALIBRATION_TABLES))
-    if unknown:
-        raise ProfileError(
-            f"{path}: unknown table [{unknown[0]}]; a calibration has "
-            f"{', '.join(f'[{t}]' for t in CALIBRATION_TABLES)}"
-        )
     for table in ("device", "host", "fit"):
         if not isinstance(data.get(table), dict):
             raise ProfileError(f"{path}: missing [{table}] table; is this a calibration file?")
+    unknown = sorted(set(data) - set(CALIBRATION_TABLES))
+    if unknown:
+        raise ProfileError(
+            f"{path}: unknown key {unknown[0]!r}; a calibration has the tables "
+            f"{', '.join(f'[{t}]' for t in CALIBRATION_TABLES)}"
+        )
     fit = from_table(FitSummary, data["fit"], f"{path} [fit]")
     return Calibration(
         device=from_table(DeviceProfile, data["device"], f"{path} [device]"),
