@@ -211,7 +211,7 @@ def test_standard_input_is_read_for_a_dash(tmp_path):
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes (POSIX)")
 def test_a_pipe_is_read_once_even_out_of_order(tmp_path, capsys):
     # A pipe (as from `<(zcat x.pcap.gz)`) cannot be read a second time, as an out-of-order
-    # regular file is: it is kept in memory like standard input, with the same statistics.
+    # regular file is: it is sorted as it is read, like standard input, with the same statistics.
     data = QUIRKS["out_of_order.pcap"][0]
     plain, fifo = tmp_path / "plain.pcap", tmp_path / "pipe.pcap"
     plain.write_bytes(data)

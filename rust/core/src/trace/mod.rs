@@ -16,6 +16,7 @@ pub mod columns;
 pub mod merge;
 pub mod read;
 mod sink;
+mod spill;
 pub mod stats;
 pub mod stream;
 pub mod synth;

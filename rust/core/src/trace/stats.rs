@@ -5,14 +5,17 @@
 //! Everything but the time order needs the packets sorted by time. Captures almost always are,
 //! so a file is read once, in order, holding a few counters per window and one count per
 //! distinct gap. Where that is not enough the file is read again:
-//! - a packet earlier than the one before it: the packets are kept as 16-byte columns, sorted
-//!   (stably) and summarised; standard input, pipes and devices, which cannot be read twice,
-//!   are always kept so;
+//! - a packet earlier than the one before it: the packets are sorted (stably) by time and
+//!   summarised; standard input, pipes and devices, which cannot be read twice, are always
+//!   read so. The sort holds at most a run of packets in memory and spills longer captures to
+//!   temporary files, merged back in time order (`spill`), so any capture is summarised in
+//!   bounded memory;
 //! - an interface defined after packets were counted that changes how frames are sized (a link
 //!   type without an Ethernet equivalent) or the timestamp resolution bursts are judged at;
 //! - more distinct gaps of 65 536 ns or more than `distinct_gap_limit`: the first read keeps
 //!   exact counts in log-linear buckets (1/256 of an octave wide), the second collects the gaps
-//!   of the buckets that hold the percentiles' order statistics.
+//!   of the buckets that hold the percentiles' order statistics. Sorted packets are walked
+//!   twice for the same reason, from memory or from the spilled runs.
 //!
 //! Results are exact integers (counts, sums, the largest window sums) for the caller to turn
 //! into rates with one rounding each; the gap percentiles are numpy's default ("linear",
@@ -23,6 +26,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::read::{Quirks, ReadOptions, Reader, Record};
+use super::spill::{Packet, Sorted, Sorter, RUN_PACKETS};
 use super::Interface;
 use crate::CoreError;
 
@@ -1008,65 +1012,65 @@ fn read_in_order(
     })
 }
 
-/// Packets in file order as 16-byte columns, for captures that are not in time order.
-#[derive(Debug, Clone, Copy)]
-struct Packet {
-    ts_ns: i64,
-    wirelen: u32,
-    iface: u32,
-}
-
-/// The statistics of packets held in memory (any order): counted in file order, then sorted
-/// by time (stably: equal times keep file order) for everything else.
-fn summarise_unsorted(
-    mut packets: Vec<Packet>,
-    counts: Counts,
+/// The statistics of packets sorted by time, counted in file order by `counts`: walked once,
+/// or twice where the gaps outnumber the distinct limit (see the module notes).
+fn summarise_sorted(
+    sorted: &Sorted,
+    counts: &Counts,
     interfaces: &[Interface],
     config: &StatsConfig,
-) -> Summary {
-    packets.sort_by_key(|p| p.ts_ns);
-    let mut ordered = Ordered::new(FrameRule::new(interfaces, config), config, None, &[]);
-    for p in &packets {
-        ordered.push(p.ts_ns, p.wirelen, p.iface, config);
+) -> Result<Summary, CoreError> {
+    let rule = FrameRule::new(interfaces, config);
+    let mut collect = Vec::new();
+    for _ in 0..2 {
+        let limit = Some(config.distinct_gap_limit);
+        let mut ordered = Ordered::new(rule.clone(), config, limit, &collect);
+        sorted.for_each(|p| ordered.push(p.ts_ns, p.wirelen, p.iface, config))?;
+        match ordered.finish(&counts.totals, config) {
+            Ok(finished) => return Ok(counts.summary(interfaces.len(), finished)),
+            Err(ranges) => collect = ranges,
+        }
     }
-    drop(packets);
-    let finished = ordered
-        .finish(&counts.totals, config)
-        .unwrap_or_else(|_| unreachable!("without a limit every gap is counted exactly"));
-    counts.summary(interfaces.len(), finished)
+    unreachable!("a second walk collects every gap the percentiles need")
 }
 
-/// Reads every packet of `reader` into columns and summarises them.
-fn read_unsorted(reader: &mut Reader, config: &StatsConfig) -> Result<Summary, CoreError> {
-    let guess = reader.size_hint().unwrap_or(0) / 96;
-    let mut packets = Vec::with_capacity(usize::try_from(guess).unwrap_or(0));
+/// Reads every packet of `reader`, sorts them by time in runs of `run_packets` spilled to
+/// `dir` (see `spill`) and summarises them.
+pub(super) fn read_unsorted_in(
+    reader: &mut Reader,
+    config: &StatsConfig,
+    run_packets: usize,
+    dir: &Path,
+) -> Result<Summary, CoreError> {
+    let mut sorter = Sorter::new(run_packets, dir);
     let mut counts = Counts::default();
     while let Some(r) = reader.next_record()? {
         counts.push(&r);
-        packets.push(Packet {
+        sorter.push(Packet {
             ts_ns: r.ts_ns,
             wirelen: r.wirelen,
             iface: r.iface,
-        });
+        })?;
     }
-    Ok(summarise_unsorted(
-        packets,
-        counts,
-        reader.interfaces(),
-        config,
-    ))
+    let sorted = sorter.finish()?;
+    summarise_sorted(&sorted, &counts, reader.interfaces(), config)
+}
+
+/// Reads every packet of `reader` and summarises them sorted by time, in bounded memory.
+fn read_unsorted(reader: &mut Reader, config: &StatsConfig) -> Result<Summary, CoreError> {
+    read_unsorted_in(reader, config, RUN_PACKETS, &std::env::temp_dir())
 }
 
 /// The statistics of a capture file (`-`: standard input), read once where it is in time
 /// order (see the module notes for when it is read again; what cannot be read twice, standard
-/// input, a pipe or a device, is kept as columns).
+/// input, a pipe or a device, is sorted by time as it is read).
 pub fn file_stats(
     path: &Path,
     read: ReadOptions,
     config: &StatsConfig,
 ) -> Result<FileStats, CoreError> {
-    // Only a regular file can be read twice (standard input, a pipe or a device is kept as
-    // columns), and only a file is read ahead: its reads end.
+    // Only a regular file can be read twice (standard input, a pipe or a device is sorted as
+    // it is read), and only a file is read ahead: its reads end.
     let rereadable = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
     let open = || {
         let mut reader = Reader::open_with(path, read)?;
@@ -1158,5 +1162,6 @@ pub fn columns_stats(
             iface: iface[k],
         });
     }
-    Ok(summarise_unsorted(packets, counts, interfaces, config))
+    summarise_sorted(&Sorted::in_memory(packets), &counts, interfaces, config)
+        .map_err(|e| e.to_string())
 }

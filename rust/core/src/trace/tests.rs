@@ -9,7 +9,8 @@ use super::archive::{file_partial, Partial};
 use super::merge::{convert, merge};
 use super::read::{ReadOptions, Reader, Record};
 use super::stats::{
-    columns_stats, file_stats, resolution_ns, FileStats, StatsConfig, Summary, DISTINCT_GAP_LIMIT,
+    columns_stats, file_stats, read_unsorted_in, resolution_ns, FileStats, StatsConfig, Summary,
+    DISTINCT_GAP_LIMIT,
 };
 use super::synth::{fill_udp_frame, synthesize};
 use super::write::{OutFormat, Writer};
@@ -823,6 +824,86 @@ fn gaps_beyond_the_distinct_limit_are_refined_by_a_second_read() {
     assert_eq!(refined.summary, exact.summary);
     // 299 gaps 70 007 .. 72 093 ns: the median is the 150th, 70 000 + 7 * 150.
     assert_eq!(exact.summary.bursts.unwrap().gap_percentiles[0], 71_050.0);
+}
+
+/// A ns pcap of `n` packets out of time order: times drawn from 3000 values (so many are
+/// equal), 150 ns apart in 30 blocks with distinct gaps of 70 us or more between the blocks.
+/// Wire lengths vary (60..=1514): whether a gap of 150 ns is back to back depends on the
+/// frame before it, the last of its time in file order, so the summary shows whether the
+/// sort kept equal times in file order.
+fn shuffled_pcap(n: u32) -> Vec<u8> {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut file = pcap(false, true, 0, &[]);
+    for k in 0..n {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let v = state % 3000;
+        let block = v / 100;
+        let ts = 1_000_000_000_000 + v * 150 + block * (70_000 + block * block * 37);
+        let wirelen = 60 + (k * 7919) % 1455;
+        file.extend(pcap_record((ts / 1_000_000_000) as u32, 0, wirelen, 0));
+        let frac = (ts % 1_000_000_000) as u32;
+        let at = file.len() - 12;
+        file[at..at + 4].copy_from_slice(&frac.to_le_bytes());
+    }
+    file
+}
+
+/// The summary of `bytes` sorted in runs of `run` packets spilled to a folder of its own,
+/// and how many files that folder holds afterwards.
+fn spilled(bytes: Vec<u8>, config: &StatsConfig, run: usize) -> (Result<Summary, String>, usize) {
+    let dir = temp("spill").parent().unwrap().to_path_buf();
+    let mut reader = Reader::from_bytes("t.cap", bytes, false).unwrap();
+    let summary = read_unsorted_in(&mut reader, config, run, &dir).map_err(|e| e.to_string());
+    (summary, std::fs::read_dir(&dir).unwrap().count())
+}
+
+#[test]
+fn packets_sorted_through_run_files_summarise_as_sorted_in_memory() {
+    let file = shuffled_pcap(20_000);
+    // The top percentiles fall among the 29 gaps between blocks, so with room for only 10
+    // distinct gaps the sorted packets are walked a second time to collect them.
+    let config = StatsConfig {
+        percentiles: vec![50.0, 99.0, 99.95, 100.0],
+        ..stats_config()
+    };
+    let small_limit = StatsConfig {
+        distinct_gap_limit: 10,
+        ..config.clone()
+    };
+    let exact = StatsConfig {
+        distinct_gap_limit: usize::MAX,
+        ..config.clone()
+    };
+    let in_memory = stats_of_columns(file.clone(), &exact);
+    assert!(in_memory.out_of_order > 5000);
+    assert!(in_memory.ties.max_equal_timestamps > 5);
+    assert!(in_memory.bursts.as_ref().unwrap().bursts > 100);
+    // 20 runs of 1000 merged at once, 200 runs of 100 merged in groups first, and one run in
+    // memory.
+    for run in [1000, 100, 20_000] {
+        for config in [&config, &small_limit] {
+            let (summary, left) = spilled(file.clone(), config, run);
+            assert_eq!(summary.unwrap(), in_memory, "runs of {run}");
+            assert_eq!(left, 0, "runs of {run}: every run file removed");
+        }
+    }
+    // The file itself (read twice: out of order) agrees too.
+    assert_eq!(stats_of("shuffled.pcap", &file, &config).summary, in_memory);
+}
+
+#[test]
+fn run_files_go_when_the_capture_fails_midway() {
+    // 5000 packets (five runs of 1000 written), then a record longer than any link type allows.
+    let mut file = shuffled_pcap(5000);
+    file.extend(pcap_record(0, 0, 0, 0));
+    let at = file.len() - 8;
+    file[at..at + 4].copy_from_slice(&300_000u32.to_le_bytes());
+    let (summary, left) = spilled(file, &stats_config(), 1000);
+    let err = summary.unwrap_err();
+    assert!(err.contains("caplen 300000 exceeds"), "{err}");
+    assert_eq!(left, 0);
 }
 
 #[test]
