@@ -9,13 +9,15 @@
 //! and read buffers as well. Packets that fit in one run never touch the disk.
 //!
 //! Temporary files go to `std::env::temp_dir()` (`TMPDIR` where set), are named
-//! `pcieperf-sort-PID-N.tmp` and are removed when dropped, on error paths too. A file that
-//! cannot be created, written or read back is a `CoreError` naming it and the OS's reason.
+//! `pcieperf-sort-PID-N.tmp` only for the moment it takes to open them: the name is removed at
+//! once and the data lives as long as the open file, so nothing is left however the process
+//! ends (an error, SIGKILL). A file that cannot be created, written or read back is a
+//! `CoreError` naming it and the OS's reason.
 
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -74,34 +76,36 @@ fn spill_error(path: &Path, doing: &str, e: &io::Error) -> CoreError {
     )
 }
 
-/// A run file on disk, removed when dropped.
+/// A run file on disk, its name removed as soon as it is opened: the data lives while the file
+/// is open, and goes with it however the process ends (SIGKILL too). `path` is for messages.
 #[derive(Debug)]
 pub(super) struct RunFile {
     path: PathBuf,
+    file: File,
     packets: u64,
 }
 
-impl Drop for RunFile {
-    fn drop(&mut self) {
-        // Best effort: a file already gone, or a folder made read-only meanwhile, is no error.
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
 impl RunFile {
-    /// A new, empty run file in `dir` under a name no other file has.
-    fn create(dir: &Path) -> Result<(RunFile, File), CoreError> {
+    /// A new, empty run file in `dir` under a name no other file has, already unlinked.
+    fn create(dir: &Path) -> Result<RunFile, CoreError> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let path = dir.join(format!("pcieperf-sort-{}-{n}.tmp", std::process::id()));
             let mut options = OpenOptions::new();
-            options.write(true).create_new(true);
+            options.read(true).write(true).create_new(true);
             // The packets' times are the user's: readable by them alone, as mkstemp makes.
             #[cfg(unix)]
             std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
             match options.open(&path) {
-                Ok(file) => return Ok((RunFile { path, packets: 0 }, file)),
+                Ok(file) => {
+                    std::fs::remove_file(&path).map_err(|e| spill_error(&path, "unlink", &e))?;
+                    return Ok(RunFile {
+                        path,
+                        file,
+                        packets: 0,
+                    });
+                }
                 // Left by an earlier process of the same id: try the next name.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(spill_error(&path, "create", &e)),
@@ -109,9 +113,12 @@ impl RunFile {
         }
     }
 
-    /// Its packets from the start, in stored order.
+    /// Its packets from the start, in stored order (one reader at a time: they share the
+    /// file's offset).
     fn reader(&self) -> Result<RunReader<'_>, CoreError> {
-        let file = File::open(&self.path).map_err(|e| spill_error(&self.path, "open", &e))?;
+        let file = (self.file.try_clone())
+            .and_then(|mut f| f.seek(SeekFrom::Start(0)).map(|_| f))
+            .map_err(|e| spill_error(&self.path, "read back", &e))?;
         Ok(RunReader {
             run: self,
             input: BufReader::with_capacity(BUFFER, file),
@@ -128,7 +135,8 @@ struct RunWriter {
 
 impl RunWriter {
     fn create(dir: &Path) -> Result<Self, CoreError> {
-        let (run, file) = RunFile::create(dir)?;
+        let run = RunFile::create(dir)?;
+        let file = (run.file.try_clone()).map_err(|e| spill_error(&run.path, "write", &e))?;
         Ok(RunWriter {
             output: BufWriter::with_capacity(BUFFER, file),
             run,
@@ -387,28 +395,18 @@ mod tests {
     }
 
     #[test]
-    fn run_files_exist_while_needed_and_go_when_dropped() {
+    fn run_files_never_have_a_name_a_killed_process_could_leave() {
         let dir = folder("drop");
         let mut sorter = Sorter::new(10, &dir);
         for p in shuffled(35) {
             sorter.push(p).unwrap();
         }
-        assert_eq!(files_in(&dir), 3);
-        let names: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert!(names.iter().all(|n| n.starts_with("pcieperf-sort-")));
-        drop(sorter); // as when the capture's reader fails midway
-        assert_eq!(files_in(&dir), 0);
-        let mut sorter = Sorter::new(10, &dir);
-        for p in shuffled(35) {
-            sorter.push(p).unwrap();
-        }
+        assert_eq!(files_in(&dir), 0); // three runs spilled, none of them named
         let sorted = sorter.finish().unwrap();
-        assert_eq!((sorted.run_files(), files_in(&dir)), (4, 4));
-        drop(sorted);
-        assert_eq!(files_in(&dir), 0);
+        assert_eq!((sorted.run_files(), files_in(&dir)), (4, 0));
+        let mut got = Vec::new();
+        sorted.for_each(|p| got.push(*p)).unwrap();
+        assert_eq!(got.len(), 35); // read back from the open, unnamed files
     }
 
     #[test]
@@ -436,7 +434,7 @@ mod tests {
         let Sorted::Runs(runs) = &sorted else {
             panic!("10 packets in runs of 4 are on disk")
         };
-        std::fs::write(&runs[1].path, [0; 20]).unwrap();
+        runs[1].file.set_len(20).unwrap(); // 1.25 of its 4 packets
         let err = sorted.for_each(|_| ()).unwrap_err().to_string();
         assert!(err.contains(&runs[1].path.display().to_string()), "{err}");
         assert!(err.contains("cannot read back"), "{err}");
