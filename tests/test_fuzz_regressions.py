@@ -117,7 +117,10 @@ CALIBRATION_HEAD = (
         # Was ValueError from int("x"), and TypeError from list(3).
         (b'points = "x"', r"\[fit\]: points = 'x'; expected a whole number >= 0"),
         (b"left_out = 3", r"\[fit\]: left_out = 3; expected a list of text"),
-        (b'mape_pct = ["a"]', r"\[fit\]: mape_pct = \['a'\]; expected a list of finite numbers >= 0"),
+        (
+            b'mape_pct = ["a"]',
+            r"\[fit\]: mape_pct = \['a'\]; expected a list of finite numbers >= 0",
+        ),
     ],
 )
 def test_calibration_fit_table_types_are_checked(tmp_path, fit, message):

@@ -152,13 +152,25 @@ def _snapshot(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out.parent)): p.read_bytes() for p in paths if p.is_file()}
 
 
+def _as_from_a_terminal() -> None:
+    """A child that takes SIGTERM and SIGHUP as a command started from a terminal does: the
+    test runner may run with them ignored (nohup) or blocked (a worker thread's mask), and
+    both are inherited."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGHUP])
+
+
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
 def test_a_signal_mid_write_leaves_nothing(tmp_path, stop):
     # trace synth streams a large capture into its temporary: stop it once the temporary exists.
     out = tmp_path / "big.pcap"
     argv = ["trace", "synth", "--pps", "1M", "--duration", "60s", "-o", str(out), "-q"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pcieperf.cli", *argv], stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "pcieperf.cli", *argv],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + WAIT_S
@@ -189,3 +201,33 @@ def test_a_second_sweep_to_the_same_output_refuses(tmp_path):
         f"pcieperf: error: another sweep is writing {out}.parts; wait for it or give another -o\n"
     )
     assert not out.exists()
+
+
+def test_an_ignored_hangup_stays_ignored(tmp_path):
+    # `nohup pcieperf ...`: SIGHUP ignored at the start must not stop the command.
+    out = tmp_path / "small.pcap"
+
+    def nohup() -> None:
+        _as_from_a_terminal()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    argv = ["trace", "synth", "--pps", "1M", "--duration", "1s", "-o", str(out), "-q"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pcieperf.cli", *argv],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=nohup,
+    )
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not _temporaries(tmp_path) and proc.poll() is None:
+            assert time.monotonic() < deadline, "the temporary never appeared"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGHUP)
+        _, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert out.stat().st_size == 24 + 1_000_000 * (16 + 60)  # pcap header, 1 M 60 B records

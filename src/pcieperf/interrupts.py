@@ -29,7 +29,9 @@ def exit_code(exc: KeyboardInterrupt) -> int:
 @contextmanager
 def stop_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP raise `Stopped` in the main thread (elsewhere
-    Python cannot take signals: the block runs unchanged)."""
+    Python cannot take signals: the block runs unchanged). A signal ignored when pcieperf
+    started stays ignored (`nohup pcieperf ...` must survive its terminal closing), as Python
+    itself leaves an ignored SIGINT alone."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -37,7 +39,8 @@ def stop_as_interrupt() -> Iterator[None]:
     def stop(signum: int, frame: object) -> None:
         raise Stopped(signum)
 
-    before = {sig: signal.signal(sig, stop) for sig in STOPPING}
+    caught = [sig for sig in STOPPING if signal.getsignal(sig) is not signal.SIG_IGN]
+    before = {sig: signal.signal(sig, stop) for sig in caught}
     try:
         yield
     finally:

@@ -1,10 +1,10 @@
 """The numpy implementation of `trace stats` as it was before the statistics moved into the
 Rust core (commit 085f2a9, src/pcieperf/net/trace.py), kept as the oracle the Rust code is checked
 against on random traces (tests/net/test_trace_stats_oracle.py). Only `stats` takes the rate
-windows as an argument here; the computation is unchanged. `trust` (issue 26: ties, steps back,
-directions, dates) was added later, written here in numpy before the Rust code."""
-
-from fractions import Fraction
+windows as an argument here; the computation is unchanged but for the rates' rule, changed on
+purpose by issue 27 (peaks over whole windows only, the shorter last window reported apart as
+the tail), written here before the Rust code. `trust` (issue 26: ties, steps back, directions,
+dates) was added later, also written here in numpy before the Rust code."""
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,45 +21,48 @@ from pcieperf.net.trace import (
 )
 
 
-def _peak_per_ns(amounts: NDArray[np.int64], covered_ns: NDArray[np.int64]) -> Fraction:
-    """The largest amount per ns over windows, exact. Callers round it once, as they round the
-    mean (a weighted average of the windows' rates), so rounding never puts a peak below the
-    mean. Windows cover at most two distinct times (see `Windows`)."""
-    return max(Fraction(int(amounts[covered_ns == c].max()), int(c)) for c in np.unique(covered_ns))
+def _per_s(events: int, ns: int) -> float:
+    """Events in `ns` nanoseconds per second, rounded once (int / int is correctly rounded)."""
+    return events * NS_PER_S / ns
 
 
-def _per_s(per_ns: Fraction) -> float:
-    """Events per ns as events per second, rounded once (int / int is correctly rounded)."""
-    return per_ns.numerator * NS_PER_S / per_ns.denominator
-
-
-def _gbps(bits_per_ns: Fraction) -> float:
+def _gbps(bits: int, ns: int) -> float:
     """Bits per ns are Gb/s, rounded once."""
-    return bits_per_ns.numerator / bits_per_ns.denominator
+    return bits / ns
 
 
 def _rates(ts: NDArray[np.int64], wire_bits: NDArray[np.int64], window_ns: int) -> dict:
-    """Peak packet and bit rates over windows of `window_ns`, each divided by the time it
-    covers (see `Windows`), so a peak is never below the mean. Only occupied windows are
-    counted, so a trace spanning years costs no more than one spanning a second. A capture
-    without duration has no rate (None), as it has no mean."""
+    """Peak packet and bit rates over the whole windows of `window_ns` (issue 27: a shorter last
+    window, up to the last packet, is the tail, reported apart; see `Windows`). Only occupied
+    windows are counted, so a trace spanning years costs no more than one spanning a second. A
+    capture without duration has no rate (None), as it has no mean."""
     if ts.size == 0 or ts[0] == ts[-1]:
         return {
             "window_ns": window_ns,
             "windows": int(ts.size > 0),
+            "full_windows": int(ts.size > 0),
             "peak_pps": None,
             "peak_gbps": None,
+            "tail_ns": 0,
+            "tail_pps": None,
+            "tail_gbps": None,
         }
     windows = Windows.of(ts, window_ns)
     starts = np.concatenate(([0], np.flatnonzero(np.diff(windows.index)) + 1))
     covered = windows.covered_ns(windows.index[starts])
     packets = np.diff(np.append(starts, ts.size))
     bits = np.add.reduceat(wire_bits, starts)
+    whole = covered == window_ns
+    tail = windows.last_covered_ns if windows.last_covered_ns < window_ns else 0
     return {
         "window_ns": window_ns,
         "windows": windows.count,
-        "peak_pps": _per_s(_peak_per_ns(packets, covered)),
-        "peak_gbps": _gbps(_peak_per_ns(bits, covered)),
+        "full_windows": windows.count - int(tail > 0),
+        "peak_pps": _per_s(int(packets[whole].max()), window_ns) if whole.any() else None,
+        "peak_gbps": _gbps(int(bits[whole].max()), window_ns) if whole.any() else None,
+        "tail_ns": tail,
+        "tail_pps": _per_s(int(packets[-1]), tail) if tail else None,
+        "tail_gbps": _gbps(int(bits[-1]), tail) if tail else None,
     }
 
 
@@ -124,8 +127,8 @@ def _summary(
         "last_ts_ns": last,
         "duration_s": span_ns / NS_PER_S,
         # Exact ratios rounded once, like the peaks they are compared with.
-        "mean_pps": _per_s(Fraction(n, span_ns)) if span_ns else None,
-        "mean_gbps": _gbps(Fraction(wire * 8, span_ns)) if span_ns else None,
+        "mean_pps": _per_s(n, span_ns) if span_ns else None,
+        "mean_gbps": _gbps(wire * 8, span_ns) if span_ns else None,
     }
 
 

@@ -244,17 +244,21 @@ def test_link_types_are_named(tmp_path, capsys):
 # --- rate windows -----------------------------------------------------------------------------
 
 
-def test_peak_of_a_short_capture_is_not_below_its_mean(tmp_path):
-    # The issue's case: 10 ms at 1.5 Mpps, once "peak 0.015 Mpps per 1000 ms". One 1 s window
-    # covers the whole capture, so its rate is the mean: 15 000 packets in 9.999333 ms.
+def test_a_capture_shorter_than_a_window_has_no_peak_but_its_tail(tmp_path):
+    # 10 ms at 1.5 Mpps (once "peak 0.015 Mpps per 1000 ms", then the partial window's own
+    # rate as the peak): no 1 s window is whole, so there is no peak (issue 27: peaks over
+    # whole windows only); the one window covers the capture, so its tail rate is the mean,
+    # 15 000 packets in 9.999333 ms.
     out = tmp_path / "short.pcap"
     trace.synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1.5e6, duration_s=0.01)
     s = trace.stats(trace.read(out), Ethernet(40))
     per_second = s["rates"][1]
     span_ns = s["last_ts_ns"] - s["first_ts_ns"]
     assert span_ns == 9_999_333  # the 15 000th packet at 14 999 * (1e9 / 1.5e6) ns, truncated
-    assert per_second["peak_pps"] == s["mean_pps"] == 15_000 * 1e9 / span_ns
-    assert per_second["peak_gbps"] == s["mean_gbps"]
+    assert (per_second["full_windows"], per_second["peak_pps"]) == (0, None)
+    assert per_second["tail_ns"] == span_ns
+    assert per_second["tail_pps"] == s["mean_pps"] == 15_000 * 1e9 / span_ns
+    assert per_second["tail_gbps"] == s["mean_gbps"]
 
 
 @settings(max_examples=200, deadline=None)
@@ -262,7 +266,10 @@ def test_peak_of_a_short_capture_is_not_below_its_mean(tmp_path):
     st.lists(st.integers(0, 3 * 10**9), min_size=2, max_size=300),
     st.lists(st.integers(0, 9000), min_size=300, max_size=300),
 )
-def test_peak_rates_are_never_below_the_mean(times, lengths):
+def test_rates_are_the_reference_windows(times, lengths):
+    # The rule (issue 27), computed here with numpy: windows from the first packet, a last
+    # packet on a window start counted in the window before; the peak is the largest whole
+    # window's count over its length, a shorter last window (the tail) apart.
     n = len(times)
     wire = np.array(lengths[:n], dtype=np.uint32)
     t = trace.Trace(
@@ -279,8 +286,19 @@ def test_peak_rates_are_never_below_the_mean(times, lengths):
         if s["mean_pps"] is None:  # all at one instant: no duration, no rate
             assert rate["peak_pps"] is None
             continue
-        assert rate["peak_pps"] >= s["mean_pps"]
-        assert rate["peak_gbps"] >= s["mean_gbps"]
+        w = rate["window_ns"]
+        ts = np.array(times, dtype=np.int64)
+        span = int(ts.max() - ts.min())
+        last, covered = divmod(span, w)
+        if covered == 0 and last > 0:
+            last, covered = last - 1, w
+        counts = np.bincount(np.minimum((ts - ts.min()) // w, last), minlength=last + 1)
+        whole = counts if covered == w else counts[:-1]
+        assert rate["full_windows"] == whole.size
+        assert rate["peak_pps"] == (int(whole.max()) * 1e9 / w if whole.size else None)
+        assert rate["tail_ns"] == (0 if covered == w else covered)
+        if covered != w:
+            assert rate["tail_pps"] == int(counts[-1]) * 1e9 / covered
 
 
 def test_stats_windows_are_the_ones_asked_for(tmp_path, capsys):
@@ -289,14 +307,17 @@ def test_stats_windows_are_the_ones_asked_for(tmp_path, capsys):
     trace.synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
     assert main(["trace", "stats", "--json", "--windows", "100us,2ms", str(out)]) == 0
     fine, coarse = json.loads(capsys.readouterr().out)[0]["rates"]
-    # 100 us windows: 100 of them, the last covering 99 us with 100 packets (9900..9999).
-    assert (fine["window_ns"], fine["windows"]) == (100_000, 100)
-    assert fine["peak_pps"] == 100 * 1e9 / 99_000
-    # 2 ms windows: 5, the last covering 1.999 ms with 2000 packets; a full one has 2000 in 2 ms.
-    assert (coarse["window_ns"], coarse["windows"]) == (2_000_000, 5)
-    assert coarse["peak_pps"] == 2000 * 1e9 / 1_999_000
-    # 2000 frames of 60 bytes (960 000 bits) in 1.999 ms.
-    assert coarse["peak_gbps"] == 960_000 / 1_999_000
+    # 100 us windows: 100 of them, the last covering 99 us with 100 packets (9900..9999): the
+    # peak is a whole window's 100 packets in 100 us, the last one is the tail.
+    assert (fine["window_ns"], fine["windows"], fine["full_windows"]) == (100_000, 100, 99)
+    assert fine["peak_pps"] == 100 * 1e9 / 100_000
+    assert (fine["tail_ns"], fine["tail_pps"]) == (99_000, 100 * 1e9 / 99_000)
+    # 2 ms windows: 5, the last covering 1.999 ms with 2000 packets; a whole one has 2000 in
+    # 2 ms, 2000 frames of 60 bytes (960 000 bits).
+    assert (coarse["window_ns"], coarse["windows"], coarse["full_windows"]) == (2_000_000, 5, 4)
+    assert coarse["peak_pps"] == 2000 * 1e9 / 2_000_000
+    assert coarse["peak_gbps"] == 960_000 / 2_000_000
+    assert coarse["tail_gbps"] == 960_000 / 1_999_000
     assert main(["trace", "stats", "--windows", "1ms,0s", str(out)]) == 2
     assert capsys.readouterr().err == (
         "pcieperf: error: rate window '0s' is not understood; write a positive time like 1s, "

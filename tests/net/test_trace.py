@@ -204,12 +204,17 @@ def test_stats_of_a_constant_rate_trace(tmp_path):
     s = trace.stats(trace.read(out), Ethernet(40))
     assert (s["packets"], s["bytes_wire"], s["bytes_captured"]) == (10_000, 600_000, 600_000)
     assert s["last_ts_ns"] - s["first_ts_ns"] == 9_999_000
-    # The capture spans 9.999 ms, so its last 1 ms window covers 0.999 ms and holds 1000
-    # packets: 1000 / 0.999 ms = 1.001001 Mpps, the peak; the mean is 10 000 / 9.999 ms.
-    assert s["rates"][0]["peak_pps"] == pytest.approx(1000 / 0.999e-3, rel=1e-12)
+    # The capture spans 9.999 ms: nine whole 1 ms windows of 1000 packets (the peak, 1 Mpps:
+    # the offered rate), and a last one covering 0.999 ms with 1000 packets, the tail, apart
+    # (1.001001 Mpps); the mean is 10 000 / 9.999 ms.
+    rate = s["rates"][0]
+    assert (rate["windows"], rate["full_windows"], rate["tail_ns"]) == (10, 9, 999_000)
+    assert rate["peak_pps"] == 1e6
+    assert rate["tail_pps"] == pytest.approx(1000 / 0.999e-3, rel=1e-12)
     assert s["mean_pps"] == pytest.approx(10_000 / 9.999e-3, rel=1e-12)
-    # 1000 frames of 60 B = 480 kbit in 0.999 ms of frame data.
-    assert s["rates"][0]["peak_gbps"] == pytest.approx(480e3 / 0.999e-3 / 1e9, rel=1e-12)
+    # 1000 frames of 60 B = 480 kbit per whole window, in 0.999 ms in the tail.
+    assert rate["peak_gbps"] == 0.48
+    assert rate["tail_gbps"] == pytest.approx(480e3 / 0.999e-3 / 1e9, rel=1e-12)
     assert s["size_histogram"]["64"] == 10_000
     assert s["bursts"]["bursts"] == 0
 

@@ -69,7 +69,14 @@ def _emit_trace_demand(
                     ("down (host to device)", s["mean_down_gbps"], s["peak_down_gbps"]),
                 ],
             )
-            + f"\n{s['windows_over_capacity']} of {s['windows']} windows exceed the link"
+            + f"\n{s['windows_over_capacity']} of {s['full_windows']} whole windows exceed the "
+            "link"
+            + (
+                f"; the last {s['tail_ns'] / 1e6:g} ms: {s['tail_up_gbps']:.3f} up / "
+                f"{s['tail_down_gbps']:.3f} down Gb/s"
+                if s["tail_ns"]
+                else ""
+            )
             + (f"; plot: {s['plot']}" if "plot" in s else "")
         )
 

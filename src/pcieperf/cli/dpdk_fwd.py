@@ -92,8 +92,9 @@ def _dpdk_fwd_trace(args: argparse.Namespace, link: Link, cfg: dpdk.ForwardingCo
         "batch_hist": {str(k): v for k, v in sorted(fwd.batch_hist.items())},
     }
     for metric, series in fwd.metric_gbps.items():
-        extra[f"{metric}_gbps"] = float(series.mean())
-        extra[f"peak_{metric}_gbps"] = float(series.max(initial=0))
+        rates = fwd.demand.rates(series)  # the windows' rule, as for the wire demand
+        extra[f"{metric}_gbps"] = rates.mean
+        extra[f"peak_{metric}_gbps"] = rates.peak
     text = f"mean Tx batch {fwd.mean_batch:.2f} (PMD polling every {poll} ns)\n"
     _emit_trace_demand(args, captured, fwd.demand, extra, link, text)
 

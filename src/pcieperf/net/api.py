@@ -264,11 +264,22 @@ def _demand_line(r: dict) -> str:
         if r["mean_up_gbps"] is not None
         else ""
     )
+    window = f"{r['window_ns'] / 1e6:g} ms"
+    peak = (
+        f"peak {r['peak_up_gbps']:.3f} up / {r['peak_down_gbps']:.3f} down Gb/s per {window}"
+        if r["peak_up_gbps"] is not None
+        else ("no duration, no rate" if not r["duration_s"] else f"no whole {window} window")
+    )
+    tail = (
+        f" (the last {r['tail_ns'] / 1e6:g} ms: {r['tail_up_gbps']:.3f} up / "
+        f"{r['tail_down_gbps']:.3f} down)"
+        if r["tail_ns"]
+        else ""
+    )
     return (
-        f"{archive_label(r)['file']}: {r['packets']} packets; {mean}peak "
-        f"{r['peak_up_gbps']:.3f} up / {r['peak_down_gbps']:.3f} down Gb/s per "
-        f"{r['window_ns'] / 1e6:g} ms; {r['windows_over_capacity']} of {r['windows']} "
-        f"windows exceed the link's {r['capacity_gbps']:.2f} Gb/s"
+        f"{archive_label(r)['file']}: {r['packets']} packets; {mean}{peak}{tail}; "
+        f"{r['windows_over_capacity']} of {r['full_windows']} whole windows exceed the link's "
+        f"{r['capacity_gbps']:.2f} Gb/s"
     )
 
 

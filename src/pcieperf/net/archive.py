@@ -498,8 +498,8 @@ def demand(
     from NIC `profile` on a link of `capacity_gbps`, every packet priced at its own frame
     size by `cost` (`nic.demand_cost`) at the time it was captured: mean (over the duration)
     and peak Gb/s per direction, and the windows above the link's capacity. Windows follow
-    `trace stats`'s rule (from the first packet; the last covers up to the last packet),
-    across file boundaries."""
+    `trace stats`'s rule (from the first packet; peaks over whole windows; a last window that
+    covers less, up to the last packet, is the tail, reported apart), across file boundaries."""
     require_positive("window", window_ns)
     config, files = _checked(paths, 40, trace.WINDOWS_NS)
     found = _port_partials(client, files, (config, skip_bad, strict, cost), per_file=per_file)
@@ -524,13 +524,18 @@ def demand(
                 "duration_s": span / trace.NS_PER_S,
                 "window_ns": window_ns,
                 "windows": d["windows"],
+                "full_windows": d["full_windows"],
                 "capacity_gbps": capacity_gbps,
                 "mean_up_gbps": d["bytes_up"] * 8 / span if span else None,
                 "mean_down_gbps": d["bytes_down"] * 8 / span if span else None,
-                "peak_up_gbps": d["peak_up_gbps"],
-                "peak_down_gbps": d["peak_down_gbps"],
-                "windows_over_capacity": d["windows_over_capacity"],
-                "fits": d["windows_over_capacity"] == 0,
+                # peaks over whole windows only (none: the capture is shorter than one)
+                "peak_up_gbps": d["peak_up_gbps"] if d["full_windows"] and span else None,
+                "peak_down_gbps": d["peak_down_gbps"] if d["full_windows"] and span else None,
+                "windows_over_capacity": d["windows_over_capacity"] if span else 0,
+                "fits": not span or d["windows_over_capacity"] == 0,
+                "tail_ns": d["tail_ns"],
+                "tail_up_gbps": d["tail_up_gbps"] if d["tail_ns"] else None,
+                "tail_down_gbps": d["tail_down_gbps"] if d["tail_ns"] else None,
             }
         )
     return out

@@ -260,7 +260,8 @@ def trace_demand(cfg: ReportConfig) -> FigureData:
     facts = [
         f"mean up {s['mean_up_gbps']:.1f} Gb/s, down {s['mean_down_gbps']:.1f} Gb/s; peak up "
         f"{s['peak_up_gbps']:.1f}, down {s['peak_down_gbps']:.1f} of {s['capacity_gbps']:.1f}",
-        f"{s['windows_over_capacity']} of {s['windows']} windows exceed the link; mean Tx "
+        f"{s['windows_over_capacity']} of {s['full_windows']} whole windows exceed the link; "
+        "mean Tx "
         f"batch {fwd.mean_batch:.1f} from the arrivals (PMD polling every 1 µs)",
     ]
     return FigureData(

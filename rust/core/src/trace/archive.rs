@@ -1233,9 +1233,16 @@ impl DemandAcc {
 #[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct Demand {
     pub windows: u64,
+    /// Windows that cover their whole length: the peaks and the count over capacity are theirs.
+    pub full_windows: u64,
     pub peak_up_gbps: f64,
     pub peak_down_gbps: f64,
     pub windows_over_capacity: u64,
+    /// The last window where it covers less than its length (up to the last packet): its ns
+    /// and its rates, kept apart from the peaks (0 where the last window is whole).
+    pub tail_ns: u64,
+    pub tail_up_gbps: f64,
+    pub tail_down_gbps: f64,
     /// Bytes up and down of all packets.
     pub bytes_up: f64,
     pub bytes_down: f64,
@@ -1244,9 +1251,10 @@ pub struct Demand {
 }
 
 impl Partial {
-    /// The demand of the packets summarised (same rules for the last window as the rates of
-    /// `summary`). Fails where a frame is larger than the cost table or the partial was read
-    /// without a demand.
+    /// The demand of the packets summarised, by the rule of the rates of `summary`: peaks over
+    /// whole windows only, a last window shorter than its length reported apart as the tail.
+    /// Fails where a frame is larger than the cost table or the partial was read without a
+    /// demand.
     pub fn demand(&self, cost: &DemandConfig) -> Result<Demand, String> {
         let acc = self
             .demand
@@ -1269,9 +1277,10 @@ impl Partial {
             covered = w; // a last packet exactly on a window start belongs to the window before
         }
         if covered == 0 {
-            covered = w;
+            covered = w; // no duration: the one window counts as whole
         }
         let mut peaks = acc.inner;
+        let mut tail_rates = (0.0, 0.0);
         let n = acc.edges.len();
         for (_, done) in &acc.edges[..n.saturating_sub(2)] {
             peaks.add(window_gbps(done, w, cost), cost.capacity_gbps);
@@ -1287,7 +1296,11 @@ impl Partial {
                     peaks.add(window_gbps(prev, w, cost), cost.capacity_gbps);
                 }
             }
-            peaks.add(window_gbps(&tail, covered, cost), cost.capacity_gbps);
+            if covered == w {
+                peaks.add(window_gbps(&tail, w, cost), cost.capacity_gbps);
+            } else {
+                tail_rates = window_gbps(&tail, covered, cost);
+            }
         }
         let (mut bytes_up, mut bytes_down, mut frame_bytes) = (0.0, 0.0, 0u64);
         for &(frame, count) in &acc.sizes {
@@ -1295,11 +1308,16 @@ impl Partial {
             bytes_down += count as f64 * cost.down[frame as usize];
             frame_bytes += count * frame as u64;
         }
+        let partial = covered < w;
         Ok(Demand {
             windows: last + 1,
+            full_windows: last + 1 - u64::from(partial),
             peak_up_gbps: peaks.up,
             peak_down_gbps: peaks.down,
             windows_over_capacity: peaks.over,
+            tail_ns: if partial { covered } else { 0 },
+            tail_up_gbps: tail_rates.0,
+            tail_down_gbps: tail_rates.1,
             bytes_up,
             bytes_down,
             frame_bytes,

@@ -44,10 +44,13 @@ MAX_WINDOWS = 10_000_000  # a dense series longer than this is a mistake (wrong 
 class Windows:
     """Windows of `window_ns` from the first packet: each packet's window index, and how much
     of the capture the last window covers. Every window covers `window_ns` but the last, which
-    covers only up to the last packet: rates divide by the covered time, so a part-filled last
-    window shows its true rate instead of a false dip. A last packet exactly on a window start
-    would leave a window that covers nothing; it is counted in the window before (which then
-    covers up to it), so the covered times add up to the capture's duration."""
+    covers only up to the last packet: the tail. Its rate is its sums over the time it covers,
+    reported apart (`tail_*`): a peak is the largest of the whole windows only, since a few
+    packets at the very end of a capture, divided by the few ns they span, are no sustained
+    rate. A last packet exactly on a window start would leave a window that covers nothing; it
+    is counted in the window before (which then covers up to it), so the covered times add up
+    to the capture's duration. The Rust core applies the same rule (trace/stats.rs `peaks`,
+    trace/archive.rs `Partial::demand`)."""
 
     window_ns: int
     index: NDArray[np.int64]
@@ -69,6 +72,11 @@ class Windows:
     def covered_ns(self, windows: NDArray[np.int64]) -> NDArray[np.int64]:
         """Time covered by each of the given window indices."""
         return np.where(windows == self.count - 1, self.last_covered_ns, self.window_ns)
+
+    @property
+    def full(self) -> int:
+        """Windows that cover their whole length (all but a shorter last one)."""
+        return self.count - int(self.last_covered_ns < self.window_ns)
 
 
 def window_sums(
@@ -96,15 +104,6 @@ def _per_s(events: int, ns: int) -> float:
 def _gbps(bits: int, ns: int) -> float:
     """Bits in `ns` nanoseconds (bits per ns are Gb/s), rounded once."""
     return bits / ns
-
-
-def _largest_ratio(pairs: Sequence[tuple[int, int]]) -> tuple[int, int]:
-    """The (amount, ns) pair of the largest amount per ns, compared exactly (in integers)."""
-    best = pairs[0]
-    for amount, ns in pairs[1:]:
-        if amount * best[1] > best[0] * ns:
-            best = (amount, ns)
-    return best
 
 
 def _stats_config(eth_gbps: float, overhead_bytes: int, windows_ns: Sequence[int]) -> dict:
@@ -149,23 +148,34 @@ def _summary(totals: dict) -> dict:
 
 
 def _rates(window: dict, totals: dict) -> dict:
-    """Peak packet and bit rates over windows of one length, each window's sums divided by the
-    time it covers (the last covers only up to the last packet: see `Windows`), so a peak is
-    never below the mean. A capture without duration has no rate (None), as it has no mean."""
-    n = totals["packets"]
+    """Peak packet and bit rates over the whole windows of one length, and the rates of a
+    shorter last window (the tail: see `Windows`) apart. A capture without duration has no
+    rate (None), as it has no mean; one shorter than a window has no peak, only its tail."""
+    n, w = totals["packets"], window["window_ns"]
     if n == 0 or totals["first_ts_ns"] == totals["last_ts_ns"]:
         return {
-            "window_ns": window["window_ns"],
+            "window_ns": w,
             "windows": int(n > 0),
+            "full_windows": int(n > 0),
             "peak_pps": None,
             "peak_gbps": None,
+            "tail_ns": 0,
+            "tail_pps": None,
+            "tail_gbps": None,
         }
     groups = window["groups"]  # (covered ns, largest packet count, largest bit sum)
+    whole = [(packets, bits) for c, packets, bits in groups if c == w]
+    tail = [(c, packets, bits) for c, packets, bits in groups if c != w]
+    windows = window["last_index"] + 1
     return {
-        "window_ns": window["window_ns"],
-        "windows": window["last_index"] + 1,
-        "peak_pps": _per_s(*_largest_ratio([(packets, c) for c, packets, _ in groups])),
-        "peak_gbps": _gbps(*_largest_ratio([(bits, c) for c, _, bits in groups])),
+        "window_ns": w,
+        "windows": windows,
+        "full_windows": windows - len(tail),
+        "peak_pps": _per_s(whole[0][0], w) if whole else None,
+        "peak_gbps": _gbps(whole[0][1], w) if whole else None,
+        "tail_ns": tail[0][0] if tail else 0,
+        "tail_pps": _per_s(tail[0][1], tail[0][0]) if tail else None,
+        "tail_gbps": _gbps(tail[0][2], tail[0][0]) if tail else None,
     }
 
 
