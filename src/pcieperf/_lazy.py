@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import inspect
 
 
 def module(name: str) -> ModuleType:
@@ -29,3 +34,29 @@ def loaded(name: str) -> bool:
     nothing has used yet has not)."""
     found = sys.modules.get(name)
     return found is not None and type(found).__name__ != "_LazyModule"
+
+
+class _CallablePackage(ModuleType):
+    """A package that is also the API function of its name (`pp.nic(...)`, `pp.report(...)`):
+    called, it calls the function `_api()` returns, and shows that function's signature."""
+
+    _api: Callable[[], Callable[..., object]]
+
+    def __call__(self, **options: object) -> object:
+        """The API function, with these keywords."""
+        return self._api()(**options)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """`inspect.signature(pp.nic)` (editors, notebooks' tooltips): the function's."""
+        import inspect  # here: it costs every command's start-up otherwise
+
+        return inspect.signature(self._api())
+
+
+def callable_package(name: str, api: Callable[[], Callable[..., object]]) -> None:
+    """Make the package `name` callable as the function `api()` returns (imported on the
+    call, so that importing the package stays light)."""
+    package = sys.modules[name]
+    package.__class__ = _CallablePackage
+    package._api = api  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -266,14 +267,85 @@ def json_default(value: object) -> object:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Right-aligned text table; floats shown with 2 decimals."""
+DEFAULT_WIDTH = 100  # the width of text that is not going to a terminal (a log, a pipe)
+
+
+def text_width() -> int:
+    """The width text is fitted to: $COLUMNS where set, the terminal's where stdout is one,
+    else DEFAULT_WIDTH."""
+    import os
+
+    given = os.environ.get("COLUMNS", "")
+    if given.isdigit() and int(given) >= 20:
+        return int(given)
+    if sys.stdout.isatty():
+        import shutil  # only for a terminal: the light commands' start-up stays without it
+
+        return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    return DEFAULT_WIDTH
+
+
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[object]], width: int | None = None
+) -> str:
+    """A text table: numbers right-aligned (floats with 2 decimals), text left-aligned; text
+    columns wrapped onto more lines where the table is wider than `width` (text_width())."""
 
     def cell(v: object) -> str:
         return f"{v:,.2f}" if isinstance(v, float) or is_numpy_scalar(v, "floating") else str(v)
 
     text = [[cell(v) for v in row] for row in rows]
+    numeric = [
+        all(_is_number(row[i]) or row[i] is None for row in rows) for i in range(len(headers))
+    ]
     widths = [max([len(h), *(len(r[i]) for r in text)]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in text]
-    return "\n".join(lines)
+    widths = _fitted(widths, numeric, width or text_width(), [len(h) for h in headers])
+    lines = [_line(headers, widths, numeric)]
+    for row in text:
+        wrapped = [
+            [c] if numeric[i] else (textwrap.wrap(c, widths[i]) or [""]) for i, c in enumerate(row)
+        ]
+        for k in range(max(len(w) for w in wrapped)):
+            lines.append(_line([w[k] if k < len(w) else "" for w in wrapped], widths, numeric))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _is_number(value: object) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)) or is_numpy_scalar(
+        value, "number"
+    )
+
+
+def _line(cells: Sequence[str], widths: Sequence[int], numeric: Sequence[bool]) -> str:
+    return "  ".join(
+        c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric, strict=True)
+    )
+
+
+def _fitted(widths: list[int], numeric: list[bool], width: int, least: list[int]) -> list[int]:
+    """Column widths whose sum (and the gaps) fits `width`: the widest text column gives up
+    one character at a time (so wide ones end up alike), none below its header or 12."""
+    widths = list(widths)
+    over = sum(widths) + 2 * (len(widths) - 1) - width
+    while over > 0:
+        text = [i for i, n in enumerate(numeric) if not n and widths[i] > max(least[i], 12)]
+        if not text:
+            break
+        widths[max(text, key=lambda i: widths[i])] -= 1
+        over -= 1
+    return widths
+
+
+def fit_lines(text: str, width: int | None = None) -> str:
+    """Every line of `text` wrapped to `width` (text_width()), its indentation kept."""
+    limit = width or text_width()
+    out = []
+    for line in text.splitlines():
+        if len(line) <= limit:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out += textwrap.wrap(
+            line.strip(), limit, initial_indent=indent, subsequent_indent=indent + "  "
+        ) or [line]
+    return "\n".join(out)

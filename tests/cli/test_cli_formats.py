@@ -52,6 +52,7 @@ RUNS = {
     "bench sim": "bench sim --host {host} --device nfp6000 --sizes 64,128",
     "bench calibrate": "bench calibrate {host_dir} -o {out}/cal.toml",
     "bench predict": "bench predict --host {host_dir} --out {out}/pred --transactions 2000",
+    "bench host": "bench host {host_dir} -o {out}/host.toml",
     "validate": "validate --measured {host_dir} --predicted {host_dir}",
     "iommu sim": "iommu sim --frame 64",
     "iommu gain": "iommu gain --from-rxd 1024 --to-rxd 128 --sizes 64,128",
@@ -70,7 +71,14 @@ RUNS = {
     "report": "report -o {out}/report",
     "sweep": "sweep {spec} -o {out}/grid.parquet",
 }
-NEEDS_SHARED = {"data import", "data show", "data plot", "bench calibrate", "bench predict"}
+NEEDS_SHARED = {
+    "data import",
+    "data show",
+    "data plot",
+    "bench calibrate",
+    "bench predict",
+    "bench host",
+}
 NEEDS_SHARED |= {"validate"}
 COMMANDS = sorted(" ".join(path) for path, parser in ALL if parser.get_default("func"))
 
@@ -112,9 +120,9 @@ def prepared(inputs, tmp_path_factory):
 
 
 def test_every_command_has_a_run():
-    # 38 commands: the 45 of test_cli_help less the seven groups, which print their help.
+    # 39 commands: the 46 of test_cli_help less the seven groups, which print their help.
     assert sorted(RUNS) == COMMANDS
-    assert len(COMMANDS) == 38
+    assert len(COMMANDS) == 39
 
 
 def expected_rows(payload):

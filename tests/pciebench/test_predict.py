@@ -374,3 +374,44 @@ def test_a_calibration_with_a_stray_table_is_refused(tmp_path):
     path.write_text(DEFAULT_CALIBRATION.read_text() + "\n[sprad]\ncategories = []\n")
     with pytest.raises(ProfileError, match=r"unknown key 'sprad'; a calibration has the tables"):
         load_calibration(path)
+
+
+def test_bench_sim_takes_a_calibration_file_as_its_device(tmp_path, capsys):
+    # Issue 27 item 3: `bench calibrate -o FILE` names the file `bench sim --device` takes; the
+    # shipped calibration is the nfp6000 device's, so both spellings give the same rates.
+    from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
+    from tests.helpers.cli import run_cli
+    from tests.helpers.hosts import write_host_toml
+
+    host = tmp_path / "host.toml"
+    write_host_toml(host)
+    argv = ["bench", "sim", "--host", str(host), "--sizes", "64,1024", "--json"]
+    rates = [
+        json.loads(run_cli(capsys, *argv, "--device", device)[1])
+        for device in ("nfp6000", str(DEFAULT_CALIBRATION))
+    ]
+    assert rates[0] == rates[1]
+    assert len(rates[0]) == 2
+
+
+def test_bench_host_writes_the_host_bench_predict_simulates(tmp_path, capsys):
+    # Issue 27 item 3: no command wrote the host TOML `bench sim --host` needs. `bench host`
+    # writes the profile `bench predict` builds from the same folder, and it reads back equal.
+    from tests.helpers import PCIE_BENCH
+    from tests.helpers.cli import run_cli
+
+    folder = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
+    if not folder.is_dir():
+        pytest.skip(f"the shared pcie-bench data ({PCIE_BENCH}) is absent")
+    out = tmp_path / "host.toml"
+    code, text, err = run_cli(capsys, "bench", "host", str(folder), "-o", str(out), "--json")
+    assert code == 0, err
+    from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
+
+    expected = calibrate.host_profile(
+        calibrate.load_run(folder), calibrate.load_calibration(DEFAULT_CALIBRATION)
+    )
+    assert sim.load_host(out) == expected
+    assert json.loads(text)["system"] == folder.name
+    code, _, err = run_cli(capsys, "bench", "host", str(folder), "-o", str(out))
+    assert (code, err) == (2, f"pcieperf: error: {out} exists; pass --force to overwrite it\n")

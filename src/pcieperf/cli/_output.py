@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pcieperf.cli._common import trace
-from pcieperf.results import Result, csv_text, format_table, json_default
+from pcieperf.results import Result, csv_text, fit_lines, format_table, json_default
 
 if TYPE_CHECKING:
     from pcieperf.pcie.link import Link
@@ -21,7 +21,7 @@ def _emit(args: argparse.Namespace, payload: object, human: Callable[[], str]) -
     elif args.output_format == "csv":
         print(csv_text(payload), end="")
     else:
-        print(human())
+        print(fit_lines(human()))  # tables fit themselves; titles and notes are wrapped here
 
 
 def emit(args: argparse.Namespace, result: Result) -> None:

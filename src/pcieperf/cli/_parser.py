@@ -75,6 +75,7 @@ EXAMPLES = {
     "bench sim": "pcieperf bench sim --host host.toml --device device.toml --test BW_DMA_RD",
     "bench calibrate": "pcieperf bench calibrate ../shared/data/pcie-bench/*/ -o cal.toml",
     "bench predict": "pcieperf bench predict --host HOSTDIR --out predicted/",
+    "bench host": "pcieperf bench host HOSTDIR -o host.toml",
     "validate": "pcieperf validate --measured HOSTDIR --predicted predicted/ --plot v.png",
     "iommu": "pcieperf iommu sim --page 4k --rxd 1024 --frame 64",
     "iommu sim": "pcieperf iommu sim --page 4k --rxd 1024 --pkt 64",

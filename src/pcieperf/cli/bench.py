@@ -57,6 +57,15 @@ def cmd_bench_calibrate(args: argparse.Namespace) -> None:
     emit(args, result)
 
 
+def cmd_bench_host(args: argparse.Namespace) -> None:
+    """Write the host profile a pcie-bench directory gives, as `bench sim --host` reads it."""
+    calibrated = {"calibration": args.calibration} if args.calibration else {}
+    emit(
+        args,
+        pciebench_api.host(host=args.dir, output=args.output, force=args.force, **calibrated),
+    )
+
+
 def _add_bench_commands(sub: argparse._SubParsersAction) -> None:
     """The `bench` group."""
     bench_sub = _add_group(sub, "bench", _GROUPS["bench"])
@@ -66,7 +75,8 @@ def _add_bench_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--device",
         required=True,
-        help="device profile (.toml), or nfp6000: the shipped calibration's NFP-6000 engine",
+        help="device profile (.toml), a `bench calibrate` file (its device), or nfp6000: "
+        "the shipped calibration's NFP-6000 engine",
     )
     p.add_argument("--test", default="BW_DMA_RD", help="e.g. BW_RD, BW_DMA_WR, LAT_RD")
     p.add_argument("--sizes", default="64,128,256,512,1024,2048", help="bytes per transaction")
@@ -85,6 +95,16 @@ def _add_bench_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dirs", nargs="+", help="pcie-bench result directories (latency and bandwidth)")
     p.add_argument("-o", "--output", required=True, help="calibration file to write (.toml)")
     p.add_argument("--name", default="calibrated device", help="name of the device profile")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p = _add_command(bench_sub, "host", cmd_bench_host)
+    p.add_argument("dir", help="the host's pcie-bench directory: lat_*.csv and sys-*.txt")
+    p.add_argument("-o", "--output", required=True, help="host profile to write (.toml)")
+    p.add_argument(
+        "--calibration",
+        default=None,
+        metavar="FILE",
+        help="calibration from `bench calibrate` (default: the NFP-6000 one shipped)",
+    )
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p = _add_command(bench_sub, "predict", cmd_bench_predict)
     p.add_argument(

@@ -11,23 +11,16 @@ report.
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-if TYPE_CHECKING:
-    from pcieperf.results import Table
+from pcieperf import _lazy
 
 
-class _CallableModule(types.ModuleType):
-    """The package `pcieperf.nic` (the name once it is imported), called as the API function
-    of the same name: `pp.nic(profile="dpdk", sizes=[64])` is `pcieperf.nic.api.nic`."""
+def _api() -> Callable[..., object]:
+    """`pcieperf.nic.api.nic`, which calling the package `pp.nic(...)` calls."""
+    from pcieperf.nic.api import nic
 
-    def __call__(self, **options: object) -> Table:
-        """`pcieperf.nic.api.nic` (what `pcieperf nic` prints)."""
-        from pcieperf.nic.api import nic
-
-        return nic(**options)  # type: ignore[arg-type]
+    return nic
 
 
-sys.modules[__name__].__class__ = _CallableModule
+_lazy.callable_package(__name__, _api)

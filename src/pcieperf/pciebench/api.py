@@ -107,12 +107,17 @@ LAT_COLUMNS = (
 
 
 def bench_device(name: str) -> object:
-    """The pcie-bench device: the shipped NFP-6000 calibration's, or a device profile file."""
+    """The pcie-bench device: the shipped NFP-6000 calibration's, a `bench calibrate` file's
+    (its [device] table), or a device profile file."""
+    from pcieperf._config import load_toml
     from pcieperf.pciebench import calibration_file, sim
 
     if name == BENCH_DEVICE:
         return calibration_file.load_calibration(DEFAULT_CALIBRATION).device
-    return sim.load_device(Path(name))
+    path = Path(name)
+    if isinstance(load_toml(path).get("device"), dict):  # what `bench calibrate -o` writes
+        return calibration_file.load_calibration(path).device
+    return sim.load_device(path)
 
 
 def sim(
@@ -201,6 +206,32 @@ def _calibration_text(payload: dict) -> str:
             + ", ".join(payload["unsteady_hosts_left_out"])
         )
     return "\n".join(lines)
+
+
+def host(
+    *,
+    host: str | Path,
+    output: str | Path,
+    calibration: str | Path = DEFAULT_CALIBRATION,
+    force: bool = False,
+) -> Report:
+    """The host profile a host's pcie-bench directory gives (its latency files and host facts,
+    on the calibration's shared parameters), written as the TOML `bench sim --host` reads
+    (`pcieperf bench host`): what `bench predict` simulates, as a file."""
+    from pcieperf.pciebench import calibrate as fitting
+    from pcieperf.pciebench.calibration_file import profile_toml
+
+    out = Path(output)
+    require_new_file(out, force)
+    run = fitting.load_run(Path(host))
+    profile = fitting.host_profile(run, fitting.load_calibration(Path(calibration)))
+    header = (
+        f"Host profile of {run.name}, written by `pcieperf bench host` from {host} on "
+        f"calibration {calibration}; use it with `pcieperf bench sim --host`."
+    )
+    outputs.write_text(out, profile_toml(profile, header), force)
+    payload = {"system": run.name, "output": str(out), "host": asdict(profile)}
+    return Report(payload, f"wrote {out}: the host profile of {run.name} (bench sim --host)")
 
 
 def predict(

@@ -98,6 +98,14 @@ def _toml_value(value: object) -> str:
     return repr(value)
 
 
+def profile_toml(profile: object, header: str) -> str:
+    """A profile dataclass as the flat TOML table `sim.from_table` reads back (`bench host`
+    writes the host profile `bench sim --host` takes)."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines += [f"{f.name} = {_toml_value(getattr(profile, f.name))}" for f in fields(profile)]
+    return "\n".join(lines) + "\n"
+
+
 def calibration_toml(calibration: Calibration) -> str:
     """The calibration as TOML: [device] and [host] load as profiles, [fit] says how well."""
     device = {f.name: getattr(calibration.device, f.name) for f in fields(DeviceProfile)}

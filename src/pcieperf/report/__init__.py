@@ -8,18 +8,16 @@ May import: every model package and measure. Nothing imports the report but the 
 
 from __future__ import annotations
 
-import sys
-import types
+from collections.abc import Callable
+
+from pcieperf import _lazy
 
 
-class _Report(types.ModuleType):
-    """The package, callable as `api.report` so that `pp.report(...)` writes a report."""
+def _api() -> Callable[..., object]:
+    """`pcieperf.report.api.report`, which calling the package `pp.report(out=...)` calls."""
+    from pcieperf.report.api import report
 
-    def __call__(self, **kwargs: object) -> object:
-        """Write the report: `pcieperf.report.api.report`'s keywords."""
-        from pcieperf.report.api import report
-
-        return report(**kwargs)  # type: ignore[arg-type]
+    return report
 
 
-sys.modules[__name__].__class__ = _Report
+_lazy.callable_package(__name__, _api)
