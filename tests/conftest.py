@@ -22,6 +22,10 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# Tests read the text output's lines whole: where a line wraps at the terminal's width is
+# tested on its own (tests/cli/test_text_width.py, which sets COLUMNS for each command).
+os.environ["COLUMNS"] = "1000"
+
 
 @pytest.fixture(scope="module")
 def local2():

@@ -311,6 +311,9 @@ def format_table(
 
 
 def _is_number(value: object) -> bool:
+    """A number, or a number with its unit ("92.702 B/pkt", "66.3 of 32"): right-aligned."""
+    if isinstance(value, str):
+        return bool(value) and (value[0].isdigit() or value[:2] in ("-0", "-1", "+0"))
     return (isinstance(value, int | float) and not isinstance(value, bool)) or is_numpy_scalar(
         value, "number"
     )
