@@ -23,19 +23,21 @@ from pcieperf.errors import ProfileError, UsageError
 MAX_TEXT_BYTES = 16 << 20  # the largest shipped file is a few KiB; /dev/zero never ends
 
 
-def read_bounded(path: Path, label: str | None = None) -> bytes:
-    """A small text file's bytes (a configuration, a host fact), read up to MAX_TEXT_BYTES: an
-    endless or huge file is refused in one line, not read into memory."""
+def read_bounded(
+    path: Path, label: str | None = None, limit: int = MAX_TEXT_BYTES, expected: str = "a few KiB"
+) -> bytes:
+    """A text file's bytes (a configuration, a host fact, a counter export), read up to `limit`:
+    an endless or huge file is refused in one line, not read into memory."""
     where = str(path) if label is None else label
     try:
         with path.open("rb") as fh:
-            data = fh.read(MAX_TEXT_BYTES + 1)
+            data = fh.read(limit + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {where}: {exc.strerror}") from None
-    if len(data) > MAX_TEXT_BYTES:
+    if len(data) > limit:
         raise UsageError(
-            f"{where} is larger than {MAX_TEXT_BYTES >> 20} MiB; it should be text of a few "
-            "KiB (is it the right file?)"
+            f"{where} is larger than {limit >> 20} MiB; it should be text of {expected} "
+            "(is it the right file?)"
         )
     return data
 

@@ -315,3 +315,26 @@ def test_store_round_trip_is_exact_and_imports_are_all_or_nothing(tmp_path, caps
     assert main(["counters", "import", str(broken), "--format", "pcm-iio", "--db", str(db)]) == 2
     with Store(db) as store:
         assert [i["samples"] for i in store.counter_imports()] == [46]
+
+
+def test_a_bom_is_read_as_excel_writes_it(tmp_path):
+    # Issue 28 item 10: a pcm-iio CSV saved by Excel or PowerShell starts with a UTF-8 BOM.
+    plain = TESTS_DATA / "counters" / "pcm-iio-skx.csv"
+    marked = tmp_path / "bom.csv"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    with_bom, without = counters.parse(marked, None), counters.parse(plain, None)
+    assert (with_bom.source, with_bom.metric, with_bom.value) == (
+        without.source,
+        without.metric,
+        without.value,
+    )
+    assert len(without.value) > 0
+
+
+def test_an_endless_counter_file_is_refused(tmp_path, monkeypatch):
+    # /dev/zero as a counter CSV: read up to the limit (lowered here to 1 MiB), then refused.
+    monkeypatch.setattr(counters, "MAX_COUNTER_BYTES", 1 << 20)
+    path = tmp_path / "zero.csv"
+    path.symlink_to("/dev/zero")
+    with pytest.raises(counters.UsageError, match=r"zero\.csv is larger than 1 MiB"):
+        counters.parse(path, "pcm-iio")

@@ -413,5 +413,9 @@ def test_bench_host_writes_the_host_bench_predict_simulates(tmp_path, capsys):
     )
     assert sim.load_host(out) == expected
     assert json.loads(text)["system"] == folder.name
+    import pcieperf as pp  # the API behind the command: the same answer, to another file
+
+    again = pp.bench.host(host=folder, output=tmp_path / "again.toml").to_json()
+    assert {**again, "output": str(out)} == json.loads(text)
     code, _, err = run_cli(capsys, "bench", "host", str(folder), "-o", str(out))
     assert (code, err) == (2, f"pcieperf: error: {out} exists; pass --force to overwrite it\n")

@@ -18,12 +18,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pcieperf._config import read_bounded
 from pcieperf.errors import CounterFileError, require_choice, require_positive
 from pcieperf.errors import UsageError as UsageError  # re-exported: `counters.UsageError`
 from pcieperf.measure.counters.pcm_iio import parse_pcm_iio
 from pcieperf.measure.counters.perf import FREE_RUNNING_METRIC, parse_perf_iostat, parse_perf_stat
 from pcieperf.measure.counters.samples import BYTES_PER_S, EVENTS_PER_S, SOURCES, Samples
 from pcieperf.measure.counters.vtune import parse_vtune
+
+# A day of 1 s pcm-iio samples with every stack is ~90 MB; /dev/zero or a wrong file is refused
+# before it fills memory (the parsers still hold the text and its rows: ~31x, issue 28 item 5).
+MAX_COUNTER_BYTES = 256 << 20
 
 __all__ = [
     "BYTES_PER_S",
@@ -66,9 +71,10 @@ def parse(
     interval_s: float | None = None,
 ) -> Samples:
     """Parse a counter file of the given source format (None: detect it)."""
+    data = read_bounded(path, limit=MAX_COUNTER_BYTES, expected="a day of 1 s samples at most")
     try:
-        text = path.read_text(encoding="utf-8-sig")  # Excel and PowerShell write a BOM
-    except (OSError, UnicodeDecodeError) as exc:
+        text = data.decode("utf-8-sig")  # Excel and PowerShell write a BOM
+    except UnicodeDecodeError as exc:
         raise CounterFileError(f"{path}: cannot read: {exc}") from None
     if interval_s is not None:
         require_positive("--interval", interval_s)
