@@ -161,21 +161,20 @@ def _as_from_a_terminal() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGHUP])
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
-def test_a_signal_mid_write_leaves_nothing(tmp_path, stop):
-    # trace synth streams a large capture into its temporary: stop it once the temporary exists.
-    out = tmp_path / "big.pcap"
-    argv = ["trace", "synth", "--pps", "1M", "--duration", "60s", "-o", str(out), "-q"]
+def _synth_signalled(folder: Path, seconds: str, stop: int, start=_as_from_a_terminal):
+    """Run `trace synth` of `seconds` into `folder`, send it `stop` once its temporary exists
+    (or it has ended), and return the process and what it printed on stderr."""
+    out = folder / "synth.pcap"
+    argv = ["trace", "synth", "--pps", "1M", "--duration", seconds, "-o", str(out), "-q"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "pcieperf.cli", *argv],
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_as_from_a_terminal,
+        preexec_fn=start,
     )
     try:
         deadline = time.monotonic() + WAIT_S
-        while not _temporaries(tmp_path):
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        while not _temporaries(folder) and proc.poll() is None:
             assert time.monotonic() < deadline, "the temporary never appeared"
             time.sleep(0.02)
         proc.send_signal(stop)
@@ -184,9 +183,16 @@ def test_a_signal_mid_write_leaves_nothing(tmp_path, stop):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+    return proc, err
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_a_signal_mid_write_leaves_nothing(tmp_path, stop):
+    # trace synth streams 60 M packets (4.6 GB) into its temporary: stopped once it exists.
+    proc, err = _synth_signalled(tmp_path, "60s", stop)
     assert proc.returncode == 128 + stop, err
     assert err.strip().splitlines()[-1] == f"pcieperf: interrupted by {stop.name}"
-    assert not out.exists()
+    assert not (tmp_path / "synth.pcap").exists()
     assert _temporaries(tmp_path) == []
 
 
@@ -205,29 +211,11 @@ def test_a_second_sweep_to_the_same_output_refuses(tmp_path):
 
 def test_an_ignored_hangup_stays_ignored(tmp_path):
     # `nohup pcieperf ...`: SIGHUP ignored at the start must not stop the command.
-    out = tmp_path / "small.pcap"
-
     def nohup() -> None:
         _as_from_a_terminal()
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
-    argv = ["trace", "synth", "--pps", "1M", "--duration", "1s", "-o", str(out), "-q"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pcieperf.cli", *argv],
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=nohup,
-    )
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while not _temporaries(tmp_path) and proc.poll() is None:
-            assert time.monotonic() < deadline, "the temporary never appeared"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGHUP)
-        _, err = proc.communicate(timeout=WAIT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    proc, err = _synth_signalled(tmp_path, "1s", signal.SIGHUP, nohup)
     assert proc.returncode == 0, err
-    assert out.stat().st_size == 24 + 1_000_000 * (16 + 60)  # pcap header, 1 M 60 B records
+    # pcap header, then 1 M records of 16 + 60 B (64 B frames without their FCS)
+    assert (tmp_path / "synth.pcap").stat().st_size == 24 + 1_000_000 * (16 + 60)

@@ -66,6 +66,16 @@ def cmd_bench_host(args: argparse.Namespace) -> None:
     )
 
 
+def _add_calibration_option(p: argparse.ArgumentParser) -> None:
+    """--calibration: a `bench calibrate` file (bench host, bench predict)."""
+    p.add_argument(
+        "--calibration",
+        default=None,
+        metavar="FILE",
+        help="calibration from `bench calibrate` (default: the NFP-6000 one shipped)",
+    )
+
+
 def _add_bench_commands(sub: argparse._SubParsersAction) -> None:
     """The `bench` group."""
     bench_sub = _add_group(sub, "bench", _GROUPS["bench"])
@@ -99,12 +109,7 @@ def _add_bench_commands(sub: argparse._SubParsersAction) -> None:
     p = _add_command(bench_sub, "host", cmd_bench_host)
     p.add_argument("dir", help="the host's pcie-bench directory: lat_*.csv and sys-*.txt")
     p.add_argument("-o", "--output", required=True, help="host profile to write (.toml)")
-    p.add_argument(
-        "--calibration",
-        default=None,
-        metavar="FILE",
-        help="calibration from `bench calibrate` (default: the NFP-6000 one shipped)",
-    )
+    _add_calibration_option(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p = _add_command(bench_sub, "predict", cmd_bench_predict)
     p.add_argument(
@@ -114,12 +119,7 @@ def _add_bench_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--calibrate", metavar="DIR", help="deprecated: the same as --host")
     p.add_argument("--out", required=True, help="folder for the predicted bw_*.csv files")
-    p.add_argument(
-        "--calibration",
-        default=None,
-        metavar="FILE",
-        help="calibration from `bench calibrate` (default: the NFP-6000 one shipped)",
-    )
+    _add_calibration_option(p)
     p.add_argument("--profile", metavar="FILE", help="deprecated: the same as --calibration")
     p.add_argument(
         "--transactions", type=_whole(1, 10**9), default=50_000, help="simulated per row"
