@@ -522,3 +522,14 @@ def test_merge_convert_and_skip_bad_keep_every_readable_packet(tmp_path, case):
     merged = tmp_path / "merged.pcapng"
     trace.merge([path, path], merged, force=True, skip_bad=True)
     assert packets_of(merged) == sorted(expected + expected, key=lambda p: p[0])
+
+
+def test_convert_takes_its_output_as_a_second_word(tmp_path):
+    # Issue 27: `trace convert IN OUT` as cp and tshark's editcap take it; -o stays.
+    source = tmp_path / "in.pcap"
+    trace.synth(source, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.001)
+    assert main(["trace", "convert", str(source), str(tmp_path / "a.pcapng"), "-q"]) == 0
+    assert main(["trace", "convert", str(source), "-o", str(tmp_path / "b.pcapng"), "-q"]) == 0
+    assert (tmp_path / "a.pcapng").read_bytes() == (tmp_path / "b.pcapng").read_bytes()
+    assert main(["trace", "convert", str(source), str(tmp_path / "c.pcapng"), "-o", "d"]) == 2
+    assert main(["trace", "convert", str(source)]) == 2

@@ -88,7 +88,7 @@ EXAMPLES = {
     "trace demand": "pcieperf trace demand 'archive/*.pcap' --archive --profile dpdk --gen 4",
     "trace merge": "pcieperf trace merge a.pcap b.pcapng -o merged.pcapng",
     "trace synth": "pcieperf trace synth --sizes imix --pps 10M --duration 1s -o imix.pcap",
-    "trace convert": "pcieperf trace convert old.pcap -o new.pcapng",
+    "trace convert": "pcieperf trace convert old.pcap new.pcapng",
     "counters": "pcieperf counters import pcm-iio.csv",
     "counters import": "pcieperf counters import pcm-iio.csv --counters-format pcm-iio",
     "counters ls": "pcieperf counters ls",

@@ -90,7 +90,8 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
     p = _add_command(trace_sub, "convert", cmd_trace_convert)
     p.add_argument("file", help="pcap or pcapng input (.gz/.zst too; - is stdin)")
-    p.add_argument("-o", "--output", required=True, help="OUT.pcap (ns) or OUT.pcapng")
+    p.add_argument("out", nargs="?", default=None, help="OUT.pcap (ns) or OUT.pcapng (or -o)")
+    p.add_argument("-o", "--output", default=None, help="the same as OUT")
     p.add_argument(
         "--shift-time",
         default="0",

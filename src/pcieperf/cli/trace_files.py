@@ -8,6 +8,7 @@ import argparse
 
 from pcieperf.cli._common import link_options, net_api, nic_captures
 from pcieperf.cli._output import emit
+from pcieperf.errors import UsageError
 
 
 def _read_options(args: argparse.Namespace) -> dict:
@@ -64,9 +65,11 @@ def cmd_trace_synth(args: argparse.Namespace) -> None:
 
 def cmd_trace_convert(args: argparse.Namespace) -> None:
     """Rewrite a capture as ns-resolution pcap or pcapng, packet for packet."""
+    if (args.out is None) == (args.output is None):
+        raise UsageError("give the output once: trace convert IN OUT, or -o OUT")
     result = net_api.convert_capture(
         args.file,
-        args.output,
+        args.out or args.output,
         shift_time=args.shift_time,
         force=args.force,
         **_read_options(args),
