@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from pcieperf.measure.api import data_import, data_ls, data_show, explain
     from pcieperf.measure.records import (
         counter_imports,
+        counter_remove,
+        counter_show,
         dpdk_run,
         dpdk_runs,
         import_counters,
@@ -65,6 +67,8 @@ _HOMES = {
     "capture_stats": "net.api",
     "convert_capture": "net.api",
     "counter_imports": "measure.records",
+    "counter_remove": "measure.records",
+    "counter_show": "measure.records",
     "data_import": "measure.api",
     "data_ls": "measure.api",
     "data_plot": "report.api",
@@ -107,6 +111,8 @@ __all__ = [
     "capture_stats",
     "convert_capture",
     "counter_imports",
+    "counter_remove",
+    "counter_show",
     "data_import",
     "data_ls",
     "data_plot",

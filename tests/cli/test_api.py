@@ -721,6 +721,8 @@ ASKED_ELSEWHERE = {
     ("bench", "predict"): "test_bench_predict_old_spellings_still_work (writes pcie-bench files)",
     ("bench", "sim"): "test_bench_sim_rows_are_size_times_rate (needs a host file)",
     ("bench", "host"): "tests/pciebench/test_predict.py (needs the shared pcie-bench data)",
+    ("counters", "show"): "tests/measure/test_counters.py (a store of its own)",
+    ("counters", "rm"): "tests/measure/test_counters.py (a store of its own)",
     ("dpdk", "run"): "tests/dpdk/test_testpmd.py (runs the fake dpdk-testpmd)",
     ("capture", "run"): "tests/capture/test_capture_run.py (real testpmd and dumpcap, as root)",
     ("capture", "runs"): "tests/capture/test_capture_run.py (after a real run)",

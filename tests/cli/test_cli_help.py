@@ -14,10 +14,11 @@ def test_every_command_is_walked():
     # 17 top-level commands and groups plus the 22 subcommands of the six groups (README list;
     # `platforms` and `iommu fit` added with the platform profiles, `sweep` with the engine,
     # `latency` with issue 18, `trace demand` with the archives, `dpdk fwd` with issue 16,
-    # the `capture` group and its run, runs and show with issue 26, `bench host` with 27).
+    # the `capture` group and its run, runs and show with issue 26, `bench host` and
+    # `counters show|rm` with 27).
     names = {" ".join(path) for path, _ in ALL}
     assert {"link", "trace stats", "dpdk run", "iommu advise", "bench predict"} <= names
-    assert len(names) == 46 == len(EXAMPLES)
+    assert len(names) == 48 == len(EXAMPLES)
 
 
 @pytest.mark.parametrize("argv", [[], ["--help"]], ids=["bare", "help"])

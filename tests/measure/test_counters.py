@@ -12,6 +12,8 @@ from pcieperf.measure import counters
 from pcieperf.measure.store import Store
 from tests.helpers import TESTS_DATA
 
+PCM_FILE = TESTS_DATA / "counters" / "pcm-iio-skx.csv"  # a pcm-iio sample
+
 DATA = TESTS_DATA / "counters"
 
 
@@ -338,3 +340,31 @@ def test_an_endless_counter_file_is_refused(tmp_path, monkeypatch):
     path.symlink_to("/dev/zero")
     with pytest.raises(counters.UsageError, match=r"zero\.csv is larger than 1 MiB"):
         counters.parse(path, "pcm-iio")
+
+
+def test_counters_show_sums_up_an_import_and_rm_removes_it(tmp_path, capsys):
+    # The shipped pcm-iio sample: one IIO stack's byte and IOTLB counters, per interval.
+    import pcieperf as pp
+    from tests.helpers.cli import run_cli
+
+    db = tmp_path / "s.duckdb"
+    assert main(["counters", "import", str(PCM_FILE), "--db", str(db), "-q"]) == 0
+    capsys.readouterr()
+    code, out, err = run_cli(capsys, "counters", "show", "1", "--db", str(db), "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown == pp.counter_show(1, db=db).to_json()  # the CLI is the API
+    samples = counters.parse(PCM_FILE, None)
+    assert sum(row["samples"] for row in shown) == len(samples.value)
+    keys = list(zip(samples.socket, samples.stack, samples.part, samples.metric, strict=True))
+    for row in shown:
+        key = (row["socket"], row["stack"], row["part"], row["metric"])
+        values = [v for k, v in zip(keys, samples.value, strict=True) if k == key]
+        assert row["min"] <= row["mean"] <= row["max"]
+        assert row["mean"] == pytest.approx(sum(values) / len(values))
+    code, out, err = run_cli(capsys, "counters", "rm", "1", "--db", str(db), "--json")
+    assert (code, json.loads(out)) == (0, {"removed": 1}), err
+    assert pp.counter_imports(db=db).to_json() == []
+    code, _, err = run_cli(capsys, "counters", "show", "1", "--db", str(db))
+    assert code == 2
+    assert err.startswith("pcieperf: error: no counter import 1 in")

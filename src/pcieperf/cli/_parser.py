@@ -92,6 +92,8 @@ EXAMPLES = {
     "counters": "pcieperf counters import pcm-iio.csv",
     "counters import": "pcieperf counters import pcm-iio.csv --counters-format pcm-iio",
     "counters ls": "pcieperf counters ls",
+    "counters show": "pcieperf counters show 1",
+    "counters rm": "pcieperf counters rm 1",
     "report": "pcieperf report -o pcieperf-report",
     "sweep": "pcieperf sweep grid.toml -o grid.parquet --scheduler local:2",
 }

@@ -106,6 +106,34 @@ def counter_imports(*, db: str | os.PathLike | None = None) -> Table:
     return Table(rows, IMPORT_COLUMNS)
 
 
+def counter_show(import_id: int, *, db: str | os.PathLike | None = None) -> Table:
+    """One counter import, summed up per socket, stack, part and metric: samples, mean, min
+    and max (`pcieperf counters show N`)."""
+    with open_store(db) as store:
+        rows = store.counter_summary(import_id)
+    return Table(rows, SUMMARY_COLUMNS, title=f"counter import {import_id}")
+
+
+def counter_remove(import_id: int, *, db: str | os.PathLike | None = None) -> Report:
+    """Delete one counter import and its samples from the store (`pcieperf counters rm N`)."""
+    with open_store(db, write=True) as store:
+        store.remove_counter_import(import_id)
+    return Report({"removed": import_id}, f"removed counter import {import_id}")
+
+
+SUMMARY_COLUMNS = (
+    Column("socket", "socket"),
+    Column("stack", "stack"),
+    Column("part", "part"),
+    Column("metric", "metric"),
+    Column("samples", "samples"),
+    Column("mean", "mean"),
+    Column("min", "min"),
+    Column("max", "max"),
+    Column("unit", "unit"),
+)
+
+
 IMPORT_COLUMNS = (
     Column("import_id", "id"),
     Column("source", "source"),

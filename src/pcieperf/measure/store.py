@@ -337,6 +337,34 @@ class Store:
             )
         )
 
+    def counter_summary(self, import_id: int) -> list[dict]:
+        """Per socket, stack, part and metric of one import: samples, mean, min and max."""
+        self._require_counter_import(import_id)
+        return self._records(
+            self.con.execute(
+                "SELECT socket, stack, part, metric, unit, count(*) AS samples, "
+                "avg(value) AS mean, min(value) AS min, max(value) AS max FROM counter_samples "
+                "WHERE import_id = ? GROUP BY ALL ORDER BY socket, stack, part, metric",
+                [import_id],
+            )
+        )
+
+    def remove_counter_import(self, import_id: int) -> None:
+        """Delete one import and its samples, in one transaction."""
+        self._require_counter_import(import_id)
+        with self._transaction():
+            self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [import_id])
+            self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
+
+    def _require_counter_import(self, import_id: int) -> None:
+        found = self.con.execute(
+            "SELECT count(*) FROM counter_imports WHERE import_id = ?", [import_id]
+        ).fetchone()
+        if not found[0]:
+            raise UsageError(
+                f"no counter import {import_id} in {self.path}; `pcieperf counters ls` lists them"
+            )
+
     def counter_samples(self, import_id: int) -> list[tuple]:
         """(t_s, socket, stack, part, metric, value, unit) of one import, in file order."""
         return self.con.execute(
