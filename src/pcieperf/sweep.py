@@ -536,14 +536,16 @@ def run(
     *,
     force: bool,
     write: Callable[[Path, int, pa.Table], None] = write_part,
+    label: str = "sweeping",
 ) -> dict[str, object]:
     """Evaluate every chunk not already in `output`'s parts folder on `client`, then write
-    `output`; returns a summary. `write` stores one finished chunk (write_part)."""
+    `output`; returns a summary. `write` stores one finished chunk (write_part); `label` is
+    the progress bar's (the CLI puts the estimate there)."""
     started = time.perf_counter()
     check_output(output, force)
     parts = parts_dir(output)
     with _owned(parts):
-        return _run_owned(plan, output, parts, client, force, write, started)
+        return _run_owned(plan, output, parts, client, force, write, started, label)
 
 
 def _run_owned(
@@ -554,6 +556,7 @@ def _run_owned(
     force: bool,
     write: Callable[[Path, int, pa.Table], None],
     started: float,
+    label: str,
 ) -> dict[str, object]:
     """`run` with the parts folder locked by this run."""
     done = _done_parts(plan, parts, force)
@@ -564,7 +567,7 @@ def _run_owned(
         todo,
         shared=plan,
         weight=lambda b: b[2] - b[1],
-        desc="sweeping",
+        desc=label,
         unit="point",
         done=plan.points - sum(b[2] - b[1] for b in todo),
         total=plan.points,

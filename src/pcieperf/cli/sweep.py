@@ -110,8 +110,15 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     sweep.check_output(output, args.force)
     found = sweep.estimate(plan)  # a spec that fails fails before a cluster starts
     sweep.check_estimate(found, output, args.yes)
+    label = (
+        f"sweeping {found.points:,} points (about {found.cpu_s:,.0f} CPU s, "
+        f"{found.output_bytes / 1e6:,.0f} MB)"
+    )
     with engine.connect(scheduler, quiet_logs=not args.debug) as client:
-        out = {"scheduler": str(scheduler), **sweep.run(plan, output, client, force=args.force)}
+        out = {
+            "scheduler": str(scheduler),
+            **sweep.run(plan, output, client, force=args.force, label=label),
+        }
     out["estimate"] = {"cpu_s": found.cpu_s, "output_bytes": found.output_bytes}
 
     def human() -> str:
