@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,7 +97,7 @@ def hugepages(pages: int, huge_dir: Path | None) -> Iterator[Path]:
             try:
                 yield folder
             finally:
-                _run(["umount", str(folder)])
+                _unmount(folder)
         finally:
             folder.rmdir()
     finally:
@@ -127,7 +128,7 @@ def recover() -> list[str]:
     undone = []
     folder = state.get("mount")
     if folder and is_hugetlbfs(Path(folder)):
-        _run(["umount", folder])
+        _unmount(Path(folder))
         undone.append(f"unmounted {folder}")
     if folder and Path(folder).is_dir():
         Path(folder).rmdir()
@@ -156,6 +157,27 @@ def _reserve(pages: int, saving: Callable[[int], None]) -> int | None:
             "(memory fragmented or too small); free memory or give --huge-dir"
         )
     return previous
+
+
+UNMOUNT_TRIES = 20  # 0.1 s apart: a DPDK process starting elsewhere scans every hugetlbfs mount
+
+
+def _unmount(folder: Path) -> None:
+    """Unmount the run's hugetlbfs. Another DPDK process starting meanwhile opens every
+    hugetlbfs mount it finds (EAL's hugepage_info scan) and so keeps ours busy for a moment:
+    wait for it, then detach the mount lazily (umount -l), which the kernel completes once the
+    other process lets go; the mount is private to the run, so nothing else needs it."""
+    for _ in range(UNMOUNT_TRIES):
+        done = subprocess.run(["umount", str(folder)], capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        if "busy" not in done.stderr:
+            break
+        time.sleep(0.1)
+    else:
+        _run(["umount", "-l", str(folder)])
+        return
+    raise PcieperfError(f"umount {folder} failed: {done.stderr.strip() or done.stdout}")
 
 
 def _run(command: list[str]) -> None:
