@@ -52,7 +52,7 @@ def test_an_output_that_appears_meanwhile_is_kept(tmp_path):
     assert _temporaries(tmp_path) == []
 
 
-def test_force_replaces_a_file_and_a_folder_whole(tmp_path):
+def test_force_replaces_a_file_and_adds_to_an_existing_folder(tmp_path):
     out = tmp_path / "o.txt"
     out.write_text("old")
     outputs.write_text(out, "new", force=True)

@@ -22,6 +22,7 @@ Errors of the Rust core (`pcieperf._core`) become these classes in `pcieperf._na
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Iterable
 from os import PathLike
@@ -115,8 +116,6 @@ def require_new_file(path: str | PathLike, force: bool) -> None:
 def _require_writable_folder(path: str | PathLike, folder: Path) -> None:
     """The folder an output goes into exists and takes new files (a read-only mount or a
     folder of another user's is refused before the work, not after it)."""
-    import os
-
     if not folder.is_dir():
         raise UsageError(f"{path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):

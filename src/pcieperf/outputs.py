@@ -19,8 +19,7 @@ from pathlib import Path
 from pcieperf.errors import UsageError, warn
 
 MARK = "pcieperf"  # a temporary's name: .OUTPUT.pcieperf-PID-RANDOM.part
-RENAME_NOREPLACE = 1  # renameat2(2) flags, <linux/fs.h>
-RENAME_EXCHANGE = 2
+RENAME_NOREPLACE = 1  # renameat2(2) flag, <linux/fs.h>
 AT_FDCWD = -100  # <fcntl.h>
 
 
@@ -100,10 +99,10 @@ def write_with(output: str | os.PathLike, force: bool, write: Callable[[Path], o
 
 
 def _sync(path: Path) -> None:
-    """Flush a written file (or each file of a folder) and its folder to disk, so that the
+    """Flush a written file, or a folder's files and the folder itself, to disk, so that the
     published name never points at data still in the page cache only."""
-    files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else [path]
-    for item in [*files, path] if path.is_dir() else files:
+    items = [*(p for p in path.rglob("*") if p.is_file()), path] if path.is_dir() else [path]
+    for item in items:
         fd = os.open(item, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -113,16 +112,13 @@ def _sync(path: Path) -> None:
 
 def publish(tmp: Path, output: Path, force: bool) -> None:
     """Give the complete file or folder `tmp` the name `output` in one step: refused if `output`
-    exists by now, unless `force`, which replaces a file atomically and exchanges a folder
-    atomically (the old one then removed); `tmp` is gone either way."""
+    exists by now, unless `force`, which replaces a file atomically; `tmp` is gone either way."""
     try:
         with os_errors(output):
-            if not force:
-                _rename_noreplace(tmp, output)
-            elif tmp.is_dir() and output.is_dir():
-                _exchange(tmp, output)
-            else:
+            if force:
                 tmp.replace(output)
+            else:
+                _rename_noreplace(tmp, output)
     finally:
         _remove(tmp)
 
@@ -141,12 +137,6 @@ def _rename_noreplace(src: Path, dst: Path) -> None:
             os.link(src, dst)
         except FileExistsError:
             raise UsageError(f"{dst} exists; pass --force to overwrite it") from None
-
-
-def _exchange(src: Path, dst: Path) -> None:
-    """Swap two folders' names in one step (RENAME_EXCHANGE), then remove the old one, which
-    is under `src`'s name by then."""
-    _renameat2(src, dst, RENAME_EXCHANGE)
 
 
 def _renameat2(src: Path, dst: Path, flags: int) -> None:

@@ -9,6 +9,7 @@ these to print (`--format table|json|csv`), so the API and the CLI cannot disagr
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -273,8 +274,6 @@ DEFAULT_WIDTH = 100  # the width of text that is not going to a terminal (a log,
 def text_width() -> int:
     """The width text is fitted to: $COLUMNS where set, the terminal's where stdout is one,
     else DEFAULT_WIDTH."""
-    import os
-
     given = os.environ.get("COLUMNS", "")
     if given.isdigit() and int(given) >= 20:
         return int(given)
@@ -313,7 +312,7 @@ def format_table(
 def _is_number(value: object) -> bool:
     """A number, or a number with its unit ("92.702 B/pkt", "66.3 of 32"): right-aligned."""
     if isinstance(value, str):
-        return bool(value) and (value[0].isdigit() or value[:2] in ("-0", "-1", "+0"))
+        return value.lstrip("+-")[:1].isdigit()
     return (isinstance(value, int | float) and not isinstance(value, bool)) or is_numpy_scalar(
         value, "number"
     )

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import os
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from pcieperf import _native
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PROBE_STORES = 4_000_000  # per loop and CPU: ~4 ms alone here, at most ~40 ms far apart
 
@@ -45,6 +46,8 @@ def placement_limit(runs: pd.DataFrame) -> float:
     the widest jump between consecutive sorted probe values, when the values below and above
     it differ by SPLIT_RATIO or more (geometric means); infinity when the runs show one
     placement only (or were not probed)."""
+    import numpy as np  # here: `capture run` imports this module for the probe alone
+
     values = runs.reindex(columns=list(PROBES)).to_numpy(float).ravel()
     logs = np.sort(np.log(values[np.isfinite(values) & (values > 0)]))
     if len(logs) < 2:

@@ -69,8 +69,7 @@ def _write_plot(fig: plt.Figure, out: Path, force: bool, dpi: float | None = 120
     """Save and close a figure, published whole (pcieperf.outputs); returns where it went."""
     try:
         # the format from the output's suffix: the temporary's name ends in .part
-        save = lambda tmp: fig.savefig(tmp, dpi=dpi, format=out.suffix[1:])  # noqa: E731
-        outputs.write_with(out, force, save)
+        outputs.write_with(out, force, lambda tmp: fig.savefig(tmp, dpi=dpi, format=out.suffix[1:]))
     finally:
         plt.close(fig)
     return out
