@@ -64,14 +64,14 @@ def test_the_rate_limit_itself_is_allowed():
 
 
 def test_a_rate_beyond_the_link_warns_and_still_answers(capsys):
-    # 100 Mpps of 64 B packets needs 149.8 Gb/s up on Gen3 x8, which carries 62.2 (dpdk-fwd's
-    # own estimate); the link caps forwarding at 41.54 Mpps.
+    # 100 Mpps of 64 B frames needs 100e6 x 183.25 B x 8 = 146.6 Gb/s up on Gen3 x8, which
+    # carries 62.2 (dpdk-fwd's own estimate); the link caps forwarding at 42.44 Mpps.
     code, out, err = run(capsys, "dpdk-fwd", "--pps", "100M", "--json")
     assert code == 0
-    assert json.loads(out)["max_pps"] == pytest.approx(41.54e6, rel=1e-3)
+    assert json.loads(out)["max_pps"] == pytest.approx(42.44e6, rel=1e-3)
     line = one_error_line(err)
-    assert line.startswith("pcieperf: warning: 100 Mpps needs 149.8 Gb/s up")
-    assert "at most 41.54 Mpps" in line
+    assert line.startswith("pcieperf: warning: 100 Mpps needs 146.6 Gb/s up")
+    assert "at most 42.44 Mpps" in line
 
 
 def test_a_rate_within_the_link_does_not_warn(capsys):

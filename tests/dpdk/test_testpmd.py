@@ -231,7 +231,7 @@ def test_run_off_a_terminal_draws_no_progress(fake_testpmd, tmp_path, capsys, mo
     assert err == ""  # stderr is not a terminal: no bar, no carriage returns
     # fake_testpmd.py's version and rate (1 Mpps, 60-byte packets, bursts of 32).
     assert out.startswith("run 1: DPDK 22.11.0-fake, null, ")
-    assert "Rx 1.000 Mpps of 60.0 B packets, mean batch 32.00" in out
+    assert "Rx 1.000 Mpps of 64 B frames (60 B DMA'd), mean batch 32.00" in out
 
 
 @needs_two_cpus

@@ -88,13 +88,14 @@ def test_64b_root_complex_bound_is_the_calibrated_write_cost_above_the_link(plat
     assert r.mpps_no_iommu == pytest.approx(r.nic_mpps, rel=0.01)
 
 
-def test_dpdk_fwd_pkt_counts_bytes_dmad_so_64_is_a_68_byte_frame(capsys):
-    # The default --pkt 64 is 64 B DMA'd, a 68 B frame: 41.5 Mpps against nic's 42.4 at 64 B
-    # frames; the output says which frame it priced.
+def test_dpdk_fwd_default_is_the_64_byte_frame_nic_prices(capsys):
+    # Every command's default frame is 64 B incl. FCS (60 B DMA'd): dpdk-fwd's ceiling is nic's
+    # 64 B row on the same default profile, 183.25 B up per packet (testpmd-fwd, test_dpdk.py).
     out = cli_json(capsys, "dpdk-fwd")
-    assert out["frames"] == "68"
-    assert out["pkt"] == 64
-    assert out["max_pps"] == pytest.approx(Link().tlp_bytes_per_s / 187.25)  # test_dpdk.py
+    assert out["frames"] == "64"
+    assert out["pkt"] == 60
+    assert out["max_pps"] == pytest.approx(Link().tlp_bytes_per_s / 183.25)
+    assert cli_json(capsys, "nic", "--sizes", "64")[0]["max_pps"] == pytest.approx(out["max_pps"])
 
 
 def test_too_few_read_requests_are_named(platform):

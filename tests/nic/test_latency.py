@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import pcieperf
 from pcieperf.net.ethernet import Ethernet
+from pcieperf.nic import host as hosts
 from pcieperf.nic import latency
 from pcieperf.nic.nic import builtin_profiles
 from pcieperf.pcie.link import Link
@@ -135,7 +136,7 @@ def test_given_write_defaults_to_half_the_read():
 def test_calibration_host_puts_back_what_the_calibration_removed():
     # reference host LLC latency + device overhead + read engine + data path + link time:
     # back to the ~560 ns the 64 B latency tests measured on the calibration hosts
-    host = latency.host_from_calibration(calibrate.DEFAULT_CALIBRATION)
+    host = hosts.host_from_calibration(calibrate.DEFAULT_CALIBRATION)
     assert 530 < host.read_ns["p50"] < 580
 
 
@@ -363,7 +364,7 @@ def test_cli_json_contract(capsys):
     for key in ("total_ns", "pcie_ns", "pcie_share", "terms", "inflight_needed", "tags_available"):
         assert key in rows[0]
     assert set(rows[0]["inflight_needed"]) == {"up", "down"}
-    assert rows[0]["tags_available"] == 32  # bypass: read_requests = 32
+    assert rows[0]["tags_available"] == 256  # testpmd-fwd (the default): read_requests = 256
 
 
 @pytest.mark.parametrize(

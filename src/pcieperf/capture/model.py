@@ -31,11 +31,12 @@ from pcieperf.capture.path import (
     FORMATS,
     touches_bytes,
 )
-from pcieperf.dpdk.forwarding import FORWARDING_PROFILE, ForwardingConfig, forwarding_profile
+from pcieperf.dpdk.forwarding import ForwardingConfig, forwarding_profile
 from pcieperf.errors import UsageError, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.net.wire import FCS_BYTES
 from pcieperf.nic.nic import evaluate, load_profile
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.link import Link
 from pcieperf.results import Column, Table
 
@@ -338,7 +339,7 @@ def evaluate_capture(
     *,
     eth: float = 10,
     link: Link | None = None,
-    profile: str = FORWARDING_PROFILE,
+    profile: str = DEFAULT_PROFILE,
     pps: float | None = None,
     fwd_ns: float | None = None,
 ) -> CaptureRows:
@@ -431,7 +432,7 @@ def capture_model(
     snaplen: int = 0,
     ring_size: int = 2048,
     buffer_share: float = BUFFER_SHARE,
-    profile: str = FORWARDING_PROFILE,
+    profile: str = DEFAULT_PROFILE,
     fwd_ns: float | None = None,
     from_run: int | None = None,
     db: str | os.PathLike | None = None,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from pcieperf import _lazy
 from pcieperf.errors import PcieperfWarning
-from pcieperf.net.wire import FCS_BYTES
+from pcieperf.net.wire import DEFAULT_FRAME_BYTES, FCS_BYTES
 
 if TYPE_CHECKING:
     from pcieperf.pcie.link import Link
@@ -48,7 +48,7 @@ tlp = _lazy.module("pcieperf.pcie.tlp")
 trace = _lazy.module("pcieperf.net.trace")
 
 DEFAULT_PPS = "10M"
-DEFAULT_PKT = 64
+DEFAULT_PKT = DEFAULT_FRAME_BYTES - FCS_BYTES
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from pcieperf.cli._output import _emit_trace_demand, emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.errors import UsageError
 from pcieperf.net import wire
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.units import parse_duration_ns
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ def _add_forwarding_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--profile",
-        default=dpdk.FORWARDING_PROFILE,
+        default=DEFAULT_PROFILE,
         help="forwarding NIC profile whose parameters these options set",
     )
 

@@ -9,6 +9,7 @@ from pcieperf.cli._common import _real, _whole, link_options, nic_api
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.net import wire
+from pcieperf.nic.profile import DEFAULT_PROFILE
 
 
 def cmd_latency(args: argparse.Namespace) -> None:
@@ -23,7 +24,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
 def _add_latency_command(sub: argparse._SubParsersAction) -> None:
     """The `latency` command and its options."""
     p = _add_command(sub, "latency", cmd_latency, link=True)
-    p.add_argument("--profile", default="bypass", help="built-in name or a .toml file")
+    p.add_argument("--profile", default=DEFAULT_PROFILE, help="built-in name or a .toml file")
     p.add_argument("--sizes", default="64,128,256,512,1024,1500", help="frame sizes incl. FCS")
     p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     p.add_argument("--pps", default=None, help="rate for the concurrency (default: line rate)")

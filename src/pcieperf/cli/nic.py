@@ -18,6 +18,7 @@ from pcieperf.cli._common import (
 from pcieperf.cli._output import _emit_trace_demand, emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.net import wire
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.units import parse_duration_ns
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def _nic_trace(args: argparse.Namespace) -> None:
 def _add_nic_command(sub: argparse._SubParsersAction) -> None:
     """The `nic` command and its options."""
     p = _add_command(sub, "nic", cmd_nic, link=True)
-    p.add_argument("--profile", default="dpdk", help="built-in name or a .toml file")
+    p.add_argument("--profile", default=DEFAULT_PROFILE, help="built-in name or a .toml file")
     p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     p.add_argument("--vlan", action="store_true", help="frames carry a VLAN tag on the wire")
     p.add_argument(

@@ -19,6 +19,7 @@ from pcieperf.cli._common import (
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.net import wire
+from pcieperf.nic.profile import DEFAULT_PROFILE
 
 IOMMU_OPTIONS = (
     *("page", "rxd", "txd", "pool", "cache", "queues", "ports", "cross_port", "rx_desc"),
@@ -125,7 +126,7 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--profile",
-        default=iommu.DEFAULT_PROFILE,
+        default=DEFAULT_PROFILE,
         help="forwarding NIC profile: the NIC's operations and [device] facts",
     )
     p.add_argument(

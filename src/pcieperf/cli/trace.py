@@ -15,6 +15,7 @@ from pcieperf.cli.trace_files import (
     cmd_trace_synth,
 )
 from pcieperf.net import wire
+from pcieperf.nic.profile import DEFAULT_PROFILE
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> None:
@@ -60,7 +61,9 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     _add_scheduler_option(p)
     p = _add_command(trace_sub, "demand", cmd_trace_demand)
     p.add_argument("files", nargs="+", help="pcap or pcapng files or globs")
-    p.add_argument("--profile", default="dpdk", help="NIC profile: built-in name or a .toml file")
+    p.add_argument(
+        "--profile", default=DEFAULT_PROFILE, help="NIC profile: built-in name or a .toml file"
+    )
     p.add_argument("--paths", default="rx,tx", help="rx, tx or rx,tx (default both)")
     p.add_argument("--window", default="1ms", help="time window of the bandwidth")
     p.add_argument("--archive", action="store_true", help="one result per port, as trace stats")

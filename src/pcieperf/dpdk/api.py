@@ -17,7 +17,8 @@ from pcieperf.dpdk import platforms as platform_profiles
 from pcieperf.dpdk.port import PortSetup, parse_page
 from pcieperf.errors import UsageError, warn
 from pcieperf.net.ethernet import Ethernet, parse_mix
-from pcieperf.net.wire import FCS_BYTES
+from pcieperf.net.wire import DEFAULT_FRAME_BYTES, FCS_BYTES, frames_text
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
 from pcieperf.results import Column, Report, Table
@@ -76,7 +77,7 @@ def inputs(
     iotlb_ways: int | None = None,
     replacement: str | None = None,
     pwc: int | None = None,
-    profile: str = iommu.DEFAULT_PROFILE,
+    profile: str = DEFAULT_PROFILE,
     calibration: str | Path = DEFAULT_CALIBRATION,
     packets: int = iommu.PACKETS,
 ) -> Inputs:
@@ -145,7 +146,7 @@ def sim_text(r: dict) -> str:
     )
     return "\n".join(
         [
-            f"{r['mix']} B packets, {r['page']} pages, rxd/txd {r['rxd']}/{r['txd']}, pool "
+            f"{r['mix']} B frames, {r['page']} pages, rxd/txd {r['rxd']}/{r['txd']}, pool "
             f"{r['pool']}, IOVA as {r['iova'].upper()}: {r['working_set_pages']} pages touched, "
             f"{r['iotlb_entries']}-entry IOTLB ({r['platform']})",
             f"  NIC                      {r['device']} ({r['profile']}, "
@@ -292,7 +293,7 @@ def platforms(name: str | None = None, *, calibration: str | Path = DEFAULT_CALI
 
 # --- forwarding ----------------------------------------------------------------------------------
 
-DEFAULT_PKT = 64  # bytes DMA'd per packet (a 68-byte frame) where no size is given
+DEFAULT_PKT = DEFAULT_FRAME_BYTES - FCS_BYTES  # bytes DMA'd where no size is given
 DEFAULT_PPS = 10e6
 BatchHistogram = str | dict[int, float]
 """An Rx batch histogram: `"0:1000,4:5000"` or {batch size: rx_burst calls}."""
@@ -383,7 +384,7 @@ def dpdk_forwarding(
     link, cfg = link_and_config(size, **options)
     rate = parse_rate(str(pps))
     frames = parse_mix(mix) if mix is not None else None
-    loaded = load_profile(profile or forwarding.FORWARDING_PROFILE)
+    loaded = load_profile(profile or DEFAULT_PROFILE)
     est = forwarding.estimate(cfg, link, rate, loaded, frames)
     best = forwarding.forwarding_rate(cfg, link, Ethernet(eth), loaded, frames)
     if rate > est.max_pps:
@@ -445,9 +446,7 @@ def _forwarding_table(
     """`dpdk-fwd`'s text: the setup, each metric's Gb/s, each term, the wire and the limit."""
     from pcieperf.dpdk.forwarding import METRICS
 
-    frames = (
-        f"{mix_name} frames" if mix_name else f"{data['pkt']} B packets ({data['frames']} B frames)"
-    )
+    frames = f"{mix_name} frames" if mix_name else frames_text(data["pkt"])
     head = (
         f"DPDK forwarding ({data['profile']}) at {data['pps'] / 1e6:.3f} Mpps, {frames}, mean "
         f"batch {data['mean_batch']:.2f}, Gen{link.gen} x{link.lanes}"

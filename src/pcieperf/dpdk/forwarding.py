@@ -37,6 +37,7 @@ from pcieperf.nic.nic import (
     price_operations,
     price_packets,
 )
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.link import Link
 
 Metric = Literal["inbound_read", "inbound_write", "outbound_read", "outbound_write"]
@@ -122,7 +123,6 @@ METRIC_OF_INITIATOR: dict[Initiator, Metric] = {
     "host_mmio_write": "outbound_write",
     "host_mmio_read": "outbound_read",
 }
-FORWARDING_PROFILE = "testpmd-fwd"
 # The parameters a forwarding setup sets in a profile.
 FORWARDING_PARAMS = (
     "rx_desc",
@@ -151,7 +151,7 @@ def forwarding_profile(cfg: ForwardingConfig, profile: NicProfile | None = None)
     """The forwarding profile with its parameters (`FORWARDING_PARAMS`) set from `cfg`; a
     profile that does not use one of them is priced as it stands. Descriptor fetch and
     write-back batching stay the profile's `[device]` facts."""
-    base = profile or load_profile(FORWARDING_PROFILE)
+    base = profile or load_profile(DEFAULT_PROFILE)
     params = {
         **base.params,
         "rx_desc": cfg.rx_desc_bytes,

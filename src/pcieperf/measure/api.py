@@ -17,7 +17,7 @@ from pcieperf.dpdk.api import link_and_config, packet_size
 from pcieperf.dpdk.platforms import DEFAULT_PLATFORM
 from pcieperf.errors import UsageError, require_new_file
 from pcieperf.measure.records import open_store
-from pcieperf.net.wire import FCS_BYTES
+from pcieperf.net.wire import FCS_BYTES, frames_text
 from pcieperf.results import Column, Report, Table
 from pcieperf.units import parse_rate
 
@@ -215,11 +215,11 @@ def explain(
     it for the page size the file's IOTLB misses imply (`page_from` says which decided).
     `fit_iommu` (or `fit_out`, a profile file to write) adds `iommu fit` on the same
     counters; `options` are the forwarding setup's and the link's keywords (pcieperf.dpdk.api)."""
-    from pcieperf.dpdk.forwarding import FORWARDING_PROFILE
     from pcieperf.dpdk.port import PortSetup, parse_page
     from pcieperf.measure import counters as importers
     from pcieperf.measure import explain as model
     from pcieperf.nic.nic import load_profile
+    from pcieperf.nic.profile import DEFAULT_PROFILE
 
     if fit_out:
         require_new_file(fit_out, force)
@@ -244,7 +244,7 @@ def explain(
         cfg,
         link,
         parse_rate(str(pps)),
-        profile=load_profile(profile or FORWARDING_PROFILE),
+        profile=load_profile(profile or DEFAULT_PROFILE),
         stack=stack,
         iommu_setup=setup,
         page_from_counters=page is None,
@@ -304,7 +304,7 @@ def _explained(data: dict, result: Explanation, fit_lines: str) -> Explained:
         at = f"{rate_text(rate['implied_pps'])} as the counters imply ({at} given)"
     head = (
         f"{data['file']} ({data['source']}), {data['stack']}: forwarding at {at}, "
-        f"{data['pkt']} B packets, mean batch {data['mean_batch']:.2f}"
+        f"{frames_text(data['pkt'])}, mean batch {data['mean_batch']:.2f}"
     )
     by_metric = {m["metric"]: m["diagnosis"] for m in data["metrics"]}
     if rate:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pcieperf.net.wire import frames_text
 from pcieperf.results import Column, Report, Table
 
 if TYPE_CHECKING:
@@ -172,7 +173,8 @@ def dpdk_run(
         RUN_PORT_COLUMNS,
         title=f"run {run_id}: {result.version}, {cfg.mode}, {result.wall_s:.1f} s"
         f"{' (stopped early)' if result.interrupted else ''}",
-        footer=f"Rx {data['rx_pps'] / 1e6:.3f} Mpps of {data['pkt_bytes']:.1f} B packets, mean "
+        footer=f"Rx {data['rx_pps'] / 1e6:.3f} Mpps of "
+        f"{frames_text(round(data['pkt_bytes'], 1))}, mean "
         f"batch {data['mean_batch']:.2f}; predict with `pcieperf dpdk-fwd --from-run {run_id}`",
         text_rows=[
             p | {"rx_mpps": p["rx_pps"] / 1e6, "tx_mpps": p["tx_pps"] / 1e6} for p in data["ports"]

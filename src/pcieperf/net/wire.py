@@ -14,6 +14,7 @@ IFG_BYTES = 12  # §4.4.2: minimum interpacket gap of 96 bit times
 FCS_BYTES = 4  # §3.2.9: frame check sequence, part of the frame, stripped by the NIC
 VLAN_TAG_BYTES = 4  # IEEE 802.1Q §9.6: one C-tag
 MIN_FRAME_BYTES = 64  # §4.4.2: minFrameSize 512 bits
+DEFAULT_FRAME_BYTES = MIN_FRAME_BYTES  # every command's frame where none is given (docs/units.md)
 MAX_FRAME_BYTES = 9216  # not in 802.3: the usual jumbo-frame maximum of switches and NICs
 
 
@@ -25,3 +26,9 @@ def check_rate(rate_gbps: float) -> None:
 def overhead_bytes(vlan: bool = False) -> int:
     """Wire bytes per frame besides the frame: preamble, SFD, IFG and a VLAN tag if set."""
     return PREAMBLE_SFD_BYTES + IFG_BYTES + (VLAN_TAG_BYTES if vlan else 0)
+
+
+def frames_text(dma_bytes: float) -> str:
+    """A packet size as every output names it: the frame (FCS included, docs/units.md), then
+    the bytes the NIC DMAs."""
+    return f"{dma_bytes + FCS_BYTES:g} B frames ({dma_bytes:g} B DMA'd)"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from pcieperf import _lazy
 from pcieperf._values import is_python
 from pcieperf.errors import ProfileError, UsageError, warn
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
 from pcieperf.results import Column, Columnar, Table
 from pcieperf.units import parse_int_list, parse_rate
@@ -82,7 +83,7 @@ OPERATION_COLUMNS = (
 
 def nic(
     *,
-    profile: str = "dpdk",
+    profile: str = DEFAULT_PROFILE,
     eth: int = 40,
     vlan: bool = False,
     sizes: Sizes | None = None,
@@ -405,7 +406,7 @@ TERM_COLUMNS = (
 
 def latency(
     *,
-    profile: str | NicProfile = "bypass",
+    profile: str | NicProfile = DEFAULT_PROFILE,
     sizes: str | Iterable[int] = LATENCY_SIZES,
     eth: int = 40,
     pps: float | str | None = None,
@@ -465,8 +466,8 @@ def _latency_host(
     cache: str,
 ) -> HostLatency | None:
     """The host latency the options name: a pcie-bench directory, a calibration, given
-    values, or None (the shipped calibration)."""
-    from pcieperf.nic import latency as model
+    values, or None (the assumed host, `host.assumed_host`)."""
+    from pcieperf.nic import host as hosts
 
     given = [o for o, v in (("--host", host), ("--calibration", calibration)) if v is not None]
     given += ["--read-ns"] if read_ns is not None else []
@@ -477,11 +478,11 @@ def _latency_host(
     if cache != "HWarm" and not host:
         raise UsageError("--cache chooses a state of --host DIR's latency files; give --host")
     if host:
-        return model.host_from_dir(Path(host), cache)
+        return hosts.host_from_dir(Path(host), cache)
     if calibration:
-        return model.host_from_calibration(Path(calibration))
+        return hosts.host_from_calibration(Path(calibration))
     if read_ns is not None:
-        return model.host_from_values(read_ns, write_ns)
+        return hosts.host_from_values(read_ns, write_ns)
     return None
 
 

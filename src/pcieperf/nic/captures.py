@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 
 from pcieperf.net.api import priced_demand
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
 from pcieperf.results import Report
 from pcieperf.units import parse_duration_ns
@@ -16,7 +17,7 @@ from pcieperf.units import parse_duration_ns
 def capture_demand(
     files: str | os.PathLike | Sequence[str | os.PathLike],
     *,
-    profile: str = "dpdk",
+    profile: str = DEFAULT_PROFILE,
     paths: str = "rx,tx",
     window: str = "1ms",
     archive: bool = False,

@@ -159,3 +159,15 @@ def host_from_calibration(path: Path) -> HostLatency:
     return replace(
         host_from_values(read), source=f"calibration {path.name}: reference host, LLC warm"
     )
+
+
+def assumed_host() -> HostLatency:
+    """The host every command assumes where none is given: the shipped calibration's reference
+    host, named as assumed (no measured host is exactly it; `--host DIR` gives a measured one)."""
+    from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
+
+    host = host_from_calibration(DEFAULT_CALIBRATION)
+    return replace(
+        host,
+        source=f"assumed ({host.source}; --host DIR for a measured one)",
+    )

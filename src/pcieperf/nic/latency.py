@@ -28,10 +28,15 @@ from pcieperf.net.ethernet import Ethernet, check_frame_sizes, dma_bytes
 
 # The host's latencies, where callers of `latency` have always found them.
 from pcieperf.nic.host import DETAILS_FILE as DETAILS_FILE
-from pcieperf.nic.host import LOADED_STAT, QUANTILES, REFERENCE_BYTES, REFERENCE_WINDOW
+from pcieperf.nic.host import (
+    LOADED_STAT,
+    QUANTILES,
+    REFERENCE_BYTES,
+    REFERENCE_WINDOW,
+    assumed_host,
+)
 from pcieperf.nic.host import STATS as STATS
 from pcieperf.nic.host import HostLatency as HostLatency
-from pcieperf.nic.host import host_from_calibration as host_from_calibration
 from pcieperf.nic.host import host_from_dir as host_from_dir
 from pcieperf.nic.host import host_from_values as host_from_values
 from pcieperf.nic.nic import (
@@ -41,6 +46,7 @@ from pcieperf.nic.nic import (
     load_profile,
     operation_cost,
 )
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.bench import read_result_csv
 
@@ -51,7 +57,7 @@ if TYPE_CHECKING:
 Kind = Literal["pcie", "device", "wire", "host"]
 KINDS: tuple[Kind, ...] = ("pcie", "device", "wire", "host")
 
-DEFAULT_PROFILE = "bypass"
+PAPER_PROFILE = "bypass"  # the kernel-bypass NIC of the paper's Figure 2 (the report redraws it)
 
 # On a packet's critical path (one packet alone, as in a loopback ping): on transmit, what
 # happens before the frame can leave (the doorbell and the reads it starts); completions,
@@ -223,10 +229,7 @@ def loopback(
         raise UsageError(f"rate {pps!r} is not allowed; give packets per second > 0")
     if tags is not None and tags < 1:
         raise UsageError(f"tags {tags!r} is not allowed; give a whole number >= 1")
-    if host is None:
-        from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION
-
-        host = host_from_calibration(DEFAULT_CALIBRATION)
+    host = host or assumed_host()
     chosen = check_params(params)
     path = _Path(nic, link, eth, frame, host)
     terms = path.terms(chosen)

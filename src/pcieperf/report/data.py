@@ -28,7 +28,9 @@ from pcieperf.capture.path import DESIGNS
 from pcieperf.dpdk import forwarding, iommu
 from pcieperf.net import trace
 from pcieperf.net.ethernet import Ethernet, PacketMix, dma_bytes, parse_mix
+from pcieperf.net.wire import frames_text
 from pcieperf.nic import latency, nic
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie import tlp
 from pcieperf.pcie.link import Link
 
@@ -45,7 +47,7 @@ FIG1_PROFILES = (
     ("simple", "Simple NIC"),
     ("kernel", "Modern NIC (kernel driver)"),
     ("dpdk", "Modern NIC (DPDK driver)"),
-    (iommu.DEFAULT_PROFILE, "DPDK forwarding (XL710; the IOMMU figure's NIC)"),
+    (DEFAULT_PROFILE, "DPDK forwarding (XL710; the IOMMU figure's NIC)"),
 )
 DMA_LINKS = ((3, 8), (3, 16), (4, 8), (4, 16), (5, 8), (5, 16))
 IOMMU_MIXES = ("64", "128", "256", "imix")
@@ -301,7 +303,7 @@ def _frame_index(size: int) -> int:
 def fig2_latency(cfg: ReportConfig) -> FigureData:
     """Paper Figure 2: one packet's median loopback latency vs size, PCIe's part shaded."""
     result = latency.loopback(
-        latency.DEFAULT_PROFILE, LATENCY_FRAMES, link=cfg.link, eth=Ethernet(cfg.eth_gbps)
+        latency.PAPER_PROFILE, LATENCY_FRAMES, link=cfg.link, eth=Ethernet(cfg.eth_gbps)
     )
     total, pcie, share = result.total_ns(), result.kind_ns("pcie"), result.pcie_share()
     low, high = result.total_range_ns
@@ -339,7 +341,7 @@ def concurrency(cfg: ReportConfig) -> FigureData:
     facts, tags, i = [], 0, _frame_index(128)
     for rate in CONCURRENCY_RATES_GBPS:
         result = latency.loopback(
-            latency.DEFAULT_PROFILE, LATENCY_FRAMES, link=cfg.link, eth=Ethernet(rate)
+            latency.PAPER_PROFILE, LATENCY_FRAMES, link=cfg.link, eth=Ethernet(rate)
         )
         frame[f"inflight_{rate}gbe_dmas"] = result.inflight_needed
         frame[f"read_tags_{rate}gbe_tags"] = result.tags_needed
@@ -394,7 +396,7 @@ def counters(cfg: ReportConfig) -> FigureData:
         "Read whether each measured line stays inside its grey band: a metric outside it is "
         "one the model does not explain.",
         f"{result.source} samples of {result.stack} against DPDK forwarding at "
-        f"{result.pps / 1e6:.3f} Mpps, {result.pkt} B packets, mean batch "
+        f"{result.pps / 1e6:.3f} Mpps, {frames_text(result.pkt)}, mean batch "
         f"{result.mean_batch:.2f}; the grey band is the prediction ±15 %.",
         frame,
         facts,

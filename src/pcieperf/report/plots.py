@@ -25,6 +25,7 @@ from pcieperf import outputs
 from pcieperf.dpdk import forwarding
 from pcieperf.errors import UsageError, require_plot_file
 from pcieperf.measure.store import Store
+from pcieperf.net.wire import frames_text
 from pcieperf.pcie import tlp
 from pcieperf.pciebench.bench import CACHE_STATES
 from pcieperf.pciebench.validate import Matched
@@ -143,7 +144,7 @@ def draw_dpdk_forwarding(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     ax.set(
         xlabel="Packet rate (Mpps)",
         ylabel="Bandwidth (Gb/s)",
-        title=f"DPDK forwarding, {d.extra['pkt_bytes']} B packets, batch {d.extra['batch']:g}",
+        title=f"DPDK forwarding, {frames_text(d.extra['pkt_bytes'])}, batch {d.extra['batch']:g}",
     )
     ax_out.set(xlabel="Packet rate (Mpps)", ylabel="Bandwidth (Mb/s)", title="Outbound (MMIO)")
     for a, ncol in ((ax, 3), (ax_out, 2)):

@@ -42,7 +42,6 @@ from pcieperf.dpdk.iommu.model import (
     drops_at_full_tx_ring,
 )
 from pcieperf.dpdk.iommu.platform import (
-    DEFAULT_PROFILE,
     REPLACEMENTS,
     TLB_MAX,
     CoreCosts,
@@ -96,7 +95,6 @@ from pcieperf.dpdk.port import (
 __all__ = [
     "DATAROOM_BYTES",
     "DATA_OFFSET",
-    "DEFAULT_PROFILE",
     "DESCRIPTOR_BYTES",
     "DOWN",
     "DROP_BISECTIONS",

@@ -12,6 +12,7 @@ from pcieperf.dpdk.port import LINE, require_count
 from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.nic import nic
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
 
@@ -41,9 +42,6 @@ class IommuParams:
                 f"IOTLB entries {self.iotlb_entries} must be a multiple of its ways "
                 f"{self.iotlb_ways}"
             )
-
-
-DEFAULT_PROFILE = forwarding.FORWARDING_PROFILE
 
 
 @dataclass(frozen=True)
