@@ -53,7 +53,7 @@ EXAMPLES = {
     "nic": "pcieperf nic --profile dpdk --eth 100 --sizes 64,256,1518,imix",
     "profiles": "pcieperf profiles mlx5-dpdk",
     "latency": "pcieperf latency --profile bypass --sizes 64,128,512,1500 --host HOSTDIR",
-    "dpdk-fwd": "pcieperf dpdk-fwd --pps 14.2M --frame 64 --batch-hist 0:1000,4:5000,32:200",
+    "dpdk-fwd": "pcieperf dpdk-fwd --pps 14.88M --frame 64 --batch-hist 0:1000,4:5000,32:200",
     "explain": "pcieperf explain --counters pcm.csv --pps 10M --frame 64",
     "dpdk": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",
     "dpdk run": "pcieperf dpdk run --pcap imix.pcap --seconds 3 -- --burst=16",

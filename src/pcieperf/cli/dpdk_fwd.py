@@ -7,6 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from pcieperf.cli._common import (
+    DEFAULT_PKT,
     DEFAULT_PPS,
     _add_trace_replay_options,
     _real,
@@ -100,11 +101,13 @@ def _dpdk_fwd_trace(args: argparse.Namespace, link: Link, cfg: dpdk.ForwardingCo
     _emit_trace_demand(args, captured, fwd.demand, extra, link, text)
 
 
-def _add_forwarding_options(p: argparse.ArgumentParser) -> None:
+def _add_forwarding_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     """The forwarding setup of dpdk-fwd and explain: rate, frame, descriptors, thresholds,
-    batches (fixed, a histogram, or a stored `dpdk run`)."""
-    p.add_argument("--pps", default=None, help="packet rate: 10e6, 10M, 14.88Mpps (default 10M)")
-    add_size_options(p)
+    batches (fixed, a histogram, or a stored `dpdk run`); `defaults`: whether a rate and frame
+    not given have defaults (explain needs the ones the counters were measured at)."""
+    default = f" (default {DEFAULT_PPS})" if defaults else " (required, or --from-run)"
+    p.add_argument("--pps", default=None, help=f"packet rate: 10e6, 10M, 14.88Mpps{default}")
+    add_size_options(p, DEFAULT_PKT if defaults else None)
     d = dpdk_port.PortSetup()  # the one port setup's defaults, as the iommu commands have them
     p.add_argument("--rx-desc", type=_whole(), default=d.rx_desc_bytes, help="Rx descriptor bytes")
     p.add_argument("--tx-desc", type=_whole(), default=d.tx_desc_bytes, help="Tx descriptor bytes")

@@ -57,7 +57,7 @@ def _add_explain_options(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--counters", required=required, help="a pcm-iio, perf or VTune counter file")
     add_counter_file_options(p)
     p.add_argument("--stack", default=None, help="IIO stack / root port (part of its name)")
-    _add_forwarding_options(p)
+    _add_forwarding_options(p, defaults=False)
     p.add_argument(
         "--page",
         default=None,
