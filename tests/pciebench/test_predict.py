@@ -419,3 +419,39 @@ def test_bench_host_writes_the_host_bench_predict_simulates(tmp_path, capsys):
     assert {**again, "output": str(out)} == json.loads(text)
     code, _, err = run_cli(capsys, "bench", "host", str(folder), "-o", str(out))
     assert (code, err) == (2, f"pcieperf: error: {out} exists; pass --force to overwrite it\n")
+
+
+@needs_data
+@pytest.mark.parametrize("host", [T630, NOSP])
+def test_a_host_folder_of_any_name_predicts_as_its_files_say(host, tmp_path, capsys):
+    # The folder name only repeats what the files hold (latency sweep, sys-*.txt: lspci, the
+    # IOMMU's dmesg lines): renamed, the same host gives the same predicted files, with a warning
+    # that the name is not pcie-bench's (NUMA local, the 1.2 GHz clock of its card).
+    named = latency_only(PCIE_BENCH / host, tmp_path / "named")
+    renamed = named.rename(tmp_path / "my-host")
+    outs = []
+    for folder in (latency_only(PCIE_BENCH / host, tmp_path / "again"), renamed):
+        out = tmp_path / f"out-{folder.name}"
+        argv = ["bench", "predict", "--host", str(folder), "--out", str(out)]
+        assert main([*argv, "--transactions", "2000", "-q"]) == 0
+        outs.append({f.name: f.read_bytes() for f in out.glob("bw_*.csv")})
+    assert "'my-host' is not named as pcie-bench names systems" in capsys.readouterr().err
+    assert outs[0] == outs[1]
+    assert len(outs[0]) == 13
+
+
+@needs_data
+def test_bench_sim_takes_the_host_folder_as_bench_host_writes_it(tmp_path, capsys):
+    # --host means the host in every command: bench sim reads its pcie-bench folder as it reads
+    # the profile `bench host` writes from that folder, to the same simulated Gb/s.
+    folder = latency_only(PCIE_BENCH / T630, tmp_path)
+    profile = tmp_path / "t630.toml"
+    assert main(["bench", "host", str(folder), "-o", str(profile)]) == 0
+    sims = []
+    for host in (folder, profile):
+        argv = ["bench", "sim", "--host", str(host), "--device", "nfp6000", "--json", "-q"]
+        capsys.readouterr()
+        assert main([*argv, "--sizes", "64,512", "--transactions", "5000"]) == 0
+        sims.append([row["bw_gbps"] for row in json.loads(capsys.readouterr().out)])
+    assert sims[0] == sims[1]
+    assert len(sims[0]) == 2

@@ -81,7 +81,12 @@ def _add_bench_commands(sub: argparse._SubParsersAction) -> None:
     bench_sub = _add_group(sub, "bench", _GROUPS["bench"])
     _add_command(bench_sub, "tests", cmd_bench_tests)
     p = _add_command(bench_sub, "sim", cmd_bench_sim)
-    p.add_argument("--host", required=True, help="host profile (.toml)")
+    p.add_argument(
+        "--host",
+        required=True,
+        help="the host: its pcie-bench folder (lat_*.csv, sys-*.txt; on the shipped "
+        "calibration, as bench predict) or a host profile (.toml, as bench host writes)",
+    )
     p.add_argument(
         "--device",
         required=True,

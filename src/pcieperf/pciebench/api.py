@@ -18,6 +18,8 @@ from pcieperf.results import Column, Report, Table, format_table
 if TYPE_CHECKING:
     import pandas
 
+    from pcieperf.pciebench.sim import HostProfile
+
 __all__ = ["calibrate", "load", "predict", "sim", "tests", "validate"]
 Progress = Callable[[list], Iterable]
 BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only, not a NIC
@@ -135,11 +137,12 @@ def sim(
     progress: Progress | None = None,
 ) -> Table:
     """Simulated pcie-bench points of a host and a device profile (`pcieperf bench sim`), one
-    row per (size, window); `device` is a profile file or `nfp6000` (the shipped calibration's
-    DMA engine)."""
+    row per (size, window); `host` is a host profile file or the host's pcie-bench folder (as
+    `bench predict` reads it); `device` is a profile file or `nfp6000` (the shipped
+    calibration's DMA engine)."""
     from pcieperf.pciebench import sim as simulator
 
-    loaded_host, loaded_device = simulator.load_host(Path(host)), bench_device(str(device))
+    loaded_host, loaded_device = _sim_host(Path(host)), bench_device(str(device))
     test = bench.canonical_test(test)
     grid = [(size, window) for size in sizes for window in windows]
     rows = []
@@ -208,6 +211,24 @@ def _calibration_text(payload: dict) -> str:
     return "\n".join(lines)
 
 
+def _sim_host(host: Path) -> HostProfile:
+    """A host profile file as it is, or the profile a pcie-bench folder gives on the shipped
+    calibration (what `bench host` writes)."""
+    from pcieperf.pciebench import sim as simulator
+
+    if host.is_dir():
+        return _folder_host(host, DEFAULT_CALIBRATION)[1]
+    return simulator.load_host(host)
+
+
+def _folder_host(host: Path, calibration: Path) -> tuple[str, HostProfile]:
+    """The system name and host profile of a host's pcie-bench folder on `calibration`."""
+    from pcieperf.pciebench import calibrate as fitting
+
+    run = fitting.load_run(host)
+    return run.name, fitting.host_profile(run, fitting.load_calibration(calibration))
+
+
 def host(
     *,
     host: str | Path,
@@ -218,20 +239,18 @@ def host(
     """The host profile a host's pcie-bench directory gives (its latency files and host facts,
     on the calibration's shared parameters), written as the TOML `bench sim --host` reads
     (`pcieperf bench host`): what `bench predict` simulates, as a file."""
-    from pcieperf.pciebench import calibrate as fitting
     from pcieperf.pciebench.calibration_file import profile_toml
 
     out = Path(output)
     require_new_file(out, force)
-    run = fitting.load_run(Path(host))
-    profile = fitting.host_profile(run, fitting.load_calibration(Path(calibration)))
+    name, profile = _folder_host(Path(host), Path(calibration))
     header = (
-        f"Host profile of {run.name}, written by `pcieperf bench host` from {host} on "
+        f"Host profile of {name}, written by `pcieperf bench host` from {host} on "
         f"calibration {calibration}; use it with `pcieperf bench sim --host`."
     )
     outputs.write_text(out, profile_toml(profile, header), force)
-    payload = {"system": run.name, "output": str(out), "host": asdict(profile)}
-    return Report(payload, f"wrote {out}: the host profile of {run.name} (bench sim --host)")
+    payload = {"system": name, "output": str(out), "host": asdict(profile)}
+    return Report(payload, f"wrote {out}: the host profile of {name} (bench sim --host)")
 
 
 def predict(

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pcieperf._config import read_bounded
-from pcieperf.errors import UsageError
+from pcieperf.errors import UsageError, warn
 
 Kind = Literal["bw", "lat", "cdf"]
 
@@ -419,6 +419,19 @@ def parse_system_name(name: str) -> SystemInfo:
     )
 
 
+def system_info(name: str) -> SystemInfo:
+    """What a result directory's name says: pcie-bench's naming parsed, or, for any other
+    name, nothing (card clock default, NUMA local, IOMMU off unless its files say otherwise),
+    with a warning: the files, not the folder name, hold the measurements."""
+    if _SYSTEM.match(name):
+        return parse_system_name(name)
+    warn(
+        f"{name!r} is not named as pcie-bench names systems: assuming a local NUMA placement "
+        "and the default card clock; its IOMMU mode comes from its files"
+    )
+    return SystemInfo(name, "", "", "", name, 0, 0, 0, "off")
+
+
 # --- result directories ----------------------------------------------------------------------
 
 EXPECTED_FILES = (
@@ -456,7 +469,7 @@ def parse_result_dir(path: Path) -> ParsedDir:
     """Parse a pcie-bench result directory (name, CSVs, sys-*.txt) without touching a store."""
     if not path.is_dir():
         raise UsageError(f"{path} is not a directory")
-    parsed = ParsedDir(parse_system_name(path.name), path)
+    parsed = ParsedDir(system_info(path.name), path)
     try:
         files = sorted(path.iterdir())
     except OSError as exc:
