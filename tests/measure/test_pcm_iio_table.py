@@ -67,20 +67,12 @@ def parsed(tmp_path, text: str, fmt: str | None = "pcm-iio", **options) -> count
     return counters.parse(path, fmt, **options)
 
 
+FIELDS = ("t_s", "socket", "stack", "part", "metric", "value", "unit")  # all but the wall time
+
+
 def rows(samples: counters.Samples) -> list[tuple]:
     """Every sample but its wall time (the table prints none)."""
-    return list(
-        zip(
-            samples.t_s,
-            samples.socket,
-            samples.stack,
-            samples.part,
-            samples.metric,
-            samples.value,
-            samples.unit,
-            strict=True,
-        )
-    )
+    return list(zip(*(getattr(samples, name) for name in FIELDS), strict=True))
 
 
 def within_print(table_value: float, csv_value: float) -> bool:
