@@ -217,7 +217,7 @@ def line_of(text: str, needle: str) -> int:
 
 
 def with_line(text: str, number: int, line: str | None) -> str:
-    """The text with line `number` replaced (None: the text cut before it)."""
+    """The text cut after line `number`, that line replaced by `line` (None: left out too)."""
     lines = text.splitlines()
     return "\n".join(lines[: number - 1] + ([line] if line is not None else []))
 
