@@ -262,6 +262,7 @@ def test_lenient_skips_unknown_columns(tmp_path):
     [
         ("pcm-iio-skx.csv", []),
         ("pcm-iio-spr-human.csv", []),
+        ("pcm-iio-skx-table.txt", []),
         ("perf-iostat-interval.csv", []),
         ("perf-stat-free-running-icx.csv", []),
         ("perf-stat-iio-skx.csv", ["--interval", "10", "--lenient"]),

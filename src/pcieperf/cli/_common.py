@@ -216,10 +216,13 @@ def add_counter_file_options(p: argparse.ArgumentParser) -> None:
         dest="format",
         default=None,
         choices=counters.SOURCES,
-        help="its tool (default: detected)",
+        help="its tool (default: detected); pcm-iio: its -csv output or its table",
     )
     p.add_argument("--delimiter", default=None, help="field separator (default: detected)")
     p.add_argument(
-        "--interval", type=_real(), default=None, help="perf iostat/stat without -I: run seconds"
+        "--interval",
+        type=_real(),
+        default=None,
+        help="perf iostat/stat without -I: run seconds; pcm-iio's table: its interval (default 3)",
     )
     p.add_argument("--lenient", action="store_true", help="skip unknown columns instead of failing")

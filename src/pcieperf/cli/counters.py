@@ -11,7 +11,8 @@ from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 
 
 def cmd_counters_import(args: argparse.Namespace) -> None:
-    """Import a pcm-iio, perf iostat, perf stat or VTune file into the store (all or nothing)."""
+    """Import a pcm-iio (its -csv output or its table), perf iostat, perf stat or VTune file into
+    the store (all or nothing)."""
     result = records.import_counters(
         args.file,
         format=args.format,

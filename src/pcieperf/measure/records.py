@@ -65,7 +65,11 @@ def read_counters(
     samples = _samples(path, format, lenient, delimiter, interval)
     columns = {name: getattr(samples, name) for name in COUNTER_COLUMNS if name != "source"}
     frame = pandas.DataFrame({"source": samples.source, **columns}, columns=COUNTER_COLUMNS)
-    frame.attrs = {"file": samples.file, "skipped_columns": samples.skipped_columns}
+    frame.attrs = {
+        "file": samples.file,
+        "skipped_columns": samples.skipped_columns,
+        "notes": samples.notes,
+    }
     return frame
 
 
@@ -91,12 +95,15 @@ def import_counters(
         "samples": len(samples),
         "metrics": sorted(set(samples.metric)),
         "skipped_columns": samples.skipped_columns,
+        "notes": samples.notes,
     }
     skipped = samples.skipped_columns
     return Report(
         data,
         f"import {import_id}: {len(samples)} samples of {', '.join(data['metrics'])} from "
-        f"{data['file']}" + (f" (skipped columns: {', '.join(skipped)})" if skipped else ""),
+        f"{data['file']}"
+        + (f" (skipped columns: {', '.join(skipped)})" if skipped else "")
+        + "".join(f"\nnote: {note}" for note in samples.notes),
     )
 
 

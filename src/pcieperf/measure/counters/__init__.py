@@ -10,8 +10,8 @@ their tool's name in snake_case (`iotlb_lookup`, `iotlb_miss`, ...) in events pe
 Where each format detail comes from is cited at the parser; docs/counters.md has the unit
 semantics per source.
 
-One module per tool's importer (`pcm_iio`, `perf`, `vtune`); `samples` holds the table they
-fill. `parse` picks the importer.
+One module per tool's importer (`pcm_iio` for its `-csv` form, `pcm_iio_table` for its default
+table, `perf`, `vtune`); `samples` holds the table they fill. `parse` picks the importer.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pcieperf._config import read_bounded
 from pcieperf.errors import CounterFileError, require_choice, require_positive
 from pcieperf.errors import UsageError as UsageError  # re-exported: `counters.UsageError`
 from pcieperf.measure.counters.pcm_iio import parse_pcm_iio
+from pcieperf.measure.counters.pcm_iio_table import is_pcm_iio_table, parse_pcm_iio_table
 from pcieperf.measure.counters.perf import FREE_RUNNING_METRIC, parse_perf_iostat, parse_perf_stat
 from pcieperf.measure.counters.samples import BYTES_PER_S, EVENTS_PER_S, SOURCES, Samples
 from pcieperf.measure.counters.vtune import parse_vtune
@@ -40,6 +41,7 @@ __all__ = [
     "detect",
     "parse",
     "parse_pcm_iio",
+    "parse_pcm_iio_table",
     "parse_perf_iostat",
     "parse_perf_stat",
     "parse_vtune",
@@ -47,9 +49,12 @@ __all__ = [
 
 
 def detect(text: str, file: str) -> str:
-    """Which tool wrote a counter file, from its first line (or perf's event names)."""
+    """Which tool wrote a counter file, from its first line (or perf's event names, or
+    pcm-iio's table title row)."""
     first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), "")
-    if first.startswith("Date") and "Socket" in first:
+    dated = first.startswith("Date") and "Socket" in first
+    undated = first.startswith("Socket") and "Name" in first  # -csv before pcm 202509
+    if dated or undated or is_pcm_iio_table(text):
         return "pcm-iio"
     if first.startswith("port,"):
         return "perf-iostat"
@@ -81,8 +86,12 @@ def parse(
     file = str(path)
     source = source or detect(text, file)
     require_choice("counter format", source, SOURCES)
+    if source == "pcm-iio" and is_pcm_iio_table(text):
+        return parse_pcm_iio_table(text, file, interval_s=interval_s, lenient=lenient)
     if source == "pcm-iio":
-        return parse_pcm_iio(text, file, delimiter=delimiter, lenient=lenient)
+        return parse_pcm_iio(
+            text, file, delimiter=delimiter, lenient=lenient, interval_s=interval_s
+        )
     if source == "perf-stat":
         return parse_perf_stat(
             text, file, delimiter=delimiter, interval_s=interval_s, lenient=lenient

@@ -1,4 +1,5 @@
-"""The pcm-iio importer: `pcm-iio -csv` output (intel/pcm) as samples."""
+"""The pcm-iio importer: `pcm-iio -csv` output (intel/pcm) as samples, and the column names and
+value rules its table form (`pcm_iio_table`) shares."""
 
 from __future__ import annotations
 
@@ -45,79 +46,124 @@ PCM_EVENT_METRICS = (
     "IOMMU Mem Access",
 )
 PCM_KEYS = ("Date", "Time", "Socket", "Root Port", "Name", "Part")
+# pcm-iio's interval when none is given (PCM_DELAY_DEFAULT, src/pcm-iio-pmu.h).
+PCM_DELAY_DEFAULT_S = 3.0
+_HEADER_START = re.compile(r"(?:Date|Socket)(.)")  # the header's first name, then the delimiter
+PRINTED_SUFFIXES = frozenset("KMGT")
+PRINTED_PRECISION = (
+    "values printed with a K/M/G/T suffix (pcm's unit_format) are cut, not rounded, to that "
+    "unit: '1495 M' is between 1495e6 and 1496e6 per second"
+)
+
+
+def pcm_metric(
+    name: str, file: str, line: int, lenient: bool, skipped: list[str]
+) -> tuple[str, str] | None:
+    """(metric, unit) of one pcm-iio column name; an unknown one fails, or under `lenient` is
+    named in `skipped` and gives None."""
+    if name in PCM_BYTE_METRICS:
+        return PCM_BYTE_METRICS[name], BYTES_PER_S
+    if name in PCM_EVENT_METRICS:
+        return snake(name), EVENTS_PER_S
+    if not lenient:
+        known = ", ".join([*PCM_BYTE_METRICS, *PCM_EVENT_METRICS])
+        raise _fail(
+            file,
+            line,
+            f"unknown pcm-iio column {name!r}; known: {known} "
+            "(pass --lenient to skip unknown columns)",
+        )
+    if name not in skipped:
+        skipped.append(name)
+    return None
+
+
+def pcm_value(text: str, file: str, line: int, column: str, out: Samples) -> float:
+    """One pcm-iio value; a unit_format() one (K/M/G/T) is kept as printed and its precision
+    noted: the divisions are integer ones, so `1495 M` is 1495e6 up to 1496e6 (src/utils.h)."""
+    value = _number(text, file, line, column)
+    if text.rstrip()[-1:] in PRINTED_SUFFIXES:
+        out.note(PRINTED_PRECISION)
+    return value
 
 
 def _pcm_columns(
     header: list[str], file: str, line: int, lenient: bool, skipped: list[str]
 ) -> dict[int, tuple[str, str]]:
     """Column index -> (metric, unit) for a pcm-iio header; unknown names fail unless lenient."""
-    if header[:3] != ["Date", "Time", "Socket"] or "Name" not in header or "Part" not in header:
+    dated = header[:3] == ["Date", "Time", "Socket"]
+    if not (dated or header[0] == "Socket") or "Name" not in header or "Part" not in header:
         raise _fail(
             file,
             line,
             "not a pcm-iio CSV header (expected Date, Time, Socket, ..., "
-            "Name, Part, then counters)",
+            "Name, Part, then counters; before pcm 202509 without Date, Time)",
         )
     metrics = {}
     for i, name in enumerate(header):
         if name in PCM_KEYS:
             continue
-        if name in PCM_BYTE_METRICS:
-            metrics[i] = (PCM_BYTE_METRICS[name], BYTES_PER_S)
-        elif name in PCM_EVENT_METRICS:
-            metrics[i] = (snake(name), EVENTS_PER_S)
-        elif lenient:
-            if name not in skipped:
-                skipped.append(name)
-        else:
-            known = ", ".join([*PCM_BYTE_METRICS, *PCM_EVENT_METRICS])
-            raise _fail(
-                file,
-                line,
-                f"unknown pcm-iio column {name!r}; known: {known} "
-                "(pass --lenient to skip unknown columns)",
-            )
+        metric = pcm_metric(name, file, line, lenient, skipped)
+        if metric is not None:
+            metrics[i] = metric
     if not metrics:
         raise _fail(file, line, "the header names no counter column")
     return metrics
 
 
 def parse_pcm_iio(
-    text: str, file: str, *, delimiter: str | None = None, lenient: bool = False
+    text: str,
+    file: str,
+    *,
+    delimiter: str | None = None,
+    lenient: bool = False,
+    interval_s: float | None = None,
 ) -> Samples:
     """Parse `pcm-iio -csv` output: a header before every sample block (src/pcm-iio-pmu.cpp,
     PcmIioCsvBuilder), per-second values already scaled to bytes, ragged rows (IOTLB/VT-d
-    columns only in each stack's Part0 row), optional `Root Port`, any delimiter."""
+    columns only in each stack's Part0 row), optional `Root Port`, any delimiter. Before
+    release 202509 the rows have no Date,Time (build_csv in src/pcm-iio.cpp): blocks are then
+    `interval_s` apart (pcm-iio's default 3 s when not given); before 202207 the header lacks
+    `Part` (`_with_part`)."""
     lines = text.splitlines()
     first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
     if first is None:
         raise _fail(file, 1, "empty file")
-    head = lines[first]
-    sep = delimiter or (head[4] if head.startswith("Date") and len(head) > 4 else ",")
+    head = _HEADER_START.match(lines[first])
+    sep = delimiter or (head.group(1) if head else ",")
     out = Samples("pcm-iio", file)
     header: list[str] | None = None
     columns: dict[int, tuple[str, str]] = {}
     index: dict[str, int] = {}
     t0: dt.datetime | None = None
     stamp: tuple[str, str] | None = None
+    wall: dt.datetime | None = None
+    blocks = 0
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         cells = [c.strip() for c in raw.split(sep)]
-        if cells[0] == "Date":
+        if cells[0] in ("Date", "Socket"):
+            cells = _with_part(cells, out)
             header, columns = cells, _pcm_columns(cells, file, number, lenient, out.skipped_columns)
             index = {name: i for i, name in enumerate(header)}
+            blocks += 1
             continue
         if header is None:
             raise _fail(
-                file, number, "not a pcm-iio CSV: it must start with a Date,Time,Socket header line"
+                file,
+                number,
+                "not a pcm-iio CSV: it must start with a Date,Time,Socket header line "
+                "(or be pcm-iio's table: |IIO Stack ...|IB write|...)",
             )
         if len(cells) > len(header):
             raise _fail(file, number, f"{len(cells)} fields but the header has {len(header)}")
         keys = max(index[k] for k in PCM_KEYS if k in index)  # Name, Part may come late
         if len(cells) <= keys or not any(i < len(cells) for i in columns):
             raise _fail(file, number, "truncated row: no counter values")
-        if (cells[0], cells[1]) != stamp:  # a block's rows share one time stamp
+        if "Date" not in index:
+            t_s = (blocks - 1) * (interval_s or PCM_DELAY_DEFAULT_S)
+        elif (cells[0], cells[1]) != stamp:  # a block's rows share one time stamp
             stamp, wall = (cells[0], cells[1]), _pcm_time(cells[0], cells[1], file, number)
             t0 = t0 or wall
             t_s = (wall - t0).total_seconds()
@@ -127,20 +173,33 @@ def parse_pcm_iio(
             stack = f"{stack} [{cells[index['Root Port']]}]"
         for i, (metric, unit) in columns.items():
             if i < len(cells) and cells[i] != "":
-                value = _number(cells[i], file, number, header[i])
-                out.add(
-                    t_s,
-                    wall,
-                    socket,
-                    stack,
-                    cells[index["Part"]],
-                    metric,
-                    value,
-                    unit,
-                )
+                value = pcm_value(cells[i], file, number, header[i], out)
+                out.add(t_s, wall, socket, stack, cells[index["Part"]], metric, value, unit)
     if not len(out):
         raise _fail(file, len(lines), "no samples after the header")
+    if "Date" not in index:
+        note_untimed(out, blocks, interval_s)
     return out
+
+
+def _with_part(header: list[str], out: Samples) -> list[str]:
+    """The header with `Part` after `Name`: releases 202109..202205 did not print that name
+    though their rows hold the part there (intel/pcm#414, fixed in 202207)."""
+    if "Part" in header or "Name" not in header:
+        return header
+    out.note("the header names no Part column (pcm-iio before 202207): taken to follow Name")
+    after = header.index("Name") + 1
+    return [*header[:after], "Part", *header[after:]]
+
+
+def note_untimed(out: Samples, intervals: int, interval_s: float | None) -> None:
+    """Note that `intervals` blocks printed without a time were placed pcm-iio's default
+    interval apart, where there is more than one and no `--interval` was given."""
+    if intervals > 1 and interval_s is None:
+        out.note(
+            f"pcm-iio printed no time: its {intervals} intervals are taken as its default "
+            f"{PCM_DELAY_DEFAULT_S:g} s apart (pass --interval SECONDS)"
+        )
 
 
 def _pcm_time(date: str, time: str, file: str, line: int) -> dt.datetime:

@@ -12,9 +12,10 @@ from pcieperf.errors import CounterFileError
 SOURCES = ("pcm-iio", "perf-iostat", "perf-stat", "vtune")
 BYTES_PER_S = "B/s"
 EVENTS_PER_S = "1/s"
-# `-human-readable` prints unit_format(): "%4d K" etc. with decimal divisors (src/utils.h).
-HUMAN_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
-_HUMAN = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)\s*([KMG]?)\s*$")
+# pcm's unit_format() (src/utils.h), used by pcm-iio's table and `-csv -human-readable`: "%4d K"
+# etc. with decimal divisors, T past 9999 G.
+HUMAN_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_HUMAN = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)\s*([KMGT]?)\s*$")
 # A counter read of 2^64-1 is pcm's "not available" sentinel (intel/pcm#306); after the x4 byte
 # scaling no real per-second PCIe value comes near 1e18.
 IMPLAUSIBLE = 1e18
@@ -40,6 +41,7 @@ class Samples:
     value: list[float] = field(default_factory=list)
     unit: list[str] = field(default_factory=list)
     skipped_columns: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the file leaves unsaid: precision, time
 
     def add(
         self,
@@ -61,6 +63,11 @@ class Samples:
         self.metric.append(metric)
         self.value.append(value)
         self.unit.append(unit)
+
+    def note(self, text: str) -> None:
+        """Record, once, something the values or times carry that the file does not say exactly."""
+        if text not in self.notes:
+            self.notes.append(text)
 
     def __len__(self) -> int:
         return len(self.value)
