@@ -279,8 +279,11 @@ def test_every_test_file_is_detected_and_round_trips_exactly(tmp_path, capsys, n
     )
     assert out["source"] == parsed.source
     with Store(Path(db)) as store:
-        rows = store.counter_samples(out["import_id"])
-    assert [(r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows] == list(
+        stored = store.counter_set(out["import_id"])
+    assert stored.source == parsed.source
+    names = ("t_s", "socket", "stack", "part", "metric", "value", "unit")
+    rows = zip(*(getattr(stored, name) for name in names), strict=True)
+    assert list(rows) == list(
         zip(
             parsed.t_s,
             parsed.socket,
@@ -292,7 +295,7 @@ def test_every_test_file_is_detected_and_round_trips_exactly(tmp_path, capsys, n
             strict=True,
         )
     )
-    assert {r[6] for r in rows} <= {"B/s", "1/s"}
+    assert set(stored.unit) <= {"B/s", "1/s"}
 
 
 def test_store_round_trip_is_exact_and_imports_are_all_or_nothing(tmp_path, capsys):
@@ -306,8 +309,9 @@ def test_store_round_trip_is_exact_and_imports_are_all_or_nothing(tmp_path, caps
     assert out["samples"] == 46
     parsed = counters.parse(source, "pcm-iio")
     with Store(db) as store:
-        rows = store.counter_samples(out["import_id"])
-    assert [(r[2], r[3], r[4], r[5], r[6]) for r in rows] == list(
+        stored = store.counter_set(out["import_id"])
+    rows = zip(stored.stack, stored.part, stored.metric, stored.value, stored.unit, strict=True)
+    assert list(rows) == list(
         zip(parsed.stack, parsed.part, parsed.metric, parsed.value, parsed.unit, strict=True)
     )
     # The same file again needs --force; a broken file changes nothing.
@@ -369,3 +373,28 @@ def test_counters_show_sums_up_an_import_and_rm_removes_it(tmp_path, capsys):
     code, _, err = run_cli(capsys, "counters", "show", "1", "--db", str(db))
     assert code == 2
     assert err.startswith("pcieperf: error: no counter import 1 in")
+
+
+def test_explain_and_report_take_an_imported_counter_set(tmp_path, capsys):
+    # `explain --import N` explains the samples the store holds for import N exactly as
+    # `explain --counters FILE` explains the file they came from (the store keeps every value:
+    # test_store_round_trip_is_exact...); report takes the same option.
+    db, source = str(tmp_path / "s.duckdb"), DATA / "pcm-iio-skx.csv"
+    assert main(["counters", "import", str(source), "--db", db, "-q"]) == 0
+    setup = ["--pps", "10M", "--frame", "64", "--json"]
+    answers = []
+    for given in (["--counters", str(source)], ["--import", "1", "--db", db]):
+        capsys.readouterr()
+        assert main(["explain", *given, *setup]) == 0
+        answers.append(json.loads(capsys.readouterr().out))
+    assert answers[0].pop("file") == str(source)
+    assert answers[1].pop("file") == str(source.resolve())
+    assert answers[0] == answers[1]
+    assert main(["explain", "--import", "2", "--db", db, *setup]) == 2
+    assert "no counter import 2" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="2"):  # argparse: one of the two
+        main(["explain", "--import", "1", "--counters", str(source), *setup])
+    assert "not allowed with argument" in capsys.readouterr().err
+    out = tmp_path / "report"
+    assert main(["report", "-o", str(out), "--import", "1", "--db", db, *setup[:4], "-q"]) == 0
+    assert "Measured counters" in (out / "index.html").read_text()

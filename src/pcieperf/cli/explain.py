@@ -35,7 +35,7 @@ def cmd_explain(args: argparse.Namespace) -> None:
 
 
 EXPLAIN_OPTIONS = (
-    *("counters", "format", "stack", "delimiter", "interval", "lenient"),
+    *("counters", "import_id", "format", "stack", "delimiter", "interval", "lenient"),
     *("pps", "from_run", "db", "page", "rxd", "txd", "profile"),
 )
 """The options `pcieperf.measure.api.explain` takes as they are (and the forwarding setup's)."""
@@ -54,7 +54,16 @@ def _explanation(args: argparse.Namespace) -> explaining.Explanation:
 
 def _add_explain_options(p: argparse.ArgumentParser, required: bool) -> None:
     """A counter file and the forwarding it is explained against (explain, report)."""
-    p.add_argument("--counters", required=required, help="a pcm-iio, perf or VTune counter file")
+    given = p.add_mutually_exclusive_group(required=required)
+    given.add_argument("--counters", help="a pcm-iio, perf or VTune counter file")
+    given.add_argument(
+        "--import",
+        dest="import_id",
+        type=_whole(),
+        default=None,
+        metavar="N",
+        help="a counter set imported into the store (`counters ls`; --db names the store)",
+    )
     add_counter_file_options(p)
     p.add_argument("--stack", default=None, help="IIO stack / root port (part of its name)")
     _add_forwarding_options(p, defaults=False)

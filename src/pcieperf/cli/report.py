@@ -15,11 +15,13 @@ from pcieperf.report.api import report
 def cmd_report(args: argparse.Namespace) -> None:
     """Write the default report (plots, CSV, index.html)."""
     explain_options = (args.pps, args.frame, args.pkt, args.from_run, args.stack)
-    if not args.counters and any(o is not None for o in explain_options):
+    measured = args.counters or args.import_id is not None
+    if not measured and any(o is not None for o in explain_options):
         raise UsageError(
-            "--pps, --frame, --from-run and --stack explain a --counters FILE; give one"
+            "--pps, --frame, --from-run and --stack explain a --counters FILE or an --import N; "
+            "give one"
         )
-    explanation = _explanation(args) if args.counters else None
+    explanation = _explanation(args) if measured else None
     emit(
         args,
         report(

@@ -23,6 +23,7 @@ from pcieperf.units import parse_rate
 
 if TYPE_CHECKING:
     from pcieperf.dpdk.testpmd import StoredRun
+    from pcieperf.measure.counters import Samples
     from pcieperf.measure.explain import Explanation
 
 
@@ -184,9 +185,27 @@ EXPLAIN_COLUMNS = (
 )
 
 
+def _counter_file(counters: str | Path | None) -> Path:
+    """The counter file to explain, required where no stored import is named."""
+    if counters is None:
+        raise UsageError("give the counters: --counters FILE, or --import N (`counters ls`)")
+    return Path(counters)
+
+
+def _stored_counters(counters: str | Path | None, import_id: int, db: str | Path | None) -> Samples:
+    """A counter set imported into the store, as its file gave it; a file as well is an error."""
+    if counters is not None:
+        raise UsageError(
+            f"--counters {counters} and --import {import_id} each give the counters; give one"
+        )
+    with open_store(db) as store:
+        return store.counter_set(import_id)
+
+
 def explain(
     *,
-    counters: str | Path,
+    counters: str | Path | None = None,
+    import_id: int | None = None,
     format: str | None = None,  # the CLI's --counters-format
     stack: str | None = None,
     delimiter: str | None = None,
@@ -208,7 +227,8 @@ def explain(
     name: str = "fitted",
     **options: object,
 ) -> Explained:
-    """Measured PCIe counters (a pcm-iio, perf or VTune file) against the DPDK forwarding model
+    """Measured PCIe counters (a pcm-iio, perf or VTune file, or `import_id`: a set imported
+    into the store `db`) against the DPDK forwarding model
     at `pps` with a `frame` (or `pkt` bytes DMA'd), or at a stored run's rate and histogram
     (`from_run`): measured, predicted and ratio per metric, a diagnosis for each beyond 15 %
     (`pcieperf explain`, docs/explain.md). IOTLB misses are predicted for `page`, or without
@@ -234,9 +254,16 @@ def explain(
         run = stored_run(from_run, db, given)
         pps, size, options = run.rx_pps, run.pkt, options | {"batch_hist": run.batch_hist}
     link, cfg = link_and_config(size, **options)
-    samples = importers.parse(
-        Path(counters), format, lenient=lenient, delimiter=delimiter, interval_s=interval
-    )
+    if import_id is not None:
+        samples = _stored_counters(counters, import_id, db)
+    else:
+        samples = importers.parse(
+            _counter_file(counters),
+            format,
+            lenient=lenient,
+            delimiter=delimiter,
+            interval_s=interval,
+        )
     rings = {"rxd": rxd, "txd": rxd if txd is None else txd}
     setup = PortSetup(**rings) if page is None else PortSetup(parse_page(page), **rings)
     result = model.explain(

@@ -311,13 +311,19 @@ class Store:
                 f"no counter import {import_id} in {self.path}; `pcieperf counters ls` lists them"
             )
 
-    def counter_samples(self, import_id: int) -> list[tuple]:
-        """(t_s, socket, stack, part, metric, value, unit) of one import, in file order."""
-        return self.con.execute(
-            "SELECT t_s, socket, stack, part, metric, value, unit FROM counter_samples "
+    def counter_set(self, import_id: int) -> Samples:
+        """One import's samples as its file gave them, in file order (`explain --import N`)."""
+        self._require_counter_import(import_id)
+        file, source = self.con.execute(
+            "SELECT file, source FROM counter_imports WHERE import_id = ?", [import_id]
+        ).fetchone()
+        rows = self.con.execute(
+            "SELECT t_s, wall_time, socket, stack, part, metric, value, unit FROM counter_samples "
             "WHERE import_id = ? ORDER BY rowid",
             [import_id],
         ).fetchall()
+        columns = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in range(8)]
+        return Samples(source, file, *columns)
 
     def add_dpdk_run(self, run: RunResult) -> int:
         """Store one testpmd run (its ports, merged burst histogram and output) in one

@@ -63,7 +63,7 @@ def detect(text: str, file: str) -> str:
     if "uncore_iio" in text[:65536] or "UNC_IIO_" in text[:65536]:
         return "perf-stat"
     raise CounterFileError(
-        f"{file}: cannot tell which tool wrote it; pass --format ({', '.join(SOURCES)})"
+        f"{file}: cannot tell which tool wrote it; pass --counters-format ({', '.join(SOURCES)})"
     )
 
 
