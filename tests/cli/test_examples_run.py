@@ -1,8 +1,11 @@
-"""Every --help example runs as pasted, from a clone's root, in the order a user would try them
-(a command that reads a file runs after the one that writes it)."""
+"""Every --help example and every line of the README's "What it answers" runs as pasted, from a
+clone's root, in the order a user would try them (a command that reads a file runs after the one
+that writes it)."""
 
 import os
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +31,11 @@ AFTER = (
     "capture show",
 )
 NEEDS = {"capture run": needs_dpdk, "capture show": needs_dpdk, "dpdk run": needs_testpmd}
+README_NEEDS = (  # what a README line needs besides the files earlier lines write
+    (re.compile(r"capture (run|show)"), needs_dpdk),
+    (re.compile(r"dpdk run|--from-run"), needs_testpmd),
+)
+OUTPUT = re.compile(r"(?:-o|--out)\s+(\S+)")
 
 
 def _ordered() -> list[tuple[str, str]]:
@@ -42,11 +50,17 @@ def _ordered() -> list[tuple[str, str]]:
     return ordered
 
 
-@pytest.fixture(scope="module")
-def clone(tmp_path_factory):
+def _readme_lines() -> list[str]:
+    """The command lines of the README's "What it answers" block, in order."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## What it answers", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def _clone(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     """A folder laid out as a clone's root: tests/ as the repository's, and ../shared/data where
     the measured data is (a link to it), so that outputs land in the folder only."""
-    top = tmp_path_factory.mktemp("examples")
+    top = tmp_path_factory.mktemp(name)
     work = top / "pcieperf"
     work.mkdir()
     (work / "tests").symlink_to(ROOT / "tests")
@@ -54,6 +68,28 @@ def clone(tmp_path_factory):
     if SHARED.is_dir():
         (top / "shared" / "data").symlink_to(SHARED)
     return work
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    """The clone the help examples run in."""
+    return _clone(tmp_path_factory, "examples")
+
+
+@pytest.fixture(scope="module")
+def readme_clone(tmp_path_factory):
+    """The clone the README's lines run in, and the outputs of lines that could not run."""
+    return _clone(tmp_path_factory, "readme"), set()
+
+
+def _run(line: str, work: Path) -> None:
+    """One pasted line in `work`, with a store of its own: exit 0 and some output."""
+    env = os.environ | {"PCIEPERF_DB": str(work / "store.duckdb"), "COLUMNS": "100"}
+    done = subprocess.run(
+        ["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True, timeout=RUN_S
+    )
+    assert done.returncode == 0, f"{line}\n{done.stderr}"
+    assert done.stdout.strip(), line
 
 
 def test_every_example_is_run_once():
@@ -69,17 +105,24 @@ def test_example_runs_as_pasted(key, line, clone):
     if mark is not None and mark.args[0]:
         pytest.skip(mark.kwargs["reason"])
     before = _leftovers() if mark is needs_dpdk else None
-    env = os.environ | {"PCIEPERF_DB": str(clone / "store.duckdb"), "COLUMNS": "100"}
-    done = subprocess.run(
-        ["bash", "-c", line],
-        cwd=clone,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_S,
-        check=False,
-    )
-    assert done.returncode == 0, f"{line}\n{done.stderr}"
-    assert done.stdout.strip(), line
+    _run(line, clone)
+    if before is not None:
+        assert _leftovers() == before
+
+
+@pytest.mark.parametrize("line", _readme_lines())
+def test_readme_line_runs_as_pasted(line, readme_clone):
+    work, not_made = readme_clone
+    marks = [mark for pattern, mark in README_NEEDS if pattern.search(line)]
+    why = [m.kwargs["reason"] for m in marks if m.args[0]]
+    if "../shared/data" in line and not SHARED.is_dir():
+        why.append(f"{SHARED} is absent (set PCIEPERF_SHARED_DATA)")
+    if missing := not_made & set(line.split()):
+        why.append(f"an earlier line could not make {', '.join(sorted(missing))}")
+    if why:
+        not_made.update(OUTPUT.findall(line))
+        pytest.skip("; ".join(why))
+    before = _leftovers() if needs_dpdk in marks else None
+    _run(line, work)
     if before is not None:
         assert _leftovers() == before
