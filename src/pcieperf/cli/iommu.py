@@ -38,7 +38,8 @@ def cmd_iommu_gain(args: argparse.Namespace) -> None:
 
 
 def cmd_iommu_advise(args: argparse.Namespace) -> None:
-    """Recommend the smallest change (rings, pool, pages, Rx pacing) that restores line rate."""
+    """Recommend the smallest change (rings, pool, pages, Rx pacing) that restores the rate
+    forwarding reaches without an IOMMU (line rate or, below it, the link or device limit)."""
     result = iommu_api.advise(
         progress=lambda items: progress.wrap(items, "sweeping", "change"), **iommu_options(args)
     )

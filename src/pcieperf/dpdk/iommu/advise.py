@@ -98,7 +98,8 @@ class Advice:
             "target_mpps": self.target_mpps,
             "recommendation": self.choice.description if self.choice else "no change",
             "knob": self.choice.knob if self.choice else None,
-            "restores_line_rate": self.restores,
+            "restores_target": self.restores,
+            "restores_line_rate": self.chosen.mpps_iommu >= SATURATED * self.chosen.line_mpps,
             "reason": self.reason,
             "result": self.chosen.as_dict(),
             "options": [
