@@ -80,8 +80,8 @@ fn stats_config(config: &Bound<'_, PyAny>) -> PyResult<StatsConfig> {
 
 /// A summary as a dict: `totals_dict` keys, then out_of_order, max_step_back_ns, directions
 /// (per interface: unknown, inbound, outbound), distinct_timestamps, max_equal_timestamps,
-/// per_interface, rates (window_ns, last_index, groups of (covered ns, packets, bits)),
-/// size_histogram and bursts (or None).
+/// per_interface, rates (window_ns, last_index, groups of (covered ns, packets, bits, frame
+/// bits)), size_histogram, frame_bytes (per interface) and bursts (or None).
 fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     let d = s.totals.into_pyobject(py)?;
     d.set_item("out_of_order", s.out_of_order)?;
@@ -92,6 +92,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
     d.set_item("per_interface", s.per_interface.clone())?;
     d.set_item("rates", s.rates.clone())?;
     d.set_item("size_histogram", s.size_histogram.clone())?;
+    d.set_item("frame_bytes", s.frame_bytes.clone())?;
     d.set_item("bursts", s.bursts.clone())?;
     Ok(d)
 }

@@ -685,14 +685,19 @@ fn stats_of_a_small_capture_by_hand() {
         (1_000_000_000_000, 1_000_001_500_000)
     );
     assert_eq!((s.summary.out_of_order, s.reads), (0, 1));
-    // 1 ms windows: [0, 1 ms) holds 3 packets (3 x 512 bits); the last covers 0.5 ms up to the
-    // last packet and holds 2. One 1 s window covers the 1.5 ms span.
+    // 1 ms windows: [0, 1 ms) holds 3 packets (3 x 512 bits recorded, 3 x 544 bits of 68-byte
+    // frames incl. FCS); the last covers 0.5 ms up to the last packet and holds 2. One 1 s
+    // window covers the 1.5 ms span.
     let ms = &s.summary.rates[0];
     assert_eq!(ms.last_index, 1);
-    assert_eq!(ms.groups, vec![(1_000_000, 3, 1536), (500_000, 2, 1024)]);
-    assert_eq!(s.summary.rates[1].groups, vec![(1_500_000, 5, 2560)]);
-    // Frames of 64 + 4 (FCS) bytes: RMON bucket 65-127 (index 2).
+    assert_eq!(
+        ms.groups,
+        vec![(1_000_000, 3, 1536, 1632), (500_000, 2, 1024, 1088)]
+    );
+    assert_eq!(s.summary.rates[1].groups, vec![(1_500_000, 5, 2560, 2720)]);
+    // Frames of 64 + 4 (FCS) bytes: RMON bucket 65-127 (index 2), 5 x 68 bytes in all.
     assert_eq!(s.summary.size_histogram, vec![0, 0, 5, 0, 0, 0, 0, 0]);
+    assert_eq!(s.summary.frame_bytes, vec![340]);
     // Back to back: gap <= (68 + 20) * 8 / 40 ns + 1000 ns (µs resolution) = 1017.6 ns, so the
     // first three packets (gaps 1000, 1000) are one burst; gaps 998 000 and 500 000 are not.
     let b = s.summary.bursts.unwrap();
@@ -720,7 +725,7 @@ fn a_last_packet_on_a_window_start_belongs_to_the_window_before() {
         .rates[0];
     assert_eq!(
         (ms.last_index, ms.groups.clone()),
-        (0, vec![(1_000_000, 3, 1536)])
+        (0, vec![(1_000_000, 3, 1536, 1632)])
     );
     // One ns earlier, the one window covers the 999 999 ns up to the last packet.
     let inside = pcap(
@@ -734,7 +739,7 @@ fn a_last_packet_on_a_window_start_belongs_to_the_window_before() {
         .rates[0];
     assert_eq!(
         (ms.last_index, ms.groups.clone()),
-        (0, vec![(999_999, 3, 1536)])
+        (0, vec![(999_999, 3, 1536, 1632)])
     );
 }
 
@@ -972,7 +977,7 @@ fn a_burst_and_a_window_split_between_two_files_merge_into_one() {
     assert_eq!((b.bursts, b.packets_in_bursts, b.max_burst), (1, 3, 3));
     assert_eq!(
         summary.rates[0].groups,
-        vec![(1_000_000, 3, 1536), (500_000, 2, 1024)]
+        vec![(1_000_000, 3, 1536, 1632), (500_000, 2, 1024, 1088)]
     );
 }
 

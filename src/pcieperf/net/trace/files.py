@@ -3,6 +3,7 @@ interfaces they name, and the frame each record carries."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -71,6 +72,13 @@ class Interface:
     tsoffset_s: int
     name: str | None
     section: int
+
+    @property
+    def time_digits(self) -> int:
+        """Decimal digits of a second its timestamps carry, at most 9 (times are kept in ns):
+        n for if_tsresol 10^-n s, ceil(n log10 2) for 2^-n s (top bit set; pcapng §4.2)."""
+        n = self.tsresol & 0x7F
+        return min(math.ceil(n * math.log10(2)) if self.tsresol & 0x80 else n, 9)
 
 
 @dataclass(frozen=True)
