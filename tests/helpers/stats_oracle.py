@@ -125,38 +125,41 @@ def _resolution_ns(trace: Trace) -> int:
 
 
 def time_digits(tsresol: int) -> int:
-    """Decimal digits of a second that show every tick of if_tsresol (pcapng §4.2): n for
-    10^-n s; for 2^-n s the fewest d with 10^-d <= 2^-n (in integers); at most 9 (ns)."""
-    n = tsresol & 0x7F
-    if not tsresol & 0x80:
-        return min(n, 9)
+    """Decimal digits of a second a time of if_tsresol is shown with (pcapng §4.2): the largest
+    d with 10^d <= ticks per second (in integers), at most 9 (ns)."""
+    ticks = 2 ** (tsresol & 0x7F) if tsresol & 0x80 else 10 ** (tsresol & 0x7F)
     d = 0
-    while 10**d < 2**n and d < 9:
+    while 10 ** (d + 1) <= ticks and d < 9:
         d += 1
     return d
 
 
-def iso_utc(ts_ns: int | None, digits: int) -> str | None:
-    """numpy's ISO 8601 of a ns time (its own calendar code), cut to `digits` decimals."""
-    if ts_ns is None:
+def held_digits(trace: Trace, ts: int | None, mine: NDArray[np.bool_]) -> int:
+    """The digits of the time `ts`: those of the interface of a packet at that time (the
+    finest, where several interfaces have one)."""
+    at = np.unique(trace.iface[mine & (trace.ts_ns == ts)])
+    return max((time_digits(trace.interfaces[int(k)].tsresol) for k in at), default=9)
+
+
+def iso_utc(ts_ns: int | None, digits: int | None) -> str | None:
+    """numpy's ISO 8601 of a ns time (its own calendar code), cut to `digits` decimals (None:
+    no time, as where some packets carry none)."""
+    if ts_ns is None or digits is None:
         return None
     text = str(np.datetime_as_string(np.datetime64(ts_ns, "ns"), unit="ns"))  # ...:20.123456789
     return (text[: 20 + digits] if digits else text[:19]) + "Z"
 
 
-def _summary(
-    ts: NDArray[np.int64],
-    wirelen: NDArray[np.uint32],
-    caplen: NDArray[np.uint32],
-    frames: NDArray[np.int64],
-    digits: int,
-) -> dict:
+def _summary(trace: Trace, mine: NDArray[np.bool_], frames: NDArray[np.int64]) -> dict:
+    """The totals, times and means of the packets `mine` of `trace`."""
+    ts, wirelen, caplen = trace.ts_ns[mine], trace.wirelen[mine], trace.caplen[mine]
     n = int(ts.size)
     first = int(ts.min()) if n else None
     last = int(ts.max()) if n else None
+    timed = n and not trace.untimed  # capinfos: n/a where some packets carry no time
     span_ns = last - first if n else 0
     wire = int(wirelen.sum(dtype=np.int64))
-    frame = int(frames.sum(dtype=np.int64))
+    frame = int(frames[mine].sum(dtype=np.int64))
     return {
         "packets": n,
         "bytes_captured": int(caplen.sum(dtype=np.int64)),
@@ -164,8 +167,8 @@ def _summary(
         "bytes_frame": frame,
         "first_ts_ns": first,
         "last_ts_ns": last,
-        "first_time": iso_utc(first, digits),
-        "last_time": iso_utc(last, digits),
+        "first_time": iso_utc(first, held_digits(trace, first, mine) if timed else None),
+        "last_time": iso_utc(last, held_digits(trace, last, mine) if timed else None),
         "duration_s": span_ns / NS_PER_S,
         # Exact ratios rounded once, like the peaks they are compared with.
         "mean_pps": _per_s(n, span_ns) if span_ns else None,
@@ -228,13 +231,12 @@ def stats(
     file_frames = _wire_frames(trace)
     frames = file_frames[order]
     data_bits = trace.wirelen[order].astype(np.int64) * 8  # capinfos' "data bit rate"
-    digits = max((time_digits(i.tsresol) for i in trace.interfaces), default=9)
     out_of_order = int(np.count_nonzero(np.diff(trace.ts_ns) < 0))
     result = {
         "file": trace.path,
         "format": trace.format,
         "compression": trace.compression,
-        **_summary(trace.ts_ns, trace.wirelen, trace.caplen, file_frames, digits),
+        **_summary(trace, np.ones(trace.packets, dtype=bool), file_frames),
         "out_of_order": out_of_order,
         # capinfos -o: no packet earlier than the one before it (equal times allowed); unknown
         # (None), as capinfos says, where none is but some carry no timestamp (Simple Packet
@@ -262,13 +264,7 @@ def stats(
                 "name": iface.name,
                 "snaplen": iface.snaplen,
                 "section": iface.section,
-                **_summary(
-                    trace.ts_ns[mine],
-                    trace.wirelen[mine],
-                    trace.caplen[mine],
-                    file_frames[mine],
-                    time_digits(iface.tsresol),
-                ),
+                **_summary(trace, mine, file_frames),
                 **directions(direction[mine]),
             }
         )

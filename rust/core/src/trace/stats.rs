@@ -1000,7 +1000,7 @@ pub(super) fn add_at(sums: &mut Vec<u64>, index: u32, n: u64) {
 
 /// How one read went: sorted all along or not, and whether the frame rule held throughout.
 enum Pass {
-    Done(Summary),
+    Done(Box<Summary>),
     Again { collect: Vec<(i64, i64)> },
     Unsorted,
 }
@@ -1039,7 +1039,7 @@ fn read_in_order(
         });
     }
     Ok(match finished {
-        Ok(ordered) => Pass::Done(counts.summary(reader.interfaces().len(), ordered)),
+        Ok(ordered) => Pass::Done(Box::new(counts.summary(reader.interfaces().len(), ordered))),
         Err(collect) => Pass::Again { collect },
     })
 }
@@ -1117,7 +1117,7 @@ pub fn file_stats(
         read_unsorted(&mut reader, config)?
     } else {
         match read_in_order(&mut reader, config, None, &[])? {
-            Pass::Done(summary) => summary,
+            Pass::Done(summary) => *summary,
             Pass::Unsorted => {
                 reader = open()?;
                 reads += 1;
@@ -1129,7 +1129,7 @@ pub fn file_stats(
                 reader = open()?;
                 reads += 1;
                 match read_in_order(&mut reader, config, Some(&rule), &collect)? {
-                    Pass::Done(summary) if reader.bytes_read() == expected => summary,
+                    Pass::Done(summary) if reader.bytes_read() == expected => *summary,
                     _ => {
                         return Err(CoreError::whole(
                             &path.display().to_string(),

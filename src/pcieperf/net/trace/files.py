@@ -75,10 +75,11 @@ class Interface:
 
     @property
     def time_digits(self) -> int:
-        """Decimal digits of a second its timestamps carry, at most 9 (times are kept in ns):
-        n for if_tsresol 10^-n s, ceil(n log10 2) for 2^-n s (top bit set; pcapng §4.2)."""
+        """Decimal digits of a second its times are shown with: the largest d with 10^d ticks
+        per second or more (n for if_tsresol 10^-n s, floor(n log10 2) for 2^-n s, pcapng
+        §4.2), as Wireshark's wiretap sizes a precision; at most 9 (times are kept in ns)."""
         n = self.tsresol & 0x7F
-        return min(math.ceil(n * math.log10(2)) if self.tsresol & 0x80 else n, 9)
+        return min(math.floor(n * math.log10(2)) if self.tsresol & 0x80 else n, 9)
 
 
 @dataclass(frozen=True)

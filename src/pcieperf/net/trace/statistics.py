@@ -131,15 +131,17 @@ def stats_config(eth_gbps: float, windows_ns: Sequence[int]) -> dict:
     return _stats_config(eth_gbps, wire.overhead_bytes(), windows_ns)
 
 
-def _summary(totals: dict, frame_bytes: int, time_digits: int) -> dict:
-    """Packets, bytes, first/last time (also as ISO 8601 UTC to `time_digits` decimals),
-    duration and mean rates of a set of packets. Bytes are counted three ways (docs/trace.md):
+def _summary(totals: dict, frame_bytes: int, time_digits: tuple[int, int] | None) -> dict:
+    """Packets, bytes, first/last time (also as ISO 8601 UTC to `time_digits` decimals, each
+    time its own; None: not shown, some packets carry no time), duration and mean rates of a
+    set of packets. Bytes are counted three ways (docs/trace.md):
     captured, as recorded (`bytes_wire`: pcap's original length, without FCS, capinfos' data
     size; `mean_gbps` of it) and as frames incl. FCS (`bytes_frame`, `mean_frame_gbps`: the
     frames the size histogram counts, docs/units.md)."""
     n, wire_bytes = totals["packets"], totals["bytes_wire"]
     span_ns = totals["last_ts_ns"] - totals["first_ts_ns"] if n else 0
     first, last = (totals["first_ts_ns"], totals["last_ts_ns"]) if n else (None, None)
+    shown = n and time_digits is not None
     return {
         "packets": n,
         "bytes_captured": totals["bytes_captured"],
@@ -147,8 +149,8 @@ def _summary(totals: dict, frame_bytes: int, time_digits: int) -> dict:
         "bytes_frame": frame_bytes,
         "first_ts_ns": first,
         "last_ts_ns": last,
-        "first_time": None if first is None else utc_text(first, time_digits),
-        "last_time": None if last is None else utc_text(last, time_digits),
+        "first_time": utc_text(first, time_digits[0]) if shown else None,
+        "last_time": utc_text(last, time_digits[1]) if shown else None,
         "duration_s": span_ns / NS_PER_S,
         # Exact ratios rounded once, like the peaks they are compared with.
         "mean_pps": _per_s(n, span_ns) if span_ns else None,
@@ -237,15 +239,30 @@ def _trust(raw: dict) -> dict:
     }
 
 
+def _time_digits(raw: dict, interfaces: Sequence[Interface]) -> tuple[int, int] | None:
+    """The digits the first and the last time are shown with: those of the interface that
+    holds it, as capinfos shows each with its packet's precision (the finest where several
+    interfaces share it; capinfos takes the first in file order). None where some packets
+    carry no time (Simple Packet Blocks): capinfos then says n/a."""
+    if raw["untimed"]:
+        return None
+    totals = zip(raw["per_interface"], interfaces, strict=True)
+    held = [(t, i.time_digits) for t, i in totals if t["packets"]]
+
+    def finest(key: str) -> int:
+        return max((d for t, d in held if t[key] == raw[key]), default=9)
+
+    return finest("first_ts_ns"), finest("last_ts_ns")
+
+
 def _report(path: str, raw: dict, interfaces: Sequence[Interface], eth_gbps: float) -> dict:
     """The `trace stats` JSON of one file (see the README's contract) from the Rust counts."""
     untimed, out_of_order = raw["untimed"], raw["out_of_order"]
-    digits = max((i.time_digits for i in interfaces), default=9)  # the finest: no digit cut
     return {
         "file": path,
         "format": raw["format"],
         "compression": raw["compression"],
-        **_summary(raw, sum(raw["frame_bytes"]), digits),
+        **_summary(raw, sum(raw["frame_bytes"]), _time_digits(raw, interfaces)),
         "out_of_order": out_of_order,
         # capinfos -o: no packet earlier than the one before it (equal times allowed); unknown
         # (None), as capinfos says, where none is but some carry no timestamp (Simple Packet
@@ -269,7 +286,7 @@ def _report(path: str, raw: dict, interfaces: Sequence[Interface], eth_gbps: flo
                 "name": iface.name,
                 "snaplen": iface.snaplen,
                 "section": iface.section,
-                **_summary(totals, frame_bytes, iface.time_digits),
+                **_summary(totals, frame_bytes, None if untimed else (iface.time_digits,) * 2),
                 **_directions(directions),
             }
             for k, (iface, totals, directions, frame_bytes) in enumerate(
