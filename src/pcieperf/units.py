@@ -105,12 +105,14 @@ _PREFIXES = ("", "k", "M", "G", "T")  # SI: 10^3 steps (docs/units.md: k = 10³,
 
 def scaled(value: float, unit: str, digits: int = 3) -> str:
     """`value` in base units (pps, b/s, B) with an SI prefix and `digits` significant digits:
-    12.3 pps, 4.56 kpps, 1.00 Mpps, 480 Mb/s; below 1, in the base unit (0.500 pps), so a
-    slow capture never reads 0.000."""
+    12.3 pps, 4.56 kpps, 1.00 Mpps, 480 Mb/s; below 1, in the base unit (0.500 pps, and from
+    below 0.001 in powers of ten: 8.67e-10 pps), so a slow capture never reads 0.000."""
     if value == 0:
         return f"0 {unit}"
     rounded = f"{abs(value):.{digits - 1}e}"  # rounded once, so 999.6 becomes 1.00 k
     exponent = int(rounded.partition("e")[2])
+    if exponent < -3:
+        return f"{value:.{digits - 1}e} {unit}"
     step = min(max(exponent // 3, 0), len(_PREFIXES) - 1)
     decimals = max(digits - 1 - (exponent - 3 * step), 0)
     sign = "-" if value < 0 else ""
@@ -141,6 +143,15 @@ def duration_text(ns: int) -> str:
         if hours
         else f"{minutes} min {seconds:02d} s"
     )
+
+
+def duration_token(ns: int, sep: str = "") -> str:
+    """A whole number of ns in the largest unit that holds it exactly, as --window and
+    --windows take it: 1ms, 100us, 1s, 1500us (`sep` between number and unit: "1 ms")."""
+    for unit, size in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+        if ns and ns % size == 0:
+            return f"{ns // size}{sep}{unit}"
+    return f"{ns}{sep}ns"
 
 
 def utc_text(ts_ns: int, digits: int = 9) -> str:
