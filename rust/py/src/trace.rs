@@ -190,9 +190,10 @@ pub fn trace_stats_columns<'py>(
     summary_dict(py, &summary)
 }
 
-/// Merges captures into one file in timestamp order (stable: input order, then record order).
+/// Merges captures into one file in timestamp order (stable: input order, then record order),
+/// or with `append` writes them one after another in the order given.
 #[pyfunction]
-#[pyo3(signature = (inputs, output, format, skip_bad, strict=false))]
+#[pyo3(signature = (inputs, output, format, skip_bad, strict=false, append=false))]
 pub fn trace_merge<'py>(
     py: Python<'py>,
     inputs: Vec<PathBuf>,
@@ -200,12 +201,14 @@ pub fn trace_merge<'py>(
     format: &str,
     skip_bad: bool,
     strict: bool,
+    append: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = out_format(format)?;
     let options = MergeOptions {
         skip_bad,
         strict,
         keep_names: false,
+        append,
     };
     let s = py
         .detach(|| merge_with(&inputs, &output, format, options))
@@ -589,7 +592,7 @@ pub fn trace_merge_part<'py>(
     let options = MergeOptions {
         skip_bad,
         strict,
-        keep_names: false,
+        ..MergeOptions::default()
     };
     let part = Part {
         from_ns,

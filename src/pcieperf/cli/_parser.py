@@ -86,7 +86,8 @@ EXAMPLES = {
     "trace": "pcieperf trace stats tests/data/trace_stats/inputs/constant_64.pcap.gz",
     "trace stats": "pcieperf trace stats --brief tests/data/trace_stats/inputs/*.pcap.gz",
     "trace demand": "pcieperf trace demand 'archive/*.pcap' --archive --profile dpdk --gen 4",
-    "trace merge": "pcieperf trace merge a.pcap b.pcapng -o merged.pcapng",
+    "trace merge": "pcieperf trace merge --append tests/data/trace_stats/inputs/*_64.pcap.gz "
+    "-o appended.pcapng",
     "trace synth": "pcieperf trace synth --sizes imix --pps 10M --duration 1s -o imix.pcap",
     "trace convert": "pcieperf trace convert old.pcap new.pcapng",
     "counters": "pcieperf counters import pcm-iio.csv",

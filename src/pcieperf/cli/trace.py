@@ -80,6 +80,12 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     p = _add_command(trace_sub, "merge", cmd_trace_merge)
     p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
     p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="concatenate: each input whole, in the order given, not merged by time "
+        "(mergecap -a); interfaces as a merge keeps them; not with --scheduler",
+    )
     _add_scheduler_option(p)
     _add_capture_read_options(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing output")

@@ -215,15 +215,25 @@ def merge_captures(
     force: bool = False,
     skip_bad: bool = False,
     strict: bool = False,
+    append: bool = False,
     scheduler: str | None = None,
     debug: bool = False,
 ) -> Report:
     """Merge captures into `output` (.pcap or .pcapng) in time order, pcapng keeping every
-    interface (`pcieperf trace merge`); cut into time ranges on Dask with `scheduler`."""
+    interface (`pcieperf trace merge`); cut into time ranges on Dask with `scheduler`. With
+    `append`, the inputs are written one after another in the order given, as `mergecap -a`
+    does (one pass, not on Dask)."""
     paths = _expand(files)
     options = {"force": force, "skip_bad": skip_bad, "strict": strict}
     out = os.fspath(output)
-    if scheduler:
+    if append and scheduler:
+        raise UsageError(
+            f"--append with --scheduler {scheduler} is not allowed: appending is one pass in "
+            "input order; leave out --scheduler"
+        )
+    if append:
+        result = trace.merge(paths, out, append=True, **options)
+    elif scheduler:
         result = _on_dask(scheduler, debug, lambda c: archive_merge.merge(c, paths, out, **options))
     else:
         result = trace.merge(paths, out, **options)
@@ -232,14 +242,15 @@ def merge_captures(
             f"{result['truncated']} inputs were cut short inside a record; what came before "
             "is merged (--strict makes this an error)"
         )
-    data = {"output": out, "inputs": paths, **result}
+    data = {"output": out, "inputs": paths, "append": append, **result}
     notes = (f", {data['skipped']} damaged records skipped" if data["skipped"] else "") + (
         f", {data['out_of_order']} out of order in their input" if data["out_of_order"] else ""
     )
+    how = "appended in the order given" if append else "merged in time order"
     return Report(
         data,
-        f"{data['packets']} packets from {len(paths)} files, {data['interfaces']} interfaces "
-        f"-> {out} ({data['writes']} writes{notes})",
+        f"{data['packets']} packets from {len(paths)} files, {how}, {data['interfaces']} "
+        f"interfaces -> {out} ({data['writes']} writes{notes})",
     )
 
 
