@@ -83,7 +83,9 @@ class Table:
     """A result that is rows (a list of dicts, or `Columnar`) or one object, shown as a text
     table of `columns`, with a line above (`title`), one below (`footer`) and further tables
     after it (`details`). The text shows `text_rows` where they differ from the JSON's rows
-    (an object shown as a list, or columns only the text shows)."""
+    (an object shown as a list, or columns only the text shows). `optional` names the keys of
+    columns the text may leave out, least wanted first, until the table fits the width without
+    wrapping; a line says which were left out."""
 
     data: object
     columns: Sequence[Column]
@@ -91,6 +93,7 @@ class Table:
     footer: str = ""
     text_rows: Sequence[dict] | Columnar | None = None
     details: Sequence[Table] = ()
+    optional: Sequence[str] = ()
 
     @cached_property
     def _json(self) -> object:
@@ -102,12 +105,22 @@ class Table:
         return self._json
 
     def to_text(self) -> str:
-        """The title, the table of `columns` (one line per row), the footer, the details."""
+        """The title, the table of `columns` (one line per row; `optional` ones left out where
+        it would not fit), the footer, the details."""
         rows = self._text_rows()
+        columns, left_out = list(self.columns), []
+        width = text_width()
+        for key in self.optional:
+            cells = [[row[c.key] for c in columns] for row in rows]
+            if table_width([c.header for c in columns], cells) <= width:
+                break
+            left_out += [c.header for c in columns if c.key == key]
+            columns = [c for c in columns if c.key != key]
         table = format_table(
-            [c.header for c in self.columns], [[row[c.key] for c in self.columns] for row in rows]
+            [c.header for c in columns], [[row[c.key] for c in columns] for row in rows], width
         )
-        parts = [self.title, table, self.footer, *(d.to_text() for d in self.details)]
+        note = f"left out to fit {width} columns: {', '.join(left_out)}" if left_out else ""
+        parts = [self.title, table, self.footer, note, *(d.to_text() for d in self.details)]
         return "\n".join(part for part in parts if part)
 
     def _text_rows(self) -> Sequence[dict]:
@@ -284,20 +297,35 @@ def text_width() -> int:
     return DEFAULT_WIDTH
 
 
+def _table_cell(v: object) -> str:
+    """A table cell's text: floats with 2 decimals, anything else as `str` gives it."""
+    return f"{v:,.2f}" if isinstance(v, float) or is_numpy_scalar(v, "floating") else str(v)
+
+
+def _layout(
+    headers: Sequence[str], rows: Sequence[Sequence[object]]
+) -> tuple[list[list[str]], list[bool], list[int]]:
+    """A table's cells as text, which columns are numbers, and each column's full width."""
+    text = [[_table_cell(v) for v in row] for row in rows]
+    numeric = [
+        all(_is_number(row[i]) or row[i] is None for row in rows) for i in range(len(headers))
+    ]
+    widths = [max([len(h), *(len(r[i]) for r in text)]) for i, h in enumerate(headers)]
+    return text, numeric, widths
+
+
+def table_width(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> int:
+    """The width `format_table` gives a table whose text it need not wrap."""
+    widths = _layout(headers, rows)[2]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
 def format_table(
     headers: Sequence[str], rows: Sequence[Sequence[object]], width: int | None = None
 ) -> str:
     """A text table: numbers right-aligned (floats with 2 decimals), text left-aligned; text
     columns wrapped onto more lines where the table is wider than `width` (text_width())."""
-
-    def cell(v: object) -> str:
-        return f"{v:,.2f}" if isinstance(v, float) or is_numpy_scalar(v, "floating") else str(v)
-
-    text = [[cell(v) for v in row] for row in rows]
-    numeric = [
-        all(_is_number(row[i]) or row[i] is None for row in rows) for i in range(len(headers))
-    ]
-    widths = [max([len(h), *(len(r[i]) for r in text)]) for i, h in enumerate(headers)]
+    text, numeric, widths = _layout(headers, rows)
     widths = _fitted(widths, numeric, width or text_width(), [len(h) for h in headers])
     lines = [_line(headers, widths, numeric)]
     for row in text:
@@ -310,9 +338,10 @@ def format_table(
 
 
 def _is_number(value: object) -> bool:
-    """A number, or a number with its unit ("92.702 B/pkt", "66.3 of 32"): right-aligned."""
+    """A number, or a number with its unit ("92.702 B/pkt", "66.3 of 32"), or "-" for one
+    that is missing: right-aligned."""
     if isinstance(value, str):
-        return value.lstrip("+-")[:1].isdigit()
+        return value.lstrip("+-")[:1].isdigit() or value == "-"
     return (isinstance(value, int | float) and not isinstance(value, bool)) or is_numpy_scalar(
         value, "number"
     )

@@ -1,4 +1,6 @@
-"""Parsing of the quantities users type: rates with SI suffixes, size lists, batch histograms."""
+"""The quantities users type and read: rates with SI suffixes, durations, size lists and batch
+histograms parsed; rates, durations and times printed for people (one place for every
+command's scaled units)."""
 
 from __future__ import annotations
 
@@ -94,3 +96,71 @@ def parse_batch_histogram(text: str) -> dict[int, float]:
             raise UsageError(f"batch size {batch} appears twice in the histogram {text!r}")
         hist[batch] = calls
     return hist
+
+
+# --- printing for people ----------------------------------------------------------------------
+
+_PREFIXES = ("", "k", "M", "G", "T")  # SI: 10^3 steps (docs/units.md: k = 10³, M = 10⁶, G = 10⁹)
+
+
+def scaled(value: float, unit: str, digits: int = 3) -> str:
+    """`value` in base units (pps, b/s, B) with an SI prefix and `digits` significant digits:
+    12.3 pps, 4.56 kpps, 1.00 Mpps, 480 Mb/s; below 1, in the base unit (0.500 pps, and from
+    below 0.001 in powers of ten: 8.67e-10 pps), so a slow capture never reads 0.000."""
+    if value == 0:
+        return f"0 {unit}"
+    rounded = f"{abs(value):.{digits - 1}e}"  # rounded once, so 999.6 becomes 1.00 k
+    exponent = int(rounded.partition("e")[2])
+    if exponent < -3:
+        return f"{value:.{digits - 1}e} {unit}"
+    step = min(max(exponent // 3, 0), len(_PREFIXES) - 1)
+    decimals = max(digits - 1 - (exponent - 3 * step), 0)
+    sign = "-" if value < 0 else ""
+    return f"{sign}{float(rounded) / 1000**step:.{decimals}f} {_PREFIXES[step]}{unit}"
+
+
+_SUBSECOND = (("µs", 10**3), ("ms", 10**6), ("s", 10**9))
+_NS_PER = {"min": 60 * 10**9, "h": 3600 * 10**9, "d": 86_400 * 10**9}
+
+
+def duration_text(ns: int) -> str:
+    """A duration for people: ns below 1 µs, µs, ms or s with 3 decimals below a minute
+    (4.999 ms), then whole units: 2 min 05 s, 2 h 03 min 10 s, and from a day on days and
+    hours (14 d 2 h), each form rounded to its last unit."""
+    if ns < 1000:
+        return f"{ns} ns"
+    for unit, size in _SUBSECOND:
+        text = f"{ns / size:.3f}"
+        if float(text) < (60 if unit == "s" else 1000):
+            return f"{text} {unit}"
+    if ns + _NS_PER["h"] // 2 >= _NS_PER["d"]:
+        days, hours = divmod((ns + _NS_PER["h"] // 2) // _NS_PER["h"], 24)
+        return f"{days} d {hours} h"
+    minutes, seconds = divmod((ns + 10**9 // 2) // 10**9, 60)
+    hours, minutes = divmod(minutes, 60)
+    return (
+        f"{hours} h {minutes:02d} min {seconds:02d} s"
+        if hours
+        else f"{minutes} min {seconds:02d} s"
+    )
+
+
+def duration_token(ns: int, sep: str = "") -> str:
+    """A whole number of ns in the largest unit that holds it exactly, as --window and
+    --windows take it: 1ms, 100us, 1s, 1500us (`sep` between number and unit: "1 ms")."""
+    for unit, size in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+        if ns and ns % size == 0:
+            return f"{ns // size}{sep}{unit}"
+    return f"{ns}{sep}ns"
+
+
+def utc_text(ts_ns: int, digits: int = 9) -> str:
+    """A time in ns since the epoch as ISO 8601 UTC with `digits` (0-9) decimals of a second,
+    truncated as capinfos truncates a time to the file's precision (Wireshark's capinfos.c,
+    `time_string`: nanoseconds divided down): 2023-11-14T22:13:20.123456Z."""
+    import datetime  # only where a time is printed: start-up (issue 15)
+
+    seconds, ns = divmod(ts_ns, 10**9)
+    when = datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=seconds)
+    fraction = f".{ns:09d}"[: digits + 1] if digits > 0 else ""
+    return f"{when:%Y-%m-%dT%H:%M:%S}{fraction}Z"

@@ -13,12 +13,15 @@ from pcieperf.results import format_table
 from tests.helpers import TESTS_DATA
 
 PCM = str(TESTS_DATA / "counters" / "pcm-iio-skx.csv")  # a pcm-iio sample
+CAPTURES = [str(p) for p in sorted((TESTS_DATA / "trace_stats" / "inputs").glob("*.gz"))]
 COMMANDS = {
     "platforms": ["platforms"],
     "profiles": ["profiles"],
     "iommu advise": ["iommu", "advise", "--packets", "20000"],
     "explain": ["explain", "--counters", PCM, "--pps", "7M", "--frame", "64"],
     "counters ls": ["counters", "ls"],
+    "trace stats": ["trace", "stats", *CAPTURES],
+    "trace stats --brief": ["trace", "stats", "--brief", *CAPTURES],
 }
 
 

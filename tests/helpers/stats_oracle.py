@@ -4,7 +4,9 @@ against on random traces (tests/net/test_trace_stats_oracle.py). Only `stats` ta
 windows as an argument here; the computation is unchanged but for the rates' rule, changed on
 purpose by issue 27 (peaks over whole windows only, the shorter last window reported apart as
 the tail), written here before the Rust code. `trust` (issue 26: ties, steps back, directions,
-dates) was added later, also written here in numpy before the Rust code."""
+dates) was added later, also written here in numpy before the Rust code, and so were the frame
+bytes incl. FCS (`bytes_frame`, `*_frame_gbps`) and the ISO 8601 times (`first_time`,
+`last_time`) of issue 27."""
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,11 +33,17 @@ def _gbps(bits: int, ns: int) -> float:
     return bits / ns
 
 
-def _rates(ts: NDArray[np.int64], wire_bits: NDArray[np.int64], window_ns: int) -> dict:
+def _rates(
+    ts: NDArray[np.int64],
+    wire_bits: NDArray[np.int64],
+    frame_bits: NDArray[np.int64],
+    window_ns: int,
+) -> dict:
     """Peak packet and bit rates over the whole windows of `window_ns` (issue 27: a shorter last
-    window, up to the last packet, is the tail, reported apart; see `Windows`). Only occupied
-    windows are counted, so a trace spanning years costs no more than one spanning a second. A
-    capture without duration has no rate (None), as it has no mean."""
+    window, up to the last packet, is the tail, reported apart; see `Windows`), in bits of the
+    recorded lengths and of the frames incl. FCS. Only occupied windows are counted, so a trace
+    spanning years costs no more than one spanning a second. A capture without duration has no
+    rate (None), as it has no mean."""
     if ts.size == 0 or ts[0] == ts[-1]:
         return {
             "window_ns": window_ns,
@@ -43,15 +51,18 @@ def _rates(ts: NDArray[np.int64], wire_bits: NDArray[np.int64], window_ns: int) 
             "full_windows": int(ts.size > 0),
             "peak_pps": None,
             "peak_gbps": None,
+            "peak_frame_gbps": None,
             "tail_ns": 0,
             "tail_pps": None,
             "tail_gbps": None,
+            "tail_frame_gbps": None,
         }
     windows = Windows.of(ts, window_ns)
     starts = np.concatenate(([0], np.flatnonzero(np.diff(windows.index)) + 1))
     covered = windows.covered_ns(windows.index[starts])
     packets = np.diff(np.append(starts, ts.size))
     bits = np.add.reduceat(wire_bits, starts)
+    frames = np.add.reduceat(frame_bits, starts)
     whole = covered == window_ns
     tail = windows.last_covered_ns if windows.last_covered_ns < window_ns else 0
     return {
@@ -60,9 +71,11 @@ def _rates(ts: NDArray[np.int64], wire_bits: NDArray[np.int64], window_ns: int) 
         "full_windows": windows.count - int(tail > 0),
         "peak_pps": _per_s(int(packets[whole].max()), window_ns) if whole.any() else None,
         "peak_gbps": _gbps(int(bits[whole].max()), window_ns) if whole.any() else None,
+        "peak_frame_gbps": _gbps(int(frames[whole].max()), window_ns) if whole.any() else None,
         "tail_ns": tail,
         "tail_pps": _per_s(int(packets[-1]), tail) if tail else None,
         "tail_gbps": _gbps(int(bits[-1]), tail) if tail else None,
+        "tail_frame_gbps": _gbps(int(frames[-1]), tail) if tail else None,
     }
 
 
@@ -111,24 +124,56 @@ def _resolution_ns(trace: Trace) -> int:
     return int(np.ceil(worst))
 
 
-def _summary(
-    ts: NDArray[np.int64], wirelen: NDArray[np.uint32], caplen: NDArray[np.uint32]
-) -> dict:
+def time_digits(tsresol: int) -> int:
+    """Decimal digits of a second a time of if_tsresol is shown with (pcapng §4.2): the largest
+    d with 10^d <= ticks per second (in integers), at most 9 (ns)."""
+    ticks = 2 ** (tsresol & 0x7F) if tsresol & 0x80 else 10 ** (tsresol & 0x7F)
+    d = 0
+    while 10 ** (d + 1) <= ticks and d < 9:
+        d += 1
+    return d
+
+
+def held_digits(trace: Trace, ts: int | None, mine: NDArray[np.bool_]) -> int:
+    """The digits of the time `ts`: those of the interface of a packet at that time (the
+    finest, where several interfaces have one)."""
+    at = np.unique(trace.iface[mine & (trace.ts_ns == ts)])
+    return max((time_digits(trace.interfaces[int(k)].tsresol) for k in at), default=9)
+
+
+def iso_utc(ts_ns: int | None, digits: int | None) -> str | None:
+    """numpy's ISO 8601 of a ns time (its own calendar code), cut to `digits` decimals (None:
+    no time, as where some packets carry none)."""
+    if ts_ns is None or digits is None:
+        return None
+    text = str(np.datetime_as_string(np.datetime64(ts_ns, "ns"), unit="ns"))  # ...:20.123456789
+    return (text[: 20 + digits] if digits else text[:19]) + "Z"
+
+
+def _summary(trace: Trace, mine: NDArray[np.bool_], frames: NDArray[np.int64]) -> dict:
+    """The totals, times and means of the packets `mine` of `trace`."""
+    ts, wirelen, caplen = trace.ts_ns[mine], trace.wirelen[mine], trace.caplen[mine]
     n = int(ts.size)
     first = int(ts.min()) if n else None
     last = int(ts.max()) if n else None
+    timed = n and not trace.untimed  # capinfos: n/a where some packets carry no time
     span_ns = last - first if n else 0
     wire = int(wirelen.sum(dtype=np.int64))
+    frame = int(frames[mine].sum(dtype=np.int64))
     return {
         "packets": n,
         "bytes_captured": int(caplen.sum(dtype=np.int64)),
         "bytes_wire": wire,
+        "bytes_frame": frame,
         "first_ts_ns": first,
         "last_ts_ns": last,
+        "first_time": iso_utc(first, held_digits(trace, first, mine) if timed else None),
+        "last_time": iso_utc(last, held_digits(trace, last, mine) if timed else None),
         "duration_s": span_ns / NS_PER_S,
         # Exact ratios rounded once, like the peaks they are compared with.
         "mean_pps": _per_s(n, span_ns) if span_ns else None,
         "mean_gbps": _gbps(wire * 8, span_ns) if span_ns else None,
+        "mean_frame_gbps": _gbps(frame * 8, span_ns) if span_ns else None,
     }
 
 
@@ -183,14 +228,15 @@ def stats(
         direction = np.zeros(trace.packets, dtype=np.uint8)
     order = np.argsort(trace.ts_ns, kind="stable")
     ts = trace.ts_ns[order]
-    frames = _wire_frames(trace)[order]
+    file_frames = _wire_frames(trace)
+    frames = file_frames[order]
     data_bits = trace.wirelen[order].astype(np.int64) * 8  # capinfos' "data bit rate"
     out_of_order = int(np.count_nonzero(np.diff(trace.ts_ns) < 0))
     result = {
         "file": trace.path,
         "format": trace.format,
         "compression": trace.compression,
-        **_summary(trace.ts_ns, trace.wirelen, trace.caplen),
+        **_summary(trace, np.ones(trace.packets, dtype=bool), file_frames),
         "out_of_order": out_of_order,
         # capinfos -o: no packet earlier than the one before it (equal times allowed); unknown
         # (None), as capinfos says, where none is but some carry no timestamp (Simple Packet
@@ -203,7 +249,7 @@ def stats(
         "truncated": trace.truncated,
         "cut_short": trace.cut_short,
         **trust(trace.ts_ns, direction, trace.ts_wrapped),
-        "rates": [_rates(ts, data_bits, w) for w in windows_ns],
+        "rates": [_rates(ts, data_bits, frames * 8, w) for w in windows_ns],
         "size_histogram": size_histogram(frames),
         "bursts": {"eth_gbps": eth.rate_gbps, **bursts(ts, frames, eth, _resolution_ns(trace))},
         "interfaces": [],
@@ -218,7 +264,7 @@ def stats(
                 "name": iface.name,
                 "snaplen": iface.snaplen,
                 "section": iface.section,
-                **_summary(trace.ts_ns[mine], trace.wirelen[mine], trace.caplen[mine]),
+                **_summary(trace, mine, file_frames),
                 **directions(direction[mine]),
             }
         )

@@ -80,8 +80,8 @@ fn stats_config(config: &Bound<'_, PyAny>) -> PyResult<StatsConfig> {
 
 /// A summary as a dict: `totals_dict` keys, then out_of_order, max_step_back_ns, directions
 /// (per interface: unknown, inbound, outbound), distinct_timestamps, max_equal_timestamps,
-/// per_interface, rates (window_ns, last_index, groups of (covered ns, packets, bits)),
-/// size_histogram and bursts (or None).
+/// per_interface, rates (window_ns, last_index, groups of (covered ns, packets, bits, frame
+/// bits)), size_histogram, frame_bytes (per interface) and bursts (or None).
 fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
     let d = s.totals.into_pyobject(py)?;
     d.set_item("out_of_order", s.out_of_order)?;
@@ -92,6 +92,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
     d.set_item("per_interface", s.per_interface.clone())?;
     d.set_item("rates", s.rates.clone())?;
     d.set_item("size_histogram", s.size_histogram.clone())?;
+    d.set_item("frame_bytes", s.frame_bytes.clone())?;
     d.set_item("bursts", s.bursts.clone())?;
     Ok(d)
 }
@@ -189,9 +190,10 @@ pub fn trace_stats_columns<'py>(
     summary_dict(py, &summary)
 }
 
-/// Merges captures into one file in timestamp order (stable: input order, then record order).
+/// Merges captures into one file in timestamp order (stable: input order, then record order),
+/// or with `append` writes them one after another in the order given.
 #[pyfunction]
-#[pyo3(signature = (inputs, output, format, skip_bad, strict=false))]
+#[pyo3(signature = (inputs, output, format, skip_bad, strict=false, append=false))]
 pub fn trace_merge<'py>(
     py: Python<'py>,
     inputs: Vec<PathBuf>,
@@ -199,12 +201,14 @@ pub fn trace_merge<'py>(
     format: &str,
     skip_bad: bool,
     strict: bool,
+    append: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = out_format(format)?;
     let options = MergeOptions {
         skip_bad,
         strict,
         keep_names: false,
+        append,
     };
     let s = py
         .detach(|| merge_with(&inputs, &output, format, options))
@@ -588,7 +592,7 @@ pub fn trace_merge_part<'py>(
     let options = MergeOptions {
         skip_bad,
         strict,
-        keep_names: false,
+        ..MergeOptions::default()
     };
     let part = Part {
         from_ns,

@@ -88,7 +88,8 @@ EXAMPLES = {
     "iommu fit": f"pcieperf iommu fit --counters {PCM} --pps 7M --rxd 1024 --frame 64 -o my.toml",
     "platforms": "pcieperf platforms skylake-sp",
     "trace": f"pcieperf trace stats {CAPTURES}/two-lcores-256.pcapng",
-    "trace stats": f"pcieperf trace stats '{CAPTURES}/*.pcap*' --archive --scheduler local:2",
+    "trace stats": f"pcieperf trace stats --brief {CAPTURES}/one-lcore-640.pcap "
+    f"{CAPTURES}/two-lcores-256.pcapng",
     "trace demand": f"pcieperf trace demand '{CAPTURES}/*.pcap*' --archive --gen 4",
     "trace merge": f"pcieperf trace merge {CAPTURES}/one-lcore-640.pcap "
     f"{CAPTURES}/two-lcores-256.pcapng -o merged.pcapng",

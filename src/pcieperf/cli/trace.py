@@ -19,8 +19,10 @@ from pcieperf.nic.profile import DEFAULT_PROFILE
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> None:
-    """Packets, bytes, peak rates per window (1 ms and 1 s unless --windows), frame sizes and
-    bursts of capture files, each summarised while it is read."""
+    """Packets, bytes, first and last packet time, peak rates per window (1 ms and 1 s unless
+    --windows), frame sizes and bursts of capture files, each summarised while it is read;
+    --brief: one line per file, as capinfos -T. Bit rates count frames incl. FCS (docs/units.md);
+    the JSON also has them for the recorded lengths (docs/trace.md)."""
     result = net_api.capture_stats(
         args.files,
         eth=args.eth,
@@ -28,6 +30,7 @@ def cmd_trace_stats(args: argparse.Namespace) -> None:
         skip_bad=args.skip_bad,
         strict=args.strict,
         archive=args.archive,
+        brief=args.brief,
         scheduler=args.scheduler,
         debug=args.debug,
     )
@@ -58,6 +61,13 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
         help="one result per port (files with the same interfaces): its files as if "
         "concatenated in time order, summarised on Dask (docs/scale.md)",
     )
+    p.add_argument(
+        "--brief",
+        action="store_true",
+        help="one line per file (or port), as capinfos -T: file, format, packets, first and "
+        "last time, duration, mean and peak rates; --json and --format csv give the same rows "
+        "(a flag, not a --format: the table, JSON and CSV are its three forms)",
+    )
     _add_scheduler_option(p)
     p = _add_command(trace_sub, "demand", cmd_trace_demand)
     p.add_argument("files", nargs="+", help="pcap or pcapng files or globs")
@@ -73,6 +83,12 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     p = _add_command(trace_sub, "merge", cmd_trace_merge)
     p.add_argument("files", nargs="+", help="pcap or pcapng inputs, each in time order")
     p.add_argument("-o", "--output", required=True, help="OUT.pcapng or OUT.pcap")
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="concatenate: each input whole, in the order given, not merged by time "
+        "(mergecap -a); interfaces as a merge keeps them; not with --scheduler",
+    )
     _add_scheduler_option(p)
     _add_capture_read_options(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing output")

@@ -34,11 +34,13 @@ def cmd_trace_demand(args: argparse.Namespace) -> None:
 
 
 def cmd_trace_merge(args: argparse.Namespace) -> None:
-    """Merge captures into one file in time order (pcapng keeps every interface)."""
+    """Merge captures into one file in time order (pcapng keeps every interface), or with
+    --append write them one after another in the order given, as mergecap -a."""
     result = net_api.merge_captures(
         args.files,
         args.output,
         force=args.force,
+        append=args.append,
         scheduler=args.scheduler,
         debug=args.debug,
         **_read_options(args),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from pcieperf import _lazy
 from pcieperf.errors import UsageError, warn
-from pcieperf.results import Report
+from pcieperf.results import Report, Table
 from pcieperf.units import parse_duration_ns, parse_rate
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 archiving = _lazy.module("pcieperf.net.archive")
 archive_merge = _lazy.module("pcieperf.net.archive_merge")
 engine = _lazy.module("pcieperf.engine")
+stats_text = _lazy.module("pcieperf.net.stats_text")
 trace = _lazy.module("pcieperf.net.trace")
 
 Paths = str | os.PathLike | Sequence[str | os.PathLike]
@@ -79,16 +80,18 @@ def capture_stats(
     skip_bad: bool = False,
     strict: bool = False,
     archive: bool = False,
+    brief: bool = False,
     scheduler: str | None = None,
     debug: bool = False,
-) -> Report:
-    """Packets, bytes, peak rates per window (1 ms and 1 s unless `windows`: "1ms,100us" or
-    ns), frame sizes and bursts at `eth` GbE line rate of each capture (`pcieperf trace
-    stats`), or of each port of an archive (`archive`: its files as if concatenated in time
-    order, on Dask). A capture cut short, with records over their snaplen, with times past
-    2262 or dated a century away (DPDK 22.11's dumpcap offset: how to shift it back) gives a
-    warning; packets per timestamp, steps back and directions say how far times and order can
-    be trusted (docs/trace.md)."""
+) -> Report | Table:
+    """Packets, bytes, first and last time, peak rates per window (1 ms and 1 s unless
+    `windows`: "1ms,100us" or ns), frame sizes and bursts at `eth` GbE line rate of each
+    capture (`pcieperf trace stats`), or of each port of an archive (`archive`: its files as
+    if concatenated in time order, on Dask); `brief`: one flat row each, as `capinfos -T`. A
+    capture cut short, with records over their snaplen, with times past 2262 or dated a
+    century away (DPDK 22.11's dumpcap offset: how to shift it back) gives a warning; packets
+    per timestamp, steps back and directions say how far times and order can be trusted
+    (docs/trace.md)."""
     options = {
         "eth_gbps": eth,
         "windows_ns": _windows_ns(windows),
@@ -104,9 +107,11 @@ def capture_stats(
         found = trace.stats_files(paths, **options)
     results = []
     for result in found:  # warned as each file is read: a later file may fail
-        _warn_capture_quirks(archive_label(result))
+        _warn_capture_quirks(stats_text.archive_label(result))
         results.append(result)
-    return Report(results, "\n\n".join(_stats_text(archive_label(r)) for r in results))
+    if brief:
+        return stats_text.brief_table(results)
+    return Report(results, "\n\n".join(stats_text.stats_text(r) for r in results))
 
 
 def _windows_ns(windows: str | Iterable[str | int] | None) -> list[int] | tuple[int, ...]:
@@ -118,14 +123,6 @@ def _windows_ns(windows: str | Iterable[str | int] | None) -> list[int] | tuple[
         raise UsageError("rate windows '' are not allowed; give durations such as 1ms,1s")
     given = windows.split(",") if isinstance(windows, str) else windows
     return [parse_duration_ns(str(w), "rate window") for w in given]
-
-
-def archive_label(result: dict) -> dict:
-    """An archive port's result with a `file` line for the text output."""
-    if "port" not in result:
-        return result
-    files = f"{result['files']} files, {result['first_file']} .. {result['last_file']}"
-    return result | {"file": f"port {result['port']} ({files})"}
 
 
 def _warn_capture_quirks(result: dict) -> None:
@@ -148,78 +145,6 @@ def _warn_capture_quirks(result: dict) -> None:
     epoch = trace.epoch_warning(result["file"], result)
     if epoch:
         warn(epoch)
-
-
-_STRICT_ORDER = {True: "yes", False: "no", None: "unknown (packets without timestamps)"}
-_NOTES = {
-    "skipped": "damaged records skipped",
-    "snaplen_exceeded": "records longer than their snaplen",
-    "wirelen_below_caplen": "records with a wire length below their caplen",
-}
-
-
-def _stats_text(r: dict) -> str:
-    """One file's statistics as a short text block."""
-    rates = ", ".join(
-        f"peak {x['peak_pps'] / 1e6:.3f} Mpps / {x['peak_gbps']:.3f} Gb/s per "
-        f"{x['window_ns'] / 1e6:g} ms"
-        for x in r["rates"]
-        if x["peak_pps"] is not None
-    )
-    mean = (
-        f"mean {r['mean_pps'] / 1e6:.3f} Mpps, {r['mean_gbps']:.3f} Gb/s; {rates}"
-        if r["mean_pps"]
-        else "no duration"
-    )
-    b = r["bursts"]
-    stored = "" if r["compression"] == "none" else f", {r['compression']}"
-    lines = [
-        f"{r['file']} ({r['format']}{stored}): {r['packets']} packets, {r['bytes_wire']} wire "
-        f"bytes ({r['bytes_captured']} captured), {r['duration_s']:.6f} s",
-        f"  {mean}",
-        f"  strict time order: {_STRICT_ORDER[r['strict_time_order']]} "
-        f"({r['out_of_order']} packets earlier than the one before{_step_back_text(r)})",
-        _ties_text(r),
-        f"  bursts at {b['eth_gbps']} GbE: {b['bursts']} ({b['packets_in_bursts']} packets, "
-        f"longest {b['max_burst']})",
-        "  frame sizes: " + ", ".join(f"{k}: {v}" for k, v in r["size_histogram"].items() if v),
-    ]
-    lines += [
-        f"  interface {i['id']} ({i['name'] or 'unnamed'}, {i['linktype_name']}): "
-        f"{i['packets']} packets{_directions_text(i)}"
-        for i in r["interfaces"]
-    ]
-    if r["implausible_epoch"]:
-        lines.append("  dates: more than a century from now (see the warning)")
-    lines += [f"  {r[key]} {text}" for key, text in _NOTES.items() if r[key]]
-    if r["truncated"]:
-        lines.append(f"  cut short: {r['cut_short']}")
-    return "\n".join(lines)
-
-
-def _step_back_text(r: dict) -> str:
-    """The largest step back in time, where there is one."""
-    return f", by at most {r['max_step_back_ns']} ns" if r["out_of_order"] else ""
-
-
-def _ties_text(r: dict) -> str:
-    """Packets per distinct timestamp: 1 where every packet has a time of its own."""
-    if not r["distinct_timestamps"]:
-        return "  timestamps: none"
-    return (
-        f"  timestamps: {r['packets_per_timestamp']:.2f} packets per distinct time, at most "
-        f"{r['max_equal_timestamps']} at one"
-    )
-
-
-def _directions_text(i: dict) -> str:
-    """An interface's packets per pcapng direction, where any is known."""
-    if i["packets_inbound"] == i["packets_outbound"] == 0:
-        return ""
-    return (
-        f" ({i['packets_inbound']} inbound, {i['packets_outbound']} outbound, "
-        f"{i['packets_direction_unknown']} unknown)"
-    )
 
 
 def priced_demand(
@@ -277,7 +202,7 @@ def _demand_line(r: dict) -> str:
         else ""
     )
     return (
-        f"{archive_label(r)['file']}: {r['packets']} packets; {mean}{peak}{tail}; "
+        f"{stats_text.archive_label(r)['file']}: {r['packets']} packets; {mean}{peak}{tail}; "
         f"{r['windows_over_capacity']} of {r['full_windows']} whole windows exceed the link's "
         f"{r['capacity_gbps']:.2f} Gb/s"
     )
@@ -290,15 +215,25 @@ def merge_captures(
     force: bool = False,
     skip_bad: bool = False,
     strict: bool = False,
+    append: bool = False,
     scheduler: str | None = None,
     debug: bool = False,
 ) -> Report:
     """Merge captures into `output` (.pcap or .pcapng) in time order, pcapng keeping every
-    interface (`pcieperf trace merge`); cut into time ranges on Dask with `scheduler`."""
+    interface (`pcieperf trace merge`); cut into time ranges on Dask with `scheduler`. With
+    `append`, the inputs are written one after another in the order given, as `mergecap -a`
+    does (one pass, not on Dask)."""
     paths = _expand(files)
     options = {"force": force, "skip_bad": skip_bad, "strict": strict}
     out = os.fspath(output)
-    if scheduler:
+    if append and scheduler:
+        raise UsageError(
+            f"--append with --scheduler {scheduler} is not allowed: appending is one pass in "
+            "input order; leave out --scheduler"
+        )
+    if append:
+        result = trace.merge(paths, out, append=True, **options)
+    elif scheduler:
         result = _on_dask(scheduler, debug, lambda c: archive_merge.merge(c, paths, out, **options))
     else:
         result = trace.merge(paths, out, **options)
@@ -307,14 +242,15 @@ def merge_captures(
             f"{result['truncated']} inputs were cut short inside a record; what came before "
             "is merged (--strict makes this an error)"
         )
-    data = {"output": out, "inputs": paths, **result}
+    data = {"output": out, "inputs": paths, "append": append, **result}
     notes = (f", {data['skipped']} damaged records skipped" if data["skipped"] else "") + (
         f", {data['out_of_order']} out of order in their input" if data["out_of_order"] else ""
     )
+    how = "appended in the order given" if append else "merged in time order"
     return Report(
         data,
-        f"{data['packets']} packets from {len(paths)} files, {data['interfaces']} interfaces "
-        f"-> {out} ({data['writes']} writes{notes})",
+        f"{data['packets']} packets from {len(paths)} files, {how}, {data['interfaces']} "
+        f"interfaces -> {out} ({data['writes']} writes{notes})",
     )
 
 

@@ -12,6 +12,11 @@ Run from the project root: python3 tests/data/trace_stats/make.py [--inputs-only
 oracle (tests/helpers/stats_oracle.py), not by the code under test: done once, for issue 27's
 deliberate change of the rule (peaks over whole windows only, a shorter last window reported
 apart as the tail).
+
+`--frames-from-oracle` adds to every expected file the keys issue 27 added beside the recorded
+ones (frame bytes incl. FCS: `bytes_frame`, `mean_frame_gbps`, `peak_frame_gbps`,
+`tail_frame_gbps`; ISO 8601 times: `first_time`, `last_time`), per file and per interface,
+computed by the numpy oracle, not by the code under test; every recorded key keeps its value.
 """
 
 import argparse
@@ -129,9 +134,49 @@ def rates_from_oracle() -> None:
         found = trace.read(path)
         order = np.argsort(found.ts_ns, kind="stable")
         bits = found.wirelen[order].astype(np.int64) * 8
+        frame_bits = stats_oracle._wire_frames(found)[order] * 8
         windows = [r["window_ns"] for r in recorded["rates"]]
-        recorded["rates"] = [stats_oracle._rates(found.ts_ns[order], bits, w) for w in windows]
+        recorded["rates"] = [
+            stats_oracle._rates(found.ts_ns[order], bits, frame_bits, w) for w in windows
+        ]
         expected.write_text(json.dumps(recorded, indent=2) + "\n")
+
+
+FRAME_KEYS = ("bytes_frame", "first_time", "last_time", "mean_frame_gbps")
+RATE_FRAME_KEYS = ("peak_frame_gbps", "tail_frame_gbps")
+
+
+def _with(recorded: dict, oracle: dict, added: tuple[str, ...]) -> dict:
+    """`recorded` with the `added` keys of `oracle`, every key where the oracle (and so the
+    code, which the oracle test holds to the same keys) puts it."""
+    return {
+        k: oracle[k] if k in added else recorded[k] for k in oracle if k in recorded or k in added
+    }
+
+
+def frames_from_oracle() -> None:
+    """Add the frame-byte keys and ISO times to every expected file, from the numpy oracle."""
+    from tests.helpers import stats_oracle
+    from tests.net.test_trace_stats_golden import source
+
+    from pcieperf.net import trace
+    from pcieperf.net.ethernet import Ethernet
+
+    for expected in sorted(EXPECTED.glob("*.json")):
+        path, eth = source(expected)
+        recorded = json.loads(expected.read_text())
+        windows = tuple(r["window_ns"] for r in recorded["rates"])
+        oracle = stats_oracle.stats(trace.read(path), Ethernet(int(eth)), windows)
+        result = _with(recorded, oracle, FRAME_KEYS)
+        result["rates"] = [
+            _with(r, o, RATE_FRAME_KEYS)
+            for r, o in zip(recorded["rates"], oracle["rates"], strict=True)
+        ]
+        result["interfaces"] = [
+            _with(r, o, FRAME_KEYS)
+            for r, o in zip(recorded["interfaces"], oracle["interfaces"], strict=True)
+        ]
+        expected.write_text(json.dumps(result, indent=2) + "\n")
 
 
 def main() -> None:
@@ -140,9 +185,17 @@ def main() -> None:
     parser.add_argument(
         "--rates-from-oracle", action="store_true", help="rewrite only the rates (issue 27)"
     )
+    parser.add_argument(
+        "--frames-from-oracle",
+        action="store_true",
+        help="add the frame-byte keys and ISO times (issue 27)",
+    )
     args = parser.parse_args()
     if args.rates_from_oracle:
         rates_from_oracle()
+        return
+    if args.frames_from_oracle:
+        frames_from_oracle()
         return
     inputs = write_inputs()
     if args.inputs_only:

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use super::read::{Quirks, ReadOptions, Reader};
 use super::stats::{
-    back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Chain, Counts, FileStats, FrameRule,
-    RuleWatch, StatsConfig, Summary, Ties, Totals, Window,
+    add_at, back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Chain, Counts, FileStats,
+    FrameRule, Peak, RuleWatch, StatsConfig, Summary, Ties, Totals, Window,
 };
 use super::Interface;
 use crate::CoreError;
@@ -37,8 +37,8 @@ const DENSE_GAPS: usize = 1 << 16;
 struct Edges {
     /// The first window and the last two (fewer when fewer are touched), in time order.
     edges: Vec<Window>,
-    /// Largest packet count and bit sum of every other window.
-    inner: Option<(u64, u64)>,
+    /// Largest packet count, bit sum and frame-bit sum of every other window.
+    inner: Option<Peak>,
 }
 
 impl Edges {
@@ -48,6 +48,7 @@ impl Edges {
             Some(last) if last.index == window.index => {
                 last.packets += window.packets;
                 last.bits += window.bits;
+                last.frame_bits += window.frame_bits;
             }
             _ => {
                 self.edges.push(window);
@@ -64,13 +65,14 @@ impl Edges {
         for &window in &next.edges {
             self.add(window);
         }
-        if let Some((packets, bits)) = next.inner {
+        if let Some((packets, bits, frame_bits)) = next.inner {
             fold(
                 &mut self.inner,
                 Window {
                     index: 0,
                     packets,
                     bits,
+                    frame_bits,
                 },
             );
         }
@@ -99,11 +101,12 @@ struct WindowCounter {
 
 impl WindowCounter {
     #[inline(always)]
-    fn push(&mut self, offset: u64, bits: u64) {
+    fn push(&mut self, offset: u64, bits: u64, frame_bits: u64) {
         if (self.lo..self.hi).contains(&offset) {
             if let Some(last) = self.edges.edges.last_mut() {
                 last.packets += 1;
                 last.bits += bits;
+                last.frame_bits += frame_bits;
                 return;
             }
         }
@@ -114,6 +117,7 @@ impl WindowCounter {
             index,
             packets: 1,
             bits,
+            frame_bits,
         });
     }
 }
@@ -226,6 +230,8 @@ struct Builder {
     rule: FrameRule,
     windows: Vec<WindowCounter>,
     sizes: Vec<u64>,
+    /// Frame bytes per interface.
+    frame_bytes: Vec<u64>,
     chain: Chain,
     /// Runs of packets at one time.
     equal: Chain,
@@ -257,6 +263,7 @@ impl Builder {
                 })
                 .collect(),
             sizes: vec![0; config.size_bins.len()],
+            frame_bytes: Vec::new(),
             chain: Chain::default(),
             equal: Chain::default(),
             gaps: GapCounter::default(),
@@ -275,11 +282,12 @@ impl Builder {
     #[inline(always)]
     fn push(&mut self, ts: i64, wirelen: u32, iface: u32, config: &StatsConfig) {
         let offset = ts.wrapping_sub(self.origin) as u64;
-        let bits = u64::from(wirelen) * 8;
-        for w in &mut self.windows {
-            w.push(offset, bits);
-        }
         let frame = self.rule.frame(wirelen, iface, config);
+        let (bits, frame_bits) = (u64::from(wirelen) * 8, frame as u64 * 8);
+        for w in &mut self.windows {
+            w.push(offset, bits, frame_bits);
+        }
+        add_at(&mut self.frame_bytes, iface, frame as u64);
         self.sizes[size_bucket(frame, config)] += 1;
         if let Some((acc, cost)) = &mut self.demand {
             acc.push(offset, frame, cost);
@@ -392,6 +400,8 @@ pub struct Partial {
     pub last_record_ts: i64,
     windows: Vec<Edges>,
     sizes: Vec<u64>,
+    /// Frame bytes (incl. FCS) per interface.
+    frame_bytes: Vec<u64>,
     /// (time, frame bytes) of the first and last packet in time order.
     first: (i64, i64),
     last: (i64, i64),
@@ -437,6 +447,7 @@ impl Partial {
             last_record_ts: records.1,
             windows: built.windows.into_iter().map(|w| w.edges).collect(),
             sizes: built.sizes,
+            frame_bytes: built.frame_bytes,
             first: built.first.unwrap_or_default(),
             last: built.last.unwrap_or_default(),
             chain: built.chain,
@@ -517,6 +528,9 @@ impl Partial {
         for (mine, theirs) in self.sizes.iter_mut().zip(&next.sizes) {
             *mine += theirs;
         }
+        for (i, &n) in next.frame_bytes.iter().enumerate() {
+            add_at(&mut self.frame_bytes, i as u32, n);
+        }
         match (&mut self.demand, &next.demand, cost) {
             (Some(mine), Some(theirs), Some(cost)) => mine.append(theirs, cost),
             (None, None, _) => {}
@@ -558,6 +572,11 @@ impl Partial {
                 .map(|(edges, &w)| edges.peaks(w, span))
                 .collect(),
             size_histogram: self.sizes.clone(),
+            frame_bytes: {
+                let mut frame_bytes = self.frame_bytes.clone();
+                frame_bytes.resize(self.per_interface.len(), 0);
+                frame_bytes
+            },
             bursts: (self.totals.packets >= 2).then(|| Bursts {
                 bursts,
                 packets_in_bursts,
@@ -741,7 +760,7 @@ pub fn first_record(
 // distinct gaps is ~3 bytes a gap instead of 16, so the driver receives and decodes ~5x fewer
 // bytes per file (docs/scale.md).
 
-const MAGIC: &[u8; 8] = b"PCPART03";
+const MAGIC: &[u8; 8] = b"PCPART04";
 
 struct Enc(Vec<u8>);
 
@@ -787,7 +806,7 @@ impl Enc {
     }
 
     fn window(&mut self, w: &Window) {
-        for v in [w.index, w.packets, w.bits] {
+        for v in [w.index, w.packets, w.bits, w.frame_bits] {
             self.u64(v);
         }
     }
@@ -874,6 +893,7 @@ impl Dec<'_> {
             index: self.u64()?,
             packets: self.u64()?,
             bits: self.u64()?,
+            frame_bits: self.u64()?,
         })
     }
 }
@@ -926,14 +946,17 @@ impl Partial {
             for window in &w.edges {
                 e.window(window);
             }
-            let (present, (packets, bits)) = (w.inner.is_some(), w.inner.unwrap_or_default());
-            for v in [u64::from(present), packets, bits] {
+            let (present, (packets, bits, frame_bits)) =
+                (w.inner.is_some(), w.inner.unwrap_or_default());
+            for v in [u64::from(present), packets, bits, frame_bits] {
                 e.u64(v);
             }
         }
-        e.u64(self.sizes.len() as u64);
-        for &s in &self.sizes {
-            e.u64(s);
+        for counts in [&self.sizes, &self.frame_bytes] {
+            e.u64(counts.len() as u64);
+            for &n in counts {
+                e.u64(n);
+            }
         }
         for v in [self.first.0, self.first.1, self.last.0, self.last.1] {
             e.i64(v);
@@ -1012,13 +1035,14 @@ impl Partial {
             let edges = (0..d.len()?)
                 .map(|_| d.window())
                 .collect::<Result<_, _>>()?;
-            let (present, packets, bits) = (d.u64()?, d.u64()?, d.u64()?);
+            let (present, packets, bits, frame_bits) = (d.u64()?, d.u64()?, d.u64()?, d.u64()?);
             windows.push(Edges {
                 edges,
-                inner: (present == 1).then_some((packets, bits)),
+                inner: (present == 1).then_some((packets, bits, frame_bits)),
             });
         }
         let sizes = (0..d.len()?).map(|_| d.u64()).collect::<Result<_, _>>()?;
+        let frame_bytes = (0..d.len()?).map(|_| d.u64()).collect::<Result<_, _>>()?;
         let first = (d.i64()?, d.i64()?);
         let last = (d.i64()?, d.i64()?);
         let chain = d.chain()?;
@@ -1077,6 +1101,7 @@ impl Partial {
             last_record_ts,
             windows,
             sizes,
+            frame_bytes,
             first,
             last,
             chain,

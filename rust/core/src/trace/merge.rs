@@ -1,4 +1,5 @@
-//! k-way merge of captures into one file in timestamp order, and conversion (a merge of one
+//! k-way merge of captures into one file in timestamp order, concatenation (`append`: the
+//! inputs one after another, as `mergecap -a` writes them), and conversion (a merge of one
 //! input that keeps its interface names). Equal timestamps keep input order, then record order,
 //! so the merge is stable: the heap holds one head record per input, keyed (ts, input), and an
 //! input's next record replaces its head in place (one sift instead of a pop and a push).
@@ -48,6 +49,9 @@ pub struct MergeOptions {
     pub strict: bool,
     /// Keep each interface's own name (a conversion) instead of prefixing the input's file name.
     pub keep_names: bool,
+    /// Write the inputs one after another in the order given, each in its own record order,
+    /// instead of merging them by time; interfaces are declared as a merge declares them.
+    pub append: bool,
 }
 
 /// One input: its reader, the output id of each of its interfaces, and its ordering state.
@@ -355,14 +359,39 @@ impl Span {
     }
 }
 
-/// Merges `inputs` into `output` with explicit options.
+/// Merges (or, with `options.append`, concatenates) `inputs` into `output`.
 pub fn merge_with(
     inputs: &[PathBuf],
     output: &Path,
     format: OutFormat,
     options: MergeOptions,
 ) -> Result<MergeStats, CoreError> {
+    if options.append {
+        return append(inputs, output, format, options);
+    }
     merge_part(inputs, output, format, options, &Part::default())
+}
+
+/// Writes `inputs` into `output` one after another in the order given, every record of each
+/// in its own order (`mergecap -a`): the header and interfaces as `merge_part` writes them,
+/// then each input streamed to its end.
+fn append(
+    inputs: &[PathBuf],
+    output: &Path,
+    format: OutFormat,
+    options: MergeOptions,
+) -> Result<MergeStats, CoreError> {
+    let (mut sources, heads) = open_sources(inputs, options, &Part::default())?;
+    let mut writer = create_writer(&mut sources, output, format, options)?;
+    let mut stats = MergeStats::default();
+    for (input, head) in sources.iter_mut().zip(heads) {
+        let mut next = head;
+        while let Some(record) = next {
+            input.write(&record, &mut writer, &mut stats, options.keep_names)?;
+            next = input.reader.next_record()?;
+        }
+    }
+    finish(sources, writer, stats, options)
 }
 
 /// A time range of a merge and the inputs that hold records in it (None: all).
@@ -414,48 +443,16 @@ pub fn merge_part(
     options: MergeOptions,
     part: &Part,
 ) -> Result<MergeStats, CoreError> {
-    let read = ReadOptions {
-        skip_bad: options.skip_bad,
-        strict: options.strict,
-        chunk: (READ_BUDGET_BYTES / inputs.len().max(1)).clamp(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES),
-    };
-    let mut sources = Vec::with_capacity(inputs.len());
+    let (mut sources, first) = open_sources(inputs, options, part)?;
     let mut heap = BinaryHeap::with_capacity(inputs.len());
     let mut heads: Vec<Record> = Vec::with_capacity(inputs.len());
-    for (k, path) in inputs.iter().enumerate() {
-        let mut reader = Reader::open_with(path, read)?;
-        let mut head = reader.next_record()?;
-        if part.inputs.is_some() {
-            head = match head {
-                Some(r) if part.wants(k) && r.ts_ns >= part.from_ns => {
-                    (r.ts_ns < part.to_ns || part.to_ns == i64::MAX).then_some(r)
-                }
-                Some(_) if part.wants(k) => part.first_in(&mut reader)?,
-                _ => None,
-            };
-        }
+    for (k, head) in first.into_iter().enumerate() {
         if let Some(r) = head {
             heap.push(Reverse((r.ts_ns, k)));
         }
         heads.push(head.unwrap_or(EMPTY));
-        sources.push(Input {
-            path: path.clone(),
-            reader,
-            out_iface: Vec::new(),
-            last_ts: i64::MIN,
-            shift_ns: 0,
-        });
     }
-    let k0 = sources
-        .iter()
-        .position(|s| !s.reader.interfaces().is_empty())
-        .ok_or_else(|| CoreError::whole(&output.display().to_string(), NO_INTERFACE))?;
-    let first = sources[k0].output_interface(0, options.keep_names);
-    let mut writer = Writer::create(output, format, &first, DEFAULT_BUFFER_BYTES)?;
-    sources[k0].out_iface.push(0);
-    for input in sources.iter_mut() {
-        input.declare_interfaces(&mut writer, options.keep_names)?;
-    }
+    let mut writer = create_writer(&mut sources, output, format, options)?;
     let mut stats = MergeStats::default();
     while let Some(mut top) = heap.peek_mut() {
         let Reverse((_, k)) = *top;
@@ -472,6 +469,76 @@ pub fn merge_part(
             }
         }
     }
+    finish(sources, writer, stats, options)
+}
+
+/// Opens every input (its share of the read budget each) and reads its first record within
+/// `part` (None: none there).
+fn open_sources(
+    inputs: &[PathBuf],
+    options: MergeOptions,
+    part: &Part,
+) -> Result<(Vec<Input>, Vec<Option<Record>>), CoreError> {
+    let read = ReadOptions {
+        skip_bad: options.skip_bad,
+        strict: options.strict,
+        chunk: (READ_BUDGET_BYTES / inputs.len().max(1)).clamp(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES),
+    };
+    let mut sources = Vec::with_capacity(inputs.len());
+    let mut heads = Vec::with_capacity(inputs.len());
+    for (k, path) in inputs.iter().enumerate() {
+        let mut reader = Reader::open_with(path, read)?;
+        let mut head = reader.next_record()?;
+        if part.inputs.is_some() {
+            head = match head {
+                Some(r) if part.wants(k) && r.ts_ns >= part.from_ns => {
+                    (r.ts_ns < part.to_ns || part.to_ns == i64::MAX).then_some(r)
+                }
+                Some(_) if part.wants(k) => part.first_in(&mut reader)?,
+                _ => None,
+            };
+        }
+        heads.push(head);
+        sources.push(Input {
+            path: path.clone(),
+            reader,
+            out_iface: Vec::new(),
+            last_ts: i64::MIN,
+            shift_ns: 0,
+        });
+    }
+    Ok((sources, heads))
+}
+
+/// The output with the header of the first input that defines an interface and every
+/// interface the inputs revealed so far, in input order.
+fn create_writer(
+    sources: &mut [Input],
+    output: &Path,
+    format: OutFormat,
+    options: MergeOptions,
+) -> Result<Writer, CoreError> {
+    let k0 = sources
+        .iter()
+        .position(|s| !s.reader.interfaces().is_empty())
+        .ok_or_else(|| CoreError::whole(&output.display().to_string(), NO_INTERFACE))?;
+    let first = sources[k0].output_interface(0, options.keep_names);
+    let mut writer = Writer::create(output, format, &first, DEFAULT_BUFFER_BYTES)?;
+    sources[k0].out_iface.push(0);
+    for input in sources.iter_mut() {
+        input.declare_interfaces(&mut writer, options.keep_names)?;
+    }
+    Ok(writer)
+}
+
+/// Declares the interfaces no record revealed, counts what the readers skipped and closes the
+/// output.
+fn finish(
+    mut sources: Vec<Input>,
+    mut writer: Writer,
+    mut stats: MergeStats,
+    options: MergeOptions,
+) -> Result<MergeStats, CoreError> {
     for input in sources.iter_mut() {
         // Interfaces without packets are still declared, so none is lost.
         input.declare_interfaces(&mut writer, options.keep_names)?;

@@ -119,15 +119,16 @@ impl Totals {
 
 /// Windows of one length from the first packet: the last covers only up to the last packet.
 /// `groups` holds, per covered time (the full window, and the last one's where it differs),
-/// the largest packet count and wire-bit sum of a window, for peak rates as exact ratios.
+/// the largest packet count, bit sum of the recorded lengths and bit sum of the frames (incl.
+/// FCS, as `FrameRule::frame` sizes them) of a window, for peak rates as exact ratios.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "pyo3", derive(pyo3::IntoPyObject))]
 pub struct WindowPeaks {
     pub window_ns: u64,
     /// Index of the last window (their number minus one).
     pub last_index: u64,
-    /// (covered ns, largest packet count, largest bit sum).
-    pub groups: Vec<(u64, u64, u64)>,
+    /// (covered ns, largest packet count, largest bit sum, largest frame-bit sum).
+    pub groups: Vec<(u64, u64, u64, u64)>,
 }
 
 /// Runs of back-to-back packets and the gaps between packets (at least two packets).
@@ -250,6 +251,9 @@ pub struct Summary {
     pub ties: Ties,
     pub rates: Vec<WindowPeaks>,
     pub size_histogram: Vec<u64>,
+    /// Frame bytes (incl. FCS, as `FrameRule::frame` sizes them) per interface, in interface
+    /// order.
+    pub frame_bytes: Vec<u64>,
     /// None below two packets.
     pub bursts: Option<Bursts>,
 }
@@ -397,8 +401,15 @@ impl RuleWatch {
 pub(super) struct Window {
     pub(super) index: u64,
     pub(super) packets: u64,
+    /// Bits of the recorded lengths (no FCS).
     pub(super) bits: u64,
+    /// Bits of the frames incl. FCS.
+    pub(super) frame_bits: u64,
 }
+
+/// The largest packet count, bit sum and frame-bit sum of a set of windows (each the largest
+/// of its own, not necessarily of one window).
+pub(super) type Peak = (u64, u64, u64);
 
 /// One window length over packets in time order: the current window, the one before (which
 /// becomes the last if the last packet falls exactly on a window start) and the largest sums
@@ -410,7 +421,7 @@ struct WindowAcc {
     cur: Window,
     cur_end: u64,
     prev: Option<Window>,
-    full: Option<(u64, u64)>,
+    full: Option<Peak>,
 }
 
 impl WindowAcc {
@@ -426,7 +437,7 @@ impl WindowAcc {
     }
 
     #[inline(always)]
-    fn push(&mut self, ts: i64, bits: u64) {
+    fn push(&mut self, ts: i64, bits: u64, frame_bits: u64) {
         let origin = *self.origin.get_or_insert(ts);
         let offset = ts.wrapping_sub(origin) as u64;
         if offset >= self.cur_end {
@@ -434,6 +445,7 @@ impl WindowAcc {
         }
         self.cur.packets += 1;
         self.cur.bits += bits;
+        self.cur.frame_bits += frame_bits;
     }
 
     fn roll(&mut self, offset: u64) {
@@ -459,7 +471,7 @@ impl WindowAcc {
 pub(super) fn peaks(
     w: u64,
     span_ns: u64,
-    full: Option<(u64, u64)>,
+    full: Option<Peak>,
     prev: Option<Window>,
     cur: Window,
 ) -> WindowPeaks {
@@ -478,6 +490,7 @@ pub(super) fn peaks(
         if tail.index > last && prev.index == last {
             tail.packets += prev.packets;
             tail.bits += prev.bits;
+            tail.frame_bits += prev.frame_bits;
         } else {
             fold(&mut full, prev);
         }
@@ -486,10 +499,10 @@ pub(super) fn peaks(
     if covered == w {
         fold(&mut full, tail);
     } else {
-        groups.push((covered, tail.packets, tail.bits));
+        groups.push((covered, tail.packets, tail.bits, tail.frame_bits));
     }
-    if let Some((packets, bits)) = full {
-        groups.insert(0, (w, packets, bits));
+    if let Some((packets, bits, frame_bits)) = full {
+        groups.insert(0, (w, packets, bits, frame_bits));
     }
     WindowPeaks {
         window_ns: w,
@@ -498,10 +511,11 @@ pub(super) fn peaks(
     }
 }
 
-pub(super) fn fold(full: &mut Option<(u64, u64)>, window: Window) {
-    let (packets, bits) = full.get_or_insert((0, 0));
+pub(super) fn fold(full: &mut Option<Peak>, window: Window) {
+    let (packets, bits, frame_bits) = full.get_or_insert((0, 0, 0));
     *packets = (*packets).max(window.packets);
     *bits = (*bits).max(window.bits);
+    *frame_bits = (*frame_bits).max(window.frame_bits);
 }
 
 /// Bucket of a gap of DENSE_GAPS ns or more (or a negative one, bucket 0) and its range.
@@ -725,8 +739,9 @@ pub(super) fn back_to_back_ns(frame: i64, rule: &FrameRule, config: &StatsConfig
     wire_ns + rule.resolution_ns as f64
 }
 
-/// What the packets in time order give: rates, sizes, bursts and ties.
-type InTimeOrder = (Vec<WindowPeaks>, Vec<u64>, Option<Bursts>, Ties);
+/// What the packets in time order give: rates, sizes, bursts, ties and frame bytes per
+/// interface.
+type InTimeOrder = (Vec<WindowPeaks>, Vec<u64>, Option<Bursts>, Ties, Vec<u64>);
 
 /// Everything that needs the packets in time order.
 #[derive(Debug, Clone)]
@@ -735,6 +750,8 @@ struct Ordered {
     windows: Vec<WindowAcc>,
     size_of: Vec<u8>,
     sizes: Vec<u64>,
+    /// Frame bytes per interface.
+    frame_bytes: Vec<u64>,
     prev: Option<(i64, i64)>,
     /// (frame, back_to_back_ns) of the last frame asked about.
     threshold: (i64, f64),
@@ -774,6 +791,7 @@ impl Ordered {
                 .collect(),
             size_of: (0..top as i64).map(|f| bucket(f) as u8).collect(),
             sizes: vec![0; config.size_bins.len()],
+            frame_bytes: Vec::new(),
             prev: None,
             threshold: (i64::MIN, 0.0),
             run: 0,
@@ -787,11 +805,12 @@ impl Ordered {
 
     #[inline(always)]
     fn push(&mut self, ts: i64, wirelen: u32, iface: u32, config: &StatsConfig) {
-        let bits = u64::from(wirelen) * 8;
-        for w in &mut self.windows {
-            w.push(ts, bits);
-        }
         let frame = self.rule.frame(wirelen, iface, config);
+        let (bits, frame_bits) = (u64::from(wirelen) * 8, frame as u64 * 8);
+        for w in &mut self.windows {
+            w.push(ts, bits, frame_bits);
+        }
+        add_at(&mut self.frame_bytes, iface, frame as u64);
         let bucket = match usize::try_from(frame)
             .ok()
             .and_then(|f| self.size_of.get(f))
@@ -868,6 +887,7 @@ impl Ordered {
             self.sizes,
             bursts,
             Ties::of(&self.equal, totals.packets),
+            self.frame_bytes,
         ))
     }
 }
@@ -951,7 +971,8 @@ impl Counts {
 
     /// The summary of the counted packets with what their time order gave.
     fn summary(&self, interfaces: usize, ordered: InTimeOrder) -> Summary {
-        let (rates, size_histogram, bursts, ties) = ordered;
+        let (rates, size_histogram, bursts, ties, mut frame_bytes) = ordered;
+        frame_bytes.resize(interfaces, 0);
         Summary {
             totals: self.totals,
             per_interface: self.per_interface(interfaces),
@@ -962,13 +983,24 @@ impl Counts {
             rates,
             size_histogram,
             bursts,
+            frame_bytes,
         }
     }
 }
 
+/// Adds `n` to `sums[index]`, growing `sums` to hold it.
+#[inline(always)]
+pub(super) fn add_at(sums: &mut Vec<u64>, index: u32, n: u64) {
+    let i = index as usize;
+    if sums.len() <= i {
+        sums.resize(i + 1, 0);
+    }
+    sums[i] += n;
+}
+
 /// How one read went: sorted all along or not, and whether the frame rule held throughout.
 enum Pass {
-    Done(Summary),
+    Done(Box<Summary>),
     Again { collect: Vec<(i64, i64)> },
     Unsorted,
 }
@@ -1007,7 +1039,7 @@ fn read_in_order(
         });
     }
     Ok(match finished {
-        Ok(ordered) => Pass::Done(counts.summary(reader.interfaces().len(), ordered)),
+        Ok(ordered) => Pass::Done(Box::new(counts.summary(reader.interfaces().len(), ordered))),
         Err(collect) => Pass::Again { collect },
     })
 }
@@ -1085,7 +1117,7 @@ pub fn file_stats(
         read_unsorted(&mut reader, config)?
     } else {
         match read_in_order(&mut reader, config, None, &[])? {
-            Pass::Done(summary) => summary,
+            Pass::Done(summary) => *summary,
             Pass::Unsorted => {
                 reader = open()?;
                 reads += 1;
@@ -1097,7 +1129,7 @@ pub fn file_stats(
                 reader = open()?;
                 reads += 1;
                 match read_in_order(&mut reader, config, Some(&rule), &collect)? {
-                    Pass::Done(summary) if reader.bytes_read() == expected => summary,
+                    Pass::Done(summary) if reader.bytes_read() == expected => *summary,
                     _ => {
                         return Err(CoreError::whole(
                             &path.display().to_string(),

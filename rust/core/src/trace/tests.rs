@@ -1,12 +1,12 @@
 //! Hand-built captures (byte layouts from draft-ietf-opsawg-pcap / -pcapng) through the reader,
 //! the writer and the merge.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use std::io::Write;
 
 use super::archive::{file_partial, Partial};
-use super::merge::{convert, merge};
+use super::merge::{convert, merge, merge_with, MergeOptions};
 use super::read::{ReadOptions, Reader, Record};
 use super::stats::{
     columns_stats, file_stats, read_unsorted_in, resolution_ns, FileStats, StatsConfig, Summary,
@@ -572,31 +572,15 @@ fn writer_round_trip_is_lossless_in_both_formats() {
 
 #[test]
 fn merge_is_sorted_stable_and_keeps_interfaces() {
-    let a = temp("a.pcapng");
-    let b = temp("b.pcap");
-    let mut w = Writer::create(&a, OutFormat::PcapNg, &Interface::new(1, 0), 1 << 16).unwrap();
-    w.add_interface(&Interface::new(1, 0)).unwrap();
-    for (ts, iface) in [(10, 0), (20, 1), (30, 0)] {
-        w.write_packet(ts, iface, 1, b"a").unwrap();
-    }
-    w.finish().unwrap();
-    let mut w = Writer::create(&b, OutFormat::Pcap, &Interface::new(1, 0), 1 << 16).unwrap();
-    for ts in [5, 20, 40] {
-        w.write_packet(ts, 0, 1, b"b").unwrap();
-    }
-    w.finish().unwrap();
+    let (a, b) = a_and_b("", [5, 20, 40]);
     let out = temp("m.pcapng");
     let stats = merge(&[a, b], &out, OutFormat::PcapNg, false).unwrap();
     assert_eq!(
         (stats.packets, stats.interfaces, stats.out_of_order),
         (6, 3, 0)
     );
-    let mut r = Reader::open(&out, false).unwrap();
-    let mut got = Vec::new();
-    while let Some(rec) = r.next_record().unwrap() {
-        got.push((rec.ts_ns, r.data(&rec)[0], rec.iface));
-    }
     // ts 20 appears in both inputs: input a (listed first) comes first.
+    let (got, interfaces) = records(&out);
     assert_eq!(
         got,
         vec![
@@ -608,7 +592,133 @@ fn merge_is_sorted_stable_and_keeps_interfaces() {
             (40, b'b', 2)
         ]
     );
-    assert_eq!(r.interfaces()[2].name.as_deref(), Some("b.pcap:0"));
+    assert_eq!(interfaces[2].name.as_deref(), Some("b.pcap:0"));
+}
+
+/// Writes a capture of one-byte packets `(ts, iface)` tagged `tag`, with `interfaces`
+/// Ethernet interfaces.
+fn tagged(
+    name: &str,
+    format: OutFormat,
+    interfaces: u32,
+    packets: &[(i64, u32)],
+    tag: u8,
+) -> PathBuf {
+    let path = temp(name);
+    let mut w = Writer::create(&path, format, &Interface::new(1, 0), 1 << 16).unwrap();
+    for _ in 1..interfaces {
+        w.add_interface(&Interface::new(1, 0)).unwrap();
+    }
+    for &(ts, iface) in packets {
+        w.write_packet(ts, iface, 1, &[tag]).unwrap();
+    }
+    w.finish().unwrap();
+    path
+}
+
+/// Input a (`{prefix}a.pcapng`: two interfaces, records at 10 on the first, 20 on the second
+/// and 30 on the first) and input b (`{prefix}b.pcap`, records at `b_times`).
+fn a_and_b(prefix: &str, b_times: [i64; 3]) -> (PathBuf, PathBuf) {
+    let a_records = [(10, 0), (20, 1), (30, 0)];
+    let a = tagged(
+        &format!("{prefix}a.pcapng"),
+        OutFormat::PcapNg,
+        2,
+        &a_records,
+        b'a',
+    );
+    let b_records = b_times.map(|ts| (ts, 0));
+    let b = tagged(
+        &format!("{prefix}b.pcap"),
+        OutFormat::Pcap,
+        1,
+        &b_records,
+        b'b',
+    );
+    (a, b)
+}
+
+/// (time, tag, interface) of every record of a capture written from `tagged` inputs, and
+/// every interface it declares.
+fn records(path: &Path) -> (Vec<(i64, u8, u32)>, Vec<Interface>) {
+    let mut r = Reader::open(path, false).unwrap();
+    let mut got = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        got.push((rec.ts_ns, r.data(&rec)[0], rec.iface));
+    }
+    (got, r.interfaces().to_vec())
+}
+
+#[test]
+fn append_writes_inputs_in_the_order_given_with_the_merges_interfaces() {
+    // The inputs of merge_is_sorted_stable_and_keeps_interfaces, given b first: b's records,
+    // then a's, each in its own order (mergecap -a), whatever their times.
+    let (a, b) = a_and_b("append-", [5, 40, 20]);
+    let (appended, merged) = (temp("appended.pcapng"), temp("merged-ab.pcapng"));
+    let append = MergeOptions {
+        append: true,
+        ..MergeOptions::default()
+    };
+    let inputs = [b.clone(), a.clone()];
+    let stats = merge_with(&inputs, &appended, OutFormat::PcapNg, append).unwrap();
+    // b steps back from 40 to 20 in its own order: one record out of order, as in a merge.
+    assert_eq!(
+        (stats.packets, stats.interfaces, stats.out_of_order),
+        (6, 3, 1)
+    );
+    // b's records as b holds them (its interface is the output's 0), then a's (1 and 2).
+    let b_then_a: Vec<(i64, u8, u32)> = [(5, 0), (40, 0), (20, 0)]
+        .map(|(ts, iface)| (ts, b'b', iface))
+        .into_iter()
+        .chain([(10, 1), (20, 2), (30, 1)].map(|(ts, iface)| (ts, b'a', iface)))
+        .collect();
+    let (got, interfaces) = records(&appended);
+    assert_eq!(got, b_then_a);
+    merge_with(&inputs, &merged, OutFormat::PcapNg, MergeOptions::default()).unwrap();
+    // The merge's interfaces: b's, then a's two, named after their files.
+    assert_eq!(interfaces, records(&merged).1);
+    let names: Vec<_> = interfaces.iter().map(|i| i.name.as_deref()).collect();
+    assert_eq!(
+        names,
+        [
+            Some("append-b.pcap:0"),
+            Some("append-a.pcapng:0"),
+            Some("append-a.pcapng:1")
+        ]
+    );
+}
+
+#[test]
+fn append_of_inputs_already_in_order_is_the_merge_byte_for_byte() {
+    let a = tagged(
+        "ordered-a.pcapng",
+        OutFormat::PcapNg,
+        2,
+        &[(10, 0), (20, 1)],
+        b'a',
+    );
+    let b = tagged(
+        "ordered-b.pcap",
+        OutFormat::Pcap,
+        1,
+        &[(20, 0), (30, 0)],
+        b'b',
+    );
+    for format in [OutFormat::Pcap, OutFormat::PcapNg] {
+        let (appended, merged) = (temp("ordered-appended"), temp("ordered-merged"));
+        let inputs = [a.clone(), b.clone()];
+        let append = MergeOptions {
+            append: true,
+            ..MergeOptions::default()
+        };
+        let one = merge_with(&inputs, &appended, format, append).unwrap();
+        let other = merge_with(&inputs, &merged, format, MergeOptions::default()).unwrap();
+        assert_eq!(one, other);
+        assert_eq!(
+            std::fs::read(&appended).unwrap(),
+            std::fs::read(&merged).unwrap()
+        );
+    }
 }
 
 #[test]
@@ -685,14 +795,19 @@ fn stats_of_a_small_capture_by_hand() {
         (1_000_000_000_000, 1_000_001_500_000)
     );
     assert_eq!((s.summary.out_of_order, s.reads), (0, 1));
-    // 1 ms windows: [0, 1 ms) holds 3 packets (3 x 512 bits); the last covers 0.5 ms up to the
-    // last packet and holds 2. One 1 s window covers the 1.5 ms span.
+    // 1 ms windows: [0, 1 ms) holds 3 packets (3 x 512 bits recorded, 3 x 544 bits of 68-byte
+    // frames incl. FCS); the last covers 0.5 ms up to the last packet and holds 2. One 1 s
+    // window covers the 1.5 ms span.
     let ms = &s.summary.rates[0];
     assert_eq!(ms.last_index, 1);
-    assert_eq!(ms.groups, vec![(1_000_000, 3, 1536), (500_000, 2, 1024)]);
-    assert_eq!(s.summary.rates[1].groups, vec![(1_500_000, 5, 2560)]);
-    // Frames of 64 + 4 (FCS) bytes: RMON bucket 65-127 (index 2).
+    assert_eq!(
+        ms.groups,
+        vec![(1_000_000, 3, 1536, 1632), (500_000, 2, 1024, 1088)]
+    );
+    assert_eq!(s.summary.rates[1].groups, vec![(1_500_000, 5, 2560, 2720)]);
+    // Frames of 64 + 4 (FCS) bytes: RMON bucket 65-127 (index 2), 5 x 68 bytes in all.
     assert_eq!(s.summary.size_histogram, vec![0, 0, 5, 0, 0, 0, 0, 0]);
+    assert_eq!(s.summary.frame_bytes, vec![340]);
     // Back to back: gap <= (68 + 20) * 8 / 40 ns + 1000 ns (µs resolution) = 1017.6 ns, so the
     // first three packets (gaps 1000, 1000) are one burst; gaps 998 000 and 500 000 are not.
     let b = s.summary.bursts.unwrap();
@@ -720,7 +835,7 @@ fn a_last_packet_on_a_window_start_belongs_to_the_window_before() {
         .rates[0];
     assert_eq!(
         (ms.last_index, ms.groups.clone()),
-        (0, vec![(1_000_000, 3, 1536)])
+        (0, vec![(1_000_000, 3, 1536, 1632)])
     );
     // One ns earlier, the one window covers the 999 999 ns up to the last packet.
     let inside = pcap(
@@ -734,7 +849,7 @@ fn a_last_packet_on_a_window_start_belongs_to_the_window_before() {
         .rates[0];
     assert_eq!(
         (ms.last_index, ms.groups.clone()),
-        (0, vec![(999_999, 3, 1536)])
+        (0, vec![(999_999, 3, 1536, 1632)])
     );
 }
 
@@ -972,7 +1087,7 @@ fn a_burst_and_a_window_split_between_two_files_merge_into_one() {
     assert_eq!((b.bursts, b.packets_in_bursts, b.max_burst), (1, 3, 3));
     assert_eq!(
         summary.rates[0].groups,
-        vec![(1_000_000, 3, 1536), (500_000, 2, 1024)]
+        vec![(1_000_000, 3, 1536, 1632), (500_000, 2, 1024, 1088)]
     );
 }
 

@@ -3,6 +3,7 @@ interfaces they name, and the frame each record carries."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -71,6 +72,14 @@ class Interface:
     tsoffset_s: int
     name: str | None
     section: int
+
+    @property
+    def time_digits(self) -> int:
+        """Decimal digits of a second its times are shown with: the largest d with 10^d ticks
+        per second or more (n for if_tsresol 10^-n s, floor(n log10 2) for 2^-n s, pcapng
+        §4.2), as Wireshark's wiretap sizes a precision; at most 9 (times are kept in ns)."""
+        n = self.tsresol & 0x7F
+        return min(math.floor(n * math.log10(2)) if self.tsresol & 0x80 else n, 9)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""Writing captures: merging several in time order and converting one to ns pcap or pcapng,
-streamed by the Rust core and renamed onto the output only once complete."""
+"""Writing captures: merging several in time order (or concatenating them), and converting one
+to ns pcap or pcapng, streamed by the Rust core and renamed onto the output only once
+complete."""
 
 from __future__ import annotations
 
@@ -56,11 +57,13 @@ def merge(
     force: bool = False,
     skip_bad: bool = False,
     strict: bool = False,
+    append: bool = False,
 ) -> dict:
     """Merge captures into `output` (.pcap or .pcapng) in timestamp order, stable for equal
-    timestamps; pcapng output keeps one interface per input interface. Inputs are streamed:
-    memory does not grow with their size. `truncated` counts inputs cut short (everything
-    before the cut is merged) unless `strict` makes that an error."""
+    timestamps, or with `append` write them one after another in the order given (mergecap
+    -a); pcapng output keeps one interface per input interface. Inputs are streamed: memory
+    does not grow with their size. `truncated` counts inputs cut short (everything before the
+    cut is merged) unless `strict` makes that an error."""
     if not inputs:
         raise UsageError("merge needs at least one input capture")
     fmt = output_format(output)
@@ -69,7 +72,7 @@ def merge(
     return _write_atomically(
         output,
         force,
-        lambda tmp: core().trace_merge(paths, os.fspath(tmp), fmt, skip_bad, strict),
+        lambda tmp: core().trace_merge(paths, os.fspath(tmp), fmt, skip_bad, strict, append),
     )
 
 

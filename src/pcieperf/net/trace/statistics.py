@@ -23,6 +23,7 @@ from pcieperf.net.trace.files import (
 )
 from pcieperf.net.trace.rewrite import _check_inputs
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
+from pcieperf.units import utc_text
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -130,27 +131,40 @@ def stats_config(eth_gbps: float, windows_ns: Sequence[int]) -> dict:
     return _stats_config(eth_gbps, wire.overhead_bytes(), windows_ns)
 
 
-def _summary(totals: dict) -> dict:
-    """Packets, bytes, first/last time, duration and mean rates of a set of packets."""
+def _summary(totals: dict, frame_bytes: int, time_digits: tuple[int, int] | None) -> dict:
+    """Packets, bytes, first/last time (also as ISO 8601 UTC to `time_digits` decimals, each
+    time its own; None: not shown, some packets carry no time), duration and mean rates of a
+    set of packets. Bytes are counted three ways (docs/trace.md):
+    captured, as recorded (`bytes_wire`: pcap's original length, without FCS, capinfos' data
+    size; `mean_gbps` of it) and as frames incl. FCS (`bytes_frame`, `mean_frame_gbps`: the
+    frames the size histogram counts, docs/units.md)."""
     n, wire_bytes = totals["packets"], totals["bytes_wire"]
     span_ns = totals["last_ts_ns"] - totals["first_ts_ns"] if n else 0
+    first, last = (totals["first_ts_ns"], totals["last_ts_ns"]) if n else (None, None)
+    shown = n and time_digits is not None
     return {
         "packets": n,
         "bytes_captured": totals["bytes_captured"],
         "bytes_wire": wire_bytes,
-        "first_ts_ns": totals["first_ts_ns"] if n else None,
-        "last_ts_ns": totals["last_ts_ns"] if n else None,
+        "bytes_frame": frame_bytes,
+        "first_ts_ns": first,
+        "last_ts_ns": last,
+        "first_time": utc_text(first, time_digits[0]) if shown else None,
+        "last_time": utc_text(last, time_digits[1]) if shown else None,
         "duration_s": span_ns / NS_PER_S,
         # Exact ratios rounded once, like the peaks they are compared with.
         "mean_pps": _per_s(n, span_ns) if span_ns else None,
         "mean_gbps": _gbps(wire_bytes * 8, span_ns) if span_ns else None,
+        "mean_frame_gbps": _gbps(frame_bytes * 8, span_ns) if span_ns else None,
     }
 
 
 def _rates(window: dict, totals: dict) -> dict:
     """Peak packet and bit rates over the whole windows of one length, and the rates of a
-    shorter last window (the tail: see `Windows`) apart. A capture without duration has no
-    rate (None), as it has no mean; one shorter than a window has no peak, only its tail."""
+    shorter last window (the tail: see `Windows`) apart; bits of the recorded lengths
+    (`*_gbps`) and of the frames incl. FCS (`*_frame_gbps`), each window's largest. A capture
+    without duration has no rate (None), as it has no mean; one shorter than a window has no
+    peak, only its tail."""
     n, w = totals["packets"], window["window_ns"]
     if n == 0 or totals["first_ts_ns"] == totals["last_ts_ns"]:
         return {
@@ -159,13 +173,16 @@ def _rates(window: dict, totals: dict) -> dict:
             "full_windows": int(n > 0),
             "peak_pps": None,
             "peak_gbps": None,
+            "peak_frame_gbps": None,
             "tail_ns": 0,
             "tail_pps": None,
             "tail_gbps": None,
+            "tail_frame_gbps": None,
         }
-    groups = window["groups"]  # (covered ns, largest packet count, largest bit sum)
-    whole = [(packets, bits) for c, packets, bits in groups if c == w]
-    tail = [(c, packets, bits) for c, packets, bits in groups if c != w]
+    # (covered ns, largest packet count, largest bit sum, largest frame-bit sum)
+    groups = window["groups"]
+    whole = [g[1:] for g in groups if g[0] == w]
+    tail = [g for g in groups if g[0] != w]
     windows = window["last_index"] + 1
     return {
         "window_ns": w,
@@ -173,9 +190,11 @@ def _rates(window: dict, totals: dict) -> dict:
         "full_windows": windows - len(tail),
         "peak_pps": _per_s(whole[0][0], w) if whole else None,
         "peak_gbps": _gbps(whole[0][1], w) if whole else None,
+        "peak_frame_gbps": _gbps(whole[0][2], w) if whole else None,
         "tail_ns": tail[0][0] if tail else 0,
         "tail_pps": _per_s(tail[0][1], tail[0][0]) if tail else None,
         "tail_gbps": _gbps(tail[0][2], tail[0][0]) if tail else None,
+        "tail_frame_gbps": _gbps(tail[0][3], tail[0][0]) if tail else None,
     }
 
 
@@ -220,6 +239,22 @@ def _trust(raw: dict) -> dict:
     }
 
 
+def _time_digits(raw: dict, interfaces: Sequence[Interface]) -> tuple[int, int] | None:
+    """The digits the first and the last time are shown with: those of the interface that
+    holds it, as capinfos shows each with its packet's precision (the finest where several
+    interfaces share it; capinfos takes the first in file order). None where some packets
+    carry no time (Simple Packet Blocks): capinfos then says n/a."""
+    if raw["untimed"]:
+        return None
+    totals = zip(raw["per_interface"], interfaces, strict=True)
+    held = [(t, i.time_digits) for t, i in totals if t["packets"]]
+
+    def finest(key: str) -> int:
+        return max((d for t, d in held if t[key] == raw[key]), default=9)
+
+    return finest("first_ts_ns"), finest("last_ts_ns")
+
+
 def _report(path: str, raw: dict, interfaces: Sequence[Interface], eth_gbps: float) -> dict:
     """The `trace stats` JSON of one file (see the README's contract) from the Rust counts."""
     untimed, out_of_order = raw["untimed"], raw["out_of_order"]
@@ -227,7 +262,7 @@ def _report(path: str, raw: dict, interfaces: Sequence[Interface], eth_gbps: flo
         "file": path,
         "format": raw["format"],
         "compression": raw["compression"],
-        **_summary(raw),
+        **_summary(raw, sum(raw["frame_bytes"]), _time_digits(raw, interfaces)),
         "out_of_order": out_of_order,
         # capinfos -o: no packet earlier than the one before it (equal times allowed); unknown
         # (None), as capinfos says, where none is but some carry no timestamp (Simple Packet
@@ -251,11 +286,17 @@ def _report(path: str, raw: dict, interfaces: Sequence[Interface], eth_gbps: flo
                 "name": iface.name,
                 "snaplen": iface.snaplen,
                 "section": iface.section,
-                **_summary(totals),
+                **_summary(totals, frame_bytes, None if untimed else (iface.time_digits,) * 2),
                 **_directions(directions),
             }
-            for k, (iface, totals, directions) in enumerate(
-                zip(interfaces, raw["per_interface"], raw["directions"], strict=True)
+            for k, (iface, totals, directions, frame_bytes) in enumerate(
+                zip(
+                    interfaces,
+                    raw["per_interface"],
+                    raw["directions"],
+                    raw["frame_bytes"],
+                    strict=True,
+                )
             )
         ],
     }

@@ -151,6 +151,7 @@ fn conversion_writes_what_the_one_input_merge_writes() {
                     skip_bad: read.skip_bad,
                     strict: read.strict,
                     keep_names: true,
+                    ..MergeOptions::default()
                 };
                 let merged = merge_with(std::slice::from_ref(&input), &theirs, format, options);
                 let converted = convert_with(&input, &ours, format, read, read.chunk, 0);
