@@ -4,10 +4,8 @@ left behind (processes, hugetlbfs mounts, hugepages, EAL runtime folders, tempor
 also after SIGTERM. The runs assert relations, never speeds: the machine may be loaded."""
 
 import json
-import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import time
@@ -23,41 +21,18 @@ from pcieperf.dpdk import testpmd
 from pcieperf.errors import PcieperfWarning
 from pcieperf.results import json_default
 from tests.helpers.cli import run_cli
+from tests.helpers.dpdk import leftovers, needs_dpdk
 
-REAL = shutil.which("dpdk-testpmd") and shutil.which("dpdk-dumpcap")
-needs_dpdk = pytest.mark.skipif(
-    not REAL or os.geteuid() != 0 or not (hugepages.POOL / "nr_hugepages").exists(),
-    reason="needs root, 2 MiB hugepages and Debian's dpdk-dev (dpdk-testpmd, dpdk-dumpcap); "
-    ".ci/run installs dpdk-dev and runs as root",
-)
 WAIT_S = 300.0  # a generous deadline for conditions on a loaded 2-core machine
 POLL_S = 0.1
-PREFIX = "pcieperf-capture-"
-
-
-def _leftovers() -> dict:
-    """What a capture run could leave behind: its processes, hugetlbfs mounts of its own,
-    runtime folders, tmpfs files, and the hugepage count."""
-    mounts = [
-        line for line in Path("/proc/mounts").read_text().splitlines() if "pcieperf-huge" in line
-    ]
-    procs = subprocess.run(["pgrep", "-f", PREFIX], capture_output=True, text=True).stdout.split()
-    return {
-        "processes": procs,
-        "mounts": mounts,
-        "runtime": sorted(p.name for p in testpmd.runtime_dir(PREFIX).parent.glob(PREFIX + "*")),
-        "tmpfs": sorted(p.name for p in run.TMPFS.glob(f".{PREFIX}*")),
-        "hugepages": (hugepages.POOL / "nr_hugepages").read_text().strip(),
-        "null_is_a_device": stat.S_ISCHR(os.stat(os.devnull).st_mode),  # never removed
-    }
 
 
 @pytest.fixture
 def nothing_left():
     """The test's capture runs must leave the machine as they found it."""
-    before = _leftovers()
+    before = leftovers()
     yield
-    assert _leftovers() == before
+    assert leftovers() == before
 
 
 @needs_dpdk
@@ -159,7 +134,7 @@ def test_stopping_a_capture_cleans_up_and_stores_nothing(stop, tmp_path, nothing
     # Each window lasts 15 s: the signal comes while dumpcap writes, well before the end.
     proc = _start_cli(tmp_path, "--seconds", "15", "--sink", "tmpfs")
     try:
-        _until(lambda: _leftovers()["tmpfs"], proc, "a capture writing")  # dumpcap has started
+        _until(lambda: leftovers()["tmpfs"], proc, "a capture writing")  # dumpcap has started
         proc.send_signal(stop)
         _, err = proc.communicate(timeout=WAIT_S)
     finally:
@@ -179,15 +154,15 @@ def test_the_next_run_undoes_what_a_killed_one_left(tmp_path, nothing_left):
     # death signal), but the mount, the page count, EAL's folder and the tmpfs file stay.
     proc = _start_cli(tmp_path, "--seconds", "15", "--sink", "tmpfs")
     try:
-        _until(lambda: _leftovers()["tmpfs"], proc, "a capture writing")
+        _until(lambda: leftovers()["tmpfs"], proc, "a capture writing")
     finally:
         proc.kill()
         proc.communicate(timeout=WAIT_S)
     deadline = time.monotonic() + WAIT_S
-    while _leftovers()["processes"]:
+    while leftovers()["processes"]:
         assert time.monotonic() < deadline, "testpmd or dumpcap outlived pcieperf"
         time.sleep(POLL_S)
-    assert _leftovers()["mounts"]  # left behind, for the next run to find
+    assert leftovers()["mounts"]  # left behind, for the next run to find
     with pytest.warns(PcieperfWarning, match="an earlier capture run was killed; undone: "):
         pp.capture_run(seconds=1, db=tmp_path / "s.duckdb")
 

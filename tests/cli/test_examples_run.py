@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pcieperf.cli._parser import EXAMPLES
-from tests.capture.test_capture_run import _leftovers, needs_dpdk
-from tests.dpdk.test_testpmd import needs_testpmd
+from pcieperf.cli.examples import EXAMPLES
 from tests.helpers import ROOT, SHARED
+from tests.helpers.dpdk import leftovers, needs_dpdk, needs_testpmd
 
 RUN_S = 600  # a generous deadline per example on a loaded 2-core machine
 # Examples that need what a user makes first, after what makes it (each key once, in this
@@ -104,10 +103,10 @@ def test_example_runs_as_pasted(key, line, clone):
     mark = NEEDS.get(key) or NEEDS.get(" ".join(line.split()[1:3]))
     if mark is not None and mark.args[0]:
         pytest.skip(mark.kwargs["reason"])
-    before = _leftovers() if mark is needs_dpdk else None
+    before = leftovers() if mark is needs_dpdk else None
     _run(line, clone)
     if before is not None:
-        assert _leftovers() == before
+        assert leftovers() == before
 
 
 @pytest.mark.parametrize("line", _readme_lines())
@@ -122,7 +121,7 @@ def test_readme_line_runs_as_pasted(line, readme_clone):
     if why:
         not_made.update(OUTPUT.findall(line))
         pytest.skip("; ".join(why))
-    before = _leftovers() if needs_dpdk in marks else None
+    before = leftovers() if needs_dpdk in marks else None
     _run(line, work)
     if before is not None:
-        assert _leftovers() == before
+        assert leftovers() == before

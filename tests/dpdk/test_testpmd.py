@@ -26,13 +26,9 @@ from pcieperf.dpdk import forwarding, testpmd
 from pcieperf.errors import UsageError
 from pcieperf.pcie.link import Link
 from tests.helpers import TESTS_DATA
+from tests.helpers.dpdk import needs_testpmd
 
 DATA = TESTS_DATA / "testpmd"
-HAVE_TESTPMD = shutil.which("dpdk-testpmd") is not None and len(os.sched_getaffinity(0)) >= 2
-needs_testpmd = pytest.mark.skipif(
-    not HAVE_TESTPMD,
-    reason="dpdk-testpmd (Debian dpdk-dev; .ci/run installs it) or a second CPU is missing",
-)
 needs_two_cpus = pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="a run needs two CPUs (a main and a forwarding lcore)"
 )

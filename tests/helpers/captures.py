@@ -4,6 +4,11 @@ independent reader the tests compare with)."""
 
 import struct
 import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from pcieperf.net import trace
 
 # --- captures written byte by byte (draft-ietf-opsawg-pcap §4-5, draft-ietf-opsawg-pcapng §3-4)
 
@@ -129,3 +134,33 @@ def pcap_of_times(ts_ns, wirelen) -> bytes:
     records["sec"], records["ns"] = np.divmod(np.asarray(ts_ns, dtype=np.int64), 1_000_000_000)
     records["wire"] = wirelen
     return pcap([], nanos=True) + records.tobytes()
+
+
+# --- captures read and written through pcieperf's own trace module
+
+
+def payloads(t: trace.Trace) -> list[bytes]:
+    data = Path(t.path).read_bytes()
+    return [data[o : o + c] for o, c in zip(t.offset.tolist(), t.caplen.tolist(), strict=True)]
+
+
+def content(t: trace.Trace) -> list[tuple]:
+    return sorted(
+        zip(t.ts_ns.tolist(), t.wirelen.tolist(), payloads(t), strict=True),
+    )
+
+
+def write_capture(path: Path, ts: list[int], fill: int) -> None:
+    """A capture of 60-byte frames at the given times, every byte `fill`."""
+    writer = trace.core().TraceWriter(str(path), path.suffix[1:], 1, 0)
+    n = len(ts)
+    data = np.full(60 * max(n, 1), fill, dtype=np.uint8)
+    writer.write_batch(
+        np.array(ts, dtype=np.int64),
+        np.zeros(n, dtype=np.uint32),
+        np.full(n, 60, dtype=np.uint32),
+        np.full(n, 60, dtype=np.uint32),
+        data,
+        np.arange(n, dtype=np.uint64) * 60,
+    )
+    writer.close()

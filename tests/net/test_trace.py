@@ -19,7 +19,7 @@ from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.nic import nic
 from pcieperf.pcie.link import Link
 from tests.helpers import CAPTURES
-from tests.helpers.captures import epoch_ns, tshark_fields
+from tests.helpers.captures import content, epoch_ns, payloads, tshark_fields, write_capture
 
 SHARED = sorted(CAPTURES.glob("**/*.pcap*")) if CAPTURES.is_dir() else []
 needs_shared = pytest.mark.skipif(not SHARED, reason="../shared/data/captures is absent")
@@ -80,11 +80,6 @@ def test_caplen_beyond_snaplen_is_read_counted_and_warned_once(capsys):
     )
 
 
-def payloads(t: trace.Trace) -> list[bytes]:
-    data = Path(t.path).read_bytes()
-    return [data[o : o + c] for o, c in zip(t.offset.tolist(), t.caplen.tolist(), strict=True)]
-
-
 @needs_shared
 @pytest.mark.parametrize("path", SHARED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_round_trip_is_lossless(path, tmp_path):
@@ -108,12 +103,6 @@ def test_round_trip_is_lossless(path, tmp_path):
             assert [i.linktype for i in copy.interfaces] == [i.linktype for i in source.interfaces]
 
 
-def content(t: trace.Trace) -> list[tuple]:
-    return sorted(
-        zip(t.ts_ns.tolist(), t.wirelen.tolist(), payloads(t), strict=True),
-    )
-
-
 @needs_shared
 def test_merge_is_sorted_complete_and_equal_in_content(tmp_path):
     names = ["tcpdump/afs.pcap", "tcpdump/AoE_Linux.pcap", "tcpdump/nhrp.pcapng"]
@@ -131,22 +120,6 @@ def test_merge_is_sorted_complete_and_equal_in_content(tmp_path):
         theirs = tmp_path / "mergecap.pcapng"
         subprocess.run(["mergecap", "-w", str(theirs), *map(str, inputs)], check=True)
         assert trace.read(theirs).ts_ns.tolist() == merged.ts_ns.tolist()
-
-
-def write_capture(path: Path, ts: list[int], fill: int) -> None:
-    """A capture of 60-byte frames at the given times, every byte `fill`."""
-    writer = trace.core().TraceWriter(str(path), path.suffix[1:], 1, 0)
-    n = len(ts)
-    data = np.full(60 * max(n, 1), fill, dtype=np.uint8)
-    writer.write_batch(
-        np.array(ts, dtype=np.int64),
-        np.zeros(n, dtype=np.uint32),
-        np.full(n, 60, dtype=np.uint32),
-        np.full(n, 60, dtype=np.uint32),
-        data,
-        np.arange(n, dtype=np.uint64) * 60,
-    )
-    writer.close()
 
 
 @settings(max_examples=40, deadline=None)

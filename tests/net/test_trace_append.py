@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from pcieperf.net import trace
 from tests.helpers import CAPTURES
+from tests.helpers.captures import content, write_capture
 from tests.helpers.cli import run_cli
-from tests.net.test_trace import content, needs_shared, write_capture
+
+needs_shared = pytest.mark.skipif(not CAPTURES.is_dir(), reason=f"{CAPTURES} is absent")
 
 
 def tagged(folder, times: list[list[int]], suffix: str) -> list:

@@ -18,12 +18,12 @@ from pcieperf import interrupts, progress
 from pcieperf.cli._parser import (
     _COMMANDS,
     _GROUPS,
-    EXAMPLES,
     _Formatter,
     _Parser,
     _parser_options,
     _Version,
 )
+from pcieperf.cli.examples import EXAMPLES
 from pcieperf.errors import PcieperfError, PcieperfWarning, UsageError, require_plot_file
 
 _TOP_LEVEL: dict[str, tuple[str, str]] = {
