@@ -34,6 +34,8 @@ README_NEEDS = (  # what a README line needs besides the files earlier lines wri
     (re.compile(r"capture (run|show)"), needs_dpdk),
     (re.compile(r"dpdk run|--from-run"), needs_testpmd),
 )
+# Lines that read the pcie-bench results `data import` stores from ../shared/data.
+STORED_RESULTS = re.compile(r"data (show|plot)")
 OUTPUT = re.compile(r"(?:-o|--out)\s+(\S+)")
 
 
@@ -47,6 +49,11 @@ def _ordered() -> list[tuple[str, str]]:
             seen.add(line)
             ordered.append((key, line))
     return ordered
+
+
+def _needs_shared(line: str) -> bool:
+    """Whether a line reads the measured data, itself or as `data import` stored it."""
+    return "../shared/data" in line or STORED_RESULTS.search(line) is not None
 
 
 def _readme_lines() -> list[str]:
@@ -98,7 +105,7 @@ def test_every_example_is_run_once():
 
 @pytest.mark.parametrize(("key", "line"), _ordered(), ids=[key for key, _ in _ordered()])
 def test_example_runs_as_pasted(key, line, clone):
-    if "../shared/data" in line and not SHARED.is_dir():
+    if _needs_shared(line) and not SHARED.is_dir():
         pytest.skip(f"{SHARED} is absent (set PCIEPERF_SHARED_DATA)")
     mark = NEEDS.get(key) or NEEDS.get(" ".join(line.split()[1:3]))
     if mark is not None and mark.args[0]:
@@ -114,7 +121,7 @@ def test_readme_line_runs_as_pasted(line, readme_clone):
     work, not_made = readme_clone
     marks = [mark for pattern, mark in README_NEEDS if pattern.search(line)]
     why = [m.kwargs["reason"] for m in marks if m.args[0]]
-    if "../shared/data" in line and not SHARED.is_dir():
+    if _needs_shared(line) and not SHARED.is_dir():
         why.append(f"{SHARED} is absent (set PCIEPERF_SHARED_DATA)")
     if missing := not_made & set(line.split()):
         why.append(f"an earlier line could not make {', '.join(sorted(missing))}")
