@@ -48,12 +48,12 @@ Bottleneck = Literal["ethernet", "pcie_up", "pcie_down"]
 MAX_OP_BYTES = 1 << 32  # 4 GiB per operation: larger sizes are typos
 
 PROFILES = Path(__file__).with_name("profiles")
-DEFAULT_PROFILE = "testpmd-fwd"
-"""Every command's NIC where none is given: the XL710 (40 GbE, PCIe 3.0 x8) as testpmd forwards
-with it, the NIC of the VTune recipe and the 4 KiB-page talk, matching the default link and port."""
 """The built-in profiles: files beside this module (pcieperf, with its compiled core, is never
 imported from a zip), read without importlib.resources, whose imports (zipfile, tempfile,
 shutil) cost `nic` 5-25 ms of start-up here (python -X importtime)."""
+DEFAULT_PROFILE = "testpmd-fwd"
+"""Every command's NIC where none is given: the XL710 (40 GbE, PCIe 3.0 x8) as testpmd forwards
+with it, the NIC of the VTune recipe and the 4 KiB-page talk, matching the default link and port."""
 _PROFILE_KEYS = {"name", "description", "source", "notes", "params", "device", "rx", "tx"}
 DEVICE_FACTS = ("read_requests", "queues", "rx_fetch_bytes", "tx_fetch_bytes", "rx_wb_batch")
 _DEVICE_KEYS = {"name", "source", "notes", "assumed", *DEVICE_FACTS}
