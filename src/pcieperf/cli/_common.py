@@ -48,7 +48,6 @@ tlp = _lazy.module("pcieperf.pcie.tlp")
 trace = _lazy.module("pcieperf.net.trace")
 
 DEFAULT_PPS = "10M"
-DEFAULT_PKT = DEFAULT_FRAME_BYTES - FCS_BYTES
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,11 +151,13 @@ def _link(args: argparse.Namespace) -> Link:
     return pcie_api.make_link(**link_options(args))
 
 
-def add_size_options(p: argparse.ArgumentParser, default_pkt: int | None = DEFAULT_PKT) -> None:
+def add_size_options(
+    p: argparse.ArgumentParser, default_frame: int | None = DEFAULT_FRAME_BYTES
+) -> None:
     """--frame N, the packet size as every command counts it (an Ethernet frame incl. FCS,
     docs/units.md), and --pkt N, its older spelling in bytes the NIC DMAs (frame - FCS), kept
     for one release with a deprecation line; one or the other (`packet_bytes` reads them)."""
-    default = "" if default_pkt is None else f" (default {default_pkt + FCS_BYTES})"
+    default = "" if default_frame is None else f" (default {default_frame})"
     group = p.add_mutually_exclusive_group()
     group.add_argument(
         "--frame", type=_whole(), default=None, help=f"Ethernet frame bytes incl. FCS{default}"

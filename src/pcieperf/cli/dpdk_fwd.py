@@ -7,7 +7,6 @@ import argparse
 from typing import TYPE_CHECKING
 
 from pcieperf.cli._common import (
-    DEFAULT_PKT,
     DEFAULT_PPS,
     _add_trace_replay_options,
     _real,
@@ -107,7 +106,7 @@ def _add_forwarding_options(p: argparse.ArgumentParser, defaults: bool = True) -
     not given have defaults (explain needs the ones the counters were measured at)."""
     default = f" (default {DEFAULT_PPS})" if defaults else " (required, or --from-run)"
     p.add_argument("--pps", default=None, help=f"packet rate: 10e6, 10M, 14.88Mpps{default}")
-    add_size_options(p, DEFAULT_PKT if defaults else None)
+    add_size_options(p, wire.DEFAULT_FRAME_BYTES if defaults else None)
     d = dpdk_port.PortSetup()  # the one port setup's defaults, as the iommu commands have them
     p.add_argument("--rx-desc", type=_whole(), default=d.rx_desc_bytes, help="Rx descriptor bytes")
     p.add_argument("--tx-desc", type=_whole(), default=d.tx_desc_bytes, help="Tx descriptor bytes")
