@@ -322,8 +322,7 @@ class Store:
             "WHERE import_id = ? ORDER BY rowid",
             [import_id],
         ).fetchall()
-        columns = [list(column) for column in zip(*rows, strict=True)] or [[] for _ in range(8)]
-        return Samples(source, file, *columns)
+        return Samples(source, file, *(list(column) for column in zip(*rows, strict=True)))
 
     def add_dpdk_run(self, run: RunResult) -> int:
         """Store one testpmd run (its ports, merged burst histogram and output) in one

@@ -231,12 +231,10 @@ def merge_captures(
             f"--append with --scheduler {scheduler} is not allowed: appending is one pass in "
             "input order; leave out --scheduler"
         )
-    if append:
-        result = trace.merge(paths, out, append=True, **options)
-    elif scheduler:
+    if scheduler:
         result = _on_dask(scheduler, debug, lambda c: archive_merge.merge(c, paths, out, **options))
     else:
-        result = trace.merge(paths, out, **options)
+        result = trace.merge(paths, out, append=append, **options)
     if result["truncated"]:
         warn(
             f"{result['truncated']} inputs were cut short inside a record; what came before "
