@@ -365,12 +365,17 @@ mod tests {
             .collect()
     }
 
-    fn sorted_by(packets: &[Packet], run: usize, dir: &Path) -> (Vec<Packet>, usize) {
+    /// A sorter of runs of `run` packets in `dir` that `packets` were pushed into.
+    fn filled(packets: &[Packet], run: usize, dir: &Path) -> Sorter {
         let mut sorter = Sorter::new(run, dir);
         for &p in packets {
             sorter.push(p).unwrap();
         }
-        let sorted = sorter.finish().unwrap();
+        sorter
+    }
+
+    fn sorted_by(packets: &[Packet], run: usize, dir: &Path) -> (Vec<Packet>, usize) {
+        let sorted = filled(packets, run, dir).finish().unwrap();
         let mut out = Vec::new();
         sorted.for_each(|p| out.push(*p)).unwrap();
         // A second walk gives the same packets.
@@ -397,10 +402,7 @@ mod tests {
     #[test]
     fn run_files_never_have_a_name_a_killed_process_could_leave() {
         let dir = folder("drop");
-        let mut sorter = Sorter::new(10, &dir);
-        for p in shuffled(35) {
-            sorter.push(p).unwrap();
-        }
+        let sorter = filled(&shuffled(35), 10, &dir);
         assert_eq!(files_in(&dir), 0); // three runs spilled, none of them named
         let sorted = sorter.finish().unwrap();
         assert_eq!((sorted.run_files(), files_in(&dir)), (4, 0));
@@ -426,11 +428,7 @@ mod tests {
     #[test]
     fn a_run_file_cut_short_is_an_error_naming_it() {
         let dir = folder("cut");
-        let mut sorter = Sorter::new(4, &dir);
-        for p in shuffled(10) {
-            sorter.push(p).unwrap();
-        }
-        let sorted = sorter.finish().unwrap();
+        let sorted = filled(&shuffled(10), 4, &dir).finish().unwrap();
         let Sorted::Runs(runs) = &sorted else {
             panic!("10 packets in runs of 4 are on disk")
         };
