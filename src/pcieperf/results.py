@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
@@ -35,6 +36,9 @@ class Result(Protocol):
 
     def to_columns(self) -> dict[str, Sequence[object]]:
         """The JSON's rows as columns, key -> one value per row (what `sweep` stores)."""
+
+    def to_csv(self) -> str:
+        """The DataFrame's rows as CSV (`--format csv`)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,9 @@ class Table:
     after it (`details`). The text shows `text_rows` where they differ from the JSON's rows
     (an object shown as a list, or columns only the text shows). `optional` names the keys of
     columns the text may leave out, least wanted first, until the table fits the width without
-    wrapping; a line says which were left out."""
+    wrapping; a line says which were left out. `expand` as `json_rows` takes it: False where
+    the data is one observation whose list of objects is its parts (a forwarding estimate's
+    terms), so the DataFrame is one row."""
 
     data: object
     columns: Sequence[Column]
@@ -94,6 +100,7 @@ class Table:
     text_rows: Sequence[dict] | Columnar | None = None
     details: Sequence[Table] = ()
     optional: Sequence[str] = ()
+    expand: bool = True
 
     @cached_property
     def _json(self) -> object:
@@ -131,12 +138,16 @@ class Table:
         return shown.rows() if isinstance(shown, Columnar) else shown
 
     def to_frame(self) -> pandas.DataFrame:
-        """One row per JSON row, nested objects as `a.b` columns, lists kept as lists."""
-        if isinstance(self.data, Columnar):
+        """One row per JSON row, scalar cells (`frame`); model columns of scalars as they are."""
+        if isinstance(self.data, Columnar) and _all_scalar(self.data.values):
             import pandas
 
             return pandas.DataFrame(dict(self.data.values))
-        return frame(self._json)
+        return frame(self._json, expand=self.expand)
+
+    def to_csv(self) -> str:
+        """The JSON's rows as CSV (`csv_text`)."""
+        return csv_text(self._json, expand=self.expand)
 
     def to_columns(self) -> dict[str, Sequence[object]]:
         """The rows as columns (`columns_of_rows`); columnar rows as they are, no dicts built."""
@@ -179,6 +190,10 @@ class Report:
         """The JSON's rows as a DataFrame (`frame`)."""
         return frame(self.data)
 
+    def to_csv(self) -> str:
+        """The JSON's rows as CSV (`csv_text`)."""
+        return csv_text(self.data)
+
     def to_columns(self) -> dict[str, Sequence[object]]:
         """The JSON's rows (the object is one) as columns (`columns_of_rows`)."""
         return columns_of_rows(_rows_of(self.data))
@@ -192,27 +207,56 @@ class Report:
         return self.to_text()
 
 
-def frame(payload: object) -> pandas.DataFrame:
-    """A JSON payload's rows (`json_rows`) as a DataFrame: None as missing, lists kept."""
+def _all_scalar(columns: Mapping[str, Sequence[object]]) -> bool:
+    """Whether model columns hold scalars only (numpy arrays, or lists without lists or
+    dicts or a mix of numbers and names), so a DataFrame takes them as they are."""
+    return not any(
+        isinstance(values, list | tuple)
+        and (any(isinstance(v, list | dict) for v in values) or _mixes_numbers_and_text(values))
+        for values in columns.values()
+    )
+
+
+def frame(payload: object, *, expand: bool = True) -> pandas.DataFrame:
+    """A JSON payload's rows (`json_rows`) as a tidy DataFrame: scalar cells, None as missing,
+    a column that mixes numbers and names (a size of 64 or "imix") as text."""
     import pandas
 
-    return pandas.DataFrame(json_rows(payload, for_csv=False))
+    rows = json_rows(payload, for_csv=False, expand=expand)
+    table = pandas.DataFrame(rows)
+    for name in table.columns:
+        if _mixes_numbers_and_text(table[name]):
+            table[name] = [None if v is None else str(v) for v in table[name]]
+    return table
+
+
+def _mixes_numbers_and_text(column: Iterable[object]) -> bool:
+    """Whether a column holds both text and numbers (its non-missing values)."""
+    kinds = {isinstance(v, str) for v in column if v is not None}
+    return len(kinds) == 2
 
 
 # --- rows, CSV and text tables ------------------------------------------------------------------
 
 
-def json_rows(payload: object, *, for_csv: bool = True) -> list[dict]:
+def json_rows(payload: object, *, for_csv: bool = True, expand: bool = True) -> list[dict]:
     """The rows a JSON payload holds, each flattened (`_flat`): a list is one row per item;
-    an object holding a list of objects is one row per item of that list (the object's other
-    fields repeated on each, as context); any other object is one row."""
+    an object holding a list of objects is, with `expand`, one row per item of that list (its
+    fields named as they are, or under the list's name where the object's other fields, which
+    are repeated on each row as context, have one of their names); any other object is one
+    row."""
     if isinstance(payload, list):
         return [_flat(item, "", for_csv) for item in payload]
-    if isinstance(payload, dict):
+    if isinstance(payload, dict) and expand:
         lists = [k for k, v in payload.items() if _is_rows(v)]
         if len(lists) == 1:
             context = _flat({k: v for k, v in payload.items() if k != lists[0]}, "", for_csv)
-            return [context | _flat(item, f"{lists[0]}.", for_csv) for item in payload[lists[0]]]
+            items = [_flat(item, "", for_csv) for item in payload[lists[0]]]
+            if any(context.keys() & item.keys() for item in items):  # a name twice: the list's
+                items = [
+                    _flat(item, f"{column_name(lists[0])}_", for_csv) for item in payload[lists[0]]
+                ]
+            return [context | item for item in items]
     return [_flat(payload, "", for_csv)]
 
 
@@ -222,38 +266,85 @@ def _is_rows(value: object) -> bool:
 
 
 def _flat(value: object, prefix: str, for_csv: bool) -> dict:
-    """A JSON value as one row: nested objects become `a.b` columns; lists (and anything else
-    not a scalar) are kept as their JSON text in one cell, or as they are."""
+    """A JSON value as one row of scalar cells, named in snake_case (`column_name`): a nested
+    object's fields as `a_b` columns; a list of objects as one group of columns per item,
+    `a_<item>_b`, the item named by its `_item_names`; any other list as one text cell."""
     if not isinstance(value, dict):
-        return {prefix.rstrip(".") or "value": _cell(value, for_csv)}
+        return {prefix.rstrip("_") or "value": _cell(value, for_csv)}
     row: dict = {}
     for key, item in value.items():
+        name = f"{prefix}{column_name(str(key))}"
         if isinstance(item, dict) and item:
-            row |= _flat(item, f"{prefix}{key}.", for_csv)
+            row |= _flat(item, f"{name}_", for_csv)
+        elif _is_rows(item):
+            key, labels = _item_names(item)
+            for label, part in zip(labels, item, strict=True):
+                fields = {k: v for k, v in part.items() if k != key}
+                row |= _flat(fields, f"{name}_{label}_", for_csv)
         else:
-            row[f"{prefix}{key}"] = _cell(item, for_csv)
+            row[name] = _cell(item, for_csv)
     return row
 
 
+ITEM_KEYS = ("name", "term", "metric", "parameter", "knob", "window", "test")
+"""Fields that name an item of a list of objects (a term, a metric), tried in this order."""
+
+
+def _item_names(items: list[dict]) -> tuple[str | None, list[str]]:
+    """What names each item of a list of objects in a column's name: its `ITEM_KEYS` field
+    (which is then left out of its columns) where the items' values there are distinct
+    texts, else its place (0, 1, ...)."""
+    for key in ITEM_KEYS:
+        values = [item.get(key) for item in items]
+        if all(isinstance(v, str) and v for v in values) and len(set(values)) == len(values):
+            return key, [column_name(v) for v in values]
+    return None, [str(i) for i in range(len(items))]
+
+
+_SYMBOLS = (("<=", "_le_"), (">=", "_ge_"), ("<", "_lt_"), (">", "_gt_"), ("%", "_pct_"))
+
+
+def column_name(key: str) -> str:
+    """A JSON key or an item's name as a snake_case column name: lower case, "<"/">" as
+    lt/gt, a range "65-127" as 65_to_127, any other run of non-alphanumerics as one "_"."""
+    name = key.lower()
+    for symbol, word in _SYMBOLS:
+        name = name.replace(symbol, word)
+    name = re.sub(r"^(\d+)-(\d+)$", r"\1_to_\2", name)
+    return re.sub(r"[^a-z0-9]+", "_", name).strip("_") or "value"
+
+
 def _cell(value: object, for_csv: bool) -> object:
-    """A cell: scalars as they are (numpy ones and datetimes as in the JSON); for CSV, None
-    as empty and lists and empty objects as their JSON text."""
+    """A scalar cell: scalars as they are (numpy ones and datetimes as in the JSON); a list of
+    scalars as one text, its items joined by "; "; for CSV, None as empty."""
     if for_csv and value is None:
         return ""
-    if isinstance(value, list | dict):
-        return json.dumps(value, default=json_default) if for_csv else value
+    if isinstance(value, dict):  # only an empty one is left as a cell
+        return "" if for_csv else None
+    if isinstance(value, list):
+        return LIST_SEPARATOR.join(_text(v) for v in value)
     if value is None or isinstance(value, str | int | float):
         return value
     return json_default(value)
 
 
-def csv_text(payload: object) -> str:
+LIST_SEPARATOR = "; "  # between the items of a list held in one cell (`limited_by`, `notes`)
+
+
+def _text(value: object) -> str:
+    """One item of a listed cell as text: a number or a name as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=json_default)
+
+
+def csv_text(payload: object, *, expand: bool = True) -> str:
     """The JSON's rows as CSV: one header line (the JSON's keys, whose names carry the units,
-    `a.b` for nested ones, in first-seen order), then one line per row."""
+    `a_b` for nested ones, in first-seen order), then one line per row."""
     import csv
     import io
 
-    rows = json_rows(payload)
+    rows = json_rows(payload, expand=expand)
     if not rows:  # no rows, so no columns to name: nothing at all
         return ""
     header = list(dict.fromkeys(key for row in rows for key in row))
@@ -324,9 +415,13 @@ def format_table(
     headers: Sequence[str], rows: Sequence[Sequence[object]], width: int | None = None
 ) -> str:
     """A text table: numbers right-aligned (floats with 2 decimals), text left-aligned; text
-    columns wrapped onto more lines where the table is wider than `width` (text_width())."""
+    columns wrapped between words onto more lines where the table is wider than `width`
+    (text_width())."""
     text, numeric, widths = _layout(headers, rows)
-    widths = _fitted(widths, numeric, width or text_width(), [len(h) for h in headers])
+    words = [
+        max([len(h), *(len(w) for r in text for w in r[i].split())]) for i, h in enumerate(headers)
+    ]
+    widths = _fitted(widths, numeric, width or text_width(), words)
     lines = [_line(headers, widths, numeric)]
     for row in text:
         wrapped = [
@@ -355,7 +450,8 @@ def _line(cells: Sequence[str], widths: Sequence[int], numeric: Sequence[bool]) 
 
 def _fitted(widths: list[int], numeric: list[bool], width: int, least: list[int]) -> list[int]:
     """Column widths whose sum (and the gaps) fits `width`: the widest text column gives up
-    one character at a time (so wide ones end up alike), none below its header or 12."""
+    one character at a time (so wide ones end up alike), none below `least` (its header and
+    its longest word: a word is never cut) or 12."""
     widths = list(widths)
     over = sum(widths) + 2 * (len(widths) - 1) - width
     while over > 0:

@@ -29,7 +29,7 @@ def test_the_lines_are_the_models_rows(figure):
         for row in rows.to_json()["rows"]:
             at = frame.loc[row["size"]]
             assert at[f"{column}_capture_gbps"] == pytest.approx(row["capture_gbps"], rel=1e-12)
-            assert at[f"{column}_capture_low_gbps"] == pytest.approx(row["capture_gbps_low"])
+            assert at[f"{column}_capture_gbps_low"] == pytest.approx(row["capture_gbps_low"])
             fwd_gbps = row["fwd_pps"] * (row["size"] + 20) * 8 / 1e9  # wire bits per packet
             assert at[f"{column}_fwd_gbps"] == pytest.approx(fwd_gbps, rel=1e-12)
     assert len(found.facts) == 3

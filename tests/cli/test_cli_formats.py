@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 from importlib.metadata import version
 from pathlib import Path
@@ -15,8 +16,8 @@ import pytest
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, runs_file
 from pcieperf.cli import main
 from pcieperf.measure.store import Store
-from pcieperf.results import csv_text, json_rows
-from tests.helpers import PCIE_BENCH, TESTS_DATA
+from pcieperf.results import column_name, csv_text, json_rows
+from tests.helpers import PCIE_BENCH, ROOT, TESTS_DATA
 from tests.helpers.cli import ALL, run_cli
 from tests.helpers.hosts import write_host_toml
 
@@ -130,9 +131,15 @@ def test_every_command_has_a_run():
     assert len(COMMANDS) == 41
 
 
-def expected_rows(payload):
+# One observation whose list of objects is its parts (a forwarding estimate's terms): one row.
+ONE_ROW = {"dpdk-fwd", "dpdk fwd"}
+
+
+def expected_rows(payload, command):
     """How many rows a command's JSON holds, counted the way issue 16 defines them: a list's
-    items; an object's one list of objects; else the object itself."""
+    items; an object's one list of objects (but one row for `ONE_ROW`); else the object."""
+    if command in ONE_ROW:
+        return 1
     if isinstance(payload, list):
         return len(payload)
     tables = [v for v in payload.values() if isinstance(v, list) and v]
@@ -142,19 +149,52 @@ def expected_rows(payload):
 
 def first_row_scalars(payload):
     """The first row's plain (number or text) fields as the JSON has them, nested ones under
-    `a.b` names."""
+    `a_b` names (docs/units.md, "Column names")."""
     row = payload[0] if isinstance(payload, list) else payload
     flat = {}
 
     def walk(value, prefix):
         for key, item in value.items():
             if isinstance(item, dict):
-                walk(item, f"{prefix}{key}.")
+                walk(item, f"{prefix}{column_name(key)}_")
             elif isinstance(item, int | float | str) and not isinstance(item, bool):
-                flat[f"{prefix}{key}"] = item
+                flat[f"{prefix}{column_name(key)}"] = item
 
     walk(row if isinstance(row, dict) else {}, "")
     return flat
+
+
+NAME = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")
+
+
+def _count_words():
+    """docs/units.md's unit words and the words that say what a unitless number counts."""
+    section = (ROOT / "docs" / "units.md").read_text().split("## Column names", 1)[1]
+    table = [line for line in section.splitlines() if line.startswith("| ")]
+    return set(re.findall(r"`([a-z0-9]+)`", "\n".join(table)))
+
+
+WORDS = _count_words()
+
+
+def _is_number(cell):
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def assert_tidy(rows):
+    """docs/units.md's column rules: snake_case names, no JSON in a cell, and every numeric
+    column named with a unit or with what it counts (`per_file`/`per_test`: validate's MAPE)."""
+    for name in rows[0]:
+        assert NAME.fullmatch(name), name
+        cells = [row[name] for row in rows if row[name] != ""]
+        assert not any(c.startswith(("[", "{")) for c in cells), name
+        if cells and all(_is_number(c) for c in cells):
+            words = set(name.split("_"))
+            assert words & WORDS or name.startswith(("per_file_", "per_test_")), name
 
 
 @pytest.mark.parametrize("command", sorted(RUNS))
@@ -169,18 +209,19 @@ def test_csv_holds_the_rows_of_the_json(capsys, prepared, tmp_path, command):
     text = run(capsys, f"{RUNS[command]} --format csv", prepared, tmp_path / "csv")
     text = text.replace(str(tmp_path / "csv"), str(tmp_path / "json"))  # its own outputs
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert len(rows) == expected_rows(payload)
+    assert len(rows) == expected_rows(payload, command)
     if not rows:
         assert text == ""
         return
     header = text.splitlines()[0].split(",")
     assert len(header) == len(set(header))  # one column per key
+    assert_tidy(rows)
     # The first row's plain fields are columns with the JSON's values (dpdk run measures
     # anew each time; sweep says how long it took and what it estimated from one point).
     scalars = first_row_scalars(payload)
     assert scalars.keys() <= rows[0].keys()
     if command not in ("dpdk run", "capture run"):
-        timed = {k for k in scalars if k == "seconds" or k.startswith("estimate.")}
+        timed = {k for k in scalars if k == "seconds" or k.startswith("estimate_")}
         shown = {k: type(v)(rows[0][k]) for k, v in scalars.items() if k not in timed}
         assert shown == {k: v for k, v in scalars.items() if k not in timed}
 
@@ -192,17 +233,41 @@ def test_json_is_format_json(capsys):
 
 
 def test_csv_by_hand():
-    # A list of rows; a nested object as a.b columns; a list inside a row as its JSON text;
-    # None as an empty cell; the header in first-seen key order.
+    # A list of rows; a nested object as a_b columns; a list of numbers or names inside a row as
+    # one text, "; " between items; None as an empty cell; the header in first-seen key order.
     payload = [{"size": 64, "gbps": 1.5, "link": {"gen": 3}, "sizes": [1, 2]}, {"size": 128}]
-    assert csv_text(payload) == ('size,gbps,link.gen,sizes\n64,1.5,3,"[1, 2]"\n128,,,\n')
+    assert csv_text(payload) == ("size,gbps,link_gen,sizes\n64,1.5,3,1; 2\n128,,,\n")
     # An object holding one table: one row per item, the object's fields repeated as context.
     table = {"profile": "dpdk", "rows": [{"size": 64}, {"size": 128}]}
-    assert json_rows(table) == [
-        {"profile": "dpdk", "rows.size": 64},
-        {"profile": "dpdk", "rows.size": 128},
+    assert json_rows(table) == [{"profile": "dpdk", "size": 64}, {"profile": "dpdk", "size": 128}]
+    # ... under the list's name where a name would be there twice.
+    clash = {"size": "all", "rows": [{"size": 64}]}
+    assert json_rows(clash) == [{"size": "all", "rows_size": 64}]
+    assert json_rows({"a": 1, "b": {"c": None}}) == [{"a": 1, "b_c": ""}]
+    # ... or, not expanded (one observation and its parts), one row: each item's fields under
+    # its name (a `term`), or under its place where the items have no name.
+    estimate = {
+        "pps": 1e6,
+        "terms": [{"term": "Rx packet", "gbps": 2.0}, {"term": "Tx", "gbps": 1}],
+    }
+    assert json_rows(estimate, expand=False) == [
+        {"pps": 1e6, "terms_rx_packet_gbps": 2.0, "terms_tx_gbps": 1}
     ]
-    assert json_rows({"a": 1, "b": {"c": None}}) == [{"a": 1, "b.c": ""}]
+    assert json_rows({"ifs": [{"id": 0}, {"id": 1}]}, expand=False) == [
+        {"ifs_0_id": 0, "ifs_1_id": 1}
+    ]
+    # Keys as snake_case names: pcapng-style ranges, comparisons and dots (capinfos' buckets,
+    # a p99.9 statistic).
+    names = ["<64", "65-127", ">1518", "p99.9", "HWarm", "bw_dma_off_rd.csv", "E5-2620v3"]
+    assert [column_name(n) for n in names] == [
+        "lt_64",
+        "65_to_127",
+        "gt_1518",
+        "p99_9",
+        "hwarm",
+        "bw_dma_off_rd_csv",
+        "e5_2620v3",
+    ]
 
 
 def test_a_bad_format_is_one_line_exit_2(capsys):

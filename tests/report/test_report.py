@@ -118,7 +118,7 @@ def _csv(report: Path, slug: str) -> pd.DataFrame:
 def test_figures_of_the_same_quantity_agree(report):
     # Figure 1's fourth curve is the XL710 testpmd-fwd profile: its frame throughput at a
     # frame size, divided by the frame's bits, is the packet rate (Gb/s / bit = Gpps).
-    fig1 = _csv(report, "fig1_nic_models").set_index("frame_bytes")["testpmd_fwd_nic_gbps"]
+    fig1 = _csv(report, "fig1_nic_models").set_index("frame_bytes")["testpmd_fwd_achievable_gbps"]
     rings = _csv(report, "iommu_rings")
     mpps_at = lambda frame: fig1[frame] * 1e3 / (8 * frame)  # noqa: E731
     # The IOMMU figure's mix "64" is a 64 B frame: its `nic` model rate is Figure 1's.
@@ -130,20 +130,37 @@ def test_figures_of_the_same_quantity_agree(report):
     # The DPDK forwarding figure's 64 B packets are DMA'd without the FCS, 68 B frames: the
     # most its busier wire line allows on the link is Figure 1's rate at 68 B.
     fwd = _csv(report, "dpdk_forwarding").iloc[-1]
-    per_mpps = max(fwd["pcie_up_wire_gbps"], fwd["pcie_down_wire_gbps"]) / fwd["packet_rate_mpps"]
+    per_mpps = max(fwd["pcie_up_gbps"], fwd["pcie_down_gbps"]) / (fwd["pps"] / 1e6)
     assert Link().tlp_gbps / per_mpps == pytest.approx(mpps_at(68), rel=1e-9)
 
 
-UNITS = ("_bytes", "_gbps", "_mpps", "_ns", "_ms", "_dmas", "_tags", "_fraction")
+def _cli_names():
+    """The column names of the commands the report's figures redraw, as the API's DataFrames
+    (and so `--format csv`) give them: figure name -> names."""
+    nic = pp.nic(sizes=[64]).to_frame()
+    latency = pp.latency(sizes=[64]).to_frame()
+    return {
+        "fig1_nic_models": {*nic, *pp.dma(sizes=[64]).to_frame(), "frame_bytes"},
+        "dma_effective": set(pp.dma(sizes=[64]).to_frame()),
+        "dpdk_forwarding": set(pp.dpdk_forwarding().to_frame()),
+        "fig2_latency": {*latency, "frame_bytes"},
+        "concurrency": {*latency, "frame_bytes"},
+        "capture": set(pp.capture_model(sizes=[64]).to_frame()),
+        "iommu_rings": set(pp.iommu.sim().to_frame()),
+    }
 
 
-def test_every_curve_column_carries_its_unit(report):
-    for slug in ("fig1_nic_models", "dma_effective", "dpdk_forwarding", "fig2_latency", "capture"):
+def test_report_csvs_name_quantities_as_the_commands_do(report):
+    # One name per quantity (issue 27): a figure's column is the name the command it redraws
+    # gives that quantity (`nic`'s line_rate_gbps, `latency`'s pcie_share), or that name after
+    # a label of the curve (a profile, an op and link, a design, an Ethernet rate).
+    for slug, names in _cli_names().items():
         for column in _csv(report, slug).columns:
-            assert column.endswith(UNITS), (slug, column)
+            assert column in names or any(column.endswith(f"_{n}") for n in names), (slug, column)
     with (report / "concurrency.csv").open() as fh:
         header = next(csv.reader(fh))
-    assert header[:3] == ["frame_bytes", "inflight_10gbe_dmas", "read_tags_10gbe_tags"]
+    assert header[:3] == ["frame_bytes", "eth10_inflight_needed_up", "eth10_tags_needed"]
+    # The demand figure's per-window series has no command column: its names carry the unit.
     with (report / "trace_demand.csv").open() as fh:
         assert next(csv.reader(fh)) == ["t_ms", "up_gbps", "down_gbps", "capacity_gbps"]
 

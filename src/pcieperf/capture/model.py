@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, CaptureCalibration, load_calibration
+from pcieperf.capture.model_text import model_table
 from pcieperf.capture.path import (
     BUFFER_SHARE,
     CAPTURE_SIZES,
@@ -38,7 +39,7 @@ from pcieperf.net.wire import FCS_BYTES
 from pcieperf.nic.nic import evaluate, load_profile
 from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.link import Link
-from pcieperf.results import Column, Table
+from pcieperf.results import Table
 
 Array = NDArray[np.float64]
 MBUF_DATA_ROOM = 2048  # RTE_MBUF_DEFAULT_DATAROOM (lib/mbuf/rte_mbuf.h): contiguous buffers
@@ -305,6 +306,7 @@ OUTPUTS = (
     "loss",
     "fwd_pps_no_capture",
     "fwd_pps",
+    "fwd_gbps",
     "fwd_penalty_ns_per_packet",  # forwarding-lcore CPU the copies add per forwarded packet
 )
 
@@ -379,6 +381,7 @@ def evaluate_capture(
         penalty = setup.copies * (costs.prod_ns + costs.handoff_ns * flow.delivered)
         return rates | {
             "capture_gbps": flow.capture_pps * wire_bits / 1e9,
+            "fwd_gbps": flow.fwd_pps * wire_bits / 1e9,
             "loss": 1 - flow.delivered,
             "fwd_penalty_ns_per_packet": penalty,
         }
@@ -402,17 +405,6 @@ def evaluate_capture(
 
 
 # --- the public function ---------------------------------------------------------------------
-
-COLUMNS = (
-    Column("size", "size (B)"),
-    Column("capture", "capture Gb/s [low-high]"),
-    Column("capture_mpps", "capture Mpps"),
-    Column("loss_pct", "loss %"),
-    Column("fwd_no_capture", "fwd Gb/s alone"),
-    Column("fwd", "fwd Gb/s [low-high]"),
-    Column("penalty", "fwd +ns/pkt"),
-    Column("limited_by", "limited by"),
-)
 
 
 def capture_model(
@@ -474,13 +466,7 @@ def capture_model(
         "calibration": _provenance(cal, setup, fwd_from),
         "rows": _rows(found, setup),
     }
-    return Table(
-        payload,
-        COLUMNS,
-        title=_title(payload),
-        footer=FOOTER + (CONTIGUOUS if design == "contiguous" else ""),
-        text_rows=[_text_row(r) for r in payload["rows"]],
-    )
+    return model_table(payload)
 
 
 def _inputs(
@@ -555,46 +541,3 @@ def _rows(found: CaptureRows, setup: CaptureSetup) -> list[dict[str, object]]:
         if row["ring_full_after_s"] != row["ring_full_after_s"]:  # NaN: it never fills
             row["ring_full_after_s"] = None
     return rows
-
-
-FOOTER = (
-    "Gb/s count wire bits (frame + 20 B preamble, SFD and gap), as the study does: 64 B at "
-    "line rate on 2x10 GbE is 20 Gb/s. [low-high]: the calibration's spread"
-)
-CONTIGUOUS = (
-    "; and the share of fixed costs saved per buffer, 0 to 1 (runs cannot tell it: "
-    "docs/capture.md#model)"
-)
-
-
-def _title(payload: dict) -> str:
-    """The setup and the calibration, in two lines."""
-    i, c = payload["inputs"], payload["calibration"]
-    offer = "line rate" if i["offered_pps"] is None else f"{i['offered_pps'] / 1e6:.3f} Mpps"
-    return (
-        f"capture model, design {i['design']}: {i['format']} to {i['sink']}"
-        + (f" at most {i['sink_gbps']:g} Gb/s" if i["sink_gbps"] else "")
-        + f", copies per forwarded packet {i['copies_per_packet']:g} ({i['direction']} on "
-        f"{i['capture_ports']} of {i['ports']} ports), capture cores {i['capture_cores']:g}\n"
-        f"forwarding: {i['profile']} on {i['ports']}x{i['eth_gbps']} GbE ({i['link']}), "
-        f"{i['fwd_lcores']:g} lcores, offered {offer}\n"
-        f"costs: {c['file']} ({c['runs']} runs, {c['measured_on']}, {c['dpdk_version']}); "
-        f"forwarding cost from the {c['fwd_cost_from']}, writes from {c['writes_from']}"
-    )
-
-
-def _text_row(r: dict) -> dict[str, object]:
-    """A row as the table shows it: Gb/s with bounds, Mpps, loss in per cent."""
-    per_gbit = r["capture_gbps"] / r["capture_pps"] if r["capture_pps"] else 0.0
-    return {
-        "size": r["size"],
-        "capture": f"{r['capture_gbps']:.2f} [{r['capture_gbps_low']:.2f}-"
-        f"{r['capture_gbps_high']:.2f}]",
-        "capture_mpps": r["capture_pps"] / 1e6,
-        "loss_pct": 100 * r["loss"],
-        "fwd_no_capture": r["fwd_pps_no_capture"] * per_gbit,
-        "fwd": f"{r['fwd_pps'] * per_gbit:.2f} [{r['fwd_pps_low'] * per_gbit:.2f}-"
-        f"{r['fwd_pps_high'] * per_gbit:.2f}]",
-        "penalty": r["fwd_penalty_ns_per_packet"],
-        "limited_by": r["limited_by"],
-    }

@@ -14,19 +14,25 @@ if TYPE_CHECKING:
     from pcieperf.pcie.link import Link
 
 
-def _emit(args: argparse.Namespace, payload: object, human: Callable[[], str]) -> None:
-    """Print the result as --format asks: the human table, JSON, or CSV of the JSON's rows."""
+def _emit(
+    args: argparse.Namespace,
+    payload: object,
+    human: Callable[[], str],
+    csv: Callable[[], str] | None = None,
+) -> None:
+    """Print the result as --format asks: the human table, JSON, or CSV of the JSON's rows
+    (`csv`, where the result builds its own)."""
     if args.output_format == "json":
         print(json.dumps(payload, indent=2, default=json_default))
     elif args.output_format == "csv":
-        print(csv_text(payload), end="")
+        print(csv() if csv else csv_text(payload), end="")
     else:
         print(fit_lines(human()))  # tables fit themselves; titles and notes are wrapped here
 
 
 def emit(args: argparse.Namespace, result: Result) -> None:
     """Print an API result as --format asks (pcieperf.results): its text, JSON or CSV."""
-    _emit(args, result.to_json(), result.to_text)
+    _emit(args, result.to_json(), result.to_text, result.to_csv)
 
 
 def _emit_trace_demand(

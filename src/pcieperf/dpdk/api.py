@@ -466,4 +466,6 @@ def _forwarding_table(
     # The metrics table above the terms, a blank line between them.
     title = f"{head}\n{Table(metrics, METRIC_COLUMNS).to_text()}\n"
     footer = f"{wire}\n{limit}"
-    return Table(data, TERM_COLUMNS, title=title, footer=footer, text_rows=data["terms"])
+    return Table(
+        data, TERM_COLUMNS, title=title, footer=footer, text_rows=data["terms"], expand=False
+    )

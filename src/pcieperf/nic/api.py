@@ -136,7 +136,14 @@ def nic(
         "mpps": [v / 1e6 for v in mpps] if isinstance(mpps, list) else mpps / 1e6,
         "limits": ["+".join(limits) for limits in columns["limited_by"]],
     }
-    return Table(rows, NIC_COLUMNS, title=head, text_rows=Columnar(shown), details=details)
+    return Table(
+        rows,
+        NIC_COLUMNS,
+        title=head,
+        text_rows=Columnar(shown),
+        details=details,
+        optional=("down_bytes_per_pkt", "up_bytes_per_pkt", "line_rate_gbps"),
+    )
 
 
 def _array_rows(

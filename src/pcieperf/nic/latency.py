@@ -402,8 +402,16 @@ def rows(result: Loopback) -> list[dict[str, object]]:
             **{f"{k}_ns": float(result.kind_ns(k)[i]) for k in KINDS if k != "pcie"},
             "total_by_stat_ns": {s: float(result.total_ns(s)[i]) for s in STATS},
             "total_range_ns": [float(low[i]), float(high[i])],
+            "total_low_ns": float(low[i]),
+            "total_high_ns": float(high[i]),
             "terms": [
-                {"path": t.path, "what": t.what, "kind": t.kind, "ns": float(t.ns["p50"][i])}
+                {
+                    "term": f"{t.path} {t.what}",
+                    "path": t.path,
+                    "what": t.what,
+                    "kind": t.kind,
+                    "ns": float(t.ns["p50"][i]),
+                }
                 for t in result.terms
             ],
             "rate_pps": float(result.rate_pps[i]),
@@ -426,31 +434,14 @@ def latency_table(
     host: HostLatency | str | Path | None = None,
     **options: object,
 ) -> pandas.DataFrame:
-    """`loopback` as a pandas DataFrame, one row per frame size: the totals, shares and
-    concurrency columns, one `term:<path>:<what>` column per term (median ns). `host` may be a
-    pcie-bench result directory; other keywords go to `loopback`."""
-    import pandas  # deferred: the CLI's latency command does not need it
+    """`loopback` as a pandas DataFrame, one row per frame size: `pcieperf latency --format csv`'s
+    columns, each term's median as `terms_<path>_<what>_ns`. `host` may be a pcie-bench result
+    directory; other keywords go to `loopback`."""
+    from pcieperf.results import frame  # deferred: the CLI's latency command does not need it
 
     if isinstance(host, str | Path):
         host = host_from_dir(Path(host))
-    result = loopback(profile, sizes, host, **options)  # type: ignore[arg-type]
-    flat = []
-    for row in rows(result):
-        terms = row.pop("terms")
-        flat.append(
-            {
-                **{k: v for k, v in row.items() if not isinstance(v, dict | list)},
-                **{f"total_{s}_ns": v for s, v in row["total_by_stat_ns"].items()},
-                "total_low_ns": row["total_range_ns"][0],
-                "total_high_ns": row["total_range_ns"][1],
-                "inflight_needed_up": row["inflight_needed"]["up"],
-                "inflight_needed_down": row["inflight_needed"]["down"],
-                "dmas_in_flight_up": row["dmas_in_flight"]["up"],
-                "dmas_in_flight_down": row["dmas_in_flight"]["down"],
-                **{f"term:{t['path']}:{t['what']}": t["ns"] for t in terms},
-            }
-        )
-    return pandas.DataFrame(flat)
+    return frame(rows(loopback(profile, sizes, host, **options)))  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pcieperf.errors import UsageError, require_new_folder
 from pcieperf.pcie.api import make_link
-from pcieperf.results import Report
+from pcieperf.results import Report, csv_text
 
 if TYPE_CHECKING:
     import pandas
@@ -41,6 +41,10 @@ class ReportResult:
         return pandas.DataFrame(
             {"file": self.files, "size_bytes": [(folder / f).stat().st_size for f in self.files]}
         )
+
+    def to_csv(self) -> str:
+        """`pcieperf report --format csv`: the JSON as one row (`csv_text`)."""
+        return csv_text(self.to_json())
 
     def _repr_html_(self) -> str:
         """Jupyter shows the files."""

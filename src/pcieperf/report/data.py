@@ -89,8 +89,8 @@ class FigureData:
 
 
 def profile_column(name: str) -> str:
-    """Figure 1's column for a NIC profile: its frame throughput in Gb/s."""
-    return f"{name.replace('-', '_')}_nic_gbps"
+    """Figure 1's column for a NIC profile: its frame throughput in Gb/s (`nic`'s name)."""
+    return f"{name.replace('-', '_')}_achievable_gbps"
 
 
 def fig1(cfg: ReportConfig) -> FigureData:
@@ -99,8 +99,8 @@ def fig1(cfg: ReportConfig) -> FigureData:
     eth, link = Ethernet(cfg.eth_gbps), cfg.link
     frame = pd.DataFrame({"frame_bytes": frames})
     for op in ("write", "read"):
-        frame[f"effective_{op}_gbps"] = tlp.effective_gbps(link, op, dma_bytes(frames))
-    frame["ethernet_gbps"] = eth.frame_gbps(frames)
+        frame[f"{op}_effective_gbps"] = tlp.effective_gbps(link, op, dma_bytes(frames))
+    frame["line_rate_gbps"] = eth.frame_gbps(frames)
     facts = []
     for name, label in FIG1_PROFILES:
         profile = nic.load_profile(name)
@@ -129,11 +129,11 @@ def fig1(cfg: ReportConfig) -> FigureData:
 def dma(cfg: ReportConfig) -> FigureData:
     """Effective DMA bandwidth for read, write and rw across generations and widths."""
     sizes = np.arange(cfg.dma_sizes[0], cfg.dma_sizes[1] + 1)
-    frame = pd.DataFrame({"size_bytes": sizes})
+    frame = pd.DataFrame({"size": sizes})
     for op in tlp.OPS:
         for gen, lanes in DMA_LINKS:
             link = replace(cfg.link, gen=gen, lanes=lanes)
-            frame[f"{op}_gen{gen}_x{lanes}_gbps"] = tlp.effective_gbps(link, op, sizes)
+            frame[f"{op}_gen{gen}_x{lanes}_effective_gbps"] = tlp.effective_gbps(link, op, sizes)
     facts = []
     for op in tlp.OPS:
         at = tlp.effective_gbps(cfg.link, op, [64, 256, 1500])
@@ -161,11 +161,11 @@ def dpdk_forwarding(cfg: ReportConfig) -> FigureData:
     pps = np.linspace(0, cfg.max_mpps * 1e6, 151)
     fwd = forwarding.ForwardingConfig()
     est = forwarding.estimate(fwd, cfg.link, pps)
-    frame = pd.DataFrame({"packet_rate_mpps": pps / 1e6})
+    frame = pd.DataFrame({"pps": pps})
     for metric in forwarding.METRICS:
         frame[f"{metric}_gbps"] = est.metric_gbps(metric)
-    frame["pcie_up_wire_gbps"] = est.wire_up_gbps
-    frame["pcie_down_wire_gbps"] = est.wire_down_gbps
+    frame["pcie_up_gbps"] = est.wire_up_gbps
+    frame["pcie_down_gbps"] = est.wire_down_gbps
     wire_frame = fwd.pkt_bytes + 4  # the packet DMA'd, plus the 4 B FCS the NIC strips
     fig1_mpps = forwarding.forwarding_rate(fwd, cfg.link, Ethernet(cfg.eth_gbps)).max_pps[0]
     at10 = replace(est, pps=np.array(10e6))
@@ -312,7 +312,7 @@ def fig2_latency(cfg: ReportConfig) -> FigureData:
             "frame_bytes": LATENCY_FRAMES,
             "total_ns": total,
             "pcie_ns": pcie,
-            "pcie_share_fraction": share,
+            "pcie_share": share,
             "total_low_ns": low,
             "total_high_ns": high,
         }
@@ -343,8 +343,8 @@ def concurrency(cfg: ReportConfig) -> FigureData:
         result = latency.loopback(
             latency.PAPER_PROFILE, LATENCY_FRAMES, link=cfg.link, eth=Ethernet(rate)
         )
-        frame[f"inflight_{rate}gbe_dmas"] = result.inflight_needed
-        frame[f"read_tags_{rate}gbe_tags"] = result.tags_needed
+        frame[f"eth{rate}_inflight_needed_up"] = result.inflight_needed
+        frame[f"eth{rate}_tags_needed"] = result.tags_needed
         facts.append(
             f"{rate} GbE, 128 B: {result.inflight_needed[i]:.0f} DMAs in flight per direction, "
             f"{result.tags_needed[i]:.0f} read tags"
@@ -418,9 +418,9 @@ def capture(cfg: ReportConfig) -> FigureData:
     for design in DESIGNS:
         found = evaluate_capture(cal, CaptureSetup(design=design), mixes, eth=CAPTURE_ETH)
         v, column = found.values, design.replace("-", "_")
-        for bound in ("", "_low", "_high"):  # the unit last: capture_low_gbps
-            frame[f"{column}_capture{bound}_gbps"] = v[f"capture_gbps{bound}"]
-        frame[f"{column}_fwd_gbps"] = v["fwd_pps"] * v["capture_gbps"] / v["capture_pps"]
+        for bound in ("", "_low", "_high"):  # `capture model`'s names
+            frame[f"{column}_capture_gbps{bound}"] = v[f"capture_gbps{bound}"]
+        frame[f"{column}_fwd_gbps"] = v["fwd_gbps"]
         facts.append(_capture_fact(design, frame, column, found.limited_by[0]))
     runs = cfg.capture_runs
     if runs is None and runs_file(cfg.capture_calibration).is_file():

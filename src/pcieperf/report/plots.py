@@ -82,12 +82,12 @@ def draw_fig1(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     fig, (ax,) = _figure(10, 4.8)
     x = f["frame_bytes"]
     for op, style in (("write", "-"), ("read", ":")):
-        ax.plot(x, f[f"effective_{op}_gbps"], style, color="black", label=f"Effective PCIe ({op})")
+        ax.plot(x, f[f"{op}_effective_gbps"], style, color="black", label=f"Effective PCIe ({op})")
     for column, label in d.extra["labels"].items():  # type: ignore[attr-defined]
         ax.plot(x, f[column], label=label)
     ax.plot(
         x,
-        f["ethernet_gbps"],
+        f["line_rate_gbps"],
         "--",
         color="dimgrey",
         linewidth=2,
@@ -108,13 +108,13 @@ def draw_dma(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     """DMA read/write/rw effective bandwidth; the x16 links dashed with markers, since Gen3
     x16 lies on Gen4 x8 (and Gen4 x16 on Gen5 x8)."""
     fig, axes = _figure(15, 4.6, ncols=3)
-    x = d.frame["size_bytes"]
+    x = d.frame["size"]
     for ax, op in zip(axes, tlp.OPS, strict=True):
         for gen, lanes in data.DMA_LINKS:
             wide = lanes == 16
             ax.plot(
                 x,
-                d.frame[f"{op}_gen{gen}_x{lanes}_gbps"],
+                d.frame[f"{op}_gen{gen}_x{lanes}_effective_gbps"],
                 "--" if wide else "-",
                 marker="o" if wide else None,
                 markevery=(100, 250),
@@ -132,12 +132,12 @@ def draw_dma(d: FigureData, cfg: ReportConfig) -> plt.Figure:
 def draw_dpdk_forwarding(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     """Counted and wire bandwidth per packet rate; the MMIO doorbells on their own scale."""
     fig, (ax, ax_out) = _figure(12, 5.2, ncols=2)
-    f, x = d.frame, d.frame["packet_rate_mpps"]
+    f, x = d.frame, d.frame["pps"] / 1e6
     for metric in forwarding.METRICS:
         target, scale = (ax_out, 1e3) if metric.startswith("outbound") else (ax, 1)
         target.plot(x, f[f"{metric}_gbps"] * scale, label=metric.replace("_", " "))
     for side in ("up", "down"):
-        ax.plot(x, f[f"pcie_{side}_wire_gbps"], ":", label=f"PCIe wire, {side}")
+        ax.plot(x, f[f"pcie_{side}_gbps"], ":", label=f"PCIe wire, {side}")
     ax.axhline(
         d.extra["capacity_gbps"], color="black", linewidth=1, zorder=REFERENCE, label="link (TLPs)"
     )
@@ -267,7 +267,7 @@ def draw_latency(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     for size in data.LATENCY_LABELS:
         row = f[f["frame_bytes"] == size].iloc[0]
         ax.annotate(
-            f"{100 * row['pcie_share_fraction']:.1f} %",
+            f"{100 * row['pcie_share']:.1f} %",
             (size, row["pcie_ns"]),
             textcoords="offset points",
             xytext=(0, -14),
@@ -289,8 +289,8 @@ def draw_concurrency(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     fig, (ax,) = _figure(10, 4.8)
     x = d.frame["frame_bytes"]
     for rate in data.CONCURRENCY_RATES_GBPS:
-        (line,) = ax.plot(x, d.frame[f"inflight_{rate}gbe_dmas"], label=f"{rate} GbE")
-        ax.plot(x, d.frame[f"read_tags_{rate}gbe_tags"], "--", color=line.get_color(), lw=1)
+        (line,) = ax.plot(x, d.frame[f"eth{rate}_inflight_needed_up"], label=f"{rate} GbE")
+        ax.plot(x, d.frame[f"eth{rate}_tags_needed"], "--", color=line.get_color(), lw=1)
     tags = d.extra["tags"]
     ax.axhline(tags, color="black", lw=1, zorder=REFERENCE, label=f"device tags ({tags})")
     ax.set(
@@ -361,7 +361,7 @@ def draw_capture(d: FigureData, cfg: ReportConfig) -> plt.Figure:
         label = column.replace("_", "-")
         ax.plot(x, f[f"{column}_capture_gbps"], color=colour, label=f"{label}: captured")
         ax.fill_between(
-            x, f[f"{column}_capture_low_gbps"], f[f"{column}_capture_high_gbps"],
+            x, f[f"{column}_capture_gbps_low"], f[f"{column}_capture_gbps_high"],
             color=colour, alpha=0.15, linewidth=0,
         )  # fmt: skip
         ax.plot(x, f[f"{column}_fwd_gbps"], "--", color=colour, label=f"{label}: forwarded")

@@ -1,0 +1,71 @@
+"""`capture model`'s text: the setup and calibration above a table of the rows, Gb/s with
+their bounds (pcieperf.capture.model builds the rows)."""
+
+from __future__ import annotations
+
+from pcieperf.results import Column, Table
+
+COLUMNS = (
+    Column("size", "size (B)"),
+    Column("capture", "capture Gb/s [low-high]"),
+    Column("capture_mpps", "capture Mpps"),
+    Column("loss_pct", "loss %"),
+    Column("fwd_no_capture", "fwd Gb/s alone"),
+    Column("fwd", "fwd Gb/s [low-high]"),
+    Column("penalty", "fwd +ns/pkt"),
+    Column("limited_by", "limited by"),
+)
+
+
+FOOTER = (
+    "Gb/s count wire bits (frame + 20 B preamble, SFD and gap), as the study does: 64 B at "
+    "line rate on 2x10 GbE is 20 Gb/s. [low-high]: the calibration's spread"
+)
+CONTIGUOUS = (
+    "; and the share of fixed costs saved per buffer, 0 to 1 (runs cannot tell it: "
+    "docs/capture.md#model)"
+)
+
+
+def _title(payload: dict) -> str:
+    """The setup and the calibration, in two lines."""
+    i, c = payload["inputs"], payload["calibration"]
+    offer = "line rate" if i["offered_pps"] is None else f"{i['offered_pps'] / 1e6:.3f} Mpps"
+    return (
+        f"capture model, design {i['design']}: {i['format']} to {i['sink']}"
+        + (f" at most {i['sink_gbps']:g} Gb/s" if i["sink_gbps"] else "")
+        + f", copies per forwarded packet {i['copies_per_packet']:g} ({i['direction']} on "
+        f"{i['capture_ports']} of {i['ports']} ports), capture cores {i['capture_cores']:g}\n"
+        f"forwarding: {i['profile']} on {i['ports']}x{i['eth_gbps']} GbE ({i['link']}), "
+        f"{i['fwd_lcores']:g} lcores, offered {offer}\n"
+        f"costs: {c['file']} ({c['runs']} runs, {c['measured_on']}, {c['dpdk_version']}); "
+        f"forwarding cost from the {c['fwd_cost_from']}, writes from {c['writes_from']}"
+    )
+
+
+def _text_row(r: dict) -> dict[str, object]:
+    """A row as the table shows it: Gb/s with bounds, Mpps, loss in per cent."""
+    per_gbit = r["capture_gbps"] / r["capture_pps"] if r["capture_pps"] else 0.0
+    return {
+        "size": r["size"],
+        "capture": f"{r['capture_gbps']:.2f} [{r['capture_gbps_low']:.2f}-"
+        f"{r['capture_gbps_high']:.2f}]",
+        "capture_mpps": r["capture_pps"] / 1e6,
+        "loss_pct": 100 * r["loss"],
+        "fwd_no_capture": r["fwd_pps_no_capture"] * per_gbit,
+        "fwd": f"{r['fwd_gbps']:.2f} [{r['fwd_gbps_low']:.2f}-{r['fwd_gbps_high']:.2f}]",
+        "penalty": r["fwd_penalty_ns_per_packet"],
+        "limited_by": r["limited_by"],
+    }
+
+
+def model_table(payload: dict) -> Table:
+    """The result of `capture model`: its JSON `payload` and the text of it."""
+    contiguous = payload["inputs"]["design"] == "contiguous"
+    return Table(
+        payload,
+        COLUMNS,
+        title=_title(payload),
+        footer=FOOTER + (CONTIGUOUS if contiguous else ""),
+        text_rows=[_text_row(r) for r in payload["rows"]],
+    )
