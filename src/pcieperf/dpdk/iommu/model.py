@@ -172,6 +172,7 @@ UNLIMITED_READS = 4096  # more read requests than any run can use (10-bit tags a
 LIMITS = {
     "iommu_walks": "IOMMU page walks",
     "rx_pacing": "Rx pacing",
+    "offered": "offered load",
     "ethernet": "line rate",
     "pcie_up": "PCIe up",
     "pcie_down": "PCIe down",
