@@ -27,6 +27,7 @@ IOMMU_OPTIONS = (
     *("tx_desc", "rx_free_thresh", "tx_free_thresh", "rs_thresh", "burst", "layout", "iova"),
     *("poll_delay", "platform", "eth", "pace", "gen", "lanes", "iotlb", "iotlb_ways"),
     *("replacement", "pwc", "profile", "calibration", "packets", "setup", "offered"),
+    "overload",
 )
 """The options every `iommu` subcommand has besides the frame: `pp.iommu.inputs`'s keywords."""
 
@@ -141,6 +142,12 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"testbed: {', '.join(setups.builtin_setups())} or a setup .toml (sets ports, pool, "
         "cache, pages, IOVA, link and --eth as its testpmd command line and NICs do)",
+    )
+    p.add_argument(
+        "--overload",
+        choices=iommu.OVERLOADS,
+        default="tx-full",
+        help="where walks beyond the walkers queue: the Tx ring fills, or NIC drops at the wire",
     )
     p.add_argument(
         "--offered",

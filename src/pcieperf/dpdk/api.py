@@ -82,13 +82,15 @@ def inputs(
     packets: int = iommu.PACKETS,
     setup: str | Path | None = None,
     offered: str | float = "line",
+    overload: str = "tx-full",
 ) -> Inputs:
     """The `iommu` commands' options (same names, same defaults) as model inputs: `frame` is
     an Ethernet frame incl. FCS, a mix (`imix`) or `size:count,...`; `txd` defaults to
     `rxd`; `iotlb`, `iotlb_ways`, `replacement` and `pwc` override the platform's IOMMU.
     `setup` (a shipped testbed or a setup TOML, `pcieperf.dpdk.setups`) sets the ports, pool,
     cache, pages, IOVA mode, link and Ethernet rate its command line and NICs fix; `offered` is
-    the load the generator offers: `line`, a share of line rate (`70%`) or Mpps over all ports."""
+    the load the generator offers: `line`, a share of line rate (`70%`) or Mpps over all ports;
+    `overload` where a port whose walks outrun the walkers queues (`iommu.OVERLOADS`)."""
     testbed = None if setup is None else setups.load_testbed(setup)
     if testbed is not None:
         gen, lanes, eth = testbed.gen, testbed.lanes, testbed.eth_gbps
@@ -122,6 +124,7 @@ def inputs(
         iova=iova,
         poll_delay_us=poll_delay,
     )
+    loaded = replace(loaded, overload=overload)
     if testbed is not None:
         loaded, port = testbed.platform(loaded), testbed.port_setup(port)
     share, offer_mpps = parse_offered(offered)

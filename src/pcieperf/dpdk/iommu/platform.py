@@ -18,6 +18,12 @@ from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
 
 TLB_MAX = 1 << 20  # IOTLBs and walk caches hold tens to thousands of entries (VT-d spec §6)
 REPLACEMENTS = ("lru", "random")
+# Where a port whose walks outrun the walkers queues its excess (docs/iommu.md, "The talk's
+# setup: mechanisms"): `tx-full`, the Tx DMA falls behind and the Tx ring fills (every Tx read
+# then misses); `wire-drop`, Rx and Tx DMA slow together (a read request may not pass the
+# NIC's earlier posted writes, PCIe Base 3.0 §2.4.1, and those wait for their walks), the rings
+# stay light and the NIC drops the excess at the wire.
+OVERLOADS = ("tx-full", "wire-drop")
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,10 @@ class Platform:
     name: str = DEFAULT_PLATFORM
     memory: Memory = HOST_MEMORY
     core: CoreCosts = LCORE
+    overload: str = "tx-full"
+
+    def __post_init__(self) -> None:
+        require_choice("overload mechanism", self.overload, OVERLOADS)
 
 
 def platform_parts(profile: PlatformProfile) -> tuple[IommuParams, Memory, CoreCosts]:
