@@ -465,14 +465,14 @@ TABLES: dict[str, Callable[[int], str]] = {
 }
 
 
-def main() -> None:
-    """Fill every generated block of the document."""
+def main(tables: dict[str, Callable[[int], str]] = TABLES) -> None:
+    """Fill every generated block of the document (or those of `tables`)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--doc", type=Path, default=DOC)
     parser.add_argument("--packets", type=int, default=iommu.PACKETS)
     args = parser.parse_args()
     text = args.doc.read_text()
-    for name, build in TABLES.items():
+    for name, build in tables.items():
         pattern = re.compile(rf"(<!-- BEGIN {name} -->\n)(?:.*?\n)?(<!-- END {name} -->)", re.S)
         if not pattern.search(text):
             raise SystemExit(f"{args.doc}: no <!-- BEGIN {name} --> ... <!-- END {name} --> block")

@@ -15,6 +15,7 @@ from pcieperf.cli._common import (
     iommu,
     iommu_api,
     platforms,
+    setups,
 )
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
@@ -25,7 +26,8 @@ IOMMU_OPTIONS = (
     *("page", "rxd", "txd", "pool", "cache", "queues", "ports", "cross_port", "rx_desc"),
     *("tx_desc", "rx_free_thresh", "tx_free_thresh", "rs_thresh", "burst", "layout", "iova"),
     *("poll_delay", "platform", "eth", "pace", "gen", "lanes", "iotlb", "iotlb_ways"),
-    *("replacement", "pwc", "profile", "calibration", "packets"),
+    *("replacement", "pwc", "profile", "calibration", "packets", "setup", "offered"),
+    "overload",
 )
 """The options every `iommu` subcommand has besides the frame: `pp.iommu.inputs`'s keywords."""
 
@@ -134,6 +136,23 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--packets", type=_whole(1, 10**9), default=iommu.PACKETS, help="simulated per run"
+    )
+    p.add_argument(
+        "--setup",
+        default=None,
+        help=f"testbed: {', '.join(setups.builtin_setups())} or a setup .toml (sets ports, pool, "
+        "cache, pages, IOVA, link and --eth as its testpmd command line and NICs do)",
+    )
+    p.add_argument(
+        "--overload",
+        choices=iommu.OVERLOADS,
+        default="tx-full",
+        help="where walks beyond the walkers queue: the Tx ring fills, or NIC drops at the wire",
+    )
+    p.add_argument(
+        "--offered",
+        default="line",
+        help="load the generator offers: line, a share of line rate (70%%) or Mpps (all ports)",
     )
 
 

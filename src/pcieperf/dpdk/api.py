@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pcieperf.dpdk import iommu
+from pcieperf.dpdk import iommu, setups
 from pcieperf.dpdk import platforms as platform_profiles
 from pcieperf.dpdk.port import PortSetup, parse_page
 from pcieperf.errors import UsageError, warn
@@ -80,10 +80,20 @@ def inputs(
     profile: str = DEFAULT_PROFILE,
     calibration: str | Path = DEFAULT_CALIBRATION,
     packets: int = iommu.PACKETS,
+    setup: str | Path | None = None,
+    offered: str | float = "line",
+    overload: str = "tx-full",
 ) -> Inputs:
     """The `iommu` commands' options (same names, same defaults) as model inputs: `frame` is
     an Ethernet frame incl. FCS, a mix (`imix`) or `size:count,...`; `txd` defaults to
-    `rxd`; `iotlb`, `iotlb_ways`, `replacement` and `pwc` override the platform's IOMMU."""
+    `rxd`; `iotlb`, `iotlb_ways`, `replacement` and `pwc` override the platform's IOMMU.
+    `setup` (a shipped testbed or a setup TOML, `pcieperf.dpdk.setups`) sets the ports, pool,
+    cache, pages, IOVA mode, link and Ethernet rate its command line and NICs fix; `offered` is
+    the load the generator offers: `line`, a share of line rate (`70%`) or Mpps over all ports;
+    `overload` where a port whose walks outrun the walkers queues (`iommu.OVERLOADS`)."""
+    testbed = None if setup is None else setups.load_testbed(setup)
+    if testbed is not None:
+        gen, lanes, eth = testbed.gen, testbed.lanes, testbed.eth_gbps
     loaded = iommu.load_platform(
         Path(calibration),
         gen=gen,
@@ -95,7 +105,7 @@ def inputs(
         pwc_entries=pwc,
         profile=profile,
     )
-    setup = PortSetup(
+    port = PortSetup(
         page=parse_page(page),
         rxd=rxd,
         txd=rxd if txd is None else txd,
@@ -114,9 +124,29 @@ def inputs(
         iova=iova,
         poll_delay_us=poll_delay,
     )
-    traffic = iommu.Traffic(parse_mix(str(frame)), Ethernet(eth), pace)
+    loaded = replace(loaded, overload=overload)
+    if testbed is not None:
+        loaded, port = testbed.platform(loaded), testbed.port_setup(port)
+    share, offer_mpps = parse_offered(offered)
+    traffic = iommu.Traffic(parse_mix(str(frame)), Ethernet(eth), pace, share, offer_mpps)
     profile_of = platform_profiles.load_platform_profile(platform, Path(calibration))
-    return Inputs(loaded, setup, traffic, packets, profile_of)
+    return Inputs(loaded, port, traffic, packets, profile_of)
+
+
+def parse_offered(text: str | float) -> tuple[float, float | None]:
+    """`--offered`: `line` (1.0, None), a share of line rate `P%` (P / 100, None) or Mpps over
+    all ports (1.0, Mpps)."""
+    token = str(text).strip().lower()
+    try:
+        if token == "line":
+            return 1.0, None
+        if token.endswith("%"):
+            return float(token[:-1]) / 100, None
+        return 1.0, float(token)
+    except ValueError:
+        raise UsageError(
+            f"offered load {text!r} is not allowed; use line, a share of line rate (70%) or Mpps"
+        ) from None
 
 
 # --- iommu sim ------------------------------------------------------------------------------
@@ -205,6 +235,7 @@ def gain(
         to_txd or to_rxd,
         [parse_mix(str(size)) for size in sizes],
         given.packets,
+        offer_from=given.traffic,
     )
     return Table(rows, GAIN_COLUMNS)
 

@@ -42,6 +42,7 @@ from pcieperf.dpdk.iommu.model import (
     drops_at_full_tx_ring,
 )
 from pcieperf.dpdk.iommu.platform import (
+    OVERLOADS,
     REPLACEMENTS,
     TLB_MAX,
     CoreCosts,
@@ -108,6 +109,7 @@ __all__ = [
     "MBUF_BYTES",
     "MEMPOOL_HEADER_BYTES",
     "NEAR_BOUND",
+    "OVERLOADS",
     "PACKETS",
     "PAGE_SIZES",
     "POLL_DELAY_MAX_US",

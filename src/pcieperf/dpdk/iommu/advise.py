@@ -24,12 +24,20 @@ def gain(
     to_txd: int,
     mixes: list[PacketMix],
     packets: int = PACKETS,
+    offer_from: Traffic | None = None,
 ) -> list[dict[str, object]]:
-    """Packet rate with the IOMMU before and after a ring-size change, per packet size or mix."""
+    """Packet rate with the IOMMU before and after a ring-size change, per packet size or mix;
+    each size offered at line rate, or as `offer_from`'s offered load says (its share of line
+    rate and its rate cap)."""
     after = replace(setup, rxd=to_rxd, txd=to_txd)
     rows = []
     for mix in with_progress(mixes, "simulating", "size"):
-        model = Model(platform, Traffic(mix, eth), packets)
+        traffic = Traffic(mix, eth)
+        if offer_from is not None:
+            traffic = replace(
+                traffic, offer_share=offer_from.offer_share, offer_mpps=offer_from.offer_mpps
+            )
+        model = Model(platform, traffic, packets)
         before, then = model.evaluate(setup), model.evaluate(after)
         rows.append(
             {

@@ -18,6 +18,12 @@ from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
 
 TLB_MAX = 1 << 20  # IOTLBs and walk caches hold tens to thousands of entries (VT-d spec §6)
 REPLACEMENTS = ("lru", "random")
+# Where a port whose walks outrun the walkers queues its excess (docs/iommu.md, "The talk's
+# setup: mechanisms"): `tx-full`, the Tx DMA falls behind and the Tx ring fills (every Tx read
+# then misses); `wire-drop`, Rx and Tx DMA slow together (a read request may not pass the
+# NIC's earlier posted writes, PCIe Base 3.0 §2.4.1, and those wait for their walks), the rings
+# stay light and the NIC drops the excess at the wire.
+OVERLOADS = ("tx-full", "wire-drop")
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,10 @@ class Platform:
     name: str = DEFAULT_PLATFORM
     memory: Memory = HOST_MEMORY
     core: CoreCosts = LCORE
+    overload: str = "tx-full"
+
+    def __post_init__(self) -> None:
+        require_choice("overload mechanism", self.overload, OVERLOADS)
 
 
 def platform_parts(profile: PlatformProfile) -> tuple[IommuParams, Memory, CoreCosts]:
@@ -187,15 +197,28 @@ def load_platform(
 
 @dataclass(frozen=True)
 class Traffic:
-    """What arrives: a packet-size mix at an Ethernet rate on every port, optionally paced."""
+    """What arrives: a packet-size mix at an Ethernet rate on every port, optionally paced, and
+    the load the generator offers (a share of line rate and/or a rate over all ports)."""
 
     mix: PacketMix
     eth: Ethernet
     pace_mpps: float | None = None
+    offer_share: float = 1.0
+    offer_mpps: float | None = None
 
     def __post_init__(self) -> None:
         if self.pace_mpps is not None:
             require_positive("Rx pacing (Mpps)", self.pace_mpps)
+        if self.offer_mpps is not None:
+            require_positive("offered load (Mpps)", self.offer_mpps)
+        if not 0 < self.offer_share <= 1:
+            share = 100 * self.offer_share
+            raise UsageError(f"offered load {share:g} % is not allowed; use more than 0 to 100 %")
+
+    @property
+    def offer_limited(self) -> bool:
+        """Whether the generator offers less than line rate."""
+        return self.offer_share < 1 or self.offer_mpps is not None
 
     def line_mpps(self, ports: int) -> float:
         """Line-rate packet rate of the mix over all ports."""
@@ -203,6 +226,7 @@ class Traffic:
         return float(ports * self.eth.rate_gbps * 1e3 / (8 * wire))
 
     def offered_mpps(self, ports: int) -> float:
-        """What reaches the NIC's DMA: line rate, or the pace if the core limits Rx below it."""
-        line = self.line_mpps(ports)
-        return line if self.pace_mpps is None else min(line, self.pace_mpps)
+        """What reaches the NIC's DMA: line rate, or less where the generator offers less or the
+        pace limits Rx below it."""
+        rates = [self.line_mpps(ports) * self.offer_share, self.offer_mpps, self.pace_mpps]
+        return min(r for r in rates if r is not None)

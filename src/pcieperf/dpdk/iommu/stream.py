@@ -280,6 +280,10 @@ def resource_bounds(setup: PortSetup, traffic: Traffic, platform: Platform) -> d
     }
     if traffic.pace_mpps is not None:
         bounds["rx_pacing"] = traffic.pace_mpps
+    if traffic.offer_limited:
+        bounds["offered"] = min(
+            traffic.line_mpps(setup.ports) * traffic.offer_share, traffic.offer_mpps or np.inf
+        )
     return {name: float(b) for name, b in bounds.items()}
 
 
