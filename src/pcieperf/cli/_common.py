@@ -48,8 +48,6 @@ testpmd = _lazy.module("pcieperf.dpdk.testpmd")
 tlp = _lazy.module("pcieperf.pcie.tlp")
 trace = _lazy.module("pcieperf.net.trace")
 
-DEFAULT_PPS = "10M"
-
 
 # ---------------------------------------------------------------------------------------------
 # Shared options

@@ -7,7 +7,6 @@ import argparse
 from typing import TYPE_CHECKING
 
 from pcieperf.cli._common import (
-    DEFAULT_PPS,
     _add_trace_replay_options,
     _real,
     _whole,
@@ -64,7 +63,7 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
         _dpdk_fwd_trace(args, *dpdk_api.link_and_config(pkt, **options))
         return
     result = dpdk_api.dpdk_forwarding(
-        pps=DEFAULT_PPS if pps is None else pps,
+        pps=wire.DEFAULT_PPS if pps is None else pps,
         pkt=pkt,
         mix=args.mix,
         eth=args.eth,
@@ -104,7 +103,8 @@ def _add_forwarding_options(p: argparse.ArgumentParser, defaults: bool = True) -
     """The forwarding setup of dpdk-fwd and explain: rate, frame, descriptors, thresholds,
     batches (fixed, a histogram, or a stored `dpdk run`); `defaults`: whether a rate and frame
     not given have defaults (explain needs the ones the counters were measured at)."""
-    default = f" (default {DEFAULT_PPS})" if defaults else " (required, or --from-run)"
+    pps = f"{wire.DEFAULT_PPS / 1e6:g}M"
+    default = f" (default {pps})" if defaults else " (required, or --from-run)"
     p.add_argument("--pps", default=None, help=f"packet rate: 10e6, 10M, 14.88Mpps{default}")
     add_size_options(p, wire.DEFAULT_FRAME_BYTES if defaults else None)
     d = dpdk_port.PortSetup()  # the one port setup's defaults, as the iommu commands have them

@@ -17,7 +17,7 @@ from pcieperf.dpdk import platforms as platform_profiles
 from pcieperf.dpdk.port import PortSetup, parse_page
 from pcieperf.errors import UsageError, warn
 from pcieperf.net.ethernet import Ethernet, parse_mix
-from pcieperf.net.wire import DEFAULT_FRAME_BYTES, FCS_BYTES, frames_text
+from pcieperf.net.wire import DEFAULT_FRAME_BYTES, DEFAULT_PPS, FCS_BYTES, frames_text
 from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
@@ -325,7 +325,6 @@ def platforms(name: str | None = None, *, calibration: str | Path = DEFAULT_CALI
 # --- forwarding ----------------------------------------------------------------------------------
 
 DEFAULT_PKT = DEFAULT_FRAME_BYTES - FCS_BYTES  # bytes DMA'd where no size is given
-DEFAULT_PPS = 10e6
 BatchHistogram = str | dict[int, float]
 """An Rx batch histogram: `"0:1000,4:5000"` or {batch size: rx_burst calls}."""
 

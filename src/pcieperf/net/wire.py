@@ -15,6 +15,7 @@ FCS_BYTES = 4  # §3.2.9: frame check sequence, part of the frame, stripped by t
 VLAN_TAG_BYTES = 4  # IEEE 802.1Q §9.6: one C-tag
 MIN_FRAME_BYTES = 64  # §4.4.2: minFrameSize 512 bits
 DEFAULT_FRAME_BYTES = MIN_FRAME_BYTES  # every command's frame where none is given (docs/units.md)
+DEFAULT_PPS = 10e6  # the packet rate of dpdk-fwd where none is given
 MAX_FRAME_BYTES = 9216  # not in 802.3: the usual jumbo-frame maximum of switches and NICs
 
 
