@@ -1,10 +1,12 @@
-"""Cross validation of `pcieperf bench predict` (issues 3 and 14), and the baseline.
+"""Cross validation of `pcieperf bench predict` (issues 3, 14 and 29), and the baseline.
 
 Leave one host out: for each of the data set's hosts, calibrate on the other hosts, copy only the
 left-out host's latency files (lat_*.csv) and host facts (sys-*.txt) into a scratch directory of
 the same name, predict its bandwidth files and intervals from that, and compare with what was
-measured. Leave one microarchitecture out: calibrate on the hosts of the other CPU generations
-(from cpuinfo) and predict every host of the held-out one. The baseline is the plain link model
+measured; then again with one measured bandwidth row beside them (PIN_ROW, issue 29), which is
+not scored. Leave one microarchitecture out: calibrate on the hosts of the other CPU generations
+(from cpuinfo) and predict every host of the held-out one, its IOMMU hosts also with the
+row. The baseline is the plain link model
 (pcieperf.pcie.tlp.effective_gbps with the host's MPS/MRRS: no latency, caches or IOMMU) on the same
 points. Writes the tables to docs/crossval.md.
 
@@ -183,7 +185,7 @@ def main() -> None:
         arch_rows, held_rows = microarchitecture_table(dirs, runs, Path(tmp) / "arch")
     elapsed = time.perf_counter() - started
     text = [
-        "# Cross validation (issues 3 and 14)",
+        "# Cross validation (issues 3, 14 and 29)",
         "",
         "Regenerate with `python3 scripts/crossval.py` (needs `../shared/data/pcie-bench`).",
         "Each host is predicted from its latency files and host facts only, with the device",
@@ -219,10 +221,11 @@ def main() -> None:
         "## Leave one microarchitecture out",
         "",
         "Calibrate on the hosts of the other CPU generations (from sys-cpuinfo.txt), predict",
-        "every host of the held-out one. Where the held-out generation misses in its IOTLB, its",
-        "walker throughput is unknown to the calibration, so its intervals reach down to one",
-        "walk at a time (docs/bench.md). MAPE is the mean over the held-out hosts; steady hosts",
-        "only in *accept (steady)*.",
+        "every host of the held-out one, from latency files and facts only. Where the held-out",
+        "generation misses in its IOTLB, its walker throughput is unknown to the calibration:",
+        "its intervals span the calibrated walker and one walk at a time, and the point is the",
+        "middle of the two (docs/bench.md). MAPE is the mean over the held-out hosts; steady",
+        "hosts only in *accept (steady)*.",
         "",
         "| held out | hosts | accept (steady) | accept (all) | offsets | everything "
         "| without offsets | coverage / width |",
@@ -334,9 +337,12 @@ def held_row(
 ) -> str:
     """A held-out IOMMU host's window-sweep MAPE and walker, latency only and with PIN_ROW."""
     pinned = predict_host(source, fit, scratch, pin_row=True)
-    busy = pin.prepare(run, fit).host.walk_busy_ns
-    with_row = calibrate.load_run(latency_only_copy(source, scratch / "busy", pin_row=True))
-    busy_pinned = pin.prepare(with_row, fit).host.walk_busy_ns
+    busy, busy_pinned = (
+        pin.prepare(
+            calibrate.load_run(latency_only_copy(source, scratch / str(row), row)), fit
+        ).host.walk_busy_ns
+        for row in (False, True)
+    )
     stalls = "" if calibrate.steadiness(run) <= calibrate.UNSTEADY_RATIO else " (unsteady)"
     return (
         f"| {gen} | {short(source)}{stalls} | {run.iommu.mode} | {scores(alone)['window']:.1f} | "

@@ -206,12 +206,25 @@ def test_predict_and_validate_cli(tmp_path, capsys):
             str(out),
             "--plot",
             str(plot),
+            "--points",
+            str(tmp_path / "points.csv"),
             "--json",
         ]
     )
     assert code == 0
     assert plot.stat().st_size > 0
-    assert json.loads(capsys.readouterr().out)["acceptance_points"] == 527
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["acceptance_points"] == 527
+    # Issue 29: every point with its interval and how far beyond it (0 inside).
+    with (tmp_path / "points.csv").open() as fh:
+        points = list(csv.DictReader(fh))
+    assert len(points) == payload["points"]
+    outside = [p for p in points if float(p["beyond_bound_pct"]) != 0]
+    assert len(outside) == payload["intervals"]["all"]["outside_points"]
+    assert all(
+        not float(p["low_gbps"]) <= float(p["measured_gbps"]) <= float(p["high_gbps"])
+        for p in outside
+    )
 
 
 # --- Issue 14: evidence over names, provenance, prediction intervals ---------------------------
@@ -366,9 +379,10 @@ def test_validate_scores_interval_coverage_and_width(tmp_path):
     # Issue 29: how far each point lies beyond its bound, 20 / 21 - 1 = -4.76 % below [21, 23],
     # 0 inside [19, 25]; in every point's entry and in the worst points'.
     assert (stats["outside_points"], stats["max_beyond_bound_pct"]) == (26, 4.8)
-    beyond = [p["beyond_bound_pct"] for p in result["per_point"]]
+    points = validate.point_rows(validate.match(tmp_path / "measured", tmp_path / "predicted"))
+    beyond = [p["beyond_bound_pct"] for p in points]
     assert sorted(beyond) == [pytest.approx(-4.76, abs=0.005)] * 26 + [0.0] * 26
-    assert {(p["low_gbps"], p["high_gbps"]) for p in result["per_point"]} == {(21, 23), (19, 25)}
+    assert {(p["low_gbps"], p["high_gbps"]) for p in points} == {(21, 23), (19, 25)}
     assert result["worst"][0]["beyond_bound_pct"] in (0.0, pytest.approx(-4.76, abs=0.005))
 
 

@@ -329,15 +329,29 @@ def _prediction_text(payload: dict, out: str | Path) -> str:
 # --- validate -------------------------------------------------------------------------------
 
 
-def validate(*, measured: str | Path, predicted: str | Path, worst: int = 10) -> Report:
+def validate(
+    *,
+    measured: str | Path,
+    predicted: str | Path,
+    worst: int = 10,
+    points: str | Path | None = None,
+    force: bool = False,
+) -> Report:
     """Predicted against measured pcie-bench bandwidth (`pcieperf validate`): MAPE overall, on
-    the acceptance set and per file, interval coverage, the `worst` points; `source` is the
-    matched points (for a plot)."""
+    the acceptance set and per file, interval coverage, the `worst` points; with `points`, a
+    CSV of every point, its interval and how far beyond it the measurement lies; `source` is
+    the matched points (for a plot)."""
     from pcieperf.pciebench import validate as validating
+    from pcieperf.results import csv_text
 
     matched = validating.match(Path(measured), Path(predicted))
     result = validating.summary(matched, worst=worst)
-    return Report(result, _validation_text(result), source=matched)
+    text = _validation_text(result)
+    if points is not None:
+        outputs.write_text(points, csv_text(validating.point_rows(matched)), force)
+        result["points_file"] = str(points)
+        text += f"\nwrote {points}: every point, its interval and how far beyond it"
+    return Report(result, text, source=matched)
 
 
 WORST_KEYS = ("file", "test", "cache", "window_bytes", "size_bytes")

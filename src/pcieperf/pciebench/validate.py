@@ -180,6 +180,12 @@ def _percent(value: float) -> float | None:
     return round(100 * value, 2) if np.isfinite(value) else None
 
 
+def point_rows(matched: Matched) -> list[dict]:
+    """Every matched point with its interval and how far beyond it it lies (`validate
+    --points`)."""
+    return [_point(matched, i) for i in range(matched.measured.size)]
+
+
 def _point(matched: Matched, i: int) -> dict:
     """One matched point: file, key columns, measured, predicted, its interval and how far
     the measurement lies beyond it."""
@@ -197,8 +203,8 @@ def _point(matched: Matched, i: int) -> dict:
 
 
 def summary(matched: Matched, worst: int = 5) -> dict:
-    """MAPE per file, per test, over all points and over the acceptance set; interval coverage;
-    the worst points, and every point with its interval and how far beyond it it lies."""
+    """MAPE per file, per test, over all points and over the acceptance set; interval coverage
+    and how far points lie beyond their intervals; the worst points."""
     err = matched.error * 100
     accept = matched.in_acceptance_set
 
@@ -221,5 +227,4 @@ def summary(matched: Matched, worst: int = 5) -> dict:
         "per_file": {f: mape(matched.file == f) for f in np.unique(matched.file).tolist()},
         "per_test": {t: mape(matched.test == t) for t in np.unique(matched.test).tolist()},
         "worst": [_point(matched, int(i)) for i in worst_idx],
-        "per_point": [_point(matched, i) for i in range(err.size)],
     }
