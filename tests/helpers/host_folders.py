@@ -1,8 +1,13 @@
 """pcie-bench host folders as `bench predict` gets them: a measured host's latency files and
 host facts only, under its own or another name, with or without one bandwidth row beside them
-(issue 29: one row past the IOTLB knee pins the walker)."""
+(issue 29: one row past the IOTLB knee pins the walker); and what `bench predict` writes for
+one (`predict_prepared`)."""
 
 from pathlib import Path
+
+from pcieperf.pciebench import pin, predict
+from pcieperf.pciebench.calibration_file import Calibration
+from pcieperf.pciebench.host import HostRun
 
 
 def latency_only(source: Path, tmp: Path) -> Path:
@@ -34,3 +39,19 @@ def with_row(source: Path, folder: Path, file: str, cache: str, window: int) -> 
     keep = [r for r in rows if r.split(",")[2] == cache and float(r.split(",")[5]) == window]
     assert len(keep) == 1, (file, cache, window)
     (folder / file).write_text("\n".join([header, *keep]) + "\n")
+
+
+def predict_prepared(run: HostRun, calibration: Calibration, out: Path) -> pin.Prepared:
+    """What `bench predict` writes for a host (files, bounds, provenance) at 20 000 simulated
+    transactions a row; returns what it simulated."""
+    prepared = pin.prepare(run, calibration, transactions=20_000)
+    predict.predict_files(
+        prepared.host,
+        calibration.device,
+        out,
+        transactions=20_000,
+        alternatives=prepared.alternatives,
+        band=prepared.band,
+        provenance=prepared.provenance,
+    )
+    return prepared

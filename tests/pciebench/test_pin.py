@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcieperf.cli import main
-from pcieperf.pciebench import bench, calibrate, pin, predict, validate
+from pcieperf.pciebench import bench, calibrate, pin, validate
 from tests.helpers import PCIE_BENCH
-from tests.helpers.host_folders import as_cpu_model, latency_only, with_row
+from tests.helpers.host_folders import as_cpu_model, latency_only, predict_prepared, with_row
 from tests.helpers.hosts import DEVICE, HOST
 
 NOSP = "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630-iommu-nosp"
@@ -75,16 +75,7 @@ def sandy_bridge(tmp, row: bool):
 def predicted(folder, calibration, out) -> tuple[pin.Prepared, validate.Matched]:
     """`bench predict`'s files for a folder (fewer transactions), matched to the measurement
     without the pinned row (it is not scored)."""
-    prepared = pin.prepare(calibrate.load_run(folder), calibration, transactions=20_000)
-    predict.predict_files(
-        prepared.host,
-        calibration.device,
-        out,
-        transactions=20_000,
-        alternatives=prepared.alternatives,
-        band=prepared.band,
-        provenance=prepared.provenance,
-    )
+    prepared = predict_prepared(calibrate.load_run(folder), calibration, out)
     matched = validate.match(PCIE_BENCH / NOSP, out)
     pinned = [
         f == PIN_FILE and k[2] == "Cold" and k[5] == 64 << 20

@@ -17,7 +17,13 @@ from pcieperf.cli import main
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.pciebench import bench, calibrate, pin, predict, sim, validate
 from tests.helpers import PCIE_BENCH
-from tests.helpers.host_folders import as_cpu_model, latency_only, relabelled, with_row
+from tests.helpers.host_folders import (
+    as_cpu_model,
+    latency_only,
+    predict_prepared,
+    relabelled,
+    with_row,
+)
 
 needs_data = pytest.mark.skipif(
     not PCIE_BENCH.is_dir(), reason="../shared/data/pcie-bench is absent"
@@ -246,17 +252,7 @@ def window_sweep(directory: Path, name: str, cache: str) -> np.ndarray:
 
 def predict_with_bounds(run, calibration, out: Path) -> list[dict]:
     """What `bench predict` writes, at fewer transactions; returns the provenance."""
-    prepared = pin.prepare(run, calibration, transactions=20_000)
-    predict.predict_files(
-        prepared.host,
-        calibration.device,
-        out,
-        transactions=20_000,
-        alternatives=prepared.alternatives,
-        band=prepared.band,
-        provenance=prepared.provenance,
-    )
-    return prepared.provenance
+    return predict_prepared(run, calibration, out).provenance
 
 
 def test_a_4k_page_host_named_iommu_still_collapses_at_its_knee(held_out, tmp_path):
