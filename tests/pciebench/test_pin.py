@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from pcieperf.cli import main
 from pcieperf.pciebench import bench, calibrate, pin, validate
+from pcieperf.results import json_rows
 from tests.helpers import PCIE_BENCH
 from tests.helpers.host_folders import as_cpu_model, latency_only, predict_prepared, with_row
 from tests.helpers.hosts import DEVICE, HOST
@@ -134,12 +135,15 @@ def test_one_row_past_the_knee_pins_the_walker(without_haswell, tmp_path):
 @pytest.mark.skipif(not PCIE_BENCH.is_dir(), reason="../shared/data/pcie-bench is absent")
 def test_bench_predict_reports_the_pin(tmp_path, capsys):
     # The CLI: `bench predict --host DIR` uses the row it finds in DIR and says so (JSON key
-    # `pinned`: the value, its bounds, the range searched and the row that decided).
+    # `pinned`: by parameter, the value, its bounds, the range searched and the row that
+    # decided); the CSV form stays one row per provenance entry.
     folder = sandy_bridge(tmp_path / "in", row=True)
     argv = ["bench", "predict", "--host", str(folder), "--out", str(tmp_path / "out")]
     assert main([*argv, "--transactions", "2000", "--json", "-q"]) == 0
-    (pinned,) = json.loads(capsys.readouterr().out)["pinned"]
-    assert pinned["parameter"] == "walk_busy_ns"
+    payload = json.loads(capsys.readouterr().out)
+    assert list(payload["pinned"]) == ["walk_busy_ns"]
+    pinned = payload["pinned"]["walk_busy_ns"]
+    assert len(json_rows(payload)) == len(payload["provenance"])
     assert pinned["search_low"] < pinned["low"] <= pinned["value"] <= pinned["high"]
     assert pinned["search_high"] == pytest.approx(254, abs=1)  # one walk at a time
     assert [r["file"] for r in pinned["rows"]] == [PIN_FILE]

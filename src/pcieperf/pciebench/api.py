@@ -292,7 +292,8 @@ def predict(
         "files": [str(f) for f in files],
         "bounds": str(Path(out) / predicting.BOUNDS_FILE),
         "provenance": prepared.provenance,
-        "pinned": [p.to_json() for p in prepared.pins],
+        # keyed by parameter, not a list: `provenance` stays the one table of the CSV form
+        "pinned": {p.parameter: p.to_json() for p in prepared.pins},
         "iommu_conflicts": list(run.iommu.conflicts),
         "host": asdict(prepared.host),
         "steadiness": steadiness,
@@ -310,9 +311,9 @@ def _prediction_text(payload: dict, out: str | Path) -> str:
         ("parameter", "value", "source", "why"),
         [[r["parameter"], r["value"], r["source"], r["why"]] for r in payload["provenance"][:7]],
     )
-    for pinned in payload["pinned"]:
+    for name, pinned in payload["pinned"].items():
         text += (
-            f"\npinned by the folder's bandwidth rows: {pinned['parameter']} = {pinned['value']}"
+            f"\npinned by the folder's bandwidth rows: {name} = {pinned['value']}"
             f" ({pinned['low']}..{pinned['high']}) from {len(pinned['rows'])} row(s)"
         )
     if payload["iommu_conflicts"]:

@@ -70,9 +70,8 @@ class Pin:
     rows: tuple[PinRow, ...]
 
     def to_json(self) -> dict:
-        """The pin as `bench predict --json` reports it (key `pinned`)."""
+        """The pin as `bench predict --json` reports it (under `pinned`, by parameter)."""
         return {
-            "parameter": self.parameter,
             "value": round(self.value, 2),
             "low": round(self.low, 2),
             "high": round(self.high, 2),
