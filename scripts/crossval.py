@@ -1,10 +1,12 @@
-"""Cross validation of `pcieperf bench predict` (issues 3 and 14), and the baseline.
+"""Cross validation of `pcieperf bench predict` (issues 3, 14 and 29), and the baseline.
 
 Leave one host out: for each of the data set's hosts, calibrate on the other hosts, copy only the
 left-out host's latency files (lat_*.csv) and host facts (sys-*.txt) into a scratch directory of
 the same name, predict its bandwidth files and intervals from that, and compare with what was
-measured. Leave one microarchitecture out: calibrate on the hosts of the other CPU generations
-(from cpuinfo) and predict every host of the held-out one. The baseline is the plain link model
+measured; then again with one measured bandwidth row beside them (PIN_ROW, issue 29), which is
+not scored. Leave one microarchitecture out: calibrate on the hosts of the other CPU generations
+(from cpuinfo) and predict every host of the held-out one, its IOMMU hosts also with the
+row. The baseline is the plain link model
 (pcieperf.pcie.tlp.effective_gbps with the host's MPS/MRRS: no latency, caches or IOMMU) on the same
 points. Writes the tables to docs/crossval.md.
 
@@ -20,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from pcieperf.pcie import tlp
-from pcieperf.pciebench import calibrate, predict, validate
+from pcieperf.pciebench import calibrate, pin, predict, validate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcie-bench"
 SIZE_INDEX = validate.KEY_NAMES.index("size_bytes")
@@ -31,44 +33,70 @@ OPS = {"BW_DMA_RD": "read", "BW_DMA_WR": "write", "BW_DMA_RW": "rw"}
 KNEE_DROP = 0.95  # a sweep's knee: first window below 95 % of its small-window level
 
 
-def latency_only_copy(source: Path, scratch: Path) -> Path:
-    """A directory with the same name holding only lat_*.csv and sys-*.txt."""
+PIN_FILE = "bw_dma_win_sweep_rd_rnd_64.csv"  # issue 29: one row of it past the IOTLB knee
+PIN_ROW = ("Cold", 64 << 20)  # its cache state and window (the deepest past the knee)
+
+
+def latency_only_copy(source: Path, scratch: Path, pin_row: bool = False) -> Path:
+    """A directory with the same name holding only lat_*.csv and sys-*.txt, and with
+    `pin_row` the PIN_ROW of PIN_FILE as a one-row bandwidth file."""
     target = scratch / source.name
     target.mkdir(parents=True)
     for pattern in ("lat_*.csv", "sys-*.txt"):
         for f in source.glob(pattern):
             shutil.copy(f, target / f.name)
+    if pin_row:
+        header, *rows = (source / PIN_FILE).read_text().splitlines()
+        cache, window = PIN_ROW
+        keep = [r for r in rows if r.split(",")[2] == cache and float(r.split(",")[5]) == window]
+        (target / PIN_FILE).write_text("\n".join([header, *keep]) + "\n")
     return target
 
 
+def is_pin_row(matched: validate.Matched) -> np.ndarray:
+    """Which matched points are the PIN_ROW (not scored: the prediction was fitted to it)."""
+    cache, window = PIN_ROW
+    return np.array(
+        [
+            f == PIN_FILE and k[CACHE_INDEX] == cache and k[WINDOW_INDEX] == window
+            for f, k in zip(matched.file, matched.keys, strict=True)
+        ]
+    )
+
+
 def predict_host(
-    source: Path, calibration: calibrate.Calibration, scratch: Path
+    source: Path, calibration: calibrate.Calibration, scratch: Path, pin_row: bool = False
 ) -> validate.Matched:
-    """Predict a host (point, interval, provenance) from its latency files and facts only."""
-    left_out = calibrate.load_run(latency_only_copy(source, scratch / "in"))
-    host = calibrate.host_profile(left_out, calibration)
+    """Predict a host (point, interval, provenance) from its latency files and facts only, and
+    with `pin_row` the PIN_ROW beside them; that row is left out of the scores."""
+    left_out = calibrate.load_run(latency_only_copy(source, scratch / "in", pin_row))
+    prepared = pin.prepare(left_out, calibration)
     out = scratch / "out" / source.name
+    out.parent.mkdir(parents=True)
     predict.predict_files(
-        host,
+        prepared.host,
         calibration.device,
         out,
         clock_ghz=predict.card_clock_ghz(left_out.info.card),
-        alternatives=calibrate.interval_hosts(left_out, calibration, host),
-        band=calibrate.interval_band(left_out, calibration, host),
-        provenance=calibrate.provenance(left_out, calibration, host),
+        alternatives=prepared.alternatives,
+        band=prepared.band,
+        provenance=prepared.provenance,
     )
-    return validate.match(source, out)
+    matched = validate.match(source, out)
+    return matched.subset(~is_pin_row(matched)) if pin_row else matched
 
 
 def scores(matched: validate.Matched) -> dict[str, float]:
-    """MAPE (%) of the acceptance set, of everything, of everything but the offset sweeps, of
-    the offset sweeps alone and of their device-offset rows (NaN for a host without them);
-    interval coverage and median relative width (%) over everything."""
+    """MAPE (%) of the acceptance set, of its window sweeps, of everything, of everything but
+    the offset sweeps, of the offset sweeps alone and of their device-offset rows (NaN for a
+    host without them); interval coverage and median relative width (%) over everything."""
     err = matched.error * 100
     offsets = matched.in_offset_sweeps
     dev = offsets & np.array([k[DEV_OFFSET_INDEX] > 0 for k in matched.keys])
+    window = matched.in_acceptance_set & (matched.file != "bw_dma_sz_sweep.csv")
     return {
         "accept": err[matched.in_acceptance_set].mean(),
+        "window": err[window].mean(),
         "every": err.mean(),
         "no_offset": err[~offsets].mean(),
         "offsets": err[offsets].mean() if offsets.any() else np.nan,
@@ -128,6 +156,7 @@ def main() -> None:
     runs = [calibrate.load_run(d) for d in dirs]
     started = time.perf_counter()
     rows, knee_rows, results, base_err, matches = [], [], [], [], []
+    pin_rows, pin_results = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i, (source, run) in enumerate(zip(dirs, runs, strict=True)):
             fit = calibrate.fit_device(runs[:i] + runs[i + 1 :])
@@ -149,11 +178,14 @@ def main() -> None:
                 f"{score['width']:.0f} | {b.mean():.1f} |"
             )
             knee_rows += knee_table(source, matched)
+            pinned = predict_host(source, fit, Path(tmp) / f"{i}-pin", pin_row=True)
+            pin_results.append((steady, pinned))
+            pin_rows.append(pin_row(source, score, scores(pinned)))
             print(f"{source.name}: MAPE {err.mean():.1f} % (baseline {b.mean():.1f} %)")
-        arch_rows = microarchitecture_table(dirs, runs, Path(tmp) / "arch")
+        arch_rows, held_rows = microarchitecture_table(dirs, runs, Path(tmp) / "arch")
     elapsed = time.perf_counter() - started
     text = [
-        "# Cross validation (issues 3 and 14)",
+        "# Cross validation (issues 3, 14 and 29)",
         "",
         "Regenerate with `python3 scripts/crossval.py` (needs `../shared/data/pcie-bench`).",
         "Each host is predicted from its latency files and host facts only, with the device",
@@ -172,18 +204,42 @@ def main() -> None:
         "",
         *summary_lines(results, matches, base_err),
         "",
+        "## With one bandwidth row (issue 29)",
+        "",
+        "The same, with one measured row beside the latency files: the 64 B random-read window",
+        f"sweep ({PIN_FILE}) at {PIN_ROW[0]}, 64 MiB, past every IOTLB knee. `bench predict`",
+        "fits the walker's busy time to it (docs/bench.md, *What one bandwidth row pins*) where",
+        "the host misses in its IOTLB, and ignores it elsewhere. The row itself is not scored.",
+        "",
+        "| host | window sweeps (latency only) | window sweeps (+ row) | accept (latency only) "
+        "| accept (+ row) | everything (+ row) | coverage / width (+ row) |",
+        "|---|---|---|---|---|---|---|",
+        *pin_rows,
+        "",
+        *pin_summary(pin_results),
+        "",
         "## Leave one microarchitecture out",
         "",
         "Calibrate on the hosts of the other CPU generations (from sys-cpuinfo.txt), predict",
-        "every host of the held-out one. Where the held-out generation misses in its IOTLB, its",
-        "walker throughput is unknown to the calibration, so its intervals reach down to one",
-        "walk at a time (docs/bench.md). MAPE is the mean over the held-out hosts; steady hosts",
-        "only in *accept (steady)*.",
+        "every host of the held-out one, from latency files and facts only. Where the held-out",
+        "generation misses in its IOTLB, its walker throughput is unknown to the calibration:",
+        "its intervals span the calibrated walker and one walk at a time, and the point is the",
+        "middle of the two (docs/bench.md). MAPE is the mean over the held-out hosts; steady",
+        "hosts only in *accept (steady)*.",
         "",
         "| held out | hosts | accept (steady) | accept (all) | offsets | everything "
         "| without offsets | coverage / width |",
         "|---|---|---|---|---|---|---|---|",
         *arch_rows,
+        "",
+        "The held-out generation's IOMMU hosts, window sweeps (MAPE %): from the latency files",
+        "alone (the walker's point is the middle of calibrated .. one walk at a time) and with",
+        "the one row above (not scored); *busy* is the walker busy time per miss each used (ns).",
+        "",
+        "| held out | host | IOMMU | window sweeps (latency only) | busy | window sweeps (+ row) "
+        "| busy (+ row) | coverage / width (+ row) |",
+        "|---|---|---|---|---|---|---|---|",
+        *held_rows,
         "",
         "## Knees (index into the 13-window sweep; first window below 95 % of the small-window",
         "level) and the error at 64 MiB",
@@ -240,9 +296,12 @@ def summary_lines(
     return out
 
 
-def microarchitecture_table(dirs: list[Path], runs: list, scratch: Path) -> list[str]:
-    """One row per CPU generation: calibrate without it, predict its hosts."""
-    rows = []
+def microarchitecture_table(
+    dirs: list[Path], runs: list, scratch: Path
+) -> tuple[list[str], list[str]]:
+    """One row per CPU generation (calibrate without it, predict its hosts), and one per
+    IOMMU host of the held-out generation from latency files alone and with PIN_ROW."""
+    rows, held_rows = [], []
     for gen in sorted({r.generation for r in runs}):
         train = [r for r in runs if r.generation != gen]
         fit = calibrate.fit_device(train)
@@ -253,6 +312,8 @@ def microarchitecture_table(dirs: list[Path], runs: list, scratch: Path) -> list
             steady = calibrate.steadiness(run) <= calibrate.UNSTEADY_RATIO
             results.append((steady, scores(m)))
             matched.append(m)
+            if run.iommu.mode != "off":
+                held_rows.append(held_row(gen, source, run, fit, m, scratch / f"{gen}{j}-pin"))
         steady_accept = [s["accept"] for steady, s in results if steady]
         rows.append(
             f"| {gen} | {len(held)} | "
@@ -263,7 +324,54 @@ def microarchitecture_table(dirs: list[Path], runs: list, scratch: Path) -> list
             f"{np.mean([s['no_offset'] for _, s in results]):.1f} | {pooled(matched, None)} |"
         )
         print(f"held out {gen}: {rows[-1]}")
-    return rows
+    return rows, held_rows
+
+
+def held_row(
+    gen: str,
+    source: Path,
+    run: calibrate.HostRun,
+    fit: calibrate.Calibration,
+    alone: validate.Matched,
+    scratch: Path,
+) -> str:
+    """A held-out IOMMU host's window-sweep MAPE and walker, latency only and with PIN_ROW."""
+    pinned = predict_host(source, fit, scratch, pin_row=True)
+    busy, busy_pinned = (
+        pin.prepare(
+            calibrate.load_run(latency_only_copy(source, scratch / str(row), row)), fit
+        ).host.walk_busy_ns
+        for row in (False, True)
+    )
+    stalls = "" if calibrate.steadiness(run) <= calibrate.UNSTEADY_RATIO else " (unsteady)"
+    return (
+        f"| {gen} | {short(source)}{stalls} | {run.iommu.mode} | {scores(alone)['window']:.1f} | "
+        f"{busy:.0f} | **{scores(pinned)['window']:.1f}** | {busy_pinned:.0f} | "
+        f"{pooled([pinned], None)} |"
+    )
+
+
+def pin_row(source: Path, alone: dict, pinned: dict) -> str:
+    """A host's row of the one-bandwidth-row table."""
+    return (
+        f"| {short(source)} | {alone['window']:.1f} | {pinned['window']:.1f} | "
+        f"{alone['accept']:.1f} | **{pinned['accept']:.1f}** | {pinned['every']:.1f} | "
+        f"{pinned['coverage']:.0f} % / {pinned['width']:.0f} % |"
+    )
+
+
+def pin_summary(results: list[tuple[bool, validate.Matched]]) -> list[str]:
+    """Mean and worst acceptance-set MAPE with the row, over all and the steady hosts."""
+    out = []
+    for label, pick in (("all hosts", lambda s: True), ("the steady hosts", bool)):
+        chosen = [m for steady, m in results if pick(steady)]
+        accept = [scores(m)["accept"] for m in chosen]
+        out.append(
+            f"- {label} ({len(chosen)}), with the row: MAPE **{np.mean(accept):.1f} %** on the "
+            f"acceptance set (worst host {max(accept):.1f} %); interval coverage / median "
+            f"width: everything {pooled(chosen, None)}"
+        )
+    return out
 
 
 if __name__ == "__main__":

@@ -15,8 +15,15 @@ from hypothesis import strategies as st
 
 from pcieperf.cli import main
 from pcieperf.errors import ProfileError, UsageError
-from pcieperf.pciebench import bench, calibrate, predict, sim, validate
+from pcieperf.pciebench import bench, calibrate, pin, predict, sim, validate
 from tests.helpers import PCIE_BENCH
+from tests.helpers.host_folders import (
+    as_cpu_model,
+    latency_only,
+    predict_prepared,
+    relabelled,
+    with_row,
+)
 
 needs_data = pytest.mark.skipif(
     not PCIE_BENCH.is_dir(), reason="../shared/data/pcie-bench is absent"
@@ -24,16 +31,6 @@ needs_data = pytest.mark.skipif(
 T630 = "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
 NOSP = T630 + "-iommu-nosp"
 FUJITSU = "nfp6000-1.2GHz_hsw-Xeon-E3-1226v3_fujitsu-tx1310"
-
-
-def latency_only(source: Path, tmp: Path) -> Path:
-    """What `bench predict` gets: the latency files and host facts of one host."""
-    target = tmp / source.name
-    target.mkdir(parents=True)
-    for pattern in ("lat_*.csv", "sys-*.txt"):
-        for f in source.glob(pattern):
-            (target / f.name).write_bytes(f.read_bytes())
-    return target
 
 
 @needs_data
@@ -139,9 +136,11 @@ def test_the_offset_sweeps_of_an_unseen_host_within_eight_percent(t630_matched):
 def test_iommu_without_super_pages_collapses_at_the_measured_window(held_out, tmp_path):
     # t630-iommu-nosp, 64 B random reads, Cold: 28.2 Gb/s at 256 KiB, 22.1 at 512 KiB,
     # 10.1 at 64 MiB (bw_dma_win_sweep_rd_rnd_64.csv). The prediction must fall at the same
-    # step and land within 15 % at 64 MiB.
-    run = calibrate.load_run(latency_only(PCIE_BENCH / NOSP, tmp_path / "in"))
-    host = calibrate.host_profile(run, held_out)
+    # step and land within 15 % at 64 MiB. The calibration's walkers are Broadwell's and Ivy
+    # Bridge's, so the host's DWarm 64 MiB row (10.1 Gb/s) pins its Haswell walker (issue 29).
+    src = latency_only(PCIE_BENCH / NOSP, tmp_path / "in")
+    with_row(PCIE_BENCH / NOSP, src, "bw_dma_win_sweep_rd_rnd_64.csv", "DWarm", 64 << 20)
+    host = pin.prepare(calibrate.load_run(src), held_out, transactions=20_000).host
     predict.predict_files(host, held_out.device, tmp_path / "out", transactions=20_000)
     matched = validate.match(PCIE_BENCH / NOSP, tmp_path / "out")
     keep = (matched.file == "bw_dma_win_sweep_rd_rnd_64.csv") & np.array(
@@ -213,20 +212,28 @@ def test_predict_and_validate_cli(tmp_path, capsys):
             str(out),
             "--plot",
             str(plot),
+            "--points",
+            str(tmp_path / "points.csv"),
             "--json",
         ]
     )
     assert code == 0
     assert plot.stat().st_size > 0
-    assert json.loads(capsys.readouterr().out)["acceptance_points"] == 527
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["acceptance_points"] == 527
+    # Issue 29: every point with its interval and how far beyond it (0 inside).
+    with (tmp_path / "points.csv").open() as fh:
+        points = list(csv.DictReader(fh))
+    assert len(points) == payload["points"]
+    outside = [p for p in points if float(p["beyond_bound_pct"]) != 0]
+    assert len(outside) == payload["intervals"]["all"]["outside_points"]
+    assert all(
+        not float(p["low_gbps"]) <= float(p["measured_gbps"]) <= float(p["high_gbps"])
+        for p in outside
+    )
 
 
 # --- Issue 14: evidence over names, provenance, prediction intervals ---------------------------
-
-
-def relabelled(source: Path, tmp: Path, name: str) -> Path:
-    """The latency files and host facts of `source` in a directory called `name`."""
-    return latency_only(source, tmp).rename(tmp / name)
 
 
 def knee(bw: np.ndarray) -> int | None:
@@ -245,25 +252,18 @@ def window_sweep(directory: Path, name: str, cache: str) -> np.ndarray:
 
 def predict_with_bounds(run, calibration, out: Path) -> list[dict]:
     """What `bench predict` writes, at fewer transactions; returns the provenance."""
-    host = calibrate.host_profile(run, calibration)
-    rows = calibrate.provenance(run, calibration, host)
-    predict.predict_files(
-        host,
-        calibration.device,
-        out,
-        transactions=20_000,
-        alternatives=calibrate.interval_hosts(run, calibration, host),
-        band=calibrate.interval_band(run, calibration, host),
-        provenance=rows,
-    )
-    return rows
+    return predict_prepared(run, calibration, out).provenance
 
 
 def test_a_4k_page_host_named_iommu_still_collapses_at_its_knee(held_out, tmp_path):
     # t630-iommu-nosp's latency files and facts in a directory named like a super-page host.
     # Measured (bw_dma_win_sweep_rd_rnd_64.csv, Cold): 28.2 Gb/s at 256 KiB, 22.1 at 512 KiB:
-    # knee at index 3 (512 KiB). The prediction must fall at the same window.
-    run = calibrate.load_run(relabelled(PCIE_BENCH / NOSP, tmp_path / "in", T630 + "-iommu"))
+    # knee at index 3 (512 KiB). The prediction must fall at the same window. The calibration
+    # has no Haswell walker, so the host's DWarm 64 MiB read row pins it (issue 29; from the
+    # latency files alone the middle walker would bring the 64 B write knee to 512 KiB).
+    folder = relabelled(PCIE_BENCH / NOSP, tmp_path / "in", T630 + "-iommu")
+    with_row(PCIE_BENCH / NOSP, folder, "bw_dma_win_sweep_rd_rnd_64.csv", "DWarm", 64 << 20)
+    run = calibrate.load_run(folder)
     assert run.info.iommu == "on"  # what the name says
     rows = {r["parameter"]: r for r in predict_with_bounds(run, held_out, tmp_path / "out")}
     for file in ("bw_dma_win_sweep_rd_rnd_64.csv", "bw_dma_win_sweep_wr_rnd_64.csv"):
@@ -272,6 +272,7 @@ def test_a_4k_page_host_named_iommu_still_collapses_at_its_knee(held_out, tmp_pa
         assert knee(window_sweep(tmp_path / "out", file, "Cold")) == measured
     for name in ("iommu", "page_bytes", "iotlb_entries", "walk_ns"):
         assert rows[name]["source"] == calibrate.HOST_LATENCY
+    assert rows["walk_busy_ns"]["source"] == pin.HOST_BANDWIDTH
     assert rows["iommu"]["value"] == "nosp"
     assert "name says iommu=on" in rows["iommu"]["why"]
     # The t630 sweep: +254 ns past 96 entries (lat_dma_sweep_rd_rnd_64.csv Cold medians 600 ns
@@ -295,22 +296,29 @@ def test_a_host_without_iommu_named_nosp_is_predicted_flat(held_out, tmp_path):
 
 def test_an_unknown_cpu_generation_bounds_the_walker(held_out, tmp_path):
     # The t630-iommu-nosp host as if its CPU were a Skylake-SP (06_55H), which no calibration
-    # host had: the slow bound walks one miss at a time, busy for the 254 ns walk latency.
+    # host had: the bounds are the calibrated walker and one miss at a time (busy for the
+    # 254 ns walk latency); the point (issue 29) is the middle of the two busy times.
     src = latency_only(PCIE_BENCH / NOSP, tmp_path / "in")
-    cpuinfo = (src / "sys-cpuinfo.txt").read_text()
-    (src / "sys-cpuinfo.txt").write_text(cpuinfo.replace("model\t\t: 63", "model\t\t: 85"))
+    as_cpu_model(src, 85)
     run = calibrate.load_run(src)
     assert run.generation == "skx"
     host = calibrate.host_profile(run, held_out)
-    (slow,) = calibrate.interval_hosts(run, held_out, host)
+    fast, slow = calibrate.interval_hosts(run, held_out, host)
+    assert (fast.walk_busy_ns, fast.walkers) == (held_out.shared.walk_busy_ns, 1)
     assert (slow.walk_busy_ns, slow.walkers) == (host.walk_ns, 1)
+    assert host.walk_busy_ns == pytest.approx((fast.walk_busy_ns + slow.walk_busy_ns) / 2)
     # 64 B writes at 64 MiB miss in nearly every access (1 - 96 / 16384): bound by the walker,
-    # 512 bit / 51.7 ns = 9.9 Gb/s calibrated, 512 bit / 254 ns = 2.0 Gb/s one at a time.
+    # 512 bit / 51.7 ns = 9.9 Gb/s calibrated, 512 bit / 254 ns = 2.0 Gb/s one at a time, and
+    # the point 512 bit / 153 ns = 3.3 Gb/s: its error |point / measured - 1| is the same
+    # whichever end the host turns out to be at (+66 % at 2.0 Gb/s, -66 % at 9.9 Gb/s).
     point = bench.Point("BW_DMA_WR", "Rand", "Cold", 0, 0, 64 << 20, 64)
-    fast = sim.simulate(point, host, held_out.device, transactions=20_000).bw_gbps
-    low = sim.simulate(point, slow, held_out.device, transactions=20_000).bw_gbps
-    assert fast == pytest.approx(512 / host.walk_busy_ns, rel=0.05)
-    assert low == pytest.approx(512 / host.walk_ns, rel=0.05)
+    rates = [
+        sim.simulate(point, h, held_out.device, transactions=20_000).bw_gbps
+        for h in (fast, host, slow)
+    ]
+    assert rates[0] == pytest.approx(512 / fast.walk_busy_ns, rel=0.05)
+    assert rates[2] == pytest.approx(512 / host.walk_ns, rel=0.05)
+    assert rates[1] / rates[2] - 1 == pytest.approx(1 - rates[1] / rates[0], rel=0.05)
     row = {r["parameter"]: r for r in calibrate.provenance(run, held_out, host)}["walk_busy_ns"]
     assert row["source"] == calibrate.ASSUMPTION
     assert "skx" in row["why"]
@@ -364,6 +372,14 @@ def test_validate_scores_interval_coverage_and_width(tmp_path):
     assert stats["points"] == 52
     assert stats["coverage_pct"] == pytest.approx(50.0)
     assert stats["median_relative_width_pct"] == pytest.approx(18.2, abs=0.05)
+    # Issue 29: how far each point lies beyond its bound, 20 / 21 - 1 = -4.76 % below [21, 23],
+    # 0 inside [19, 25]; in every point's entry and in the worst points'.
+    assert (stats["outside_points"], stats["max_beyond_bound_pct"]) == (26, 4.8)
+    points = validate.point_rows(validate.match(tmp_path / "measured", tmp_path / "predicted"))
+    beyond = [p["beyond_bound_pct"] for p in points]
+    assert sorted(beyond) == [pytest.approx(-4.76, abs=0.005)] * 26 + [0.0] * 26
+    assert {(p["low_gbps"], p["high_gbps"]) for p in points} == {(21, 23), (19, 25)}
+    assert result["worst"][0]["beyond_bound_pct"] in (0.0, pytest.approx(-4.76, abs=0.005))
 
 
 def test_a_calibration_with_a_stray_table_is_refused(tmp_path):

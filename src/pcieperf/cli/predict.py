@@ -47,7 +47,11 @@ def cmd_bench_predict(args: argparse.Namespace) -> None:
 def cmd_validate(args: argparse.Namespace) -> None:
     """Compare predicted with measured pcie-bench bandwidth results (MAPE, worst points)."""
     result = pciebench_api.validate(
-        measured=args.measured, predicted=args.predicted, worst=args.worst
+        measured=args.measured,
+        predicted=args.predicted,
+        worst=args.worst,
+        points=args.points,
+        force=args.force,
     )
     if args.plot:
         from pcieperf.report.plots import plot_validation
@@ -63,4 +67,9 @@ def _add_validate_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--predicted", required=True, help="directory of predicted bw_*.csv files")
     p.add_argument("--worst", type=_whole(0), default=10, help="how many worst points to list")
     p.add_argument("--plot", default=None, help="measured vs predicted plot (.png or .svg)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
+    p.add_argument(
+        "--points",
+        default=None,
+        help="CSV of every point: measured, predicted, interval, how far beyond it (%%)",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite existing plot/points files")

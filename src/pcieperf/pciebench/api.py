@@ -224,9 +224,10 @@ def _sim_host(host: Path) -> HostProfile:
 def _folder_host(host: Path, calibration: Path) -> tuple[str, HostProfile]:
     """The system name and host profile of a host's pcie-bench folder on `calibration`."""
     from pcieperf.pciebench import calibrate as fitting
+    from pcieperf.pciebench import pin
 
     run = fitting.load_run(host)
-    return run.name, fitting.host_profile(run, fitting.load_calibration(calibration))
+    return run.name, pin.prepare(run, fitting.load_calibration(calibration)).host
 
 
 def host(
@@ -264,34 +265,37 @@ def predict(
 ) -> Report:
     """Predict a host's bandwidth results from its latency files and host facts (`pcieperf
     bench predict`): pcie-bench's bw_*.csv files, their bounds and the provenance of every
-    parameter, written to `out`; `host` is the host's pcie-bench directory."""
+    parameter, written to `out`; `host` is the host's pcie-bench directory, whose bw_*.csv
+    rows past the IOTLB knee, if any, pin the walker (`pciebench.pin`)."""
     from pcieperf.pciebench import calibrate as fitting
+    from pcieperf.pciebench import pin
     from pcieperf.pciebench import predict as predicting
 
     run = fitting.load_run(Path(host))
     loaded = fitting.load_calibration(Path(calibration))
     steadiness = fitting.steadiness(run)
-    profile = fitting.host_profile(run, loaded)
-    provenance = fitting.provenance(run, loaded, profile)
+    prepared = pin.prepare(run, loaded, transactions)
     files = predicting.predict_files(
-        profile,
+        prepared.host,
         loaded.device,
         Path(out),
         clock_ghz=predicting.card_clock_ghz(run.info.card),
         force=force,
         transactions=transactions,
         progress=progress or (lambda rows: rows),
-        alternatives=fitting.interval_hosts(run, loaded, profile),
-        band=fitting.interval_band(run, loaded, profile),
-        provenance=provenance,
+        alternatives=prepared.alternatives,
+        band=prepared.band,
+        provenance=prepared.provenance,
     )
     payload = {
         "system": run.name,
         "files": [str(f) for f in files],
         "bounds": str(Path(out) / predicting.BOUNDS_FILE),
-        "provenance": provenance,
+        "provenance": prepared.provenance,
+        # keyed by parameter, not a list: `provenance` stays the one table of the CSV form
+        "pinned": {p.parameter: p.to_json() for p in prepared.pins},
         "iommu_conflicts": list(run.iommu.conflicts),
-        "host": asdict(profile),
+        "host": asdict(prepared.host),
         "steadiness": steadiness,
         "steady": steadiness <= fitting.UNSTEADY_RATIO,
     }
@@ -307,6 +311,11 @@ def _prediction_text(payload: dict, out: str | Path) -> str:
         ("parameter", "value", "source", "why"),
         [[r["parameter"], r["value"], r["source"], r["why"]] for r in payload["provenance"][:7]],
     )
+    for name, pinned in payload["pinned"].items():
+        text += (
+            f"\npinned by the folder's bandwidth rows: {name} = {pinned['value']}"
+            f" ({pinned['low']}..{pinned['high']}) from {len(pinned['rows'])} row(s)"
+        )
     if payload["iommu_conflicts"]:
         text += "\nnote: the latency sweep overrules " + "; ".join(payload["iommu_conflicts"])
     if not payload["steady"]:
@@ -321,25 +330,40 @@ def _prediction_text(payload: dict, out: str | Path) -> str:
 # --- validate -------------------------------------------------------------------------------
 
 
-def validate(*, measured: str | Path, predicted: str | Path, worst: int = 10) -> Report:
+def validate(
+    *,
+    measured: str | Path,
+    predicted: str | Path,
+    worst: int = 10,
+    points: str | Path | None = None,
+    force: bool = False,
+) -> Report:
     """Predicted against measured pcie-bench bandwidth (`pcieperf validate`): MAPE overall, on
-    the acceptance set and per file, interval coverage, the `worst` points; `source` is the
-    matched points (for a plot)."""
+    the acceptance set and per file, interval coverage, the `worst` points; with `points`, a
+    CSV of every point, its interval and how far beyond it the measurement lies; `source` is
+    the matched points (for a plot)."""
     from pcieperf.pciebench import validate as validating
+    from pcieperf.results import csv_text
 
     matched = validating.match(Path(measured), Path(predicted))
     result = validating.summary(matched, worst=worst)
-    return Report(result, _validation_text(result), source=matched)
+    text = _validation_text(result)
+    if points is not None:
+        outputs.write_text(points, csv_text(validating.point_rows(matched)), force)
+        result["points_file"] = str(points)
+        text += f"\nwrote {points}: every point, its interval and how far beyond it"
+    return Report(result, text, source=matched)
 
 
 WORST_KEYS = ("file", "test", "cache", "window_bytes", "size_bytes")
-WORST_KEYS += ("measured_gbps", "predicted_gbps", "error_pct")
+WORST_KEYS += ("measured_gbps", "predicted_gbps", "error_pct", "beyond_bound_pct")
 
 
 def _validation_text(result: dict) -> str:
     """MAPE, interval coverage, per-file MAPE and the worst points."""
+    interval_keys = ("points", "coverage_pct", "median_relative_width_pct", "outside_points")
     intervals = [
-        [name, v["points"], v["coverage_pct"], v["median_relative_width_pct"]]
+        [name, *(v[k] for k in (*interval_keys, "max_beyond_bound_pct"))]
         for name, v in result["intervals"].items()
         if v is not None
     ]
@@ -349,13 +373,19 @@ def _validation_text(result: dict) -> str:
             f"({result['mape_without_offset_pct']} % without the offset sweeps); "
             f"acceptance set (size sweep >= 64 B + window sweeps) "
             f"{result['acceptance_points']} points, MAPE {result['acceptance_mape_pct']} %",
-            format_table(("points", "n", "coverage %", "median width %"), intervals)
+            format_table(
+                ("points", "n", "coverage %", "median width %", "outside", "max beyond %"),
+                intervals,
+            )
             if intervals
             else "no bounds.csv: no intervals to score",
             format_table(("file", "MAPE %"), [[f, v] for f, v in result["per_file"].items()]),
             "worst points:",
             format_table(
-                ("file", "test", "cache", "window", "size", "measured", "predicted", "err %"),
+                (
+                    *("file", "test", "cache", "window", "size", "measured", "predicted"),
+                    *("err %", "beyond bound %"),
+                ),
                 [[w[k] for k in WORST_KEYS] for w in result["worst"]],
             ),
         ]

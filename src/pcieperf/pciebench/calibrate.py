@@ -59,6 +59,7 @@ from pcieperf.pciebench.host import (
     warm_fraction,
 )
 from pcieperf.pciebench.sim import DeviceProfile, HostProfile, cache_lines
+from pcieperf.pciebench.walker import interval_hosts, point_busy_ns, walker_unknown, walker_why
 from pcieperf.progress import wrap as with_progress
 
 SPREAD_QUANTILES = (2.5, 97.5)
@@ -428,7 +429,7 @@ def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
         posted_credits=shared.posted_credits,
         iotlb_entries=fit.iotlb_entries,
         walk_ns=fit.walk_ns,
-        walk_busy_ns=shared.walk_busy_ns,
+        walk_busy_ns=point_busy_ns(run, calibration, fit.walk_ns),
         walkers=shared.walkers,
         iommu=run.iommu.mode,
         numa_device=info.numa_device,
@@ -439,23 +440,6 @@ def host_profile(run: HostRun, calibration: Calibration) -> HostProfile:
         rcb=link.rcb,
         notes="measured latencies already include any NUMA distance, so remote_extra_ns = 0",
     )
-
-
-def walker_unknown(run: HostRun, calibration: Calibration) -> bool:
-    """Whether the host misses in its IOTLB on a CPU generation whose walker throughput the
-    calibration never saw (its busy time was fitted on `walker_generations` only)."""
-    return run.iommu.misses and run.generation not in calibration.shared.walker_generations
-
-
-def interval_hosts(run: HostRun, calibration: Calibration, host: HostProfile) -> list[HostProfile]:
-    """The other host profiles the evidence leaves possible besides `host`.
-
-    Where the walker throughput is unknown (`walker_unknown`), the slow bound walks one miss
-    at a time: busy for the whole walk latency the sweep shows, not the calibrated busy time.
-    """
-    if not walker_unknown(run, calibration):
-        return []
-    return [replace(host, walk_busy_ns=max(host.walk_ns, host.walk_busy_ns), walkers=1)]
 
 
 def interval_band(
@@ -519,15 +503,8 @@ def _iommu_rows(run: HostRun) -> list[tuple[str, object, str, str]]:
 
 def _walker_rows(run: HostRun, calibration: Calibration, host: HostProfile) -> list[tuple]:
     """Provenance of the walker's busy time and count: calibrated, or an interval if unknown."""
-    gens = ", ".join(calibration.shared.walker_generations) or "none"
-    if walker_unknown(run, calibration):
-        why = (
-            f"CPU {run.generation} is not among the calibrated walker generations ({gens}): "
-            f"point = calibrated, bounds down to one walk at a time ({host.walk_ns:.0f} ns)"
-        )
-        source = ASSUMPTION
-    else:
-        why, source = f"fitted on IOTLB-miss hosts of {gens}", DEVICE
+    assumed, why = walker_why(run, calibration, host)
+    source = ASSUMPTION if assumed else DEVICE
     return [
         ("walk_busy_ns", round(host.walk_busy_ns, 2), source, why),
         ("walkers", host.walkers, source, why),

@@ -64,6 +64,27 @@ class Matched:
         """(high - low) / predicted of every point (NaN without an interval)."""
         return (self.high - self.low) / self.predicted
 
+    @property
+    def beyond_bound(self) -> NDArray:
+        """How far each measured point lies outside its interval, relative to the bound it
+        passed: measured / high - 1 above it (> 0), measured / low - 1 below it (< 0), 0
+        inside, NaN without an interval."""
+        above = np.maximum(self.measured / self.high - 1.0, 0.0)
+        below = np.minimum(self.measured / self.low - 1.0, 0.0)
+        return above + below
+
+    def subset(self, keep: NDArray) -> Matched:
+        """The points where `keep` is true (e.g. without the rows a prediction was pinned to)."""
+        return Matched(
+            file=self.file[keep],
+            test=self.test[keep],
+            keys=[k for k, kept in zip(self.keys, keep, strict=True) if kept],
+            measured=self.measured[keep],
+            predicted=self.predicted[keep],
+            low=self.low[keep],
+            high=self.high[keep],
+        )
+
 
 def _bandwidth_files(directory: Path) -> dict[str, Path]:
     if not directory.is_dir():
@@ -144,15 +165,46 @@ def interval_stats(matched: Matched, mask: NDArray) -> dict | None:
     keep = mask & np.isfinite(matched.low)
     if not keep.any():
         return None
+    beyond = np.abs(matched.beyond_bound[keep])
     return {
         "points": int(keep.sum()),
         "coverage_pct": round(100 * float(matched.covered[keep].mean()), 1),
         "median_relative_width_pct": round(100 * float(np.median(matched.relative_width[keep])), 1),
+        "outside_points": int(np.count_nonzero(beyond)),
+        "max_beyond_bound_pct": round(100 * float(beyond.max()), 1),
+    }
+
+
+def _percent(value: float) -> float | None:
+    """A ratio as a rounded percentage; None for NaN (no interval)."""
+    return round(100 * value, 2) if np.isfinite(value) else None
+
+
+def point_rows(matched: Matched) -> list[dict]:
+    """Every matched point with its interval and how far beyond it it lies (`validate
+    --points`)."""
+    return [_point(matched, i) for i in range(matched.measured.size)]
+
+
+def _point(matched: Matched, i: int) -> dict:
+    """One matched point: file, key columns, measured, predicted, its interval and how far
+    the measurement lies beyond it."""
+    low, high = (float(v[i]) for v in (matched.low, matched.high))
+    return {
+        "file": str(matched.file[i]),
+        **dict(zip(KEY_NAMES, matched.keys[i][: len(KEY_NAMES)], strict=True)),
+        "measured_gbps": round(float(matched.measured[i]), 3),
+        "predicted_gbps": round(float(matched.predicted[i]), 3),
+        "error_pct": round(float(matched.error[i] * 100), 2),
+        "low_gbps": round(low, 3) if np.isfinite(low) else None,
+        "high_gbps": round(high, 3) if np.isfinite(high) else None,
+        "beyond_bound_pct": _percent(float(matched.beyond_bound[i])),
     }
 
 
 def summary(matched: Matched, worst: int = 5) -> dict:
-    """MAPE per file, per test, over all points and over the acceptance set; worst points."""
+    """MAPE per file, per test, over all points and over the acceptance set; interval coverage
+    and how far points lie beyond their intervals; the worst points."""
     err = matched.error * 100
     accept = matched.in_acceptance_set
 
@@ -174,14 +226,5 @@ def summary(matched: Matched, worst: int = 5) -> dict:
         },
         "per_file": {f: mape(matched.file == f) for f in np.unique(matched.file).tolist()},
         "per_test": {t: mape(matched.test == t) for t in np.unique(matched.test).tolist()},
-        "worst": [
-            {
-                "file": str(matched.file[i]),
-                **dict(zip(KEY_NAMES, matched.keys[i][: len(KEY_NAMES)], strict=True)),
-                "measured_gbps": round(float(matched.measured[i]), 3),
-                "predicted_gbps": round(float(matched.predicted[i]), 3),
-                "error_pct": round(float(err[i]), 2),
-            }
-            for i in worst_idx
-        ],
+        "worst": [_point(matched, int(i)) for i in worst_idx],
     }
