@@ -2,13 +2,14 @@
 
 Default location: `<user data dir>/pcieperf/pcieperf.duckdb`; `PCIEPERF_DB` or an explicit path
 overrides it. Imports are all-or-nothing: every file is parsed and checked before the store is
-touched, and the rows go in within one transaction.
+touched, and the rows go in within one transaction (a counter file is parsed within it, a chunk
+of samples at a time, and nothing of it stays if it fails).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from numpy.typing import NDArray
 
 from pcieperf.dpdk.testpmd import RunResult, StoredRun
 from pcieperf.errors import UsageError, require_choice
-from pcieperf.measure.counters import Samples
+from pcieperf.measure.counters import Samples, Sink
 from pcieperf.measure.store_lock import connect
 from pcieperf.pciebench.bench import (
     COLUMNS,
@@ -99,6 +100,15 @@ CAPTURE_RUN_COLUMNS = {
 }
 """The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
 start time (pcieperf.capture.records builds the rows)."""
+
+
+IMPORT_MEMORY_LIMIT = "32MB"
+"""DuckDB's buffer pool while a counter file is imported: each chunk is written as it commits,
+so the pool need not keep it (with DuckDB's default, 80 % of RAM, a 200 MB file's import
+peaked ~60 MB higher)."""
+_UNNAMED = "import_id NOT IN (SELECT import_id FROM counter_imports)"
+"""Counter samples no import names: an import's rows before it is named, or left by one that
+was killed."""
 
 
 def _schema() -> list[str]:
@@ -229,48 +239,70 @@ class Store:
             self.con.execute(f"INSERT INTO {table.kind} BY NAME SELECT * FROM incoming")
             self.con.unregister("incoming")
 
-    def import_counters(self, samples: Samples, force: bool = False) -> int:
-        """Store one parsed counter file in one transaction; returns its import id. The same
-        file again needs `force` and replaces the earlier import."""
-        file = str(Path(samples.file).resolve())
+    def import_counters(
+        self, path: Path, parse: Callable[[Sink], Samples], force: bool = False
+    ) -> tuple[int, Samples]:
+        """Store one counter file, all or nothing, in bounded memory: `parse(sink)` parses it,
+        handing the samples to `sink` chunk by chunk. Returns the import id and what `parse`
+        returned. The same file again needs `force` and replaces the earlier import.
+
+        Each chunk is committed as it comes, under an import id that no `counter_imports` row
+        names yet, so no query sees it (DuckDB holds a transaction's rows in memory: one
+        transaction over a large file grew by ~60 B a sample); one transaction then replaces
+        the earlier import and names the new one. A file that fails to parse leaves the store
+        as it was, and rows an import killed mid-way left are removed by the next one."""
+        file = str(path.resolve())
         old = self.con.execute(
             "SELECT import_id FROM counter_imports WHERE file = ?", [file]
         ).fetchall()
         if old and not force:
-            raise UsageError(f"{samples.file} is already imported; pass --force to replace it")
-        n = len(samples)
-        # Text and time columns as object arrays: DuckDB scans those ~30x faster than
-        # numpy's fixed-width unicode (benchmarks/bench_counters.py).
-        columns = {
-            "t_s": np.asarray(samples.t_s, dtype=np.float64),
-            "wall_time": np.array(samples.wall, dtype=object),
-            "source": np.full(n, samples.source, dtype=object),
-            "socket": np.array([-1 if s is None else s for s in samples.socket], dtype=np.int64),
-            "stack": np.array(samples.stack, dtype=object),
-            "part": np.array(samples.part, dtype=object),
-            "metric": np.array(samples.metric, dtype=object),
-            "value": np.asarray(samples.value, dtype=np.float64),
-            "unit": np.array(samples.unit, dtype=object),
-        }
+            raise UsageError(f"{path} is already imported; pass --force to replace it")
+        with self._transaction():
+            self.con.execute(f"DELETE FROM counter_samples WHERE {_UNNAMED}")
+        self.con.execute(f"SET memory_limit = '{IMPORT_MEMORY_LIMIT}'")
+        ((new_id,),) = self.con.execute(  # fetched whole: `register` needs no open result
+            "SELECT coalesce(max(import_id), 0) + 1 FROM counter_imports"
+        ).fetchall()
+        try:
+            samples = parse(lambda chunk: self._insert_samples(new_id, chunk))
+        except BaseException:
+            with self._transaction():
+                self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [new_id])
+            raise
         with self._transaction():
             for (import_id,) in old:
                 self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [import_id])
                 self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
-            (new_id,) = self.con.execute(
-                "SELECT coalesce(max(import_id), 0) + 1 FROM counter_imports"
-            ).fetchone()
             self.con.execute(
                 "INSERT INTO counter_imports VALUES (?, ?, ?, ?, now())",
-                [new_id, file, samples.source, n],
+                [new_id, file, samples.source, len(samples)],
             )
-            self.con.register("incoming", columns)
+        return int(new_id), samples
+
+    def _insert_samples(self, import_id: int, chunk: Samples) -> None:
+        """The samples `chunk` holds, as rows of import `import_id`."""
+        n = len(chunk.value)
+        # Text and time columns as object arrays: DuckDB scans those ~30x faster than
+        # numpy's fixed-width unicode (benchmarks/bench_counters.py).
+        columns = {
+            "t_s": np.asarray(chunk.t_s, dtype=np.float64),
+            "wall_time": np.array(chunk.wall, dtype=object),
+            "source": np.full(n, chunk.source, dtype=object),
+            "socket": np.array([-1 if s is None else s for s in chunk.socket], dtype=np.int64),
+            "stack": np.array(chunk.stack, dtype=object),
+            "part": np.array(chunk.part, dtype=object),
+            "metric": np.array(chunk.metric, dtype=object),
+            "value": np.asarray(chunk.value, dtype=np.float64),
+            "unit": np.array(chunk.unit, dtype=object),
+        }
+        self.con.register("incoming", columns)
+        with self._transaction():
             self.con.execute(
                 "INSERT INTO counter_samples SELECT ?, t_s, wall_time, source, "
                 "NULLIF(socket, -1), stack, part, metric, value, unit FROM incoming",
-                [new_id],
+                [import_id],
             )
-            self.con.unregister("incoming")
-        return int(new_id)
+        self.con.unregister("incoming")
 
     def counter_imports(self) -> list[dict]:
         """Imported counter files with their sample counts and metrics."""
