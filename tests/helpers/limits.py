@@ -3,6 +3,7 @@ address space (RLIMIT_AS, set in the child before it starts) is where the run fa
 memory grows with the input; the child also reports its peaks as Linux counts them."""
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -30,8 +31,16 @@ class Run(NamedTuple):
     address_kib: int | None
 
 
-def run_limited(argv: list[str], address_kib: int | None = None, **kw: object) -> Run:
-    """`pcieperf ARGV` in a fresh interpreter, its address space limited to `address_kib`."""
+def run_limited(
+    argv: list[str],
+    address_kib: int | None = None,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> Run:
+    """`pcieperf ARGV` in a fresh interpreter, its address space limited to `address_kib`,
+    `env` added to its environment. glibc's malloc reserves 64 MiB of address space per arena,
+    up to 8 a core, so the address space varied by ~60 MB from run to run of one command; two
+    arenas keep it to what is used (MALLOC_ARENA_MAX, mallopt(3))."""
 
     def limited() -> None:
         if address_kib is not None:
@@ -40,18 +49,19 @@ def run_limited(argv: list[str], address_kib: int | None = None, **kw: object) -
 
     done = subprocess.run(
         [sys.executable, "-c", PEAKS, *argv],
+        input=stdin,
         capture_output=True,
-        text=True,
+        env=os.environ | {"MALLOC_ARENA_MAX": "2"} | (env or {}),
         preexec_fn=limited,
         check=False,
-        **kw,
     )
-    last = done.stderr.strip().splitlines()[-1:] or [""]
+    stdout, stderr = done.stdout.decode(), done.stderr.decode()
+    last = stderr.strip().splitlines()[-1:] or [""]
     peaks = json.loads(last[0]) if last[0].startswith('{"rss_kib"') else {}
     return Run(
         done.returncode,
-        done.stdout,
-        done.stderr,
+        stdout,
+        stderr,
         peaks.get("rss_kib"),
         peaks.get("address_kib"),
     )
