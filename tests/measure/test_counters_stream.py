@@ -105,17 +105,21 @@ def test_blocks_and_chunks_of_any_size_give_the_whole_files_samples(
     assert streamed.metrics() == sorted(set(whole.metric))
 
 
-def test_a_failed_import_leaves_nothing_and_a_killed_ones_rows_are_removed(tmp_path):
+def test_a_failed_import_leaves_nothing_and_a_killed_ones_rows_are_dropped(tmp_path):
     db = tmp_path / "s.duckdb"
+    assert main(["counters", "import", str(PCM_FILE), "--db", str(db), "-q"]) == 0
     broken = repeated(tmp_path / "broken.csv", 3000)  # 138 000 samples, several chunks
     with broken.open("a") as fh:
         fh.write("2026-11-21,23:08:10.123,Socket0,IIO Stack 2 - PCIe1,Part1,x\n")
     assert main(["counters", "import", str(broken), "--db", str(db), "-q"]) == 2
+    count = "SELECT (SELECT count(*) FROM counter_samples), (SELECT count(*) FROM counter_staging)"
     with Store(db) as store:
-        assert store.con.execute("SELECT count(*) FROM counter_samples").fetchall() == [(0,)]
-        # What an import killed mid-way leaves: rows under an id no import names.
-        store.con.execute("INSERT INTO counter_samples (import_id, value) VALUES (7, 1.0)")
-    assert main(["counters", "import", str(PCM_FILE), "--db", str(db), "-q"]) == 0
+        assert store.con.execute(count).fetchall() == [(46, 0)]
+        # What an import killed mid-way leaves: staged rows no transaction moved.
+        store.con.execute("INSERT INTO counter_staging (value) VALUES (1.0)")
+    # --force replaces import 1 by a new import 1, as before the staging.
+    argv = ["counters", "import", str(PCM_FILE), "--db", str(db), "--force", "--json"]
+    done = run_limited(argv)
+    assert (done.code, json.loads(done.stdout)["import_id"]) == (0, 1), done.stderr
     with Store(db) as store:
-        found = store.con.execute("SELECT import_id, count(*) FROM counter_samples GROUP BY 1")
-        assert found.fetchall() == [(1, 46)]
+        assert store.con.execute(count).fetchall() == [(46, 0)]

@@ -106,9 +106,6 @@ IMPORT_MEMORY_LIMIT = "32MB"
 """DuckDB's buffer pool while a counter file is imported: each chunk is written as it commits,
 so the pool need not keep it (with DuckDB's default, 80 % of RAM, a 200 MB file's import
 peaked ~60 MB higher)."""
-_UNNAMED = "import_id NOT IN (SELECT import_id FROM counter_imports)"
-"""Counter samples no import names: an import's rows before it is named, or left by one that
-was killed."""
 
 
 def _schema() -> list[str]:
@@ -123,6 +120,8 @@ def _schema() -> list[str]:
         "CREATE TABLE IF NOT EXISTS counter_samples (import_id INTEGER, t_s DOUBLE, "
         "wall_time TIMESTAMP, source VARCHAR, socket INTEGER, stack VARCHAR, part VARCHAR, "
         "metric VARCHAR, value DOUBLE, unit VARCHAR)",
+        # an import's samples until one transaction moves them (`Store.import_counters`)
+        "CREATE TABLE IF NOT EXISTS counter_staging AS FROM counter_samples LIMIT 0",
         "CREATE TABLE IF NOT EXISTS dpdk_runs (run_id INTEGER PRIMARY KEY, started TIMESTAMP, "
         "mode VARCHAR, source VARCHAR, extra_args VARCHAR, seconds DOUBLE, wall_s DOUBLE, "
         "interrupted BOOLEAN, version VARCHAR, command VARCHAR, rx_pps DOUBLE, tx_pps DOUBLE, "
@@ -246,41 +245,50 @@ class Store:
         handing the samples to `sink` chunk by chunk. Returns the import id and what `parse`
         returned. The same file again needs `force` and replaces the earlier import.
 
-        Each chunk is committed as it comes, under an import id that no `counter_imports` row
-        names yet, so no query sees it (DuckDB holds a transaction's rows in memory: one
-        transaction over a large file grew by ~60 B a sample); one transaction then replaces
-        the earlier import and names the new one. A file that fails to parse leaves the store
-        as it was, and rows an import killed mid-way left are removed by the next one."""
+        Each chunk is committed as it comes into `counter_staging` (DuckDB holds a
+        transaction's appended rows in memory: one transaction over many chunks grew by ~60 B
+        a sample), and one transaction then replaces the earlier import and moves the rows in
+        a single INSERT ... SELECT, which DuckDB writes as it goes. A file that fails to parse
+        leaves the store as it was; what an import killed mid-way staged is dropped by the
+        next one."""
         file = str(path.resolve())
         old = self.con.execute(
             "SELECT import_id FROM counter_imports WHERE file = ?", [file]
         ).fetchall()
         if old and not force:
             raise UsageError(f"{path} is already imported; pass --force to replace it")
-        with self._transaction():
-            self.con.execute(f"DELETE FROM counter_samples WHERE {_UNNAMED}")
         self.con.execute(f"SET memory_limit = '{IMPORT_MEMORY_LIMIT}'")
-        ((new_id,),) = self.con.execute(  # fetched whole: `register` needs no open result
-            "SELECT coalesce(max(import_id), 0) + 1 FROM counter_imports"
-        ).fetchall()
+        self._empty_staging()
         try:
-            samples = parse(lambda chunk: self._insert_samples(new_id, chunk))
+            samples = parse(self._stage_samples)
         except BaseException:
-            with self._transaction():
-                self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [new_id])
+            with suppress(duckdb.Error):  # its own error (a full disk) is the one to tell
+                self._empty_staging()
             raise
         with self._transaction():
             for (import_id,) in old:
                 self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [import_id])
                 self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
+            ((new_id,),) = self.con.execute(
+                "SELECT coalesce(max(import_id), 0) + 1 FROM counter_imports"
+            ).fetchall()
             self.con.execute(
                 "INSERT INTO counter_imports VALUES (?, ?, ?, ?, now())",
                 [new_id, file, samples.source, len(samples)],
             )
+            self.con.execute(
+                "INSERT INTO counter_samples SELECT ?, * EXCLUDE (import_id) FROM counter_staging",
+                [new_id],
+            )
+            self.con.execute("DELETE FROM counter_staging")
         return int(new_id), samples
 
-    def _insert_samples(self, import_id: int, chunk: Samples) -> None:
-        """The samples `chunk` holds, as rows of import `import_id`."""
+    def _empty_staging(self) -> None:
+        with self._transaction():
+            self.con.execute("DELETE FROM counter_staging")
+
+    def _stage_samples(self, chunk: Samples) -> None:
+        """The samples `chunk` holds, committed to `counter_staging`."""
         n = len(chunk.value)
         # Text and time columns as object arrays: DuckDB scans those ~30x faster than
         # numpy's fixed-width unicode (benchmarks/bench_counters.py).
@@ -298,9 +306,8 @@ class Store:
         self.con.register("incoming", columns)
         with self._transaction():
             self.con.execute(
-                "INSERT INTO counter_samples SELECT ?, t_s, wall_time, source, "
-                "NULLIF(socket, -1), stack, part, metric, value, unit FROM incoming",
-                [import_id],
+                "INSERT INTO counter_staging SELECT NULL, t_s, wall_time, source, "
+                "NULLIF(socket, -1), stack, part, metric, value, unit FROM incoming"
             )
         self.con.unregister("incoming")
 
