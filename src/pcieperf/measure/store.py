@@ -241,16 +241,11 @@ class Store:
     def import_counters(
         self, path: Path, parse: Callable[[Sink], Samples], force: bool = False
     ) -> tuple[int, Samples]:
-        """Store one counter file, all or nothing, in bounded memory: `parse(sink)` parses it,
-        handing the samples to `sink` chunk by chunk. Returns the import id and what `parse`
-        returned. The same file again needs `force` and replaces the earlier import.
-
-        Each chunk is committed as it comes into `counter_staging` (DuckDB holds a
-        transaction's appended rows in memory: one transaction over many chunks grew by ~60 B
-        a sample), and one transaction then replaces the earlier import and moves the rows in
-        a single INSERT ... SELECT, which DuckDB writes as it goes. A file that fails to parse
-        leaves the store as it was; what an import killed mid-way staged is dropped by the
-        next one."""
+        """Store one counter file all or nothing in bounded memory (`parse(sink)` hands `sink`
+        its samples chunk by chunk); returns the import id and what `parse` returned. Chunks
+        are committed to `counter_staging` (one transaction over them all grew ~60 B a sample)
+        and moved by one INSERT ... SELECT in the transaction that replaces an earlier import
+        (`force`); a killed import's staged rows are dropped by the next."""
         file = str(path.resolve())
         old = self.con.execute(
             "SELECT import_id FROM counter_imports WHERE file = ?", [file]
@@ -290,8 +285,7 @@ class Store:
     def _stage_samples(self, chunk: Samples) -> None:
         """The samples `chunk` holds, committed to `counter_staging`."""
         n = len(chunk.value)
-        # Text and time columns as object arrays: DuckDB scans those ~30x faster than
-        # numpy's fixed-width unicode (benchmarks/bench_counters.py).
+        # Object arrays: DuckDB scans them ~30x faster than fixed-width unicode (bench_counters)
         columns = {
             "t_s": np.asarray(chunk.t_s, dtype=np.float64),
             "wall_time": np.array(chunk.wall, dtype=object),
