@@ -53,7 +53,7 @@ def main() -> None:
         parse_s = time.perf_counter() - start
         start = time.perf_counter()
         with Store(Path(tmp) / "s.duckdb") as store:
-            store.import_counters(samples)
+            store.import_counters(path, lambda sink: counters.parse(path, "pcm-iio", sink=sink))
         store_s = time.perf_counter() - start
         cfg = forwarding.ForwardingConfig(pkt_bytes=64)
         start = time.perf_counter()

@@ -27,6 +27,7 @@ ALLOWED = {
     "interrupts": set(),
     "engine": {"errors", "progress"},
     "sweep": {"engine", "errors", "progress", "_lazy", "_config", "outputs"},
+    "sweep_check": {"sweep", "errors", "_config"},
     "pcie": BASE,
     "net": BASE | {"pcie", "engine"},
     "pciebench": BASE | {"pcie"},

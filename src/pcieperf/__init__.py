@@ -5,8 +5,8 @@ write) -> `net` (line rates, frame overheads, captures) -> `nic` (NIC/driver pro
 packet, loopback latency) -> `dpdk` (forwarding estimate, IOMMU/IOTLB, testpmd runner);
 `pciebench` (pcie-bench definitions, simulator, calibration, predict, validate); `measure`
 (counters, store, explain) -> `report` (figures, HTML). `cli` sits on top and nothing imports
-it. Top-level modules serve them all: errors, units, progress, engine (Dask), sweep, _native
-(the only caller of the Rust core).
+it. Top-level modules serve them all: errors, units, progress, engine (Dask), sweep and
+sweep_check (every point checked before any work), _native (the only caller of the Rust core).
 
 The names below are imported on first use (PEP 562), so that `import pcieperf.cli` and the
 capture commands do not pay for numpy.

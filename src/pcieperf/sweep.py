@@ -318,15 +318,20 @@ def _fingerprint(spec: Spec) -> str:
 # Evaluating one chunk (on a worker)
 
 
+def axis_strides(plan: Plan) -> np.ndarray:
+    """Points from one value of each axis to its next (the last axis fastest)."""
+    sizes = np.array([len(a.given) for a in plan.axes], dtype=np.int64)
+    return np.cumprod(np.r_[sizes[1:], 1][::-1])[::-1]
+
+
 def axis_indices(plan: Plan, start: int, stop: int) -> np.ndarray:
     """The value index of each axis for points start..stop-1: shape (points, axes)."""
     sizes = np.array([len(a.given) for a in plan.axes], dtype=np.int64)
-    strides = np.cumprod(np.r_[sizes[1:], 1][::-1])[::-1]  # the last axis fastest
     points = np.arange(start, stop, dtype=np.int64)
-    return (points[:, None] // strides[None, :]) % sizes[None, :]
+    return (points[:, None] // axis_strides(plan)[None, :]) % sizes[None, :]
 
 
-def _groups(plan: Plan, idx: np.ndarray) -> list[tuple[int, int]]:
+def call_groups(plan: Plan, idx: np.ndarray) -> list[tuple[int, int]]:
     """Runs of consecutive points evaluated in one call: with a vector axis, those that differ
     only in it; without, every point alone."""
     if plan.vector is None:
@@ -337,7 +342,7 @@ def _groups(plan: Plan, idx: np.ndarray) -> list[tuple[int, int]]:
     return list(itertools.pairwise(edges))
 
 
-def _namespace(plan: Plan, idx: np.ndarray) -> argparse.Namespace:
+def point_namespace(plan: Plan, idx: np.ndarray) -> argparse.Namespace:
     """The options of the points `idx` (one row per point; several only on the vector axis,
     whose values are joined as the command line joins sizes)."""
     values = dict(plan.base)
@@ -349,7 +354,8 @@ def _namespace(plan: Plan, idx: np.ndarray) -> argparse.Namespace:
     return argparse.Namespace(**values)
 
 
-def _describe(plan: Plan, row: np.ndarray) -> str:
+def describe_point(plan: Plan, row: np.ndarray) -> str:
+    """The axis values of point `row`: `dest=value, ...`."""
     return ", ".join(f"{a.dest}={a.given[i]!r}" for a, i in zip(plan.axes, row, strict=True))
 
 
@@ -361,11 +367,11 @@ def evaluate_chunk(plan: Plan, bounds: tuple[int, int, int]) -> pa.Table:
     _, start, stop = bounds
     idx = axis_indices(plan, start, stop)
     tables, rows_per_point = [], np.zeros(len(idx), dtype=np.int64)
-    for first, end in _groups(plan, idx):
+    for first, end in call_groups(plan, idx):
         try:
-            table = pa.table(dict(plan.evaluate(_namespace(plan, idx[first:end]))))
+            table = pa.table(dict(plan.evaluate(point_namespace(plan, idx[first:end]))))
         except UsageError as exc:
-            raise UsageError(f"sweep point {_describe(plan, idx[first])}: {exc}") from None
+            raise UsageError(f"sweep point {describe_point(plan, idx[first])}: {exc}") from None
         per_point, extra = divmod(table.num_rows, end - first)
         if extra:
             raise AssertionError(f"{table.num_rows} rows for {end - first} points")

@@ -532,7 +532,7 @@ pub fn trace_partial(
 }
 
 /// The partial of files that overlap in time, concatenated in the order given (every packet
-/// held and sorted), windows counted from the first packet.
+/// sorted by time in bounded runs spilled under TMPDIR), windows counted from the first packet.
 #[pyfunction]
 #[pyo3(signature = (paths, config, skip_bad=false, strict=false, demand=None))]
 pub fn trace_partial_files(

@@ -9,14 +9,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from pcieperf.cli._common import _add_scheduler_option, engine, sweep
+from pcieperf.cli._common import (
+    _add_scheduler_option,
+    _link,
+    engine,
+    iommu_api,
+    nic_api,
+    pciebench_api,
+    sweep,
+    sweep_check,
+)
 from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.cli.bench import bench_sim_result
 from pcieperf.cli.iommu import iommu_sim_result
 from pcieperf.cli.link import dma_result
 from pcieperf.cli.nic import nic_result
+from pcieperf.cli.platforms import iommu_options
 from pcieperf.errors import PcieperfWarning
+from pcieperf.units import parse_int_list
 
 if TYPE_CHECKING:
     from pcieperf.results import Result
@@ -46,14 +57,37 @@ class _Columns(NamedTuple):
         return columns
 
 
+def _check_nic(args: argparse.Namespace) -> None:
+    _link(args)
+    nic_api.check(args.profile, args.eth, args.vlan, args.paths, args.pps, args.sizes, args.mix)
+
+
+def _check_dma(args: argparse.Namespace) -> None:
+    _link(args)
+    parse_int_list(args.sizes, "transfer size")
+
+
+def _check_iommu_sim(args: argparse.Namespace) -> None:
+    iommu_api.inputs(**iommu_options(args))
+
+
+def _check_bench_sim(args: argparse.Namespace) -> None:
+    pciebench_api.sim_setup(args.host, args.device, args.test)
+    parse_int_list(args.sizes, "transfer size")
+    parse_int_list(args.windows, "window")
+
+
 class _Sweepable(NamedTuple):
     """How `sweep` evaluates one command: its function, points per chunk by default (about
     half a second of work per task, far above what a Dask task costs: docs/scale.md), the
-    options that are no parameter, those naming a .toml file, and whether sizes may be joined
-    into one call given the fixed options."""
+    check of one point's options as the command makes it before its model runs (every point
+    is checked before any work: `sweep_check`), the options that are no parameter, those
+    naming a .toml file, and whether sizes may be joined into one call given the fixed
+    options."""
 
     evaluate: Evaluate
     chunk: int
+    check: Callable[[argparse.Namespace], None]
     excluded: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     joinable: Callable[[argparse.Namespace], bool] = lambda _: True
@@ -63,13 +97,18 @@ _SWEEPABLE = {
     "nic": _Sweepable(
         _Columns(nic_result, nic=True),
         40_000,
+        _check_nic,
         ("trace", "window", "skip_bad", "plot", "force", "breakdown"),
         ("profile",),
         lambda args: not args.mix,  # --mix rows follow the sizes': joining would reorder them
     ),
-    "dma": _Sweepable(_Columns(dma_result), 200_000, ("tlps",)),
-    "iommu sim": _Sweepable(_Columns(iommu_sim_result), 4, files=("calibration",)),
-    "bench sim": _Sweepable(_Columns(bench_sim_result), 32, files=("host", "device")),
+    "dma": _Sweepable(_Columns(dma_result), 200_000, _check_dma, ("tlps",)),
+    "iommu sim": _Sweepable(
+        _Columns(iommu_sim_result), 4, _check_iommu_sim, files=("calibration",)
+    ),
+    "bench sim": _Sweepable(
+        _Columns(bench_sim_result), 32, _check_bench_sim, files=("host", "device")
+    ),
 }
 
 
@@ -85,11 +124,12 @@ def _command_parser(command: str) -> argparse.ArgumentParser:
 
 
 def sweep_plan(path: Path, evaluate: Evaluate | None = None) -> sweep.Plan:
-    """The plan of a sweep spec file: its points, checked by the command's own parser, and the
-    evaluation of one point (the command's, unless another is given: tests, benchmarks)."""
+    """The plan of a sweep spec file: its points, each checked by the command's own parser and
+    checks (without its model), and the evaluation of one point (the command's, unless another
+    is given: tests, benchmarks)."""
     spec = sweep.load_spec(path, _SWEEPABLE, {name: s.chunk for name, s in _SWEEPABLE.items()})
     how = _SWEEPABLE[spec.command]
-    return sweep.plan(
+    plan = sweep.plan(
         spec,
         _command_parser(spec.command),
         evaluate or how.evaluate,
@@ -97,6 +137,8 @@ def sweep_plan(path: Path, evaluate: Evaluate | None = None) -> sweep.Plan:
         files=how.files,
         vector_ok=how.joinable,
     )
+    sweep_check.check_points(plan, how.check)
+    return plan
 
 
 def cmd_sweep(args: argparse.Namespace) -> None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import pandas
 
     from pcieperf.dpdk.testpmd import RunConfig, RunResult
-    from pcieperf.measure.counters import Samples
+    from pcieperf.measure.counters import Samples, Sink
     from pcieperf.measure.store import Store
 
 COUNTER_COLUMNS = ("t_s", "source", "socket", "stack", "part", "metric", "value", "unit")
@@ -39,12 +39,14 @@ def _samples(
     lenient: bool,
     delimiter: str | None,
     interval: float | None,
+    sink: Sink | None = None,
 ) -> Samples:
-    """A counter file parsed by its tool's importer (`measure.counters.parse`)."""
+    """A counter file parsed by its tool's importer (`measure.counters.parse`), its samples
+    handed to `sink` chunk by chunk where one is given."""
     from pcieperf.measure import counters
 
     return counters.parse(
-        Path(file), format, lenient=lenient, delimiter=delimiter, interval_s=interval
+        Path(file), format, lenient=lenient, delimiter=delimiter, interval_s=interval, sink=sink
     )
 
 
@@ -83,17 +85,21 @@ def import_counters(
     force: bool = False,
     db: str | os.PathLike | None = None,
 ) -> Report:
-    """Import a counter file into the store, all or nothing (`pcieperf counters import`);
-    `force` replaces an earlier import of the same file."""
-    samples = _samples(file, format, lenient, delimiter, interval)
+    """Import a counter file into the store, all or nothing (`pcieperf counters import`),
+    streamed: a file of any size in bounded memory; `force` replaces an earlier import of the
+    same file."""
     with open_store(db, write=True) as store:
-        import_id = store.import_counters(samples, force=force)
+        import_id, samples = store.import_counters(
+            Path(file),
+            lambda sink: _samples(file, format, lenient, delimiter, interval, sink),
+            force=force,
+        )
     data = {
         "import_id": import_id,
         "file": os.fspath(file),
         "source": samples.source,
         "samples": len(samples),
-        "metrics": sorted(set(samples.metric)),
+        "metrics": samples.metrics(),
         "skipped_columns": samples.skipped_columns,
         "notes": samples.notes,
     }

@@ -2,13 +2,14 @@
 
 Default location: `<user data dir>/pcieperf/pcieperf.duckdb`; `PCIEPERF_DB` or an explicit path
 overrides it. Imports are all-or-nothing: every file is parsed and checked before the store is
-touched, and the rows go in within one transaction.
+touched, and the rows go in within one transaction (a counter file is parsed within it, a chunk
+of samples at a time, and nothing of it stays if it fails).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from numpy.typing import NDArray
 
 from pcieperf.dpdk.testpmd import RunResult, StoredRun
 from pcieperf.errors import UsageError, require_choice
-from pcieperf.measure.counters import Samples
+from pcieperf.measure.counters import Samples, Sink
 from pcieperf.measure.store_lock import connect
 from pcieperf.pciebench.bench import (
     COLUMNS,
@@ -101,6 +102,12 @@ CAPTURE_RUN_COLUMNS = {
 start time (pcieperf.capture.records builds the rows)."""
 
 
+IMPORT_MEMORY_LIMIT = "32MB"
+"""DuckDB's buffer pool while a counter file is imported: each chunk is written as it commits,
+so the pool need not keep it (with DuckDB's default, 80 % of RAM, a 200 MB file's import
+peaked ~60 MB higher)."""
+
+
 def _schema() -> list[str]:
     capture_columns = ", ".join(f"{k} {v}" for k, v in CAPTURE_RUN_COLUMNS.items())
     tables = [
@@ -113,6 +120,8 @@ def _schema() -> list[str]:
         "CREATE TABLE IF NOT EXISTS counter_samples (import_id INTEGER, t_s DOUBLE, "
         "wall_time TIMESTAMP, source VARCHAR, socket INTEGER, stack VARCHAR, part VARCHAR, "
         "metric VARCHAR, value DOUBLE, unit VARCHAR)",
+        # an import's samples until one transaction moves them (`Store.import_counters`)
+        "CREATE TABLE IF NOT EXISTS counter_staging AS FROM counter_samples LIMIT 0",
         "CREATE TABLE IF NOT EXISTS dpdk_runs (run_id INTEGER PRIMARY KEY, started TIMESTAMP, "
         "mode VARCHAR, source VARCHAR, extra_args VARCHAR, seconds DOUBLE, wall_s DOUBLE, "
         "interrupted BOOLEAN, version VARCHAR, command VARCHAR, rx_pps DOUBLE, tx_pps DOUBLE, "
@@ -229,48 +238,72 @@ class Store:
             self.con.execute(f"INSERT INTO {table.kind} BY NAME SELECT * FROM incoming")
             self.con.unregister("incoming")
 
-    def import_counters(self, samples: Samples, force: bool = False) -> int:
-        """Store one parsed counter file in one transaction; returns its import id. The same
-        file again needs `force` and replaces the earlier import."""
-        file = str(Path(samples.file).resolve())
+    def import_counters(
+        self, path: Path, parse: Callable[[Sink], Samples], force: bool = False
+    ) -> tuple[int, Samples]:
+        """Store one counter file all or nothing in bounded memory (`parse(sink)` hands `sink`
+        its samples chunk by chunk); returns the import id and what `parse` returned. Chunks
+        are committed to `counter_staging` (one transaction over them all grew ~60 B a sample)
+        and moved by one INSERT ... SELECT in the transaction that replaces an earlier import
+        (`force`); a killed import's staged rows are dropped by the next."""
+        file = str(path.resolve())
         old = self.con.execute(
             "SELECT import_id FROM counter_imports WHERE file = ?", [file]
         ).fetchall()
         if old and not force:
-            raise UsageError(f"{samples.file} is already imported; pass --force to replace it")
-        n = len(samples)
-        # Text and time columns as object arrays: DuckDB scans those ~30x faster than
-        # numpy's fixed-width unicode (benchmarks/bench_counters.py).
-        columns = {
-            "t_s": np.asarray(samples.t_s, dtype=np.float64),
-            "wall_time": np.array(samples.wall, dtype=object),
-            "source": np.full(n, samples.source, dtype=object),
-            "socket": np.array([-1 if s is None else s for s in samples.socket], dtype=np.int64),
-            "stack": np.array(samples.stack, dtype=object),
-            "part": np.array(samples.part, dtype=object),
-            "metric": np.array(samples.metric, dtype=object),
-            "value": np.asarray(samples.value, dtype=np.float64),
-            "unit": np.array(samples.unit, dtype=object),
-        }
+            raise UsageError(f"{path} is already imported; pass --force to replace it")
+        self.con.execute(f"SET memory_limit = '{IMPORT_MEMORY_LIMIT}'")
+        self._empty_staging()
+        try:
+            samples = parse(self._stage_samples)
+        except BaseException:
+            with suppress(duckdb.Error):  # its own error (a full disk) is the one to tell
+                self._empty_staging()
+            raise
         with self._transaction():
             for (import_id,) in old:
                 self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [import_id])
                 self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
-            (new_id,) = self.con.execute(
+            ((new_id,),) = self.con.execute(
                 "SELECT coalesce(max(import_id), 0) + 1 FROM counter_imports"
-            ).fetchone()
+            ).fetchall()
             self.con.execute(
                 "INSERT INTO counter_imports VALUES (?, ?, ?, ?, now())",
-                [new_id, file, samples.source, n],
+                [new_id, file, samples.source, len(samples)],
             )
-            self.con.register("incoming", columns)
             self.con.execute(
-                "INSERT INTO counter_samples SELECT ?, t_s, wall_time, source, "
-                "NULLIF(socket, -1), stack, part, metric, value, unit FROM incoming",
+                "INSERT INTO counter_samples SELECT ?, * EXCLUDE (import_id) FROM counter_staging",
                 [new_id],
             )
-            self.con.unregister("incoming")
-        return int(new_id)
+            self.con.execute("DELETE FROM counter_staging")
+        return int(new_id), samples
+
+    def _empty_staging(self) -> None:
+        with self._transaction():
+            self.con.execute("DELETE FROM counter_staging")
+
+    def _stage_samples(self, chunk: Samples) -> None:
+        """The samples `chunk` holds, committed to `counter_staging`."""
+        n = len(chunk.value)
+        # Object arrays: DuckDB scans them ~30x faster than fixed-width unicode (bench_counters)
+        columns = {
+            "t_s": np.asarray(chunk.t_s, dtype=np.float64),
+            "wall_time": np.array(chunk.wall, dtype=object),
+            "source": np.full(n, chunk.source, dtype=object),
+            "socket": np.array([-1 if s is None else s for s in chunk.socket], dtype=np.int64),
+            "stack": np.array(chunk.stack, dtype=object),
+            "part": np.array(chunk.part, dtype=object),
+            "metric": np.array(chunk.metric, dtype=object),
+            "value": np.asarray(chunk.value, dtype=np.float64),
+            "unit": np.array(chunk.unit, dtype=object),
+        }
+        self.con.register("incoming", columns)
+        with self._transaction():
+            self.con.execute(
+                "INSERT INTO counter_staging SELECT NULL, t_s, wall_time, source, "
+                "NULLIF(socket, -1), stack, part, metric, value, unit FROM incoming"
+            )
+        self.con.unregister("incoming")
 
     def counter_imports(self) -> list[dict]:
         """Imported counter files with their sample counts and metrics."""

@@ -20,9 +20,9 @@ last. Steps:
    the in-process default on two cores has; then a second thread reads ahead of the parsing;
 3. per port, the partials appended in order and summarised. Where that cannot be exact (files
    of one port overlap in time, or a file out of time order holds a packet before the port's
-   first record) the port is summarised again in one task that holds and sorts all its packets
-   (16 bytes each) in memory; `trace stats` sorts one capture out of time order in bounded
-   runs spilled to disk instead.
+   first record) the port is summarised again in one task that sorts all its packets by time
+   as `trace stats` sorts one capture out of time order: in bounded runs spilled to disk and
+   merged (`rust/core/src/trace/spill.rs`), so memory stays bounded whatever the port holds.
 
 The same partials carry the PCIe demand of `trace demand` (per-window bytes from a NIC
 profile's cost per frame size). Merging by time ranges is `archive_merge`. fsspec URLs are

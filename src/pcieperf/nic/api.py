@@ -5,6 +5,7 @@ print as the CLI prints them (pcieperf.results). Sizes are Ethernet frames incl.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -96,13 +97,8 @@ def nic(
     """What a NIC/driver profile achieves per frame size or mix (`pcieperf nic`): one row per
     size, with the PCIe bandwidth `pps` needs, and each operation's bytes when `breakdown`.
     `sizes`: frames incl. FCS and named mixes; `mix`: frame-size histograms (`64:7,1518:1`)."""
-    from pcieperf.net.ethernet import Ethernet
-    from pcieperf.nic.profile import load_profile
-
     link = make_link(**link_options)  # type: ignore[arg-type]
-    loaded = load_profile(profile)
-    chosen = dma_paths(paths)
-    port = Ethernet(eth, vlan=vlan)
+    loaded, chosen, port, rate = _setup(profile, eth, vlan, paths, pps)
     few = None if breakdown or _lazy.loaded("numpy") else _few_rows(sizes, mix)
     rows = _array_rows(sizes, mix) if few is None else None  # checked before the model
     from pcieperf.nic import nic as model  # no numpy: rows as arrays import it
@@ -115,7 +111,6 @@ def nic(
             rows = _array_rows(sizes, mix)
     if rows is not None:
         results = [_evaluate(model, loaded, link, port, rows, chosen)]
-    rate = _rate(pps)
     columns = _nic_columns(results, rate, breakdown)
     head = (
         f"{loaded.name}: {loaded.description}"
@@ -144,6 +139,47 @@ def nic(
         details=details,
         optional=("down_bytes_per_pkt", "up_bytes_per_pkt", "line_rate_gbps"),
     )
+
+
+def _setup(
+    profile: str,
+    eth: int,
+    vlan: bool,
+    paths: str | Sequence[str],
+    pps: float | str | None,
+    load: Callable[[str], NicProfile] | None = None,
+) -> tuple[NicProfile, tuple[str, ...], Ethernet, float | None]:
+    """`nic`'s profile (loaded by `load`, default `load_profile`), DMA paths, port and rate,
+    checked."""
+    from pcieperf.net.ethernet import Ethernet
+    from pcieperf.nic.profile import load_profile
+
+    loaded = (load or load_profile)(profile)
+    return loaded, dma_paths(paths), Ethernet(eth, vlan=vlan), _rate(pps)
+
+
+@functools.lru_cache(maxsize=16)
+def _profile_once(profile: str) -> NicProfile:
+    """A profile loaded once per name or file while a sweep checks its points (parsing its
+    TOML for each of 10 000 points took 12 s)."""
+    from pcieperf.nic.profile import load_profile
+
+    return load_profile(profile)
+
+
+def check(
+    profile: str,
+    eth: int,
+    vlan: bool,
+    paths: str | Sequence[str],
+    pps: float | str | None,
+    sizes: Sizes | None,
+    mix: Sequence[str] | None,
+) -> None:
+    """Check `nic`'s options (but the link's: `make_link`) as `nic` does before its model runs,
+    without running it: `sweep` checks every point of a grid so before any work."""
+    _setup(profile, eth, vlan, paths, pps, _profile_once)
+    _array_rows(sizes, mix)
 
 
 def _array_rows(

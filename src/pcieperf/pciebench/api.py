@@ -122,6 +122,12 @@ def bench_device(name: str) -> object:
     return sim.load_device(path)
 
 
+def sim_setup(host: str | Path, device: str | Path, test: str) -> tuple[HostProfile, object, str]:
+    """`sim`'s host and device profiles, loaded, and its test's canonical name: what it checks
+    before simulating (`sweep` checks every point of a grid so before any work)."""
+    return _sim_host(Path(host)), bench_device(str(device)), bench.canonical_test(test)
+
+
 def sim(
     *,
     host: str | Path,
@@ -142,8 +148,7 @@ def sim(
     calibration's DMA engine)."""
     from pcieperf.pciebench import sim as simulator
 
-    loaded_host, loaded_device = _sim_host(Path(host)), bench_device(str(device))
-    test = bench.canonical_test(test)
+    loaded_host, loaded_device, test = sim_setup(host, device, test)
     grid = [(size, window) for size in sizes for window in windows]
     rows = []
     for size, window in _each(progress, grid):

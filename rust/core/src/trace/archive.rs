@@ -16,12 +16,14 @@
 //!
 //! A file read out of time order is summarised from its packets sorted by time, as
 //! `stats::file_stats` does; files that overlap in time cannot be merged this way and are
-//! summarised together by `files_partial` instead.
+//! summarised together by `files_partial` instead. Both sort with `spill::Sorter`: runs of
+//! 1 Mi packets spilled to disk and merged, so memory stays bounded whatever the files hold.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::read::{Quirks, ReadOptions, Reader};
+use super::spill::{Packet, Sorter, RUN_PACKETS};
 use super::stats::{
     add_at, back_to_back_ns, fold, lerp, linear_ranks, peaks, Bursts, Chain, Counts, FileStats,
     FrameRule, Peak, RuleWatch, StatsConfig, Summary, Ties, Totals, Window,
@@ -629,19 +631,32 @@ fn read_in_order(
     ))))
 }
 
-/// Packets of files read in file order, with their counts.
-#[derive(Default)]
+/// Packets of files read in file order, with their counts: sorted by time in bounded runs
+/// spilled to disk (`spill::Sorter`, as `stats::file_stats` sorts a capture out of order).
 struct Held {
-    packets: Vec<(i64, u32, u32)>,
+    sorter: Sorter,
     counts: Counts,
     records: Option<(i64, i64)>,
 }
 
 impl Held {
+    /// Packets sorted in runs of `run_packets`, spilled to `dir`.
+    fn new(run_packets: usize, dir: &Path) -> Self {
+        Held {
+            sorter: Sorter::new(run_packets, dir),
+            counts: Counts::default(),
+            records: None,
+        }
+    }
+
     fn read(&mut self, reader: &mut Reader) -> Result<(), CoreError> {
         while let Some(r) = reader.next_record()? {
             self.counts.push(&r);
-            self.packets.push((r.ts_ns, r.wirelen, r.iface));
+            self.sorter.push(Packet {
+                ts_ns: r.ts_ns,
+                wirelen: r.wirelen,
+                iface: r.iface,
+            })?;
             let first = self.records.map_or(r.ts_ns, |f| f.0);
             self.records = Some((first, r.ts_ns));
         }
@@ -651,21 +666,19 @@ impl Held {
     /// The partial of the held packets sorted by time (stably), windows from `origin` (None:
     /// the first packet).
     fn partial(
-        mut self,
+        self,
         facts: ReadFacts,
         config: &StatsConfig,
         origin: Option<i64>,
         cost: Option<&DemandConfig>,
-    ) -> Partial {
-        self.packets.sort_by_key(|p| p.0);
+    ) -> Result<Partial, CoreError> {
+        let sorted = self.sorter.finish()?;
         let origin = origin.unwrap_or(self.counts.totals.first_ts_ns);
         let rule = FrameRule::new(&facts.interfaces, config);
         let mut built = Builder::new(config, origin, rule, cost);
-        for &(ts, wirelen, iface) in &self.packets {
-            built.push(ts, wirelen, iface, config);
-        }
+        sorted.for_each(|p| built.push(p.ts_ns, p.wirelen, p.iface, config))?;
         let records = self.records.unwrap_or((0, 0));
-        Partial::new(facts, &self.counts, records, built, origin)
+        Ok(Partial::new(facts, &self.counts, records, built, origin))
     }
 }
 
@@ -713,22 +726,41 @@ pub fn file_partial(
             };
         }
     }
-    let mut held = Held::default();
+    let mut held = Held::new(RUN_PACKETS, &std::env::temp_dir());
     held.read(&mut reader)?;
     let reads = if rereadable { 2 } else { 1 };
-    Ok(held.partial(ReadFacts::of(&reader, reads), config, Some(origin), cost))
+    held.partial(ReadFacts::of(&reader, reads), config, Some(origin), cost)
 }
 
-/// The partial of files that overlap in time, concatenated in the order given: every packet
-/// is held (16 bytes each) and sorted, as for one file out of time order; windows count from
-/// the first packet.
+/// The partial of files that overlap in time, concatenated in the order given: their packets
+/// are sorted by time in bounded memory (runs of `spill::RUN_PACKETS` spilled under TMPDIR),
+/// as for one file out of time order; windows count from the first packet.
 pub fn files_partial(
     paths: &[PathBuf],
     read: ReadOptions,
     config: &StatsConfig,
     cost: Option<&DemandConfig>,
 ) -> Result<Partial, CoreError> {
-    let mut held = Held::default();
+    files_partial_in(
+        paths,
+        read,
+        config,
+        cost,
+        RUN_PACKETS,
+        &std::env::temp_dir(),
+    )
+}
+
+/// `files_partial` with runs of `run_packets` spilled to `dir`.
+pub(super) fn files_partial_in(
+    paths: &[PathBuf],
+    read: ReadOptions,
+    config: &StatsConfig,
+    cost: Option<&DemandConfig>,
+    run_packets: usize,
+    dir: &Path,
+) -> Result<Partial, CoreError> {
+    let mut held = Held::new(run_packets, dir);
     let mut facts: Option<ReadFacts> = None;
     for path in paths {
         let mut reader = Reader::open_with(path, read)?;
@@ -739,7 +771,7 @@ pub fn files_partial(
             Some(all) => all.add(&these),
         }
     }
-    Ok(held.partial(facts.unwrap_or_default(), config, None, cost))
+    held.partial(facts.unwrap_or_default(), config, None, cost)
 }
 
 /// Time of the first record of a capture and its interfaces then (None without packets).

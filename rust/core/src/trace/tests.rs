@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use std::io::Write;
 
-use super::archive::{file_partial, Partial};
+use super::archive::{file_partial, files_partial_in, Partial};
 use super::merge::{convert, merge, merge_with, MergeOptions};
 use super::read::{ReadOptions, Reader, Record};
 use super::stats::{
@@ -1089,6 +1089,29 @@ fn a_burst_and_a_window_split_between_two_files_merge_into_one() {
         summary.rates[0].groups,
         vec![(1_000_000, 3, 1536, 1632), (500_000, 2, 1024, 1088)]
     );
+}
+
+#[test]
+fn overlapping_files_sorted_through_run_files_give_the_in_memory_partial() {
+    // Two shuffled captures over the same time span: their 27 000 packets sorted in runs of
+    // 1000 (27 run files, merged) and in one run held in memory give one partial.
+    let paths: Vec<PathBuf> = [("a.pcap", 20_000), ("b.pcap", 7_000)]
+        .iter()
+        .map(|&(name, n)| {
+            let path = temp(name);
+            std::fs::write(&path, shuffled_pcap(n)).unwrap();
+            path
+        })
+        .collect();
+    let dir = temp("spill").parent().unwrap().to_path_buf();
+    let config = stats_config();
+    let partial =
+        |run| files_partial_in(&paths, ReadOptions::default(), &config, None, run, &dir).unwrap();
+    let (spilled, held) = (partial(1000), partial(1 << 20));
+    assert_eq!(spilled, held);
+    assert_eq!(spilled.totals.packets, 27_000);
+    assert!(spilled.out_of_order > 5000);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0); // every run file removed
 }
 
 #[test]

@@ -11,25 +11,23 @@ Where each format detail comes from is cited at the parser; docs/counters.md has
 semantics per source.
 
 One module per tool's importer (`pcm_iio` for its `-csv` form, `pcm_iio_table` for its default
-table, `perf`, `vtune`); `samples` holds the table they fill. `parse` picks the importer.
+table, `perf`, `vtune`); `samples` holds the table they fill, `text` reads the file as a stream
+of lines. `parse` picks the importer; with a `sink` (the store's import) it hands the samples on
+chunk by chunk, so a file of any size is imported in bounded memory (issue 28).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pcieperf._config import read_bounded
 from pcieperf.errors import CounterFileError, require_choice, require_positive
 from pcieperf.errors import UsageError as UsageError  # re-exported: `counters.UsageError`
 from pcieperf.measure.counters.pcm_iio import parse_pcm_iio
 from pcieperf.measure.counters.pcm_iio_table import is_pcm_iio_table, parse_pcm_iio_table
 from pcieperf.measure.counters.perf import FREE_RUNNING_METRIC, parse_perf_iostat, parse_perf_stat
-from pcieperf.measure.counters.samples import BYTES_PER_S, EVENTS_PER_S, SOURCES, Samples
+from pcieperf.measure.counters.samples import BYTES_PER_S, EVENTS_PER_S, SOURCES, Samples, Sink
+from pcieperf.measure.counters.text import counter_text
 from pcieperf.measure.counters.vtune import parse_vtune
-
-# A day of 1 s pcm-iio samples with every stack is ~90 MB; /dev/zero or a wrong file is refused
-# before it fills memory (the parsers still hold the text and its rows: ~31x, issue 28 item 5).
-MAX_COUNTER_BYTES = 256 << 20
 
 __all__ = [
     "BYTES_PER_S",
@@ -37,6 +35,7 @@ __all__ = [
     "FREE_RUNNING_METRIC",
     "SOURCES",
     "Samples",
+    "Sink",
     "UsageError",
     "detect",
     "parse",
@@ -50,7 +49,7 @@ __all__ = [
 
 def detect(text: str, file: str) -> str:
     """Which tool wrote a counter file, from its first line (or perf's event names, or
-    pcm-iio's table title row)."""
+    pcm-iio's table title row) in `text`, its head."""
     first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), "")
     dated = first.startswith("Date") and "Socket" in first
     undated = first.startswith("Socket") and "Name" in first  # -csv before pcm 202509
@@ -74,28 +73,35 @@ def parse(
     lenient: bool = False,
     delimiter: str | None = None,
     interval_s: float | None = None,
+    sink: Sink | None = None,
 ) -> Samples:
-    """Parse a counter file of the given source format (None: detect it)."""
-    data = read_bounded(path, limit=MAX_COUNTER_BYTES, expected="a day of 1 s samples at most")
-    try:
-        text = data.decode("utf-8-sig")  # Excel and PowerShell write a BOM
-    except UnicodeDecodeError as exc:
-        raise CounterFileError(f"{path}: cannot read: {exc}") from None
+    """Parse a counter file of the given source format (None: detect it), read as a stream of
+    lines. With a `sink`, every sample is handed to it chunk by chunk and the columns returned
+    are empty (the count, metrics, notes and skipped columns are the file's)."""
     if interval_s is not None:
         require_positive("--interval", interval_s)
     file = str(path)
-    source = source or detect(text, file)
-    require_choice("counter format", source, SOURCES)
-    if source == "pcm-iio" and is_pcm_iio_table(text):
-        return parse_pcm_iio_table(text, file, interval_s=interval_s, lenient=lenient)
-    if source == "pcm-iio":
-        return parse_pcm_iio(
-            text, file, delimiter=delimiter, lenient=lenient, interval_s=interval_s
-        )
-    if source == "perf-stat":
-        return parse_perf_stat(
-            text, file, delimiter=delimiter, interval_s=interval_s, lenient=lenient
-        )
-    if source == "vtune":
-        return parse_vtune(text, file, delimiter=delimiter, lenient=lenient)
-    return parse_perf_iostat(text, file, interval_s=interval_s, lenient=lenient)
+    with counter_text(path, file) as text:
+        source = source or detect(text.head, file)
+        require_choice("counter format", source, SOURCES)
+        lines = text.lines()
+        if source == "pcm-iio" and is_pcm_iio_table(text.head):
+            found = parse_pcm_iio_table(
+                lines, file, interval_s=interval_s, lenient=lenient, sink=sink
+            )
+        elif source == "pcm-iio":
+            found = parse_pcm_iio(
+                lines, file, delimiter=delimiter, lenient=lenient, interval_s=interval_s, sink=sink
+            )
+        elif source == "perf-stat":
+            found = parse_perf_stat(
+                lines, file, delimiter=delimiter, interval_s=interval_s, lenient=lenient, sink=sink
+            )
+        elif source == "vtune":
+            found = parse_vtune(lines, file, delimiter=delimiter, lenient=lenient, sink=sink)
+        else:
+            found = parse_perf_iostat(
+                lines, file, interval_s=interval_s, lenient=lenient, sink=sink
+            )
+    found.flush()
+    return found

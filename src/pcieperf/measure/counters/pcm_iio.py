@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 
 from pcieperf.measure.counters.samples import (
     BYTES_PER_S,
     EVENTS_PER_S,
     Samples,
+    Sink,
     _fail,
     _number,
     snake,
@@ -112,36 +114,36 @@ def _pcm_columns(
 
 
 def parse_pcm_iio(
-    text: str,
+    lines: Iterable[str],
     file: str,
     *,
     delimiter: str | None = None,
     lenient: bool = False,
     interval_s: float | None = None,
+    sink: Sink | None = None,
 ) -> Samples:
     """Parse `pcm-iio -csv` output: a header before every sample block (src/pcm-iio-pmu.cpp,
     PcmIioCsvBuilder), per-second values already scaled to bytes, ragged rows (IOTLB/VT-d
     columns only in each stack's Part0 row), optional `Root Port`, any delimiter. Before
     release 202509 the rows have no Date,Time (build_csv in src/pcm-iio.cpp): blocks are then
     `interval_s` apart (pcm-iio's default 3 s when not given); before 202207 the header lacks
-    `Part` (`_with_part`)."""
-    lines = text.splitlines()
-    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
-    if first is None:
-        raise _fail(file, 1, "empty file")
-    head = _HEADER_START.match(lines[first])
-    sep = delimiter or (head.group(1) if head else ",")
-    out = Samples("pcm-iio", file)
+    `Part` (`_with_part`). The lines are read once, in order (a stream); `sink` takes the
+    samples chunk by chunk (`Samples`)."""
+    out = Samples("pcm-iio", file, sink=sink)
+    sep = delimiter
     header: list[str] | None = None
     columns: dict[int, tuple[str, str]] = {}
     index: dict[str, int] = {}
     t0: dt.datetime | None = None
     stamp: tuple[str, str] | None = None
     wall: dt.datetime | None = None
-    blocks = 0
+    blocks = number = 0
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        if sep is None:  # the header's first name, then the delimiter
+            head = _HEADER_START.match(raw)
+            sep = head.group(1) if head else ","
         cells = [c.strip() for c in raw.split(sep)]
         if cells[0] in ("Date", "Socket"):
             cells = _with_part(cells, out)
@@ -175,8 +177,10 @@ def parse_pcm_iio(
             if i < len(cells) and cells[i] != "":
                 value = pcm_value(cells[i], file, number, header[i], out)
                 out.add(t_s, wall, socket, stack, cells[index["Part"]], metric, value, unit)
+    if header is None:  # any other line before a header was refused
+        raise _fail(file, 1, "empty file")
     if not len(out):
-        raise _fail(file, len(lines), "no samples after the header")
+        raise _fail(file, number, "no samples after the header")
     if "Date" not in index:
         note_untimed(out, blocks, interval_s)
     return out

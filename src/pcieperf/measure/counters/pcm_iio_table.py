@@ -15,6 +15,7 @@ The table prints no time: intervals are `--interval` seconds apart, pcm-iio's de
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -25,7 +26,7 @@ from pcieperf.measure.counters.pcm_iio import (
     pcm_metric,
     pcm_value,
 )
-from pcieperf.measure.counters.samples import Samples, _fail
+from pcieperf.measure.counters.samples import Samples, Sink, _fail
 
 # Column names of releases before the -csv mode (202109), from each release's opCode.txt: 201710
 # "Inbound write/read", "Outbound read/write"; 201811..202009 "TLB Miss" (event 0x41 umask 0x20,
@@ -85,17 +86,22 @@ class _Table:
 
 
 def parse_pcm_iio_table(
-    text: str, file: str, *, interval_s: float | None = None, lenient: bool = False
+    lines: Iterable[str],
+    file: str,
+    *,
+    interval_s: float | None = None,
+    lenient: bool = False,
+    sink: Sink | None = None,
 ) -> Samples:
     """Parse pcm-iio's table output (one or many intervals, old or new layout, with or without
-    device rows and the tool's banner); values are kept as printed (see `pcm_value`)."""
-    out = Samples("pcm-iio", file)
+    device rows and the tool's banner); values are kept as printed (see `pcm_value`). The lines
+    are read once, in order; `sink` takes the samples chunk by chunk (`Samples`)."""
+    out = Samples("pcm-iio", file, sink=sink)
     step = interval_s or PCM_DELAY_DEFAULT_S
     socket: int | None = None
     table: _Table | None = None
     seen: set[tuple[int | None, str]] = set()
-    interval = 0
-    lines = text.splitlines()
+    interval = number = 0
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip()
         if table is not None and not table.closed and not line.startswith("|"):
@@ -119,9 +125,9 @@ def parse_pcm_iio_table(
             seen.add((socket, table.stack))
         # anything else (the banner, device rows, pcm's exit messages) is not a table's
     if table is None:
-        raise _fail(file, len(lines), "no pcm-iio table (a |IIO Stack ...|IB write|... title)")
+        raise _fail(file, number, "no pcm-iio table (a |IIO Stack ...|IB write|... title)")
     if not table.closed:
-        raise _cut_short(table, file, len(lines))
+        raise _cut_short(table, file, number)
     note_untimed(out, interval + 1, interval_s)
     if socket is None:
         out.note("no SocketN line before the tables: their socket is unknown")

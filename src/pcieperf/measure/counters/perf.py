@@ -3,12 +3,15 @@ samples."""
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from pcieperf.measure.counters.samples import (
     BYTES_PER_S,
     Samples,
+    Sink,
     _fail,
     _number,
 )
@@ -26,26 +29,38 @@ MIB = 2**20
 # --- perf iostat --------------------------------------------------------------------------------
 
 
+def _numbered(lines: Iterable[str], comments: bool = False) -> Iterator[tuple[int, str]]:
+    """(line number, line) of the lines with text, less `#` comments where `comments`."""
+    for number, line in enumerate(lines, start=1):
+        if line.strip() and not (comments and line.startswith("#")):
+            yield number, line
+
+
 def parse_perf_iostat(
-    text: str, file: str, *, interval_s: float | None = None, lenient: bool = False
+    lines: Iterable[str],
+    file: str,
+    *,
+    interval_s: float | None = None,
+    lenient: bool = False,
+    sink: Sink | None = None,
 ) -> Samples:
     """Parse `perf iostat -x,` output: header `port,<metric>(MB)...`, rows `<domain:bus>,...`,
     each prefixed `<seconds>,` with `-I` (tools/perf/arch/x86/util/iostat.c). Values are MiB per
     interval (count x 4 B / 2^20); the interval is each port's time step, or `interval_s` for a
-    run without `-I`, which prints totals."""
-    lines = [(i, ln) for i, ln in enumerate(text.splitlines(), start=1) if ln.strip()]
-    if not lines:
+    run without `-I`, which prints totals. The lines are read once; `sink` as `Samples`'."""
+    rows = _numbered(lines)
+    number, head = next(rows, (1, ""))
+    if not head:
         raise _fail(file, 1, "empty file")
-    number, head = lines[0]
     header = [c.strip() for c in head.split(",")]
     if header[0] != "port":
         raise _fail(
             file, number, "not a perf iostat CSV header (expected port,Inbound Read(MB),...)"
         )
-    out = Samples("perf-iostat", file)
+    out = Samples("perf-iostat", file, sink=sink)
     metrics = [_perf_metric(name, file, number, lenient, out) for name in header[1:]]
     previous: dict[str, float] = {}
-    for number, raw in lines[1:]:
+    for number, raw in rows:
         cells = [c.strip() for c in raw.split(",")]
         if len(cells) == len(header) + 1:
             t = _number(cells[0], file, number, "time")
@@ -67,7 +82,7 @@ def parse_perf_iostat(
                 mib = _number(cell, file, number, metric)
                 out.add(t, None, None, cells[0], "", metric, mib * MIB / span, BYTES_PER_S)
     if not len(out):
-        raise _fail(file, lines[-1][0], "no samples after the header")
+        raise _fail(file, number, "no samples after the header")
     return out
 
 
@@ -192,29 +207,31 @@ def _perf_prefix(prefix: list[str], file: str, line: int) -> tuple[float | None,
 
 
 def parse_perf_stat(
-    text: str,
+    lines: Iterable[str],
     file: str,
     *,
     delimiter: str | None = None,
     interval_s: float | None = None,
     lenient: bool = False,
+    sink: Sink | None = None,
 ) -> Samples:
     """Parse `perf stat -x<sep>` output on IIO events (tools/perf/Documentation/perf-stat.txt,
     CSV FORMAT: [time] [aggregation [#cpus]] value, unit, event, run time, percent, [metric]).
     With `-I` values are per interval (divided by each event's time step), without it totals
-    (`interval_s` is the run's length). `#` comment lines (perf -o) are skipped."""
-    lines = [
-        (i, ln)
-        for i, ln in enumerate(text.splitlines(), start=1)
-        if ln.strip() and not ln.startswith("#")
-    ]
-    if not lines:
+    (`interval_s` is the run's length). `#` comment lines (perf -o) are skipped. The lines are
+    read once; `sink` as `Samples`'."""
+    rows = _numbered(lines, comments=True)
+    first = next(rows, None)
+    if first is None:
         raise _fail(file, 1, "empty file")
-    sep = delimiter or max(";,\t", key=lines[0][1].count)
-    out = Samples("perf-stat", file)
+    sep = delimiter or max(";,\t", key=first[1].count)
+    out = Samples("perf-stat", file, sink=sink)
     previous: dict[tuple, float] = {}
+    # The samples of the interval being read: perf prints an interval's events together, so
+    # a sample counted twice is within one (and the set stays as small as an interval).
     seen: set[tuple] = set()
-    for number, raw in lines:
+    interval: float | None = None
+    for number, raw in itertools.chain([first], rows):
         cells = [c.strip() for c in raw.split(sep)]
         at = _perf_event_index(cells)
         if at is None:
@@ -239,6 +256,9 @@ def parse_perf_stat(
         t, span = _perf_span(t, previous.get(key, 0.0), interval_s, file, number)
         previous[key] = t
         sample = (t, socket, event.stack, event.part, event.metric)
+        if t != interval:
+            seen.clear()
+            interval = t
         if sample in seen:
             raise _fail(
                 file,
@@ -256,7 +276,7 @@ def parse_perf_stat(
             t, None, socket, event.stack, event.part, event.metric, data_bytes / span, BYTES_PER_S
         )
     if not len(out):
-        raise _fail(file, lines[-1][0], "no IIO samples (every event was skipped)")
+        raise _fail(file, number, "no IIO samples (every event was skipped)")
     return out
 
 

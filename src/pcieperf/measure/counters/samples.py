@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pcieperf.errors import CounterFileError
@@ -19,6 +20,9 @@ _HUMAN = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)\s*([KMGT]?)\s
 # A counter read of 2^64-1 is pcm's "not available" sentinel (intel/pcm#306); after the x4 byte
 # scaling no real per-second PCIe value comes near 1e18.
 IMPLAUSIBLE = 1e18
+CHUNK_SAMPLES = 1 << 15
+"""Samples held before they are handed to a `Samples.sink`: a few MiB of Python objects, and
+one store commit each (larger chunks saved no time and peaked higher)."""
 
 
 def snake(name: str) -> str:
@@ -28,7 +32,9 @@ def snake(name: str) -> str:
 
 @dataclass
 class Samples:
-    """Parsed samples of one file, column by column (all the same length)."""
+    """Parsed samples of one file, column by column (all the same length). With a `sink`, the
+    columns are handed to it every CHUNK_SAMPLES samples and emptied (`flush`), so a file of
+    any size holds one chunk: the columns then hold the samples not yet handed on."""
 
     source: str
     file: str
@@ -42,6 +48,9 @@ class Samples:
     unit: list[str] = field(default_factory=list)
     skipped_columns: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the file leaves unsaid: precision, time
+    sink: Sink | None = field(default=None, repr=False, compare=False)
+    flushed: int = 0  # samples handed to the sink
+    flushed_metrics: set[str] = field(default_factory=set)
 
     def add(
         self,
@@ -63,6 +72,23 @@ class Samples:
         self.metric.append(metric)
         self.value.append(value)
         self.unit.append(unit)
+        if self.sink is not None and len(self.value) >= CHUNK_SAMPLES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand the samples held to the sink and empty the columns (without a sink: nothing)."""
+        if self.sink is None or not self.value:
+            return
+        self.sink(self)
+        self.flushed += len(self.value)
+        self.flushed_metrics.update(self.metric)
+        columns = (self.t_s, self.wall, self.socket, self.stack, self.part, self.metric)
+        for column in (*columns, self.value, self.unit):
+            column.clear()
+
+    def metrics(self) -> list[str]:
+        """The metrics of every sample, handed on or held, sorted."""
+        return sorted(self.flushed_metrics.union(self.metric))
 
     def note(self, text: str) -> None:
         """Record, once, something the values or times carry that the file does not say exactly."""
@@ -70,7 +96,12 @@ class Samples:
             self.notes.append(text)
 
     def __len__(self) -> int:
-        return len(self.value)
+        """Samples parsed: handed on and held."""
+        return self.flushed + len(self.value)
+
+
+Sink = Callable[[Samples], None]
+"""Where a parser hands its samples chunk by chunk (the store's transaction, `import_counters`)."""
 
 
 def _fail(file: str, line: int, problem: str) -> CounterFileError:

@@ -4,8 +4,9 @@ samples."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 
-from pcieperf.measure.counters.samples import BYTES_PER_S, Samples, _fail, _number
+from pcieperf.measure.counters.samples import BYTES_PER_S, Samples, Sink, _fail, _number
 
 VTUNE_HEADER = ["Hierarchy Level", "Metric Name", "Metric Value"]
 # `vtune -report summary` of an `-collect io` result (labels as the VTune user guide's Input
@@ -23,28 +24,33 @@ VTUNE_ELAPSED = "Elapsed Time"  # seconds; the averages cover it, so it is each 
 
 
 def parse_vtune(
-    text: str, file: str, *, delimiter: str | None = None, lenient: bool = False
+    lines: Iterable[str],
+    file: str,
+    *,
+    delimiter: str | None = None,
+    lenient: bool = False,
+    sink: Sink | None = None,
 ) -> Samples:
     """Parse `vtune -report summary -format csv` of an Input and Output analysis: rows
     `level,name,value`, names quoted where they hold the delimiter (or not: the extra cells are
-    joined back), the Bandwidth Utilization table embedded as wider rows (skipped)."""
-    lines = text.splitlines()
-    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
-    if first is None:
+    joined back), the Bandwidth Utilization table embedded as wider rows (skipped). The lines
+    are read once; `sink` as `Samples`'."""
+    lines = iter(lines)
+    first, head = next(((n, ln) for n, ln in enumerate(lines, start=1) if ln.strip()), (0, ""))
+    if not first:
         raise _fail(file, 1, "empty file")
-    sep = delimiter or max(",;\t|", key=lines[first].count)
-    rows = list(csv.reader(lines, delimiter=sep))
-    header = [c.strip() for c in rows[first]]
+    sep = delimiter or max(",;\t|", key=head.count)
+    header = [c.strip() for c in next(csv.reader([head], delimiter=sep))]
     if header[:3] != VTUNE_HEADER:
-        raise _fail(file, first + 1, f"not a VTune CSV report (expected {','.join(VTUNE_HEADER)})")
+        raise _fail(file, first, f"not a VTune CSV report (expected {','.join(VTUNE_HEADER)})")
     if len(header) > 3 and not lenient:
-        raise _fail(
-            file, first + 1, f"unknown VTune column {header[3]!r} (pass --lenient to skip it)"
-        )
-    out = Samples("vtune", file)
+        raise _fail(file, first, f"unknown VTune column {header[3]!r} (pass --lenient to skip it)")
+    out = Samples("vtune", file, sink=sink)
     out.skipped_columns.extend(header[3:])
+    found: set[str] = set()
+    number = first
     table_width, elapsed = 0, 0.0
-    for number, cells in enumerate(rows[first + 1 :], start=first + 2):
+    for number, cells in enumerate(csv.reader(lines, delimiter=sep), start=first + 1):
         if not any(c.strip() for c in cells):
             continue
         if not cells[0].strip().isdigit():
@@ -61,8 +67,9 @@ def parse_vtune(
         if name == VTUNE_ELAPSED:
             elapsed = _number(value, file, number, name)
         metric = next((m for k, m in VTUNE_METRICS.items() if name.startswith(k)), None)
-        if metric is None or metric in out.metric:
+        if metric is None or metric in found:
             continue
+        found.add(metric)
         unit = name.rpartition(",")[2].strip()
         if unit not in VTUNE_UNITS:
             raise _fail(
@@ -73,7 +80,7 @@ def parse_vtune(
     if not len(out):
         raise _fail(
             file,
-            len(lines),
+            number,
             "no PCIe bandwidth metric (Inbound/Outbound PCIe Read/Write); was the result "
             "collected with -collect io and collect-pcie-bandwidth=true?",
         )
