@@ -138,11 +138,13 @@ class Table:
         return shown.rows() if isinstance(shown, Columnar) else shown
 
     def to_frame(self) -> pandas.DataFrame:
-        """One row per JSON row, scalar cells (`frame`); model columns of scalars as they are."""
-        if isinstance(self.data, Columnar) and _all_scalar(self.data.values):
+        """One row per JSON row, scalar cells (`frame`); model columns taken as columns (no
+        per-row dicts) unless a cell holds objects, which only the row rule names."""
+        values = self.data.values if isinstance(self.data, Columnar) else None
+        if values is not None and not any(map(_holds_objects, values.values())):
             import pandas
 
-            return pandas.DataFrame(dict(self.data.values))
+            return pandas.DataFrame({k: _scalar_column(v) for k, v in values.items()})
         return frame(self._json, expand=self.expand)
 
     def to_csv(self) -> str:
@@ -207,14 +209,20 @@ class Report:
         return self.to_text()
 
 
-def _all_scalar(columns: Mapping[str, Sequence[object]]) -> bool:
-    """Whether model columns hold scalars only (numpy arrays, or lists without lists or
-    dicts or a mix of numbers and names), so a DataFrame takes them as they are."""
-    return not any(
-        isinstance(values, list | tuple)
-        and (any(isinstance(v, list | dict) for v in values) or _mixes_numbers_and_text(values))
-        for values in columns.values()
+def _holds_objects(values: Sequence[object]) -> bool:
+    """Whether a model column has an object (or a list of them) in a cell."""
+    return isinstance(values, list | tuple) and any(
+        isinstance(v, dict) or _is_rows(v) for v in values
     )
+
+
+def _scalar_column(values: Sequence[object]) -> Sequence[object]:
+    """A model column as `frame` has it: a list in a cell as its joined text (`_cell`), every
+    value as text where numbers and names mix; numpy arrays (scalars) as they are."""
+    if not isinstance(values, list | tuple):
+        return values
+    cells = [_cell(v, False) if isinstance(v, list) else v for v in values]
+    return _as_text(cells) if _mixes_numbers_and_text(cells) else cells
 
 
 def frame(payload: object, *, expand: bool = True) -> pandas.DataFrame:
@@ -226,8 +234,13 @@ def frame(payload: object, *, expand: bool = True) -> pandas.DataFrame:
     table = pandas.DataFrame(rows)
     for name in table.columns:
         if _mixes_numbers_and_text(table[name]):
-            table[name] = [None if v is None else str(v) for v in table[name]]
+            table[name] = _as_text(table[name])
     return table
+
+
+def _as_text(column: Iterable[object]) -> list[str | None]:
+    """Every value of a column as text (None stays missing)."""
+    return [None if v is None else str(v) for v in column]
 
 
 def _mixes_numbers_and_text(column: Iterable[object]) -> bool:
