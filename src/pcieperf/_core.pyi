@@ -118,6 +118,14 @@ def trace_scan(
 ) -> list[dict[str, Any]]:
     """Per file, what a pass over it finds (span, order, interfaces)."""
 
+def trace_windows(
+    ts_ns: NDArray[np.int64],
+    bytes: Sequence[NDArray[np.float64]],
+    window_ns: int,
+    max_windows: int,
+) -> dict[str, Any]:
+    """Per-window Gb/s of per-packet byte series by the one rule of rate windows."""
+
 class TraceSynth:
     """A synthetic capture written in batches."""
 

@@ -18,9 +18,29 @@ from pcieperf.net.trace import (
     SIZE_BINS,
     SIZE_LABELS,
     Trace,
-    Windows,
     linktype_name,
 )
+
+
+class Windows:
+    """The rule of rate windows in numpy, as it was written before it became the Rust core's
+    alone (trace/rate_windows.rs): windows from the first packet, the last covering up to the
+    last packet, a last packet on a window start counted in the window before, a capture
+    without duration one whole window."""
+
+    def __init__(self, ts: NDArray[np.int64], window_ns: int) -> None:
+        first = int(ts.min())
+        last, covered = divmod(int(ts.max()) - first, window_ns)
+        if covered == 0 and last > 0:
+            last, covered = last - 1, window_ns
+        self.window_ns = window_ns
+        self.index = np.minimum((ts - first) // window_ns, last)
+        self.count = last + 1
+        self.last_covered_ns = covered or window_ns
+
+    def covered_ns(self, windows: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Time covered by each of the given window indices."""
+        return np.where(windows == self.count - 1, self.last_covered_ns, self.window_ns)
 
 
 def _per_s(events: int, ns: int) -> float:
@@ -57,7 +77,7 @@ def _rates(
             "tail_gbps": None,
             "tail_frame_gbps": None,
         }
-    windows = Windows.of(ts, window_ns)
+    windows = Windows(ts, window_ns)
     starts = np.concatenate(([0], np.flatnonzero(np.diff(windows.index)) + 1))
     covered = windows.covered_ns(windows.index[starts])
     packets = np.diff(np.append(starts, ts.size))

@@ -329,7 +329,7 @@ def test_demand_does_not_dip_in_a_part_filled_last_window():
     # 1 Mpps for 10.5 ms with 1 ms windows: the last window covers 0.499 ms (up to the last
     # packet at 10.499 ms) and holds 500 packets, so it shows 500 / 0.499 ms, not half a window.
     t = trace.synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.0105)
-    gbps = trace.window_gbps(t.ts_ns, np.ones(t.packets), 1_000_000)
+    gbps = trace.window_rates(t.ts_ns, [np.ones(t.packets)], 1_000_000).series[0].gbps
     assert gbps.size == 11
     assert gbps[:10] == pytest.approx(1000 * 8 / 1e6)  # 1000 bytes per 1 ms window
     assert gbps[10] == pytest.approx(500 * 8 / 499_000)

@@ -260,7 +260,7 @@ def test_dpdk_trace_batches_come_from_arrivals():
     # The trace spans 1.9999 ms: the second window covers 0.9999 ms with 10 000 packets.
     covered = np.array([1, 0.9999])
     for metric in forwarding.METRICS:
-        assert fwd.metric_gbps[metric] == pytest.approx(est.metric_gbps(metric) / covered)
+        assert fwd.metric_rates[metric].gbps == pytest.approx(est.metric_gbps(metric) / covered)
     assert fwd.demand.up_gbps == pytest.approx(est.wire_up_gbps / covered)
 
 

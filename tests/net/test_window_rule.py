@@ -1,7 +1,8 @@
 """One rule for rate windows in every command (issue 27): windows from the first packet, peaks
 over whole windows only, a last window that covers less (up to the last packet) reported apart
 as the tail, means over the capture's duration. `trace stats` (Rust stats), `trace demand`
-(Rust archive partials) and `nic --trace`/`dpdk-fwd --trace` (numpy `Demand`) must agree."""
+(Rust archive partials) and `nic --trace`/`dpdk-fwd --trace` (Rust `trace_windows` over the
+trace's columns) must agree."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def test_a_few_packets_after_the_last_whole_window_are_its_tail_not_the_peak(cap
 
 
 def _both(capsys, path, window):
-    """`trace demand` (Rust) and `nic --trace` (numpy) of one capture, on the same profile."""
+    """`trace demand` (archive partials) and `nic --trace` (columns) of one capture, on the same
+    profile."""
     (demand,) = run_json(capsys, "trace", "demand", str(path), "--window", window)
     replayed = run_json(capsys, "nic", "--trace", str(path), "--window", window)
     return demand, replayed

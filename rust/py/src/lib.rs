@@ -212,6 +212,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::trace_first_records, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_merge_part, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(trace::trace_windows, m)?)?;
     m.add_class::<trace::TracePartial>()?;
     m.add_class::<trace::TraceDemandCost>()?;
     m.add_class::<trace::TraceWriter>()?;

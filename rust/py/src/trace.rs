@@ -8,6 +8,7 @@ use pcieperf_core::trace::archive::{
 };
 use pcieperf_core::trace::columns::{in_parallel, read_columns};
 use pcieperf_core::trace::merge::{convert, merge_part, merge_with, scan, MergeOptions, Part};
+use pcieperf_core::trace::rate_windows;
 use pcieperf_core::trace::read::ReadOptions;
 use pcieperf_core::trace::stats::{columns_stats, file_stats, StatsConfig, Summary};
 use pcieperf_core::trace::synth::{synthesize, Synthesizer};
@@ -548,6 +549,42 @@ pub fn trace_partial_files(
     py.detach(|| files_partial(&paths, read, &config, cost))
         .map(|inner| TracePartial { inner })
         .map_err(to_py_err)
+}
+
+/// Per-window rates of byte counts given per packet (`bytes`: one array per series, each as
+/// long as `ts_ns`), by the one rule of rate windows (rate_windows.rs): the windows' Gb/s and
+/// each series' mean, peak over whole windows and tail.
+#[pyfunction]
+pub fn trace_windows<'py>(
+    py: Python<'py>,
+    ts_ns: PyReadonlyArray1<'py, i64>,
+    bytes: Vec<PyReadonlyArray1<'py, f64>>,
+    window_ns: u64,
+    max_windows: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let columns: Vec<&[f64]> = bytes
+        .iter()
+        .map(|b| b.as_slice())
+        .collect::<Result<_, _>>()
+        .map_err(|e| invalid(e.to_string()))?;
+    let ts = ts_ns.as_slice().map_err(|e| invalid(e.to_string()))?;
+    let (span, series) =
+        rate_windows::series(ts, &columns, window_ns, max_windows).map_err(to_py_err)?;
+    let out = PyDict::new(py);
+    out.set_item("windows", span.count())?;
+    out.set_item("full_windows", span.full())?;
+    out.set_item("last_covered_ns", span.covered)?;
+    let rates = PyList::empty(py);
+    for s in series {
+        let one = PyDict::new(py);
+        one.set_item("mean_gbps", s.mean_gbps)?;
+        one.set_item("peak_gbps", s.peak_gbps)?;
+        one.set_item("tail_gbps", s.tail_gbps)?;
+        one.set_item("gbps", s.gbps.into_pyarray(py))?;
+        rates.append(one)?;
+    }
+    out.set_item("series", rates)?;
+    Ok(out)
 }
 
 /// Per file, (time of its first record or None, its interfaces then), or the file's error (the

@@ -91,8 +91,7 @@ def _dpdk_fwd_trace(args: argparse.Namespace, link: Link, cfg: dpdk.ForwardingCo
         "mean_batch": fwd.mean_batch,
         "batch_hist": {str(k): v for k, v in sorted(fwd.batch_hist.items())},
     }
-    for metric, series in fwd.metric_gbps.items():
-        rates = fwd.demand.rates(series)  # the windows' rule, as for the wire demand
+    for metric, rates in fwd.metric_rates.items():  # the windows' rule, as for the wire demand
         extra[f"{metric}_gbps"] = rates.mean
         extra[f"peak_{metric}_gbps"] = rates.peak
     text = f"mean Tx batch {fwd.mean_batch:.2f} (PMD polling every {poll} ns)\n"

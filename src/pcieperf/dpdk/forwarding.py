@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from pcieperf.dpdk.port import DESCRIPTOR_BYTES, PortSetup
 from pcieperf.errors import UsageError, require_choice, require_positive
 from pcieperf.net.ethernet import FCS_BYTES, Ethernet, PacketMix
-from pcieperf.net.trace import Demand, Trace, demand, poll_batches, window_gbps
+from pcieperf.net.trace import Demand, Rates, Trace, demand, poll_batches
 from pcieperf.nic.nic import (
     CACHE_LINE_BYTES,
     Initiator,
@@ -273,7 +273,7 @@ class TraceForwarding:
     demand: Demand
     batch_hist: dict[int, float]
     mean_batch: float
-    metric_gbps: dict[Metric, NDArray[np.float64]]
+    metric_rates: dict[Metric, Rates]
 
 
 def trace_forwarding(
@@ -291,14 +291,14 @@ def trace_forwarding(
     fwd = forwarding_profile(batched, profile)
     shares, index = price_packets(fwd, link, trace.frame_bytes())
     up, down = per_packet_wire_bytes(shares, index)
-    metric_gbps = {}
+    metric_bytes = []
     for metric in METRICS:
         counted = [s.counted_bytes for s in shares if METRIC_OF_INITIATOR[s.op.initiator] == metric]
-        per_packet = np.sum(counted, axis=0)[index] if counted else np.zeros(index.size)
-        metric_gbps[metric] = window_gbps(trace.ts_ns, per_packet, window_ns)
+        metric_bytes.append(np.sum(counted, axis=0)[index] if counted else np.zeros(index.size))
+    found = demand(trace.ts_ns, up, down, window_ns, link.tlp_bytes_per_s, *metric_bytes)
     return TraceForwarding(
-        demand(trace.ts_ns, up, down, window_ns, link.tlp_bytes_per_s),
+        found,
         hist,
         batched.batch,
-        metric_gbps,
+        dict(zip(METRICS, found.windows.series[2:], strict=True)),
     )

@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::rate_windows::Span;
 use super::read::{Quirks, ReadOptions, Reader};
 use super::spill::{Packet, Sorter, RUN_PACKETS};
 use super::stats::{
@@ -1328,14 +1329,8 @@ impl Partial {
         }
         let w = cost.window_ns;
         let span = self.totals.span_ns();
-        let (mut last, mut covered) = (span / w, span % w);
-        if covered == 0 && last > 0 {
-            last -= 1;
-            covered = w; // a last packet exactly on a window start belongs to the window before
-        }
-        if covered == 0 {
-            covered = w; // no duration: the one window counts as whole
-        }
+        let windows = Span::of(span, w);
+        let (last, covered) = (windows.last, windows.covered);
         let mut peaks = acc.inner;
         let mut tail_rates = (0.0, 0.0);
         let n = acc.edges.len();
@@ -1365,10 +1360,10 @@ impl Partial {
             bytes_down += count as f64 * cost.down[frame as usize];
             frame_bytes += count * frame as u64;
         }
-        let partial = covered < w;
+        let partial = windows.has_tail();
         Ok(Demand {
-            windows: last + 1,
-            full_windows: last + 1 - u64::from(partial),
+            windows: windows.count(),
+            full_windows: windows.full(),
             peak_up_gbps: peaks.up,
             peak_down_gbps: peaks.down,
             windows_over_capacity: peaks.over,

@@ -14,6 +14,7 @@
 pub mod archive;
 pub mod columns;
 pub mod merge;
+pub mod rate_windows;
 pub mod read;
 mod sink;
 mod spill;

@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::rate_windows::Span;
 use super::read::{Quirks, ReadOptions, Reader, Record};
 use super::spill::{Packet, Sorted, Sorter, RUN_PACKETS};
 use super::Interface;
@@ -475,15 +476,7 @@ pub(super) fn peaks(
     prev: Option<Window>,
     cur: Window,
 ) -> WindowPeaks {
-    let (mut last, mut covered) = (span_ns / w, span_ns % w);
-    if covered == 0 && last > 0 {
-        // A last packet exactly on a window start belongs to the window before.
-        last -= 1;
-        covered = w;
-    }
-    if covered == 0 {
-        covered = w; // no duration: the one window counts as whole
-    }
+    let Span { last, covered, .. } = Span::of(span_ns, w);
     let mut full = full;
     let mut tail = cur;
     if let Some(prev) = prev {

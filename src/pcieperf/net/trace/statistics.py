@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pcieperf._native import checked, core
-from pcieperf.errors import UsageError, require_positive
+from pcieperf.errors import require_positive
 from pcieperf.net import wire
 from pcieperf.net.trace.epoch import epoch_check
 from pcieperf.net.trace.files import (
@@ -26,8 +25,6 @@ from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
 from pcieperf.units import utc_text
 
 if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
     from pcieperf.net.ethernet import Ethernet
 
 WINDOWS_NS = (1_000_000, NS_PER_S)  # the issue's 1 ms and 1 s rate windows
@@ -36,65 +33,6 @@ GAP_PERCENTILES = (50, 99)  # gap_ns_p50 and gap_ns_p99 of `trace stats`
 # bytes incl. FCS, with the runts below and the jumbo/GSO frames above them.
 SIZE_BINS = (0, 64, 65, 128, 256, 512, 1024, 1519)
 SIZE_LABELS = ("<64", "64", "65-127", "128-255", "256-511", "512-1023", "1024-1518", ">1518")
-
-
-MAX_WINDOWS = 10_000_000  # a dense series longer than this is a mistake (wrong window or ts)
-
-
-@dataclass(frozen=True)
-class Windows:
-    """Windows of `window_ns` from the first packet: each packet's window index, and how much
-    of the capture the last window covers. Every window covers `window_ns` but the last, which
-    covers only up to the last packet: the tail. Its rate is its sums over the time it covers,
-    reported apart (`tail_*`): a peak is the largest of the whole windows only, since a few
-    packets at the very end of a capture, divided by the few ns they span, are no sustained
-    rate. A last packet exactly on a window start would leave a window that covers nothing; it
-    is counted in the window before (which then covers up to it), so the covered times add up
-    to the capture's duration. The Rust core applies the same rule (trace/stats.rs `peaks`,
-    trace/archive.rs `Partial::demand`)."""
-
-    window_ns: int
-    index: NDArray[np.int64]
-    count: int
-    last_covered_ns: int
-
-    @classmethod
-    def of(cls, ts_ns: NDArray[np.int64], window_ns: int) -> Windows:
-        """The windows of a non-empty set of timestamps."""
-        first = int(ts_ns.min())
-        span = int(ts_ns.max()) - first
-        last, covered = divmod(span, window_ns)
-        if covered == 0 and last > 0:
-            last, covered = last - 1, window_ns
-        # A capture without duration has nothing to divide by: its one window counts as whole.
-        covered = covered or window_ns
-        return cls(window_ns, np.minimum((ts_ns - first) // window_ns, last), last + 1, covered)
-
-    def covered_ns(self, windows: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Time covered by each of the given window indices."""
-        return np.where(windows == self.count - 1, self.last_covered_ns, self.window_ns)
-
-    @property
-    def full(self) -> int:
-        """Windows that cover their whole length (all but a shorter last one)."""
-        return self.count - int(self.last_covered_ns < self.window_ns)
-
-
-def window_sums(
-    ts_ns: NDArray[np.int64], weights: NDArray[np.float64] | None, window_ns: int
-) -> NDArray[np.float64]:
-    """Sum of `weights` (or packet count) per window of `window_ns` from the first packet (see
-    `Windows` for the last one)."""
-    if ts_ns.size == 0:
-        return np.zeros(0)
-    windows = Windows.of(ts_ns, window_ns)
-    if windows.count > MAX_WINDOWS:
-        raise UsageError(
-            f"the trace spans {(ts_ns.max() - ts_ns.min()) / NS_PER_S:.6g} s, which is "
-            f"{windows.count} windows of {window_ns} ns; allowed are {MAX_WINDOWS}, "
-            "so pass a larger --window"
-        )
-    return np.bincount(windows.index, weights=weights, minlength=windows.count).astype(np.float64)
 
 
 def _per_s(events: int, ns: int) -> float:
@@ -161,7 +99,7 @@ def _summary(totals: dict, frame_bytes: int, time_digits: tuple[int, int] | None
 
 def _rates(window: dict, totals: dict) -> dict:
     """Peak packet and bit rates over the whole windows of one length, and the rates of a
-    shorter last window (the tail: see `Windows`) apart; bits of the recorded lengths
+    shorter last window apart (the tail: trace/rate_windows.rs); bits of the recorded lengths
     (`*_gbps`) and of the frames incl. FCS (`*_frame_gbps`), each window's largest. A capture
     without duration has no rate (None), as it has no mean; one shorter than a window has no
     peak, only its tail."""
