@@ -13,15 +13,17 @@ from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
 from tests.helpers import PCIE_BENCH
 from tests.helpers.cli import run_cli
 
-BUILTIN = ("e5-v4", "skylake-sp", "cascadelake", "icelake-sp", "sapphirerapids", "epyc-zen4")
+# The six platforms issue 14 asked for; more may ship (a platform file added to dpdk/platforms/
+# is tested below like these).
+ISSUE_14 = ("e5-v4", "skylake-sp", "cascadelake", "icelake-sp", "sapphirerapids", "epyc-zen4")
 
 
 def test_the_issue_s_six_platforms_ship_with_e5_v4_first():
     assert platforms.builtin_platforms()[0] == "e5-v4"
-    assert set(platforms.builtin_platforms()) == set(BUILTIN)
+    assert set(ISSUE_14) <= set(platforms.builtin_platforms())
 
 
-@pytest.mark.parametrize("name", BUILTIN)
+@pytest.mark.parametrize("name", platforms.builtin_platforms())
 def test_every_number_has_a_kind_a_source_and_a_range_around_it(name):
     profile = platforms.load_platform_profile(name)
     for key, p in profile.params.items():

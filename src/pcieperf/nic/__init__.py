@@ -5,8 +5,8 @@ DMAs a rate needs (`latency`, on a host's DMA latencies: `host`); the PCIe bandw
 need, priced by a profile (`captures`: `pp.capture_demand`). The public functions are in `api`
 (`pp.nic`, `pp.profiles`, `pp.profile`, `pp.latency`).
 
-May import: pcie, net, errors, units, _native, _config, _lazy, _values. No store, runner or
-report.
+May import: pcie, net, pciebench (pcie-bench latency files and the calibration a host's latency
+comes from), errors, units, _native, _config, _lazy, _values. No store, runner or report.
 """
 
 from __future__ import annotations
