@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pcieperf.dpdk import iommu
-from pcieperf.errors import PcieperfError, ProfileError, UsageError
+from pcieperf.errors import CounterFileError, PcieperfError, ProfileError, UsageError
 from pcieperf.measure import counters
 from pcieperf.net import ethernet
 from pcieperf.nic import nic
@@ -33,7 +33,7 @@ def test_pcm_iio_name_column_after_the_row_end_is_a_truncated_row(tmp_path):
         b"Date,Time,Socket,Part,IB write (bytes),Name\n2026-11-21,23:08:10.123,Socket0,Part0,5\n"
     )
     # Line 2 is the row; it has 5 fields, Name is the 6th column.
-    with pytest.raises(counters.CounterFileError, match="line 2: truncated row"):
+    with pytest.raises(CounterFileError, match="line 2: truncated row"):
         counters.parse(path, "pcm-iio")
 
 

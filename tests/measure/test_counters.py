@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pcieperf.cli import main
+from pcieperf.errors import CounterFileError
 from pcieperf.measure import counters
 from pcieperf.measure.store import Store
 from tests.helpers import TESTS_DATA
@@ -135,7 +136,7 @@ def test_perf_stat_raw_umask_spellings_and_skipped_only_files(tmp_path):
     path.write_text("8;;uncore_iio_0/event=0x83,umask=0x04/;1;100.00;;\n")
     assert counters.parse(path, "perf-stat", interval_s=2).value == [8 * 4 / 2]
     path.write_text("<not supported>;Bytes;UNC_IIO_DATA_REQ_OF_CPU.MEM_READ.PART0;0;0.00;;\n")
-    with pytest.raises(counters.CounterFileError, match="line 1: no IIO samples"):
+    with pytest.raises(CounterFileError, match="line 1: no IIO samples"):
         counters.parse(path, "perf-stat", interval_s=2, lenient=True)
 
 
@@ -242,7 +243,7 @@ def test_vtune_unquoted_names_and_tab_delimiter(tmp_path):
 def test_bad_files_name_file_and_line(tmp_path, fmt, text, message):
     path = tmp_path / "c.csv"
     path.write_text(text)
-    with pytest.raises(counters.CounterFileError) as err:
+    with pytest.raises(CounterFileError) as err:
         counters.parse(path, fmt)
     assert str(err.value).startswith(f"{path}: {message}")
 

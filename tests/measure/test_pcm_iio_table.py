@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pcieperf.errors import CounterFileError
 from pcieperf.measure import counters
 from tests.helpers import TESTS_DATA
 from tests.helpers import pcm_print as pcm
@@ -267,7 +268,7 @@ def test_bad_tables_name_the_line(tmp_path):
     path = tmp_path / "pcm.txt"
     for bad, number, message in cases:
         path.write_text(bad)
-        with pytest.raises(counters.CounterFileError) as err:
+        with pytest.raises(CounterFileError) as err:
             counters.parse(path, "pcm-iio")
         assert str(err.value).startswith(f"{path}: line {number}: {message}")
 
@@ -277,9 +278,7 @@ def test_an_unknown_column_fails_unless_lenient(tmp_path):
     columns = (*pcm.SKX_COLUMNS[:4], "TLB1 miss")
     stack = pcm.Stack(SKX_STACKS[1], [[1000, 2000, 0, 0, 5]] + [[0] * 4] * 3)
     text = pcm.table([{0: [stack]}], columns, pcm.SKX_PARTS)
-    with pytest.raises(
-        counters.CounterFileError, match=r"line [0-9]+: unknown pcm-iio column 'TLB1 miss'"
-    ):
+    with pytest.raises(CounterFileError, match=r"line [0-9]+: unknown pcm-iio column 'TLB1 miss'"):
         parsed(tmp_path, text)
     s = parsed(tmp_path, text, lenient=True)
     assert s.skipped_columns == ["TLB1 miss"]

@@ -12,22 +12,27 @@ semantics per source.
 
 One module per tool's importer (`pcm_iio` for its `-csv` form, `pcm_iio_table` for its default
 table, `perf`, `vtune`); `samples` holds the table they fill, `text` reads the file as a stream
-of lines. `parse` picks the importer; with a `sink` (the store's import) it hands the samples on
-chunk by chunk, so a file of any size is imported in bounded memory (issue 28).
+of lines, and `formats` lists every format with how it is recognised and read: `parse` picks
+the importer there; with a `sink` (the store's import) it hands the samples on chunk by chunk,
+so a file of any size is imported in bounded memory (issue 28).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pcieperf.errors import CounterFileError, require_choice, require_positive
+from pcieperf.errors import CounterFileError as CounterFileError  # `counters.CounterFileError`
 from pcieperf.errors import UsageError as UsageError  # re-exported: `counters.UsageError`
+from pcieperf.errors import require_choice, require_positive
+from pcieperf.measure.counters import formats
 from pcieperf.measure.counters.pcm_iio import parse_pcm_iio
-from pcieperf.measure.counters.pcm_iio_table import is_pcm_iio_table, parse_pcm_iio_table
+from pcieperf.measure.counters.pcm_iio_table import parse_pcm_iio_table
 from pcieperf.measure.counters.perf import FREE_RUNNING_METRIC, parse_perf_iostat, parse_perf_stat
-from pcieperf.measure.counters.samples import BYTES_PER_S, EVENTS_PER_S, SOURCES, Samples, Sink
+from pcieperf.measure.counters.samples import BYTES_PER_S, EVENTS_PER_S, Samples, Sink
 from pcieperf.measure.counters.text import counter_text
 from pcieperf.measure.counters.vtune import parse_vtune
+
+SOURCES = formats.names()  # what `--counters-format` takes, from the table of formats
 
 __all__ = [
     "BYTES_PER_S",
@@ -37,7 +42,7 @@ __all__ = [
     "Samples",
     "Sink",
     "UsageError",
-    "detect",
+    "formats",
     "parse",
     "parse_pcm_iio",
     "parse_pcm_iio_table",
@@ -45,25 +50,6 @@ __all__ = [
     "parse_perf_stat",
     "parse_vtune",
 ]
-
-
-def detect(text: str, file: str) -> str:
-    """Which tool wrote a counter file, from its first line (or perf's event names, or
-    pcm-iio's table title row) in `text`, its head."""
-    first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), "")
-    dated = first.startswith("Date") and "Socket" in first
-    undated = first.startswith("Socket") and "Name" in first  # -csv before pcm 202509
-    if dated or undated or is_pcm_iio_table(text):
-        return "pcm-iio"
-    if first.startswith("port,"):
-        return "perf-iostat"
-    if first.startswith("Hierarchy Level"):
-        return "vtune"
-    if "uncore_iio" in text[:65536] or "UNC_IIO_" in text[:65536]:
-        return "perf-stat"
-    raise CounterFileError(
-        f"{file}: cannot tell which tool wrote it; pass --counters-format ({', '.join(SOURCES)})"
-    )
 
 
 def parse(
@@ -75,33 +61,22 @@ def parse(
     interval_s: float | None = None,
     sink: Sink | None = None,
 ) -> Samples:
-    """Parse a counter file of the given source format (None: detect it), read as a stream of
-    lines. With a `sink`, every sample is handed to it chunk by chunk and the columns returned
-    are empty (the count, metrics, notes and skipped columns are the file's)."""
+    """Parse a counter file of the given source format (None: detect it from its head, by the
+    table of `formats`), read as a stream of lines. With a `sink`, every sample is handed to it
+    chunk by chunk and the columns returned are empty (the count, metrics, notes and skipped
+    columns are the file's)."""
     if interval_s is not None:
         require_positive("--interval", interval_s)
     file = str(path)
     with counter_text(path, file) as text:
-        source = source or detect(text.head, file)
-        require_choice("counter format", source, SOURCES)
-        lines = text.lines()
-        if source == "pcm-iio" and is_pcm_iio_table(text.head):
-            found = parse_pcm_iio_table(
-                lines, file, interval_s=interval_s, lenient=lenient, sink=sink
-            )
-        elif source == "pcm-iio":
-            found = parse_pcm_iio(
-                lines, file, delimiter=delimiter, lenient=lenient, interval_s=interval_s, sink=sink
-            )
-        elif source == "perf-stat":
-            found = parse_perf_stat(
-                lines, file, delimiter=delimiter, interval_s=interval_s, lenient=lenient, sink=sink
-            )
-        elif source == "vtune":
-            found = parse_vtune(lines, file, delimiter=delimiter, lenient=lenient, sink=sink)
+        if source is None:
+            fmt = formats.detect(text.head, file)
         else:
-            found = parse_perf_iostat(
-                lines, file, interval_s=interval_s, lenient=lenient, sink=sink
-            )
+            require_choice("counter format", source, formats.names())
+            fmt = formats.named(source, text.head)
+        options = {"delimiter": delimiter, "interval_s": interval_s}
+        found = formats.read_with(
+            fmt, text.lines(), file, {**options, "lenient": lenient, "sink": sink}
+        )
     found.flush()
     return found

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 from pcieperf.errors import CounterFileError
 
-SOURCES = ("pcm-iio", "perf-iostat", "perf-stat", "vtune")
 BYTES_PER_S = "B/s"
 EVENTS_PER_S = "1/s"
 # pcm's unit_format() (src/utils.h), used by pcm-iio's table and `-csv -human-readable`: "%4d K"
