@@ -1,6 +1,6 @@
-"""docs/model.md's NIC profile tables are generated from the shipped profiles
-(scripts/profiles_doc.py), so a profile added to nic/profiles/ cannot be missing from the docs
-(issue 30: docs/model.md once listed 5 of the 6 profiles)."""
+"""The docs' tables of shipped data are generated from it (scripts/docs_tables.py), so a NIC
+profile added to nic/profiles/ or a counter format added to `measure.counters.formats` cannot be
+missing from the docs (issue 30: docs/model.md once listed 5 of the 6 profiles)."""
 
 import subprocess
 import sys
@@ -8,7 +8,7 @@ import sys
 from pcieperf.nic.profile import builtin_profiles
 from tests.helpers import ROOT
 
-SCRIPT = ROOT / "scripts" / "profiles_doc.py"
+SCRIPT = ROOT / "scripts" / "docs_tables.py"
 
 
 def test_the_doc_tables_are_what_the_profiles_give():

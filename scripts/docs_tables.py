@@ -1,7 +1,8 @@
-"""Writes docs/model.md's NIC profile tables from the shipped profiles (`nic/profiles/*.toml`),
-so that a new profile appears in the docs without editing them: `python scripts/profiles_doc.py`
-rewrites the tables between `<!-- BEGIN name -->` and `<!-- END name -->`; `--check` only
-says whether they are current (exit 1 if not; tests/nic/test_profiles_doc.py runs it)."""
+"""Writes the docs' tables of shipped data from the data itself, so that a new NIC profile
+(`nic/profiles/*.toml`: docs/model.md) or counter format (`measure.counters.formats`:
+docs/counters.md) appears in the docs without editing them: `python scripts/docs_tables.py`
+rewrites each table between `<!-- BEGIN name -->` and `<!-- END name -->`; `--check` only says
+whether they are current (exit 1 if not; tests/test_docs_tables.py runs it)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from pcieperf.measure.counters import formats
 from pcieperf.nic.profile import DeviceFacts, NicProfile, builtin_profiles, load_profile
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "model.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 def table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
@@ -65,19 +67,29 @@ def devices_table() -> str:
     return table((*headers, "sources"), rows)
 
 
-TABLES: dict[str, Callable[[], str]] = {
-    "nic-profiles": models_table,
-    "nic-devices": devices_table,
+def counter_formats_table() -> str:
+    """Every counter format `counters import` reads, in the order detection tries them."""
+    rows = [
+        (f"`{f.name}`", f"`{f.written_by}`", ", ".join(f"`{o}`" for o in sorted(f.options)))
+        for f in formats.FORMATS
+    ]
+    return table(("--counters-format", "written by", "parameters it takes"), rows)
+
+
+TABLES: dict[str, dict[str, Callable[[], str]]] = {
+    "model.md": {"nic-profiles": models_table, "nic-devices": devices_table},
+    "counters.md": {"counter-formats": counter_formats_table},
 }
+"""Each document's generated tables, by marker name."""
 
 
-def rewritten(text: str) -> str:
-    """`text` with every table of `TABLES` regenerated between its markers."""
-    for name, make in TABLES.items():
+def rewritten(doc: Path, text: str) -> str:
+    """`text` (of `doc`) with every table of `TABLES` regenerated between its markers."""
+    for name, make in TABLES[doc.name].items():
         begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
         head, found, rest = text.partition(begin)
         if not found or end not in rest:
-            raise SystemExit(f"{DOC}: no {begin} ... {end} markers")
+            raise SystemExit(f"{doc}: no {begin} ... {end} markers")
         text = f"{head}{begin}\n{make()}\n{end}{rest.split(end, 1)[1]}"
     return text
 
@@ -87,14 +99,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 if the tables are stale")
     args = parser.parse_args()
-    text = DOC.read_text()
-    new = rewritten(text)
-    if args.check:
-        if new != text:
-            print(f"{DOC}: NIC profile tables are stale; run scripts/profiles_doc.py")
-            sys.exit(1)
-        return
-    DOC.write_text(new)
+    stale = []
+    for name in TABLES:
+        doc = DOCS / name
+        text = doc.read_text()
+        new = rewritten(doc, text)
+        if new != text and args.check:
+            stale.append(str(doc))
+        elif new != text:
+            doc.write_text(new)
+    if stale:
+        print(f"stale tables in {', '.join(stale)}; run scripts/docs_tables.py")
+        sys.exit(1)
 
 
 if __name__ == "__main__":
