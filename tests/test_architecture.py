@@ -11,7 +11,8 @@ import pytest
 import pcieperf
 
 PACKAGE = Path(pcieperf.__file__).parent
-BASE = {"errors", "units", "progress", "results", "_native", "_lazy", "_values", "_config"}
+BASE = {"errors", "units", "progress", "results", "_native", "_numpy", "_values", "_config"}
+BASE |= {"_callable"}
 BASE |= {"outputs", "interrupts"}
 # What each package or top-level module may import, as its __init__ docstring says.
 ALLOWED = {
@@ -19,14 +20,15 @@ ALLOWED = {
     "results": set(),
     "units": {"errors"},
     "progress": set(),
-    "_lazy": set(),
-    "_values": {"_lazy"},
+    "_numpy": set(),
+    "_callable": set(),
+    "_values": {"_numpy"},
     "_native": {"errors"},
     "_config": {"errors"},
     "outputs": {"errors"},
     "interrupts": set(),
     "engine": {"errors", "progress"},
-    "sweep": {"engine", "errors", "progress", "_lazy", "_config", "outputs"},
+    "sweep": {"engine", "errors", "progress", "_config", "outputs"},
     "sweep_check": {"sweep", "errors", "_config"},
     "pcie": BASE,
     "net": BASE | {"pcie", "engine"},

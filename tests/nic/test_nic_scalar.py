@@ -74,7 +74,7 @@ def test_few_weights_by_hand_and_what_they_leave_to_numpy():
 def numpy_unused(monkeypatch):
     """`pp.nic` as in a process that has not used numpy yet (this one has); the array paths
     made to fail, so that a test passing shows the scalar path ran."""
-    monkeypatch.setattr(api._lazy, "loaded", lambda name: False)
+    monkeypatch.setattr(api._numpy, "in_use", lambda: False)
     for name in ("evaluate", "evaluate_sizes"):
         monkeypatch.setattr(model, name, lambda *a, **k: pytest.fail("priced as arrays"))
 
@@ -95,7 +95,7 @@ def test_the_api_answers_the_same_on_the_scalar_path(numpy_unused):
 def test_the_api_rows_equal_the_arrays_rows(monkeypatch):
     options = dict(sizes="64,128,imix", mix=["64:1,1518:3"], vlan=True, pps="3M")
     arrays = pp.nic(**options).to_json()
-    monkeypatch.setattr(api._lazy, "loaded", lambda name: False)
+    monkeypatch.setattr(api._numpy, "in_use", lambda: False)
     assert pp.nic(**options).to_json() == arrays
 
 
@@ -112,7 +112,7 @@ def test_a_profile_error_is_named_as_the_arrays_name_it(tmp_path, monkeypatch):
     message = r"rx op 'A' size 'frame / 64' gives 23.71875 bytes"
     with pytest.raises(ProfileError, match=message):
         pp.nic(profile=str(path), sizes="64,1518")
-    monkeypatch.setattr(api._lazy, "loaded", lambda name: False)
+    monkeypatch.setattr(api._numpy, "in_use", lambda: False)
     with pytest.raises(ProfileError, match=message):
         pp.nic(profile=str(path), sizes="64,1518")
 

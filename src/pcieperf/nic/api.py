@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from pcieperf import _lazy
+from pcieperf import _numpy
 from pcieperf._values import is_python
 from pcieperf.errors import ProfileError, UsageError, warn
 from pcieperf.nic.profile import DEFAULT_PROFILE
@@ -99,7 +99,7 @@ def nic(
     `sizes`: frames incl. FCS and named mixes; `mix`: frame-size histograms (`64:7,1518:1`)."""
     link = make_link(**link_options)  # type: ignore[arg-type]
     loaded, chosen, port, rate = _setup(profile, eth, vlan, paths, pps)
-    few = None if breakdown or _lazy.loaded("numpy") else _few_rows(sizes, mix)
+    few = None if breakdown or _numpy.in_use() else _few_rows(sizes, mix)
     rows = _array_rows(sizes, mix) if few is None else None  # checked before the model
     from pcieperf.nic import nic as model  # no numpy: rows as arrays import it
 

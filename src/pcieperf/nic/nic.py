@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pcieperf import _lazy
 from pcieperf._native import core
 from pcieperf._values import as_float, as_uint8, frozen, is_python, minimum
 from pcieperf.errors import UsageError, require_positive
@@ -27,7 +26,7 @@ if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
     from pcieperf.net.trace import Demand, Trace
     from pcieperf.nic.profile import Int
 else:
-    np = _lazy.module("numpy")  # imported when sizes are priced as arrays
+    from pcieperf._numpy import np
 
 # The profile model and its pricing, where callers of `nic` have always found them.
 from pcieperf.nic.pricing import _TOTALS as _TOTALS
