@@ -19,12 +19,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pcieperf import report
     from pcieperf.capture.calibration import capture_calibrate
     from pcieperf.capture.model import capture_model
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
     from pcieperf.dpdk.api import dpdk_forwarding, platforms
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
     from pcieperf.measure import iommu_api as iommu  # `pp.iommu`: the namespace module
+    from pcieperf.measure import store
     from pcieperf.measure.api import data_import, data_ls, data_show, explain
     from pcieperf.measure.records import (
         counter_imports,
@@ -46,7 +48,8 @@ if TYPE_CHECKING:
     from pcieperf.nic.api import latency, nic, profile, profiles
     from pcieperf.nic.captures import capture_demand
     from pcieperf.nic.latency import latency_table
-    from pcieperf.nic.nic import evaluate, load_profile
+    from pcieperf.nic.nic import evaluate
+    from pcieperf.nic.profile import load_profile
     from pcieperf.pcie.api import dma, link, make_link
     from pcieperf.pcie.link import Link
     from pcieperf.pciebench import api as bench
@@ -119,13 +122,13 @@ def __getattr__(name: str) -> object:
 
             return iommu_api
         case "nic":
-            from pcieperf import nic
+            import pcieperf.nic  # not `from pcieperf import`: that asks this hook again
 
-            return nic
+            return pcieperf.nic
         case "report":
-            from pcieperf import report
+            import pcieperf.report  # not `from pcieperf import`: that asks this hook again
 
-            return report
+            return pcieperf.report
         case "store":
             from pcieperf.measure import store
 
@@ -192,10 +195,14 @@ def __getattr__(name: str) -> object:
             from pcieperf.nic import latency
 
             return getattr(latency, name)
-        case "evaluate" | "load_profile":
-            from pcieperf.nic import nic
+        case "evaluate":
+            from pcieperf.nic.nic import evaluate
 
-            return getattr(nic, name)
+            return evaluate
+        case "load_profile":
+            from pcieperf.nic.profile import load_profile
+
+            return load_profile
         case "dma" | "link" | "make_link":
             from pcieperf.pcie import api
 

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pcieperf.errors import CounterFileError
 from pcieperf.measure import counters
+from pcieperf.measure.counters.samples import Samples
 from tests.helpers import TESTS_DATA
 from tests.helpers import pcm_print as pcm
 from tests.helpers.cli import run_cli
@@ -61,7 +63,7 @@ def interval(kind: str, scale: int = 1) -> dict[int, list[pcm.Stack]]:
     }
 
 
-def parsed(tmp_path, text: str, fmt: str | None = "pcm-iio", **options) -> counters.Samples:
+def parsed(tmp_path, text: str, fmt: str | None = "pcm-iio", **options) -> Samples:
     path = tmp_path / "pcm.txt"
     path.write_text(text)
     return counters.parse(path, fmt, **options)
@@ -70,7 +72,7 @@ def parsed(tmp_path, text: str, fmt: str | None = "pcm-iio", **options) -> count
 FIELDS = ("t_s", "socket", "stack", "part", "metric", "value", "unit")  # all but the wall time
 
 
-def rows(samples: counters.Samples) -> list[tuple]:
+def rows(samples: Samples) -> list[tuple]:
     """Every sample but its wall time (the table prints none)."""
     return list(zip(*(getattr(samples, name) for name in FIELDS), strict=True))
 
@@ -267,7 +269,7 @@ def test_bad_tables_name_the_line(tmp_path):
     path = tmp_path / "pcm.txt"
     for bad, number, message in cases:
         path.write_text(bad)
-        with pytest.raises(counters.CounterFileError) as err:
+        with pytest.raises(CounterFileError) as err:
             counters.parse(path, "pcm-iio")
         assert str(err.value).startswith(f"{path}: line {number}: {message}")
 
@@ -277,9 +279,7 @@ def test_an_unknown_column_fails_unless_lenient(tmp_path):
     columns = (*pcm.SKX_COLUMNS[:4], "TLB1 miss")
     stack = pcm.Stack(SKX_STACKS[1], [[1000, 2000, 0, 0, 5]] + [[0] * 4] * 3)
     text = pcm.table([{0: [stack]}], columns, pcm.SKX_PARTS)
-    with pytest.raises(
-        counters.CounterFileError, match=r"line [0-9]+: unknown pcm-iio column 'TLB1 miss'"
-    ):
+    with pytest.raises(CounterFileError, match=r"line [0-9]+: unknown pcm-iio column 'TLB1 miss'"):
         parsed(tmp_path, text)
     s = parsed(tmp_path, text, lenient=True)
     assert s.skipped_columns == ["TLB1 miss"]

@@ -12,9 +12,10 @@ from pcieperf.errors import PcieperfWarning, ProfileError
 from pcieperf.net.ethernet import Ethernet, few_weights, parse_mix
 from pcieperf.nic import api
 from pcieperf.nic import nic as model
+from pcieperf.nic.profile import builtin_profiles, load_profile
 from tests.helpers.models import links, probe
 
-PROFILES = model.builtin_profiles()
+PROFILES = builtin_profiles()
 FIELDS = ["label", *(attr or key for key, attr in api.NIC_FIELDS.items())]
 
 frames = st.integers(64, 9216)
@@ -40,7 +41,7 @@ mix_texts = (
     paths=st.sampled_from([("rx", "tx"), ("rx",), ("tx",), ("tx", "rx")]),
 )
 def test_scalar_rows_equal_the_arrays_bit_for_bit(texts, profile, link, eth, vlan, paths):
-    loaded, port = model.load_profile(profile), Ethernet(eth, vlan=vlan)
+    loaded, port = load_profile(profile), Ethernet(eth, vlan=vlan)
     few = model.evaluate_few(loaded, link, port, api._few_rows(None, texts), paths)
     many = model.evaluate(loaded, link, port, api.frame_mixes(None, texts), paths)
     for name in FIELDS:

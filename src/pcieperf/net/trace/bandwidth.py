@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pcieperf._numpy import np
 from pcieperf.errors import UsageError, require_positive
-from pcieperf.net.trace.files import np
 from pcieperf.net.trace.statistics import Windows, window_sums
 
 if TYPE_CHECKING:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pcieperf._native import checked, core
+from pcieperf._numpy import np
 from pcieperf.errors import UsageError, require_positive
 from pcieperf.net import wire
 from pcieperf.net.trace.epoch import epoch_check
@@ -19,7 +20,6 @@ from pcieperf.net.trace.files import (
     Interface,
     Trace,
     linktype_name,
-    np,
 )
 from pcieperf.net.trace.rewrite import _check_inputs
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
