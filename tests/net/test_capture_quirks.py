@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from pcieperf import progress
 from pcieperf.cli import main
-from pcieperf.net import trace
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.net.trace import synthesis
 from pcieperf.net.trace.bandwidth import window_gbps
@@ -349,7 +348,7 @@ def test_synth_output_does_not_depend_on_the_chunk_size(tmp_path, monkeypatch, a
     kw = dict(eth=Ethernet(40), mix=parse_mix("imix"), pps=2e6, duration_s=0.01, seed=7)
     whole = tmp_path / "whole.pcap"
     synth(whole, arrival=arrival, burst=5, **kw)
-    monkeypatch.setattr(trace.synthesis, "SYNTH_CHUNK", 1000)  # 20 chunks of 200 bursts of 5
+    monkeypatch.setattr(synthesis, "SYNTH_CHUNK", 1000)  # 20 chunks of 200 bursts of 5
     pieces = tmp_path / "pieces.pcap"
     synth(pieces, arrival=arrival, burst=5, **kw)
     assert pieces.read_bytes() == whole.read_bytes()
@@ -367,7 +366,7 @@ def test_synth_reports_progress_per_chunk(tmp_path, monkeypatch):
         return contextlib.nullcontext(Recorder())
 
     monkeypatch.setattr(progress, "bar", bar)
-    monkeypatch.setattr(trace.synthesis, "SYNTH_CHUNK", 4096)
+    monkeypatch.setattr(synthesis, "SYNTH_CHUNK", 4096)
     out = tmp_path / "p.pcap"
     synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
     # 10 000 packets: two chunks of 4096 and one of 1808.
@@ -377,12 +376,12 @@ def test_synth_reports_progress_per_chunk(tmp_path, monkeypatch):
 SYNTH_PEAK = """
 import sys
 import numpy  # synthesis uses it; loaded before the baseline, as the profile model no longer does
-from pcieperf.net import trace
+from pcieperf.net.trace.synthesis import synth
 from pcieperf.net.ethernet import Ethernet, parse_mix
 def rss(key):
     return int(open("/proc/self/status").read().split(key)[1].split()[0])
 before = rss("VmRSS:")
-trace.synth(sys.argv[1], eth=Ethernet(100), mix=parse_mix("64"), pps=4e6, duration_s=0.5,
+synth(sys.argv[1], eth=Ethernet(100), mix=parse_mix("64"), pps=4e6, duration_s=0.5,
             arrival="poisson")
 print(rss("VmHWM:") - before)
 """
