@@ -38,8 +38,12 @@ from pathlib import Path
 
 from pcieperf import engine
 from pcieperf._native import core
-from pcieperf.net import archive, archive_merge, trace
+from pcieperf.net import archive, archive_merge
 from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.net.trace.files import read
+from pcieperf.net.trace.rewrite import merge
+from pcieperf.net.trace.statistics import WINDOWS_NS, stats_config
+from pcieperf.net.trace.synthesis import synth
 
 PCAP_HEADER, RECORD_HEADER = 24, 16  # draft-ietf-opsawg-pcap §4, §5
 MODES = {"auto": None, "on": True, "off": False}  # --read-ahead: archive_stats(read_ahead=...)
@@ -48,7 +52,7 @@ MODES = {"auto": None, "on": True, "off": False}  # --read-ahead: archive_stats(
 def make_archive(folder: Path, files: int, packets: int, sizes: str) -> list[str]:
     """One on/off capture of `packets` packets of the `sizes` mix cut into `files` pcap files."""
     whole = folder / "whole.pcap"
-    trace.synth(
+    synth(
         whole,
         eth=Ethernet(40),
         mix=parse_mix(sizes),
@@ -56,7 +60,7 @@ def make_archive(folder: Path, files: int, packets: int, sizes: str) -> list[str
         duration_s=packets / 10e6,
         arrival="onoff",
     )
-    t = trace.read(whole, offsets=True)
+    t = read(whole, offsets=True)
     data = whole.read_bytes()
     starts = [int(o) - RECORD_HEADER for o in t.offset] + [len(data)]
     bounds = [round(k * t.packets / files) for k in range(files + 1)]
@@ -226,7 +230,7 @@ def bench_stats(clusters: dict, paths: list[str], modes: list[str], runs: int) -
 def bench_merge(clusters: dict, paths: list[str], folder: Path, runs: int, out: dict) -> None:
     """The merge by time ranges on every cluster against the single-process merge."""
     single = folder / "single.pcapng"
-    singles = [timed(lambda: trace.merge(paths, single, force=True))[0] for _ in range(runs)]
+    singles = [timed(lambda: merge(paths, single, force=True))[0] for _ in range(runs)]
     out["merge_single_process_s"] = statistics.median(singles)
     for n, (client, _) in clusters.items():
         merges = []
@@ -296,7 +300,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.folder) as d, ExitStack() as stack:
         paths = make_archive(Path(d), args.files, args.packets, args.sizes)
         out["bytes"] = sum(Path(p).stat().st_size for p in paths)
-        config = trace.stats_config(40, trace.WINDOWS_NS)
+        config = stats_config(40, WINDOWS_NS)
         ((origin, _),) = core().trace_first_records(paths[:1])
         out["partial_per_file"] = partial_costs(paths, config, origin)
         out["partial_s_per_file"] = out["partial_per_file"]["on"]["wall_s"]

@@ -14,7 +14,10 @@ from itertools import product
 
 from _rates import Rates, finish, parser
 from pcieperf._native import core
-from pcieperf.dpdk import iommu
+from pcieperf.dpdk.iommu.model import Model
+from pcieperf.dpdk.iommu.platform import Traffic, load_platform
+from pcieperf.dpdk.iommu.stream import port_params
+from pcieperf.dpdk.port import LAYOUTS, PortSetup
 from pcieperf.net.ethernet import Ethernet, parse_mix
 
 TARGET = 40e6
@@ -22,20 +25,18 @@ TARGET = 40e6
 
 def setups():
     """Every (setup, traffic) pair the benchmark times."""
-    for page, layout, ring, mix in product(
-        ("4k", "2m"), iommu.LAYOUTS, (128, 1024), ("64", "imix")
-    ):
-        setup = iommu.PortSetup(page=page, layout=layout, rxd=ring, txd=ring)
-        yield setup, iommu.Traffic(parse_mix(mix), Ethernet(40))
+    for page, layout, ring, mix in product(("4k", "2m"), LAYOUTS, (128, 1024), ("64", "imix")):
+        setup = PortSetup(page=page, layout=layout, rxd=ring, txd=ring)
+        yield setup, Traffic(parse_mix(mix), Ethernet(40))
 
 
 def one_run(rates: Rates, count_packets: int, timed_packets: int) -> None:
     """Times every setup once and records the three figures of this run."""
-    platform = iommu.load_platform()
+    platform = load_platform()
     counted = timed = 0
     count_s = ddio_s = timed_s = 0.0
     for setup, traffic in setups():
-        params = iommu.port_params(setup, traffic, platform.iommu, count_packets)
+        params = port_params(setup, traffic, platform.iommu, count_packets)
         start = time.perf_counter()
         out = core().port_misses(params | {"warmup": 0})
         count_s += time.perf_counter() - start
@@ -43,7 +44,7 @@ def one_run(rates: Rates, count_packets: int, timed_packets: int) -> None:
         start = time.perf_counter()
         core().port_misses(params | {"warmup": 0, "llc": platform.memory.llc.shape()})
         ddio_s += time.perf_counter() - start
-        model = iommu.Model(platform, traffic, timed_packets)
+        model = Model(platform, traffic, timed_packets)
         start = time.perf_counter()
         state = model.evaluate(setup).state
         timed_s += time.perf_counter() - start

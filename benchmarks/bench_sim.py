@@ -13,6 +13,7 @@ from dataclasses import replace
 from _rates import Rates, finish, parser
 from pcieperf._native import core
 from pcieperf.pciebench import sim
+from pcieperf.pciebench.bench import Point
 
 DEVICE = sim.DeviceProfile(
     name="bench",
@@ -59,7 +60,7 @@ def one_run() -> tuple[int, float]:
         for test in ("BW_DMA_RD", "BW_DMA_WR", "BW_DMA_RW"):
             for size in (64, 512, 2048):
                 for window in (8 << 10, 1 << 20, 64 << 20):
-                    point = sim.Point(test, "Rand", "Cold", 0, 0, window, size)
+                    point = Point(test, "Rand", "Cold", 0, 0, window, size)
                     params = sim.sim_params(point, host, DEVICE, TRANSACTIONS)
                     start = time.perf_counter()
                     core().simulate(params)

@@ -30,6 +30,7 @@ import numpy as np
 
 from pcieperf.net.ethernet import Ethernet
 from pcieperf.nic import nic
+from pcieperf.nic.profile import builtin_profiles, load_profile
 from pcieperf.pcie import tlp
 from pcieperf.pcie.link import GENERATIONS, LANE_WIDTHS, Link
 
@@ -82,8 +83,8 @@ def sweep_nic(frames: np.ndarray, lanes: tuple[int, ...] = LANE_WIDTHS) -> int:
         m: [Link(gen=g, lanes=n, mps=m) for g in GENERATIONS for n in lanes] for m in MPS_VALUES
     }
     evaluations = 0
-    for name in nic.builtin_profiles():
-        profile = nic.load_profile(name)
+    for name in builtin_profiles():
+        profile = load_profile(name)
         for at_mps in links.values():
             for paths in PATH_CHOICES:
                 for link in at_mps:

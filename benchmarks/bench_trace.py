@@ -38,7 +38,7 @@ import numpy as np
 
 import pcieperf
 from pcieperf._native import core
-from pcieperf.net import trace
+from pcieperf.net.trace.synthesis import SYNTH_START_NS
 
 FRAME = 60  # a 64-byte frame as captured: no FCS
 TIME = "/usr/bin/time"  # GNU time: the peak RSS of the command itself (%M, KiB)
@@ -194,7 +194,7 @@ def build_c(source: str, folder: Path, name: str) -> Path | None:
 
 def write_capture(path: Path, n: int, offset_ns: int = 0, step_ns: int = 17) -> None:
     """`n` UDP frames of 64 bytes, `step_ns` apart from `offset_ns` (pcap, ns)."""
-    ts = trace.SYNTH_START_NS + offset_ns + np.arange(n, dtype=np.int64) * step_ns
+    ts = SYNTH_START_NS + offset_ns + np.arange(n, dtype=np.int64) * step_ns
     core().trace_synth(str(path), "pcap", ts, np.full(n, FRAME, dtype=np.uint32), 1024)
 
 

@@ -24,7 +24,10 @@ PACKAGE = ROOT / "src" / "pcieperf"
 sys.path.insert(0, str(ROOT / "fuzz" / "python"))
 from targets import _BENCH_NAMES, _COUNTER_OPTIONS, _VALUE_PARSERS  # noqa: E402
 
-from pcieperf.pciebench import bench, calibrate  # noqa: E402
+from pcieperf.pciebench import bench  # noqa: E402
+from pcieperf.pciebench.calibrate import host_profile  # noqa: E402
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration  # noqa: E402
+from pcieperf.pciebench.host import load_run  # noqa: E402
 
 # Documented examples of each command-line value (README.md, the --help texts), in the
 # order of targets._VALUE_PARSERS.
@@ -93,7 +96,7 @@ def _toml(table: dict[str, object]) -> bytes:
 
 def seed_bench(shared: Path) -> None:
     """pcie-bench CSVs of two hosts, host profiles and host facts of every host."""
-    calibration = calibrate.load_calibration(calibrate.DEFAULT_CALIBRATION)
+    calibration = load_calibration(DEFAULT_CALIBRATION)
     hosts = sorted(p for p in (shared / "pcie-bench").glob("nfp*") if p.is_dir())
     for number, host in enumerate(hosts):
         if number < 2:
@@ -103,8 +106,8 @@ def seed_bench(shared: Path) -> None:
                 add("bench_csv", bytes([index]) + _head(path.read_bytes()))
         facts = [(host / f"sys-{n}.txt").read_bytes() for n in ("lspci", "cpuinfo", "dma-addrs")]
         add("host_facts", b"\0".join([_netronome(facts[0]), _first_cpu(facts[1]), facts[2]]))
-        run = calibrate.load_run(host)
-        profile = calibrate.host_profile(run, calibration)
+        run = load_run(host)
+        profile = host_profile(run, calibration)
         add("host_toml", _toml({k: getattr(profile, k) for k in profile.__dataclass_fields__}))
 
 

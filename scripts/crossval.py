@@ -23,6 +23,9 @@ import numpy as np
 
 from pcieperf.pcie import tlp
 from pcieperf.pciebench import calibrate, pin, predict, validate
+from pcieperf.pciebench.bench import UNSTEADY_RATIO
+from pcieperf.pciebench.calibration_file import Calibration
+from pcieperf.pciebench.host import HostRun, load_run, steadiness
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcie-bench"
 SIZE_INDEX = validate.KEY_NAMES.index("size_bytes")
@@ -65,11 +68,11 @@ def is_pin_row(matched: validate.Matched) -> np.ndarray:
 
 
 def predict_host(
-    source: Path, calibration: calibrate.Calibration, scratch: Path, pin_row: bool = False
+    source: Path, calibration: Calibration, scratch: Path, pin_row: bool = False
 ) -> validate.Matched:
     """Predict a host (point, interval, provenance) from its latency files and facts only, and
     with `pin_row` the PIN_ROW beside them; that row is left out of the scores."""
-    left_out = calibrate.load_run(latency_only_copy(source, scratch / "in", pin_row))
+    left_out = load_run(latency_only_copy(source, scratch / "in", pin_row))
     prepared = pin.prepare(left_out, calibration)
     out = scratch / "out" / source.name
     out.parent.mkdir(parents=True)
@@ -117,7 +120,7 @@ def pooled(matched: list[validate.Matched], mask: str | None) -> str:
     return f"{100 * c.mean():.1f} % / {100 * np.median(w):.1f} %"
 
 
-def baseline(run: calibrate.HostRun, matched: validate.Matched) -> np.ndarray:
+def baseline(run: HostRun, matched: validate.Matched) -> np.ndarray:
     """The link-only model's bandwidth for every matched point."""
     link = calibrate.host_link(run.facts, "rcb")
     out = np.empty(matched.measured.size)
@@ -153,7 +156,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     dirs = sorted(p for p in Path(args.data).iterdir() if p.is_dir())
-    runs = [calibrate.load_run(d) for d in dirs]
+    runs = [load_run(d) for d in dirs]
     started = time.perf_counter()
     rows, knee_rows, results, base_err, matches = [], [], [], [], []
     pin_rows, pin_results = [], []
@@ -165,13 +168,13 @@ def main() -> None:
             err = matched.error[keep] * 100
             b = np.abs(baseline(run, matched)[keep] / matched.measured[keep] - 1) * 100
             size_sweep = matched.file[keep] == "bw_dma_sz_sweep.csv"
-            steady = calibrate.steadiness(run) <= calibrate.UNSTEADY_RATIO
+            steady = steadiness(run) <= UNSTEADY_RATIO
             score = scores(matched)
             results.append((steady, score))
             matches.append((steady, matched))
             base_err.append(b.mean())
             rows.append(
-                f"| {short(source)} | {calibrate.steadiness(run):.0f} | "
+                f"| {short(source)} | {steadiness(run):.0f} | "
                 f"{err[size_sweep].mean():.1f} | {err[~size_sweep].mean():.1f} | "
                 f"**{err.mean():.1f}** | {score['offsets']:.1f} | {score['every']:.1f} | "
                 f"{score['coverage']:.0f} | "
@@ -309,7 +312,7 @@ def microarchitecture_table(
         results, matched = [], []
         for j, (source, run) in enumerate(held):
             m = predict_host(source, fit, scratch / f"{gen}{j}")
-            steady = calibrate.steadiness(run) <= calibrate.UNSTEADY_RATIO
+            steady = steadiness(run) <= UNSTEADY_RATIO
             results.append((steady, scores(m)))
             matched.append(m)
             if run.iommu.mode != "off":
@@ -330,8 +333,8 @@ def microarchitecture_table(
 def held_row(
     gen: str,
     source: Path,
-    run: calibrate.HostRun,
-    fit: calibrate.Calibration,
+    run: HostRun,
+    fit: Calibration,
     alone: validate.Matched,
     scratch: Path,
 ) -> str:
@@ -339,11 +342,11 @@ def held_row(
     pinned = predict_host(source, fit, scratch, pin_row=True)
     busy, busy_pinned = (
         pin.prepare(
-            calibrate.load_run(latency_only_copy(source, scratch / str(row), row)), fit
+            load_run(latency_only_copy(source, scratch / str(row), row)), fit
         ).host.walk_busy_ns
         for row in (False, True)
     )
-    stalls = "" if calibrate.steadiness(run) <= calibrate.UNSTEADY_RATIO else " (unsteady)"
+    stalls = "" if steadiness(run) <= UNSTEADY_RATIO else " (unsteady)"
     return (
         f"| {gen} | {short(source)}{stalls} | {run.iommu.mode} | {scores(alone)['window']:.1f} | "
         f"{busy:.0f} | **{scores(pinned)['window']:.1f}** | {busy_pinned:.0f} | "

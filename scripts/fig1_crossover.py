@@ -12,6 +12,7 @@ import numpy as np
 
 from pcieperf.net.ethernet import Ethernet
 from pcieperf.nic import nic
+from pcieperf.nic.profile import load_profile
 from pcieperf.pcie.link import Link
 
 FRAMES = np.arange(64, 1519)
@@ -26,7 +27,7 @@ def crossover(pps: np.ndarray, line_pps: np.ndarray) -> int:
 
 def main() -> None:
     """Print the crossover under each set of assumptions."""
-    simple = nic.load_profile("simple")
+    simple = load_profile("simple")
     wide = replace(
         simple,
         rx=tuple(replace(o, addr64=True) for o in simple.rx),

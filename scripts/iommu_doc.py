@@ -17,7 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pcieperf.dpdk import iommu, platforms
+from pcieperf.dpdk import platforms
+from pcieperf.dpdk.iommu import advise
+from pcieperf.dpdk.iommu.model import Model, drops_at_full_tx_ring
+from pcieperf.dpdk.iommu.platform import Platform, Traffic, load_platform
+from pcieperf.dpdk.iommu.stream import LIGHT, PACKETS, Load
+from pcieperf.dpdk.port import PortSetup
 from pcieperf.net.ethernet import Ethernet, parse_mix
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "iommu.md"
@@ -32,16 +37,16 @@ def table(headers: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
     return "\n".join(lines)
 
 
-def model(platform: iommu.Platform, mix: str, packets: int, eth: Ethernet = ETH) -> iommu.Model:
+def model(platform: Platform, mix: str, packets: int, eth: Ethernet = ETH) -> Model:
     """The model of one mix at an Ethernet rate per port (40 GbE unless told)."""
-    return iommu.Model(platform, iommu.Traffic(parse_mix(mix), eth), packets)
+    return Model(platform, Traffic(parse_mix(mix), eth), packets)
 
 
 def gains(
-    platform: iommu.Platform, packets: int, setup: iommu.PortSetup, eth: Ethernet = ETH
+    platform: Platform, packets: int, setup: PortSetup, eth: Ethernet = ETH
 ) -> dict[str, dict]:
     """`iommu gain` 1024 -> 128 for the talk's sizes, by size."""
-    rows = iommu.gain(platform, eth, setup, 128, 128, [parse_mix(m) for m in TALK_SIZES], packets)
+    rows = advise.gain(platform, eth, setup, 128, 128, [parse_mix(m) for m in TALK_SIZES], packets)
     return {r["size"]: r for r in rows}
 
 
@@ -67,9 +72,9 @@ def gain_cells(size: str, r: dict) -> tuple[str, str, str, str]:
 
 def talk_gain_table(packets: int) -> str:
     """The talk's ring-size gains on skylake-sp."""
-    skx = iommu.load_platform(platform="skylake-sp")
+    skx = load_platform(platform="skylake-sp")
     rows = []
-    for size, r in gains(skx, packets, iommu.PortSetup()).items():
+    for size, r in gains(skx, packets, PortSetup()).items():
         rows.append(
             (
                 *gain_cells(size, r),
@@ -83,7 +88,7 @@ def talk_gain_table(packets: int) -> str:
     )
 
 
-def with_read_requests(platform: iommu.Platform, read_requests: int) -> iommu.Platform:
+def with_read_requests(platform: Platform, read_requests: int) -> Platform:
     """The platform with its NIC's outstanding-read limit changed."""
     facts = replace(platform.device.device, read_requests=read_requests)
     return replace(platform, device=replace(platform.device, device=facts))
@@ -92,14 +97,14 @@ def with_read_requests(platform: iommu.Platform, read_requests: int) -> iommu.Pl
 def talk_pacing_table(packets: int, read_requests: int | None = None) -> str:
     """64 B at rxd 1024 on skylake-sp over poll delays, the best one included; optionally
     with the NIC's read requests changed."""
-    skx = iommu.load_platform(platform="skylake-sp")
+    skx = load_platform(platform="skylake-sp")
     if read_requests is not None:
         skx = with_read_requests(skx, read_requests)
     m = model(skx, "64", packets)
-    best = m.best_poll_delay(iommu.PortSetup())
+    best = m.best_poll_delay(PortSetup())
     rows = []
     for delay in sorted({0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0} | ({best} if best else set())):
-        r = m.evaluate(iommu.PortSetup(poll_delay_us=delay))
+        r = m.evaluate(PortSetup(poll_delay_us=delay))
         rows.append(
             (
                 f"{delay:g}" + (" (best)" if delay == best else ""),
@@ -125,22 +130,20 @@ def talk_pacing_table(packets: int, read_requests: int | None = None) -> str:
 
 def mechanism_table(packets: int) -> str:
     """The talk's 64 B and 128 B gains with each candidate mechanism changed alone."""
-    skx = iommu.load_platform(platform="skylake-sp")
-    cases: list[tuple[str, iommu.Platform, iommu.PortSetup]] = [
-        ("skylake-sp as shipped", skx, iommu.PortSetup()),
+    skx = load_platform(platform="skylake-sp")
+    cases: list[tuple[str, Platform, PortSetup]] = [
+        ("skylake-sp as shipped", skx, PortSetup()),
     ]
     for entries in (96, 256, 2048):
         p = replace(skx, iommu=replace(skx.iommu, iotlb_entries=entries))
-        cases.append((f"(a) IOTLB reach {entries} entries", p, iommu.PortSetup()))
-    cases.append(
-        ("(b) IOVA as PA (walks miss the page-walk cache)", skx, iommu.PortSetup(iova="pa"))
-    )
+        cases.append((f"(a) IOTLB reach {entries} entries", p, PortSetup()))
+    cases.append(("(b) IOVA as PA (walks miss the page-walk cache)", skx, PortSetup(iova="pa")))
     for walkers in (4, 16):
         p = replace(skx, iommu=replace(skx.iommu, walkers=walkers))
-        cases.append((f"(b) {walkers} concurrent walks", p, iommu.PortSetup()))
-    cases.append(("(c) NIC read requests 32", with_read_requests(skx, 32), iommu.PortSetup()))
+        cases.append((f"(b) {walkers} concurrent walks", p, PortSetup()))
+    cases.append(("(c) NIC read requests 32", with_read_requests(skx, 32), PortSetup()))
     no_llc = replace(skx, memory=replace(skx.memory, llc=None))
-    cases.append(("(e) no DDIO/LLC model", no_llc, iommu.PortSetup()))
+    cases.append(("(e) no DDIO/LLC model", no_llc, PortSetup()))
     rows = []
     for label, platform, setup in cases:
         g = gains(platform, packets, setup)
@@ -151,16 +154,16 @@ def mechanism_table(packets: int) -> str:
 
 def overload_table(packets: int) -> str:
     """(c)/(d): 64 B at rxd 1024 on skylake-sp forced into each state."""
-    skx = iommu.load_platform(platform="skylake-sp")
+    skx = load_platform(platform="skylake-sp")
     m = model(skx, "64", packets)
-    setup = iommu.PortSetup()
+    setup = PortSetup()
     # The drops a full Tx ring costs where the NIC holds fewer read requests than the root
     # port's posted credits (32: the low end of testpmd-fwd's assumed range).
-    drops = iommu.drops_at_full_tx_ring(with_read_requests(skx, 32))
+    drops = drops_at_full_tx_ring(with_read_requests(skx, 32))
     loads = [
-        iommu.LIGHT,
-        iommu.Load("tx-full", tx_backlog=setup.max_tx_backlog),
-        iommu.Load("tx-full", tx_backlog=setup.max_tx_backlog, drop_per_fwd=drops),
+        LIGHT,
+        Load("tx-full", tx_backlog=setup.max_tx_backlog),
+        Load("tx-full", tx_backlog=setup.max_tx_backlog, drop_per_fwd=drops),
     ]
     rows = []
     for load in loads:
@@ -182,14 +185,14 @@ def overload_table(packets: int) -> str:
 
 def ddio_table(packets: int) -> str:
     """Ring size with 2 MiB pages (DDIO only) and 4 KiB pages (DDIO + IOMMU), skylake-sp."""
-    skx = iommu.load_platform(platform="skylake-sp")
+    skx = load_platform(platform="skylake-sp")
     rows = []
     for mix in ("64", "1518"):
         m = model(skx, mix, packets)
         for page in ("2m", "4k"):
             cells = []
             for ring in (128, 1024, 4096):
-                shape = iommu.PortSetup(page=page, rxd=ring, txd=ring, pool=1 << 20)
+                shape = PortSetup(page=page, rxd=ring, txd=ring, pool=1 << 20)
                 r = m.evaluate(replace(shape, pool=max(8192, shape.min_pool)))
                 cells.append(f"{r.mpps_iommu:.2f} ({r.state}, {r.ddio_read_miss_fraction:.2f})")
             rows.append((f"{mix} B", page, *cells))
@@ -199,10 +202,10 @@ def ddio_table(packets: int) -> str:
 def device_table(packets: int) -> str:
     """Without IOMMU (2 MiB pages) on e5-v4: the NIC model's line/PCIe bound and the simulated
     rate with what limits it."""
-    e5 = iommu.load_platform()
+    e5 = load_platform()
     rows = []
     for mix in ("64", "128", "256", "1518", "imix"):
-        r = model(e5, mix, packets).evaluate(iommu.PortSetup(page="2m"))
+        r = model(e5, mix, packets).evaluate(PortSetup(page="2m"))
         rows.append(
             (mix, f"{r.nic_mpps:.2f}", f"{r.mpps_no_iommu:.2f}", ", ".join(r.limited_by_no_iommu))
         )
@@ -212,11 +215,11 @@ def device_table(packets: int) -> str:
 def e5_table(packets: int) -> str:
     """The ring-size gains on the e5-v4 reference, and with mbufs packed back to back and a
     randomly replacing IOTLB (the 'contiguous, random' column of the first IOMMU model)."""
-    e5 = iommu.load_platform()
+    e5 = load_platform()
     random = replace(e5, iommu=replace(e5.iommu, replacement="random"))
-    packed = gains(random, packets, iommu.PortSetup(layout="packed"))
+    packed = gains(random, packets, PortSetup(layout="packed"))
     rows = []
-    for size, r in gains(e5, packets, iommu.PortSetup()).items():
+    for size, r in gains(e5, packets, PortSetup()).items():
         p = packed[size]
         rows.append(
             (
@@ -261,9 +264,7 @@ class Pacing:
         return f"{self.misses_per_pkt:.2f} / {self.misses_per_fwd_pkt:.2f}"
 
 
-def pacing(
-    platform: iommu.Platform, packets: int, setup: iommu.PortSetup, eth: Ethernet = ETH
-) -> Pacing:
+def pacing(platform: Platform, packets: int, setup: PortSetup, eth: Ethernet = ETH) -> Pacing:
     """The talk's pacing check: 64 B at rxd 1024, unpaced and at `best_poll_delay`."""
     m = model(platform, "64", packets, eth)
     unpaced = m.evaluate(setup)
@@ -278,9 +279,9 @@ def pacing(
 def read_requests_table(packets: int) -> str:
     """The talk's acceptance checks on skylake-sp across the XL710's assumed read requests:
     no figure is published, so the outcome is shown over the whole range."""
-    skx = iommu.load_platform(platform="skylake-sp")
+    skx = load_platform(platform="skylake-sp")
     rows = [
-        (reads, *talk_cells(with_read_requests(skx, reads), packets, iommu.PortSetup()))
+        (reads, *talk_cells(with_read_requests(skx, reads), packets, PortSetup()))
         for reads in READ_REQUESTS
     ]
     return table(("read requests", *TALK_HEADERS), rows)
@@ -311,7 +312,7 @@ def failed_checks(g: dict[str, dict], paced: Pacing) -> str:
 
 
 def talk_cells(
-    platform: iommu.Platform, packets: int, setup: iommu.PortSetup, eth: Ethernet = ETH
+    platform: Platform, packets: int, setup: PortSetup, eth: Ethernet = ETH
 ) -> tuple[str, ...]:
     """The talk's gains with the rxd 1024 state, misses, pacing and failed checks of one case."""
     g = gains(platform, packets, setup, eth)
@@ -362,8 +363,8 @@ def talk_setups_table(packets: int) -> str:
     ports (port 0 -> 1), so two ports forward across."""
     rows = []
     for case in TALK_SETUPS:
-        platform = iommu.load_platform(platform="skylake-sp", lanes=case.lanes)
-        setup = iommu.PortSetup(ports=case.ports, cross_port=case.ports > 1)
+        platform = load_platform(platform="skylake-sp", lanes=case.lanes)
+        setup = PortSetup(ports=case.ports, cross_port=case.ports > 1)
         rows.append((case.label, *talk_cells(platform, packets, setup, Ethernet(case.gbps))))
     return table(("setup", *TALK_HEADERS), rows)
 
@@ -383,10 +384,10 @@ class WireDrop:
         return walkers * bound_mpps / self.bound_mpps
 
 
-def wire_drop(m: iommu.Model, setup: iommu.PortSetup) -> WireDrop:
+def wire_drop(m: Model, setup: PortSetup) -> WireDrop:
     """The ring-size gain, misses and walker bound of a port held light at rxd 1024."""
     reference = m.evaluate(setup).mpps_no_iommu
-    light = m.run_in(setup, iommu.LIGHT)
+    light = m.run_in(setup, LIGHT)
     small = m.evaluate(replace(setup, rxd=128, txd=128)).mpps_iommu
     return WireDrop(
         gain_pct=100 * (small / min(light.mpps, reference) - 1),
@@ -400,11 +401,11 @@ def talk_arbitration_table(packets: int) -> str:
     """Per candidate setup, the talk's gains if a walker-starved port dropped at the wire, and
     the walker counts for which that would give checks 1 and 2: a walker bound B with
     B < R64 / BOUND_64 and B >= R128 / BOUND_128."""
-    shipped = iommu.load_platform(platform="skylake-sp").iommu.walkers
+    shipped = load_platform(platform="skylake-sp").iommu.walkers
     rows = []
     for case in TALK_SETUPS:
-        platform = iommu.load_platform(platform="skylake-sp", lanes=case.lanes)
-        setup = iommu.PortSetup(ports=case.ports, cross_port=case.ports > 1)
+        platform = load_platform(platform="skylake-sp", lanes=case.lanes)
+        setup = PortSetup(ports=case.ports, cross_port=case.ports > 1)
         d = {
             s: wire_drop(model(platform, s, packets, Ethernet(case.gbps)), setup)
             for s in TALK_SIZES
@@ -440,11 +441,11 @@ TALK_WALKERS = (4, 6, 8, 10, 11, 12, 13, 14, 16)  # skylake-sp's walkers range, 
 
 def talk_walkers_table(packets: int) -> str:
     """The talk's checks on skylake-sp (1 x 40 GbE) across the walkers' inferred range."""
-    skx = iommu.load_platform(platform="skylake-sp")
+    skx = load_platform(platform="skylake-sp")
     rows = []
     for walkers in TALK_WALKERS:
         platform = replace(skx, iommu=replace(skx.iommu, walkers=walkers))
-        rows.append((walkers, *talk_cells(platform, packets, iommu.PortSetup())))
+        rows.append((walkers, *talk_cells(platform, packets, PortSetup())))
     return table(("walkers", *TALK_HEADERS), rows)
 
 
@@ -469,7 +470,7 @@ def main(tables: dict[str, Callable[[int], str]] = TABLES) -> None:
     """Fill every generated block of the document (or those of `tables`)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--doc", type=Path, default=DOC)
-    parser.add_argument("--packets", type=int, default=iommu.PACKETS)
+    parser.add_argument("--packets", type=int, default=PACKETS)
     args = parser.parse_args()
     text = args.doc.read_text()
     for name, build in tables.items():

@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from pcieperf.nic import latency
-from pcieperf.pciebench import calibrate
+from pcieperf.nic.host import HostLatency, host_from_dir
+from pcieperf.pciebench.bench import UNSTEADY_RATIO
+from pcieperf.pciebench.host import load_run, steadiness
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pcie-bench"
 WARM_HOST = "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s0-s0"
@@ -40,7 +42,7 @@ def hosts(root: Path) -> list[Path]:
 
 def steady(path: Path) -> bool:
     """The steadiness rule of `calibrate` (p99.9 / median of the latency sweep)."""
-    return calibrate.steadiness(calibrate.load_run(path)) <= calibrate.UNSTEADY_RATIO
+    return steadiness(load_run(path)) <= UNSTEADY_RATIO
 
 
 def tag_table(root: Path) -> list[str]:
@@ -74,7 +76,7 @@ def statistic_table(root: Path) -> list[str]:
     errors = {label: {g: [] for g in groups} for label, _, _ in CANDIDATES}
     for path in hosts(root):
         check = latency.tag_check(path)
-        read = latency.host_from_dir(path).read_ns
+        read = host_from_dir(path).read_ns
         measured = {groups[0] if steady(path) else groups[1]: check.measured_gbps}
         if check.sequential_gbps:
             measured[groups[2]] = float(np.median(check.sequential_gbps))
@@ -89,7 +91,7 @@ def statistic_table(root: Path) -> list[str]:
     return out
 
 
-def shape_table(host: latency.HostLatency) -> list[str]:
+def shape_table(host: HostLatency) -> list[str]:
     """Markdown rows: size, total, PCIe, share, range of the total, in flight, tags needed."""
     result = latency.loopback("bypass", SIZES, host)
     low, high = result.total_range_ns
@@ -107,7 +109,7 @@ def shape_table(host: latency.HostLatency) -> list[str]:
     return out
 
 
-def driver_table(host: latency.HostLatency) -> list[str]:
+def driver_table(host: HostLatency) -> list[str]:
     """Markdown rows: each assumption at its low and high end; share at 128 and 1500 B."""
     out = [
         "| parameter | low-high | share 128 B | share 1500 B | total 128 B (ns) |",
@@ -135,7 +137,7 @@ def hosts_table(root: Path) -> list[str]:
         "|---|---|---|---|",
     ]
     for path in hosts(root):
-        host = latency.host_from_dir(path)
+        host = host_from_dir(path)
         result = latency.loopback("bypass", (64, 128, 1500), host)
         share = " / ".join(f"{100 * v:.1f}" for v in result.pcie_share())
         out.append(
@@ -148,7 +150,7 @@ def hosts_table(root: Path) -> list[str]:
 def main() -> None:
     """Print the five tables."""
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else SHARED
-    host = latency.host_from_dir(root / WARM_HOST)
+    host = host_from_dir(root / WARM_HOST)
     for title, rows in (
         ("Little's law on the shared hosts", tag_table(root)),
         ("which latency statistic", statistic_table(root)),

@@ -10,7 +10,10 @@ from itertools import product
 
 import iommu_doc
 from iommu_doc import TALK_HEADERS, TALK_SIZES, gains, model, table, talk_cells, with_read_requests
-from pcieperf.dpdk import iommu, setups
+from pcieperf.dpdk import setups
+from pcieperf.dpdk.iommu.model import Model
+from pcieperf.dpdk.iommu.platform import OVERLOADS, Platform, Traffic, load_platform
+from pcieperf.dpdk.port import PortSetup
 from pcieperf.net.ethernet import Ethernet
 
 TESTBED = setups.load_testbed("talk")
@@ -18,25 +21,24 @@ ETH = Ethernet(TESTBED.eth_gbps)
 # Observation 6: a lower offered load raises the 64 B rate; the shares of line rate tried.
 OFFERED_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
 # The switchable mechanisms and the values their sources leave open (docs/iommu.md).
-OVERLOADS = iommu.OVERLOADS
 READ_REQUESTS = (32, 48, 256)  # per NIC: testpmd-fwd [device.assumed] 32-256
 WALKERS = (9, 12, 16)  # skylake-sp iommu.walkers 4-16
 
 
-def talk_platform(walkers: int, reads: int, overload: str) -> iommu.Platform:
+def talk_platform(walkers: int, reads: int, overload: str) -> Platform:
     """skylake-sp on the talk's links with the NICs, walkers and overload mechanism given."""
-    base = iommu.load_platform(platform="skylake-sp", gen=TESTBED.gen, lanes=TESTBED.lanes)
+    base = load_platform(platform="skylake-sp", gen=TESTBED.gen, lanes=TESTBED.lanes)
     base = with_read_requests(base, reads)
     base = replace(base, iommu=replace(base.iommu, walkers=walkers), overload=overload)
     return TESTBED.platform(base)
 
 
-def talk_setup() -> iommu.PortSetup:
+def talk_setup() -> PortSetup:
     """The talk's port setup at testpmd's defaults (rxd/txd 1024)."""
-    return TESTBED.port_setup(iommu.PortSetup())
+    return TESTBED.port_setup(PortSetup())
 
 
-def offered_gain(platform: iommu.Platform, packets: int) -> str:
+def offered_gain(platform: Platform, packets: int) -> str:
     """The best 64 B rate at an offered load below line rate against line rate (observation 6)."""
     m = model(platform, "64", packets, ETH)
     line = m.evaluate(talk_setup()).mpps_iommu
@@ -45,12 +47,10 @@ def offered_gain(platform: iommu.Platform, packets: int) -> str:
     return f"{100 * best:.0f} %: {gain:+.0f} %"
 
 
-def offered_rate(platform: iommu.Platform, packets: int, share: float) -> float:
+def offered_rate(platform: Platform, packets: int, share: float) -> float:
     """The 64 B rate at rxd 1024 with `share` of line rate offered."""
-    traffic = replace(
-        iommu.Traffic(model(platform, "64", 1, ETH).traffic.mix, ETH), offer_share=share
-    )
-    return iommu.Model(platform, traffic, packets).evaluate(talk_setup()).mpps_iommu
+    traffic = replace(Traffic(model(platform, "64", 1, ETH).traffic.mix, ETH), offer_share=share)
+    return Model(platform, traffic, packets).evaluate(talk_setup()).mpps_iommu
 
 
 def talk_setup_gain_table(packets: int) -> str:

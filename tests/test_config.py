@@ -13,18 +13,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pcieperf import _config, sweep
-from pcieperf.dpdk import iommu, platforms
+from pcieperf.dpdk import platforms
+from pcieperf.dpdk.iommu.platform import load_platform
 from pcieperf.errors import ProfileError, UsageError
-from pcieperf.nic import nic
-from pcieperf.pciebench import calibrate, sim
+from pcieperf.nic.profile import load_profile
+from pcieperf.pciebench import sim
+from pcieperf.pciebench.calibration_file import load_calibration
 from tests.helpers.hosts import write_host_toml
 
 LOADERS = {
-    "nic": lambda path: nic.load_profile(str(path)),
+    "nic": lambda path: load_profile(str(path)),
     "device": sim.load_device,
     "host": sim.load_host,
-    "calibration": calibrate.load_calibration,
-    "platform": iommu.load_platform,
+    "calibration": load_calibration,
+    "platform": load_platform,
     "spec": lambda path: sweep.load_spec(path, ["dma"], {"dma": 1}),
 }
 # Latin-1 "café": 0xe9 opens a 3-byte UTF-8 sequence that `"` cannot continue (RFC 3629 §3).

@@ -5,8 +5,6 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 import pcieperf
 from pcieperf import errors
 
@@ -79,16 +77,6 @@ def test_the_drawn_tree_is_the_real_one():
         cls = getattr(errors, name)
         pcieperf_bases = [b for b in cls.__bases__ if b.__module__ == "pcieperf.errors"]
         assert [b.__name__ for b in pcieperf_bases] == ([parent] if parent else []), name
-
-
-@pytest.mark.parametrize(
-    ("module", "name"),
-    [("net.trace", "TraceFileError"), ("measure.counters", "CounterFileError")],
-)
-def test_old_import_names_still_work(module, name):
-    # tests and users wrote `counters.CounterFileError` and `trace.TraceFileError`.
-    imported = __import__(f"pcieperf.{module}", fromlist=[name])
-    assert getattr(imported, name) is getattr(errors, name)
 
 
 def test_usage_errors_are_value_errors_and_internal_errors_no_pcieperf_errors():

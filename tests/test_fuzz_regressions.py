@@ -9,12 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcieperf.dpdk import iommu
+from pcieperf.dpdk.iommu.platform import load_platform
 from pcieperf.errors import CounterFileError, PcieperfError, ProfileError, UsageError
 from pcieperf.measure import counters
 from pcieperf.net import ethernet
-from pcieperf.nic import nic
-from pcieperf.pciebench import calibrate, sim
+from pcieperf.nic.profile import load_profile
+from pcieperf.pciebench import sim
+from pcieperf.pciebench.calibration_file import load_calibration
+from pcieperf.pciebench.host import parse_host_facts
 from tests.helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "fuzz" / "python"))
@@ -39,7 +41,7 @@ def test_pcm_iio_name_column_after_the_row_end_is_a_truncated_row(tmp_path):
 
 @pytest.mark.parametrize(
     "load",
-    [sim.load_host, sim.load_device, calibrate.load_calibration, iommu.load_platform],
+    [sim.load_host, sim.load_device, load_calibration, load_platform],
     ids=["host", "device", "calibration", "platform"],
 )
 def test_toml_loaders_refuse_non_utf8_in_one_line(tmp_path, load):
@@ -56,7 +58,7 @@ def test_nic_profile_refuses_non_utf8_in_one_line(tmp_path):
     path = tmp_path / "p.toml"
     path.write_bytes(LATIN1_TOML)
     with pytest.raises(ProfileError, match=r"p\.toml: not UTF-8 text \(byte 11: "):
-        nic.load_profile(str(path))
+        load_profile(str(path))
 
 
 def test_a_size_mix_with_an_infinite_count_is_refused():
@@ -87,7 +89,7 @@ def test_a_nic_profile_whose_rx_is_not_a_list_of_tables_is_refused(tmp_path):
     with pytest.raises(
         ProfileError, match=r"rx = datetime.date\(2026, 11, 21\); expected \[\[rx\]\]"
     ):
-        nic.load_profile(str(path))
+        load_profile(str(path))
 
 
 def test_host_facts_with_an_empty_lspci_block_say_no_device(tmp_path):
@@ -95,7 +97,7 @@ def test_host_facts_with_an_empty_lspci_block_say_no_device(tmp_path):
     # lspci block has no first line; was IndexError.
     facts = {"lspci": "", "cpuinfo": "", "dma-addrs": ""}
     with pytest.raises(UsageError, match="no device of vendor 'Netronome' found"):
-        calibrate.parse_host_facts(facts)
+        parse_host_facts(facts)
 
 
 # The shipped calibration's [device] and [host] tables, shortened (src/pcieperf/calibrations).
@@ -127,7 +129,7 @@ def test_calibration_fit_table_types_are_checked(tmp_path, fit, message):
     path = tmp_path / "cal.toml"
     path.write_bytes(CALIBRATION_HEAD + b"[fit]\n" + fit + b"\n")
     with pytest.raises(ProfileError, match=message):
-        calibrate.load_calibration(path)
+        load_calibration(path)
 
 
 def test_calibration_with_a_valid_fit_table_still_loads(tmp_path):
@@ -135,7 +137,7 @@ def test_calibration_with_a_valid_fit_table_still_loads(tmp_path):
     path.write_bytes(
         CALIBRATION_HEAD + b'[fit]\nhosts = ["a", "b"]\nmape_pct = [2.5, 3]\npoints = 7\n'
     )
-    cal = calibrate.load_calibration(path)
+    cal = load_calibration(path)
     # The values written above, hosts paired with their MAPE in order.
     assert cal.fit_mape_pct == {"a": 2.5, "b": 3}
     assert cal.points == 7

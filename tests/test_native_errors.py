@@ -11,7 +11,7 @@ import pytest
 from pcieperf._native import checked, core
 from pcieperf.dpdk.platforms import PLATFORM_DIR
 from pcieperf.errors import InternalError, TraceFileError, UsageError
-from pcieperf.net import trace
+from pcieperf.net.trace.statistics import WINDOWS_NS, stats_config
 from pcieperf.pcie import tlp
 from tests.helpers.cli import run_cli
 from tests.helpers.hosts import write_host_toml
@@ -143,7 +143,7 @@ def test_a_per_file_error_comes_back_in_place_and_is_raised_mapped(tmp_path):
     # trace_stats reads many files and puts a file's error where its result would be; the
     # caller raises it (mapped) when that file's turn comes, after the files before it.
     missing = tmp_path / "none.pcap"
-    found = core().trace_stats([str(missing)], trace.stats_config(40, trace.WINDOWS_NS))
+    found = core().trace_stats([str(missing)], stats_config(40, WINDOWS_NS))
     assert len(found) == 1
     with pytest.raises(TraceFileError, match=f"^{re.escape(str(missing))}: "):
         checked(found[0])

@@ -10,10 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pcieperf._native import core
-from pcieperf.dpdk import iommu
+from pcieperf.dpdk.iommu import stream
+from pcieperf.dpdk.iommu.platform import Traffic, load_platform
+from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
-from pcieperf.net import trace
 from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.net.trace.statistics import WINDOWS_NS, stats_config
 
 # Every SimParams field (rust/core/src/sim/bench.rs) by name: 1000 sequential 64 B reads over
 # an 8 KiB window, 32 tags, a Gen3 x8 link (~7.78 bytes/ns of TLPs), no IOMMU (0 IOTLB entries);
@@ -54,9 +56,9 @@ BENCH = {
 @pytest.fixture(scope="module")
 def port_params():
     """A valid port-run dict (PortConfig, CacheShape, PortRun): the default setup, 64 B frames."""
-    platform = iommu.load_platform()
-    traffic = iommu.Traffic(parse_mix("64"), Ethernet(40))
-    return iommu.port_params(iommu.PortSetup(), traffic, platform.iommu, 1000)
+    platform = load_platform()
+    traffic = Traffic(parse_mix("64"), Ethernet(40))
+    return stream.port_params(PortSetup(), traffic, platform.iommu, 1000)
 
 
 def rejects(call, message):
@@ -135,7 +137,7 @@ def test_a_timed_port_run_must_say_whether_it_translates(port_params):
 
 
 def test_the_stats_config_is_converted_then_checked():
-    config = trace.stats_config(40, trace.WINDOWS_NS)
+    config = stats_config(40, WINDOWS_NS)
     rejects(
         lambda: core().trace_stats([], {k: v for k, v in config.items() if k != "percentiles"}),
         "missing parameter 'percentiles'",

@@ -15,11 +15,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pcieperf import units
-from pcieperf.dpdk import iommu, testpmd
+from pcieperf.dpdk import testpmd
+from pcieperf.dpdk.iommu.platform import load_platform
+from pcieperf.dpdk.port import parse_page
 from pcieperf.measure import counters
+from pcieperf.measure.counters.formats import names as counter_formats
 from pcieperf.net import ethernet
-from pcieperf.nic import nic
-from pcieperf.pciebench import bench, calibrate, sim
+from pcieperf.nic.nic import evaluate
+from pcieperf.nic.profile import load_profile
+from pcieperf.pcie.link import Link
+from pcieperf.pciebench import bench, sim
+from pcieperf.pciebench.calibrate import host_link
+from pcieperf.pciebench.calibration_file import load_calibration
+from pcieperf.pciebench.host import parse_host_facts
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="pcieperf-fuzz-"))
 
@@ -47,7 +55,7 @@ def argv_text(data: bytes) -> str:
 
 _COUNTER_OPTIONS = tuple(
     (source, lenient, delimiter)
-    for source in (None, *counters.SOURCES)
+    for source in (None, *counter_formats())
     for lenient in (False, True)
     for delimiter in (None, ",", ";")
 )
@@ -80,11 +88,11 @@ def testpmd_output(data: bytes) -> None:
 
 
 def nic_profile(data: bytes) -> None:
-    """`nic.load_profile` on a user .toml path, and the profile priced at 64 B and 1518 B."""
-    profile = nic.load_profile(str(scratch_file("profile.toml", data)))
-    nic.evaluate(
+    """`load_profile` on a user .toml path, and the profile priced at 64 B and 1518 B."""
+    profile = load_profile(str(scratch_file("profile.toml", data)))
+    evaluate(
         profile,
-        nic.Link(gen=3, lanes=8),
+        Link(gen=3, lanes=8),
         ethernet.Ethernet(40),
         [ethernet.PacketMix.fixed(64), ethernet.PacketMix.fixed(1518)],
     )
@@ -102,13 +110,13 @@ def device_toml(data: bytes) -> None:
 
 
 def calibration_toml(data: bytes) -> None:
-    """`calibrate.load_calibration`."""
-    calibrate.load_calibration(scratch_file("calibration.toml", data))
+    """`load_calibration`."""
+    load_calibration(scratch_file("calibration.toml", data))
 
 
 def platform_toml(data: bytes) -> None:
-    """`iommu.load_platform` (the calibration plus its [reference_host])."""
-    iommu.load_platform(scratch_file("platform.toml", data))
+    """`load_platform` (the calibration plus its [reference_host])."""
+    load_platform(scratch_file("platform.toml", data))
 
 
 # --- command-line values -----------------------------------------------------------------------
@@ -143,7 +151,7 @@ def _mix(text: str) -> None:
 
 
 def _page(text: str) -> None:
-    iommu.parse_page(text)
+    parse_page(text)
 
 
 _VALUE_PARSERS: tuple[Callable[[str], None], ...] = (
@@ -176,14 +184,14 @@ def bench_csv(data: bytes) -> None:
 
 
 def host_facts(data: bytes) -> None:
-    """`calibrate.parse_host_facts` on sys-lspci.txt, sys-cpuinfo.txt and sys-dma-addrs.txt
+    """`parse_host_facts` on sys-lspci.txt, sys-cpuinfo.txt and sys-dma-addrs.txt
     (split at NUL bytes, read with errors="replace" as store.parse_result_dir reads them),
     and the link the facts describe."""
     parts = data.decode("utf-8", "replace").split("\0")
     facts = dict(zip(("lspci", "cpuinfo", "dma-addrs"), parts, strict=False))
-    found = calibrate.parse_host_facts(facts)
+    found = parse_host_facts(facts)
     for policy in ("rcb", "mps"):
-        assert calibrate.host_link(found, policy).tlp_gbps > 0
+        assert host_link(found, policy).tlp_gbps > 0
 
 
 TARGETS: dict[str, Callable[[bytes], None]] = {

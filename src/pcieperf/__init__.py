@@ -9,21 +9,24 @@ it. Top-level modules serve them all: errors, units, progress, engine (Dask), sw
 sweep_check (every point checked before any work), _native (the only caller of the Rust core).
 
 The names below are imported on first use (PEP 562), so that `import pcieperf.cli` and the
-capture commands do not pay for numpy.
+light commands do not pay for numpy and duckdb: the `TYPE_CHECKING` imports are what type
+checkers and editors read, `__getattr__` imports the same names from the same modules
+(tests/test_api_exports.py holds the two to each other).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pcieperf import report
     from pcieperf.capture.calibration import capture_calibrate
     from pcieperf.capture.model import capture_model
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
     from pcieperf.dpdk.api import dpdk_forwarding, platforms
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
-    from pcieperf.measure import iommu_api as iommu
+    from pcieperf.measure import iommu_api as iommu  # `pp.iommu`: the namespace module
+    from pcieperf.measure import store
     from pcieperf.measure.api import data_import, data_ls, data_show, explain
     from pcieperf.measure.records import (
         counter_imports,
@@ -45,55 +48,13 @@ if TYPE_CHECKING:
     from pcieperf.nic.api import latency, nic, profile, profiles
     from pcieperf.nic.captures import capture_demand
     from pcieperf.nic.latency import latency_table
-    from pcieperf.nic.nic import evaluate, load_profile
+    from pcieperf.nic.nic import evaluate
+    from pcieperf.nic.profile import load_profile
     from pcieperf.pcie.api import dma, link, make_link
     from pcieperf.pcie.link import Link
     from pcieperf.pciebench import api as bench
     from pcieperf.report.api import data_plot
 
-_HOMES = {
-    "Ethernet": "net.ethernet",
-    "Link": "pcie.link",
-    "PacketMix": "net.ethernet",
-    "PcieperfError": "errors",
-    "ProfileError": "errors",
-    "UsageError": "errors",
-    "capture_calibrate": "capture.calibration",
-    "capture_demand": "nic.captures",
-    "capture_run": "capture.records",
-    "capture_runs": "capture.records",
-    "capture_show": "capture.records",
-    "capture_model": "capture.model",
-    "capture_stats": "net.api",
-    "convert_capture": "net.api",
-    "counter_imports": "measure.records",
-    "counter_remove": "measure.records",
-    "counter_show": "measure.records",
-    "data_import": "measure.api",
-    "data_ls": "measure.api",
-    "data_plot": "report.api",
-    "data_show": "measure.api",
-    "dma": "pcie.api",
-    "dpdk_forwarding": "dpdk.api",
-    "dpdk_run": "measure.records",
-    "dpdk_runs": "measure.records",
-    "evaluate": "nic.nic",
-    "explain": "measure.api",
-    "import_counters": "measure.records",
-    "latency": "nic.api",
-    "latency_table": "nic.latency",
-    "link": "pcie.api",
-    "load_profile": "nic.nic",
-    "make_link": "pcie.api",
-    "merge_captures": "net.api",
-    "parse_mix": "net.ethernet",
-    "platforms": "dpdk.api",
-    "profile": "nic.api",
-    "profiles": "nic.api",
-    "read_capture": "net.api",
-    "read_counters": "measure.records",
-    "synth_capture": "net.api",
-}
 __all__ = [
     "Ethernet",
     "Link",
@@ -142,26 +103,119 @@ __all__ = [
     "store",
     "synth_capture",
 ]
-_NAMESPACES: dict[str, str] = {
-    # `pp.bench`, as the CLI's `bench` group: `pcieperf.pciebench`'s submodules `sim`, `predict`,
-    # `calibrate` and `validate` would shadow functions of those names on the package itself.
-    "bench": "pciebench.api",
-    "iommu": "measure.iommu_api",
-    "nic": "nic",  # the package, callable as `nic.api.nic` (see nic/__init__.py)
-    "report": "report",  # callable: pp.report(out=...) is pcieperf.report.api.report
-    "store": "measure.store",
-}
-"""Groups of API functions reached as `pp.<group>.<function>`: the module that holds them."""
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
-    """The public names, from their modules on first use."""
-    if name in _NAMESPACES:
-        return importlib.import_module(f"pcieperf.{_NAMESPACES[name]}")
-    if name not in _HOMES:
-        raise AttributeError(f"module 'pcieperf' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"pcieperf.{_HOMES[name]}"), name)
+    """The public names, each from the module that defines it, imported on first use.
+    `pp.bench`, `pp.iommu` and `pp.store` are modules of API functions (`pp.bench` is
+    pciebench.api, not the package: its submodules `sim`, `predict`, ... would shadow the
+    functions of those names); `pp.nic` and `pp.report` are packages callable as their API
+    function (nic/__init__.py, report/__init__.py)."""
+    match name:
+        case "bench":
+            from pcieperf.pciebench import api
+
+            return api
+        case "iommu":
+            from pcieperf.measure import iommu_api
+
+            return iommu_api
+        case "nic":
+            import pcieperf.nic  # not `from pcieperf import`: that asks this hook again
+
+            return pcieperf.nic
+        case "report":
+            import pcieperf.report  # not `from pcieperf import`: that asks this hook again
+
+            return pcieperf.report
+        case "store":
+            from pcieperf.measure import store
+
+            return store
+        case "capture_calibrate":
+            from pcieperf.capture import calibration
+
+            return getattr(calibration, name)
+        case "capture_model":
+            from pcieperf.capture import model
+
+            return getattr(model, name)
+        case "capture_run" | "capture_runs" | "capture_show":
+            from pcieperf.capture import records
+
+            return getattr(records, name)
+        case "dpdk_forwarding" | "platforms":
+            from pcieperf.dpdk import api
+
+            return getattr(api, name)
+        case "PcieperfError" | "ProfileError" | "UsageError":
+            from pcieperf import errors
+
+            return getattr(errors, name)
+        case "data_import" | "data_ls" | "data_show" | "explain":
+            from pcieperf.measure import api
+
+            return getattr(api, name)
+        case (
+            "counter_imports"
+            | "counter_remove"
+            | "counter_show"
+            | "dpdk_run"
+            | "dpdk_runs"
+            | "import_counters"
+            | "read_counters"
+        ):
+            from pcieperf.measure import records
+
+            return getattr(records, name)
+        case (
+            "capture_stats"
+            | "convert_capture"
+            | "merge_captures"
+            | "read_capture"
+            | "synth_capture"
+        ):
+            from pcieperf.net import api
+
+            return getattr(api, name)
+        case "Ethernet" | "PacketMix" | "parse_mix":
+            from pcieperf.net import ethernet
+
+            return getattr(ethernet, name)
+        case "latency" | "profile" | "profiles":
+            from pcieperf.nic import api
+
+            return getattr(api, name)
+        case "capture_demand":
+            from pcieperf.nic import captures
+
+            return getattr(captures, name)
+        case "latency_table":
+            from pcieperf.nic import latency
+
+            return getattr(latency, name)
+        case "evaluate":
+            from pcieperf.nic.nic import evaluate
+
+            return evaluate
+        case "load_profile":
+            from pcieperf.nic.profile import load_profile
+
+            return load_profile
+        case "dma" | "link" | "make_link":
+            from pcieperf.pcie import api
+
+            return getattr(api, name)
+        case "Link":
+            from pcieperf.pcie import link
+
+            return getattr(link, name)
+        case "data_plot":
+            from pcieperf.report import api
+
+            return getattr(api, name)
+    raise AttributeError(f"module 'pcieperf' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -10,12 +10,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from pcieperf import _lazy
-
 if TYPE_CHECKING:
     import numpy as np
 else:
-    np = _lazy.module("numpy")  # imported when an array is first made
+    from pcieperf._numpy import np
 
 Value = Any
 """A numpy array (or numpy scalar), or a Python int, float or bool."""

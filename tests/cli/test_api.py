@@ -409,12 +409,11 @@ def test_one_port_setup_with_one_set_of_defaults():
     # Issue 16's acceptance: the DPDK port is one type (dpdk.port.PortSetup); the forwarding
     # estimate's and explain's port fields take its defaults, and so do the CLI's options.
     from pcieperf.cli import build_parser
-    from pcieperf.dpdk import forwarding, iommu
+    from pcieperf.dpdk import forwarding
     from pcieperf.dpdk.port import PortSetup
     from pcieperf.measure import explain
 
     port = PortSetup()
-    assert iommu.PortSetup is PortSetup
     assert explain.IommuSetup is PortSetup
     assert forwarding.ForwardingConfig().port() == port
     assert forwarding.ForwardingConfig.from_port(port) == forwarding.ForwardingConfig()

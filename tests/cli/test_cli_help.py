@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from pcieperf.cli import EXAMPLES, build_parser
+from pcieperf.cli import build_parser
+from pcieperf.cli.examples import EXAMPLES
 from tests.helpers.cli import ALL, run_cli
 
 

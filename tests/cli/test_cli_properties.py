@@ -24,8 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pcieperf.cli import build_parser, main
-from pcieperf.net import trace
 from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.net.trace.rewrite import convert
+from pcieperf.net.trace.synthesis import synth
 from tests.helpers import ROOT, TESTS_DATA
 
 EXAMPLES = int(os.environ.get("PCIEPERF_CLI_EXAMPLES", "40"))
@@ -90,8 +91,8 @@ def paths(tmp_path_factory):
     inputs = root / "in"
     inputs.mkdir()
     small = inputs / "small.pcap"
-    trace.synth(small, eth=Ethernet(10), mix=parse_mix("imix"), pps=1e6, duration_s=1e-4)
-    trace.convert(small, inputs / "small.pcapng")
+    synth(small, eth=Ethernet(10), mix=parse_mix("imix"), pps=1e6, duration_s=1e-4)
+    convert(small, inputs / "small.pcapng")
     shutil.copy(small, inputs / "ünï.pcap")
     (inputs / "truncated.pcap").write_bytes(small.read_bytes()[:-7])
     (inputs / "garbage.pcap").write_bytes(b"\xd4\xc3\xb2\xa1" + b"\xff" * 61)

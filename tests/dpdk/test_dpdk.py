@@ -4,7 +4,7 @@ import pytest
 
 from pcieperf.dpdk import forwarding
 from pcieperf.errors import UsageError
-from pcieperf.nic import nic
+from pcieperf.nic.pricing import price_operations
 from pcieperf.pcie.link import Link
 
 RECIPE = forwarding.ForwardingConfig(
@@ -64,7 +64,7 @@ def test_empty_histogram_is_rejected():
 def test_wire_bytes_match_the_nic_profile():
     # dpdk-fwd and `nic --profile testpmd-fwd` price the same operations.
     est = forwarding.estimate(RECIPE, Link(), 1.0)
-    shares = nic.price_operations(
+    shares = price_operations(
         Link(), forwarding.forwarding_profile(RECIPE), __import__("numpy").array([68])
     )
     assert sum(t.wire_up_bytes for t in est.terms) == pytest.approx(

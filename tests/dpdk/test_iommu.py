@@ -9,26 +9,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcieperf.dpdk import iommu
+from pcieperf.dpdk.iommu.advise import advise, gain
+from pcieperf.dpdk.iommu.model import Model
+from pcieperf.dpdk.iommu.platform import CoreCosts, Traffic, load_platform
+from pcieperf.dpdk.iommu.stream import LIGHT, Load, core_mpps, count_misses, poll_batch, wire_shares
+from pcieperf.dpdk.port import IOVA_MODES, LAYOUTS, PAGE_SIZES, PortSetup, parse_page
 from pcieperf.errors import UsageError
 from pcieperf.net.ethernet import Ethernet, parse_mix
-from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
 
 PACKETS = 50_000  # enough for +-1 % on every rate asserted here
 
 
 @pytest.fixture(scope="module")
 def platform():
-    return iommu.load_platform()
+    return load_platform()
 
 
 @pytest.fixture(scope="module")
 def skx():
-    return iommu.load_platform(platform="skylake-sp")
+    return load_platform(platform="skylake-sp")
 
 
 def model(platform, mix="64", eth=40, pace=None):
-    return iommu.Model(platform, iommu.Traffic(parse_mix(mix), Ethernet(eth), pace), PACKETS)
+    return Model(platform, Traffic(parse_mix(mix), Ethernet(eth), pace), PACKETS)
 
 
 def test_the_iotlb_is_the_pcie_bench_calibration_unchanged(platform):
@@ -46,8 +50,8 @@ def test_working_set_is_both_rings_of_mbufs_one_page_each(platform):
     # DPDK's populate rule with 4 KiB pages: one 2368 B mbuf per page. In circulation: the Rx
     # ring's 1024, the Tx ring's held mbufs (1023 minus up to rs_thresh just freed) ->
     # 2015..2047 pages, plus the rings: 1024 x 32 B = 8 pages Rx, 1024 x 16 B = 4 pages Tx.
-    counts = iommu.count_misses(
-        iommu.PortSetup(), iommu.Traffic(parse_mix("64"), Ethernet(40)), platform.iommu, PACKETS
+    counts = count_misses(
+        PortSetup(), Traffic(parse_mix("64"), Ethernet(40)), platform.iommu, PACKETS
     )
     assert 2015 + 12 <= counts.working_set_pages <= 2047 + 12 + 32
     # Every mbuf's page comes back after ~2000 other pages: LRU with 96 entries keeps none,
@@ -59,9 +63,9 @@ def test_transactions_per_packet_follow_the_descriptor_batching(platform):
     # Per packet: 1 write + 1 read of the packet, Rx descriptors (32 B, 2 a line) read and
     # written back once per 2 packets, Tx descriptors (16 B, 4 a line) read once per 4,
     # one RS write-back per 32: 2 + 0.5 + 0.5 + 0.25 + 1/32 = 3.28125.
-    counts = iommu.count_misses(
-        iommu.PortSetup(page="2m"),
-        iommu.Traffic(parse_mix("64"), Ethernet(40)),
+    counts = count_misses(
+        PortSetup(page="2m"),
+        Traffic(parse_mix("64"), Ethernet(40)),
         platform.iommu,
         PACKETS,
     )
@@ -75,7 +79,7 @@ def test_walks_beyond_the_walkers_fill_the_tx_ring(platform):
     # lcore drops max(posted_credits / read requests - 1, 0) = max(64 / 256 - 1, 0) = 0
     # received packets per forwarded one (testpmd-fwd [device] read_requests = 256).
     m = model(platform)
-    r = m.evaluate(iommu.PortSetup())
+    r = m.evaluate(PortSetup())
     assert r.state == "tx-full"
     assert r.drops_per_fwd_pkt == 0.0
     # Per forwarded packet: one Rx write and one Tx read, both missing.
@@ -98,18 +102,18 @@ def test_misses_and_rate_come_from_the_same_timed_run(platform):
     # are now the timed run's, and the rate is the walker's bound for them:
     # 1 / (1.0006 x 51.87 ns) = 19.27 Mpps.
     m = model(platform)
-    setup = iommu.PortSetup(rxd=128, txd=128)
+    setup = PortSetup(rxd=128, txd=128)
     r = m.evaluate(setup)
     assert r.state == "tx-full"
     assert r.iotlb_misses_per_pkt == pytest.approx(1.0, abs=0.01)
     assert r.mpps_iommu == pytest.approx(1e3 / (1.0006 * platform.iommu.walk_busy_ns), rel=0.01)
-    load = iommu.Load("tx-full", tx_backlog=setup.max_tx_backlog)
+    load = Load("tx-full", tx_backlog=setup.max_tx_backlog)
     assert m.counts(setup, load).misses_per_pkt == pytest.approx(2.0, abs=0.01)  # stream order
 
 
 def test_walks_within_the_walkers_keep_the_rings_light(platform):
     # 256 B on e5-v4: 14.5 Mpps * 1.01 * 51.7e-3 = 0.76 walkers: the rings stay near empty.
-    r = model(platform, "256").evaluate(iommu.PortSetup())
+    r = model(platform, "256").evaluate(PortSetup())
     assert r.state == "light"
     assert r.iotlb_misses_per_pkt == r.iotlb_misses_per_fwd_pkt == pytest.approx(1.0, abs=0.02)
     assert r.drops_per_fwd_pkt == 0.0
@@ -117,8 +121,8 @@ def test_walks_within_the_walkers_keep_the_rings_light(platform):
 
 def test_64b_with_4k_pages_is_well_below_hugepages(platform):
     m = model(platform)
-    small = m.evaluate(iommu.PortSetup(page="4k"))
-    huge = m.evaluate(iommu.PortSetup(page="2m"))
+    small = m.evaluate(PortSetup(page="4k"))
+    huge = m.evaluate(PortSetup(page="2m"))
     assert huge.throughput_ratio == 1.0
     assert huge.iotlb_misses_per_pkt == 0.0
     assert small.mpps_iommu < 0.75 * huge.mpps_iommu
@@ -128,7 +132,7 @@ def test_2m_pages_make_ring_size_irrelevant(platform):
     m = model(platform)
     rates = []
     for ring in (128, 1024, 4096):
-        setup = iommu.PortSetup(page="2m", rxd=ring, txd=ring, pool=16384)
+        setup = PortSetup(page="2m", rxd=ring, txd=ring, pool=16384)
         r = m.evaluate(setup)
         assert r.iotlb_misses_per_pkt < 1e-4  # compulsory misses of a handful of pages only
         rates.append(r.mpps_iommu)
@@ -140,7 +144,7 @@ def talk_gains(skx):
     """`iommu gain --platform skylake-sp --page 4k --from-rxd 1024 --to-rxd 128` with the
     talk's DPDK defaults (testpmd: 32 B Rx / 16 B Tx descriptors, burst 32, IOVA as VA)."""
     mixes = [parse_mix(s) for s in ("64", "128", "256", "imix")]
-    rows = iommu.gain(skx, Ethernet(40), iommu.PortSetup(), 128, 128, mixes, PACKETS)
+    rows = gain(skx, Ethernet(40), PortSetup(), 128, 128, mixes, PACKETS)
     return {r["size"]: r for r in rows}
 
 
@@ -176,12 +180,12 @@ def test_imix_loads_the_walkers_less_than_128b_in_every_candidate_setup(ports, g
     # size), and IMIX forwards fewer packets per second than 128 B on the same ports and link:
     # 13.0 vs 31.5 Mpps at 1 x 40 GbE (0.41), 15.3 vs 35.1 at x16 (0.43), 14.9 vs 31.5 with two
     # ports on x8 (0.47). So no port count or line rate lets IMIX gain more than 128 B.
-    platform = iommu.load_platform(platform="skylake-sp", lanes=lanes)
-    setup = iommu.PortSetup(ports=ports, cross_port=ports > 1)
+    platform = load_platform(platform="skylake-sp", lanes=lanes)
+    setup = PortSetup(ports=ports, cross_port=ports > 1)
     load = {}
     for mix in ("128", "imix"):
         m = model(platform, mix, gbps)
-        load[mix] = m.walk_load(m.no_iommu(setup).mpps, m.run_in(setup, iommu.LIGHT).counts)
+        load[mix] = m.walk_load(m.no_iommu(setup).mpps, m.run_in(setup, LIGHT).counts)
     assert load["imix"] < 0.5 * load["128"]
 
 
@@ -189,8 +193,8 @@ def test_two_ports_put_more_pages_in_flight_at_rxd_128_than_skylake_has_entries(
     # At rxd/txd 128 about 258 mbuf pages circulate per port (both rings, a burst, the cache),
     # so one port fits skylake-sp's 512 entries and two (516 pages) just do not: a few misses
     # at rxd 128 (0.12 per packet in docs/iommu.md), still light, so the 64 B gain stays.
-    one = model(skx).evaluate(iommu.PortSetup(rxd=128, txd=128))
-    two = model(skx).evaluate(iommu.PortSetup(rxd=128, txd=128, ports=2, cross_port=True))
+    one = model(skx).evaluate(PortSetup(rxd=128, txd=128))
+    two = model(skx).evaluate(PortSetup(rxd=128, txd=128, ports=2, cross_port=True))
     assert one.working_set_pages < 512 < two.working_set_pages
     assert one.iotlb_misses_per_pkt < 0.01
     assert 0.05 < two.iotlb_misses_per_pkt < 0.25
@@ -203,9 +207,9 @@ def test_the_talk_sees_one_to_two_misses_per_packet_at_1024(skx):
     # drops = max(64 posted credits / read requests - 1, 0). testpmd-fwd's 256 read requests
     # (its assumed range 32-256) give no drops: 2.01, at the acceptance's edge; the range's
     # low end (32) gives 1 drop per forwarded packet: 1 + 1/2 = 1.5.
-    r = model(skx).evaluate(iommu.PortSetup())
+    r = model(skx).evaluate(PortSetup())
     assert r.iotlb_misses_per_pkt == pytest.approx(2.0, abs=0.05)
-    low = model(with_read_requests(skx, 32)).evaluate(iommu.PortSetup())
+    low = model(with_read_requests(skx, 32)).evaluate(PortSetup())
     assert low.drops_per_fwd_pkt == 1.0
     assert low.iotlb_misses_per_pkt == pytest.approx(1.5, abs=0.05)
 
@@ -214,9 +218,9 @@ def test_pacing_gains_only_when_the_lcores_drop_at_the_tx_ring(skx):
     # With testpmd-fwd's 256 read requests a full Tx ring costs no drops, so a full Rx ring
     # (pacing) walks as often per forwarded packet (2.01) and forwards no more.
     m = model(skx)
-    unpaced = m.evaluate(iommu.PortSetup())
-    best = m.best_poll_delay(iommu.PortSetup())
-    paced = m.evaluate(iommu.PortSetup(poll_delay_us=best or 1.0))
+    unpaced = m.evaluate(PortSetup())
+    best = m.best_poll_delay(PortSetup())
+    paced = m.evaluate(PortSetup(poll_delay_us=best or 1.0))
     assert paced.state == "rx-full"
     assert paced.iotlb_misses_per_fwd_pkt == pytest.approx(unpaced.iotlb_misses_per_fwd_pkt, 0.01)
     assert paced.mpps_iommu <= unpaced.mpps_iommu * 1.01
@@ -234,15 +238,15 @@ def test_a_poll_delay_of_about_1_us_is_best_for_64b_with_32_read_requests(skx):
     # one at a full Tx ring; with the delay the lcore takes 32 / (delay + 60 ns + 32 * 18 ns)
     # packets/s and the full Rx ring makes the NIC drop at the wire, before any DMA or walk.
     m = model(with_read_requests(skx, 32))
-    unpaced = m.evaluate(iommu.PortSetup())
-    best = m.best_poll_delay(iommu.PortSetup())
+    unpaced = m.evaluate(PortSetup())
+    best = m.best_poll_delay(PortSetup())
     assert 0.5 <= best <= 5  # low microseconds
-    paced = m.evaluate(iommu.PortSetup(poll_delay_us=best))
+    paced = m.evaluate(PortSetup(poll_delay_us=best))
     assert paced.state == "rx-full"
     assert paced.mpps_iommu > 1.3 * unpaced.mpps_iommu
     assert paced.mpps_iommu == pytest.approx(32e3 / (best * 1e3 + 60 + 32 * 18), rel=0.02)
     # Polling slower only loses: the lcore's rate is the packet rate.
-    slower = m.evaluate(iommu.PortSetup(poll_delay_us=2 * best))
+    slower = m.evaluate(PortSetup(poll_delay_us=2 * best))
     assert slower.mpps_iommu == pytest.approx(32e3 / (2e3 * best + 60 + 32 * 18), rel=0.02)
 
 
@@ -255,19 +259,16 @@ def test_read_requests_below_the_posted_credits_give_every_talk_check_but_imix(s
     # and 5 of the talk then hold; IMIX (check 3) stays at +0 %.
     platform = with_read_requests(skx, reads)
     mixes = [parse_mix(s) for s in ("64", "128", "imix")]
-    g = {
-        r["size"]: r
-        for r in iommu.gain(platform, Ethernet(40), iommu.PortSetup(), 128, 128, mixes, PACKETS)
-    }
+    g = {r["size"]: r for r in gain(platform, Ethernet(40), PortSetup(), 128, 128, mixes, PACKETS)}
     assert g["64"]["gain_pct"] > 80
     assert 0 <= g["128"]["gain_pct"] <= 25
     assert abs(g["imix"]["gain_pct"]) < 1
     m = model(platform)
-    unpaced = m.evaluate(iommu.PortSetup())
+    unpaced = m.evaluate(PortSetup())
     assert unpaced.iotlb_misses_per_pkt == pytest.approx(1 + reads / 64 + 0.01, abs=0.03)
-    best = m.best_poll_delay(iommu.PortSetup())
+    best = m.best_poll_delay(PortSetup())
     assert 0.5 <= best <= 5
-    assert m.evaluate(iommu.PortSetup(poll_delay_us=best)).mpps_iommu > 1.01 * unpaced.mpps_iommu
+    assert m.evaluate(PortSetup(poll_delay_us=best)).mpps_iommu > 1.01 * unpaced.mpps_iommu
 
 
 def test_iova_as_pa_scatters_pages_over_the_page_walk_cache(skx):
@@ -275,8 +276,8 @@ def test_iova_as_pa_scatters_pages_over_the_page_walk_cache(skx):
     # pages in flight sit in ~5 tables: walks hit it. As PA each page is a random frame of
     # 96 GiB (24 M frames, 48 K tables): nearly every walk also misses it and walks twice.
     m = model(skx)
-    va = m.evaluate(iommu.PortSetup(iova="va"))
-    pa = m.evaluate(iommu.PortSetup(iova="pa"))
+    va = m.evaluate(PortSetup(iova="va"))
+    pa = m.evaluate(PortSetup(iova="pa"))
     assert va.pwc_misses_per_pkt < 0.05
     assert pa.pwc_misses_per_pkt == pytest.approx(pa.iotlb_misses_per_pkt, rel=0.02)
     assert pa.mpps_iommu < 0.7 * va.mpps_iommu
@@ -287,27 +288,27 @@ def test_ddio_loses_page_aligned_buffers_only_when_they_wait_a_full_ring(skx):
     # 28 * 32 sets = 1792 lines. Light state (128 B): a Tx read follows its write within a
     # poll, the line is still there. Full Tx ring (64 B, ~960 packets wait): ~2 * 960 lines of
     # that offset are written in between; many sets get 3 or more: lost (0.29 here).
-    light = model(skx, "128").evaluate(iommu.PortSetup())
-    full = model(skx).evaluate(iommu.PortSetup())
+    light = model(skx, "128").evaluate(PortSetup())
+    full = model(skx).evaluate(PortSetup())
     assert light.ddio_read_miss_fraction < 0.01
     assert full.ddio_read_miss_fraction > 0.25
     # 2 MiB pages pack mbufs over all sets: nothing is lost whatever the rings.
-    huge = model(skx).evaluate(iommu.PortSetup(page="2m", rxd=4096, txd=4096, pool=16384))
+    huge = model(skx).evaluate(PortSetup(page="2m", rxd=4096, txd=4096, pool=16384))
     assert huge.ddio_read_miss_fraction < 0.01
 
 
 def test_core_rate_and_poll_batch_by_hand():
-    costs = iommu.CoreCosts(poll_ns=60, packet_ns=18)
-    setup = iommu.PortSetup(poll_delay_us=2.0)
+    costs = CoreCosts(poll_ns=60, packet_ns=18)
+    setup = PortSetup(poll_delay_us=2.0)
     # 32 / (2000 + 60 + 32 * 18) ns = 12.14 Mpps per lane.
-    assert iommu.core_mpps(setup, costs) == pytest.approx(32e3 / 2636)
+    assert core_mpps(setup, costs) == pytest.approx(32e3 / 2636)
     # 256 B at 40 GbE: 18.12 Mpps = 0.01812 per ns; b = 0.01812 * 2060 / (1 - 0.01812 * 18)
     # = 55.4 -> a full burst; 1518 B (3.25 Mpps): 0.00325 * 2060 / 0.9415 = 7.1 -> 7.
-    assert iommu.poll_batch(setup, iommu.Traffic(parse_mix("256"), Ethernet(40)), costs) == 32
-    assert iommu.poll_batch(setup, iommu.Traffic(parse_mix("1518"), Ethernet(40)), costs) == 7
+    assert poll_batch(setup, Traffic(parse_mix("256"), Ethernet(40)), costs) == 32
+    assert poll_batch(setup, Traffic(parse_mix("1518"), Ethernet(40)), costs) == 7
     # Without a delay the model keeps testpmd's full bursts.
-    no_delay = iommu.PortSetup()
-    assert iommu.poll_batch(no_delay, iommu.Traffic(parse_mix("1518"), Ethernet(40)), costs) == 32
+    no_delay = PortSetup()
+    assert poll_batch(no_delay, Traffic(parse_mix("1518"), Ethernet(40)), costs) == 32
 
 
 def test_ring_shrink_gains_shrink_with_packet_size(platform):
@@ -317,36 +318,36 @@ def test_ring_shrink_gains_shrink_with_packet_size(platform):
     # timed run forwards 19.3 Mpps (`iommu sim --rxd 128`), so they gain. 256 B and IMIX sit
     # at line rate (18.1 and 13.1 Mpps, light rings) with either ring, so they gain nothing
     # beyond the +-1 % run-to-run noise.
-    rows = iommu.gain(
+    rows = gain(
         platform,
         Ethernet(40),
-        iommu.PortSetup(),
+        PortSetup(),
         128,
         128,
         [parse_mix(s) for s in ("64", "128", "256", "imix")],
         PACKETS,
     )
-    gain = {r["size"]: r["gain_pct"] for r in rows}
-    assert min(gain["64"], gain["128"]) > 0.5
-    assert abs(gain["256"]) < 1
-    assert abs(gain["imix"]) < 1
+    gains = {r["size"]: r["gain_pct"] for r in rows}
+    assert min(gains["64"], gains["128"]) > 0.5
+    assert abs(gains["256"]) < 1
+    assert abs(gains["imix"]) < 1
 
 
 def test_rings_that_fit_the_iotlb_restore_the_hugepage_rate(platform):
     # Packed layout, rxd = txd = 64: ~150 mbufs of 2368 B = ~87 pages plus 2 ring
     # pages, within the 96 entries: no capacity misses, so the IOMMU costs nothing.
     m = model(platform)
-    fits = m.evaluate(iommu.PortSetup(rxd=64, txd=64, layout="packed"))
+    fits = m.evaluate(PortSetup(rxd=64, txd=64, layout="packed"))
     assert fits.working_set_pages <= platform.iommu.iotlb_entries
     assert fits.iotlb_misses_per_pkt == 0.0
     assert fits.throughput_ratio == 1.0
 
 
 def test_advise_prefers_the_smallest_change_that_restores_the_rate(platform):
-    advice = iommu.advise(
+    advice = advise(
         platform,
-        iommu.Traffic(parse_mix("64"), Ethernet(40)),
-        iommu.PortSetup(layout="packed"),
+        Traffic(parse_mix("64"), Ethernet(40)),
+        PortSetup(layout="packed"),
         PACKETS,
     )
     # Shrinking rings is tried before pages, larger rings first; the choice is the first
@@ -361,23 +362,23 @@ def test_advise_prefers_the_smallest_change_that_restores_the_rate(platform):
 
 
 def test_pacing_never_beats_the_iommu_free_rate(platform):
-    r = model(platform, pace=10.0).evaluate(iommu.PortSetup())
+    r = model(platform, pace=10.0).evaluate(PortSetup())
     assert r.mpps_iommu <= 10.0 * 1.001
     assert r.bottleneck == "Rx pacing"
 
 
 def test_set_associativity_adds_conflict_misses(platform):
     m = model(platform)
-    setup = iommu.PortSetup(rxd=64, txd=64, layout="packed")
+    setup = PortSetup(rxd=64, txd=64, layout="packed")
     direct = replace(platform, iommu=replace(platform.iommu, iotlb_ways=1))
-    assert iommu.Model(direct, m.traffic, PACKETS).evaluate(setup).iotlb_misses_per_pkt > 0.05
+    assert Model(direct, m.traffic, PACKETS).evaluate(setup).iotlb_misses_per_pkt > 0.05
 
 
 def test_a_page_walk_cache_miss_walks_twice(platform):
     # 1 PWC entry covers 512 pages (2 MiB); as PA the pages sit all over 64 GiB.
     small_pwc = replace(platform, iommu=replace(platform.iommu, pwc_entries=1))
-    setup = iommu.PortSetup(iova="pa")
-    r = iommu.Model(small_pwc, model(platform).traffic, PACKETS).evaluate(setup)
+    setup = PortSetup(iova="pa")
+    r = Model(small_pwc, model(platform).traffic, PACKETS).evaluate(setup)
     assert 0.5 < r.pwc_misses_per_pkt <= r.iotlb_misses_per_pkt
     base = model(platform).evaluate(setup)
     assert r.mpps_iommu < base.mpps_iommu
@@ -386,13 +387,13 @@ def test_a_page_walk_cache_miss_walks_twice(platform):
 # --- invariants -------------------------------------------------------------------------------
 
 setups = st.builds(
-    lambda ring, tx_ring, cache, layout, queues: iommu.PortSetup(
+    lambda ring, tx_ring, cache, layout, queues: PortSetup(
         rxd=ring, txd=tx_ring, cache=cache, layout=layout, queues=queues, pool=1 << 16
     ),
     st.sampled_from([64, 128, 256, 512, 1024]),
     st.sampled_from([64, 128, 256, 512, 1024]),
     st.sampled_from([0, 32, 256]),
-    st.sampled_from(iommu.LAYOUTS),
+    st.sampled_from(LAYOUTS),
     st.integers(1, 2),
 )
 mixes = st.sampled_from(["64", "128", "1518", "imix", "64:1,1518:1"])
@@ -401,9 +402,9 @@ mixes = st.sampled_from(["64", "128", "1518", "imix", "64:1,1518:1"])
 @settings(max_examples=25, deadline=None)
 @given(setup=setups, mix=mixes)
 def test_misses_are_never_negative_and_hugepages_never_worse(platform, setup, mix):
-    traffic = iommu.Traffic(parse_mix(mix), Ethernet(40))
-    small = iommu.count_misses(setup, traffic, platform.iommu, 20_000)
-    huge = iommu.count_misses(replace(setup, page="2m"), traffic, platform.iommu, 20_000)
+    traffic = Traffic(parse_mix(mix), Ethernet(40))
+    small = count_misses(setup, traffic, platform.iommu, 20_000)
+    huge = count_misses(replace(setup, page="2m"), traffic, platform.iommu, 20_000)
     assert 0 <= huge.misses_per_pkt <= small.misses_per_pkt
     assert huge.working_set_pages <= small.working_set_pages
     # A transfer of up to 1514 B spans at most 2 pages: misses <= 2 per transaction.
@@ -413,10 +414,10 @@ def test_misses_are_never_negative_and_hugepages_never_worse(platform, setup, mi
 @settings(max_examples=20, deadline=None)
 @given(setup=setups, mix=mixes)
 def test_an_iotlb_larger_than_the_working_set_only_takes_compulsory_misses(platform, setup, mix):
-    traffic = iommu.Traffic(parse_mix(mix), Ethernet(40))
-    probe = iommu.count_misses(setup, traffic, platform.iommu, 20_000)
+    traffic = Traffic(parse_mix(mix), Ethernet(40))
+    probe = count_misses(setup, traffic, platform.iommu, 20_000)
     big = replace(platform.iommu, iotlb_entries=probe.working_set_pages + 64)
-    assert iommu.count_misses(setup, traffic, big, 20_000).misses_per_pkt == 0.0
+    assert count_misses(setup, traffic, big, 20_000).misses_per_pkt == 0.0
 
 
 # --- bad input --------------------------------------------------------------------------------
@@ -438,12 +439,12 @@ def test_an_iotlb_larger_than_the_working_set_only_takes_compulsory_misses(platf
 )
 def test_bad_setups_are_named(changes, words):
     with pytest.raises(UsageError, match=re.escape(words)):
-        iommu.PortSetup(**changes)
+        PortSetup(**changes)
 
 
 @pytest.mark.parametrize("text", ["4k", "4K", "4096", "2m", "2MiB", "1G"])
 def test_page_sizes_parse(text):
-    assert iommu.parse_page(text) in iommu.PAGE_SIZES
+    assert parse_page(text) in PAGE_SIZES
 
 
 @settings(max_examples=12, deadline=None)
@@ -453,7 +454,7 @@ def test_page_sizes_parse(text):
     ring=st.sampled_from([128, 1024]),
 )
 def test_forwarding_never_beats_the_lcores_or_the_iommu_free_rate(skx, delay, mix, ring):
-    r = model(skx, mix).evaluate(iommu.PortSetup(rxd=ring, txd=ring, poll_delay_us=delay))
+    r = model(skx, mix).evaluate(PortSetup(rxd=ring, txd=ring, poll_delay_us=delay))
     assert r.mpps_iommu <= 1.01 * min(r.core_mpps, r.mpps_no_iommu)
     assert r.state in ("light", "rx-full", "tx-full", "both-full")
     assert 0 <= r.ddio_read_miss_fraction <= 1
@@ -467,7 +468,7 @@ def test_forwarding_never_beats_the_lcores_or_the_iommu_free_rate(skx, delay, mi
     name=st.sampled_from(["e5-v4", "skylake-sp"]),
     ring=st.sampled_from([64, 128, 256, 1024]),
     mix=st.sampled_from(["64", "128", "imix"]),
-    iova=st.sampled_from(iommu.IOVA_MODES),
+    iova=st.sampled_from(IOVA_MODES),
     delay=st.sampled_from([0.0, 1.0]),
 )
 def test_the_rate_never_outruns_the_walkers_for_its_own_misses(
@@ -476,9 +477,7 @@ def test_the_rate_never_outruns_the_walkers_for_its_own_misses(
     # Issue 14: walkers / (walks per forwarded packet x busy time), with the walks (a
     # page-walk-cache miss walks twice) counted in the same timed run that gives the rate.
     chosen = platform if name == "e5-v4" else skx
-    r = model(chosen, mix).evaluate(
-        iommu.PortSetup(rxd=ring, txd=ring, iova=iova, poll_delay_us=delay)
-    )
+    r = model(chosen, mix).evaluate(PortSetup(rxd=ring, txd=ring, iova=iova, poll_delay_us=delay))
     fwd_per_rx = (
         r.iotlb_misses_per_pkt / r.iotlb_misses_per_fwd_pkt if r.iotlb_misses_per_pkt else 1
     )
@@ -492,6 +491,6 @@ def test_a_mix_arrives_at_each_frames_own_wire_time():
     # IMIX 7:4:1 of 64, 594, 1518 B frames; wire bytes add 20 (preamble 8 + gap 12, IEEE
     # 802.3): 84, 614, 1538, mean 7/12 x 84 + 4/12 x 614 + 1/12 x 1538 = 381.83 B. A 64 B
     # frame arrives 84 / 381.83 = 0.22 of the mean spacing after the one before it.
-    shares = iommu.wire_shares(iommu.Traffic(parse_mix("imix"), Ethernet(40)))
+    shares = wire_shares(Traffic(parse_mix("imix"), Ethernet(40)))
     assert shares == pytest.approx([84 / 381.8333, 614 / 381.8333, 1538 / 381.8333], rel=1e-5)
-    assert iommu.wire_shares(iommu.Traffic(parse_mix("64"), Ethernet(40))) == [1.0]
+    assert wire_shares(Traffic(parse_mix("64"), Ethernet(40))) == [1.0]

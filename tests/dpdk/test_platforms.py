@@ -6,10 +6,11 @@ import tomllib
 
 import pytest
 
-from pcieperf.dpdk import iommu, platforms
+from pcieperf.dpdk import platforms
+from pcieperf.dpdk.iommu.platform import load_platform
 from pcieperf.errors import ProfileError, UsageError
-from pcieperf.pciebench import calibrate
-from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.pciebench.host import host_latency, load_run
 from tests.helpers import PCIE_BENCH
 from tests.helpers.cli import run_cli
 
@@ -37,7 +38,7 @@ def test_every_number_has_a_kind_a_source_and_a_range_around_it(name):
 
 def test_e5_v4_is_the_calibration_unchanged():
     cal = load_calibration(DEFAULT_CALIBRATION)
-    p = iommu.load_platform(platform="e5-v4").iommu
+    p = load_platform(platform="e5-v4").iommu
     assert (p.iotlb_entries, p.walk_ns) == (cal.reference.iotlb_entries, cal.reference.walk_ns)
     assert (p.walk_busy_ns, p.walkers) == (cal.shared.walk_busy_ns, cal.shared.walkers)
     assert p.pwc_entries == 0
@@ -46,7 +47,7 @@ def test_e5_v4_is_the_calibration_unchanged():
 def test_skylake_sp_llc_is_the_8180_s():
     # Platinum 8180: 28 slices of 1.375 MiB, 11 ways; DDIO 2 ways (Farshin et al., ATC'20):
     # 2 / 11 of 38.5 MiB = 7 MiB.
-    llc = iommu.load_platform(platform="skylake-sp").memory.llc
+    llc = load_platform(platform="skylake-sp").memory.llc
     assert llc.sets_per_slice * llc.ways * 64 * llc.slices == 28 * 1.375 * 2**20
     assert llc.ddio_bytes == 7 * 2**20
 
@@ -60,7 +61,7 @@ def test_cascade_lake_shares_skylake_sp_s_iommu():
 
 
 def test_epyc_has_no_ddio_ways():
-    assert iommu.load_platform(platform="epyc-zen4").memory.llc is None
+    assert load_platform(platform="epyc-zen4").memory.llc is None
 
 
 @pytest.mark.skipif(not PCIE_BENCH.is_dir(), reason="needs the shared pcie-bench data")
@@ -68,7 +69,7 @@ def test_e5_dram_extra_is_what_the_reference_latency_sweeps_show():
     # e5-v4 llc.dram_extra_ns cites calibrate.host_latency on the [reference_host] hosts:
     # the median of DRAM minus DDIO-warm latency over them (77, 76, 77 and 149 ns).
     cal = load_calibration(DEFAULT_CALIBRATION)
-    fits = [calibrate.host_latency(calibrate.load_run(PCIE_BENCH / h)) for h in cal.reference.hosts]
+    fits = [host_latency(load_run(PCIE_BENCH / h)) for h in cal.reference.hosts]
     extra = sorted(f.dram_latency_ns - f.ddio_latency_ns for f in fits)
     median = (extra[1] + extra[2]) / 2
     profile = platforms.load_platform_profile("e5-v4").params["llc.dram_extra_ns"]
@@ -83,9 +84,7 @@ def test_a_profile_written_out_reads_back_the_same(tmp_path):
     path.write_text(platforms.platform_toml(profile))
     again = platforms.load_platform_profile(path)
     assert again.params == profile.params
-    assert (
-        iommu.load_platform(platform=path).iommu == iommu.load_platform(platform="skylake-sp").iommu
-    )
+    assert load_platform(platform=path).iommu == load_platform(platform="skylake-sp").iommu
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pcieperf.dpdk import api, iommu, setups
+from pcieperf.dpdk import api, setups
+from pcieperf.dpdk.iommu.advise import gain
+from pcieperf.dpdk.iommu.model import Model
+from pcieperf.dpdk.iommu.platform import Platform, Traffic, load_platform
+from pcieperf.dpdk.iommu.stream import PACKETS
+from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
 from pcieperf.net.ethernet import Ethernet, parse_mix
 
@@ -29,10 +34,10 @@ def test_the_talk_command_line_gives_testpmds_pool():
 
 
 def test_the_talk_setup_is_two_ports_forwarding_across_two_nics():
-    setup = TALK.port_setup(iommu.PortSetup())
+    setup = TALK.port_setup(PortSetup())
     assert (setup.ports, setup.cross_port, setup.pool, setup.cache) == (2, True, TALK_POOL, 250)
     assert (setup.page, setup.iova, setup.lanes) == ("4k", "va", 2)
-    base = iommu.load_platform(platform="skylake-sp", lanes=TALK.lanes)
+    base = load_platform(platform="skylake-sp", lanes=TALK.lanes)
     talk = TALK.platform(base)
     # Each XL710 its own read requests, each root port its own 64 posted credits; two x8 links.
     assert talk.device.device.read_requests == 2 * base.device.device.read_requests
@@ -44,14 +49,14 @@ def test_the_pool_must_fit_the_command_lines_memory(tmp_path):
     # 163 456 mbufs of 2368 B each take a 4 KiB page (DPDK's populate rule): 638.5 MiB > 512.
     small = replace(TALK, command="testpmd -l 1-3 -n 4 -m 512 --no-huge -- -i")
     with pytest.raises(UsageError, match="more than -m 512"):
-        small.port_setup(iommu.PortSetup())
-    assert TALK.port_setup(iommu.PortSetup()).pool * 4096 / 2**20 == pytest.approx(638.5)
+        small.port_setup(PortSetup())
+    assert TALK.port_setup(PortSetup()).pool * 4096 / 2**20 == pytest.approx(638.5)
 
 
 def test_each_port_needs_its_own_forwarding_lcore():
     one = replace(TALK, command="testpmd -l 1-2 -m 1024 --no-huge")
     with pytest.raises(UsageError, match="1 forwarding lcores for 2 port queues"):
-        one.port_setup(iommu.PortSetup())
+        one.port_setup(PortSetup())
 
 
 def test_an_unknown_setup_is_a_usage_error():
@@ -91,19 +96,19 @@ def test_line_rate_is_the_default_offer():
     assert "offered" not in api.sim(packets=20_000).data["bounds_mpps"]
 
 
-def talk_platform(read_requests: int = 256, overload: str = "tx-full") -> iommu.Platform:
+def talk_platform(read_requests: int = 256, overload: str = "tx-full") -> Platform:
     """skylake-sp on the talk's testbed, each NIC with `read_requests` (testpmd-fwd: 32-256)."""
-    base = iommu.load_platform(platform="skylake-sp", lanes=TALK.lanes)
+    base = load_platform(platform="skylake-sp", lanes=TALK.lanes)
     facts = replace(base.device.device, read_requests=read_requests)
     base = replace(base, device=replace(base.device, device=facts), overload=overload)
     return TALK.platform(base)
 
 
-def talk_gains(platform: iommu.Platform) -> dict[str, dict]:
+def talk_gains(platform: Platform) -> dict[str, dict]:
     """`iommu gain --setup talk --page 4k --from-rxd 1024 --to-rxd 128`, by size."""
-    setup = TALK.port_setup(iommu.PortSetup())
+    setup = TALK.port_setup(PortSetup())
     mixes = [parse_mix(s) for s in SIZES]
-    rows = iommu.gain(platform, Ethernet(40), setup, 128, 128, mixes, iommu.PACKETS)
+    rows = gain(platform, Ethernet(40), setup, 128, 128, mixes, PACKETS)
     return {r["size"]: r for r in rows}
 
 
@@ -156,8 +161,8 @@ def test_the_drop_path_gives_a_poll_delay_of_about_2_us_and_one_to_two_misses(re
     # 0.5-2); a poll delay moves the drops to the wire. Two lcores share 37.4 M walks/s, 18.7
     # Mpps at two walks per packet, so the best delay is 64 / 18.7 Mpps - 636 ns = 2.8 us
     # (talk: ~2 us).
-    m = iommu.Model(talk_platform(read_requests), iommu.Traffic(parse_mix("64"), Ethernet(40)))
-    setup = TALK.port_setup(iommu.PortSetup())
+    m = Model(talk_platform(read_requests), Traffic(parse_mix("64"), Ethernet(40)))
+    setup = TALK.port_setup(PortSetup())
     unpaced = m.evaluate(setup)
     assert unpaced.iotlb_misses_per_pkt == pytest.approx(1 + read_requests / 64, abs=0.03)
     best = m.best_poll_delay(setup)
@@ -170,14 +175,12 @@ def test_wire_drops_give_one_miss_per_packet_and_nothing_to_undo():
     # §2.4.1) slows Rx and Tx together: the rings stay light, one walk per packet, the rate is
     # the walkers' 12 / 321 ns / 1.01 = 37.0 Mpps. Nothing is trapped, so neither a lower offer
     # nor a poll delay raises it (observations 5 and 6 rule it out).
-    m = iommu.Model(
-        talk_platform(overload="wire-drop"), iommu.Traffic(parse_mix("64"), Ethernet(40))
-    )
-    r = m.evaluate(TALK.port_setup(iommu.PortSetup()))
+    m = Model(talk_platform(overload="wire-drop"), Traffic(parse_mix("64"), Ethernet(40)))
+    r = m.evaluate(TALK.port_setup(PortSetup()))
     assert r.state == "light"
     assert r.iotlb_misses_per_pkt == pytest.approx(1.01, abs=0.02)
     assert r.mpps_iommu == pytest.approx(12 / 0.321 / 1.01, rel=0.03)
-    assert m.best_poll_delay(TALK.port_setup(iommu.PortSetup())) is None
+    assert m.best_poll_delay(TALK.port_setup(PortSetup())) is None
 
 
 def test_an_unknown_overload_is_a_usage_error():

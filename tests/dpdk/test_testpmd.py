@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import pcieperf as pp
 from pcieperf.cli import main
 from pcieperf.dpdk import forwarding, testpmd
-from pcieperf.errors import UsageError
+from pcieperf.errors import PcieperfError, UsageError
 from pcieperf.pcie.link import Link
 from tests.helpers import TESTS_DATA
 from tests.helpers.dpdk import needs_testpmd
@@ -78,7 +78,7 @@ def test_burst_histogram_uses_the_exact_packet_count():
 
 
 def test_burst_line_that_cannot_be_read_is_an_error():
-    with pytest.raises(testpmd.PcieperfError, match="cannot read 'lots of 32'"):
+    with pytest.raises(PcieperfError, match="cannot read 'lots of 32'"):
         testpmd.parse_burst_line("5", "lots of 32")
 
 
@@ -191,7 +191,7 @@ def test_no_rate_by_the_deadline_is_an_error(fake_testpmd, monkeypatch):
     monkeypatch.setattr(testpmd, "DEADLINE_FACTOR", 1.0)
     monkeypatch.setattr(testpmd, "DEADLINE_SLACK_S", 0.5)
     message = r"^no rate after 0\.7 s: testpmd printed 0 statistics blocks and a rate needs 2 "
-    with pytest.raises(testpmd.PcieperfError, match=message):
+    with pytest.raises(PcieperfError, match=message):
         testpmd.run(testpmd.RunConfig(seconds=0.2))
     assert (fake_testpmd / "stopped").exists()
 
@@ -200,7 +200,7 @@ def test_no_rate_by_the_deadline_is_an_error(fake_testpmd, monkeypatch):
 def test_testpmd_ending_before_a_rate_is_an_error(fake_testpmd, monkeypatch):
     monkeypatch.setenv("FAKE_TESTPMD_EXIT", "1")  # one block, then the final statistics
     message = "^testpmd exited after 1 statistics block; a rate needs 2, 1 s apart"
-    with pytest.raises(testpmd.PcieperfError, match=message):
+    with pytest.raises(PcieperfError, match=message):
         testpmd.run(testpmd.RunConfig(seconds=0.2))
 
 

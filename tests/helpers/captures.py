@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pcieperf.net import trace
+from pcieperf._native import core
+from pcieperf.net.trace.files import Trace
 
 # --- captures written byte by byte (draft-ietf-opsawg-pcap §4-5, draft-ietf-opsawg-pcapng §3-4)
 
@@ -139,12 +140,12 @@ def pcap_of_times(ts_ns, wirelen) -> bytes:
 # --- captures read and written through pcieperf's own trace module
 
 
-def payloads(t: trace.Trace) -> list[bytes]:
+def payloads(t: Trace) -> list[bytes]:
     data = Path(t.path).read_bytes()
     return [data[o : o + c] for o, c in zip(t.offset.tolist(), t.caplen.tolist(), strict=True)]
 
 
-def content(t: trace.Trace) -> list[tuple]:
+def content(t: Trace) -> list[tuple]:
     return sorted(
         zip(t.ts_ns.tolist(), t.wirelen.tolist(), payloads(t), strict=True),
     )
@@ -152,7 +153,7 @@ def content(t: trace.Trace) -> list[tuple]:
 
 def write_capture(path: Path, ts: list[int], fill: int) -> None:
     """A capture of 60-byte frames at the given times, every byte `fill`."""
-    writer = trace.core().TraceWriter(str(path), path.suffix[1:], 1, 0)
+    writer = core().TraceWriter(str(path), path.suffix[1:], 1, 0)
     n = len(ts)
     data = np.full(60 * max(n, 1), fill, dtype=np.uint8)
     writer.write_batch(

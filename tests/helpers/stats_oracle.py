@@ -12,14 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pcieperf.net.ethernet import Ethernet
-from pcieperf.net.trace import (
-    LINK_HEADER_BYTES,
-    NS_PER_S,
-    SIZE_BINS,
-    SIZE_LABELS,
-    Trace,
-    linktype_name,
-)
+from pcieperf.net.trace.files import LINK_HEADER_BYTES, NS_PER_S, Trace, linktype_name
+from pcieperf.net.trace.statistics import SIZE_BINS, SIZE_LABELS
 
 
 class Windows:

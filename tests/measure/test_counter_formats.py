@@ -35,8 +35,8 @@ def test_each_example_is_recognised_by_its_own_row_only(name):
 
 
 def test_the_cli_choices_are_the_table_s_names():
-    assert counters.SOURCES == ("pcm-iio", "perf-iostat", "vtune", "perf-stat")
-    assert set(counters.SOURCES) == {f.name for f in formats.FORMATS}
+    assert formats.names() == ("pcm-iio", "perf-iostat", "vtune", "perf-stat")
+    assert set(formats.names()) == {f.name for f in formats.FORMATS}
 
 
 DEMO_HEADER = "demo_t_s,demo_metric,demo_bytes_per_s"

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from pcieperf.cli import main
-from pcieperf.errors import CounterFileError
+from pcieperf.errors import CounterFileError, UsageError
 from pcieperf.measure import counters
+from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.store import Store
 from tests.helpers import TESTS_DATA
 
@@ -18,7 +19,7 @@ PCM_FILE = TESTS_DATA / "counters" / "pcm-iio-skx.csv"  # a pcm-iio sample
 DATA = TESTS_DATA / "counters"
 
 
-def by_key(samples: counters.Samples) -> dict:
+def by_key(samples: Samples) -> dict:
     return {
         (t, st, part, m): (v, u)
         for t, st, part, m, v, u in zip(
@@ -142,7 +143,7 @@ def test_perf_stat_raw_umask_spellings_and_skipped_only_files(tmp_path):
 
 @pytest.mark.parametrize("interval", [-1.0, float("nan"), float("inf"), 0.0])
 def test_interval_must_be_positive_and_finite(interval):
-    with pytest.raises(counters.UsageError, match="--interval"):
+    with pytest.raises(UsageError, match="--interval"):
         counters.parse(DATA / "perf-iostat-interval.csv", None, interval_s=interval)
 
 
@@ -344,7 +345,7 @@ def test_an_endless_counter_file_is_refused(tmp_path):
     # line taken (text.MAX_LINE_CHARS), then refused in one line, not read into memory.
     path = tmp_path / "zero.csv"
     path.symlink_to("/dev/zero")
-    with pytest.raises(counters.UsageError, match=r"zero\.csv: line 1 is longer than 1,048,576"):
+    with pytest.raises(UsageError, match=r"zero\.csv: line 1 is longer than 1,048,576"):
         counters.parse(path, "pcm-iio")
 
 

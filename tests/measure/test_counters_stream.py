@@ -14,6 +14,7 @@ from pcieperf.cli import main
 from pcieperf.measure import counters
 from pcieperf.measure.counters import samples as samples_module
 from pcieperf.measure.counters import text as text_module
+from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.store import Store
 from tests.helpers import TESTS_DATA
 from tests.helpers.limits import run_limited
@@ -74,7 +75,7 @@ def test_a_large_import_stays_bounded_and_equals_the_small_one_repeated(tmp_path
     ] == got
 
 
-def columns(samples: counters.Samples) -> tuple:
+def columns(samples: Samples) -> tuple:
     """Copies of the columns (a sink's are emptied once it returns)."""
     return tuple(list(getattr(samples, name)) for name in COLUMNS)
 

@@ -259,7 +259,7 @@ def test_free_running_directions_compare_with_summed_metrics(tmp_path):
 def test_a_profile_that_reads_registers_predicts_outbound_reads(tmp_path):
     # The kernel-driver-like `simple` profile reads device registers; a file without outbound
     # reads is then "below" on them, with its own diagnosis.
-    from pcieperf.nic.nic import load_profile
+    from pcieperf.nic.profile import load_profile
 
     result = run_explain(
         write_pcm(tmp_path / "c.csv", model_rates()), profile=load_profile("simple")

@@ -5,7 +5,10 @@ import json
 
 import pytest
 
-from pcieperf.dpdk import forwarding, iommu, platforms
+from pcieperf.dpdk import forwarding, platforms
+from pcieperf.dpdk.iommu.model import Model
+from pcieperf.dpdk.iommu.platform import Traffic, load_platform
+from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
 from pcieperf.measure import counters, explain, iommu_fit
 from pcieperf.net.ethernet import Ethernet, parse_mix
@@ -39,14 +42,14 @@ def write_skx(path, misses_per_s, hits_per_s, samples=4):
 
 @pytest.fixture(scope="module")
 def skx():
-    return iommu.load_platform(platform="skylake-sp")
+    return load_platform(platform="skylake-sp")
 
 
 @pytest.fixture(scope="module")
 def skx_64b(skx):
     """What the skylake-sp model says for 64 B at rxd/txd 1024: the counters to fit."""
-    traffic = iommu.Traffic(parse_mix("64"), Ethernet(40))
-    return iommu.Model(skx, traffic, PACKETS).evaluate(iommu.PortSetup())
+    traffic = Traffic(parse_mix("64"), Ethernet(40))
+    return Model(skx, traffic, PACKETS).evaluate(PortSetup())
 
 
 def run_fit(tmp_path, skx, result, setup=None, base="e5-v4"):
@@ -59,8 +62,8 @@ def run_fit(tmp_path, skx, result, setup=None, base="e5-v4"):
         counters.parse(path, None),
         stack=None,
         pps=result.mpps_iommu * 1e6,
-        setup=setup or iommu.PortSetup(),
-        traffic=iommu.Traffic(parse_mix("64"), Ethernet(40)),
+        setup=setup or PortSetup(),
+        traffic=Traffic(parse_mix("64"), Ethernet(40)),
         platform=skx,
         base=platforms.load_platform_profile(base),
         name="mine",
@@ -88,8 +91,8 @@ def test_walk_bound_counters_give_back_the_walkers(tmp_path, skx, skx_64b):
 def test_no_misses_bound_the_reach_from_below(tmp_path, skx):
     # rxd/txd 128 on skylake-sp: ~258 pages cycle and fit 512 entries: 0 misses, line rate.
     # Counters of 0 misses say the reach is at least the working set: >= 256-ish.
-    setup = iommu.PortSetup(rxd=128, txd=128)
-    result = iommu.Model(skx, iommu.Traffic(parse_mix("64"), Ethernet(40)), PACKETS).evaluate(setup)
+    setup = PortSetup(rxd=128, txd=128)
+    result = Model(skx, Traffic(parse_mix("64"), Ethernet(40)), PACKETS).evaluate(setup)
     assert result.iotlb_misses_per_pkt == 0
     fit = run_fit(tmp_path, skx, result, setup)
     assert not fit.walk_bound
@@ -104,8 +107,8 @@ def test_a_miss_rate_no_reach_gives_is_refused(tmp_path, skx):
             counters.parse(path, None),
             stack=None,
             pps=1e7,
-            setup=iommu.PortSetup(),
-            traffic=iommu.Traffic(parse_mix("64"), Ethernet(40)),
+            setup=PortSetup(),
+            traffic=Traffic(parse_mix("64"), Ethernet(40)),
             platform=skx,
             base=platforms.load_platform_profile("skylake-sp"),
             name="x",

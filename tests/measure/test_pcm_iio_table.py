@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pcieperf.errors import CounterFileError
 from pcieperf.measure import counters
+from pcieperf.measure.counters.samples import Samples
 from tests.helpers import TESTS_DATA
 from tests.helpers import pcm_print as pcm
 from tests.helpers.cli import run_cli
@@ -62,7 +63,7 @@ def interval(kind: str, scale: int = 1) -> dict[int, list[pcm.Stack]]:
     }
 
 
-def parsed(tmp_path, text: str, fmt: str | None = "pcm-iio", **options) -> counters.Samples:
+def parsed(tmp_path, text: str, fmt: str | None = "pcm-iio", **options) -> Samples:
     path = tmp_path / "pcm.txt"
     path.write_text(text)
     return counters.parse(path, fmt, **options)
@@ -71,7 +72,7 @@ def parsed(tmp_path, text: str, fmt: str | None = "pcm-iio", **options) -> count
 FIELDS = ("t_s", "socket", "stack", "part", "metric", "value", "unit")  # all but the wall time
 
 
-def rows(samples: counters.Samples) -> list[tuple]:
+def rows(samples: Samples) -> list[tuple]:
     """Every sample but its wall time (the table prints none)."""
     return list(zip(*(getattr(samples, name) for name in FIELDS), strict=True))
 

@@ -14,7 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pcieperf._native import core
-from pcieperf.net import trace
+from pcieperf.net.trace import synthesis
+from pcieperf.net.trace.files import read
+from pcieperf.net.trace.rewrite import merge
+from pcieperf.net.trace.statistics import WINDOWS_NS, stats_config
+from pcieperf.nic.profile import load_profile
 from tests.helpers import CAPTURES, TESTS_DATA
 from tests.helpers.cli import run_cli
 
@@ -22,7 +26,7 @@ INPUTS = TESTS_DATA / "trace_stats" / "inputs"
 PORT_KEYS = ("port", "files", "first_file", "last_file")
 PCAP_HEADER = 24  # bytes of a pcap file header (draft-ietf-opsawg-pcap §4)
 PCAP_RECORD_HEADER = 16  # bytes before each record's data (same, §5)
-CONFIG = trace.stats_config(40, trace.WINDOWS_NS)
+CONFIG = stats_config(40, WINDOWS_NS)
 
 
 def synth(tmp_path: Path, capsys, *extra: str) -> Path:
@@ -36,7 +40,7 @@ def synth(tmp_path: Path, capsys, *extra: str) -> Path:
 
 def split(capture: Path, folder: Path, cuts: list[int]) -> list[Path]:
     """The capture's records cut before each packet index in `cuts`, one pcap file each."""
-    t = trace.read(capture, offsets=True)
+    t = read(capture, offsets=True)
     data = capture.read_bytes()
     starts = [int(o) - PCAP_RECORD_HEADER for o in t.offset] + [len(data)]
     bounds = [0, *cuts, t.packets]
@@ -81,7 +85,7 @@ def test_partials_of_any_split_merge_to_the_whole(tmp_path_factory, cuts):
     # partials appended in order summarise to the statistics of the whole file.
     folder = tmp_path_factory.mktemp("split")
     whole = folder / "whole.pcap"
-    trace.synth(
+    synthesis.synth(
         whole,
         eth=trace_eth(),
         mix=imix(),
@@ -184,7 +188,7 @@ def test_a_glob_that_matches_nothing_is_one_line(tmp_path, capsys):
 def interleave(capture: Path, folder: Path, inputs: int) -> list[Path]:
     """The capture's records dealt round-robin into `inputs` pcap files (each in time order,
     all spanning the whole capture), as a capture of several queues or ports would be."""
-    t = trace.read(capture, offsets=True)
+    t = read(capture, offsets=True)
     data = capture.read_bytes()
     starts = [int(o) - PCAP_RECORD_HEADER for o in t.offset] + [len(data)]
     folder.mkdir()
@@ -207,7 +211,7 @@ def test_merge_by_time_ranges_is_byte_identical(tmp_path, capsys, monkeypatch, l
     interleave(one, tmp_path / "queues", 8)
     for inputs in ("parts/*.pcap", "queues/*.pcap"):
         files = archive.expand([inputs])
-        single = trace.merge(files, tmp_path / f"single.{fmt}", force=True)
+        single = merge(files, tmp_path / f"single.{fmt}", force=True)
         ranged = archive_merge.merge(local2, files, str(tmp_path / f"ranged.{fmt}"), force=True)
         assert ranged["ranges"] > 1  # it was cut: 4 ranges per worker (fewer if times repeat)
         assert ranged["packets"] == single["packets"] == 100_000
@@ -225,7 +229,7 @@ def test_merge_of_inputs_out_of_order_is_one_range(tmp_path, capsys, monkeypatch
     backwards = tmp_path / "backwards.pcap"
     backwards.write_bytes(b.read_bytes() + a.read_bytes()[PCAP_HEADER:])
     files = [str(backwards), str(one)]
-    single = trace.merge(files, tmp_path / "single.pcapng")
+    single = merge(files, tmp_path / "single.pcapng")
     ranged = archive_merge.merge(local2, files, str(tmp_path / "ranged.pcapng"))
     assert (ranged["ranges"], ranged["out_of_order"]) == (1, single["out_of_order"])
     assert single["out_of_order"] == 1  # the first record of a after the last of b
@@ -355,9 +359,9 @@ def test_demand_of_100_files_equals_one_file_and_nic_trace(tmp_path, capsys, mon
     from pcieperf.nic import nic
     from pcieperf.pcie.link import Link
 
-    captured = trace.read(one)
+    captured = read(one)
     up, down = nic.per_packet_wire_bytes(
-        *nic.price_packets(nic.load_profile("dpdk"), Link(3, 8), captured.frame_bytes())
+        *nic.price_packets(load_profile("dpdk"), Link(3, 8), captured.frame_bytes())
     )
     span = int(captured.ts_ns.max() - captured.ts_ns.min())
     assert whole["mean_up_gbps"] == pytest.approx(up.sum() * 8 / span, rel=1e-12)
@@ -401,7 +405,7 @@ def fold_case(tmp_path_factory):
     """8 files cut from a 1 ms on/off capture, their origin and the whole file's statistics."""
     folder = tmp_path_factory.mktemp("fold")
     whole = folder / "whole.pcap"
-    trace.synth(whole, eth=trace_eth(), mix=imix(), pps=2e6, duration_s=0.001, arrival="onoff")
+    synthesis.synth(whole, eth=trace_eth(), mix=imix(), pps=2e6, duration_s=0.001, arrival="onoff")
     (raw,) = core().trace_stats([str(whole)], CONFIG)
     parts = split(whole, folder / "parts", [250 * k + 3 for k in range(1, 8)])
     return parts, raw

@@ -21,8 +21,13 @@ from hypothesis import strategies as st
 
 from pcieperf import progress
 from pcieperf.cli import main
-from pcieperf.net import trace
 from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.net.trace import synthesis
+from pcieperf.net.trace.bandwidth import window_rates
+from pcieperf.net.trace.files import Interface, Trace, linktype_name, read
+from pcieperf.net.trace.rewrite import convert, merge
+from pcieperf.net.trace.statistics import stats
+from pcieperf.net.trace.synthesis import synth
 from tests.helpers import CAPTURES
 from tests.helpers.captures import CUT_PCAP, QUIRKS, epb, epoch_ns, idb, pcap, shb, tshark_fields
 
@@ -48,9 +53,9 @@ def tshark_rows(path: Path) -> list[tuple[int, int, int]]:
     return [(epoch_ns(e), int(w), int(c)) for e, w, c in tshark_fields(path, fields)]
 
 
-def assert_agrees_with_capinfos(path: Path, t: trace.Trace) -> None:
+def assert_agrees_with_capinfos(path: Path, t: Trace) -> None:
     theirs = capinfos(path)
-    s = trace.stats(t, Ethernet(40))
+    s = stats(t, Ethernet(40))
     # capinfos' "Data size" is the sum of the packets' original (wire) lengths.
     assert (s["packets"], s["bytes_wire"]) == (
         int(theirs["Number of packets"]),
@@ -68,7 +73,7 @@ def assert_agrees_with_capinfos(path: Path, t: trace.Trace) -> None:
 @needs_capinfos
 @pytest.mark.parametrize("path", SHARED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_shared_capture_agrees_with_capinfos(path):
-    assert_agrees_with_capinfos(path, trace.read(path))
+    assert_agrees_with_capinfos(path, read(path))
 
 
 @needs_capinfos
@@ -77,7 +82,7 @@ def test_quirky_captures_agree_with_capinfos_and_tshark(tmp_path, name):
     data, (exceeded, below, _) = QUIRKS[name]
     path = tmp_path / name
     path.write_bytes(data)
-    t = trace.read(path)
+    t = read(path)
     assert (t.snaplen_exceeded, t.wirelen_below_caplen, t.truncated) == (exceeded, below, False)
     assert_agrees_with_capinfos(path, t)
     ours = list(zip(t.ts_ns.tolist(), t.wirelen.tolist(), t.caplen.tolist(), strict=True))
@@ -132,7 +137,7 @@ def test_caplen_above_the_link_types_maximum_is_refused(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"pcieperf: error: {eth}: byte 24: caplen 262145 exceeds the 262144-byte maximum\n"
     )
-    assert trace.read(dbus).caplen.tolist() == [262_145]
+    assert read(dbus).caplen.tolist() == [262_145]
 
 
 # --- cut short, stdin, compressed ----------------------------------------------------------------
@@ -142,7 +147,7 @@ def test_caplen_above_the_link_types_maximum_is_refused(tmp_path, capsys):
 def test_a_capture_cut_short_reports_what_was_read_like_capinfos(tmp_path, capsys):
     path = tmp_path / "cut.pcap"
     path.write_bytes(CUT_PCAP)
-    assert_agrees_with_capinfos(path, trace.read(path))  # capinfos: 1 packet, 30 bytes
+    assert_agrees_with_capinfos(path, read(path))  # capinfos: 1 packet, 30 bytes
     assert main(["trace", "stats", "--json", str(path)]) == 0
     out = capsys.readouterr()
     got = json.loads(out.out)[0]
@@ -176,13 +181,13 @@ def test_compressed_captures_are_told_by_magic_not_name(tmp_path, kind):
     path.write_bytes(compressed(data, kind, tmp_path))
     plain = tmp_path / "plain.pcapng"
     plain.write_bytes(data)
-    got, expected = trace.read(path), trace.read(plain)
+    got, expected = read(path), read(plain)
     assert got.compression == {"gz": "gzip", "zst": "zstd"}[kind]
     assert got.ts_ns.tolist() == expected.ts_ns.tolist()
     assert got.caplen.tolist() == [40, 17, 0, 5]  # the EPBs' lengths, as written above
     out = tmp_path / "copy.pcapng"
-    trace.convert(path, out)
-    assert trace.read(out).ts_ns.tolist() == expected.ts_ns.tolist()
+    convert(path, out)
+    assert read(out).ts_ns.tolist() == expected.ts_ns.tolist()
 
 
 def run_cli(args: list[str], stdin: bytes) -> subprocess.CompletedProcess:
@@ -200,7 +205,7 @@ def test_standard_input_is_read_for_a_dash(tmp_path):
     out = tmp_path / "from-stdin.pcapng"
     done = run_cli(["trace", "merge", "-", "-o", str(out), "--json"], data)
     assert done.returncode == 0, done.stderr
-    assert trace.read(out).packets == 3
+    assert read(out).packets == 3
     done = run_cli(["trace", "stats", "-", "-"], data)
     assert (done.returncode, done.stderr) == (
         2,
@@ -238,7 +243,7 @@ def test_link_types_are_named(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "interface 0 (unnamed, Linux cooked)" in text
     assert "interface 1 (unnamed, Raw IP)" in text
-    assert trace.linktype_name(300) == "linktype 300"
+    assert linktype_name(300) == "linktype 300"
 
 
 # --- rate windows -----------------------------------------------------------------------------
@@ -250,8 +255,8 @@ def test_a_capture_shorter_than_a_window_has_no_peak_but_its_tail(tmp_path):
     # whole windows only); the one window covers the capture, so its tail rate is the mean,
     # 15 000 packets in 9.999333 ms.
     out = tmp_path / "short.pcap"
-    trace.synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1.5e6, duration_s=0.01)
-    s = trace.stats(trace.read(out), Ethernet(40))
+    synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1.5e6, duration_s=0.01)
+    s = stats(read(out), Ethernet(40))
     per_second = s["rates"][1]
     span_ns = s["last_ts_ns"] - s["first_ts_ns"]
     assert span_ns == 9_999_333  # the 15 000th packet at 14 999 * (1e9 / 1.5e6) ns, truncated
@@ -272,16 +277,16 @@ def test_rates_are_the_reference_windows(times, lengths):
     # window's count over its length, a shorter last window (the tail) apart.
     n = len(times)
     wire = np.array(lengths[:n], dtype=np.uint32)
-    t = trace.Trace(
+    t = Trace(
         path="h",
         format="pcap",
         ts_ns=np.array(times, dtype=np.int64),
         caplen=wire,
         wirelen=wire,
         iface=np.zeros(n, dtype=np.uint32),
-        interfaces=(trace.Interface(1, 0, 9, 0, None, 0),),
+        interfaces=(Interface(1, 0, 9, 0, None, 0),),
     )
-    s = trace.stats(t, Ethernet(40))
+    s = stats(t, Ethernet(40))
     for rate in s["rates"]:
         if s["mean_pps"] is None:  # all at one instant: no duration, no rate
             assert rate["peak_pps"] is None
@@ -304,7 +309,7 @@ def test_rates_are_the_reference_windows(times, lengths):
 def test_stats_windows_are_the_ones_asked_for(tmp_path, capsys):
     # 1 Mpps of 64-byte frames for 10 ms: packets 1 us apart, the last at 9.999 ms.
     out = tmp_path / "c.pcap"
-    trace.synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
+    synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
     assert main(["trace", "stats", "--json", "--windows", "100us,2ms", str(out)]) == 0
     fine, coarse = json.loads(capsys.readouterr().out)[0]["rates"]
     # 100 us windows: 100 of them, the last covering 99 us with 100 packets (9900..9999): the
@@ -328,8 +333,8 @@ def test_stats_windows_are_the_ones_asked_for(tmp_path, capsys):
 def test_demand_does_not_dip_in_a_part_filled_last_window():
     # 1 Mpps for 10.5 ms with 1 ms windows: the last window covers 0.499 ms (up to the last
     # packet at 10.499 ms) and holds 500 packets, so it shows 500 / 0.499 ms, not half a window.
-    t = trace.synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.0105)
-    gbps = trace.window_rates(t.ts_ns, [np.ones(t.packets)], 1_000_000).series[0].gbps
+    t = synthesis.synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.0105)
+    gbps = window_rates(t.ts_ns, [np.ones(t.packets)], 1_000_000).series[0].gbps
     assert gbps.size == 11
     assert gbps[:10] == pytest.approx(1000 * 8 / 1e6)  # 1000 bytes per 1 ms window
     assert gbps[10] == pytest.approx(500 * 8 / 499_000)
@@ -342,10 +347,10 @@ def test_demand_does_not_dip_in_a_part_filled_last_window():
 def test_synth_output_does_not_depend_on_the_chunk_size(tmp_path, monkeypatch, arrival):
     kw = dict(eth=Ethernet(40), mix=parse_mix("imix"), pps=2e6, duration_s=0.01, seed=7)
     whole = tmp_path / "whole.pcap"
-    trace.synth(whole, arrival=arrival, burst=5, **kw)
-    monkeypatch.setattr(trace.synthesis, "SYNTH_CHUNK", 1000)  # 20 chunks of 200 bursts of 5
+    synth(whole, arrival=arrival, burst=5, **kw)
+    monkeypatch.setattr(synthesis, "SYNTH_CHUNK", 1000)  # 20 chunks of 200 bursts of 5
     pieces = tmp_path / "pieces.pcap"
-    trace.synth(pieces, arrival=arrival, burst=5, **kw)
+    synth(pieces, arrival=arrival, burst=5, **kw)
     assert pieces.read_bytes() == whole.read_bytes()
 
 
@@ -361,9 +366,9 @@ def test_synth_reports_progress_per_chunk(tmp_path, monkeypatch):
         return contextlib.nullcontext(Recorder())
 
     monkeypatch.setattr(progress, "bar", bar)
-    monkeypatch.setattr(trace.synthesis, "SYNTH_CHUNK", 4096)
+    monkeypatch.setattr(synthesis, "SYNTH_CHUNK", 4096)
     out = tmp_path / "p.pcap"
-    trace.synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
+    synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
     # 10 000 packets: two chunks of 4096 and one of 1808.
     assert seen == [(10_000, "synth p.pcap", "pkt"), 4096, 4096, 1808]
 
@@ -371,12 +376,12 @@ def test_synth_reports_progress_per_chunk(tmp_path, monkeypatch):
 SYNTH_PEAK = """
 import sys
 import numpy  # synthesis uses it; loaded before the baseline, as the profile model no longer does
-from pcieperf.net import trace
+from pcieperf.net.trace.synthesis import synth
 from pcieperf.net.ethernet import Ethernet, parse_mix
 def rss(key):
     return int(open("/proc/self/status").read().split(key)[1].split()[0])
 before = rss("VmRSS:")
-trace.synth(sys.argv[1], eth=Ethernet(100), mix=parse_mix("64"), pps=4e6, duration_s=0.5,
+synth(sys.argv[1], eth=Ethernet(100), mix=parse_mix("64"), pps=4e6, duration_s=0.5,
             arrival="poisson")
 print(rss("VmHWM:") - before)
 """
@@ -421,9 +426,9 @@ def test_outputs_get_the_users_umask(tmp_path):
     old = os.umask(0o022)
     try:
         synthetic = tmp_path / "s.pcap"
-        trace.synth(synthetic, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=1e-4)
-        trace.merge([synthetic], tmp_path / "m.pcapng")
-        trace.convert(synthetic, tmp_path / "c.pcapng")
+        synth(synthetic, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=1e-4)
+        merge([synthetic], tmp_path / "m.pcapng")
+        convert(synthetic, tmp_path / "c.pcapng")
     finally:
         os.umask(old)
     for name in ("s.pcap", "m.pcapng", "c.pcapng"):
@@ -489,7 +494,7 @@ def damaged_captures(draw):
 
 
 def packets_of(path: Path, **kw) -> list[tuple[int, bytes]]:
-    t = trace.read(path, offsets=True, **kw)
+    t = read(path, offsets=True, **kw)
     raw = path.read_bytes()
     offsets, caplens = t.offset.tolist(), t.caplen.tolist()
     return [
@@ -517,17 +522,17 @@ def test_merge_convert_and_skip_bad_keep_every_readable_packet(tmp_path, case):
     path.write_bytes(data)
     assert packets_of(path, skip_bad=True) == expected
     copy = tmp_path / "copy.pcapng"
-    trace.convert(path, copy, force=True, skip_bad=True)
+    convert(path, copy, force=True, skip_bad=True)
     assert packets_of(copy) == expected
     merged = tmp_path / "merged.pcapng"
-    trace.merge([path, path], merged, force=True, skip_bad=True)
+    merge([path, path], merged, force=True, skip_bad=True)
     assert packets_of(merged) == sorted(expected + expected, key=lambda p: p[0])
 
 
 def test_convert_takes_its_output_as_a_second_word(tmp_path):
     # Issue 27: `trace convert IN OUT` as cp and tshark's editcap take it; -o stays.
     source = tmp_path / "in.pcap"
-    trace.synth(source, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.001)
+    synth(source, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.001)
     assert main(["trace", "convert", str(source), str(tmp_path / "a.pcapng"), "-q"]) == 0
     assert main(["trace", "convert", str(source), "-o", str(tmp_path / "b.pcapng"), "-q"]) == 0
     assert (tmp_path / "a.pcapng").read_bytes() == (tmp_path / "b.pcapng").read_bytes()

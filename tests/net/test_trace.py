@@ -11,12 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pcieperf._native import core
 from pcieperf.cli import main
 from pcieperf.dpdk import forwarding
 from pcieperf.errors import UsageError
-from pcieperf.net import trace
 from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.net.trace import statistics
+from pcieperf.net.trace.files import Trace, read
+from pcieperf.net.trace.rewrite import convert, merge
+from pcieperf.net.trace.synthesis import synth, synthetic
 from pcieperf.nic import nic
+from pcieperf.nic.profile import load_profile
 from pcieperf.pcie.link import Link
 from tests.helpers import CAPTURES
 from tests.helpers.captures import content, epoch_ns, payloads, tshark_fields, write_capture
@@ -41,7 +46,7 @@ def tshark_packets(path: Path) -> list[list[str]]:
     return rows
 
 
-def local_iface(t: trace.Trace) -> np.ndarray:
+def local_iface(t: Trace) -> np.ndarray:
     """tshark prints interface ids local to their pcapng section; ours count across sections."""
     sections = np.array([i.section for i in t.interfaces])
     first_of_section = np.array([np.flatnonzero(sections == s)[0] for s in sections])
@@ -53,7 +58,7 @@ def local_iface(t: trace.Trace) -> np.ndarray:
 @pytest.mark.parametrize("path", SHARED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_reader_agrees_with_tshark_on_every_shared_capture(path):
     expected = tshark_packets(path)
-    t = trace.read(path)
+    t = read(path)
     assert t.snaplen_exceeded == OVER_SNAPLEN.get(path.name, 0)
     assert (t.skipped, t.truncated) == (0, False)
     assert t.packets == len(expected)
@@ -83,17 +88,17 @@ def test_caplen_beyond_snaplen_is_read_counted_and_warned_once(capsys):
 @needs_shared
 @pytest.mark.parametrize("path", SHARED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_round_trip_is_lossless(path, tmp_path):
-    source = trace.read(path, offsets=True)
+    source = read(path, offsets=True)
     if not source.interfaces:
         pytest.skip("no interface defined: nothing to rewrite")
     for suffix in (".pcapng", ".pcap"):
         out = tmp_path / f"copy{suffix}"
         if suffix == ".pcap" and len({i.linktype for i in source.interfaces}) > 1:
             with pytest.raises(UsageError, match="pcap holds one link type"):
-                trace.convert(path, out)
+                convert(path, out)
             continue
-        trace.convert(path, out)
-        copy = trace.read(out, offsets=True)
+        convert(path, out)
+        copy = read(out, offsets=True)
         assert copy.ts_ns.tolist() == source.ts_ns.tolist()
         assert copy.wirelen.tolist() == source.wirelen.tolist()
         assert copy.caplen.tolist() == source.caplen.tolist()
@@ -109,9 +114,9 @@ def test_merge_is_sorted_complete_and_equal_in_content(tmp_path):
     names += ["pcapng-test-generator/output_be/basic/test004.pcapng"]
     inputs = [CAPTURES / n for n in names]
     out = tmp_path / "merged.pcapng"
-    result = trace.merge(inputs, out)
-    merged = trace.read(out, offsets=True)
-    sources = [trace.read(p, offsets=True) for p in inputs]
+    result = merge(inputs, out)
+    merged = read(out, offsets=True)
+    sources = [read(p, offsets=True) for p in inputs]
     assert result["packets"] == merged.packets == sum(s.packets for s in sources)
     assert np.all(np.diff(merged.ts_ns) >= 0)
     assert len(merged.interfaces) == sum(len(s.interfaces) for s in sources)
@@ -119,7 +124,7 @@ def test_merge_is_sorted_complete_and_equal_in_content(tmp_path):
     if shutil.which("mergecap"):
         theirs = tmp_path / "mergecap.pcapng"
         subprocess.run(["mergecap", "-w", str(theirs), *map(str, inputs)], check=True)
-        assert trace.read(theirs).ts_ns.tolist() == merged.ts_ns.tolist()
+        assert read(theirs).ts_ns.tolist() == merged.ts_ns.tolist()
 
 
 @settings(max_examples=40, deadline=None)
@@ -134,8 +139,8 @@ def test_merge_conserves_packets_and_is_stable(tmp_path_factory, times, suffix):
         inputs.append(folder / f"in{k}{suffix}")
         write_capture(inputs[-1], ts, fill=k)
     out = folder / f"out{suffix}"
-    trace.merge(inputs, out)
-    merged = trace.read(out, offsets=True)
+    merge(inputs, out)
+    merged = read(out, offsets=True)
     raw = out.read_bytes()
     origin = [raw[o] for o in merged.offset.tolist()]
     expected = sorted((t, k) for k, ts in enumerate(times) for t in ts)  # stable: input order
@@ -155,14 +160,14 @@ def test_write_then_read_round_trips_any_packets(tmp_path_factory, packets, fmt)
     blob = b"".join(p[1] for p in packets) or b"\0"
     lengths = np.array([len(p[1]) for p in packets], dtype=np.uint32)
     offsets = (np.cumsum(lengths) - lengths).astype(np.uint64)
-    w = trace.core().TraceWriter(str(path), fmt, 1, 0, buffer_bytes=64)
+    w = core().TraceWriter(str(path), fmt, 1, 0, buffer_bytes=64)
     n = len(packets)
     w.write_batch(
         ts, np.zeros(n, np.uint32), lengths + 4, lengths, np.frombuffer(blob, np.uint8), offsets
     )
     stats = w.close()
     assert stats["bytes"] == path.stat().st_size
-    back = trace.read(path, offsets=True)
+    back = read(path, offsets=True)
     assert back.ts_ns.tolist() == ts.tolist()
     assert back.wirelen.tolist() == (lengths + 4).tolist()
     assert payloads(back) == [p[1] for p in packets]
@@ -173,8 +178,8 @@ def test_stats_of_a_constant_rate_trace(tmp_path):
     # apart, so every 1 ms window holds 1000 packets and no packets are back to back at 40 GbE
     # (a 64-byte frame occupies (64 + 20) * 8 / 40 = 16.8 ns of wire time).
     out = tmp_path / "c.pcap"
-    trace.synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
-    s = trace.stats(trace.read(out), Ethernet(40))
+    synth(out, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.01)
+    s = statistics.stats(read(out), Ethernet(40))
     assert (s["packets"], s["bytes_wire"], s["bytes_captured"]) == (10_000, 600_000, 600_000)
     assert s["last_ts_ns"] - s["first_ts_ns"] == 9_999_000
     # The capture spans 9.999 ms: nine whole 1 ms windows of 1000 packets (the peak, 1 Mpps:
@@ -194,7 +199,7 @@ def test_stats_of_a_constant_rate_trace(tmp_path):
 
 def test_onoff_bursts_are_back_to_back_at_line_rate(tmp_path):
     out = tmp_path / "b.pcapng"
-    trace.synth(
+    synth(
         out,
         eth=Ethernet(40),
         mix=parse_mix("64"),
@@ -203,8 +208,8 @@ def test_onoff_bursts_are_back_to_back_at_line_rate(tmp_path):
         arrival="onoff",
         burst=32,
     )
-    t = trace.read(out)
-    s = trace.stats(t, Ethernet(40))
+    t = read(out)
+    s = statistics.stats(t, Ethernet(40))
     # 50 000 packets in bursts of 32 back to back: 1562 full bursts and a last one of 16
     # (no idle gap of this seed falls below one frame time, so no two bursts touch).
     assert s["packets"] == 50_000
@@ -216,7 +221,7 @@ def test_onoff_bursts_are_back_to_back_at_line_rate(tmp_path):
 
 
 def test_poisson_arrivals_have_the_mean_rate_and_exponential_gaps(tmp_path):
-    t = trace.synthetic(
+    t = synthetic(
         eth=Ethernet(100), mix=parse_mix("imix"), pps=2e6, duration_s=0.05, arrival="poisson"
     )
     gaps = np.diff(t.ts_ns)
@@ -228,7 +233,7 @@ def test_poisson_arrivals_have_the_mean_rate_and_exponential_gaps(tmp_path):
 def test_synth_refuses_rates_beyond_line_rate(tmp_path):
     # 64-byte frames at 40 GbE: 40e9 / (84 * 8) = 59.52 Mpps at most.
     with pytest.raises(UsageError, match="exceeds 40 GbE line rate"):
-        trace.synth(
+        synth(
             tmp_path / "x.pcap", eth=Ethernet(40), mix=parse_mix("64"), pps=60e6, duration_s=0.001
         )
 
@@ -237,8 +242,8 @@ def test_nic_trace_demand_conserves_bytes():
     # A constant 64-byte trace at 2 Mpps for 5 ms: every 1 ms window carries 2000 packets, so
     # the demand equals 2 Mpps times the per-packet cost of `nic` at 64 bytes.
     link = Link()
-    profile = nic.load_profile("dpdk")
-    t = trace.synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=2e6, duration_s=0.005)
+    profile = load_profile("dpdk")
+    t = synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=2e6, duration_s=0.005)
     found = nic.trace_demand(profile, link, t, 1_000_000)
     fixed = nic.evaluate_sizes(profile, link, Ethernet(40), [64])
     # The trace spans 4.9995 ms: the last window covers 0.9995 ms with its 2000 packets.
@@ -253,7 +258,7 @@ def test_dpdk_trace_batches_come_from_arrivals():
     # 10 Mpps evenly spaced (100 ns apart) with a 1 us poll: every poll finds 10 packets, so the
     # batch histogram is {10: calls} and the traffic equals the fixed estimate at batch 10.
     link = Link()
-    t = trace.synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=10e6, duration_s=0.002)
+    t = synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=10e6, duration_s=0.002)
     fwd = forwarding.trace_forwarding(forwarding.ForwardingConfig(), link, t, 1_000_000, 1000)
     assert fwd.batch_hist == {10: 2000.0}
     est = forwarding.estimate(forwarding.ForwardingConfig(pkt_bytes=60, batch=10), link, 10e6)

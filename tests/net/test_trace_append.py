@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcieperf.net import trace
+from pcieperf.net.trace import files
+from pcieperf.net.trace.rewrite import merge
 from tests.helpers import CAPTURES
 from tests.helpers.captures import content, write_capture
 from tests.helpers.cli import run_cli
@@ -28,7 +29,7 @@ def tagged(folder, times: list[list[int]], suffix: str) -> list:
 
 def order(path) -> list[tuple[int, int]]:
     """(time, input) of every record of a capture written from `tagged` inputs, in file order."""
-    read = trace.read(path, offsets=True)
+    read = files.read(path, offsets=True)
     raw = path.read_bytes()
     return list(zip(read.ts_ns.tolist(), [raw[o] for o in read.offset.tolist()], strict=True))
 
@@ -43,7 +44,7 @@ def test_append_keeps_the_order_given(tmp_path_factory, times, suffix):
     # then input 1's, ... (mergecap -a), none lost, none moved.
     folder = tmp_path_factory.mktemp("append")
     out = folder / f"out{suffix}"
-    result = trace.merge(tagged(folder, times, suffix), out, append=True)
+    result = merge(tagged(folder, times, suffix), out, append=True)
     assert order(out) == [(t, k) for k, ts in enumerate(times) for t in ts]
     assert result["packets"] == sum(map(len, times))
 
@@ -59,7 +60,7 @@ def test_append_of_inputs_already_in_order_is_the_merge(tmp_path_factory, times,
         start = ordered[-1][-1] if ordered[-1] else start
     inputs = tagged(folder, ordered, suffix)
     appended, merged = folder / f"a{suffix}", folder / f"m{suffix}"
-    assert trace.merge(inputs, appended, append=True) == trace.merge(inputs, merged)
+    assert merge(inputs, appended, append=True) == merge(inputs, merged)
     assert appended.read_bytes() == merged.read_bytes()
 
 
@@ -71,13 +72,13 @@ def test_append_writes_what_mergecap_a_writes(tmp_path):
     names = ["tcpdump/nhrp.pcapng", "tcpdump/afs.pcap", "tcpdump/AoE_Linux.pcap"]
     inputs = [CAPTURES / n for n in names]
     ours, theirs = tmp_path / "ours.pcapng", tmp_path / "theirs.pcapng"
-    trace.merge(inputs, ours, append=True)
+    merge(inputs, ours, append=True)
     subprocess.run(["mergecap", "-a", "-w", str(theirs), *map(str, inputs)], check=True)
-    mine, wireshark = trace.read(ours, offsets=True), trace.read(theirs, offsets=True)
+    mine, wireshark = files.read(ours, offsets=True), files.read(theirs, offsets=True)
     assert mine.ts_ns.tolist() == wireshark.ts_ns.tolist()
     assert mine.wirelen.tolist() == wireshark.wirelen.tolist()
     assert sorted(content(mine)) == sorted(content(wireshark))
-    assert mine.packets == sum(trace.read(p).packets for p in inputs)
+    assert mine.packets == sum(files.read(p).packets for p in inputs)
 
 
 def test_cli_append_refuses_to_clobber_and_runs_atomically(tmp_path, capsys):

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcieperf.net import trace
+from pcieperf.net.trace.rewrite import convert
 from tests.helpers.captures import pcap
 
 NS = 1_000_000_000
@@ -37,7 +37,7 @@ def oracle(records: list[tuple[int, int, bytes]], nanos: bool) -> bytes:
 def converted(tmp_path: Path, data: bytes) -> tuple[bytes, dict]:
     source, out = tmp_path / "in.pcap", tmp_path / "out.pcap"
     source.write_bytes(data)
-    result = trace.convert(source, out, force=True)
+    result = convert(source, out, force=True)
     return out.read_bytes(), result
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcieperf.net import trace
+from pcieperf._native import core
+from pcieperf.net.trace.synthesis import SYNTH_START_NS
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/status").exists(), reason="peak memory is read from Linux /proc"
@@ -44,9 +45,9 @@ def write_inputs(folder: Path, count: int) -> list[str]:
     paths = []
     for k in range(count):
         path = folder / f"in{k}.pcap"
-        writer = trace.core().TraceWriter(str(path), "pcap", 1, 0)
+        writer = core().TraceWriter(str(path), "pcap", 1, 0)
         n = 1000
-        ts = trace.SYNTH_START_NS + k + np.arange(n, dtype=np.int64) * count
+        ts = SYNTH_START_NS + k + np.arange(n, dtype=np.int64) * count
         lens = np.full(n, 60, dtype=np.uint32)
         frame = np.zeros(60, dtype=np.uint8)
         writer.write_batch(ts, np.zeros(n, np.uint32), lens, lens, frame, np.zeros(n, np.uint64))

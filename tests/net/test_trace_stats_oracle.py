@@ -9,8 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcieperf.net import trace
-from pcieperf.net.ethernet import RATES_GBPS, Ethernet
+from pcieperf._native import core
+from pcieperf.net.ethernet import Ethernet
+from pcieperf.net.trace.files import Interface, Trace, read
+from pcieperf.net.trace.statistics import WINDOWS_NS, _report, _stats_config, stats
+from pcieperf.net.wire import RATES_GBPS
 from tests.helpers import stats_oracle
 
 # Link types with an Ethernet equivalent (trace.LINK_HEADER_BYTES) and without (PPP 9, User 0
@@ -30,7 +33,7 @@ GAPS = st.one_of(
 @st.composite
 def traces(draw, max_packets=80):
     interfaces = tuple(
-        trace.Interface(draw(st.sampled_from(LINKTYPES)), 0, draw(st.sampled_from(RESOLUTIONS)),
+        Interface(draw(st.sampled_from(LINKTYPES)), 0, draw(st.sampled_from(RESOLUTIONS)),
                         0, None, 0)
         for _ in range(draw(st.integers(1, 3)))
     )  # fmt: skip
@@ -39,7 +42,7 @@ def traces(draw, max_packets=80):
     if draw(st.booleans()):  # some captures are out of order
         ts = np.array(draw(st.permutations(ts.tolist())))
     wire = np.array([draw(st.integers(0, 70_000)) for _ in range(n)], dtype=np.uint32)
-    return trace.Trace(
+    return Trace(
         path="random",
         format="pcapng",
         ts_ns=np.asarray(ts, dtype=np.int64),
@@ -57,14 +60,14 @@ WINDOWS = st.lists(st.integers(1, 2 * 10**9), min_size=1, max_size=3).map(tuple)
 @settings(max_examples=300, deadline=None)
 @given(traces(), ETHERNETS, WINDOWS)
 def test_stats_of_a_trace_in_memory_equal_the_numpy_ones(t, eth, windows):
-    assert trace.stats(t, eth, windows) == stats_oracle.stats(t, eth, windows)
+    assert stats(t, eth, windows) == stats_oracle.stats(t, eth, windows)
 
 
-def write(path, t: trace.Trace) -> None:
+def write(path, t: Trace) -> None:
     """`t` as a pcapng file: one interface per interface of `t` (ns resolution), its packets
     in its order."""
     first, *rest = t.interfaces
-    writer = trace.core().TraceWriter(str(path), "pcapng", first.linktype, 0)
+    writer = core().TraceWriter(str(path), "pcapng", first.linktype, 0)
     for i in rest:
         writer.add_interface(i.linktype, 0)
     payload = np.zeros(max(int(t.caplen.max(initial=0)), 1), dtype=np.uint8)
@@ -80,12 +83,12 @@ def write(path, t: trace.Trace) -> None:
 def test_stats_of_a_file_read_once_or_twice_equal_the_numpy_ones(tmp_path, t, eth, limit):
     path = tmp_path / "random.pcapng"
     write(path, t)
-    config = trace._stats_config(eth.rate_gbps, eth.overhead_bytes, trace.WINDOWS_NS)
+    config = _stats_config(eth.rate_gbps, eth.overhead_bytes, WINDOWS_NS)
     config["distinct_gap_limit"] = limit  # tiny: the percentiles need the second read
-    (raw,) = trace.core().trace_stats([str(path)], config)
-    interfaces = [trace.Interface(**i) for i in raw["interfaces"]]
-    got = trace._report(str(path), raw, interfaces, eth.rate_gbps)
-    assert got == stats_oracle.stats(trace.read(path), eth, trace.WINDOWS_NS)
+    (raw,) = core().trace_stats([str(path)], config)
+    interfaces = [Interface(**i) for i in raw["interfaces"]]
+    got = _report(str(path), raw, interfaces, eth.rate_gbps)
+    assert got == stats_oracle.stats(read(path), eth, WINDOWS_NS)
     # Read again when out of order, and maybe when more distinct gaps of 65 536 ns or more
     # than the limit were found (only if a percentile falls among them).
     gaps = np.diff(np.sort(t.ts_ns))
@@ -100,9 +103,9 @@ def test_every_timestamp_resolution_is_rounded_as_numpy_rounded_it(tsresol):
     # 64-byte frames take (64 + 20) * 8 / 40 = 16.8 ns at 40 GbE: with the oracle's resolution
     # r, a gap of r + 16 ns is back to back and one of r + 17 ns is not, so any difference in
     # r changes the bursts.
-    interfaces = (trace.Interface(1, 0, tsresol, 0, None, 0),)
-    r = stats_oracle._resolution_ns(trace.Trace("r", "pcapng", *[np.zeros(0)] * 4, interfaces))
-    t = trace.Trace(
+    interfaces = (Interface(1, 0, tsresol, 0, None, 0),)
+    r = stats_oracle._resolution_ns(Trace("r", "pcapng", *[np.zeros(0)] * 4, interfaces))
+    t = Trace(
         path="resolution",
         format="pcapng",
         ts_ns=np.array([0, r + 16, 2 * r + 33], dtype=np.int64),
@@ -111,6 +114,6 @@ def test_every_timestamp_resolution_is_rounded_as_numpy_rounded_it(tsresol):
         iface=np.zeros(3, dtype=np.uint32),
         interfaces=interfaces,
     )
-    got = trace.stats(t, Ethernet(40))
+    got = stats(t, Ethernet(40))
     assert (got["bursts"]["bursts"], got["bursts"]["max_burst"]) == (1, 2)
-    assert got == stats_oracle.stats(t, Ethernet(40), trace.WINDOWS_NS)
+    assert got == stats_oracle.stats(t, Ethernet(40), WINDOWS_NS)

@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from pcieperf.net import stats_text, trace
+from pcieperf.net import stats_text
+from pcieperf.net.trace.statistics import stats_files
 from tests.helpers import CAPTURES, TESTS_DATA
 from tests.helpers.captures import epb, idb, pcap, shb
 from tests.helpers.cli import run_cli
@@ -110,7 +111,7 @@ SHARED = sorted(CAPTURES.glob("**/*.pcap*"))
 def test_first_and_last_time_are_capinfos(path):
     # Each time with its packet's precision; n/a where some packets carry no time (Simple
     # Packet Blocks); pcap µs files with 6 digits, ns ones with 9.
-    (r,) = trace.stats_files([path])
+    (r,) = stats_files([path])
     assert (r["first_time"], r["last_time"]) == capinfos_times(path)
 
 
@@ -127,7 +128,7 @@ def test_every_resolution_is_shown_as_capinfos_shows_it(tmp_path, tsresol):
     packets = [epb("<", 0, t, b"\0" * 60, 60) for t in (first, first + ticks // 7 + 1)]
     path = tmp_path / "resolution.pcapng"
     path.write_bytes(shb("<") + idb("<", 0, tsresol) + b"".join(packets))
-    (r,) = trace.stats_files([path])
+    (r,) = stats_files([path])
     assert (r["first_time"], r["last_time"]) == capinfos_times(path)
 
 
@@ -175,7 +176,7 @@ def test_brief_text_is_one_line_per_file_that_fits(monkeypatch, capsys):
 
 
 def test_a_brief_row_of_an_archive_port_names_the_port():
-    (r,) = trace.stats_files([CONSTANT])
+    (r,) = stats_files([CONSTANT])
     port = {"port": 0, "files": 2, "first_file": "a.pcap", "last_file": "b.pcap"}
     result = port | {k: v for k, v in r.items() if k != "file"}
     row = stats_text.brief_row(result)

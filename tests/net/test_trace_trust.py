@@ -14,8 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pcieperf as pp
-from pcieperf.net import trace
+from pcieperf._native import core
 from pcieperf.net.trace import epoch
+from pcieperf.net.trace.files import Interface
+from pcieperf.net.trace.statistics import WINDOWS_NS, _report, stats_config
 from tests.helpers import TESTS_DATA, stats_oracle
 from tests.helpers.captures import epb, epoch_ns, idb, shb, tshark_fields
 from tests.helpers.cli import run_cli
@@ -230,9 +232,9 @@ def test_partials_of_a_dpdk_file_cut_in_two_merge_to_the_whole(tmp_path):
     halves = [tmp_path / "a.pcapng", tmp_path / "b.pcapng"]
     halves[0].write_bytes(b"".join(head[:2] + blocks[:300]))
     halves[1].write_bytes(b"".join(head[:2] + blocks[300:]))
-    config = trace.stats_config(40, trace.WINDOWS_NS)
-    (whole,) = trace.core().trace_stats([str(PCAPNG)], config)
-    parts = [trace.core().trace_partial(str(p), config, whole["first_ts_ns"]) for p in halves]
+    config = stats_config(40, WINDOWS_NS)
+    (whole,) = core().trace_stats([str(PCAPNG)], config)
+    parts = [core().trace_partial(str(p), config, whole["first_ts_ns"]) for p in halves]
     parts[0].append(parts[1], config)
     got = parts[0].summary(config)
     assert got["max_equal_timestamps"] == 32
@@ -256,8 +258,8 @@ def test_trust_of_random_captures_is_the_numpy_one(tmp_path, start, packets):
     flags = [f for _, f in packets]
     path = tmp_path / "random.pcapng"
     path.write_bytes(ns_pcapng(zip(ticks.tolist() if packets else [], flags, strict=True)))
-    (raw,) = trace.core().trace_stats([str(path)], trace.stats_config(40, trace.WINDOWS_NS))
-    got = trace._report(str(path), raw, [trace.Interface(**i) for i in raw["interfaces"]], 40)
+    (raw,) = core().trace_stats([str(path)], stats_config(40, WINDOWS_NS))
+    got = _report(str(path), raw, [Interface(**i) for i in raw["interfaces"]], 40)
     ts = np.array(ticks.tolist() if packets else [], dtype=np.uint64).view(np.int64)
     direction = np.array([f if f < 3 else 0 for f in flags], dtype=np.uint8)
     wrapped = sum(t >= 2**63 for t in ticks.tolist()) if packets else 0

@@ -10,13 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcieperf.dpdk import forwarding, iommu
+from pcieperf.dpdk import forwarding
+from pcieperf.dpdk.iommu.model import Model
+from pcieperf.dpdk.iommu.platform import Traffic, load_platform
+from pcieperf.dpdk.iommu.stream import forwarding_nic, transaction_classes
+from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import ProfileError
 from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
 from pcieperf.nic import nic
 from pcieperf.nic import profile as profile_model
+from pcieperf.nic.profile import builtin_profiles, evaluate_expression, load_profile, parse_profile
 from pcieperf.pcie.link import Link
-from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.pciebench.bench import Point
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
 from tests.helpers.cli import run_cli
 from tests.helpers.hosts import HOST, write_host_toml
 
@@ -34,7 +40,7 @@ def cli_json(capsys, *argv):
 
 @pytest.fixture(scope="module")
 def platform():
-    return iommu.load_platform()
+    return load_platform()
 
 
 # --- the three commands on one profile ----------------------------------------------------------
@@ -80,8 +86,8 @@ def test_64b_root_complex_bound_is_the_calibrated_write_cost_above_the_link(plat
     # simulation gives the nic model's rate, PCIe up.
     cal = load_calibration(DEFAULT_CALIBRATION).shared
     per_packet_ns = (cal.write_line_ns + cal.partial_line_ns) * (2 + 1 / 32)
-    model = iommu.Model(platform, iommu.Traffic(parse_mix("64"), Ethernet(40)), 50_000)
-    r = model.evaluate(iommu.PortSetup(page="2m"))
+    model = Model(platform, Traffic(parse_mix("64"), Ethernet(40)), 50_000)
+    r = model.evaluate(PortSetup(page="2m"))
     assert r.bounds_mpps["root_complex"] == pytest.approx(1e3 / per_packet_ns, rel=1e-9)
     assert r.bounds_mpps["root_complex"] > r.nic_mpps
     assert r.limited_by_no_iommu[0] == "pcie_up"
@@ -103,8 +109,8 @@ def test_too_few_read_requests_are_named(platform):
     # for about the host's 383 ns read latency bound 64 B forwarding near
     # 8 / (1.75 * 0.39 us) = 11.7 Mpps, far below the link's 42.4.
     few = replace(platform.device, device=replace(platform.device.device, read_requests=8))
-    model = iommu.Model(replace(platform, device=few), iommu.Traffic(parse_mix("64"), Ethernet(40)))
-    r = model.evaluate(iommu.PortSetup(page="2m"))
+    model = Model(replace(platform, device=few), Traffic(parse_mix("64"), Ethernet(40)))
+    r = model.evaluate(PortSetup(page="2m"))
     assert r.limited_by_no_iommu[0] == "read_requests"
     assert 10 < r.bounds_mpps["read_requests"] < 12
     assert r.mpps_no_iommu <= 1.01 * r.bounds_mpps["read_requests"]
@@ -117,8 +123,8 @@ def test_read_requests_that_bind_in_bursts_are_named(platform):
     # 64 B forwarding falls below the root complex's 41.9 and the run names the tags: the
     # same run with unlimited read requests is faster.
     few = replace(platform.device, device=replace(platform.device.device, read_requests=32))
-    model = iommu.Model(replace(platform, device=few), iommu.Traffic(parse_mix("64"), Ethernet(40)))
-    r = model.evaluate(iommu.PortSetup(page="2m"))
+    model = Model(replace(platform, device=few), Traffic(parse_mix("64"), Ethernet(40)))
+    r = model.evaluate(PortSetup(page="2m"))
     assert r.bounds_mpps["read_requests"] > 1.05 * r.mpps_no_iommu
     assert r.mpps_no_iommu < 0.99 * r.bounds_mpps["root_complex"]
     assert r.limited_by_no_iommu == ["read_requests"]
@@ -130,9 +136,9 @@ def test_read_requests_that_bind_in_bursts_are_named(platform):
 @pytest.mark.parametrize("mix", ["64", "1518", "imix"])
 @pytest.mark.parametrize("rx_desc", [16, 32])
 def test_simulated_bytes_per_packet_are_the_nic_models(platform, mix, rx_desc):
-    setup = iommu.PortSetup(page="2m", rx_desc_bytes=rx_desc)
-    traffic = iommu.Traffic(parse_mix(mix), Ethernet(40))
-    classes = iommu.transaction_classes(setup, traffic, platform)
+    setup = PortSetup(page="2m", rx_desc_bytes=rx_desc)
+    traffic = Traffic(parse_mix(mix), Ethernet(40))
+    classes = transaction_classes(setup, traffic, platform)
     # Descriptor classes occur once per 64 / desc packets (per RS threshold for the RS
     # write-back); packet classes once per packet of their size.
     per_occurrence = [64 // rx_desc, 64 // rx_desc, 64 // 16, 32]
@@ -146,7 +152,7 @@ def test_simulated_bytes_per_packet_are_the_nic_models(platform, mix, rx_desc):
         return descriptors + float(weights @ packets.sum(axis=1))
 
     priced = nic.evaluate(
-        iommu.forwarding_nic(setup, platform), platform.link, Ethernet(40), [traffic.mix]
+        forwarding_nic(setup, platform), platform.link, Ethernet(40), [traffic.mix]
     )
     assert per_packet("up_bytes") == pytest.approx(float(priced.up_bytes_per_pkt[0]), rel=1e-12)
     assert per_packet("down_bytes") == pytest.approx(float(priced.down_bytes_per_pkt[0]), rel=1e-12)
@@ -155,8 +161,8 @@ def test_simulated_bytes_per_packet_are_the_nic_models(platform, mix, rx_desc):
 def test_read_classes_hold_a_tag_per_request_and_writes_none(platform):
     # MRRS 512: a 1514 B packet read is 3 requests (0-512, 512-1024, 1024-1514); a 64 B
     # descriptor line one; posted writes none. Rx DMA is queue 0, Tx DMA queue 1.
-    traffic = iommu.Traffic(parse_mix("1518"), Ethernet(40))
-    classes = iommu.transaction_classes(iommu.PortSetup(page="2m"), traffic, platform)
+    traffic = Traffic(parse_mix("1518"), Ethernet(40))
+    classes = transaction_classes(PortSetup(page="2m"), traffic, platform)
     assert [c["tags"] for c in classes] == [1, 0, 1, 0, 0, 3]
     assert [c["queue"] for c in classes] == [0, 0, 1, 1, 0, 1]
     assert [c["read"] for c in classes] == [True, False, True, False, False, True]
@@ -196,23 +202,23 @@ def test_a_mix_costs_the_mean_of_its_packets():
 
 
 def test_every_builtin_profile_has_a_device_with_its_assumptions_in_range():
-    for name in nic.builtin_profiles():
-        device = nic.load_profile(name).device
+    for name in builtin_profiles():
+        device = load_profile(name).device
         assert device is not None, name
         assert device.name, name
         assert device.source, name
         for fact, (low, high) in device.assumed.items():
             assert low <= getattr(device, fact) <= high, (name, fact)
     # No datasheet publishes the XL710's outstanding-request limit: it is an assumption.
-    assert nic.load_profile("testpmd-fwd").device.assumed["read_requests"] == (32, 256)
+    assert load_profile("testpmd-fwd").device.assumed["read_requests"] == (32, 256)
 
 
 def test_division_in_expressions():
     # "rx_fetch_bytes / rx_desc" = 64 / 32: two descriptors per fetch.
-    profile = nic.load_profile("testpmd-fwd")
+    profile = load_profile("testpmd-fwd")
     one = np.array([60])
-    assert nic.evaluate_expression("rx_fetch_bytes / rx_desc", profile.names, one, one + 4)[0] == 2
-    assert nic.evaluate_expression("rx_desc * 2 / 4", profile.names, one, one + 4)[0] == 16
+    assert evaluate_expression("rx_fetch_bytes / rx_desc", profile.names, one, one + 4)[0] == 2
+    assert evaluate_expression("rx_desc * 2 / 4", profile.names, one, one + 4)[0] == 16
 
 
 @settings(max_examples=300)
@@ -261,7 +267,7 @@ every = "rx_fetch_bytes / desc"
 
 
 def test_a_user_profile_device_prices_its_operations():
-    profile = nic.parse_profile(PROFILE, "mine.toml")
+    profile = parse_profile(PROFILE, "mine.toml")
     assert profile.device.read_requests == 32
     # 64 B read every 4 packets: (16 + 8) / 4 = 6 B up per packet.
     result = nic.evaluate(profile, Link(), Ethernet(40), [PacketMix.fixed(64)], ("rx",))
@@ -283,7 +289,7 @@ def test_a_user_profile_device_prices_its_operations():
 )
 def test_malformed_device_tables_name_the_problem(edit, message):
     with pytest.raises(ProfileError, match=message):
-        nic.parse_profile(edit(PROFILE), "mine.toml")
+        parse_profile(edit(PROFILE), "mine.toml")
 
 
 def test_iommu_refuses_a_profile_it_cannot_drive(capsys):
@@ -315,7 +321,7 @@ def test_bench_sim_takes_the_nfp6000_engine_by_name(capsys, tmp_path):
     argv = ["bench", "sim", "--host", str(host), "--sizes", "64", "--transactions", "20000"]
     rows = cli_json(capsys, *argv, "--device", "nfp6000")
     device = load_calibration(DEFAULT_CALIBRATION).device
-    point = sim.Point("BW_DMA_RD", "Rand", "HWarm", 0, 0, 8192, 64)
+    point = Point("BW_DMA_RD", "Rand", "HWarm", 0, 0, 8192, 64)
     expected = sim.simulate(point, HOST, device, transactions=20000)
     assert rows[0]["bw_gbps"] == pytest.approx(expected.bw_gbps, rel=1e-12)
 
@@ -330,8 +336,8 @@ def test_the_reports_figures_agree(platform):
     for name in data.IOMMU_MIXES:
         mix = parse_mix(name)
         figure1 = nic.evaluate(platform.device, Link(), Ethernet(40), [mix])
-        traffic = iommu.Traffic(mix, Ethernet(40))
-        r = iommu.Model(platform, traffic, 50_000).evaluate(iommu.PortSetup(page="2m"))
+        traffic = Traffic(mix, Ethernet(40))
+        r = Model(platform, traffic, 50_000).evaluate(PortSetup(page="2m"))
         at_line = r.mpps_iommu >= 0.99 * r.line_mpps
         if figure1.bottleneck[0] == "ethernet":
             assert at_line or DEVICE_AND_HOST & set(r.limited_by), name
@@ -353,7 +359,7 @@ def test_sizes_and_frequencies_out_of_range_are_refused(size, every, message):
     # Products and quotients can overflow to inf or underflow to 0: a one-line profile error,
     # not a numpy warning or a division by zero.
     text = 'name = "x"\nsource = "s"\n[[rx]]\nwhat = "w"\ninitiator = "dma_write"\n'
-    profile = nic.parse_profile(text + f'size = "{size}"\nevery = "{every}"\n', "x.toml")
+    profile = parse_profile(text + f'size = "{size}"\nevery = "{every}"\n', "x.toml")
     with pytest.raises(ProfileError, match=message):
         nic.evaluate(profile, Link(), Ethernet(40), [PacketMix.fixed(64)])
 

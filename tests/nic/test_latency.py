@@ -12,10 +12,12 @@ import pcieperf
 from pcieperf.net.ethernet import Ethernet
 from pcieperf.nic import host as hosts
 from pcieperf.nic import latency
-from pcieperf.nic.nic import builtin_profiles
+from pcieperf.nic.host import DETAILS_FILE, STATS, host_from_dir, host_from_values
+from pcieperf.nic.profile import builtin_profiles
 from pcieperf.pcie.link import Link
-from pcieperf.pciebench import calibrate
-from pcieperf.pciebench.bench import read_result_csv
+from pcieperf.pciebench.bench import UNSTEADY_RATIO, read_result_csv
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
+from pcieperf.pciebench.host import load_run, steadiness
 from tests.helpers import PCIE_BENCH
 from tests.helpers.cli import run_cli
 
@@ -36,7 +38,7 @@ def short(path):
 
 # A host given by hand: a 64 B read round trip of 560 ns and a posted write of 213 ns (the
 # Broadwell host's medians, written out so these tests need no shared data).
-GIVEN = latency.host_from_values(560.0, 213.0)
+GIVEN = host_from_values(560.0, 213.0)
 GEN3_BYTES_PER_NS = Link().tlp_bytes_per_s / 1e9  # Gen3 x8 TLP bytes per ns (test_link checks it)
 
 
@@ -128,7 +130,7 @@ def test_range_spans_the_assumptions():
 
 
 def test_given_write_defaults_to_half_the_read():
-    host = latency.host_from_values(600.0)
+    host = host_from_values(600.0)
     assert host.write_ns["p50"] == 300.0
     assert host.write_assumed
 
@@ -136,7 +138,7 @@ def test_given_write_defaults_to_half_the_read():
 def test_calibration_host_puts_back_what_the_calibration_removed():
     # reference host LLC latency + device overhead + read engine + data path + link time:
     # back to the ~560 ns the 64 B latency tests measured on the calibration hosts
-    host = hosts.host_from_calibration(calibrate.DEFAULT_CALIBRATION)
+    host = hosts.host_from_calibration(DEFAULT_CALIBRATION)
     assert 530 < host.read_ns["p50"] < 580
 
 
@@ -145,7 +147,7 @@ def test_host_percentiles_come_from_the_cdf():
     # BDW LAT_DMA_RD Rand HWarm 8 KiB 64 B: Avg 557.24, Min 520.0, Med 560.0, 95% 560.0,
     # 99.9% 586.67 ns in lat_dma_details.csv; the CDF section gives the same percentiles (its
     # first value is the minimum).
-    host = latency.host_from_dir(BDW)
+    host = host_from_dir(BDW)
     assert host.read_ns == pytest.approx(
         {"mean": 557.2395, "min": 520.0, "p50": 560.0, "p95": 560.0, "p99.9": 586.6667}, abs=1e-3
     )
@@ -157,7 +159,7 @@ def test_host_percentiles_come_from_the_cdf():
 def test_host_without_a_cdf_takes_the_row_columns():
     # The Fujitsu E3 (no lat_dma_details_cdf.csv), LAT_DMA_RD Rand HWarm 8 KiB 64 B row of
     # lat_dma_details.csv: Avg 7749.52, Min 506.67, Med 1213.33, 95% 3480.0, 99.9% 2014786.67
-    host = latency.host_from_dir(E3)
+    host = host_from_dir(E3)
     assert host.read_ns == pytest.approx(
         {"mean": 7749.516, "min": 506.667, "p50": 1213.333, "p95": 3480.0, "p99.9": 2014786.667},
         abs=1e-3,
@@ -170,7 +172,7 @@ def test_figure_2_shape_from_a_warm_gen3_host():
     # The acceptance of issue 18: a Gen3 x8 warm-cache host and the bypass profile give the
     # shape of the paper's Figure 2 (share > 85 % at 64-128 B, 70-85 % at 1500 B, 128 B within
     # 25 % of 1000 ns), with no constant fitted to that figure.
-    result = latency.loopback("bypass", [64, 128, 1500], latency.host_from_dir(BDW))
+    result = latency.loopback("bypass", [64, 128, 1500], host_from_dir(BDW))
     share = result.pcie_share()
     assert share[0] > 0.85
     assert share[1] > 0.85
@@ -183,9 +185,7 @@ def test_figure_2_shape_from_a_warm_gen3_host():
 def test_only_the_e3_hosts_stall():
     # calibrate.steadiness (p99.9 / median of the latency sweep) above UNSTEADY_RATIO: the two
     # Fujitsu E3 hosts only (docs/bench.md), so STEADY holds the other 14
-    unsteady = [
-        p for p in HOSTS if calibrate.steadiness(calibrate.load_run(p)) > calibrate.UNSTEADY_RATIO
-    ]
+    unsteady = [p for p in HOSTS if steadiness(load_run(p)) > UNSTEADY_RATIO]
     assert unsteady == [E3, E3_NOSP]
     assert len(STEADY) == 14
 
@@ -198,9 +198,9 @@ def test_tag_bound_rate_reproduces_64_byte_reads(host):
     # within 10 % on the 14 steady hosts (-3.8 % to +8.4 %, docs/latency.md).
     check = latency.tag_check(host)
     assert check.tags == 32
-    assert check.latency_ns == latency.host_from_dir(host).read_ns["min"]
+    assert check.latency_ns == host_from_dir(host).read_ns["min"]
     assert abs(check.error_pct) <= 10
-    assert latency.host_from_dir(host).notes == ()
+    assert host_from_dir(host).notes == ()
 
 
 @needs_shared
@@ -228,7 +228,7 @@ def test_tag_bound_rate_misses_the_stalling_hosts_random_reads(host, measured, e
     assert check.idle_gbps == pytest.approx(32 * 512 / 1213.333, abs=1e-3)
     assert check.idle_gbps < check.measured_gbps < check.predicted_gbps
     # the stall is said, with the idle-driver evidence (only the E3 hosts' dmesg has it)
-    (note,) = latency.host_from_dir(host).notes
+    (note,) = host_from_dir(host).notes
     assert "intel_idle" in note
     assert "its median (1213 ns) is 2.4x its floor (507 ns)" in note
 
@@ -245,14 +245,14 @@ def test_no_sequential_runs_without_an_offset_sweep():
 @needs_shared
 def test_stall_note_survives_a_zero_floor(tmp_path):
     # The E3's details file with its row's Min(ns) set to 0: still one note, no division by 0
-    text = (E3 / latency.DETAILS_FILE).read_text()
+    text = (E3 / DETAILS_FILE).read_text()
     row = next(
         line for line in text.splitlines() if line.startswith("LAT_DMA_RD,Rand,HWarm,0,0,8192,64,")
     )
     fields = row.split(",")
     fields[17] = "0.0"  # Min(ns)
-    (tmp_path / latency.DETAILS_FILE).write_text(text.replace(row, ",".join(fields)))
-    (note,) = latency.host_from_dir(tmp_path).notes
+    (tmp_path / DETAILS_FILE).write_text(text.replace(row, ",".join(fields)))
+    (note,) = host_from_dir(tmp_path).notes
     assert "its median (1213 ns) is above its floor (0 ns)" in note
 
 
@@ -314,7 +314,7 @@ def test_report_figures_write_the_model():
 @st.composite
 def setups(draw):
     read = draw(st.floats(0, 5000))
-    host = latency.host_from_values(read, draw(st.floats(0, 3000)))
+    host = host_from_values(read, draw(st.floats(0, 3000)))
     params = {name: draw(st.floats(a.low, a.high)) for name, a in latency.PARAMS.items()}
     frames = draw(st.lists(st.integers(64, 9216), min_size=1, max_size=4))
     return draw(st.sampled_from(builtin_profiles())), host, params, frames
@@ -324,7 +324,7 @@ def setups(draw):
 def test_terms_are_non_negative_and_add_up(setup):
     profile, host, params, frames = setup
     result = latency.loopback(profile, frames, host, params=params)
-    for stat in latency.STATS:
+    for stat in STATS:
         parts = np.array([t.ns[stat] for t in result.terms])
         assert np.all(parts >= 0)
         assert np.allclose(parts.sum(axis=0), result.total_ns(stat))

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
 from pcieperf.nic import nic, pricing
+from pcieperf.nic.pricing import _TOTALS, price_operations
+from pcieperf.nic.profile import INITIATORS, PATHS, builtin_profiles, load_profile, parse_profile
 from pcieperf.pcie.link import Link
 
 GEN3_X8 = Link(gen=3, lanes=8, mps=256, mrrs=512, rcb=64)
@@ -19,7 +21,7 @@ FRAMES = np.arange(64, 1519)
 
 
 def evaluate(profile, sizes, link=GEN3_X8, eth=ETH40):
-    return nic.evaluate_sizes(nic.load_profile(profile), link, eth, np.array(sizes))
+    return nic.evaluate_sizes(load_profile(profile), link, eth, np.array(sizes))
 
 
 def test_simple_nic_bytes_per_64b_frame_by_hand():
@@ -36,14 +38,14 @@ def test_simple_nic_bytes_per_64b_frame_by_hand():
 def test_simple_nic_reaches_40g_only_above_about_600_bytes():
     # Paper §2: "only ... for Ethernet frames larger than 512B"; pcie-bench's model drops the Rx
     # descriptor fetch request from the receive path. Every term charged, we find 590 B.
-    cross = nic.crossover_frame(nic.load_profile("simple"), GEN3_X8, ETH40, FRAMES)
+    cross = nic.crossover_frame(load_profile("simple"), GEN3_X8, ETH40, FRAMES)
     assert 512 < cross <= 650
     assert cross == 590
 
 
 def test_dpdk_reaches_line_rate_before_kernel_before_simple():
     cross = {
-        p: nic.crossover_frame(nic.load_profile(p), GEN3_X8, ETH40, FRAMES)
+        p: nic.crossover_frame(load_profile(p), GEN3_X8, ETH40, FRAMES)
         for p in ("simple", "kernel", "dpdk")
     }
     assert cross["dpdk"] < cross["kernel"] < cross["simple"]
@@ -56,7 +58,7 @@ def test_small_frames_are_pcie_bound_large_ones_ethernet_bound():
 
 
 def test_achievable_never_exceeds_line_rate_or_link():
-    for profile in nic.builtin_profiles():
+    for profile in builtin_profiles():
         result = evaluate(profile, FRAMES)
         assert np.all(result.achievable_gbps <= result.line_rate_gbps * (1 + 1e-12))
         assert np.all(result.pcie_up_gbps <= GEN3_X8.tlp_gbps * (1 + 1e-9))
@@ -66,7 +68,7 @@ def test_achievable_never_exceeds_line_rate_or_link():
 
 
 def test_mix_costs_are_per_packet_means_not_cost_of_mean_size():
-    profile, imix = nic.load_profile("simple"), parse_mix("imix")
+    profile, imix = load_profile("simple"), parse_mix("imix")
     per_size = nic.evaluate_sizes(profile, GEN3_X8, ETH40, imix.sizes)
     mixed = nic.evaluate(profile, GEN3_X8, ETH40, [imix])
     expected = imix.weights @ per_size.up_bytes_per_pkt
@@ -77,8 +79,8 @@ def test_mix_costs_are_per_packet_means_not_cost_of_mean_size():
 
 def test_rx_only_path_halves_nothing_it_should_not():
     both = evaluate("dpdk", [64])
-    rx = nic.evaluate(nic.load_profile("dpdk"), GEN3_X8, ETH40, [PacketMix.fixed(64)], ("rx",))
-    tx = nic.evaluate(nic.load_profile("dpdk"), GEN3_X8, ETH40, [PacketMix.fixed(64)], ("tx",))
+    rx = nic.evaluate(load_profile("dpdk"), GEN3_X8, ETH40, [PacketMix.fixed(64)], ("rx",))
+    tx = nic.evaluate(load_profile("dpdk"), GEN3_X8, ETH40, [PacketMix.fixed(64)], ("tx",))
     assert float(rx.up_bytes_per_pkt[0] + tx.up_bytes_per_pkt[0]) == pytest.approx(
         float(both.up_bytes_per_pkt[0])
     )
@@ -100,7 +102,7 @@ every = 1
 def test_user_profile_file(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(PROFILE)
-    profile = nic.load_profile(str(path))
+    profile = load_profile(str(path))
     result = nic.evaluate(profile, GEN3_X8, ETH40, [PacketMix.fixed(64)])
     assert float(result.up_bytes_per_pkt[0]) == 60 + 24
 
@@ -122,17 +124,17 @@ def test_user_profile_file(tmp_path):
 )
 def test_malformed_profiles_name_the_problem(edit, message):
     with pytest.raises(ProfileError, match=message):
-        nic.parse_profile(edit(PROFILE), "mine.toml")
+        parse_profile(edit(PROFILE), "mine.toml")
 
 
 def test_unknown_profile_name():
     with pytest.raises(UsageError, match="unknown profile 'nope'"):
-        nic.load_profile("nope")
+        load_profile("nope")
 
 
 def test_every_builtin_profile_cites_a_source():
-    for name in nic.builtin_profiles():
-        profile = nic.load_profile(name)
+    for name in builtin_profiles():
+        profile = load_profile(name)
         assert profile.source
         assert profile.description
 
@@ -146,7 +148,7 @@ def test_mlx5_upstream_bytes_by_hand():
     assert float(result.up_bytes_per_pkt[0]) == pytest.approx(expected)
     # Compressed CQEs instead of per-packet descriptor write-backs: line rate from smaller frames.
     cross = {
-        p: nic.crossover_frame(nic.load_profile(p), GEN3_X8, ETH40, FRAMES)
+        p: nic.crossover_frame(load_profile(p), GEN3_X8, ETH40, FRAMES)
         for p in ("mlx5-dpdk", "dpdk")
     }
     assert cross["mlx5-dpdk"] < cross["dpdk"]
@@ -154,7 +156,7 @@ def test_mlx5_upstream_bytes_by_hand():
 
 @settings(max_examples=60, deadline=None)
 @given(
-    name=st.sampled_from(nic.builtin_profiles()),
+    name=st.sampled_from(builtin_profiles()),
     frames=st.lists(st.integers(64, 9216), min_size=1, max_size=30),
     gen=st.sampled_from([3, 6]),
     mps=st.sampled_from([128, 256, 4096]),
@@ -163,7 +165,7 @@ def test_mlx5_upstream_bytes_by_hand():
 def test_vectorised_sizes_equal_one_size_at_a_time(name, frames, gen, mps, paths):
     # Issue 15: evaluate_sizes prices a doorbell or descriptor once and broadcasts it, and
     # caches derived rows; the scalar path (one size per call) must give the same float bits.
-    profile, link, eth = nic.load_profile(name), Link(gen=gen, mps=mps), Ethernet(40)
+    profile, link, eth = load_profile(name), Link(gen=gen, mps=mps), Ethernet(40)
     together = nic.evaluate_sizes(profile, link, eth, frames, paths)
     for i, frame in enumerate(frames):
         alone = nic.evaluate(profile, link, eth, [PacketMix.fixed(frame)], paths)
@@ -188,24 +190,24 @@ def user_profiles(draw):
     offsets, address widths; some sizes are not whole bytes (a profile error)."""
     lines = ['name = "drawn"', 'source = "hypothesis"', "[params]", "desc = 16"]
     for i in range(draw(st.integers(1, 7))):
-        path = draw(st.sampled_from(nic.PATHS))
+        path = draw(st.sampled_from(PATHS))
         lines += [
             f"[[{path}]]",
             f'what = "op {i}"',
-            f'initiator = "{draw(st.sampled_from(nic.INITIATORS))}"',
+            f'initiator = "{draw(st.sampled_from(INITIATORS))}"',
             f'size = "{draw(st.sampled_from(INITIATOR_SIZES))}"',
             f'every = "{draw(st.sampled_from(EVERIES))}"',
             f"offset = {draw(st.integers(0, 7))}",
         ]
         if draw(st.booleans()):
             lines.append(f"addr64 = {str(draw(st.booleans())).lower()}")
-    return nic.parse_profile("\n".join(lines) + "\n", "drawn.toml")
+    return parse_profile("\n".join(lines) + "\n", "drawn.toml")
 
 
 def old_totals(profile, link, sizes, paths):
     """Per-packet totals as NicResult summed them before issue 15: 0 + each share in turn."""
-    shares = nic.price_operations(link, profile, sizes, paths)
-    return {f: sum(getattr(s, f) for s in shares) for f in nic._TOTALS}
+    shares = price_operations(link, profile, sizes, paths)
+    return {f: sum(getattr(s, f) for s in shares) for f in _TOTALS}
 
 
 def near_bounds(line, up, down, rate):
@@ -217,9 +219,7 @@ def near_bounds(line, up, down, rate):
 
 @settings(max_examples=150, deadline=None)
 @given(
-    profile=st.one_of(
-        st.sampled_from(nic.builtin_profiles()).map(nic.load_profile), user_profiles()
-    ),
+    profile=st.one_of(st.sampled_from(builtin_profiles()).map(load_profile), user_profiles()),
     frames=st.lists(st.integers(64, 9216), min_size=1, max_size=40),
     gen=st.sampled_from([1, 3, 5, 6]),
     lanes=st.sampled_from([1, 4, 16]),
@@ -254,7 +254,7 @@ def test_sweep_path_equals_the_per_operation_path(
     row = np.searchsorted(sizes, frames)
     # Bytes and TLPs per packet: the per-operation sums bit for bit (same additions, same order).
     for field, column in zip(
-        nic._TOTALS,
+        _TOTALS,
         ("up_bytes_per_pkt", "down_bytes_per_pkt", "up_tlps_per_pkt", "down_tlps_per_pkt"),
         strict=True,
     ):
@@ -290,7 +290,7 @@ def test_every_way_a_rate_is_set_is_exercised():
     # dpdk at 40 GbE, 64..1518 B: Gen1 x1 (2 Gb/s) is PCIe-bound at every size, Gen5 x16 keeps
     # up at every size, Gen3 x8 only from some size on (the crossover test above: 590 B for
     # simple; dpdk's is lower but above 64 B). Each is checked against the general formulas.
-    profile = nic.load_profile("dpdk")
+    profile = load_profile("dpdk")
     for link, binds in [
         (Link(gen=1, lanes=1), nic.Binds.PCIE),
         (Link(gen=5, lanes=16), nic.Binds.ETHERNET),
@@ -306,7 +306,7 @@ def test_every_way_a_rate_is_set_is_exercised():
 def test_links_that_differ_only_in_speed_share_their_packet_costs():
     # Generation 3 and 4 at any width have the same TLP rules (MPS, MRRS, 8 B framing): one
     # pricing; MPS 512 or Flit Mode (Gen6) are other rules.
-    profile = nic.load_profile("kernel")
+    profile = load_profile("kernel")
     rows = nic.fixed_rows(FRAMES)
     costs = [
         nic.evaluate_sizes(profile, link, ETH40, rows).costs
@@ -330,7 +330,7 @@ def test_a_sweep_run_again_checks_its_profile_and_sizes_once_not_per_link(monkey
     monkeypatch.setattr(pricing._Plan, "matches", lambda *a: checks.append(1) or real(*a))
     runs = []
     for _ in range(2):
-        rows, again = nic.fixed_rows(FRAMES), nic.load_profile("kernel")
+        rows, again = nic.fixed_rows(FRAMES), load_profile("kernel")
         before = len(checks)
         runs.append([nic.evaluate_sizes(again, link, ETH40, rows).max_pps for link in links])
         assert len(checks) - before <= 1
@@ -340,7 +340,7 @@ def test_a_sweep_run_again_checks_its_profile_and_sizes_once_not_per_link(monkey
 
 def test_reused_sizes_follow_the_array_not_its_identity():
     frames = np.arange(64, 128)
-    profile, link = nic.load_profile("simple"), Link()
+    profile, link = load_profile("simple"), Link()
     before = nic.evaluate_sizes(profile, link, ETH40, frames)
     frames += 1000  # the same array object, other sizes
     after = nic.evaluate_sizes(profile, link, ETH40, frames)

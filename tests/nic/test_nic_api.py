@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pcieperf as pp
-from pcieperf.nic import nic as model
+from pcieperf.nic.profile import builtin_profiles
 
-PROFILES = model.builtin_profiles()
+PROFILES = builtin_profiles()
 
 
 @pytest.mark.filterwarnings("ignore::pcieperf.errors.PcieperfWarning")  # a rate over the line

@@ -12,9 +12,10 @@ from pcieperf.errors import PcieperfWarning, ProfileError
 from pcieperf.net.ethernet import Ethernet, few_weights, parse_mix
 from pcieperf.nic import api
 from pcieperf.nic import nic as model
+from pcieperf.nic.profile import builtin_profiles, load_profile
 from tests.helpers.models import links, probe
 
-PROFILES = model.builtin_profiles()
+PROFILES = builtin_profiles()
 FIELDS = ["label", *(attr or key for key, attr in api.NIC_FIELDS.items())]
 
 frames = st.integers(64, 9216)
@@ -40,7 +41,7 @@ mix_texts = (
     paths=st.sampled_from([("rx", "tx"), ("rx",), ("tx",), ("tx", "rx")]),
 )
 def test_scalar_rows_equal_the_arrays_bit_for_bit(texts, profile, link, eth, vlan, paths):
-    loaded, port = model.load_profile(profile), Ethernet(eth, vlan=vlan)
+    loaded, port = load_profile(profile), Ethernet(eth, vlan=vlan)
     few = model.evaluate_few(loaded, link, port, api._few_rows(None, texts), paths)
     many = model.evaluate(loaded, link, port, api.frame_mixes(None, texts), paths)
     for name in FIELDS:
@@ -74,7 +75,7 @@ def test_few_weights_by_hand_and_what_they_leave_to_numpy():
 def numpy_unused(monkeypatch):
     """`pp.nic` as in a process that has not used numpy yet (this one has); the array paths
     made to fail, so that a test passing shows the scalar path ran."""
-    monkeypatch.setattr(api._lazy, "loaded", lambda name: False)
+    monkeypatch.setattr(api._numpy, "in_use", lambda: False)
     for name in ("evaluate", "evaluate_sizes"):
         monkeypatch.setattr(model, name, lambda *a, **k: pytest.fail("priced as arrays"))
 
@@ -95,7 +96,7 @@ def test_the_api_answers_the_same_on_the_scalar_path(numpy_unused):
 def test_the_api_rows_equal_the_arrays_rows(monkeypatch):
     options = dict(sizes="64,128,imix", mix=["64:1,1518:3"], vlan=True, pps="3M")
     arrays = pp.nic(**options).to_json()
-    monkeypatch.setattr(api._lazy, "loaded", lambda name: False)
+    monkeypatch.setattr(api._numpy, "in_use", lambda: False)
     assert pp.nic(**options).to_json() == arrays
 
 
@@ -112,7 +113,7 @@ def test_a_profile_error_is_named_as_the_arrays_name_it(tmp_path, monkeypatch):
     message = r"rx op 'A' size 'frame / 64' gives 23.71875 bytes"
     with pytest.raises(ProfileError, match=message):
         pp.nic(profile=str(path), sizes="64,1518")
-    monkeypatch.setattr(api._lazy, "loaded", lambda name: False)
+    monkeypatch.setattr(api._numpy, "in_use", lambda: False)
     with pytest.raises(ProfileError, match=message):
         pp.nic(profile=str(path), sizes="64,1518")
 

@@ -13,6 +13,7 @@ from pcieperf.errors import ProfileError, UsageError
 from pcieperf.pcie import alignment
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench import sim
+from pcieperf.pciebench.bench import Point
 from tests.helpers import hosts
 
 LINK = Link(mps=256, mrrs=512, completion_policy="mps")  # the E5 hosts' settings (lspci)
@@ -109,8 +110,8 @@ HOST = replace(
 )
 
 
-def offset_point(test: str, size: int, dev_offset: int, host_offset: int = 0) -> sim.Point:
-    return sim.Point(test, "Seq", "HWarm", host_offset, dev_offset, 8192, size)
+def offset_point(test: str, size: int, dev_offset: int, host_offset: int = 0) -> Point:
+    return Point(test, "Seq", "HWarm", host_offset, dev_offset, 8192, size)
 
 
 def test_writes_pay_per_device_burst():

@@ -70,7 +70,7 @@ def test_scalar_path_checks_the_operation():
 @pytest.fixture
 def numpy_unused(monkeypatch):
     """`dma_rows` as in a process that has not used numpy yet (this one has)."""
-    monkeypatch.setattr(tlp._lazy, "loaded", lambda name: False)
+    monkeypatch.setattr(tlp._numpy, "in_use", lambda: False)
 
 
 def test_few_int_sizes_take_the_scalar_path_before_numpy_is_used(numpy_unused):

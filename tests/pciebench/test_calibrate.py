@@ -9,6 +9,19 @@ from hypothesis import strategies as st
 from pcieperf.errors import UsageError
 from pcieperf.pciebench import bench, calibrate
 from pcieperf.pciebench.bench import parse_result_dir
+from pcieperf.pciebench.calibration_file import Spread
+from pcieperf.pciebench.host import (
+    IommuFacts,
+    cpu_generation,
+    fit_latency,
+    iommu_evidence,
+    load_run,
+    miss_fraction,
+    parse_host_facts,
+    parse_iommu_facts,
+    sllps,
+    warm_fraction,
+)
 from tests.helpers import PCIE_BENCH
 
 WINDOWS = np.array([8, 64, 256, 512, 1024, 1536, 2048, 4096, 8192, 16384, 32768, 65536]) << 10
@@ -34,16 +47,16 @@ def synthetic_sweep(
         ("DThrash", dram, 0),
     ):
         w = WINDOWS.astype(float)
-        value = dram + calibrate.warm_fraction(w, cap) * (lat - dram)
+        value = dram + warm_fraction(w, cap) * (lat - dram)
         if iommu == "nosp":
-            value = value + calibrate.miss_fraction(w, entries, page) * walk
+            value = value + miss_fraction(w, entries, page) * walk
         rows += [(win, state, v) for win, v in zip(WINDOWS, value, strict=True)]
     win, cache, avg = zip(*rows, strict=True)
     return np.array(win), np.array(cache), np.array(avg)
 
 
 def test_fit_recovers_synthetic_host():
-    fit = calibrate.fit_latency(*synthetic_sweep(), overhead_ns=0.0, iommu="nosp")
+    fit = fit_latency(*synthetic_sweep(), overhead_ns=0.0, iommu="nosp")
     assert fit.iotlb_entries == 128
     assert fit.walk_ns == pytest.approx(220.0, rel=1e-6)
     assert fit.dram_latency_ns == pytest.approx(600.0)
@@ -55,14 +68,14 @@ def test_fit_recovers_synthetic_host():
 
 def test_overhead_is_removed_and_no_iommu_means_no_walks():
     win, cache, avg = synthetic_sweep(iommu="off")
-    fit = calibrate.fit_latency(win, cache, avg + 150.0, overhead_ns=150.0, iommu="off")
+    fit = fit_latency(win, cache, avg + 150.0, overhead_ns=150.0, iommu="off")
     assert fit.iotlb_entries == 0
     assert fit.dram_latency_ns == pytest.approx(600.0)
 
 
 def test_fit_needs_cold_and_warm_rows():
     with pytest.raises(UsageError, match="Cold and HWarm"):
-        calibrate.fit_latency(np.array([8192]), np.array(["DWarm"]), np.array([500.0]), 0.0, "off")
+        fit_latency(np.array([8192]), np.array(["DWarm"]), np.array([500.0]), 0.0, "off")
 
 
 LSPCI = """00:01.0 PCI bridge: Intel Corporation Device
@@ -77,7 +90,7 @@ LSPCI = """00:01.0 PCI bridge: Intel Corporation Device
 
 
 def test_host_facts_come_from_the_device_block():
-    facts = calibrate.parse_host_facts(
+    facts = parse_host_facts(
         {
             "lspci": LSPCI,
             "cpuinfo": "cache size\t: 8192 KB\n",
@@ -91,18 +104,18 @@ def test_host_facts_come_from_the_device_block():
 
 def test_missing_facts_are_named():
     with pytest.raises(UsageError, match=r"sys-lspci\.txt"):
-        calibrate.parse_host_facts({"cpuinfo": "", "dma-addrs": ""})
+        parse_host_facts({"cpuinfo": "", "dma-addrs": ""})
 
 
 @pytest.mark.skipif(not PCIE_BENCH.is_dir(), reason="../shared/data/pcie-bench is not present")
 def test_real_host_facts_and_iotlb_reach():
     parsed = parse_result_dir(PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630-iommu-nosp")
-    facts = calibrate.parse_host_facts(parsed.facts)
+    facts = parse_host_facts(parsed.facts)
     # lspci -vv of the NFP: MaxPayload 256, MaxReadReq 512; E5-2620 v3 has a 15 MiB L3;
     # IOMMU IOVAs sit below 4 GiB (0xffc00000...).
     assert (facts.mps, facts.mrrs, facts.llc_bytes, facts.addr64) == (256, 512, 15 << 20, False)
     sweep = next(t for t in parsed.tables if t.file == "lat_dma_sweep_rd_rnd_64.csv").columns
-    fit = calibrate.fit_latency(sweep["window_bytes"], sweep["cache"], sweep["avg_ns"], 0.0, "nosp")
+    fit = fit_latency(sweep["window_bytes"], sweep["cache"], sweep["avg_ns"], 0.0, "nosp")
     # The latency rises between 512 KiB and 1 MiB windows: an IOTLB reach of 0.5-1 MiB of
     # 4 KiB pages, i.e. 128 entries or so, each miss costing a walk of about 200-300 ns.
     assert 64 <= fit.iotlb_entries <= 256
@@ -123,30 +136,30 @@ def test_sllps_bits_of_the_dmar_capability_register():
     # VT-d §10.4.2: SLLPS = cap[37:34]. E5-2620 v3 (t630 dmesg) cap d2078c106f0466:
     # 0xd2078c106f0466 >> 34 = 0x348, & 0xF = 3 (2 MiB and 1 GiB). E3-1226 v3 (fujitsu)
     # cap c0000020660462 >> 34 = 0x300, & 0xF = 0 (4 KiB only). Hand-computed.
-    assert calibrate.sllps(0xD2078C106F0466) == 3
-    assert calibrate.sllps(0xC0000020660462) == 0
+    assert sllps(0xD2078C106F0466) == 3
+    assert sllps(0xC0000020660462) == 0
 
 
 def test_cpu_generation_from_family_and_model():
     # Intel SDM Vol. 4 Table 2-1: 06_4FH Broadwell-EP, 06_3EH Ivy Bridge-EP, 06_55H Skylake-SP.
     intel = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: {}\n"
-    assert calibrate.cpu_generation(intel.format(79)) == "bdw"
-    assert calibrate.cpu_generation(intel.format(62)) == "ivb"
-    assert calibrate.cpu_generation(intel.format(85)) == "skx"
+    assert cpu_generation(intel.format(79)) == "bdw"
+    assert cpu_generation(intel.format(62)) == "ivb"
+    assert cpu_generation(intel.format(85)) == "skx"
     amd = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
-    assert calibrate.cpu_generation(amd) == "amd family 25 model 17"
-    assert calibrate.cpu_generation("") == "unknown"
+    assert cpu_generation(amd) == "amd family 25 model 17"
+    assert cpu_generation("") == "unknown"
 
 
 @needs_shared
 def test_boot_files_of_the_shared_hosts():
     # t630-iommu: intel_iommu=on, SLLPS 3; -nosp: "disable supported super page" in dmesg;
     # fujitsu without IOMMU: no intel_iommu=, both DMAR units report SLLPS 0.
-    on = calibrate.parse_iommu_facts(parse_result_dir(ON).facts)
+    on = parse_iommu_facts(parse_result_dir(ON).facts)
     assert (on.enabled, on.superpages) == (True, True)
-    nosp = calibrate.parse_iommu_facts(parse_result_dir(NOSP).facts)
+    nosp = parse_iommu_facts(parse_result_dir(NOSP).facts)
     assert (nosp.enabled, nosp.superpages) == (True, False)
-    e3 = calibrate.parse_iommu_facts(parse_result_dir(FUJITSU).facts)
+    e3 = parse_iommu_facts(parse_result_dir(FUJITSU).facts)
     assert (e3.enabled, e3.superpages) == (False, False)
     assert "SLLPS = 0" in e3.why
 
@@ -156,7 +169,7 @@ def _info(iommu: str) -> bench.SystemInfo:
     return bench.parse_system_name("nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630" + suffix)
 
 
-SILENT = calibrate.IommuFacts(enabled=None, superpages=None, why="")
+SILENT = IommuFacts(enabled=None, superpages=None, why="")
 
 
 def _sweep(**kw) -> dict:
@@ -166,12 +179,12 @@ def _sweep(**kw) -> dict:
 
 def test_the_sweep_overrules_the_name_both_ways():
     # Misses of 220 ns past 128 pages under a name without IOMMU: 4 KiB pages in effect.
-    seen = calibrate.iommu_evidence(_sweep(iommu="nosp"), _info("off"), SILENT)
+    seen = iommu_evidence(_sweep(iommu="nosp"), _info("off"), SILENT)
     assert (seen.mode, seen.entries, seen.page_bytes) == ("nosp", 128, 4096)
     assert seen.walk_ns == pytest.approx(220.0, rel=1e-6)
     assert seen.conflicts == ("name says iommu=off",)
     # A flat sweep under an -iommu-nosp name: no misses, IOMMU on (name, boot files silent).
-    flat = calibrate.iommu_evidence(_sweep(iommu="off"), _info("nosp"), SILENT)
+    flat = iommu_evidence(_sweep(iommu="off"), _info("nosp"), SILENT)
     assert (flat.mode, flat.entries, flat.walk_ns) == ("on", 0, 0.0)
     assert "no miss shows" in flat.conflicts[0]
 
@@ -186,20 +199,18 @@ def test_the_sweep_overrules_the_name_both_ways():
 def test_misses_are_found_whatever_the_name(entries, walk, dram, iommu):
     # Invariant: a sweep generated with 4 KiB-page misses is read back as such, with its reach
     # and walk, under any name; the same sweep without misses is never read as missing.
-    ev = calibrate.iommu_evidence(
-        _sweep(entries=entries, walk=walk, dram=dram), _info(iommu), SILENT
-    )
+    ev = iommu_evidence(_sweep(entries=entries, walk=walk, dram=dram), _info(iommu), SILENT)
     assert (ev.mode, ev.entries) == ("nosp", entries)
     assert ev.walk_ns == pytest.approx(walk, rel=1e-6)
-    flat = calibrate.iommu_evidence(_sweep(dram=dram, iommu="off"), _info(iommu), SILENT)
+    flat = iommu_evidence(_sweep(dram=dram, iommu="off"), _info(iommu), SILENT)
     assert not flat.misses
 
 
 def test_an_unknown_category_gets_the_widest_band():
-    spread = calibrate.Spread(["A", "B"], [0.9, 0.8], [1.1, 1.05])
+    spread = Spread(["A", "B"], [0.9, 0.8], [1.1, 1.05])
     assert spread.band("A") == (0.9, 1.1)
     assert spread.band("C") == (0.8, 1.1)
-    assert calibrate.Spread().band("A") == (1.0, 1.0)
+    assert Spread().band("A") == (1.0, 1.0)
 
 
 BDW = PCIE_BENCH / "nfp6000-1.2GHz_bdw-Xeon-E5-2630v4-dell-t430-s0-s0-s0"
@@ -211,7 +222,7 @@ def test_128_byte_device_bursts_fit_the_offset_sweeps_best():
     # and 256 B, 128 B fits the measured sweeps of a Haswell and a Broadwell host best (fit
     # MAPE over all their fitted points, offset sweeps included). With 128 B bursts a 129 B
     # write costs what a 192 B write costs, and a 128 B write from DO 2 what a 129 B one does.
-    runs = [calibrate.load_run(d) for d in (NOSP, BDW)]
+    runs = [load_run(d) for d in (NOSP, BDW)]
     mape = {
         burst: np.mean(list(calibrate.fit_device(runs, burst_bytes=burst).fit_mape_pct.values()))
         for burst in (64, 128, 256)

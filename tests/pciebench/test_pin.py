@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from pcieperf.cli import main
 from pcieperf.pciebench import bench, calibrate, pin, validate
+from pcieperf.pciebench.host import load_run
 from pcieperf.results import json_rows
 from tests.helpers import PCIE_BENCH
 from tests.helpers.host_folders import as_cpu_model, latency_only, predict_prepared, with_row
@@ -60,7 +61,7 @@ def without_haswell():
     """The calibration of the other generations' hosts (Broadwell and Ivy Bridge)."""
     if not PCIE_BENCH.is_dir():
         pytest.skip("../shared/data/pcie-bench is absent")
-    runs = [calibrate.load_run(d) for d in sorted(PCIE_BENCH.glob("nfp*"))]
+    runs = [load_run(d) for d in sorted(PCIE_BENCH.glob("nfp*"))]
     return calibrate.fit_device([r for r in runs if r.generation != "hsw"])
 
 
@@ -76,7 +77,7 @@ def sandy_bridge(tmp, row: bool):
 def predicted(folder, calibration, out) -> tuple[pin.Prepared, validate.Matched]:
     """`bench predict`'s files for a folder (fewer transactions), matched to the measurement
     without the pinned row (it is not scored)."""
-    prepared = predict_prepared(calibrate.load_run(folder), calibration, out)
+    prepared = predict_prepared(load_run(folder), calibration, out)
     matched = validate.match(PCIE_BENCH / NOSP, out)
     pinned = [
         f == PIN_FILE and k[2] == "Cold" and k[5] == 64 << 20
@@ -98,7 +99,7 @@ def test_latency_files_alone_put_the_walker_in_the_middle(without_haswell, tmp_p
     folder = sandy_bridge(tmp_path / "in", row=False)
     prepared, matched = predicted(folder, without_haswell, tmp_path / "out")
     host = prepared.host
-    assert calibrate.load_run(folder).generation == "snb"
+    assert load_run(folder).generation == "snb"
     assert host.walk_busy_ns == pytest.approx((without_haswell.shared.walk_busy_ns + 254) / 2, 0.02)
     assert [h.walk_busy_ns for h in prepared.alternatives] == [
         without_haswell.shared.walk_busy_ns,

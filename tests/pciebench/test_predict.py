@@ -15,7 +15,10 @@ from hypothesis import strategies as st
 
 from pcieperf.cli import main
 from pcieperf.errors import ProfileError, UsageError
-from pcieperf.pciebench import bench, calibrate, pin, predict, sim, validate
+from pcieperf.pciebench import bench, calibrate, calibration_file, pin, predict, sim, validate
+from pcieperf.pciebench.calibration_file import calibration_toml
+from pcieperf.pciebench.host import load_run, steadiness
+from pcieperf.pciebench.walker import interval_hosts
 from tests.helpers import PCIE_BENCH
 from tests.helpers.host_folders import (
     as_cpu_model,
@@ -74,8 +77,8 @@ def test_result_rows_read_back_with_the_strict_parser(tmp_path):
 @needs_data
 def test_steadiness_flags_the_host_with_millisecond_stalls():
     # t630: p99.9 at most ~1.5x the median; fujitsu: p99.9 ~2 ms against a 1.2 us median.
-    assert calibrate.steadiness(calibrate.load_run(PCIE_BENCH / T630)) < 2
-    assert calibrate.steadiness(calibrate.load_run(PCIE_BENCH / FUJITSU)) > 1000
+    assert steadiness(load_run(PCIE_BENCH / T630)) < 2
+    assert steadiness(load_run(PCIE_BENCH / FUJITSU)) > 1000
 
 
 @pytest.fixture(scope="module")
@@ -83,16 +86,14 @@ def held_out():
     """Calibrate on every host but the two t630 ones predicted below."""
     if not PCIE_BENCH.is_dir():
         pytest.skip("../shared/data/pcie-bench is absent")
-    runs = [
-        calibrate.load_run(d) for d in sorted(PCIE_BENCH.glob("nfp*")) if d.name not in (T630, NOSP)
-    ]
+    runs = [load_run(d) for d in sorted(PCIE_BENCH.glob("nfp*")) if d.name not in (T630, NOSP)]
     return calibrate.fit_device(runs)
 
 
 def test_calibration_file_round_trips(held_out, tmp_path):
     path = tmp_path / "cal.toml"
-    path.write_text(calibrate.calibration_toml(held_out))
-    assert calibrate.load_calibration(path) == held_out
+    path.write_text(calibration_toml(held_out))
+    assert calibration_file.load_calibration(path) == held_out
     # The fujitsu hosts are unsteady and so left out of the fit.
     assert not any("fujitsu" in h for h in held_out.fit_mape_pct)
 
@@ -101,7 +102,7 @@ def test_calibration_file_round_trips(held_out, tmp_path):
 def t630_matched(held_out, tmp_path_factory):
     """The held-out t630 predicted from its latency files and facts, matched to its results."""
     tmp = tmp_path_factory.mktemp("t630")
-    run = calibrate.load_run(latency_only(PCIE_BENCH / T630, tmp / "in"))
+    run = load_run(latency_only(PCIE_BENCH / T630, tmp / "in"))
     host = calibrate.host_profile(run, held_out)
     predict.predict_files(host, held_out.device, tmp / "out", transactions=20_000)
     return validate.match(PCIE_BENCH / T630, tmp / "out")
@@ -140,7 +141,7 @@ def test_iommu_without_super_pages_collapses_at_the_measured_window(held_out, tm
     # Bridge's, so the host's DWarm 64 MiB row (10.1 Gb/s) pins its Haswell walker (issue 29).
     src = latency_only(PCIE_BENCH / NOSP, tmp_path / "in")
     with_row(PCIE_BENCH / NOSP, src, "bw_dma_win_sweep_rd_rnd_64.csv", "DWarm", 64 << 20)
-    host = pin.prepare(calibrate.load_run(src), held_out, transactions=20_000).host
+    host = pin.prepare(load_run(src), held_out, transactions=20_000).host
     predict.predict_files(host, held_out.device, tmp_path / "out", transactions=20_000)
     matched = validate.match(PCIE_BENCH / NOSP, tmp_path / "out")
     keep = (matched.file == "bw_dma_win_sweep_rd_rnd_64.csv") & np.array(
@@ -179,7 +180,7 @@ def test_a_nic_profile_is_not_a_calibration(tmp_path):
     path = tmp_path / "x.toml"
     path.write_text('name = "x"\n')
     with pytest.raises(ProfileError, match=r"missing \[device\] table"):
-        calibrate.load_calibration(path)
+        calibration_file.load_calibration(path)
 
 
 def test_predict_cli_errors(tmp_path, capsys):
@@ -263,7 +264,7 @@ def test_a_4k_page_host_named_iommu_still_collapses_at_its_knee(held_out, tmp_pa
     # latency files alone the middle walker would bring the 64 B write knee to 512 KiB).
     folder = relabelled(PCIE_BENCH / NOSP, tmp_path / "in", T630 + "-iommu")
     with_row(PCIE_BENCH / NOSP, folder, "bw_dma_win_sweep_rd_rnd_64.csv", "DWarm", 64 << 20)
-    run = calibrate.load_run(folder)
+    run = load_run(folder)
     assert run.info.iommu == "on"  # what the name says
     rows = {r["parameter"]: r for r in predict_with_bounds(run, held_out, tmp_path / "out")}
     for file in ("bw_dma_win_sweep_rd_rnd_64.csv", "bw_dma_win_sweep_wr_rnd_64.csv"):
@@ -285,7 +286,7 @@ def test_a_4k_page_host_named_iommu_still_collapses_at_its_knee(held_out, tmp_pa
 
 def test_a_host_without_iommu_named_nosp_is_predicted_flat(held_out, tmp_path):
     # t630 without IOMMU (Cold medians 600 ns at every window) in a -iommu-nosp directory.
-    run = calibrate.load_run(relabelled(PCIE_BENCH / T630, tmp_path / "in", NOSP))
+    run = load_run(relabelled(PCIE_BENCH / T630, tmp_path / "in", NOSP))
     rows = {r["parameter"]: r for r in predict_with_bounds(run, held_out, tmp_path / "out")}
     for file in ("bw_dma_win_sweep_rd_rnd_64.csv", "bw_dma_win_sweep_wr_rnd_64.csv"):
         assert knee(window_sweep(tmp_path / "out", file, "Cold")) is None
@@ -300,10 +301,10 @@ def test_an_unknown_cpu_generation_bounds_the_walker(held_out, tmp_path):
     # 254 ns walk latency); the point (issue 29) is the middle of the two busy times.
     src = latency_only(PCIE_BENCH / NOSP, tmp_path / "in")
     as_cpu_model(src, 85)
-    run = calibrate.load_run(src)
+    run = load_run(src)
     assert run.generation == "skx"
     host = calibrate.host_profile(run, held_out)
-    fast, slow = calibrate.interval_hosts(run, held_out, host)
+    fast, slow = interval_hosts(run, held_out, host)
     assert (fast.walk_busy_ns, fast.walkers) == (held_out.shared.walk_busy_ns, 1)
     assert (slow.walk_busy_ns, slow.walkers) == (host.walk_ns, 1)
     assert host.walk_busy_ns == pytest.approx((fast.walk_busy_ns + slow.walk_busy_ns) / 2)
@@ -326,10 +327,8 @@ def test_an_unknown_cpu_generation_bounds_the_walker(held_out, tmp_path):
     # ones are held out, the fujitsu E3 is unsteady): Broadwell and Ivy Bridge. One of those
     # gets no alternative.
     assert held_out.shared.walker_generations == ["bdw", "ivb"]
-    real = calibrate.load_run(
-        PCIE_BENCH / "nfp6000-1.2GHz_ib-Xeon-E5-2620v2_dell-t620-s0-s0-s0-iommu-nosp"
-    )
-    assert calibrate.interval_hosts(real, held_out, calibrate.host_profile(real, held_out)) == []
+    real = load_run(PCIE_BENCH / "nfp6000-1.2GHz_ib-Xeon-E5-2620v2_dell-t620-s0-s0-s0-iommu-nosp")
+    assert interval_hosts(real, held_out, calibrate.host_profile(real, held_out)) == []
 
 
 @settings(max_examples=30, deadline=None)
@@ -425,7 +424,7 @@ def test_bench_host_writes_the_host_bench_predict_simulates(tmp_path, capsys):
     from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
 
     expected = calibrate.host_profile(
-        calibrate.load_run(folder), calibrate.load_calibration(DEFAULT_CALIBRATION)
+        load_run(folder), calibration_file.load_calibration(DEFAULT_CALIBRATION)
     )
     assert sim.load_host(out) == expected
     assert json.loads(text)["system"] == folder.name

@@ -8,13 +8,14 @@ import pytest
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench import sim
+from pcieperf.pciebench.bench import Point
 from tests.helpers.hosts import DEVICE, HOST, write_host_toml
 
 RATE = Link(mps=256, mrrs=512, completion_policy="mps").tlp_bytes_per_s / 1e9  # bytes per ns
 
 
 def point(test="BW_DMA_RD", size=64, window=8192, cache="HWarm", pattern="Rand", ho=0):
-    return sim.Point(test, pattern, cache, ho, 0, window, size)
+    return Point(test, pattern, cache, ho, 0, window, size)
 
 
 def test_read_latency_by_hand():

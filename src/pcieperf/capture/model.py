@@ -36,8 +36,8 @@ from pcieperf.dpdk.forwarding import ForwardingConfig, forwarding_profile
 from pcieperf.errors import UsageError, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.net.wire import FCS_BYTES
-from pcieperf.nic.nic import evaluate, load_profile
-from pcieperf.nic.profile import DEFAULT_PROFILE
+from pcieperf.nic.nic import evaluate
+from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.pcie.link import Link
 from pcieperf.results import Table
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from pcieperf.capture.placement import PROBES
 from pcieperf.capture.run import COPIES_PER_PACKET, CaptureConfig, CaptureResult
 from pcieperf.measure.records import open_store
+from pcieperf.net.trace.statistics import stats_files
 from pcieperf.net.wire import overhead_bytes
 from pcieperf.results import Column, Report, Table
 
@@ -130,10 +131,9 @@ def _frame_bytes(result: CaptureResult) -> float:
     cfg = result.config
     if cfg.pcap is None:
         return float(cfg.frame)
-    from pcieperf.net import trace
     from pcieperf.net.wire import FCS_BYTES
 
-    (stats,) = trace.stats_files([cfg.pcap])
+    (stats,) = stats_files([cfg.pcap])
     return stats["bytes_wire"] / stats["packets"] + FCS_BYTES
 
 

@@ -27,6 +27,7 @@ from pcieperf import interrupts, outputs
 from pcieperf.capture import hugepages, placement, threads, tools
 from pcieperf.dpdk import testpmd
 from pcieperf.errors import PcieperfError, UsageError, require_choice, require_new_file, warn
+from pcieperf.net.trace.statistics import stats_files
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
 
 SINKS = ("null", "tmpfs", "file")
@@ -494,9 +495,8 @@ def _finish_file(result: CaptureResult, target: Path) -> None:
     cfg = result.config
     if cfg.sink == "null":
         return
-    from pcieperf.net import trace
 
-    (stats,) = trace.stats_files([target])
+    (stats,) = stats_files([target])
     result.file_stats = stats
     if cfg.sink == "file":
         outputs.publish(target, Path(cfg.out), cfg.force)

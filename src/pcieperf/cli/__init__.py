@@ -8,7 +8,6 @@ traceback only under `--debug`)."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import warnings
@@ -26,28 +25,71 @@ from pcieperf.cli._parser import (
 from pcieperf.cli.examples import EXAMPLES
 from pcieperf.errors import PcieperfError, PcieperfWarning, UsageError, require_plot_file
 
-_TOP_LEVEL: dict[str, tuple[str, str]] = {
-    "link": ("link", "_add_link_command"),
-    "dma": ("link", "_add_dma_command"),
-    "nic": ("nic", "_add_nic_command"),
-    "latency": ("latency", "_add_latency_command"),
-    "profiles": ("profiles", "_add_profiles_command"),
-    "dpdk-fwd": ("dpdk_fwd", "_add_dpdk_fwd_command"),
-    "explain": ("explain", "_add_explain_command"),
-    "dpdk": ("dpdk", "_add_dpdk_commands"),
-    "capture": ("capture", "_add_capture_commands"),
-    "data": ("data", "_add_data_commands"),
-    "bench": ("bench", "_add_bench_commands"),
-    "validate": ("predict", "_add_validate_command"),
-    "iommu": ("iommu", "_add_iommu_commands"),
-    "platforms": ("platforms", "_add_platforms_command"),
-    "trace": ("trace", "_add_trace_commands"),
-    "counters": ("counters", "_add_counters_commands"),
-    "report": ("report", "_add_report_command"),
-    "sweep": ("sweep", "_add_sweep_command"),
-}
-"""Every top-level command and group, in help order: the module under `pcieperf.cli` that
-registers it and the function that does (imported only for the command asked for)."""
+_TOP_LEVEL = (
+    "link",
+    "dma",
+    "nic",
+    "latency",
+    "profiles",
+    "dpdk-fwd",
+    "explain",
+    "dpdk",
+    "capture",
+    "data",
+    "bench",
+    "validate",
+    "iommu",
+    "platforms",
+    "trace",
+    "counters",
+    "report",
+    "sweep",
+)
+"""Every top-level command and group, in help order."""
+
+
+def _add_top_level(name: str, sub: argparse._SubParsersAction) -> None:
+    """Register command or group `name` with its options; only its own module is imported."""
+    match name:
+        case "link":
+            from pcieperf.cli.link import _add_link_command as add
+        case "dma":
+            from pcieperf.cli.link import _add_dma_command as add
+        case "nic":
+            from pcieperf.cli.nic import _add_nic_command as add
+        case "latency":
+            from pcieperf.cli.latency import _add_latency_command as add
+        case "profiles":
+            from pcieperf.cli.profiles import _add_profiles_command as add
+        case "dpdk-fwd":
+            from pcieperf.cli.dpdk_fwd import _add_dpdk_fwd_command as add
+        case "explain":
+            from pcieperf.cli.explain import _add_explain_command as add
+        case "dpdk":
+            from pcieperf.cli.dpdk import _add_dpdk_commands as add
+        case "capture":
+            from pcieperf.cli.capture import _add_capture_commands as add
+        case "data":
+            from pcieperf.cli.data import _add_data_commands as add
+        case "bench":
+            from pcieperf.cli.bench import _add_bench_commands as add
+        case "validate":
+            from pcieperf.cli.predict import _add_validate_command as add
+        case "iommu":
+            from pcieperf.cli.iommu import _add_iommu_commands as add
+        case "platforms":
+            from pcieperf.cli.platforms import _add_platforms_command as add
+        case "trace":
+            from pcieperf.cli.trace import _add_trace_commands as add
+        case "counters":
+            from pcieperf.cli.counters import _add_counters_commands as add
+        case "report":
+            from pcieperf.cli.report import _add_report_command as add
+        case "sweep":
+            from pcieperf.cli.sweep import _add_sweep_command as add
+        case _:
+            raise ValueError(f"no top-level command {name!r}")
+    add(sub)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -68,9 +110,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, help="show the installed version and exit")
     parser.set_defaults(help_of=parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, (module, adder) in _TOP_LEVEL.items():
+    for name in _TOP_LEVEL:
         if only is None or name == only:
-            getattr(importlib.import_module(f"pcieperf.cli.{module}"), adder)(sub)
+            _add_top_level(name, sub)
         else:
             summary = _COMMANDS.get(name) or _GROUPS[name]
             sub.add_parser(name, **_parser_options(sub, name, summary))

@@ -1,6 +1,7 @@
-"""What the command modules share: the models they call (imported on first use, so that the
-capture commands start without numpy, duckdb or scipy: docs/trace.md), the link options and
-their parsing, the store location, and warnings in the CLI's voice."""
+"""What the command modules share: the link options and their parsing, the size, scheduler,
+trace-replay and counter-file options, and warnings in the CLI's voice. The models these
+options name are imported where an option is added or parsed, so that `--help` and the light
+commands start without them (tests/test_startup_footprint.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pcieperf import _lazy
 from pcieperf.errors import PcieperfWarning
 from pcieperf.net.wire import DEFAULT_FRAME_BYTES, FCS_BYTES
 
@@ -18,46 +18,16 @@ if TYPE_CHECKING:
     from pcieperf.pcie.link import Link
 
 
-bench = _lazy.module("pcieperf.pciebench.bench")
-calibrate = _lazy.module("pcieperf.pciebench.calibrate")
-counters = _lazy.module("pcieperf.measure.counters")
-dpdk = _lazy.module("pcieperf.dpdk.forwarding")
-dpdk_api = _lazy.module("pcieperf.dpdk.api")
-dpdk_port = _lazy.module("pcieperf.dpdk.port")
-archiving = _lazy.module("pcieperf.net.archive")
-engine = _lazy.module("pcieperf.engine")
-ethernet = _lazy.module("pcieperf.net.ethernet")
-explaining = _lazy.module("pcieperf.measure.explain")
-iommu = _lazy.module("pcieperf.dpdk.iommu")
-iommu_api = _lazy.module("pcieperf.measure.iommu_api")
-iommu_fit = _lazy.module("pcieperf.measure.iommu_fit")
-latency = _lazy.module("pcieperf.nic.latency")
-measure_api = _lazy.module("pcieperf.measure.api")
-pcie = _lazy.module("pcieperf.pcie.link")
-pcie_api = _lazy.module("pcieperf.pcie.api")
-pciebench_api = _lazy.module("pcieperf.pciebench.api")
-net_api = _lazy.module("pcieperf.net.api")
-records = _lazy.module("pcieperf.measure.records")
-platforms = _lazy.module("pcieperf.dpdk.platforms")
-setups = _lazy.module("pcieperf.dpdk.setups")
-sweep = _lazy.module("pcieperf.sweep")
-sweep_check = _lazy.module("pcieperf.sweep_check")
-nic = _lazy.module("pcieperf.nic.nic")
-nic_captures = _lazy.module("pcieperf.nic.captures")
-nic_api = _lazy.module("pcieperf.nic.api")
-testpmd = _lazy.module("pcieperf.dpdk.testpmd")
-tlp = _lazy.module("pcieperf.pcie.tlp")
-trace = _lazy.module("pcieperf.net.trace")
-
-
 # ---------------------------------------------------------------------------------------------
 # Shared options
 
 
 def _add_link_options(p: argparse.ArgumentParser) -> None:
+    from pcieperf.pcie.link import GENERATIONS, LANE_WIDTHS
+
     g = p.add_argument_group("PCIe link")
-    g.add_argument("--gen", type=_whole(), default=3, help=f"generation {sorted(pcie.GENERATIONS)}")
-    g.add_argument("--lanes", type=_whole(), default=8, help=f"lane width {pcie.LANE_WIDTHS}")
+    g.add_argument("--gen", type=_whole(), default=3, help=f"generation {sorted(GENERATIONS)}")
+    g.add_argument("--lanes", type=_whole(), default=8, help=f"lane width {LANE_WIDTHS}")
     g.add_argument("--mps", type=_whole(), default=256, help="Max_Payload_Size, bytes (128..4096)")
     g.add_argument("--mrrs", type=_whole(), default=512, help="Max_Read_Request_Size (128..4096)")
     g.add_argument("--rcb", type=_whole(), default=64, help="Read Completion Boundary (64 or 128)")
@@ -148,7 +118,9 @@ def link_options(args: argparse.Namespace) -> dict:
 
 def _link(args: argparse.Namespace) -> Link:
     """The link the options describe."""
-    return pcie_api.make_link(**link_options(args))
+    from pcieperf.pcie.api import make_link
+
+    return make_link(**link_options(args))
 
 
 def add_size_options(
@@ -176,7 +148,9 @@ def packet_bytes(args: argparse.Namespace) -> int | None:
     if args.pkt is not None:
         frame = args.pkt + FCS_BYTES
         _warn(f"--pkt {args.pkt} is a {frame}-byte frame; use --frame {frame}")
-    return dpdk_api.packet_size(args.frame, args.pkt)
+    from pcieperf.dpdk.api import packet_size
+
+    return packet_size(args.frame, args.pkt)
 
 
 def size_option(args: argparse.Namespace) -> str | None:
@@ -186,12 +160,14 @@ def size_option(args: argparse.Namespace) -> str | None:
 
 def _add_scheduler_option(p: argparse.ArgumentParser) -> None:
     """--scheduler: where Dask runs the work (shared by the commands that run on Dask)."""
+    from pcieperf.engine import INSTALL
+
     p.add_argument(
         "--scheduler",
         default=None,
         metavar="local[:N]|tcp://HOST:PORT",
         help="run on Dask: N local worker processes (default one per CPU) or an existing "
-        f"scheduler; default: in this process. Needs {engine.INSTALL}",
+        f"scheduler; default: in this process. Needs {INSTALL}",
     )
 
 
@@ -212,11 +188,13 @@ def _add_trace_replay_options(p: argparse.ArgumentParser) -> None:
 def add_counter_file_options(p: argparse.ArgumentParser) -> None:
     """How a counter file is read (counters import, explain, report): its tool, separator, run
     length where it has no interval, and whether unknown columns are skipped."""
+    from pcieperf.measure.counters.formats import names
+
     p.add_argument(
         "--counters-format",
         dest="format",
         default=None,
-        choices=counters.SOURCES,
+        choices=names(),
         help="its tool (default: detected); pcm-iio: its -csv output or its table",
     )
     p.add_argument("--delimiter", default=None, help="field separator (default: detected)")

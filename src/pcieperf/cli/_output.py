@@ -7,10 +7,11 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pcieperf.cli._common import trace
 from pcieperf.results import Result, csv_text, fit_lines, format_table, json_default
 
 if TYPE_CHECKING:
+    from pcieperf.net.trace.bandwidth import Demand
+    from pcieperf.net.trace.files import Trace
     from pcieperf.pcie.link import Link
 
 
@@ -37,8 +38,8 @@ def emit(args: argparse.Namespace, result: Result) -> None:
 
 def _emit_trace_demand(
     args: argparse.Namespace,
-    captured: trace.Trace,
-    found: trace.Demand,
+    captured: Trace,
+    found: Demand,
     extra: dict,
     link: Link,
     extra_text: str = "",

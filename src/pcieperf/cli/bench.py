@@ -7,10 +7,11 @@ import argparse
 from typing import TYPE_CHECKING
 
 from pcieperf import progress
-from pcieperf.cli._common import _whole, pciebench_api
+from pcieperf.cli._common import _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.predict import cmd_bench_predict
+from pcieperf.pciebench import api
 from pcieperf.units import parse_int_list
 
 if TYPE_CHECKING:
@@ -20,12 +21,12 @@ if TYPE_CHECKING:
 
 def cmd_bench_tests(args: argparse.Namespace) -> None:
     """List the pcie-bench tests, cache states and access patterns."""
-    emit(args, pciebench_api.tests())
+    emit(args, api.tests())
 
 
 def bench_sim_result(args: argparse.Namespace, shown: Progress | None = None) -> Table:
     """`pp.bench.sim` called with the `bench sim` options (`sweep` evaluates its points so)."""
-    return pciebench_api.sim(
+    return api.sim(
         host=args.host,
         device=args.device,
         test=args.test,
@@ -47,7 +48,7 @@ def cmd_bench_sim(args: argparse.Namespace) -> None:
 
 def cmd_bench_calibrate(args: argparse.Namespace) -> None:
     """Fit the device profile and shared host parameters to measured pcie-bench results."""
-    result = pciebench_api.calibrate(
+    result = api.calibrate(
         args.dirs,
         output=args.output,
         name=args.name,
@@ -62,7 +63,7 @@ def cmd_bench_host(args: argparse.Namespace) -> None:
     calibrated = {"calibration": args.calibration} if args.calibration else {}
     emit(
         args,
-        pciebench_api.host(host=args.dir, output=args.output, force=args.force, **calibrated),
+        api.host(host=args.dir, output=args.output, force=args.force, **calibrated),
     )
 
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf import _lazy
 from pcieperf.capture import path
+from pcieperf.capture.calibration import capture_calibrate
+from pcieperf.capture.model import capture_model
 from pcieperf.cli._common import _real, _whole, link_options
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.net import wire
-
-model = _lazy.module("pcieperf.capture.model")
-calibration = _lazy.module("pcieperf.capture.calibration")
 
 MODEL_OPTIONS = (
     "sizes",
@@ -45,13 +43,13 @@ def cmd_capture_model(args: argparse.Namespace) -> None:
     from the calibration's spread and what limits each (docs/capture.md)."""
     chosen = {name: getattr(args, name) for name in MODEL_OPTIONS}
     calibrated = {"calibration": args.calibration} if args.calibration else {}
-    emit(args, model.capture_model(**chosen, **calibrated, db=args.db, **link_options(args)))
+    emit(args, capture_model(**chosen, **calibrated, db=args.db, **link_options(args)))
 
 
 def cmd_capture_calibrate(args: argparse.Namespace) -> None:
     """Fit the capture path's costs (CPU ns per packet of each thread) to stored capture runs,
     judge them by leaving one frame size out, and write the calibration file."""
-    result = calibration.capture_calibrate(
+    result = capture_calibrate(
         args.runs,
         output=args.output,
         force=args.force,

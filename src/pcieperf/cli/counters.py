@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _whole, add_counter_file_options, records
+from pcieperf.cli._common import _whole, add_counter_file_options
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
+from pcieperf.measure import records
 
 
 def cmd_counters_import(args: argparse.Namespace) -> None:

@@ -6,14 +6,15 @@ import argparse
 from collections.abc import Callable
 
 from pcieperf import progress
-from pcieperf.cli._common import _whole, measure_api
+from pcieperf.cli._common import _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
+from pcieperf.measure import api
 
 
 def cmd_data_import(args: argparse.Namespace) -> None:
     """Import pcie-bench result directories into the store (all or nothing)."""
-    result = measure_api.data_import(
+    result = api.data_import(
         args.dirs,
         force=args.force,
         db=args.db,
@@ -24,12 +25,12 @@ def cmd_data_import(args: argparse.Namespace) -> None:
 
 def cmd_data_ls(args: argparse.Namespace) -> None:
     """List the systems in the store."""
-    emit(args, measure_api.data_ls(db=args.db))
+    emit(args, api.data_ls(db=args.db))
 
 
 def cmd_data_show(args: argparse.Namespace) -> None:
     """Show the measured rows of one system and test."""
-    emit(args, measure_api.data_show(args.system, test=args.test, file=args.file, db=args.db))
+    emit(args, api.data_show(args.system, test=args.test, file=args.file, db=args.db))
 
 
 def cmd_data_plot(args: argparse.Namespace) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _real, _whole, records
+from pcieperf.cli._common import _real, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.dpdk_fwd import _add_dpdk_fwd_command
+from pcieperf.measure import records
 
 SECONDS_PER_DAY = 86_400  # the longest `dpdk run`: a longer one is a typo (it was found hanging)
 

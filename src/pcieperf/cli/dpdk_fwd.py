@@ -11,21 +11,20 @@ from pcieperf.cli._common import (
     _real,
     _whole,
     add_size_options,
-    dpdk,
-    dpdk_api,
-    dpdk_port,
     link_options,
-    measure_api,
-    nic,
     packet_bytes,
     size_option,
-    trace,
 )
 from pcieperf.cli._output import _emit_trace_demand, emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.dpdk.api import dpdk_forwarding, link_and_config
+from pcieperf.dpdk.forwarding import ForwardingConfig, trace_forwarding
+from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
+from pcieperf.measure.api import stored_run
 from pcieperf.net import wire
-from pcieperf.nic.profile import DEFAULT_PROFILE
+from pcieperf.net.trace.files import read
+from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.units import parse_duration_ns
 
 if TYPE_CHECKING:
@@ -57,12 +56,12 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     pps, pkt, options = args.pps, packet_bytes(args), forwarding_options(args)
     if args.from_run is not None:
         given = _given(args, "--pps" if pps is not None else None, size_option(args))
-        stored = measure_api.stored_run(args.from_run, args.db, given)
+        stored = stored_run(args.from_run, args.db, given)
         pps, pkt, options["batch_hist"] = stored.rx_pps, stored.pkt, stored.batch_hist
     if args.trace:
-        _dpdk_fwd_trace(args, *dpdk_api.link_and_config(pkt, **options))
+        _dpdk_fwd_trace(args, *link_and_config(pkt, **options))
         return
-    result = dpdk_api.dpdk_forwarding(
+    result = dpdk_forwarding(
         pps=wire.DEFAULT_PPS if pps is None else pps,
         pkt=pkt,
         mix=args.mix,
@@ -80,12 +79,12 @@ def _given(args: argparse.Namespace, *names: str | None) -> tuple[str, ...]:
     return given + (("--trace",) if getattr(args, "trace", None) else ())
 
 
-def _dpdk_fwd_trace(args: argparse.Namespace, link: Link, cfg: dpdk.ForwardingConfig) -> None:
+def _dpdk_fwd_trace(args: argparse.Namespace, link: Link, cfg: ForwardingConfig) -> None:
     """dpdk-fwd --trace: batches from the trace's arrivals, each packet at its own size."""
-    captured = trace.read(args.trace, skip_bad=args.skip_bad)
+    captured = read(args.trace, skip_bad=args.skip_bad)
     window = parse_duration_ns(args.window, "window")
     poll = parse_duration_ns(args.poll, "poll period")
-    fwd = dpdk.trace_forwarding(cfg, link, captured, window, poll, nic.load_profile(args.profile))
+    fwd = trace_forwarding(cfg, link, captured, window, poll, load_profile(args.profile))
     extra = {
         "poll_ns": poll,
         "mean_batch": fwd.mean_batch,
@@ -106,7 +105,7 @@ def _add_forwarding_options(p: argparse.ArgumentParser, defaults: bool = True) -
     default = f" (default {pps})" if defaults else " (required, or --from-run)"
     p.add_argument("--pps", default=None, help=f"packet rate: 10e6, 10M, 14.88Mpps{default}")
     add_size_options(p, wire.DEFAULT_FRAME_BYTES if defaults else None)
-    d = dpdk_port.PortSetup()  # the one port setup's defaults, as the iommu commands have them
+    d = PortSetup()  # the one port setup's defaults, as the iommu commands have them
     p.add_argument("--rx-desc", type=_whole(), default=d.rx_desc_bytes, help="Rx descriptor bytes")
     p.add_argument("--tx-desc", type=_whole(), default=d.tx_desc_bytes, help="Tx descriptor bytes")
     p.add_argument("--rs-thresh", type=_whole(), default=d.rs_thresh, help="Tx RS-bit threshold")

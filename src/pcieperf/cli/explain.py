@@ -6,17 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pcieperf.cli._common import (
-    _whole,
-    add_counter_file_options,
-    explaining,
-    measure_api,
-    packet_bytes,
-    platforms,
-)
+from pcieperf.cli._common import _whole, add_counter_file_options, packet_bytes
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.cli.dpdk_fwd import _add_forwarding_options, forwarding_options
+from pcieperf.dpdk.platforms import DEFAULT_PLATFORM
+from pcieperf.measure import api
+from pcieperf.measure.explain import Explanation
 
 
 def cmd_explain(args: argparse.Namespace) -> None:
@@ -41,13 +37,13 @@ EXPLAIN_OPTIONS = (
 """The options `pcieperf.measure.api.explain` takes as they are (and the forwarding setup's)."""
 
 
-def _explained(args: argparse.Namespace, **extra: object) -> measure_api.Explained:
+def _explained(args: argparse.Namespace, **extra: object) -> api.Explained:
     """The counter file explained with the options given (`explain`, `report --counters`)."""
     given = {o: getattr(args, o) for o in EXPLAIN_OPTIONS}
-    return measure_api.explain(**given, pkt=packet_bytes(args), **forwarding_options(args), **extra)
+    return api.explain(**given, pkt=packet_bytes(args), **forwarding_options(args), **extra)
 
 
-def _explanation(args: argparse.Namespace) -> explaining.Explanation:
+def _explanation(args: argparse.Namespace) -> Explanation:
     """The explanation itself, for the report's figure."""
     return _explained(args).explanation
 
@@ -90,5 +86,5 @@ def _add_explain_command(sub: argparse._SubParsersAction) -> None:
         "--fit-iommu", action="store_true", help="fit IOTLB reach and walkers from IOTLB Miss"
     )
     fit.add_argument("--fit-out", default=None, help="write the fitted profile (implies the fit)")
-    fit.add_argument("--platform", default=platforms.DEFAULT_PLATFORM, help="base IOMMU profile")
+    fit.add_argument("--platform", default=DEFAULT_PLATFORM, help="base IOMMU profile")
     fit.add_argument("--name", default="fitted", help="name of the fitted profile")

@@ -7,16 +7,18 @@ import argparse
 from pathlib import Path
 
 from pcieperf import progress
-from pcieperf.cli._common import _whole, counters, iommu_api
+from pcieperf.cli._common import _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.platforms import _add_iommu_options, cmd_iommu_fit, iommu_options
+from pcieperf.dpdk.api import advise, gain, sim
+from pcieperf.measure.counters.formats import names as counter_formats
 from pcieperf.results import Report
 
 
 def iommu_sim_result(args: argparse.Namespace) -> Report:
     """`pp.iommu.sim` called with the `iommu sim` options (`sweep` evaluates its points so)."""
-    return iommu_api.sim(**iommu_options(args))
+    return sim(**iommu_options(args))
 
 
 def cmd_iommu_sim(args: argparse.Namespace) -> None:
@@ -26,7 +28,7 @@ def cmd_iommu_sim(args: argparse.Namespace) -> None:
 
 def cmd_iommu_gain(args: argparse.Namespace) -> None:
     """Packet-rate gain from shrinking rxd/txd, per packet size, with the IOMMU on."""
-    result = iommu_api.gain(
+    result = gain(
         from_rxd=args.from_rxd,
         from_txd=args.from_txd,
         to_rxd=args.to_rxd,
@@ -40,7 +42,7 @@ def cmd_iommu_gain(args: argparse.Namespace) -> None:
 def cmd_iommu_advise(args: argparse.Namespace) -> None:
     """Recommend the smallest change (rings, pool, pages, Rx pacing) that restores the rate
     forwarding reaches without an IOMMU (line rate or, below it, the link or device limit)."""
-    result = iommu_api.advise(
+    result = advise(
         progress=lambda items: progress.wrap(items, "sweeping", "change"), **iommu_options(args)
     )
     if args.plot:
@@ -69,7 +71,7 @@ def _add_iommu_commands(sub: argparse._SubParsersAction) -> None:
     p = _add_command(iommu_sub, "fit", cmd_iommu_fit)
     _add_iommu_options(p)
     p.add_argument("--counters", required=True, help="counter file with IOTLB misses (pcm-iio)")
-    p.add_argument("--counters-format", default=None, choices=counters.SOURCES, help="its tool")
+    p.add_argument("--counters-format", default=None, choices=counter_formats(), help="its tool")
     p.add_argument("--stack", default=None, help="the NIC's IIO stack (default: the busy one)")
     p.add_argument("--pps", required=True, help="forwarded packets per second while measured")
     p.add_argument("-o", "--out", default=None, help="write the fitted profile (.toml)")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _real, _whole, link_options, nic_api
+from pcieperf.cli._common import _real, _whole, link_options
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.net import wire
+from pcieperf.nic import api
 from pcieperf.nic.profile import DEFAULT_PROFILE
 
 
@@ -18,7 +19,7 @@ def cmd_latency(args: argparse.Namespace) -> None:
     2; docs/latency.md)."""
     options = ("profile", "sizes", "eth", "pps", "tags", "host", "calibration", "read_ns")
     options += ("write_ns", "cache", "set", "breakdown")
-    emit(args, nic_api.latency(**{o: getattr(args, o) for o in options}, **link_options(args)))
+    emit(args, api.latency(**{o: getattr(args, o) for o in options}, **link_options(args)))
 
 
 def _add_latency_command(sub: argparse._SubParsersAction) -> None:

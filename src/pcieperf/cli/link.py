@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _whole, link_options, pcie_api, tlp
+from pcieperf.cli._common import _whole, link_options
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.pcie import api
+from pcieperf.pcie.tlp import OPS
 from pcieperf.results import Table
 from pcieperf.units import parse_int_list
 
 
 def cmd_link(args: argparse.Namespace) -> None:
     """Bandwidth of a link per direction."""
-    emit(args, pcie_api.link(**link_options(args)))
+    emit(args, api.link(**link_options(args)))
 
 
 def dma_result(args: argparse.Namespace) -> Table:
     """`pp.dma` called with the `dma` options (`sweep` evaluates its points so too)."""
     sizes = parse_int_list(args.sizes, "transfer size")
-    return pcie_api.dma(
+    return api.dma(
         op=args.op, sizes=sizes, offset=args.offset, tlps=args.tlps, **link_options(args)
     )
 
@@ -38,7 +40,7 @@ def _add_link_command(sub: argparse._SubParsersAction) -> None:
 def _add_dma_command(sub: argparse._SubParsersAction) -> None:
     """The `dma` command and its options."""
     p = _add_command(sub, "dma", cmd_dma, link=True)
-    p.add_argument("--op", choices=tlp.OPS, default="write")
+    p.add_argument("--op", choices=OPS, default="write")
     p.add_argument("--sizes", default="64,128,256,512,1024,1500", help="bytes, comma-separated")
     p.add_argument("--offset", type=_whole(), default=0, help="start address offset in bytes")
     p.add_argument("--tlps", action="store_true", help="list every TLP of each transfer")

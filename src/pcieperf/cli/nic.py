@@ -6,19 +6,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from pcieperf.cli._common import (
-    _add_trace_replay_options,
-    _link,
-    _whole,
-    link_options,
-    nic,
-    nic_api,
-    trace,
-)
+from pcieperf.cli._common import _add_trace_replay_options, _link, _whole, link_options
 from pcieperf.cli._output import _emit_trace_demand, emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.net import wire
-from pcieperf.nic.profile import DEFAULT_PROFILE
+from pcieperf.net.trace.files import read
+from pcieperf.nic import api
+from pcieperf.nic.nic import trace_demand
+from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.units import parse_duration_ns
 
 if TYPE_CHECKING:
@@ -30,7 +25,7 @@ _NIC_OPTIONS = ("profile", "eth", "vlan", "sizes", "mix", "paths", "breakdown", 
 
 def nic_result(args: argparse.Namespace) -> Table:
     """`pp.nic` called with the `nic` options (`sweep` evaluates its points so too)."""
-    return nic_api.nic(**{o: getattr(args, o) for o in _NIC_OPTIONS}, **link_options(args))
+    return api.nic(**{o: getattr(args, o) for o in _NIC_OPTIONS}, **link_options(args))
 
 
 def cmd_nic(args: argparse.Namespace) -> None:
@@ -44,11 +39,11 @@ def cmd_nic(args: argparse.Namespace) -> None:
 def _nic_trace(args: argparse.Namespace) -> None:
     """Nic --trace: the PCIe bandwidth a capture needs per window."""
     link = _link(args)
-    profile = nic.load_profile(args.profile)
-    paths = nic_api.dma_paths(args.paths)  # checked before a trace is read
-    captured = trace.read(args.trace, skip_bad=args.skip_bad)
+    profile = load_profile(args.profile)
+    paths = api.dma_paths(args.paths)  # checked before a trace is read
+    captured = read(args.trace, skip_bad=args.skip_bad)
     window = parse_duration_ns(args.window, "window")
-    found = nic.trace_demand(profile, link, captured, window, paths)
+    found = trace_demand(profile, link, captured, window, paths)
     _emit_trace_demand(args, captured, found, {"profile": profile.name}, link)
 
 

@@ -5,22 +5,19 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import (
-    _real,
-    _warn,
-    _whole,
-    calibrate,
-    dpdk_api,
-    dpdk_port,
-    iommu,
-    iommu_api,
-    platforms,
-    setups,
-)
+from pcieperf.cli._common import _real, _warn, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.dpdk.api import platforms
+from pcieperf.dpdk.iommu.platform import OVERLOADS, REPLACEMENTS
+from pcieperf.dpdk.iommu.stream import PACKETS
+from pcieperf.dpdk.platforms import DEFAULT_PLATFORM, builtin_platforms
+from pcieperf.dpdk.port import IOVA_MODES, LAYOUTS, POLL_DELAY_MAX_US, PortSetup
+from pcieperf.dpdk.setups import builtin_setups
+from pcieperf.measure.api import iommu_fit
 from pcieperf.net import wire
 from pcieperf.nic.profile import DEFAULT_PROFILE
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
 
 IOMMU_OPTIONS = (
     *("page", "rxd", "txd", "pool", "cache", "queues", "ports", "cross_port", "rx_desc"),
@@ -48,14 +45,14 @@ def _frame(args: argparse.Namespace) -> str:
 def cmd_platforms(args: argparse.Namespace) -> None:
     """List the platform IOMMU profiles with their sources, or show one parameter by parameter
     (value, the range the evidence leaves open, kind of evidence, source)."""
-    emit(args, dpdk_api.platforms(args.name, calibration=args.calibration))
+    emit(args, platforms(args.name, calibration=args.calibration))
 
 
 def cmd_iommu_fit(args: argparse.Namespace) -> None:
     """Fit the host's IOTLB reach and walk throughput from its measured IOTLB counters
     (pcm-iio), the forwarding rate and the port setup, and write a platform profile of the
     host for --platform FILE."""
-    result = iommu_api.fit(
+    result = iommu_fit(
         counters=args.counters,
         pps=args.pps,
         counters_format=args.counters_format,
@@ -70,7 +67,7 @@ def cmd_iommu_fit(args: argparse.Namespace) -> None:
 
 def _add_iommu_options(p: argparse.ArgumentParser) -> None:
     """The port, traffic, link and IOMMU options every `iommu` subcommand takes."""
-    d = dpdk_port.PortSetup()
+    d = PortSetup()
     p.add_argument("--page", default=d.page, help="page size of mbufs and rings: 4k, 2m or 1g")
     p.add_argument("--rxd", type=_whole(), default=d.rxd, help="Rx descriptors per queue")
     p.add_argument(
@@ -89,23 +86,21 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--burst", type=_whole(), default=d.burst, help="packets per rx/tx burst")
     p.add_argument(
         "--layout",
-        choices=iommu.LAYOUTS,
+        choices=LAYOUTS,
         default=d.layout,
         help="dpdk: no mbuf crosses a page (DPDK's populate rule); packed: back to back",
     )
-    p.add_argument(
-        "--iova", choices=iommu.IOVA_MODES, default=d.iova, help="EAL IOVA mode (VA or PA)"
-    )
+    p.add_argument("--iova", choices=IOVA_MODES, default=d.iova, help="EAL IOVA mode (VA or PA)")
     p.add_argument(
         "--poll-delay",
-        type=_real(iommu.POLL_DELAY_MAX_US),
+        type=_real(POLL_DELAY_MAX_US),
         default=d.poll_delay_us,
         help="us the lcore waits after each poll (Rx pacing)",
     )
     p.add_argument(
         "--platform",
-        default=platforms.DEFAULT_PLATFORM,
-        help=f"IOMMU/LLC profile: {', '.join(platforms.builtin_platforms())}, or a .toml file",
+        default=DEFAULT_PLATFORM,
+        help=f"IOMMU/LLC profile: {', '.join(builtin_platforms())}, or a .toml file",
     )
     sizes = p.add_mutually_exclusive_group()
     sizes.add_argument(
@@ -122,7 +117,7 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         "--iotlb", type=_whole(), default=None, help="IOTLB entries (default: calibrated)"
     )
     p.add_argument("--iotlb-ways", type=_whole(), default=None, help="ways (default: fully assoc.)")
-    p.add_argument("--replacement", choices=iommu.REPLACEMENTS, default=None, help="IOTLB policy")
+    p.add_argument("--replacement", choices=REPLACEMENTS, default=None, help="IOTLB policy")
     p.add_argument(
         "--pwc", type=_whole(), default=None, help="page-walk cache entries (default off)"
     )
@@ -132,20 +127,18 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         help="forwarding NIC profile: the NIC's operations and [device] facts",
     )
     p.add_argument(
-        "--calibration", default=str(calibrate.DEFAULT_CALIBRATION), help="calibration file (.toml)"
+        "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
     )
-    p.add_argument(
-        "--packets", type=_whole(1, 10**9), default=iommu.PACKETS, help="simulated per run"
-    )
+    p.add_argument("--packets", type=_whole(1, 10**9), default=PACKETS, help="simulated per run")
     p.add_argument(
         "--setup",
         default=None,
-        help=f"testbed: {', '.join(setups.builtin_setups())} or a setup .toml (sets ports, pool, "
+        help=f"testbed: {', '.join(builtin_setups())} or a setup .toml (sets ports, pool, "
         "cache, pages, IOVA, link and --eth as its testpmd command line and NICs do)",
     )
     p.add_argument(
         "--overload",
-        choices=iommu.OVERLOADS,
+        choices=OVERLOADS,
         default="tx-full",
         help="where walks beyond the walkers queue: the Tx ring fills, or NIC drops at the wire",
     )
@@ -161,5 +154,5 @@ def _add_platforms_command(sub: argparse._SubParsersAction) -> None:
     p = _add_command(sub, "platforms", cmd_platforms)
     p.add_argument("name", nargs="?", help="show this platform (a name or a .toml file)")
     p.add_argument(
-        "--calibration", default=str(calibrate.DEFAULT_CALIBRATION), help="calibration file (.toml)"
+        "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
     )

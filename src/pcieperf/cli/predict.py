@@ -7,10 +7,12 @@ import argparse
 from pathlib import Path
 
 from pcieperf import progress
-from pcieperf.cli._common import _warn, _whole, calibrate, pciebench_api
+from pcieperf.cli._common import _warn, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.errors import UsageError
+from pcieperf.pciebench import api
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
 
 RENAMED = {"calibrate": "host", "profile": "calibration"}  # bench predict's old spellings
 
@@ -33,10 +35,10 @@ def cmd_bench_predict(args: argparse.Namespace) -> None:
     host = _renamed(args, "calibrate")
     if host is None:
         raise UsageError("bench predict needs --host DIR (the host's pcie-bench directory)")
-    result = pciebench_api.predict(
+    result = api.predict(
         host=host,
         out=args.out,
-        calibration=_renamed(args, "profile") or calibrate.DEFAULT_CALIBRATION,
+        calibration=_renamed(args, "profile") or DEFAULT_CALIBRATION,
         force=args.force,
         transactions=args.transactions,
         progress=lambda rows: progress.wrap(rows, "simulating", "row"),
@@ -46,7 +48,7 @@ def cmd_bench_predict(args: argparse.Namespace) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> None:
     """Compare predicted with measured pcie-bench bandwidth results (MAPE, worst points)."""
-    result = pciebench_api.validate(
+    result = api.validate(
         measured=args.measured,
         predicted=args.predicted,
         worst=args.worst,

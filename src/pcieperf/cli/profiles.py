@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import nic_api
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.nic import api
 
 
 def cmd_profiles(args: argparse.Namespace) -> None:
     """List the built-in NIC profiles, or show one."""
-    emit(args, nic_api.profile(args.name) if args.name else nic_api.profiles())
+    emit(args, api.profile(args.name) if args.name else api.profiles())
 
 
 def _add_profiles_command(sub: argparse._SubParsersAction) -> None:

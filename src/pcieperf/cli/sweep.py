@@ -9,16 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from pcieperf.cli._common import (
-    _add_scheduler_option,
-    _link,
-    engine,
-    iommu_api,
-    nic_api,
-    pciebench_api,
-    sweep,
-    sweep_check,
-)
+from pcieperf import engine, sweep
+from pcieperf.cli._common import _add_scheduler_option, _link
 from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.cli.bench import bench_sim_result
@@ -26,7 +18,11 @@ from pcieperf.cli.iommu import iommu_sim_result
 from pcieperf.cli.link import dma_result
 from pcieperf.cli.nic import nic_result
 from pcieperf.cli.platforms import iommu_options
+from pcieperf.dpdk.api import inputs
 from pcieperf.errors import PcieperfWarning
+from pcieperf.nic.api import check
+from pcieperf.pciebench.api import sim_setup
+from pcieperf.sweep_check import check_points
 from pcieperf.units import parse_int_list
 
 if TYPE_CHECKING:
@@ -59,7 +55,7 @@ class _Columns(NamedTuple):
 
 def _check_nic(args: argparse.Namespace) -> None:
     _link(args)
-    nic_api.check(args.profile, args.eth, args.vlan, args.paths, args.pps, args.sizes, args.mix)
+    check(args.profile, args.eth, args.vlan, args.paths, args.pps, args.sizes, args.mix)
 
 
 def _check_dma(args: argparse.Namespace) -> None:
@@ -68,11 +64,11 @@ def _check_dma(args: argparse.Namespace) -> None:
 
 
 def _check_iommu_sim(args: argparse.Namespace) -> None:
-    iommu_api.inputs(**iommu_options(args))
+    inputs(**iommu_options(args))
 
 
 def _check_bench_sim(args: argparse.Namespace) -> None:
-    pciebench_api.sim_setup(args.host, args.device, args.test)
+    sim_setup(args.host, args.device, args.test)
     parse_int_list(args.sizes, "transfer size")
     parse_int_list(args.windows, "window")
 
@@ -137,7 +133,7 @@ def sweep_plan(path: Path, evaluate: Evaluate | None = None) -> sweep.Plan:
         files=how.files,
         vector_ok=how.joinable,
     )
-    sweep_check.check_points(plan, how.check)
+    check_points(plan, how.check)
     return plan
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _add_link_options, _add_scheduler_option, _whole, net_api, trace
+from pcieperf.cli._common import _add_link_options, _add_scheduler_option, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.trace_files import (
@@ -14,7 +14,8 @@ from pcieperf.cli.trace_files import (
     cmd_trace_merge,
     cmd_trace_synth,
 )
-from pcieperf.net import wire
+from pcieperf.net import api, wire
+from pcieperf.net.trace.synthesis import ARRIVALS
 from pcieperf.nic.profile import DEFAULT_PROFILE
 
 
@@ -23,7 +24,7 @@ def cmd_trace_stats(args: argparse.Namespace) -> None:
     --windows), frame sizes and bursts of capture files, each summarised while it is read;
     --brief: one line per file, as capinfos -T. Bit rates count frames incl. FCS (docs/units.md);
     the JSON also has them for the recorded lengths (docs/trace.md)."""
-    result = net_api.capture_stats(
+    result = api.capture_stats(
         args.files,
         eth=args.eth,
         windows=args.windows,
@@ -97,7 +98,7 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", default="64", help="frame size incl. FCS, imix, or 64:7,594:4,...")
     p.add_argument("--pps", default="1M", help="mean packet rate: 10e6, 10M, 500k")
     p.add_argument("--duration", default="10ms", help="capture length: 1s, 10ms, ...")
-    p.add_argument("--arrival", choices=trace.ARRIVALS, default="constant")
+    p.add_argument("--arrival", choices=ARRIVALS, default="constant")
     p.add_argument(
         "--burst", type=_whole(), default=32, help="onoff: frames per back-to-back burst"
     )

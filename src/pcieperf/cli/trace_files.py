@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import link_options, net_api, nic_captures
+from pcieperf.cli._common import link_options
 from pcieperf.cli._output import emit
 from pcieperf.errors import UsageError
+from pcieperf.net import api
+from pcieperf.nic.captures import capture_demand
 
 
 def _read_options(args: argparse.Namespace) -> dict:
@@ -19,7 +21,7 @@ def _read_options(args: argparse.Namespace) -> dict:
 def cmd_trace_demand(args: argparse.Namespace) -> None:
     """The PCIe bandwidth captures need per window from a NIC profile, per file or per port of
     an archive, on Dask."""
-    result = nic_captures.capture_demand(
+    result = capture_demand(
         args.files,
         profile=args.profile,
         paths=args.paths,
@@ -36,7 +38,7 @@ def cmd_trace_demand(args: argparse.Namespace) -> None:
 def cmd_trace_merge(args: argparse.Namespace) -> None:
     """Merge captures into one file in time order (pcapng keeps every interface), or with
     --append write them one after another in the order given, as mergecap -a."""
-    result = net_api.merge_captures(
+    result = api.merge_captures(
         args.files,
         args.output,
         force=args.force,
@@ -50,7 +52,7 @@ def cmd_trace_merge(args: argparse.Namespace) -> None:
 
 def cmd_trace_synth(args: argparse.Namespace) -> None:
     """Write a synthetic capture: a size mix arriving constant, Poisson or in on/off bursts."""
-    result = net_api.synth_capture(
+    result = api.synth_capture(
         args.output,
         eth=args.eth,
         sizes=args.sizes,
@@ -69,7 +71,7 @@ def cmd_trace_convert(args: argparse.Namespace) -> None:
     """Rewrite a capture as ns-resolution pcap or pcapng, packet for packet."""
     if (args.out is None) == (args.output is None):
         raise UsageError("give the output once: trace convert IN OUT, or -o OUT")
-    result = net_api.convert_capture(
+    result = api.convert_capture(
         args.file,
         args.out or args.output,
         shift_time=args.shift_time,

@@ -12,8 +12,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pcieperf.dpdk import iommu, setups
 from pcieperf.dpdk import platforms as platform_profiles
+from pcieperf.dpdk import setups
+from pcieperf.dpdk.iommu.advise import advise as advise_rings
+from pcieperf.dpdk.iommu.advise import gain as ring_gains
+from pcieperf.dpdk.iommu.model import Model
+from pcieperf.dpdk.iommu.platform import Platform, Traffic, load_platform
+from pcieperf.dpdk.iommu.stream import PACKETS
 from pcieperf.dpdk.port import PortSetup, parse_page
 from pcieperf.errors import UsageError, warn
 from pcieperf.net.ethernet import Ethernet, parse_mix
@@ -37,15 +42,15 @@ class Inputs:
     """What the `iommu` options describe: the platform, the port setup, the traffic and the
     packets simulated per run."""
 
-    platform: iommu.Platform
+    platform: Platform
     setup: PortSetup
-    traffic: iommu.Traffic
+    traffic: Traffic
     packets: int
     platform_profile: platform_profiles.PlatformProfile  # where the IOMMU, LLC and core come from
 
-    def model(self) -> iommu.Model:
+    def model(self) -> Model:
         """The model of this platform and traffic."""
-        return iommu.Model(self.platform, self.traffic, self.packets)
+        return Model(self.platform, self.traffic, self.packets)
 
 
 def inputs(
@@ -79,7 +84,7 @@ def inputs(
     pwc: int | None = None,
     profile: str = DEFAULT_PROFILE,
     calibration: str | Path = DEFAULT_CALIBRATION,
-    packets: int = iommu.PACKETS,
+    packets: int = PACKETS,
     setup: str | Path | None = None,
     offered: str | float = "line",
     overload: str = "tx-full",
@@ -94,7 +99,7 @@ def inputs(
     testbed = None if setup is None else setups.load_testbed(setup)
     if testbed is not None:
         gen, lanes, eth = testbed.gen, testbed.lanes, testbed.eth_gbps
-    loaded = iommu.load_platform(
+    loaded = load_platform(
         Path(calibration),
         gen=gen,
         lanes=lanes,
@@ -128,7 +133,7 @@ def inputs(
     if testbed is not None:
         loaded, port = testbed.platform(loaded), testbed.port_setup(port)
     share, offer_mpps = parse_offered(offered)
-    traffic = iommu.Traffic(parse_mix(str(frame)), Ethernet(eth), pace, share, offer_mpps)
+    traffic = Traffic(parse_mix(str(frame)), Ethernet(eth), pace, share, offer_mpps)
     profile_of = platform_profiles.load_platform_profile(platform, Path(calibration))
     return Inputs(loaded, port, traffic, packets, profile_of)
 
@@ -227,7 +232,7 @@ def gain(
     (`pcieperf iommu gain`); `options` as `inputs` takes them, less `rxd`, `txd`, `frame`."""
     given = inputs(**options)  # type: ignore[arg-type]
     setup = replace(given.setup, rxd=from_rxd, txd=from_txd or from_rxd)
-    rows = iommu.gain(
+    rows = ring_gains(
         given.platform,
         given.traffic.eth,
         setup,
@@ -254,7 +259,7 @@ def advise(*, progress: Callable[[list], Iterable] | None = None, **options: obj
     rate, and the sweep behind it (`pcieperf iommu advise`); `options` as `inputs` takes them;
     `progress` wraps the sweep (the CLI's progress bar); `source` is the model's `Advice`."""
     given = inputs(**options)  # type: ignore[arg-type]
-    advice = iommu.advise(
+    advice = advise_rings(
         given.platform,
         given.traffic,
         given.setup,
@@ -406,7 +411,7 @@ def dpdk_forwarding(
     and histogram came from, as the result records."""
     from pcieperf.dpdk import forwarding
     from pcieperf.net.ethernet import Ethernet, parse_mix
-    from pcieperf.nic.nic import load_profile
+    from pcieperf.nic.profile import load_profile
 
     size = packet_size(frame, pkt)
     if mix is not None and size is not None:

@@ -24,20 +24,19 @@ from numpy.typing import ArrayLike, NDArray
 
 from pcieperf.dpdk.port import DESCRIPTOR_BYTES, PortSetup
 from pcieperf.errors import UsageError, require_choice, require_positive
-from pcieperf.net.ethernet import FCS_BYTES, Ethernet, PacketMix
-from pcieperf.net.trace import Demand, Rates, Trace, demand, poll_batches
-from pcieperf.nic.nic import (
+from pcieperf.net.ethernet import Ethernet, PacketMix
+from pcieperf.net.trace.bandwidth import Demand, Rates, demand, poll_batches
+from pcieperf.net.trace.files import Trace
+from pcieperf.net.wire import FCS_BYTES
+from pcieperf.nic.nic import NicResult, evaluate, per_packet_wire_bytes, price_packets
+from pcieperf.nic.pricing import price_operations
+from pcieperf.nic.profile import (
     CACHE_LINE_BYTES,
+    DEFAULT_PROFILE,
     Initiator,
     NicProfile,
-    NicResult,
-    evaluate,
     load_profile,
-    per_packet_wire_bytes,
-    price_operations,
-    price_packets,
 )
-from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.link import Link
 
 Metric = Literal["inbound_read", "inbound_write", "outbound_read", "outbound_write"]

@@ -16,7 +16,7 @@ from typing import Any
 
 from pcieperf._config import load_toml
 from pcieperf.errors import ProfileError, UsageError, is_number
-from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
 
 PLATFORM_DIR = Path(__file__).parent / "platforms"
 DEFAULT_PLATFORM = "e5-v4"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pcieperf import interrupts
 from pcieperf.errors import PcieperfError, UsageError, require_choice, require_positive
-from pcieperf.net import trace
+from pcieperf.net.trace.files import read
 
 TESTPMD_ENV = "PCIEPERF_TESTPMD"
 TESTPMD_BINARY = "dpdk-testpmd"  # Debian's dpdk-dev package ships it (22.11: /usr/bin)
@@ -317,7 +317,7 @@ def pool(cfg: RunConfig) -> tuple[int, int]:
     """(mbufs, -m megabytes): infinite_rx preloads every packet of the capture into mbufs."""
     mbufs = BASE_MBUFS
     if cfg.pcap is not None:
-        mbufs += len(trace.read(cfg.pcap).ts_ns)
+        mbufs += len(read(cfg.pcap).ts_ns)
     memory = math.ceil(mbufs * MBUF_BYTES / 2**20) + MEMORY_HEADROOM_MB
     return mbufs, max(MIN_MEMORY_MB, memory)
 

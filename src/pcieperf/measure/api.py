@@ -23,7 +23,7 @@ from pcieperf.units import parse_rate
 
 if TYPE_CHECKING:
     from pcieperf.dpdk.testpmd import StoredRun
-    from pcieperf.measure.counters import Samples
+    from pcieperf.measure.counters.samples import Samples
     from pcieperf.measure.explain import Explanation
 
 
@@ -238,8 +238,7 @@ def explain(
     from pcieperf.dpdk.port import PortSetup, parse_page
     from pcieperf.measure import counters as importers
     from pcieperf.measure import explain as model
-    from pcieperf.nic.nic import load_profile
-    from pcieperf.nic.profile import DEFAULT_PROFILE
+    from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 
     if fit_out:
         require_new_file(fit_out, force)

@@ -17,10 +17,12 @@ from math import inf
 import numpy as np
 from numpy.typing import NDArray
 
-from pcieperf.dpdk import forwarding, iommu
+from pcieperf.dpdk import forwarding
+from pcieperf.dpdk.iommu.platform import Traffic, load_platform
+from pcieperf.dpdk.iommu.stream import count_misses
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
-from pcieperf.measure.counters import BYTES_PER_S, Samples
+from pcieperf.measure.counters.samples import BYTES_PER_S, Samples
 from pcieperf.measure.explain_rules import (
     MISTAKE_RULE,
     RATE_EXPLAINS_ALL,
@@ -29,8 +31,9 @@ from pcieperf.measure.explain_rules import (
     RATE_UNRESOLVED,
     RULES,
 )
-from pcieperf.net.ethernet import FCS_BYTES, Ethernet, parse_mix
-from pcieperf.nic.nic import NicProfile
+from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.net.wire import FCS_BYTES
+from pcieperf.nic.profile import NicProfile
 from pcieperf.pcie.link import Link
 
 TOLERANCE = 0.15  # the issue's threshold: a metric deviates beyond +-15 % of its prediction
@@ -371,15 +374,15 @@ def port_setup(cfg: forwarding.ForwardingConfig, setup: PortSetup) -> PortSetup:
     return cfg.port(setup)
 
 
-def port_traffic(cfg: forwarding.ForwardingConfig) -> iommu.Traffic:
+def port_traffic(cfg: forwarding.ForwardingConfig) -> Traffic:
     """The forwarded frames (explain's packet bytes plus the FCS) at 40 GbE."""
-    return iommu.Traffic(parse_mix(str(cfg.pkt_bytes + FCS_BYTES)), Ethernet(40))
+    return Traffic(parse_mix(str(cfg.pkt_bytes + FCS_BYTES)), Ethernet(40))
 
 
 def misses_per_packet(cfg: forwarding.ForwardingConfig, setup: PortSetup) -> float:
     """IOTLB misses per forwarded packet from the IOMMU model's address stream."""
     port, traffic = port_setup(cfg, setup), port_traffic(cfg)
-    return iommu.count_misses(port, traffic, iommu.load_platform().iommu).misses_per_pkt
+    return count_misses(port, traffic, load_platform().iommu).misses_per_pkt
 
 
 def choose_page(

@@ -22,11 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pcieperf.dpdk import forwarding, iommu
+from pcieperf.dpdk import forwarding, port
+from pcieperf.dpdk.iommu.model import Model
+from pcieperf.dpdk.iommu.platform import IommuParams, Platform, Traffic, load_platform
 from pcieperf.dpdk.platforms import DEFAULT_PLATFORM, Param, PlatformProfile, load_platform_profile
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError, require_positive
-from pcieperf.measure.counters import Samples
+from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.explain import (
     Explanation,
     StackIndex,
@@ -138,14 +140,14 @@ def _matches(predicted: float, measured: float) -> bool:
     return abs(predicted - measured) <= max(MATCH * measured, MATCH_ABS)
 
 
-def reach_curve(model: iommu.Model, setup: iommu.PortSetup) -> list[ReachPoint]:
+def reach_curve(model: Model, setup: port.PortSetup) -> list[ReachPoint]:
     """Misses per forwarded packet over the reach grid (the load state decided per reach)."""
     points = []
     for entries in REACH_GRID:
         platform = replace(
             model.platform, iommu=replace(model.platform.iommu, iotlb_entries=entries)
         )
-        r = iommu.Model(platform, model.traffic, model.packets).evaluate(setup)
+        r = Model(platform, model.traffic, model.packets).evaluate(setup)
         points.append(ReachPoint(entries, r.iotlb_misses_per_fwd_pkt, r.state))
     return points
 
@@ -179,7 +181,7 @@ def _entries_param(points: list[ReachPoint], measured: float, base: Param, file:
 
 
 def _walkers_param(
-    walks_per_s: float, bound: bool, iommu_params: iommu.IommuParams, base: Param, file: str
+    walks_per_s: float, bound: bool, iommu_params: IommuParams, base: Param, file: str
 ) -> Param:
     """Walkers at the base busy time per walk: equal to the measured walks when they bound the
     rate, at least the measured walks otherwise."""
@@ -211,9 +213,9 @@ def fit(
     *,
     stack: str | None,
     pps: float,
-    setup: iommu.PortSetup,
-    traffic: iommu.Traffic,
-    platform: iommu.Platform,
+    setup: port.PortSetup,
+    traffic: Traffic,
+    platform: Platform,
     base: PlatformProfile,
     name: str,
     packets: int = FIT_PACKETS,
@@ -222,7 +224,7 @@ def fit(
     require_positive("packet rate (--pps)", pps)
     measured = measured_iotlb(samples, stack)
     per_pkt = measured.misses_per_s / pps
-    model = iommu.Model(platform, traffic, packets)
+    model = Model(platform, traffic, packets)
     no_iommu = min(model.no_iommu(setup).mpps, traffic.line_mpps(setup.ports))
     points = reach_curve(model, setup)
     entries = _entries_param(points, per_pkt, base.params["iommu.iotlb_entries"], samples.file)
@@ -271,7 +273,7 @@ def fit_explained(
         pps=pps,
         setup=port_setup(cfg, setup),
         traffic=port_traffic(cfg),
-        platform=iommu.load_platform(platform=platform),
+        platform=load_platform(platform=platform),
         base=load_platform_profile(platform),
         name=name,
         packets=packets,

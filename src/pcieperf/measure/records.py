@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import pandas
 
     from pcieperf.dpdk.testpmd import RunConfig, RunResult
-    from pcieperf.measure.counters import Samples, Sink
+    from pcieperf.measure.counters.samples import Samples, Sink
     from pcieperf.measure.store import Store
 
 COUNTER_COLUMNS = ("t_s", "source", "socket", "stack", "part", "metric", "value", "unit")

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from pcieperf.dpdk.testpmd import RunResult, StoredRun
 from pcieperf.errors import UsageError, require_choice
-from pcieperf.measure.counters import Samples, Sink
+from pcieperf.measure.counters.samples import Samples, Sink
 from pcieperf.measure.store_lock import connect
 from pcieperf.pciebench.bench import (
     COLUMNS,

@@ -4,6 +4,6 @@ summarised (`archive`) or merged by time ranges (`archive_merge`) on a Dask clus
 functions are in `api` (`pp.read_capture`, `pp.capture_stats`, `pp.merge_captures`,
 `pp.synth_capture`, `pp.convert_capture`).
 
-May import: pcie, errors, units, progress, engine, _native, _lazy, _values, outputs. No NIC model,
+May import: pcie, errors, units, progress, engine, _native, _numpy, _values, outputs. No NIC model,
 store or report.
 """

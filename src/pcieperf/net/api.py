@@ -10,8 +10,15 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from pcieperf import _lazy
+from pcieperf import engine
 from pcieperf.errors import UsageError, warn
+from pcieperf.net import archive_merge, stats_text
+from pcieperf.net.archive import archive_stats, demand, expand, file_stats
+from pcieperf.net.trace.epoch import epoch_warning, parse_shift_ns
+from pcieperf.net.trace.files import NS_PER_S, read
+from pcieperf.net.trace.rewrite import convert, merge
+from pcieperf.net.trace.statistics import WINDOWS_NS, stats_config, stats_files
+from pcieperf.net.trace.synthesis import synth
 from pcieperf.results import Report, Table
 from pcieperf.units import parse_duration_ns, parse_rate
 
@@ -20,11 +27,6 @@ if TYPE_CHECKING:
 
     from pcieperf.engine import Client
 
-archiving = _lazy.module("pcieperf.net.archive")
-archive_merge = _lazy.module("pcieperf.net.archive_merge")
-engine = _lazy.module("pcieperf.engine")
-stats_text = _lazy.module("pcieperf.net.stats_text")
-trace = _lazy.module("pcieperf.net.trace")
 
 Paths = str | os.PathLike | Sequence[str | os.PathLike]
 """One capture, or several: paths or glob patterns (`-` is standard input)."""
@@ -34,7 +36,7 @@ T = TypeVar("T")
 def _expand(files: Paths) -> list[str]:
     """The files that paths and globs name, in order."""
     given = [files] if isinstance(files, str | os.PathLike) else files
-    return archiving.expand([os.fspath(f) for f in given])
+    return expand([os.fspath(f) for f in given])
 
 
 def _on_dask(scheduler: str | None, debug: bool, work: Callable[[Client], T]) -> T:
@@ -55,18 +57,23 @@ def read_capture(
     and `cut_short`."""
     import pandas
 
-    read = trace.read(path, skip_bad=skip_bad, strict=strict)
+    captured = read(path, skip_bad=skip_bad, strict=strict)
     frame = pandas.DataFrame(
-        {"ts_ns": read.ts_ns, "caplen": read.caplen, "len": read.wirelen, "interface": read.iface}
+        {
+            "ts_ns": captured.ts_ns,
+            "caplen": captured.caplen,
+            "len": captured.wirelen,
+            "interface": captured.iface,
+        }
     )
     frame.attrs = {
-        "path": read.path,
-        "format": read.format,
-        "skipped": read.skipped,
-        "cut_short": read.cut_short,
+        "path": captured.path,
+        "format": captured.format,
+        "skipped": captured.skipped,
+        "cut_short": captured.cut_short,
         "interfaces": [
             {"id": k, "linktype": i.linktype, "name": i.name, "snaplen": i.snaplen}
-            for k, i in enumerate(read.interfaces)
+            for k, i in enumerate(captured.interfaces)
         ],
     }
     return frame
@@ -100,11 +107,11 @@ def capture_stats(
     }
     paths = _expand(files)
     if archive or scheduler:
-        trace.stats_config(eth, options["windows_ns"])  # checked before a cluster starts
-        run = archiving.archive_stats if archive else archiving.file_stats
+        stats_config(eth, options["windows_ns"])  # checked before a cluster starts
+        run = archive_stats if archive else file_stats
         found: Iterable[dict] = _on_dask(scheduler, debug, lambda c: run(c, paths, **options))
     else:
-        found = trace.stats_files(paths, **options)
+        found = stats_files(paths, **options)
     results = []
     for result in found:  # warned as each file is read: a later file may fail
         _warn_capture_quirks(stats_text.archive_label(result))
@@ -118,7 +125,7 @@ def _windows_ns(windows: str | Iterable[str | int] | None) -> list[int] | tuple[
     """Rate windows in ns from "1ms,1s" or a list of durations (None: 1 ms and 1 s; an empty
     text or list is refused, not taken for the default)."""
     if windows is None:
-        return trace.WINDOWS_NS
+        return WINDOWS_NS
     if isinstance(windows, str) and not windows.strip():
         raise UsageError("rate windows '' are not allowed; give durations such as 1ms,1s")
     given = windows.split(",") if isinstance(windows, str) else windows
@@ -142,7 +149,7 @@ def _warn_capture_quirks(result: dict) -> None:
             f"{result['file']}: {result['ts_wrapped']} records are dated after 2262 (ns past "
             "2^63), kept modulo 2^64 (docs/trace.md); --shift-time of `trace convert` moves them"
         )
-    epoch = trace.epoch_warning(result["file"], result)
+    epoch = epoch_warning(result["file"], result)
     if epoch:
         warn(epoch)
 
@@ -167,7 +174,7 @@ def priced_demand(
     results = _on_dask(
         scheduler,
         debug,
-        lambda client: archiving.demand(
+        lambda client: demand(
             client,
             paths,
             cost=cost,
@@ -234,7 +241,7 @@ def merge_captures(
     if scheduler:
         result = _on_dask(scheduler, debug, lambda c: archive_merge.merge(c, paths, out, **options))
     else:
-        result = trace.merge(paths, out, append=append, **options)
+        result = merge(paths, out, append=append, **options)
     if result["truncated"]:
         warn(
             f"{result['truncated']} inputs were cut short inside a record; what came before "
@@ -270,12 +277,12 @@ def synth_capture(
     arriving constant, Poisson or in on/off bursts of `burst` frames, over `flows` UDP flows."""
     from pcieperf.net.ethernet import Ethernet, parse_mix
 
-    data = trace.synth(
+    data = synth(
         output,
         eth=Ethernet(eth),
         mix=parse_mix(sizes),
         pps=parse_rate(pps) if isinstance(pps, str) else float(pps),
-        duration_s=parse_duration_ns(duration) / trace.NS_PER_S,
+        duration_s=parse_duration_ns(duration) / NS_PER_S,
         arrival=arrival,
         burst=burst,
         flows=flows,
@@ -298,10 +305,8 @@ def convert_capture(
     packet (`pcieperf trace convert`), every time moved by `shift_time` seconds (a decimal
     string keeps ns precision: "-7094901566.811366006" undoes DPDK 22.11's 2.6 GHz offset)."""
     source, out = os.fspath(file), os.fspath(output)
-    shift_ns = trace.parse_shift_ns(shift_time)
-    result = trace.convert(
-        source, out, shift_ns=shift_ns, force=force, skip_bad=skip_bad, strict=strict
-    )
+    shift_ns = parse_shift_ns(shift_time)
+    result = convert(source, out, shift_ns=shift_ns, force=force, skip_bad=skip_bad, strict=strict)
     if result["truncated"]:
         warn(f"{source} was cut short inside a record; what came before is converted")
     shifted = f", times shifted by {shift_ns / 1e9:g} s" if shift_ns else ""

@@ -42,8 +42,10 @@ from typing import TYPE_CHECKING
 
 from pcieperf import engine
 from pcieperf._native import checked, core
-from pcieperf.errors import PcieperfError, UsageError, require_positive
-from pcieperf.net import trace
+from pcieperf.errors import PcieperfError, TraceFileError, UsageError, require_positive
+from pcieperf.net.trace.files import LINK_HEADER_BYTES, NS_PER_S, Interface
+from pcieperf.net.trace.rewrite import _check_inputs
+from pcieperf.net.trace.statistics import WINDOWS_NS, _report, stats_config
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -135,11 +137,11 @@ def _readable(paths: Sequence[str], limit: int | None = None) -> Iterator[list[s
     copies: dict[str, str] = {}
     try:
         yield [_copy(p, limit, copies) if is_url(p) else p for p in paths]
-    except trace.TraceFileError as exc:
+    except TraceFileError as exc:
         text = str(exc)
         for local, url in copies.items():
             text = text.replace(local, url)
-        raise trace.TraceFileError(text) from None
+        raise TraceFileError(text) from None
     finally:
         for local in copies:
             os.unlink(local)
@@ -157,7 +159,7 @@ def _copy(url: str, limit: int | None, copies: dict[str, str]) -> str:
             else:
                 out.write(src.read(limit))
     except (OSError, ValueError) as exc:
-        raise trace.TraceFileError(f"{url}: cannot be read ({exc})") from None
+        raise TraceFileError(f"{url}: cannot be read ({exc})") from None
     return local
 
 
@@ -352,8 +354,8 @@ def _where(n: int, port: Sequence[Head]) -> dict:
 
 
 def _port_report(n: int, port: Sequence[Head], raw: dict, eth_gbps: float) -> dict:
-    interfaces = [trace.Interface(**i) for i in raw["interfaces"]]
-    report = trace._report(port[0].path, raw, interfaces, eth_gbps)
+    interfaces = [Interface(**i) for i in raw["interfaces"]]
+    report = _report(port[0].path, raw, interfaces, eth_gbps)
     del report["file"]
     return _where(n, port) | report
 
@@ -411,7 +413,7 @@ def archive_stats(
     paths: Sequence[str],
     *,
     eth_gbps: float = 40,
-    windows_ns: Sequence[int] = trace.WINDOWS_NS,
+    windows_ns: Sequence[int] = WINDOWS_NS,
     skip_bad: bool = False,
     strict: bool = False,
     read_ahead: bool | None = None,
@@ -434,7 +436,7 @@ def file_stats(
     paths: Sequence[str],
     *,
     eth_gbps: float = 40,
-    windows_ns: Sequence[int] = trace.WINDOWS_NS,
+    windows_ns: Sequence[int] = WINDOWS_NS,
     skip_bad: bool = False,
     strict: bool = False,
 ) -> list[dict]:
@@ -452,7 +454,7 @@ def file_stats(
     ):
         found[done.index] = done.result
     return [
-        trace._report(path, raw, [trace.Interface(**i) for i in raw["interfaces"]], eth_gbps)
+        _report(path, raw, [Interface(**i) for i in raw["interfaces"]], eth_gbps)
         for path, raw in zip(files, found, strict=True)
     ]
 
@@ -462,8 +464,8 @@ def _checked(
 ) -> tuple[dict, list[str]]:
     """The statistics config and the files, checked before any work; standard input cannot be
     read by a worker."""
-    config = trace.stats_config(eth_gbps, windows_ns)
-    files = trace._check_inputs(paths)
+    config = stats_config(eth_gbps, windows_ns)
+    files = _check_inputs(paths)
     if "-" in files:
         raise UsageError("standard input (-) cannot be read by Dask workers; give files")
     return config, files
@@ -474,11 +476,11 @@ def _checked(
 
 def _require_ethernet(name: str, raw: dict) -> None:
     """Frames are priced as Ethernet frames: other link types have no size to price."""
-    unknown = sorted({i["linktype"] for i in raw["interfaces"]} - set(trace.LINK_HEADER_BYTES))
+    unknown = sorted({i["linktype"] for i in raw["interfaces"]} - set(LINK_HEADER_BYTES))
     if unknown and raw["packets"]:
         raise UsageError(
             f"{name}: link type {unknown[0]} has no Ethernet equivalent; the demand needs link "
-            f"types {', '.join(map(str, trace.LINK_HEADER_BYTES))}"
+            f"types {', '.join(map(str, LINK_HEADER_BYTES))}"
         )
 
 
@@ -501,7 +503,7 @@ def demand(
     `trace stats`'s rule (from the first packet; peaks over whole windows; a last window that
     covers less, up to the last packet, is the tail, reported apart), across file boundaries."""
     require_positive("window", window_ns)
-    config, files = _checked(paths, 40, trace.WINDOWS_NS)
+    config, files = _checked(paths, 40, WINDOWS_NS)
     found = _port_partials(client, files, (config, skip_bad, strict, cost), per_file=per_file)
     out = []
     for n, (port, partial) in enumerate(found):
@@ -521,7 +523,7 @@ def demand(
                 "profile": profile,
                 "packets": packets,
                 "mean_frame_bytes": d["frame_bytes"] / packets if packets else None,
-                "duration_s": span / trace.NS_PER_S,
+                "duration_s": span / NS_PER_S,
                 "window_ns": window_ns,
                 "windows": d["windows"],
                 "full_windows": d["full_windows"],

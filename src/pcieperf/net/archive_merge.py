@@ -13,9 +13,15 @@ from typing import TYPE_CHECKING
 
 from pcieperf import engine
 from pcieperf._native import checked, core
-from pcieperf.errors import UsageError
-from pcieperf.net import trace
+from pcieperf.errors import TraceFileError, UsageError
 from pcieperf.net.archive import _batched, is_url
+from pcieperf.net.trace.files import INT64_MAX, INT64_MIN
+from pcieperf.net.trace.rewrite import (
+    _check_inputs,
+    _check_output,
+    _write_atomically,
+    output_format,
+)
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -57,10 +63,10 @@ def time_ranges(scans: Sequence[dict], parts: int) -> list[tuple[int, int]]:
     the first starts at the smallest int64, the last ends at the largest (to the end)."""
     spans = [(s["first_ns"], s["last_ns"]) for s in scans if s["packets"]]
     if not spans:
-        return [(trace.INT64_MIN, trace.INT64_MAX)]
+        return [(INT64_MIN, INT64_MAX)]
     lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
     total = sum(s["packets"] for s in scans)
-    bounds = [trace.INT64_MIN]
+    bounds = [INT64_MIN]
     for j in range(1, parts):
         a, b = lo, hi
         while a < b:  # the first time with at least j/parts of the packets before it
@@ -71,7 +77,7 @@ def time_ranges(scans: Sequence[dict], parts: int) -> list[tuple[int, int]]:
                 b = mid
         if a > bounds[-1]:
             bounds.append(a)
-    bounds.append(trace.INT64_MAX)
+    bounds.append(INT64_MAX)
     return list(itertools.pairwise(bounds))
 
 
@@ -89,8 +95,8 @@ def merge(
     output is byte for byte `trace.merge`'s. Every input is first scanned for its time span;
     where one is not in time order or defines an interface after its first packet, the merge
     is one range. Workers write the parts beside `output`, so they must see that folder."""
-    fmt = trace.output_format(output)
-    paths = trace._check_inputs(inputs)
+    fmt = output_format(output)
+    paths = _check_inputs(inputs)
     if not paths:
         raise UsageError("merge needs at least one input capture")
     if "-" in paths:
@@ -98,7 +104,7 @@ def merge(
     remote = next((p for p in paths if is_url(p)), None)
     if remote:
         raise UsageError(f"{remote}: trace merge reads local files only; copy it first")
-    trace._check_output(output, paths, force)
+    _check_output(output, paths, force)
     absolute = [os.path.abspath(p) for p in paths]
     scans = _batched(client, _scan_task, absolute, (skip_bad, strict), "scanning")
     workers = max(1, sum(client.nthreads().values()))
@@ -108,7 +114,7 @@ def merge(
     base = Path(os.path.abspath(output))
     stem = f".{base.name}.{os.urandom(8).hex()}"
     names = [str(base.parent / f"{stem}.part{k:05d}") for k in range(len(ranges) + 1)]
-    chunks = [(names[0], trace.INT64_MIN, trace.INT64_MAX, [False] * len(paths))]  # header only
+    chunks = [(names[0], INT64_MIN, INT64_MAX, [False] * len(paths))]  # header only
     chunks += [
         (
             name,
@@ -129,7 +135,7 @@ def merge(
             unit="range",
         ):
             results[done.index] = done.result
-        written = trace._write_atomically(output, force, lambda tmp: _concatenate(names, tmp))
+        written = _write_atomically(output, force, lambda tmp: _concatenate(names, tmp))
     finally:
         for name in names:
             Path(name).unlink(missing_ok=True)
@@ -153,6 +159,6 @@ def _concatenate(names: Sequence[str], out: Path) -> dict:
         for name in names[1:]:
             with open(name, "rb") as src:
                 if src.read(len(header)) != header:
-                    raise trace.TraceFileError(f"{name}: a part does not start with the header")
+                    raise TraceFileError(f"{name}: a part does not start with the header")
                 shutil.copyfileobj(src, dst, 1 << 20)
     return {"bytes": out.stat().st_size}

@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pcieperf import _lazy
 from pcieperf._values import pairwise_sum
 from pcieperf.errors import UsageError
 from pcieperf.net import wire
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
 else:
-    np = _lazy.module("numpy")  # imported when a size is first checked or priced
+    from pcieperf._numpy import np
 
 
 def check_frame_sizes(sizes: ArrayLike) -> NDArray[np.int64]:

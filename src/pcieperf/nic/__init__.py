@@ -6,14 +6,15 @@ need, priced by a profile (`captures`: `pp.capture_demand`). The public function
 (`pp.nic`, `pp.profiles`, `pp.profile`, `pp.latency`).
 
 May import: pcie, net, pciebench (pcie-bench latency files and the calibration a host's latency
-comes from), errors, units, _native, _config, _lazy, _values. No store, runner or report.
+comes from), errors, units, _native, _config, _numpy, _callable, _values. No store, runner or
+report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pcieperf import _lazy
+from pcieperf._callable import callable_package
 
 
 def _api() -> Callable[..., object]:
@@ -23,4 +24,4 @@ def _api() -> Callable[..., object]:
     return nic
 
 
-_lazy.callable_package(__name__, _api)
+callable_package(__name__, _api)

@@ -9,10 +9,9 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
-from pcieperf import _lazy
+from pcieperf import _numpy
 from pcieperf._values import is_python
 from pcieperf.errors import ProfileError, UsageError, warn
 from pcieperf.nic.profile import DEFAULT_PROFILE
@@ -22,8 +21,9 @@ from pcieperf.units import parse_int_list, parse_rate
 
 if TYPE_CHECKING:
     from pcieperf.net.ethernet import Ethernet, PacketMix
-    from pcieperf.nic.latency import HostLatency
-    from pcieperf.nic.nic import DeviceFacts, FewRow, NicProfile, NicResult
+    from pcieperf.nic.host import HostLatency
+    from pcieperf.nic.nic import FewRow, NicResult
+    from pcieperf.nic.profile import DeviceFacts, NicProfile
     from pcieperf.pcie.link import Link
 
 Sizes = str | int | Iterable[int | str]
@@ -99,18 +99,18 @@ def nic(
     `sizes`: frames incl. FCS and named mixes; `mix`: frame-size histograms (`64:7,1518:1`)."""
     link = make_link(**link_options)  # type: ignore[arg-type]
     loaded, chosen, port, rate = _setup(profile, eth, vlan, paths, pps)
-    few = None if breakdown or _lazy.loaded("numpy") else _few_rows(sizes, mix)
+    few = None if breakdown or _numpy.in_use() else _few_rows(sizes, mix)
     rows = _array_rows(sizes, mix) if few is None else None  # checked before the model
-    from pcieperf.nic import nic as model  # no numpy: rows as arrays import it
+    from pcieperf.nic.nic import evaluate_few  # no numpy: rows as arrays import it
 
     results = None
     if few is not None:
         try:
-            results = model.evaluate_few(loaded, link, port, few, chosen)
+            results = evaluate_few(loaded, link, port, few, chosen)
         except ProfileError:  # named as the arrays name it (the first bad size of the first op)
             rows = _array_rows(sizes, mix)
     if rows is not None:
-        results = [_evaluate(model, loaded, link, port, rows, chosen)]
+        results = [_evaluate(loaded, link, port, rows, chosen)]
     columns = _nic_columns(results, rate, breakdown)
     head = (
         f"{loaded.name}: {loaded.description}"
@@ -191,7 +191,6 @@ def _array_rows(
 
 
 def _evaluate(
-    model: ModuleType,
     profile: NicProfile,
     link: Link,
     port: Ethernet,
@@ -200,10 +199,12 @@ def _evaluate(
 ) -> NicResult:
     """`_array_rows` priced: plain sizes vectorised, with no object per size (the same
     numbers: test_nic_api.py), mixes one PacketMix each."""
+    from pcieperf.nic.nic import evaluate, evaluate_sizes
+
     fixed, mixes = rows
     if fixed is not None:
-        return model.evaluate_sizes(profile, link, port, fixed, paths)
-    return model.evaluate(profile, link, port, mixes, paths)
+        return evaluate_sizes(profile, link, port, fixed, paths)
+    return evaluate(profile, link, port, mixes, paths)
 
 
 def _few_rows(sizes: Sizes | None, mix: Sequence[str] | None) -> list[FewRow] | None:
@@ -369,9 +370,9 @@ DEVICE_COLUMNS = (
 
 def profiles() -> Table:
     """The built-in NIC profiles, one row each: name and description (`pcieperf profiles`)."""
-    from pcieperf.nic import profile as model  # no numpy: profiles only read and checked
+    from pcieperf.nic.profile import builtin_profiles, load_profile  # no numpy: only read
 
-    loaded = [model.load_profile(n) for n in model.builtin_profiles()]
+    loaded = [load_profile(n) for n in builtin_profiles()]
     return Table(
         [{"name": p.name, "description": p.description} for p in loaded],
         (Column("name", "profile"), Column("description", "description")),
@@ -468,10 +469,11 @@ def latency(
     directory, in its `cache` state), `calibration` (a `bench calibrate` file), `read_ns` and
     `write_ns`, or the shipped calibration; `set`: assumed parameters in ns by name."""
     from pcieperf.net.ethernet import Ethernet
-    from pcieperf.nic import latency as model
+    from pcieperf.nic.latency import loopback
+    from pcieperf.nic.latency import rows as latency_rows
 
     frames = parse_int_list(sizes, "frame size") if isinstance(sizes, str) else list(sizes)
-    result = model.loopback(
+    result = loopback(
         profile,
         frames,
         _latency_host(host, calibration, read_ns, write_ns, cache),
@@ -483,7 +485,7 @@ def latency(
     )
     for note in result.host.notes:
         warn(note)
-    rows = model.rows(result)
+    rows = latency_rows(result)
     shown = [
         r
         | {

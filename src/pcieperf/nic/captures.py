@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 
 from pcieperf.net.api import priced_demand
-from pcieperf.nic.profile import DEFAULT_PROFILE
+from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.pcie.api import make_link
 from pcieperf.results import Report
 from pcieperf.units import parse_duration_ns
@@ -36,7 +36,7 @@ def capture_demand(
 
     window_ns = parse_duration_ns(window, "window")
     link = make_link(**link_options)  # type: ignore[arg-type]
-    nic_profile = nic.load_profile(profile)
+    nic_profile = load_profile(profile)
     return priced_demand(
         files,
         cost=nic.demand_cost(nic_profile, link, window_ns, dma_paths(paths)),

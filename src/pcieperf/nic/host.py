@@ -15,6 +15,7 @@ from pcieperf._config import read_bounded
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.bench import UNSTEADY_RATIO, read_result_csv
+from pcieperf.pciebench.calibration_file import load_calibration
 
 # The percentiles pcie-bench's latency files report (Min, Med, 95%, 99.9%); the CDFs give them
 # too (the minimum is their first value: the fastest of the 16 Mi samples).
@@ -151,7 +152,7 @@ def host_from_calibration(path: Path) -> HostLatency:
     for every statistic; posted writes at half of it (the paper's symmetry assumption)."""
     from pcieperf.pciebench import calibrate  # scipy: only when a calibration is asked for
 
-    cal = calibrate.load_calibration(path)
+    cal = load_calibration(path)
     if cal.reference is None:
         raise UsageError(f"--calibration {path}: no [reference_host] table to take latency from")
     link = Link(mps=cal.reference.mps, mrrs=cal.reference.mrrs)

@@ -27,26 +27,24 @@ from pcieperf.net import wire
 from pcieperf.net.ethernet import Ethernet, check_frame_sizes, dma_bytes
 
 # The host's latencies, where callers of `latency` have always found them.
-from pcieperf.nic.host import DETAILS_FILE as DETAILS_FILE
 from pcieperf.nic.host import (
     LOADED_STAT,
     QUANTILES,
     REFERENCE_BYTES,
     REFERENCE_WINDOW,
+    STATS,
+    HostLatency,
     assumed_host,
+    host_from_dir,
 )
-from pcieperf.nic.host import STATS as STATS
-from pcieperf.nic.host import HostLatency as HostLatency
-from pcieperf.nic.host import host_from_dir as host_from_dir
-from pcieperf.nic.host import host_from_values as host_from_values
-from pcieperf.nic.nic import (
+from pcieperf.nic.pricing import operation_cost
+from pcieperf.nic.profile import (
+    DEFAULT_PROFILE,
     NicProfile,
     Operation,
     evaluate_expression,
     load_profile,
-    operation_cost,
 )
-from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.bench import read_result_csv
 
@@ -455,7 +453,7 @@ EXTENDED_TAGS = 256  # ... 8-bit Tag field with Extended Tag Field Enable (§7.8
 def device_tags(path: Path, vendor: str = "Netronome") -> int:
     """Read requests the benchmark device may keep outstanding, from its Device Control
     register in the host's `sys-lspci.txt` (lspci -vv prints ExtTag+ or ExtTag-)."""
-    from pcieperf.pciebench.calibrate import device_block
+    from pcieperf.pciebench.host import device_block
 
     lspci = path / "sys-lspci.txt"
     if not lspci.is_file():

@@ -12,7 +12,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pcieperf import _lazy
 from pcieperf._native import core
 from pcieperf._values import as_float, as_uint8, frozen, is_python, minimum
 from pcieperf.errors import UsageError, require_positive
@@ -24,37 +23,25 @@ if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
 
-    from pcieperf.net.trace import Demand, Trace
+    from pcieperf.net.trace.bandwidth import Demand
+    from pcieperf.net.trace.files import Trace
     from pcieperf.nic.profile import Int
 else:
-    np = _lazy.module("numpy")  # imported when sizes are priced as arrays
+    from pcieperf._numpy import np
 
 # The profile model and its pricing, where callers of `nic` have always found them.
-from pcieperf.nic.pricing import _TOTALS as _TOTALS
 from pcieperf.nic.pricing import (
+    _TOTALS,
     ETHERNET,
+    OpShare,
     PacketCosts,
     _link_facts,
     _once,
     _packet_costs,
+    price_operations,
     size_costs,
 )
-from pcieperf.nic.pricing import OpShare as OpShare
-from pcieperf.nic.pricing import operation_cost as operation_cost
-from pcieperf.nic.pricing import price_operations as price_operations
-from pcieperf.nic.profile import CACHE_LINE_BYTES as CACHE_LINE_BYTES
-from pcieperf.nic.profile import DEVICE_FACTS as DEVICE_FACTS
-from pcieperf.nic.profile import INITIATORS as INITIATORS
-from pcieperf.nic.profile import PATHS as PATHS
-from pcieperf.nic.profile import DeviceFacts as DeviceFacts
-from pcieperf.nic.profile import Initiator as Initiator
-from pcieperf.nic.profile import NicProfile as NicProfile
-from pcieperf.nic.profile import Operation as Operation
-from pcieperf.nic.profile import builtin_profiles as builtin_profiles
-from pcieperf.nic.profile import check_paths as check_paths
-from pcieperf.nic.profile import evaluate_expression as evaluate_expression
-from pcieperf.nic.profile import load_profile as load_profile
-from pcieperf.nic.profile import parse_profile as parse_profile
+from pcieperf.nic.profile import PATHS, NicProfile
 
 NEAR_LIMIT = 0.01  # a bound within 1 % of the achieved rate is named as a limit too
 
@@ -544,7 +531,7 @@ def trace_demand(
     """PCIe bandwidth per time window that this NIC needs to carry the trace's packets at the
     times they were captured (each packet priced at its own size)."""
     up, down = per_packet_wire_bytes(*price_packets(profile, link, trace.frame_bytes(), paths))
-    from pcieperf.net.trace import demand
+    from pcieperf.net.trace.bandwidth import demand
 
     return demand(trace.ts_ns, up, down, window_ns, link.tlp_bytes_per_s)
 

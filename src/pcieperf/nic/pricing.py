@@ -12,7 +12,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
-from pcieperf import _lazy
 from pcieperf._values import (
     as_uint8,
     as_whole,
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
     from pcieperf.nic.nic import LineRates, Rows
     from pcieperf.nic.profile import Int
 else:
-    np = _lazy.module("numpy")  # imported when many sizes are priced at once
+    from pcieperf._numpy import np
 
 T = TypeVar("T")
 ETHERNET, PCIE_UP, PCIE_DOWN = 0, 1, 2

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pcieperf import _lazy
 from pcieperf._config import loads_toml, read_text
 from pcieperf._values import is_python, ones_like
 from pcieperf.errors import ProfileError, UsageError, is_number, require_choice
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 
     Int = NDArray[np.int64]
 else:
-    np = _lazy.module("numpy")  # imported when an expression is first evaluated
+    from pcieperf._numpy import np
 
 Initiator = Literal["host_mmio_write", "host_mmio_read", "dma_read", "dma_write", "interrupt"]
 INITIATORS: tuple[Initiator, ...] = (

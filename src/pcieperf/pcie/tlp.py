@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Literal, NamedTuple, cast
 
-from pcieperf import _lazy
+from pcieperf import _numpy
 from pcieperf._values import as_float, as_int, broadcast, maximum, zeros_like
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.pcie.link import Link
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     Int = NDArray[np.int64]
 else:
-    np = _lazy.module("numpy")  # imported when an array is first used
+    from pcieperf._numpy import np
 
 Op = Literal["read", "write", "rw"]
 OPS: tuple[Op, ...] = ("read", "write", "rw")
@@ -384,7 +384,7 @@ def dma_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> Dm
     """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost` (one pass): lists
     where numpy is not in use yet and the sizes are a few ints, the offset one (`_scalar_rows`),
     arrays otherwise; the same values either way."""
-    few = None if _lazy.loaded("numpy") else _scalar_sizes(sizes, offsets)
+    few = None if _numpy.in_use() else _scalar_sizes(sizes, offsets)
     if few is None:
         return _vector_rows(link, op, sizes, offsets)
     return _scalar_rows(link, op, few, offsets)  # type: ignore[arg-type] # checked: an int

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 from pcieperf import outputs
 from pcieperf.errors import require_new_file
 from pcieperf.pciebench import bench
-from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
+from pcieperf.pciebench.bench import UNSTEADY_RATIO, Point
+from pcieperf.pciebench.calibration_file import (
+    DEFAULT_CALIBRATION,
+    calibration_toml,
+    load_calibration,
+)
+from pcieperf.pciebench.host import load_run
 from pcieperf.results import Column, Report, Table, format_table
 
 if TYPE_CHECKING:
@@ -152,7 +158,7 @@ def sim(
     grid = [(size, window) for size in sizes for window in windows]
     rows = []
     for size, window in _each(progress, grid):
-        point = simulator.Point(test, pattern, cache, offset, dev_offset, window, size)
+        point = Point(test, pattern, cache, offset, dev_offset, window, size)
         res = simulator.simulate(point, loaded_host, loaded_device, transactions=transactions)
         rows.append(
             {
@@ -186,9 +192,9 @@ def calibrate(
 
     out = Path(output)
     require_new_file(out, force)
-    runs = [fitting.load_run(Path(d)) for d in _each(progress, list(dirs))]
+    runs = [load_run(Path(d)) for d in _each(progress, list(dirs))]
     result = fitting.fit_device(runs, name=name)
-    outputs.write_text(out, fitting.calibration_toml(result), force)
+    outputs.write_text(out, calibration_toml(result), force)
     payload = {
         "output": str(out),
         "device": asdict(result.device),
@@ -228,11 +234,10 @@ def _sim_host(host: Path) -> HostProfile:
 
 def _folder_host(host: Path, calibration: Path) -> tuple[str, HostProfile]:
     """The system name and host profile of a host's pcie-bench folder on `calibration`."""
-    from pcieperf.pciebench import calibrate as fitting
     from pcieperf.pciebench import pin
 
-    run = fitting.load_run(host)
-    return run.name, pin.prepare(run, fitting.load_calibration(calibration)).host
+    run = load_run(host)
+    return run.name, pin.prepare(run, load_calibration(calibration)).host
 
 
 def host(
@@ -272,13 +277,13 @@ def predict(
     bench predict`): pcie-bench's bw_*.csv files, their bounds and the provenance of every
     parameter, written to `out`; `host` is the host's pcie-bench directory, whose bw_*.csv
     rows past the IOTLB knee, if any, pin the walker (`pciebench.pin`)."""
-    from pcieperf.pciebench import calibrate as fitting
     from pcieperf.pciebench import pin
     from pcieperf.pciebench import predict as predicting
+    from pcieperf.pciebench.host import steadiness
 
-    run = fitting.load_run(Path(host))
-    loaded = fitting.load_calibration(Path(calibration))
-    steadiness = fitting.steadiness(run)
+    run = load_run(Path(host))
+    loaded = load_calibration(Path(calibration))
+    steady = steadiness(run)
     prepared = pin.prepare(run, loaded, transactions)
     files = predicting.predict_files(
         prepared.host,
@@ -301,8 +306,8 @@ def predict(
         "pinned": {p.parameter: p.to_json() for p in prepared.pins},
         "iommu_conflicts": list(run.iommu.conflicts),
         "host": asdict(prepared.host),
-        "steadiness": steadiness,
-        "steady": steadiness <= fitting.UNSTEADY_RATIO,
+        "steadiness": steady,
+        "steady": steady <= UNSTEADY_RATIO,
     }
     return Report(payload, _prediction_text(payload, out))
 

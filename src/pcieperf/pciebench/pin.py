@@ -19,6 +19,7 @@ from pcieperf.pciebench.calibration_file import Calibration
 from pcieperf.pciebench.host import HostRun, iotlb_miss
 from pcieperf.pciebench.predict import SIM_TRANSACTIONS, Band
 from pcieperf.pciebench.sim import DeviceProfile, HostProfile, simulate
+from pcieperf.pciebench.walker import interval_hosts
 
 HOST_BANDWIDTH = "host bandwidth fit"  # a provenance source beside calibrate's
 MAX_PIN_ROWS = 16  # a full result folder has ~300 rows past the knee; the deepest few suffice
@@ -203,7 +204,7 @@ def prepare(
     host = calibrate.host_profile(run, calibration)
     pin = pin_walker(run, calibration, host, transactions)
     if pin is None:
-        alternatives = calibrate.interval_hosts(run, calibration, host)
+        alternatives = interval_hosts(run, calibration, host)
         return Prepared(
             host,
             alternatives,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pcieperf import _lazy
+from pcieperf._callable import callable_package
 
 
 def _api() -> Callable[..., object]:
@@ -21,4 +21,4 @@ def _api() -> Callable[..., object]:
     return report
 
 
-_lazy.callable_package(__name__, _api)
+callable_package(__name__, _api)

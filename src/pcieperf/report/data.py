@@ -25,12 +25,16 @@ from pcieperf.capture import fit as capture_fit
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, load_calibration, runs_file
 from pcieperf.capture.model import CaptureSetup, evaluate_capture
 from pcieperf.capture.path import DESIGNS
-from pcieperf.dpdk import forwarding, iommu
-from pcieperf.net import trace
+from pcieperf.dpdk import forwarding
+from pcieperf.dpdk.iommu.advise import ring_sweep
+from pcieperf.dpdk.iommu.model import IommuResult
+from pcieperf.dpdk.iommu.platform import load_platform
 from pcieperf.net.ethernet import Ethernet, PacketMix, dma_bytes, parse_mix
+from pcieperf.net.trace.bandwidth import Demand
+from pcieperf.net.trace.synthesis import synthetic
 from pcieperf.net.wire import frames_text
 from pcieperf.nic import latency, nic
-from pcieperf.nic.profile import DEFAULT_PROFILE
+from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.pcie import tlp
 from pcieperf.pcie.link import Link
 
@@ -103,7 +107,7 @@ def fig1(cfg: ReportConfig) -> FigureData:
     frame["line_rate_gbps"] = eth.frame_gbps(frames)
     facts = []
     for name, label in FIG1_PROFILES:
-        profile = nic.load_profile(name)
+        profile = load_profile(name)
         frame[profile_column(name)] = nic.evaluate_sizes(profile, link, eth, frames).achievable_gbps
         cross = nic.crossover_frame(profile, link, eth, frames)
         facts.append(
@@ -193,9 +197,9 @@ def dpdk_forwarding(cfg: ReportConfig) -> FigureData:
 
 def iommu_rings(cfg: ReportConfig) -> FigureData:
     """DPDK forwarding with the IOMMU: packet rate and IOTLB misses vs ring size, 4K vs 2M."""
-    platform = iommu.load_platform(gen=cfg.link.gen, lanes=cfg.link.lanes)
+    platform = load_platform(gen=cfg.link.gen, lanes=cfg.link.lanes)
     mixes = [parse_mix(m) for m in IOMMU_MIXES]
-    rows = iommu.ring_sweep(platform, Ethernet(cfg.eth_gbps), mixes, packets=IOMMU_PACKETS)
+    rows = ring_sweep(platform, Ethernet(cfg.eth_gbps), mixes, packets=IOMMU_PACKETS)
     at = {(r.mix, r.page, r.rxd): r for r in rows}
     facts = [
         f"{m}: 4 KiB pages, rxd/txd 1024: {at[(m, '4k', 1024)].mpps_iommu:.1f} Mpps "
@@ -222,7 +226,7 @@ def iommu_rings(cfg: ReportConfig) -> FigureData:
     )
 
 
-def _hugepage_fact(r: iommu.IommuResult) -> str:
+def _hugepage_fact(r: IommuResult) -> str:
     """The 2 MiB-page rate beside the `nic` model's, and what holds it there."""
     return (
         f"{r.mpps_iommu:.1f} (nic model {r.nic_mpps:.1f}; limited by "
@@ -230,10 +234,10 @@ def _hugepage_fact(r: iommu.IommuResult) -> str:
     )
 
 
-def _result_frame(rows: list[iommu.IommuResult]) -> pd.DataFrame:
+def _result_frame(rows: list[IommuResult]) -> pd.DataFrame:
     """IOMMU results, one row each: lists joined with '+', dicts one column per key."""
     columns: dict[str, list[object]] = {}
-    for f in fields(iommu.IommuResult):
+    for f in fields(IommuResult):
         values = [getattr(r, f.name) for r in rows]
         if isinstance(values[0], dict):
             for k in sorted({k for v in values for k in v}):
@@ -246,7 +250,7 @@ def _result_frame(rows: list[iommu.IommuResult]) -> pd.DataFrame:
 def trace_demand(cfg: ReportConfig) -> FigureData:
     """DPDK forwarding of a bursty IMIX trace: PCIe bandwidth per window against the link."""
     eth = Ethernet(cfg.eth_gbps)
-    demo = trace.synthetic(
+    demo = synthetic(
         eth=eth,
         mix=parse_mix(TRACE_MIX),
         pps=TRACE_MPPS * 1e6 * cfg.eth_gbps / 40,
@@ -282,7 +286,7 @@ def trace_demand(cfg: ReportConfig) -> FigureData:
     )
 
 
-def demand_frame(found: trace.Demand) -> pd.DataFrame:
+def demand_frame(found: Demand) -> pd.DataFrame:
     """Up and down Gb/s per window, from the window's start in ms, and the link capacity."""
     t_ms = np.arange(found.up_gbps.size) * found.window_ns / 1e6
     return pd.DataFrame(

@@ -33,9 +33,9 @@ from pcieperf.report import data
 from pcieperf.report.data import FigureData, ReportConfig
 
 if TYPE_CHECKING:
-    from pcieperf.dpdk.iommu import Advice
+    from pcieperf.dpdk.iommu.advise import Advice
     from pcieperf.measure.explain import Explanation
-    from pcieperf.net.trace import Demand
+    from pcieperf.net.trace.bandwidth import Demand
 
 REFERENCE = 5  # z-order of reference lines: above every model curve (matplotlib's lines: 2)
 SAME_CURVE_RTOL = 0.02  # IOMMU curves within the sweep's +-1 % noise of each other coincide

@@ -19,9 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from pcieperf._native import core
-from pcieperf.dpdk import iommu
+from pcieperf.dpdk.iommu.model import Model
+from pcieperf.dpdk.iommu.platform import Traffic, load_platform
+from pcieperf.dpdk.iommu.stream import count_misses
+from pcieperf.dpdk.port import PortSetup
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.pciebench import sim
+from pcieperf.pciebench.bench import Point
 
 OUT = Path(__file__).resolve().parent / "calls.json"
 RECORDED = ("simulate", "port_misses", "port_simulate")
@@ -88,7 +92,7 @@ def bench_points() -> None:
             ("LAT_DMA_RD", "Rand", "Cold", 64, 4 << 20),
             ("LAT_DMA_WRRD", "Rand", "DThrash", 256, 1 << 20),
         ):
-            point = sim.Point(test, pattern, cache, 0, 0, window, size)
+            point = Point(test, pattern, cache, 0, 0, window, size)
             sim.simulate(point, h, device, transactions=30_000, seed=3)
 
 
@@ -96,28 +100,28 @@ def port_setups() -> None:
     """DPDK port models: counts and timed runs over pages, layouts, IOVA modes, rings,
     several ports and queues, polls of fewer packets, IMIX, and three platforms."""
     cases = [
-        ("e5-v4", iommu.PortSetup(page="4k", rxd=1024, txd=1024), "64"),
-        ("e5-v4", iommu.PortSetup(page="4k", layout="packed", rxd=128, txd=128), "imix"),
-        ("e5-v4", iommu.PortSetup(page="2m", rxd=512, txd=512), "64"),
-        ("e5-v4", iommu.PortSetup(page="4k", iova="pa", rxd=256, txd=256), "64"),
+        ("e5-v4", PortSetup(page="4k", rxd=1024, txd=1024), "64"),
+        ("e5-v4", PortSetup(page="4k", layout="packed", rxd=128, txd=128), "imix"),
+        ("e5-v4", PortSetup(page="2m", rxd=512, txd=512), "64"),
+        ("e5-v4", PortSetup(page="4k", iova="pa", rxd=256, txd=256), "64"),
         (
             "skylake-sp",
-            iommu.PortSetup(page="4k", ports=2, queues=2, cross_port=True, pool=16384),
+            PortSetup(page="4k", ports=2, queues=2, cross_port=True, pool=16384),
             "imix",
         ),
-        ("skylake-sp", iommu.PortSetup(page="4k", rxd=1024, txd=1024, poll_delay_us=2.0), "64"),
-        ("epyc-zen4", iommu.PortSetup(page="4k", rxd=2048, txd=2048), "1518"),
+        ("skylake-sp", PortSetup(page="4k", rxd=1024, txd=1024, poll_delay_us=2.0), "64"),
+        ("epyc-zen4", PortSetup(page="4k", rxd=2048, txd=2048), "1518"),
     ]
     for name, setup, mix in cases:
-        platform = iommu.load_platform(platform=name)
-        traffic = iommu.Traffic(parse_mix(mix), Ethernet(40))
-        iommu.Model(platform, traffic, 20_000).evaluate(setup)
+        platform = load_platform(platform=name)
+        traffic = Traffic(parse_mix(mix), Ethernet(40))
+        Model(platform, traffic, 20_000).evaluate(setup)
     # Set-associative and random-replacement IOTLBs with a page-walk cache, counted only.
-    platform = iommu.load_platform()
-    traffic = iommu.Traffic(parse_mix("imix"), Ethernet(40))
+    platform = load_platform()
+    traffic = Traffic(parse_mix("imix"), Ethernet(40))
     for ways, replacement, pwc in ((8, "lru", 0), (4, "random", 16), (0, "random", 4)):
         params = replace(platform.iommu, iotlb_ways=ways, replacement=replacement, pwc_entries=pwc)
-        iommu.count_misses(iommu.PortSetup(page="4k", rxd=512, txd=512), traffic, params,
+        count_misses(PortSetup(page="4k", rxd=512, txd=512), traffic, params,
                            packets=50_000)  # fmt: skip
 
 

@@ -27,6 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pcieperf.net.trace.files import read
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))  # the repository, for the tests package
 
@@ -126,12 +128,10 @@ def rates_from_oracle() -> None:
     from tests.helpers import stats_oracle
     from tests.net.test_trace_stats_golden import source
 
-    from pcieperf.net import trace
-
     for expected in sorted(EXPECTED.glob("*.json")):
         path, _ = source(expected)
         recorded = json.loads(expected.read_text())
-        found = trace.read(path)
+        found = read(path)
         order = np.argsort(found.ts_ns, kind="stable")
         bits = found.wirelen[order].astype(np.int64) * 8
         frame_bits = stats_oracle._wire_frames(found)[order] * 8
@@ -159,14 +159,13 @@ def frames_from_oracle() -> None:
     from tests.helpers import stats_oracle
     from tests.net.test_trace_stats_golden import source
 
-    from pcieperf.net import trace
     from pcieperf.net.ethernet import Ethernet
 
     for expected in sorted(EXPECTED.glob("*.json")):
         path, eth = source(expected)
         recorded = json.loads(expected.read_text())
         windows = tuple(r["window_ns"] for r in recorded["rates"])
-        oracle = stats_oracle.stats(trace.read(path), Ethernet(int(eth)), windows)
+        oracle = stats_oracle.stats(read(path), Ethernet(int(eth)), windows)
         result = _with(recorded, oracle, FRAME_KEYS)
         result["rates"] = [
             _with(r, o, RATE_FRAME_KEYS)

@@ -26,7 +26,7 @@ from pcieperf.dpdk.iommu.stream import (
 from pcieperf.dpdk.platforms import DEFAULT_PLATFORM
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError, require_positive
-from pcieperf.nic import nic
+from pcieperf.nic.profile import DeviceFacts
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,7 @@ def _timed_run(
     )
 
 
-def _check_tags(
-    classes: list[dict[str, object]], device: nic.DeviceFacts, traffic: Traffic
-) -> None:
+def _check_tags(classes: list[dict[str, object]], device: DeviceFacts, traffic: Traffic) -> None:
     """A packet read needing more read requests than the device may hold cannot be issued."""
     need = max(int(c["tags"]) for c in classes)
     if need > device.read_requests:

@@ -11,10 +11,9 @@ from pcieperf.dpdk.platforms import DEFAULT_PLATFORM, PlatformProfile, load_plat
 from pcieperf.dpdk.port import LINE, require_count
 from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
-from pcieperf.nic import nic
-from pcieperf.nic.profile import DEFAULT_PROFILE
+from pcieperf.nic.profile import DEFAULT_PROFILE, NicProfile, load_profile
 from pcieperf.pcie.link import Link
-from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
 
 TLB_MAX = 1 << 20  # IOTLBs and walk caches hold tens to thousands of entries (VT-d spec §6)
 REPLACEMENTS = ("lru", "random")
@@ -101,7 +100,7 @@ class Platform:
     core the model runs on: link and host from a calibration file, the IOMMU, LLC and core from
     a platform profile."""
 
-    device: nic.NicProfile
+    device: NicProfile
     link: Link
     llc_latency_ns: float
     write_line_ns: float
@@ -150,7 +149,7 @@ def load_platform(
     *,
     gen: int = 3,
     lanes: int = 8,
-    profile: str | nic.NicProfile = DEFAULT_PROFILE,
+    profile: str | NicProfile = DEFAULT_PROFILE,
     platform: str | Path = DEFAULT_PLATFORM,
     **iommu: object,
 ) -> Platform:
@@ -164,7 +163,7 @@ def load_platform(
             f"{path}: the calibration has no [reference_host] table (it needs a steady 4 KiB-page "
             "IOMMU host); re-run `pcieperf bench calibrate` with one"
         )
-    device = nic.load_profile(profile) if isinstance(profile, str) else profile
+    device = load_profile(profile) if isinstance(profile, str) else profile
     missing = [name for name in forwarding.FORWARDING_PARAMS if name not in device.params]
     if missing or device.device is None:
         lacks = f"the parameters {', '.join(missing)}" if missing else "a [device] table"

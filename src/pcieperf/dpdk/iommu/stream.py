@@ -21,7 +21,8 @@ from pcieperf.dpdk.iommu.platform import (
 from pcieperf.dpdk.port import DATA_OFFSET, ELEMENT_BYTES, LINE, PortSetup
 from pcieperf.errors import require_positive
 from pcieperf.net.ethernet import dma_bytes
-from pcieperf.nic import nic
+from pcieperf.nic.pricing import OpShare, price_operations
+from pcieperf.nic.profile import NicProfile, Operation
 from pcieperf.pciebench.sim import cache_lines
 
 PACKETS = 200_000  # simulated per run after warm-up; +-1 % run to run (tests/dpdk/test_iommu.py)
@@ -163,7 +164,7 @@ def per_packet_counts(out: dict[str, object]) -> MissCounts:
     )
 
 
-def forwarding_nic(setup: PortSetup, platform: Platform) -> nic.NicProfile:
+def forwarding_nic(setup: PortSetup, platform: Platform) -> NicProfile:
     """The platform's NIC profile with the setup's descriptors, thresholds and burst: exactly
     what `dpdk-fwd` prices for the same values."""
     cfg = forwarding.ForwardingConfig.from_port(setup)
@@ -180,7 +181,7 @@ _DESCRIPTOR_CLASS = {
 }
 
 
-def _stream_class(path: str, op: nic.Operation) -> int | None:
+def _stream_class(path: str, op: Operation) -> int | None:
     """The descriptor class that carries an operation, or None for the path's packet DMA
     (the packet itself, and host MMIO and interrupts, which the stream does not emit)."""
     return None if op.moves_packet else _DESCRIPTOR_CLASS.get((path, op.initiator))
@@ -240,7 +241,7 @@ UP, DOWN, REQUESTS, RC_NS = range(4)  # the cost axis of `_costs_per_packet`
 def _costs_per_packet(setup: PortSetup, traffic: Traffic, platform: Platform) -> np.ndarray:
     """Per stream class and packet size, what a packet of that size costs through that class:
     up bytes, down bytes, read requests and root-complex ns (`UP`, `DOWN`, `REQUESTS`, `RC_NS`)."""
-    shares = nic.price_operations(platform.link, forwarding_nic(setup, platform), traffic.mix.sizes)
+    shares = price_operations(platform.link, forwarding_nic(setup, platform), traffic.mix.sizes)
     sizes = traffic.mix.sizes.size
     per_packet = np.zeros((4 + 2 * sizes, sizes, 4))
     for share in shares:
@@ -287,12 +288,12 @@ def resource_bounds(setup: PortSetup, traffic: Traffic, platform: Platform) -> d
     return {name: float(b) for name, b in bounds.items()}
 
 
-def _requests(share: nic.OpShare) -> np.ndarray:
+def _requests(share: OpShare) -> np.ndarray:
     """Read requests per packet (one tag each): the device's reads' request TLPs."""
     return share.up_tlps if share.op.initiator == "dma_read" else np.zeros_like(share.up_tlps)
 
 
-def _root_complex_ns(share: nic.OpShare, platform: Platform) -> np.ndarray:
+def _root_complex_ns(share: OpShare, platform: Platform) -> np.ndarray:
     """Root-complex time per packet to retire the device's posted writes of one operation."""
     if share.op.initiator not in ("dma_write", "interrupt"):
         return np.zeros_like(share.per_packet)

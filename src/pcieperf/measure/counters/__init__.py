@@ -21,35 +21,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pcieperf.errors import CounterFileError as CounterFileError  # `counters.CounterFileError`
-from pcieperf.errors import UsageError as UsageError  # re-exported: `counters.UsageError`
 from pcieperf.errors import require_choice, require_positive
 from pcieperf.measure.counters import formats
-from pcieperf.measure.counters.pcm_iio import parse_pcm_iio
-from pcieperf.measure.counters.pcm_iio_table import parse_pcm_iio_table
-from pcieperf.measure.counters.perf import FREE_RUNNING_METRIC, parse_perf_iostat, parse_perf_stat
-from pcieperf.measure.counters.samples import BYTES_PER_S, EVENTS_PER_S, Samples, Sink
+from pcieperf.measure.counters.samples import Samples, Sink
 from pcieperf.measure.counters.text import counter_text
-from pcieperf.measure.counters.vtune import parse_vtune
 
-SOURCES = formats.names()  # what `--counters-format` takes, from the table of formats
-
-__all__ = [
-    "BYTES_PER_S",
-    "EVENTS_PER_S",
-    "FREE_RUNNING_METRIC",
-    "SOURCES",
-    "Samples",
-    "Sink",
-    "UsageError",
-    "formats",
-    "parse",
-    "parse_pcm_iio",
-    "parse_pcm_iio_table",
-    "parse_perf_iostat",
-    "parse_perf_stat",
-    "parse_vtune",
-]
+__all__ = ["parse"]
 
 
 def parse(

@@ -105,7 +105,7 @@ FORMATS: list[CounterFormat] = [
 
 
 def names() -> tuple[str, ...]:
-    """The `--counters-format` names, each once, in `FORMATS` order."""
+    """What `--counters-format` takes: the formats' names, each once, in `FORMATS` order."""
     return tuple(dict.fromkeys(f.name for f in FORMATS))
 
 

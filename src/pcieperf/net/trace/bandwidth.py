@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pcieperf._native import core
+from pcieperf._numpy import np
 from pcieperf.errors import require_positive
-from pcieperf.net.trace.files import np
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

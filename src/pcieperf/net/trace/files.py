@@ -8,16 +8,15 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pcieperf import _lazy
 from pcieperf._native import core
 from pcieperf.errors import UsageError
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
 
 if TYPE_CHECKING:
+    import numpy as np
     from numpy.typing import NDArray
-
-# numpy on first use: merge, convert and the statistics of files do not need it (docs/trace.md).
-np = _lazy.module("numpy")
+else:  # numpy on first use: merge, convert and the statistics of files do not need it
+    from pcieperf._numpy import np
 
 NS_PER_S = 1_000_000_000
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # timestamps are int64 ns

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from pcieperf._native import checked, core
+from pcieperf._numpy import np
 from pcieperf.errors import require_positive
 from pcieperf.net import wire
 from pcieperf.net.trace.epoch import epoch_check
@@ -18,7 +19,6 @@ from pcieperf.net.trace.files import (
     Interface,
     Trace,
     linktype_name,
-    np,
 )
 from pcieperf.net.trace.rewrite import _check_inputs
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES

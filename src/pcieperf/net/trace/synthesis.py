@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 from pcieperf import progress
 from pcieperf._native import call, core
+from pcieperf._numpy import np
 from pcieperf.errors import UsageError, require_choice, require_positive
-from pcieperf.net.trace.files import NS_PER_S, Interface, Trace, np
+from pcieperf.net.trace.files import NS_PER_S, Interface, Trace
 from pcieperf.net.trace.rewrite import _check_output, _write_atomically, output_format
 from pcieperf.net.wire import FCS_BYTES
 
