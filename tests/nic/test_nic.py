@@ -207,7 +207,14 @@ def user_profiles(draw):
 def old_totals(profile, link, sizes, paths):
     """Per-packet totals as NicResult summed them before issue 15: 0 + each share in turn."""
     shares = price_operations(link, profile, sizes, paths)
-    return {f: sum(getattr(s, f) for s in shares) for f in _TOTALS}
+    totals = {f: sum(getattr(s, f) for s in shares) for f in _TOTALS[:4]}
+    # The device's reads (issue 27: the tag bound): their requests are its up TLPs, and their
+    # wire bytes both ways.
+    reads = [s for s in shares if s.op.initiator == "dma_read"]
+    none = np.zeros(np.size(sizes))
+    totals["read_requests"] = sum((s.up_tlps for s in reads), none)
+    totals["read_wire_bytes"] = sum((s.up_bytes + s.down_bytes for s in reads), none)
+    return totals
 
 
 def near_bounds(line, up, down, rate):
@@ -254,11 +261,13 @@ def test_sweep_path_equals_the_per_operation_path(
     row = np.searchsorted(sizes, frames)
     # Bytes and TLPs per packet: the per-operation sums bit for bit (same additions, same order).
     for field, column in zip(
-        _TOTALS,
+        _TOTALS[:4],
         ("up_bytes_per_pkt", "down_bytes_per_pkt", "up_tlps_per_pkt", "down_tlps_per_pkt"),
         strict=True,
     ):
         np.testing.assert_array_equal(getattr(result, column), old[field][row], column)
+    for field in _TOTALS[4:]:
+        np.testing.assert_array_equal(getattr(result.costs, field), old[field][row], field)
     up, down = old["up_bytes"][row], old["down_bytes"][row]
     # Rates: the documented products (capacity x 1/busiest bytes, pps x gigabits per packet),
     # bit for bit whichever bound binds, and within 2 ulp of the quotients used before.

@@ -212,7 +212,11 @@ if TYPE_CHECKING:
     Term = np.float64 | NDArray[np.float64] | NDArray[np.int64] | float
     """One operation's share of a per-packet total: a scalar where it is the same at every
     size (a Python float on the scalar path)."""
-_TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps")
+    Totals = tuple[Term, Term, Term, Term, Term, Term]
+_TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps", "read_requests", "read_wire_bytes")
+"""Per-packet totals: wire bytes and TLPs each way, and of the device's DMA reads the requests
+(each holds a tag until its last completion) and their wire bytes both ways (the link time
+their round trips add, `PacketCosts.tag_ns`)."""
 
 
 def _ordered_sum(terms: Iterable[Term], start: Term) -> Term:
@@ -252,7 +256,8 @@ class _once(Generic[T]):  # noqa: N801 (named as the decorator it is used as)
 
 
 class PacketCosts:
-    """PCIe wire bytes and TLPs per packet, each direction, per size or mix (read-only arrays:
+    """PCIe wire bytes and TLPs per packet, each direction, and the device's read requests and
+    their wire bytes (`_TOTALS`), per size or mix (read-only arrays:
     shared by every link with the same TLP rules, `tlp.price_key`; Python floats for one row
     of `nic.evaluate_few`). A plain class, as `_PlannedOp` is."""
 
@@ -262,11 +267,15 @@ class PacketCosts:
         down_bytes: NDArray[np.float64],
         up_tlps: NDArray[np.float64],
         down_tlps: NDArray[np.float64],
+        read_requests: NDArray[np.float64],
+        read_wire_bytes: NDArray[np.float64],
     ) -> None:
         self.up_bytes = up_bytes
         self.down_bytes = down_bytes
         self.up_tlps = up_tlps
         self.down_tlps = down_tlps
+        self.read_requests = read_requests
+        self.read_wire_bytes = read_wire_bytes
         self.at_line: dict[LineRates, tuple[NDArray, NDArray]] = {}
 
     @_once
@@ -294,6 +303,15 @@ class PacketCosts:
     def pcie_side(self) -> NDArray[np.uint8]:
         """`bottleneck_code` where PCIe binds: pcie_up, or pcie_down when more goes down."""
         return frozen(PCIE_DOWN - as_uint8(self.up_bytes >= self.down_bytes))
+
+    def tag_ns(self, read_ns: float, reference_read_bytes: int, bytes_per_ns: float) -> Term:
+        """Tag-nanoseconds per packet: each read request holds a tag for its round trip, the
+        host's read latency `read_ns` (measured with a 64 B read of `reference_read_bytes` on
+        the wire) plus the link time of its own wire bytes beyond the reference's. Little's
+        law turns it into tags in flight (rate x tag_ns) and a rate bound (tags / tag_ns)."""
+        reference_ns = reference_read_bytes / bytes_per_ns
+        held = (read_ns - reference_ns) * self.read_requests + self.read_wire_bytes / bytes_per_ns
+        return maximum(held, 0.0)
 
     def gbps_at(self, line: LineRates) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """PCIe Gb/s (up, down) at `line`'s packet rates: the rates of every link that keeps
@@ -350,16 +368,19 @@ class _PlannedOp:
         self.size = size
         self.per_packet = per_packet
 
-    def terms(self, link: Link) -> tuple[Term, Term, Term, Term]:
-        """(up bytes, down bytes, up TLPs, down TLPs) per packet on `link`, each `_price`'s
-        value bit for bit: a scalar where it is the same at every size, and for an operation
-        once per packet the integer counts themselves (n * 1.0 is n)."""
+    def terms(self, link: Link) -> Totals:
+        """The `_TOTALS` per packet on `link`, each `_price`'s value bit for bit: a scalar
+        where it is the same at every size, and for an operation once per packet the integer
+        counts themselves (n * 1.0 is n)."""
         wire = _op_wire(link, self.op, self.size)
         arrays = ndim(self.size) and self.size.size > 1 and self.per_packet.size == 1
-        if arrays and self.per_packet[0] == 1:
-            return wire
-        terms = tuple(w * self.per_packet for w in wire)
-        return tuple(t[0] for t in terms) if ndim(terms[0]) and terms[0].size == 1 else terms
+        if not (arrays and self.per_packet[0] == 1):
+            wire = tuple(w * self.per_packet for w in wire)
+            if ndim(wire[0]) and wire[0].size == 1:
+                wire = tuple(t[0] for t in wire)
+        up, down, up_tlps, _ = wire
+        reads = (up_tlps, up + down) if self.op.initiator == "dma_read" else (0.0, 0.0)
+        return (*wire, *reads)
 
 
 def _plan_op(
@@ -419,8 +440,8 @@ class _LinkTerms:
     def __init__(self, plan: _Plan, link: Link) -> None:
         self.plan = plan
         self.link = link
-        self.terms: dict[int, tuple[Term, Term, Term, Term]] = {}
-        self.sums: dict[tuple[str, ...], tuple[Term, Term, Term, Term]] = {}
+        self.terms: dict[int, Totals] = {}
+        self.sums: dict[tuple[str, ...], Totals] = {}
         self.totals: dict[tuple[str, ...], PacketCosts] = {}
 
     def costs(self, paths: tuple[str, ...]) -> PacketCosts:
@@ -435,22 +456,23 @@ class _LinkTerms:
             found = self.totals[paths] = PacketCosts(*(frozen(a) for a in sums))
         return found
 
-    def _sums(self, paths: tuple[str, ...]) -> tuple[Term, Term, Term, Term]:
-        """The four sums over `paths`' operations, continuing those of all paths but the last
-        (rx+tx goes on from rx alone: the same additions in the same order)."""
+    def _sums(self, paths: tuple[str, ...]) -> Totals:
+        """The sums of `_TOTALS` over `paths`' operations, continuing those of all paths but
+        the last (rx+tx goes on from rx alone: the same additions in the same order)."""
         found = self.sums.get(paths)
         if found is None:
-            start = self._sums(paths[:-1]) if len(paths) > 1 else (0.0,) * 4
+            n = len(_TOTALS)
+            start = self._sums(paths[:-1]) if len(paths) > 1 else (0.0,) * n
             ops = self.plan.ops
             terms = [self._terms(i) for i, (q, _) in enumerate(ops) if q == paths[-1]]
-            sums = tuple(_ordered_sum((t[k] for t in terms), start[k]) for k in range(4))
+            sums = tuple(_ordered_sum((t[k] for t in terms), start[k]) for k in range(n))
             for total in sums:
                 if ndim(total):
                     total.flags.writeable = False
             found = self.sums[paths] = sums
         return found
 
-    def _terms(self, index: int) -> tuple[Term, Term, Term, Term]:
+    def _terms(self, index: int) -> Totals:
         found = self.terms.get(index)
         if found is None:
             planned = self.plan.ops[index][1]

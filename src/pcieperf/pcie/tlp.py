@@ -287,6 +287,13 @@ def range_wire_cost(
     return WireCost(tlps_out, tlps_back, wire_out, wire_back)
 
 
+def read_wire_bytes(link: Link, size: int) -> int:
+    """Wire bytes both ways of one read of `size` bytes from an aligned address: its requests
+    out and its completions back (what a read's round trip adds in link time)."""
+    cost = range_wire_cost(link, "read", 0, size)
+    return cost.wire_out + cost.wire_back
+
+
 def _requests(link: Link, start: Int, end: Int, cut: int, addr64: bool | None) -> tuple[Int, Int]:
     """Request TLPs (MWr at MPS, MRd at MRRS) of each range and their bytes besides data."""
     tlps = blocks_touched(start, end, cut)

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from pcieperf.errors import UsageError
 from pcieperf.pcie.alignment import BURST_BYTES, TransferShape, transfer_shape
 from pcieperf.pcie.link import Link
-from pcieperf.pcie.tlp import read_cost
+from pcieperf.pcie.tlp import read_wire_bytes
 from pcieperf.pciebench.bench import (
     UNSTEADY_RATIO,
     WINDOW_SWEEP_SIZES,
@@ -187,8 +187,7 @@ def _terms(
 
 def read_wire_ns(link: Link, size: int) -> float:
     """Time a read of `size` bytes spends on the link: its request out plus its completions."""
-    cost = read_cost(link, size)
-    return float((cost.wire_out + cost.wire_back)[()]) / (link.tlp_bytes_per_s / 1e9)
+    return read_wire_bytes(link, size) / (link.tlp_bytes_per_s / 1e9)
 
 
 def host_link(facts: HostFacts, policy: str) -> Link:
