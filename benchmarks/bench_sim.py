@@ -14,8 +14,9 @@ from _rates import Rates, finish, parser
 from pcieperf._native import core
 from pcieperf.pciebench import sim
 from pcieperf.pciebench.bench import Point
+from pcieperf.pciebench.device import DeviceProfile
 
-DEVICE = sim.DeviceProfile(
+DEVICE = DeviceProfile(
     name="bench",
     source="benchmark",
     tags=32,

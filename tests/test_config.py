@@ -19,11 +19,12 @@ from pcieperf.errors import ProfileError, UsageError
 from pcieperf.nic.profile import load_profile
 from pcieperf.pciebench import sim
 from pcieperf.pciebench.calibration_file import load_calibration
+from pcieperf.pciebench.device import load_device
 from tests.helpers.hosts import write_host_toml
 
 LOADERS = {
     "nic": lambda path: load_profile(str(path)),
-    "device": sim.load_device,
+    "device": load_device,
     "host": sim.load_host,
     "calibration": load_calibration,
     "platform": load_platform,

@@ -16,6 +16,7 @@ from pcieperf.net import ethernet
 from pcieperf.nic.profile import load_profile
 from pcieperf.pciebench import sim
 from pcieperf.pciebench.calibration_file import load_calibration
+from pcieperf.pciebench.device import load_device
 from pcieperf.pciebench.host import parse_host_facts
 from tests.helpers import ROOT
 
@@ -41,7 +42,7 @@ def test_pcm_iio_name_column_after_the_row_end_is_a_truncated_row(tmp_path):
 
 @pytest.mark.parametrize(
     "load",
-    [sim.load_host, sim.load_device, load_calibration, load_platform],
+    [sim.load_host, load_device, load_calibration, load_platform],
     ids=["host", "device", "calibration", "platform"],
 )
 def test_toml_loaders_refuse_non_utf8_in_one_line(tmp_path, load):

@@ -27,6 +27,7 @@ from pcieperf.pcie.link import Link
 from pcieperf.pciebench import bench, sim
 from pcieperf.pciebench.calibrate import host_link
 from pcieperf.pciebench.calibration_file import load_calibration
+from pcieperf.pciebench.device import load_device
 from pcieperf.pciebench.host import parse_host_facts
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="pcieperf-fuzz-"))
@@ -105,8 +106,8 @@ def host_toml(data: bytes) -> None:
 
 
 def device_toml(data: bytes) -> None:
-    """`sim.load_device`."""
-    sim.load_device(scratch_file("device.toml", data))
+    """`load_device`."""
+    load_device(scratch_file("device.toml", data))
 
 
 def calibration_toml(data: bytes) -> None:

@@ -2,9 +2,12 @@
 simulator's results easy to check by hand (tests/pciebench/test_sim.py computes them), and the
 host as the TOML file `bench sim --host` reads."""
 
-from pcieperf.pciebench import sim
+from dataclasses import fields
 
-DEVICE = sim.DeviceProfile(
+from pcieperf.pciebench import sim
+from pcieperf.pciebench.device import DeviceProfile
+
+DEVICE = DeviceProfile(
     name="dev",
     source="test",
     tags=32,
@@ -44,7 +47,7 @@ def write_host_toml(path, host=HOST):
     path.write_text(
         "\n".join(
             f"{f.name} = {v!r}".replace("'", '"').replace("True", "true")
-            for f in sim.fields(sim.HostProfile)
+            for f in fields(sim.HostProfile)
             if (v := getattr(host, f.name)) != ""
         )
         + "\n"

@@ -14,6 +14,7 @@ from pcieperf.pcie import alignment
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench import sim
 from pcieperf.pciebench.bench import Point
+from pcieperf.pciebench.device import DeviceProfile, from_table
 from tests.helpers import hosts
 
 LINK = Link(mps=256, mrrs=512, completion_policy="mps")  # the E5 hosts' settings (lspci)
@@ -154,7 +155,7 @@ def test_engine_costs_count_data_not_host_lines():
 
 def test_a_burst_must_be_whole_words():
     with pytest.raises(ProfileError, match="burst_bytes 12"):
-        sim.from_table(sim.DeviceProfile, {**asdict(FAST), "burst_bytes": 12}, "dev.toml")
+        from_table(DeviceProfile, {**asdict(FAST), "burst_bytes": 12}, "dev.toml")
 
 
 def test_device_times_match_costs_for_aligned_transfers():

@@ -9,6 +9,7 @@ from pcieperf.errors import ProfileError, UsageError
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench import sim
 from pcieperf.pciebench.bench import Point
+from pcieperf.pciebench.device import load_device
 from tests.helpers.hosts import DEVICE, HOST, write_host_toml
 
 RATE = Link(mps=256, mrrs=512, completion_policy="mps").tlp_bytes_per_s / 1e9  # bytes per ns
@@ -81,17 +82,17 @@ def test_profile_files(tmp_path):
         "write_ns = 20.0\nwrite_line_ns = 0.0\ndatapath_ns = 0.0\ndatapath_line_ns = 0.0\n"
         "fixed_latency_ns = 100.0\n"
     )
-    assert sim.load_device(path).tags == 32
+    assert load_device(path).tags == 32
     path.write_text(path.read_text() + "colour = 1\n")
     with pytest.raises(ProfileError, match="unknown key 'colour'"):
-        sim.load_device(path)
+        load_device(path)
     path.write_text(
         'name = "d"\nsource = "s"\ntags = -1\nread_ns = 0.0\nread_line_ns = 0.0\n'
         "write_ns = 20.0\nwrite_line_ns = 0.0\ndatapath_ns = 0.0\ndatapath_line_ns = 0.0\n"
         "fixed_latency_ns = 100.0\n"
     )
     with pytest.raises(ProfileError, match="tags = -1"):
-        sim.load_device(path)
+        load_device(path)
 
 
 def test_bench_cli(tmp_path, capsys):

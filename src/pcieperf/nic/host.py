@@ -5,17 +5,20 @@ statistics and files they come from. `latency` prices one packet's loopback on t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING
 
 from pcieperf._config import read_bounded
+from pcieperf._numpy import np
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.pcie.link import Link
-from pcieperf.pciebench.bench import UNSTEADY_RATIO, read_result_csv
 from pcieperf.pciebench.calibration_file import load_calibration
+from pcieperf.pciebench.device import LATENCY_TEST_BYTES, outside_host_ns
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 # The percentiles pcie-bench's latency files report (Min, Med, 95%, 99.9%); the CDFs give them
 # too (the minimum is their first value: the fastest of the 16 Mi samples).
@@ -27,7 +30,6 @@ STATS: tuple[str, ...] = ("mean", *QUANTILES)
 # idle one adds (power-state exits: the Fujitsu E3's bulk sits ~700 ns above its floor), and
 # pcie-bench's bandwidth runs match tags over it (docs/latency.md, "The check").
 LOADED_STAT = "min"
-REFERENCE_BYTES = 64  # pcie-bench's latency details and CDFs are taken with 64 B transfers
 REFERENCE_WINDOW = 8192  # ... over an 8 KiB window (pcie-bench-methodology.md §2)
 DETAILS_FILE = "lat_dma_details.csv"
 CDF_FILE = "lat_dma_details_cdf.csv"
@@ -56,7 +58,7 @@ def host_from_values(read_ns: float, write_ns: float | None = None) -> HostLaten
     """A host given by its 64 B read round trip (and posted-write latency), the same at every
     percentile; without `write_ns`, half the read (the paper's symmetry assumption)."""
     for name, value in (("--read-ns", read_ns), ("--write-ns", write_ns)):
-        if value is not None and not (np.isfinite(value) and value >= 0):
+        if value is not None and not (math.isfinite(value) and value >= 0):
             raise UsageError(f"{name} {value!r} is not allowed; give a latency >= 0 ns")
     write = read_ns / 2 if write_ns is None else write_ns
     return HostLatency(
@@ -70,6 +72,8 @@ def host_from_values(read_ns: float, write_ns: float | None = None) -> HostLaten
 def host_from_dir(path: Path, cache: str = "HWarm") -> HostLatency:
     """A pcie-bench result directory's 64 B random-read latencies (8 KiB window, `cache`):
     mean from `lat_dma_details.csv`, percentiles from the CDFs in `lat_dma_details_cdf.csv`."""
+    from pcieperf.pciebench.bench import read_result_csv  # numpy: not for an assumed host
+
     require_choice("cache state", cache, CACHE_STATES)
     if not path.is_dir():
         raise UsageError(f"--host {path} is not a directory")
@@ -98,6 +102,8 @@ def _unsteady_notes(path: Path, read: dict[str, float]) -> tuple[str, ...]:
     that idles between the test's one-at-a-time reads, not a loaded one, and its measured
     64 B read rates scatter between tags over the median and over the floor (docs/latency.md).
     """
+    from pcieperf.pciebench.bench import UNSTEADY_RATIO  # with read_result_csv, as it is used
+
     ratio = read["p99.9"] / read["p50"] if read.get("p50") else 0.0
     if ratio <= UNSTEADY_RATIO:
         return ()
@@ -127,7 +133,7 @@ def _details_stats(
         & (details["pattern"] == "Rand")
         & (details["cache"] == cache)
         & (details["window_bytes"] == REFERENCE_WINDOW)
-        & (details["size_bytes"] == REFERENCE_BYTES)
+        & (details["size_bytes"] == LATENCY_TEST_BYTES)
     )
     if row.size != 1:
         raise UsageError(
@@ -150,13 +156,11 @@ def host_from_calibration(path: Path) -> HostLatency:
     """The reference host of a `bench calibrate` file: its LLC-warm latency with the device,
     benchmark and link time the calibration removed put back (what a device sees), one value
     for every statistic; posted writes at half of it (the paper's symmetry assumption)."""
-    from pcieperf.pciebench import calibrate  # scipy: only when a calibration is asked for
-
     cal = load_calibration(path)
     if cal.reference is None:
         raise UsageError(f"--calibration {path}: no [reference_host] table to take latency from")
     link = Link(mps=cal.reference.mps, mrrs=cal.reference.mrrs)
-    read = cal.reference.llc_latency_ns + calibrate.outside_host_ns(cal.device, link)
+    read = cal.reference.llc_latency_ns + outside_host_ns(cal.device, link)
     return replace(
         host_from_values(read), source=f"calibration {path.name}: reference host, LLC warm"
     )

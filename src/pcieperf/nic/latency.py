@@ -30,7 +30,6 @@ from pcieperf.net.ethernet import Ethernet, check_frame_sizes, dma_bytes
 from pcieperf.nic.host import (
     LOADED_STAT,
     QUANTILES,
-    REFERENCE_BYTES,
     REFERENCE_WINDOW,
     STATS,
     HostLatency,
@@ -47,6 +46,7 @@ from pcieperf.nic.profile import (
 )
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.bench import read_result_csv
+from pcieperf.pciebench.device import LATENCY_TEST_BYTES
 
 if TYPE_CHECKING:
     import pandas
@@ -280,7 +280,7 @@ class _Path:
 
     def reference_read_ns(self) -> float:
         """Link time of the 64 B read the host latency was measured with."""
-        ref = Operation("reference", "dma_read", str(REFERENCE_BYTES), "1")
+        ref = Operation("reference", "dma_read", str(LATENCY_TEST_BYTES), "1")
         return float(self.wire_ns(ref)[0]) if self.frame.size else 0.0
 
     def op_ns(self, op: Operation, stat: str, chained: bool) -> NDArray[np.float64]:
@@ -473,7 +473,7 @@ ALIGNED_DEVICE_BYTES = 8
 
 def reads_gbps(tags: int, latency_ns: float) -> float:
     """Gb/s of 64 B reads that `tags` sustain when each read holds its tag `latency_ns`."""
-    return float(tag_bound_rate(tags, latency_ns)) * REFERENCE_BYTES * 8 / 1e9
+    return float(tag_bound_rate(tags, latency_ns)) * LATENCY_TEST_BYTES * 8 / 1e9
 
 
 @dataclass(frozen=True)
@@ -525,7 +525,7 @@ def _bandwidth_rows(path: Path, file: str) -> dict[str, NDArray]:
         (bw["test"] == "BW_DMA_RD")
         & (bw["cache"] == "HWarm")
         & (bw["window_bytes"] == REFERENCE_WINDOW)
-        & (bw["size_bytes"] == REFERENCE_BYTES)
+        & (bw["size_bytes"] == LATENCY_TEST_BYTES)
     )
     return {k: v[keep] for k, v in bw.items()}
 

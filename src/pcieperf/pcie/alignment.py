@@ -28,14 +28,16 @@ need two read requests (measured 74-75 ns per read on the MRRS-512 hosts) but ne
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from typing import TYPE_CHECKING
 
 from pcieperf._native import core
+from pcieperf._numpy import np
 from pcieperf.errors import UsageError
 from pcieperf.pcie.link import Link
 from pcieperf.pcie.tlp import read_cost, write_cost
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 WORD_BYTES = 8  # NFP memory units move 64-bit words (nfp_target.c, nfp6000_mu_common: P64)
 LINE_BYTES = 64  # the engine's cost unit: 64 B of data (the host's cache line)

@@ -118,14 +118,15 @@ def bench_device(name: str) -> object:
     """The pcie-bench device: the shipped NFP-6000 calibration's, a `bench calibrate` file's
     (its [device] table), or a device profile file."""
     from pcieperf._config import load_toml
-    from pcieperf.pciebench import calibration_file, sim
+    from pcieperf.pciebench import calibration_file
+    from pcieperf.pciebench.device import load_device
 
     if name == BENCH_DEVICE:
         return calibration_file.load_calibration(DEFAULT_CALIBRATION).device
     path = Path(name)
     if isinstance(load_toml(path).get("device"), dict):  # what `bench calibrate -o` writes
         return calibration_file.load_calibration(path).device
-    return sim.load_device(path)
+    return load_device(path)
 
 
 def sim_setup(host: str | Path, device: str | Path, test: str) -> tuple[HostProfile, object, str]:

@@ -28,6 +28,7 @@ from pcieperf.pciebench.calibration_file import (
     SharedHost,
     Spread,
 )
+from pcieperf.pciebench.device import DeviceProfile, outside_host_ns
 from pcieperf.pciebench.host import (
     LATENCY_SWEEP_FILE,
     HostFacts,
@@ -38,7 +39,7 @@ from pcieperf.pciebench.host import (
     latency_model,
     steadiness,
 )
-from pcieperf.pciebench.sim import DeviceProfile, HostProfile, cache_lines
+from pcieperf.pciebench.sim import HostProfile, cache_lines
 from pcieperf.pciebench.walker import point_busy_ns, walker_why
 from pcieperf.progress import wrap as with_progress
 
@@ -65,7 +66,6 @@ __all__ = [
     "host_link",
     "host_profile",
     "interval_band",
-    "outside_host_ns",
     "provenance",
     "read_wire_ns",
     "reference_host",
@@ -332,15 +332,6 @@ def reference_host(runs: list[HostRun], calibration: Calibration) -> ReferenceHo
         mps=round(median("mps")),
         mrrs=round(median("mrrs")),
         hosts=[h.name for h in nosp],
-    )
-
-
-def outside_host_ns(device: DeviceProfile, link: Link) -> float:
-    """What a 64 B latency-test read spends outside the host: the device's latency, its read
-    engine and data path for one line, the benchmark's overhead and the link time."""
-    read, _, path = device.costs(1)
-    return (
-        device.latency_overhead_ns + device.fixed_latency_ns + read + path + read_wire_ns(link, 64)
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pcieperf._config import load_toml
 from pcieperf.errors import ProfileError
-from pcieperf.pciebench.sim import DeviceProfile, from_table
+from pcieperf.pciebench.device import DeviceProfile, from_table
 
 # The calibration shipped with pcieperf: `pcieperf bench calibrate` over the NFP-6000 data set.
 DEFAULT_CALIBRATION = Path(__file__).parent / "calibrations" / "nfp6000.toml"
@@ -99,7 +99,7 @@ def _toml_value(value: object) -> str:
 
 
 def profile_toml(profile: object, header: str) -> str:
-    """A profile dataclass as the flat TOML table `sim.from_table` reads back (`bench host`
+    """A profile dataclass as the flat TOML table `device.from_table` reads back (`bench host`
     writes the host profile `bench sim --host` takes)."""
     lines = [f"# {line}" for line in header.splitlines()]
     lines += [f"{f.name} = {_toml_value(getattr(profile, f.name))}" for f in fields(profile)]

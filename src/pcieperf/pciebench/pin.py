@@ -16,9 +16,10 @@ import numpy as np
 from pcieperf.pciebench import calibrate
 from pcieperf.pciebench.bench import Point, file_kind
 from pcieperf.pciebench.calibration_file import Calibration
+from pcieperf.pciebench.device import DeviceProfile
 from pcieperf.pciebench.host import HostRun, iotlb_miss
 from pcieperf.pciebench.predict import SIM_TRANSACTIONS, Band
-from pcieperf.pciebench.sim import DeviceProfile, HostProfile, simulate
+from pcieperf.pciebench.sim import HostProfile, simulate
 from pcieperf.pciebench.walker import interval_hosts
 
 HOST_BANDWIDTH = "host bandwidth fit"  # a provenance source beside calibrate's

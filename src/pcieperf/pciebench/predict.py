@@ -19,7 +19,8 @@ from pathlib import Path
 from pcieperf import outputs
 from pcieperf.errors import UsageError
 from pcieperf.pciebench.bench import BW_COLUMNS, KEY_COLUMNS, Point, bandwidth_plan
-from pcieperf.pciebench.sim import DeviceProfile, HostProfile, simulate
+from pcieperf.pciebench.device import DeviceProfile
+from pcieperf.pciebench.sim import HostProfile, simulate
 
 DEFAULT_CLOCK_GHZ = 1.2  # NFP-6000 timestamp clock; the card name carries it ("nfp6000-1.2GHz")
 SIM_TRANSACTIONS = 50_000  # per row: enough for 0.5 % repeatability of the rates

@@ -26,6 +26,7 @@ from pcieperf.dpdk.port import PortSetup
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.pciebench import sim
 from pcieperf.pciebench.bench import Point
+from pcieperf.pciebench.device import DeviceProfile
 
 OUT = Path(__file__).resolve().parent / "calls.json"
 RECORDED = ("simulate", "port_misses", "port_simulate")
@@ -71,7 +72,7 @@ class Recorder:
 
 def bench_points() -> None:
     """pcie-bench simulations: reads, writes, rw and write-then-read; IOMMU off and on."""
-    device = sim.DeviceProfile(
+    device = DeviceProfile(
         name="golden", source="test", tags=32, read_ns=10.0, read_line_ns=1.0, write_ns=20.0,
         write_line_ns=0.5, datapath_ns=2.0, datapath_line_ns=0.25, fixed_latency_ns=100.0,
     )  # fmt: skip
