@@ -34,6 +34,11 @@ from pcieperf.nic.profile import builtin_profiles, load_profile
 from pcieperf.pcie import tlp
 from pcieperf.pcie.link import GENERATIONS, LANE_WIDTHS, Link
 
+try:  # where a sweep's checked sizes come from in this pcieperf, or an earlier (--baseline-src)
+    from pcieperf.nic.rows import fixed_rows
+except ImportError:
+    fixed_rows = getattr(nic, "fixed_rows", None)
+
 MPS_VALUES = (128, 256, 512, 1024, 2048, 4096)
 PATH_CHOICES = (("rx", "tx"), ("rx",), ("tx",))
 NIC_COLUMNS = (
@@ -77,7 +82,7 @@ def sweep_nic(frames: np.ndarray, lanes: tuple[int, ...] = LANE_WIDTHS) -> int:
     """Every profile x MPS x paths x link, each evaluated as `sweep` evaluates a `nic` point
     (sizes checked once where this pcieperf can reuse them); returns the evaluations."""
     eth = Ethernet(40)
-    sizes = nic.fixed_rows(frames) if hasattr(nic, "fixed_rows") else frames
+    sizes = fixed_rows(frames) if fixed_rows else frames
     code = "bottleneck_code" if hasattr(nic.NicResult, "bottleneck_code") else "bottleneck"
     links = {
         m: [Link(gen=g, lanes=n, mps=m) for g in GENERATIONS for n in lanes] for m in MPS_VALUES

@@ -294,20 +294,7 @@ def _cycle(graph):
     return next((c for n in sorted(graph) if n not in state and (c := visit(n))), [])
 
 
-@pytest.mark.parametrize(
-    "include_type_only",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="nic.pricing imports LineRates and Rows from nic.nic for its annotations "
-                "(moving them is model code, left to the nic owner)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("include_type_only", [False, True])
 def test_the_import_graph_has_no_cycle(include_type_only):
     # Issue 30's acceptance: no cycle, the imports under `if TYPE_CHECKING` included (a
     # package's __init__ importing its own submodules is no cycle: the submodule's import of

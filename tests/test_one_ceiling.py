@@ -34,3 +34,25 @@ def test_every_command_finds_one_ceiling(size):
     if size != "imix":
         tags = pp.latency(sizes=[int(size)]).to_json()[0]
         assert tags["tag_bound_pps"] > 2 * nic["max_pps"]
+        assert nic["tag_bound_pps"] == pytest.approx(tags["tag_bound_pps"], rel=1e-12)
+
+
+@pytest.mark.parametrize("size", [64, 128, 1518])
+def test_where_the_tags_bind_every_command_names_them(size):
+    # The 82599 `dpdk` profile keeps 32 read requests: on the assumed host they sustain 48.2
+    # Mpps at 64 B, below the link's 50.7 (the numbers), so `nic` and `dpdk-fwd` give
+    # latency's tag bound and name read_requests; from 128 B the line binds.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nic = pp.nic(profile="dpdk", sizes=[size]).to_json()[0]
+        fwd = pp.dpdk_forwarding(profile="dpdk", frame=size).to_json()
+    tags = pp.latency(profile="dpdk", sizes=[size]).to_json()[0]
+    assert nic["tag_bound_pps"] == pytest.approx(tags["tag_bound_pps"], rel=1e-12)
+    assert fwd["max_pps"] == pytest.approx(nic["max_pps"], rel=1e-12)
+    assert fwd["limited_by"] == nic["limited_by"]
+    if size == 64:
+        assert nic["max_pps"] == pytest.approx(48.21e6, rel=1e-3)
+        assert nic["limited_by"] == ["read_requests"]
+        assert nic["pcie_max_pps"] == pytest.approx(50.69e6, rel=1e-3)
+    else:
+        assert nic["limited_by"] == ["ethernet"]

@@ -3,12 +3,14 @@ Python scalars alike: a model's formula is written once and evaluates many sizes
 sweep, on numpy) or a command line's few sizes one Python int or float at a time, before numpy
 is loaded (issue 15 item 4: light commands start in under 120 ms). Each operation gives the
 same IEEE-754 values either way, so a scalar result equals its array element bit for bit.
+Results keep what they compute once (`once`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -18,6 +20,7 @@ else:
 Value = Any
 """A numpy array (or numpy scalar), or a Python int, float or bool."""
 _PYTHON = (int, float, bool)
+T = TypeVar("T")
 
 
 def is_python(value: Value) -> bool:
@@ -124,3 +127,20 @@ def pairwise_sum(values: list[float]) -> float:
     for value in values[whole:]:
         total += value
     return total
+
+
+class once(Generic[T]):  # noqa: N801 (named as the decorator it is used as)
+    """A property computed on first use and kept: `functools.cached_property` without its lock
+    (Python 3.11 takes one per first use, which costs more than a result's arrays)."""
+
+    def __init__(self, func: Callable[[Any], T]) -> None:
+        self.func, self.__doc__ = func, func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> T:
+        if obj is None:  # looked up on the class
+            return self  # type: ignore[return-value] # the descriptor itself, as properties do
+        value = obj.__dict__[self.name] = self.func(obj)  # found there from now on
+        return value

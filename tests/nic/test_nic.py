@@ -2,6 +2,7 @@
 validation."""
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,10 +11,13 @@ from hypothesis import strategies as st
 
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
-from pcieperf.nic import nic, pricing
+from pcieperf.nic import nic, pricing, rows
+from pcieperf.nic.bounds import KEEPS_UP, NEAR_LIMIT, limit_order
+from pcieperf.nic.latency import loopback
 from pcieperf.nic.pricing import _TOTALS, price_operations
 from pcieperf.nic.profile import INITIATORS, PATHS, builtin_profiles, load_profile, parse_profile
 from pcieperf.pcie.link import Link
+from pcieperf.pcie.tlp import read_wire_bytes
 
 GEN3_X8 = Link(gen=3, lanes=8, mps=256, mrrs=512, rcb=64)
 ETH40 = Ethernet(40)
@@ -21,7 +25,8 @@ FRAMES = np.arange(64, 1519)
 
 
 def evaluate(profile, sizes, link=GEN3_X8, eth=ETH40):
-    return nic.evaluate_sizes(load_profile(profile), link, eth, np.array(sizes))
+    loaded = load_profile(profile) if isinstance(profile, str) else profile
+    return nic.evaluate_sizes(loaded, link, eth, np.array(sizes))
 
 
 def test_simple_nic_bytes_per_64b_frame_by_hand():
@@ -51,10 +56,29 @@ def test_dpdk_reaches_line_rate_before_kernel_before_simple():
     assert cross["dpdk"] < cross["kernel"] < cross["simple"]
 
 
+def unlimited_tags(name):
+    """Profile `name` with tags that never bind: the paper's bandwidth-only model (§3)."""
+    profile = load_profile(name)
+    return replace(profile, device=replace(profile.device, read_requests=10**9))
+
+
 def test_small_frames_are_pcie_bound_large_ones_ethernet_bound():
-    result = evaluate("simple", [64, 1518])
+    # The paper's Simple NIC (SIGCOMM'18 §3, Figure 1): bandwidth alone binds small frames.
+    result = evaluate(unlimited_tags("simple"), [64, 1518])
     assert list(result.bottleneck) == ["pcie_up", "ethernet"]
     assert float(result.achievable_gbps[1]) == pytest.approx(float(result.line_rate_gbps[1]))
+
+
+def test_the_tags_bind_where_latency_says_they_do():
+    # Issue 27: `nic` applies the tag bound `latency` computes. The Simple NIC's 32 tags on the
+    # assumed host hold ~2 us of reads per 64 B packet: tag-bound, at latency's rate exactly.
+    result = evaluate("simple", [64, 1518])
+    assert list(result.bottleneck) == ["read_requests", "ethernet"]
+    found = loopback("simple", [64, 1518])
+    np.testing.assert_allclose(result.tag_max_pps, found.tag_bound_pps, rtol=1e-12)
+    assert float(result.max_pps[0]) == pytest.approx(float(found.tag_bound_pps[0]), rel=1e-12)
+    assert float(result.max_pps[0]) < float(result.pcie_max_pps[0])
+    assert result.limited_by == [["read_requests"], ["ethernet"]]
 
 
 def test_achievable_never_exceeds_line_rate_or_link():
@@ -208,19 +232,21 @@ def old_totals(profile, link, sizes, paths):
     """Per-packet totals as NicResult summed them before issue 15: 0 + each share in turn."""
     shares = price_operations(link, profile, sizes, paths)
     totals = {f: sum(getattr(s, f) for s in shares) for f in _TOTALS[:4]}
-    # The device's reads (issue 27: the tag bound): their requests are its up TLPs, and their
-    # wire bytes both ways.
+    # The device's reads (issue 27: the tag bound): their requests are its up TLPs, each
+    # counted with its read's wire bytes both ways (per occurrence: divided by occurrences).
     reads = [s for s in shares if s.op.initiator == "dma_read"]
     none = np.zeros(np.size(sizes))
     totals["read_requests"] = sum((s.up_tlps for s in reads), none)
-    totals["read_wire_bytes"] = sum((s.up_bytes + s.down_bytes for s in reads), none)
+    totals["read_hold_bytes"] = sum(
+        (s.up_tlps * (s.up_bytes + s.down_bytes) / s.per_packet for s in reads), none
+    )
     return totals
 
 
-def near_bounds(line, up, down, rate):
+def near_bounds(line, up, down, tags, rate):
     """limited_by of one row as it was computed before (bounds within 1 %, sorted)."""
-    bounds = {"ethernet": line, "pcie_up": up, "pcie_down": down}
-    near = [(b, name) for name, b in bounds.items() if b <= rate * (1 + nic.NEAR_LIMIT)]
+    bounds = {"ethernet": line, "pcie_up": up, "pcie_down": down, "read_requests": tags}
+    near = [(b, name) for name, b in bounds.items() if b <= rate * (1 + NEAR_LIMIT)]
     return [name for _, name in sorted(near)]
 
 
@@ -266,14 +292,25 @@ def test_sweep_path_equals_the_per_operation_path(
         strict=True,
     ):
         np.testing.assert_array_equal(getattr(result, column), old[field][row], column)
-    for field in _TOTALS[4:]:
-        np.testing.assert_array_equal(getattr(result.costs, field), old[field][row], field)
+    np.testing.assert_array_equal(result.costs.read_requests, old["read_requests"][row])
+    # The same products in another order: equal to the last bits.
+    np.testing.assert_allclose(result.costs.read_hold_bytes, old["read_hold_bytes"][row], 1e-12)
     up, down = old["up_bytes"][row], old["down_bytes"][row]
     # Rates: the documented products (capacity x 1/busiest bytes, pps x gigabits per packet),
     # bit for bit whichever bound binds, and within 2 ulp of the quotients used before.
     cap, line = link.tlp_bytes_per_s, eth.frames_per_second(frames)
     pcie = cap * (1 / np.maximum(up, down))
-    rate = np.minimum(pcie, line)
+    # The tags (issue 27): the documented product, to the last bits (its hold bytes are).
+    tags = result.tag_max_pps
+    held = np.maximum(
+        (result.read_ns - read_wire_bytes(link, 64) / (cap / 1e9)) * old["read_requests"][row]
+        + old["read_hold_bytes"][row] / (cap / 1e9),
+        0.0,
+    )
+    read_requests = profile.device.read_requests if profile.device else np.inf
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(tags, read_requests * 1e9 / held, rtol=1e-12)
+    rate = np.minimum(np.minimum(pcie, line), tags)
     frame_gbit = np.asarray(frames) * 8 / 1e9
     np.testing.assert_array_equal(result.pcie_max_pps, pcie)
     np.testing.assert_array_equal(result.line_pps, line)
@@ -286,12 +323,13 @@ def test_sweep_path_equals_the_per_operation_path(
     np.testing.assert_array_max_ulp(result.pcie_up_gbps, rate * up * 8 / 1e9, maxulp=2)
     # Integer codes, resolved to the names as before.
     side = np.where(up >= down, "pcie_up", "pcie_down")
+    two = np.where(line <= pcie * (1 + KEEPS_UP), "ethernet", side)
     assert list(result.bottleneck) == list(
-        np.where(line <= pcie * (1 + nic.KEEPS_UP), "ethernet", side)
+        np.where(tags < np.minimum(pcie, line), "read_requests", two)
     )
     with np.errstate(divide="ignore"):
-        bounds = zip(line, cap * (1 / up), cap * (1 / down), rate, strict=True)
-    assert result.limited_by == [near_bounds(*b) for b in bounds]
+        each = zip(line, cap * (1 / up), cap * (1 / down), tags, rate, strict=True)
+    assert result.limited_by == [near_bounds(*b) for b in each]
     assert result.label == [str(f) for f in frames]
 
 
@@ -299,26 +337,29 @@ def test_every_way_a_rate_is_set_is_exercised():
     # dpdk at 40 GbE, 64..1518 B: Gen1 x1 (2 Gb/s) is PCIe-bound at every size, Gen5 x16 keeps
     # up at every size, Gen3 x8 only from some size on (the crossover test above: 590 B for
     # simple; dpdk's is lower but above 64 B). Each is checked against the general formulas.
-    profile = load_profile("dpdk")
-    for link, binds in [
-        (Link(gen=1, lanes=1), nic.Binds.PCIE),
-        (Link(gen=5, lanes=16), nic.Binds.ETHERNET),
-        (Link(gen=3, lanes=8), nic.Binds.VARIES),
+    # With its own 32 tags, dpdk is tag-bound at small frames on any link: the general formulas.
+    for profile, link, binds in [
+        (unlimited_tags("dpdk"), Link(gen=1, lanes=1), nic.Binds.PCIE),
+        (unlimited_tags("dpdk"), Link(gen=5, lanes=16), nic.Binds.ETHERNET),
+        (unlimited_tags("dpdk"), Link(gen=3, lanes=8), nic.Binds.VARIES),
+        (load_profile("dpdk"), Link(gen=5, lanes=16), nic.Binds.VARIES),
     ]:
         result = nic.evaluate_sizes(profile, link, ETH40, FRAMES)
         assert result.binds is binds
-        expected = np.minimum(result.pcie_max_pps, result.line_pps)
+        two = np.minimum(result.pcie_max_pps, result.line_pps)
+        expected = np.minimum(two, result.tag_max_pps)
         np.testing.assert_array_equal(result.max_pps, expected)
         np.testing.assert_array_equal(result.pcie_up_gbps, expected * result.costs.up_gbit)
+    assert list(result.bottleneck[:1]) == ["read_requests"]
 
 
 def test_links_that_differ_only_in_speed_share_their_packet_costs():
     # Generation 3 and 4 at any width have the same TLP rules (MPS, MRRS, 8 B framing): one
     # pricing; MPS 512 or Flit Mode (Gen6) are other rules.
     profile = load_profile("kernel")
-    rows = nic.fixed_rows(FRAMES)
+    fixed = rows.fixed_rows(FRAMES)
     costs = [
-        nic.evaluate_sizes(profile, link, ETH40, rows).costs
+        nic.evaluate_sizes(profile, link, ETH40, fixed).costs
         for link in (Link(gen=3, lanes=8), Link(gen=4, lanes=1), Link(gen=3, lanes=8, mps=512))
     ]
     assert costs[0] is costs[1]
@@ -339,9 +380,9 @@ def test_a_sweep_run_again_checks_its_profile_and_sizes_once_not_per_link(monkey
     monkeypatch.setattr(pricing._Plan, "matches", lambda *a: checks.append(1) or real(*a))
     runs = []
     for _ in range(2):
-        rows, again = nic.fixed_rows(FRAMES), load_profile("kernel")
+        fixed, again = rows.fixed_rows(FRAMES), load_profile("kernel")
         before = len(checks)
-        runs.append([nic.evaluate_sizes(again, link, ETH40, rows).max_pps for link in links])
+        runs.append([nic.evaluate_sizes(again, link, ETH40, fixed).max_pps for link in links])
         assert len(checks) - before <= 1
     for first, second in zip(*runs, strict=True):
         np.testing.assert_array_equal(first, second)
@@ -359,9 +400,12 @@ def test_reused_sizes_follow_the_array_not_its_identity():
 
 
 def test_limit_orders_by_hand():
-    # Code bits: 0-2 near (ethernet, pcie_up, pcie_down), 3 ethernet <= pcie_up,
-    # 4 ethernet <= pcie_down, 5 pcie_down <= pcie_up. All near and equal: by name.
-    assert nic.LIMIT_ORDERS[0b111111] == ("ethernet", "pcie_down", "pcie_up")
-    # All near, pcie_up tightest, then ethernet, then pcie_down: e > u, e <= d, d > u.
-    assert nic.LIMIT_ORDERS[0b010111] == ("pcie_up", "ethernet", "pcie_down")
-    assert nic.LIMIT_ORDERS[0b000010] == ("pcie_up",)
+    # Code bits: 0-3 near (ethernet, pcie_up, pcie_down, read_requests), then one bit per pair
+    # of names in alphabetical order, set where the first's bound <= the second's: 4 e<=d,
+    # 5 e<=u, 6 e<=r, 7 d<=u, 8 d<=r, 9 u<=r. All near and equal: by name.
+    assert limit_order(0b1111111111) == ("ethernet", "pcie_down", "pcie_up", "read_requests")
+    # Near e, u, d; pcie_up tightest, then ethernet, then pcie_down: e<=d, e>u, d>u.
+    assert limit_order(0b0000010111) == ("pcie_up", "ethernet", "pcie_down")
+    assert limit_order(0b10) == ("pcie_up",)
+    # Near u and r, the tags tighter: u > r (bit 9 clear).
+    assert limit_order(0b1010) == ("read_requests", "pcie_up")

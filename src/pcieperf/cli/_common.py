@@ -185,6 +185,17 @@ def _add_trace_replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing plot file")
 
 
+def add_tag_options(p: argparse.ArgumentParser) -> None:
+    """The device's read tags and the host whose read latency they are held for (latency and
+    nic: `latency` prices the tags' rate, `nic` applies it as a bound)."""
+    p.add_argument("--tags", type=_whole(), default=None, help="outstanding read requests")
+    host = p.add_mutually_exclusive_group()
+    host.add_argument("--host", default=None, help="pcie-bench result directory (lat_* files)")
+    host.add_argument("--calibration", default=None, help="a `bench calibrate` file")
+    host.add_argument("--read-ns", type=_real(), default=None, help="64 B DMA read round trip")
+    p.add_argument("--cache", default="HWarm", help="--host cache state: HWarm or Cold")
+
+
 def add_counter_file_options(p: argparse.ArgumentParser) -> None:
     """How a counter file is read (counters import, explain, report): its tool, separator, run
     length where it has no interval, and whether unknown columns are skipped."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _real, _whole, link_options
+from pcieperf.cli._common import _real, _whole, add_tag_options, link_options
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.net import wire
@@ -29,13 +29,8 @@ def _add_latency_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", default="64,128,256,512,1024,1500", help="frame sizes incl. FCS")
     p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     p.add_argument("--pps", default=None, help="rate for the concurrency (default: line rate)")
-    p.add_argument("--tags", type=_whole(), default=None, help="outstanding read requests")
-    host = p.add_mutually_exclusive_group()
-    host.add_argument("--host", default=None, help="pcie-bench result directory (lat_* files)")
-    host.add_argument("--calibration", default=None, help="a `bench calibrate` file")
-    host.add_argument("--read-ns", type=_real(), default=None, help="64 B DMA read round trip")
+    add_tag_options(p)
     p.add_argument("--write-ns", type=_real(), default=None, help="posted write latency (ns)")
-    p.add_argument("--cache", default="HWarm", help="--host cache state: HWarm or Cold")
     p.add_argument(
         "--set", action="append", metavar="NAME=NS", help="an assumed parameter, e.g. poll_ns=100"
     )

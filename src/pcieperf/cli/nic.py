@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from pcieperf.cli._common import _add_trace_replay_options, _link, _whole, link_options
+from pcieperf.cli._common import (
+    _add_trace_replay_options,
+    _link,
+    _whole,
+    add_tag_options,
+    link_options,
+)
 from pcieperf.cli._output import _emit_trace_demand, emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.net import wire
@@ -20,7 +26,8 @@ if TYPE_CHECKING:
     from pcieperf.results import Table
 
 
-_NIC_OPTIONS = ("profile", "eth", "vlan", "sizes", "mix", "paths", "breakdown", "pps")
+_NIC_OPTIONS = ("profile", "eth", "vlan", "sizes", "mix", "paths", "breakdown", "pps", "tags")
+_NIC_OPTIONS += ("host", "calibration", "read_ns", "cache")
 
 
 def nic_result(args: argparse.Namespace) -> Table:
@@ -65,4 +72,5 @@ def _add_nic_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--paths", default="rx,tx", help="rx, tx or rx,tx (default both)")
     p.add_argument("--breakdown", action="store_true", help="per-operation cost per packet")
     p.add_argument("--pps", default=None, help="also report the PCIe bandwidth this rate needs")
+    add_tag_options(p)
     _add_trace_replay_options(p)

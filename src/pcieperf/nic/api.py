@@ -6,6 +6,7 @@ print as the CLI prints them (pcieperf.results). Sizes are Ethernet frames incl.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -16,14 +17,15 @@ from pcieperf._values import is_python
 from pcieperf.errors import ProfileError, UsageError, warn
 from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
-from pcieperf.results import Column, Columnar, Table
+from pcieperf.results import Column, Columnar, Table, as_list
 from pcieperf.units import parse_int_list, parse_rate
 
 if TYPE_CHECKING:
     from pcieperf.net.ethernet import Ethernet, PacketMix
     from pcieperf.nic.host import HostLatency
-    from pcieperf.nic.nic import FewRow, NicResult
+    from pcieperf.nic.nic import NicResult, TagLimit
     from pcieperf.nic.profile import DeviceFacts, NicProfile
+    from pcieperf.nic.rows import FewRow
     from pcieperf.pcie.link import Link
 
 Sizes = str | int | Iterable[int | str]
@@ -92,13 +94,21 @@ def nic(
     paths: str | Sequence[str] = "rx,tx",
     breakdown: bool = False,
     pps: float | str | None = None,
+    tags: int | None = None,
+    host: str | Path | None = None,
+    calibration: str | Path | None = None,
+    read_ns: float | None = None,
+    cache: str = "HWarm",
     **link_options: object,
 ) -> Table:
     """What a NIC/driver profile achieves per frame size or mix (`pcieperf nic`): one row per
     size, with the PCIe bandwidth `pps` needs, and each operation's bytes when `breakdown`.
-    `sizes`: frames incl. FCS and named mixes; `mix`: frame-size histograms (`64:7,1518:1`)."""
+    `sizes`: frames incl. FCS and named mixes; `mix`: frame-size histograms (`64:7,1518:1`).
+    The device's read tags bind too (`tags`, default its profile's), held for the read latency
+    of the host `latency` takes (`host`, `calibration`, `read_ns`; default the assumed host)."""
     link = make_link(**link_options)  # type: ignore[arg-type]
     loaded, chosen, port, rate = _setup(profile, eth, vlan, paths, pps)
+    limit, host_source = _tag_limit(tags, host, calibration, read_ns, cache)
     few = None if breakdown or _numpy.in_use() else _few_rows(sizes, mix)
     rows = _array_rows(sizes, mix) if few is None else None  # checked before the model
     from pcieperf.nic.nic import evaluate_few  # no numpy: rows as arrays import it
@@ -106,17 +116,17 @@ def nic(
     results = None
     if few is not None:
         try:
-            results = evaluate_few(loaded, link, port, few, chosen)
+            results = evaluate_few(loaded, link, port, few, chosen, limit)
         except ProfileError:  # named as the arrays name it (the first bad size of the first op)
             rows = _array_rows(sizes, mix)
     if rows is not None:
-        results = [_evaluate(loaded, link, port, rows, chosen)]
+        results = [_evaluate(loaded, link, port, rows, chosen, limit)]
     columns = _nic_columns(results, rate, breakdown)
     head = (
         f"{loaded.name}: {loaded.description}"
         + (f"\nNIC: {loaded.device.name}" if loaded.device else "")
         + f"\nGen{link.gen} x{link.lanes} ({link.tlp_gbps:.2f} Gb/s for TLPs per direction), "
-        f"{eth} GbE"
+        f"{eth} GbE" + f"\n{_tags_line(results[0], host_source)}"
     )
     rows = Columnar(columns)
     details = [Table(rows, NEEDED_COLUMNS, title=f"\nat {rate / 1e6:.3f} Mpps:")] if rate else []
@@ -196,6 +206,7 @@ def _evaluate(
     port: Ethernet,
     rows: tuple[list[int] | None, list[PacketMix]],
     paths: tuple[str, ...],
+    limit: TagLimit,
 ) -> NicResult:
     """`_array_rows` priced: plain sizes vectorised, with no object per size (the same
     numbers: test_nic_api.py), mixes one PacketMix each."""
@@ -203,8 +214,36 @@ def _evaluate(
 
     fixed, mixes = rows
     if fixed is not None:
-        return evaluate_sizes(profile, link, port, fixed, paths)
-    return evaluate(profile, link, port, mixes, paths)
+        return evaluate_sizes(profile, link, port, fixed, paths, limit)
+    return evaluate(profile, link, port, mixes, paths, limit)
+
+
+def _tag_limit(
+    tags: int | None,
+    host: str | Path | None,
+    calibration: str | Path | None,
+    read_ns: float | None,
+    cache: str,
+) -> tuple[TagLimit, str]:
+    """The device's tags and the host read latency they are held for, as `latency` takes
+    them, and where the latency comes from (the assumed host where none is given)."""
+    from pcieperf.nic.host import LOADED_STAT, assumed_host
+    from pcieperf.nic.nic import TagLimit
+
+    if tags is not None and tags < 1:
+        raise UsageError(f"tags {tags!r} is not allowed; give a whole number >= 1")
+    found = _latency_host(host, calibration, read_ns, None, cache)
+    if found is None:
+        return TagLimit(tags), assumed_host().source
+    return TagLimit(tags, found.read_ns[LOADED_STAT]), found.source
+
+
+def _tags_line(result: NicResult, host_source: str) -> str:
+    """Where the tag bound comes from: the tags and the read latency they are held for."""
+    return (
+        f"read tags: {result.tags:g}, each held a {result.read_ns:.0f} ns read round trip "
+        f"(host: {host_source})"
+    )
 
 
 def _few_rows(sizes: Sizes | None, mix: Sequence[str] | None) -> list[FewRow] | None:
@@ -222,7 +261,7 @@ def _few_rows(sizes: Sizes | None, mix: Sequence[str] | None) -> list[FewRow] | 
         rows.append((name, frames, weights))
     if not rows or len({size for _, frames, _ in rows for size in frames}) > FEW_SIZES:
         return None  # no sizes is an error `_array_rows` names, before the model is imported
-    from pcieperf.nic.nic import FewRow
+    from pcieperf.nic.rows import FewRow
 
     return [FewRow(*row) for row in rows]
 
@@ -259,6 +298,7 @@ def frame_mixes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[PacketMi
 
 NIC_FIELDS = {
     **dict.fromkeys(("mean_frame_bytes", "max_pps", "pcie_max_pps")),
+    "tag_bound_pps": "tag_max_pps",
     "line_rate_pps": "line_pps",
     **dict.fromkeys(("achievable_gbps", "line_rate_gbps", "bottleneck", "limited_by")),
     **dict.fromkeys(("pcie_up_gbps", "pcie_down_gbps", "up_bytes_per_pkt", "down_bytes_per_pkt")),
@@ -281,6 +321,11 @@ def _nic_columns(
     }
     fields = NIC_FIELDS.items()
     columns |= _columns_of(results, lambda r: {key: getattr(r, a or key) for key, a in fields})
+    # No bound (no reads, or no [device] table) is null, as JSON has no infinity.
+    columns["tag_bound_pps"] = [
+        v if math.isfinite(v) else None for v in as_list(columns["tag_bound_pps"])
+    ]
+    columns["host_read_ns"] = [results[0].read_ns] * len(labels)
     if pps is not None:
         _warn_rate_over(pps, labels, columns["line_rate_pps"], "the line")
         _warn_rate_over(pps, labels, columns["pcie_max_pps"], "the PCIe link")

@@ -5,6 +5,7 @@ statistics and files they come from. `latency` prices one packet's loopback on t
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -164,6 +165,13 @@ def host_from_calibration(path: Path) -> HostLatency:
     return replace(
         host_from_values(read), source=f"calibration {path.name}: reference host, LLC warm"
     )
+
+
+@functools.cache
+def assumed_read_ns() -> float:
+    """The assumed host's read round trip on a loaded host (`LOADED_STAT`): what a device's read
+    request holds its tag for where no host is given (`nic`'s tag bound), read once."""
+    return assumed_host().read_ns[LOADED_STAT]
 
 
 def assumed_host() -> HostLatency:

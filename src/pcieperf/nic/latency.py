@@ -36,6 +36,7 @@ from pcieperf.nic.host import (
     assumed_host,
     host_from_dir,
 )
+from pcieperf.nic.nic import TagLimit, evaluate_sizes
 from pcieperf.nic.pricing import operation_cost
 from pcieperf.nic.profile import (
     DEFAULT_PROFILE,
@@ -357,15 +358,11 @@ class _Path:
 
     def read_requests(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Device read requests per packet (tags taken) and the round trip each holds its tag
-        for on a busy host (`LOADED_STAT`: the same latency `tag_check` tests)."""
-        requests = np.zeros(self.frame.shape)
-        held = np.zeros(self.frame.shape)
-        for op in self._dma_ops("dma_read"):
-            size = np.ceil(self.size(op.size)).astype(np.int64)
-            cost, _ = operation_cost(self.link, "dma_read", size, op.offset, op.addr64)
-            per_pkt = cost.tlps_out / self.size(op.every)
-            requests += per_pkt
-            held += per_pkt * self.op_ns(op, LOADED_STAT, chained=False)
+        for on a busy host (`LOADED_STAT`: the same latency `tag_check` tests), as the NIC
+        model prices them for its tag bound (`NicResult.tag_ns`): one rule for both."""
+        limit = TagLimit(read_ns=self.host.read_ns[LOADED_STAT])
+        priced = evaluate_sizes(self.nic, self.link, self.eth, self.frame, limit=limit)
+        requests, held = priced.costs.read_requests, priced.tag_ns
         per_request = np.divide(held, requests, out=np.zeros_like(held), where=requests > 0)
         return requests, per_request
 

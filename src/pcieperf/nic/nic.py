@@ -1,23 +1,26 @@
 """The NIC model's results: a priced profile (pcieperf.nic.pricing) against the Ethernet line
-rate, per frame size or mix (`evaluate`), what binds (Ethernet, PCIe up or down), and the PCIe
-demand of a capture. Each packet is received and transmitted once (a full-duplex port at the
-same rate both ways), unless the evaluation is restricted to one path. The profile model
-(loading, `[device]`, expressions) is pcieperf.nic.profile; its names are re-exported here.
+rate, per frame size or mix (`evaluate`), what binds (Ethernet, PCIe up or down, or the device's
+read tags on the host's read latency), and the PCIe demand of a capture. Each packet is received
+and transmitted once (a full-duplex port at the same rate both ways), unless the evaluation is
+restricted to one path. The profile model (loading, `[device]`, expressions) is
+pcieperf.nic.profile.
 """
 
 from __future__ import annotations
 
 import enum
-import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, NamedTuple
 
 from pcieperf._native import core
-from pcieperf._values import as_float, as_uint8, frozen, is_python, minimum
+from pcieperf._values import as_int, frozen, is_python, minimum, once, reciprocal
 from pcieperf.errors import UsageError, require_positive
-from pcieperf.net.ethernet import Ethernet, PacketMix, check_frame_sizes
+from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.net.wire import MIN_FRAME_BYTES
+from pcieperf.nic.host import assumed_read_ns
 from pcieperf.pcie.link import Link
+from pcieperf.pcie.tlp import read_wire_bytes
+from pcieperf.pciebench.device import LATENCY_TEST_BYTES
 
 if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
     import numpy as np
@@ -29,21 +32,18 @@ if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
 else:
     from pcieperf._numpy import np
 
-# The profile model and its pricing, where callers of `nic` have always found them.
+from pcieperf.nic.bounds import BOTTLENECKS, NEAR_LIMIT, PAIRS, READ_REQUESTS, limit_order
 from pcieperf.nic.pricing import (
     _TOTALS,
-    ETHERNET,
     OpShare,
     PacketCosts,
     _link_facts,
-    _once,
     _packet_costs,
     price_operations,
     size_costs,
 )
 from pcieperf.nic.profile import PATHS, NicProfile
-
-NEAR_LIMIT = 0.01  # a bound within 1 % of the achieved rate is named as a limit too
+from pcieperf.nic.rows import FewRow, LineRates, Rows, recent_rows
 
 # ---------------------------------------------------------------------------------------------
 # Results
@@ -57,128 +57,16 @@ class Binds(enum.Enum):
     VARIES = "varies"
 
 
-BOTTLENECKS = ("ethernet", "pcie_up", "pcie_down")
-"""Names of the `bottleneck_code` values."""
+class TagLimit(NamedTuple):
+    """What bounds a device's outstanding reads: how many it keeps (`tags`; None: its profile's
+    `[device] read_requests`) and how long each holds its tag, the host's read round trip on a
+    loaded host (`read_ns`; None: the assumed host's, `nic.host.assumed_read_ns`)."""
+
+    tags: int | None = None
+    read_ns: float | None = None
 
 
-class Rows:
-    """The rows of a result and the distinct frame sizes (`sizes`, ascending) they are made
-    of. A row is one fixed size, or a mix: a sparse weight list where entry k gives row
-    `mix_of[k]` a share `weight[k]` of size `size_of[k]`. `mix_of` is None when each row is one
-    size (entry k is row k, weight 1), and `size_of` is None too when row k is `sizes[k]`.
-    This module's classes are plain: a dataclass costs every `nic` command ~1 ms of start-up."""
-
-    def __init__(
-        self,
-        sizes: Int,
-        size_of: Int | None = None,
-        mix_of: Int | None = None,
-        weight: NDArray[np.float64] | None = None,
-        names: tuple[str, ...] | None = None,
-    ) -> None:
-        self.sizes = sizes
-        self.size_of = size_of
-        self.mix_of = mix_of
-        self.weight = weight
-        self.names = names
-        self.lines: dict[Ethernet, LineRates] = {}
-
-    @_once
-    def label(self) -> list[str]:
-        """Each row's name: the mix's, or its frame size."""
-        if self.names is not None:
-            return list(self.names)
-        frames = self.sizes if self.size_of is None else self.sizes[self.size_of]
-        return [str(f) for f in frames.tolist()]
-
-    def __len__(self) -> int:
-        """Number of rows."""
-        if self.names is not None:
-            return len(self.names)
-        return (self.sizes if self.size_of is None else self.size_of).size
-
-    def per_row(self, per_size: ArrayLike) -> NDArray[np.float64]:
-        """Mean per packet of each row, for a quantity given per distinct size (where each row
-        is one size with weight 1 this is a gather, which is what the weighted sum gives)."""
-        values = np.asarray(per_size, dtype=np.float64)
-        if self.mix_of is None:
-            return values if self.size_of is None else values[self.size_of]
-        weighted = values[self.size_of] * self.weight
-        return np.bincount(self.mix_of, weights=weighted, minlength=len(self))
-
-    def mean_of(self, per_size: Callable[[Int], Int]) -> NDArray[np.float64]:
-        """`per_row` of `per_size(sizes)`, taken as float64."""
-        return self.per_row(as_float(per_size(self.sizes)))
-
-    def line(self, eth: Ethernet) -> LineRates:
-        """What `eth` gives each row, whatever the link (computed once per port)."""
-        found = self.lines.get(eth)
-        if found is None:
-            found = self.lines[eth] = LineRates.of(self, eth)
-        return found
-
-
-KEEPS_UP = 1e-12
-"""PCIe within this fraction of line rate keeps up: Ethernet is named the bottleneck."""
-
-
-class LineRates:
-    """What an Ethernet port gives each row, whatever the link (read-only, shared): line-rate
-    packets per second, mean frame bytes and gigabits per packet, line rate in Gb/s, and the
-    packet rate from which PCIe keeps up with the line."""
-
-    def __init__(
-        self,
-        line_pps: NDArray[np.float64],
-        mean_frame_bytes: NDArray[np.float64],
-        frame_gbit: NDArray[np.float64],
-        line_rate_gbps: NDArray[np.float64],
-        keeps_up_pps: NDArray[np.float64],
-    ) -> None:
-        self.line_pps = line_pps
-        self.mean_frame_bytes = mean_frame_bytes
-        self.frame_gbit = frame_gbit
-        self.line_rate_gbps = line_rate_gbps
-        self.keeps_up_pps = keeps_up_pps
-
-    @classmethod
-    def of(cls, rows: Rows, eth: Ethernet) -> LineRates:
-        """Line-rate packet rate of each row (one over the mean wire time per packet) and what
-        follows from it."""
-        mean_wire = rows.mean_of(eth.wire_bytes)
-        line_pps = eth.rate_gbps * 1e9 / (8 * mean_wire)
-        mean_frame = rows.mean_of(as_float)
-        gbit = mean_frame * 8 / 1e9
-        arrays = (line_pps, mean_frame, gbit, line_pps * gbit, line_pps / (1 + KEEPS_UP))
-        return cls(*(frozen(a) for a in arrays))
-
-    @_once
-    def all_ethernet(self) -> NDArray[np.uint8]:
-        """`bottleneck_code` of a link that keeps up at every row."""
-        return frozen(np.full(self.line_pps.shape, ETHERNET, np.uint8))
-
-
-def _limit_orders() -> tuple[tuple[str, ...], ...]:
-    """`limited_by` of every `limited_by_code`: the near bounds (bits 0-2: ethernet, pcie_up,
-    pcie_down) in ascending order by value then name (bits 3-5: ethernet <= pcie_up,
-    ethernet <= pcie_down, pcie_down <= pcie_up)."""
-    names = ("ethernet", "pcie_up", "pcie_down")
-    orders = []
-    for code in range(64):
-        before = {("ethernet", "pcie_up"): code >> 3 & 1, ("ethernet", "pcie_down"): code >> 4 & 1}
-        before[("pcie_down", "pcie_up")] = code >> 5 & 1
-        near = [n for i, n in enumerate(names) if code >> i & 1]
-        rank = {
-            n: sum(
-                before[(m, n)] if (m, n) in before else 1 - before[(n, m)] for m in near if m != n
-            )
-            for n in near
-        }
-        orders.append(tuple(sorted(near, key=lambda n: (rank[n], n))))
-    return tuple(orders)
-
-
-LIMIT_ORDERS = _limit_orders()
+NO_LIMIT_GIVEN = TagLimit()
 
 
 class NicResult:
@@ -200,6 +88,7 @@ class NicResult:
         profile: NicProfile,
         link: Link,
         paths: tuple[str, ...],
+        limit: TagLimit = NO_LIMIT_GIVEN,
     ) -> None:
         self.rows = rows
         self.costs = costs
@@ -209,6 +98,7 @@ class NicResult:
         self.profile = profile
         self.link = link
         self.paths = paths
+        self.limit = limit
 
     @property
     def label(self) -> list[str]:
@@ -220,7 +110,7 @@ class NicResult:
         """The distinct frame sizes the rows are made of."""
         return self.rows.sizes
 
-    @_once
+    @once
     def shares(self) -> list[OpShare]:
         """Per-operation costs at each distinct size (`price_operations`), for a breakdown."""
         return price_operations(self.link, self.profile, self.sizes, self.paths)
@@ -264,17 +154,53 @@ class NicResult:
         """TLPs host to device per packet."""
         return self.costs.down_tlps
 
-    @_once
+    @once
     def pcie_max_pps(self) -> NDArray[np.float64]:
         """Highest packet rate the link sustains: the busier direction binds."""
         return frozen(self.capacity_bytes_per_s * self.costs.per_busiest_byte)
 
-    @_once
+    @property
+    def read_ns(self) -> float:
+        """The host's read round trip a read request holds its tag for, on a loaded host (the
+        limit's, or the assumed host's: `nic.host.assumed_read_ns`)."""
+        return assumed_read_ns() if self.limit.read_ns is None else self.limit.read_ns
+
+    @property
+    def tags(self) -> float:
+        """The read requests the device keeps outstanding (the limit's, or its profile's;
+        infinite without a `[device]` table)."""
+        device = self.profile.device
+        if self.limit.tags is not None:
+            return self.limit.tags
+        return device.read_requests if device else math.inf
+
+    @once
+    def tag_ns(self) -> NDArray[np.float64]:
+        """Tag-nanoseconds a packet's reads hold on this link and host (`PacketCosts.tag_ns`):
+        Little's law makes them tags in flight at a rate, and the rate the tags sustain."""
+        reference = read_wire_bytes(self.link, LATENCY_TEST_BYTES)
+        return self.costs.tag_ns(self.read_ns, reference, self.capacity_bytes_per_s / 1e9)
+
+    @once
+    def tag_max_pps(self) -> NDArray[np.float64]:
+        """Packets per second the device's read tags sustain: its tags over the
+        tag-nanoseconds a packet's reads hold; infinite without reads or a `[device]` table."""
+        return frozen(self.tags * 1e9 * reciprocal(self.tag_ns))
+
+    @once
+    def tags_keep_up(self) -> bool:
+        """Whether the tags sustain the lower of the link's and the line's rate at every row:
+        then they bind nowhere, and the rates are the link's and the line's alone."""
+        tags, lower = self.tag_max_pps, minimum(self.pcie_max_pps, self.line_pps)
+        return bool(tags >= lower) if is_python(tags) else bool(np.all(tags >= lower))
+
+    @once
     def binds(self) -> Binds:
-        """Whether Ethernet binds at every row, PCIe at every row, or it varies: where one
-        binds everywhere, the rates are the port's or the link's as they are."""
+        """Whether Ethernet binds at every row, PCIe at every row, or it varies (also where the
+        tags bind anywhere): where one binds everywhere, the rates are the port's or the link's
+        as they are."""
         pcie, line = self.pcie_max_pps, self.line
-        if is_python(pcie) or not pcie.size:  # one row of scalars: the general formulas
+        if is_python(pcie) or not pcie.size or not self.tags_keep_up:  # the general formulas
             return Binds.VARIES
         if pcie[0] >= line.line_pps[0] and np.all(pcie >= line.line_pps):
             return Binds.ETHERNET  # max_pps = line_pps, and PCIe keeps up (KEEPS_UP)
@@ -282,35 +208,36 @@ class NicResult:
             return Binds.PCIE  # max_pps = pcie_max_pps, below line rate
         return Binds.VARIES
 
-    @_once
+    @once
     def falls_short(self) -> NDArray[np.bool_]:
         """Where PCIe does not keep up with the line (`KEEPS_UP`)."""
         return self.pcie_max_pps < self.line.keeps_up_pps
 
-    @_once
+    @once
     def max_pps(self) -> NDArray[np.float64]:
-        """Packets per second actually reachable: the lower of PCIe and Ethernet."""
+        """Packets per second actually reachable: the lowest of PCIe, Ethernet and the tags."""
         if self.binds is Binds.ETHERNET:
             return self.line_pps
         if self.binds is Binds.PCIE:
             return self.pcie_max_pps
-        return frozen(minimum(self.pcie_max_pps, self.line_pps))
+        lower = minimum(self.pcie_max_pps, self.line_pps)
+        return frozen(lower if self.tags_keep_up else minimum(lower, self.tag_max_pps))
 
-    @_once
+    @once
     def achievable_gbps(self) -> NDArray[np.float64]:
         """Frame throughput (Gb/s, per direction) at `max_pps`."""
         if self.binds is Binds.ETHERNET:
             return self.line_rate_gbps
         return frozen(self.max_pps * self.line.frame_gbit)
 
-    @_once
+    @once
     def pcie_up_gbps(self) -> NDArray[np.float64]:
         """PCIe wire bandwidth used device to host at `max_pps`, in Gb/s."""
         if self.binds is Binds.ETHERNET:
             return self.costs.gbps_at(self.line)[0]
         return frozen(self.max_pps * self.costs.up_gbit)
 
-    @_once
+    @once
     def pcie_down_gbps(self) -> NDArray[np.float64]:
         """PCIe wire bandwidth used host to device at `max_pps`, in Gb/s."""
         if self.binds is Binds.ETHERNET:
@@ -321,33 +248,40 @@ class NicResult:
         """PCIe wire bandwidth (up, down) in Gb/s that `pps` packets per second would need."""
         return pps * self.costs.up_gbit, pps * self.costs.down_gbit
 
-    @_once
+    @once
     def bottleneck_code(self) -> NDArray[np.uint8]:
         """`bottleneck` as an index into `BOTTLENECKS` (what a sweep can store)."""
         if self.binds is Binds.ETHERNET:
             return self.line.all_ethernet
         if self.binds is Binds.PCIE:
             return self.costs.pcie_side
-        return frozen(self.falls_short * self.costs.pcie_side)  # ETHERNET (0) where it keeps up
+        code = self.falls_short * self.costs.pcie_side  # ETHERNET (0) where it keeps up
+        if self.tags_keep_up:
+            return frozen(code)
+        tags = self.tag_max_pps < minimum(self.pcie_max_pps, self.line_pps)
+        if is_python(tags):
+            return READ_REQUESTS if tags else code
+        return frozen(np.where(tags, np.uint8(READ_REQUESTS), code))
 
     @property
     def bottleneck(self) -> NDArray[np.str_] | str:
-        """`ethernet`, `pcie_up` or `pcie_down`; Ethernet wins when PCIe keeps up to within
-        `KEEPS_UP`, so a link that just keeps up is not blamed."""
+        """`ethernet`, `pcie_up`, `pcie_down` or `read_requests`; Ethernet wins when PCIe keeps
+        up to within `KEEPS_UP`, so a link that just keeps up is not blamed, and the tags only
+        where they are below both."""
         code = self.bottleneck_code
         return BOTTLENECKS[code] if is_python(code) else np.array(BOTTLENECKS)[code]
 
-    @_once
-    def limited_by_code(self) -> NDArray[np.uint8]:
-        """`limited_by` as an index into `LIMIT_ORDERS`: which bounds are near, and their order."""
+    @once
+    def limited_by_code(self) -> NDArray[np.int64]:
+        """`limited_by` as a code of `limit_order`: which bounds are near, and their order."""
         per_up, per_down = self.costs.per_byte
-        line = self.line_pps
         up, down = self.capacity_bytes_per_s * per_up, self.capacity_bytes_per_s * per_down
+        bounds = (self.line_pps, up, down, self.tag_max_pps)  # in BOTTLENECKS order
         near = self.max_pps * (1 + NEAR_LIMIT)
-        bits = (line <= near, up <= near, down <= near, line <= up, line <= down, down <= up)
+        bits = [b <= near for b in bounds] + [bounds[a] <= bounds[b] for a, b in PAIRS]
         code = 0  # an array from the first bit on, unless the bits are Python bools
         for shift, bit in enumerate(bits):
-            code |= as_uint8(bit) << shift
+            code |= as_int(bit) << shift
         return code
 
     @property
@@ -356,8 +290,8 @@ class NicResult:
         name): what would have to move for the rate to rise (one row of scalars: its list)."""
         code = self.limited_by_code
         if is_python(code):
-            return list(LIMIT_ORDERS[code])
-        return [list(LIMIT_ORDERS[c]) for c in code.tolist()]
+            return list(limit_order(code))
+        return [list(limit_order(c)) for c in code.tolist()]
 
 
 def evaluate(
@@ -366,8 +300,10 @@ def evaluate(
     eth: Ethernet,
     mixes: list[PacketMix],
     paths: tuple[str, ...] = PATHS,
+    limit: TagLimit = NO_LIMIT_GIVEN,
 ) -> NicResult:
-    """Price `profile` for each packet mix (a fixed size is a mix of one)."""
+    """Price `profile` for each packet mix (a fixed size is a mix of one); `limit`: its tags
+    and the host's read latency, where not the profile's and the assumed host's."""
     if not mixes:
         raise UsageError("no packet sizes given; pass at least one size or mix")
     sizes, size_of = np.unique(np.concatenate([m.sizes for m in mixes]), return_inverse=True)
@@ -378,34 +314,7 @@ def evaluate(
         weight=np.concatenate([m.weights for m in mixes]),
         names=tuple(m.name for m in mixes),
     )
-    return _evaluate(profile, link, eth, paths, rows)
-
-
-class FewRow:
-    """One row of a command line's few: a frame size, or a mix of sizes with their packet
-    shares, evaluated on Python scalars before numpy is loaded (`evaluate_few`). What `Rows`
-    gives one of its rows, bit for bit: a size's values as they are, a mix's summed from 0.0
-    in its order, as numpy's `bincount` adds them."""
-
-    __slots__ = ("label", "sizes", "weights")
-
-    def __init__(self, label: str, sizes: list[int], weights: tuple[float, ...] | None) -> None:
-        self.label = label
-        self.sizes = sizes
-        self.weights = weights
-
-    def mean_of(self, per_size: Callable[[int], float | int]) -> float:
-        """Mean per packet of `per_size(size)` over the row's sizes, as a float."""
-        if self.weights is None:
-            return as_float(per_size(self.sizes[0]))
-        total = 0.0
-        for size, weight in zip(self.sizes, self.weights, strict=True):
-            total += as_float(per_size(size)) * weight
-        return total
-
-    def line(self, eth: Ethernet) -> LineRates:
-        """What `eth` gives this row."""
-        return LineRates.of(self, eth)  # type: ignore[arg-type] # duck-typed: mean_of
+    return _evaluate(profile, link, eth, paths, rows, limit)
 
 
 def evaluate_few(
@@ -414,6 +323,7 @@ def evaluate_few(
     eth: Ethernet,
     rows: list[FewRow],
     paths: tuple[str, ...] = PATHS,
+    limit: TagLimit = NO_LIMIT_GIVEN,
 ) -> list[NicResult]:
     """`evaluate` of a few rows, one NicResult of Python scalars each: every distinct size is
     priced once (`size_costs`), without numpy. The same values as `evaluate` and
@@ -424,7 +334,7 @@ def evaluate_few(
     for row in rows:
         costs = PacketCosts(*(row.mean_of(lambda s, f=f: getattr(by_size[s], f)) for f in _TOTALS))
         line = row.line(eth)
-        results.append(NicResult(row, costs, line, capacity, eth, profile, link, paths))  # type: ignore[arg-type]
+        results.append(NicResult(row, costs, line, capacity, eth, profile, link, paths, limit))  # type: ignore[arg-type]
     return results
 
 
@@ -439,57 +349,25 @@ def evaluate_sizes(
     eth: Ethernet,
     frames: ArrayLike | Rows,
     paths: tuple[str, ...] = PATHS,
+    limit: TagLimit = NO_LIMIT_GIVEN,
 ) -> NicResult:
     """Price `profile` for each fixed frame size, vectorised (no per-size objects); `frames`
     may be `fixed_rows(frames)`, checked once for many evaluations."""
-    rows = frames if isinstance(frames, Rows) else _RECENT_ROWS.rows(frames)
-    return _evaluate(profile, link, eth, paths, rows)
-
-
-class _RecentRows:
-    """`Rows` of the last few fixed-size lists, so that a sweep over links and profiles checks
-    and sorts its sizes once (and each port's line rates are computed once)."""
-
-    ENTRIES = 4
-
-    def __init__(self) -> None:
-        self._entries: list[tuple[Int, Rows]] = []
-        self._lock = threading.Lock()
-
-    def rows(self, frames: ArrayLike) -> Rows:
-        """One row per frame size of `frames`, checked (a usage error names a bad size)."""
-        given = np.asarray(frames)
-        if given.ndim == 1 and given.dtype.kind in "iu":
-            with self._lock:
-                for checked, rows in self._entries:
-                    if np.array_equal(checked, given):
-                        return rows
-        rows = fixed_rows(given)
-        checked = rows.sizes if rows.size_of is None else rows.sizes[rows.size_of]
-        with self._lock:
-            self._entries = [(checked, rows), *self._entries[: self.ENTRIES - 1]]
-        return rows
-
-
-def fixed_rows(frames: ArrayLike) -> Rows:
-    """One row per frame size (checked: a usage error names a bad size), for `evaluate_sizes`
-    to reuse over many links and profiles."""
-    frames = frozen(check_frame_sizes(frames))
-    if frames.size and np.all(frames[1:] > frames[:-1]):  # ascending and distinct already
-        return Rows(frames)
-    sizes, size_of = np.unique(frames, return_inverse=True)
-    return Rows(frozen(sizes), frozen(size_of))
-
-
-_RECENT_ROWS = _RecentRows()
+    rows = frames if isinstance(frames, Rows) else recent_rows(frames)
+    return _evaluate(profile, link, eth, paths, rows, limit)
 
 
 def _evaluate(
-    profile: NicProfile, link: Link, eth: Ethernet, paths: tuple[str, ...], rows: Rows
+    profile: NicProfile,
+    link: Link,
+    eth: Ethernet,
+    paths: tuple[str, ...],
+    rows: Rows,
+    limit: TagLimit,
 ) -> NicResult:
     capacity, key = _link_facts(link)
     costs = _packet_costs(profile, link, key, rows.sizes, paths).per_row(rows)  # checks paths
-    return NicResult(rows, costs, rows.line(eth), capacity, eth, profile, link, paths)
+    return NicResult(rows, costs, rows.line(eth), capacity, eth, profile, link, paths, limit)
 
 
 def crossover_frame(

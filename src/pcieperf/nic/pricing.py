@@ -10,7 +10,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from pcieperf._values import (
     as_uint8,
@@ -20,10 +20,12 @@ from pcieperf._values import (
     is_whole,
     maximum,
     ndim,
+    once,
     reciprocal,
 )
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.net.ethernet import dma_bytes
+from pcieperf.nic.bounds import PCIE_DOWN
 from pcieperf.nic.profile import (
     BUILTIN_NAMES,
     MAX_OP_BYTES,
@@ -41,14 +43,12 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from pcieperf.nic.nic import LineRates, Rows
     from pcieperf.nic.profile import Int
+    from pcieperf.nic.rows import LineRates, Rows
 else:
     from pcieperf._numpy import np
 
 T = TypeVar("T")
-ETHERNET, PCIE_UP, PCIE_DOWN = 0, 1, 2
-"""`bottleneck_code` values (uint8 in arrays): which bound sets a row's rate."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,10 +213,11 @@ if TYPE_CHECKING:
     """One operation's share of a per-packet total: a scalar where it is the same at every
     size (a Python float on the scalar path)."""
     Totals = tuple[Term, Term, Term, Term, Term, Term]
-_TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps", "read_requests", "read_wire_bytes")
-"""Per-packet totals: wire bytes and TLPs each way, and of the device's DMA reads the requests
-(each holds a tag until its last completion) and their wire bytes both ways (the link time
-their round trips add, `PacketCosts.tag_ns`)."""
+_TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps", "read_requests", "read_hold_bytes")
+"""Per-packet totals: wire bytes and TLPs each way; the device's DMA read requests, each of
+which holds a tag; and for the tags' hold time, each request counted with its whole read's
+wire bytes both ways (a request holds its tag while its read's TLPs cross the link: the rule of
+`latency`, an upper bound where a read takes several requests; `PacketCosts.tag_ns`)."""
 
 
 def _ordered_sum(terms: Iterable[Term], start: Term) -> Term:
@@ -238,26 +239,9 @@ def _ordered_sum(terms: Iterable[Term], start: Term) -> Term:
     return total
 
 
-class _once(Generic[T]):  # noqa: N801 (named as the decorator it is used as)
-    """A property computed on first use and kept: `functools.cached_property` without its lock
-    (Python 3.11 takes one per first use, which costs more than a result's arrays)."""
-
-    def __init__(self, func: Callable[[Any], T]) -> None:
-        self.func, self.__doc__ = func, func.__doc__
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: object, owner: type | None = None) -> T:
-        if obj is None:  # looked up on the class
-            return self
-        value = obj.__dict__[self.name] = self.func(obj)  # found there from now on
-        return value
-
-
 class PacketCosts:
     """PCIe wire bytes and TLPs per packet, each direction, and the device's read requests and
-    their wire bytes (`_TOTALS`), per size or mix (read-only arrays:
+    what they hold their tags for (`_TOTALS`), per size or mix (read-only arrays:
     shared by every link with the same TLP rules, `tlp.price_key`; Python floats for one row
     of `nic.evaluate_few`). A plain class, as `_PlannedOp` is."""
 
@@ -268,49 +252,50 @@ class PacketCosts:
         up_tlps: NDArray[np.float64],
         down_tlps: NDArray[np.float64],
         read_requests: NDArray[np.float64],
-        read_wire_bytes: NDArray[np.float64],
+        read_hold_bytes: NDArray[np.float64],
     ) -> None:
         self.up_bytes = up_bytes
         self.down_bytes = down_bytes
         self.up_tlps = up_tlps
         self.down_tlps = down_tlps
         self.read_requests = read_requests
-        self.read_wire_bytes = read_wire_bytes
+        self.read_hold_bytes = read_hold_bytes
         self.at_line: dict[LineRates, tuple[NDArray, NDArray]] = {}
 
-    @_once
+    @once
     def per_busiest_byte(self) -> NDArray[np.float64]:
         """1 / the busier direction's bytes, which bind the packet rate: a link's packet rate
         is its byte rate times this."""
         return frozen(1 / maximum(self.up_bytes, self.down_bytes))
 
-    @_once
+    @once
     def per_byte(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(1 / bytes up, 1 / bytes down); infinite where no byte goes that way (no bound)."""
         return frozen(reciprocal(self.up_bytes)), frozen(reciprocal(self.down_bytes))
 
-    @_once
+    @once
     def up_gbit(self) -> NDArray[np.float64]:
         """Gigabits up per packet (bytes * 8 / 1e9), what a packet rate is multiplied by."""
         return frozen(self.up_bytes * 8 / 1e9)
 
-    @_once
+    @once
     def down_gbit(self) -> NDArray[np.float64]:
         """Gigabits down per packet."""
         return frozen(self.down_bytes * 8 / 1e9)
 
-    @_once
+    @once
     def pcie_side(self) -> NDArray[np.uint8]:
         """`bottleneck_code` where PCIe binds: pcie_up, or pcie_down when more goes down."""
         return frozen(PCIE_DOWN - as_uint8(self.up_bytes >= self.down_bytes))
 
     def tag_ns(self, read_ns: float, reference_read_bytes: int, bytes_per_ns: float) -> Term:
-        """Tag-nanoseconds per packet: each read request holds a tag for its round trip, the
-        host's read latency `read_ns` (measured with a 64 B read of `reference_read_bytes` on
-        the wire) plus the link time of its own wire bytes beyond the reference's. Little's
-        law turns it into tags in flight (rate x tag_ns) and a rate bound (tags / tag_ns)."""
+        """Tag-nanoseconds per packet: each read request holds a tag for its read's round
+        trip, the host's read latency `read_ns` (measured with a read of
+        `reference_read_bytes` on the wire) plus the link time of its read's wire bytes beyond
+        the reference's (`read_hold_bytes`). Little's law makes it tags in flight (rate x
+        tag_ns) and a rate bound (tags / tag_ns). Not below 0, whatever `read_ns` is."""
         reference_ns = reference_read_bytes / bytes_per_ns
-        held = (read_ns - reference_ns) * self.read_requests + self.read_wire_bytes / bytes_per_ns
+        held = (read_ns - reference_ns) * self.read_requests + self.read_hold_bytes / bytes_per_ns
         return maximum(held, 0.0)
 
     def gbps_at(self, line: LineRates) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -373,14 +358,18 @@ class _PlannedOp:
         where it is the same at every size, and for an operation once per packet the integer
         counts themselves (n * 1.0 is n)."""
         wire = _op_wire(link, self.op, self.size)
+        if self.op.initiator != "dma_read":
+            return (*self._per_packet(wire), 0.0, 0.0)
+        up, down, requests, _ = wire
+        return self._per_packet((*wire, requests, requests * (up + down)))
+
+    def _per_packet(self, per_occurrence: tuple[Term, ...]) -> tuple[Term, ...]:
+        """Values per occurrence as values per packet (x occurrences per packet)."""
         arrays = ndim(self.size) and self.size.size > 1 and self.per_packet.size == 1
-        if not (arrays and self.per_packet[0] == 1):
-            wire = tuple(w * self.per_packet for w in wire)
-            if ndim(wire[0]) and wire[0].size == 1:
-                wire = tuple(t[0] for t in wire)
-        up, down, up_tlps, _ = wire
-        reads = (up_tlps, up + down) if self.op.initiator == "dma_read" else (0.0, 0.0)
-        return (*wire, *reads)
+        if arrays and self.per_packet[0] == 1:
+            return per_occurrence
+        terms = tuple(w * self.per_packet for w in per_occurrence)
+        return tuple(t[0] for t in terms) if ndim(terms[0]) and terms[0].size == 1 else terms
 
 
 def _plan_op(
