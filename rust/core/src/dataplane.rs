@@ -785,9 +785,21 @@ impl PortStream {
 
     /// The transactions of the next `packets` received packets, rounded up to whole polls.
     pub fn take_packets(&mut self, packets: u64) -> impl Iterator<Item = Txn> + '_ {
-        let end = self.packets + packets;
+        self.take_packets_until(packets, packets, || false)
+    }
+
+    /// The transactions of the next `max` received packets, or fewer: the stream ends at the
+    /// first whole poll after `min` packets at which `stop()` says so.
+    pub fn take_packets_until<'a>(
+        &'a mut self,
+        min: u64,
+        max: u64,
+        stop: impl Fn() -> bool + 'a,
+    ) -> impl Iterator<Item = Txn> + 'a {
+        let (min_end, end) = (self.packets + min, self.packets + max);
         std::iter::from_fn(move || {
-            (self.packets < end || self.pos < self.pending.len()).then(|| self.next_txn())
+            let more = self.packets < end && (self.packets < min_end || !stop());
+            (more || self.pos < self.pending.len()).then(|| self.next_txn())
         })
     }
 

@@ -2,6 +2,10 @@
 //! packets (counts zeroed after them, the caches keeping what they hold), then either counted
 //! without timing ([`count_misses`]: IOTLB and page-walk-cache misses, pages touched, DDIO
 //! losses) or played through the device, link and IOMMU ([`simulate`], [`crate::sim::run`]).
+//! A timed run reports how steady its rate was ([`RatePrecision`], batch means) and, given a
+//! target, ends as soon as its rate is that precise ([`PortRun::rel_error`]).
+
+use std::cell::Cell;
 
 use crate::dataplane::{PortConfig, PortStream, TxnSink};
 use crate::error::CoreError;
@@ -10,13 +14,69 @@ use crate::pages::PagesTouched;
 use crate::sim::{self, Iommu, Machine, SimResult, TxnClass, Walks};
 
 /// How a port's stream is run: the IOMMU's page-walk cache, the packets that warm it and the
-/// IOTLB up, and the packets counted after them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// IOTLB up, and the packets counted after them. A timed run with `rel_error` > 0 counts at
+/// least `min_packets` and at most `packets`, ending at the first poll after `min_packets`
+/// at which its rate's relative standard error ([`RatePrecision`]) is at most `rel_error`;
+/// with 0 (the default) it counts exactly `packets`.
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
 pub struct PortRun {
     pub pwc_entries: u32,
     pub warmup: u64,
     pub packets: u64,
+    #[cfg_attr(feature = "pyo3", pyo3(default))]
+    pub rel_error: f64,
+    #[cfg_attr(feature = "pyo3", pyo3(default))]
+    pub min_packets: u64,
+}
+
+/// Batches of a run's batch means ([`RatePrecision`]): 10, the smallest count the usual
+/// guidance for batch means accepts (Schmeiser, "Batch size effects in the analysis of
+/// simulation output", Operations Research 30(3), 1982: 10 to 30 batches).
+pub const BATCHES: usize = 10;
+
+/// How precise a timed run's rate is, by batch means: the run's transactions served, observed
+/// every [`sim::OBSERVE_EVERY`], cut into [`BATCHES`] batches of equal transaction counts
+/// (the start transient in the first); `rel_stderr` is the standard error of the mean time per
+/// transaction over the batches, relative to that mean, which is the relative standard error
+/// of the run's rate to first order. 0 batches (and `rel_stderr` 0): the run was too short to
+/// judge (fewer than 2 observations per batch).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RatePrecision {
+    pub batches: u32,
+    pub rel_stderr: f64,
+}
+
+/// A timed run's observations: (transactions served, time the last of them finished).
+#[derive(Debug, Default)]
+struct Observations {
+    at: Vec<(u64, f64)>,
+}
+
+impl Observations {
+    /// The batch means of the observations so far, if every batch holds at least two.
+    fn precision(&self) -> Option<RatePrecision> {
+        let intervals = self.at.len();
+        if intervals < 2 * BATCHES {
+            return None;
+        }
+        let point = |i: usize| if i == 0 { (0, 0.0) } else { self.at[i - 1] };
+        let per_txn: Vec<f64> = (0..BATCHES)
+            .map(|j| {
+                let (n0, t0) = point(j * intervals / BATCHES);
+                let (n1, t1) = point((j + 1) * intervals / BATCHES);
+                (t1 - t0) / (n1 - n0) as f64
+            })
+            .collect();
+        let b = BATCHES as f64;
+        let mean = per_txn.iter().sum::<f64>() / b;
+        let var = per_txn.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (b - 1.0);
+        let rel_stderr = if mean > 0.0 { (var / b).sqrt() / mean } else { 0.0 };
+        Some(RatePrecision {
+            batches: BATCHES as u32,
+            rel_stderr,
+        })
+    }
 }
 
 /// What the counted packets did: packets written into host memory and forwarded, their DMA
@@ -150,23 +210,39 @@ pub fn simulate(
     walks: Walks,
     with_iommu: bool,
     classes: &[TxnClass],
-) -> Result<(PortCounts, SimResult), CoreError> {
+) -> Result<(PortCounts, SimResult, RatePrecision), CoreError> {
     let page_bytes = port.page_bytes;
     let (mut stream, warmed) = warmed_stream(port, iotlb, run)?;
     let mut touched = PagesTouched::new(page_bytes, stream.span())?;
     let mut iommu = Iommu::new(warmed.caches, walks)?;
     stream.restart_clock();
     let (start, forwarded_before) = (stream.packets(), stream.forwarded());
+    let precise = Cell::new(false);
+    let min = if run.rel_error > 0.0 {
+        run.min_packets.min(run.packets)
+    } else {
+        run.packets
+    };
     let txns = stream
-        .take_packets(run.packets)
+        .take_packets_until(min, run.packets, || precise.get())
         .inspect(|t| touched.mark(t.addr, t.bytes));
-    let result = sim::run(
+    let mut seen = Observations::default();
+    let mut observe = |served: u64, finished: f64| {
+        seen.at.push((served, finished));
+        if run.rel_error > 0.0 && !precise.get() {
+            let steady = seen.precision().is_some_and(|p| p.rel_stderr <= run.rel_error);
+            precise.set(steady);
+        }
+    };
+    let result = sim::run_observed(
         machine,
         classes,
         with_iommu.then_some(&mut iommu),
         txns,
         true,
+        &mut observe,
     )?;
+    let precision = seen.precision().unwrap_or_default();
     let counts = PortCounts {
         transactions: result.transactions,
         iotlb_misses: result.iotlb_misses,
@@ -178,5 +254,5 @@ pub fn simulate(
         pages_touched: touched.count(),
         ..counts_since(&stream, start, forwarded_before)
     };
-    Ok((counts, result))
+    Ok((counts, result, precision))
 }

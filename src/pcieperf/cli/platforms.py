@@ -135,7 +135,11 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         "--calibration", default=str(calibrate.DEFAULT_CALIBRATION), help="calibration file (.toml)"
     )
     p.add_argument(
-        "--packets", type=_whole(1, 10**9), default=iommu.PACKETS, help="simulated per run"
+        "--packets",
+        type=_whole(1, 10**9),
+        default=None,
+        help=f"simulated per timed run (default: until the rate is steady, at most "
+        f"{iommu.PACKETS})",
     )
     p.add_argument(
         "--setup",

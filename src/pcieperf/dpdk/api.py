@@ -35,12 +35,12 @@ GAIN_SIZES = ("64", "128", "256", "imix")  # `iommu gain --sizes`
 @dataclass(frozen=True)
 class Inputs:
     """What the `iommu` options describe: the platform, the port setup, the traffic and the
-    packets simulated per run."""
+    packets simulated per run (None: runs end once their rate is steady, `iommu.Model`)."""
 
     platform: iommu.Platform
     setup: PortSetup
     traffic: iommu.Traffic
-    packets: int
+    packets: int | None
     platform_profile: platform_profiles.PlatformProfile  # where the IOMMU, LLC and core come from
 
     def model(self) -> iommu.Model:
@@ -79,7 +79,7 @@ def inputs(
     pwc: int | None = None,
     profile: str = DEFAULT_PROFILE,
     calibration: str | Path = DEFAULT_CALIBRATION,
-    packets: int = iommu.PACKETS,
+    packets: int | None = None,
     setup: str | Path | None = None,
     offered: str | float = "line",
     overload: str = "tx-full",

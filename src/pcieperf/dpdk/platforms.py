@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pcieperf._config import load_toml
+from pcieperf._config import load_toml, parse_once
 from pcieperf.errors import ProfileError, UsageError, is_number
 from pcieperf.pciebench.calibrate import DEFAULT_CALIBRATION, load_calibration
 
@@ -184,9 +184,11 @@ def parse_platform(data: dict[str, Any], origin: str, calibration: Path) -> Plat
 def load_platform_profile(
     name: str | Path = DEFAULT_PLATFORM, calibration: Path = DEFAULT_CALIBRATION
 ) -> PlatformProfile:
-    """A built-in profile by name, or a profile file (e.g. one `iommu fit` wrote)."""
+    """A built-in profile by name, or a profile file (e.g. one `iommu fit` wrote); the
+    calibration its `from` parameters name is parsed once for all of them."""
     path = platform_path(name)
-    return parse_platform(load_toml(path), str(path), calibration)
+    with parse_once():
+        return parse_platform(load_toml(path), str(path), calibration)
 
 
 def _toml_text(text: str) -> str:

@@ -25,6 +25,10 @@ from pcieperf.nic import nic
 from pcieperf.pciebench.sim import cache_lines
 
 PACKETS = 200_000  # simulated per run after warm-up; +-1 % run to run (tests/dpdk/test_iommu.py)
+# A run of no fixed length (the default) ends once its rate's relative standard error (batch
+# means, rust/core/src/port.rs RatePrecision) is at most this, after at least twice the pool
+# and at most PACKETS packets (docs/iommu.md, "Run length").
+REL_ERROR = 0.005
 
 
 @dataclass(frozen=True)
@@ -78,13 +82,17 @@ def port_params(
     load: Load = LIGHT,
     memory: Memory = HOST_MEMORY,
     lcore: CoreCosts = LCORE,
+    rel_error: float = 0.0,
 ) -> dict[str, object]:
-    """The Rust core's parameters for a port stream in a load state and its IOMMU caches."""
+    """The Rust core's parameters for a port stream in a load state and its IOMMU caches; a
+    timed run with `rel_error` > 0 ends once its rate is that precise (at most `packets`)."""
     # Warm-up, and a measured window long enough that every mbuf that cycles at all (the whole
     # pool when buffers pass through the common ring) is seen twice: the working set is then
-    # every page the stream ever reuses.
-    warmup = max(50_000, 2 * setup.pool)
-    packets = max(packets, 2 * setup.pool)
+    # every page the stream ever reuses. A run of no fixed length warms up just that long: its
+    # caches then hold what the cycling buffers left (the fixed 50 000 keep their old results).
+    cycle = 2 * setup.pool
+    warmup = cycle if rel_error else max(50_000, cycle)
+    packets = max(packets, cycle)
     admit = load.admit_mpps or traffic.offered_mpps(setup.ports)
     skip = ("page", "poll_delay_us")
     return {
@@ -106,6 +114,8 @@ def port_params(
         **asdict(iommu),
         "warmup": warmup,
         "packets": packets,
+        "rel_error": rel_error,
+        "min_packets": cycle,
     }
 
 
