@@ -71,7 +71,11 @@ impl Observations {
         let b = BATCHES as f64;
         let mean = per_txn.iter().sum::<f64>() / b;
         let var = per_txn.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (b - 1.0);
-        let rel_stderr = if mean > 0.0 { (var / b).sqrt() / mean } else { 0.0 };
+        let rel_stderr = if mean > 0.0 {
+            (var / b).sqrt() / mean
+        } else {
+            0.0
+        };
         Some(RatePrecision {
             batches: BATCHES as u32,
             rel_stderr,
@@ -230,7 +234,9 @@ pub fn simulate(
     let mut observe = |served: u64, finished: f64| {
         seen.at.push((served, finished));
         if run.rel_error > 0.0 && !precise.get() {
-            let steady = seen.precision().is_some_and(|p| p.rel_stderr <= run.rel_error);
+            let steady = seen
+                .precision()
+                .is_some_and(|p| p.rel_stderr <= run.rel_error);
             precise.set(steady);
         }
     };
@@ -255,4 +261,143 @@ pub fn simulate(
         ..counts_since(&stream, start, forwarded_before)
     };
     Ok((counts, result, precision))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataplane::test_config;
+    use crate::iotlb::Replacement;
+
+    /// A NIC's classes for `sizes` packet sizes (rust/core/src/dataplane.rs numbers them):
+    /// descriptor reads and write-backs, a packet write and read per size, a cold read per size.
+    fn classes(sizes: usize) -> Vec<TxnClass> {
+        let class = |read: bool, queue: usize, bytes: f64| TxnClass {
+            read,
+            queue,
+            tags: u32::from(read),
+            issue_ns: 0.0,
+            datapath_ns: 0.0,
+            up_bytes: if read { 24.0 } else { bytes + 24.0 },
+            down_bytes: if read { bytes + 20.0 } else { 0.0 },
+            write_ns: if read { 0.0 } else { 10.0 },
+            hit_ns: 380.0,
+            miss_ns: 380.0,
+        };
+        let mut out = vec![
+            class(true, 0, 64.0),
+            class(false, 0, 64.0),
+            class(true, 1, 64.0),
+            class(false, 1, 16.0),
+        ];
+        for _ in 0..sizes {
+            out.extend([class(false, 0, 60.0), class(true, 1, 60.0)]);
+        }
+        out.extend((0..sizes).map(|_| class(true, 1, 60.0)));
+        out
+    }
+
+    fn machine() -> Machine {
+        Machine {
+            tags: 64,
+            fixed_latency_ns: 0.0,
+            up_bytes_per_ns: 7.88,
+            down_bytes_per_ns: 7.88,
+            warm_bytes: u64::MAX,
+            posted_credits: 64,
+            tags_from_link: true,
+            lookahead: 100,
+        }
+    }
+
+    /// A 96-entry IOTLB with one walker busy 50 ns per walk: the e5-v4 calibration's shape.
+    fn timed(port: PortConfig, run: &PortRun) -> (PortCounts, SimResult, RatePrecision) {
+        let iotlb = CacheShape {
+            entries: 96,
+            ways: 0,
+            replacement: Replacement::Lru,
+        };
+        let walks = Walks {
+            walk_ns: 320.0,
+            walk_busy_ns: 50.0,
+            walkers: 1,
+        };
+        let classes = classes(port.sizes.len());
+        simulate(port, iotlb, run, &machine(), walks, true, &classes).unwrap()
+    }
+
+    fn run(packets: u64, rel_error: f64) -> PortRun {
+        PortRun {
+            pwc_entries: 0,
+            warmup: 8192,
+            packets,
+            rel_error,
+            min_packets: 8192,
+        }
+    }
+
+    #[test]
+    fn batch_means_of_a_steady_and_of_an_alternating_run() {
+        // 20 observations 1024 transactions apart. Steady, 1 ns per transaction: every batch
+        // the same, no error. Batches alternately 1 and 3 ns per transaction: mean 2, sample
+        // standard deviation sqrt(10 / 9), so sqrt(10 / 9 / 10) / 2 = 1 / 6.
+        let steady = Observations {
+            at: (1..=20).map(|i| (i * 1024, (i * 1024) as f64)).collect(),
+        };
+        assert_eq!(
+            steady.precision().map(|p| (p.batches, p.rel_stderr)),
+            Some((10, 0.0))
+        );
+        let mut t = 0.0;
+        let alternating = Observations {
+            at: (1..=20)
+                .map(|i: u64| {
+                    let ns_per_txn = [1.0, 3.0][usize::from(!((i - 1) / 2).is_multiple_of(2))];
+                    t += 1024.0 * ns_per_txn;
+                    (i * 1024, t)
+                })
+                .collect(),
+        };
+        let p = alternating.precision().unwrap();
+        assert!((p.rel_stderr - 1.0 / 6.0).abs() < 1e-12, "{p:?}");
+        // Fewer than two observations per batch: too short to judge.
+        let short = Observations {
+            at: steady.at[..19].to_vec(),
+        };
+        assert_eq!(short.precision(), None);
+    }
+
+    #[test]
+    fn a_run_without_a_target_counts_every_packet_asked_for() {
+        // rel_error 0: exactly `packets`, rounded up to a whole poll (32); a target that is
+        // never met runs the same stream to the same end, bit for bit.
+        let (counts, result, precision) = timed(test_config(), &run(50_000, 0.0));
+        assert!((50_000..50_032).contains(&counts.packets), "{counts:?}");
+        assert_eq!(precision.batches, 10);
+        let (never, never_result, _) = timed(test_config(), &run(50_000, 1e-300));
+        assert_eq!((never, never_result), (counts, result));
+    }
+
+    #[test]
+    fn a_run_with_a_target_ends_once_its_rate_is_that_precise() {
+        // Two sizes drawn per packet (60 B and 1514 B, 7:1) make the rate vary from batch to
+        // batch. With a 1 % target the run ends after its minimum but long before 10^6 packets,
+        // and the error it reports is near the target; a 0.1 % target needs more packets and
+        // reports less error.
+        let port = PortConfig {
+            sizes: vec![60, 1514],
+            weights: vec![7.0, 1.0],
+            wire_shares: vec![0.3, 3.7],
+            ..test_config()
+        };
+        let (loose, _, loose_p) = timed(port.clone(), &run(1_000_000, 0.01));
+        assert!((8192..200_000).contains(&loose.packets), "{loose:?}");
+        assert!(loose_p.rel_stderr <= 0.015, "{loose_p:?}");
+        let (tight, _, tight_p) = timed(port, &run(1_000_000, 0.001));
+        assert!(tight.packets > loose.packets, "{tight:?} {loose:?}");
+        assert!(
+            tight_p.rel_stderr < loose_p.rel_stderr,
+            "{tight_p:?} {loose_p:?}"
+        );
+    }
 }

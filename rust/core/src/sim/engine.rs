@@ -719,7 +719,7 @@ impl Lane {
     /// to nothing).
     #[inline(always)]
     fn observe(&self, observe: &mut impl FnMut(u64, f64)) {
-        if self.transactions % OBSERVE_EVERY == 0 {
+        if self.transactions.is_multiple_of(OBSERVE_EVERY) {
             observe(self.transactions, self.last_done);
         }
     }
@@ -787,7 +787,15 @@ pub fn run_observed(
     let lane = if queues == 1 {
         in_order(m, classes, iommu.as_deref_mut(), txns, &mut held, observe)?
     } else {
-        schedule(m, classes, queues, iommu.as_deref_mut(), txns, &mut held, observe)?
+        schedule(
+            m,
+            classes,
+            queues,
+            iommu.as_deref_mut(),
+            txns,
+            &mut held,
+            observe,
+        )?
     };
     let mut result = lane.result(held.latencies);
     result.iotlb_misses = iommu.map_or(0, |i| i.translator.misses - misses_before);
@@ -807,11 +815,19 @@ fn in_order(
     let reads = classes.iter().any(|k| k.c.read);
     let writes = classes.iter().any(|k| !k.c.read);
     match (reads, writes, held.record_latencies) {
-        (true, false, false) => one_queue::<true, false, false>(m, classes, iommu, txns, held, observe),
-        (false, true, false) => one_queue::<false, true, false>(m, classes, iommu, txns, held, observe),
+        (true, false, false) => {
+            one_queue::<true, false, false>(m, classes, iommu, txns, held, observe)
+        }
+        (false, true, false) => {
+            one_queue::<false, true, false>(m, classes, iommu, txns, held, observe)
+        }
         (_, _, false) => one_queue::<true, true, false>(m, classes, iommu, txns, held, observe),
-        (true, false, true) => one_queue::<true, false, true>(m, classes, iommu, txns, held, observe),
-        (false, true, true) => one_queue::<false, true, true>(m, classes, iommu, txns, held, observe),
+        (true, false, true) => {
+            one_queue::<true, false, true>(m, classes, iommu, txns, held, observe)
+        }
+        (false, true, true) => {
+            one_queue::<false, true, true>(m, classes, iommu, txns, held, observe)
+        }
         (_, _, true) => one_queue::<true, true, true>(m, classes, iommu, txns, held, observe),
     }
 }
@@ -1067,6 +1083,35 @@ mod tests {
             not_before: 0.0,
             measure: Measure::Own,
         })
+    }
+
+    #[test]
+    fn an_observer_sees_every_1024th_transaction_and_changes_nothing() {
+        // Two queues (Rx writes, Tx reads) as a NIC's, and one queue: the observer is called at
+        // 1024, 2048, ... served transactions with the finish time so far (never falling), and
+        // the run is bit for bit the one without an observer.
+        let rx_tx = [
+            posted_write(0, 0.0),
+            TxnClass {
+                queue: 1,
+                ..nic_read(1)
+            },
+        ];
+        for (classes, kinds) in [(&rx_tx[..], &[0, 1][..]), (&rx_tx[..1], &[0][..])] {
+            let m = machine(32);
+            let plain = run(&m, classes, None, stream(kinds, 5000), true).unwrap();
+            let mut seen = Vec::new();
+            let observed =
+                run_observed(&m, classes, None, stream(kinds, 5000), true, &mut |n, t| {
+                    seen.push((n, t));
+                })
+                .unwrap();
+            assert_eq!(observed, plain);
+            let counts: Vec<u64> = seen.iter().map(|&(n, _)| n).collect();
+            assert_eq!(counts, [1024, 2048, 3072, 4096]);
+            assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1));
+            assert!(seen[3].1 <= plain.elapsed_ns && seen[0].1 > 0.0);
+        }
     }
 
     #[test]
