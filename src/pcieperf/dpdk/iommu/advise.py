@@ -17,7 +17,6 @@ from pcieperf.errors import UsageError
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.progress import wrap as with_progress
 
-
 T = TypeVar("T")
 R = TypeVar("R")
 

@@ -18,9 +18,11 @@ from pcieperf.dpdk.iommu.stream import (
     MissCounts,
     burst_transactions,
     core_mpps,
+    costs_per_packet,
     count_misses,
     per_packet_counts,
     port_params,
+    pricing_key,
     resource_bounds,
     transaction_classes,
 )
@@ -68,9 +70,11 @@ def _timed_run(
     length: tuple[int, float],
     seed: int,
     load: Load = LIGHT,
+    costs: np.ndarray | None = None,
 ) -> Run:
     """One timed run; `length` is (packets, relative error): at most that many packets, ending
-    once the rate is that precise (0: exactly that many)."""
+    once the rate is that precise (0: exactly that many); `costs` as `costs_per_packet`
+    gives them, if already priced."""
     packets, rel_error = length
     # The IOMMU-less reference is the light state's (cached without pages and rings): no packet
     # waits there long enough for DDIO to lose it, so it runs without the LLC model.
@@ -87,7 +91,7 @@ def _timed_run(
         rel_error=rel_error,
     )
     device, link = platform.device.device, platform.link
-    classes = transaction_classes(setup, traffic, platform)
+    classes = transaction_classes(setup, traffic, platform, costs)
     _check_tags(classes, device, traffic)
     classes += cold_read_classes(setup, traffic, platform, classes)
     params |= {
@@ -210,6 +214,7 @@ class Model:
         self._length = (packets, 0.0) if packets else (PACKETS, REL_ERROR)
         self._baseline: dict[tuple[float, ...], Run] = {}
         self._evaluated: dict[tuple[PortSetup, int], IommuResult] = {}
+        self._costs: dict[tuple[int | float, ...], np.ndarray] = {}
         self._baseline_limits: dict[tuple[float, ...], list[str]] = {}
 
     @staticmethod
@@ -231,8 +236,9 @@ class Model:
         """The run without IOMMU."""
         key = self._key(setup)
         if key not in self._baseline:
+            costs = self.costs(setup)
             self._baseline[key] = _timed_run(
-                setup, self.traffic, self.platform, False, self._length, seed=1
+                setup, self.traffic, self.platform, False, self._length, 1, LIGHT, costs
             )
         return self._baseline[key]
 
@@ -258,7 +264,16 @@ class Model:
     def run_in(self, setup: PortSetup, load: Load, seed: int = 1) -> Run:
         """The timed run with the IOMMU in a given load state (for what-ifs; evaluate picks
         the state itself)."""
-        return _timed_run(setup, self.traffic, self.platform, True, self._length, seed, load)
+        costs = self.costs(setup)
+        return _timed_run(setup, self.traffic, self.platform, True, self._length, seed, load, costs)
+
+    def costs(self, setup: PortSetup) -> np.ndarray:
+        """`costs_per_packet` of a setup on this model's platform and traffic, priced once per
+        descriptor and threshold setting (`pricing_key`)."""
+        key = pricing_key(setup)
+        if key not in self._costs:
+            self._costs[key] = costs_per_packet(setup, self.traffic, self.platform)
+        return self._costs[key]
 
     def counts(self, setup: PortSetup, load: Load = LIGHT, seed: int = 1) -> MissCounts:
         """The misses of a load state in the stream's own order (no timing; `evaluate` reports
@@ -370,7 +385,8 @@ class Model:
         iommu = platform.iommu
         reference = min(base.mpps, lcores)  # without IOMMU the lcores still cap the rate
         mpps = min(with_iommu.mpps, reference)  # the IOMMU never speeds a device up
-        bounds = {**resource_bounds(setup, traffic, platform), "lcores": lcores}
+        costs = self.costs(setup)
+        bounds = {**resource_bounds(setup, traffic, platform, costs), "lcores": lcores}
         walks_per_mpps = self.walk_load(1.0, counts)  # walker utilisation per Mpps forwarded
         walk_bound = {"iommu_walks": 1.0 / walks_per_mpps} if walks_per_mpps else {}
         base_limits = self.no_iommu_limits(setup, bounds)
