@@ -233,7 +233,9 @@ pub fn simulate(
     let mut seen = Observations::default();
     let mut observe = |served: u64, finished: f64| {
         seen.at.push((served, finished));
-        if run.rel_error > 0.0 && !precise.get() {
+        if run.rel_error > 0.0 {
+            // Judged afresh at each observation: the stream ends at the first poll after the
+            // minimum at which the latest judgement holds, so what the run reports holds too.
             let steady = seen
                 .precision()
                 .is_some_and(|p| p.rel_stderr <= run.rel_error);
@@ -382,7 +384,7 @@ mod tests {
     fn a_run_with_a_target_ends_once_its_rate_is_that_precise() {
         // Two sizes drawn per packet (60 B and 1514 B, 7:1) make the rate vary from batch to
         // batch. With a 1 % target the run ends after its minimum but long before 10^6 packets,
-        // and the error it reports is near the target; a 0.1 % target needs more packets and
+        // and the error it reports meets the target; a 0.1 % target needs more packets and
         // reports less error.
         let port = PortConfig {
             sizes: vec![60, 1514],
@@ -392,12 +394,9 @@ mod tests {
         };
         let (loose, _, loose_p) = timed(port.clone(), &run(1_000_000, 0.01));
         assert!((8192..200_000).contains(&loose.packets), "{loose:?}");
-        assert!(loose_p.rel_stderr <= 0.015, "{loose_p:?}");
+        assert!(loose_p.rel_stderr <= 0.01, "{loose_p:?}");
         let (tight, _, tight_p) = timed(port, &run(1_000_000, 0.001));
         assert!(tight.packets > loose.packets, "{tight:?} {loose:?}");
-        assert!(
-            tight_p.rel_stderr < loose_p.rel_stderr,
-            "{tight_p:?} {loose_p:?}"
-        );
+        assert!(tight_p.rel_stderr <= 0.001, "{tight_p:?} {loose_p:?}");
     }
 }

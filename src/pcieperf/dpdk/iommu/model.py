@@ -205,13 +205,23 @@ LIMITS = {
 class Model:
     """One platform and traffic; evaluates port setups, caching the IOMMU-less runs."""
 
-    def __init__(self, platform: Platform, traffic: Traffic, packets: int | None = None) -> None:
-        """Remember the platform, traffic and run length: `packets` per timed run, or None
-        for runs that end once their rate is steady (`REL_ERROR`, at most `PACKETS`)."""
+    def __init__(
+        self,
+        platform: Platform,
+        traffic: Traffic,
+        packets: int | None = None,
+        rel_error: float | None = None,
+    ) -> None:
+        """Remember the platform, traffic and run length: at most `packets` per timed run
+        (None: `PACKETS`), ending once the rate's relative standard error is `rel_error` (None:
+        `REL_ERROR` without `packets`, else 0, exactly `packets`). Runs with a target report
+        the rates' standard errors."""
         if packets is not None:
             require_positive("packets", packets)
+        if rel_error is None:
+            rel_error = 0.0 if packets else REL_ERROR
         self.platform, self.traffic, self.packets = platform, traffic, packets
-        self._length = (packets, 0.0) if packets else (PACKETS, REL_ERROR)
+        self._length = (packets or PACKETS, rel_error)
         self._baseline: dict[tuple[float, ...], Run] = {}
         self._evaluated: dict[tuple[PortSetup, int], IommuResult] = {}
         self._costs: dict[tuple[int | float, ...], np.ndarray] = {}
@@ -433,7 +443,7 @@ class Model:
     def _stderrs(self, base: Run, with_iommu: Run, reference: float) -> dict[str, float]:
         """The rates' standard errors, for runs of no fixed length: each rate's run's, 0 where
         the rate is the lcores' bound (computed, not simulated)."""
-        if self.packets:
+        if not self._length[1]:
             return {}
         no_iommu = base.mpps_stderr if base.mpps <= reference else 0.0
         iommu = with_iommu.mpps_stderr if with_iommu.mpps <= reference else no_iommu
