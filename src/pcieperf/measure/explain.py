@@ -248,7 +248,8 @@ class Explanation:
         return [v.metric for v in self.verdicts if v.status != "agrees"]
 
 
-def _stack_key(socket: int | None, stack: str) -> str:
+def stack_key(socket: int | None, stack: str) -> str:
+    """A stack's name in explain's output: its socket first, where the file has sockets."""
     return stack if socket is None else f"socket {socket}: {stack}"
 
 
@@ -268,7 +269,7 @@ class StackIndex:
         ids = np.fromiter(
             (seen.setdefault(pair, len(seen)) for pair in pairs), dtype=np.int64, count=len(samples)
         )
-        return cls([_stack_key(*pair) for pair in seen], ids)
+        return cls([stack_key(*pair) for pair in seen], ids)
 
 
 def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None = None) -> str:
@@ -276,7 +277,11 @@ def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None 
     index = index or StackIndex.of(samples)
     moving = (np.asarray(samples.value) != 0) & (np.asarray(samples.unit) == BYTES_PER_S)
     busy = sorted(index.names[i] for i in np.unique(index.ids[moving]))
-    known = sorted(index.names)
+    return pick_stack(sorted(index.names), busy, wanted, samples.file)
+
+
+def pick_stack(known: list[str], busy: list[str], wanted: str | None, file: str) -> str:
+    """`choose_stack` from the stacks' names and those carrying traffic (sorted, `stack_key`)."""
     if wanted is not None:
         matches = [k for k in known if wanted in k]
         if len(matches) > 1:
@@ -289,7 +294,7 @@ def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None 
         return matches[0]
     if len(busy) != 1:
         raise UsageError(
-            f"{samples.file} has traffic on {len(busy)} stacks; choose one with --stack: "
+            f"{file} has traffic on {len(busy)} stacks; choose one with --stack: "
             + "; ".join(busy or known)
         )
     return busy[0]
