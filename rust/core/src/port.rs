@@ -47,13 +47,43 @@ pub struct RatePrecision {
     pub rel_stderr: f64,
 }
 
-/// A timed run's observations: (transactions served, time the last of them finished).
-#[derive(Debug, Default)]
+/// The most observations a run keeps: a run this long (about 10^6 transactions, past
+/// `PACKETS`' 200 000 packets) keeps every other one from then on, so memory stays bounded
+/// however long a run is asked to be.
+const MAX_OBSERVATIONS: usize = 1024;
+
+/// A timed run's observations: (transactions served, time the last of them finished), one at
+/// every `every`-th call of the run's observer.
+#[derive(Debug)]
 struct Observations {
     at: Vec<(u64, f64)>,
+    every: u64,
+}
+
+impl Default for Observations {
+    fn default() -> Self {
+        Self {
+            at: Vec::new(),
+            every: 1,
+        }
+    }
 }
 
 impl Observations {
+    /// Keeps the observer's report of `served` transactions, the last finished at `finished`.
+    /// The kept ones stay evenly spaced: at the cap, every other is dropped and the spacing
+    /// doubles.
+    fn note(&mut self, served: u64, finished: f64) {
+        if !(served / sim::OBSERVE_EVERY).is_multiple_of(self.every) {
+            return;
+        }
+        self.at.push((served, finished));
+        if self.at.len() == MAX_OBSERVATIONS {
+            self.at = self.at.iter().skip(1).step_by(2).copied().collect();
+            self.every *= 2;
+        }
+    }
+
     /// The batch means of the observations so far, if every batch holds at least two.
     fn precision(&self) -> Option<RatePrecision> {
         let intervals = self.at.len();
@@ -232,7 +262,7 @@ pub fn simulate(
         .inspect(|t| touched.mark(t.addr, t.bytes));
     let mut seen = Observations::default();
     let mut observe = |served: u64, finished: f64| {
-        seen.at.push((served, finished));
+        seen.note(served, finished);
         if run.rel_error > 0.0 {
             // Judged afresh at each observation: the stream ends at the first poll after the
             // minimum at which the latest judgement holds, so what the run reports holds too.
@@ -345,6 +375,7 @@ mod tests {
         // standard deviation sqrt(10 / 9), so sqrt(10 / 9 / 10) / 2 = 1 / 6.
         let steady = Observations {
             at: (1..=20).map(|i| (i * 1024, (i * 1024) as f64)).collect(),
+            every: 1,
         };
         assert_eq!(
             steady.precision().map(|p| (p.batches, p.rel_stderr)),
@@ -359,14 +390,31 @@ mod tests {
                     (i * 1024, t)
                 })
                 .collect(),
+            every: 1,
         };
         let p = alternating.precision().unwrap();
         assert!((p.rel_stderr - 1.0 / 6.0).abs() < 1e-12, "{p:?}");
         // Fewer than two observations per batch: too short to judge.
         let short = Observations {
             at: steady.at[..19].to_vec(),
+            every: 1,
         };
         assert_eq!(short.precision(), None);
+    }
+
+    #[test]
+    fn a_long_run_keeps_a_bounded_number_of_evenly_spaced_observations() {
+        // 3000 reports 1024 transactions apart: the cap halves the kept ones at the 1024th
+        // report (every 2nd kept from then on) and at the 2048th (every 4th), leaving 750,
+        // all multiples of 4 x 1024, the last report's among them.
+        let mut seen = Observations::default();
+        for k in 1..=3000u64 {
+            seen.note(k * 1024, k as f64);
+        }
+        assert_eq!((seen.at.len(), seen.every), (750, 4));
+        assert_eq!(seen.at.first(), Some(&(4 * 1024, 4.0)));
+        assert_eq!(seen.at.last(), Some(&(3000 * 1024, 3000.0)));
+        assert!(seen.at.windows(2).all(|w| w[1].0 - w[0].0 == 4 * 1024));
     }
 
     #[test]
