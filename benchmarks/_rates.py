@@ -55,9 +55,10 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def finish(rates: Rates, json_out: str | None) -> None:
-    """Prints the figures with the machine's load and writes them to `json_out` if given."""
+def finish(rates: Rates, json_out: str | None, extra: dict | None = None) -> None:
+    """Prints the figures with the machine's load and writes them, and any `extra` figures,
+    to `json_out` if given."""
     print(f"load average after: {os.getloadavg()}, {os.cpu_count()} CPUs")
-    figures = rates.report()
+    figures = rates.report() | (extra or {})
     if json_out:
         Path(json_out).write_text(json.dumps(figures, indent=2) + "\n")

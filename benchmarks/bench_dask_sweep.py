@@ -8,11 +8,11 @@ over wall seconds) and the mean compute seconds of one chunk: N workers that run
 once, each as fast as one worker alone, scale; chunks that slow down as N grows are sharing
 cores with something else.
 
-Three sweeps: `iommu sim` (each point a simulation of 200 000 packets: compute-bound, few
-tasks), `nic` (582 000 points priced in calls of 1 455 sizes: many cheap points) and `dma`
-(248 832 points in calls of 9 216 sizes, two chunks: the cheapest points, where building the
-rows costs as much as the model; issue 16 item 2). Every run writes its Parquet file; the
-files of all runs are checked to be identical.
+Three sweeps: `iommu sim` (each point simulated until its rate is steady, docs/iommu.md "Run
+length": compute-bound, few tasks), `nic` (582 000 points priced in calls of 1 455 sizes: many
+cheap points) and `dma` (248 832 points in calls of 9 216 sizes, two chunks: the cheapest
+points, where building the rows costs as much as the model; issue 16 item 2). Every run
+writes its Parquet file; the files of all runs are checked to be identical.
 
 Run: python3 benchmarks/bench_dask_sweep.py [--workers 1,2,4] [--only dma|iommu|nic]
 [--tasks 2000]

@@ -144,6 +144,24 @@ def rates_rows(figures: dict) -> list[Row]:
     return rows
 
 
+def iommu_rows(figures: dict) -> list[Row]:
+    """bench_iommu's model rates, then its whole processes: seconds (lower is better) or, for
+    the sweep, points per second (higher), the --baseline-src code as the peer (issue 29)."""
+    commands = figures.pop("commands", {})
+    rows = rates_rows(figures)
+    for name, got in commands.items():
+        faster = "runs_per_s" in got
+        key = "runs_per_s" if faster else "runs_s"
+        row = {"figure": name, "unit": "points/s" if faster else "s", "peer": None}
+        row |= {"ratio": None, **_spread(got[key])}
+        if f"baseline_{key}" in got:
+            peer = _spread(got[f"baseline_{key}"])
+            row |= {"peer": "pcieperf --baseline-src"} | _peer(peer, row, lower=not faster)
+        row["target"] = ">= 100 points/s" if faster else ("< 0.3 s" if "sim" not in name else "")
+        rows.append(row)
+    return rows
+
+
 def _unit(name: str) -> str:
     """`rows_per_s` -> rows/s, `explain_s` -> s."""
     counted = name.rsplit("_per_", 1)[0].replace(" ", "_").rsplit("_", 1)[-1]
@@ -216,7 +234,9 @@ BENCHMARKS = {
         repeat=False,
     ),
     "sim": Benchmark("bench_sim.py", lambda o: ["--runs", str(o.runs)], rates_rows, False),
-    "iommu": Benchmark("bench_iommu.py", lambda o: ["--runs", str(o.runs)], rates_rows, False),
+    "iommu": Benchmark(
+        "bench_iommu.py", lambda o: ["--runs", str(o.runs), *_baseline(o)], iommu_rows, False
+    ),
     "counters": Benchmark("bench_counters.py", lambda o: [], repeated_rows, repeat=True),
     "capture_model": Benchmark("bench_capture_model.py", lambda o: [], repeated_rows, repeat=True),
     "archive": Benchmark(

@@ -300,3 +300,33 @@ def test_the_import_graph_has_no_cycle(include_type_only):
     # package's __init__ importing its own submodules is no cycle: the submodule's import of
     # the package does not import the submodule back).
     assert _cycle(_graph(include_type_only)) == []
+
+
+def runtime_imports(tree):
+    """(module, name) of every `from pcieperf... import name` outside `if TYPE_CHECKING:`
+    blocks, function-local ones included (they run when their function does)."""
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for stmt in node.body
+        for n in ast.walk(stmt)
+    }
+    for node in ast.walk(tree):
+        ours = isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pcieperf")
+        if ours and id(node) not in typing_only and not node.level:
+            yield from ((node.module, a.name) for a in node.names)
+
+
+def test_every_imported_name_exists():
+    # A shim removed (issue 30) must not leave a function-local import that fails only when
+    # its function runs: `from pcieperf.measure.counters import BYTES_PER_S` once did.
+    import importlib
+
+    missing = []
+    for path in SOURCES:
+        for module, name in runtime_imports(ast.parse(path.read_text())):
+            found = importlib.import_module(module)
+            if not hasattr(found, name) and importlib.util.find_spec(f"{module}.{name}") is None:
+                missing.append(f"{path.relative_to(PACKAGE)}: {module}.{name}")
+    assert missing == []

@@ -32,5 +32,8 @@ def test_the_recording_covers_every_core_model():
 @pytest.mark.parametrize("call", CALLS, ids=lambda c: c["function"])
 def test_core_output_is_bit_identical_to_the_recording(call):
     out = getattr(core(), call["function"])(*call["args"])
-    # JSON keeps floats exactly (shortest repr round-trips), so == is bit equality.
-    assert make.outputs(out) == call["out"]
+    # JSON keeps floats exactly (shortest repr round-trips), so == is bit equality. Keys added
+    # since (port_simulate's `batches` and `rate_rel_stderr`, issue 29) are not in the
+    # recording; every recorded one must be there, unchanged.
+    recorded = call["out"]
+    assert {k: v for k, v in make.outputs(out).items() if k in recorded} == recorded

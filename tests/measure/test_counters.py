@@ -2,6 +2,7 @@
 format (tests/data/counters/README.md says where each detail comes from), quirks, bad files,
 and all-or-nothing imports into the store."""
 
+import itertools
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pcieperf.measure import counters
 from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.store import Store
 from tests.helpers import TESTS_DATA
+from tests.helpers.cli import run_cli
 
 PCM_FILE = TESTS_DATA / "counters" / "pcm-iio-skx.csv"  # a pcm-iio sample
 
@@ -400,3 +402,43 @@ def test_explain_and_report_take_an_imported_counter_set(tmp_path, capsys):
     out = tmp_path / "report"
     assert main(["report", "-o", str(out), "--import", "1", "--db", db, *setup[:4], "-q"]) == 0
     assert "Measured counters" in (out / "index.html").read_text()
+
+
+def _two_socket_file(path: Path) -> Path:
+    """Four seconds of pcm-iio -csv from two sockets with two busy stacks each (IB write and
+    read on Part0 and Part1; the column names of tests/data/counters/pcm-iio-skx.csv)."""
+    header = "Date,Time,Socket,Name,Part,IB write (bytes),IB read (bytes),OB read (bytes)"
+    lines = [header + ",OB write (bytes)"]
+    for t, socket, stack, part in itertools.product(range(4), (0, 1), (2, 3), (0, 1)):
+        name = f"Socket{socket},IIO Stack {stack} - PCIe0,Part{part}"
+        lines.append(f"2026-11-21,23:08:1{t}.000,{name},{750_000_000 + t},600000000,0,600000")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_explain_of_an_import_reads_only_the_stack_it_explains(tmp_path, capsys, monkeypatch):
+    # The store path chooses the stack as the file path does (the same answer for an exact
+    # --stack, the same errors for an ambiguous one and for none with several busy), from the
+    # store's summary, and then reads that stack's samples alone.
+    source, db = _two_socket_file(tmp_path / "two.csv"), str(tmp_path / "s.duckdb")
+    assert main(["counters", "import", str(source), "--db", db, "-q"]) == 0
+    capsys.readouterr()
+    read = []
+    counter_set = Store.counter_set
+
+    def spy(self, import_id, stack=None):
+        read.append(stack)
+        return counter_set(self, import_id, stack)
+
+    monkeypatch.setattr(Store, "counter_set", spy)
+    setup = ["--pps", "10M", "--frame", "64", "--json"]
+    for stack in (["--stack", "socket 1: IIO Stack 3"], ["--stack", "Stack 3"], []):
+        answers = [
+            run_cli(capsys, "explain", *given, *setup, *stack)
+            for given in (["--counters", str(source.resolve())], ["--import", "1", "--db", db])
+        ]
+        assert answers[0] == answers[1]
+    code, _, err = answers[0]
+    assert code == 2
+    assert "two.csv has traffic on 4 stacks" in err
+    assert read == [(1, "IIO Stack 3 - PCIe0")]

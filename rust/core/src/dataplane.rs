@@ -785,9 +785,21 @@ impl PortStream {
 
     /// The transactions of the next `packets` received packets, rounded up to whole polls.
     pub fn take_packets(&mut self, packets: u64) -> impl Iterator<Item = Txn> + '_ {
-        let end = self.packets + packets;
+        self.take_packets_until(packets, packets, || false)
+    }
+
+    /// The transactions of the next `max` received packets, or fewer: the stream ends at the
+    /// first whole poll after `min` packets at which `stop()` says so.
+    pub fn take_packets_until<'a>(
+        &'a mut self,
+        min: u64,
+        max: u64,
+        stop: impl Fn() -> bool + 'a,
+    ) -> impl Iterator<Item = Txn> + 'a {
+        let (min_end, end) = (self.packets + min, self.packets + max);
         std::iter::from_fn(move || {
-            (self.packets < end || self.pos < self.pending.len()).then(|| self.next_txn())
+            let more = self.packets < end && (self.packets < min_end || !stop());
+            (more || self.pos < self.pending.len()).then(|| self.next_txn())
         })
     }
 
@@ -1079,42 +1091,49 @@ impl Iterator for PortStream {
     }
 }
 
+/// A small port for tests: one port and queue, rings of 128, a pool of 4096 packed mbufs on
+/// 4 KiB pages, 60 B packets arriving back to back.
+#[cfg(test)]
+pub(crate) fn test_config() -> PortConfig {
+    PortConfig {
+        ports: 1,
+        queues: 1,
+        cross_port: false,
+        rxd: 128,
+        txd: 128,
+        rx_desc_bytes: 16,
+        tx_desc_bytes: 16,
+        rx_free_thresh: 32,
+        tx_free_thresh: 32,
+        rs_thresh: 32,
+        burst: 32,
+        pool: 4096,
+        cache: 256,
+        elt_bytes: 2368,
+        data_offset: 320,
+        page_bytes: 4096,
+        layout: Layout::Packed,
+        iova: Iova::Va,
+        host_pages: 1 << 20,
+        rx_backlog: 0,
+        tx_backlog: 0,
+        drop_per_fwd: 0.0,
+        poll_batch: 32,
+        llc: None,
+        sizes: vec![60],
+        weights: vec![1.0],
+        ns_per_packet: 0.0,
+        wire_shares: vec![1.0],
+        seed: 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn config() -> PortConfig {
-        PortConfig {
-            ports: 1,
-            queues: 1,
-            cross_port: false,
-            rxd: 128,
-            txd: 128,
-            rx_desc_bytes: 16,
-            tx_desc_bytes: 16,
-            rx_free_thresh: 32,
-            tx_free_thresh: 32,
-            rs_thresh: 32,
-            burst: 32,
-            pool: 4096,
-            cache: 256,
-            elt_bytes: 2368,
-            data_offset: 320,
-            page_bytes: 4096,
-            layout: Layout::Packed,
-            iova: Iova::Va,
-            host_pages: 1 << 20,
-            rx_backlog: 0,
-            tx_backlog: 0,
-            drop_per_fwd: 0.0,
-            poll_batch: 32,
-            llc: None,
-            sizes: vec![60],
-            weights: vec![1.0],
-            ns_per_packet: 0.0,
-            wire_shares: vec![1.0],
-            seed: 1,
-        }
+        test_config()
     }
 
     fn poll_classes(stream: &mut PortStream) -> Vec<usize> {

@@ -153,7 +153,8 @@ fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyAny>) -> PyResult<Bou
 }
 
 /// Plays a DPDK port's DMA stream through the device, link and (if `iommu`) the IOMMU:
-/// `params` as for `port_misses`, plus a `Machine`, `Walks` and the `iommu` switch.
+/// `params` as for `port_misses`, plus a `Machine`, `Walks` and the `iommu` switch (and
+/// `rel_error`, `min_packets` for a run that ends once its rate is that precise).
 #[pyfunction]
 fn port_simulate<'py>(
     py: Python<'py>,
@@ -163,10 +164,12 @@ fn port_simulate<'py>(
     let with_iommu = entry(params, "iommu")?;
     let (config, iotlb, run) = port_run(params)?;
     let (machine, walks): (Machine, Walks) = (parameters(params)?, parameters(params)?);
-    let (counts, result) = py
+    let (counts, result, precision) = py
         .detach(|| port::simulate(config, iotlb, &run, &machine, walks, with_iommu, &classes))
         .map_err(to_py_err)?;
     let out = counts.into_pyobject(py)?;
+    out.set_item("batches", precision.batches)?;
+    out.set_item("rate_rel_stderr", precision.rel_stderr)?;
     out.set_item("elapsed_ns", result.elapsed_ns)?;
     out.set_item("up_busy_ns", result.up_busy_ns)?;
     out.set_item("down_busy_ns", result.down_busy_ns)?;

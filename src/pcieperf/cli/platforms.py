@@ -129,7 +129,12 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--calibration", default=str(DEFAULT_CALIBRATION), help="calibration file (.toml)"
     )
-    p.add_argument("--packets", type=_whole(1, 10**9), default=PACKETS, help="simulated per run")
+    p.add_argument(
+        "--packets",
+        type=_whole(1, 10**9),
+        default=None,
+        help=f"simulated per timed run (default: until the rate is steady, at most {PACKETS})",
+    )
     p.add_argument(
         "--setup",
         default=None,

@@ -100,7 +100,7 @@ _SWEEPABLE = {
     ),
     "dma": _Sweepable(_Columns(dma_result), 200_000, _check_dma, ("tlps",)),
     "iommu sim": _Sweepable(
-        _Columns(iommu_sim_result), 4, _check_iommu_sim, files=("calibration",)
+        _Columns(iommu_sim_result), 24, _check_iommu_sim, files=("calibration",)
     ),
     "bench sim": _Sweepable(
         _Columns(bench_sim_result), 32, _check_bench_sim, files=("host", "device")

@@ -18,7 +18,6 @@ from pcieperf.dpdk.iommu.advise import advise as advise_rings
 from pcieperf.dpdk.iommu.advise import gain as ring_gains
 from pcieperf.dpdk.iommu.model import Model
 from pcieperf.dpdk.iommu.platform import Platform, Traffic, load_platform
-from pcieperf.dpdk.iommu.stream import PACKETS
 from pcieperf.dpdk.port import PortSetup, parse_page
 from pcieperf.errors import UsageError, warn
 from pcieperf.net.ethernet import Ethernet, parse_mix
@@ -40,12 +39,12 @@ GAIN_SIZES = ("64", "128", "256", "imix")  # `iommu gain --sizes`
 @dataclass(frozen=True)
 class Inputs:
     """What the `iommu` options describe: the platform, the port setup, the traffic and the
-    packets simulated per run."""
+    packets simulated per run (None: runs end once their rate is steady, `iommu.Model`)."""
 
     platform: Platform
     setup: PortSetup
     traffic: Traffic
-    packets: int
+    packets: int | None
     platform_profile: platform_profiles.PlatformProfile  # where the IOMMU, LLC and core come from
 
     def model(self) -> Model:
@@ -84,7 +83,7 @@ def inputs(
     pwc: int | None = None,
     profile: str = DEFAULT_PROFILE,
     calibration: str | Path = DEFAULT_CALIBRATION,
-    packets: int = PACKETS,
+    packets: int | None = None,
     setup: str | Path | None = None,
     offered: str | float = "line",
     overload: str = "tx-full",

@@ -10,13 +10,15 @@ same shape from a host's own counters.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from pcieperf._config import load_toml
 from pcieperf.errors import ProfileError, UsageError, is_number
-from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, Calibration, load_calibration
 
 PLATFORM_DIR = Path(__file__).parent / "platforms"
 DEFAULT_PLATFORM = "e5-v4"
@@ -105,9 +107,8 @@ def platform_path(name: str | Path) -> Path:
     )
 
 
-def _calibration_value(ref: str, origin: str, calibration: Path) -> float:
+def _calibration_value(ref: str, origin: str, cal: Calibration) -> float:
     """The calibration field `ref` ("reference_host.walk_ns", "host.walkers")."""
-    cal = load_calibration(calibration)
     table, _, key = ref.partition(".")
     source = {"reference_host": cal.reference, "host": cal.shared}.get(table)
     if source is None or not hasattr(source, key):
@@ -118,7 +119,7 @@ def _calibration_value(ref: str, origin: str, calibration: Path) -> float:
     return float(getattr(source, key))
 
 
-def _param(table: Any, origin: str, calibration: Path) -> Param:
+def _param(table: Any, origin: str, calibration: Callable[[], Calibration]) -> Param:
     """One parameter table, checked: known keys, a kind, a source, low <= value <= high."""
     if not isinstance(table, dict):
         raise ProfileError(f"{origin}: expected a table with value/low/high/kind/source")
@@ -134,7 +135,7 @@ def _param(table: Any, origin: str, calibration: Path) -> Param:
             f"{origin}: kind {table.get('kind')!r} is not allowed; use one of {', '.join(KINDS)}"
         )
     if "from" in table:
-        value = _calibration_value(str(table["from"]), origin, calibration)
+        value = _calibration_value(str(table["from"]), origin, calibration())
         low, high = table.get("low", value), table.get("high", value)
     else:
         missing = [k for k in ("value", "low", "high") if k not in table]
@@ -152,7 +153,9 @@ def _param(table: Any, origin: str, calibration: Path) -> Param:
 
 
 def parse_platform(data: dict[str, Any], origin: str, calibration: Path) -> PlatformProfile:
-    """A profile from parsed TOML; `origin` names the file in errors."""
+    """A profile from parsed TOML; `origin` names the file in errors. The calibration is read
+    once, when a parameter first takes its value `from` it."""
+    loaded = functools.cache(lambda: load_calibration(calibration))
     known = {"name", "title", *SECTIONS}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -176,7 +179,7 @@ def parse_platform(data: dict[str, Any], origin: str, calibration: Path) -> Plat
             if name not in table:
                 raise ProfileError(f"{origin} [{section}]: missing [{section}.{name}]")
             params[f"{section}.{name}"] = _param(
-                table[name], f"{origin} [{section}.{name}]", calibration
+                table[name], f"{origin} [{section}.{name}]", loaded
             )
     return PlatformProfile(data["name"], data["title"], origin, params)
 

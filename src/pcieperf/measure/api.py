@@ -192,14 +192,27 @@ def _counter_file(counters: str | Path | None) -> Path:
     return Path(counters)
 
 
-def _stored_counters(counters: str | Path | None, import_id: int, db: str | Path | None) -> Samples:
-    """A counter set imported into the store, as its file gave it; a file as well is an error."""
+def _stored_counters(
+    counters: str | Path | None, import_id: int, db: str | Path | None, stack: str | None
+) -> Samples:
+    """The samples of the stack explain takes from a counter set imported into the store, as
+    its file gave them: the stack chosen as `stacks.choose_stack` chooses, from the store's
+    per-stack summary, so no other stack's samples are read; a file as well is an error."""
+    from pcieperf.measure.counters.samples import BYTES_PER_S
+    from pcieperf.measure.stacks import pick_stack, stack_key
+
     if counters is not None:
         raise UsageError(
             f"--counters {counters} and --import {import_id} each give the counters; give one"
         )
     with open_store(db) as store:
-        return store.counter_set(import_id)
+        groups = store.counter_summary(import_id)
+        stacks = {stack_key(g["socket"], g["stack"]): (g["socket"], g["stack"]) for g in groups}
+        moving = [g for g in groups if g["unit"] == BYTES_PER_S and (g["min"] or g["max"])]
+        busy = sorted({stack_key(g["socket"], g["stack"]) for g in moving})
+        (file,) = [i["file"] for i in store.counter_imports() if i["import_id"] == import_id]
+        chosen = pick_stack(sorted(stacks), busy, stack, file)
+        return store.counter_set(import_id, stacks[chosen])
 
 
 def explain(
@@ -254,7 +267,7 @@ def explain(
         pps, size, options = run.rx_pps, run.pkt, options | {"batch_hist": run.batch_hist}
     link, cfg = link_and_config(size, **options)
     if import_id is not None:
-        samples = _stored_counters(counters, import_id, db)
+        samples = _stored_counters(counters, import_id, db, stack)
     else:
         samples = importers.parse(
             _counter_file(counters),

@@ -22,7 +22,7 @@ from pcieperf.dpdk.iommu.platform import Traffic, load_platform
 from pcieperf.dpdk.iommu.stream import count_misses
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
-from pcieperf.measure.counters.samples import BYTES_PER_S, Samples
+from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.explain_rules import (
     MISTAKE_RULE,
     RATE_EXPLAINS_ALL,
@@ -31,6 +31,7 @@ from pcieperf.measure.explain_rules import (
     RATE_UNRESOLVED,
     RULES,
 )
+from pcieperf.measure.stacks import StackIndex, choose_stack
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.net.wire import FCS_BYTES
 from pcieperf.nic.profile import NicProfile
@@ -249,53 +250,6 @@ class Explanation:
     def deviating(self) -> list[str]:
         """Names of the metrics that deviate at the rate given."""
         return [v.metric for v in self.verdicts if v.status != "agrees"]
-
-
-def _stack_key(socket: int | None, stack: str) -> str:
-    return stack if socket is None else f"socket {socket}: {stack}"
-
-
-@dataclass(frozen=True)
-class StackIndex:
-    """Each sample's stack as a small integer, and the stacks' names: one pass over the file's
-    samples, then numpy."""
-
-    names: list[str]
-    ids: NDArray[np.int64]
-
-    @classmethod
-    def of(cls, samples: Samples) -> StackIndex:
-        """Number the (socket, stack) pairs in order of appearance."""
-        seen: dict[tuple[int | None, str], int] = {}
-        pairs = zip(samples.socket, samples.stack, strict=True)
-        ids = np.fromiter(
-            (seen.setdefault(pair, len(seen)) for pair in pairs), dtype=np.int64, count=len(samples)
-        )
-        return cls([_stack_key(*pair) for pair in seen], ids)
-
-
-def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None = None) -> str:
-    """The stack to explain: the one matching `wanted`, else the only one carrying traffic."""
-    index = index or StackIndex.of(samples)
-    moving = (np.asarray(samples.value) != 0) & (np.asarray(samples.unit) == BYTES_PER_S)
-    busy = sorted(index.names[i] for i in np.unique(index.ids[moving]))
-    known = sorted(index.names)
-    if wanted is not None:
-        matches = [k for k in known if wanted in k]
-        if len(matches) > 1:
-            matches = [k for k in matches if k in busy] or matches
-        if len(matches) != 1:
-            raise UsageError(
-                f"--stack {wanted!r} matches {len(matches)} of the file's stacks; choose one of: "
-                + "; ".join(known)
-            )
-        return matches[0]
-    if len(busy) != 1:
-        raise UsageError(
-            f"{samples.file} has traffic on {len(busy)} stacks; choose one with --stack: "
-            + "; ".join(busy or known)
-        )
-    return busy[0]
 
 
 def measured_series(

@@ -29,13 +29,8 @@ from pcieperf.dpdk.platforms import DEFAULT_PLATFORM, Param, PlatformProfile, lo
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError, require_positive
 from pcieperf.measure.counters.samples import Samples
-from pcieperf.measure.explain import (
-    Explanation,
-    StackIndex,
-    choose_stack,
-    port_setup,
-    port_traffic,
-)
+from pcieperf.measure.explain import Explanation, port_setup, port_traffic
+from pcieperf.measure.stacks import StackIndex, choose_stack
 
 # Reaches tried: powers of two and their 1.5x, 16 to 16 Ki entries.
 REACH_GRID = tuple(sorted({int(b * f) for b in (2**k for k in range(4, 15)) for f in (1, 1.5)}))

@@ -101,7 +101,6 @@ CAPTURE_RUN_COLUMNS = {
 """The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
 start time (pcieperf.capture.records builds the rows)."""
 
-
 IMPORT_MEMORY_LIMIT = "32MB"
 """DuckDB's buffer pool while a counter file is imported: each chunk is written as it commits,
 so the pool need not keep it (with DuckDB's default, 80 % of RAM, a 200 MB file's import
@@ -344,16 +343,17 @@ class Store:
                 f"no counter import {import_id} in {self.path}; `pcieperf counters ls` lists them"
             )
 
-    def counter_set(self, import_id: int) -> Samples:
-        """One import's samples as its file gave them, in file order (`explain --import N`)."""
+    def counter_set(self, import_id: int, stack: tuple[int | None, str] | None = None) -> Samples:
+        """One import's samples (one (socket, stack)'s if given) in file order (`explain`)."""
         self._require_counter_import(import_id)
         file, source = self.con.execute(
             "SELECT file, source FROM counter_imports WHERE import_id = ?", [import_id]
         ).fetchone()
+        only = "AND socket IS NOT DISTINCT FROM ? AND stack = ? " if stack else ""
         rows = self.con.execute(
             "SELECT t_s, wall_time, socket, stack, part, metric, value, unit FROM counter_samples "
-            "WHERE import_id = ? ORDER BY rowid",
-            [import_id],
+            f"WHERE import_id = ? {only}ORDER BY rowid",
+            [import_id, *(stack or ())],
         ).fetchall()
         return Samples(source, file, *(list(column) for column in zip(*rows, strict=True)))
 

@@ -715,6 +715,15 @@ impl Lane {
         engine_free
     }
 
+    /// Calls `observe` after every [`OBSERVE_EVERY`] transactions (a no-op observer compiles
+    /// to nothing).
+    #[inline(always)]
+    fn observe(&self, observe: &mut impl FnMut(u64, f64)) {
+        if self.transactions.is_multiple_of(OBSERVE_EVERY) {
+            observe(self.transactions, self.last_done);
+        }
+    }
+
     /// The run's result from its sums.
     fn result(self, latencies_ns: Vec<f64>) -> SimResult {
         SimResult {
@@ -745,9 +754,26 @@ fn class_of<'a>(classes: &'a [Costs], txn: &Txn) -> Result<&'a Costs, CoreError>
 pub fn run(
     m: &Machine,
     classes: &[TxnClass],
+    iommu: Option<&mut Iommu>,
+    txns: impl Iterator<Item = Txn>,
+    record_latencies: bool,
+) -> Result<SimResult, CoreError> {
+    run_observed(m, classes, iommu, txns, record_latencies, &mut |_, _| {})
+}
+
+/// Transactions served between two calls of a run's observer ([`run_observed`]).
+pub const OBSERVE_EVERY: u64 = 1024;
+
+/// [`run`], calling `observe(transactions served, time the last of them finished)` after every
+/// [`OBSERVE_EVERY`] transactions: what a caller needs to judge the run's rate while it runs
+/// (and to end its stream early). The observer cannot change the run.
+pub fn run_observed(
+    m: &Machine,
+    classes: &[TxnClass],
     mut iommu: Option<&mut Iommu>,
     txns: impl Iterator<Item = Txn>,
     record_latencies: bool,
+    observe: &mut impl FnMut(u64, f64),
 ) -> Result<SimResult, CoreError> {
     check_machine(m, classes)?;
     let queues = classes.iter().map(|c| c.queue + 1).max().unwrap_or(1);
@@ -759,9 +785,17 @@ pub fn run(
     let misses_before = iommu.as_ref().map_or(0, |i| i.translator.misses);
     let mut held = Held::new(m, record_latencies);
     let lane = if queues == 1 {
-        in_order(m, classes, iommu.as_deref_mut(), txns, &mut held)?
+        in_order(m, classes, iommu.as_deref_mut(), txns, &mut held, observe)?
     } else {
-        schedule(m, classes, queues, iommu.as_deref_mut(), txns, &mut held)?
+        schedule(
+            m,
+            classes,
+            queues,
+            iommu.as_deref_mut(),
+            txns,
+            &mut held,
+            observe,
+        )?
     };
     let mut result = lane.result(held.latencies);
     result.iotlb_misses = iommu.map_or(0, |i| i.translator.misses - misses_before);
@@ -776,16 +810,25 @@ fn in_order(
     iommu: Option<&mut Iommu>,
     txns: impl Iterator<Item = Txn>,
     held: &mut Held,
+    observe: &mut impl FnMut(u64, f64),
 ) -> Result<Lane, CoreError> {
     let reads = classes.iter().any(|k| k.c.read);
     let writes = classes.iter().any(|k| !k.c.read);
     match (reads, writes, held.record_latencies) {
-        (true, false, false) => one_queue::<true, false, false>(m, classes, iommu, txns, held),
-        (false, true, false) => one_queue::<false, true, false>(m, classes, iommu, txns, held),
-        (_, _, false) => one_queue::<true, true, false>(m, classes, iommu, txns, held),
-        (true, false, true) => one_queue::<true, false, true>(m, classes, iommu, txns, held),
-        (false, true, true) => one_queue::<false, true, true>(m, classes, iommu, txns, held),
-        (_, _, true) => one_queue::<true, true, true>(m, classes, iommu, txns, held),
+        (true, false, false) => {
+            one_queue::<true, false, false>(m, classes, iommu, txns, held, observe)
+        }
+        (false, true, false) => {
+            one_queue::<false, true, false>(m, classes, iommu, txns, held, observe)
+        }
+        (_, _, false) => one_queue::<true, true, false>(m, classes, iommu, txns, held, observe),
+        (true, false, true) => {
+            one_queue::<true, false, true>(m, classes, iommu, txns, held, observe)
+        }
+        (false, true, true) => {
+            one_queue::<false, true, true>(m, classes, iommu, txns, held, observe)
+        }
+        (_, _, true) => one_queue::<true, true, true>(m, classes, iommu, txns, held, observe),
     }
 }
 
@@ -798,13 +841,16 @@ fn one_queue<const READS: bool, const WRITES: bool, const RECORD: bool>(
     iommu: Option<&mut Iommu>,
     txns: impl Iterator<Item = Txn>,
     held: &mut Held,
+    observe: &mut impl FnMut(u64, f64),
 ) -> Result<Lane, CoreError> {
     match iommu {
         Some(iommu) => {
             let mut translate = |txn: &Txn, t| iommu.translate(txn.addr, txn.bytes, t);
-            one_queue_loop::<READS, WRITES, RECORD>(m, classes, txns, held, &mut translate)
+            one_queue_loop::<READS, WRITES, RECORD>(m, classes, txns, held, &mut translate, observe)
         }
-        None => one_queue_loop::<READS, WRITES, RECORD>(m, classes, txns, held, &mut |_, t| t),
+        None => {
+            one_queue_loop::<READS, WRITES, RECORD>(m, classes, txns, held, &mut |_, t| t, observe)
+        }
     }
 }
 
@@ -815,6 +861,7 @@ fn one_queue_loop<const READS: bool, const WRITES: bool, const RECORD: bool>(
     txns: impl Iterator<Item = Txn>,
     held: &mut Held,
     translate: &mut impl FnMut(&Txn, f64) -> f64,
+    observe: &mut impl FnMut(u64, f64),
 ) -> Result<Lane, CoreError> {
     let mut lane = Lane::default();
     // The queue's read and write engines (engine 0 and 1 of queue 0).
@@ -829,6 +876,7 @@ fn one_queue_loop<const READS: bool, const WRITES: bool, const RECORD: bool>(
         } else {
             write_engine = engine;
         }
+        lane.observe(observe);
     }
     Ok(lane)
 }
@@ -843,6 +891,7 @@ fn schedule(
     mut iommu: Option<&mut Iommu>,
     mut txns: impl Iterator<Item = Txn>,
     held: &mut Held,
+    observe: &mut impl FnMut(u64, f64),
 ) -> Result<Lane, CoreError> {
     let mut lane = Lane::default();
     let mut engine_free = vec![0.0; 2 * queues];
@@ -883,6 +932,7 @@ fn schedule(
         let engine = engine_free[k.engine];
         engine_free[k.engine] =
             lane.serve::<true, true, true>(held, engine, m, k, &txn, &mut translate);
+        lane.observe(observe);
     }
     Ok(lane)
 }
@@ -1033,6 +1083,35 @@ mod tests {
             not_before: 0.0,
             measure: Measure::Own,
         })
+    }
+
+    #[test]
+    fn an_observer_sees_every_1024th_transaction_and_changes_nothing() {
+        // Two queues (Rx writes, Tx reads) as a NIC's, and one queue: the observer is called at
+        // 1024, 2048, ... served transactions with the finish time so far (never falling), and
+        // the run is bit for bit the one without an observer.
+        let rx_tx = [
+            posted_write(0, 0.0),
+            TxnClass {
+                queue: 1,
+                ..nic_read(1)
+            },
+        ];
+        for (classes, kinds) in [(&rx_tx[..], &[0, 1][..]), (&rx_tx[..1], &[0][..])] {
+            let m = machine(32);
+            let plain = run(&m, classes, None, stream(kinds, 5000), true).unwrap();
+            let mut seen = Vec::new();
+            let observed =
+                run_observed(&m, classes, None, stream(kinds, 5000), true, &mut |n, t| {
+                    seen.push((n, t));
+                })
+                .unwrap();
+            assert_eq!(observed, plain);
+            let counts: Vec<u64> = seen.iter().map(|&(n, _)| n).collect();
+            assert_eq!(counts, [1024, 2048, 3072, 4096]);
+            assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1));
+            assert!(seen[3].1 <= plain.elapsed_ns && seen[0].1 > 0.0);
+        }
     }
 
     #[test]

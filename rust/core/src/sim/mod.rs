@@ -11,4 +11,6 @@ pub mod bench;
 pub mod engine;
 
 pub use bench::{simulate, Addresses, OpMix, Pattern, SimParams};
-pub use engine::{run, Iommu, Machine, Measure, SimResult, Txn, TxnClass, Walks};
+pub use engine::{
+    run, run_observed, Iommu, Machine, Measure, SimResult, Txn, TxnClass, Walks, OBSERVE_EVERY,
+};

@@ -3,17 +3,31 @@ smallest that restores the IOMMU-free rate recommended (`advise`), and the ring 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from pcieperf.dpdk.iommu.model import SATURATED, IommuResult, Model
 from pcieperf.dpdk.iommu.platform import Platform, Traffic
-from pcieperf.dpdk.iommu.stream import PACKETS
 from pcieperf.dpdk.port import PAGE_SIZES, RING_MIN, PortSetup
 from pcieperf.errors import UsageError
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.progress import wrap as with_progress
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def in_parallel(evaluate: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+    """`evaluate` of each item, in the items' order, on a thread per CPU: a timed run releases
+    the GIL (rust/py `port_simulate`), so independent setups simulate on every core at once."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        futures = [pool.submit(evaluate, item) for item in items]
+        for future in futures:
+            yield future.result()
 
 
 def gain(
@@ -23,36 +37,46 @@ def gain(
     to_rxd: int,
     to_txd: int,
     mixes: list[PacketMix],
-    packets: int = PACKETS,
+    packets: int | None = None,
     offer_from: Traffic | None = None,
 ) -> list[dict[str, object]]:
     """Packet rate with the IOMMU before and after a ring-size change, per packet size or mix;
     each size offered at line rate, or as `offer_from`'s offered load says (its share of line
     rate and its rate cap)."""
     after = replace(setup, rxd=to_rxd, txd=to_txd)
-    rows = []
-    for mix in with_progress(mixes, "simulating", "size"):
+
+    def both(mix: PacketMix) -> tuple[IommuResult, IommuResult]:
         traffic = Traffic(mix, eth)
         if offer_from is not None:
             traffic = replace(
                 traffic, offer_share=offer_from.offer_share, offer_mpps=offer_from.offer_mpps
             )
         model = Model(platform, traffic, packets)
-        before, then = model.evaluate(setup), model.evaluate(after)
-        rows.append(
-            {
-                "size": mix.name,
-                "mpps_from": before.mpps_iommu,
-                "mpps_to": then.mpps_iommu,
-                "gain_pct": 100 * (then.mpps_iommu / before.mpps_iommu - 1),
-                "misses_per_pkt_from": before.iotlb_misses_per_pkt,
-                "misses_per_pkt_to": then.iotlb_misses_per_pkt,
-                "mpps_no_iommu": before.mpps_no_iommu,
-                "state_from": before.state,
-                "state_to": then.state,
-            }
-        )
-    return rows
+        return model.evaluate(setup), model.evaluate(after)
+
+    runs = in_parallel(both, mixes)
+    return [_gain_row(mix, *next(runs)) for mix in with_progress(mixes, "simulating", "size")]
+
+
+def _gain_row(mix: PacketMix, before: IommuResult, then: IommuResult) -> dict[str, object]:
+    """One `gain` row; with the rates' standard errors where the runs had them."""
+    row = {
+        "size": mix.name,
+        "mpps_from": before.mpps_iommu,
+        "mpps_to": then.mpps_iommu,
+        "gain_pct": 100 * (then.mpps_iommu / before.mpps_iommu - 1),
+        "misses_per_pkt_from": before.iotlb_misses_per_pkt,
+        "misses_per_pkt_to": then.iotlb_misses_per_pkt,
+        "mpps_no_iommu": before.mpps_no_iommu,
+        "state_from": before.state,
+        "state_to": then.state,
+    }
+    if before.mpps_iommu_stderr is None or then.mpps_iommu_stderr is None:
+        return row
+    return row | {
+        "mpps_from_stderr": before.mpps_iommu_stderr,
+        "mpps_to_stderr": then.mpps_iommu_stderr,
+    }
 
 
 @dataclass(frozen=True)
@@ -120,7 +144,7 @@ def advise(
     platform: Platform,
     traffic: Traffic,
     setup: PortSetup,
-    packets: int = PACKETS,
+    packets: int | None = None,
     progress: Callable[[list[Candidate]], object] = lambda items: items,
 ) -> Advice:
     """Sweep single changes and pick the first (smallest) that restores the IOMMU-free rate,
@@ -130,7 +154,9 @@ def advise(
     target = current.mpps_no_iommu
     best = model.best_poll_delay(setup) if not setup.poll_delay_us else None
     delays = (best, 2 * best) if best else ()
-    options = [(c, model.evaluate(c.setup)) for c in progress(candidates(setup, delays))]
+    changes = candidates(setup, delays)
+    results = in_parallel(lambda c: model.evaluate(c.setup), changes)
+    options = [(c, next(results)) for c in progress(changes)]
     if current.mpps_iommu >= SATURATED * target:
         return Advice(current, target, options, None, current, True, _reason_ok(current))
     restoring = [(c, r) for c, r in options if r.mpps_iommu >= SATURATED * target]
@@ -198,7 +224,7 @@ def ring_sweep(
     mixes: list[PacketMix],
     pages: tuple[str, ...] = ("4k", "2m"),
     rings: tuple[int, ...] = RING_SWEEP,
-    packets: int = PACKETS,
+    packets: int | None = None,
     progress: Callable[[list[PacketMix]], object] = lambda items: items,
 ) -> list[IommuResult]:
     """Every (mix, page size, rxd = txd) of the sweep; the pool grows when the rings need it."""

@@ -13,13 +13,16 @@ from pcieperf.dpdk.iommu.platform import Platform, Traffic
 from pcieperf.dpdk.iommu.stream import (
     LIGHT,
     PACKETS,
+    REL_ERROR,
     Load,
     MissCounts,
     burst_transactions,
     core_mpps,
+    costs_per_packet,
     count_misses,
     per_packet_counts,
     port_params,
+    pricing_key,
     resource_bounds,
     transaction_classes,
 )
@@ -38,12 +41,14 @@ class Run:
     order), not in the stream's order: the NIC's Rx and Tx queues interleave up to a burst
     apart, which can move an mbuf's Tx read closer to its Rx write than the stream has it (at
     rxd 128 on e5-v4 that turns every Tx read into a hit). Rate and misses then come from one
-    run, so the rate never exceeds what the walkers can do for those misses."""
+    run, so the rate never exceeds what the walkers can do for those misses. `mpps_stderr`:
+    the rate's standard error (batch means, rust/core/src/port.rs RatePrecision)."""
 
     mpps: float
     mean_latency_ns: float
     utilization: dict[str, float]
     counts: MissCounts
+    mpps_stderr: float = 0.0
 
 
 def cold_read_classes(
@@ -62,10 +67,15 @@ def _timed_run(
     traffic: Traffic,
     platform: Platform,
     iommu: bool,
-    packets: int,
+    length: tuple[int, float],
     seed: int,
     load: Load = LIGHT,
+    costs: np.ndarray | None = None,
 ) -> Run:
+    """One timed run; `length` is (packets, relative error): at most that many packets, ending
+    once the rate is that precise (0: exactly that many); `costs` as `costs_per_packet`
+    gives them, if already priced."""
+    packets, rel_error = length
     # The IOMMU-less reference is the light state's (cached without pages and rings): no packet
     # waits there long enough for DDIO to lose it, so it runs without the LLC model.
     memory = platform.memory if iommu else replace(platform.memory, llc=None)
@@ -78,9 +88,10 @@ def _timed_run(
         load=load,
         memory=memory,
         lcore=platform.core,
+        rel_error=rel_error,
     )
     device, link = platform.device.device, platform.link
-    classes = transaction_classes(setup, traffic, platform)
+    classes = transaction_classes(setup, traffic, platform, costs)
     _check_tags(classes, device, traffic)
     classes += cold_read_classes(setup, traffic, platform, classes)
     params |= {
@@ -94,8 +105,9 @@ def _timed_run(
     }
     out = core().port_simulate(params, classes)
     elapsed = out["elapsed_ns"]
+    mpps = out["forwarded"] / elapsed * 1e3
     return Run(
-        mpps=out["forwarded"] / elapsed * 1e3,
+        mpps=mpps,
         mean_latency_ns=float(np.mean(out["latencies_ns"])),
         utilization={
             "pcie_up": out["up_busy_ns"] / elapsed,
@@ -104,6 +116,7 @@ def _timed_run(
             "root_complex": out["rc_busy_ns"] / elapsed,
         },
         counts=per_packet_counts(out),
+        mpps_stderr=mpps * out["rate_rel_stderr"],
     )
 
 
@@ -155,10 +168,17 @@ class IommuResult:
     drops_per_fwd_pkt: float = 0.0
     ddio_read_miss_fraction: float = 0.0
     core_mpps: float = 0.0
+    # Standard errors of the two rates (batch means), reported by runs of no fixed length
+    # only: a run of --packets N reports exactly what it did before they existed.
+    mpps_iommu_stderr: float | None = None
+    mpps_no_iommu_stderr: float | None = None
 
     def as_dict(self) -> dict[str, object]:
-        """JSON-ready fields."""
-        return asdict(self)
+        """JSON-ready fields (the standard errors only where the runs had them)."""
+        return {k: v for k, v in asdict(self).items() if v is not None or k not in _STDERRS}
+
+
+_STDERRS = ("mpps_iommu_stderr", "mpps_no_iommu_stderr")
 
 
 SATURATED = 0.99  # a rate within 1 % of a bound counts as reaching it (simulation noise)
@@ -183,11 +203,26 @@ LIMITS = {
 class Model:
     """One platform and traffic; evaluates port setups, caching the IOMMU-less runs."""
 
-    def __init__(self, platform: Platform, traffic: Traffic, packets: int = PACKETS) -> None:
-        """Remember the platform, traffic and run length."""
-        require_positive("packets", packets)
+    def __init__(
+        self,
+        platform: Platform,
+        traffic: Traffic,
+        packets: int | None = None,
+        rel_error: float | None = None,
+    ) -> None:
+        """Remember the platform, traffic and run length: at most `packets` per timed run
+        (None: `PACKETS`), ending once the rate's relative standard error is `rel_error` (None:
+        `REL_ERROR` without `packets`, else 0, exactly `packets`). Runs with a target report
+        the rates' standard errors."""
+        if packets is not None:
+            require_positive("packets", packets)
+        if rel_error is None:
+            rel_error = 0.0 if packets else REL_ERROR
         self.platform, self.traffic, self.packets = platform, traffic, packets
+        self._length = (packets or PACKETS, rel_error)
         self._baseline: dict[tuple[float, ...], Run] = {}
+        self._evaluated: dict[tuple[PortSetup, int], IommuResult] = {}
+        self._costs: dict[tuple[int | float, ...], np.ndarray] = {}
         self._baseline_limits: dict[tuple[float, ...], list[str]] = {}
 
     @staticmethod
@@ -209,8 +244,9 @@ class Model:
         """The run without IOMMU."""
         key = self._key(setup)
         if key not in self._baseline:
+            costs = self.costs(setup)
             self._baseline[key] = _timed_run(
-                setup, self.traffic, self.platform, False, self.packets, seed=1
+                setup, self.traffic, self.platform, False, self._length, 1, LIGHT, costs
             )
         return self._baseline[key]
 
@@ -231,12 +267,21 @@ class Model:
         nic_device = self.platform.device
         facts = replace(nic_device.device, read_requests=UNLIMITED_READS)
         platform = replace(self.platform, device=replace(nic_device, device=facts))
-        return _timed_run(setup, self.traffic, platform, False, self.packets, seed=1)
+        return _timed_run(setup, self.traffic, platform, False, self._length, seed=1)
 
     def run_in(self, setup: PortSetup, load: Load, seed: int = 1) -> Run:
         """The timed run with the IOMMU in a given load state (for what-ifs; evaluate picks
         the state itself)."""
-        return _timed_run(setup, self.traffic, self.platform, True, self.packets, seed, load)
+        costs = self.costs(setup)
+        return _timed_run(setup, self.traffic, self.platform, True, self._length, seed, load, costs)
+
+    def costs(self, setup: PortSetup) -> np.ndarray:
+        """`costs_per_packet` of a setup on this model's platform and traffic, priced once per
+        descriptor and threshold setting (`pricing_key`)."""
+        key = pricing_key(setup)
+        if key not in self._costs:
+            self._costs[key] = costs_per_packet(setup, self.traffic, self.platform)
+        return self._costs[key]
 
     def counts(self, setup: PortSetup, load: Load = LIGHT, seed: int = 1) -> MissCounts:
         """The misses of a load state in the stream's own order (no timing; `evaluate` reports
@@ -246,7 +291,7 @@ class Model:
             setup,
             self.traffic,
             p.iommu,
-            self.packets,
+            self._length[0],
             seed,
             load=load,
             memory=p.memory,
@@ -326,7 +371,13 @@ class Model:
 
     def evaluate(self, setup: PortSetup, seed: int = 1) -> IommuResult:
         """Misses, working set and packet rates of one setup, in the state its load puts it,
-        and what limits them."""
+        and what limits them (each setup simulated once per model: `advise` asks again)."""
+        key = (setup, seed)
+        if key not in self._evaluated:
+            self._evaluated[key] = self._evaluate(setup, seed)
+        return self._evaluated[key]
+
+    def _evaluate(self, setup: PortSetup, seed: int) -> IommuResult:
         platform, traffic = self.platform, self.traffic
         device = platform.device
         if setup.queues > device.device.queues:
@@ -342,7 +393,8 @@ class Model:
         iommu = platform.iommu
         reference = min(base.mpps, lcores)  # without IOMMU the lcores still cap the rate
         mpps = min(with_iommu.mpps, reference)  # the IOMMU never speeds a device up
-        bounds = {**resource_bounds(setup, traffic, platform), "lcores": lcores}
+        costs = self.costs(setup)
+        bounds = {**resource_bounds(setup, traffic, platform, costs), "lcores": lcores}
         walks_per_mpps = self.walk_load(1.0, counts)  # walker utilisation per Mpps forwarded
         walk_bound = {"iommu_walks": 1.0 / walks_per_mpps} if walks_per_mpps else {}
         base_limits = self.no_iommu_limits(setup, bounds)
@@ -383,7 +435,17 @@ class Model:
             drops_per_fwd_pkt=load.drop_per_fwd,
             ddio_read_miss_fraction=counts.ddio_read_miss_fraction,
             core_mpps=lcores,
+            **self._stderrs(base, with_iommu, reference),
         )
+
+    def _stderrs(self, base: Run, with_iommu: Run, reference: float) -> dict[str, float]:
+        """The rates' standard errors, for runs of no fixed length: each rate's run's, 0 where
+        the rate is the lcores' bound (computed, not simulated)."""
+        if not self._length[1]:
+            return {}
+        no_iommu = base.mpps_stderr if base.mpps <= reference else 0.0
+        iommu = with_iommu.mpps_stderr if with_iommu.mpps <= reference else no_iommu
+        return {"mpps_iommu_stderr": iommu, "mpps_no_iommu_stderr": no_iommu}
 
 
 UNPACED_MPPS = 1e6  # arrivals "as fast as the device takes them" for a capacity run

@@ -26,6 +26,10 @@ from pcieperf.nic.profile import NicProfile, Operation
 from pcieperf.pciebench.sim import cache_lines
 
 PACKETS = 200_000  # simulated per run after warm-up; +-1 % run to run (tests/dpdk/test_iommu.py)
+# A run of no fixed length (the default) ends once its rate's relative standard error (batch
+# means, rust/core/src/port.rs RatePrecision) is at most this, after at least twice the pool
+# and at most PACKETS packets (docs/iommu.md, "Run length").
+REL_ERROR = 0.005
 
 
 @dataclass(frozen=True)
@@ -79,13 +83,17 @@ def port_params(
     load: Load = LIGHT,
     memory: Memory = HOST_MEMORY,
     lcore: CoreCosts = LCORE,
+    rel_error: float = 0.0,
 ) -> dict[str, object]:
-    """The Rust core's parameters for a port stream in a load state and its IOMMU caches."""
+    """The Rust core's parameters for a port stream in a load state and its IOMMU caches; a
+    timed run with `rel_error` > 0 ends once its rate is that precise (at most `packets`)."""
     # Warm-up, and a measured window long enough that every mbuf that cycles at all (the whole
     # pool when buffers pass through the common ring) is seen twice: the working set is then
-    # every page the stream ever reuses.
-    warmup = max(50_000, 2 * setup.pool)
-    packets = max(packets, 2 * setup.pool)
+    # every page the stream ever reuses. A run of no fixed length warms up just that long: its
+    # caches then hold what the cycling buffers left (the fixed 50 000 keep their old results).
+    cycle = 2 * setup.pool
+    warmup = cycle if rel_error else max(50_000, cycle)
+    packets = max(packets, cycle)
     admit = load.admit_mpps or traffic.offered_mpps(setup.ports)
     skip = ("page", "poll_delay_us")
     return {
@@ -107,6 +115,8 @@ def port_params(
         **asdict(iommu),
         "warmup": warmup,
         "packets": packets,
+        "rel_error": rel_error,
+        "min_packets": cycle,
     }
 
 
@@ -203,7 +213,7 @@ def burst_transactions(setup: PortSetup) -> int:
 
 
 def transaction_classes(
-    setup: PortSetup, traffic: Traffic, platform: Platform
+    setup: PortSetup, traffic: Traffic, platform: Platform, costs: np.ndarray | None = None
 ) -> list[dict[str, object]]:
     """Costs of each transaction class, in the order `rust/core/src/dataplane.rs` numbers them:
     Rx descriptor line read, Rx write-back line, Tx descriptor line read, Tx RS write-back,
@@ -213,11 +223,13 @@ def transaction_classes(
     `nic` prices them: each operation's per-packet wire bytes, read requests and root-complex
     time ride on the class that carries it, times the packets that pass per transaction of that
     class, so a packet costs exactly what `nic` charges (MMIO doorbells and interrupts ride on
-    the path's packet DMA).
+    the path's packet DMA). `costs`: `costs_per_packet` of the same, if already priced.
     """
     sizes = traffic.mix.sizes.size
     occurrences = np.array([*_packets_per_occurrence(setup), *[1] * (2 * sizes)], dtype=float)
-    per_occurrence = _costs_per_packet(setup, traffic, platform) * occurrences[:, None, None]
+    if costs is None:
+        costs = costs_per_packet(setup, traffic, platform)
+    per_occurrence = costs * occurrences[:, None, None]
     # Descriptor classes carry the mix's mean; packet class 4 + 2k (write) and 5 + 2k (read)
     # the k-th size's cost.
     costs = [traffic.mix.weights @ per_occurrence[cls] for cls in range(4)]
@@ -235,12 +247,13 @@ def _is_tx(cls: int) -> bool:
     return cls in (2, 3) or (cls >= 4 and cls % 2 == 1)
 
 
-UP, DOWN, REQUESTS, RC_NS = range(4)  # the cost axis of `_costs_per_packet`
+UP, DOWN, REQUESTS, RC_NS = range(4)  # the cost axis of `costs_per_packet`
 
 
-def _costs_per_packet(setup: PortSetup, traffic: Traffic, platform: Platform) -> np.ndarray:
+def costs_per_packet(setup: PortSetup, traffic: Traffic, platform: Platform) -> np.ndarray:
     """Per stream class and packet size, what a packet of that size costs through that class:
-    up bytes, down bytes, read requests and root-complex ns (`UP`, `DOWN`, `REQUESTS`, `RC_NS`)."""
+    up bytes, down bytes, read requests and root-complex ns (`UP`, `DOWN`, `REQUESTS`, `RC_NS`).
+    Only the setup's descriptors, thresholds and burst matter (`pricing_key`)."""
     shares = price_operations(platform.link, forwarding_nic(setup, platform), traffic.mix.sizes)
     sizes = traffic.mix.sizes.size
     per_packet = np.zeros((4 + 2 * sizes, sizes, 4))
@@ -258,12 +271,26 @@ def _costs_per_packet(setup: PortSetup, traffic: Traffic, platform: Platform) ->
     return per_packet
 
 
-def resource_bounds(setup: PortSetup, traffic: Traffic, platform: Platform) -> dict[str, float]:
+def pricing_key(setup: PortSetup) -> tuple[int | float, ...]:
+    """What of a setup its `costs_per_packet` depend on: the forwarding profile's descriptor
+    sizes, thresholds and burst (`forwarding.ForwardingConfig.from_port`)."""
+    return (
+        setup.rx_desc_bytes,
+        setup.tx_desc_bytes,
+        setup.rs_thresh,
+        setup.rx_free_thresh,
+        setup.burst,
+    )
+
+
+def resource_bounds(
+    setup: PortSetup, traffic: Traffic, platform: Platform, costs: np.ndarray | None = None
+) -> dict[str, float]:
     """The packet rate (Mpps) each resource alone would allow, from the mean cost per packet:
     the line (all ports), the Rx pacing, each link direction (what `nic` computes), the root
     complex's write retirement, and the read requests (tags held for the host's read latency
-    plus the request and completion on the link)."""
-    per_packet = _costs_per_packet(setup, traffic, platform)
+    plus the request and completion on the link). `costs`: `costs_per_packet`, if priced."""
+    per_packet = costs_per_packet(setup, traffic, platform) if costs is None else costs
     mean = np.einsum("csm,s->cm", per_packet, traffic.mix.weights)  # per class, per packet
     capacity = platform.link.tlp_bytes_per_s / 1e9  # bytes per ns
     reads = np.array([_is_read(cls) for cls in range(len(mean))])

@@ -1,0 +1,66 @@
+"""Which IIO stack (root port) of a counter file to explain or fit: each stack named once
+(`stack_key`: its socket first, where the file has sockets), and the one the user asked for or
+the one that carries traffic (`choose_stack`, `pick_stack`: the rule `explain`, `iommu fit` and
+a stored import share)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from pcieperf.errors import UsageError
+from pcieperf.measure.counters.samples import BYTES_PER_S, Samples
+
+
+def stack_key(socket: int | None, stack: str) -> str:
+    """A stack's name in explain's output: its socket first, where the file has sockets."""
+    return stack if socket is None else f"socket {socket}: {stack}"
+
+
+@dataclass(frozen=True)
+class StackIndex:
+    """Each sample's stack as a small integer, and the stacks' names: one pass over the file's
+    samples, then numpy."""
+
+    names: list[str]
+    ids: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, samples: Samples) -> StackIndex:
+        """Number the (socket, stack) pairs in order of appearance."""
+        seen: dict[tuple[int | None, str], int] = {}
+        pairs = zip(samples.socket, samples.stack, strict=True)
+        ids = np.fromiter(
+            (seen.setdefault(pair, len(seen)) for pair in pairs), dtype=np.int64, count=len(samples)
+        )
+        return cls([stack_key(*pair) for pair in seen], ids)
+
+
+def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None = None) -> str:
+    """The stack to explain: the one matching `wanted`, else the only one carrying traffic."""
+    index = index or StackIndex.of(samples)
+    moving = (np.asarray(samples.value) != 0) & (np.asarray(samples.unit) == BYTES_PER_S)
+    busy = sorted(index.names[i] for i in np.unique(index.ids[moving]))
+    return pick_stack(sorted(index.names), busy, wanted, samples.file)
+
+
+def pick_stack(known: list[str], busy: list[str], wanted: str | None, file: str) -> str:
+    """`choose_stack` from the stacks' names and those carrying traffic (sorted, `stack_key`)."""
+    if wanted is not None:
+        matches = [k for k in known if wanted in k]
+        if len(matches) > 1:
+            matches = [k for k in matches if k in busy] or matches
+        if len(matches) != 1:
+            raise UsageError(
+                f"--stack {wanted!r} matches {len(matches)} of the file's stacks; choose one of: "
+                + "; ".join(known)
+            )
+        return matches[0]
+    if len(busy) != 1:
+        raise UsageError(
+            f"{file} has traffic on {len(busy)} stacks; choose one with --stack: "
+            + "; ".join(busy or known)
+        )
+    return busy[0]
