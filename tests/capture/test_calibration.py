@@ -228,6 +228,23 @@ def test_capture_calibrate_picks_runs(capsys, tmp_path, runs_csv, argv, message)
         assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "is not a CSV of capture runs: No columns to parse from file"),
+        ("a,b\n1,2\n", "has no run_id column; `pcieperf capture runs --format csv` writes one"),
+    ],
+    ids=["empty", "another CSV"],
+)
+def test_a_runs_file_that_is_no_export_is_refused_in_one_line(capsys, tmp_path, text, message):
+    # scripts/hostile_probe.py (issue 28): these were pandas' EmptyDataError and a KeyError.
+    runs, out = tmp_path / "runs.csv", tmp_path / "cal.toml"
+    runs.write_text(text)
+    code, _, err = run_cli(capsys, "capture", "calibrate", "--csv", str(runs), "-o", str(out))
+    assert (code, err) == (2, f"pcieperf: error: runs file {runs} {message}\n")
+    assert not out.exists()
+
+
 def test_capture_model_refuses_bad_input_in_one_line(capsys, tmp_path):
     missing = tmp_path / "nope.toml"
     for argv, message in [
