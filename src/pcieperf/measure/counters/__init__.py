@@ -80,6 +80,8 @@ def parse(
     are empty (the count, metrics, notes and skipped columns are the file's)."""
     if interval_s is not None:
         require_positive("--interval", interval_s)
+    if delimiter is not None and len(delimiter) != 1:
+        raise UsageError(f"--delimiter {delimiter!r} is not allowed; give one character")
     file = str(path)
     with counter_text(path, file) as text:
         source = source or detect(text.head, file)
