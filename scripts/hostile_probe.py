@@ -23,11 +23,12 @@ from pathlib import Path
 from probe_outputs import probe_concurrent, probe_gaps, probe_signals, probe_sweeps, probe_writers
 from probe_runs import (
     Probe,
+    Verdict,
     fill_store,
     preload_cli,
     scratch_probe,
 )
-from probe_values import probe_flags, probe_inputs, probe_toml
+from probe_values import EXAMPLE, probe_flags, probe_inputs, probe_toml
 
 # --- the summary ---------------------------------------------------------------------------
 
@@ -45,6 +46,12 @@ KINDS = ("refusal", "accepted", "internal", "half", "leftover")
 FAILURES = ("internal", "half", "leftover")
 
 
+def is_bad_value(verdict: Verdict) -> bool:
+    """Whether a run tried a bad value (not a command's unchanged example, its baseline)."""
+    family = verdict.family in ("flags", "toml", "inputs")
+    return family and not verdict.name.endswith(EXAMPLE)
+
+
 def summary(probe: Probe, seconds: float) -> dict:
     """The counts per family and kind, the failures, and the memory cases' peak RSS."""
     runs = [v for v in probe.verdicts if v.kind != "leftover"]
@@ -58,7 +65,7 @@ def summary(probe: Probe, seconds: float) -> dict:
         "children": "fork" if probe.fork else "exec",
         "seconds": round(seconds, 1),
         "runs": len(runs),
-        "bad_values_tried": sum(1 for v in runs if v.family in ("flags", "toml", "inputs")),
+        "bad_values_tried": sum(1 for v in runs if is_bad_value(v)),
         **{kind: totals.get(kind, 0) for kind in KINDS},
         "memory_peak_rss_mib": round(
             max((v.rss_kib for v in runs if v.family == "inputs"), default=0) / 1024, 1

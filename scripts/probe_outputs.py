@@ -4,6 +4,7 @@ read-only disks, signals, concurrent runs, oversized sweeps and smaller gaps."""
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -114,8 +115,6 @@ def fill(folder: Path) -> None:
 def probe_writers(probe: Probe) -> None:
     """Each writer: a first run, again without --force, cut short by a file size limit
     (RLIMIT_FSIZE), on a full disk, into a read-only folder and a missing one (sections 1-3)."""
-    import resource
-
     fsize = {resource.RLIMIT_FSIZE: FSIZE_LIMIT}
     for writer, (_, target) in sample(list(WRITERS.items()), probe.quick, 7):
         out = out_path(probe, target)
@@ -145,7 +144,7 @@ def writer_on_mounts(probe: Probe, writer: str, made: Path) -> None:
 # --- 6: signals mid-write, and a killed run's temporary ------------------------------------------
 
 
-def wait_for_temporary(probe: Probe, pid: int, folder: Path) -> bool:
+def wait_for_temporary(pid: int, folder: Path) -> bool:
     """Wait until the child has a temporary in `folder` (False: it ended first)."""
     deadline = time.monotonic() + TIMEOUT_S
     while time.monotonic() < deadline:
@@ -160,7 +159,7 @@ def wait_for_temporary(probe: Probe, pid: int, folder: Path) -> bool:
 def stopped_mid_write(probe: Probe, argv: list[str], out: Path, stop: int) -> Result:
     """Start a long write to `out`, send it `stop` once its temporary exists, wait for it."""
     pid = spawn(probe, argv, {}, None, exec_=True)
-    if wait_for_temporary(probe, pid, out.parent):
+    if wait_for_temporary(pid, out.parent):
         os.kill(pid, stop)
     return finish(probe, pid)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -16,6 +17,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy  # noqa: F401  (preloaded: a forked child starts with it)
+
+from pcieperf import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "pcieperf"
@@ -83,11 +88,8 @@ class Probe:
 
 
 def preload_cli() -> None:
-    """Preload the CLI and the models (fork mode: each child starts in milliseconds)."""
-    import numpy  # noqa: F401
-
-    from pcieperf import cli
-
+    """Import every command module once, building the full parser (numpy comes with this
+    module): a forked child then starts in milliseconds, not a start-up."""
     cli.build_parser()
 
 
@@ -112,8 +114,6 @@ def _child(
     probe: Probe, argv: list[str], limits: dict, stdin: str | None, log: Path, exec_: bool
 ) -> None:
     """Set up the child's files, limits and signals, then run the CLI in it."""
-    import resource
-
     os.chdir(probe.work)
     os.setpgid(0, 0)
     fds = [os.open(stdin or os.devnull, os.O_RDONLY)]
@@ -129,8 +129,6 @@ def _child(
     if exec_:
         exe = Path(sys.executable).with_name("pcieperf")
         os.execv(exe, [str(exe), *argv])
-    from pcieperf import cli
-
     try:
         code = cli.main(argv)
     except SystemExit as exc:  # argparse's exit
@@ -160,6 +158,7 @@ def finish(probe: Probe, pid: int, timeout: float = TIMEOUT_S) -> Result:
 
 
 def _read_and_remove(path: Path) -> str:
+    """A child's output file's text, the file removed."""
     text = path.read_text(errors="replace") if path.exists() else ""
     path.unlink(missing_ok=True)
     return text
@@ -173,8 +172,6 @@ def run(
     exec_: bool = False,
 ) -> Result:
     """Run `pcieperf ARGV` to its end under the address-space limit and `limits`."""
-    import resource
-
     every = {resource.RLIMIT_AS: AS_LIMIT} | (limits or {})
     return finish(probe, spawn(probe, argv, every, stdin, exec_))
 

@@ -15,6 +15,8 @@ from contextlib import contextmanager, nullcontext, suppress
 from functools import cache
 from pathlib import Path
 
+from pcieperf.cli import build_parser
+from pcieperf.cli.examples import EXAMPLES
 from probe_runs import (
     HOST,
     PACKAGE,
@@ -36,13 +38,13 @@ NEVER = {"dpdk run", "capture run"}  # they start dpdk-testpmd/dpdk-dumpcap
 PATH_DESTS = {"db", "host", "calibration", "platform", "setup", "counters", "trace", "csv"}
 PATH_DESTS |= {"measured", "predicted", "output", "out", "plot", "fit_out", "stack", "points"}
 OUTPUT_FLAGS = ("-o", "--out", "--plot", "--fit-out")
+EXAMPLE = "(its example)"  # a command's unchanged help example: the baseline of its flags
 SMALL = {"--packets": "2000", "--transactions": "2000"}  # keeps accepted runs short
 
 
 @cache
 def leaf_parsers() -> dict[str, argparse.ArgumentParser]:
     """Every (sub)command the CLI has, with its parser, from `pcieperf.cli.build_parser`."""
-    from pcieperf.cli import build_parser
 
     def walk(parser: argparse.ArgumentParser, path: str) -> Iterator:
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
@@ -69,8 +71,6 @@ def value_flags(parser: argparse.ArgumentParser) -> list[str]:
 def base_argv(probe: Probe, command: str) -> list[str]:
     """The command's help example (it runs as pasted), its outputs renamed fresh, globs
     expanded, its work shrunk (fewer simulated packets, no Dask cluster)."""
-    from pcieperf.cli.examples import EXAMPLES
-
     words = [w.strip("'") for w in EXAMPLES[command].split()[1:]]
     fresh = []
     for i, word in enumerate(words):
@@ -114,7 +114,7 @@ def probe_flags(probe: Probe) -> None:
         if command not in examples:
             example = run(probe, base_argv(probe, command))
             examples[command] = tokens(example.stdout)  # the baseline: as designed
-            record(probe, "flags", f"{command} (its example)", example, allowed=examples[command])
+            record(probe, "flags", f"{command} {EXAMPLE}", example, allowed=examples[command])
             clear_outputs(probe)
         argv = with_flag(base_argv(probe, command), flag, value)
         checks = [nothing_new_on_failure(probe)]
