@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pcieperf: error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
-        if exc.errno is None or exc.filename is None or args.debug:
+        if exc.errno is None or exc.filename is None:
             return _internal_error(exc, args.debug)
         # A path the system refuses wherever it is first touched (is_dir, stat, open): too
         # long, unreadable, a link loop, a full or read-only disk; the user's to fix.
