@@ -171,6 +171,19 @@ def test_a_bad_value_is_named_in_one_line(tmp_path, good_text, key, value, messa
     assert "\n" not in str(found.value)
 
 
+def test_an_unknown_top_level_key_is_refused_in_one_line(tmp_path, good_text):
+    # scripts/hostile_probe.py (issue 28, section 10): it was read and ignored, so a misspelt
+    # table passed unnoticed.
+    path = tmp_path / "bad.toml"
+    path.write_text("no_such_key = 1\n" + good_text)
+    with pytest.raises(ProfileError) as found:
+        load_calibration(path)
+    assert str(found.value) == (
+        f"calibration {path}: unknown key 'no_such_key'; allowed: meta, forwarding, producer, "
+        "consumer, writes"
+    )
+
+
 @settings(max_examples=40, deadline=None)
 @given(value=st.sampled_from(["nan", "inf", "-inf", "-1.0", '"7"', "true", "2e6"]))
 def test_no_cost_loads_unless_finite_and_in_range(tmp_path_factory, good_text, value):

@@ -144,6 +144,11 @@ def load_calibration(path: str | os.PathLike = DEFAULT_CALIBRATION) -> CaptureCa
     for name in tables:
         if not isinstance(data.get(name), dict):
             raise ProfileError(f"calibration {where}: missing [{name}] table")
+    unknown = sorted(set(data) - set(tables))
+    if unknown:
+        raise ProfileError(
+            f"calibration {where}: unknown key {unknown[0]!r}; allowed: {', '.join(tables)}"
+        )
     check = _Checker(f"calibration {where}")
     return CaptureCalibration(
         meta=check.meta(data["meta"]),
