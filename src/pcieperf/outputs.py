@@ -53,9 +53,11 @@ def _alive(pid: int) -> bool:
 
 
 def _remove(path: Path) -> None:
+    """Remove a temporary if it is there (on a read-only mount, unlink(2) of a name that does
+    not exist fails with EROFS, not ENOENT: that must not hide the error being reported)."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
-    else:
+    elif os.path.lexists(path):
         path.unlink(missing_ok=True)
 
 

@@ -39,6 +39,7 @@ Specification 5.0, §2.2.2 Length field), pcie-bench windows at most 64 MiB."""
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(ns|us|ms|s)?\s*$", re.I)
 _NS_PER_UNIT = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, None: 1e9}
+MAX_DURATION_NS = 10**18  # 31.7 years; the core counts time in 64-bit ns (up to 9.2e18)
 
 
 def parse_duration_ns(text: str, what: str = "duration") -> int:
@@ -52,6 +53,10 @@ def parse_duration_ns(text: str, what: str = "duration") -> int:
     if not (match and math.isfinite(value) and value >= 1):
         raise UsageError(
             f"{what} {text!r} is not understood; write a positive time like 1s, 100ms, 10us, 500ns"
+        )
+    if value > MAX_DURATION_NS:
+        raise UsageError(
+            f"{what} {text!r} is not allowed; the longest is {MAX_DURATION_NS / 1e9:g} s"
         )
     return round(value)
 

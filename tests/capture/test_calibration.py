@@ -171,6 +171,19 @@ def test_a_bad_value_is_named_in_one_line(tmp_path, good_text, key, value, messa
     assert "\n" not in str(found.value)
 
 
+def test_an_unknown_top_level_key_is_refused_in_one_line(tmp_path, good_text):
+    # scripts/hostile_probe.py (issue 28, section 10): it was read and ignored, so a misspelt
+    # table passed unnoticed.
+    path = tmp_path / "bad.toml"
+    path.write_text("no_such_key = 1\n" + good_text)
+    with pytest.raises(ProfileError) as found:
+        load_calibration(path)
+    assert str(found.value) == (
+        f"calibration {path}: unknown key 'no_such_key'; allowed: meta, forwarding, producer, "
+        "consumer, writes"
+    )
+
+
 @settings(max_examples=40, deadline=None)
 @given(value=st.sampled_from(["nan", "inf", "-inf", "-1.0", '"7"', "true", "2e6"]))
 def test_no_cost_loads_unless_finite_and_in_range(tmp_path_factory, good_text, value):
@@ -226,6 +239,23 @@ def test_capture_calibrate_picks_runs(capsys, tmp_path, runs_csv, argv, message)
         assert message in err
         assert err.count("\n") == 1
         assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "is not a CSV of capture runs: No columns to parse from file"),
+        ("a,b\n1,2\n", "has no run_id column; `pcieperf capture runs --format csv` writes one"),
+    ],
+    ids=["empty", "another CSV"],
+)
+def test_a_runs_file_that_is_no_export_is_refused_in_one_line(capsys, tmp_path, text, message):
+    # scripts/hostile_probe.py (issue 28): these were pandas' EmptyDataError and a KeyError.
+    runs, out = tmp_path / "runs.csv", tmp_path / "cal.toml"
+    runs.write_text(text)
+    code, _, err = run_cli(capsys, "capture", "calibrate", "--csv", str(runs), "-o", str(out))
+    assert (code, err) == (2, f"pcieperf: error: runs file {runs} {message}\n")
+    assert not out.exists()
 
 
 def test_capture_model_refuses_bad_input_in_one_line(capsys, tmp_path):

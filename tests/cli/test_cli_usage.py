@@ -11,7 +11,11 @@ import pytest
 from pcieperf.errors import UsageError, require_new_file, require_new_folder
 from pcieperf.pciebench import predict
 from pcieperf.units import parse_int_list, parse_rate
+from tests.helpers import TESTS_DATA
 from tests.helpers.cli import run_cli as run
+
+PCM = TESTS_DATA / "counters" / "pcm-iio-skx.csv"  # a pcm-iio sample
+CAPTURE = TESTS_DATA / "dpdk2211" / "one-lcore-640.pcap"
 
 
 def one_error_line(err):
@@ -105,6 +109,18 @@ def test_nic_warns_for_the_sizes_the_rate_does_not_fit(capsys):
         # The CLI property test found `dpdk run --seconds 2305843009213693952` forwarding forever.
         (["dpdk", "run", "--seconds", "2305843009213693952"], "the most is 86400"),
         (["dma", "--sizes", "99999999999999999999999"], "too large"),
+        # Found by scripts/hostile_probe.py (issue 28): an empty --delimiter was a ValueError
+        # ("empty separator"), a window past 64-bit nanoseconds an OverflowError.
+        (
+            ["explain", "--counters", str(PCM), "--pps", "10M", "--frame", "64", "--delimiter="],
+            "--delimiter '' is not allowed; give one character",
+        ),
+        (["trace", "demand", str(CAPTURE), "--window", "1e30"], "the longest is 1e+09 s"),
+        (["nic", "--trace", str(CAPTURE), "--window", str(10**20)], "the longest is 1e+09 s"),
+        # ... and a path the system refuses (ENAMETOOLONG here; EACCES for a user) an OSError
+        # from Path.is_dir, wherever a command first touched it.
+        (["latency", "--host", "n" * 300], f"{'n' * 300}: File name too long"),
+        (["validate", "--measured", "n" * 300, "--predicted", "p"], "File name too long"),
     ],
 )
 def test_huge_and_non_finite_numbers_are_usage_errors(capsys, argv, message):
@@ -213,3 +229,16 @@ def _stderr_on_a_terminal(pty, argv):
     assert proc.wait(timeout=600) == 0
     os.close(leader)
     return b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.parametrize("command", [["trace", "convert"], ["counters", "import"]])
+def test_a_link_loop_given_as_input_is_named_in_one_line(capsys, tmp_path, command):
+    # scripts/hostile_probe.py (issue 28): Path.resolve raised RuntimeError("Symlink loop")
+    # (Python 3.11) before the file was opened; open(2) says ELOOP.
+    loop = tmp_path / "loop.pcap"
+    loop.symlink_to(loop)
+    outputs = [str(tmp_path / "o.pcapng")] if command[0] == "trace" else []
+    db = ["--db", str(tmp_path / "s.duckdb")] if command[0] == "counters" else []
+    code, _, err = run(capsys, *command, str(loop), *outputs, *db)
+    assert code == 2
+    assert f"{loop}: Too many levels of symbolic links" in one_error_line(err)

@@ -144,6 +144,11 @@ def load_calibration(path: str | os.PathLike = DEFAULT_CALIBRATION) -> CaptureCa
     for name in tables:
         if not isinstance(data.get(name), dict):
             raise ProfileError(f"calibration {where}: missing [{name}] table")
+    unknown = sorted(set(data) - set(tables))
+    if unknown:
+        raise ProfileError(
+            f"calibration {where}: unknown key {unknown[0]!r}; allowed: {', '.join(tables)}"
+        )
     check = _Checker(f"calibration {where}")
     return CaptureCalibration(
         meta=check.meta(data["meta"]),
@@ -329,15 +334,7 @@ def stored_runs(
     if isinstance(runs, pandas.DataFrame):
         return runs
     if csv is not None:
-        # "null" names a port and a sink here, not a missing value
-        found = Path(csv).is_file()
-        table = (
-            pandas.read_csv(csv, keep_default_na=False, na_values=["", "NaN", "nan"])
-            if found
-            else None
-        )
-        if table is None:
-            raise UsageError(f"runs file {os.fspath(csv)} does not exist")
+        table = _runs_csv(Path(csv))
     else:
         from pcieperf.capture.records import capture_runs
 
@@ -350,6 +347,25 @@ def stored_runs(
             f"{len(table)} runs"
         )
     return table[table["run_id"].isin(ids)] if ids else table
+
+
+def _runs_csv(csv: Path) -> pandas.DataFrame:
+    """An exported runs CSV (`capture runs --format csv`, or the runs file a calibration
+    keeps); anything else (empty, text, another CSV) is refused in one line."""
+    import pandas
+
+    if not csv.is_file():
+        raise UsageError(f"runs file {csv} does not exist")
+    try:  # "null" names a port and a sink here, not a missing value
+        table = pandas.read_csv(csv, keep_default_na=False, na_values=["", "NaN", "nan"])
+    except ValueError as exc:  # pandas' EmptyDataError and ParserError, UnicodeDecodeError
+        reason = str(exc).strip().splitlines()[0]
+        raise UsageError(f"runs file {csv} is not a CSV of capture runs: {reason}") from None
+    if "run_id" not in table.columns:
+        raise UsageError(
+            f"runs file {csv} has no run_id column; `pcieperf capture runs --format csv` writes one"
+        )
+    return table
 
 
 def capture_calibrate(

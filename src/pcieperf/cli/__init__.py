@@ -2,8 +2,9 @@
 
 Each command group lives in its own module; this one assembles the parser (only the asked-for
 command's options are built: start-up stays light) and turns every error into one line on
-stderr: exit code 2 for anything the user caused, 1 for an unexpected failure (with a
-traceback only under `--debug`)."""
+stderr: exit code 2 for anything the user caused (an OS error on a named path included: too
+long, unreadable, a link loop), 1 for an unexpected failure (with a traceback only under
+`--debug`)."""
 
 from __future__ import annotations
 
@@ -172,15 +173,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PcieperfError as exc:
         print(f"pcieperf: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        if exc.errno is None or exc.filename is None:
+            return _internal_error(exc, args.debug)
+        # A path the system refuses wherever it is first touched (is_dir, stat, open): too
+        # long, unreadable, a link loop, a full or read-only disk; the user's to fix.
+        print(f"pcieperf: error: {exc.filename}: {os.strerror(exc.errno)}", file=sys.stderr)
+        return 2
     except Exception as exc:  # the one place that catches everything, by design
-        if args.debug:
-            import traceback  # only here: it costs every start-up ~4 ms
-
-            traceback.print_exc()
-        print(
-            f"pcieperf: internal error: {type(exc).__name__}: {exc} "
-            "(rerun with --debug for a traceback)",
-            file=sys.stderr,
-        )
-        return 1
+        return _internal_error(exc, args.debug)
     return 0
+
+
+def _internal_error(exc: Exception, debug: bool) -> int:
+    """Report a failure pcieperf did not foresee (a bug): one line, the traceback with
+    --debug; exit code 1."""
+    if debug:
+        import traceback  # only here: it costs every start-up ~4 ms
+
+        traceback.print_exc()
+    print(
+        f"pcieperf: internal error: {type(exc).__name__}: {exc} "
+        "(rerun with --debug for a traceback)",
+        file=sys.stderr,
+    )
+    return 1

@@ -245,7 +245,7 @@ class Store:
         are committed to `counter_staging` (one transaction over them all grew ~60 B a sample)
         and moved by one INSERT ... SELECT in the transaction that replaces an earlier import
         (`force`); a killed import's staged rows are dropped by the next."""
-        file = str(path.resolve())
+        file = os.path.realpath(path)  # Path.resolve raises RuntimeError on a link loop
         old = self.con.execute(
             "SELECT import_id FROM counter_imports WHERE file = ?", [file]
         ).fetchall()

@@ -44,6 +44,8 @@ def parse(
     columns are the file's)."""
     if interval_s is not None:
         require_positive("--interval", interval_s)
+    if delimiter is not None and len(delimiter) != 1:
+        raise UsageError(f"--delimiter {delimiter!r} is not allowed; give one character")
     file = str(path)
     with counter_text(path, file) as text:
         if source is None:

@@ -27,7 +27,8 @@ def _check_output(
     output: str | os.PathLike, inputs: Sequence[str | os.PathLike], force: bool
 ) -> None:
     out = Path(output)
-    if any(i != "-" and out.resolve() == Path(i).resolve() for i in map(os.fspath, inputs)):
+    same = os.path.realpath  # not Path.resolve: it raises RuntimeError on a symbolic link loop
+    if any(i != "-" and same(out) == same(i) for i in map(os.fspath, inputs)):
         raise UsageError(f"output {os.fspath(output)!r} is also an input; choose another name")
     require_new_file(out, force)
 
