@@ -176,6 +176,17 @@ def _as_from_a_terminal() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM, signal.SIGHUP])
 
 
+MID_WRITE_BYTES = 1 << 20
+
+
+def _written(folder: Path) -> int:
+    """Bytes in the temporaries in `folder` (0 while there are none, or one was just renamed)."""
+    try:
+        return sum((folder / name).stat().st_size for name in _temporaries(folder))
+    except FileNotFoundError:
+        return 0
+
+
 def _synth_signalled(folder: Path, seconds: str, stop: int, start=_as_from_a_terminal):
     """Run `trace synth` of `seconds` into `folder`, send it `stop` once its temporary exists
     (or it has ended), and return the process and what it printed on stderr."""
@@ -189,10 +200,17 @@ def _synth_signalled(folder: Path, seconds: str, stop: int, start=_as_from_a_ter
     )
     try:
         deadline = time.monotonic() + WAIT_S
-        while not _temporaries(folder) and proc.poll() is None:
-            assert time.monotonic() < deadline, "the temporary never appeared"
+        # Mid-write: past the first MiB, once what the first chunk imports is in (a signal that
+        # lands inside a module's import can be lost or cut it short: docs/robustness.md).
+        while _written(folder) < MID_WRITE_BYTES and proc.poll() is None:
+            assert time.monotonic() < deadline, "the temporary never grew"
             time.sleep(0.02)
+        # Frozen where it is, so that the signal lands mid-write however fast the write runs
+        # and however late this (loaded) process looked: its temporary must still be there.
+        proc.send_signal(signal.SIGSTOP)
+        assert _temporaries(folder) or proc.poll() is not None, "stopped after its publish"
         proc.send_signal(stop)
+        proc.send_signal(signal.SIGCONT)
         _, err = proc.communicate(timeout=WAIT_S)
     finally:
         if proc.poll() is None:

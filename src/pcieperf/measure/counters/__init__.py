@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pcieperf.errors import require_choice, require_positive
+from pcieperf.errors import UsageError, require_choice, require_positive
 from pcieperf.measure.counters import formats
 from pcieperf.measure.counters.samples import Samples, Sink
 from pcieperf.measure.counters.text import counter_text

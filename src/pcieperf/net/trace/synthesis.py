@@ -55,7 +55,7 @@ class SynthPlan:
             size = min(chunk, self.packets - start)
             yield rng.choice(self.mix.sizes, size=size, p=self.mix.weights)
 
-    def _gap_rng(self) -> np.random.Generator:
+    def gap_rng(self) -> np.random.Generator:
         """The generator of the arrival process: the seed's stream after the frames' draws
         (each frame takes one 64-bit draw), as when frames were drawn first, all at once."""
         bits = np.random.PCG64(self.seed)
@@ -75,11 +75,13 @@ class SynthPlan:
             bursts += sums.size
         return max(self.burst * NS_PER_S / self.pps - math.fsum(burst_ns) / bursts, 0.0)
 
-    def chunks(self) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    def chunks(
+        self, gaps: np.random.Generator | None = None
+    ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
         """(arrival ns from 0, frame sizes) in chunks. Running sums carry over from chunk to
         chunk in the order a single cumulative sum adds them, so the times are those of one
-        pass over every packet."""
-        gaps = self._gap_rng()
+        pass over every packet. `gaps`: `gap_rng()`, made beforehand."""
+        gaps = gaps or self.gap_rng()
         idle_mean = self._idle_mean_ns() if self.arrival == "onoff" else 0.0
         wire_at, idle_at, start = 0.0, 0.0, 0
         for frames in self.frames():
@@ -177,10 +179,14 @@ def synth(
     plan = plan_synthetic(**kw)  # type: ignore[arg-type]
     _require_room(Path(output), fmt, plan)
 
+    # numpy.random is imported here, before the temporary exists: a signal that lands while a
+    # module is being imported can be lost (a Cython module's init), and the write must stop.
+    gaps = plan.gap_rng()
+
     def write(tmp: Path) -> dict:
         writer = core().TraceSynth(os.fspath(tmp), fmt, int(flows))
         with progress.bar(plan.packets, f"synth {Path(output).name}", "pkt") as bar:
-            for ts, frames in plan.chunks():
+            for ts, frames in plan.chunks(gaps):
                 call(writer.push, SYNTH_START_NS + ts, (frames - FCS_BYTES).astype(np.uint32))
                 bar.update(ts.size)
         return call(writer.close)
