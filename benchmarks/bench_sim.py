@@ -9,46 +9,17 @@ Run: python3 benchmarks/bench_sim.py [--runs 5] [--json-out F.json]
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from _rates import Rates, finish, parser
 from pcieperf._native import core
 from pcieperf.pciebench import sim
 from pcieperf.pciebench.bench import Point
-from pcieperf.pciebench.device import DeviceProfile
+from pcieperf.pciebench.device import load_device
 
-DEVICE = DeviceProfile(
-    name="bench",
-    source="benchmark",
-    tags=32,
-    read_ns=10.0,
-    read_line_ns=0.0,
-    write_ns=20.0,
-    write_line_ns=0.0,
-    datapath_ns=0.0,
-    datapath_line_ns=0.0,
-    fixed_latency_ns=100.0,
-)
-HOST = sim.HostProfile(
-    name="bench",
-    source="benchmark",
-    mps=256,
-    mrrs=512,
-    completion_policy="mps",
-    addr64=True,
-    llc_latency_ns=400.0,
-    ddio_latency_ns=380.0,
-    dram_latency_ns=480.0,
-    remote_extra_ns=80.0,
-    llc_bytes=8 << 20,
-    ddio_bytes=1 << 20,
-    write_line_ns=0.0,
-    partial_line_ns=30.0,
-    posted_credits=64,
-    iotlb_entries=64,
-    walk_ns=200.0,
-    walk_busy_ns=200.0,
-    walkers=4,
-)
+PROFILES = Path(__file__).resolve().parent.parent / "tests" / "data" / "sim"
+DEVICE = load_device(PROFILES / "device.toml")  # the simulator tests' profiles
+HOST = sim.load_host(PROFILES / "host.toml")
 TRANSACTIONS = 1_000_000
 TARGET = 5e7
 
