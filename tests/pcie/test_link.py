@@ -106,3 +106,16 @@ def test_usable_never_exceeds_encoded_or_raw(gen, lanes, mps, ecrc):
     link = Link(gen=gen, lanes=lanes, mps=mps, ecrc=ecrc)
     assert 0 < link.tlp_gbps <= link.encoded_gbps <= link.raw_gbps
     assert math.isfinite(link.tlp_gbps)
+
+
+def test_a_link_is_built_from_any_settings_of_the_same_names():
+    # Issue 30: one constructor for every place that held link settings under Link's names (a
+    # host profile, host facts, a calibration's reference host); what they lack keeps its
+    # default, and overrides win.
+    class Reference:  # a calibration's [reference_host]: MPS and MRRS only
+        mps, mrrs, walk_ns = 128, 1024, 321.0
+
+    assert Link.of(Reference()) == Link(mps=128, mrrs=1024)
+    assert Link.of(Reference(), gen=4, mps=256) == Link(gen=4, mps=256, mrrs=1024)
+    given = Link(gen=5, lanes=16, mps=512, rcb=128, addr64=False, completion_policy="mps")
+    assert Link.of(given) == given

@@ -160,7 +160,7 @@ def host_from_calibration(path: Path) -> HostLatency:
     cal = load_calibration(path)
     if cal.reference is None:
         raise UsageError(f"--calibration {path}: no [reference_host] table to take latency from")
-    link = Link(mps=cal.reference.mps, mrrs=cal.reference.mrrs)
+    link = Link.of(cal.reference)
     read = cal.reference.llc_latency_ns + outside_host_ns(cal.device, link)
     return replace(
         host_from_values(read), source=f"calibration {path.name}: reference host, LLC warm"

@@ -11,7 +11,7 @@ to the PCI Express Base Specification, Revision 6.0.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from pcieperf.errors import UsageError, require_choice, require_power_of_two
@@ -168,6 +168,16 @@ class Link:
             raise UsageError(
                 f"fc_dllps_per_interval {self.fc_dllps_per_interval} is not allowed; use 0 or more"
             )
+
+    @classmethod
+    def of(cls, settings: object, **overrides: object) -> Link:
+        """The link whose settings `settings` holds under the same names (a host profile, a
+        host's facts, a calibration's reference host: those it lacks keep their defaults),
+        with `overrides` on top."""
+        given = {
+            f.name: getattr(settings, f.name) for f in fields(cls) if hasattr(settings, f.name)
+        }
+        return cls(**(given | overrides))  # type: ignore[arg-type] # checked in __post_init__
 
     @property
     def generation(self) -> Generation:

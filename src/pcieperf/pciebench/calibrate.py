@@ -192,15 +192,7 @@ def read_wire_ns(link: Link, size: int) -> float:
 
 def host_link(facts: HostFacts, policy: str) -> Link:
     """The device's link as the host facts describe it."""
-    return Link(
-        gen=facts.gen,
-        lanes=facts.lanes,
-        mps=facts.mps,
-        mrrs=facts.mrrs,
-        rcb=facts.rcb,
-        completion_policy=policy,
-        addr64=facts.addr64,
-    )
+    return Link.of(facts, completion_policy=policy)
 
 
 def _device_of(

@@ -84,15 +84,7 @@ class HostProfile:
     @property
     def link(self) -> Link:
         """The PCIe link these settings describe."""
-        return Link(
-            gen=self.gen,
-            lanes=self.lanes,
-            mps=self.mps,
-            mrrs=self.mrrs,
-            rcb=self.rcb,
-            completion_policy=self.completion_policy,
-            addr64=self.addr64,
-        )
+        return Link.of(self)
 
 
 def load_host(path: Path) -> HostProfile:

@@ -176,13 +176,7 @@ def load_platform(
     params, memory, core = platform_parts(platform_profile)
     return Platform(
         device=device,
-        link=Link(
-            gen=gen,
-            lanes=lanes,
-            mps=ref.mps,
-            mrrs=ref.mrrs,
-            completion_policy=shared.completion_policy,
-        ),
+        link=Link.of(ref, gen=gen, lanes=lanes, completion_policy=shared.completion_policy),
         llc_latency_ns=ref.llc_latency_ns,
         write_line_ns=shared.write_line_ns,
         partial_line_ns=shared.partial_line_ns,
