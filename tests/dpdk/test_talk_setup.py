@@ -61,6 +61,17 @@ def test_the_talks_read_requests_are_marked_as_inferred_from_the_talk():
     assert "read_requests_per_nic 40 (inference, 32-48" in block.to_text()
 
 
+SKX_X16 = load_platform(platform="skylake-sp", lanes=16)
+
+
+@given(st.integers(1, 768), st.integers(1, 4))
+def test_a_setups_read_requests_are_per_nic_whatever_the_profile_says(reads, nics):
+    # The model's one device stands for all NICs: each brings the setup's read requests.
+    fixed = replace(TALK.read_requests_per_nic, value=float(reads), low=1.0, high=768.0)
+    testbed = replace(TALK, nics=nics, read_requests_per_nic=fixed)
+    assert testbed.platform(SKX_X16).device.device.read_requests == reads * nics
+
+
 def test_without_a_setup_no_setup_block_is_added():
     # Outputs without --setup stay as they were (contracts, golden replay).
     assert "setup" not in api.sim(packets=20_000).data
