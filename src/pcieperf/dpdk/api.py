@@ -46,10 +46,20 @@ class Inputs:
     traffic: Traffic
     packets: int | None
     platform_profile: platform_profiles.PlatformProfile  # where the IOMMU, LLC and core come from
+    testbed: setups.Testbed | None = None  # `--setup`: what it fixes, named in every output
 
     def model(self) -> Model:
         """The model of this platform and traffic."""
         return Model(self.platform, self.traffic, self.packets)
+
+    def with_setup(self, payload: dict) -> dict:
+        """`payload` with a `setup` block (`Testbed.as_dict`) where a setup was given; without
+        one it is unchanged, so outputs without `--setup` stay as they were."""
+        return payload if self.testbed is None else {**payload, "setup": self.testbed.as_dict()}
+
+    def setup_line(self) -> str:
+        """The line naming the setup and the parameters it fixes; empty without a setup."""
+        return "" if self.testbed is None else self.testbed.inferred_text()
 
 
 def inputs(
@@ -134,7 +144,7 @@ def inputs(
     share, offer_mpps = parse_offered(offered)
     traffic = Traffic(parse_mix(str(frame)), Ethernet(eth), pace, share, offer_mpps)
     profile_of = platform_profiles.load_platform_profile(platform, Path(calibration))
-    return Inputs(loaded, port, traffic, packets, profile_of)
+    return Inputs(loaded, port, traffic, packets, profile_of, testbed)
 
 
 def parse_offered(text: str | float) -> tuple[float, float | None]:
@@ -169,8 +179,9 @@ def sim(**options: object) -> Report:
     """IOTLB misses per packet and the packet rate with and without the IOMMU for one setup
     (`pcieperf iommu sim`); `options` as `inputs` takes them."""
     given = inputs(**options)  # type: ignore[arg-type]
-    result = given.model().evaluate(given.setup).as_dict()
-    return Report(result, sim_text(result))
+    result = given.with_setup(given.model().evaluate(given.setup).as_dict())
+    text = sim_text(result)
+    return Report(result, "\n".join(part for part in (given.setup_line(), text) if part))
 
 
 def sim_text(r: dict) -> str:
@@ -241,7 +252,7 @@ def gain(
         given.packets,
         offer_from=given.traffic,
     )
-    return Table(rows, GAIN_COLUMNS)
+    return Table([given.with_setup(row) for row in rows], GAIN_COLUMNS, title=given.setup_line())
 
 
 # --- iommu advise ---------------------------------------------------------------------------
@@ -265,11 +276,12 @@ def advise(*, progress: Callable[[list], Iterable] | None = None, **options: obj
         given.packets,
         progress=progress or (lambda items: items),
     )
-    payload = advice.as_dict()
+    payload = given.with_setup(advice.as_dict())
+    setup_line = given.setup_line() and f"{given.setup_line()}\n"
     table = Table(
         payload,
         ADVICE_COLUMNS,
-        title=f"recommendation: {payload['recommendation']}\n{payload['reason']}",
+        title=f"{setup_line}recommendation: {payload['recommendation']}\n{payload['reason']}",
         text_rows=payload["options"],
     )
     return Report(payload, table.to_text(), source=advice)

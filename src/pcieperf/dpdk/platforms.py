@@ -119,7 +119,7 @@ def _calibration_value(ref: str, origin: str, cal: Calibration) -> float:
     return float(getattr(source, key))
 
 
-def _param(table: Any, origin: str, calibration: Callable[[], Calibration]) -> Param:
+def parse_param(table: Any, origin: str, calibration: Callable[[], Calibration]) -> Param:
     """One parameter table, checked: known keys, a kind, a source, low <= value <= high."""
     if not isinstance(table, dict):
         raise ProfileError(f"{origin}: expected a table with value/low/high/kind/source")
@@ -178,7 +178,7 @@ def parse_platform(data: dict[str, Any], origin: str, calibration: Path) -> Plat
         for name in names:
             if name not in table:
                 raise ProfileError(f"{origin} [{section}]: missing [{section}.{name}]")
-            params[f"{section}.{name}"] = _param(
+            params[f"{section}.{name}"] = parse_param(
                 table[name], f"{origin} [{section}.{name}]", loaded
             )
     return PlatformProfile(data["name"], data["title"], origin, params)

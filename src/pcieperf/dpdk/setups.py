@@ -5,19 +5,24 @@ src/pcieperf/dpdk/setups/*.toml).
 A setup fixes what its command line and topology fix: the ports (one per NIC, forwarding to
 each other as testpmd pairs them), the mbuf pool sized as testpmd sizes it, the mempool cache,
 the page size (`--no-huge`: 4 KiB) and the links. Ring sizes, frame sizes, poll delay and the
-platform stay options.
+platform stay options. A setup may also fix a NIC number its source implies but no datasheet
+publishes (`read_requests_per_nic`), as a parameter table with its range, kind and source like a
+platform profile's; outputs name it (`Testbed.as_dict`, `Testbed.inferred_text`).
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pcieperf._config import load_toml
 from pcieperf.dpdk.iommu.platform import Platform
+from pcieperf.dpdk.platforms import Param, parse_param
 from pcieperf.dpdk.port import ELEMENT_BYTES, PAGE_SIZES, PortSetup
 from pcieperf.errors import ProfileError, UsageError
+from pcieperf.pciebench.calibration_file import Calibration
 
 SETUP_DIR = Path(__file__).parent / "setups"
 # testpmd sizes its one mbuf pool, unless --total-num-mbufs is given, as (app/test-pmd/testpmd.c,
@@ -34,6 +39,8 @@ KEYS = {
     *("name", "title", "command", "ports", "nics", "gen", "lanes_per_nic", "eth_gbps"),
     *("iova", "source"),
 }
+# NIC parameters a setup may fix for all its NICs, overriding the NIC profile's value.
+NIC_PARAMS = ("read_requests_per_nic",)
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,7 @@ class Testbed:
     eth_gbps: int
     iova: str
     source: str
+    read_requests_per_nic: Param | None = None  # None: the NIC profile's [device] read_requests
 
     @property
     def eal(self) -> Eal:
@@ -144,9 +152,31 @@ class Testbed:
         every root port's posted-write credits: the model's one device and link stand for all
         NICs, which share only the IIO stack behind them (its IOMMU and write retirement)."""
         facts = base.device.device
-        facts = replace(facts, read_requests=facts.read_requests * self.nics)
+        per_nic = self.read_requests_per_nic
+        reads = facts.read_requests if per_nic is None else int(per_nic.value)
+        facts = replace(facts, read_requests=reads * self.nics)
         device = replace(base.device, device=facts)
         return replace(base, device=device, posted_credits=base.posted_credits * self.nics)
+
+    @property
+    def params(self) -> dict[str, Param]:
+        """The NIC parameters this setup fixes, by name."""
+        given = {name: getattr(self, name) for name in NIC_PARAMS}
+        return {name: param for name, param in given.items() if param is not None}
+
+    def as_dict(self) -> dict[str, object]:
+        """What outputs say of the setup: its name, title, source and the parameters it fixes
+        with their range, kind and source."""
+        params = {name: p.as_dict() for name, p in self.params.items()}
+        return {"name": self.name, "title": self.title, "source": self.source, "params": params}
+
+    def inferred_text(self) -> str:
+        """One line naming the setup and each parameter it fixes with its kind and range."""
+        fixed = "; ".join(
+            f"{name} {p.value:g} ({p.kind}, {p.low:g}-{p.high:g}: {p.source})"
+            for name, p in self.params.items()
+        )
+        return f"setup {self.name}" + (f": {fixed}" if fixed else "")
 
     def _check_memory(self, setup: PortSetup) -> None:
         """The pool must fit the command line's -m: DPDK's populate rule gives each mbuf a page
@@ -169,10 +199,25 @@ def load_testbed(name: str | Path) -> Testbed:
         if not path.is_file():
             raise UsageError(f"setup {name!r} is not allowed; use {', '.join(builtin_setups())}")
     data = load_toml(path)
-    if set(data) != KEYS:
-        missing, extra = sorted(KEYS - set(data)), sorted(set(data) - KEYS)
+    given = set(data) - set(NIC_PARAMS)
+    if given != KEYS:
+        missing, extra = sorted(KEYS - given), sorted(given - KEYS)
         raise ProfileError(f"{path}: setup keys missing {missing}, unknown {extra}")
-    return Testbed(**data)
+    params = {
+        name: parse_param(data.pop(name), f"{path} [{name}]", _no_calibration(path))
+        for name in NIC_PARAMS
+        if name in data
+    }
+    return Testbed(**data, **params)
+
+
+def _no_calibration(path: Path) -> Callable[[], Calibration]:
+    """A setup's parameters give values: one taken `from` a calibration is refused."""
+
+    def refuse() -> Calibration:
+        raise ProfileError(f"{path}: a setup parameter takes a value, not from = a calibration")
+
+    return refuse
 
 
 def builtin_setups() -> list[str]:
