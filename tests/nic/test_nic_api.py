@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pcieperf as pp
+from pcieperf.nic.profile import PROFILES as PROFILE_DIR
 from pcieperf.nic.profile import builtin_profiles
 
 PROFILES = builtin_profiles()
@@ -39,3 +40,22 @@ def test_sizes_alone_and_with_a_named_mix_agree_on_the_shared_rows():
     with_imix = pp.nic(sizes="64,1518,imix").to_json()
     assert alone == with_imix[:2]
     assert alone[0]["bottleneck"] == "pcie_up"
+
+
+def test_a_profile_without_device_facts_has_no_tag_bound(tmp_path):
+    # Issue 27: the tags bind only where a [device] table gives them; without one the bound is
+    # null in JSON (JSON has no infinity) and the text says there is none.
+    profile = (PROFILE_DIR / "simple.toml").read_text()
+    start, end = profile.index("[device]"), profile.index("[[tx]]")
+    body = profile[:start] + profile[end:]
+    for fact, value in (
+        ("rx_fetch_bytes", "desc"),
+        ("tx_fetch_bytes", "desc"),
+        ("rx_wb_batch", "1"),
+    ):
+        body = body.replace(fact, value)  # the operations' expressions name the device's facts
+    path = tmp_path / "nodevice.toml"
+    path.write_text(body)
+    table = pp.nic(profile=str(path), sizes=[64])
+    assert table.to_json()[0]["tag_bound_pps"] is None
+    assert "read tags: no limit" in table.to_text()

@@ -240,6 +240,8 @@ def _tag_limit(
 
 def _tags_line(result: NicResult, host_source: str) -> str:
     """Where the tag bound comes from: the tags and the read latency they are held for."""
+    if math.isinf(result.tags):
+        return "read tags: no limit (the profile has no [device] table to take them from)"
     return (
         f"read tags: {result.tags:g}, each held a {result.read_ns:.0f} ns read round trip "
         f"(host: {host_source})"
