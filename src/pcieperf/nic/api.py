@@ -228,13 +228,10 @@ def _tag_limit(
     """The device's tags and the host read latency they are held for, as `latency` takes
     them, and where the latency comes from (the assumed host where none is given)."""
     from pcieperf.nic.host import LOADED_STAT, assumed_host
-    from pcieperf.nic.nic import TagLimit
+    from pcieperf.nic.nic import TagLimit, check_tags
 
-    if tags is not None and tags < 1:
-        raise UsageError(f"tags {tags!r} is not allowed; give a whole number >= 1")
-    found = _latency_host(host, calibration, read_ns, None, cache)
-    if found is None:
-        return TagLimit(tags), assumed_host().source
+    check_tags(tags)
+    found = _latency_host(host, calibration, read_ns, None, cache) or assumed_host()
     return TagLimit(tags, found.read_ns[LOADED_STAT]), found.source
 
 

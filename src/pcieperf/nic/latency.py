@@ -36,7 +36,7 @@ from pcieperf.nic.host import (
     assumed_host,
     host_from_dir,
 )
-from pcieperf.nic.nic import TagLimit, evaluate_sizes
+from pcieperf.nic.nic import TagLimit, check_tags, evaluate_sizes
 from pcieperf.nic.pricing import operation_cost
 from pcieperf.nic.profile import (
     DEFAULT_PROFILE,
@@ -226,8 +226,7 @@ def loopback(
     eth = eth or Ethernet()
     if pps is not None and not (np.isfinite(pps) and pps > 0):
         raise UsageError(f"rate {pps!r} is not allowed; give packets per second > 0")
-    if tags is not None and tags < 1:
-        raise UsageError(f"tags {tags!r} is not allowed; give a whole number >= 1")
+    check_tags(tags)
     host = host or assumed_host()
     chosen = check_params(params)
     path = _Path(nic, link, eth, frame, host)

@@ -69,6 +69,12 @@ class TagLimit(NamedTuple):
 NO_LIMIT_GIVEN = TagLimit()
 
 
+def check_tags(tags: int | None) -> None:
+    """A usage error where a given tag count is below one (None: the profile's)."""
+    if tags is not None and tags < 1:
+        raise UsageError(f"tags {tags!r} is not allowed; give a whole number >= 1")
+
+
 class NicResult:
     """What a NIC/driver model achieves on a link and Ethernet port, one row per size or mix.
 
