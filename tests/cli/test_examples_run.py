@@ -9,26 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pcieperf.cli.examples import EXAMPLES
+from pcieperf.cli.examples import AFTER, EXAMPLES, ordered, readme_lines
 from tests.helpers import ROOT, SHARED
 from tests.helpers.dpdk import leftovers, needs_dpdk, needs_testpmd
 
 RUN_S = 600  # a generous deadline per example on a loaded 2-core machine
-# Examples that need what a user makes first, after what makes it (each key once, in this
-# order; the rest run before them in EXAMPLES' order).
-AFTER = (
-    "data import",
-    "data show",
-    "data plot",
-    "bench predict",
-    "validate",
-    "counters import",
-    "counters ls",
-    "counters show",
-    "counters rm",
-    "capture run",
-    "capture show",
-)
 NEEDS = {"capture run": needs_dpdk, "capture show": needs_dpdk, "dpdk run": needs_testpmd}
 README_NEEDS = (  # what a README line needs besides the files earlier lines write
     (re.compile(r"capture (run|show)"), needs_dpdk),
@@ -39,28 +24,9 @@ STORED_RESULTS = re.compile(r"data (show|plot)")
 OUTPUT = re.compile(r"(?:-o|--out)\s+(\S+)")
 
 
-def _ordered() -> list[tuple[str, str]]:
-    """Each distinct example line once (a group repeats one of its commands'), in run order."""
-    keys = [k for k in EXAMPLES if k not in AFTER] + list(AFTER)
-    seen, ordered = set(), []
-    for key in keys:
-        line = EXAMPLES[key]
-        if line not in seen:
-            seen.add(line)
-            ordered.append((key, line))
-    return ordered
-
-
 def _needs_shared(line: str) -> bool:
     """Whether a line reads the measured data, itself or as `data import` stored it."""
     return "../shared/data" in line or STORED_RESULTS.search(line) is not None
-
-
-def _readme_lines() -> list[str]:
-    """The command lines of the README's "What it answers" block, in order."""
-    text = (ROOT / "README.md").read_text()
-    block = text.split("## What it answers", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
-    return [line for line in block.splitlines() if line.strip()]
 
 
 def _clone(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
@@ -100,10 +66,10 @@ def _run(line: str, work: Path) -> None:
 
 def test_every_example_is_run_once():
     assert set(AFTER) <= set(EXAMPLES)
-    assert sorted(line for _, line in _ordered()) == sorted(set(EXAMPLES.values()))
+    assert sorted(line for _, line in ordered()) == sorted(set(EXAMPLES.values()))
 
 
-@pytest.mark.parametrize(("key", "line"), _ordered(), ids=[key for key, _ in _ordered()])
+@pytest.mark.parametrize(("key", "line"), ordered(), ids=[key for key, _ in ordered()])
 def test_example_runs_as_pasted(key, line, clone):
     if _needs_shared(line) and not SHARED.is_dir():
         pytest.skip(f"{SHARED} is absent (set PCIEPERF_SHARED_DATA)")
@@ -116,7 +82,7 @@ def test_example_runs_as_pasted(key, line, clone):
         assert leftovers() == before
 
 
-@pytest.mark.parametrize("line", _readme_lines())
+@pytest.mark.parametrize("line", readme_lines((ROOT / "README.md").read_text()))
 def test_readme_line_runs_as_pasted(line, readme_clone):
     work, not_made = readme_clone
     marks = [mark for pattern, mark in README_NEEDS if pattern.search(line)]

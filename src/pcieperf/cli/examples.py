@@ -1,6 +1,6 @@
 """The example line at the end of each command's --help: real files from a clone's root
 (tests/data, ../shared/data) or files an earlier example writes, so that each runs as pasted
-(tests/cli/test_examples_run.py runs them all)."""
+(tests/cli/test_examples_run.py runs them all, scripts/golden_json.py replays their JSON)."""
 
 HOST = "../shared/data/pcie-bench/nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
 PCM = "tests/data/counters/pcm-iio-skx.csv"
@@ -59,3 +59,37 @@ EXAMPLES = {
     "sweep": "pcieperf sweep tests/data/sweep-dma.toml -o grid.parquet --scheduler local:2",
 }
 """One example line per command and command group, shown at the end of its --help."""
+# Examples that need what a user makes first, after what makes it (each key once, in this
+# order; the rest run before them in EXAMPLES' order).
+AFTER = (
+    "data import",
+    "data show",
+    "data plot",
+    "bench predict",
+    "validate",
+    "counters import",
+    "counters ls",
+    "counters show",
+    "counters rm",
+    "capture run",
+    "capture show",
+)
+
+
+def ordered() -> list[tuple[str, str]]:
+    """Each distinct example line once (a group repeats one of its commands'), in run order."""
+    keys = [k for k in EXAMPLES if k not in AFTER] + list(AFTER)
+    seen: set[str] = set()
+    lines = []
+    for key in keys:
+        line = EXAMPLES[key]
+        if line not in seen:
+            seen.add(line)
+            lines.append((key, line))
+    return lines
+
+
+def readme_lines(readme: str) -> list[str]:
+    """The command lines of a README's "What it answers" block, in order."""
+    block = readme.split("## What it answers", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]

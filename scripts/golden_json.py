@@ -1,0 +1,193 @@
+"""Golden replay of every command's JSON (issue 30): the README's lines, every --help example and
+a line per shipped NIC profile and IOMMU platform, each run with `--json` in a clone-like folder
+of its own. `record` writes what they print to tests/data/golden/; `check` replays them and says
+which differ, byte for byte (exit 1), so that a restructuring can show it changed no output.
+Lines that need DPDK, root or a stored run are left out; volatile values (wall-clock seconds,
+the folder's path) are replaced by a placeholder. Run: python scripts/golden_json.py record|check
+[--only TEXT] [--rel R]; tests/test_golden_json.py replays the recording with a float tolerance
+(another CPU's SIMD may round a last bit differently)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from pcieperf.cli.examples import ordered, readme_lines
+from pcieperf.dpdk.platforms import builtin_platforms
+from pcieperf.nic.profile import builtin_profiles
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "data" / "golden"
+SHARED = Path(os.environ.get("PCIEPERF_SHARED_DATA") or ROOT.parent / "shared" / "data")
+RUN_S = 600  # a generous deadline per line on a loaded 2-core machine
+# Lines left out: real DPDK runs and what reads them, and the figure report (its JSON lists files).
+LEFT_OUT = re.compile(r"dpdk run |capture (run|show)|--from-run|pcieperf report")
+VOLATILE_KEYS = frozenset({"seconds", "cpu_s", "imported_at"})  # clock readings
+# Lines that read what `data import` stored from the measured data.
+READS_STORED_RESULTS = re.compile(r"data (ls|show|plot)")
+OUTPUT = re.compile(r"(?:-o|--out)\s+(\S+)")
+WORK = "<work>"
+
+
+def recorded_lines() -> Iterator[str]:
+    """Lines beyond the docs': every NIC profile and IOMMU platform on the default frames."""
+    for profile in builtin_profiles():
+        yield f"pcieperf nic --profile {profile} --sizes 64,256,1518,imix"
+    for platform in builtin_platforms():
+        yield f"pcieperf iommu sim --platform {platform} --page 4k --rxd 1024 --frame 64"
+
+
+def suites() -> dict[str, list[str]]:
+    """Each suite's lines, in the order they run (later lines read what earlier ones write)."""
+    readme = readme_lines((ROOT / "README.md").read_text())
+    examples = [line for _, line in ordered()]
+    return {"readme": readme, "examples": examples, "recorded": list(recorded_lines())}
+
+
+def command(line: str) -> str:
+    """The line without its comment, with `--json` before any arguments passed through."""
+    line = line.split("  #", 1)[0].strip()
+    if "--json" in line.split():
+        return line
+    head, sep, tail = line.partition(" -- ")
+    return f"{head} --json{' ' + sep.strip() + ' ' + tail if sep else ''}"
+
+
+def runnable(lines: list[str], only: str = "") -> list[str]:
+    """The lines the replay runs here: no DPDK, and without the measured data none that reads
+    it, what `data import` stored from it, or a file an earlier such line writes."""
+    kept, not_made = [], set()
+    for line in lines:
+        reads = set(line.split())
+        needs_shared = (
+            "../shared/data" in line or READS_STORED_RESULTS.search(line) or (reads & not_made)
+        )
+        if LEFT_OUT.search(line) or (needs_shared and not SHARED.is_dir()):
+            not_made.update(p for out in OUTPUT.findall(line) for p in (out, out.rstrip("/")))
+        elif only in line:
+            kept.append(line)
+    return kept
+
+
+def clone(top: Path) -> Path:
+    """A folder laid out as a clone's root: tests/ and ../shared/data linked in."""
+    work = top / "pcieperf"
+    work.mkdir()
+    (work / "tests").symlink_to(ROOT / "tests")
+    (top / "shared").mkdir()
+    if SHARED.is_dir():
+        (top / "shared" / "data").symlink_to(SHARED)
+    return work
+
+
+def steady(value: object, work: str) -> object:
+    """The JSON value with the folder's path and wall-clock figures replaced by placeholders."""
+    if isinstance(value, dict):
+        return {
+            k: "<volatile>" if k in VOLATILE_KEYS else steady(v, work) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [steady(v, work) for v in value]
+    if isinstance(value, str):
+        return value.replace(work, WORK)
+    return value
+
+
+def run(line: str, work: Path) -> object:
+    """One line's JSON, steadied; a failing line is recorded as its exit status and stderr."""
+    env = os.environ | {"PCIEPERF_DB": str(work / "store.duckdb"), "COLUMNS": "100"}
+    done = subprocess.run(
+        ["bash", "-c", command(line)],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_S,
+    )
+    if done.returncode != 0:
+        return {"exit": done.returncode, "stderr": done.stderr.replace(str(work), WORK)}
+    return steady(json.loads(done.stdout), str(work))
+
+
+def replay(name: str, lines: list[str], only: str = "") -> dict[str, object]:
+    """Every runnable line of one suite, run in order in a fresh clone."""
+    with tempfile.TemporaryDirectory(prefix=f"golden-{name}-") as top:
+        work = clone(Path(top))
+        return {line: run(line, work) for line in runnable(lines, only)}
+
+
+def replay_all(only: str = "") -> dict[str, dict[str, object]]:
+    """Every suite's replay, the suites side by side (each in a folder of its own)."""
+    with ThreadPoolExecutor() as pool:
+        runs = {name: pool.submit(replay, name, lines, only) for name, lines in suites().items()}
+        return {name: run.result() for name, run in runs.items()}
+
+
+def canonical(value: object) -> str:
+    """The JSON text two replays are compared by."""
+    return json.dumps(value, indent=1, sort_keys=True) + "\n"
+
+
+def close(got: object, want: object, rel: float) -> bool:
+    """Whether two JSON values are equal, floats within `rel` of each other (0: bit for bit)."""
+    if isinstance(got, float) and isinstance(want, float) and rel > 0:
+        return math.isclose(got, want, rel_tol=rel) or (math.isnan(got) and math.isnan(want))
+    if isinstance(got, dict) and isinstance(want, dict):
+        return got.keys() == want.keys() and all(close(got[k], want[k], rel) for k in got)
+    if isinstance(got, list) and isinstance(want, list):
+        pairs = zip(got, want, strict=False)
+        return len(got) == len(want) and all(close(g, w, rel) for g, w in pairs)
+    return canonical(got) == canonical(want)
+
+
+def golden(name: str) -> dict[str, object]:
+    """One suite's recording."""
+    return json.loads((GOLDEN / f"{name}.json").read_text())
+
+
+def differences(name: str, replayed: dict[str, object], rel: float = 0.0) -> list[str]:
+    """The lines of one suite whose JSON is not the recording's (or was never recorded)."""
+    recorded = golden(name)
+    return [
+        f"{name}: {'differs' if line in recorded else 'not recorded'}: {line}"
+        for line, value in replayed.items()
+        if line not in recorded or not close(value, recorded[line], rel)
+    ]
+
+
+def record() -> int:
+    """Write every suite's replay to tests/data/golden/NAME.json."""
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name, replayed in replay_all().items():
+        (GOLDEN / f"{name}.json").write_text(canonical(replayed))
+    return 0
+
+
+def check(only: str, rel: float) -> int:
+    """Replay every suite and name each line whose JSON differs from the recording."""
+    found = [line for name, got in replay_all(only).items() for line in differences(name, got, rel)]
+    print("\n".join([*found, f"{len(found)} lines differ"]))
+    return 1 if found else 0
+
+
+def main() -> int:
+    """Record or check."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=("record", "check"))
+    parser.add_argument("--only", default="", help="check only lines containing this text")
+    parser.add_argument("--rel", type=float, default=0.0, help="float tolerance of check")
+    args = parser.parse_args()
+    return record() if args.mode == "record" else check(args.only, args.rel)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

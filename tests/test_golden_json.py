@@ -1,0 +1,65 @@
+"""Every command's JSON is what it was when recorded (issue 30: a restructuring must not change
+a single output): scripts/golden_json.py replays the README's lines, every --help example and a
+line per shipped NIC profile and platform, and compares them with tests/data/golden/. Floats
+may differ in their last bits on another CPU (numpy picks SIMD kernels per CPU), so they are
+compared to 1e-9; everything else exactly. After an intended change: `python
+scripts/golden_json.py record`, and say why in the commit."""
+
+import importlib.util
+
+import pytest
+
+from tests.helpers import ROOT, SHARED
+
+_spec = importlib.util.spec_from_file_location("golden_json", ROOT / "scripts" / "golden_json.py")
+golden_json = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(golden_json)
+REL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def replayed():
+    return golden_json.replay_all()
+
+
+@pytest.mark.parametrize("suite", ["readme", "examples", "recorded"])
+def test_every_json_is_the_recorded_one(suite, replayed):
+    assert golden_json.differences(suite, replayed[suite], REL) == []
+
+
+def test_the_replay_covers_the_docs_and_every_shipped_profile_and_platform(replayed):
+    # 6 NIC profiles and 6 platforms shipped (nic/profiles/, dpdk/platforms/) at recording.
+    assert len(replayed["recorded"]) == len(golden_json.golden("recorded")) == 12
+    if SHARED.is_dir():  # every runnable README line replayed: 46 of 52 (6 need DPDK or report)
+        assert len(replayed["readme"]) == len(golden_json.golden("readme")) == 46
+
+
+def test_a_changed_number_or_key_is_a_difference():
+    want = {"mpps": 48.21, "limited_by": "read_requests"}
+    assert golden_json.close(
+        {"mpps": 48.21 * (1 + 1e-12), "limited_by": "read_requests"}, want, REL
+    )
+    assert not golden_json.close({"mpps": 48.22, "limited_by": "read_requests"}, want, REL)
+    assert not golden_json.close({"mpps": 48.21, "limited_by": "pcie_up"}, want, REL)
+    assert not golden_json.close({"mpps": 48.21}, want, REL)
+    assert not golden_json.close(1, 1.0000001, 0.0)
+
+
+def test_volatile_values_are_placeholders_and_paths_are_the_clones():
+    value = {"seconds": 1.5, "out": "/tmp/x/pcieperf/a.png", "rows": [{"imported_at": "2026"}]}
+    steady = golden_json.steady(value, "/tmp/x/pcieperf")
+    assert steady == {
+        "seconds": "<volatile>",
+        "out": "<work>/a.png",
+        "rows": [{"imported_at": "<volatile>"}],
+    }
+
+
+def test_lines_needing_dpdk_are_left_out_and_the_json_flag_goes_before_passed_arguments():
+    assert golden_json.runnable(["pcieperf dpdk run --pcap a.pcap -- --burst=16"]) == []
+    line = "pcieperf dpdk run --pcap a.pcap --seconds 3 -- --burst=16"
+    assert (
+        golden_json.command(line)
+        == "pcieperf dpdk run --pcap a.pcap --seconds 3 --json -- --burst=16"
+    )
+    assert golden_json.command("pcieperf link --gen 3  # Gb/s") == "pcieperf link --gen 3 --json"
