@@ -46,7 +46,7 @@ def test_an_output_that_appears_meanwhile_is_kept(tmp_path):
         tmp.write_text("new")
         out.write_text("theirs")
 
-    with pytest.raises(UsageError, match="exists; pass --force"):
+    with pytest.raises(UsageError, match="exists; pass `force`"):
         outputs.write_with(out, False, theirs_meanwhile)
     assert out.read_text() == "theirs"
     assert _temporaries(tmp_path) == []

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pcieperf import progress
-from pcieperf.errors import PcieperfError, UsageError
+from pcieperf.errors import PcieperfError, UsageError, param
 
 if TYPE_CHECKING:  # distributed is the optional `dask` extra: imported where it is used
     from distributed import Client
@@ -85,7 +85,7 @@ def parse_scheduler(text: str | None) -> Scheduler:
     `dask` extra is installed when a scheduler is named."""
     if text is None:
         return Scheduler()
-    require_dask(f"--scheduler {text}")
+    require_dask(f"{param('scheduler')} {text}")
     if text == "local":
         return Scheduler(workers=os.cpu_count() or 1)
     if text.startswith("local:"):
@@ -98,7 +98,7 @@ def parse_scheduler(text: str | None) -> Scheduler:
         return Scheduler(workers=int(count))
     match = _ADDRESS.fullmatch(text)
     if match is None or not 1 <= int(match.group(3)) <= 65535:
-        raise UsageError(f"--scheduler {text!r} is not allowed; {_SCHEDULER_HELP}")
+        raise UsageError(f"{param('scheduler')} {text!r} is not allowed; {_SCHEDULER_HELP}")
     return Scheduler(address=text)
 
 

@@ -17,6 +17,8 @@ PcieperfWarning            (a UserWarning) something odd but usable (a rate abov
                            carries, …): library code warns, the CLI prints it as one line
 
 Errors of the Rust core (`pcieperf._core`) become these classes in `pcieperf._native` only.
+A message names a parameter with `param(name)`: the library shows the parameter's name, the CLI
+its flag (cli.main translates, in one place), so the library never speaks in flags.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from os import PathLike
 from typing import TYPE_CHECKING
 
@@ -32,7 +34,31 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-class PcieperfError(Exception):
+_PARAM = "\x1f"  # ASCII unit separator: brackets a parameter's name inside a message
+
+
+def param(name: str) -> str:
+    """A parameter named inside a message: shown as `name` by the library and as its flag by
+    the CLI (`worded`), so one message serves both."""
+    return f"{_PARAM}{name}{_PARAM}"
+
+
+class Worded:
+    """A message whose parameters (`param`) are shown in the reader's words."""
+
+    args: tuple[object, ...]
+
+    def worded(self, word: Callable[[str], str]) -> str:
+        """The message with each parameter's name replaced by `word(name)`."""
+        parts = super().__str__().split(_PARAM)
+        parts[1::2] = [word(name) for name in parts[1::2]]
+        return "".join(parts)
+
+    def __str__(self) -> str:
+        return self.worded(lambda name: f"`{name}`")
+
+
+class PcieperfError(Worded, Exception):
     """Base of every error pcieperf raises deliberately."""
 
 
@@ -57,7 +83,7 @@ class InternalError(Exception):
     """pcieperf broke one of its own rules (a bug, not a bad input); the message says which."""
 
 
-class PcieperfWarning(UserWarning):
+class PcieperfWarning(Worded, UserWarning):
     """A result is computed but an input is odd; the message says what and why it matters."""
 
 
@@ -109,7 +135,7 @@ def require_new_file(path: str | PathLike, force: bool) -> None:
     if out.exists() and not out.is_file():
         raise UsageError(f"{path} is not a regular file (a device or pipe); give a file name")
     if out.exists() and not force:
-        raise UsageError(f"{path} exists; pass --force to overwrite it")
+        raise UsageError(f"{path} exists; pass {param('force')} to overwrite it")
     _require_writable_folder(path, out.absolute().parent)
 
 
@@ -130,7 +156,7 @@ def require_new_folder(path: str | PathLike, force: bool) -> None:
         raise UsageError(f"output folder {path} exists and is not a folder; choose another")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise UsageError(
-            f"output folder {path} exists and is not empty; pass --force to write into it"
+            f"output folder {path} exists and is not empty; pass {param('force')} to write into it"
         )
     _require_writable_folder(f"output folder {path}", out.absolute().parent)
 

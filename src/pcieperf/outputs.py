@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pcieperf.errors import UsageError, warn
+from pcieperf.errors import UsageError, param, warn
 
 MARK = "pcieperf"  # a temporary's name: .OUTPUT.pcieperf-PID-RANDOM.part
 RENAME_NOREPLACE = 1  # renameat2(2) flag, <linux/fs.h>
@@ -131,14 +131,14 @@ def _rename_noreplace(src: Path, dst: Path) -> None:
     try:
         _renameat2(src, dst, RENAME_NOREPLACE)
     except FileExistsError:
-        raise UsageError(f"{dst} exists; pass --force to overwrite it") from None
+        raise UsageError(f"{dst} exists; pass {param('force')} to overwrite it") from None
     except OSError as exc:
         if exc.errno not in (errno.EINVAL, errno.ENOSYS) or src.is_dir():
             raise
         try:
             os.link(src, dst)
         except FileExistsError:
-            raise UsageError(f"{dst} exists; pass --force to overwrite it") from None
+            raise UsageError(f"{dst} exists; pass {param('force')} to overwrite it") from None
 
 
 def _renameat2(src: Path, dst: Path, flags: int) -> None:

@@ -89,7 +89,8 @@ def test_the_summaries_in_pcieperf_help_are_the_commands_own():
 def test_pcieperf_help_imports_no_command_module():
     # Start-up (issue 15): `pcieperf --help` builds every command's name and summary, not its
     # options, so no module that registers a command is imported (nor traceback: --debug only);
-    # examples holds the example lines of the epilogs, a table only.
+    # examples holds the example lines of the epilogs, a table only; _words how errors name
+    # flags, a table and two functions.
     probe = (
         "import sys\nfrom pcieperf.cli import main\n"
         "try: main(['--help'])\nexcept SystemExit: pass\n"
@@ -98,7 +99,12 @@ def test_pcieperf_help_imports_no_command_module():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == str(
-        ["pcieperf.cli._common", "pcieperf.cli._parser", "pcieperf.cli.examples"]
+        [
+            "pcieperf.cli._common",
+            "pcieperf.cli._parser",
+            "pcieperf.cli._words",
+            "pcieperf.cli.examples",
+        ]
     )
 
 

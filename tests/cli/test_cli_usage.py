@@ -147,7 +147,7 @@ def test_outputs_must_be_regular_files(tmp_path):
         require_new_file(tmp_path, force=True)
     with pytest.raises(UsageError, match="does not exist"):
         require_new_file(tmp_path / "missing" / "x.png", force=False)
-    with pytest.raises(UsageError, match="exists; pass --force"):
+    with pytest.raises(UsageError, match="exists; pass `force`"):
         require_new_file(__file__, force=False)
     require_new_file(__file__, force=True)  # an existing regular file with --force is fine
 

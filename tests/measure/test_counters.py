@@ -145,7 +145,7 @@ def test_perf_stat_raw_umask_spellings_and_skipped_only_files(tmp_path):
 
 @pytest.mark.parametrize("interval", [-1.0, float("nan"), float("inf"), 0.0])
 def test_interval_must_be_positive_and_finite(interval):
-    with pytest.raises(UsageError, match="--interval"):
+    with pytest.raises(UsageError, match="`interval_s`"):
         counters.parse(DATA / "perf-iostat-interval.csv", None, interval_s=interval)
 
 

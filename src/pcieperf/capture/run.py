@@ -26,7 +26,7 @@ from pathlib import Path
 from pcieperf import interrupts, outputs
 from pcieperf.capture import hugepages, placement, threads, tools
 from pcieperf.dpdk import testpmd
-from pcieperf.errors import PcieperfError, UsageError, require_choice, require_new_file, warn
+from pcieperf.errors import PcieperfError, UsageError, param, require_choice, require_new_file, warn
 from pcieperf.net.trace.statistics import stats_files
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
 
@@ -71,25 +71,30 @@ class CaptureConfig:
                 f"{MAX_FRAME_BYTES} bytes (FCS included; one mbuf of 2048 B)"
             )
         testpmd.RunConfig(seconds=self.seconds)  # the same --seconds rule as `dpdk run`
-        require_choice("--tool", self.tool, TOOL_NAMES)
-        require_choice("--capture-format", self.format, FORMATS)
+        require_choice(param("tool"), self.tool, TOOL_NAMES)
+        require_choice(param("format"), self.format, FORMATS)
         if self.tool == "pdump" and self.format != "pcap":
             raise UsageError(
-                "--tool pdump writes pcap only (its net_pcap port): add --capture-format pcap"
+                f"{param('tool')} pdump writes pcap only (its net_pcap port): "
+                f"add {param('format')} pcap"
             )
-        require_choice("--sink", self.sink, SINKS)
+        require_choice(param("sink"), self.sink, SINKS)
         if self.fwd_lcores not in (1, 2):
-            raise UsageError(f"--lcores {self.fwd_lcores!r} is not allowed; give 1 or 2")
+            raise UsageError(f"{param('lcores')} {self.fwd_lcores!r} is not allowed; give 1 or 2")
         low, high = RING_SIZES
         ring = self.ring_size
         if not (isinstance(ring, int) and low <= ring <= high and ring & (ring - 1) == 0):
             raise UsageError(
-                f"--ring-size {ring!r} is not allowed; use a power of two from {low} to {high}"
+                f"{param('ring_size')} {ring!r} is not allowed; use a power of two from {low} "
+                f"to {high}"
             )
         if self.snaplen is not None and not 1 <= self.snaplen <= 65535:
-            raise UsageError(f"--snaplen {self.snaplen!r} is not allowed; give 1 to 65535")
+            raise UsageError(f"{param('snaplen')} {self.snaplen!r} is not allowed; give 1 to 65535")
         if (self.sink == "file") != (self.out is not None):
-            raise UsageError("--out names the capture file of --sink file, and only it takes one")
+            raise UsageError(
+                f"{param('out')} names the capture file of {param('sink')} file, and only it "
+                "takes one"
+            )
 
     @property
     def mode(self) -> str:
@@ -322,9 +327,11 @@ def _check_sink(cfg: CaptureConfig) -> None:
         require_new_file(cfg.out, cfg.force)
         folder = Path(cfg.out).absolute().parent
         if not os.access(folder, os.W_OK):
-            raise UsageError(f"--out {cfg.out}: folder {folder} is not writable")
+            raise UsageError(f"{param('out')} {cfg.out}: folder {folder} is not writable")
     elif cfg.sink == "tmpfs" and not os.access(TMPFS, os.W_OK):
-        raise UsageError(f"--sink tmpfs writes into {TMPFS}, which is missing or not writable")
+        raise UsageError(
+            f"{param('sink')} tmpfs writes into {TMPFS}, which is missing or not writable"
+        )
 
 
 def _pool(cfg: CaptureConfig) -> tuple[int, int]:

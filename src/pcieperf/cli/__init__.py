@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pcieperf import interrupts, progress
 from pcieperf.cli._parser import (
@@ -23,8 +23,9 @@ from pcieperf.cli._parser import (
     _parser_options,
     _Version,
 )
+from pcieperf.cli._words import flag_namer
 from pcieperf.cli.examples import EXAMPLES
-from pcieperf.errors import PcieperfError, PcieperfWarning, UsageError, require_plot_file
+from pcieperf.errors import PcieperfError, PcieperfWarning, UsageError, Worded, require_plot_file
 
 _TOP_LEVEL = (
     "link",
@@ -126,9 +127,15 @@ def _top_level_word(argv: Sequence[str]) -> str:
     return next((word for word in argv if not word.startswith("-")), "")
 
 
-def _show_warning(message: Warning | str, category: type[Warning], *_: object) -> None:
-    """One line on stderr per warning, in the CLI's voice (no file and line of the source)."""
-    print(f"pcieperf: warning: {message}", file=sys.stderr)
+def _warning_printer(flag: Callable[[str], str]) -> Callable[..., None]:
+    """Print each warning as one line on stderr, in the CLI's voice (its flags; no file and
+    line of the source)."""
+
+    def show(message: Warning | str, category: type[Warning], *_: object) -> None:
+        text = message.worded(flag) if isinstance(message, Worded) else message
+        print(f"pcieperf: warning: {text}", file=sys.stderr)
+
+    return show
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -153,10 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.help_of.print_help()
         return 0
     progress.configure(quiet=args.quiet or args.output_format != "table")
+    flag = flag_namer(args.command_parser)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always", PcieperfWarning)
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _warning_printer(flag)
             _check_outputs(args)
             with interrupts.stop_as_interrupt():
                 args.func(args)
@@ -168,10 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except UsageError as exc:
-        print(f"pcieperf: error: {exc}", file=sys.stderr)
+        print(f"pcieperf: error: {exc.worded(flag)}", file=sys.stderr)
         return 2
     except PcieperfError as exc:
-        print(f"pcieperf: error: {exc}", file=sys.stderr)
+        print(f"pcieperf: error: {exc.worded(flag)}", file=sys.stderr)
         return 1
     except OSError as exc:
         if exc.errno is None or exc.filename is None:

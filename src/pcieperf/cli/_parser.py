@@ -92,6 +92,7 @@ def _add_command(
         help="the same as --format json",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(command_parser=p)  # how its errors name parameters (cli._words)
     if link:
         _add_link_options(p)
     if store:

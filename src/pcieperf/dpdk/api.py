@@ -19,7 +19,7 @@ from pcieperf.dpdk.iommu.advise import gain as ring_gains
 from pcieperf.dpdk.iommu.model import Model
 from pcieperf.dpdk.iommu.platform import Platform, Traffic, load_platform
 from pcieperf.dpdk.port import PortSetup, parse_page
-from pcieperf.errors import UsageError, warn
+from pcieperf.errors import UsageError, param, warn
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.net.wire import DEFAULT_FRAME_BYTES, DEFAULT_PPS, FCS_BYTES, frames_text
 from pcieperf.nic.profile import DEFAULT_PROFILE
@@ -426,7 +426,9 @@ def dpdk_forwarding(
 
     size = packet_size(frame, pkt)
     if mix is not None and size is not None:
-        raise UsageError("--mix sets the frame sizes; drop --frame/--pkt")
+        raise UsageError(
+            f"{param('mix')} sets the frame sizes; drop {param('frame')}/{param('pkt')}"
+        )
     link, cfg = link_and_config(size, **options)
     rate = parse_rate(str(pps))
     frames = parse_mix(mix) if mix is not None else None

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pcieperf import interrupts
-from pcieperf.errors import PcieperfError, UsageError, require_choice, require_positive
+from pcieperf.errors import PcieperfError, UsageError, param, require_choice, require_positive
 from pcieperf.net.trace.files import read
 
 TESTPMD_ENV = "PCIEPERF_TESTPMD"
@@ -66,7 +66,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         require_choice("testpmd mode", self.mode, MODES)
-        require_positive("--seconds", self.seconds)
+        require_positive(param("seconds"), self.seconds)
         require_positive("null packet size", self.null_size)
         if (self.mode == "pcap") != (self.pcap is not None):
             raise UsageError("the pcap mode needs a capture file, and only it takes one")

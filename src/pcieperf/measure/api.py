@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pcieperf import outputs
 from pcieperf.dpdk.api import link_and_config, packet_size
 from pcieperf.dpdk.platforms import DEFAULT_PLATFORM
-from pcieperf.errors import UsageError, require_new_file
+from pcieperf.errors import UsageError, param, require_new_file
 from pcieperf.measure.records import open_store
 from pcieperf.net.wire import FCS_BYTES, frames_text
 from pcieperf.results import Column, Report, Table
@@ -164,7 +164,9 @@ def stored_run(run: int, db: str | Path | None = None, given: tuple[str, ...] = 
     """The stored `dpdk run` numbered `run` (store `db`, default the user's), whose rate,
     packet size and batch histogram replace the options in `given` (so none may be given)."""
     if given:
-        raise UsageError(f"--from-run measures what {', '.join(given)} would set; give one")
+        raise UsageError(
+            f"{param('from_run')} measures what {', '.join(given)} would set; give one"
+        )
     with open_store(db) as store:
         return store.dpdk_run(run)
 
@@ -258,11 +260,12 @@ def explain(
     size = packet_size(frame, pkt)
     if from_run is None and (pps is None or size is None):
         raise UsageError(
-            "explaining counters needs --pps and --frame (the rate and packet size they were "
-            "measured at), or --from-run RUN"
+            f"explaining counters needs {param('pps')} and {param('frame')} (the rate and "
+            f"packet size they were measured at), or {param('from_run')} RUN"
         )
     if from_run is not None:
-        given = tuple(o for o, v in (("--pps", pps), ("--frame/--pkt", size)) if v is not None)
+        frame = f"{param('frame')}/{param('pkt')}"
+        given = tuple(o for o, v in ((param("pps"), pps), (frame, size)) if v is not None)
         run = stored_run(from_run, db, given)
         pps, size, options = run.rx_pps, run.pkt, options | {"batch_hist": run.batch_hist}
     link, cfg = link_and_config(size, **options)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from pcieperf import engine
-from pcieperf.errors import UsageError, warn
+from pcieperf.errors import UsageError, param, warn
 from pcieperf.net import archive_merge, stats_text
 from pcieperf.net.archive import archive_stats, demand, expand, file_stats
 from pcieperf.net.trace.epoch import epoch_warning, parse_shift_ns
@@ -142,7 +142,7 @@ def _warn_capture_quirks(result: dict) -> None:
     if result["cut_short"]:
         warn(
             f"{result['cut_short']}: the capture was cut short; the {result['packets']} packets "
-            "before it are reported (--strict makes this an error)"
+            f"before it are reported ({param('strict')} makes this an error)"
         )
     if result["ts_wrapped"]:
         warn(
@@ -235,8 +235,8 @@ def merge_captures(
     out = os.fspath(output)
     if append and scheduler:
         raise UsageError(
-            f"--append with --scheduler {scheduler} is not allowed: appending is one pass in "
-            "input order; leave out --scheduler"
+            f"{param('append')} with {param('scheduler')} {scheduler} is not allowed: appending "
+            f"is one pass in input order; leave out {param('scheduler')}"
         )
     if scheduler:
         result = _on_dask(scheduler, debug, lambda c: archive_merge.merge(c, paths, out, **options))
@@ -245,7 +245,7 @@ def merge_captures(
     if result["truncated"]:
         warn(
             f"{result['truncated']} inputs were cut short inside a record; what came before "
-            "is merged (--strict makes this an error)"
+            f"is merged ({param('strict')} makes this an error)"
         )
     data = {"output": out, "inputs": paths, "append": append, **result}
     notes = (f", {data['skipped']} damaged records skipped" if data["skipped"] else "") + (

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pcieperf import _numpy
 from pcieperf._values import is_python
-from pcieperf.errors import ProfileError, UsageError, warn
+from pcieperf.errors import ProfileError, UsageError, param, warn
 from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
 from pcieperf.results import Column, Columnar, Table, as_list
@@ -558,14 +558,17 @@ def _latency_host(
     values, or None (the assumed host, `host.assumed_host`)."""
     from pcieperf.nic import host as hosts
 
-    given = [o for o, v in (("--host", host), ("--calibration", calibration)) if v is not None]
-    given += ["--read-ns"] if read_ns is not None else []
+    given = [param(o) for o, v in (("host", host), ("calibration", calibration)) if v is not None]
+    given += [param("read_ns")] if read_ns is not None else []
     if len(given) > 1:
         raise UsageError(f"{' and '.join(given)} each give the host's latency; give one")
     if write_ns is not None and read_ns is None:
-        raise UsageError("--write-ns goes with --read-ns; give both or neither")
+        raise UsageError(f"{param('write_ns')} goes with {param('read_ns')}; give both or neither")
     if cache != "HWarm" and not host:
-        raise UsageError("--cache chooses a state of --host DIR's latency files; give --host")
+        raise UsageError(
+            f"{param('cache')} chooses a state of {param('host')} DIR's latency files; "
+            f"give {param('host')}"
+        )
     if host:
         return hosts.host_from_dir(Path(host), cache)
     if calibration:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pcieperf._config import read_bounded
 from pcieperf._numpy import np
-from pcieperf.errors import UsageError, require_choice
+from pcieperf.errors import UsageError, param, require_choice
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.calibration_file import load_calibration
 from pcieperf.pciebench.device import LATENCY_TEST_BYTES, outside_host_ns
@@ -58,7 +58,7 @@ class HostLatency:
 def host_from_values(read_ns: float, write_ns: float | None = None) -> HostLatency:
     """A host given by its 64 B read round trip (and posted-write latency), the same at every
     percentile; without `write_ns`, half the read (the paper's symmetry assumption)."""
-    for name, value in (("--read-ns", read_ns), ("--write-ns", write_ns)):
+    for name, value in ((param("read_ns"), read_ns), (param("write_ns"), write_ns)):
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise UsageError(f"{name} {value!r} is not allowed; give a latency >= 0 ns")
     write = read_ns / 2 if write_ns is None else write_ns
@@ -77,7 +77,7 @@ def host_from_dir(path: Path, cache: str = "HWarm") -> HostLatency:
 
     require_choice("cache state", cache, CACHE_STATES)
     if not path.is_dir():
-        raise UsageError(f"--host {path} is not a directory")
+        raise UsageError(f"{param('host')} {path} is not a directory")
     if not (path / DETAILS_FILE).is_file():
         raise UsageError(
             f"--host {path}: no pcie-bench latency files ({DETAILS_FILE} missing); give a "
@@ -159,7 +159,9 @@ def host_from_calibration(path: Path) -> HostLatency:
     for every statistic; posted writes at half of it (the paper's symmetry assumption)."""
     cal = load_calibration(path)
     if cal.reference is None:
-        raise UsageError(f"--calibration {path}: no [reference_host] table to take latency from")
+        raise UsageError(
+            f"{param('calibration')} {path}: no [reference_host] table to take latency from"
+        )
     link = Link.of(cal.reference)
     read = cal.reference.llc_latency_ns + outside_host_ns(cal.device, link)
     return replace(

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from types import CodeType
 
-from pcieperf.errors import UsageError
+from pcieperf.errors import UsageError, param
 from pcieperf.pcie.link import Link
 from pcieperf.results import Column, Columnar, Table
 
@@ -133,8 +133,8 @@ def dma(
         listed = int(sum(cost.tlps_up) + sum(cost.tlps_down))
         if listed > MAX_LISTED_TLPS:  # each listed TLP is a row in memory and on screen
             raise UsageError(
-                f"--tlps would list {listed:,} TLPs; at most {MAX_LISTED_TLPS:,}: give smaller "
-                "sizes, or leave out --tlps for the totals"
+                f"{param('tlps')} would list {listed:,} TLPs; at most {MAX_LISTED_TLPS:,}: give "
+                f"smaller sizes, or leave out {param('tlps')} for the totals"
             )
         columns["tlps"] = [_tlp_list(ln, op, size, offset) for size in sizes]
         details = [

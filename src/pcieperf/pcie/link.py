@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Literal
 
-from pcieperf.errors import UsageError, require_choice, require_power_of_two
+from pcieperf.errors import UsageError, param, require_choice, require_power_of_two
 
 CompletionPolicy = Literal["rcb", "mps"]
 
@@ -159,7 +159,8 @@ class Link:
         require_choice("RCB", self.rcb, (64, 128))
         require_choice("completion policy", self.completion_policy, ("rcb", "mps"))
         if self.flit is False and GENERATIONS[self.gen].flit_only:
-            raise UsageError(f"generation {self.gen} runs only in Flit mode; drop --no-flit")
+            off = param("no_flit")  # the CLI's --no-flit; the API's flit=False
+            raise UsageError(f"generation {self.gen} runs only in Flit mode; drop {off}")
         for name in ("ack_interval_symbols", "fc_interval_symbols"):
             value = getattr(self, name)
             if value is not None and not value > 0:

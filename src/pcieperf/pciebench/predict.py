@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from pcieperf import outputs
-from pcieperf.errors import UsageError, require_new_folder
+from pcieperf.errors import UsageError, param, require_new_folder
 from pcieperf.pciebench.bench import BW_COLUMNS, KEY_COLUMNS, Point, bandwidth_plan
 from pcieperf.pciebench.device import DeviceProfile
 from pcieperf.pciebench.sim import HostProfile, simulate
@@ -84,7 +84,9 @@ def predict_files(
     without `force`, before simulating anything; `progress` wraps the rows as they are simulated.
     """
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; give a folder for the predicted bw_*.csv files")
+        raise UsageError(
+            f"{param('out')} {out} is a file; give a folder for the predicted bw_*.csv files"
+        )
     require_new_folder(out, force=True)  # its parent exists and takes new files
     plan = bandwidth_plan()
     targets = [out / name for name in plan]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pcieperf.errors import UsageError, require_choice, require_positive
+from pcieperf.errors import UsageError, param, require_choice, require_positive
 from pcieperf.measure.counters import formats
 from pcieperf.measure.counters.samples import Samples, Sink
 from pcieperf.measure.counters.text import counter_text
@@ -43,9 +43,9 @@ def parse(
     chunk by chunk and the columns returned are empty (the count, metrics, notes and skipped
     columns are the file's)."""
     if interval_s is not None:
-        require_positive("--interval", interval_s)
+        require_positive(param("interval_s"), interval_s)
     if delimiter is not None and len(delimiter) != 1:
-        raise UsageError(f"--delimiter {delimiter!r} is not allowed; give one character")
+        raise UsageError(f"{param('delimiter')} {delimiter!r} is not allowed; give one character")
     file = str(path)
     with counter_text(path, file) as text:
         if source is None:

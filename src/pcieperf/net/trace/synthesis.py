@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pcieperf import progress
 from pcieperf._native import call, core
 from pcieperf._numpy import np
-from pcieperf.errors import UsageError, require_choice, require_positive
+from pcieperf.errors import UsageError, param, require_choice, require_positive
 from pcieperf.net.trace.files import NS_PER_S, Interface, Trace
 from pcieperf.net.trace.rewrite import _check_output, _write_atomically, output_format
 from pcieperf.net.wire import FCS_BYTES
@@ -127,7 +127,7 @@ def plan_synthetic(
     if pps > line_pps:
         raise UsageError(
             f"{pps / 1e6:g} Mpps of {mix.name} exceeds {eth.rate_gbps:g} GbE line rate "
-            f"({line_pps / 1e6:.2f} Mpps); lower --pps or raise --eth"
+            f"({line_pps / 1e6:.2f} Mpps); lower {param('pps')} or raise {param('eth')}"
         )
     return SynthPlan(eth, mix, float(pps), arrival, int(burst), int(seed), n)
 
@@ -163,7 +163,7 @@ def _require_room(output: Path, fmt: str, plan: SynthPlan) -> None:
     if need > free:
         raise UsageError(
             f"{plan.packets} packets make about {need / 1e9:.4g} GB, but {output.absolute().parent}"
-            f" has {free / 1e9:.4g} GB free; shorten --duration or lower --pps"
+            f" has {free / 1e9:.4g} GB free; shorten {param('duration')} or lower {param('pps')}"
         )
 
 

@@ -1,0 +1,65 @@
+"""The library names parameters, the CLI flags (issue 30): a message built with `errors.param`
+reads `name` from the API and `--flag` from the command line, translated in one place
+(cli._words), and every parameter a library message names is set by a real option."""
+
+import ast
+
+import pytest
+
+import pcieperf as pp
+from pcieperf.cli._words import flag_namer
+from pcieperf.errors import UsageError, param
+from tests.helpers import ROOT
+from tests.helpers.cli import command_paths, run_cli
+
+
+def _named_parameters() -> set[str]:
+    """Every parameter name given literally to `param(...)` in the library."""
+    names = set()
+    for path in (ROOT / "src" / "pcieperf").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "param"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                names.add(node.args[0].value)
+    return names
+
+
+def _every_long_option() -> set[str]:
+    """The long options of every command."""
+    return {
+        option
+        for _, parser in command_paths()
+        for action in parser._actions
+        for option in action.option_strings
+        if option.startswith("--")
+    }
+
+
+def test_the_library_names_the_parameter_and_the_cli_the_flag(capsys):
+    # pcie/link.py: gen 6 has no non-flit mode (PCIe 6.0 §4.2.1: Flit mode only at 64 GT/s).
+    with pytest.raises(UsageError) as caught:
+        pp.link(gen=6, flit=False)
+    assert str(caught.value) == "generation 6 runs only in Flit mode; drop `no_flit`"
+    code, _, err = run_cli(capsys, "link", "--gen", "6", "--no-flit")
+    assert (code, err) == (
+        2,
+        "pcieperf: error: generation 6 runs only in Flit mode; drop --no-flit\n",
+    )
+
+
+def test_a_parameter_is_shown_as_its_options_flag_or_by_the_table():
+    parsers = {" ".join(words): parser for words, parser in command_paths()}
+    assert flag_namer(parsers["trace merge"])("force") == "--force"
+    assert flag_namer(parsers["capture run"])("lcores") == "--lcores"
+    assert flag_namer(None)("format") == "--capture-format"  # capture_run(format=...)
+    assert flag_namer(None)("ring_size") == "--ring-size"  # the default: dashes for _
+
+
+@pytest.mark.parametrize("name", sorted(_named_parameters()))
+def test_every_parameter_a_message_names_is_a_real_option(name):
+    assert flag_namer(None)(name) in _every_long_option() or name == "no_flit"
+    assert str(UsageError(f"x {param(name)} y")) == f"x `{name}` y"
