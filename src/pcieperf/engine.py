@@ -92,7 +92,8 @@ def parse_scheduler(text: str | None) -> Scheduler:
         count = text.removeprefix("local:")
         if not count.isdigit() or not 1 <= int(count) <= MAX_LOCAL_WORKERS:
             raise UsageError(
-                f"--scheduler {text!r} is not allowed; N in local:N is a whole number from 1 "
+                f"{param('scheduler')} {text!r} is not allowed; N in local:N is a whole number "
+                "from 1 "
                 f"to {MAX_LOCAL_WORKERS}"
             )
         return Scheduler(workers=int(count))
@@ -126,7 +127,7 @@ def connect(scheduler: Scheduler, *, quiet_logs: bool = True) -> Iterator[Client
             client = Client(scheduler.address, timeout=CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             raise UsageError(
-                f"--scheduler {scheduler.address}: no Dask scheduler answered within "
+                f"{param('scheduler')} {scheduler.address}: no Dask scheduler answered within "
                 f"{CONNECT_TIMEOUT_S} s ({type(exc).__name__}); start one with `dask scheduler`"
             ) from None
         with client:

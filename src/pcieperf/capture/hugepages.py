@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pcieperf.errors import PcieperfError, UsageError
+from pcieperf.errors import PcieperfError, UsageError, param
 
 PAGE_MB = 2  # the x86-64 2 MiB page size (Documentation/admin-guide/mm/hugetlbpage.rst)
 POOL = Path("/sys/kernel/mm/hugepages/hugepages-2048kB")
@@ -29,7 +29,8 @@ def check(huge_dir: Path | None) -> None:
     if huge_dir is not None:
         if not is_hugetlbfs(huge_dir):
             raise UsageError(
-                f"--huge-dir {huge_dir}: not a hugetlbfs mount point (see /proc/mounts); mount "
+                f"{param('huge_dir')} {huge_dir}: not a hugetlbfs mount point (see /proc/mounts); "
+                "mount "
                 "one with `mount -t hugetlbfs nodev DIR`"
             )
         return

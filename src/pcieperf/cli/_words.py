@@ -11,7 +11,6 @@ from collections.abc import Callable
 FLAG_OF_PARAM = {
     "format": "--capture-format",  # capture_run(format=...)
     "interval_s": "--interval",  # counter imports
-    "set_ns": "--set",  # nic/latency: per-operation latencies, NAME=NS
 }
 
 

@@ -205,7 +205,8 @@ def _stored_counters(
 
     if counters is not None:
         raise UsageError(
-            f"--counters {counters} and --import {import_id} each give the counters; give one"
+            f"{param('counters')} {counters} and {param('import_id')} {import_id} each give the "
+            "counters; give one"
         )
     with open_store(db) as store:
         groups = store.counter_summary(import_id)

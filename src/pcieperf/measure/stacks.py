@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from pcieperf.errors import UsageError
+from pcieperf.errors import UsageError, param
 from pcieperf.measure.counters.samples import BYTES_PER_S, Samples
 
 
@@ -54,8 +54,8 @@ def pick_stack(known: list[str], busy: list[str], wanted: str | None, file: str)
             matches = [k for k in matches if k in busy] or matches
         if len(matches) != 1:
             raise UsageError(
-                f"--stack {wanted!r} matches {len(matches)} of the file's stacks; choose one of: "
-                + "; ".join(known)
+                f"{param('stack')} {wanted!r} matches {len(matches)} of the file's stacks; choose "
+                "one of: " + "; ".join(known)
             )
         return matches[0]
     if len(busy) != 1:

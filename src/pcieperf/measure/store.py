@@ -20,7 +20,7 @@ import platformdirs
 from numpy.typing import NDArray
 
 from pcieperf.dpdk.testpmd import RunResult, StoredRun
-from pcieperf.errors import UsageError, require_choice
+from pcieperf.errors import UsageError, param, require_choice
 from pcieperf.measure.counters.samples import Samples, Sink
 from pcieperf.measure.store_lock import connect
 from pcieperf.pciebench.bench import (
@@ -196,7 +196,7 @@ class Store:
         if existing and not force:
             raise UsageError(
                 f"system {sorted(existing)[0]!r} is already in {self.path}; pass "
-                "--force to replace it"
+                f"{param('force')} to replace it"
             )
         with self._transaction():
             for p in with_progress(parsed, "storing", "system"):

@@ -579,7 +579,7 @@ def _latency_host(
 
 
 def _latency_params(items: dict[str, float] | Sequence[str] | None) -> dict[str, float]:
-    """--set NAME=NS items (or a dict of them) as a dict; names and values are checked by the
+    """`set` NAME=NS items (or a dict of them) as a dict; names and values are checked by the
     model."""
     if isinstance(items, dict):
         return dict(items)
@@ -587,9 +587,9 @@ def _latency_params(items: dict[str, float] | Sequence[str] | None) -> dict[str,
     for item in items or []:
         name, sep, value = item.partition("=")
         if not sep:
-            raise UsageError(f"--set {item!r}: write NAME=NS, e.g. poll_ns=100")
+            raise UsageError(f"{param('set')} {item!r}: write NAME=NS, e.g. poll_ns=100")
         try:
             params[name.strip()] = float(value)
         except ValueError:
-            raise UsageError(f"--set {item!r}: {value!r} is not a number of ns") from None
+            raise UsageError(f"{param('set')} {item!r}: {value!r} is not a number of ns") from None
     return params

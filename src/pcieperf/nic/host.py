@@ -80,8 +80,8 @@ def host_from_dir(path: Path, cache: str = "HWarm") -> HostLatency:
         raise UsageError(f"{param('host')} {path} is not a directory")
     if not (path / DETAILS_FILE).is_file():
         raise UsageError(
-            f"--host {path}: no pcie-bench latency files ({DETAILS_FILE} missing); give a "
-            "pcie-bench result directory, --calibration FILE or --read-ns"
+            f"{param('host')} {path}: no pcie-bench latency files ({DETAILS_FILE} missing); give "
+            f"a pcie-bench result directory, {param('calibration')} FILE or {param('read_ns')}"
         )
     details = read_result_csv(path / DETAILS_FILE).columns
     has_cdf = (path / CDF_FILE).is_file()
