@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pcieperf.capture.calibration import capture_calibrate
     from pcieperf.capture.model import capture_model
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
-    from pcieperf.dpdk.api import dpdk_forwarding, platforms
+    from pcieperf.dpdk.api import dpdk_forwarding, dpdk_fwd_trace, platforms
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
     from pcieperf.measure import iommu_api as iommu  # `pp.iommu`: the namespace module
     from pcieperf.measure import store
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     )
     from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
     from pcieperf.nic.api import latency, nic, profile, profiles
-    from pcieperf.nic.captures import capture_demand
+    from pcieperf.nic.captures import capture_demand, nic_trace
     from pcieperf.nic.latency import latency_table
     from pcieperf.nic.nic import evaluate
     from pcieperf.nic.profile import load_profile
@@ -80,6 +80,7 @@ __all__ = [
     "data_show",
     "dma",
     "dpdk_forwarding",
+    "dpdk_fwd_trace",
     "dpdk_run",
     "dpdk_runs",
     "evaluate",
@@ -93,6 +94,7 @@ __all__ = [
     "make_link",
     "merge_captures",
     "nic",
+    "nic_trace",
     "parse_mix",
     "platforms",
     "profile",
@@ -145,7 +147,7 @@ def __getattr__(name: str) -> object:
             from pcieperf.capture import records
 
             return getattr(records, name)
-        case "dpdk_forwarding" | "platforms":
+        case "dpdk_forwarding" | "dpdk_fwd_trace" | "platforms":
             from pcieperf.dpdk import api
 
             return getattr(api, name)
@@ -187,7 +189,7 @@ def __getattr__(name: str) -> object:
             from pcieperf.nic import api
 
             return getattr(api, name)
-        case "capture_demand":
+        case "capture_demand" | "nic_trace":
             from pcieperf.nic import captures
 
             return getattr(captures, name)

@@ -177,8 +177,10 @@ class Report:
     source: object = None
 
     def with_plot(self, path: object) -> Report:
-        """The same result naming the plot drawn of it (`plot` in the JSON)."""
-        return replace(self, data={**self.data, "plot": str(path)})  # type: ignore[dict-item]
+        """The same result naming the plot drawn of it (`plot` in the JSON, a last line of the
+        text)."""
+        data = {**self.data, "plot": str(path)}  # type: ignore[dict-item]
+        return replace(self, data=data, text=f"{self.text}\nplot: {path}")
 
     def to_json(self) -> object:
         """The JSON."""

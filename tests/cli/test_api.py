@@ -23,6 +23,7 @@ NEEDS_DASK = pytest.mark.skipif(
 )
 
 PCM = str(COUNTERS / "pcm-iio-skx.csv")  # a pcm-iio sample
+CAPTURE = str(TESTS_DATA / "dpdk2211" / "one-lcore-640.pcap")  # written by dpdk-dumpcap 22.11
 HOST_DIR = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
 needs_shared = pytest.mark.skipif(
     not HOST_DIR.is_dir(), reason=f"the shared pcie-bench data ({PCIE_BENCH}) is absent"
@@ -188,6 +189,16 @@ SAME_QUESTION = [
         ["dpdk", "fwd", "--mix", "imix", "--eth", "100", "--batch", "8"],
         pp.dpdk_forwarding,
         {"mix": "imix", "eth": 100, "batch": 8},
+    ),
+    (
+        ["nic", "--trace", CAPTURE, "--window", "100us", "--profile", "dpdk", "--gen", "4"],
+        pp.nic_trace,
+        {"trace": CAPTURE, "window": "100us", "profile": "dpdk", "gen": 4},
+    ),
+    (
+        ["dpdk-fwd", "--trace", CAPTURE, "--poll", "2us", "--rx-desc", "16"],
+        pp.dpdk_fwd_trace,
+        {"trace": CAPTURE, "poll": "2us", "rx_desc": 16},
     ),
     (
         ["explain", "--counters", PCM, "--pps", "10M", "--frame", "68"],

@@ -5,14 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from pcieperf.results import Result, csv_text, fit_lines, format_table, json_default
-
-if TYPE_CHECKING:
-    from pcieperf.net.trace.bandwidth import Demand
-    from pcieperf.net.trace.files import Trace
-    from pcieperf.pcie.link import Link
+from pcieperf.results import Report, Result, csv_text, fit_lines, json_default
 
 
 def _emit(
@@ -36,55 +30,15 @@ def emit(args: argparse.Namespace, result: Result) -> None:
     _emit(args, result.to_json(), result.to_text, result.to_csv)
 
 
-def _emit_trace_demand(
-    args: argparse.Namespace,
-    captured: Trace,
-    found: Demand,
-    extra: dict,
-    link: Link,
-    extra_text: str = "",
-) -> None:
-    """Report (and optionally plot) the PCIe bandwidth a trace needs per window."""
+def with_demand_plot(args: argparse.Namespace, result: Report) -> Report:
+    """A capture's demand report (`nic --trace`, `dpdk-fwd --trace`) with its --plot drawn."""
+    if not args.plot:
+        return result
     from pathlib import Path  # here: the light commands print through this module
 
-    out = {
-        "trace": captured.path,
-        "packets": captured.packets,
-        "skipped": captured.skipped,
-        "mean_frame_bytes": float(captured.frame_bytes().mean()),
-        **extra,
-        **found.summary(),
-    }
-    if args.plot:
-        from pcieperf.report.plots import plot_trace_demand
+    from pcieperf.report.plots import plot_trace_demand
 
-        out["plot"] = str(
-            plot_trace_demand(found, Path(args.plot), Path(captured.path).name, force=args.force)
-        )
-
-    def human() -> str:
-        s = out
-        return (
-            f"{Path(captured.path).name}: {s['packets']} packets, mean frame "
-            f"{s['mean_frame_bytes']:.1f} B, Gen{link.gen} x{link.lanes} carries "
-            f"{s['capacity_gbps']:.2f} Gb/s per direction\n"
-            f"{extra_text}"
-            + format_table(
-                ("direction", "mean Gb/s", f"peak Gb/s per {s['window_ns'] / 1e6:g} ms"),
-                [
-                    ("up (device to host)", s["mean_up_gbps"], s["peak_up_gbps"]),
-                    ("down (host to device)", s["mean_down_gbps"], s["peak_down_gbps"]),
-                ],
-            )
-            + f"\n{s['windows_over_capacity']} of {s['full_windows']} whole windows exceed the "
-            "link"
-            + (
-                f"; the last {s['tail_ns'] / 1e6:g} ms: {s['tail_up_gbps']:.3f} up / "
-                f"{s['tail_down_gbps']:.3f} down Gb/s"
-                if s["tail_ns"]
-                else ""
-            )
-            + (f"; plot: {s['plot']}" if "plot" in s else "")
-        )
-
-    _emit(args, out, human)
+    title = Path(result.data["trace"]).name  # type: ignore[index]
+    return result.with_plot(
+        plot_trace_demand(result.source, Path(args.plot), title, force=args.force)
+    )

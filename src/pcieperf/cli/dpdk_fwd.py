@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from pcieperf.cli._common import (
     _add_trace_replay_options,
@@ -15,20 +14,14 @@ from pcieperf.cli._common import (
     packet_bytes,
     size_option,
 )
-from pcieperf.cli._output import _emit_trace_demand, emit
+from pcieperf.cli._output import emit, with_demand_plot
 from pcieperf.cli._parser import _add_command
-from pcieperf.dpdk.api import dpdk_forwarding, link_and_config
-from pcieperf.dpdk.forwarding import ForwardingConfig, trace_forwarding
+from pcieperf.dpdk.api import dpdk_forwarding, dpdk_fwd_trace
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
 from pcieperf.measure.api import stored_run
 from pcieperf.net import wire
-from pcieperf.net.trace.files import read
-from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
-from pcieperf.units import parse_duration_ns
-
-if TYPE_CHECKING:
-    from pcieperf.pcie.link import Link
+from pcieperf.nic.profile import DEFAULT_PROFILE
 
 FORWARDING_OPTIONS = (
     "rx_desc",
@@ -59,7 +52,16 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
         stored = stored_run(args.from_run, args.db, given)
         pps, pkt, options["batch_hist"] = stored.rx_pps, stored.pkt, stored.batch_hist
     if args.trace:
-        _dpdk_fwd_trace(args, *link_and_config(pkt, **options))
+        fwd = dpdk_fwd_trace(
+            args.trace,
+            window=args.window,
+            poll=args.poll,
+            profile=args.profile,
+            skip_bad=args.skip_bad,
+            pkt=pkt,
+            **options,
+        )
+        emit(args, with_demand_plot(args, fwd))
         return
     result = dpdk_forwarding(
         pps=wire.DEFAULT_PPS if pps is None else pps,
@@ -77,24 +79,6 @@ def _given(args: argparse.Namespace, *names: str | None) -> tuple[str, ...]:
     """The options named (None: not given), and --trace if it was given."""
     given = tuple(name for name in names if name)
     return given + (("--trace",) if getattr(args, "trace", None) else ())
-
-
-def _dpdk_fwd_trace(args: argparse.Namespace, link: Link, cfg: ForwardingConfig) -> None:
-    """dpdk-fwd --trace: batches from the trace's arrivals, each packet at its own size."""
-    captured = read(args.trace, skip_bad=args.skip_bad)
-    window = parse_duration_ns(args.window, "window")
-    poll = parse_duration_ns(args.poll, "poll period")
-    fwd = trace_forwarding(cfg, link, captured, window, poll, load_profile(args.profile))
-    extra = {
-        "poll_ns": poll,
-        "mean_batch": fwd.mean_batch,
-        "batch_hist": {str(k): v for k, v in sorted(fwd.batch_hist.items())},
-    }
-    for metric, rates in fwd.metric_rates.items():  # the windows' rule, as for the wire demand
-        extra[f"{metric}_gbps"] = rates.mean
-        extra[f"peak_{metric}_gbps"] = rates.peak
-    text = f"mean Tx batch {fwd.mean_batch:.2f} (PMD polling every {poll} ns)\n"
-    _emit_trace_demand(args, captured, fwd.demand, extra, link, text)
 
 
 def _add_forwarding_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:

@@ -8,19 +8,16 @@ from typing import TYPE_CHECKING
 
 from pcieperf.cli._common import (
     _add_trace_replay_options,
-    _link,
     _whole,
     add_tag_options,
     link_options,
 )
-from pcieperf.cli._output import _emit_trace_demand, emit
+from pcieperf.cli._output import emit, with_demand_plot
 from pcieperf.cli._parser import _add_command
 from pcieperf.net import wire
-from pcieperf.net.trace.files import read
 from pcieperf.nic import api
-from pcieperf.nic.nic import trace_demand
-from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
-from pcieperf.units import parse_duration_ns
+from pcieperf.nic.captures import nic_trace
+from pcieperf.nic.profile import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
     from pcieperf.results import Table
@@ -44,14 +41,16 @@ def cmd_nic(args: argparse.Namespace) -> None:
 
 
 def _nic_trace(args: argparse.Namespace) -> None:
-    """Nic --trace: the PCIe bandwidth a capture needs per window."""
-    link = _link(args)
-    profile = load_profile(args.profile)
-    paths = api.dma_paths(args.paths)  # checked before a trace is read
-    captured = read(args.trace, skip_bad=args.skip_bad)
-    window = parse_duration_ns(args.window, "window")
-    found = trace_demand(profile, link, captured, window, paths)
-    _emit_trace_demand(args, captured, found, {"profile": profile.name}, link)
+    """Nic --trace: the PCIe bandwidth a capture needs per window (`pp.nic_trace`)."""
+    found = nic_trace(
+        args.trace,
+        profile=args.profile,
+        paths=args.paths,
+        window=args.window,
+        skip_bad=args.skip_bad,
+        **link_options(args),
+    )
+    emit(args, with_demand_plot(args, found))
 
 
 def _add_nic_command(sub: argparse._SubParsersAction) -> None:

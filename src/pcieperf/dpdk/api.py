@@ -7,6 +7,7 @@ counts the bytes the NIC DMAs, the frame less its FCS (docs/units.md)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,7 +27,7 @@ from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
 from pcieperf.results import Column, Report, Table
-from pcieperf.units import parse_batch_histogram, parse_rate
+from pcieperf.units import parse_batch_histogram, parse_duration_ns, parse_rate
 
 if TYPE_CHECKING:
     from pcieperf.dpdk.forwarding import ForwardingConfig
@@ -402,6 +403,44 @@ TERM_COLUMNS = (
     Column("wire_up_gbps", "wire up Gb/s"),
     Column("wire_down_gbps", "wire down Gb/s"),
 )
+
+
+def dpdk_fwd_trace(
+    trace: str | os.PathLike,
+    *,
+    window: str = "1ms",
+    poll: str = "1us",
+    profile: str | None = None,
+    skip_bad: bool = False,
+    frame: int | None = None,
+    pkt: int | None = None,
+    **options: object,
+) -> Report:
+    """DPDK forwarding of a capture (`pcieperf dpdk-fwd --trace`): Rx batches from its
+    arrivals with the PMD polling every `poll`, each packet at its own size, and the PCIe
+    Gb/s per `window` up and down (`nic.captures.demand_report`); `options` as
+    `dpdk_forwarding` takes them; `source` is the `Demand`, for a plot of it."""
+    from pcieperf.dpdk.forwarding import trace_forwarding
+    from pcieperf.net.trace.files import read
+    from pcieperf.nic.captures import demand_report
+    from pcieperf.nic.profile import load_profile
+
+    link, cfg = link_and_config(packet_size(frame, pkt), **options)
+    captured = read(trace, skip_bad=skip_bad)
+    window_ns = parse_duration_ns(window, "window")
+    poll_ns = parse_duration_ns(poll, "poll period")
+    loaded = load_profile(profile or DEFAULT_PROFILE)
+    fwd = trace_forwarding(cfg, link, captured, window_ns, poll_ns, loaded)
+    extra = {
+        "poll_ns": poll_ns,
+        "mean_batch": fwd.mean_batch,
+        "batch_hist": {str(k): v for k, v in sorted(fwd.batch_hist.items())},
+    }
+    for metric, rates in fwd.metric_rates.items():  # the windows' rule, as for the wire demand
+        extra[f"{metric}_gbps"] = rates.mean
+        extra[f"peak_{metric}_gbps"] = rates.peak
+    note = f"mean Tx batch {fwd.mean_batch:.2f} (PMD polling every {poll_ns} ns)\n"
+    return demand_report(captured, fwd.demand, link, extra, note)
 
 
 def dpdk_forwarding(

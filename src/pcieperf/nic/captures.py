@@ -1,17 +1,25 @@
-"""`pp.capture_demand`: the PCIe bandwidth captures need from a NIC profile (`pcieperf trace
-demand`). It lives with the NIC model, which prices the packets; reading the captures and
-summing per window is the net package's (`net.api.priced_demand`)."""
+"""`pp.capture_demand` and `pp.nic_trace`: the PCIe bandwidth captures need from a NIC profile
+(`pcieperf trace demand`, `pcieperf nic --trace`; `dpdk-fwd --trace` reports through
+`demand_report` too). It lives with the NIC model, which prices the packets; reading the
+captures and summing per window is the net package's (`net.api.priced_demand`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pcieperf.net.api import priced_demand
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.pcie.api import make_link
-from pcieperf.results import Report
+from pcieperf.results import Report, format_table
 from pcieperf.units import parse_duration_ns
+
+if TYPE_CHECKING:
+    from pcieperf.net.trace.bandwidth import Demand
+    from pcieperf.net.trace.files import Trace
+    from pcieperf.pcie.link import Link
 
 
 def capture_demand(
@@ -48,4 +56,69 @@ def capture_demand(
         strict=strict,
         scheduler=scheduler,
         debug=debug,
+    )
+
+
+def nic_trace(
+    trace: str | os.PathLike,
+    *,
+    profile: str = DEFAULT_PROFILE,
+    paths: str = "rx,tx",
+    window: str = "1ms",
+    skip_bad: bool = False,
+    **link_options: object,
+) -> Report:
+    """Mean and peak PCIe Gb/s up and down per `window` that replaying one capture through NIC
+    `profile` needs, each packet priced at its own size at the time it was captured
+    (`pcieperf nic --trace`); `source` is the `Demand`, for a plot of it."""
+    from pcieperf.net.trace.files import read
+    from pcieperf.nic import nic
+    from pcieperf.nic.api import dma_paths
+
+    link = make_link(**link_options)  # type: ignore[arg-type]
+    nic_profile = load_profile(profile)
+    dma = dma_paths(paths)  # checked before the capture is read
+    captured = read(trace, skip_bad=skip_bad)
+    window_ns = parse_duration_ns(window, "window")
+    found = nic.trace_demand(nic_profile, link, captured, window_ns, dma)
+    return demand_report(captured, found, link, {"profile": nic_profile.name})
+
+
+def demand_report(
+    captured: Trace, found: Demand, link: Link, extra: dict, note: str = ""
+) -> Report:
+    """The report of a capture's PCIe demand: the capture, `extra` (what priced it) and the
+    windows' summary as JSON; the mean and peak per direction as text, after `note`."""
+    data = {
+        "trace": captured.path,
+        "packets": captured.packets,
+        "skipped": captured.skipped,
+        "mean_frame_bytes": float(captured.frame_bytes().mean()),
+        **extra,
+        **found.summary(),
+    }
+    return Report(data, _demand_text(data, link, note), source=found)
+
+
+def _demand_text(s: dict, link: Link, note: str) -> str:
+    """The demand report for people: capture, link, mean and peak per direction, windows over."""
+    tail = ""
+    if s["tail_ns"] and s["tail_up_gbps"] is not None:  # a last, shorter window with rates
+        tail = (
+            f"; the last {s['tail_ns'] / 1e6:g} ms: {s['tail_up_gbps']:.3f} up / "
+            f"{s['tail_down_gbps']:.3f} down Gb/s"
+        )
+    return (
+        f"{Path(s['trace']).name}: {s['packets']} packets, mean frame "
+        f"{s['mean_frame_bytes']:.1f} B, Gen{link.gen} x{link.lanes} carries "
+        f"{s['capacity_gbps']:.2f} Gb/s per direction\n{note}"
+        + format_table(
+            ("direction", "mean Gb/s", f"peak Gb/s per {s['window_ns'] / 1e6:g} ms"),
+            [
+                ("up (device to host)", s["mean_up_gbps"], s["peak_up_gbps"]),
+                ("down (host to device)", s["mean_down_gbps"], s["peak_down_gbps"]),
+            ],
+        )
+        + f"\n{s['windows_over_capacity']} of {s['full_windows']} whole windows exceed the link"
+        + tail
     )
