@@ -7,8 +7,8 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::dataplane::{Iova, Layout};
-use crate::iotlb::Replacement;
+use crate::iommu::iotlb::Replacement;
+use crate::iommu::port_stream::{Iova, Layout};
 use crate::sim::{OpMix, Pattern};
 
 /// The value `text` names among `options`, or a message naming `what`, `text` and the allowed

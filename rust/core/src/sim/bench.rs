@@ -3,7 +3,7 @@
 //! mixes and the one-queue machine and IOMMU its parameters describe.
 
 use crate::error::CoreError;
-use crate::iotlb::{CacheShape, Replacement, Translator};
+use crate::iommu::iotlb::{CacheShape, Replacement, Translator};
 use crate::rng::Rng;
 
 use super::engine::{check, run, Iommu, Machine, Measure, SimResult, Txn, TxnClass, Walks};

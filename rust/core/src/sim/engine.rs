@@ -1,5 +1,5 @@
 //! The generic DMA engine / root-complex model: plays any transaction stream ([`run`]), such
-//! as pcie-bench's ([`super::bench`]) or a DPDK port's ([`crate::dataplane`]).
+//! as pcie-bench's ([`super::bench`]) or a DPDK port's ([`crate::iommu::port_stream`]).
 //!
 //!
 //! Each class belongs to an in-order queue (pcie-bench: one; a NIC: Rx and Tx), and the queue
@@ -9,7 +9,7 @@
 //! taken at issue). Each one passes, in order: its queue's DMA engine (reads and writes have
 //! separate engines, each a serial per-transaction cost), the device's shared data path (a serial cost per transaction,
 //! whichever its direction), the upstream link (its request or write TLP bytes), the IOMMU (an
-//! IOTLB from [`crate::iotlb`]; a miss waits for one of `walkers` page walkers, occupies it for
+//! IOTLB from [`crate::iommu::iotlb`]; a miss waits for one of `walkers` page walkers, occupies it for
 //! `walk_busy_ns` and is translated `walk_ns` after the walk began; a walk that also misses the
 //! page-walk cache costs twice both), then for a read the
 //! host memory (latency depending on whether the line is warm in the cache) and the downstream
@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 
 use crate::error::CoreError;
-use crate::iotlb::{Lookup, Translator};
+use crate::iommu::iotlb::{Lookup, Translator};
 
 /// What a run measured.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -963,7 +963,7 @@ fn earliest_start(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iotlb::{CacheShape, Replacement};
+    use crate::iommu::iotlb::{CacheShape, Replacement};
     use crate::rng::Rng;
 
     #[test]

@@ -26,9 +26,9 @@
 
 use std::collections::VecDeque;
 
-use crate::ddio::{mix, Ddio, LlcShape};
 use crate::error::CoreError;
-use crate::iotlb::ENTRIES_PER_TABLE;
+use crate::iommu::ddio::{mix, Ddio, LlcShape};
+use crate::iommu::iotlb::ENTRIES_PER_TABLE;
 use crate::rng::Rng;
 use crate::sim::{Measure, Txn};
 
