@@ -8,6 +8,7 @@
 //! - [`iommu`]: everything IOMMU, in one folder: a DPDK port's DMA address stream, the
 //!   translation caches (shared with [`sim`]), the pages and LLC ways the stream touches, and
 //!   the stream run through the IOMMU.
+//! - [`parallel`]: the thread pool that works on files in parallel.
 //! - [`cores`]: what sharing cache lines between two CPUs costs on this machine now.
 //! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis).
 //! - `rng`: the pseudo-random generator they share (a leaf, so no two of them import each
@@ -20,6 +21,7 @@
 pub mod cores;
 pub mod error;
 pub mod iommu;
+pub mod parallel;
 #[cfg(feature = "pyo3")]
 mod py;
 mod rng;

@@ -18,8 +18,8 @@ use pcap_parser::{
     parse_block_be, parse_block_le, parse_pcap_header, Block, OptionCode, PcapNGOption,
 };
 
+use super::shared_buffer::SharedBuffer;
 use super::stream::{Compression, Stream, DEFAULT_CHUNK_BYTES};
-use super::window::Window;
 use super::{linktype_known, max_caplen, Interface, EPB_FLAGS};
 use crate::CoreError;
 
@@ -60,11 +60,11 @@ pub struct Record {
     pub direction: u8,
 }
 
-/// Records taken at once by `Reader::take_as_is`: `window[bytes]` holds them whole, `descents`
+/// Records taken at once by `Reader::take_as_is`: `shared[bytes]` holds them whole, `descents`
 /// counts those earlier than the record before them (the first compared with the record read
 /// before the run), and `last_ts` is the time of the last.
 pub struct AsIsRun {
-    pub window: Arc<Window>,
+    pub shared: Arc<SharedBuffer>,
     pub bytes: std::ops::Range<usize>,
     pub packets: u64,
     pub descents: u64,
@@ -362,11 +362,11 @@ impl Reader {
         Ok(())
     }
 
-    /// Reads the rest of the capture into windows of at least `bytes` that a writer can hold
-    /// on to (`Stream::share_windows`, `window_record`, `take_as_is`); the records, errors and
+    /// Reads the rest of the capture into shared buffers of at least `bytes` that a writer can hold
+    /// on to (`Stream::share_buffers`, `shared_record`, `take_as_is`); the records, errors and
     /// counts are the same.
-    pub fn share_windows(&mut self, bytes: usize) {
-        self.stream.share_windows(bytes);
+    pub fn share_buffers(&mut self, bytes: usize) {
+        self.stream.share_buffers(bytes);
     }
 
     /// Reads the rest of the capture on a thread of its own, a block ahead of the decoding
@@ -442,23 +442,23 @@ impl Reader {
         )
     }
 
-    /// Takes, in one pass, the records of a little-endian ns pcap read into shared windows that
-    /// lie whole in the window from the read position and that the pcap writer would write as they are (caplen
-    /// within the maximum, fraction below 10^9), up to the first that is not such a record;
-    /// the reader's state moves on as if `next_record` had returned each. None when no such
-    /// record is at the read position: `next_record` then deals with what is there.
+    /// Takes, in one pass, the records of a little-endian ns pcap read into shared buffers that lie
+    /// whole in the shared buffer from the read position and that the pcap writer would write as
+    /// they are (caplen within the maximum, fraction below 10^9), up to the first that is not such
+    /// a record; the reader's state moves on as if `next_record` had returned each. None when no
+    /// such record is at the read position: `next_record` then deals with what is there.
     #[inline]
     pub fn take_as_is(&mut self) -> Option<AsIsRun> {
         if self.finished || !self.native_ns_pcap() {
             return None;
         }
-        let (window, start) = self.stream.window_at(self.stream.offset())?;
+        let (shared, start) = self.stream.shared_at(self.stream.offset())?;
         let end = start + self.stream.available().len();
-        let bytes = &window.bytes()[..end];
+        let bytes = &shared.bytes()[..end];
         let iface = &self.interfaces[0];
         let (limit, snaplen) = (iface.caplen_limit(), iface.snaplen);
         let mut run = AsIsRun {
-            window: Arc::clone(window),
+            shared: Arc::clone(shared),
             bytes: start..start,
             packets: 0,
             descents: 0,
@@ -493,13 +493,13 @@ impl Reader {
     }
 
     /// Where the whole pcap record `record` (the one returned last: header, then data) lies in
-    /// the shared window that holds it, if the capture is read into shared windows.
+    /// the shared buffer that holds it, if the capture is read into shared buffers.
     #[inline(always)]
-    pub fn window_record(&self, record: &Record) -> Option<(&Arc<Window>, usize)> {
+    pub fn shared_record(&self, record: &Record) -> Option<(&Arc<SharedBuffer>, usize)> {
         let header = record
             .data_offset
             .checked_sub(PCAP_RECORD_HEADER_BYTES as u64)?;
-        self.stream.window_at(header)
+        self.stream.shared_at(header)
     }
 
     /// The captured bytes of `record`, which must be the record returned last: its bytes stay
