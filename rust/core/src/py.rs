@@ -8,7 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::iommu::iotlb::Replacement;
-use crate::iommu::port_stream::{Iova, Layout};
+use crate::iommu::port_stream::config::{Iova, Layout};
 use crate::sim::{OpMix, Pattern};
 use crate::CoreError;
 

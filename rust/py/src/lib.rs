@@ -4,7 +4,7 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pcieperf_core::error::ErrorKind;
 use pcieperf_core::iommu::iotlb::CacheShape;
 use pcieperf_core::iommu::port_run::{self, PortRun};
-use pcieperf_core::iommu::port_stream::PortConfig;
+use pcieperf_core::iommu::port_stream::config::PortConfig;
 use pcieperf_core::sim::{self, Machine, SimParams, TxnClass, Walks};
 use pcieperf_core::{cores, tlp, CoreError};
 use pyo3::create_exception;

@@ -10,7 +10,8 @@ use std::cell::Cell;
 use crate::error::CoreError;
 use crate::iommu::iotlb::{CacheShape, Translator};
 use crate::iommu::pages::PagesTouched;
-use crate::iommu::port_stream::{PortConfig, PortStream, TxnSink};
+use crate::iommu::port_stream::config::PortConfig;
+use crate::iommu::port_stream::{PortStream, TxnSink};
 use crate::sim::{self, Iommu, Machine, SimResult, TxnClass, Walks};
 
 /// How a port's stream is run: the IOMMU's page-walk cache, the packets that warm it and the
@@ -299,7 +300,7 @@ pub fn simulate(
 mod tests {
     use super::*;
     use crate::iommu::iotlb::Replacement;
-    use crate::iommu::port_stream::test_config;
+    use crate::iommu::port_stream::tests::test_config;
 
     /// A NIC's classes for `sizes` packet sizes (rust/core/src/iommu/port_stream.rs numbers them):
     /// descriptor reads and write-backs, a packet write and read per size, a cold read per size.
