@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import pcieperf
+from tests.helpers import ROOT
 
 PACKAGE = Path(pcieperf.__file__).parent
 BASE = {"errors", "units", "progress", "results", "_native", "_numpy", "_values", "_config"}
@@ -118,7 +119,7 @@ def test_no_module_is_over_600_lines():
     assert {str(p.relative_to(PACKAGE)): n for p, n in sizes.items() if n > 600} == {}
 
 
-RUST = Path(__file__).resolve().parents[1] / "rust"
+RUST = ROOT / "rust"
 INLINE_TEST_MODULE = re.compile(r"\s*(pub(\([\w: ]+\))? )?mod \w+ \{")
 
 
