@@ -2,6 +2,8 @@
 imports the CLI, and the model packages import no store, runner or report."""
 
 import ast
+import itertools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import pcieperf
+from tests.helpers import ROOT
 
 PACKAGE = Path(pcieperf.__file__).parent
 BASE = {"errors", "units", "progress", "results", "_native", "_numpy", "_values", "_config"}
@@ -114,6 +117,38 @@ def test_no_module_is_over_600_lines():
     # Issue 16: a module a newcomer can read; a bigger one holds more than one concept.
     sizes = {p: len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     assert {str(p.relative_to(PACKAGE)): n for p, n in sizes.items() if n > 600} == {}
+
+
+RUST = ROOT / "rust"
+INLINE_TEST_MODULE = re.compile(r"\s*(pub(\([\w: ]+\))? )?mod \w+ \{")
+
+
+def rust_code_lines(path):
+    """Lines of a Rust file before its inline test module (`#[cfg(test)]` then `mod x {`); a
+    `#[cfg(test)]` helper or `mod tests;` declaration does not end the count."""
+    lines = path.read_text().splitlines()
+    for k, (line, after) in enumerate(itertools.pairwise(lines)):
+        if line.strip() == "#[cfg(test)]" and INLINE_TEST_MODULE.match(after):
+            return k
+    return len(lines)
+
+
+def test_rust_code_lines_stop_at_the_inline_test_module(tmp_path):
+    path = tmp_path / "a.rs"
+    # A test-only declaration counts; the inline test module (line 5 on) does not.
+    code = ["fn a() {}", "#[cfg(test)]", "mod tests;", "fn b() {}"]
+    path.write_text("\n".join([*code, "#[cfg(test)]", "mod tests {", "}"]))
+    assert rust_code_lines(path) == 4
+
+
+def test_no_rust_file_is_over_800_lines_of_code():
+    # Issue 30: Python's guard for the Rust crates; test code (a file's #[cfg(test)] module, a
+    # tests.rs, a tests/ folder) does not count.
+    files = [p.relative_to(RUST) for p in RUST.rglob("*.rs")]
+    files = [p for p in files if p.name != "tests.rs" and "tests" not in p.parts]
+    assert files
+    sizes = {str(p): rust_code_lines(RUST / p) for p in files}
+    assert {name: n for name, n in sizes.items() if n > 800} == {}
 
 
 def written_map(init):

@@ -1,7 +1,7 @@
 //! Any byte string through the capture reader, strict and with `skip_bad`: it must return
 //! records or a one-line error, never panic, loop forever or read out of bounds. The records
 //! read then go through the statistics (any times, lengths and interfaces), which must not
-//! panic or overflow either. Read into shared windows, with runs of records taken at once
+//! panic or overflow either. Read into shared buffers, with runs of records taken at once
 //! (`take_as_is`, what `trace convert` does), the same records must come out.
 #![no_main]
 
@@ -27,8 +27,8 @@ fn config() -> StatsConfig {
 }
 
 /// (time, bytes) of every record, one `next_record` at a time, or with runs taken at once from
-/// one-page shared windows between them.
-fn records_of(data: &[u8], windows: bool) -> Vec<(i64, Vec<u8>)> {
+/// one-page shared buffers between them.
+fn records_of(data: &[u8], shared: bool) -> Vec<(i64, Vec<u8>)> {
     let options = ReadOptions {
         chunk: 4096,
         ..ReadOptions::default()
@@ -36,13 +36,13 @@ fn records_of(data: &[u8], windows: bool) -> Vec<(i64, Vec<u8>)> {
     let Ok(mut reader) = Reader::from_bytes_with("fuzz", data.to_vec(), options) else {
         return Vec::new();
     };
-    if windows {
-        reader.share_windows(4096);
+    if shared {
+        reader.share_buffers(4096);
     }
     let mut out = Vec::new();
     loop {
-        while let Some(run) = windows.then(|| reader.take_as_is()).flatten() {
-            let mut bytes = &run.window.bytes()[run.bytes.clone()];
+        while let Some(run) = shared.then(|| reader.take_as_is()).flatten() {
+            let mut bytes = &run.shared.bytes()[run.bytes.clone()];
             for _ in 0..run.packets {
                 let field =
                     |k: usize| u32::from_le_bytes(bytes[4 * k..4 * k + 4].try_into().unwrap());

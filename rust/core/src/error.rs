@@ -19,9 +19,16 @@ pub enum CoreError {
     EmptyWindow { window: u64, unit: u64 },
     /// A simulation parameter out of its range; `what` says which rule broke.
     BadParameter { what: &'static str },
-    /// An argument the glue cannot accept (a missing or mistyped entry, an unknown choice),
-    /// described in full.
+    /// An argument or request the core cannot accept (a missing or mistyped entry, an unknown
+    /// choice, columns of different lengths, a summary asked of the wrong partial), described
+    /// in full.
     Invalid(String),
+    /// Two archive partials that cannot be merged exactly (files that overlap in time, windows
+    /// from other origins, other frame rules or demands): why.
+    Unmergeable(&'static str),
+    /// Bytes that are not a partial `Partial::to_bytes` wrote (another version, cut short,
+    /// damaged): why.
+    Undecodable(String),
     /// A capture file that cannot be read or written: which file, where (byte offset, when
     /// known) and what.
     File {
@@ -97,7 +104,8 @@ impl fmt::Display for CoreError {
                 "window of {window} bytes holds no {unit}-byte unit that stays within a 4 KiB page"
             ),
             Self::BadParameter { what } => write!(f, "bad simulation parameter: {what}"),
-            Self::Invalid(what) => f.write_str(what),
+            Self::Invalid(what) | Self::Undecodable(what) => f.write_str(what),
+            Self::Unmergeable(why) => f.write_str(why),
             Self::File {
                 file,
                 offset: Some(offset),
@@ -139,6 +147,12 @@ mod tests {
             ErrorKind::Parameter
         );
         assert_eq!(CoreError::Invalid("x".into()).kind(), ErrorKind::Parameter);
+        // Python caught the glue's ValueError for these (net/archive.py): still a parameter.
+        assert_eq!(CoreError::Unmergeable("x").kind(), ErrorKind::Parameter);
+        assert_eq!(
+            CoreError::Undecodable("x".into()).kind(),
+            ErrorKind::Parameter
+        );
         assert_eq!(
             CoreError::LengthMismatch { left: 1, right: 2 }.kind(),
             ErrorKind::Internal

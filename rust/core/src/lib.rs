@@ -3,14 +3,13 @@
 //! Layers, top-down:
 //! - [`tlp`]: walks DMA transfers TLP by TLP (the enumeration that the Python closed forms are
 //!   checked against, and that the simulator will consume).
-//! - [`dataplane`]: the DMA address stream of a DPDK port (rings, mempool, pages).
 //! - [`sim`]: the DMA-engine / root-complex simulator that replays pcie-bench and plays any
 //!   transaction stream (such as a DPDK port's) through the same device, link and IOMMU.
-//! - [`iotlb`]: the IOMMU's translation caches, shared by both.
-//! - [`pages`]: the pages a DMA stream touches (its working set).
-//! - [`port`]: a DPDK port's stream run through the IOMMU: miss counts and timed runs.
+//! - [`iommu`]: everything IOMMU, in one folder: a DPDK port's DMA address stream, the
+//!   translation caches (shared with [`sim`]), the pages and LLC ways the stream touches, and
+//!   the stream run through the IOMMU.
+//! - [`parallel`]: the thread pool that works on files in parallel.
 //! - [`cores`]: what sharing cache lines between two CPUs costs on this machine now.
-//! - [`ddio`]: the LLC ways DDIO allocates into, as a DPDK port's DMA sees them.
 //! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis).
 //! - `rng`: the pseudo-random generator they share (a leaf, so no two of them import each
 //!   other for it).
@@ -20,12 +19,9 @@
 //!   Python values.
 
 pub mod cores;
-pub mod dataplane;
-pub mod ddio;
 pub mod error;
-pub mod iotlb;
-pub mod pages;
-pub mod port;
+pub mod iommu;
+pub mod parallel;
 #[cfg(feature = "pyo3")]
 mod py;
 mod rng;

@@ -7,22 +7,23 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::dataplane::{Iova, Layout};
-use crate::iotlb::Replacement;
+use crate::iommu::iotlb::Replacement;
+use crate::iommu::port_stream::config::{Iova, Layout};
 use crate::sim::{OpMix, Pattern};
+use crate::CoreError;
 
 /// The value `text` names among `options`, or a message naming `what`, `text` and the allowed
 /// names ("pattern \"x\": use seq or rand").
-fn named<T: Copy>(what: &str, text: &str, options: &[(&str, T)]) -> Result<T, String> {
+fn named<T: Copy>(what: &str, text: &str, options: &[(&str, T)]) -> Result<T, CoreError> {
     if let Some((_, value)) = options.iter().find(|(name, _)| *name == text) {
         return Ok(*value);
     }
     let names: Vec<&str> = options.iter().map(|(name, _)| *name).collect();
     let (last, rest) = names.split_last().expect("options are never empty");
-    Err(format!(
+    Err(CoreError::Invalid(format!(
         "{what} {text:?}: use {} or {last}",
         rest.join(", ")
-    ))
+    )))
 }
 
 /// `FromPyObject` for an enumeration from its Python names.
@@ -31,7 +32,7 @@ macro_rules! from_names {
         impl<'py> FromPyObject<'py> for $ty {
             fn extract_bound(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
                 named($what, &obj.extract::<String>()?, &[$(($name, $value)),+])
-                    .map_err(PyValueError::new_err)
+                    .map_err(|err| PyValueError::new_err(err.to_string()))
             }
         }
     };
@@ -74,7 +75,7 @@ mod tests {
         let iova = [("va", Iova::Va), ("pa", Iova::Pa)];
         assert_eq!(
             named("iova", "io", &iova),
-            Err("iova \"io\": use va or pa".to_owned())
+            Err(CoreError::Invalid("iova \"io\": use va or pa".to_owned()))
         );
         assert_eq!(named("iova", "pa", &iova), Ok(Iova::Pa));
     }

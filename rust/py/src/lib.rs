@@ -1,12 +1,12 @@
 //! PyO3 glue: the only place where Python and the Rust core meet (`pcieperf._core`).
 
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pcieperf_core::dataplane::PortConfig;
 use pcieperf_core::error::ErrorKind;
-use pcieperf_core::iotlb::CacheShape;
-use pcieperf_core::port::PortRun;
+use pcieperf_core::iommu::iotlb::CacheShape;
+use pcieperf_core::iommu::port_run::{self, PortRun};
+use pcieperf_core::iommu::port_stream::config::PortConfig;
 use pcieperf_core::sim::{self, Machine, SimParams, TxnClass, Walks};
-use pcieperf_core::{cores, port, tlp, CoreError};
+use pcieperf_core::{cores, tlp, CoreError};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -147,7 +147,7 @@ fn port_run(params: &Bound<'_, PyAny>) -> PyResult<(PortConfig, CacheShape, Port
 fn port_misses<'py>(py: Python<'py>, params: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let (config, iotlb, run) = port_run(params)?;
     let counts = py
-        .detach(|| port::count_misses(config, iotlb, &run))
+        .detach(|| port_run::count_misses(config, iotlb, &run))
         .map_err(to_py_err)?;
     Ok(counts.into_pyobject(py)?.into_any())
 }
@@ -165,7 +165,7 @@ fn port_simulate<'py>(
     let (config, iotlb, run) = port_run(params)?;
     let (machine, walks): (Machine, Walks) = (parameters(params)?, parameters(params)?);
     let (counts, result, precision) = py
-        .detach(|| port::simulate(config, iotlb, &run, &machine, walks, with_iommu, &classes))
+        .detach(|| port_run::simulate(config, iotlb, &run, &machine, walks, with_iommu, &classes))
         .map_err(to_py_err)?;
     let out = counts.into_pyobject(py)?;
     out.set_item("batches", precision.batches)?;

@@ -1,12 +1,13 @@
 //! Capture-file glue: reading into numpy columns, the buffered writer, merge and synthesis.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
-use pcieperf_core::trace::archive::{
-    file_partial, files_partial, first_record, DemandConfig, Partial, ReadFacts,
-};
-use pcieperf_core::trace::columns::{in_parallel, read_columns};
+use pcieperf_core::parallel::in_parallel;
+use pcieperf_core::trace::archive::demand::DemandConfig;
+use pcieperf_core::trace::archive::files::{file_partial, files_partial, first_record};
+use pcieperf_core::trace::archive::{Partial, ReadFacts};
+use pcieperf_core::trace::columns::read_columns;
 use pcieperf_core::trace::merge::{convert, merge_part, merge_with, scan, MergeOptions, Part};
 use pcieperf_core::trace::rate_windows;
 use pcieperf_core::trace::read::ReadOptions;
@@ -15,9 +16,9 @@ use pcieperf_core::trace::synth::{synthesize, Synthesizer};
 use pcieperf_core::trace::write::{Batch, OutFormat, Writer, DEFAULT_BUFFER_BYTES};
 use pcieperf_core::trace::Interface;
 use pcieperf_core::CoreError;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use pyo3::IntoPyObjectExt;
 
 use crate::{invalid, parameters, to_py_err};
 
@@ -128,27 +129,29 @@ pub fn trace_stats<'py>(
     strict: bool,
     threads: usize,
 ) -> PyResult<Bound<'py, PyList>> {
-    let read = read_options(skip_bad, strict);
     per_file(
         py,
         &paths,
+        read_options(skip_bad, strict),
         threads,
-        |p| file_stats(p, read, &config),
+        |p, read| file_stats(p, read, &config),
         |stats| Ok(stats_dict(py, &stats.summary, &ReadFacts::from(&stats))?.into_any()),
     )
 }
 
-/// `work` on each path, in parallel on up to `threads` threads without the GIL, as a list in
-/// path order: each success converted by `to_py`, each failure as its exception (not raised),
-/// so that one bad file does not hide the others' results.
+/// `work` on each capture of `paths` read with `read`, in parallel on up to `threads` threads
+/// without the GIL, as a list in path order: each success converted by `to_py`, each failure
+/// as its exception (not raised), so that one bad file does not hide the others' results. The
+/// one body of the per-file functions (`trace_stats`, `trace_first_records`, `trace_scan`).
 fn per_file<'py, T: Send>(
     py: Python<'py>,
     paths: &[PathBuf],
+    read: ReadOptions,
     threads: usize,
-    work: impl Fn(&PathBuf) -> Result<T, CoreError> + Sync + Send,
+    work: impl Fn(&Path, ReadOptions) -> Result<T, CoreError> + Sync + Send,
     to_py: impl Fn(T) -> PyResult<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let results = py.detach(|| in_parallel(paths, threads, work));
+    let results = py.detach(|| in_parallel(paths, threads, |path| work(path, read)));
     let out = PyList::empty(py);
     for result in results {
         match result {
@@ -157,6 +160,11 @@ fn per_file<'py, T: Send>(
         }
     }
     Ok(out)
+}
+
+/// The conversion of a per-file result that Python takes as it is.
+fn as_is<'py, T: IntoPyObject<'py>>(py: Python<'py>) -> impl Fn(T) -> PyResult<Bound<'py, PyAny>> {
+    move |value| value.into_bound_py_any(py)
 }
 
 /// Statistics of packets given as columns in file order (an in-memory trace); `interfaces`
@@ -187,7 +195,7 @@ pub fn trace_stats_columns<'py>(
     );
     let summary = py
         .detach(|| columns_stats(ts, cap, wire, ifs, &interfaces, &config))
-        .map_err(invalid)?;
+        .map_err(to_py_err)?;
     summary_dict(py, &summary)
 }
 
@@ -406,7 +414,7 @@ impl TracePartial {
     fn from_bytes(data: &[u8]) -> PyResult<Self> {
         Partial::from_bytes(data)
             .map(|inner| TracePartial { inner })
-            .map_err(PyValueError::new_err)
+            .map_err(to_py_err)
     }
 
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
@@ -434,14 +442,14 @@ impl TracePartial {
     ) -> PyResult<()> {
         self.inner
             .append(&next.inner, &config, demand.map(|d| &d.inner))
-            .map_err(PyValueError::new_err)
+            .map_err(to_py_err)
     }
 
     /// The PCIe demand of the packets (`archive::Partial::demand`) as a dict.
     fn demand<'py>(&self, py: Python<'py>, cost: &TraceDemandCost) -> PyResult<Bound<'py, PyDict>> {
         self.inner
             .demand(&cost.inner)
-            .map_err(PyValueError::new_err)?
+            .map_err(to_py_err)?
             .into_pyobject(py)
     }
 
@@ -451,7 +459,7 @@ impl TracePartial {
         py: Python<'py>,
         #[pyo3(from_py_with = stats_config)] config: StatsConfig,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let summary = self.inner.summary(&config).map_err(PyValueError::new_err)?;
+        let summary = self.inner.summary(&config).map_err(to_py_err)?;
         stats_dict(py, &summary, &self.inner.facts)
     }
 
@@ -496,7 +504,7 @@ impl TraceDemandCost {
     fn new(window_ns: u64, up: Vec<f64>, down: Vec<f64>, capacity_gbps: f64) -> PyResult<Self> {
         DemandConfig::new(window_ns, up, down, capacity_gbps)
             .map(|inner| TraceDemandCost { inner })
-            .map_err(PyValueError::new_err)
+            .map_err(to_py_err)
     }
 
     /// Pickled as its arguments.
@@ -598,13 +606,13 @@ pub fn trace_first_records<'py>(
     strict: bool,
     threads: usize,
 ) -> PyResult<Bound<'py, PyList>> {
-    let read = read_options(skip_bad, strict);
     per_file(
         py,
         &paths,
+        read_options(skip_bad, strict),
         threads,
-        |p| first_record(p, read),
-        |(first, interfaces)| Ok((first, interfaces).into_pyobject(py)?.into_any()),
+        first_record,
+        as_is(py),
     )
 }
 
@@ -653,12 +661,12 @@ pub fn trace_scan<'py>(
     strict: bool,
     threads: usize,
 ) -> PyResult<Bound<'py, PyList>> {
-    let read = read_options(skip_bad, strict);
     per_file(
         py,
         &paths,
+        read_options(skip_bad, strict),
         threads,
-        |p| scan(p, read),
-        |s| Ok(s.into_pyobject(py)?.into_any()),
+        scan,
+        as_is(py),
     )
 }

@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pcieperf import engine
-from pcieperf._native import checked, core
+from pcieperf._native import call, checked, core
 from pcieperf.errors import PcieperfError, TraceFileError, UsageError, require_positive
 from pcieperf.net.trace.files import LINK_HEADER_BYTES, NS_PER_S, Interface
 from pcieperf.net.trace.rewrite import _check_inputs
@@ -331,8 +331,8 @@ class _Fold:
             self.merged[port] = partial
             return
         try:
-            total.append(partial, self.config, self.demand)  # type: ignore[attr-defined]
-        except ValueError:
+            call(total.append, partial, self.config, self.demand)  # type: ignore[attr-defined]
+        except UsageError:  # the files overlap in time (or were read by other rules)
             self.failed.add(port)
             self.merged[port] = None
 
@@ -342,8 +342,8 @@ class _Fold:
         for port, total in enumerate(self.merged):
             try:
                 if total is not None:
-                    total.summary(self.config)  # type: ignore[attr-defined]
-            except ValueError:
+                    call(total.summary, self.config)  # type: ignore[attr-defined]
+            except UsageError:  # windows not counted from the port's first packet
                 self.merged[port] = None
         return self.merged
 
@@ -511,8 +511,8 @@ def demand(
         name = port[0].path if per_file else f"port {n} ({port[0].path} ...)"
         _require_ethernet(name, raw)
         try:
-            d = partial.demand(cost)  # type: ignore[attr-defined]
-        except ValueError as exc:
+            d = call(partial.demand, cost)  # type: ignore[attr-defined]
+        except UsageError as exc:
             raise UsageError(f"{name}: {exc}") from None
         packets = raw["packets"]
         span = raw["last_ts_ns"] - raw["first_ts_ns"] if packets else 0

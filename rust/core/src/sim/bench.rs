@@ -3,10 +3,11 @@
 //! mixes and the one-queue machine and IOMMU its parameters describe.
 
 use crate::error::CoreError;
-use crate::iotlb::{CacheShape, Replacement, Translator};
+use crate::iommu::iotlb::{CacheShape, Replacement, Translator};
 use crate::rng::Rng;
 
-use super::engine::{check, run, Iommu, Machine, Measure, SimResult, Txn, TxnClass, Walks};
+use super::engine::{check, run, Machine, Measure, SimResult, Txn, TxnClass};
+use super::translation::{Iommu, Walks};
 
 /// Order in which window units are visited (pcie-bench's `PAT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

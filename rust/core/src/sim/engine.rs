@@ -1,5 +1,5 @@
 //! The generic DMA engine / root-complex model: plays any transaction stream ([`run`]), such
-//! as pcie-bench's ([`super::bench`]) or a DPDK port's ([`crate::dataplane`]).
+//! as pcie-bench's ([`super::bench`]) or a DPDK port's ([`crate::iommu::port_stream`]).
 //!
 //!
 //! Each class belongs to an in-order queue (pcie-bench: one; a NIC: Rx and Tx), and the queue
@@ -9,7 +9,7 @@
 //! taken at issue). Each one passes, in order: its queue's DMA engine (reads and writes have
 //! separate engines, each a serial per-transaction cost), the device's shared data path (a serial cost per transaction,
 //! whichever its direction), the upstream link (its request or write TLP bytes), the IOMMU (an
-//! IOTLB from [`crate::iotlb`]; a miss waits for one of `walkers` page walkers, occupies it for
+//! IOTLB from [`crate::iommu::iotlb`]; a miss waits for one of `walkers` page walkers, occupies it for
 //! `walk_busy_ns` and is translated `walk_ns` after the walk began; a walk that also misses the
 //! page-walk cache costs twice both), then for a read the
 //! host memory (latency depending on whether the line is warm in the cache) and the downstream
@@ -19,8 +19,9 @@
 
 use std::collections::VecDeque;
 
+use super::servers::{InOrderPool, Pool};
+use super::translation::Iommu;
 use crate::error::CoreError;
-use crate::iotlb::{Lookup, Translator};
 
 /// What a run measured.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,7 +51,7 @@ impl SimResult {
 /// starting from +0.0: a sum is -0.0 only if both terms are), so this picks the same value,
 /// bit for bit, with a compare and a select.
 #[inline(always)]
-fn later(a: f64, b: f64) -> f64 {
+pub(super) fn later(a: f64, b: f64) -> f64 {
     if b > a {
         b
     } else {
@@ -60,7 +61,7 @@ fn later(a: f64, b: f64) -> f64 {
 
 /// `v` with -0.0 made +0.0 (adding +0.0 changes no other value): costs enter a run this way,
 /// so no time in it is -0.0 and [`later`] is exact.
-fn nonneg(v: f64) -> f64 {
+pub(super) fn nonneg(v: f64) -> f64 {
     v + 0.0
 }
 
@@ -69,208 +70,7 @@ fn nonneg(v: f64) -> f64 {
 /// the crate still builds with older toolchains.
 #[cold]
 #[inline(never)]
-fn cold_path() {}
-
-/// A pool of identical servers (tags, page walkers): take the earliest free, give it
-/// back busy. The times the servers are free are kept in two ascending runs: servers come
-/// back nearly in time order, or as two interleaved orderly streams (a read-write mix gives
-/// back reads' tags in completion order and writes' in link order, earlier), so a release
-/// nearly always appends to one run, and one that fits neither is inserted into the first.
-/// Equal times are equal bit for bit (no -0.0, see [`later`]), so which run gives up the
-/// earliest one does not matter.
-struct Pool {
-    runs: [Run; 2],
-}
-
-impl Pool {
-    fn new(servers: u32) -> Self {
-        let mut first = Run::new(servers);
-        first.len = servers as usize;
-        Self {
-            runs: [first, Run::new(servers)],
-        }
-    }
-
-    /// The run holding the earliest free time (the first on a tie).
-    #[inline]
-    fn earliest_run(&self) -> usize {
-        let [a, b] = &self.runs;
-        usize::from(b.len > 0 && (a.len == 0 || b.first < a.first))
-    }
-
-    /// Occupies the server that frees first from `ready` on; returns when service starts.
-    #[inline(always)]
-    fn acquire(&mut self, ready: f64) -> f64 {
-        // Each run by name, not by index: no address to work out for the usual first run.
-        // Measured (callgrind + interleaved timings, bench_sim's points): taken by index, the
-        // compiler moved `head + 1, len - 1` as one 16-byte vector load, add and store, and the
-        // next release's 8-byte store of `len` then made that 16-byte load wait for the store
-        // to reach the cache (a load spanning two stores cannot be forwarded) once per
-        // transaction; by name both stay 8-byte updates, and the loop without an IOMMU ran
-        // 1.25x faster in CPU time for one instruction fewer.
-        let [a, b] = &mut self.runs;
-        let free = if b.len > 0 && (a.len == 0 || b.first < a.first) {
-            b.pop_front()
-        } else {
-            a.pop_front()
-        };
-        later(free, ready)
-    }
-
-    #[inline(always)]
-    fn release(&mut self, at: f64) {
-        let [a, b] = &mut self.runs;
-        if a.fits_after(at) {
-            a.push_back(at);
-        } else if b.fits_after(at) {
-            b.push_back(at);
-        } else {
-            // Rare: marked so, the loops keep their registers for the usual paths.
-            cold_path();
-            a.insert_sorted(at);
-        }
-    }
-
-    /// When the earliest-free server is free (the usual question: one tag, one credit).
-    #[inline]
-    fn first(&self) -> f64 {
-        self.runs[self.earliest_run()].first
-    }
-
-    /// The times the `k` earliest-free servers are free, earliest first (the runs merged).
-    fn earliest(&self, k: u32) -> impl Iterator<Item = f64> + '_ {
-        let [a, b] = &self.runs;
-        let (mut i, mut j) = (0, 0);
-        (0..(a.len + b.len).min(k as usize)).map(move |_| {
-            if j < b.len && (i >= a.len || b.get(j) < a.get(i)) {
-                j += 1;
-                b.get(j - 1)
-            } else {
-                i += 1;
-                a.get(i - 1)
-            }
-        })
-    }
-}
-
-/// Ascending free times in a ring of a power-of-two size (room for every server).
-struct Run {
-    free: Vec<f64>,
-    mask: usize,
-    head: usize,
-    len: usize,
-    /// The latest time in the run while it is not empty (a copy, so that asking whether a
-    /// time fits after it, on every release, needs no index into the ring).
-    last: f64,
-    /// The earliest time in the run while it is not empty (a copy likewise: which run holds
-    /// the earliest free server is asked on every acquire).
-    first: f64,
-}
-
-impl Run {
-    fn new(servers: u32) -> Self {
-        let size = (servers as usize).next_power_of_two();
-        Self {
-            free: vec![0.0; size],
-            mask: size - 1,
-            head: 0,
-            len: 0,
-            last: 0.0,
-            first: 0.0,
-        }
-    }
-
-    #[inline]
-    fn get(&self, i: usize) -> f64 {
-        self.free[self.head.wrapping_add(i) & self.mask]
-    }
-
-    #[inline]
-    fn pop_front(&mut self) -> f64 {
-        debug_assert!(self.len > 0, "pools are never empty");
-        let free = self.first;
-        self.head = self.head.wrapping_add(1);
-        self.len -= 1;
-        // The next time (stale when the run is now empty: then `first` means nothing).
-        self.first = self.get(0);
-        free
-    }
-
-    /// Whether `at` can be appended: no time in the run is later.
-    #[inline]
-    fn fits_after(&self, at: f64) -> bool {
-        self.len == 0 || self.last <= at
-    }
-
-    #[inline]
-    fn push_back(&mut self, at: f64) {
-        let tail = self.head.wrapping_add(self.len);
-        self.free[tail & self.mask] = at;
-        if self.len == 0 {
-            self.first = at;
-        }
-        self.len += 1;
-        self.last = at;
-    }
-
-    /// Puts `at` after every time not later than it, moving the later ones up one place.
-    /// Inlined although rare: a call in a transaction loop would make the loop keep its
-    /// times in memory (a call may overwrite every floating-point register). Left to the
-    /// compiler, it was not inlined, and the loops without an IOMMU kept their clocks on the
-    /// stack (callgrind, bench_sim's points: ten or so loads and stores per transaction).
-    #[inline(always)]
-    fn insert_sorted(&mut self, at: f64) {
-        let mut i = self.head.wrapping_add(self.len);
-        while i != self.head && self.free[i.wrapping_sub(1) & self.mask] > at {
-            self.free[i & self.mask] = self.free[i.wrapping_sub(1) & self.mask];
-            i = i.wrapping_sub(1);
-        }
-        self.free[i & self.mask] = at;
-        self.len += 1;
-        self.last = self.get(self.len - 1);
-        self.first = self.get(0);
-    }
-}
-
-/// A pool whose servers come back in the order they were taken, each no earlier than the one
-/// before (posted-write credits: the root complex retires writes in order, so the times it frees
-/// them never decrease). The earliest free is then always the one taken longest ago: the free
-/// times sit in a ring, oldest at `next`, and taking one and giving it back is one overwrite,
-/// where a [`Pool`] would pop and push two sorted runs (the same times either way).
-struct InOrderPool {
-    free: Vec<f64>,
-    next: usize,
-}
-
-impl InOrderPool {
-    fn new(servers: u32) -> Self {
-        Self {
-            free: vec![0.0; servers as usize],
-            next: 0,
-        }
-    }
-
-    /// When the earliest-free server is free.
-    #[inline(always)]
-    fn first(&self) -> f64 {
-        self.free[self.next]
-    }
-
-    /// Takes the earliest-free server and gives it back free from `at` (no earlier than any
-    /// time given back before).
-    #[inline(always)]
-    fn cycle(&mut self, at: f64) {
-        debug_assert!(
-            self.free[(self.next + self.free.len() - 1) % self.free.len()] <= at,
-            "given back out of order"
-        );
-        self.free[self.next] = at;
-        self.next += 1;
-        if self.next == self.free.len() {
-            self.next = 0;
-        }
-    }
-}
+pub(super) fn cold_path() {}
 
 /// One kind of DMA transaction: direction, device costs, TLP bytes and host service times.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -343,119 +143,6 @@ pub struct Machine {
     /// How many transactions may be held back from the stream while another queue goes first:
     /// how far one queue may run ahead of the stream's order (irrelevant with one queue).
     pub lookahead: usize,
-}
-
-/// Page-walk timing: the walk's latency, how long it keeps a walker busy, how many walkers.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "pyo3", derive(pyo3::FromPyObject), pyo3(from_item_all))]
-pub struct Walks {
-    pub walk_ns: f64,
-    pub walk_busy_ns: f64,
-    pub walkers: u32,
-}
-
-/// An IOMMU in time: the translation caches plus the walkers that serve their misses.
-pub struct Iommu {
-    pub translator: Translator,
-    walks: Walks,
-    walkers: Walkers,
-}
-
-/// The page walkers. Walks are requested in time order (when a request leaves the link, a
-/// time that never decreases); without a page-walk cache each keeps its walker as long, so
-/// walkers come back in the order taken ([`InOrderPool`]: one overwrite per walk, the same
-/// times a [`Pool`] gives); with one, a walk that misses it takes twice as long and may come
-/// back before an earlier one.
-enum Walkers {
-    InOrder(InOrderPool),
-    Any(Pool),
-}
-
-impl Iommu {
-    pub fn new(translator: Translator, walks: Walks) -> Result<Self, CoreError> {
-        if walks.walkers == 0
-            || !(walks.walk_ns.is_finite() && walks.walk_ns >= 0.0)
-            || !(walks.walk_busy_ns.is_finite() && walks.walk_busy_ns >= 0.0)
-        {
-            return Err(CoreError::BadParameter {
-                what: "page walks need walkers >= 1 and finite walk times >= 0",
-            });
-        }
-        let walks = Walks {
-            walk_ns: nonneg(walks.walk_ns),
-            walk_busy_ns: nonneg(walks.walk_busy_ns),
-            ..walks
-        };
-        let walkers = if translator.has_walk_cache() {
-            Walkers::Any(Pool::new(walks.walkers))
-        } else {
-            Walkers::InOrder(InOrderPool::new(walks.walkers))
-        };
-        Ok(Self {
-            translator,
-            walks,
-            walkers,
-        })
-    }
-
-    /// When a transfer whose request reached the IOMMU at `t` is translated (every page it
-    /// spans; their walks may overlap on different walkers). Inlined into the transaction loop:
-    /// most transfers lie in one page that hits, and that path is a compare and a lookup; a
-    /// miss ([`Self::walk_missed`]) is inlined too, so the loop makes no call and keeps its
-    /// clocks in registers.
-    #[inline(always)]
-    fn translate(&mut self, addr: u64, bytes: u64, t: f64) -> f64 {
-        let (first, last) = self.translator.page_span(addr, bytes);
-        if first == last {
-            // No test for the page looked up last: a hit that changes nothing either way, and
-            // with random pages over a small window an unpredictable branch.
-            if self.translator.hit_new_page(first) {
-                return t;
-            }
-            return later(t, self.walk_missed(first, t));
-        }
-        cold_path();
-        let mut done = t;
-        for page in first..=last {
-            let lookup = self.translator.lookup_page(page);
-            if lookup != Lookup::Hit {
-                done = later(done, self.walk(lookup, t));
-            }
-        }
-        done
-    }
-
-    /// Finishes the look-up of a page the IOTLB missed and walks it for a request at `t`;
-    /// returns when the translation is done. Inlined: as one call per miss it made the loop
-    /// save and restore its clocks around the call (callgrind, bench_sim's 4 KiB-page points:
-    /// reads 234.4 -> 208.6, writes 241.3 -> 220.7, rw 280.6 -> 250.3 instructions per
-    /// transaction).
-    #[inline(always)]
-    fn walk_missed(&mut self, page: u64, t: f64) -> f64 {
-        let missed = self.translator.finish_miss(page);
-        self.walk(missed, t)
-    }
-
-    /// Serves a missed translation requested at `t` on the walker that frees first; returns
-    /// when the translation is done.
-    #[inline(always)]
-    fn walk(&mut self, missed: Lookup, t: f64) -> f64 {
-        let levels = if missed == Lookup::LongWalk { 2.0 } else { 1.0 };
-        let busy = levels * self.walks.walk_busy_ns;
-        let began = match &mut self.walkers {
-            Walkers::InOrder(walkers) => {
-                let began = later(walkers.first(), t);
-                walkers.cycle(began + busy);
-                began
-            }
-            Walkers::Any(walkers) => {
-                let began = walkers.acquire(t);
-                walkers.release(began + busy);
-                began
-            }
-        };
-        began + levels * self.walks.walk_ns
-    }
 }
 
 /// Checks a machine and its classes as [`run`] does, for a caller that then runs a stream over
@@ -963,8 +650,9 @@ fn earliest_start(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iotlb::{CacheShape, Replacement};
+    use crate::iommu::iotlb::{CacheShape, Replacement, Translator};
     use crate::rng::Rng;
+    use crate::sim::translation::Walks;
 
     #[test]
     fn a_pool_gives_the_earliest_free_server_like_a_sorted_list() {

@@ -9,8 +9,9 @@
 
 pub mod bench;
 pub mod engine;
+mod servers;
+pub mod translation;
 
 pub use bench::{simulate, Addresses, OpMix, Pattern, SimParams};
-pub use engine::{
-    run, run_observed, Iommu, Machine, Measure, SimResult, Txn, TxnClass, Walks, OBSERVE_EVERY,
-};
+pub use engine::{run, run_observed, Machine, Measure, SimResult, Txn, TxnClass, OBSERVE_EVERY};
+pub use translation::{Iommu, Walks};

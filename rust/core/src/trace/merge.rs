@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::read::{ReadOptions, Reader, Record};
-use super::window::Window;
+use super::shared_buffer::SharedBuffer;
 use super::write::{OutFormat, Writer, DEFAULT_BUFFER_BYTES};
 use super::Interface;
 use crate::CoreError;
@@ -158,8 +158,8 @@ pub fn merge(
 
 /// Rewrites `input` as `output` packet for packet, interfaces and their names kept: what a
 /// merge of this one input writes (`merge_with` with `keep_names`), without the heap. The input
-/// is read into shared windows, and where its records are byte for byte what the writer would
-/// write for them (little-endian ns pcap to pcap) they are passed on in spans of a window,
+/// is read into shared buffers, and where its records are byte for byte what the writer would
+/// write for them (little-endian ns pcap to pcap) they are passed on in spans of a shared buffer,
 /// written from there by the writer thread (no copy of ours).
 pub fn convert(
     input: &Path,
@@ -174,23 +174,23 @@ pub fn convert(
         strict,
         chunk: MAX_CHUNK_BYTES,
     };
-    convert_with(input, output, format, read, WINDOW_BYTES, shift_ns)
+    convert_with(input, output, format, read, SHARED_BUFFER_BYTES, shift_ns)
 }
 
-/// `convert` with its input read as `read` says, into shared windows of `window` bytes where
+/// `convert` with its input read as `read` says, into shared buffers of `shared` bytes where
 /// records can pass as they are (never when times are shifted by `shift_ns`).
 pub(super) fn convert_with(
     input: &Path,
     output: &Path,
     format: OutFormat,
     read: ReadOptions,
-    window: usize,
+    shared: usize,
     shift_ns: i64,
 ) -> Result<MergeStats, CoreError> {
     let mut reader = Reader::open_with(input, read)?;
     let as_is = format == OutFormat::Pcap && reader.native_ns_pcap() && shift_ns == 0;
     if as_is {
-        reader.share_windows(window);
+        reader.share_buffers(shared);
     }
     let mut source = Input {
         path: input.to_path_buf(),
@@ -239,18 +239,18 @@ impl Conversion {
     /// One record that `next_record` returned: passed on as it is where it can be, else written.
     fn record(&mut self, record: &Record) -> Result<(), CoreError> {
         let shared = if self.as_is {
-            self.source.reader.window_record(record)
+            self.source.reader.shared_record(record)
         } else {
             None
         };
-        match shared.filter(|&(window, at)| fraction_below_1s(window, at)) {
-            Some((window, at)) => {
-                let (window, end) = (
-                    Arc::clone(window),
+        match shared.filter(|&(shared, at)| fraction_below_1s(shared, at)) {
+            Some((shared, at)) => {
+                let (shared, end) = (
+                    Arc::clone(shared),
                     at + PCAP_RECORD_BYTES + record.caplen as usize,
                 );
                 self.source.count(record, &mut self.stats);
-                self.pass(&window, at..end, 1)
+                self.pass(&shared, at..end, 1)
             }
             None => {
                 self.flush()?;
@@ -261,9 +261,10 @@ impl Conversion {
         }
     }
 
-    /// The records that follow in the window and pass as they are, taken in runs and written:
-    /// what stops a run (the end of the window, a record to rewrite) ends the span too, and
-    /// writing it before the next window is read keeps one window fewer alive.
+    /// The records that follow in the shared buffer and pass as they are, taken in runs and
+    /// written: what stops a run (the end of the shared buffer, a record to rewrite) ends the span
+    /// too, and writing it before the next shared buffer is read keeps one shared buffer fewer
+    /// alive.
     fn take_runs(&mut self) -> Result<(), CoreError> {
         if !self.as_is {
             return Ok(());
@@ -272,26 +273,26 @@ impl Conversion {
             self.stats.packets += run.packets;
             self.stats.out_of_order += run.descents;
             self.source.last_ts = run.last_ts;
-            self.pass(&run.window, run.bytes, run.packets)?;
+            self.pass(&run.shared, run.bytes, run.packets)?;
         }
         self.flush()
     }
 
-    /// Adds `packets` records at `window[bytes]` to the span, or starts a new one after them.
+    /// Adds `packets` records at `shared[bytes]` to the span, or starts a new one after them.
     fn pass(
         &mut self,
-        window: &Arc<Window>,
+        shared: &Arc<SharedBuffer>,
         bytes: Range<usize>,
         packets: u64,
     ) -> Result<(), CoreError> {
         if let Some(span) = self.span.as_mut() {
-            if span.extend(window, bytes.clone(), packets) {
+            if span.extend(shared, bytes.clone(), packets) {
                 return Ok(());
             }
         }
         self.flush()?;
         self.span = Some(Span {
-            window: Arc::clone(window),
+            shared: Arc::clone(shared),
             bytes,
             packets,
         });
@@ -301,7 +302,7 @@ impl Conversion {
     /// Writes the span, if any, and ends it.
     fn flush(&mut self) -> Result<(), CoreError> {
         match self.span.take() {
-            Some(s) => self.writer.write_as_is(&s.window, s.bytes, s.packets),
+            Some(s) => self.writer.write_as_is(&s.shared, s.bytes, s.packets),
             None => Ok(()),
         }
     }
@@ -320,37 +321,37 @@ impl Conversion {
     }
 }
 
-/// Window of a conversion: large enough that a window (a read, a write, a hand-over) costs little
-/// per byte (512 KiB: ~870 for 6 M 64-byte frames), small enough that the four that exist at
-/// once (the reader's, one queued, one being written, the next being read) hold less than the
-/// writer's three 1 MiB buffers.
-const WINDOW_BYTES: usize = 512 << 10;
+/// Shared buffer of a conversion: large enough that a shared buffer (a read, a write, a hand-over)
+/// costs little per byte (512 KiB: ~870 for 6 M 64-byte frames), small enough that the four that
+/// exist at once (the reader's, one queued, one being written, the next being read) hold less than
+/// the writer's three 1 MiB buffers.
+const SHARED_BUFFER_BYTES: usize = 512 << 10;
 /// A pcap record header: seconds, fraction, caplen, wire length (draft-ietf-opsawg-pcap §5).
 const PCAP_RECORD_BYTES: usize = 16;
 const NO_INTERFACE: &str = "no input defines an interface";
 
-/// Whether the ns pcap record at `window[at..]` has a fraction of a second below 10^9 (the
+/// Whether the ns pcap record at `shared[at..]` has a fraction of a second below 10^9 (the
 /// pcap writer normalises a larger one, so only such a record passes as it is).
 #[inline(always)]
-fn fraction_below_1s(window: &Window, at: usize) -> bool {
-    window
+fn fraction_below_1s(shared: &SharedBuffer, at: usize) -> bool {
+    shared
         .bytes()
         .get(at + 4..at + 8)
         .is_some_and(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) < 1_000_000_000)
 }
 
-/// Consecutive records of one shared window, passed on as they are.
+/// Consecutive records of one shared buffer, passed on as they are.
 struct Span {
-    window: Arc<Window>,
+    shared: Arc<SharedBuffer>,
     bytes: Range<usize>,
     packets: u64,
 }
 
 impl Span {
-    /// Takes the `packets` records at `window[bytes]` if they follow the span directly.
+    /// Takes the `packets` records at `shared[bytes]` if they follow the span directly.
     #[inline(always)]
-    fn extend(&mut self, window: &Arc<Window>, bytes: Range<usize>, packets: u64) -> bool {
-        let follows = bytes.start == self.bytes.end && Arc::ptr_eq(&self.window, window);
+    fn extend(&mut self, shared: &Arc<SharedBuffer>, bytes: Range<usize>, packets: u64) -> bool {
+        let follows = bytes.start == self.bytes.end && Arc::ptr_eq(&self.shared, shared);
         if follows {
             self.bytes.end = bytes.end;
             self.packets += packets;

@@ -16,12 +16,12 @@ pub mod columns;
 pub mod merge;
 pub mod rate_windows;
 pub mod read;
+pub mod shared_buffer;
 mod sink;
 mod spill;
 pub mod stats;
 pub mod stream;
 pub mod synth;
-pub mod window;
 pub mod write;
 
 #[cfg(test)]

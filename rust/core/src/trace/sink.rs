@@ -1,6 +1,6 @@
 //! A file written by its own thread, one whole buffer per `write`: the caller fills the next
 //! buffer while the kernel copies the previous one into the page cache (double buffering).
-//! A piece of a shared input window can be handed over instead of a buffer, to be written from
+//! A piece of a shared input buffer can be handed over instead of a buffer, to be written from
 //! where it was read (no copy of ours). At most three buffers or pieces exist: one being
 //! filled, one queued, one being written.
 
@@ -12,25 +12,25 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
-use super::window::Window;
+use super::shared_buffer::SharedBuffer;
 use crate::CoreError;
 
 /// Buffers handed over and not yet returned before `submit` waits for one to come back.
 const MAX_IN_FLIGHT: usize = 2;
 
 /// What the writer thread writes and gives back: a buffer, to be filled again, or bytes of a
-/// shared input window, dropped by the caller (its buffer then goes back to the reader's pool
+/// shared input buffer, dropped by the caller (its buffer then goes back to the reader's pool
 /// if nothing else holds it).
 enum Chunk {
     Buffer(Vec<u8>),
-    Window(Arc<Window>, Range<usize>),
+    Shared(Arc<SharedBuffer>, Range<usize>),
 }
 
 impl Chunk {
     fn bytes(&self) -> &[u8] {
         match self {
             Chunk::Buffer(buf) => buf,
-            Chunk::Window(window, range) => &window.bytes()[range.clone()],
+            Chunk::Shared(shared, range) => &shared.bytes()[range.clone()],
         }
     }
 }
@@ -81,13 +81,13 @@ impl Sink {
             .unwrap_or_else(|| Vec::with_capacity(capacity)))
     }
 
-    /// Queues `window[range]` for writing, straight from the window.
-    pub fn submit_window(
+    /// Queues `shared[range]` for writing, straight from the shared buffer.
+    pub fn submit_shared(
         &mut self,
-        window: Arc<Window>,
+        shared: Arc<SharedBuffer>,
         range: Range<usize>,
     ) -> Result<(), CoreError> {
-        self.send(Chunk::Window(window, range))
+        self.send(Chunk::Shared(shared, range))
     }
 
     /// Hands `chunk` to the writer thread, then takes back what it has written: waiting for

@@ -1,7 +1,7 @@
-//! The bytes of a capture as a stream: a file, standard input (`-`) or an in-memory copy, gzip-
-//! or zstd-compressed or not (told apart by magic bytes, never by name), read through one
-//! bounded, reused buffer, or (`share_windows`) through windows that a writer can hold on to:
-//! what the reader holds is one buffer or one window, whatever the size of the input.
+//! The bytes of a capture as a stream: a file, standard input (`-`) or an in-memory copy, gzip- or
+//! zstd-compressed or not (told apart by magic bytes, never by name), read through one bounded,
+//! reused buffer, or (`share_buffers`) through shared buffers that a writer can hold on to: what
+//! the reader holds is one buffer or one shared buffer, whatever the size of the input.
 
 use std::fs::File;
 use std::io::{self, Cursor, Read};
@@ -12,7 +12,7 @@ use std::thread;
 
 use flate2::read::MultiGzDecoder;
 
-use super::window::{Pool, Window};
+use super::shared_buffer::{Pool, SharedBuffer};
 use crate::CoreError;
 
 /// gzip member header ID1 ID2 (RFC 1952 §2.3.1).
@@ -23,7 +23,7 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// small enough that dozens of inputs merged together stay within a few MiB.
 pub const DEFAULT_CHUNK_BYTES: usize = 256 << 10;
 
-/// Smallest read buffer or window: one page.
+/// Smallest read buffer or shared buffer: one page.
 const MIN_CHUNK_BYTES: usize = 4096;
 
 /// Room left before the bytes a read-ahead block carries, for the unread end of the block
@@ -107,7 +107,7 @@ impl Compression {
     }
 }
 
-/// A forward-only window over a byte source: `fill` makes bytes available, `consume` drops them.
+/// A forward-only view of a byte source: `fill` makes bytes available, `consume` drops them.
 pub struct Stream {
     source: Box<dyn Read + Send>,
     buf: Vec<u8>,
@@ -121,10 +121,10 @@ pub struct Stream {
     compression: Compression,
     size_hint: Option<u64>,
     ahead: Option<ReadAhead>,
-    /// With `share_windows`: the window now (`base`, `start` and `end` then refer to its
-    /// bytes, not to `buf`) and the buffers that windows give back.
-    window: Option<Arc<Window>>,
-    windows: Option<Pool>,
+    /// With `share_buffers`: the shared buffer now (`base`, `start` and `end` then refer to its
+    /// bytes, not to `buf`) and the buffers that shared buffers give back.
+    shared: Option<Arc<SharedBuffer>>,
+    pool: Option<Pool>,
 }
 
 impl Stream {
@@ -186,15 +186,15 @@ impl Stream {
             compression,
             size_hint: None,
             ahead: None,
-            window: None,
-            windows: None,
+            shared: None,
+            pool: None,
         }
     }
 
     /// Reads the rest of the source on a thread of its own, a block ahead (see `ReadAhead`);
     /// for sources that end (a file), not for a terminal or a pipe that may wait forever.
     pub fn read_ahead(&mut self) {
-        if self.ahead.is_none() && !self.eof && self.windows.is_none() {
+        if self.ahead.is_none() && !self.eof && self.pool.is_none() {
             let source = std::mem::replace(&mut self.source, Box::new(io::empty()));
             self.ahead = Some(ReadAhead::start(source, self.chunk));
         }
@@ -215,11 +215,11 @@ impl Stream {
         self.base.wrapping_add(self.start as u64)
     }
 
-    /// The buffer, or the shared window.
+    /// The buffer, or the shared buffer.
     #[inline(always)]
     fn bytes(&self) -> &[u8] {
-        match &self.window {
-            Some(window) => window.bytes(),
+        match &self.shared {
+            Some(shared) => shared.bytes(),
             None => &self.buf,
         }
     }
@@ -239,22 +239,22 @@ impl Stream {
         self.bytes().get(at..at.checked_add(len)?)
     }
 
-    /// Reads what follows into windows of at least `bytes`, each a buffer of its own that can
-    /// outlive the stream's move past it (`window_at`): a writer can write records from it as
+    /// Reads what follows into shared buffers of at least `bytes`, each a buffer of its own that
+    /// can outlive the stream's move past it (`shared_at`): a writer can write records from it as
     /// they were read. Not with `read_ahead`, which has buffers of its own.
-    pub fn share_windows(&mut self, bytes: usize) {
+    pub fn share_buffers(&mut self, bytes: usize) {
         if self.ahead.is_none() {
-            self.windows = Some(Pool::default());
+            self.pool = Some(Pool::default());
             self.chunk = bytes.max(MIN_CHUNK_BYTES);
         }
     }
 
-    /// The shared window that holds stream offset `from`, and where in it (`share_windows`).
+    /// The shared buffer that holds stream offset `from`, and where in it (`share_buffers`).
     #[inline(always)]
-    pub fn window_at(&self, from: u64) -> Option<(&Arc<Window>, usize)> {
-        let window = self.window.as_ref()?;
+    pub fn shared_at(&self, from: u64) -> Option<(&Arc<SharedBuffer>, usize)> {
+        let shared = self.shared.as_ref()?;
         let at = usize::try_from(from.checked_sub(self.base)?).ok()?;
-        (at < window.bytes().len()).then_some((window, at))
+        (at < shared.bytes().len()).then_some((shared, at))
     }
 
     /// Drops `n` available bytes.
@@ -287,8 +287,8 @@ impl Stream {
         if self.ahead.is_some() {
             return self.refill_ahead(need);
         }
-        if self.windows.is_some() {
-            return self.refill_window(need);
+        if self.pool.is_some() {
+            return self.refill_shared(need);
         }
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
@@ -318,17 +318,17 @@ impl Stream {
         Ok(self.end)
     }
 
-    /// `refill` with shared windows: the next window is a buffer of its own (from the pool),
-    /// with the unread end of the window before copied to its start, then read into.
-    fn refill_window(&mut self, need: usize) -> io::Result<usize> {
+    /// `refill` with shared buffers: the next shared buffer is a buffer of its own (from the pool),
+    /// with the unread end of the shared buffer before copied to its start, then read into.
+    fn refill_shared(&mut self, need: usize) -> io::Result<usize> {
         let pool = self
-            .windows
+            .pool
             .as_ref()
-            .expect("refill_window runs with windows");
+            .expect("refill_shared runs with shared buffers");
         let left = self.end - self.start;
-        let mut buf = Window::buffer(pool, need.max(self.chunk));
+        let mut buf = SharedBuffer::reusable(pool, need.max(self.chunk));
         buf[..left].copy_from_slice(self.available());
-        self.buf = Vec::new(); // the buffer before windows, if any: not needed any more
+        self.buf = Vec::new(); // the buffer before pool, if any: not needed any more
         let mut filled = left;
         while filled < need {
             match self.source.read(&mut buf[filled..]) {
@@ -343,7 +343,7 @@ impl Stream {
         }
         self.base = self.offset();
         (self.start, self.end) = (0, filled);
-        self.window = Some(Arc::new(Window::new(buf, filled, pool)));
+        self.shared = Some(Arc::new(SharedBuffer::new(buf, filled, pool)));
         Ok(filled)
     }
 

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use std::io::Write;
 
-use super::archive::{file_partial, files_partial_in, Partial};
+use super::archive::files::{file_partial, files_partial_in};
+use super::archive::Partial;
 use super::merge::{convert, merge, merge_with, MergeOptions};
 use super::read::{ReadOptions, Reader, Record};
 use super::stats::{
@@ -15,8 +16,9 @@ use super::stats::{
 use super::synth::{fill_udp_frame, synthesize};
 use super::write::{OutFormat, Writer};
 use super::Interface;
+use crate::CoreError;
 
-mod windows;
+mod shared_buffers;
 
 fn u16b(v: u16, be: bool) -> [u8; 2] {
     if be {
@@ -1033,10 +1035,10 @@ fn columns_must_agree_with_each_other_and_the_interfaces() {
         std::slice::from_ref(&iface),
         &config,
     );
-    assert!(err.unwrap_err().contains("same length"));
+    assert!(err.unwrap_err().to_string().contains("same length"));
     let err = columns_stats(&[1], &[60], &[60], &[1], &[iface], &config);
     assert_eq!(
-        err.unwrap_err(),
+        err.unwrap_err().to_string(),
         "packet for interface 1, but 1 are defined"
     );
 }
@@ -1122,7 +1124,7 @@ fn files_that_overlap_in_time_do_not_append() {
     let mut a = partial_of("a.pcap", &pcap(false, false, 0, &[at(0), at(10)]), origin);
     let b = partial_of("b.pcap", &pcap(false, false, 0, &[at(5), at(20)]), origin);
     let err = a.append(&b, &stats_config(), None).unwrap_err();
-    assert_eq!(err, "the files overlap in time");
+    assert_eq!(err, CoreError::Unmergeable("the files overlap in time"));
 }
 
 #[test]

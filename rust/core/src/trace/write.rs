@@ -7,8 +7,8 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::shared_buffer::SharedBuffer;
 use super::sink::Sink;
-use super::window::Window;
 
 use super::{max_caplen, Interface, EPB_FLAGS};
 use crate::CoreError;
@@ -19,9 +19,9 @@ use crate::CoreError;
 /// 4 MiB 10 Mpps; the kernel's copy from buffers that missed the cache was the difference.
 pub const DEFAULT_BUFFER_BYTES: usize = 1 << 20;
 /// Records passed on as they are (`write_as_is`) in a span at least this long are written from
-/// their shared input window; shorter spans are copied into the buffer, so that records that
+/// their shared input buffer; shorter spans are copied into the buffer, so that records that
 /// alternate with rewritten ones do not each cost a write call.
-const WINDOW_SPAN_MIN_BYTES: usize = 64 << 10;
+const SHARED_SPAN_MIN_BYTES: usize = 64 << 10;
 /// Nanosecond pcap magic (draft-ietf-opsawg-pcap §4: 0xA1B23C4D, timestamps in ns).
 const PCAP_NS_MAGIC: u32 = 0xA1B2_3C4D;
 const SHB_TYPE: u32 = 0x0A0D_0D0A;
@@ -295,21 +295,21 @@ impl Writer {
     }
 
     /// Appends `packets` whole records that are byte for byte what this writer would write for
-    /// them, `window[range]` of a shared input window: written from the window when the span is
-    /// long (the writer thread holds the window until then), else copied into the buffer.
+    /// them, `shared[range]` of a shared input buffer: written from the shared buffer when the span
+    /// is long (the writer thread holds the shared buffer until then), else copied into the buffer.
     pub fn write_as_is(
         &mut self,
-        window: &Arc<Window>,
+        shared: &Arc<SharedBuffer>,
         range: Range<usize>,
         packets: u64,
     ) -> Result<(), CoreError> {
         let len = range.len();
-        if len < WINDOW_SPAN_MIN_BYTES {
+        if len < SHARED_SPAN_MIN_BYTES {
             self.reserve(len)?;
-            self.buf.extend_from_slice(&window.bytes()[range]);
+            self.buf.extend_from_slice(&shared.bytes()[range]);
         } else {
             self.hand_off()?;
-            self.sink()?.submit_window(Arc::clone(window), range)?;
+            self.sink()?.submit_shared(Arc::clone(shared), range)?;
             self.stats.bytes += len as u64;
             self.stats.writes += 1;
         }

@@ -1,4 +1,4 @@
-//! Reading into shared windows (`Reader::share_windows`) and the conversion that passes records
+//! Reading into shared buffers (`Reader::share_buffers`) and the conversion that passes records
 //! on from them as they were read, against what they replace: the buffered reader and the
 //! one-input merge. Same records, bytes, counts and errors; output byte for byte the same.
 
@@ -17,7 +17,7 @@ type Outcome = Result<(Vec<(Record, Vec<u8>)>, u64, Option<String>, Quirks, u64)
 fn open(path: &Path, options: ReadOptions, windows: bool) -> Result<Reader, String> {
     let mut reader = Reader::open_with(path, options).map_err(|e| e.to_string())?;
     if windows {
-        reader.share_windows(options.chunk);
+        reader.share_buffers(options.chunk);
     }
     Ok(reader)
 }
@@ -37,7 +37,7 @@ fn outcome(mut reader: Reader) -> Outcome {
     Ok((records, skipped, cut, quirks, read))
 }
 
-/// Payloads of 0 to 70 000 bytes: longer than a 4 KiB window and than a 64 KiB span.
+/// Payloads of 0 to 70 000 bytes: longer than a 4 KiB shared buffer and than a 64 KiB span.
 fn payloads(count: u32) -> Vec<Vec<u8>> {
     (0..count)
         .map(|i| vec![i as u8; [0, 60, 1500, 9000, 70_000][i as usize % 5]])
@@ -94,7 +94,7 @@ fn captures() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// Read options: each damage mode, with windows of one page and of 256 KiB.
+/// Read options: each damage mode, with shared buffers of one page and of 256 KiB.
 fn option_sets() -> Vec<ReadOptions> {
     let mut sets = Vec::new();
     for chunk in [4096, 256 << 10] {
@@ -166,9 +166,9 @@ fn conversion_writes_what_the_one_input_merge_writes() {
 
 #[test]
 fn a_file_cut_shorter_while_it_is_read_reads_as_buffered_reading_does() {
-    // 200 records of 1016 bytes after the 24-byte header, cut once the first record is read:
-    // to nothing, inside the first 4 KiB window, and inside record 49 (24 + 49 * 1016 = 49 808).
-    // Both readers decode what they hold already, then find the new end: the same records and
+    // 200 records of 1016 bytes after the 24-byte header, cut once the first record is read: to
+    // nothing, inside the first 4 KiB shared buffer, and inside record 49 (24 + 49 * 1016 = 49
+    // 808). Both readers decode what they hold already, then find the new end: the same records and
     // the same cut, and no SIGBUS (nothing is mapped).
     let data = vec![7u8; 1000];
     let recs: Vec<(u32, u32, &[u8])> = (0..200).map(|i| (i, 0, &data[..])).collect();

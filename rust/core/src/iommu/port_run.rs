@@ -1,4 +1,4 @@
-//! A DPDK port's stream ([`crate::dataplane`]) run through the IOMMU: warmed up by some
+//! A DPDK port's stream ([`crate::iommu::port_stream`]) run through the IOMMU: warmed up by some
 //! packets (counts zeroed after them, the caches keeping what they hold), then either counted
 //! without timing ([`count_misses`]: IOTLB and page-walk-cache misses, pages touched, DDIO
 //! losses) or played through the device, link and IOMMU ([`simulate`], [`crate::sim::run`]).
@@ -7,10 +7,11 @@
 
 use std::cell::Cell;
 
-use crate::dataplane::{PortConfig, PortStream, TxnSink};
 use crate::error::CoreError;
-use crate::iotlb::{CacheShape, Translator};
-use crate::pages::PagesTouched;
+use crate::iommu::iotlb::{CacheShape, Translator};
+use crate::iommu::pages::PagesTouched;
+use crate::iommu::port_stream::config::PortConfig;
+use crate::iommu::port_stream::{PortStream, TxnSink};
 use crate::sim::{self, Iommu, Machine, SimResult, TxnClass, Walks};
 
 /// How a port's stream is run: the IOMMU's page-walk cache, the packets that warm it and the
@@ -298,10 +299,10 @@ pub fn simulate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataplane::test_config;
-    use crate::iotlb::Replacement;
+    use crate::iommu::iotlb::Replacement;
+    use crate::iommu::port_stream::tests::test_config;
 
-    /// A NIC's classes for `sizes` packet sizes (rust/core/src/dataplane.rs numbers them):
+    /// A NIC's classes for `sizes` packet sizes (rust/core/src/iommu/port_stream.rs numbers them):
     /// descriptor reads and write-backs, a packet write and read per size, a cold read per size.
     fn classes(sizes: usize) -> Vec<TxnClass> {
         let class = |read: bool, queue: usize, bytes: f64| TxnClass {

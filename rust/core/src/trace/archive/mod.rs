@@ -1,0 +1,400 @@
+//! Archive statistics: a compact summary of one capture file (a `Partial`) that merges exactly
+//! with the summary of the next file of the same port, so that many files are summarised by
+//! many workers and reduced to the statistics of the files concatenated in time order
+//! (docs/scale.md, "Archive statistics").
+//!
+//! Besides sums (packets, bytes, the size histogram, per interface) a partial keeps:
+//! - per rate window length, the first window its packets touch, the last two, and the largest
+//!   sums of all the others. Those are complete, since later files hold later packets; the
+//!   edges are added to the neighbours' when partials are merged. Windows are counted from
+//!   `origin`, the first packet of the whole port, which the caller passes to every file;
+//! - the first and last packet (time, frame size) and the back-to-back runs that touch either
+//!   end, so a burst that straddles two files is joined into one; closed runs are counted;
+//! - the count of every distinct gap between packets ((gap, count) pairs in ascending order),
+//!   so the percentiles of the merged gaps are exact; the gap from one file's last packet to the
+//!   next file's first is added when the two are merged.
+//!
+//! A file read out of time order is summarised from its packets sorted by time, as
+//! `stats::file_stats` does; files that overlap in time cannot be merged this way and are
+//! summarised together by `files_partial` instead. Both sort with `spill::Sorter`: runs of
+//! 1 Mi packets spilled to disk and merged, so memory stays bounded whatever the files hold.
+
+mod codec;
+pub mod demand;
+mod edges;
+pub mod files;
+mod gaps;
+
+use self::demand::{DemandAcc, DemandConfig};
+use self::edges::{Edges, WindowCounter};
+use self::gaps::{GapCounter, GapDist};
+use super::read::{Quirks, Reader};
+use super::stats::bursts::Chain;
+use super::stats::counts::{add_at, Counts};
+use super::stats::frames::{back_to_back_ns, FrameRule};
+use super::stats::{Bursts, FileStats, StatsConfig, Summary, Ties, Totals};
+use super::Interface;
+use crate::CoreError;
+
+/// The time-ordered part of a partial while packets are pushed in time order.
+struct Builder {
+    origin: i64,
+    rule: FrameRule,
+    windows: Vec<WindowCounter>,
+    sizes: Vec<u64>,
+    /// Frame bytes per interface.
+    frame_bytes: Vec<u64>,
+    chain: Chain,
+    /// Runs of packets at one time.
+    equal: Chain,
+    gaps: GapCounter,
+    first: Option<(i64, i64)>,
+    last: Option<(i64, i64)>,
+    threshold: (i64, f64),
+    demand: Option<(DemandAcc, DemandConfig)>,
+}
+
+impl Builder {
+    fn new(
+        config: &StatsConfig,
+        origin: i64,
+        rule: FrameRule,
+        cost: Option<&DemandConfig>,
+    ) -> Self {
+        Builder {
+            origin,
+            rule,
+            windows: config
+                .windows_ns
+                .iter()
+                .map(|&w| WindowCounter::new(w))
+                .collect(),
+            sizes: vec![0; config.size_bins.len()],
+            frame_bytes: Vec::new(),
+            chain: Chain::default(),
+            equal: Chain::default(),
+            gaps: GapCounter::default(),
+            first: None,
+            last: None,
+            threshold: (i64::MIN, 0.0),
+            demand: cost.map(|c| (DemandAcc::default(), c.clone())),
+        }
+    }
+
+    fn set_rule(&mut self, rule: FrameRule) {
+        self.rule = rule;
+        self.threshold = (i64::MIN, 0.0);
+    }
+
+    #[inline(always)]
+    fn push(&mut self, ts: i64, wirelen: u32, iface: u32, config: &StatsConfig) {
+        let offset = ts.wrapping_sub(self.origin) as u64;
+        let frame = self.rule.frame(wirelen, iface, config);
+        let (bits, frame_bits) = (u64::from(wirelen) * 8, frame as u64 * 8);
+        for w in &mut self.windows {
+            w.push(offset, bits, frame_bits);
+        }
+        add_at(&mut self.frame_bytes, iface, frame as u64);
+        self.sizes[size_bucket(frame, config)] += 1;
+        if let Some((acc, cost)) = &mut self.demand {
+            acc.push(offset, frame, cost);
+        }
+        if let Some((prev_ts, prev_frame)) = self.last {
+            let gap = ts.wrapping_sub(prev_ts);
+            self.gaps.push(gap);
+            self.equal.link(gap == 0);
+            if self.threshold.0 != prev_frame {
+                self.threshold = (prev_frame, back_to_back_ns(prev_frame, &self.rule, config));
+            }
+            self.chain.link(gap as f64 <= self.threshold.1);
+        } else {
+            self.first = Some((ts, frame));
+        }
+        self.last = Some((ts, frame));
+    }
+}
+
+fn size_bucket(frame: i64, config: &StatsConfig) -> usize {
+    config
+        .size_bins
+        .partition_point(|&b| b <= frame)
+        .saturating_sub(1)
+}
+
+/// What the reader found in a file, added up over files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadFacts {
+    pub format: String,
+    pub compression: String,
+    pub interfaces: Vec<Interface>,
+    pub skipped: u64,
+    pub untimed: u64,
+    pub quirks: Quirks,
+    pub cut_short: Option<String>,
+    pub reads: u32,
+}
+
+impl From<&FileStats> for ReadFacts {
+    /// What the reader of one file's statistics found.
+    fn from(f: &FileStats) -> Self {
+        ReadFacts {
+            format: f.format.to_owned(),
+            compression: f.compression.to_owned(),
+            interfaces: f.interfaces.clone(),
+            skipped: f.skipped,
+            untimed: f.untimed,
+            quirks: f.quirks,
+            cut_short: f.cut_short.clone(),
+            reads: f.reads,
+        }
+    }
+}
+
+impl ReadFacts {
+    fn of(reader: &Reader, reads: u32) -> Self {
+        ReadFacts {
+            format: reader.format().to_owned(),
+            compression: reader.compression().name().to_owned(),
+            interfaces: reader.interfaces().to_vec(),
+            skipped: reader.skipped(),
+            untimed: reader.untimed(),
+            quirks: reader.quirks(),
+            cut_short: reader.cut_short().map(ToString::to_string),
+            reads,
+        }
+    }
+
+    fn add(&mut self, next: &ReadFacts) {
+        for (mine, theirs) in [
+            (&mut self.format, &next.format),
+            (&mut self.compression, &next.compression),
+        ] {
+            if mine != theirs {
+                *mine = "mixed".to_owned();
+            }
+        }
+        if next.interfaces.len() > self.interfaces.len() {
+            self.interfaces = next.interfaces.clone();
+        }
+        self.skipped += next.skipped;
+        self.untimed += next.untimed;
+        self.quirks.snaplen_exceeded += next.quirks.snaplen_exceeded;
+        self.quirks.wirelen_below_caplen += next.quirks.wirelen_below_caplen;
+        self.quirks.ts_wrapped += next.quirks.ts_wrapped;
+        if self.cut_short.is_none() {
+            self.cut_short = next.cut_short.clone();
+        }
+        self.reads += next.reads;
+    }
+}
+
+/// The mergeable statistics of one file, or of consecutive files of one port.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partial {
+    pub facts: ReadFacts,
+    /// Where windows are counted from: the first packet of the port, as the caller said.
+    pub origin: i64,
+    pub totals: Totals,
+    pub per_interface: Vec<Totals>,
+    /// Packets earlier than the one before them, in file order (across files too).
+    pub out_of_order: u64,
+    /// The largest step back from one packet to the next, in file order (ns).
+    pub max_step_back_ns: u64,
+    /// Packets per interface and direction (unknown, inbound, outbound).
+    pub directions: Vec<[u64; 3]>,
+    /// Time of the first and the last record in file order (0 without packets).
+    pub first_record_ts: i64,
+    pub last_record_ts: i64,
+    windows: Vec<Edges>,
+    sizes: Vec<u64>,
+    /// Frame bytes (incl. FCS) per interface.
+    frame_bytes: Vec<u64>,
+    /// (time, frame bytes) of the first and last packet in time order.
+    first: (i64, i64),
+    last: (i64, i64),
+    chain: Chain,
+    equal: Chain,
+    gaps: GapDist,
+    demand: Option<DemandAcc>,
+}
+
+fn add_totals(a: &mut Totals, b: &Totals) {
+    if b.packets == 0 {
+        return;
+    }
+    if a.packets == 0 {
+        *a = *b;
+        return;
+    }
+    a.packets += b.packets;
+    a.bytes_captured += b.bytes_captured;
+    a.bytes_wire += b.bytes_wire;
+    a.first_ts_ns = a.first_ts_ns.min(b.first_ts_ns);
+    a.last_ts_ns = a.last_ts_ns.max(b.last_ts_ns);
+}
+
+impl Partial {
+    fn new(
+        facts: ReadFacts,
+        counts: &Counts,
+        records: (i64, i64),
+        built: Builder,
+        origin: i64,
+    ) -> Self {
+        let interfaces = facts.interfaces.len();
+        Partial {
+            facts,
+            origin,
+            totals: counts.totals,
+            per_interface: counts.per_interface(interfaces),
+            out_of_order: counts.out_of_order,
+            max_step_back_ns: counts.max_step_back_ns,
+            directions: counts.directions(interfaces),
+            first_record_ts: records.0,
+            last_record_ts: records.1,
+            windows: built.windows.into_iter().map(|w| w.edges).collect(),
+            sizes: built.sizes,
+            frame_bytes: built.frame_bytes,
+            first: built.first.unwrap_or_default(),
+            last: built.last.unwrap_or_default(),
+            chain: built.chain,
+            equal: built.equal,
+            gaps: built.gaps.finish(),
+            demand: built.demand.map(|(acc, _)| acc),
+        }
+    }
+
+    /// Adds the partial of the files that follow this one's in the port. Fails, saying why,
+    /// where the two cannot be merged exactly: `next` has packets before this one's last, its
+    /// windows start elsewhere, or its frames are sized or timed by another rule.
+    pub fn append(
+        &mut self,
+        next: &Partial,
+        config: &StatsConfig,
+        cost: Option<&DemandConfig>,
+    ) -> Result<(), CoreError> {
+        if next.origin != self.origin {
+            return Err(CoreError::Unmergeable(
+                "the partials count windows from different origins",
+            ));
+        }
+        let rule = FrameRule::new(&self.facts.interfaces, config);
+        if self.totals.packets > 0 && next.totals.packets > 0 {
+            if next.totals.first_ts_ns < self.totals.last_ts_ns {
+                return Err(CoreError::Unmergeable("the files overlap in time"));
+            }
+            if !rule.agrees(&FrameRule::new(&next.facts.interfaces, config)) {
+                return Err(CoreError::Unmergeable(
+                    "the files size or time frames differently",
+                ));
+            }
+            let gap = next.first.0.wrapping_sub(self.last.0);
+            let back_to_back = gap as f64 <= back_to_back_ns(self.last.1, &rule, config);
+            self.chain.append(&next.chain, back_to_back);
+            self.equal.append(&next.equal, gap == 0);
+            self.gaps.merge(&GapDist::one(gap));
+            if next.first_record_ts < self.last_record_ts {
+                self.out_of_order += 1;
+                let step = self.last_record_ts.wrapping_sub(next.first_record_ts) as u64;
+                self.max_step_back_ns = self.max_step_back_ns.max(step);
+            }
+        } else if self.totals.packets == 0 {
+            self.chain = next.chain;
+            self.equal = next.equal;
+            self.first = next.first;
+        }
+        self.gaps.merge(&next.gaps);
+        if next.totals.packets > 0 {
+            self.last = next.last;
+            self.last_record_ts = next.last_record_ts;
+            if self.totals.packets == 0 {
+                self.first_record_ts = next.first_record_ts;
+            }
+        }
+        add_totals(&mut self.totals, &next.totals);
+        self.out_of_order += next.out_of_order;
+        self.max_step_back_ns = self.max_step_back_ns.max(next.max_step_back_ns);
+        if next.per_interface.len() > self.per_interface.len() {
+            self.per_interface
+                .resize(next.per_interface.len(), Totals::default());
+        }
+        for (mine, theirs) in self.per_interface.iter_mut().zip(&next.per_interface) {
+            add_totals(mine, theirs);
+        }
+        if next.directions.len() > self.directions.len() {
+            self.directions.resize(next.directions.len(), [0; 3]);
+        }
+        for (mine, theirs) in self.directions.iter_mut().zip(&next.directions) {
+            for (m, t) in mine.iter_mut().zip(theirs) {
+                *m += t;
+            }
+        }
+        for (mine, theirs) in self.windows.iter_mut().zip(&next.windows) {
+            mine.append(theirs);
+        }
+        for (mine, theirs) in self.sizes.iter_mut().zip(&next.sizes) {
+            *mine += theirs;
+        }
+        for (i, &n) in next.frame_bytes.iter().enumerate() {
+            add_at(&mut self.frame_bytes, i as u32, n);
+        }
+        match (&mut self.demand, &next.demand, cost) {
+            (Some(mine), Some(theirs), Some(cost)) => mine.append(theirs, cost),
+            (None, None, _) => {}
+            _ => {
+                return Err(CoreError::Unmergeable(
+                    "the partials were read with different demands",
+                ))
+            }
+        }
+        self.facts.add(&next.facts);
+        Ok(())
+    }
+
+    /// Names `to` instead of `from` in what the reader reported (a file read from a local copy).
+    pub fn rename_file(&mut self, from: &str, to: &str) {
+        if let Some(text) = &mut self.facts.cut_short {
+            *text = text.replace(from, to);
+        }
+    }
+
+    /// The statistics of the packets summarised, as `stats::file_stats` reports them for one
+    /// file. Fails when the windows were not counted from the first packet.
+    pub fn summary(&self, config: &StatsConfig) -> Result<Summary, CoreError> {
+        if self.totals.packets > 0 && self.origin != self.totals.first_ts_ns {
+            return Err(CoreError::Invalid(format!(
+                "windows were counted from {} ns, but the first packet is at {} ns",
+                self.origin, self.totals.first_ts_ns
+            )));
+        }
+        let span = self.totals.span_ns();
+        let (bursts, packets_in_bursts, max_burst) = self.chain.finish();
+        Ok(Summary {
+            totals: self.totals,
+            per_interface: self.per_interface.clone(),
+            out_of_order: self.out_of_order,
+            max_step_back_ns: self.max_step_back_ns,
+            directions: self.directions.clone(),
+            ties: Ties::of(&self.equal, self.totals.packets),
+            rates: self
+                .windows
+                .iter()
+                .zip(&config.windows_ns)
+                .map(|(edges, &w)| edges.peaks(w, span))
+                .collect(),
+            size_histogram: self.sizes.clone(),
+            frame_bytes: {
+                let mut frame_bytes = self.frame_bytes.clone();
+                frame_bytes.resize(self.per_interface.len(), 0);
+                frame_bytes
+            },
+            bursts: (self.totals.packets >= 2).then(|| Bursts {
+                bursts,
+                packets_in_bursts,
+                max_burst,
+                gap_min_ns: self.gaps.min,
+                gap_percentiles: self.gaps.percentiles(&config.percentiles),
+            }),
+        })
+    }
+}
