@@ -13,6 +13,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from pcieperf import interrupts, progress
 from pcieperf.cli._parser import (
@@ -126,7 +127,14 @@ def _top_level_word(argv: Sequence[str]) -> str:
     return next((word for word in argv if not word.startswith("-")), "")
 
 
-def _show_warning(message: Warning | str, category: type[Warning], *_: object) -> None:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
     """One line on stderr per warning, in the CLI's voice (no file and line of the source)."""
     print(f"pcieperf: warning: {message}", file=sys.stderr)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pcieperf.net.api import priced_demand
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
@@ -13,9 +14,14 @@ from pcieperf.pcie.api import make_link
 from pcieperf.results import Report
 from pcieperf.units import parse_duration_ns
 
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from pcieperf.pcie.api import LinkOptions
+
 
 def capture_demand(
-    files: str | os.PathLike | Sequence[str | os.PathLike],
+    files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     profile: str = DEFAULT_PROFILE,
     paths: str = "rx,tx",
@@ -25,7 +31,7 @@ def capture_demand(
     strict: bool = False,
     scheduler: str | None = None,
     debug: bool = False,
-    **link_options: object,
+    **link_options: Unpack[LinkOptions],
 ) -> Report:
     """Mean and peak PCIe Gb/s up and down per `window` that replaying captures through NIC
     `profile` (a built-in name or a .toml file) needs on the link `link_options` describe
@@ -35,7 +41,7 @@ def capture_demand(
     from pcieperf.nic.api import dma_paths
 
     window_ns = parse_duration_ns(window, "window")
-    link = make_link(**link_options)  # type: ignore[arg-type]
+    link = make_link(**link_options)
     nic_profile = load_profile(profile)
     return priced_demand(
         files,

@@ -24,7 +24,7 @@ def output_format(path: str | os.PathLike) -> str:
 
 
 def _check_output(
-    output: str | os.PathLike, inputs: Sequence[str | os.PathLike], force: bool
+    output: str | os.PathLike[str], inputs: Sequence[str | os.PathLike[str]], force: bool
 ) -> None:
     out = Path(output)
     same = os.path.realpath  # not Path.resolve: it raises RuntimeError on a symbolic link loop
