@@ -28,7 +28,7 @@ def _check_output(
 ) -> None:
     out = Path(output)
     same = os.path.realpath  # not Path.resolve: it raises RuntimeError on a symbolic link loop
-    if any(i != "-" and same(out) == same(i) for i in map(os.fspath, inputs)):
+    if any(i != "-" and same(out) == same(i) for i in (os.fspath(p) for p in inputs)):
         raise UsageError(f"output {os.fspath(output)!r} is also an input; choose another name")
     require_new_file(out, force)
 
