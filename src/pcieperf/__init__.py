@@ -116,9 +116,9 @@ def __getattr__(name: str) -> object:
     function (nic/__init__.py, report/__init__.py)."""
     match name:
         case "bench":
-            from pcieperf.pciebench import api
+            import pcieperf.pciebench.api
 
-            return api
+            return pcieperf.pciebench.api
         case "iommu":
             from pcieperf.measure import iommu_api
 
@@ -144,21 +144,21 @@ def __getattr__(name: str) -> object:
 
             return getattr(model, name)
         case "capture_run" | "capture_runs" | "capture_show":
-            from pcieperf.capture import records
+            import pcieperf.capture.records
 
-            return getattr(records, name)
+            return getattr(pcieperf.capture.records, name)
         case "dpdk_forwarding" | "dpdk_fwd_trace" | "platforms":
-            from pcieperf.dpdk import api
+            import pcieperf.dpdk.api
 
-            return getattr(api, name)
+            return getattr(pcieperf.dpdk.api, name)
         case "PcieperfError" | "ProfileError" | "UsageError":
             from pcieperf import errors
 
             return getattr(errors, name)
         case "data_import" | "data_ls" | "data_show" | "explain":
-            from pcieperf.measure import api
+            import pcieperf.measure.api
 
-            return getattr(api, name)
+            return getattr(pcieperf.measure.api, name)
         case (
             "counter_imports"
             | "counter_remove"
@@ -168,9 +168,9 @@ def __getattr__(name: str) -> object:
             | "import_counters"
             | "read_counters"
         ):
-            from pcieperf.measure import records
+            import pcieperf.measure.records
 
-            return getattr(records, name)
+            return getattr(pcieperf.measure.records, name)
         case (
             "capture_stats"
             | "convert_capture"
@@ -178,15 +178,15 @@ def __getattr__(name: str) -> object:
             | "read_capture"
             | "synth_capture"
         ):
-            from pcieperf.net import api
+            import pcieperf.net.api
 
-            return getattr(api, name)
+            return getattr(pcieperf.net.api, name)
         case "Ethernet" | "PacketMix" | "parse_mix":
             from pcieperf.net import ethernet
 
             return getattr(ethernet, name)
         case "latency" | "profile" | "profiles":
-            from pcieperf.nic import api
+            from pcieperf.nic import api  # to type checkers, `pcieperf.nic` is the function
 
             return getattr(api, name)
         case "capture_demand" | "nic_trace":
@@ -206,17 +206,17 @@ def __getattr__(name: str) -> object:
 
             return load_profile
         case "dma" | "link" | "make_link":
-            from pcieperf.pcie import api
+            import pcieperf.pcie.api
 
-            return getattr(api, name)
+            return getattr(pcieperf.pcie.api, name)
         case "Link":
             from pcieperf.pcie import link
 
             return getattr(link, name)
         case "data_plot":
-            from pcieperf.report import api
+            import pcieperf.report.api
 
-            return getattr(api, name)
+            return getattr(pcieperf.report.api, name)
     raise AttributeError(f"module 'pcieperf' has no attribute {name!r}")
 
 

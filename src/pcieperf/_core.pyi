@@ -1,12 +1,45 @@
 """Types of the Rust core (`rust/py/src`, built by maturin as `pcieperf._core`), for editors and
-type checkers; tests/test_core_stub.py checks every name and parameter against the module."""
+type checkers; tests/test_types.py runs mypy's stubtest, which checks every name, parameter
+and default against the built module. The classes are final: PyO3 classes cannot be
+subclassed.
+
+A function that works per file returns, per file, its result or the file's error (the
+exception, not raised: `pcieperf._native.checked` raises it mapped)."""
 
 from collections.abc import Mapping, Sequence
 from os import PathLike
-from typing import Any
+from typing import Any, final
 
 import numpy as np
 from numpy.typing import NDArray
+
+__all__ = [
+    "Error",
+    "FileError",
+    "ParameterError",
+    "TraceDemandCost",
+    "TracePartial",
+    "TraceSynth",
+    "TraceWriter",
+    "bench_addresses",
+    "port_misses",
+    "port_simulate",
+    "shared_store_slowdown",
+    "simulate",
+    "split_aligned",
+    "trace_convert",
+    "trace_first_records",
+    "trace_merge",
+    "trace_merge_part",
+    "trace_partial",
+    "trace_partial_files",
+    "trace_read",
+    "trace_scan",
+    "trace_stats",
+    "trace_stats_columns",
+    "trace_synth",
+    "trace_windows",
+]
 
 _Path = str | PathLike[str]
 _Config = Mapping[str, Any]
@@ -54,8 +87,8 @@ def trace_stats(
     skip_bad: bool = False,
     strict: bool = False,
     threads: int = 0,
-) -> list[dict[str, Any]]:
-    """`trace stats` of each file, one dict per path."""
+) -> list[dict[str, Any] | Error]:
+    """`trace stats` of each file, one dict (or its error) per path."""
 
 def trace_stats_columns(
     ts_ns: NDArray[np.int64],
@@ -110,12 +143,12 @@ def trace_synth(
 
 def trace_first_records(
     paths: Sequence[_Path], skip_bad: bool = False, strict: bool = False, threads: int = 1
-) -> list[Any]:
-    """Per file, its first record's time and its interfaces."""
+) -> list[tuple[int | None, list[dict[str, Any]]] | Error]:
+    """Per file, its first record's time and its interfaces (dicts of their fields)."""
 
 def trace_scan(
     paths: Sequence[_Path], skip_bad: bool = False, strict: bool = False, threads: int = 1
-) -> list[dict[str, Any]]:
+) -> list[dict[str, Any] | Error]:
     """Per file, what a pass over it finds (span, order, interfaces)."""
 
 def trace_windows(
@@ -126,25 +159,27 @@ def trace_windows(
 ) -> dict[str, Any]:
     """Per-window Gb/s of per-packet byte series by the one rule of rate windows."""
 
+@final
 class TraceSynth:
     """A synthetic capture written in batches."""
 
-    def __init__(self, path: _Path, format: str, flows: int) -> None: ...
+    def __new__(cls, path: _Path, format: str, flows: int) -> TraceSynth: ...
     def push(self, ts_ns: NDArray[np.int64], frame_len: NDArray[np.uint32]) -> None: ...
     def close(self) -> dict[str, Any]: ...
 
+@final
 class TraceWriter:
     """A buffered capture writer: packets go in as numpy batches, `close` flushes everything."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: _Path,
         format: str,
         linktype: int,
         snaplen: int,
         name: str | None = None,
         buffer_bytes: int = ...,
-    ) -> None: ...
+    ) -> TraceWriter: ...
     def add_interface(self, linktype: int, snaplen: int, name: str | None = None) -> int: ...
     def write_batch(
         self,
@@ -158,13 +193,15 @@ class TraceWriter:
     def flush(self) -> None: ...
     def close(self) -> dict[str, Any]: ...
 
+@final
 class TraceDemandCost:
     """PCIe bytes up and down per frame size, for per-window demand."""
 
-    def __init__(
-        self, window_ns: int, up: Sequence[float], down: Sequence[float], capacity_gbps: float
-    ) -> None: ...
+    def __new__(
+        cls, window_ns: int, up: Sequence[float], down: Sequence[float], capacity_gbps: float
+    ) -> TraceDemandCost: ...
 
+@final
 class TracePartial:
     """Mergeable statistics of one capture file or of consecutive files of one port."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 
 def _lazily_imported_numpy() -> ModuleType:
@@ -25,7 +26,10 @@ def _lazily_imported_numpy() -> ModuleType:
     return lazy
 
 
-np = _lazily_imported_numpy()
+if TYPE_CHECKING:  # type checkers read numpy's own types; at run time the lazy handle
+    import numpy as np
+else:
+    np = _lazily_imported_numpy()
 
 
 def in_use() -> bool:

@@ -31,7 +31,7 @@ from pcieperf import progress
 from pcieperf.errors import PcieperfError, UsageError, param
 
 if TYPE_CHECKING:  # distributed is the optional `dask` extra: imported where it is used
-    from distributed import Client
+    from distributed import Client, Future
 
 INSTALL = "pip install 'pcieperf[dask]'"
 """How to get the optional engine; every error about it says this."""
@@ -252,7 +252,7 @@ def map_chunks(
     window = IN_FLIGHT_PER_THREAD * max(1, sum(client.nthreads().values()))
     running: dict[object, tuple[int, T]] = {}
 
-    def submit(count: int) -> list[object]:
+    def submit(count: int) -> list[Future]:
         """The next `count` chunks as tasks, in one message to the scheduler (client.map):
         a submission per task costs the local scheduler about twice the CPU (docs/scale.md)."""
         batch = list(itertools.islice(todo, count))

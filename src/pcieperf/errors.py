@@ -118,7 +118,7 @@ def require_positive(name: str, value: float) -> None:
         raise UsageError(f"{name} {value!r} is not allowed; it must be a positive number")
 
 
-def _path(path: str | PathLike) -> Path:
+def _path(path: str | PathLike[str]) -> Path:
     """`path` as a pathlib Path, pathlib imported on first use: with urllib.parse and ipaddress
     it is ~16 M instructions of the start-up of commands that check no file."""
     from pathlib import Path
@@ -126,7 +126,7 @@ def _path(path: str | PathLike) -> Path:
     return Path(path)
 
 
-def require_new_file(path: str | PathLike, force: bool) -> None:
+def require_new_file(path: str | PathLike[str], force: bool) -> None:
     """Raise UsageError unless `path` can be written as a regular file: its folder exists, it
     is not a folder or device, and an existing file is kept unless `force` (--force)."""
     out = _path(path)
@@ -139,7 +139,7 @@ def require_new_file(path: str | PathLike, force: bool) -> None:
     _require_writable_folder(path, out.absolute().parent)
 
 
-def _require_writable_folder(path: str | PathLike, folder: Path) -> None:
+def _require_writable_folder(path: str | PathLike[str], folder: Path) -> None:
     """The folder an output goes into exists and takes new files (a read-only mount or a
     folder of another user's is refused before the work, not after it)."""
     if not folder.is_dir():
@@ -148,7 +148,7 @@ def _require_writable_folder(path: str | PathLike, folder: Path) -> None:
         raise UsageError(f"{path}: cannot write into folder {folder} (read-only or not yours)")
 
 
-def require_new_folder(path: str | PathLike, force: bool) -> None:
+def require_new_folder(path: str | PathLike[str], force: bool) -> None:
     """Raise UsageError unless `path` can hold output files: it is a missing or empty folder
     whose parent exists, or any folder with `force` (--force)."""
     out = _path(path)
@@ -161,7 +161,7 @@ def require_new_folder(path: str | PathLike, force: bool) -> None:
     _require_writable_folder(f"output folder {path}", out.absolute().parent)
 
 
-def require_plot_file(path: str | PathLike, force: bool) -> None:
+def require_plot_file(path: str | PathLike[str], force: bool) -> None:
     """A plot file must end in .png or .svg and be writable as a new file (see
     require_new_file)."""
     if _path(path).suffix not in (".png", ".svg"):

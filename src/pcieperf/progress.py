@@ -10,11 +10,25 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
 _quiet = False
+
+
+class Bar(Protocol):
+    """What callers use of a bar: tqdm's, or the silent stand-in."""
+
+    @property
+    def n(self) -> float:
+        """Units counted so far."""
+
+    def update(self, amount: float = 1, /) -> object:
+        """Count `amount` more units."""
+
+    def set_postfix_str(self, text: str, /) -> None:
+        """Show `text` after the bar."""
 
 
 def configure(*, quiet: bool) -> None:
@@ -42,7 +56,7 @@ class _Silent:
 
 
 @contextmanager
-def bar(total: float | None, desc: str, unit: str = "it", **shape: object) -> Iterator[object]:
+def bar(total: float | None, desc: str, unit: str = "it", **shape: Any) -> Iterator[Bar]:
     """A bar of `total` units (a silent stand-in where no bar is wanted), closed on exit so a
     following error line starts on a clean line."""
     if not enabled():

@@ -71,7 +71,7 @@ def as_list(column: Sequence[object]) -> list:
     return to_list() if to_list is not None else list(column)
 
 
-def columns_of_rows(rows: Sequence[Mapping[str, object]]) -> dict[str, list[object]]:
+def columns_of_rows(rows: Sequence[Mapping[str, object]]) -> dict[str, Sequence[object]]:
     """Rows (dicts, keys may differ) as columns; a key a row lacks is None (null) there."""
     keys = list(dict.fromkeys(k for row in rows for k in row))
     return {k: [row.get(k) for row in rows] for k in keys}

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pcieperf._config import load_toml
 from pcieperf.capture.path import COPY_KINDS, SINKS, WRITERS
@@ -30,7 +30,7 @@ DEFAULT_CALIBRATION = CALIBRATIONS / "debian12-dpdk22.11-2core.toml"
 [meta] names them; the runs themselves are the CSV beside it)."""
 
 
-def runs_file(calibration: str | os.PathLike) -> Path:
+def runs_file(calibration: str | os.PathLike[str]) -> Path:
     """The runs a calibration was fitted to, as `capture calibrate` writes them beside it:
     `NAME-runs.csv` for `NAME.toml` (re-run the fit with `capture calibrate --csv` on it)."""
     path = Path(calibration)
@@ -136,7 +136,7 @@ class CaptureCalibration:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def load_calibration(path: str | os.PathLike = DEFAULT_CALIBRATION) -> CaptureCalibration:
+def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> CaptureCalibration:
     """Read and check a calibration file written by `calibration_toml`."""
     where = os.fspath(path)
     data = load_toml(Path(path), f"calibration {where}")
@@ -190,24 +190,29 @@ class _Checker:
     def fail(self, key: str, value: object, allowed: str) -> ProfileError:
         return ProfileError(f"{self.origin}: {key} = {value!r} is not allowed; {allowed}")
 
-    def number(self, table: dict, key: str, where: str, low: float, high: float) -> float:
+    def number(self, table: dict[str, Any], key: str, where: str, low: float, high: float) -> float:
         value = table.get(key)
         if not is_number(value, low, high):
             raise self.fail(f"[{where}] {key}", value, f"use a number from {low:g} to {high:g}")
         return float(value)  # type: ignore[arg-type]
 
-    def ns(self, table: dict, key: str, where: str) -> float:
+    def ns(self, table: dict[str, Any], key: str, where: str) -> float:
         return self.number(table, key, where, 0, MAX_NS)
 
-    def per_byte(self, table: dict, key: str, where: str) -> float:
+    def per_byte(self, table: dict[str, Any], key: str, where: str) -> float:
         return self.number(table, key, where, 0, MAX_PER_BYTE_NS)
 
-    def band(self, table: dict, where: str) -> Band:
+    def band(self, table: dict[str, Any], where: str) -> Band:
         low = self.number(table, "band_low", where, 1 / MAX_BAND, 1)
         return Band(low, self.number(table, "band_high", where, 1, MAX_BAND))
 
     def costs(
-        self, table: dict, key: str, keys: tuple[str, ...], place: str, high: float = MAX_NS
+        self,
+        table: dict[str, Any],
+        key: str,
+        keys: tuple[str, ...],
+        place: str,
+        high: float = MAX_NS,
     ) -> dict[str, float]:
         found = table.get(key)
         if not isinstance(found, dict) or not found:
@@ -217,14 +222,14 @@ class _Checker:
             raise self.fail(f"[{place}] {key}.{unknown[0]}", found[unknown[0]], f"use {keys}")
         return {k: self.number(found, k, f"{place}.{key}", 0, high) for k in found}
 
-    def sinks(self, table: dict) -> dict[str, dict]:
+    def sinks(self, table: dict[str, Any]) -> dict[str, dict[str, Any]]:
         bad = [s for s, t in table.items() if s not in SINKS or not isinstance(t, dict)]
         if bad or not table:
             shown = bad[0] if bad else "(none)"
             raise self.fail("[consumer] sink", shown, f"give [consumer.SINK] for {SINKS}")
         return table
 
-    def meta(self, table: dict) -> Meta:
+    def meta(self, table: dict[str, Any]) -> Meta:
         runs, loso = table.get("runs"), table.get("loso", {})
         if not (isinstance(runs, list) and runs and all(type(r) is int for r in runs)):
             raise self.fail("[meta] runs", runs, "list the stored run ids the fit used")
@@ -244,13 +249,13 @@ class _Checker:
             self.ids(table, "other_placement_runs"),
         )
 
-    def limit(self, table: dict, key: str) -> float:
+    def limit(self, table: dict[str, Any], key: str) -> float:
         """A positive limit, or inf (TOML's `inf`) for none."""
         if table.get(key, math.inf) == math.inf:
             return math.inf
         return self.number(table, key, "meta", 1e-3, 1e6)
 
-    def ids(self, table: dict, key: str) -> list[int]:
+    def ids(self, table: dict[str, Any], key: str) -> list[int]:
         ids = table.get(key, [])
         if not (isinstance(ids, list) and all(type(r) is int for r in ids)):
             raise self.fail(f"[meta] {key}", ids, "list stored run ids")
@@ -324,8 +329,8 @@ def _cpuinfo() -> str:
 def stored_runs(
     runs: Iterable[int] | pandas.DataFrame = (),
     *,
-    db: str | os.PathLike | None = None,
-    csv: str | os.PathLike | None = None,
+    db: str | os.PathLike[str] | None = None,
+    csv: str | os.PathLike[str] | None = None,
 ) -> pandas.DataFrame:
     """The capture runs asked for: a DataFrame as given, or the ids from an exported CSV or
     the store (`pp.capture_runs`); no ids: every run there."""
@@ -371,10 +376,10 @@ def _runs_csv(csv: Path) -> pandas.DataFrame:
 def capture_calibrate(
     runs: Iterable[int] | pandas.DataFrame = (),
     *,
-    output: str | os.PathLike,
+    output: str | os.PathLike[str],
     force: bool = False,
-    db: str | os.PathLike | None = None,
-    csv: str | os.PathLike | None = None,
+    db: str | os.PathLike[str] | None = None,
+    csv: str | os.PathLike[str] | None = None,
     measured_on: str | None = None,
 ) -> Report:
     """Fit the capture path's costs to stored capture runs and write the calibration file

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from itertools import product
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,6 +41,11 @@ from pcieperf.nic.nic import evaluate
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.pcie.link import Link
 from pcieperf.results import Table
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from pcieperf.pcie.api import LinkOptions
 
 Array = NDArray[np.float64]
 MBUF_DATA_ROOM = 2048  # RTE_MBUF_DEFAULT_DATAROOM (lib/mbuf/rte_mbuf.h): contiguous buffers
@@ -427,9 +433,9 @@ def capture_model(
     profile: str = DEFAULT_PROFILE,
     fwd_ns: float | None = None,
     from_run: int | None = None,
-    db: str | os.PathLike | None = None,
-    calibration: str | os.PathLike = DEFAULT_CALIBRATION,
-    **link_options: object,
+    db: str | os.PathLike[str] | None = None,
+    calibration: str | os.PathLike[str] = DEFAULT_CALIBRATION,
+    **link_options: Unpack[LinkOptions],
 ) -> Table:
     """Will a capture keep up, and what does it cost the forwarding? Capture and forwarding
     rates per frame size or mix for one design (`pcieperf capture model`); defaults are the
@@ -454,7 +460,7 @@ def capture_model(
             raise UsageError("give --fwd-ns or --from-run, not both: each sets the forwarding cost")
         fwd_ns = _run_forwarding_ns(from_run, db)
         fwd_from = f"capture run {from_run} (fwd_cpu_ns_no_capture)"
-    link = make_link(**link_options)  # type: ignore[arg-type]
+    link = make_link(**link_options)
     offer = None if pps is None else parse_rate(str(pps))
     mixes = frame_mixes(sizes, None)
     cal = load_calibration(calibration)
@@ -494,7 +500,7 @@ def _inputs(
     }
 
 
-def _run_forwarding_ns(run_id: int, db: str | os.PathLike | None) -> float:
+def _run_forwarding_ns(run_id: int, db: str | os.PathLike[str] | None) -> float:
     """A stored capture run's forwarding cost: its lcores' CPU ns per packet, alone."""
     from pcieperf.capture.records import capture_show
 

@@ -9,6 +9,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 from pcieperf.capture.placement import PROBES
 from pcieperf.capture.run import COPIES_PER_PACKET, CaptureConfig, CaptureResult
@@ -21,7 +22,7 @@ from pcieperf.results import Column, Report, Table
 def capture_run(
     *,
     frame: int = 64,
-    pcap: str | os.PathLike | None = None,
+    pcap: str | os.PathLike[str] | None = None,
     seconds: float = 3.0,
     lcores: int = 1,
     tool: str = "dumpcap",
@@ -29,10 +30,10 @@ def capture_run(
     snaplen: int | None = None,
     ring_size: int = 2048,
     sink: str = "null",
-    out: str | os.PathLike | None = None,
+    out: str | os.PathLike[str] | None = None,
     force: bool = False,
-    huge_dir: str | os.PathLike | None = None,
-    db: str | os.PathLike | None = None,
+    huge_dir: str | os.PathLike[str] | None = None,
+    db: str | os.PathLike[str] | None = None,
 ) -> Report:
     """Run dpdk-testpmd forwarding `frame`-byte frames (FCS included) on net_null, or
     replaying `pcap`, on `lcores` forwarding lcores: first alone, then with dpdk-dumpcap
@@ -77,7 +78,7 @@ def _run_with_progress(cfg: CaptureConfig) -> CaptureResult:
         return run.run(cfg, tick)
 
 
-def run_row(result: CaptureResult) -> dict:
+def run_row(result: CaptureResult) -> dict[str, Any]:
     """A capture run as the store keeps it (measure.store.CAPTURE_RUN_COLUMNS)."""
     cfg, tool, stats = result.config, result.tool, result.file_stats
     written = tool.counts.written
@@ -155,7 +156,7 @@ RUNS_COLUMNS = (
 )
 
 
-def capture_runs(*, db: str | os.PathLike | None = None) -> Table:
+def capture_runs(*, db: str | os.PathLike[str] | None = None) -> Table:
     """The capture runs stored, oldest first (`pcieperf capture runs`); `.to_frame()` gives
     them as a DataFrame, one row per run."""
     with open_store(db) as store:
@@ -163,7 +164,7 @@ def capture_runs(*, db: str | os.PathLike | None = None) -> Table:
     return Table(rows, RUNS_COLUMNS, text_rows=[_text_row(r) for r in rows])
 
 
-def _text_row(row: dict) -> dict:
+def _text_row(row: dict[str, Any]) -> dict[str, Any]:
     """A stored run with rates in Mpps and its start to the second, for the table."""
     mpps = {
         "fwd_mpps_no_capture": row["fwd_pps_no_capture"] / 1e6,
@@ -173,7 +174,7 @@ def _text_row(row: dict) -> dict:
     return row | mpps | {"started": str(row["started"])[:19]}
 
 
-def capture_show(run_id: int, *, db: str | os.PathLike | None = None) -> Report:
+def capture_show(run_id: int, *, db: str | os.PathLike[str] | None = None) -> Report:
     """One stored capture run: what it measured and the study's four essentials (timestamps,
     ordering, Rx/Tx merging, zero loss) as the run showed them (`pcieperf capture show`)."""
     with open_store(db) as store:
@@ -181,7 +182,7 @@ def capture_show(run_id: int, *, db: str | os.PathLike | None = None) -> Report:
     return _shown(row)
 
 
-def _shown(row: dict) -> Report:
+def _shown(row: dict[str, Any]) -> Report:
     """A stored run's JSON (its row and the essentials) and its text."""
     data = row | {"essentials": essentials(row)}
     return Report(data, _text(data))
@@ -194,7 +195,7 @@ STAMPED = {
 """Where each tool's timestamps come from: neither stamps a packet when it reaches the port."""
 
 
-def essentials(row: dict) -> list[dict]:
+def essentials(row: dict[str, Any]) -> list[dict[str, Any]]:
     """The study's four essentials of a capture, judged from one run: what it showed and
     whether that meets the essential (None where the run could not show it)."""
     per_stamp, inversions = row["packets_per_timestamp"], row["inversions"]
@@ -227,7 +228,7 @@ def essentials(row: dict) -> list[dict]:
     ]
 
 
-def _text(data: dict) -> str:
+def _text(data: dict[str, Any]) -> str:
     """The run as the CLI prints it."""
     lines = [
         f"capture run {data['run_id']}: {data['dpdk_version']}, {data['tool']} -> "
@@ -255,7 +256,7 @@ def _text(data: dict) -> str:
     return "\n".join(lines)
 
 
-def _placement_line(data: dict) -> list[str]:
+def _placement_line(data: dict[str, Any]) -> list[str]:
     """The placement probe's values, against the shipped calibration's placement."""
     from pcieperf.capture.calibration import load_calibration
 

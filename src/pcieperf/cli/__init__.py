@@ -13,6 +13,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from pcieperf import interrupts, progress
 from pcieperf.cli._parser import (
@@ -129,9 +130,16 @@ def _top_level_word(argv: Sequence[str]) -> str:
 
 def _warning_printer(flag: Callable[[str], str]) -> Callable[..., None]:
     """Print each warning as one line on stderr, in the CLI's voice (its flags; no file and
-    line of the source)."""
+    line of the source); the signature `warnings.showwarning` has."""
 
-    def show(message: Warning | str, category: type[Warning], *_: object) -> None:
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
         text = message.worded(flag) if isinstance(message, Worded) else message
         print(f"pcieperf: warning: {text}", file=sys.stderr)
 

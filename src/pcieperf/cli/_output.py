@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 from pcieperf.results import Report, Result, csv_text, fit_lines, json_default
+
+if TYPE_CHECKING:
+    from pcieperf.net.trace.bandwidth import Demand
 
 
 def _emit(
@@ -38,7 +42,6 @@ def with_demand_plot(args: argparse.Namespace, result: Report) -> Report:
 
     from pcieperf.report.plots import plot_trace_demand
 
-    title = Path(result.data["trace"]).name  # type: ignore[index]
-    return result.with_plot(
-        plot_trace_demand(result.source, Path(args.plot), title, force=args.force)
-    )
+    demand = cast("Demand", result.source)  # what nic_trace and dpdk_fwd_trace return
+    title = Path(cast("dict[str, str]", result.data)["trace"]).name
+    return result.with_plot(plot_trace_demand(demand, Path(args.plot), title, force=args.force))

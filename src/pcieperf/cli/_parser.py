@@ -31,6 +31,8 @@ def _terminal_columns() -> int:
         columns = 0
     if columns > 0:
         return columns
+    if sys.__stdout__ is None:  # no standard output at all (pythonw)
+        return 80
     try:
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
     except (AttributeError, ValueError, OSError):
@@ -149,7 +151,7 @@ class _OutputFormat(argparse.Action):
             )
             namespace.format = value
         else:
-            allowed = ", ".join([*OUTPUT_FORMATS, *tools])  # type: ignore[list-item]
+            allowed = ", ".join([*OUTPUT_FORMATS, *tools])
             parser.error(f"argument --format: {value!r} is not allowed; choose one of {allowed}")
 
 

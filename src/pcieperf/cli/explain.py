@@ -48,7 +48,9 @@ def _explanation(args: argparse.Namespace) -> Explanation:
     return _explained(args).explanation
 
 
-def _add_explain_options(p: argparse.ArgumentParser, required: bool) -> None:
+def _add_explain_options(
+    p: argparse.ArgumentParser | argparse._ArgumentGroup, required: bool
+) -> None:
     """A counter file and the forwarding it is explained against (explain, report)."""
     given = p.add_mutually_exclusive_group(required=required)
     given.add_argument("--counters", help="a pcm-iio, perf or VTune counter file")

@@ -17,8 +17,8 @@ def cmd_latency(args: argparse.Namespace) -> None:
     """Where one packet's loopback latency goes (PCIe, device, wire, host), and the DMAs in
     flight that its rate needs against the device's tags, per frame size (the paper's Figure
     2; docs/latency.md)."""
-    options = ("profile", "sizes", "eth", "pps", "tags", "host", "calibration", "read_ns")
-    options += ("write_ns", "cache", "set", "breakdown")
+    options: tuple[str, ...] = ("profile", "sizes", "eth", "pps", "tags", "host")
+    options += ("calibration", "read_ns", "write_ns", "cache", "set", "breakdown")
     emit(args, api.latency(**{o: getattr(args, o) for o in options}, **link_options(args)))
 
 

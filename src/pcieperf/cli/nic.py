@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from pcieperf.results import Table
 
 
-_NIC_OPTIONS = ("profile", "eth", "vlan", "sizes", "mix", "paths", "breakdown", "pps", "tags")
-_NIC_OPTIONS += ("host", "calibration", "read_ns", "cache")
+_NIC_OPTIONS: tuple[str, ...] = ("profile", "eth", "vlan", "sizes", "mix", "paths", "breakdown")
+_NIC_OPTIONS += ("pps", "tags", "host", "calibration", "read_ns", "cache")
 
 
 def nic_result(args: argparse.Namespace) -> Table:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pcieperf.dpdk import platforms as platform_profiles
 from pcieperf.dpdk import setups
@@ -53,7 +53,7 @@ class Inputs:
         """The model of this platform and traffic."""
         return Model(self.platform, self.traffic, self.packets)
 
-    def with_setup(self, payload: dict) -> dict:
+    def with_setup(self, payload: dict[str, Any]) -> dict[str, Any]:
         """`payload` with a `setup` block (`Testbed.as_dict`) where a setup was given; without
         one it is unchanged, so outputs without `--setup` stay as they were."""
         return payload if self.testbed is None else {**payload, "setup": self.testbed.as_dict()}
@@ -185,7 +185,7 @@ def sim(**options: object) -> Report:
     return Report(result, "\n".join(part for part in (given.setup_line(), text) if part))
 
 
-def sim_text(r: dict) -> str:
+def sim_text(r: dict[str, Any]) -> str:
     """The report of one evaluated setup (`iommu sim`)."""
     bounds = ", ".join(
         f"{k} {v:.1f}" for k, v in sorted(r["bounds_mpps"].items(), key=lambda kv: kv[1])
@@ -265,7 +265,9 @@ ADVICE_COLUMNS = (
 )
 
 
-def advise(*, progress: Callable[[list], Iterable] | None = None, **options: object) -> Report:
+def advise(
+    *, progress: Callable[[list[Any]], Iterable[Any]] | None = None, **options: object
+) -> Report:
     """The smallest single change (rings, pool, pages, Rx pacing) that restores the IOMMU-free
     rate, and the sweep behind it (`pcieperf iommu advise`); `options` as `inputs` takes them;
     `progress` wraps the sweep (the CLI's progress bar); `source` is the model's `Advice`."""
@@ -406,7 +408,7 @@ TERM_COLUMNS = (
 
 
 def dpdk_fwd_trace(
-    trace: str | os.PathLike,
+    trace: str | os.PathLike[str],
     *,
     window: str = "1ms",
     poll: str = "1us",
@@ -528,7 +530,7 @@ def link_and_config(pkt: int | None, **options: object) -> tuple[Link, Forwardin
 
 
 def _forwarding_table(
-    data: dict, link: Link, eth: int, pcie_max_pps: float, mix_name: str | None
+    data: dict[str, Any], link: Link, eth: int, pcie_max_pps: float, mix_name: str | None
 ) -> Table:
     """`dpdk-fwd`'s text: the setup, each metric's Gb/s, each term, the wire and the limit."""
     from pcieperf.dpdk.forwarding import METRICS

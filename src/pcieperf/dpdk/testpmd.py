@@ -341,6 +341,7 @@ def testpmd_command(cfg: RunConfig, binary: str, prefix: str) -> list[str]:
 def vdev(mode: str, pcap: Path | None, null_size: int) -> str:
     """The one virtual port: net_pcap replaying `pcap` forever, or net_null packets."""
     if mode == "pcap":
+        assert pcap is not None  # the pcap mode is chosen by giving a file
         return f"net_pcap0,rx_pcap={Path(pcap).resolve()},infinite_rx=1"
     return f"net_null0,size={null_size}"
 

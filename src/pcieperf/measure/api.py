@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pcieperf import outputs
 from pcieperf.dpdk.api import link_and_config, packet_size
@@ -81,7 +81,7 @@ def data_import(
     *,
     force: bool = False,
     db: str | Path | None = None,
-    progress: Callable[[list], Iterable] | None = None,
+    progress: Callable[[list[Any]], Iterable[Any]] | None = None,
 ) -> Table:
     """Import pcie-bench result directories into the store, all or nothing (`pcieperf data
     import`); `force` replaces systems already there."""
@@ -309,7 +309,7 @@ def explain(
     return _explained(data, result, fit_lines)
 
 
-def _explanation_json(result: Explanation) -> dict:
+def _explanation_json(result: Explanation) -> dict[str, Any]:
     """The JSON of `explain`: the setup, the verdict, each metric and the rate finding."""
     from pcieperf.measure.explain import TOLERANCE
 
@@ -336,7 +336,7 @@ def _explanation_json(result: Explanation) -> dict:
     }
 
 
-def _explained(data: dict, result: Explanation, fit_lines: str) -> Explained:
+def _explained(data: dict[str, Any], result: Explanation, fit_lines: str) -> Explained:
     """`explain`'s text: a likely input mistake first, then a table at the rate the diagnosis
     uses (the implied one when it names the rate), then the diagnoses and any IOMMU fit."""
     from pcieperf.measure.explain import rate_text
@@ -373,7 +373,7 @@ def _explained(data: dict, result: Explanation, fit_lines: str) -> Explained:
     )
 
 
-def _shown(metric: dict) -> dict:
+def _shown(metric: dict[str, Any]) -> dict[str, Any]:
     """One metric as the text table shows it: per packet, with its unit."""
     per_pkt = "B/pkt" if metric["unit"] == "B/s" else "/pkt"
     return {

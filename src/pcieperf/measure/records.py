@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pcieperf.net.wire import frames_text
 from pcieperf.results import Column, Report, Table
@@ -25,7 +25,7 @@ COUNTER_COLUMNS = ("t_s", "source", "socket", "stack", "part", "metric", "value"
 """The columns of `read_counters`: one row per sample (`value` in `unit`: B/s or 1/s)."""
 
 
-def open_store(db: str | os.PathLike | None, *, write: bool = False) -> Store:
+def open_store(db: str | os.PathLike[str] | None, *, write: bool = False) -> Store:
     """The store `db` names (None: the user's), duckdb loaded only now; only writers create
     it (a query must not leave a file behind)."""
     from pcieperf.measure.store import Store  # duckdb: only where the store is used
@@ -34,7 +34,7 @@ def open_store(db: str | os.PathLike | None, *, write: bool = False) -> Store:
 
 
 def _samples(
-    file: str | os.PathLike,
+    file: str | os.PathLike[str],
     format: str | None,
     lenient: bool,
     delimiter: str | None,
@@ -51,7 +51,7 @@ def _samples(
 
 
 def read_counters(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     format: str | None = None,
     *,
     lenient: bool = False,
@@ -76,14 +76,14 @@ def read_counters(
 
 
 def import_counters(
-    file: str | os.PathLike,
+    file: str | os.PathLike[str],
     *,
     format: str | None = None,
     delimiter: str | None = None,
     interval: float | None = None,
     lenient: bool = False,
     force: bool = False,
-    db: str | os.PathLike | None = None,
+    db: str | os.PathLike[str] | None = None,
 ) -> Report:
     """Import a counter file into the store, all or nothing (`pcieperf counters import`),
     streamed: a file of any size in bounded memory; `force` replaces an earlier import of the
@@ -113,14 +113,14 @@ def import_counters(
     )
 
 
-def counter_imports(*, db: str | os.PathLike | None = None) -> Table:
+def counter_imports(*, db: str | os.PathLike[str] | None = None) -> Table:
     """The counter files imported into the store (`pcieperf counters ls`)."""
     with open_store(db) as store:
         rows = store.counter_imports()
     return Table(rows, IMPORT_COLUMNS)
 
 
-def counter_show(import_id: int, *, db: str | os.PathLike | None = None) -> Table:
+def counter_show(import_id: int, *, db: str | os.PathLike[str] | None = None) -> Table:
     """One counter import, summed up per socket, stack, part and metric: samples, mean, min
     and max (`pcieperf counters show N`)."""
     with open_store(db) as store:
@@ -128,7 +128,7 @@ def counter_show(import_id: int, *, db: str | os.PathLike | None = None) -> Tabl
     return Table(rows, SUMMARY_COLUMNS, title=f"counter import {import_id}")
 
 
-def counter_remove(import_id: int, *, db: str | os.PathLike | None = None) -> Report:
+def counter_remove(import_id: int, *, db: str | os.PathLike[str] | None = None) -> Report:
     """Delete one counter import and its samples from the store (`pcieperf counters rm N`)."""
     with open_store(db, write=True) as store:
         store.remove_counter_import(import_id)
@@ -159,11 +159,11 @@ IMPORT_COLUMNS = (
 
 def dpdk_run(
     *,
-    pcap: str | os.PathLike | None = None,
+    pcap: str | os.PathLike[str] | None = None,
     seconds: float = 3.0,
     null_size: int = 64,
     testpmd_args: Sequence[str] = (),
-    db: str | os.PathLike | None = None,
+    db: str | os.PathLike[str] | None = None,
 ) -> Table:
     """Run dpdk-testpmd on a virtual port (net_null packets of `null_size` bytes, or `pcap`
     replayed) for at least `seconds` and until it has measured a rate, store its rates and Rx
@@ -220,7 +220,7 @@ def _run_with_progress(cfg: RunConfig) -> RunResult:
         return testpmd.run(cfg, tick)
 
 
-def _run_summary(run_id: int, result: RunResult) -> dict:
+def _run_summary(run_id: int, result: RunResult) -> dict[str, Any]:
     """The JSON of `dpdk run`."""
     from pcieperf.dpdk.forwarding import mean_tx_batch
 
@@ -263,7 +263,7 @@ RUNS_COLUMNS = (
 )
 
 
-def dpdk_runs(*, db: str | os.PathLike | None = None) -> Table:
+def dpdk_runs(*, db: str | os.PathLike[str] | None = None) -> Table:
     """The testpmd runs stored, oldest first (`pcieperf dpdk runs`)."""
     with open_store(db) as store:
         rows = store.dpdk_runs()

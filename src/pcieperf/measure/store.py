@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
@@ -304,7 +304,7 @@ class Store:
             )
         self.con.unregister("incoming")
 
-    def counter_imports(self) -> list[dict]:
+    def counter_imports(self) -> list[dict[str, Any]]:
         """Imported counter files with their sample counts and metrics."""
         return self._records(
             self.con.execute(
@@ -315,7 +315,7 @@ class Store:
             )
         )
 
-    def counter_summary(self, import_id: int) -> list[dict]:
+    def counter_summary(self, import_id: int) -> list[dict[str, Any]]:
         """Per socket, stack, part and metric of one import: samples, mean, min and max."""
         self._require_counter_import(import_id)
         return self._records(
@@ -409,7 +409,7 @@ class Store:
             )
         return int(run_id)
 
-    def dpdk_runs(self) -> list[dict]:
+    def dpdk_runs(self) -> list[dict[str, Any]]:
         """Stored testpmd runs, oldest first."""
         return self._records(
             self.con.execute(
@@ -431,7 +431,7 @@ class Store:
         ).fetchall()
         return StoredRun(run_id, *row, batch_hist=dict(hist))
 
-    def add_capture_run(self, row: dict) -> int:
+    def add_capture_run(self, row: dict[str, Any]) -> int:
         """Store one capture run (a row of CAPTURE_RUN_COLUMNS) in one transaction; returns
         its run id."""
         names = list(CAPTURE_RUN_COLUMNS)
@@ -446,7 +446,7 @@ class Store:
             )
         return int(run_id)
 
-    def capture_runs(self, run_ids: list[int] | None = None) -> list[dict]:
+    def capture_runs(self, run_ids: list[int] | None = None) -> list[dict[str, Any]]:
         """Stored capture runs (all, or those of `run_ids`), oldest first, without the
         commands and outputs."""
         where = f"WHERE run_id IN ({', '.join('?' * len(run_ids))})" if run_ids else ""
@@ -464,7 +464,7 @@ class Store:
             )
         return rows
 
-    def capture_run_texts(self, run_id: int) -> dict:
+    def capture_run_texts(self, run_id: int) -> dict[str, Any]:
         """The commands and outputs of one stored capture run (JSON text each)."""
         self.capture_runs([run_id])
         commands, outputs = self.con.execute(
@@ -489,7 +489,7 @@ class Store:
             raise
 
     @staticmethod
-    def _records(rel: duckdb.DuckDBPyConnection) -> list[dict]:
+    def _records(rel: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         """The rows of a query as dicts keyed by column name."""
         names = [d[0] for d in rel.description]
         return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
@@ -502,7 +502,7 @@ class Store:
             r[0] for r in self.con.execute("SELECT system FROM systems ORDER BY system").fetchall()
         ]
 
-    def systems(self) -> list[dict]:
+    def systems(self) -> list[dict[str, Any]]:
         """One dict per system with its metadata and row counts."""
         return self._records(
             self.con.execute(
@@ -556,7 +556,7 @@ class StoreFrames:
     """The store read as DataFrames (`pp.store.open(path)`), for a notebook: each call opens
     the file, queries it and closes it again, so no lock is held between cells."""
 
-    def __init__(self, path: str | os.PathLike | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path else default_db_path()
 
     def _frame(self, query: str, params: list[object] | None = None) -> pandas.DataFrame:
@@ -595,6 +595,6 @@ class StoreFrames:
         return pandas.DataFrame(rows)
 
 
-def open(path: str | os.PathLike | None = None) -> StoreFrames:
+def open(path: str | os.PathLike[str] | None = None) -> StoreFrames:
     """The store at `path` (default: the user's, or $PCIEPERF_DB) as DataFrames."""
     return StoreFrames(path)

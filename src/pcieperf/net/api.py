@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pcieperf import engine
 from pcieperf.errors import UsageError, param, warn
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pcieperf.engine import Client
 
 
-Paths = str | os.PathLike | Sequence[str | os.PathLike]
+Paths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 """One capture, or several: paths or glob patterns (`-` is standard input)."""
 T = TypeVar("T")
 
@@ -47,7 +47,7 @@ def _on_dask(scheduler: str | None, debug: bool, work: Callable[[Client], T]) ->
 
 
 def read_capture(
-    path: str | os.PathLike, *, skip_bad: bool = False, strict: bool = False
+    path: str | os.PathLike[str], *, skip_bad: bool = False, strict: bool = False
 ) -> pandas.DataFrame:
     """Every packet of a pcap or pcapng file (gzip/zstd too), one row each: `ts_ns` (capture
     time, ns since the epoch; after 2262 modulo 2^64, docs/trace.md), `caplen` (bytes
@@ -109,7 +109,9 @@ def capture_stats(
     if archive or scheduler:
         stats_config(eth, options["windows_ns"])  # checked before a cluster starts
         run = archive_stats if archive else file_stats
-        found: Iterable[dict] = _on_dask(scheduler, debug, lambda c: run(c, paths, **options))
+        found: Iterable[dict[str, Any]] = _on_dask(
+            scheduler, debug, lambda c: run(c, paths, **options)
+        )
     else:
         found = stats_files(paths, **options)
     results = []
@@ -132,7 +134,7 @@ def _windows_ns(windows: str | Iterable[str | int] | None) -> list[int] | tuple[
     return [parse_duration_ns(str(w), "rate window") for w in given]
 
 
-def _warn_capture_quirks(result: dict) -> None:
+def _warn_capture_quirks(result: dict[str, Any]) -> None:
     """One warning per file for what libpcap and Wireshark read but the user should know."""
     if result["snaplen_exceeded"]:
         warn(
@@ -189,7 +191,7 @@ def priced_demand(
     return Report(results, "\n".join(_demand_line(r) for r in results))
 
 
-def _demand_line(r: dict) -> str:
+def _demand_line(r: dict[str, Any]) -> str:
     """One file's (or port's) demand as a line of text."""
     mean = (
         f"mean {r['mean_up_gbps']:.3f} up / {r['mean_down_gbps']:.3f} down Gb/s, "
@@ -217,7 +219,7 @@ def _demand_line(r: dict) -> str:
 
 def merge_captures(
     files: Paths,
-    output: str | os.PathLike,
+    output: str | os.PathLike[str],
     *,
     force: bool = False,
     skip_bad: bool = False,
@@ -260,7 +262,7 @@ def merge_captures(
 
 
 def synth_capture(
-    output: str | os.PathLike,
+    output: str | os.PathLike[str],
     *,
     eth: int = 40,
     sizes: str = "64",
@@ -293,8 +295,8 @@ def synth_capture(
 
 
 def convert_capture(
-    file: str | os.PathLike,
-    output: str | os.PathLike,
+    file: str | os.PathLike[str],
+    output: str | os.PathLike[str],
     *,
     shift_time: str | float = 0,
     force: bool = False,

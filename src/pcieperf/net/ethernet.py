@@ -74,7 +74,7 @@ class Ethernet:
         """Wire bytes each frame occupies, overhead included."""
         return _ints(frames) + self.overhead_bytes
 
-    def frames_per_second(self, frames: ArrayLike) -> NDArray[np.float64]:
+    def frames_per_second(self, frames: ArrayLike) -> NDArray[np.float64] | float:
         """Line-rate frame rate in one direction."""
         return self.rate_gbps * 1e9 / (8 * self.wire_bytes(frames))
 
@@ -150,11 +150,12 @@ def mix_counts(text: str) -> tuple[str, list[int], list[float] | None]:
     (None for one fixed size), not yet checked."""
     token = text.strip().lower()
     if token in NAMED_MIXES:
-        sizes, counts = NAMED_MIXES[token]
-        return token, list(sizes), [float(c) for c in counts]
+        named_sizes, named_counts = NAMED_MIXES[token]
+        return token, list(named_sizes), [float(c) for c in named_counts]
     if token.isdecimal():  # not isdigit(): int() refuses digits such as "¹"
         return str(int(token)), [int(token)], None
-    sizes, counts = [], []
+    sizes: list[int] = []
+    counts: list[float] = []
     for entry in token.split(","):
         size_text, sep, count_text = entry.partition(":")
         try:

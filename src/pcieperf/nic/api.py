@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pcieperf import _numpy
 from pcieperf._values import is_python
@@ -21,11 +21,14 @@ from pcieperf.results import Column, Columnar, Table, as_list
 from pcieperf.units import parse_int_list, parse_rate
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from pcieperf.net.ethernet import Ethernet, PacketMix
     from pcieperf.nic.host import HostLatency
     from pcieperf.nic.nic import NicResult, TagLimit
     from pcieperf.nic.profile import DeviceFacts, NicProfile
     from pcieperf.nic.rows import FewRow
+    from pcieperf.pcie.api import LinkOptions
     from pcieperf.pcie.link import Link
 
 Sizes = str | int | Iterable[int | str]
@@ -99,14 +102,14 @@ def nic(
     calibration: str | Path | None = None,
     read_ns: float | None = None,
     cache: str = "HWarm",
-    **link_options: object,
+    **link_options: Unpack[LinkOptions],
 ) -> Table:
     """What a NIC/driver profile achieves per frame size or mix (`pcieperf nic`): one row per
     size, with the PCIe bandwidth `pps` needs, and each operation's bytes when `breakdown`.
     `sizes`: frames incl. FCS and named mixes; `mix`: frame-size histograms (`64:7,1518:1`).
     The device's read tags bind too (`tags`, default its profile's), held for the read latency
     of the host `latency` takes (`host`, `calibration`, `read_ns`; default the assumed host)."""
-    link = make_link(**link_options)  # type: ignore[arg-type]
+    link = make_link(**link_options)
     loaded, chosen, port, rate = _setup(profile, eth, vlan, paths, pps)
     limit, host_source = _tag_limit(tags, host, calibration, read_ns, cache)
     few = None if breakdown or _numpy.in_use() else _few_rows(sizes, mix)
@@ -309,13 +312,13 @@ name); each attribute holds one value per row, read once."""
 
 def _nic_columns(
     results: list[NicResult], pps: float | None, breakdown: bool
-) -> dict[str, Sequence]:
+) -> dict[str, Sequence[Any]]:
     """The JSON rows of `nic` as columns: the model's arrays (one result) or lists of the
     scalars of one result per row (`nic.evaluate_few`); one value per size, the rate's needs
     when `pps`, each operation's bytes when `breakdown`; warns once per capacity the rate
     exceeds."""
     labels = [r.label for r in results] if _scalars(results) else results[0].label
-    columns: dict[str, Sequence] = {
+    columns: dict[str, Sequence[Any]] = {
         "size": [int(label) if label.isdigit() else label for label in labels]
     }
     fields = NIC_FIELDS.items()
@@ -337,7 +340,7 @@ def _nic_columns(
 
 def _columns_of(
     results: list[NicResult], values: Callable[[NicResult], dict[str, object]]
-) -> dict[str, Sequence]:
+) -> dict[str, Sequence[Any]]:
     """`values` of one result of arrays as they are, or of results of scalars (one row each)
     as lists."""
     if not _scalars(results):
@@ -351,7 +354,7 @@ def _scalars(results: list[NicResult]) -> bool:
     return is_python(results[0].max_pps)
 
 
-def _needs(result: NicResult, pps: float) -> dict:
+def _needs(result: NicResult, pps: float) -> dict[str, Any]:
     """What `pps` packets per second need of the link, and whether it and the line carry them."""
     up, down = result.needed_gbps(pps)
     return {
@@ -362,7 +365,7 @@ def _needs(result: NicResult, pps: float) -> dict:
     }
 
 
-def _operations(result: NicResult) -> list[list[dict]]:
+def _operations(result: NicResult) -> list[list[dict[str, Any]]]:
     """Per row, each operation's bytes per packet (`--breakdown`)."""
     shares = [
         (s, result.per_packet(s.up_bytes).tolist(), result.per_packet(s.down_bytes).tolist())
@@ -452,7 +455,7 @@ def profile(name: str) -> Table:
     return Table(data, OPS_COLUMNS, title=title, text_rows=data["operations"], details=details)
 
 
-def _device_json(device: DeviceFacts) -> dict:
+def _device_json(device: DeviceFacts) -> dict[str, Any]:
     """The [device] facts as JSON, each assumed range a list (as JSON has it, and CSV too)."""
     return asdict(device) | {"assumed": {k: list(v) for k, v in device.assumed.items()}}
 
@@ -506,7 +509,7 @@ def latency(
     cache: str = "HWarm",
     set: dict[str, float] | Sequence[str] | None = None,  # the CLI's --set
     breakdown: bool = False,
-    **link_options: object,
+    **link_options: Unpack[LinkOptions],
 ) -> Table:
     """Where one packet's loopback latency goes and the DMAs in flight its rate needs, per
     frame size (`pcieperf latency`, docs/latency.md). The host is `host` (a pcie-bench result
@@ -521,7 +524,7 @@ def latency(
         profile,
         frames,
         _latency_host(host, calibration, read_ns, write_ns, cache),
-        make_link(**link_options),  # type: ignore[arg-type]
+        make_link(**link_options),
         Ethernet(eth),
         _rate(pps),
         _latency_params(set),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pcieperf.net.api import priced_demand
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
@@ -17,13 +17,16 @@ from pcieperf.results import Report, format_table
 from pcieperf.units import parse_duration_ns
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from pcieperf.net.trace.bandwidth import Demand
     from pcieperf.net.trace.files import Trace
+    from pcieperf.pcie.api import LinkOptions
     from pcieperf.pcie.link import Link
 
 
 def capture_demand(
-    files: str | os.PathLike | Sequence[str | os.PathLike],
+    files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     profile: str = DEFAULT_PROFILE,
     paths: str = "rx,tx",
@@ -33,7 +36,7 @@ def capture_demand(
     strict: bool = False,
     scheduler: str | None = None,
     debug: bool = False,
-    **link_options: object,
+    **link_options: Unpack[LinkOptions],
 ) -> Report:
     """Mean and peak PCIe Gb/s up and down per `window` that replaying captures through NIC
     `profile` (a built-in name or a .toml file) needs on the link `link_options` describe
@@ -43,7 +46,7 @@ def capture_demand(
     from pcieperf.nic.api import dma_paths
 
     window_ns = parse_duration_ns(window, "window")
-    link = make_link(**link_options)  # type: ignore[arg-type]
+    link = make_link(**link_options)
     nic_profile = load_profile(profile)
     return priced_demand(
         files,
@@ -60,13 +63,13 @@ def capture_demand(
 
 
 def nic_trace(
-    trace: str | os.PathLike,
+    trace: str | os.PathLike[str],
     *,
     profile: str = DEFAULT_PROFILE,
     paths: str = "rx,tx",
     window: str = "1ms",
     skip_bad: bool = False,
-    **link_options: object,
+    **link_options: Unpack[LinkOptions],
 ) -> Report:
     """Mean and peak PCIe Gb/s up and down per `window` that replaying one capture through NIC
     `profile` needs, each packet priced at its own size at the time it was captured
@@ -75,7 +78,7 @@ def nic_trace(
     from pcieperf.nic import nic
     from pcieperf.nic.api import dma_paths
 
-    link = make_link(**link_options)  # type: ignore[arg-type]
+    link = make_link(**link_options)
     nic_profile = load_profile(profile)
     dma = dma_paths(paths)  # checked before the capture is read
     captured = read(trace, skip_bad=skip_bad)
@@ -85,7 +88,7 @@ def nic_trace(
 
 
 def demand_report(
-    captured: Trace, found: Demand, link: Link, extra: dict, note: str = ""
+    captured: Trace, found: Demand, link: Link, extra: dict[str, object], note: str = ""
 ) -> Report:
     """The report of a capture's PCIe demand: the capture, `extra` (what priced it) and the
     windows' summary as JSON; the mean and peak per direction as text, after `note`."""
@@ -100,7 +103,7 @@ def demand_report(
     return Report(data, _demand_text(data, link, note), source=found)
 
 
-def _demand_text(s: dict, link: Link, note: str) -> str:
+def _demand_text(s: dict[str, Any], link: Link, note: str) -> str:
     """The demand report for people: capture, link, mean and peak per direction, windows over."""
     tail = ""
     if s["tail_ns"] and s["tail_up_gbps"] is not None:  # a last, shorter window with rates

@@ -18,7 +18,7 @@ import re
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pcieperf._config import loads_toml, read_text
 from pcieperf._values import is_python, ones_like
@@ -197,7 +197,7 @@ def parse_profile(text: str, origin: str) -> NicProfile:
     )
 
 
-def _reject_unknown(origin: str, where: str, table: dict, allowed: set[str]) -> None:
+def _reject_unknown(origin: str, where: str, table: dict[str, Any], allowed: set[str]) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
         at = f" in {where}" if where else ""
@@ -320,7 +320,7 @@ def _check_expression(origin: str, where: str, expr: object, names: dict[str, fl
             )
 
 
-def _factor_value(factor: str, names: dict) -> float | NDArray[np.float64] | None:
+def _factor_value(factor: str, names: dict[str, Any]) -> float | NDArray[np.float64] | None:
     """Value of one factor: a positive number, a name, or cl(x) = x in whole cache lines (a
     Python float stays one, as numpy would round it: checking a profile needs no numpy)."""
     token = factor.strip()

@@ -6,10 +6,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Sequence
 from types import CodeType
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pcieperf.errors import UsageError, param
-from pcieperf.pcie.link import Link
+from pcieperf.pcie.link import CompletionPolicy, Link
 from pcieperf.results import Column, Columnar, Table
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from pcieperf.pcie.tlp import Op
 
 DMA_SIZES = (64, 128, 256, 512, 1024, 1500)  # the `dma` command's default --sizes
 
@@ -21,7 +27,7 @@ def make_link(
     mps: int = 256,
     mrrs: int = 512,
     rcb: int = 64,
-    completion: str = "rcb",
+    completion: CompletionPolicy = "rcb",
     addr32: bool = False,
     ecrc: bool = False,
     flit: bool | None = None,
@@ -61,10 +67,27 @@ def _unknown_keyword(caller: CodeType, name: str) -> str:
     )
 
 
-def link(**link_options: object) -> Table:
+class LinkOptions(TypedDict, total=False):
+    """The keywords `make_link` takes, for type checkers: an API function that hands its
+    `**link_options` on is typed `**link_options: Unpack[LinkOptions]`."""
+
+    gen: int
+    lanes: int
+    mps: int
+    mrrs: int
+    rcb: int
+    completion: CompletionPolicy
+    addr32: bool
+    ecrc: bool
+    flit: bool | None
+    ack_interval: float | None
+    fc_interval: float | None
+
+
+def link(**link_options: Unpack[LinkOptions]) -> Table:
     """A link's bandwidth per direction (`pcieperf link`): raw, after encoding and usable by
     TLPs, with the DLLP and SKP shares; `link_options` as `make_link` takes them."""
-    ln = make_link(**link_options)  # type: ignore[arg-type]
+    ln = make_link(**link_options)
     data = {
         "gen": ln.gen,
         "lanes": ln.lanes,
@@ -113,18 +136,18 @@ TLP_COLUMNS = (
 
 def dma(
     *,
-    op: str = "write",
+    op: Op = "write",
     sizes: Iterable[int] = DMA_SIZES,
     offset: int = 0,
     tlps: bool = False,
-    **link_options: object,
+    **link_options: Unpack[LinkOptions],
 ) -> Table:
     """Effective bandwidth and TLP cost of device DMA per transfer size (`pcieperf dma`): one
     row per size, with every TLP of each transfer when `tlps`. The rows are kept as the
     model's columns (`to_columns`, `to_frame` build no per-row dicts: a sweep's millions)."""
     from pcieperf.pcie import tlp  # numpy: not for `link`, which must start light (issue 15)
 
-    ln = make_link(**link_options)  # type: ignore[arg-type]
+    ln = make_link(**link_options)
     sizes = list(sizes)
     cost = tlp.dma_rows(ln, op, sizes, offset)
     columns: dict[str, Sequence[object]] = {"size": sizes, **cost._asdict()}
@@ -153,7 +176,7 @@ def dma(
 MAX_LISTED_TLPS = 1_000_000  # ~200 MB of rows: far beyond anything read on a screen
 
 
-def _tlp_list(ln: Link, op: str, size: int, offset: int) -> list[dict]:
+def _tlp_list(ln: Link, op: Op, size: int, offset: int) -> list[dict[str, Any]]:
     """Every TLP of one transfer: kind, direction, address, data and wire bytes."""
     from pcieperf.pcie import tlp
 

@@ -178,7 +178,7 @@ class Link:
         given = {
             f.name: getattr(settings, f.name) for f in fields(cls) if hasattr(settings, f.name)
         }
-        return cls(**(given | overrides))  # type: ignore[arg-type] # checked in __post_init__
+        return cls(**(given | overrides))  # checked in __post_init__
 
     @property
     def generation(self) -> Generation:

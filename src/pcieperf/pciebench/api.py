@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pcieperf import outputs
 from pcieperf.errors import require_new_file
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pcieperf.pciebench.sim import HostProfile
 
 __all__ = ["calibrate", "load", "predict", "sim", "tests", "validate"]
-Progress = Callable[[list], Iterable]
+Progress = Callable[[list[Any]], Iterable[Any]]
 BENCH_DEVICE = "nfp6000"  # the pcie-bench DMA engine: a device of `bench` only, not a NIC
 SIM_SIZES = (64, 128, 256, 512, 1024, 2048)  # `bench sim --sizes`
 
@@ -37,7 +37,7 @@ def __dir__() -> list[str]:
     return list(__all__)
 
 
-def _each(progress: Progress | None, items: list) -> Iterable:
+def _each(progress: Progress | None, items: list[Any]) -> Iterable[Any]:
     """`items`, through the caller's progress bar if it gave one."""
     return progress(items) if progress else items
 
@@ -207,7 +207,7 @@ def calibrate(
     return Report(payload, _calibration_text(payload))
 
 
-def _calibration_text(payload: dict) -> str:
+def _calibration_text(payload: dict[str, Any]) -> str:
     """What `bench calibrate` wrote, and how well it fit each host."""
     rows = [[name, pct] for name, pct in payload["fit_mape_pct"].items()]
     lines = [
@@ -313,7 +313,7 @@ def predict(
     return Report(payload, _prediction_text(payload, out))
 
 
-def _prediction_text(payload: dict, out: str | Path) -> str:
+def _prediction_text(payload: dict[str, Any], out: str | Path) -> str:
     """What `bench predict` wrote, the first parameters' provenance, and its warnings."""
     from pcieperf.pciebench.predict import BOUNDS_FILE
 
@@ -370,7 +370,7 @@ WORST_KEYS = ("file", "test", "cache", "window_bytes", "size_bytes")
 WORST_KEYS += ("measured_gbps", "predicted_gbps", "error_pct", "beyond_bound_pct")
 
 
-def _validation_text(result: dict) -> str:
+def _validation_text(result: dict[str, Any]) -> str:
     """MAPE, interval coverage, per-file MAPE and the worst points."""
     interval_keys = ("points", "coverage_pct", "median_relative_width_pct", "outside_points")
     intervals = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
@@ -259,7 +259,7 @@ def _checked_rows(
 
 def _column(path: Path, name: str, values: list[str]) -> NDArray:
     if name in TEXT_COLUMNS:
-        allowed = {"Test": TESTS, "PAT": PATTERNS, "Cache": CACHE_STATES}[name]
+        allowed: Collection[str] = {"Test": TESTS, "PAT": PATTERNS, "Cache": CACHE_STATES}[name]
         for line, value in enumerate(values, start=2):
             if value not in allowed:
                 raise UsageError(
@@ -405,7 +405,8 @@ def parse_system_name(name: str) -> SystemInfo:
             "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630-iommu"
         )
     g = match.groupdict()
-    iommu: IommuMode = {"iommu": "on", "iommu-nosp": "nosp", None: "off"}[g["iommu"]]
+    modes: dict[str | None, IommuMode] = {"iommu": "on", "iommu-nosp": "nosp", None: "off"}
+    iommu = modes[g["iommu"]]
     return SystemInfo(
         name=name,
         card=g["card"],

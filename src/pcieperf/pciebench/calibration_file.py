@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pcieperf._config import load_toml
 from pcieperf.errors import ProfileError
 from pcieperf.pciebench.device import DeviceProfile, from_table
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # The calibration shipped with pcieperf: `pcieperf bench calibrate` over the NFP-6000 data set.
 DEFAULT_CALIBRATION = Path(__file__).parent / "calibrations" / "nfp6000.toml"
@@ -98,7 +102,7 @@ def _toml_value(value: object) -> str:
     return repr(value)
 
 
-def profile_toml(profile: object, header: str) -> str:
+def profile_toml(profile: DataclassInstance, header: str) -> str:
     """A profile dataclass as the flat TOML table `device.from_table` reads back (`bench host`
     writes the host profile `bench sim --host` takes)."""
     lines = [f"# {line}" for line in header.splitlines()]

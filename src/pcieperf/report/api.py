@@ -6,16 +6,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pcieperf.errors import UsageError, require_new_folder
 from pcieperf.pcie.api import make_link
 from pcieperf.results import Report, csv_text
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     import pandas
 
     from pcieperf.measure.explain import Explanation
+    from pcieperf.pcie.api import LinkOptions
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class ReportResult:
     index: Path
     files: tuple[str, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """`pcieperf report --json`: the index and the folder's file names."""
         return {"index": str(self.index), "files": list(self.files)}
 
@@ -57,7 +60,7 @@ def report(
     eth: int = 40,
     force: bool = False,
     explanation: Explanation | None = None,
-    **link_options: object,
+    **link_options: Unpack[LinkOptions],
 ) -> ReportResult:
     """Write the report (figures as PNG + SVG, their CSVs, a self-contained index.html) into
     `out` (`pcieperf report -o OUT`): `link_options` as `pp.make_link` takes them, `eth` the
@@ -65,7 +68,7 @@ def report(
     counters' section. A non-empty `out` is refused unless `force`."""
     if isinstance(eth, bool) or not isinstance(eth, int) or eth <= 0:
         raise UsageError(f"eth {eth!r} is not allowed; give a whole number of Gb/s > 0")
-    link = make_link(**link_options)  # type: ignore[arg-type]
+    link = make_link(**link_options)
     folder = Path(out)
     require_new_folder(folder, force)
     from pcieperf.report.data import ReportConfig  # matplotlib: only after the checks

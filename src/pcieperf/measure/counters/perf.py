@@ -105,7 +105,7 @@ def _perf_metric(name: str, file: str, line: int, lenient: bool, out: Samples) -
 # Programmable IIO data events (tools/perf/pmu-events/arch/x86/skylakex/uncore-io.json, and
 # pcm's opCode-6-85 table): event 0x83 counts requests OF the CPU by the device (inbound), 0xc0
 # requests BY the CPU of the device (outbound); umask 0x4 reads, 0x1 writes; 4 bytes per count.
-PERF_IIO_RAW = {
+PERF_IIO_RAW: dict[tuple[int | None, int | None], str] = {  # looked up with unparsed ones
     (0x83, 0x4): "inbound_read",
     (0x83, 0x1): "inbound_write",
     (0xC0, 0x4): "outbound_read",
@@ -202,7 +202,9 @@ def _perf_prefix(prefix: list[str], file: str, line: int) -> tuple[float | None,
         raise _fail(file, line, f"unexpected fields {';'.join(prefix)!r} before the value")
     if not prefix:
         return time, None, ""
-    socket = _PERF_AGGR.fullmatch(prefix[0]).group(1)
+    aggr = _PERF_AGGR.fullmatch(prefix[0])
+    assert aggr is not None  # matched above
+    socket = aggr.group(1)
     return time, None if socket is None else int(socket), prefix[0]
 
 

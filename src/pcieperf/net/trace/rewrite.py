@@ -24,11 +24,11 @@ def output_format(path: str | os.PathLike) -> str:
 
 
 def _check_output(
-    output: str | os.PathLike, inputs: Sequence[str | os.PathLike], force: bool
+    output: str | os.PathLike[str], inputs: Sequence[str | os.PathLike[str]], force: bool
 ) -> None:
     out = Path(output)
     same = os.path.realpath  # not Path.resolve: it raises RuntimeError on a symbolic link loop
-    if any(i != "-" and same(out) == same(i) for i in map(os.fspath, inputs)):
+    if any(i != "-" and same(out) == same(i) for i in (os.fspath(p) for p in inputs)):
         raise UsageError(f"output {os.fspath(output)!r} is also an input; choose another name")
     require_new_file(out, force)
 
