@@ -5,18 +5,16 @@ before the speed work was merged (tests/data/core_golden/make.py), and is replay
 equality: a faster IOTLB, DDIO model, address stream or event loop must not move a single count
 or nanosecond."""
 
-import importlib.util
 import json
 
 import pytest
 
 from pcieperf._native import core
 from tests.helpers import TESTS_DATA
+from tests.helpers.scripts import load
 
 DATA = TESTS_DATA / "core_golden"
-_spec = importlib.util.spec_from_file_location("core_golden_make", DATA / "make.py")
-make = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(make)
+make = load(DATA / "make.py")
 CALLS = json.loads((DATA / "calls.json").read_text())
 
 

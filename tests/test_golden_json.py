@@ -5,15 +5,11 @@ may differ in their last bits on another CPU (numpy picks SIMD kernels per CPU),
 compared to 1e-9; everything else exactly. After an intended change: `python
 scripts/golden_json.py record`, and say why in the commit."""
 
-import importlib.util
-
 import pytest
 
-from tests.helpers import ROOT, SHARED
+from tests.helpers import SHARED
+from tests.helpers.scripts import golden_json
 
-_spec = importlib.util.spec_from_file_location("golden_json", ROOT / "scripts" / "golden_json.py")
-golden_json = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(golden_json)
 REL = 1e-9
 
 

@@ -12,6 +12,7 @@ import pytest
 from pcieperf.cli.examples import AFTER, EXAMPLES, ordered, readme_lines
 from tests.helpers import ROOT, SHARED
 from tests.helpers.dpdk import leftovers, needs_dpdk, needs_testpmd
+from tests.helpers.scripts import golden_json
 
 RUN_S = 600  # a generous deadline per example on a loaded 2-core machine
 NEEDS = {"capture run": needs_dpdk, "capture show": needs_dpdk, "dpdk run": needs_testpmd}
@@ -30,16 +31,9 @@ def _needs_shared(line: str) -> bool:
 
 
 def _clone(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
-    """A folder laid out as a clone's root: tests/ as the repository's, and ../shared/data where
-    the measured data is (a link to it), so that outputs land in the folder only."""
-    top = tmp_path_factory.mktemp(name)
-    work = top / "pcieperf"
-    work.mkdir()
-    (work / "tests").symlink_to(ROOT / "tests")
-    (top / "shared").mkdir()
-    if SHARED.is_dir():
-        (top / "shared" / "data").symlink_to(SHARED)
-    return work
+    """A folder laid out as a clone's root (as the golden replay makes it), so that outputs
+    land in the folder only."""
+    return golden_json.clone(tmp_path_factory.mktemp(name))
 
 
 @pytest.fixture(scope="module")
