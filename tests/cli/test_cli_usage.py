@@ -242,3 +242,19 @@ def test_a_link_loop_given_as_input_is_named_in_one_line(capsys, tmp_path, comma
     code, _, err = run(capsys, *command, str(loop), *outputs, *db)
     assert code == 2
     assert f"{loop}: Too many levels of symbolic links" in one_error_line(err)
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["nic", "--window", "nan"], "--window only goes with --trace"),
+        (["nic", "--skip-bad", "--window", "5ms"], "--window, --skip-bad only go with --trace"),
+        (["dpdk-fwd", "--poll", "2us"], "--poll only goes with --trace"),
+    ],
+)
+def test_a_companion_of_trace_without_it_is_refused(capsys, argv, named):
+    # Issue 28's probe found `nic --window=nan` accepted and ignored: a companion of --trace
+    # is read only from a capture, so without one it is an error, not silence.
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert named in err

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pcieperf.errors import PcieperfWarning
+from pcieperf.errors import PcieperfWarning, UsageError
 from pcieperf.net.wire import DEFAULT_FRAME_BYTES, FCS_BYTES
 
 if TYPE_CHECKING:
@@ -174,6 +174,26 @@ def _add_scheduler_option(p: argparse.ArgumentParser) -> None:
 def _warn(text: str) -> None:
     """A result is printed, but the user should know something about it."""
     warnings.warn(text, PcieperfWarning, stacklevel=2)
+
+
+TRACE_COMPANIONS = ("window", "skip_bad", "plot", "force", "poll")
+"""The options that only a replayed capture reads (`--trace`'s companions)."""
+
+
+def require_trace_for_companions(args: argparse.Namespace) -> None:
+    """Refuse a companion of --trace given without it: it would be ignored in silence."""
+    if args.trace:
+        return
+    given = [
+        a.option_strings[-1]
+        for a in args.command_parser._actions
+        if a.dest in TRACE_COMPANIONS and getattr(args, a.dest) != a.default
+    ]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} only {'go' if len(given) > 1 else 'goes'} with --trace: "
+            "give --trace FILE, or leave it out"
+        )
 
 
 def _add_trace_replay_options(p: argparse.ArgumentParser) -> None:

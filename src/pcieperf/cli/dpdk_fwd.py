@@ -12,6 +12,7 @@ from pcieperf.cli._common import (
     add_size_options,
     link_options,
     packet_bytes,
+    require_trace_for_companions,
     size_option,
 )
 from pcieperf.cli._output import emit, with_demand_plot
@@ -51,6 +52,7 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
         given = _given(args, "--pps" if pps is not None else None, size_option(args))
         stored = stored_run(args.from_run, args.db, given)
         pps, pkt, options["batch_hist"] = stored.rx_pps, stored.pkt, stored.batch_hist
+    require_trace_for_companions(args)
     if args.trace:
         fwd = dpdk_fwd_trace(
             args.trace,

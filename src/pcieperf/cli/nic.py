@@ -11,6 +11,7 @@ from pcieperf.cli._common import (
     _whole,
     add_tag_options,
     link_options,
+    require_trace_for_companions,
 )
 from pcieperf.cli._output import emit, with_demand_plot
 from pcieperf.cli._parser import _add_command
@@ -34,6 +35,7 @@ def nic_result(args: argparse.Namespace) -> Table:
 
 def cmd_nic(args: argparse.Namespace) -> None:
     """What a NIC/driver profile achieves per frame size or mix, or what a trace needs."""
+    require_trace_for_companions(args)
     if args.trace:
         _nic_trace(args)
         return
