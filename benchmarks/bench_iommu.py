@@ -37,10 +37,10 @@ from bench_counters import write_file
 from bench_dask_sweep import SPECS
 from bench_startup import wall
 from pcieperf._native import core
-from pcieperf.dpdk.iommu.model import Model
-from pcieperf.dpdk.iommu.platform import Traffic, load_platform
-from pcieperf.dpdk.iommu.stream import port_params
 from pcieperf.dpdk.port import LAYOUTS, PortSetup
+from pcieperf.iommu.model import Model
+from pcieperf.iommu.platform import Traffic, load_platform
+from pcieperf.iommu.stream import port_params
 from pcieperf.measure import counters
 from pcieperf.measure.store import Store
 from pcieperf.net.ethernet import Ethernet, parse_mix

@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pcieperf
 from pcieperf.cli.examples import ordered, readme_lines
-from pcieperf.dpdk.platforms import builtin_platforms
+from pcieperf.iommu.profiles import builtin_platforms
 from pcieperf.nic.profile import builtin_profiles
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +37,18 @@ VOLATILE_KEYS = frozenset({"seconds", "cpu_s", "imported_at"})  # clock readings
 READS_STORED_RESULTS = re.compile(r"data (ls|show|plot)")
 OUTPUT = re.compile(r"(?:-o|--out)\s+(\S+)")
 WORK = "<work>"
+
+
+def places(work: Path) -> dict[str, str]:
+    """The folders a line's JSON may name, each by a placeholder, so that the recording holds on
+    any machine: the clone it ran in, the installed package (data files such as platform
+    profiles), the repository and the measured data, most specific first."""
+    return {
+        str(work): WORK,
+        str(Path(pcieperf.__file__).resolve().parent): "<pcieperf>",
+        str(ROOT): "<root>",
+        str(SHARED.resolve()): "<shared>",
+    }
 
 
 def recorded_lines() -> Iterator[str]:
@@ -89,16 +102,18 @@ def clone(top: Path) -> Path:
     return work
 
 
-def steady(value: object, work: str) -> object:
-    """The JSON value with the folder's path and wall-clock figures replaced by placeholders."""
+def steady(value: object, named: dict[str, str]) -> object:
+    """The JSON value with wall-clock figures and the folders of `named` (`places`) replaced by
+    placeholders."""
     if isinstance(value, dict):
         return {
-            k: "<volatile>" if k in VOLATILE_KEYS else steady(v, work) for k, v in value.items()
+            k: "<volatile>" if k in VOLATILE_KEYS else steady(v, named) for k, v in value.items()
         }
     if isinstance(value, list):
-        return [steady(v, work) for v in value]
+        return [steady(v, named) for v in value]
     if isinstance(value, str):
-        return value.replace(work, WORK)
+        for folder, placeholder in named.items():
+            value = value.replace(folder, placeholder)
     return value
 
 
@@ -114,8 +129,8 @@ def run(line: str, work: Path) -> object:
         timeout=RUN_S,
     )
     if done.returncode != 0:
-        return {"exit": done.returncode, "stderr": done.stderr.replace(str(work), WORK)}
-    return steady(json.loads(done.stdout), str(work))
+        return {"exit": done.returncode, "stderr": steady(done.stderr, places(work))}
+    return steady(json.loads(done.stdout), places(work))
 
 
 def replay(name: str, lines: list[str], only: str = "") -> dict[str, object]:

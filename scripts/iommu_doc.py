@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pcieperf.dpdk import platforms
-from pcieperf.dpdk.iommu import advise
-from pcieperf.dpdk.iommu.model import Model, drops_at_full_tx_ring
-from pcieperf.dpdk.iommu.platform import Platform, Traffic, load_platform
-from pcieperf.dpdk.iommu.stream import LIGHT, PACKETS, Load
 from pcieperf.dpdk.port import PortSetup
+from pcieperf.iommu import advice
+from pcieperf.iommu import profiles as platforms
+from pcieperf.iommu.model import Model, drops_at_full_tx_ring
+from pcieperf.iommu.platform import Platform, Traffic, load_platform
+from pcieperf.iommu.stream import LIGHT, PACKETS, Load
 from pcieperf.net.ethernet import Ethernet, parse_mix
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "iommu.md"

@@ -10,10 +10,10 @@ from itertools import product
 
 import iommu_doc
 from iommu_doc import TALK_HEADERS, TALK_SIZES, gains, model, table, talk_cells, with_read_requests
-from pcieperf.dpdk import setups
-from pcieperf.dpdk.iommu.model import Model
-from pcieperf.dpdk.iommu.platform import OVERLOADS, Platform, Traffic, load_platform
 from pcieperf.dpdk.port import PortSetup
+from pcieperf.iommu import setups
+from pcieperf.iommu.model import Model
+from pcieperf.iommu.platform import OVERLOADS, Platform, Traffic, load_platform
 from pcieperf.net.ethernet import Ethernet
 
 TESTBED = setups.load_testbed("talk")

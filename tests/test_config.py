@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pcieperf import _config, sweep
-from pcieperf.dpdk import platforms
-from pcieperf.dpdk.iommu.platform import load_platform
 from pcieperf.errors import ProfileError, UsageError
+from pcieperf.iommu import profiles as platforms
+from pcieperf.iommu.platform import load_platform
 from pcieperf.nic.profile import load_profile
 from pcieperf.pciebench import sim
 from pcieperf.pciebench.calibration_file import load_calibration

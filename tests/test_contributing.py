@@ -7,7 +7,7 @@ import json
 import re
 import shutil
 
-from pcieperf.dpdk.platforms import platform_path
+from pcieperf.iommu.profiles import platform_path
 from tests.helpers import ROOT
 from tests.helpers.cli import run_cli
 

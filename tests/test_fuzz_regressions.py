@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcieperf.dpdk.iommu.platform import load_platform
 from pcieperf.errors import CounterFileError, PcieperfError, ProfileError, UsageError
+from pcieperf.iommu.platform import load_platform
 from pcieperf.measure import counters
 from pcieperf.net import ethernet
 from pcieperf.nic.profile import load_profile

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pcieperf._native import checked, core
-from pcieperf.dpdk.platforms import PLATFORM_DIR
 from pcieperf.errors import InternalError, TraceFileError, UsageError
+from pcieperf.iommu.profiles import PLATFORM_DIR
 from pcieperf.net.trace.statistics import WINDOWS_NS, stats_config
 from pcieperf.pcie import tlp
 from tests.helpers.cli import run_cli

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pcieperf._native import core
-from pcieperf.dpdk.iommu import stream
-from pcieperf.dpdk.iommu.platform import Traffic, load_platform
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
+from pcieperf.iommu import stream
+from pcieperf.iommu.platform import Traffic, load_platform
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.net.trace.statistics import WINDOWS_NS, stats_config
 

@@ -25,7 +25,7 @@ PARSER_MODULES = {
     "host_toml": ["pciebench/sim.py"],
     "device_toml": ["pciebench/sim.py"],
     "calibration_toml": ["pciebench/calibration_file.py"],
-    "platform_toml": ["dpdk/iommu/platform.py"],
+    "platform_toml": ["iommu/platform.py"],
     "cli_values": ["units.py", "net/ethernet.py"],
     "bench_csv": ["pciebench/bench.py"],
     "host_facts": ["pciebench/host.py"],

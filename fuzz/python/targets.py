@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pcieperf import units
 from pcieperf.dpdk import testpmd
-from pcieperf.dpdk.iommu.platform import load_platform
 from pcieperf.dpdk.port import parse_page
+from pcieperf.iommu.platform import load_platform
 from pcieperf.measure import counters
 from pcieperf.measure.counters.formats import names as counter_formats
 from pcieperf.net import ethernet

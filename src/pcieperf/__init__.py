@@ -19,13 +19,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pcieperf import report
+    from pcieperf import (
+        iommu,  # `pp.iommu`: the package is the namespace
+        report,
+    )
     from pcieperf.capture.calibration import capture_calibrate
     from pcieperf.capture.model import capture_model
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
-    from pcieperf.dpdk.api import dpdk_forwarding, dpdk_fwd_trace, platforms
+    from pcieperf.dpdk.api import dpdk_forwarding, dpdk_fwd_trace
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
-    from pcieperf.measure import iommu_api as iommu  # `pp.iommu`: the namespace module
+    from pcieperf.iommu.api import platforms
     from pcieperf.measure import store
     from pcieperf.measure.api import data_import, data_ls, data_show, explain
     from pcieperf.measure.records import (
@@ -120,9 +123,9 @@ def __getattr__(name: str) -> object:
 
             return pcieperf.pciebench.api
         case "iommu":
-            from pcieperf.measure import iommu_api
+            import pcieperf.iommu  # not `from pcieperf import`: that asks this hook again
 
-            return iommu_api
+            return pcieperf.iommu
         case "nic":
             import pcieperf.nic  # not `from pcieperf import`: that asks this hook again
 
@@ -147,10 +150,14 @@ def __getattr__(name: str) -> object:
             import pcieperf.capture.records
 
             return getattr(pcieperf.capture.records, name)
-        case "dpdk_forwarding" | "dpdk_fwd_trace" | "platforms":
+        case "dpdk_forwarding" | "dpdk_fwd_trace":
             import pcieperf.dpdk.api
 
             return getattr(pcieperf.dpdk.api, name)
+        case "platforms":
+            import pcieperf.iommu.api
+
+            return pcieperf.iommu.api.platforms
         case "PcieperfError" | "ProfileError" | "UsageError":
             from pcieperf import errors
 

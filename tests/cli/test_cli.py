@@ -261,7 +261,7 @@ def test_iommu_sim_json_keys(capsys):
 def test_iommu_advise_offers_the_best_poll_delay_on_skylake_sp(tmp_path, capsys):
     # The talk's platform: the poll delay at which the lcore takes what a full Rx ring
     # forwards is 1.1 us (32 / (1.1 us + 60 ns + 32 * 18 ns) = 18.4 Mpps, just below the 18.6 a
-    # full ring forwards; tests/dpdk/test_iommu.py has the arithmetic). It gains only where the
+    # full ring forwards; tests/iommu/test_iommu.py has the arithmetic). It gains only where the
     # lcores drop at a full Tx ring: with the XL710's read requests at the low end of their
     # assumed range (32 < 64 posted credits), not with testpmd-fwd's 256.
     from importlib import resources

@@ -5,11 +5,12 @@ import json
 
 import pytest
 
-from pcieperf.dpdk import forwarding, platforms
-from pcieperf.dpdk.iommu.model import Model
-from pcieperf.dpdk.iommu.platform import Traffic, load_platform
+from pcieperf.dpdk import forwarding
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
+from pcieperf.iommu import profiles as platforms
+from pcieperf.iommu.model import Model
+from pcieperf.iommu.platform import Traffic, load_platform
 from pcieperf.measure import counters, explain, iommu_fit
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.pcie.link import Link

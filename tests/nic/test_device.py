@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcieperf.dpdk import forwarding
-from pcieperf.dpdk.iommu.model import Model
-from pcieperf.dpdk.iommu.platform import Traffic, load_platform
-from pcieperf.dpdk.iommu.stream import forwarding_nic, transaction_classes
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import ProfileError
+from pcieperf.iommu.model import Model
+from pcieperf.iommu.platform import Traffic, load_platform
+from pcieperf.iommu.stream import forwarding_nic, transaction_classes
 from pcieperf.net.ethernet import Ethernet, PacketMix, parse_mix
 from pcieperf.nic import nic
 from pcieperf.nic import profile as profile_model
@@ -27,7 +27,7 @@ from tests.helpers.cli import run_cli
 from tests.helpers.hosts import HOST, write_host_toml
 
 SIZES = ("64", "128", "256", "1518", "imix")
-PACKETS = "50000"  # per simulated run: +-1 % on every rate asserted here (tests/dpdk/test_iommu.py)
+PACKETS = "50000"  # per simulated run: +-1 % on every rate asserted here (tests/iommu/test_iommu.py)
 # Bounds that the `nic` model does not have: a simulated rate below the nic model's must name one.
 DEVICE_AND_HOST = {"root_complex", "read_requests"}
 

@@ -8,6 +8,6 @@ tools' command lines and output), `threads` (CPU time per thread from /proc), `r
 (the capture path as a model, `pp.capture_model`) and `calibration` (its costs fitted from
 stored runs, `pp.capture_calibrate`; the shipped one in `calibrations/`).
 
-May import: every model package (pcie, net, nic, dpdk, pciebench), measure (the store),
+May import: every model package (pcie, net, nic, dpdk, iommu, pciebench), measure (the store),
 errors, units, outputs, interrupts. No report, no CLI.
 """

@@ -81,7 +81,7 @@ def _add_top_level(name: str, sub: argparse._SubParsersAction) -> None:
         case "iommu":
             from pcieperf.cli.iommu import _add_iommu_commands as add
         case "platforms":
-            from pcieperf.cli.platforms import _add_platforms_command as add
+            from pcieperf.cli.iommu import _add_platforms_command as add
         case "trace":
             from pcieperf.cli.trace import _add_trace_commands as add
         case "counters":

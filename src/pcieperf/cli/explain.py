@@ -10,7 +10,7 @@ from pcieperf.cli._common import _whole, add_counter_file_options, packet_bytes
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.cli.dpdk_fwd import _add_forwarding_options, forwarding_options
-from pcieperf.dpdk.platforms import DEFAULT_PLATFORM
+from pcieperf.iommu.profiles import DEFAULT_PLATFORM
 from pcieperf.measure import api
 from pcieperf.measure.explain import Explanation
 

@@ -14,12 +14,11 @@ from pcieperf.cli._common import _add_scheduler_option, _link
 from pcieperf.cli._output import _emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.cli.bench import bench_sim_result
-from pcieperf.cli.iommu import iommu_sim_result
+from pcieperf.cli.iommu import iommu_options, iommu_sim_result
 from pcieperf.cli.link import dma_result
 from pcieperf.cli.nic import nic_result
-from pcieperf.cli.platforms import iommu_options
-from pcieperf.dpdk.api import inputs
 from pcieperf.errors import PcieperfWarning
+from pcieperf.iommu.api import inputs
 from pcieperf.nic.api import check
 from pcieperf.pciebench.api import sim_setup
 from pcieperf.sweep_check import check_points

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from pcieperf.dpdk.port import DESCRIPTOR_BYTES, PortSetup
+from pcieperf.dpdk.port import DEFAULT_PORT, DESCRIPTOR_BYTES, PortSetup
 from pcieperf.errors import UsageError, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.net.trace.bandwidth import Demand, Rates, demand, poll_batches
@@ -41,7 +41,6 @@ from pcieperf.pcie.link import Link
 
 Metric = Literal["inbound_read", "inbound_write", "outbound_read", "outbound_write"]
 METRICS: tuple[Metric, ...] = ("inbound_read", "inbound_write", "outbound_read", "outbound_write")
-PORT = PortSetup()  # the one port setup: its descriptor sizes and thresholds are the defaults
 
 
 def mean_tx_batch(hist: dict[int, float]) -> float:
@@ -72,11 +71,11 @@ class ForwardingConfig:
     `port` and `from_port` convert."""
 
     pkt_bytes: int = 64
-    rx_desc_bytes: int = PORT.rx_desc_bytes
-    tx_desc_bytes: int = PORT.tx_desc_bytes
-    rs_thresh: int = PORT.rs_thresh
-    rx_free_thresh: int = PORT.rx_free_thresh
-    batch: float = float(PORT.burst)
+    rx_desc_bytes: int = DEFAULT_PORT.rx_desc_bytes
+    tx_desc_bytes: int = DEFAULT_PORT.tx_desc_bytes
+    rs_thresh: int = DEFAULT_PORT.rs_thresh
+    rx_free_thresh: int = DEFAULT_PORT.rx_free_thresh
+    batch: float = float(DEFAULT_PORT.burst)
     doorbell_bytes: int = 4
     full_line_tx_writeback: bool = False
 
@@ -103,7 +102,7 @@ class ForwardingConfig:
             **forwarding,  # type: ignore[arg-type]
         )
 
-    def port(self, setup: PortSetup = PORT) -> PortSetup:
+    def port(self, setup: PortSetup = DEFAULT_PORT) -> PortSetup:
         """`setup` (pages, rings, pool: the port's defaults unless given) with this forwarding
         setup's descriptor sizes and thresholds."""
         return replace(

@@ -137,3 +137,8 @@ def parse_page(text: str) -> str:
     page = by_bytes.get(token, token)
     require_choice("page size", page, PAGE_SIZES)
     return page
+
+
+DEFAULT_PORT = PortSetup()
+"""The one port setup's defaults, which every command and function that takes a port option
+has (`iommu`, `dpdk-fwd`, `explain`)."""

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from pcieperf import outputs
 from pcieperf.dpdk.api import link_and_config, packet_size
-from pcieperf.dpdk.platforms import DEFAULT_PLATFORM
 from pcieperf.errors import UsageError, param, require_new_file
+from pcieperf.iommu.profiles import DEFAULT_PLATFORM
 from pcieperf.measure.records import open_store
 from pcieperf.net.wire import FCS_BYTES, frames_text
 from pcieperf.results import Column, Report, Table
@@ -41,15 +41,15 @@ def iommu_fit(
     """Fit the host's IOTLB reach and walk throughput to its measured IOTLB counters (pcm-iio)
     at the forwarding rate `pps` (`pcieperf iommu fit`); with `out`, write the fitted platform
     profile there for `platform=`. `options` describe the port as `pp.iommu.sim` takes them."""
-    from pcieperf.dpdk import api as dpdk_api
-    from pcieperf.dpdk import platforms
+    from pcieperf.iommu import api as iommu_api
+    from pcieperf.iommu import profiles as platforms
     from pcieperf.measure import counters as counter_files
     from pcieperf.measure import iommu_fit as fitting
 
     if out:
         require_new_file(out, force)
     rate = parse_rate(pps) if isinstance(pps, str) else float(pps)
-    given = dpdk_api.inputs(**options)  # type: ignore[arg-type]
+    given = iommu_api.inputs(**options)  # type: ignore[arg-type]
     result = fitting.fit(
         counter_files.parse(Path(counters), counters_format),
         stack=stack,
@@ -295,7 +295,7 @@ def explain(
     data = _explanation_json(result)
     fit_lines = ""
     if fit_iommu or fit_out:
-        from pcieperf.dpdk.platforms import platform_toml
+        from pcieperf.iommu.profiles import platform_toml
         from pcieperf.measure import iommu_fit
 
         fitted = iommu_fit.fit_explained(

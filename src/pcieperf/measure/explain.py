@@ -18,10 +18,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pcieperf.dpdk import forwarding
-from pcieperf.dpdk.iommu.platform import Traffic, load_platform
-from pcieperf.dpdk.iommu.stream import count_misses
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
+from pcieperf.iommu.platform import Traffic, load_platform
+from pcieperf.iommu.stream import count_misses
 from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.explain_rules import (
     MISTAKE_RULE,

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from pcieperf.dpdk import forwarding, port
-from pcieperf.dpdk.iommu.model import Model
-from pcieperf.dpdk.iommu.platform import IommuParams, Platform, Traffic, load_platform
-from pcieperf.dpdk.platforms import DEFAULT_PLATFORM, Param, PlatformProfile, load_platform_profile
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError, require_positive
+from pcieperf.iommu.model import Model
+from pcieperf.iommu.platform import IommuParams, Platform, Traffic, load_platform
+from pcieperf.iommu.profiles import DEFAULT_PLATFORM, Param, PlatformProfile, load_platform_profile
 from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.explain import Explanation, port_setup, port_traffic
 from pcieperf.measure.stacks import StackIndex, choose_stack

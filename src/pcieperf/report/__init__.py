@@ -3,7 +3,7 @@
 self-contained index.html), `api` (`pp.report(out=...)`, which `pcieperf report` calls).
 
 The package is callable, `pp.report(out="DIR")`, as `api.report`.
-May import: every model package (pcie, net, nic, dpdk, pciebench), measure (the store) and
+May import: every model package (pcie, net, nic, dpdk, iommu, pciebench), measure (the store) and
 capture. Nothing imports the report but the CLI.
 """
 

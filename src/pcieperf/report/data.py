@@ -26,9 +26,9 @@ from pcieperf.capture.calibration import DEFAULT_CALIBRATION, load_calibration, 
 from pcieperf.capture.model import CaptureSetup, evaluate_capture
 from pcieperf.capture.path import DESIGNS
 from pcieperf.dpdk import forwarding
-from pcieperf.dpdk.iommu.advise import ring_sweep
-from pcieperf.dpdk.iommu.model import IommuResult
-from pcieperf.dpdk.iommu.platform import load_platform
+from pcieperf.iommu.advice import ring_sweep
+from pcieperf.iommu.model import IommuResult
+from pcieperf.iommu.platform import load_platform
 from pcieperf.net.ethernet import Ethernet, PacketMix, dma_bytes, parse_mix
 from pcieperf.net.trace.bandwidth import Demand
 from pcieperf.net.trace.synthesis import synthetic

@@ -33,7 +33,7 @@ from pcieperf.report import data
 from pcieperf.report.data import FigureData, ReportConfig
 
 if TYPE_CHECKING:
-    from pcieperf.dpdk.iommu.advise import Advice
+    from pcieperf.iommu.advice import Advice
     from pcieperf.measure.explain import Explanation
     from pcieperf.net.trace.bandwidth import Demand
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from pcieperf._native import core
-from pcieperf.dpdk.iommu.model import Model
-from pcieperf.dpdk.iommu.platform import Traffic, load_platform
-from pcieperf.dpdk.iommu.stream import count_misses
 from pcieperf.dpdk.port import PortSetup
+from pcieperf.iommu.model import Model
+from pcieperf.iommu.platform import Traffic, load_platform
+from pcieperf.iommu.stream import count_misses
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.pciebench import sim
 from pcieperf.pciebench.bench import Point

@@ -9,7 +9,9 @@ import numpy as np
 
 from pcieperf._native import core
 from pcieperf.dpdk import forwarding
-from pcieperf.dpdk.iommu.platform import (
+from pcieperf.dpdk.port import DATA_OFFSET, ELEMENT_BYTES, LINE, PortSetup
+from pcieperf.errors import require_positive
+from pcieperf.iommu.platform import (
     HOST_MEMORY,
     LCORE,
     CoreCosts,
@@ -18,14 +20,12 @@ from pcieperf.dpdk.iommu.platform import (
     Platform,
     Traffic,
 )
-from pcieperf.dpdk.port import DATA_OFFSET, ELEMENT_BYTES, LINE, PortSetup
-from pcieperf.errors import require_positive
 from pcieperf.net.ethernet import dma_bytes
 from pcieperf.nic.pricing import OpShare, price_operations
 from pcieperf.nic.profile import NicProfile, Operation
 from pcieperf.pciebench.sim import cache_lines
 
-PACKETS = 200_000  # simulated per run after warm-up; +-1 % run to run (tests/dpdk/test_iommu.py)
+PACKETS = 200_000  # simulated per run after warm-up; +-1 % run to run (tests/iommu/test_iommu.py)
 # A run of no fixed length (the default) ends once its rate's relative standard error (batch
 # means, rust/core/src/port.rs RatePrecision) is at most this, after at least twice the pool
 # and at most PACKETS packets (docs/iommu.md, "Run length").

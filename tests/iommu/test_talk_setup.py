@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pcieperf.dpdk import api, setups
-from pcieperf.dpdk.iommu.advise import gain
-from pcieperf.dpdk.iommu.model import Model
-from pcieperf.dpdk.iommu.platform import Platform, Traffic, load_platform
-from pcieperf.dpdk.iommu.stream import PACKETS
 from pcieperf.dpdk.port import DATA_OFFSET, PortSetup
 from pcieperf.errors import ProfileError, UsageError
+from pcieperf.iommu import api, setups
+from pcieperf.iommu.advice import gain
+from pcieperf.iommu.model import Model
+from pcieperf.iommu.platform import Platform, Traffic, load_platform
+from pcieperf.iommu.stream import PACKETS
 from pcieperf.net.ethernet import Ethernet, parse_mix
 
 TALK = setups.load_testbed("talk")

@@ -10,10 +10,10 @@ from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from pcieperf.dpdk.iommu.model import SATURATED, IommuResult, Model
-from pcieperf.dpdk.iommu.platform import Platform, Traffic
 from pcieperf.dpdk.port import PAGE_SIZES, RING_MIN, PortSetup
 from pcieperf.errors import UsageError
+from pcieperf.iommu.model import SATURATED, IommuResult, Model
+from pcieperf.iommu.platform import Platform, Traffic
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.progress import wrap as with_progress
 

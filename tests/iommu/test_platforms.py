@@ -6,15 +6,15 @@ import tomllib
 
 import pytest
 
-from pcieperf.dpdk import platforms
-from pcieperf.dpdk.iommu.platform import load_platform
 from pcieperf.errors import ProfileError, UsageError
+from pcieperf.iommu import profiles as platforms
+from pcieperf.iommu.platform import load_platform
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
 from pcieperf.pciebench.host import host_latency, load_run
 from tests.helpers import PCIE_BENCH
 from tests.helpers.cli import run_cli
 
-# The six platforms issue 14 asked for; more may ship (a platform file added to dpdk/platforms/
+# The six platforms issue 14 asked for; more may ship (a platform file added to iommu/platforms/
 # is tested below like these).
 ISSUE_14 = ("e5-v4", "skylake-sp", "cascadelake", "icelake-sp", "sapphirerapids", "epyc-zen4")
 

@@ -1,6 +1,6 @@
 """Testbed setups: a testpmd command line and the NICs it forwards between, as the IOMMU model's
 port setup, link and device (`iommu sim|gain|advise --setup NAME|FILE`; shipped:
-src/pcieperf/dpdk/setups/*.toml).
+src/pcieperf/iommu/setups/*.toml).
 
 A setup fixes what its command line and topology fix: the ports (one per NIC, forwarding to
 each other as testpmd pairs them), the mbuf pool sized as testpmd sizes it, the mempool cache,
@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pcieperf._config import load_toml
-from pcieperf.dpdk.iommu.platform import Platform
-from pcieperf.dpdk.platforms import Param, parse_param
 from pcieperf.dpdk.port import ELEMENT_BYTES, PAGE_SIZES, PortSetup
 from pcieperf.errors import ProfileError, UsageError
+from pcieperf.iommu.platform import Platform
+from pcieperf.iommu.profiles import Param, parse_param
 from pcieperf.pciebench.calibration_file import Calibration
 
 SETUP_DIR = Path(__file__).parent / "setups"

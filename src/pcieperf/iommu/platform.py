@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pcieperf.dpdk import forwarding
-from pcieperf.dpdk.platforms import DEFAULT_PLATFORM, PlatformProfile, load_platform_profile
 from pcieperf.dpdk.port import LINE, require_count
 from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
+from pcieperf.iommu.profiles import DEFAULT_PLATFORM, PlatformProfile, load_platform_profile
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.nic.profile import DEFAULT_PROFILE, NicProfile, load_profile
 from pcieperf.pcie.link import Link

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcieperf.dpdk.iommu.model import Model
-from pcieperf.dpdk.iommu.platform import Traffic, load_platform
-from pcieperf.dpdk.iommu.stream import PACKETS, REL_ERROR
 from pcieperf.dpdk.port import PortSetup
+from pcieperf.iommu.model import Model
+from pcieperf.iommu.platform import Traffic, load_platform
+from pcieperf.iommu.stream import PACKETS, REL_ERROR
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from tests.helpers import TESTS_DATA
 from tests.helpers.cli import run_cli

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcieperf.dpdk.iommu.advise import advise, gain
-from pcieperf.dpdk.iommu.model import Model
-from pcieperf.dpdk.iommu.platform import CoreCosts, Traffic, load_platform
-from pcieperf.dpdk.iommu.stream import LIGHT, Load, core_mpps, count_misses, poll_batch, wire_shares
 from pcieperf.dpdk.port import IOVA_MODES, LAYOUTS, PAGE_SIZES, PortSetup, parse_page
 from pcieperf.errors import UsageError
+from pcieperf.iommu.advice import advise, gain
+from pcieperf.iommu.model import Model
+from pcieperf.iommu.platform import CoreCosts, Traffic, load_platform
+from pcieperf.iommu.stream import LIGHT, Load, core_mpps, count_misses, poll_batch, wire_shares
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
 

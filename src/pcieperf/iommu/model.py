@@ -9,8 +9,11 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from pcieperf._native import core
-from pcieperf.dpdk.iommu.platform import Platform, Traffic
-from pcieperf.dpdk.iommu.stream import (
+from pcieperf.dpdk.port import PortSetup
+from pcieperf.errors import UsageError, require_positive
+from pcieperf.iommu.platform import Platform, Traffic
+from pcieperf.iommu.profiles import DEFAULT_PLATFORM
+from pcieperf.iommu.stream import (
     LIGHT,
     PACKETS,
     REL_ERROR,
@@ -26,9 +29,6 @@ from pcieperf.dpdk.iommu.stream import (
     resource_bounds,
     transaction_classes,
 )
-from pcieperf.dpdk.platforms import DEFAULT_PLATFORM
-from pcieperf.dpdk.port import PortSetup
-from pcieperf.errors import UsageError, require_positive
 from pcieperf.nic.profile import DeviceFacts
 
 

@@ -1,5 +1,5 @@
 """Platform IOMMU profiles: what the IOMMU, the LLC's DDIO ways and the polling core of one CPU
-platform bring to the DPDK model, as data (src/pcieperf/dpdk/platforms/*.toml).
+platform bring to the DPDK model, as data (src/pcieperf/iommu/platforms/*.toml).
 
 Every parameter is a table with its `value`, the range the evidence leaves open (`low`,
 `high`), its `kind` (published, calibration, inference, assumption, fit) and its `source`; a
