@@ -129,6 +129,11 @@ class NicProfile:
     path: str = ""
     device: DeviceFacts | None = None
 
+    def __hash__(self) -> int:
+        """By name and file (its `params` dict has no hash): a cache key (pcieperf._cache);
+        equal profiles, all fields equal, have the same name and file."""
+        return hash((self.name, self.path))
+
     @property
     def names(self) -> dict[str, float]:
         """Every name an operation expression may use besides pkt and frame."""

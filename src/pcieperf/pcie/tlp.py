@@ -18,11 +18,10 @@ either. A Python int never overflows where an int64 would, so only values below
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Literal, NamedTuple, cast
 
 from pcieperf import _numpy
+from pcieperf._cache import ArrayKey, cached
 from pcieperf._values import as_float, as_int, broadcast, maximum, zeros_like
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.pcie.link import Link
@@ -236,7 +235,9 @@ def effective_gbps(
     link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0
 ) -> NDArray[np.float64]:
     """Data bandwidth (Gb/s) of a stream of DMAs; for `rw`, of each direction's data."""
-    return _vector_rows(link, op, sizes, offsets).effective_gbps
+    require_choice("operation", op, OPS)
+    rules, rate = link_facts(link)
+    return _dma_columns(rate, _priced_arrays(rules, op, sizes, offsets))[0]
 
 
 class WireCost(NamedTuple):
@@ -303,12 +304,26 @@ def _requests(link: Link, start: Int, end: Int, cut: int, addr64: bool | None) -
     return tlps, wire
 
 
-def price_key(link: Link) -> tuple[int | bool, ...]:
-    """Every link setting that TLP counts and bytes depend on (MPS, MRRS, completion cut, Flit
-    Mode, request header and per-TLP framing): links with equal keys differ only in speed, so
-    their prices can be shared and only the rates differ."""
-    cut, flit, framing = completion_cut(link), link.flit_mode, link.tlp_overhead_bytes
-    return (link.mps, link.mrrs, cut, flit, link.addr64, framing)
+class TlpRules(NamedTuple):
+    """What the closed forms read of a link (a `Link` derives some anew at every access): links
+    with equal rules differ only in speed, so their TLPs and bytes are equal and only their
+    rates differ. A cache key (pcieperf._cache)."""
+
+    addr64: bool
+    completion_policy: str
+    flit_mode: bool
+    mps: int
+    mrrs: int
+    rcb: int
+    tlp_overhead_bytes: int
+
+
+@cached(256)
+def link_facts(link: Link) -> tuple[TlpRules, float]:
+    """`link`'s `TlpRules` and TLP bytes per second, derived once per link (a sweep asks for
+    them at every point)."""
+    rules = TlpRules(*(getattr(link, name) for name in TlpRules._fields))
+    return rules, link.tlp_bytes_per_s
 
 
 class _Priced(NamedTuple):
@@ -320,65 +335,41 @@ class _Priced(NamedTuple):
     bits: NDArray[np.float64]
 
 
-def _priced(link: Link, op: Op, start: Int | int, size: Int | int, end: Int | int) -> _Priced:
+def _priced(rules: TlpRules, op: Op, start: Int | int, size: Int | int, end: Int | int) -> _Priced:
     """The `_Priced` of the checked byte ranges [start, end) of `size` bytes (arrays, or one
     Python int each)."""
-    cost = range_wire_cost(link, op, start, end)
+    cost = range_wire_cost(cast(Link, rules), op, start, end)
     busiest = cost.wire_out if op == "write" else maximum(cost.wire_out, cost.wire_back)
     return _Priced(cost, as_float(busiest), as_float(size) * 8)
 
 
-def _priced_arrays(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
-    """`_priced` of `sizes` and `offsets` as given, checked and converted to arrays."""
-    require_choice("operation", op, OPS)
-    return _priced(link, op, *_operands(sizes, offsets))
+MAX_KEPT_SIZES = 1 << 14
+"""Most sizes whose prices are kept (`_priced_sizes`): a sweep's, not a trace's millions."""
 
 
-class _RecentPrices:
-    """The last few `_priced` results, reused when a sweep asks again for the same sizes on a
-    link that differs only in speed (generation, lanes, ACK/FC intervals): TLPs and their bytes
-    depend on MPS, MRRS, completion cut, header and framing bytes alone, so a sweep over link
-    speeds prices them once per (MPS, ..., operation) and computes only the rate per link.
-    Bounded: `ENTRIES` results of at most `MAX_SIZES` sizes each, read-only as they are shared."""
-
-    ENTRIES = 64
-    MAX_SIZES = 1 << 14
-
-    def __init__(self) -> None:
-        self._entries: OrderedDict[tuple, tuple[Int, _Priced]] = OrderedDict()
-        self._lock = threading.Lock()  # sweeps may price on several threads (Dask workers)
-
-    def priced(self, link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
-        """`_priced_arrays(link, op, sizes, offsets)`, from the entries when it was just
-        computed."""
-        size = np.asarray(sizes)
-        reusable = size.ndim == 1 and size.size <= self.MAX_SIZES and size.dtype.kind in "iu"
-        if not reusable or np.ndim(offsets) != 0:
-            return _priced_arrays(link, op, sizes, offsets)
-        key = (op, int(offsets), *price_key(link), size.shape)
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None and np.array_equal(found[0], size):
-                self._entries.move_to_end(key)
-                return found[1]
-        result = _priced_arrays(link, op, size, offsets)
-        size = size.copy()
-        for array in (size, result.busiest, result.bits, *result.cost):
-            array.flags.writeable = False
-        with self._lock:
-            self._entries[key] = (size, result)
-            if len(self._entries) > self.ENTRIES:
-                self._entries.popitem(last=False)
-        return result
+def _priced_arrays(rules: TlpRules, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
+    """`_priced` of `sizes` and `offsets` as given, checked and converted to arrays; kept for
+    links with the same rules where the sizes are a sweep's (`_priced_sizes`)."""
+    size = np.asarray(sizes)
+    kept = size.ndim == 1 and size.size <= MAX_KEPT_SIZES and size.dtype.kind in "iu"
+    if kept and isinstance(offsets, int | np.integer):
+        return _priced_sizes(rules, op, int(offsets), ArrayKey(size))
+    return _priced(rules, op, *_operands(size, offsets))
 
 
-_RECENT = _RecentPrices()
+@cached(64)
+def _priced_sizes(rules: TlpRules, op: Op, offset: int, sizes: ArrayKey) -> _Priced:
+    """`_priced` of `sizes` from `offset`, read-only: shared by every link with these rules."""
+    result = _priced(rules, op, *_operands(sizes.own(), offset))
+    for array in (result.busiest, result.bits, *result.cost):
+        array.flags.writeable = False
+    return result
 
 
 class DmaRows(NamedTuple):
     """What `dma` reports for each size of a device DMA: TLPs and wire bytes per direction
     (up = device to host: writes and read requests) and the data bandwidth (arrays, or lists
-    from `_scalar_rows`)."""
+    of Python numbers for a command line's few sizes)."""
 
     effective_gbps: NDArray[np.float64] | list[float]
     tlps_up: Int | list[int]
@@ -388,53 +379,24 @@ class DmaRows(NamedTuple):
 
 
 def dma_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> DmaRows:
-    """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost` (one pass): lists
-    where numpy is not in use yet and the sizes are a few ints, the offset one (`_scalar_rows`),
-    arrays otherwise; the same values either way."""
+    """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost`'s closed forms
+    (one pass): over arrays, or one Python int at a time where numpy is not in use yet and
+    the sizes are a few ints, the offset one (`_scalar_sizes`: then lists); the same values
+    either way."""
+    require_choice("operation", op, OPS)
+    rules, rate = link_facts(link)
     few = None if _numpy.in_use() else _scalar_sizes(sizes, offsets)
     if few is None:
-        return _vector_rows(link, op, sizes, offsets)
-    return _scalar_rows(link, op, few, offsets)  # type: ignore[arg-type] # checked: an int
-
-
-def _vector_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> DmaRows:
-    """`dma_rows` as arrays, priced once for links that differ only in speed (`_RECENT`)."""
-    return DmaRows(*_dma_columns(link, _RECENT.priced(link, op, sizes, offsets)))
-
-
-def _scalar_rows(link: Link, op: Op, sizes: list[int], offset: int) -> DmaRows:
-    """`dma_rows` of sizes and an offset that `_scalar_sizes` checked, one size at a time."""
-    require_choice("operation", op, OPS)
-    rules = cast(Link, _LinkRules(link))
-    rows = (_dma_columns(rules, _priced(rules, op, offset, s, offset + s)) for s in sizes)
+        return DmaRows(*_dma_columns(rate, _priced_arrays(rules, op, sizes, offsets)))
+    start = cast(int, offsets)  # checked by `_scalar_sizes`
+    rows = (_dma_columns(rate, _priced(rules, op, start, s, start + s)) for s in few)
     return DmaRows(*map(list, zip(*rows, strict=True)))
 
 
-class _LinkRules:
-    """What the closed forms and `_dma_columns` read of a link, read once: a `Link` derives
-    them (Flit mode, framing bytes, TLP byte rate) anew at every access, which per size would
-    cost more than the closed forms themselves."""
-
-    __slots__ = (
-        "addr64",
-        "completion_policy",
-        "flit_mode",
-        "mps",
-        "mrrs",
-        "rcb",
-        "tlp_bytes_per_s",
-        "tlp_overhead_bytes",
-    )
-
-    def __init__(self, link: Link) -> None:
-        for name in self.__slots__:
-            setattr(self, name, getattr(link, name))
-
-
-def _dma_columns(link: Link, priced: _Priced) -> tuple:
-    """`DmaRows`' fields (arrays, or one value each) of a `_Priced`."""
+def _dma_columns(tlp_bytes_per_s: float, priced: _Priced) -> tuple:
+    """`DmaRows`' fields (arrays, or one value each) of a `_Priced` on a link of this rate."""
     # (size * 8) * (transfers per second) / 1e9, bit for bit as before: products commute.
-    gbps = link.tlp_bytes_per_s / priced.busiest
+    gbps = tlp_bytes_per_s / priced.busiest
     gbps *= priced.bits
     gbps /= 1e9
     cost = priced.cost
