@@ -230,8 +230,8 @@ def _ordered_sum(terms: Iterable[Term], start: Term) -> Term:
 class PacketCosts:
     """PCIe wire bytes and TLPs per packet, each direction, and the device's read requests and
     what they hold their tags for (`_TOTALS`), per size or mix (read-only arrays:
-    shared by every link with the same TLP rules, `tlp.price_key`; Python floats for one row
-    of `nic.evaluate_few`). A plain class, as `_PlannedOp` is."""
+    shared by every link with the same `tlp.TlpRules`; Python floats for one `FewRow`). A
+    plain class, as `_PlannedOp` is."""
 
     def __init__(
         self,

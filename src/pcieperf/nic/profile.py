@@ -336,7 +336,8 @@ def _factor_value(factor: str, names: dict[str, Any]) -> float | NDArray[np.floa
         whole = inner if is_python(inner) else np.asarray(inner)
         return -(-whole // CACHE_LINE_BYTES) * CACHE_LINE_BYTES
     if token in names:
-        return names[token]
+        found: float | NDArray[np.float64] = names[token]  # a parameter, pkt or frame
+        return found
     try:
         value = float(token)
     except ValueError:
@@ -358,4 +359,5 @@ def evaluate_expression(
         for operator, factor in _factors(expr):
             operand = _factor_value(factor, known)
             value = value * operand if operator == "*" else value / operand
-    return value
+    result: NDArray[np.float64] | float = value  # a Value: an array, or one Python float
+    return result

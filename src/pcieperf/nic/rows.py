@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pcieperf._cache import ArrayKey, cached
 from pcieperf._numpy import np
-from pcieperf._values import as_float, frozen, once
+from pcieperf._values import Value, as_float, frozen, once
 from pcieperf.errors import UsageError
 from pcieperf.net.ethernet import Ethernet, check_frame_sizes
 from pcieperf.nic.bounds import ETHERNET, KEEPS_UP
@@ -65,12 +65,12 @@ class Rows:
         """Mean per packet of each row, for a quantity given per distinct size (where each row
         is one size with weight 1 this is a gather, which is what the weighted sum gives)."""
         values = np.asarray(per_size, dtype=np.float64)
-        if self.mix_of is None:
+        if self.mix_of is None or self.weight is None:  # a mix has both
             return values if self.size_of is None else values[self.size_of]
         weighted = values[self.size_of] * self.weight
-        return np.bincount(self.mix_of, weights=weighted, minlength=len(self))
+        return np.bincount(self.mix_of, weights=weighted, minlength=len(self)).astype(np.float64)
 
-    def mean_of(self, per_size: Callable[[Int], Int]) -> NDArray[np.float64]:
+    def mean_of(self, per_size: Callable[[Value], Value]) -> NDArray[np.float64]:
         """`per_row` of `per_size(sizes)`, taken as float64."""
         return self.per_row(as_float(per_size(self.sizes)))
 
@@ -124,7 +124,7 @@ class FewRow:
         self.sizes = sizes
         self.weights = weights
 
-    def mean_of(self, per_size: Callable[[int], float | int]) -> float:
+    def mean_of(self, per_size: Callable[[Value], Value]) -> float:
         """Mean per packet of `per_size(size)` over the row's sizes, as a float."""
         if self.weights is None:
             return as_float(per_size(self.sizes[0]))
@@ -152,10 +152,10 @@ def _fixed_rows(frames: ArrayKey) -> Rows:
 
 def _rows_of(frames: ArrayLike) -> Rows:
     """One row per frame size, checked."""
-    frames = frozen(check_frame_sizes(frames))
-    if frames.size and np.all(frames[1:] > frames[:-1]):  # ascending and distinct already
-        return Rows(frames)
-    sizes, size_of = np.unique(frames, return_inverse=True)
+    checked: Int = frozen(check_frame_sizes(frames))
+    if checked.size and np.all(checked[1:] > checked[:-1]):  # ascending and distinct already
+        return Rows(checked)
+    sizes, size_of = np.unique(checked, return_inverse=True)
     return Rows(frozen(sizes), frozen(size_of))
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, cast
 
 from pcieperf import _numpy
 from pcieperf._cache import ArrayKey, cached
-from pcieperf._values import as_float, as_int, broadcast, maximum, zeros_like
+from pcieperf._values import Value, as_float, as_int, broadcast, maximum, zeros_like
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.pcie.link import Link
 
@@ -73,7 +73,7 @@ class TransferCost(NamedTuple):
         """Bytes on the link back towards the initiator."""
         return self.data_back + self.header_back + self.framing_back + self.padding_back
 
-    def __add__(self, other: TransferCost) -> TransferCost:
+    def __add__(self, other: TransferCost) -> TransferCost:  # type: ignore[override] # elementwise
         """Cost of doing both operations."""
         return TransferCost(*(mine + theirs for mine, theirs in zip(self, other, strict=True)))
 
@@ -95,23 +95,24 @@ def _too_small(name: str, value: int, minimum: int) -> UsageError:
     return UsageError(f"{name} {value} is not allowed; use {minimum} or more")
 
 
-def _scalar_sizes(sizes: object, offsets: object) -> list[int] | None:
+def _scalar_sizes(sizes: ArrayLike, offsets: ArrayLike) -> list[int] | None:
     """`sizes` as a list of Python ints, checked as `_operands` checks them, where they are a
     few (`SCALAR_SIZES`) ints below `_SCALAR_LIMIT` and `offsets` one such int; else None (the
     values go to numpy, which validates and reports them itself)."""
-    if type(sizes) not in (list, tuple) or not 0 < len(sizes) <= SCALAR_SIZES:  # type: ignore[arg-type]
+    if not isinstance(sizes, list | tuple) or not 0 < len(sizes) <= SCALAR_SIZES:
         return None
     values = [*sizes, offsets]
     if not all(type(v) is int and abs(v) < _SCALAR_LIMIT for v in values):
         return None
-    checks = (*(("size", s, MIN_SIZE) for s in sizes), ("offset", offsets, MIN_OFFSET))
+    ints = cast(list[int], values)  # checked: each an int
+    checks = (*(("size", s, MIN_SIZE) for s in ints[:-1]), ("offset", ints[-1], MIN_OFFSET))
     for name, value, minimum in checks:
         if value < minimum:
             raise _too_small(name, value, minimum)
-    return values[:-1]
+    return ints[:-1]
 
 
-def blocks_touched(start: Int, end: Int, cut: int) -> Int:
+def blocks_touched(start: Value, end: Value, cut: int) -> Value:
     """Number of aligned `cut`-byte blocks that the byte range [start, end) touches; `cut` is a
     power of two (every PCIe size limit is, §7.5.3.4), so the divisions are shifts."""
     shift = cut.bit_length() - 1
@@ -130,7 +131,7 @@ def _operands(sizes: ArrayLike, offsets: ArrayLike) -> tuple[Int, Int, Int]:
     return start, size, start + size
 
 
-def _dw_padding(start: Int, end: Int) -> Int:
+def _dw_padding(start: Value, end: Value) -> Value:
     """Bytes added to round the range out to whole double words at both ends."""
     return DW_BYTES * blocks_touched(start, end, DW_BYTES) - (end - start)
 
@@ -180,7 +181,7 @@ def read_cost(
     )
 
 
-def completion_cut(link: Link) -> int:
+def completion_cut(link: Rules) -> int:
     """Granularity at which the completer cuts read data into CplD TLPs.
 
     `rcb`: one completion per RCB-aligned block (seen on Intel root complexes, 64 B);
@@ -191,7 +192,7 @@ def completion_cut(link: Link) -> int:
     return min(policy_cut, link.mrrs)
 
 
-def _request_ohc(link: Link, start: Int, end: Int, tlps: Int) -> Int:
+def _request_ohc(link: Rules, start: Value, end: Value, tlps: Value) -> Value:
     """Flit Mode: +1 DW OHC-A1 on each request whose byte enables are not the implied full
     ones, i.e. the TLPs holding an unaligned first or last byte (§2.2.5.2)."""
     if not link.flit_mode:
@@ -201,7 +202,7 @@ def _request_ohc(link: Link, start: Int, end: Int, tlps: Int) -> Int:
     return OHC_BYTES * partial
 
 
-def _completion_ohc(link: Link, start: Int, end: Int) -> Int:
+def _completion_ohc(link: Rules, start: Value, end: Value) -> Value:
     """Flit Mode: +1 DW OHC-A5 on the completion whose Lower Address[1:0] is not 00b (§2.2.9.2);
     shaped like `end`."""
     if not link.flit_mode:
@@ -209,7 +210,7 @@ def _completion_ohc(link: Link, start: Int, end: Int) -> Int:
     return broadcast(OHC_BYTES * (start % DW_BYTES != 0), end)
 
 
-def _request_header(link: Link, addr64: bool | None) -> int:
+def _request_header(link: Rules, addr64: bool | None) -> int:
     wide = link.addr64 if addr64 is None else addr64
     return 16 if wide else 12  # §2.2.4.1: 4 DW header for 64-bit, 3 DW for 32-bit addresses
 
@@ -263,7 +264,7 @@ def wire_cost(
 
 
 def range_wire_cost(
-    link: Link, op: Op, start: Int, end: Int, *, addr64: bool | None = None
+    link: Rules, op: Op, start: Value, end: Value, *, addr64: bool | None = None
 ) -> WireCost:
     """`wire_cost` of the byte ranges [start, end) that the caller has checked (whole bytes,
     start >= 0, end > start): what a model that prices many operations calls. Arrays, or one
@@ -292,10 +293,12 @@ def read_wire_bytes(link: Link, size: int) -> int:
     """Wire bytes both ways of one read of `size` bytes from an aligned address: its requests
     out and its completions back (what a read's round trip adds in link time)."""
     cost = range_wire_cost(link, "read", 0, size)
-    return cost.wire_out + cost.wire_back
+    return int(cost.wire_out + cost.wire_back)  # Python ints: as they are
 
 
-def _requests(link: Link, start: Int, end: Int, cut: int, addr64: bool | None) -> tuple[Int, Int]:
+def _requests(
+    link: Rules, start: Value, end: Value, cut: int, addr64: bool | None
+) -> tuple[Value, Value]:
     """Request TLPs (MWr at MPS, MRd at MRRS) of each range and their bytes besides data."""
     tlps = blocks_touched(start, end, cut)
     wire = tlps * (_request_header(link, addr64) + link.tlp_overhead_bytes)
@@ -318,6 +321,10 @@ class TlpRules(NamedTuple):
     tlp_overhead_bytes: int
 
 
+Rules = Link | TlpRules
+"""What the closed forms price with: a link, or its rules read once."""
+
+
 @cached(256)
 def link_facts(link: Link) -> tuple[TlpRules, float]:
     """`link`'s `TlpRules` and TLP bytes per second, derived once per link (a sweep asks for
@@ -335,10 +342,10 @@ class _Priced(NamedTuple):
     bits: NDArray[np.float64]
 
 
-def _priced(rules: TlpRules, op: Op, start: Int | int, size: Int | int, end: Int | int) -> _Priced:
+def _priced(rules: TlpRules, op: Op, start: Value, size: Value, end: Value) -> _Priced:
     """The `_Priced` of the checked byte ranges [start, end) of `size` bytes (arrays, or one
     Python int each)."""
-    cost = range_wire_cost(cast(Link, rules), op, start, end)
+    cost = range_wire_cost(rules, op, start, end)
     busiest = cost.wire_out if op == "write" else maximum(cost.wire_out, cost.wire_back)
     return _Priced(cost, as_float(busiest), as_float(size) * 8)
 
