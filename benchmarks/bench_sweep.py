@@ -38,6 +38,8 @@ try:  # where a sweep's checked sizes come from in this pcieperf, or an earlier 
     from pcieperf.nic.rows import fixed_rows
 except ImportError:
     fixed_rows = getattr(nic, "fixed_rows", None)
+# The one NIC entry point, or an earlier pcieperf's fixed-size one (--baseline-src).
+evaluate = getattr(nic, "evaluate_sizes", nic.evaluate)
 
 MPS_VALUES = (128, 256, 512, 1024, 2048, 4096)
 PATH_CHOICES = (("rx", "tx"), ("rx",), ("tx",))
@@ -93,7 +95,7 @@ def sweep_nic(frames: np.ndarray, lanes: tuple[int, ...] = LANE_WIDTHS) -> int:
         for at_mps in links.values():
             for paths in PATH_CHOICES:
                 for link in at_mps:
-                    result = nic.evaluate_sizes(profile, link, eth, sizes, paths)
+                    result = evaluate(profile, link, eth, sizes, paths)
                     for column in (*NIC_COLUMNS, code):
                         getattr(result, column)
                     evaluations += result.max_pps.size

@@ -13,6 +13,7 @@ import numpy as np
 from pcieperf.net.ethernet import Ethernet
 from pcieperf.nic import nic
 from pcieperf.nic.profile import load_profile
+from pcieperf.nic.rows import fixed_rows
 from pcieperf.pcie.link import Link
 
 FRAMES = np.arange(64, 1519)
@@ -53,7 +54,7 @@ def main() -> None:
             LOST_REQUEST_BYTES,
         ),
     ]:
-        result = nic.evaluate_sizes(profile, link, eth, FRAMES)
+        result = nic.evaluate(profile, link, eth, fixed_rows(FRAMES))
         busiest = np.maximum(result.up_bytes_per_pkt - lost, result.down_bytes_per_pkt)
         pps = link.tlp_bytes_per_s / busiest
         rows.append((label, crossover(pps, result.line_pps if line is None else line)))

@@ -22,6 +22,7 @@ from pcieperf.net.trace.rewrite import convert, merge
 from pcieperf.net.trace.synthesis import synth, synthetic
 from pcieperf.nic import nic
 from pcieperf.nic.profile import load_profile
+from pcieperf.nic.rows import fixed_rows
 from pcieperf.pcie.link import Link
 from tests.helpers import CAPTURES
 from tests.helpers.captures import content, epoch_ns, payloads, tshark_fields, write_capture
@@ -245,7 +246,7 @@ def test_nic_trace_demand_conserves_bytes():
     profile = load_profile("dpdk")
     t = synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=2e6, duration_s=0.005)
     found = nic.trace_demand(profile, link, t, 1_000_000)
-    fixed = nic.evaluate_sizes(profile, link, Ethernet(40), [64])
+    fixed = nic.evaluate(profile, link, Ethernet(40), fixed_rows([64]))
     # The trace spans 4.9995 ms: the last window covers 0.9995 ms with its 2000 packets.
     covered = np.array([1, 1, 1, 1, 0.9995])
     up, down = fixed.up_bytes_per_pkt[0], fixed.down_bytes_per_pkt[0]

@@ -26,7 +26,7 @@ FRAMES = np.arange(64, 1519)
 
 def evaluate(profile, sizes, link=GEN3_X8, eth=ETH40):
     loaded = load_profile(profile) if isinstance(profile, str) else profile
-    return nic.evaluate_sizes(loaded, link, eth, np.array(sizes))
+    return nic.evaluate(loaded, link, eth, rows.fixed_rows(np.array(sizes)))
 
 
 def test_simple_nic_bytes_per_64b_frame_by_hand():
@@ -93,7 +93,7 @@ def test_achievable_never_exceeds_line_rate_or_link():
 
 def test_mix_costs_are_per_packet_means_not_cost_of_mean_size():
     profile, imix = load_profile("simple"), parse_mix("imix")
-    per_size = nic.evaluate_sizes(profile, GEN3_X8, ETH40, imix.sizes)
+    per_size = nic.evaluate(profile, GEN3_X8, ETH40, rows.fixed_rows(imix.sizes))
     mixed = nic.evaluate(profile, GEN3_X8, ETH40, [imix])
     expected = imix.weights @ per_size.up_bytes_per_pkt
     assert float(mixed.up_bytes_per_pkt[0]) == pytest.approx(float(expected))
@@ -187,10 +187,10 @@ def test_mlx5_upstream_bytes_by_hand():
     paths=st.sampled_from([("rx", "tx"), ("rx",), ("tx",)]),
 )
 def test_vectorised_sizes_equal_one_size_at_a_time(name, frames, gen, mps, paths):
-    # Issue 15: evaluate_sizes prices a doorbell or descriptor once and broadcasts it, and
+    # Issue 15: evaluate prices a doorbell or descriptor once and broadcasts it, and
     # caches derived rows; the scalar path (one size per call) must give the same float bits.
     profile, link, eth = load_profile(name), Link(gen=gen, mps=mps), Ethernet(40)
-    together = nic.evaluate_sizes(profile, link, eth, frames, paths)
+    together = nic.evaluate(profile, link, eth, rows.fixed_rows(frames), paths)
     for i, frame in enumerate(frames):
         alone = nic.evaluate(profile, link, eth, [PacketMix.fixed(frame)], paths)
         for column in ("max_pps", "achievable_gbps", "up_bytes_per_pkt", "down_tlps_per_pkt"):
@@ -271,7 +271,7 @@ def test_sweep_path_equals_the_per_operation_path(
     sizes = np.unique(frames)
     if not profile.operations(paths):  # before, an IndexError; now a usage error
         with pytest.raises(UsageError, match="has no operations on the paths"):
-            nic.evaluate_sizes(profile, link, eth, frames, paths)
+            nic.evaluate(profile, link, eth, rows.fixed_rows(frames), paths)
         return
     try:
         old = old_totals(profile, link, sizes, paths)
@@ -281,9 +281,9 @@ def test_sweep_path_equals_the_per_operation_path(
         error = None
     if error is not None:  # the same error, naming the same operation
         with pytest.raises(ProfileError, match=re.escape(error)):
-            nic.evaluate_sizes(profile, link, eth, frames, paths)
+            nic.evaluate(profile, link, eth, rows.fixed_rows(frames), paths)
         return
-    result = nic.evaluate_sizes(profile, link, eth, frames, paths)
+    result = nic.evaluate(profile, link, eth, rows.fixed_rows(frames), paths)
     row = np.searchsorted(sizes, frames)
     # Bytes and TLPs per packet: the per-operation sums bit for bit (same additions, same order).
     for field, column in zip(
@@ -344,7 +344,7 @@ def test_every_way_a_rate_is_set_is_exercised():
         (unlimited_tags("dpdk"), Link(gen=3, lanes=8), nic.Binds.VARIES),
         (load_profile("dpdk"), Link(gen=5, lanes=16), nic.Binds.VARIES),
     ]:
-        result = nic.evaluate_sizes(profile, link, ETH40, FRAMES)
+        result = nic.evaluate(profile, link, ETH40, rows.fixed_rows(FRAMES))
         assert result.binds is binds
         two = np.minimum(result.pcie_max_pps, result.line_pps)
         expected = np.minimum(two, result.tag_max_pps)
@@ -359,7 +359,7 @@ def test_links_that_differ_only_in_speed_share_their_packet_costs():
     profile = load_profile("kernel")
     fixed = rows.fixed_rows(FRAMES)
     costs = [
-        nic.evaluate_sizes(profile, link, ETH40, fixed).costs
+        nic.evaluate(profile, link, ETH40, fixed).costs
         for link in (Link(gen=3, lanes=8), Link(gen=4, lanes=1), Link(gen=3, lanes=8, mps=512))
     ]
     assert costs[0] is costs[1]
@@ -369,21 +369,19 @@ def test_links_that_differ_only_in_speed_share_their_packet_costs():
     assert costs[0].up_bytes[-1] - costs[2].up_bytes[-1] == 72
 
 
-def test_a_sweep_run_again_checks_its_profile_and_sizes_once_not_per_link(monkeypatch):
-    # Issue 15: each run of a sweep makes its own (equal) rows, and a profile loaded anew is an
-    # equal object; the costs are confirmed equal (`_Plan.matches`) on the first link only,
-    # then reused per link by identity as within the first run (a profile compare and an
-    # array compare per link took half the NIC sweep's time from its second run on).
-    links = [Link(gen=g, lanes=n) for g in (3, 4) for n in (1, 4, 8, 16)]  # one price key
-    checks = []
-    real = pricing._Plan.matches
-    monkeypatch.setattr(pricing._Plan, "matches", lambda *a: checks.append(1) or real(*a))
-    runs = []
+def test_a_sweep_run_again_prices_its_profile_and_sizes_once_not_per_link():
+    # Issue 15: each run of a sweep makes its own (equal) rows and loads its profile anew (an
+    # equal object); the one cache (pcieperf._cache) finds them by equal keys, so the costs
+    # are priced on the first run's first link only and reused for every other link and run.
+    links = [Link(gen=g, lanes=n) for g in (3, 4) for n in (1, 4, 8, 16)]  # one TlpRules
+    misses = pricing._packet_costs.cache_info().misses
+    runs, fixed = [], []
     for _ in range(2):
-        fixed, again = rows.fixed_rows(FRAMES), load_profile("kernel")
-        before = len(checks)
-        runs.append([nic.evaluate_sizes(again, link, ETH40, fixed).max_pps for link in links])
-        assert len(checks) - before <= 1
+        fixed.append(rows.fixed_rows(FRAMES.copy()))
+        again = load_profile("kernel")
+        runs.append([nic.evaluate(again, link, ETH40, fixed[-1]).max_pps for link in links])
+    assert pricing._packet_costs.cache_info().misses - misses <= 1
+    assert fixed[0] is fixed[1]  # equal sizes: the rows are checked and sorted once
     for first, second in zip(*runs, strict=True):
         np.testing.assert_array_equal(first, second)
 
@@ -391,10 +389,10 @@ def test_a_sweep_run_again_checks_its_profile_and_sizes_once_not_per_link(monkey
 def test_reused_sizes_follow_the_array_not_its_identity():
     frames = np.arange(64, 128)
     profile, link = load_profile("simple"), Link()
-    before = nic.evaluate_sizes(profile, link, ETH40, frames)
+    before = nic.evaluate(profile, link, ETH40, rows.fixed_rows(frames))
     frames += 1000  # the same array object, other sizes
-    after = nic.evaluate_sizes(profile, link, ETH40, frames)
-    fresh = nic.evaluate_sizes(profile, link, ETH40, list(range(1064, 1128)))
+    after = nic.evaluate(profile, link, ETH40, rows.fixed_rows(frames))
+    fresh = nic.evaluate(profile, link, ETH40, rows.fixed_rows(list(range(1064, 1128))))
     np.testing.assert_array_equal(after.up_bytes_per_pkt, fresh.up_bytes_per_pkt)
     assert not np.array_equal(after.up_bytes_per_pkt, before.up_bytes_per_pkt)
 

@@ -1,4 +1,4 @@
-"""`pp.nic` prices plain frame sizes vectorised (`nic.evaluate_sizes`, no PacketMix per size:
+"""`pp.nic` prices plain frame sizes vectorised (`rows.fixed_rows`, no PacketMix per size:
 a sweep's calls of thousands of sizes) and anything with a named mix or a histogram one mix
 per row (`nic.evaluate`); a size's row must not depend on which path priced it."""
 

@@ -1,6 +1,6 @@
 """`nic` with a command line's few sizes and mixes is priced on Python scalars before numpy is
-loaded (`nic.evaluate_few`, issue 15 item 4: start-up under 120 ms); it must give what the
-arrays give (`evaluate`, `evaluate_sizes`) bit for bit, and name bad input as they do."""
+loaded (`nic.evaluate` of a `FewRow`, issue 15 item 4: start-up under 120 ms); it must give what
+the arrays give (`evaluate` of `Rows`) bit for bit, and name bad input as they do."""
 
 import numpy as np
 import pytest
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import pcieperf as pp
 from pcieperf.errors import PcieperfWarning, ProfileError
 from pcieperf.net.ethernet import Ethernet, few_weights, parse_mix
-from pcieperf.nic import api
+from pcieperf.nic import api, rows
 from pcieperf.nic import nic as model
 from pcieperf.nic.profile import builtin_profiles, load_profile
 from tests.helpers.models import links, probe
@@ -42,7 +42,7 @@ mix_texts = (
 )
 def test_scalar_rows_equal_the_arrays_bit_for_bit(texts, profile, link, eth, vlan, paths):
     loaded, port = load_profile(profile), Ethernet(eth, vlan=vlan)
-    few = model.evaluate_few(loaded, link, port, api._few_rows(None, texts), paths)
+    few = [model.evaluate(loaded, link, port, r, paths) for r in api._few_rows(None, texts)]
     many = model.evaluate(loaded, link, port, api.frame_mixes(None, texts), paths)
     for name in FIELDS:
         column = getattr(many, name)
@@ -50,7 +50,8 @@ def test_scalar_rows_equal_the_arrays_bit_for_bit(texts, profile, link, eth, vla
         # Exactly equal, floats included: the same operations in the same order.
         assert [getattr(r, name) for r in few] == column
     if all(text.isdecimal() for text in texts):  # plain sizes: the vectorised sizes path too
-        sizes = model.evaluate_sizes(loaded, link, port, [int(t) for t in texts], paths)
+        fixed = rows.fixed_rows([int(t) for t in texts])
+        sizes = model.evaluate(loaded, link, port, fixed, paths)
         assert [r.max_pps for r in few] == sizes.max_pps.tolist()
 
 
@@ -76,8 +77,8 @@ def numpy_unused(monkeypatch):
     """`pp.nic` as in a process that has not used numpy yet (this one has); the array paths
     made to fail, so that a test passing shows the scalar path ran."""
     monkeypatch.setattr(api._numpy, "in_use", lambda: False)
-    for name in ("evaluate", "evaluate_sizes"):
-        monkeypatch.setattr(model, name, lambda *a, **k: pytest.fail("priced as arrays"))
+    for name in ("fixed_rows", "mix_rows"):
+        monkeypatch.setattr(rows, name, lambda *a, **k: pytest.fail("priced as arrays"))
 
 
 def test_the_api_answers_the_same_on_the_scalar_path(numpy_unused):

@@ -15,6 +15,12 @@ from tests.helpers.models import links, probe
 FIELDS = ("effective_gbps", "tlps_up", "tlps_down", "bytes_up", "bytes_down")
 
 
+@pytest.fixture
+def numpy_unused(monkeypatch):
+    """`dma_rows` as in a process that has not used numpy yet (this one has)."""
+    monkeypatch.setattr(tlp._numpy, "in_use", lambda: False)
+
+
 @settings(max_examples=300)
 @given(
     link=links,
@@ -27,21 +33,24 @@ def test_scalar_rows_equal_the_vectorised_ones(link, flit, op, sizes, offset):
     # Gen 4/5 may run in Flit mode too (the OHC terms); Gen 6 always does.
     if flit and link.gen in (4, 5):
         link = Link(gen=link.gen, lanes=link.lanes, mps=link.mps, mrrs=link.mrrs, flit=True)
-    few = tlp._scalar_rows(link, op, sizes, offset)
+    with pytest.MonkeyPatch.context() as numpy_unused:
+        numpy_unused.setattr(tlp._numpy, "in_use", lambda: False)
+        few = tlp.dma_rows(link, op, sizes, offset)
     many = tlp.dma_rows(link, op, np.array(sizes), offset)
+    assert isinstance(few.tlps_up, list)
     for name in FIELDS:
         # Exactly equal, floats included: the same operations in the same order.
         assert getattr(few, name) == getattr(many, name).tolist(), name
 
 
-def test_scalar_rows_by_hand():
+def test_scalar_rows_by_hand(numpy_unused):
     # Gen3 x8, MPS 256: a 1500 B write is 6 MWr of 24 B header+framing (4 DW header + 8 B
     # framing/LCRC), 1500 + 6 * 24 = 1644 B up; a 64 B read at offset 2 touches 17 DWs
     # (68 B back) in 2 RCB blocks of 64 B: 2 CplD of 12 + 8 B, 68 + 40 = 108 B down.
     link = Link(gen=3, lanes=8, mps=256, mrrs=512, rcb=64)
-    assert tlp._scalar_rows(link, "write", [1500], 0).bytes_up == [1644]
-    assert tlp._scalar_rows(link, "write", [1500], 0).tlps_up == [6]
-    read = tlp._scalar_rows(link, "read", [64], 2)
+    assert tlp.dma_rows(link, "write", [1500], 0).bytes_up == [1644]
+    assert tlp.dma_rows(link, "write", [1500], 0).tlps_up == [6]
+    read = tlp.dma_rows(link, "read", [64], 2)
     assert (read.tlps_up, read.bytes_up, read.tlps_down, read.bytes_down) == ([1], [24], [2], [108])
     # Gb/s: the link's TLP bytes/s over the busier direction's bytes, times the data bits.
     assert read.effective_gbps == [link.tlp_bytes_per_s / 108 * (64 * 8) / 1e9]
@@ -62,15 +71,9 @@ def test_scalar_path_names_the_bad_value_as_numpy_does(sizes, offset, message):
         tlp.dma_rows(Link(), "write", np.array(sizes), offset)
 
 
-def test_scalar_path_checks_the_operation():
+def test_scalar_path_checks_the_operation(numpy_unused):
     with pytest.raises(UsageError, match=r"^operation 'copy' is not allowed"):
-        tlp._scalar_rows(Link(), "copy", [64], 0)
-
-
-@pytest.fixture
-def numpy_unused(monkeypatch):
-    """`dma_rows` as in a process that has not used numpy yet (this one has)."""
-    monkeypatch.setattr(tlp._numpy, "in_use", lambda: False)
+        tlp.dma_rows(Link(), "copy", [64], 0)
 
 
 def test_few_int_sizes_take_the_scalar_path_before_numpy_is_used(numpy_unused):

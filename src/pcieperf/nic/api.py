@@ -5,7 +5,6 @@ print as the CLI prints them (pcieperf.results). Sizes are Ethernet frames incl.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
@@ -13,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pcieperf import _numpy
+from pcieperf._cache import cached
 from pcieperf._values import is_python
-from pcieperf.errors import ProfileError, UsageError, param, warn
+from pcieperf.errors import UsageError, param, warn
 from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
 from pcieperf.results import Column, Columnar, Table, as_list
@@ -27,9 +27,8 @@ if TYPE_CHECKING:
     from pcieperf.nic.host import HostLatency
     from pcieperf.nic.nic import NicResult, TagLimit
     from pcieperf.nic.profile import DeviceFacts, NicProfile
-    from pcieperf.nic.rows import FewRow
+    from pcieperf.nic.rows import FewRow, Rows
     from pcieperf.pcie.api import LinkOptions
-    from pcieperf.pcie.link import Link
 
 Sizes = str | int | Iterable[int | str]
 """Frame sizes incl. FCS and named mixes: `"64,256,imix"`, `64` or `[64, "imix"]`."""
@@ -38,7 +37,7 @@ LATENCY_SIZES = (64, 128, 256, 512, 1024, 1500)  # the `latency` command's defau
 FEW_SIZES = 64
 """Most distinct frame sizes `nic` prices on Python scalars (~0.3 ms each, where importing
 numpy takes 85-120 ms) while numpy is not loaded; more, a --breakdown, or numpy in use already
-price the rows as arrays (`nic.evaluate_few` and `evaluate` agree bit for bit)."""
+price the rows as arrays (`nic.evaluate` gives the same values either way)."""
 
 
 def _size_tokens(sizes: Sizes | None) -> list[str]:
@@ -113,17 +112,15 @@ def nic(
     loaded, chosen, port, rate = _setup(profile, eth, vlan, paths, pps)
     limit, host_source = _tag_limit(tags, host, calibration, read_ns, cache)
     few = None if breakdown or _numpy.in_use() else _few_rows(sizes, mix)
-    rows = _array_rows(sizes, mix) if few is None else None  # checked before the model
-    from pcieperf.nic.nic import evaluate_few  # no numpy: rows as arrays import it
+    from pcieperf.nic.nic import evaluate  # no numpy: rows as arrays import it
+    from pcieperf.nic.pricing import check_sizes
 
-    results = None
-    if few is not None:
-        try:
-            results = evaluate_few(loaded, link, port, few, chosen, limit)
-        except ProfileError:  # named as the arrays name it (the first bad size of the first op)
-            rows = _array_rows(sizes, mix)
-    if rows is not None:
-        results = [_evaluate(loaded, link, port, rows, chosen, limit)]
+    if few is None:
+        rows: Sequence[Rows | FewRow] = [_array_rows(sizes, mix)]
+    else:
+        rows = few  # checked together, so that an error names what the arrays would name
+        check_sizes(loaded, sorted({s for row in few for s in row.sizes}), chosen)
+    results = [evaluate(loaded, link, port, r, chosen, limit) for r in rows]
     columns = _nic_columns(results, rate, breakdown)
     head = (
         f"{loaded.name}: {loaded.description}"
@@ -171,7 +168,7 @@ def _setup(
     return loaded, dma_paths(paths), Ethernet(eth, vlan=vlan), _rate(pps)
 
 
-@functools.lru_cache(maxsize=16)
+@cached(16)
 def _profile_once(profile: str) -> NicProfile:
     """A profile loaded once per name or file while a sweep checks its points (parsing its
     TOML for each of 10 000 points took 12 s)."""
@@ -192,33 +189,17 @@ def check(
     """Check `nic`'s options (but the link's: `make_link`) as `nic` does before its model runs,
     without running it: `sweep` checks every point of a grid so before any work."""
     _setup(profile, eth, vlan, paths, pps, _profile_once)
-    _array_rows(sizes, mix)
+    if _fixed_sizes(sizes, mix) is None:
+        frame_mixes(sizes, mix)  # the sizes and mixes parse
 
 
-def _array_rows(
-    sizes: Sizes | None, mix: Sequence[str] | None
-) -> tuple[list[int] | None, list[PacketMix]]:
-    """The rows to price as arrays, checked: plain frame sizes, else one PacketMix each."""
+def _array_rows(sizes: Sizes | None, mix: Sequence[str] | None) -> Rows:
+    """The rows to price as arrays, checked: plain frame sizes (`fixed_rows`: no PacketMix
+    per size), else one PacketMix each."""
+    from pcieperf.nic.rows import fixed_rows, mix_rows
+
     fixed = _fixed_sizes(sizes, mix)
-    return fixed, frame_mixes(sizes, mix) if fixed is None else []
-
-
-def _evaluate(
-    profile: NicProfile,
-    link: Link,
-    port: Ethernet,
-    rows: tuple[list[int] | None, list[PacketMix]],
-    paths: tuple[str, ...],
-    limit: TagLimit,
-) -> NicResult:
-    """`_array_rows` priced: plain sizes vectorised, with no object per size (the same
-    numbers: test_nic_api.py), mixes one PacketMix each."""
-    from pcieperf.nic.nic import evaluate, evaluate_sizes
-
-    fixed, mixes = rows
-    if fixed is not None:
-        return evaluate_sizes(profile, link, port, fixed, paths, limit)
-    return evaluate(profile, link, port, mixes, paths, limit)
+    return mix_rows(frame_mixes(sizes, mix)) if fixed is None else fixed_rows(fixed)
 
 
 def _tag_limit(
@@ -279,7 +260,7 @@ def dma_paths(paths: str | Sequence[str]) -> tuple[str, ...]:
 
 def _fixed_sizes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[int] | None:
     """The frame sizes when `sizes` are plain sizes only (no named mix, no histogram), the
-    case `nic.evaluate_sizes` prices without a PacketMix per size; else None."""
+    case `rows.fixed_rows` takes without a PacketMix per size; else None."""
     from pcieperf.net.ethernet import mix_counts
 
     parsed = [] if mix else [mix_counts(token) for token in _size_tokens(sizes)]
@@ -314,7 +295,7 @@ def _nic_columns(
     results: list[NicResult], pps: float | None, breakdown: bool
 ) -> dict[str, Sequence[Any]]:
     """The JSON rows of `nic` as columns: the model's arrays (one result) or lists of the
-    scalars of one result per row (`nic.evaluate_few`); one value per size, the rate's needs
+    scalars of one result per `FewRow`; one value per size, the rate's needs
     when `pps`, each operation's bytes when `breakdown`; warns once per capacity the rate
     exceeds."""
     labels = [r.label for r in results] if _scalars(results) else results[0].label
@@ -350,7 +331,7 @@ def _columns_of(
 
 
 def _scalars(results: list[NicResult]) -> bool:
-    """Whether `results` are rows of Python scalars (`nic.evaluate_few`), not one of arrays."""
+    """Whether `results` are rows of Python scalars (one per `FewRow`), not one of arrays."""
     return is_python(results[0].max_pps)
 
 

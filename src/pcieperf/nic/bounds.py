@@ -4,8 +4,9 @@ near ones (`limit_order` of a `limited_by_code`), for results and sweeps to shar
 
 from __future__ import annotations
 
-import functools
 import itertools
+
+from pcieperf._cache import cached
 
 ETHERNET, PCIE_UP, PCIE_DOWN, READ_REQUESTS = 0, 1, 2, 3
 """`bottleneck_code` values (uint8 in arrays): which bound sets a row's rate."""
@@ -27,7 +28,7 @@ PAIRS = tuple(
 of a `limited_by_code` says whether pair k's a <= b."""
 
 
-@functools.cache
+@cached(1 << 10)  # every code: 4 near bits and 6 pair bits
 def limit_order(code: int) -> tuple[str, ...]:
     """`limited_by` of a `limited_by_code`: the near bounds (bit i: BOTTLENECKS[i] is near) in
     ascending order by value then name (the pair bits, `PAIRS`)."""

@@ -5,12 +5,12 @@ statistics and files they come from. `latency` prices one packet's loopback on t
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pcieperf._cache import cached
 from pcieperf._config import read_bounded
 from pcieperf._numpy import np
 from pcieperf.errors import UsageError, param, require_choice
@@ -169,7 +169,7 @@ def host_from_calibration(path: Path) -> HostLatency:
     )
 
 
-@functools.cache
+@cached(1)
 def assumed_read_ns() -> float:
     """The assumed host's read round trip on a loaded host (`LOADED_STAT`): what a device's read
     request holds its tag for where no host is given (`nic`'s tag bound), read once."""

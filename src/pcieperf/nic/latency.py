@@ -36,7 +36,7 @@ from pcieperf.nic.host import (
     assumed_host,
     host_from_dir,
 )
-from pcieperf.nic.nic import TagLimit, check_tags, evaluate_sizes
+from pcieperf.nic.nic import TagLimit, check_tags, evaluate
 from pcieperf.nic.pricing import operation_cost
 from pcieperf.nic.profile import (
     DEFAULT_PROFILE,
@@ -45,6 +45,7 @@ from pcieperf.nic.profile import (
     evaluate_expression,
     load_profile,
 )
+from pcieperf.nic.rows import fixed_rows
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.bench import read_result_csv
 from pcieperf.pciebench.device import LATENCY_TEST_BYTES
@@ -360,7 +361,7 @@ class _Path:
         for on a busy host (`LOADED_STAT`: the same latency `tag_check` tests), as the NIC
         model prices them for its tag bound (`NicResult.tag_ns`): one rule for both."""
         limit = TagLimit(read_ns=self.host.read_ns[LOADED_STAT])
-        priced = evaluate_sizes(self.nic, self.link, self.eth, self.frame, limit=limit)
+        priced = evaluate(self.nic, self.link, self.eth, fixed_rows(self.frame), limit=limit)
         requests, held = priced.costs.read_requests, priced.tag_ns
         per_request = np.divide(held, requests, out=np.zeros_like(held), where=requests > 0)
         return requests, per_request

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from pcieperf._native import core
@@ -19,7 +20,7 @@ from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.net.wire import MIN_FRAME_BYTES
 from pcieperf.nic.host import assumed_read_ns
 from pcieperf.pcie.link import Link
-from pcieperf.pcie.tlp import read_wire_bytes
+from pcieperf.pcie.tlp import TlpRules, link_facts, read_wire_bytes
 from pcieperf.pciebench.device import LATENCY_TEST_BYTES
 
 if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
@@ -37,13 +38,12 @@ from pcieperf.nic.pricing import (
     _TOTALS,
     OpShare,
     PacketCosts,
-    _link_facts,
     _packet_costs,
+    check_sizes,
     price_operations,
-    size_costs,
 )
 from pcieperf.nic.profile import PATHS, NicProfile
-from pcieperf.nic.rows import FewRow, LineRates, Rows, recent_rows
+from pcieperf.nic.rows import FewRow, LineRates, Rows, fixed_rows, line_rates, mix_rows
 
 # ---------------------------------------------------------------------------------------------
 # Results
@@ -304,83 +304,42 @@ def evaluate(
     profile: NicProfile,
     link: Link,
     eth: Ethernet,
-    mixes: list[PacketMix],
+    rows: Rows | FewRow | Sequence[PacketMix],
     paths: tuple[str, ...] = PATHS,
     limit: TagLimit = NO_LIMIT_GIVEN,
 ) -> NicResult:
-    """Price `profile` for each packet mix (a fixed size is a mix of one); `limit`: its tags
-    and the host's read latency, where not the profile's and the assumed host's."""
-    if not mixes:
-        raise UsageError("no packet sizes given; pass at least one size or mix")
-    sizes, size_of = np.unique(np.concatenate([m.sizes for m in mixes]), return_inverse=True)
-    rows = Rows(
-        frozen(sizes),
-        size_of,
-        mix_of=np.repeat(np.arange(len(mixes)), [m.sizes.size for m in mixes]),
-        weight=np.concatenate([m.weights for m in mixes]),
-        names=tuple(m.name for m in mixes),
+    """Price `profile` for each row: `Rows` (arrays: `fixed_rows`, `mix_rows`, or packet mixes
+    given as they are) or one `FewRow` (Python numbers: a command line's few, priced before
+    numpy is loaded), with the same arithmetic and the same values. `limit`: its tags and the
+    host's read latency, where not the profile's and the assumed host's."""
+    if not isinstance(rows, Rows | FewRow):
+        rows = mix_rows(rows)
+    rules, capacity = link_facts(link)
+    costs = _row_costs(profile, rules, rows, paths)
+    line = line_rates(rows, eth)
+    return NicResult(rows, costs, line, capacity, eth, profile, link, paths, limit)
+
+
+def _row_costs(
+    profile: NicProfile, rules: TlpRules, rows: Rows | FewRow, paths: tuple[str, ...]
+) -> PacketCosts:
+    """The per-packet costs of each row, from those of each of its distinct sizes."""
+    if isinstance(rows, Rows):
+        return _packet_costs(profile, rules, rows.key, paths).per_row(rows)
+    check_sizes(profile, sorted(set(rows.sizes)), paths)
+    return PacketCosts(
+        *(
+            rows.mean_of(lambda s, f=f: getattr(_packet_costs(profile, rules, s, paths), f))
+            for f in _TOTALS
+        )
     )
-    return _evaluate(profile, link, eth, paths, rows, limit)
-
-
-def evaluate_few(
-    profile: NicProfile,
-    link: Link,
-    eth: Ethernet,
-    rows: list[FewRow],
-    paths: tuple[str, ...] = PATHS,
-    limit: TagLimit = NO_LIMIT_GIVEN,
-) -> list[NicResult]:
-    """`evaluate` of a few rows, one NicResult of Python scalars each: every distinct size is
-    priced once (`size_costs`), without numpy. The same values as `evaluate` and
-    `evaluate_sizes` give (tests/nic/test_nic_scalar.py)."""
-    capacity, _ = _link_facts(link)
-    by_size = {s: size_costs(profile, link, s, paths) for s in sorted({*_sizes_of(rows)})}
-    results = []
-    for row in rows:
-        costs = PacketCosts(*(row.mean_of(lambda s, f=f: getattr(by_size[s], f)) for f in _TOTALS))
-        line = row.line(eth)
-        results.append(NicResult(row, costs, line, capacity, eth, profile, link, paths, limit))  # type: ignore[arg-type]
-    return results
-
-
-def _sizes_of(rows: list[FewRow]) -> list[int]:
-    """Every frame size of `rows`."""
-    return [size for row in rows for size in row.sizes]
-
-
-def evaluate_sizes(
-    profile: NicProfile,
-    link: Link,
-    eth: Ethernet,
-    frames: ArrayLike | Rows,
-    paths: tuple[str, ...] = PATHS,
-    limit: TagLimit = NO_LIMIT_GIVEN,
-) -> NicResult:
-    """Price `profile` for each fixed frame size, vectorised (no per-size objects); `frames`
-    may be `fixed_rows(frames)`, checked once for many evaluations."""
-    rows = frames if isinstance(frames, Rows) else recent_rows(frames)
-    return _evaluate(profile, link, eth, paths, rows, limit)
-
-
-def _evaluate(
-    profile: NicProfile,
-    link: Link,
-    eth: Ethernet,
-    paths: tuple[str, ...],
-    rows: Rows,
-    limit: TagLimit,
-) -> NicResult:
-    capacity, key = _link_facts(link)
-    costs = _packet_costs(profile, link, key, rows.sizes, paths).per_row(rows)  # checks paths
-    return NicResult(rows, costs, rows.line(eth), capacity, eth, profile, link, paths, limit)
 
 
 def crossover_frame(
     profile: NicProfile, link: Link, eth: Ethernet, frames: NDArray[np.int64]
 ) -> int | None:
     """Smallest frame size from which the NIC keeps up with line rate at every larger size."""
-    ok = evaluate_sizes(profile, link, eth, frames).bottleneck == "ethernet"
+    ok = evaluate(profile, link, eth, fixed_rows(frames)).bottleneck == "ethernet"
     if not ok[-1]:
         return None
     failing = np.flatnonzero(~ok)

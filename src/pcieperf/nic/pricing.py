@@ -5,13 +5,11 @@ differ only in speed.
 
 from __future__ import annotations
 
-import functools
 import math
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
-from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, NamedTuple
 
+from pcieperf._cache import ArrayKey, cached
 from pcieperf._values import (
     as_uint8,
     as_whole,
@@ -37,7 +35,7 @@ from pcieperf.nic.profile import (
     expression_names,
 )
 from pcieperf.pcie.link import Link
-from pcieperf.pcie.tlp import Op, WireCost, price_key, range_wire_cost, wire_cost
+from pcieperf.pcie.tlp import Op, TlpRules, WireCost, link_facts, range_wire_cost, wire_cost
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,16 +45,6 @@ if TYPE_CHECKING:
     from pcieperf.nic.rows import LineRates, Rows
 else:
     from pcieperf._numpy import np
-
-T = TypeVar("T")
-
-
-@functools.lru_cache(maxsize=256)
-def _link_facts(link: Link) -> tuple[float, tuple[int | bool, ...]]:
-    """`link.tlp_bytes_per_s` and `tlp.price_key(link)`, computed once per link (a sweep asks
-    for them per profile and paths)."""
-    return link.tlp_bytes_per_s, price_key(link)
-
 
 # ---------------------------------------------------------------------------------------------
 # Pricing
@@ -242,8 +230,8 @@ def _ordered_sum(terms: Iterable[Term], start: Term) -> Term:
 class PacketCosts:
     """PCIe wire bytes and TLPs per packet, each direction, and the device's read requests and
     what they hold their tags for (`_TOTALS`), per size or mix (read-only arrays:
-    shared by every link with the same TLP rules, `tlp.price_key`; Python floats for one row
-    of `nic.evaluate_few`). A plain class, as `_PlannedOp` is."""
+    shared by every link with the same `tlp.TlpRules`; Python floats for one `FewRow`). A
+    plain class, as `_PlannedOp` is."""
 
     def __init__(
         self,
@@ -260,7 +248,6 @@ class PacketCosts:
         self.down_tlps = down_tlps
         self.read_requests = read_requests
         self.read_hold_bytes = read_hold_bytes
-        self.at_line: dict[LineRates, tuple[NDArray, NDArray]] = {}
 
     @once
     def per_busiest_byte(self) -> NDArray[np.float64]:
@@ -300,12 +287,8 @@ class PacketCosts:
 
     def gbps_at(self, line: LineRates) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """PCIe Gb/s (up, down) at `line`'s packet rates: the rates of every link that keeps
-        up with that port at every row (computed once per port)."""
-        found = self.at_line.get(line)
-        if found is None:
-            up, down = line.line_pps * self.up_gbit, line.line_pps * self.down_gbit
-            found = self.at_line[line] = (frozen(up), frozen(down))
-        return found
+        up with that port at every row (kept per costs and port)."""
+        return _gbps_at(self, line)
 
     def per_row(self, rows: Rows) -> PacketCosts:
         """The costs of each row of `rows`, from the costs of each of its distinct sizes."""
@@ -314,29 +297,12 @@ class PacketCosts:
         return PacketCosts(*(frozen(rows.per_row(getattr(self, f))) for f in _TOTALS))
 
 
-class _Recent(Generic[T]):
-    """The last few results of an expensive computation by key, each confirmed by `valid`
-    (what it was computed from is equal) before reuse. Bounded; results are shared, so they are
-    read-only. Sweeps may price on several threads (Dask workers), hence the lock."""
-
-    def __init__(self, entries: int) -> None:
-        self._size = entries
-        self._entries: OrderedDict[Hashable, T] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable, valid: Callable[[T], bool], compute: Callable[[], T]) -> T:
-        """The kept result for `key` if `valid`, else `compute()` (and kept)."""
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None and valid(found):
-                self._entries.move_to_end(key)
-                return found
-        found = compute()
-        with self._lock:
-            self._entries[key] = found
-            if len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-        return found
+@cached(16)
+def _gbps_at(
+    costs: PacketCosts, line: LineRates
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """`PacketCosts.gbps_at`, read-only."""
+    return frozen(line.line_pps * costs.up_gbit), frozen(line.line_pps * costs.down_gbit)
 
 
 class _PlannedOp:
@@ -372,11 +338,19 @@ class _PlannedOp:
         return tuple(t[0] for t in terms) if ndim(terms[0]) and terms[0].size == 1 else terms
 
 
+class _Failure(NamedTuple):
+    """Why an operation cannot be priced at a size: the profile error, and whether its size
+    (0) or its frequency (1) gives it."""
+
+    stage: int
+    error: ProfileError
+
+
 def _plan_op(
-    profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
-) -> _PlannedOp | ProfileError:
+    profile: NicProfile, path: str, op: Operation, frames: Int | int, pkt: Int | int
+) -> _PlannedOp | _Failure:
     """`op`'s size and frequency at `frames`, each evaluated once where it names no packet, or
-    the error the first of them gives."""
+    why it cannot be priced."""
 
     def at(expr: str, values: Int | int) -> Int | int:
         """All `values` where `expr` names the packet, else the first (one int: itself)."""
@@ -386,143 +360,98 @@ def _plan_op(
 
     try:
         size = _op_size(profile, path, op, at(op.size, frames), at(op.size, pkt))
+    except ProfileError as exc:
+        return _Failure(0, exc)
+    try:
         per_packet = _op_rate(profile, path, op, at(op.every, frames), at(op.every, pkt))
     except ProfileError as exc:
-        return exc
+        return _Failure(1, exc)
     return _PlannedOp(op, size, per_packet)
 
 
-class _Plan:
-    """A profile's operations at some sizes (a `Rows`' read-only sizes, kept as they are),
-    planned once for every link: (path, planned operation or its error) in profile order."""
-
-    __slots__ = ("ops", "profile", "sizes")
-
-    def __init__(
-        self,
-        profile: NicProfile,
-        sizes: Int,
-        ops: tuple[tuple[str, _PlannedOp | ProfileError], ...],
-    ) -> None:
-        self.profile = profile
-        self.sizes = sizes
-        self.ops = ops
-
-    def matches(self, profile: NicProfile, sizes: Int) -> bool:
-        """Whether this plan is for `profile` at `sizes`."""
-        same_profile = self.profile is profile or self.profile == profile
-        return same_profile and (self.sizes is sizes or np.array_equal(self.sizes, sizes))
+Sizes = ArrayKey | int
+"""Frame sizes as a cache key: a `Rows`' read-only sizes (ascending and distinct), or one
+Python int (a command line's few sizes are priced one at a time)."""
 
 
-def _plan(profile: NicProfile, sizes: Int) -> _Plan:
-    pkt = dma_bytes(sizes)
-    ops = tuple((p, _plan_op(profile, p, op, sizes, pkt)) for p, op in profile.operations())
-    return _Plan(profile, sizes, ops)
+def _values_of(sizes: Sizes) -> Int | int:
+    """The sizes a `Sizes` stands for (read-only)."""
+    return sizes if isinstance(sizes, int) else sizes.own()
 
 
-class _LinkTerms:
-    """A plan's operation terms on one set of TLP rules (`tlp.price_key`), priced as they are
-    first needed, and the per-packet totals of each choice of paths asked for so far."""
-
-    __slots__ = ("link", "plan", "sums", "terms", "totals")
-
-    def __init__(self, plan: _Plan, link: Link) -> None:
-        self.plan = plan
-        self.link = link
-        self.terms: dict[int, Totals] = {}
-        self.sums: dict[tuple[str, ...], Totals] = {}
-        self.totals: dict[tuple[str, ...], PacketCosts] = {}
-
-    def costs(self, paths: tuple[str, ...]) -> PacketCosts:
-        """Per-packet totals of the operations of `paths`, in `NicProfile.operations` order
-        (the first profile error among them is raised)."""
-        found = self.totals.get(paths)
-        if found is None:
-            sums = self._sums(paths)
-            if not is_python(self.plan.sizes):  # arrays over the sizes, constants broadcast
-                n = self.plan.sizes.size
-                sums = tuple(np.full(n, s) if ndim(s) == 0 else s for s in sums)
-            found = self.totals[paths] = PacketCosts(*(frozen(a) for a in sums))
-        return found
-
-    def _sums(self, paths: tuple[str, ...]) -> Totals:
-        """The sums of `_TOTALS` over `paths`' operations, continuing those of all paths but
-        the last (rx+tx goes on from rx alone: the same additions in the same order)."""
-        found = self.sums.get(paths)
-        if found is None:
-            n = len(_TOTALS)
-            start = self._sums(paths[:-1]) if len(paths) > 1 else (0.0,) * n
-            ops = self.plan.ops
-            terms = [self._terms(i) for i, (q, _) in enumerate(ops) if q == paths[-1]]
-            sums = tuple(_ordered_sum((t[k] for t in terms), start[k]) for k in range(n))
-            for total in sums:
-                if ndim(total):
-                    total.flags.writeable = False
-            found = self.sums[paths] = sums
-        return found
-
-    def _terms(self, index: int) -> Totals:
-        found = self.terms.get(index)
-        if found is None:
-            planned = self.plan.ops[index][1]
-            if isinstance(planned, ProfileError):
-                raise planned
-            found = self.terms[index] = planned.terms(self.link)
-            for term in found:
-                if ndim(term):
-                    term.flags.writeable = False
-        return found
+@cached(32)
+def _plan(profile: NicProfile, sizes: Sizes) -> tuple[tuple[str, _PlannedOp | _Failure], ...]:
+    """A profile's operations at some sizes, planned once for every link: (path, planned
+    operation or why it cannot be priced) in profile order."""
+    frames = _values_of(sizes)
+    pkt = dma_bytes(frames)
+    return tuple((p, _plan_op(profile, p, op, frames, pkt)) for p, op in profile.operations())
 
 
-_RECENT_PLANS: _Recent[_Plan] = _Recent(8)
-_RECENT_TERMS: _Recent[_LinkTerms] = _Recent(8)
-
-
-def packet_costs(
-    profile: NicProfile, link: Link, sizes: Int, paths: tuple[str, ...] = PATHS
-) -> PacketCosts:
-    """`profile`'s per-packet totals over `paths` at each of `sizes` (read-only, ascending and
-    distinct: a `Rows`' sizes) on `link`. Reused while a sweep prices the same profile and sizes
-    on links that differ only in speed (generation, lanes, ACK/FC intervals): TLP counts and
-    bytes depend on `tlp.price_key` alone, so only the rates are computed per link."""
-    return _packet_costs(profile, link, _link_facts(link)[1], sizes, paths)
-
-
-def _packet_costs(
-    profile: NicProfile,
-    link: Link,
-    key: tuple[int | bool, ...],
-    sizes: Int,
-    paths: tuple[str, ...],
-) -> PacketCosts:
-    """`packet_costs`, given `link`'s price key."""
-    global _LAST_COSTS
-    (last_profile, last_sizes, last_key, last_paths), last = _LAST_COSTS
-    if last_sizes is sizes and last_profile is profile and (last_key, last_paths) == (key, paths):
-        return last  # a sweep over links asks for the same costs again and again
+def check_sizes(profile: NicProfile, sizes: Iterable[Sizes], paths: tuple[str, ...]) -> None:
+    """Raise what keeps `profile`'s operations on `paths` from being priced at `sizes` (in
+    ascending order: one `Rows`' sizes, or a few ints): the first operation, in the order
+    they are summed, that fails at some size, and the first failure of its size expression
+    over the sizes, else of its frequency; the same error whichever way the sizes come."""
     _check_operations(profile, paths)
-    where = (profile.name, profile.path, sizes.shape)
-    plan = _RECENT_PLANS.get(
-        where, lambda p: p.matches(profile, sizes), lambda: _plan(profile, sizes)
-    )
-    terms = _RECENT_TERMS.get(
-        (*where, key), lambda t: t.plan is plan, lambda: _LinkTerms(plan, link)
-    )
-    found = terms.costs(paths)
-    if not sizes.flags.writeable:  # equal to the plan's sizes (`matches`), and cannot change
-        _LAST_COSTS = ((profile, sizes, key, paths), found)
+    plans = [_plan(profile, s) for s in sizes]
+    for path in paths:
+        for index, (where, _) in enumerate(plans[0]):
+            failed = [p[index][1] for p in plans if isinstance(p[index][1], _Failure)]
+            if where == path and failed:
+                raise min(failed, key=lambda f: f.stage).error  # the first of the first stage
+
+
+@cached(32)
+def _terms(profile: NicProfile, sizes: Sizes, rules: TlpRules, index: int) -> Totals:
+    """The `_TOTALS` per packet of operation `index` of `profile` at `sizes` (read-only),
+    checked by `check_sizes`."""
+    planned = _plan(profile, sizes)[index][1]
+    assert isinstance(planned, _PlannedOp), "priced before `check_sizes`"
+    found = planned.terms(rules)
+    for term in found:
+        if ndim(term):
+            term.flags.writeable = False
     return found
 
 
-_LAST_COSTS: tuple[tuple, PacketCosts | None] = ((None, None, None, None), None)
+@cached(16)
+def _sums(profile: NicProfile, sizes: Sizes, rules: TlpRules, paths: tuple[str, ...]) -> Totals:
+    """The sums of `_TOTALS` over `paths`' operations, continuing those of all paths but the
+    last (rx+tx goes on from rx alone: the same additions in the same order)."""
+    n = len(_TOTALS)
+    start = _sums(profile, sizes, rules, paths[:-1]) if len(paths) > 1 else (0.0,) * n
+    plan = _plan(profile, sizes)
+    terms = [_terms(profile, sizes, rules, i) for i, (q, _) in enumerate(plan) if q == paths[-1]]
+    sums = tuple(_ordered_sum((t[k] for t in terms), start[k]) for k in range(n))
+    for total in sums:
+        if ndim(total):
+            total.flags.writeable = False
+    return sums
 
 
-def size_costs(profile: NicProfile, link: Link, frame: int, paths: tuple[str, ...]) -> PacketCosts:
-    """`packet_costs` at one frame size (checked), on Python scalars: what a command line's
-    few sizes are priced with before numpy is loaded; the same values as one element of the
-    arrays (tests/nic/test_nic_scalar.py). Not kept: each size is priced once."""
-    _check_operations(profile, paths)
-    return _LinkTerms(_plan(profile, frame), link).costs(paths)
+def packet_costs(
+    profile: NicProfile, link: Link, sizes: Sizes, paths: tuple[str, ...] = PATHS
+) -> PacketCosts:
+    """`profile`'s per-packet totals over `paths` at each of `sizes` on `link`, checked
+    (`check_sizes`). Kept for links that differ only in speed (generation, lanes, ACK/FC
+    intervals): TLP counts and bytes depend on `tlp.TlpRules` alone, so only the rates are
+    computed per link."""
+    return _packet_costs(profile, link_facts(link)[0], sizes, paths)
+
+
+@cached(16)
+def _packet_costs(
+    profile: NicProfile, rules: TlpRules, sizes: Sizes, paths: tuple[str, ...]
+) -> PacketCosts:
+    """`packet_costs` on a link with these rules: arrays over the sizes, constants broadcast
+    (one Python number each at one int)."""
+    check_sizes(profile, [sizes], paths)
+    sums = _sums(profile, sizes, rules, paths)
+    frames = _values_of(sizes)
+    if not is_python(frames):
+        sums = tuple(np.full(frames.size, s) if ndim(s) == 0 else s for s in sums)
+    return PacketCosts(*(frozen(a) for a in sums))
 
 
 def _check_operations(profile: NicProfile, paths: tuple[str, ...]) -> None:

@@ -129,6 +129,11 @@ class NicProfile:
     path: str = ""
     device: DeviceFacts | None = None
 
+    def __hash__(self) -> int:
+        """By name and file (its `params` dict has no hash): a cache key (pcieperf._cache);
+        equal profiles, all fields equal, have the same name and file."""
+        return hash((self.name, self.path))
+
     @property
     def names(self) -> dict[str, float]:
         """Every name an operation expression may use besides pkt and frame."""
@@ -331,7 +336,8 @@ def _factor_value(factor: str, names: dict[str, Any]) -> float | NDArray[np.floa
         whole = inner if is_python(inner) else np.asarray(inner)
         return -(-whole // CACHE_LINE_BYTES) * CACHE_LINE_BYTES
     if token in names:
-        return names[token]
+        found: float | NDArray[np.float64] = names[token]  # a parameter, pkt or frame
+        return found
     try:
         value = float(token)
     except ValueError:
@@ -353,4 +359,5 @@ def evaluate_expression(
         for operator, factor in _factors(expr):
             operand = _factor_value(factor, known)
             value = value * operand if operator == "*" else value / operand
-    return value
+    result: NDArray[np.float64] | float = value  # a Value: an array, or one Python float
+    return result

@@ -4,18 +4,20 @@ as Python scalars for a command line's few), and what an Ethernet port gives eac
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from pcieperf._cache import ArrayKey, cached
 from pcieperf._numpy import np
-from pcieperf._values import as_float, frozen, once
+from pcieperf._values import Value, as_float, frozen, once
+from pcieperf.errors import UsageError
 from pcieperf.net.ethernet import Ethernet, check_frame_sizes
 from pcieperf.nic.bounds import ETHERNET, KEEPS_UP
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
+    from pcieperf.net.ethernet import PacketMix
     from pcieperf.nic.profile import Int
 
 
@@ -39,7 +41,11 @@ class Rows:
         self.mix_of = mix_of
         self.weight = weight
         self.names = names
-        self.lines: dict[Ethernet, LineRates] = {}
+
+    @once
+    def key(self) -> ArrayKey:
+        """The sizes as a cache key (pcieperf._cache)."""
+        return ArrayKey(self.sizes)
 
     @once
     def label(self) -> list[str]:
@@ -59,21 +65,14 @@ class Rows:
         """Mean per packet of each row, for a quantity given per distinct size (where each row
         is one size with weight 1 this is a gather, which is what the weighted sum gives)."""
         values = np.asarray(per_size, dtype=np.float64)
-        if self.mix_of is None:
+        if self.mix_of is None or self.weight is None:  # a mix has both
             return values if self.size_of is None else values[self.size_of]
         weighted = values[self.size_of] * self.weight
-        return np.bincount(self.mix_of, weights=weighted, minlength=len(self))
+        return np.bincount(self.mix_of, weights=weighted, minlength=len(self)).astype(np.float64)
 
-    def mean_of(self, per_size: Callable[[Int], Int]) -> NDArray[np.float64]:
+    def mean_of(self, per_size: Callable[[Value], Value]) -> NDArray[np.float64]:
         """`per_row` of `per_size(sizes)`, taken as float64."""
         return self.per_row(as_float(per_size(self.sizes)))
-
-    def line(self, eth: Ethernet) -> LineRates:
-        """What `eth` gives each row, whatever the link (computed once per port)."""
-        found = self.lines.get(eth)
-        if found is None:
-            found = self.lines[eth] = LineRates.of(self, eth)
-        return found
 
 
 class LineRates:
@@ -96,7 +95,7 @@ class LineRates:
         self.keeps_up_pps = keeps_up_pps
 
     @classmethod
-    def of(cls, rows: Rows, eth: Ethernet) -> LineRates:
+    def of(cls, rows: Rows | FewRow, eth: Ethernet) -> LineRates:
         """Line-rate packet rate of each row (one over the mean wire time per packet) and what
         follows from it."""
         mean_wire = rows.mean_of(eth.wire_bytes)
@@ -114,7 +113,7 @@ class LineRates:
 
 class FewRow:
     """One row of a command line's few: a frame size, or a mix of sizes with their packet
-    shares, evaluated on Python scalars before numpy is loaded (`evaluate_few`). What `Rows`
+    shares, evaluated on Python scalars before numpy is loaded (`nic.evaluate`). What `Rows`
     gives one of its rows, bit for bit: a size's values as they are, a mix's summed from 0.0
     in its order, as numpy's `bincount` adds them."""
 
@@ -125,7 +124,7 @@ class FewRow:
         self.sizes = sizes
         self.weights = weights
 
-    def mean_of(self, per_size: Callable[[int], float | int]) -> float:
+    def mean_of(self, per_size: Callable[[Value], Value]) -> float:
         """Mean per packet of `per_size(size)` over the row's sizes, as a float."""
         if self.weights is None:
             return as_float(per_size(self.sizes[0]))
@@ -134,50 +133,47 @@ class FewRow:
             total += as_float(per_size(size)) * weight
         return total
 
-    def line(self, eth: Ethernet) -> LineRates:
-        """What `eth` gives this row."""
-        return LineRates.of(self, eth)  # type: ignore[arg-type] # duck-typed: mean_of
-
-
-class _RecentRows:
-    """`Rows` of the last few fixed-size lists, so that a sweep over links and profiles checks
-    and sorts its sizes once (and each port's line rates are computed once)."""
-
-    ENTRIES = 4
-
-    def __init__(self) -> None:
-        self._entries: list[tuple[Int, Rows]] = []
-        self._lock = threading.Lock()
-
-    def rows(self, frames: ArrayLike) -> Rows:
-        """One row per frame size of `frames`, checked (a usage error names a bad size)."""
-        given = np.asarray(frames)
-        if given.ndim == 1 and given.dtype.kind in "iu":
-            with self._lock:
-                for checked, rows in self._entries:
-                    if np.array_equal(checked, given):
-                        return rows
-        rows = fixed_rows(given)
-        checked = rows.sizes if rows.size_of is None else rows.sizes[rows.size_of]
-        with self._lock:
-            self._entries = [(checked, rows), *self._entries[: self.ENTRIES - 1]]
-        return rows
-
 
 def fixed_rows(frames: ArrayLike) -> Rows:
-    """One row per frame size (checked: a usage error names a bad size), for `evaluate_sizes`
-    to reuse over many links and profiles."""
-    frames = frozen(check_frame_sizes(frames))
-    if frames.size and np.all(frames[1:] > frames[:-1]):  # ascending and distinct already
-        return Rows(frames)
-    sizes, size_of = np.unique(frames, return_inverse=True)
+    """One row per frame size (checked: a usage error names a bad size); the same `Rows` for
+    the same sizes while they are kept (a sweep's, `_fixed_rows`)."""
+    given = np.asarray(frames)
+    if given.ndim == 1 and given.dtype.kind in "iu":
+        return _fixed_rows(ArrayKey(given))
+    return _rows_of(given)
+
+
+@cached(4)
+def _fixed_rows(frames: ArrayKey) -> Rows:
+    """`fixed_rows` of a 1-D int array, kept: a sweep over links and profiles checks and
+    sorts its sizes once."""
+    return _rows_of(frames.own())
+
+
+def _rows_of(frames: ArrayLike) -> Rows:
+    """One row per frame size, checked."""
+    checked: Int = frozen(check_frame_sizes(frames))
+    if checked.size and np.all(checked[1:] > checked[:-1]):  # ascending and distinct already
+        return Rows(checked)
+    sizes, size_of = np.unique(checked, return_inverse=True)
     return Rows(frozen(sizes), frozen(size_of))
 
 
-_RECENT_ROWS = _RecentRows()
+def mix_rows(mixes: Sequence[PacketMix]) -> Rows:
+    """One row per packet mix (a fixed size is a mix of one), at least one."""
+    if not mixes:
+        raise UsageError("no packet sizes given; pass at least one size or mix")
+    sizes, size_of = np.unique(np.concatenate([m.sizes for m in mixes]), return_inverse=True)
+    return Rows(
+        frozen(sizes),
+        size_of,
+        mix_of=np.repeat(np.arange(len(mixes)), [m.sizes.size for m in mixes]),
+        weight=np.concatenate([m.weights for m in mixes]),
+        names=tuple(m.name for m in mixes),
+    )
 
 
-def recent_rows(frames: ArrayLike) -> Rows:
-    """`fixed_rows(frames)`, reused while a sweep asks for the same sizes again (its few last
-    lists are kept)."""
-    return _RECENT_ROWS.rows(frames)
+@cached(16)
+def line_rates(rows: Rows | FewRow, eth: Ethernet) -> LineRates:
+    """What `eth` gives each row of `rows`, whatever the link (kept per rows and port)."""
+    return LineRates.of(rows, eth)

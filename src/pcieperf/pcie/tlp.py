@@ -18,12 +18,11 @@ either. A Python int never overflows where an int64 would, so only values below
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Literal, NamedTuple, cast
 
 from pcieperf import _numpy
-from pcieperf._values import as_float, as_int, broadcast, maximum, zeros_like
+from pcieperf._cache import ArrayKey, cached
+from pcieperf._values import Value, as_float, as_int, broadcast, maximum, zeros_like
 from pcieperf.errors import UsageError, require_choice
 from pcieperf.pcie.link import Link
 
@@ -74,7 +73,7 @@ class TransferCost(NamedTuple):
         """Bytes on the link back towards the initiator."""
         return self.data_back + self.header_back + self.framing_back + self.padding_back
 
-    def __add__(self, other: TransferCost) -> TransferCost:
+    def __add__(self, other: TransferCost) -> TransferCost:  # type: ignore[override] # elementwise
         """Cost of doing both operations."""
         return TransferCost(*(mine + theirs for mine, theirs in zip(self, other, strict=True)))
 
@@ -96,23 +95,24 @@ def _too_small(name: str, value: int, minimum: int) -> UsageError:
     return UsageError(f"{name} {value} is not allowed; use {minimum} or more")
 
 
-def _scalar_sizes(sizes: object, offsets: object) -> list[int] | None:
+def _scalar_sizes(sizes: ArrayLike, offsets: ArrayLike) -> list[int] | None:
     """`sizes` as a list of Python ints, checked as `_operands` checks them, where they are a
     few (`SCALAR_SIZES`) ints below `_SCALAR_LIMIT` and `offsets` one such int; else None (the
     values go to numpy, which validates and reports them itself)."""
-    if type(sizes) not in (list, tuple) or not 0 < len(sizes) <= SCALAR_SIZES:  # type: ignore[arg-type]
+    if not isinstance(sizes, list | tuple) or not 0 < len(sizes) <= SCALAR_SIZES:
         return None
     values = [*sizes, offsets]
     if not all(type(v) is int and abs(v) < _SCALAR_LIMIT for v in values):
         return None
-    checks = (*(("size", s, MIN_SIZE) for s in sizes), ("offset", offsets, MIN_OFFSET))
+    ints = cast(list[int], values)  # checked: each an int
+    checks = (*(("size", s, MIN_SIZE) for s in ints[:-1]), ("offset", ints[-1], MIN_OFFSET))
     for name, value, minimum in checks:
         if value < minimum:
             raise _too_small(name, value, minimum)
-    return values[:-1]
+    return ints[:-1]
 
 
-def blocks_touched(start: Int, end: Int, cut: int) -> Int:
+def blocks_touched(start: Value, end: Value, cut: int) -> Value:
     """Number of aligned `cut`-byte blocks that the byte range [start, end) touches; `cut` is a
     power of two (every PCIe size limit is, §7.5.3.4), so the divisions are shifts."""
     shift = cut.bit_length() - 1
@@ -131,7 +131,7 @@ def _operands(sizes: ArrayLike, offsets: ArrayLike) -> tuple[Int, Int, Int]:
     return start, size, start + size
 
 
-def _dw_padding(start: Int, end: Int) -> Int:
+def _dw_padding(start: Value, end: Value) -> Value:
     """Bytes added to round the range out to whole double words at both ends."""
     return DW_BYTES * blocks_touched(start, end, DW_BYTES) - (end - start)
 
@@ -181,7 +181,7 @@ def read_cost(
     )
 
 
-def completion_cut(link: Link) -> int:
+def completion_cut(link: Rules) -> int:
     """Granularity at which the completer cuts read data into CplD TLPs.
 
     `rcb`: one completion per RCB-aligned block (seen on Intel root complexes, 64 B);
@@ -192,7 +192,7 @@ def completion_cut(link: Link) -> int:
     return min(policy_cut, link.mrrs)
 
 
-def _request_ohc(link: Link, start: Int, end: Int, tlps: Int) -> Int:
+def _request_ohc(link: Rules, start: Value, end: Value, tlps: Value) -> Value:
     """Flit Mode: +1 DW OHC-A1 on each request whose byte enables are not the implied full
     ones, i.e. the TLPs holding an unaligned first or last byte (§2.2.5.2)."""
     if not link.flit_mode:
@@ -202,7 +202,7 @@ def _request_ohc(link: Link, start: Int, end: Int, tlps: Int) -> Int:
     return OHC_BYTES * partial
 
 
-def _completion_ohc(link: Link, start: Int, end: Int) -> Int:
+def _completion_ohc(link: Rules, start: Value, end: Value) -> Value:
     """Flit Mode: +1 DW OHC-A5 on the completion whose Lower Address[1:0] is not 00b (§2.2.9.2);
     shaped like `end`."""
     if not link.flit_mode:
@@ -210,7 +210,7 @@ def _completion_ohc(link: Link, start: Int, end: Int) -> Int:
     return broadcast(OHC_BYTES * (start % DW_BYTES != 0), end)
 
 
-def _request_header(link: Link, addr64: bool | None) -> int:
+def _request_header(link: Rules, addr64: bool | None) -> int:
     wide = link.addr64 if addr64 is None else addr64
     return 16 if wide else 12  # §2.2.4.1: 4 DW header for 64-bit, 3 DW for 32-bit addresses
 
@@ -236,7 +236,9 @@ def effective_gbps(
     link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0
 ) -> NDArray[np.float64]:
     """Data bandwidth (Gb/s) of a stream of DMAs; for `rw`, of each direction's data."""
-    return _vector_rows(link, op, sizes, offsets).effective_gbps
+    require_choice("operation", op, OPS)
+    rules, rate = link_facts(link)
+    return _dma_columns(rate, _priced_arrays(rules, op, sizes, offsets))[0]
 
 
 class WireCost(NamedTuple):
@@ -262,7 +264,7 @@ def wire_cost(
 
 
 def range_wire_cost(
-    link: Link, op: Op, start: Int, end: Int, *, addr64: bool | None = None
+    link: Rules, op: Op, start: Value, end: Value, *, addr64: bool | None = None
 ) -> WireCost:
     """`wire_cost` of the byte ranges [start, end) that the caller has checked (whole bytes,
     start >= 0, end > start): what a model that prices many operations calls. Arrays, or one
@@ -291,10 +293,12 @@ def read_wire_bytes(link: Link, size: int) -> int:
     """Wire bytes both ways of one read of `size` bytes from an aligned address: its requests
     out and its completions back (what a read's round trip adds in link time)."""
     cost = range_wire_cost(link, "read", 0, size)
-    return cost.wire_out + cost.wire_back
+    return int(cost.wire_out + cost.wire_back)  # Python ints: as they are
 
 
-def _requests(link: Link, start: Int, end: Int, cut: int, addr64: bool | None) -> tuple[Int, Int]:
+def _requests(
+    link: Rules, start: Value, end: Value, cut: int, addr64: bool | None
+) -> tuple[Value, Value]:
     """Request TLPs (MWr at MPS, MRd at MRRS) of each range and their bytes besides data."""
     tlps = blocks_touched(start, end, cut)
     wire = tlps * (_request_header(link, addr64) + link.tlp_overhead_bytes)
@@ -303,12 +307,30 @@ def _requests(link: Link, start: Int, end: Int, cut: int, addr64: bool | None) -
     return tlps, wire
 
 
-def price_key(link: Link) -> tuple[int | bool, ...]:
-    """Every link setting that TLP counts and bytes depend on (MPS, MRRS, completion cut, Flit
-    Mode, request header and per-TLP framing): links with equal keys differ only in speed, so
-    their prices can be shared and only the rates differ."""
-    cut, flit, framing = completion_cut(link), link.flit_mode, link.tlp_overhead_bytes
-    return (link.mps, link.mrrs, cut, flit, link.addr64, framing)
+class TlpRules(NamedTuple):
+    """What the closed forms read of a link (a `Link` derives some anew at every access): links
+    with equal rules differ only in speed, so their TLPs and bytes are equal and only their
+    rates differ. A cache key (pcieperf._cache)."""
+
+    addr64: bool
+    completion_policy: str
+    flit_mode: bool
+    mps: int
+    mrrs: int
+    rcb: int
+    tlp_overhead_bytes: int
+
+
+Rules = Link | TlpRules
+"""What the closed forms price with: a link, or its rules read once."""
+
+
+@cached(256)
+def link_facts(link: Link) -> tuple[TlpRules, float]:
+    """`link`'s `TlpRules` and TLP bytes per second, derived once per link (a sweep asks for
+    them at every point)."""
+    rules = TlpRules(*(getattr(link, name) for name in TlpRules._fields))
+    return rules, link.tlp_bytes_per_s
 
 
 class _Priced(NamedTuple):
@@ -320,65 +342,41 @@ class _Priced(NamedTuple):
     bits: NDArray[np.float64]
 
 
-def _priced(link: Link, op: Op, start: Int | int, size: Int | int, end: Int | int) -> _Priced:
+def _priced(rules: TlpRules, op: Op, start: Value, size: Value, end: Value) -> _Priced:
     """The `_Priced` of the checked byte ranges [start, end) of `size` bytes (arrays, or one
     Python int each)."""
-    cost = range_wire_cost(link, op, start, end)
+    cost = range_wire_cost(rules, op, start, end)
     busiest = cost.wire_out if op == "write" else maximum(cost.wire_out, cost.wire_back)
     return _Priced(cost, as_float(busiest), as_float(size) * 8)
 
 
-def _priced_arrays(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
-    """`_priced` of `sizes` and `offsets` as given, checked and converted to arrays."""
-    require_choice("operation", op, OPS)
-    return _priced(link, op, *_operands(sizes, offsets))
+MAX_KEPT_SIZES = 1 << 14
+"""Most sizes whose prices are kept (`_priced_sizes`): a sweep's, not a trace's millions."""
 
 
-class _RecentPrices:
-    """The last few `_priced` results, reused when a sweep asks again for the same sizes on a
-    link that differs only in speed (generation, lanes, ACK/FC intervals): TLPs and their bytes
-    depend on MPS, MRRS, completion cut, header and framing bytes alone, so a sweep over link
-    speeds prices them once per (MPS, ..., operation) and computes only the rate per link.
-    Bounded: `ENTRIES` results of at most `MAX_SIZES` sizes each, read-only as they are shared."""
-
-    ENTRIES = 64
-    MAX_SIZES = 1 << 14
-
-    def __init__(self) -> None:
-        self._entries: OrderedDict[tuple, tuple[Int, _Priced]] = OrderedDict()
-        self._lock = threading.Lock()  # sweeps may price on several threads (Dask workers)
-
-    def priced(self, link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
-        """`_priced_arrays(link, op, sizes, offsets)`, from the entries when it was just
-        computed."""
-        size = np.asarray(sizes)
-        reusable = size.ndim == 1 and size.size <= self.MAX_SIZES and size.dtype.kind in "iu"
-        if not reusable or np.ndim(offsets) != 0:
-            return _priced_arrays(link, op, sizes, offsets)
-        key = (op, int(offsets), *price_key(link), size.shape)
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None and np.array_equal(found[0], size):
-                self._entries.move_to_end(key)
-                return found[1]
-        result = _priced_arrays(link, op, size, offsets)
-        size = size.copy()
-        for array in (size, result.busiest, result.bits, *result.cost):
-            array.flags.writeable = False
-        with self._lock:
-            self._entries[key] = (size, result)
-            if len(self._entries) > self.ENTRIES:
-                self._entries.popitem(last=False)
-        return result
+def _priced_arrays(rules: TlpRules, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> _Priced:
+    """`_priced` of `sizes` and `offsets` as given, checked and converted to arrays; kept for
+    links with the same rules where the sizes are a sweep's (`_priced_sizes`)."""
+    size = np.asarray(sizes)
+    kept = size.ndim == 1 and size.size <= MAX_KEPT_SIZES and size.dtype.kind in "iu"
+    if kept and isinstance(offsets, int | np.integer):
+        return _priced_sizes(rules, op, int(offsets), ArrayKey(size))
+    return _priced(rules, op, *_operands(size, offsets))
 
 
-_RECENT = _RecentPrices()
+@cached(64)
+def _priced_sizes(rules: TlpRules, op: Op, offset: int, sizes: ArrayKey) -> _Priced:
+    """`_priced` of `sizes` from `offset`, read-only: shared by every link with these rules."""
+    result = _priced(rules, op, *_operands(sizes.own(), offset))
+    for array in (result.busiest, result.bits, *result.cost):
+        array.flags.writeable = False
+    return result
 
 
 class DmaRows(NamedTuple):
     """What `dma` reports for each size of a device DMA: TLPs and wire bytes per direction
     (up = device to host: writes and read requests) and the data bandwidth (arrays, or lists
-    from `_scalar_rows`)."""
+    of Python numbers for a command line's few sizes)."""
 
     effective_gbps: NDArray[np.float64] | list[float]
     tlps_up: Int | list[int]
@@ -388,53 +386,24 @@ class DmaRows(NamedTuple):
 
 
 def dma_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike = 0) -> DmaRows:
-    """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost` (one pass): lists
-    where numpy is not in use yet and the sizes are a few ints, the offset one (`_scalar_rows`),
-    arrays otherwise; the same values either way."""
+    """`device_dma_cost` per direction and `effective_gbps`, from `wire_cost`'s closed forms
+    (one pass): over arrays, or one Python int at a time where numpy is not in use yet and
+    the sizes are a few ints, the offset one (`_scalar_sizes`: then lists); the same values
+    either way."""
+    require_choice("operation", op, OPS)
+    rules, rate = link_facts(link)
     few = None if _numpy.in_use() else _scalar_sizes(sizes, offsets)
     if few is None:
-        return _vector_rows(link, op, sizes, offsets)
-    return _scalar_rows(link, op, few, offsets)  # type: ignore[arg-type] # checked: an int
-
-
-def _vector_rows(link: Link, op: Op, sizes: ArrayLike, offsets: ArrayLike) -> DmaRows:
-    """`dma_rows` as arrays, priced once for links that differ only in speed (`_RECENT`)."""
-    return DmaRows(*_dma_columns(link, _RECENT.priced(link, op, sizes, offsets)))
-
-
-def _scalar_rows(link: Link, op: Op, sizes: list[int], offset: int) -> DmaRows:
-    """`dma_rows` of sizes and an offset that `_scalar_sizes` checked, one size at a time."""
-    require_choice("operation", op, OPS)
-    rules = cast(Link, _LinkRules(link))
-    rows = (_dma_columns(rules, _priced(rules, op, offset, s, offset + s)) for s in sizes)
+        return DmaRows(*_dma_columns(rate, _priced_arrays(rules, op, sizes, offsets)))
+    start = cast(int, offsets)  # checked by `_scalar_sizes`
+    rows = (_dma_columns(rate, _priced(rules, op, start, s, start + s)) for s in few)
     return DmaRows(*map(list, zip(*rows, strict=True)))
 
 
-class _LinkRules:
-    """What the closed forms and `_dma_columns` read of a link, read once: a `Link` derives
-    them (Flit mode, framing bytes, TLP byte rate) anew at every access, which per size would
-    cost more than the closed forms themselves."""
-
-    __slots__ = (
-        "addr64",
-        "completion_policy",
-        "flit_mode",
-        "mps",
-        "mrrs",
-        "rcb",
-        "tlp_bytes_per_s",
-        "tlp_overhead_bytes",
-    )
-
-    def __init__(self, link: Link) -> None:
-        for name in self.__slots__:
-            setattr(self, name, getattr(link, name))
-
-
-def _dma_columns(link: Link, priced: _Priced) -> tuple:
-    """`DmaRows`' fields (arrays, or one value each) of a `_Priced`."""
+def _dma_columns(tlp_bytes_per_s: float, priced: _Priced) -> tuple:
+    """`DmaRows`' fields (arrays, or one value each) of a `_Priced` on a link of this rate."""
     # (size * 8) * (transfers per second) / 1e9, bit for bit as before: products commute.
-    gbps = link.tlp_bytes_per_s / priced.busiest
+    gbps = tlp_bytes_per_s / priced.busiest
     gbps *= priced.bits
     gbps /= 1e9
     cost = priced.cost

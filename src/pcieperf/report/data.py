@@ -35,6 +35,7 @@ from pcieperf.net.trace.synthesis import synthetic
 from pcieperf.net.wire import frames_text
 from pcieperf.nic import latency, nic
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
+from pcieperf.nic.rows import fixed_rows
 from pcieperf.pcie import tlp
 from pcieperf.pcie.link import Link
 
@@ -108,7 +109,9 @@ def fig1(cfg: ReportConfig) -> FigureData:
     facts = []
     for name, label in FIG1_PROFILES:
         profile = load_profile(name)
-        frame[profile_column(name)] = nic.evaluate_sizes(profile, link, eth, frames).achievable_gbps
+        frame[profile_column(name)] = nic.evaluate(
+            profile, link, eth, fixed_rows(frames)
+        ).achievable_gbps
         cross = nic.crossover_frame(profile, link, eth, frames)
         facts.append(
             f"{label}: line rate from {cross} B frames"
