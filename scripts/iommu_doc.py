@@ -46,7 +46,7 @@ def gains(
     platform: Platform, packets: int, setup: PortSetup, eth: Ethernet = ETH
 ) -> dict[str, dict]:
     """`iommu gain` 1024 -> 128 for the talk's sizes, by size."""
-    rows = advise.gain(platform, eth, setup, 128, 128, [parse_mix(m) for m in TALK_SIZES], packets)
+    rows = advice.gain(platform, eth, setup, 128, 128, [parse_mix(m) for m in TALK_SIZES], packets)
     return {r["size"]: r for r in rows}
 
 

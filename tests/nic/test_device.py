@@ -27,7 +27,8 @@ from tests.helpers.cli import run_cli
 from tests.helpers.hosts import HOST, write_host_toml
 
 SIZES = ("64", "128", "256", "1518", "imix")
-PACKETS = "50000"  # per simulated run: +-1 % on every rate asserted here (tests/iommu/test_iommu.py)
+# per simulated run: +-1 % on every rate asserted here (tests/iommu/test_iommu.py)
+PACKETS = "50000"
 # Bounds that the `nic` model does not have: a simulated rate below the nic model's must name one.
 DEVICE_AND_HOST = {"root_complex", "read_requests"}
 
