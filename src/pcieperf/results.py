@@ -310,9 +310,9 @@ def _item_names(items: list[dict]) -> tuple[str | None, list[str]]:
     (which is then left out of its columns) where the items' values there are distinct
     texts, else its place (0, 1, ...)."""
     for key in ITEM_KEYS:
-        values = [item.get(key) for item in items]
-        if all(isinstance(v, str) and v for v in values) and len(set(values)) == len(values):
-            return key, [column_name(v) for v in values]
+        names = [v for item in items if isinstance(v := item.get(key), str) and v]
+        if len(names) == len(items) and len(set(names)) == len(names):
+            return key, [column_name(v) for v in names]
     return None, [str(i) for i in range(len(items))]
 
 
