@@ -159,7 +159,7 @@ class Table:
 
     def _repr_html_(self) -> str:
         """Jupyter shows the DataFrame."""
-        return self.to_frame()._repr_html_()  # type: ignore[operator]
+        return frame_html(self.to_frame())
 
     def __str__(self) -> str:
         """`print(result)` shows what the CLI prints."""
@@ -204,11 +204,17 @@ class Report:
 
     def _repr_html_(self) -> str:
         """Jupyter shows the DataFrame."""
-        return self.to_frame()._repr_html_()  # type: ignore[operator]
+        return frame_html(self.to_frame())
 
     def __str__(self) -> str:
         """`print(result)` shows what the CLI prints."""
         return self.to_text()
+
+
+def frame_html(table: pandas.DataFrame) -> str:
+    """The HTML Jupyter shows for a DataFrame (what every result's `_repr_html_` returns)."""
+    html: str = table._repr_html_()  # type: ignore[operator]  # pandas-stubs read it as a column
+    return html
 
 
 def _holds_objects(values: Sequence[object]) -> bool:

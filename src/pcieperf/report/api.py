@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pcieperf.errors import UsageError, require_new_folder
 from pcieperf.pcie.api import make_link
-from pcieperf.results import Report, csv_text
+from pcieperf.results import Report, csv_text, frame_html
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -51,7 +51,7 @@ class ReportResult:
 
     def _repr_html_(self) -> str:
         """Jupyter shows the files."""
-        return self.to_frame()._repr_html_()  # type: ignore[operator]
+        return frame_html(self.to_frame())
 
 
 def report(
