@@ -16,10 +16,12 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import pandas
+
+T = TypeVar("T")
 
 
 class Result(Protocol):
@@ -179,8 +181,17 @@ class Report:
     def with_plot(self, path: object) -> Report:
         """The same result naming the plot drawn of it (`plot` in the JSON, a last line of the
         text)."""
-        data = {**self.data, "plot": str(path)}  # type: ignore[dict-item]
+        if not isinstance(self.data, Mapping):
+            raise TypeError(f"a plot is named in a JSON object, not in {type(self.data).__name__}")
+        data = {**self.data, "plot": str(path)}
         return replace(self, data=data, text=f"{self.text}\nplot: {path}")
+
+    def source_as(self, kind: type[T]) -> T:
+        """The model's result behind this one (`source`), checked to be the `kind` that the
+        function that made it returns (what a plot of it takes)."""
+        if not isinstance(self.source, kind):
+            raise TypeError(f"{type(self.source).__name__} is not a {kind.__name__}")
+        return self.source
 
     def to_json(self) -> object:
         """The JSON."""

@@ -3,7 +3,7 @@ CLI's options, a result that prints as the CLI prints it (pcieperf.results)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,14 +36,16 @@ class ReportResult:
         """`pcieperf report`: one line saying where the page is."""
         return f"report written to {self.index}"
 
+    def to_columns(self) -> dict[str, Sequence[object]]:
+        """One row per file in the report folder, with its size, as columns."""
+        folder = self.index.parent
+        return {"file": self.files, "size_bytes": [(folder / f).stat().st_size for f in self.files]}
+
     def to_frame(self) -> pandas.DataFrame:
-        """One row per file in the report folder, with its size."""
+        """One row per file in the report folder, with its size (`to_columns`)."""
         import pandas
 
-        folder = self.index.parent
-        return pandas.DataFrame(
-            {"file": self.files, "size_bytes": [(folder / f).stat().st_size for f in self.files]}
-        )
+        return pandas.DataFrame(self.to_columns())
 
     def to_csv(self) -> str:
         """`pcieperf report --format csv`: the JSON as one row (`csv_text`)."""
