@@ -8,7 +8,7 @@ bytes the NIC DMAs (docs/units.md)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -175,7 +175,7 @@ def stored_run(run: int, db: str | Path | None = None, given: tuple[str, ...] = 
 class Explained(Table):
     """`explain`'s result: the table, and the explanation itself (for its plot)."""
 
-    explanation: Explanation | None = None
+    explanation: Explanation = field(kw_only=True)
 
 
 EXPLAIN_COLUMNS = (
