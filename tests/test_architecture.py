@@ -189,9 +189,11 @@ NAMESPACES = {PACKAGE / "iommu" / "__init__.py"}
 
 
 def module_file(name):
-    """The source file of module `name` (a dotted pcieperf name), or None for none."""
+    """The source file of module `name` (a dotted pcieperf name; the Rust extension's is its
+    stub, `_core.pyi`), or None for none."""
     base = PACKAGE.parent.joinpath(*name.split("."))
-    return next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f.exists()), None)
+    files = (base.with_suffix(".py"), base.with_suffix(".pyi"), base / "__init__.py")
+    return next((f for f in files if f.exists()), None)
 
 
 def reexported_by(path):

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pcieperf import progress
 from pcieperf.errors import PcieperfError, UsageError, param
@@ -226,7 +226,7 @@ class Done(Generic[T, R]):
 
 def map_chunks(
     client: Client,
-    func: Callable[[object, T], R],
+    func: Callable[[Any, T], R],  # called with `shared`, whatever its type
     chunks: Sequence[T],
     *,
     shared: object = None,

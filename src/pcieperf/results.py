@@ -16,10 +16,12 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import pandas
+
+T = TypeVar("T")
 
 
 class Result(Protocol):
@@ -159,7 +161,7 @@ class Table:
 
     def _repr_html_(self) -> str:
         """Jupyter shows the DataFrame."""
-        return self.to_frame()._repr_html_()  # type: ignore[operator]
+        return frame_html(self.to_frame())
 
     def __str__(self) -> str:
         """`print(result)` shows what the CLI prints."""
@@ -179,8 +181,17 @@ class Report:
     def with_plot(self, path: object) -> Report:
         """The same result naming the plot drawn of it (`plot` in the JSON, a last line of the
         text)."""
-        data = {**self.data, "plot": str(path)}  # type: ignore[dict-item]
+        if not isinstance(self.data, Mapping):
+            raise TypeError(f"a plot is named in a JSON object, not in {type(self.data).__name__}")
+        data = {**self.data, "plot": str(path)}
         return replace(self, data=data, text=f"{self.text}\nplot: {path}")
+
+    def source_as(self, kind: type[T]) -> T:
+        """The model's result behind this one (`source`), checked to be the `kind` that the
+        function that made it returns (what a plot of it takes)."""
+        if not isinstance(self.source, kind):
+            raise TypeError(f"{type(self.source).__name__} is not a {kind.__name__}")
+        return self.source
 
     def to_json(self) -> object:
         """The JSON."""
@@ -204,11 +215,17 @@ class Report:
 
     def _repr_html_(self) -> str:
         """Jupyter shows the DataFrame."""
-        return self.to_frame()._repr_html_()  # type: ignore[operator]
+        return frame_html(self.to_frame())
 
     def __str__(self) -> str:
         """`print(result)` shows what the CLI prints."""
         return self.to_text()
+
+
+def frame_html(table: pandas.DataFrame) -> str:
+    """The HTML Jupyter shows for a DataFrame (what every result's `_repr_html_` returns)."""
+    html: str = table._repr_html_()  # type: ignore[operator]  # pandas-stubs read it as a column
+    return html
 
 
 def _holds_objects(values: Sequence[object]) -> bool:
@@ -310,9 +327,9 @@ def _item_names(items: list[dict]) -> tuple[str | None, list[str]]:
     (which is then left out of its columns) where the items' values there are distinct
     texts, else its place (0, 1, ...)."""
     for key in ITEM_KEYS:
-        values = [item.get(key) for item in items]
-        if all(isinstance(v, str) and v for v in values) and len(set(values)) == len(values):
-            return key, [column_name(v) for v in values]
+        names = [v for item in items if isinstance(v := item.get(key), str) and v]
+        if len(names) == len(items) and len(set(names)) == len(names):
+            return key, [column_name(v) for v in names]
     return None, [str(i) for i in range(len(items))]
 
 

@@ -126,7 +126,7 @@ def test_the_runs_written_beside_it_fit_the_same_calibration(tmp_path):
 def test_an_existing_file_is_kept_unless_forced(tmp_path):
     out = tmp_path / "c.toml"
     out.write_text("mine")
-    with pytest.raises(UsageError, match="exists; pass --force"):
+    with pytest.raises(UsageError, match="exists; pass `force`"):
         capture_calibrate(synthetic_runs(), output=out)
     assert out.read_text() == "mine"
     capture_calibrate(synthetic_runs(), output=out, force=True)

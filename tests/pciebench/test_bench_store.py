@@ -134,7 +134,7 @@ def test_import_is_all_or_nothing(tmp_path):
         assert store.system_names() == []
         store.import_dirs([good])
         assert store.system_names() == [SYSTEM]
-        with pytest.raises(UsageError, match="--force"):
+        with pytest.raises(UsageError, match="`force`"):
             store.import_dirs([good])
         store.import_dirs([good], force=True)
         rows = store.rows("bw", "t630-iommu", test="BW_RD")

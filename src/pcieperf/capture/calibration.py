@@ -24,6 +24,8 @@ from pcieperf.results import Report
 if TYPE_CHECKING:
     import pandas
 
+    from pcieperf._values import Value
+
 CALIBRATIONS = Path(__file__).parent / "calibrations"
 DEFAULT_CALIBRATION = CALIBRATIONS / "debian12-dpdk22.11-2core.toml"
 """The calibration shipped: `capture calibrate` over this machine kind's real runs (its
@@ -59,9 +61,9 @@ class Forwarding:
     per_byte_ns: float
     band: Band = field(default_factory=Band)
 
-    def ns(self, pkt_bytes: object) -> object:
-        """CPU ns per packet of `pkt_bytes` (the frame less its FCS)."""
-        return self.base_ns + self.per_byte_ns * pkt_bytes  # type: ignore[operator]
+    def ns(self, pkt_bytes: Value) -> Value:
+        """CPU ns per packet of `pkt_bytes` (the frame less its FCS): an array or a number."""
+        return self.base_ns + self.per_byte_ns * pkt_bytes
 
 
 @dataclass(frozen=True)

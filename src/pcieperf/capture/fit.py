@@ -202,7 +202,7 @@ def _fit_costs(
     columns = keyed | terms
     coef, dropped = least_squares(columns, y)
     fixed = {k.split(":")[1]: v for k, v in coef.items() if k.startswith("fixed:")}
-    fitted = sum(coef[k] * columns[k] for k in coef)
+    fitted = sum((coef[k] * columns[k] for k in coef), np.zeros_like(y))
     return fixed, coef, _band(y, fitted), dropped
 
 
@@ -328,7 +328,7 @@ def leave_one_size_out(runs: pd.DataFrame, measured_on: str = "") -> pd.DataFram
     held-out run with measured and predicted capture pps, forwarding penalty (ns per packet)
     and what limited it."""
     d = prepared(runs)
-    sizes = np.round(d["frame_bytes"]).astype(int)
+    sizes = d["frame_bytes"].round().astype(int)
     if sizes.nunique() < 2:
         raise UsageError("leaving one size out needs runs of at least two frame sizes")
     held = []

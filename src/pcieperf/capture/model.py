@@ -363,7 +363,9 @@ def evaluate_capture(
     arrivals = np.minimum(offered, pcie)
     wire_bits = nic.per_packet(port.wire_bytes(nic.sizes)) * 8
 
-    def rows_at(share: float, scale: tuple[float, float, float]) -> tuple[Costs, Flow, Array]:
+    def rows_at(
+        share: float, scale: tuple[float, float, float]
+    ) -> tuple[Costs, Flow, Array | float]:
         per_size = path_costs(cal, setup, nic.sizes, share, fwd_ns).scaled(*scale)
         costs = Costs(*(nic.per_packet(getattr(per_size, f)) for f in Costs.__dataclass_fields__))
         sink_pps = (
@@ -395,7 +397,7 @@ def evaluate_capture(
     costs, flow, sink_pps = rows_at(setup.buffer_share, (1.0, 1.0, 1.0))
     central = outputs(costs, flow)
     spread = [outputs(*rows_at(s, (f, p, c))[:2]) for f, p, c, s in _corners(cal, setup)]
-    values = {}
+    values: dict[str, Array] = {}
     for key in OUTPUTS:
         stacked = np.stack([central[key], *(corner[key] for corner in spread)])
         values |= {key: central[key], f"{key}_low": stacked.min(0), f"{key}_high": stacked.max(0)}

@@ -135,7 +135,8 @@ def _frame_bytes(result: CaptureResult) -> float:
     from pcieperf.net.wire import FCS_BYTES
 
     (stats,) = stats_files([cfg.pcap])
-    return stats["bytes_wire"] / stats["packets"] + FCS_BYTES
+    mean_bytes: float = stats["bytes_wire"] / stats["packets"] + FCS_BYTES
+    return mean_bytes
 
 
 CRASH_NOTE = "testpmd crashed when the tool detached (a pdump race, fixed in DPDK 25.11)"
@@ -260,8 +261,9 @@ def _placement_line(data: dict[str, Any]) -> list[str]:
     """The placement probe's values, against the shipped calibration's placement."""
     from pcieperf.capture.calibration import load_calibration
 
-    probes = [data.get(key) for key in PROBES]
-    if any(p is None or not math.isfinite(p) for p in probes):
+    found = [data.get(key) for key in PROBES]
+    probes: list[float] = [p for p in found if p is not None and math.isfinite(p)]
+    if len(probes) < len(found):
         return []  # a run stored before the probe existed
     limit = load_calibration().meta.placement_max_slowdown
     verdict = (

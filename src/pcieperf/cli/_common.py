@@ -124,7 +124,8 @@ def _link(args: argparse.Namespace) -> Link:
 
 
 def add_size_options(
-    p: argparse.ArgumentParser, default_frame: int | None = DEFAULT_FRAME_BYTES
+    p: argparse.ArgumentParser | argparse._ArgumentGroup,
+    default_frame: int | None = DEFAULT_FRAME_BYTES,
 ) -> None:
     """--frame N, the packet size as every command counts it (an Ethernet frame incl. FCS,
     docs/units.md), and --pkt N, its older spelling in bytes the NIC DMAs (frame - FCS), kept
@@ -216,7 +217,7 @@ def add_tag_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", default="HWarm", help="--host cache state: HWarm or Cold")
 
 
-def add_counter_file_options(p: argparse.ArgumentParser) -> None:
+def add_counter_file_options(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """How a counter file is read (counters import, explain, report): its tool, separator, run
     length where it has no interval, and whether unknown columns are skipped."""
     from pcieperf.measure.counters.formats import names

@@ -83,7 +83,9 @@ def _given(args: argparse.Namespace, *names: str | None) -> tuple[str, ...]:
     return given + (("--trace",) if getattr(args, "trace", None) else ())
 
 
-def _add_forwarding_options(p: argparse.ArgumentParser, defaults: bool = True) -> None:
+def _add_forwarding_options(
+    p: argparse.ArgumentParser | argparse._ArgumentGroup, defaults: bool = True
+) -> None:
     """The forwarding setup of dpdk-fwd and explain: rate, frame, descriptors, thresholds,
     batches (fixed, a histogram, or a stored `dpdk run`); `defaults`: whether a rate and frame
     not given have defaults (explain needs the ones the counters were measured at)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from pcieperf.cli._common import _whole, add_counter_file_options, packet_bytes
 from pcieperf.cli._output import emit
@@ -37,7 +38,7 @@ EXPLAIN_OPTIONS = (
 """The options `pcieperf.measure.api.explain` takes as they are (and the forwarding setup's)."""
 
 
-def _explained(args: argparse.Namespace, **extra: object) -> api.Explained:
+def _explained(args: argparse.Namespace, **extra: Any) -> api.Explained:
     """The counter file explained with the options given (`explain`, `report --counters`)."""
     given = {o: getattr(args, o) for o in EXPLAIN_OPTIONS}
     return api.explain(**given, pkt=packet_bytes(args), **forwarding_options(args), **extra)

@@ -198,9 +198,11 @@ def cmd_iommu_advise(args: argparse.Namespace) -> None:
         progress=lambda items: progress.wrap(items, "sweeping", "change"), **iommu_options(args)
     )
     if args.plot:
+        from pcieperf.iommu.advice import Advice
         from pcieperf.report.plots import plot_advice
 
-        result = result.with_plot(plot_advice(result.source, Path(args.plot), force=args.force))
+        advice = result.source_as(Advice)
+        result = result.with_plot(plot_advice(advice, Path(args.plot), force=args.force))
     emit(args, result)
 
 

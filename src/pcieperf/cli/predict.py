@@ -56,9 +56,11 @@ def cmd_validate(args: argparse.Namespace) -> None:
         force=args.force,
     )
     if args.plot:
+        from pcieperf.pciebench.validate import Matched
         from pcieperf.report.plots import plot_validation
 
-        result = result.with_plot(plot_validation(result.source, Path(args.plot), force=args.force))
+        matched = result.source_as(Matched)
+        result = result.with_plot(plot_validation(matched, Path(args.plot), force=args.force))
     emit(args, result)
 
 

@@ -152,6 +152,8 @@ class Testbed:
         every root port's posted-write credits: the model's one device and link stand for all
         NICs, which share only the IIO stack behind them (its IOMMU and write retirement)."""
         facts = base.device.device
+        if facts is None:  # load_platform refuses a profile without one
+            raise ProfileError(f"profile {base.device.name!r} lacks a [device] table")
         per_nic = self.read_requests_per_nic
         reads = facts.read_requests if per_nic is None else int(per_nic.value)
         facts = replace(facts, read_requests=reads * self.nics)
@@ -203,12 +205,10 @@ def load_testbed(name: str | Path) -> Testbed:
     if given != KEYS:
         missing, extra = sorted(KEYS - given), sorted(given - KEYS)
         raise ProfileError(f"{path}: setup keys missing {missing}, unknown {extra}")
-    params = {
-        name: parse_param(data.pop(name), f"{path} [{name}]", _no_calibration(path))
-        for name in NIC_PARAMS
-        if name in data
-    }
-    return Testbed(**data, **params)
+    for name in NIC_PARAMS:
+        if name in data:
+            data[name] = parse_param(data[name], f"{path} [{name}]", _no_calibration(path))
+    return Testbed(**data)
 
 
 def _no_calibration(path: Path) -> Callable[[], Calibration]:

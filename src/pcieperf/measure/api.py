@@ -8,7 +8,7 @@ bytes the NIC DMAs (docs/units.md)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,7 +103,7 @@ def data_import(
         }
         for p in parsed
     ]
-    text_rows = [r | {"missing": len(r["missing"])} for r in rows]
+    text_rows = [r | {"missing": len(p.missing)} for r, p in zip(rows, parsed, strict=True)]
     return Table(rows, IMPORT_COLUMNS, footer=f"store: {path}", text_rows=text_rows)
 
 
@@ -175,7 +175,7 @@ def stored_run(run: int, db: str | Path | None = None, given: tuple[str, ...] = 
 class Explained(Table):
     """`explain`'s result: the table, and the explanation itself (for its plot)."""
 
-    explanation: Explanation | None = None
+    explanation: Explanation = field(kw_only=True)
 
 
 EXPLAIN_COLUMNS = (
@@ -265,8 +265,8 @@ def explain(
             f"packet size they were measured at), or {param('from_run')} RUN"
         )
     if from_run is not None:
-        frame = f"{param('frame')}/{param('pkt')}"
-        given = tuple(o for o, v in ((param("pps"), pps), (frame, size)) if v is not None)
+        size_name = f"{param('frame')}/{param('pkt')}"
+        given = tuple(o for o, v in ((param("pps"), pps), (size_name, size)) if v is not None)
         run = stored_run(from_run, db, given)
         pps, size, options = run.rx_pps, run.pkt, options | {"batch_hist": run.batch_hist}
     link, cfg = link_and_config(size, **options)
@@ -280,8 +280,8 @@ def explain(
             delimiter=delimiter,
             interval_s=interval,
         )
-    rings = {"rxd": rxd, "txd": rxd if txd is None else txd}
-    setup = PortSetup(**rings) if page is None else PortSetup(parse_page(page), **rings)
+    txd = rxd if txd is None else txd
+    setup = PortSetup(rxd=rxd, txd=txd) if page is None else PortSetup(parse_page(page), rxd, txd)
     result = model.explain(
         samples,
         cfg,

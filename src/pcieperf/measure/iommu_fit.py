@@ -213,7 +213,7 @@ def fit(
     platform: Platform,
     base: PlatformProfile,
     name: str,
-    packets: int = FIT_PACKETS,
+    packets: int | None = FIT_PACKETS,
 ) -> Fit:
     """Fit the IOTLB reach and walk throughput of the host the counters come from."""
     require_positive("packet rate (--pps)", pps)

@@ -94,20 +94,21 @@ def import_counters(
             lambda sink: _samples(file, format, lenient, delimiter, interval, sink),
             force=force,
         )
+    path, metrics = os.fspath(file), samples.metrics()
     data = {
         "import_id": import_id,
-        "file": os.fspath(file),
+        "file": path,
         "source": samples.source,
         "samples": len(samples),
-        "metrics": samples.metrics(),
+        "metrics": metrics,
         "skipped_columns": samples.skipped_columns,
         "notes": samples.notes,
     }
     skipped = samples.skipped_columns
     return Report(
         data,
-        f"import {import_id}: {len(samples)} samples of {', '.join(data['metrics'])} from "
-        f"{data['file']}"
+        f"import {import_id}: {len(samples)} samples of {', '.join(metrics)} from "
+        f"{path}"
         + (f" (skipped columns: {', '.join(skipped)})" if skipped else "")
         + "".join(f"\nnote: {note}" for note in samples.notes),
     )

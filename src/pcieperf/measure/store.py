@@ -335,9 +335,7 @@ class Store:
             self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
 
     def _require_counter_import(self, import_id: int) -> None:
-        found = self.con.execute(
-            "SELECT count(*) FROM counter_imports WHERE import_id = ?", [import_id]
-        ).fetchone()
+        found = self._one("SELECT count(*) FROM counter_imports WHERE import_id = ?", [import_id])
         if not found[0]:
             raise UsageError(
                 f"no counter import {import_id} in {self.path}; `pcieperf counters ls` lists them"
@@ -346,25 +344,24 @@ class Store:
     def counter_set(self, import_id: int, stack: tuple[int | None, str] | None = None) -> Samples:
         """One import's samples (one (socket, stack)'s if given) in file order (`explain`)."""
         self._require_counter_import(import_id)
-        file, source = self.con.execute(
+        file, source = self._one(
             "SELECT file, source FROM counter_imports WHERE import_id = ?", [import_id]
-        ).fetchone()
+        )
         only = "AND socket IS NOT DISTINCT FROM ? AND stack = ? " if stack else ""
         rows = self.con.execute(
             "SELECT t_s, wall_time, socket, stack, part, metric, value, unit FROM counter_samples "
             f"WHERE import_id = ? {only}ORDER BY rowid",
             [import_id, *(stack or ())],
         ).fetchall()
-        return Samples(source, file, *(list(column) for column in zip(*rows, strict=True)))
+        columns: list[Any] = [list(column) for column in zip(*rows, strict=True)]  # t_s .. unit
+        return Samples(source, file, *columns)
 
     def add_dpdk_run(self, run: RunResult) -> int:
         """Store one testpmd run (its ports, merged burst histogram and output) in one
         transaction; returns its run id."""
         cfg = run.config
         with self._transaction():
-            (run_id,) = self.con.execute(
-                "SELECT coalesce(max(run_id), 0) + 1 FROM dpdk_runs"
-            ).fetchone()
+            (run_id,) = self._one("SELECT coalesce(max(run_id), 0) + 1 FROM dpdk_runs")
             self.con.execute(
                 "INSERT INTO dpdk_runs VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
@@ -420,7 +417,7 @@ class Store:
 
     def dpdk_run(self, run_id: int) -> StoredRun:
         """One stored run, ready for the forwarding model."""
-        row = self.con.execute(
+        row: tuple[str, str, str, float, float] | None = self.con.execute(
             "SELECT mode, source, version, rx_pps, pkt_bytes FROM dpdk_runs WHERE run_id = ?",
             [run_id],
         ).fetchone()
@@ -436,9 +433,7 @@ class Store:
         its run id."""
         names = list(CAPTURE_RUN_COLUMNS)
         with self._transaction():
-            (run_id,) = self.con.execute(
-                "SELECT coalesce(max(run_id), 0) + 1 FROM capture_runs"
-            ).fetchone()
+            (run_id,) = self._one("SELECT coalesce(max(run_id), 0) + 1 FROM capture_runs")
             self.con.execute(
                 f"INSERT INTO capture_runs (run_id, started, {', '.join(names)}) "
                 f"VALUES (?, now(), {', '.join('?' * len(names))})",
@@ -467,9 +462,9 @@ class Store:
     def capture_run_texts(self, run_id: int) -> dict[str, Any]:
         """The commands and outputs of one stored capture run (JSON text each)."""
         self.capture_runs([run_id])
-        commands, outputs = self.con.execute(
+        commands, outputs = self._one(
             "SELECT commands, outputs FROM capture_runs WHERE run_id = ?", [run_id]
-        ).fetchone()
+        )
         return {"commands": commands, "outputs": outputs}
 
     @contextmanager
@@ -487,6 +482,11 @@ class Store:
                 reason = str(exc).splitlines()[0]
                 raise UsageError(f"cannot write the store {self.path}: {reason}") from None
             raise
+
+    def _one(self, query: str, params: list[object] | None = None) -> tuple[Any, ...]:
+        """The row of a query that has exactly one (an aggregate, or a row checked to exist)."""
+        (row,) = self.con.execute(query, params).fetchall()
+        return row
 
     @staticmethod
     def _records(rel: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -529,7 +529,7 @@ class Store:
 
     def rows(
         self, kind: Kind, system: str, test: str | None = None, file: str | None = None
-    ) -> dict[str, NDArray]:
+    ) -> dict[str, NDArray[Any]]:
         """Columns of `kind` rows of a system, optionally of one test and/or one file."""
         query = f"SELECT * FROM {kind} WHERE system = ?"
         params: list[object] = [self.resolve(system)]

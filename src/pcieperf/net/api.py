@@ -17,7 +17,7 @@ from pcieperf.net.archive import archive_stats, demand, expand, file_stats
 from pcieperf.net.trace.epoch import epoch_warning, parse_shift_ns
 from pcieperf.net.trace.files import NS_PER_S, read
 from pcieperf.net.trace.rewrite import convert, merge
-from pcieperf.net.trace.statistics import WINDOWS_NS, stats_config, stats_files
+from pcieperf.net.trace.statistics import WINDOWS_NS, StatsOptions, stats_config, stats_files
 from pcieperf.net.trace.synthesis import synth
 from pcieperf.results import Report, Table
 from pcieperf.units import parse_duration_ns, parse_rate
@@ -99,7 +99,7 @@ def capture_stats(
     century away (DPDK 22.11's dumpcap offset: how to shift it back) gives a warning; packets
     per timestamp, steps back and directions say how far times and order can be trusted
     (docs/trace.md)."""
-    options = {
+    options: StatsOptions = {
         "eth_gbps": eth,
         "windows_ns": _windows_ns(windows),
         "skip_bad": skip_bad,

@@ -38,7 +38,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pcieperf import engine
 from pcieperf._native import call, checked, core
@@ -49,6 +49,11 @@ from pcieperf.net.trace.statistics import WINDOWS_NS, _report, stats_config
 
 if TYPE_CHECKING:
     from distributed import Client
+
+    from pcieperf._core import TracePartial
+
+S = TypeVar("S")
+R = TypeVar("R")
 
 HEAD_BYTES = 1 << 20
 """Bytes of a remote (fsspec) file copied to read its first record: the header, interfaces
@@ -174,7 +179,7 @@ def _heads_task(shared: tuple[bool, bool], paths: tuple[str, ...]) -> list[Head]
     skip_bad, strict = shared
     with _readable(paths, HEAD_BYTES) as local:
         found = core().trace_first_records(local, skip_bad, strict)
-        return [_head(p, item) for p, item in zip(paths, found, strict=True)]  # type: ignore[call-overload]
+        return [_head(p, item) for p, item in zip(paths, found, strict=True)]
 
 
 def _heads_here(paths: Sequence[str], skip_bad: bool, strict: bool) -> dict[str, Head]:
@@ -185,7 +190,7 @@ def _heads_here(paths: Sequence[str], skip_bad: bool, strict: bool) -> dict[str,
     local = [p for p in paths if not is_url(p)]
     found = core().trace_first_records(local, skip_bad, strict, os.cpu_count() or 1)
     heads = {}
-    for path, item in zip(local, found, strict=True):  # type: ignore[call-overload]
+    for path, item in zip(local, found, strict=True):
         try:
             heads[path] = _head(path, item)
         except (PcieperfError, OSError):
@@ -211,7 +216,7 @@ def _heads(client: Client, paths: list[str], skip_bad: bool, strict: bool) -> li
 
 def _partials_task(
     shared: tuple[dict, bool, bool, object, bool], chunk: tuple[tuple[str, int], ...]
-) -> list[object]:
+) -> list[TracePartial]:
     """The partial of each (file, origin) of the chunk, in order."""
     config, skip_bad, strict, demand, read_ahead = shared
     partials = []
@@ -220,24 +225,24 @@ def _partials_task(
             partial = core().trace_partial(
                 local, config, origin, skip_bad, strict, demand, read_ahead
             )
-            partial.rename_file(local, path)  # type: ignore[attr-defined]
+            partial.rename_file(local, path)
         partials.append(partial)
     return partials
 
 
-def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) -> object:
+def _port_task(shared: tuple[dict, bool, bool, object], paths: tuple[str, ...]) -> TracePartial:
     config, skip_bad, strict, demand = shared
     with _readable(paths) as local:
         partial = core().trace_partial_files(local, config, skip_bad, strict, demand)
         for copy, path in zip(local, paths, strict=True):
-            partial.rename_file(copy, path)  # type: ignore[attr-defined]
+            partial.rename_file(copy, path)
     return partial
 
 
 def _stats_task(shared: tuple[dict, bool, bool, object], path: str) -> dict:
     config, skip_bad, strict, _ = shared
     with _readable([path]) as local:
-        (found,) = core().trace_stats(local, config, skip_bad, strict, 1)  # type: ignore[misc]
+        (found,) = core().trace_stats(local, config, skip_bad, strict, 1)
         raw = checked(found)
     if raw["cut_short"]:
         raw["cut_short"] = raw["cut_short"].replace(local[0], path)
@@ -246,14 +251,14 @@ def _stats_task(shared: tuple[dict, bool, bool, object], path: str) -> dict:
 
 def _batched(
     client: Client,
-    task: Callable[[object, tuple[str, ...]], list],
+    task: Callable[[S, tuple[str, ...]], list[R]],
     paths: list[str],
-    shared: object,
+    shared: S,
     desc: str,
-) -> list:
+) -> list[R]:
     """`task` over the paths, HEADS_PER_TASK a task; its results in path order."""
     batches = [tuple(paths[k : k + HEADS_PER_TASK]) for k in range(0, len(paths), HEADS_PER_TASK)]
-    found: list[list] = [[] for _ in batches]
+    found: list[list[R]] = [[] for _ in batches]
     for done in engine.map_chunks(
         client, task, batches, shared=shared, weight=len, desc=desc, unit="file"
     ):
@@ -311,19 +316,19 @@ class _Fold:
     def __init__(self, grouped: Sequence[Sequence[Head]], config: dict, demand: object) -> None:
         self.port_of = [k for k, port in enumerate(grouped) for _ in port]
         self.config, self.demand = config, demand
-        self.waiting: dict[int, object] = {}
+        self.waiting: dict[int, TracePartial] = {}
         self.turn = 0
-        self.merged: list[object | None] = [None] * len(grouped)
+        self.merged: list[TracePartial | None] = [None] * len(grouped)
         self.failed: set[int] = set()
 
-    def add(self, index: int, partial: object) -> None:
+    def add(self, index: int, partial: TracePartial) -> None:
         """The partial of chunk `index`; appended now if it is its turn."""
         self.waiting[index] = partial
         while self.turn in self.waiting:
             self._append(self.port_of[self.turn], self.waiting.pop(self.turn))
             self.turn += 1
 
-    def _append(self, port: int, partial: object) -> None:
+    def _append(self, port: int, partial: TracePartial) -> None:
         total = self.merged[port]
         if port in self.failed:
             return
@@ -331,18 +336,18 @@ class _Fold:
             self.merged[port] = partial
             return
         try:
-            call(total.append, partial, self.config, self.demand)  # type: ignore[attr-defined]
+            call(total.append, partial, self.config, self.demand)
         except UsageError:  # the files overlap in time (or were read by other rules)
             self.failed.add(port)
             self.merged[port] = None
 
-    def result(self) -> list[object | None]:
+    def result(self) -> list[TracePartial | None]:
         """Each port's partial, None where it must be summarised again (its files overlap, or
         its windows were not counted from its first packet)."""
         for port, total in enumerate(self.merged):
             try:
                 if total is not None:
-                    call(total.summary, self.config)  # type: ignore[attr-defined]
+                    call(total.summary, self.config)
             except UsageError:  # windows not counted from the port's first packet
                 self.merged[port] = None
         return self.merged
@@ -367,7 +372,7 @@ def _port_partials(
     *,
     per_file: bool = False,
     read_ahead: bool | None = None,
-) -> list[tuple[list[Head], object]]:
+) -> list[tuple[list[Head], TracePartial]]:
     """Each port (each file with `per_file`) and the partial of its files in port order: the
     steps of the module notes. Files are read ahead as `read_ahead` says, or (None) where
     every worker thread has READ_AHEAD_CORES cores."""
@@ -381,10 +386,10 @@ def _port_partials(
     origins = [
         min((h.first_ts_ns for h in p if h.first_ts_ns is not None), default=0) for p in grouped
     ]
-    files = [(h, origin) for p, origin in zip(grouped, origins, strict=True) for h in p]
-    tasks = batches([h for h, _ in files], sum(client.nthreads().values()))
+    placed = [(h, origin) for p, origin in zip(grouped, origins, strict=True) for h in p]
+    tasks = batches([h for h, _ in placed], sum(client.nthreads().values()))
     chunks = [
-        tuple((_absolute(h.path), origin) for h, origin in files[r.start : r.stop]) for r in tasks
+        tuple((_absolute(h.path), origin) for h, origin in placed[r.start : r.stop]) for r in tasks
     ]
     fold = _Fold(grouped, config, demand)
     for done in engine.map_chunks(
@@ -401,11 +406,11 @@ def _port_partials(
     merged = fold.result()
     redo = [k for k, partial in enumerate(merged) if partial is None]
     again = [tuple(_absolute(h.path) for h in grouped[k]) for k in redo]
-    for done in engine.map_chunks(
+    for redone in engine.map_chunks(
         client, _port_task, again, shared=shared, weight=len, desc="overlapping", unit="file"
     ):
-        merged[redo[done.index]] = done.result
-    return list(zip(grouped, merged, strict=True))
+        merged[redo[redone.index]] = redone.result
+    return list(zip(grouped, [p for p in merged if p is not None], strict=True))
 
 
 def archive_stats(
@@ -426,7 +431,7 @@ def archive_stats(
     config, files = _checked(paths, eth_gbps, windows_ns)
     found = _port_partials(client, files, (config, skip_bad, strict, None), read_ahead=read_ahead)
     return [
-        _port_report(n, port, partial.summary(config), eth_gbps)  # type: ignore[attr-defined]
+        _port_report(n, port, partial.summary(config), eth_gbps)
         for n, (port, partial) in enumerate(found)
     ]
 
@@ -507,11 +512,11 @@ def demand(
     found = _port_partials(client, files, (config, skip_bad, strict, cost), per_file=per_file)
     out = []
     for n, (port, partial) in enumerate(found):
-        raw = partial.summary(config)  # type: ignore[attr-defined]
+        raw = partial.summary(config)
         name = port[0].path if per_file else f"port {n} ({port[0].path} ...)"
         _require_ethernet(name, raw)
         try:
-            d = call(partial.demand, cost)  # type: ignore[attr-defined]
+            d = call(partial.demand, cost)
         except UsageError as exc:
             raise UsageError(f"{name}: {exc}") from None
         packets = raw["packets"]

@@ -42,7 +42,7 @@ def _merge_part_task(
 ) -> dict:
     inputs, fmt, skip_bad, strict = shared
     part, from_ns, to_ns, selected = chunk
-    return core().trace_merge_part(inputs, part, fmt, from_ns, to_ns, selected, skip_bad, strict)  # type: ignore[return-value]
+    return core().trace_merge_part(inputs, part, fmt, from_ns, to_ns, selected, skip_bad, strict)
 
 
 def _expected_before(t: int, scans: Sequence[dict]) -> float:

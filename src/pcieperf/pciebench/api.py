@@ -19,11 +19,12 @@ from pcieperf.pciebench.calibration_file import (
     load_calibration,
 )
 from pcieperf.pciebench.host import load_run
-from pcieperf.results import Column, Report, Table, format_table
+from pcieperf.results import Column, Report, Table, format_table, frame_html
 
 if TYPE_CHECKING:
     import pandas
 
+    from pcieperf.pciebench.device import DeviceProfile
     from pcieperf.pciebench.sim import HostProfile
 
 __all__ = ["calibrate", "load", "predict", "sim", "tests", "validate"]
@@ -63,7 +64,7 @@ class HostResults:
 
     def _repr_html_(self) -> str:
         """Jupyter shows the bandwidth rows."""
-        return self.bw._repr_html_()  # type: ignore[operator]
+        return frame_html(self.bw)
 
 
 def load(directory: str | Path) -> HostResults:
@@ -114,7 +115,7 @@ LAT_COLUMNS = (
 )
 
 
-def bench_device(name: str) -> object:
+def bench_device(name: str) -> DeviceProfile:
     """The pcie-bench device: the shipped NFP-6000 calibration's, a `bench calibrate` file's
     (its [device] table), or a device profile file."""
     from pcieperf._config import load_toml
@@ -129,7 +130,9 @@ def bench_device(name: str) -> object:
     return load_device(path)
 
 
-def sim_setup(host: str | Path, device: str | Path, test: str) -> tuple[HostProfile, object, str]:
+def sim_setup(
+    host: str | Path, device: str | Path, test: str
+) -> tuple[HostProfile, DeviceProfile, str]:
     """`sim`'s host and device profiles, loaded, and its test's canonical name: what it checks
     before simulating (`sweep` checks every point of a grid so before any work)."""
     return _sim_host(Path(host)), bench_device(str(device)), bench.canonical_test(test)
@@ -366,7 +369,7 @@ def validate(
     return Report(result, text, source=matched)
 
 
-WORST_KEYS = ("file", "test", "cache", "window_bytes", "size_bytes")
+WORST_KEYS: tuple[str, ...] = ("file", "test", "cache", "window_bytes", "size_bytes")
 WORST_KEYS += ("measured_gbps", "predicted_gbps", "error_pct", "beyond_bound_pct")
 
 

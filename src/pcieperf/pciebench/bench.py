@@ -123,7 +123,8 @@ LAT_COLUMNS = (
 )
 CDF_COLUMNS = ("cycles", "ns", "cdf")
 COLUMNS: dict[Kind, tuple[str, ...]] = {"bw": BW_COLUMNS, "lat": LAT_COLUMNS, "cdf": CDF_COLUMNS}
-TEXT_COLUMNS = {"Test", "PAT", "Cache"}
+TEXT_COLUMNS: dict[str, Collection[str]] = {"Test": TESTS, "PAT": PATTERNS, "Cache": CACHE_STATES}
+"""The text columns of a result CSV, each with the values it may hold."""
 
 # Store column names (snake case, units in names) for every CSV column.
 STORE_NAMES = {
@@ -259,7 +260,7 @@ def _checked_rows(
 
 def _column(path: Path, name: str, values: list[str]) -> NDArray:
     if name in TEXT_COLUMNS:
-        allowed: Collection[str] = {"Test": TESTS, "PAT": PATTERNS, "Cache": CACHE_STATES}[name]
+        allowed = TEXT_COLUMNS[name]
         for line, value in enumerate(values, start=2):
             if value not in allowed:
                 raise UsageError(

@@ -205,7 +205,8 @@ def _device_of(
         fixed_latency_ns=0.0,
         burst_bytes=burst_bytes,
         notes="fixed latency is folded into the host latencies the latency sweep gives",
-        **{k: round(values[k]) if k == "tags" else values[k] for k in _DEVICE_FIELDS},
+        tags=round(values["tags"]),
+        **{k: values[k] for k in _DEVICE_FIELDS if k != "tags"},
     )
 
 
@@ -242,6 +243,11 @@ def _mean_value_gbps(t: _Terms, x: NDArray) -> NDArray:
     return t.size * 8 / time
 
 
+def _log_ratios(x: NDArray, terms: list[_Terms]) -> NDArray:
+    """log(predicted / measured) at every point of the hosts' `terms`, at parameters `x`."""
+    return np.concatenate([np.log(_mean_value_gbps(t, x) / t.measured_gbps) for t in terms])
+
+
 def fit_device(
     runs: list[HostRun], name: str = "calibrated device", burst_bytes: int = BURST_BYTES
 ) -> Calibration:
@@ -257,24 +263,22 @@ def fit_device(
     steady = [r for r in runs if steadiness(r) <= UNSTEADY_RATIO] or runs
     left_out = [r.name for r in runs if r not in steady]
     latencies = [host_latency(r) for r in steady]
-    best = None
+    fits = []
     for policy in with_progress(("mps", "rcb"), "fitting", "completion policy"):
         terms = [
             _terms(r, lat, policy, burst_bytes=burst_bytes)
             for r, lat in zip(steady, latencies, strict=True)
         ]
         fit = least_squares(
-            lambda x, terms=terms: np.concatenate(
-                [np.log(_mean_value_gbps(t, x) / t.measured_gbps) for t in terms]
-            ),
+            _log_ratios,
             _START,
             bounds=(np.r_[1, np.zeros(len(_START) - 2), 1], np.inf),
             loss="soft_l1",
             f_scale=0.05,
+            args=(terms,),
         )
-        if best is None or fit.cost < best[0].cost:
-            best = (fit, policy, terms)
-    fit, policy, terms = best
+        fits.append((fit, policy, terms))
+    fit, policy, terms = min(fits, key=lambda found: found[0].cost)  # the first of equals
     x = fit.x
     mape = {
         r.name: round(100 * float(np.mean(np.abs(_mean_value_gbps(t, x) / t.measured_gbps - 1))), 2)

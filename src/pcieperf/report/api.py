@@ -3,14 +3,14 @@ CLI's options, a result that prints as the CLI prints it (pcieperf.results)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pcieperf.errors import UsageError, require_new_folder
 from pcieperf.pcie.api import make_link
-from pcieperf.results import Report, csv_text
+from pcieperf.results import Report, csv_text, frame_html
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -36,14 +36,16 @@ class ReportResult:
         """`pcieperf report`: one line saying where the page is."""
         return f"report written to {self.index}"
 
+    def to_columns(self) -> dict[str, Sequence[object]]:
+        """One row per file in the report folder, with its size, as columns."""
+        folder = self.index.parent
+        return {"file": self.files, "size_bytes": [(folder / f).stat().st_size for f in self.files]}
+
     def to_frame(self) -> pandas.DataFrame:
-        """One row per file in the report folder, with its size."""
+        """One row per file in the report folder, with its size (`to_columns`)."""
         import pandas
 
-        folder = self.index.parent
-        return pandas.DataFrame(
-            {"file": self.files, "size_bytes": [(folder / f).stat().st_size for f in self.files]}
-        )
+        return pandas.DataFrame(self.to_columns())
 
     def to_csv(self) -> str:
         """`pcieperf report --format csv`: the JSON as one row (`csv_text`)."""
@@ -51,7 +53,7 @@ class ReportResult:
 
     def _repr_html_(self) -> str:
         """Jupyter shows the files."""
-        return self.to_frame()._repr_html_()  # type: ignore[operator]
+        return frame_html(self.to_frame())
 
 
 def report(

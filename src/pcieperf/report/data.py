@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from pcieperf.capture.calibration import DEFAULT_CALIBRATION, load_calibration, 
 from pcieperf.capture.model import CaptureSetup, evaluate_capture
 from pcieperf.capture.path import DESIGNS
 from pcieperf.dpdk import forwarding
+from pcieperf.errors import ProfileError
 from pcieperf.iommu.advice import ring_sweep
 from pcieperf.iommu.model import IommuResult
 from pcieperf.iommu.platform import load_platform
@@ -90,7 +91,7 @@ class FigureData:
     caption: str
     frame: pd.DataFrame
     facts: list[str]
-    extra: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # what each drawing takes, its own types
 
 
 def profile_column(name: str) -> str:
@@ -201,6 +202,9 @@ def dpdk_forwarding(cfg: ReportConfig) -> FigureData:
 def iommu_rings(cfg: ReportConfig) -> FigureData:
     """DPDK forwarding with the IOMMU: packet rate and IOTLB misses vs ring size, 4K vs 2M."""
     platform = load_platform(gen=cfg.link.gen, lanes=cfg.link.lanes)
+    device = platform.device.device
+    if device is None:  # load_platform refuses a profile without one
+        raise ProfileError(f"profile {platform.device.name!r} lacks a [device] table")
     mixes = [parse_mix(m) for m in IOMMU_MIXES]
     rows = ring_sweep(platform, Ethernet(cfg.eth_gbps), mixes, packets=IOMMU_PACKETS)
     at = {(r.mix, r.page, r.rxd): r for r in rows}
@@ -219,7 +223,7 @@ def iommu_rings(cfg: ReportConfig) -> FigureData:
         "2 MiB (dashed) pages, and the IOTLB misses per packet where they vary with the ring; "
         "mixes whose curves coincide share one line. Mbuf pool 8192, cache 256, thresholds 32, "
         "DPDK's populate layout (one mbuf per 4 KiB page), IOVA as VA. The NIC is the "
-        f"{platform.device.name} profile ({platform.device.device.name}), the one Figure 1's "
+        f"{platform.device.name} profile ({device.name}), the one Figure 1's "
         "fourth curve and `dpdk-fwd` price (a mix named 64 is a 64 B frame); IOTLB, walk "
         "timing and the host's write path are the pcie-bench calibration's (platform e5-v4), "
         "unchanged.",
@@ -345,7 +349,9 @@ def fig2_latency(cfg: ReportConfig) -> FigureData:
 def concurrency(cfg: ReportConfig) -> FigureData:
     """DMAs in flight that line rate needs, per size and Ethernet rate, against the tags."""
     frame = pd.DataFrame({"frame_bytes": LATENCY_FRAMES})
-    facts, tags, i = [], 0, _frame_index(128)
+    facts: list[str] = []
+    tags: int | None = 0
+    i = _frame_index(128)
     for rate in CONCURRENCY_RATES_GBPS:
         result = latency.loopback(
             latency.PAPER_PROFILE, LATENCY_FRAMES, link=cfg.link, eth=Ethernet(rate)

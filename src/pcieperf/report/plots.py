@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -83,7 +83,7 @@ def draw_fig1(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     x = f["frame_bytes"]
     for op, style in (("write", "-"), ("read", ":")):
         ax.plot(x, f[f"{op}_effective_gbps"], style, color="black", label=f"Effective PCIe ({op})")
-    for column, label in d.extra["labels"].items():  # type: ignore[attr-defined]
+    for column, label in d.extra["labels"].items():
         ax.plot(x, f[column], label=label)
     ax.plot(
         x,
@@ -172,7 +172,8 @@ def _ring_curves(f: pd.DataFrame, page: str, column: str) -> dict[str, np.ndarra
     return {m: sel.loc[sel["mix"] == m, column].to_numpy() for m in data.IOMMU_MIXES}
 
 
-PAGE_STYLE = {  # 2 MiB hollow and larger, so a 4 KiB point under it stays visible
+# 2 MiB hollow and larger, so a 4 KiB point under it stays visible
+PAGE_STYLE: dict[str, dict[str, Any]] = {
     "4k": {"linestyle": "-", "marker": "o"},
     "2m": {"linestyle": "--", "marker": "s", "markersize": 9, "markerfacecolor": "none"},
 }
@@ -241,7 +242,7 @@ def _draw_demand(ax: plt.Axes, found: Demand) -> None:
 def draw_trace(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     """The synthetic trace's PCIe bandwidth per window."""
     fig, (ax,) = _figure(11, 4.2)
-    _draw_demand(ax, d.extra["demand"])  # type: ignore[arg-type]
+    _draw_demand(ax, d.extra["demand"])
     ax.set_title(f"{d.extra['path']} at {cfg.eth_gbps:g} GbE, Gen{cfg.link.gen} x{cfg.link.lanes}")
     return fig
 
@@ -338,7 +339,7 @@ def _draw_explanation(result: Explanation) -> plt.Figure:
 
 def draw_counters(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     """The report's counter section: `explain --plot`'s figure."""
-    return _draw_explanation(d.extra["explanation"])  # type: ignore[arg-type]
+    return _draw_explanation(d.extra["explanation"])
 
 
 def plot_explanation(result: Explanation, out: Path, force: bool = False) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from pcieperf._native import checked, core
 from pcieperf._numpy import np
@@ -33,6 +33,15 @@ GAP_PERCENTILES = (50, 99)  # gap_ns_p50 and gap_ns_p99 of `trace stats`
 # bytes incl. FCS, with the runts below and the jumbo/GSO frames above them.
 SIZE_BINS = (0, 64, 65, 128, 256, 512, 1024, 1519)
 SIZE_LABELS = ("<64", "64", "65-127", "128-255", "256-511", "512-1023", "1024-1518", ">1518")
+
+
+class StatsOptions(TypedDict):
+    """The keywords of `stats_files` (and of the archive's `file_stats` and `archive_stats`)."""
+
+    eth_gbps: float
+    windows_ns: Sequence[int]
+    skip_bad: bool
+    strict: bool
 
 
 def _per_s(events: int, ns: int) -> float:
@@ -79,7 +88,7 @@ def _summary(totals: dict, frame_bytes: int, time_digits: tuple[int, int] | None
     n, wire_bytes = totals["packets"], totals["bytes_wire"]
     span_ns = totals["last_ts_ns"] - totals["first_ts_ns"] if n else 0
     first, last = (totals["first_ts_ns"], totals["last_ts_ns"]) if n else (None, None)
-    shown = n and time_digits is not None
+    shown = time_digits if n else None  # no packet: no time to show
     return {
         "packets": n,
         "bytes_captured": totals["bytes_captured"],
@@ -87,8 +96,8 @@ def _summary(totals: dict, frame_bytes: int, time_digits: tuple[int, int] | None
         "bytes_frame": frame_bytes,
         "first_ts_ns": first,
         "last_ts_ns": last,
-        "first_time": utc_text(first, time_digits[0]) if shown else None,
-        "last_time": utc_text(last, time_digits[1]) if shown else None,
+        "first_time": None if shown is None else utc_text(totals["first_ts_ns"], shown[0]),
+        "last_time": None if shown is None else utc_text(totals["last_ts_ns"], shown[1]),
         "duration_s": span_ns / NS_PER_S,
         # Exact ratios rounded once, like the peaks they are compared with.
         "mean_pps": _per_s(n, span_ns) if span_ns else None,

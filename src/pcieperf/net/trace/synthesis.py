@@ -63,7 +63,9 @@ class SynthPlan:
         return np.random.Generator(bits)
 
     def _wire_ns(self, frames: NDArray[np.int64]) -> NDArray[np.float64]:
-        return self.eth.wire_bytes(frames) * 8 / self.eth.rate_gbps
+        """Each frame's time on the wire (`wire_bytes` of an array is an array, the same one
+        `asarray` hands back)."""
+        return np.asarray(self.eth.wire_bytes(frames)) * 8 / self.eth.rate_gbps
 
     def _idle_mean_ns(self) -> float:
         """On/off: the mean idle gap before a burst that brings the mean rate to `pps`: a
