@@ -197,8 +197,7 @@ def _stored_counters(
 ) -> Samples:
     """The samples of the stack explain takes from a counter set imported into the store, as
     its file gave them: the stack chosen as `stacks.choose_stack` chooses, from the store's
-    per-stack summary, so no other stack's samples are read; a file as well is an error."""
-    from pcieperf.measure.counters.samples import BYTES_PER_S
+    per-stack traffic, so no other stack's samples are read; a file as well is an error."""
     from pcieperf.measure.stacks import pick_stack, stack_key
 
     if counters is not None:
@@ -206,11 +205,9 @@ def _stored_counters(
             f"--counters {counters} and --import {import_id} each give the counters; give one"
         )
     with open_store(db) as store:
-        groups = store.counter_summary(import_id)
-        stacks = {stack_key(g["socket"], g["stack"]): (g["socket"], g["stack"]) for g in groups}
-        moving = [g for g in groups if g["unit"] == BYTES_PER_S and (g["min"] or g["max"])]
-        busy = sorted({stack_key(g["socket"], g["stack"]) for g in moving})
-        (file,) = [i["file"] for i in store.counter_imports() if i["import_id"] == import_id]
+        file, found = store.counter_stacks(import_id)
+        stacks = {stack_key(socket, name): (socket, name) for socket, name, _ in found}
+        busy = sorted(stack_key(socket, name) for socket, name, moving in found if moving)
         chosen = pick_stack(sorted(stacks), busy, stack, file)
         return store.counter_set(import_id, stacks[chosen])
 
