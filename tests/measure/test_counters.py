@@ -416,6 +416,32 @@ def _two_socket_file(path: Path) -> Path:
     return path
 
 
+def test_the_store_lists_an_imports_stacks_and_which_carry_traffic(tmp_path):
+    # What `explain --import` picks its stack from: each (socket, stack) once with whether any
+    # of its B/s samples is non-zero (`Store.counter_stacks`). Here socket 1's stack 3 moves
+    # nothing: its four byte counters are 0 in every sample.
+    source = _two_socket_file(tmp_path / "two.csv")
+    lines = source.read_text().splitlines()
+    idle = [
+        ",".join(line.split(",")[:5] + ["0"] * 4) for line in lines if "Socket1,IIO Stack 3" in line
+    ]
+    busy = [line for line in lines[1:] if "Socket1,IIO Stack 3" not in line]
+    source.write_text("\n".join([lines[0], *busy, *idle]) + "\n")
+    db = tmp_path / "s.duckdb"
+    assert main(["counters", "import", str(source), "--db", str(db), "-q"]) == 0
+    with Store(db) as store:
+        file, stacks = store.counter_stacks(1)
+        assert file == str(source.resolve())
+        assert sorted(stacks) == [
+            (0, "IIO Stack 2 - PCIe0", True),
+            (0, "IIO Stack 3 - PCIe0", True),
+            (1, "IIO Stack 2 - PCIe0", True),
+            (1, "IIO Stack 3 - PCIe0", False),
+        ]
+        with pytest.raises(UsageError, match="no counter import 2 in"):
+            store.counter_stacks(2)
+
+
 def test_explain_of_an_import_reads_only_the_stack_it_explains(tmp_path, capsys, monkeypatch):
     # The store path chooses the stack as the file path does (the same answer for an exact
     # --stack, the same errors for an ambiguous one and for none with several busy), from the
