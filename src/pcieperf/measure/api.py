@@ -197,8 +197,9 @@ def _stored_counters(
 ) -> Samples:
     """The samples of the stack explain takes from a counter set imported into the store, as
     its file gave them: the stack chosen as `stacks.choose_stack` chooses, from the store's
-    per-stack traffic, so no other stack's samples are read; a file as well is an error."""
-    from pcieperf.measure.stacks import pick_stack, stack_key
+    list of stacks (and which carry traffic, where that decides), so no other stack's samples
+    are read; a file as well is an error."""
+    from pcieperf.measure.stacks import needs_traffic, pick_stack, stack_key
 
     if counters is not None:
         raise UsageError(
@@ -206,9 +207,12 @@ def _stored_counters(
         )
     with open_store(db) as store:
         file, found = store.counter_stacks(import_id)
-        stacks = {stack_key(socket, name): (socket, name) for socket, name, _ in found}
-        busy = sorted(stack_key(socket, name) for socket, name, moving in found if moving)
-        chosen = pick_stack(sorted(stacks), busy, stack, file)
+        stacks = {stack_key(*pair): pair for pair in found}
+        known, busy = sorted(stacks), []  # the busy ones summed up only where they decide
+        if needs_traffic(known, stack):
+            _, moving = store.counter_stacks(import_id, traffic=True)
+            busy = sorted(stack_key(*pair) for pair in moving)
+        chosen = pick_stack(known, busy, stack, file)
         return store.counter_set(import_id, stacks[chosen])
 
 

@@ -51,7 +51,7 @@ def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None 
 def pick_stack(known: list[str], busy: list[str], wanted: str | None, file: str) -> str:
     """`choose_stack` from the stacks' names and those carrying traffic (sorted, `stack_key`)."""
     if wanted is not None:
-        matches = [k for k in known if wanted in k]
+        matches = _matching(known, wanted)
         if len(matches) > 1:
             matches = [k for k in matches if k in busy] or matches
         if len(matches) != 1:
@@ -66,3 +66,14 @@ def pick_stack(known: list[str], busy: list[str], wanted: str | None, file: str)
             + "; ".join(busy or known)
         )
     return busy[0]
+
+
+def needs_traffic(known: list[str], wanted: str | None) -> bool:
+    """Whether `pick_stack` needs the stacks carrying traffic: it picks by traffic where no
+    stack is asked for, or one whose name several contain (else a store need not sum it)."""
+    return wanted is None or len(_matching(known, wanted)) > 1
+
+
+def _matching(known: list[str], wanted: str) -> list[str]:
+    """The stacks `--stack wanted` names: those whose name contains it."""
+    return [k for k in known if wanted in k]

@@ -258,15 +258,18 @@ class Store:
         ).fetchnumpy()  # by column: half fetchall's time (a NULL is masked, None in tolist)
         return Samples(source, file, *(column.tolist() for column in columns.values()))
 
-    def counter_stacks(self, import_id: int) -> tuple[str, list[tuple[int | None, str, bool]]]:
-        """One import's file and (socket, stack) pairs, each with whether it has a non-zero B/s
-        sample: what `explain` picks a stack from, in one pass without counter_summary's."""
+    def counter_stacks(
+        self, import_id: int, *, traffic: bool = False
+    ) -> tuple[str, list[tuple[int | None, str]]]:
+        """One import's file and its (socket, stack) pairs; with `traffic`, only those with a
+        non-zero B/s sample (`explain` picks a stack by them, and asks only where it must)."""
         file, _ = self._require_counter_import(import_id)
-        query = "SELECT socket, stack, bool_or(unit = ? AND value <> 0) FROM counter_samples"
-        stacks = self.con.execute(
-            f"{query} WHERE import_id = ? GROUP BY ALL", [BYTES_PER_S, import_id]
+        moving = " HAVING bool_or(unit = ? AND value <> 0)" if traffic else ""
+        query = (
+            f"SELECT socket, stack FROM counter_samples WHERE import_id = ? GROUP BY ALL{moving}"
         )
-        return file, stacks.fetchall()
+        found = self.con.execute(query, [import_id, BYTES_PER_S] if traffic else [import_id])
+        return file, found.fetchall()
 
     def add_dpdk_run(self, run: RunResult) -> int:
         """Store one testpmd run (its ports, merged burst histogram and output) in one
