@@ -78,7 +78,7 @@ def _run_with_progress(cfg: CaptureConfig) -> CaptureResult:
 
 
 def run_row(result: CaptureResult) -> dict:
-    """A capture run as the store keeps it (measure.store_schema.CAPTURE_RUN_COLUMNS)."""
+    """A capture run as the store keeps it (measure.store.CAPTURE_RUN_COLUMNS)."""
     cfg, tool, stats = result.config, result.tool, result.file_stats
     written = tool.counts.written
     frame = _frame_bytes(result)
