@@ -41,11 +41,13 @@ class StackIndex:
 def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None = None) -> str:
     """The stack to explain: the one matching `wanted`, else the only one carrying traffic."""
     index = index or StackIndex.of(samples)
-    moving = (np.asarray(samples.value) != 0) & (np.asarray(samples.unit) == BYTES_PER_S)
-    # The stacks with traffic by count, not np.unique: its first call loads numpy.ma (~10 ms).
-    traffic = np.bincount(index.ids[moving], minlength=len(index.names))
-    busy = sorted(index.names[i] for i in np.flatnonzero(traffic))
-    return pick_stack(sorted(index.names), busy, wanted, samples.file)
+    known, busy = sorted(index.names), []  # the busy ones found only where they decide
+    if needs_traffic(known, wanted):
+        moving = (np.asarray(samples.value) != 0) & (np.asarray(samples.unit) == BYTES_PER_S)
+        # Counted, not np.unique: its first call loads numpy.ma (~10 ms of an `explain`).
+        traffic = np.bincount(index.ids[moving], minlength=len(index.names))
+        busy = sorted(index.names[i] for i in np.flatnonzero(traffic))
+    return pick_stack(known, busy, wanted, samples.file)
 
 
 def pick_stack(known: list[str], busy: list[str], wanted: str | None, file: str) -> str:
