@@ -208,7 +208,8 @@ def _stored_counters(
     with open_store(db) as store:
         file, found = store.counter_stacks(import_id)
         stacks = {stack_key(*pair): pair for pair in found}
-        known, busy = sorted(stacks), []  # the busy ones summed up only where they decide
+        known = sorted(stacks)
+        busy: list[str] = []  # the busy ones summed up only where they decide
         if needs_traffic(known, stack):
             _, moving = store.counter_stacks(import_id, traffic=True)
             busy = sorted(stack_key(*pair) for pair in moving)

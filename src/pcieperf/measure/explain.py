@@ -339,7 +339,8 @@ def misses_per_packet(
     """IOTLB misses per forwarded packet from the IOMMU model's address stream, on `iommu`
     (None: the default platform's)."""
     port, traffic = port_setup(cfg, setup), port_traffic(cfg)
-    return count_misses(port, traffic, iommu or load_platform().iommu).misses_per_pkt
+    iommu = load_platform().iommu if iommu is None else iommu
+    return count_misses(port, traffic, iommu).misses_per_pkt
 
 
 def choose_page(

@@ -41,7 +41,8 @@ class StackIndex:
 def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None = None) -> str:
     """The stack to explain: the one matching `wanted`, else the only one carrying traffic."""
     index = index or StackIndex.of(samples)
-    known, busy = sorted(index.names), []  # the busy ones found only where they decide
+    known = sorted(index.names)
+    busy: list[str] = []  # the busy ones found only where they decide
     if needs_traffic(known, wanted):
         moving = (np.asarray(samples.value) != 0) & (np.asarray(samples.unit) == BYTES_PER_S)
         # Counted, not np.unique: its first call loads numpy.ma (~10 ms of an `explain`).
