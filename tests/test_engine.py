@@ -223,3 +223,16 @@ def test_no_scheduler_at_the_address_is_one_line(tmp_path, capsys, monkeypatch):
     )
     assert err.endswith("start one with `dask scheduler`\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+
+
+@needs_dask
+def test_in_process_tasks_that_release_the_gil_get_a_thread_per_core():
+    # engine.connect: gil_free tasks (the IOMMU model's timed runs release the GIL: rust/py
+    # port_simulate) run a worker thread per usable core in this process; other tasks one
+    # (nic's warnings filter is not thread-safe), and a local cluster one per process.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    for gil_free, threads in ((True, cores), (False, 1)):
+        with engine.connect(engine.Scheduler(), gil_free=gil_free) as client:
+            assert sum(client.nthreads().values()) == threads
+    with engine.connect(engine.parse_scheduler("local:1"), gil_free=True) as client:
+        assert list(client.nthreads().values()) == [1]

@@ -15,6 +15,7 @@ May import: errors.
 from __future__ import annotations
 
 import copy
+import threading
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from typing import Any
 from pcieperf.errors import ProfileError, UsageError
 
 MAX_TEXT_BYTES = 16 << 20  # the largest shipped file is a few KiB; /dev/zero never ends
-_parsed: dict[str, dict[str, Any]] | None = None  # TOML text -> its tables, in `parse_once`
+_parsed = threading.local()  # .tables: TOML text -> its tables, in this thread's `parse_once`
 
 
 def read_bounded(
@@ -59,14 +60,15 @@ def read_text(path: Path, label: str | None = None) -> str:
 
 def loads_toml(text: str, label: str) -> dict[str, Any]:
     """Parse TOML text; a syntax error becomes one line naming `label`."""
-    if _parsed is not None and text in _parsed:
-        return copy.deepcopy(_parsed[text])
+    parsed = getattr(_parsed, "tables", None)
+    if parsed is not None and text in parsed:
+        return copy.deepcopy(parsed[text])
     try:
         tables = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{label}: not valid TOML: {exc}") from None
-    if _parsed is not None:
-        _parsed[text] = copy.deepcopy(tables)
+    if parsed is not None:
+        parsed[text] = copy.deepcopy(tables)
     return tables
 
 
@@ -75,14 +77,13 @@ def parse_once() -> Iterator[None]:
     """While the block runs, each distinct TOML text is parsed once (files are still read, and
     each caller gets its own copy): a sweep checks every point's options, and an `iommu sim`
     point loads some 12 calibration and platform files (8 ms a point parsed each time, 2 ms
-    parsed once)."""
-    global _parsed
-    outer = _parsed
-    _parsed = {} if outer is None else outer
+    parsed once). Per thread: a sweep's in-process workers may be several threads."""
+    outer = getattr(_parsed, "tables", None)
+    _parsed.tables = {} if outer is None else outer
     try:
         yield
     finally:
-        _parsed = outer
+        _parsed.tables = outer
 
 
 def load_toml(path: Path, label: str | None = None) -> dict[str, Any]:

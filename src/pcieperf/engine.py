@@ -2,7 +2,8 @@
 cluster or on an existing one (issue 17).
 
     --scheduler      what runs the chunks
-    (none)           LocalCluster(processes=False): one worker thread inside this process
+    (none)           LocalCluster(processes=False): one worker thread inside this process (one
+                     per usable core for tasks that release the GIL: `connect(gil_free=True)`)
     local[:N]        LocalCluster of N worker processes (default: one per CPU), one thread each
     tcp://HOST:PORT  an existing dask.distributed scheduler (`dask scheduler`, `dask worker`)
 
@@ -116,9 +117,13 @@ def require_dask(what: str) -> None:
 
 
 @contextmanager
-def connect(scheduler: Scheduler, *, quiet_logs: bool = True) -> Iterator[Client]:
+def connect(
+    scheduler: Scheduler, *, quiet_logs: bool = True, gil_free: bool = False
+) -> Iterator[Client]:
     """A Client on `scheduler`, closed (and a cluster it started, shut down) on exit.
-    `quiet_logs` keeps dask's own log lines off stderr (--debug shows them)."""
+    `quiet_logs` keeps dask's own log lines off stderr (--debug shows them). `gil_free`: the
+    tasks spend their time in native code that releases the GIL (the IOMMU model's timed runs,
+    rust/py `port_simulate`), so the in-process cluster runs a worker thread per usable core."""
     require_dask("running on Dask")
     from distributed import Client, LocalCluster
 
@@ -138,7 +143,9 @@ def connect(scheduler: Scheduler, *, quiet_logs: bool = True) -> Iterator[Client
     cluster = LocalCluster(
         processes=not scheduler.in_process,
         n_workers=scheduler.workers or 1,
-        threads_per_worker=1,  # the models are single-threaded: one task per core
+        # The models are single-threaded: one task per core (in this process, where the
+        # tasks release the GIL, a thread per core: no process to start or send the plan to).
+        threads_per_worker=_usable_cores() if gil_free and scheduler.in_process else 1,
         dashboard_address="127.0.0.1:0",  # any free port: 8787 may belong to another cluster
         # Errors reach the caller as exceptions; what workers log besides is noise on stderr
         # (a heartbeat racing the shutdown logs a traceback at ERROR on a loaded host).

@@ -523,7 +523,7 @@ def _finalize(plan: Plan, parts: Path, output: Path, force: bool) -> tuple[int, 
         nonlocal rows
         with pq.ParquetWriter(tmp, schema) as writer:
             for f in files:
-                table = pq.read_table(f)
+                table = pq.ParquetFile(f).read()  # one file: no dataset discovery (half the time)
                 columns = [
                     table[n].cast(schema.field(n).type)
                     if n in table.column_names

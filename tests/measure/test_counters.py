@@ -416,6 +416,29 @@ def _two_socket_file(path: Path) -> Path:
     return path
 
 
+def test_the_store_lists_an_imports_stacks_and_which_carry_traffic(tmp_path):
+    # What `explain --import` picks its stack from (`Store.counter_stacks`): each (socket,
+    # stack) once, and with `traffic` those with a non-zero B/s sample. Here socket 1's stack 3
+    # moves nothing: its four byte counters are 0 in every sample.
+    source = _two_socket_file(tmp_path / "two.csv")
+    lines = source.read_text().splitlines()
+    idle = [
+        ",".join(line.split(",")[:5] + ["0"] * 4) for line in lines if "Socket1,IIO Stack 3" in line
+    ]
+    busy = [line for line in lines[1:] if "Socket1,IIO Stack 3" not in line]
+    source.write_text("\n".join([lines[0], *busy, *idle]) + "\n")
+    db = tmp_path / "s.duckdb"
+    assert main(["counters", "import", str(source), "--db", str(db), "-q"]) == 0
+    stacks = [(0, "IIO Stack 2 - PCIe0"), (0, "IIO Stack 3 - PCIe0"), (1, "IIO Stack 2 - PCIe0")]
+    with Store(db) as store:
+        file, every = store.counter_stacks(1)
+        assert file == str(source.resolve())
+        assert sorted(every) == [*stacks, (1, "IIO Stack 3 - PCIe0")]
+        assert sorted(store.counter_stacks(1, traffic=True)[1]) == stacks
+        with pytest.raises(UsageError, match="no counter import 2 in"):
+            store.counter_stacks(2)
+
+
 def test_explain_of_an_import_reads_only_the_stack_it_explains(tmp_path, capsys, monkeypatch):
     # The store path chooses the stack as the file path does (the same answer for an exact
     # --stack, the same errors for an ambiguous one and for none with several busy), from the

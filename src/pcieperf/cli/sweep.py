@@ -43,7 +43,9 @@ class _Columns(NamedTuple):
 
     def __call__(self, args: argparse.Namespace) -> dict[str, object]:
         """The columns of the point (or run of sizes) `args`."""
-        with warnings.catch_warnings():  # one worker thread per process (engine.connect)
+        # catch_warnings is not thread-safe: nic's filter needs one worker thread per process
+        # (engine.connect: not `gil_free`); the others change no filter.
+        with warnings.catch_warnings():
             if self.nic:
                 warnings.simplefilter("ignore", PcieperfWarning)
             columns = dict(self.result_of(args).to_columns())
@@ -77,8 +79,9 @@ class _Sweepable(NamedTuple):
     half a second of work per task, far above what a Dask task costs: docs/scale.md), the
     check of one point's options as the command makes it before its model runs (every point
     is checked before any work: `sweep_check`), the options that are no parameter, those
-    naming a .toml file, and whether sizes may be joined into one call given the fixed
-    options."""
+    naming a .toml file, whether sizes may be joined into one call given the fixed options,
+    and whether the evaluation's time is native code that releases the GIL (then in-process
+    chunks run on a thread per core: engine.connect's `gil_free`)."""
 
     evaluate: Evaluate
     chunk: int
@@ -86,6 +89,7 @@ class _Sweepable(NamedTuple):
     excluded: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     joinable: Callable[[argparse.Namespace], bool] = lambda _: True
+    gil_free: bool = False
 
 
 _SWEEPABLE = {
@@ -99,7 +103,7 @@ _SWEEPABLE = {
     ),
     "dma": _Sweepable(_Columns(dma_result), 200_000, _check_dma, ("tlps",)),
     "iommu sim": _Sweepable(
-        _Columns(iommu_sim_result), 24, _check_iommu_sim, files=("calibration",)
+        _Columns(iommu_sim_result), 24, _check_iommu_sim, files=("calibration",), gil_free=True
     ),
     "bench sim": _Sweepable(
         _Columns(bench_sim_result), 32, _check_bench_sim, files=("host", "device")
@@ -151,7 +155,8 @@ def cmd_sweep(args: argparse.Namespace) -> None:
         f"sweeping {found.points:,} points (about {found.cpu_s:,.0f} CPU s, "
         f"{found.output_bytes / 1e6:,.0f} MB)"
     )
-    with engine.connect(scheduler, quiet_logs=not args.debug) as client:
+    gil_free = _SWEEPABLE[plan.spec.command].gil_free
+    with engine.connect(scheduler, quiet_logs=not args.debug, gil_free=gil_free) as client:
         out = {
             "scheduler": str(scheduler),
             **sweep.run(plan, output, client, force=args.force, label=label),

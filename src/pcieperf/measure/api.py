@@ -199,9 +199,9 @@ def _stored_counters(
 ) -> Samples:
     """The samples of the stack explain takes from a counter set imported into the store, as
     its file gave them: the stack chosen as `stacks.choose_stack` chooses, from the store's
-    per-stack summary, so no other stack's samples are read; a file as well is an error."""
-    from pcieperf.measure.counters.samples import BYTES_PER_S
-    from pcieperf.measure.stacks import pick_stack, stack_key
+    list of stacks (and which carry traffic, where that decides), so no other stack's samples
+    are read; a file as well is an error."""
+    from pcieperf.measure.stacks import needs_traffic, pick_stack, stack_key
 
     if counters is not None:
         raise UsageError(
@@ -209,12 +209,14 @@ def _stored_counters(
             "counters; give one"
         )
     with open_store(db) as store:
-        groups = store.counter_summary(import_id)
-        stacks = {stack_key(g["socket"], g["stack"]): (g["socket"], g["stack"]) for g in groups}
-        moving = [g for g in groups if g["unit"] == BYTES_PER_S and (g["min"] or g["max"])]
-        busy = sorted({stack_key(g["socket"], g["stack"]) for g in moving})
-        (file,) = [i["file"] for i in store.counter_imports() if i["import_id"] == import_id]
-        chosen = pick_stack(sorted(stacks), busy, stack, file)
+        file, found = store.counter_stacks(import_id)
+        stacks = {stack_key(*pair): pair for pair in found}
+        known = sorted(stacks)
+        busy: list[str] = []  # the busy ones summed up only where they decide
+        if needs_traffic(known, stack):
+            _, moving = store.counter_stacks(import_id, traffic=True)
+            busy = sorted(stack_key(*pair) for pair in moving)
+        chosen = pick_stack(known, busy, stack, file)
         return store.counter_set(import_id, stacks[chosen])
 
 

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from pcieperf.dpdk import forwarding
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
-from pcieperf.iommu.platform import Traffic, load_platform
+from pcieperf.iommu.platform import IommuParams, Traffic, load_platform
 from pcieperf.iommu.stream import count_misses
 from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.explain_rules import (
@@ -333,10 +333,14 @@ def port_traffic(cfg: forwarding.ForwardingConfig) -> Traffic:
     return Traffic(parse_mix(str(cfg.pkt_bytes + FCS_BYTES)), Ethernet(40))
 
 
-def misses_per_packet(cfg: forwarding.ForwardingConfig, setup: PortSetup) -> float:
-    """IOTLB misses per forwarded packet from the IOMMU model's address stream."""
+def misses_per_packet(
+    cfg: forwarding.ForwardingConfig, setup: PortSetup, iommu: IommuParams | None = None
+) -> float:
+    """IOTLB misses per forwarded packet from the IOMMU model's address stream, on `iommu`
+    (None: the default platform's)."""
     port, traffic = port_setup(cfg, setup), port_traffic(cfg)
-    return count_misses(port, traffic, load_platform().iommu).misses_per_pkt
+    iommu = load_platform().iommu if iommu is None else iommu
+    return count_misses(port, traffic, iommu).misses_per_pkt
 
 
 def choose_page(
@@ -358,7 +362,8 @@ def choose_page(
     implied = _implied(bytes_only)
     factor = _factor(implied) if implied else 1.0
     measured = float(series[MISS_METRIC].value.mean()) / (pps * factor)
-    model = {p: misses_per_packet(cfg, replace(port, page=p)) for p in PAGE_CANDIDATES}
+    iommu = load_platform().iommu  # loaded once for both pages
+    model = {p: misses_per_packet(cfg, replace(port, page=p), iommu) for p in PAGE_CANDIDATES}
     page = min(PAGE_CANDIDATES, key=lambda p: abs(measured - model[p]))  # a tie: hugepages
     return PageChoice(page, "counters", measured, model)
 
@@ -444,7 +449,12 @@ def _implied(verdicts: list[Verdict]) -> dict[str, float]:
 
 def _factor(implied: dict[str, float]) -> float:
     """The rate factor the voters imply: their median ratio, in logs (10x and 0.1x alike)."""
-    return float(np.exp(np.median(np.log(list(implied.values())))))
+    logs = np.sort(np.log(list(implied.values())))
+    middle = len(logs) // 2
+    # np.median's value (the middle log, or the mean of the middle two) without its NaN check,
+    # whose first call loads numpy.ma (~10 ms of an `explain`): the logs are finite (`_votes`).
+    median = logs[middle] if len(logs) % 2 else (logs[middle - 1] + logs[middle]) / 2
+    return float(np.exp(median))
 
 
 def _votes(v: Verdict) -> bool:

@@ -21,18 +21,10 @@ from numpy.typing import NDArray
 
 from pcieperf.dpdk.testpmd import RunResult, StoredRun
 from pcieperf.errors import UsageError, param, require_choice
-from pcieperf.measure.counters.samples import Samples, Sink
+from pcieperf.measure.counters.samples import BYTES_PER_S, Samples, Sink
 from pcieperf.measure.store_lock import connect
-from pcieperf.pciebench.bench import (
-    COLUMNS,
-    INTEGER_COLUMNS,
-    STORE_NAMES,
-    TEXT_COLUMNS,
-    Kind,
-    ParsedDir,
-    canonical_test,
-    parse_result_dir,
-)
+from pcieperf.measure.store_schema import CAPTURE_RUN_COLUMNS, schema
+from pcieperf.pciebench.bench import COLUMNS, Kind, ParsedDir, canonical_test, parse_result_dir
 from pcieperf.progress import wrap as with_progress
 
 if TYPE_CHECKING:
@@ -52,98 +44,10 @@ def default_db_path() -> Path:
     return Path(env) if env else platformdirs.user_data_path("pcieperf") / "pcieperf.duckdb"
 
 
-def _sql_type(csv_name: str) -> str:
-    if csv_name in TEXT_COLUMNS:
-        return "VARCHAR"
-    return "BIGINT" if csv_name in INTEGER_COLUMNS else "DOUBLE"
-
-
-CAPTURE_RUN_COLUMNS = {
-    "dpdk_version": "VARCHAR",
-    "tool": "VARCHAR",
-    "port": "VARCHAR",
-    "frame_bytes": "DOUBLE",
-    "fwd_lcores": "INTEGER",
-    "direction": "VARCHAR",
-    "copies_per_packet": "INTEGER",
-    "format": "VARCHAR",
-    "snaplen": "INTEGER",
-    "ring_size": "INTEGER",
-    "sink": "VARCHAR",
-    "seconds": "DOUBLE",
-    "fwd_pps_no_capture": "DOUBLE",
-    "fwd_pps": "DOUBLE",
-    "fwd_cpu_ns_no_capture": "DOUBLE",
-    "fwd_cpu_ns": "DOUBLE",
-    "fwd_cpu_share_no_capture": "DOUBLE",
-    "fwd_cpu_share": "DOUBLE",
-    "copies": "BIGINT",
-    "copies_counted": "BOOLEAN",
-    "dropped": "BIGINT",
-    "written": "BIGINT",
-    "loss": "DOUBLE",
-    "file_packets": "BIGINT",
-    "capture_pps": "DOUBLE",
-    "capture_gbps": "DOUBLE",
-    "capture_cpu_ns": "DOUBLE",
-    "capture_cpu_share": "DOUBLE",
-    "bytes_per_record": "DOUBLE",
-    "write_calls_per_packet": "DOUBLE",
-    "packets_per_timestamp": "DOUBLE",
-    "inversions": "BIGINT",
-    "harness_cpu_share": "DOUBLE",
-    "cross_cpu_slowdown_before": "DOUBLE",
-    "cross_cpu_slowdown_after": "DOUBLE",
-    "crashed": "BOOLEAN",
-    "commands": "VARCHAR",
-    "outputs": "VARCHAR",
-}
-"""The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
-start time (pcieperf.capture.records builds the rows)."""
-
 IMPORT_MEMORY_LIMIT = "32MB"
 """DuckDB's buffer pool while a counter file is imported: each chunk is written as it commits,
 so the pool need not keep it (with DuckDB's default, 80 % of RAM, a 200 MB file's import
 peaked ~60 MB higher)."""
-
-
-def _schema() -> list[str]:
-    capture_columns = ", ".join(f"{k} {v}" for k, v in CAPTURE_RUN_COLUMNS.items())
-    tables = [
-        "CREATE TABLE IF NOT EXISTS systems (system VARCHAR PRIMARY KEY, card VARCHAR, "
-        "arch VARCHAR, cpu VARCHAR, machine VARCHAR, numa_device INTEGER, numa_memory INTEGER, "
-        "numa_cpu INTEGER, iommu VARCHAR, source VARCHAR, imported_at TIMESTAMP)",
-        "CREATE TABLE IF NOT EXISTS host_facts (system VARCHAR, name VARCHAR, text VARCHAR)",
-        "CREATE TABLE IF NOT EXISTS counter_imports (import_id INTEGER PRIMARY KEY, "
-        "file VARCHAR, source VARCHAR, samples BIGINT, imported_at TIMESTAMP)",
-        "CREATE TABLE IF NOT EXISTS counter_samples (import_id INTEGER, t_s DOUBLE, "
-        "wall_time TIMESTAMP, source VARCHAR, socket INTEGER, stack VARCHAR, part VARCHAR, "
-        "metric VARCHAR, value DOUBLE, unit VARCHAR)",
-        # an import's samples until one transaction moves them (`Store.import_counters`)
-        "CREATE TABLE IF NOT EXISTS counter_staging AS FROM counter_samples LIMIT 0",
-        "CREATE TABLE IF NOT EXISTS dpdk_runs (run_id INTEGER PRIMARY KEY, started TIMESTAMP, "
-        "mode VARCHAR, source VARCHAR, extra_args VARCHAR, seconds DOUBLE, wall_s DOUBLE, "
-        "interrupted BOOLEAN, version VARCHAR, command VARCHAR, rx_pps DOUBLE, tx_pps DOUBLE, "
-        "pkt_bytes DOUBLE, output VARCHAR)",
-        "CREATE TABLE IF NOT EXISTS dpdk_run_ports (run_id INTEGER, port INTEGER, "
-        "rx_packets BIGINT, tx_packets BIGINT, rx_pps DOUBLE, tx_pps DOUBLE, "
-        "rx_bursts BIGINT, rx_burst_shares VARCHAR)",
-        "CREATE TABLE IF NOT EXISTS dpdk_run_bursts (run_id INTEGER, burst INTEGER, calls DOUBLE)",
-        "CREATE TABLE IF NOT EXISTS capture_runs (run_id INTEGER PRIMARY KEY, "
-        f"started TIMESTAMP, {capture_columns})",
-        # a store made by an earlier version gains the columns added since (null there)
-        *(
-            f"ALTER TABLE capture_runs ADD COLUMN IF NOT EXISTS {name} {kind}"
-            for name, kind in CAPTURE_RUN_COLUMNS.items()
-        ),
-    ]
-    for kind, columns in COLUMNS.items():
-        cols = ", ".join(f"{STORE_NAMES[c]} {_sql_type(c)}" for c in columns)
-        extra = ", section INTEGER" if kind == "cdf" else ""
-        tables.append(
-            f"CREATE TABLE IF NOT EXISTS {kind} (system VARCHAR, file VARCHAR, {cols}{extra})"
-        )
-    return tables
 
 
 class Store:
@@ -167,7 +71,7 @@ class Store:
         except (duckdb.Error, OSError) as exc:
             reason = str(exc).splitlines()[0]
             raise UsageError(f"cannot open the store {self.path}: {reason}") from None
-        for statement in _schema():
+        for statement in schema():
             self.con.execute(statement)
 
     def close(self) -> None:
@@ -334,27 +238,39 @@ class Store:
             self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [import_id])
             self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
 
-    def _require_counter_import(self, import_id: int) -> None:
-        found = self._one("SELECT count(*) FROM counter_imports WHERE import_id = ?", [import_id])
-        if not found[0]:
+    def _require_counter_import(self, import_id: int) -> tuple[str, str]:
+        """The import's file and source (none: one line naming `counters ls`)."""
+        query = "SELECT file, source FROM counter_imports WHERE import_id = ?"
+        if (found := self.con.execute(query, [import_id]).fetchone()) is None:
             raise UsageError(
                 f"no counter import {import_id} in {self.path}; `pcieperf counters ls` lists them"
             )
+        return found
 
     def counter_set(self, import_id: int, stack: tuple[int | None, str] | None = None) -> Samples:
         """One import's samples (one (socket, stack)'s if given) in file order (`explain`)."""
-        self._require_counter_import(import_id)
-        file, source = self._one(
-            "SELECT file, source FROM counter_imports WHERE import_id = ?", [import_id]
-        )
+        file, source = self._require_counter_import(import_id)
         only = "AND socket IS NOT DISTINCT FROM ? AND stack = ? " if stack else ""
-        rows = self.con.execute(
+        columns = self.con.execute(
             "SELECT t_s, wall_time, socket, stack, part, metric, value, unit FROM counter_samples "
             f"WHERE import_id = ? {only}ORDER BY rowid",
             [import_id, *(stack or ())],
-        ).fetchall()
-        columns: list[Any] = [list(column) for column in zip(*rows, strict=True)]  # t_s .. unit
-        return Samples(source, file, *columns)
+        ).fetchnumpy()  # by column: half fetchall's time (a NULL is masked, None in tolist)
+        listed: list[Any] = [column.tolist() for column in columns.values()]  # t_s .. unit
+        return Samples(source, file, *listed)
+
+    def counter_stacks(
+        self, import_id: int, *, traffic: bool = False
+    ) -> tuple[str, list[tuple[int | None, str]]]:
+        """One import's file and its (socket, stack) pairs; with `traffic`, only those with a
+        non-zero B/s sample (`explain` picks a stack by them, and asks only where it must)."""
+        file, _ = self._require_counter_import(import_id)
+        moving = " HAVING bool_or(unit = ? AND value <> 0)" if traffic else ""
+        query = (
+            f"SELECT socket, stack FROM counter_samples WHERE import_id = ? GROUP BY ALL{moving}"
+        )
+        found = self.con.execute(query, [import_id, BYTES_PER_S] if traffic else [import_id])
+        return file, found.fetchall()
 
     def add_dpdk_run(self, run: RunResult) -> int:
         """Store one testpmd run (its ports, merged burst histogram and output) in one
