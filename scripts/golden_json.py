@@ -152,16 +152,27 @@ def canonical(value: object) -> str:
     return json.dumps(value, indent=1, sort_keys=True) + "\n"
 
 
+def difference(got: object, want: object, rel: float, where: str = "") -> str | None:
+    """Where two JSON values first differ (a key path and both values), floats within `rel` of
+    each other counting as equal (0: bit for bit); None where they are equal."""
+    if isinstance(got, float) and isinstance(want, float) and rel > 0:
+        same = math.isclose(got, want, rel_tol=rel) or (math.isnan(got) and math.isnan(want))
+        return None if same else f"{where or '/'}: {got!r} != {want!r}"
+    if isinstance(got, dict) and isinstance(want, dict) and got.keys() == want.keys():
+        found = (difference(got[k], want[k], rel, f"{where}/{k}") for k in got)
+        return next((d for d in found if d), None)
+    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
+        pairs = enumerate(zip(got, want, strict=True))
+        found = (difference(g, w, rel, f"{where}[{i}]") for i, (g, w) in pairs)
+        return next((d for d in found if d), None)
+    if canonical(got) == canonical(want):
+        return None
+    return f"{where or '/'}: {canonical(got)[:200].strip()} != {canonical(want)[:200].strip()}"
+
+
 def close(got: object, want: object, rel: float) -> bool:
     """Whether two JSON values are equal, floats within `rel` of each other (0: bit for bit)."""
-    if isinstance(got, float) and isinstance(want, float) and rel > 0:
-        return math.isclose(got, want, rel_tol=rel) or (math.isnan(got) and math.isnan(want))
-    if isinstance(got, dict) and isinstance(want, dict):
-        return got.keys() == want.keys() and all(close(got[k], want[k], rel) for k in got)
-    if isinstance(got, list) and isinstance(want, list):
-        pairs = zip(got, want, strict=False)
-        return len(got) == len(want) and all(close(g, w, rel) for g, w in pairs)
-    return canonical(got) == canonical(want)
+    return difference(got, want, rel) is None
 
 
 def golden(name: str) -> dict[str, object]:
@@ -172,11 +183,13 @@ def golden(name: str) -> dict[str, object]:
 def differences(name: str, replayed: dict[str, object], rel: float = 0.0) -> list[str]:
     """The lines of one suite whose JSON is not the recording's (or was never recorded)."""
     recorded = golden(name)
-    return [
-        f"{name}: {'differs' if line in recorded else 'not recorded'}: {line}"
-        for line, value in replayed.items()
-        if line not in recorded or not close(value, recorded[line], rel)
-    ]
+    found = []
+    for line, value in replayed.items():
+        if line not in recorded:
+            found.append(f"{name}: not recorded: {line}")
+        elif where := difference(value, recorded[line], rel):
+            found.append(f"{name}: differs at {where}: {line}")
+    return found
 
 
 def record() -> int:
