@@ -29,7 +29,7 @@ ALLOWED = {
     "_values": {"_numpy"},
     "_cache": {"_numpy"},
     "_native": {"errors"},
-    "_config": {"errors"},
+    "_config": {"errors", "_cache"},
     "outputs": {"errors"},
     "interrupts": set(),
     "engine": {"errors", "progress"},

@@ -5,7 +5,6 @@ that are not UTF-8 and text that is not TOML: one line that names the file, a Us
 
 import re
 import tempfile
-import threading
 import tomllib
 from pathlib import Path
 
@@ -142,36 +141,21 @@ def test_no_number_in_a_file_is_nan_or_infinite(tmp_path, value):
             assert "finite" in str(caught.value), caught.value
 
 
-def test_parse_once_holds_in_its_own_thread_only(tmp_path, monkeypatch):
-    # A sweep's in-process workers may be threads (engine.connect gil_free): two threads'
-    # parse_once blocks that end out of order neither share a cache nor leave one behind.
+def test_a_toml_text_is_parsed_once_and_each_caller_gets_its_own_tables(tmp_path, monkeypatch):
+    # _config._tables (issue 30: the package's one cache): an `iommu sim` point loads the same
+    # dozen files; parsed once per process, while a caller that changes what it got changes
+    # no other caller's tables.
     path = tmp_path / "p.toml"
-    path.write_text("a = 1\n")
+    path.write_text("a = 1\n[t]\nb = [1, 2]\n")
     parses = []
     parse = tomllib.loads
     monkeypatch.setattr(_config.tomllib, "loads", lambda text: parses.append(text) or parse(text))
-    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
-
-    def first():
-        with _config.parse_once():
-            _config.load_toml(path)
-            first_in.set()
-            second_in.wait()
-        first_out.set()
-
-    def second():
-        first_in.wait()
-        with _config.parse_once():
-            _config.load_toml(path)
-            _config.load_toml(path)  # this thread's cache
-            second_in.set()
-            first_out.wait()  # the first block ends while this one runs
-
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(parses) == 2  # once in each thread
-    _config.load_toml(path)
-    assert len(parses) == 3  # outside any block: parsed afresh, no cache left over
+    _config._tables.cache_clear()
+    first = _config.load_toml(path)
+    first["t"]["b"].append(3)
+    second = _config.load_toml(path)
+    assert second == {"a": 1, "t": {"b": [1, 2]}}
+    assert len(parses) == 1
+    path.write_text("a = 2\n")  # a changed file is a new text: parsed again
+    assert _config.load_toml(path) == {"a": 2}
+    assert len(parses) == 2

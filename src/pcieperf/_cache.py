@@ -16,6 +16,8 @@ point costs is shared with its neighbours):
 - `pcie.tlp.link_rules`: a link's rules and TLP byte rate, by link (derived anew at every
   attribute access of a `Link`).
 - `nic.api._profile_once`, `nic.host.assumed_host`, `nic.bounds`: files read once.
+- `_config._tables`: a TOML text's tables, by the text (files are still read: an edited file
+  is a new text); `load_toml` hands out copies.
 Every cache is bounded; what it returns is shared, so arrays in it are read-only.
 """
 

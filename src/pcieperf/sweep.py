@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, NoReturn
 import numpy as np
 
 from pcieperf import __version__, engine, outputs
-from pcieperf._config import load_toml, parse_once
+from pcieperf._config import load_toml
 from pcieperf.errors import UsageError, require_new_file
 
 if TYPE_CHECKING:  # pyarrow comes with the optional `dask` extra
@@ -367,18 +367,17 @@ def evaluate_chunk(plan: Plan, bounds: tuple[int, int, int]) -> pa.Table:
     _, start, stop = bounds
     idx = axis_indices(plan, start, stop)
     tables, rows_per_point = [], np.zeros(len(idx), dtype=np.int64)
-    with parse_once():  # the points' profiles and calibrations are the same few files
-        for first, end in call_groups(plan, idx):
-            try:
-                table = pa.table(dict(plan.evaluate(point_namespace(plan, idx[first:end]))))
-            except UsageError as exc:
-                point = describe_point(plan, idx[first])
-                raise UsageError(f"sweep point {point}: {exc}") from None
-            per_point, extra = divmod(table.num_rows, end - first)
-            if extra:
-                raise AssertionError(f"{table.num_rows} rows for {end - first} points")
-            rows_per_point[first:end] = per_point
-            tables.append(table)
+    for first, end in call_groups(plan, idx):
+        try:
+            table = pa.table(dict(plan.evaluate(point_namespace(plan, idx[first:end]))))
+        except UsageError as exc:
+            point = describe_point(plan, idx[first])
+            raise UsageError(f"sweep point {point}: {exc}") from None
+        per_point, extra = divmod(table.num_rows, end - first)
+        if extra:
+            raise AssertionError(f"{table.num_rows} rows for {end - first} points")
+        rows_per_point[first:end] = per_point
+        tables.append(table)
     results = pa.concat_tables(tables, promote_options="permissive")
     repeat = np.repeat(idx, rows_per_point, axis=0)
     names = [a.dest for a in plan.axes]

@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pcieperf._config import parse_once
 from pcieperf.errors import UsageError
 from pcieperf.sweep import (
     Plan,
@@ -33,8 +32,7 @@ def check_points(plan: Plan, check: Callable[[argparse.Namespace], object]) -> N
     """Run `check` (a command's options checked as it checks them, without its model) on the
     options of every point, as `evaluate_chunk` would call the evaluation, before any work:
     the first bad one is one UsageError naming the point, its values and what is allowed."""
-    with parse_once():  # every point's profiles and calibrations are the same few files
-        _check_all(plan, check)
+    _check_all(plan, check)  # the points' profiles load once (`_config._tables`)
 
 
 def _check_all(plan: Plan, check: Callable[[argparse.Namespace], object]) -> None:
