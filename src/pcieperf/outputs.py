@@ -62,16 +62,18 @@ def _remove(path: Path) -> None:
 
 
 @contextmanager
-def written(output: str | os.PathLike, force: bool) -> Iterator[Path]:
+def written(output: str | os.PathLike, force: bool, durable: bool = True) -> Iterator[Path]:
     """The temporary path to write `output` to; when the block ends without an error, the file
-    is flushed to disk and published (`publish`). Any failure removes the temporary; an OS
-    error (a full disk, a read-only folder) becomes one line naming `output` and the reason."""
+    is flushed to disk (unless not `durable`: a file its reader checks, such as a sweep's part)
+    and published (`publish`). Any failure removes the temporary; an OS error (a full disk, a
+    read-only folder) becomes one line naming `output` and the reason."""
     out = Path(output)
     tmp = temporary_beside(out)
     try:
         with os_errors(out):
             yield tmp
-            _sync(tmp)
+            if durable:
+                _sync(tmp)
         publish(tmp, out, force)
     finally:
         _remove(tmp)
@@ -94,9 +96,11 @@ def write_text(output: str | os.PathLike, text: str, force: bool) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def write_with(output: str | os.PathLike, force: bool, write: Callable[[Path], object]) -> None:
-    """Publish the file that `write(path)` writes as `output`, whole or not at all."""
-    with written(output, force) as tmp:
+def write_with(
+    output: str | os.PathLike, force: bool, write: Callable[[Path], object], durable: bool = True
+) -> None:
+    """Publish the file that `write(path)` writes as `output`, whole or not at all (`written`)."""
+    with written(output, force, durable) as tmp:
         write(tmp)
 
 

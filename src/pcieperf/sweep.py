@@ -36,7 +36,8 @@ import shutil
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -44,7 +45,7 @@ import numpy as np
 
 from pcieperf import __version__, engine, outputs
 from pcieperf._config import load_toml
-from pcieperf.errors import UsageError, require_new_file
+from pcieperf.errors import UsageError, param, require_new_file
 
 if TYPE_CHECKING:  # pyarrow comes with the optional `dask` extra
     import pyarrow as pa
@@ -388,46 +389,6 @@ def evaluate_chunk(plan: Plan, bounds: tuple[int, int, int]) -> pa.Table:
     return pa.table(columns)
 
 
-CONFIRM_CPU_S = 3600.0  # a sweep estimated above an hour of CPU starts only with --yes
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """What a sweep will take, from its first point evaluated here: CPU seconds (one worker
-    thread, the first point's own time per point: an upper bound, it pays the start-up) and
-    bytes of results (Arrow's in-memory size: Parquet's compressed file is smaller)."""
-
-    points: int
-    cpu_s: float
-    output_bytes: int
-
-
-def estimate(plan: Plan) -> Estimate:
-    """Evaluate the grid's first point here, so that options every point shares and that only
-    the evaluation checks (a missing file, no sizes) fail before a cluster starts, and what the
-    whole grid will cost from it."""
-    started = time.process_time()
-    table = evaluate_chunk(replace(plan, vector=None), (0, 0, 1))
-    cpu_s = time.process_time() - started
-    return Estimate(plan.points, cpu_s * plan.points, table.nbytes * plan.points)
-
-
-def check_estimate(found: Estimate, output: Path, confirmed: bool) -> None:
-    """Refuse a sweep whose results cannot fit beside `output`, and one estimated above
-    CONFIRM_CPU_S unless `confirmed` (--yes): both before any chunk runs."""
-    free = shutil.disk_usage(output.absolute().parent).free
-    if found.output_bytes > free:
-        raise UsageError(
-            f"{found.points:,} points make about {found.output_bytes / 1e9:.3g} GB of results, "
-            f"but {output.absolute().parent} has {free / 1e9:.3g} GB free; shrink the axes"
-        )
-    if found.cpu_s > CONFIRM_CPU_S and not confirmed:
-        raise UsageError(
-            f"{found.points:,} points take about {found.cpu_s / 3600:.3g} CPU hours (the first "
-            "point's time each); pass --yes to start it, or shrink the axes"
-        )
-
-
 # ---------------------------------------------------------------------------------------------
 # Running a plan: parts, resume, the final file
 
@@ -479,11 +440,11 @@ def _done_parts(plan: Plan, parts: Path, force: bool) -> set[int]:
         except (OSError, ValueError):
             found = {}
         if found.get("fingerprint") == plan.fingerprint:
-            return {int(p.stem.removeprefix("part-")) for p in parts.glob("part-*.parquet")}
+            return _readable_parts(parts)
         if not force:
             raise UsageError(
                 f"{parts} holds the parts of another sweep (a different spec or pcieperf "
-                "version); pass --force to discard them"
+                f"version); pass {param('force')} to discard them"
             )
         for old in parts.iterdir():
             old.unlink()
@@ -500,10 +461,27 @@ def _part(parts: Path, index: int) -> Path:
 
 
 def write_part(parts: Path, index: int, table: pa.Table) -> None:
-    """Store one finished chunk."""
+    """Store one finished chunk, not waiting for the disk (an fsync a part cost a 50-point
+    `iommu sim` sweep a sixth of its time): a resumed sweep redoes a part a crash cut."""
     import pyarrow.parquet as pq
 
-    outputs.write_with(_part(parts, index), True, lambda tmp: pq.write_table(table, tmp))
+    write = partial(pq.write_table, table)
+    outputs.write_with(_part(parts, index), True, write, durable=False)
+
+
+def _readable_parts(parts: Path) -> set[int]:
+    """The chunks whose part is a whole Parquet file; an unreadable one is removed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    done = set()
+    for part in parts.glob("part-*.parquet"):
+        try:
+            pq.read_metadata(part)
+            done.add(int(part.stem.removeprefix("part-")))
+        except (OSError, pa.ArrowInvalid):
+            part.unlink()
+    return done
 
 
 def _finalize(plan: Plan, parts: Path, output: Path, force: bool) -> tuple[int, list[str]]:

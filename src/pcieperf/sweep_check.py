@@ -1,22 +1,28 @@
 """Every point of a sweep checked before any work (issue 28): the command's options of each
 point, as the evaluation would get them, go through the command's own checks without its model,
 so a bad point anywhere in the grid fails in one line before the first chunk, not after many
-chunks (and again on every resume)."""
+chunks (and again on every resume); and what the whole grid will take (`estimate`), refused
+when it cannot fit on disk or runs over an hour of CPU unconfirmed."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
-from pcieperf.errors import UsageError
+from pcieperf.errors import UsageError, param
 from pcieperf.sweep import (
     Plan,
     axis_indices,
     axis_strides,
     call_groups,
     describe_point,
+    evaluate_chunk,
     point_namespace,
 )
 
@@ -80,3 +86,43 @@ def _bad_point(plan: Plan, row: np.ndarray, index: int, exc: UsageError) -> Usag
         f"spec {plan.spec.path}: point {index:,} of {plan.points:,} "
         f"({describe_point(plan, row)}): {exc}"
     )
+
+
+CONFIRM_CPU_S = 3600.0  # a sweep estimated above an hour of CPU starts only with --yes
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a sweep will take, from its first point evaluated here: CPU seconds (one worker
+    thread, the first point's own time per point: an upper bound, it pays the start-up) and
+    bytes of results (Arrow's in-memory size: Parquet's compressed file is smaller)."""
+
+    points: int
+    cpu_s: float
+    output_bytes: int
+
+
+def estimate(plan: Plan) -> Estimate:
+    """Evaluate the grid's first point here, so that options every point shares and that only
+    the evaluation checks (a missing file, no sizes) fail before a cluster starts, and what the
+    whole grid will cost from it."""
+    started = time.process_time()
+    table = evaluate_chunk(replace(plan, vector=None), (0, 0, 1))
+    cpu_s = time.process_time() - started
+    return Estimate(plan.points, cpu_s * plan.points, table.nbytes * plan.points)
+
+
+def check_estimate(found: Estimate, output: Path, confirmed: bool) -> None:
+    """Refuse a sweep whose results cannot fit beside `output`, and one estimated above
+    CONFIRM_CPU_S unless `confirmed`: both before any chunk runs."""
+    free = shutil.disk_usage(output.absolute().parent).free
+    if found.output_bytes > free:
+        raise UsageError(
+            f"{found.points:,} points make about {found.output_bytes / 1e9:.3g} GB of results, "
+            f"but {output.absolute().parent} has {free / 1e9:.3g} GB free; shrink the axes"
+        )
+    if found.cpu_s > CONFIRM_CPU_S and not confirmed:
+        raise UsageError(
+            f"{found.points:,} points take about {found.cpu_s / 3600:.3g} CPU hours (the first "
+            f"point's time each); pass {param('yes')} to start it, or shrink the axes"
+        )

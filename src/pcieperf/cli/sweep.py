@@ -21,7 +21,7 @@ from pcieperf.errors import PcieperfWarning
 from pcieperf.iommu.api import inputs
 from pcieperf.nic.api import check
 from pcieperf.pciebench.api import sim_setup
-from pcieperf.sweep_check import check_points
+from pcieperf.sweep_check import check_estimate, check_points, estimate
 from pcieperf.units import parse_int_list
 
 if TYPE_CHECKING:
@@ -149,8 +149,8 @@ def cmd_sweep(args: argparse.Namespace) -> None:
     plan = sweep_plan(Path(args.spec))
     output = Path(args.output)
     sweep.check_output(output, args.force)
-    found = sweep.estimate(plan)  # a spec that fails fails before a cluster starts
-    sweep.check_estimate(found, output, args.yes)
+    found = estimate(plan)  # a spec that fails fails before a cluster starts
+    check_estimate(found, output, args.yes)
     label = (
         f"sweeping {found.points:,} points (about {found.cpu_s:,.0f} CPU s, "
         f"{found.output_bytes / 1e6:,.0f} MB)"
@@ -183,6 +183,6 @@ def _add_sweep_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--yes",
         action="store_true",
-        help="start a sweep estimated above an hour of CPU (sweep.CONFIRM_CPU_S)",
+        help="start a sweep estimated above an hour of CPU (sweep_check.CONFIRM_CPU_S)",
     )
     _add_scheduler_option(p)
