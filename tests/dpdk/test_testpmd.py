@@ -85,8 +85,8 @@ def test_burst_line_that_cannot_be_read_is_an_error():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"seconds": 0}, "--seconds 0 is not allowed; it must be a positive number"),
-        ({"seconds": math.nan}, "--seconds nan is not allowed"),
+        ({"seconds": 0}, "`seconds` 0 is not allowed; it must be a positive number"),
+        ({"seconds": math.nan}, "`seconds` nan is not allowed"),
         ({"mode": "ring"}, "testpmd mode"),
         ({"mode": "pcap"}, "the pcap mode needs a capture file"),
     ],
