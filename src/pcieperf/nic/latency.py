@@ -393,13 +393,13 @@ class _Path:
 # Rows and the DataFrame
 
 
-def rows(result: Loopback) -> list[dict[str, object]]:
+def rows(result: Loopback) -> list[dict[str, Any]]:
     """One record per frame size: the JSON contract of `pcieperf latency`."""
     share = result.pcie_share()
     low, high = result.total_range_ns
     out = []
     for i, frame in enumerate(result.frames):
-        row: dict[str, object] = {
+        row: dict[str, Any] = {
             "size": int(frame),
             "total_ns": float(result.total_ns()[i]),
             "pcie_ns": float(result.kind_ns("pcie")[i]),
