@@ -12,7 +12,7 @@ from pcieperf.dpdk.port import LINE, require_count
 from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
 from pcieperf.iommu.profiles import DEFAULT_PLATFORM, PlatformProfile, load_platform_profile
 from pcieperf.net.ethernet import Ethernet, PacketMix
-from pcieperf.nic.profile import DEFAULT_PROFILE, NicProfile, load_profile
+from pcieperf.nic.profile import DEFAULT_PROFILE, DeviceFacts, NicProfile, load_profile
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
 
@@ -118,6 +118,12 @@ class Platform:
 
     def __post_init__(self) -> None:
         require_choice("overload mechanism", self.overload, OVERLOADS)
+
+    @property
+    def facts(self) -> DeviceFacts:
+        """The NIC's `[device]` facts, which a platform's NIC has (`load_platform` checks)."""
+        assert self.device.device is not None, "a platform's NIC has a [device] table"
+        return self.device.device
 
 
 def platform_parts(profile: PlatformProfile) -> tuple[IommuParams, Memory, CoreCosts]:
