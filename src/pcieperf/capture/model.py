@@ -39,6 +39,7 @@ from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.net.wire import FCS_BYTES
 from pcieperf.nic.nic import evaluate
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
+from pcieperf.nic.rows import mix_rows
 from pcieperf.pcie.link import Link
 from pcieperf.results import Table
 
@@ -354,9 +355,9 @@ def evaluate_capture(
     """The capture path at each size or mix: arrivals from the offer (default: line rate on
     every port), the ports' line and the NIC's PCIe ceiling; costs central and at every corner
     of the calibration's spread (bounds: the lowest and highest value over them)."""
-    port = Ethernet(eth)
+    port, rows = Ethernet(eth), mix_rows(mixes)
     nic = evaluate(
-        forwarding_profile(ForwardingConfig(), load_profile(profile)), link or Link(), port, mixes
+        forwarding_profile(ForwardingConfig(), load_profile(profile)), link or Link(), port, rows
     )
     line, pcie = setup.ports * nic.line_pps, nic.pcie_max_pps
     offered = line if pps is None else np.minimum(pps, line)  # more than the line never arrives
@@ -403,7 +404,7 @@ def evaluate_capture(
         values |= {key: central[key], f"{key}_low": stacked.min(0), f"{key}_high": stacked.max(0)}
     consumer_cpu = setup.capture_cores * 1e9 / costs.cons_ns
     return CaptureRows(
-        labels=nic.label,
+        labels=rows.label,
         frame_bytes=nic.mean_frame_bytes,
         values=values,
         limited_by=limited_by(flow, consumer_cpu, sink_pps, offered, pcie),

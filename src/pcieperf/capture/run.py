@@ -22,6 +22,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 from pcieperf import interrupts, outputs
 from pcieperf.capture import hugepages, placement, threads, tools
@@ -29,6 +30,9 @@ from pcieperf.dpdk import testpmd
 from pcieperf.errors import PcieperfError, UsageError, param, require_choice, require_new_file, warn
 from pcieperf.net.trace.statistics import stats_files
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
+
+if TYPE_CHECKING:
+    import subprocess
 
 SINKS = ("null", "tmpfs", "file")
 FORMATS = ("pcapng", "pcap")
@@ -167,6 +171,12 @@ class CaptureResult:
     file_stats: dict = field(default_factory=dict)
 
 
+def _output(proc: subprocess.Popen[str]) -> IO[str]:
+    """What a process `testpmd.launch` started prints (it always pipes it)."""
+    assert proc.stdout is not None, "testpmd.launch pipes the output"
+    return proc.stdout
+
+
 class _Primary:
     """testpmd as the primary process, its output read and sampled by a thread."""
 
@@ -177,11 +187,12 @@ class _Primary:
         self.lines: list[str] = []
         self._workers: list[int] = []
         self.proc = testpmd.launch(command)
+        self._output = _output(self.proc)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        for line in self._output:
             self.lines.append(line)
             before = self.parsed.blocks
             self.parsed.feed(line)
@@ -209,7 +220,7 @@ class _Primary:
         """Stop testpmd (SIGINT, then SIGKILL); True if it had crashed instead of stopping."""
         testpmd.stop(self.proc)
         self._reader.join(timeout=STOP_DEADLINE_S)
-        self.proc.stdout.close()
+        self._output.close()
         return self.proc.returncode not in (0, -signal.SIGINT)
 
 
@@ -223,11 +234,12 @@ class _Tool:
         self.capturing = threading.Event()
         env = dict(os.environ, LD_PRELOAD=preload) if preload else None
         self.proc = testpmd.launch(command, env)
+        self._output = _output(self.proc)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        for line in self._output:
             self.lines.append(line)
             if tools.CAPTURING[self.name] in line:
                 self.capturing.set()
@@ -241,14 +253,14 @@ class _Tool:
         """Collect the exited tool and return all it printed."""
         self.proc.wait()
         self._reader.join(timeout=STOP_DEADLINE_S)
-        self.proc.stdout.close()
+        self._output.close()
         return "".join(self.lines)
 
     def kill(self) -> None:
         """Stop the tool however it is, and close its output (cleanup)."""
         testpmd.stop(self.proc)
         self._reader.join(timeout=STOP_DEADLINE_S)
-        self.proc.stdout.close()
+        self._output.close()
 
 
 Tick = Callable[[str, float], None]
@@ -323,7 +335,7 @@ def _binaries(cfg: CaptureConfig) -> dict[str, str]:
 
 def _check_sink(cfg: CaptureConfig) -> None:
     """The sink must be writable before anything starts."""
-    if cfg.sink == "file":
+    if cfg.out is not None:  # sink `file`, the one with --out
         require_new_file(cfg.out, cfg.force)
         folder = Path(cfg.out).absolute().parent
         if not os.access(folder, os.W_OK):
@@ -397,11 +409,11 @@ def _primary_command(
 def _target(cfg: CaptureConfig, prefix: str) -> Path:
     """Where the tool writes: /dev/null, a tmpfs file of the run, or a temporary sibling of
     --out that is published (no-clobber) only once complete."""
-    if cfg.sink == "null":
-        return NULL_SINK
+    if cfg.out is not None:  # sink `file`, the one with --out
+        return outputs.temporary_beside(cfg.out)
     if cfg.sink == "tmpfs":
         return TMPFS / f".{prefix}.{cfg.format}"
-    return outputs.temporary_beside(cfg.out)
+    return NULL_SINK
 
 
 def _tool_command(cfg: CaptureConfig, binary: str, prefix: str, target: Path) -> list[str]:
@@ -505,7 +517,7 @@ def _finish_file(result: CaptureResult, target: Path) -> None:
 
     (stats,) = stats_files([target])
     result.file_stats = stats
-    if cfg.sink == "file":
+    if cfg.out is not None:  # sink `file`, the one with --out
         outputs.publish(target, Path(cfg.out), cfg.force)
         result.file = Path(cfg.out)
 

@@ -4,7 +4,7 @@ smallest that restores the IOMMU-free rate recommended (`advise`), and the ring 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, replace
@@ -145,7 +145,7 @@ def advise(
     traffic: Traffic,
     setup: PortSetup,
     packets: int | None = None,
-    progress: Callable[[list[Candidate]], object] = lambda items: items,
+    progress: Callable[[list[Candidate]], Iterable[Candidate]] = lambda items: items,
 ) -> Advice:
     """Sweep single changes and pick the first (smallest) that restores the IOMMU-free rate,
     else the one with the best rate."""
@@ -225,7 +225,7 @@ def ring_sweep(
     pages: tuple[str, ...] = ("4k", "2m"),
     rings: tuple[int, ...] = RING_SWEEP,
     packets: int | None = None,
-    progress: Callable[[list[PacketMix]], object] = lambda items: items,
+    progress: Callable[[list[PacketMix]], Iterable[PacketMix]] = lambda items: items,
 ) -> list[IommuResult]:
     """Every (mix, page size, rxd = txd) of the sweep; the pool grows when the rings need it."""
     rows = []

@@ -19,6 +19,7 @@ from pcieperf.iommu.stream import (
     REL_ERROR,
     Load,
     MissCounts,
+    TransactionClass,
     burst_transactions,
     core_mpps,
     costs_per_packet,
@@ -52,8 +53,8 @@ class Run:
 
 
 def cold_read_classes(
-    setup: PortSetup, traffic: Traffic, platform: Platform, classes: list[dict[str, object]]
-) -> list[dict[str, object]]:
+    setup: PortSetup, traffic: Traffic, platform: Platform, classes: list[TransactionClass]
+) -> list[TransactionClass]:
     """A packet read per size whose lines DDIO lost: its class with DRAM latency (they follow
     the packet classes: rust/core/src/dataplane.rs cold_read_class)."""
     llc = platform.memory.llc
@@ -90,7 +91,7 @@ def _timed_run(
         lcore=platform.core,
         rel_error=rel_error,
     )
-    device, link = platform.device.device, platform.link
+    device, link = platform.facts, platform.link
     classes = transaction_classes(setup, traffic, platform, costs)
     _check_tags(classes, device, traffic)
     classes += cold_read_classes(setup, traffic, platform, classes)
@@ -120,7 +121,7 @@ def _timed_run(
     )
 
 
-def _check_tags(classes: list[dict[str, object]], device: DeviceFacts, traffic: Traffic) -> None:
+def _check_tags(classes: list[TransactionClass], device: DeviceFacts, traffic: Traffic) -> None:
     """A packet read needing more read requests than the device may hold cannot be issued."""
     need = max(int(c["tags"]) for c in classes)
     if need > device.read_requests:
@@ -264,9 +265,8 @@ class Model:
         return self._baseline_limits[key]
 
     def _unlimited_reads(self, setup: PortSetup) -> Run:
-        nic_device = self.platform.device
-        facts = replace(nic_device.device, read_requests=UNLIMITED_READS)
-        platform = replace(self.platform, device=replace(nic_device, device=facts))
+        facts = replace(self.platform.facts, read_requests=UNLIMITED_READS)
+        platform = replace(self.platform, device=replace(self.platform.device, device=facts))
         return _timed_run(setup, self.traffic, platform, False, self._length, seed=1)
 
     def run_in(self, setup: PortSetup, load: Load, seed: int = 1) -> Run:
@@ -379,11 +379,11 @@ class Model:
 
     def _evaluate(self, setup: PortSetup, seed: int) -> IommuResult:
         platform, traffic = self.platform, self.traffic
-        device = platform.device
-        if setup.queues > device.device.queues:
+        device = platform.facts
+        if setup.queues > device.queues:
             raise UsageError(
-                f"queues {setup.queues} is more than {device.device.name} has "
-                f"({device.device.queues} queue pairs)"
+                f"queues {setup.queues} is more than {device.name} has "
+                f"({device.queues} queue pairs)"
             )
         base = self.no_iommu(setup)
         lcores = core_mpps(setup, platform.core)
@@ -421,9 +421,9 @@ class Model:
             bottleneck=LIMITS[limits[0]] if limits else "none reached",
             limited_by=limits,
             limited_by_no_iommu=base_limits,
-            profile=device.name,
-            device=device.device.name,
-            read_requests=device.device.read_requests,
+            profile=platform.device.name,
+            device=device.name,
+            read_requests=device.read_requests,
             nic_mpps=min(bounds["ethernet"], bounds["pcie_up"], bounds["pcie_down"]),
             bounds_mpps={**bounds, **walk_bound},
             utilization=with_iommu.utilization,
@@ -459,7 +459,7 @@ def drops_at_full_tx_ring(platform: Platform) -> float:
     wait up to the root port's posted credits (calibration [host] posted_credits), reads up to
     the NIC's outstanding read requests (the profile's [device] read_requests), so
     Rx : Tx = credits : read requests."""
-    return max(platform.posted_credits / platform.device.device.read_requests - 1.0, 0.0)
+    return max(platform.posted_credits / platform.facts.read_requests - 1.0, 0.0)
 
 
 def _limits(

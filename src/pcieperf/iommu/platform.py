@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pcieperf.dpdk import forwarding
 from pcieperf.dpdk.port import LINE, require_count
 from pcieperf.errors import ProfileError, UsageError, require_choice, require_positive
 from pcieperf.iommu.profiles import DEFAULT_PLATFORM, PlatformProfile, load_platform_profile
 from pcieperf.net.ethernet import Ethernet, PacketMix
-from pcieperf.nic.profile import DEFAULT_PROFILE, NicProfile, load_profile
+from pcieperf.nic.profile import DEFAULT_PROFILE, DeviceFacts, NicProfile, load_profile
 from pcieperf.pcie.link import Link
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, load_calibration
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 TLB_MAX = 1 << 20  # IOTLBs and walk caches hold tens to thousands of entries (VT-d spec §6)
 REPLACEMENTS = ("lru", "random")
@@ -115,23 +119,29 @@ class Platform:
     def __post_init__(self) -> None:
         require_choice("overload mechanism", self.overload, OVERLOADS)
 
+    @property
+    def facts(self) -> DeviceFacts:
+        """The NIC's `[device]` facts, which a platform's NIC has (`load_platform` checks)."""
+        assert self.device.device is not None, "a platform's NIC has a [device] table"
+        return self.device.device
+
 
 def platform_parts(profile: PlatformProfile) -> tuple[IommuParams, Memory, CoreCosts]:
     """The IOMMU, memory/LLC and core a platform profile describes."""
-    v = profile.value
+    v, count = profile.value, profile.count
     iommu = IommuParams(
-        iotlb_entries=v("iommu.iotlb_entries"),
+        iotlb_entries=count("iommu.iotlb_entries"),
         walk_ns=v("iommu.walk_ns"),
         walk_busy_ns=v("iommu.walk_busy_ns"),
-        walkers=v("iommu.walkers"),
-        pwc_entries=v("iommu.pwc_entries"),
+        walkers=count("iommu.walkers"),
+        pwc_entries=count("iommu.pwc_entries"),
     )
     llc = (
         Llc(
-            sets_per_slice=v("llc.sets_per_slice"),
-            slices=v("llc.slices"),
-            ways=v("llc.ways"),
-            ddio_ways=v("llc.ddio_ways"),
+            sets_per_slice=count("llc.sets_per_slice"),
+            slices=count("llc.slices"),
+            ways=count("llc.ways"),
+            ddio_ways=count("llc.ddio_ways"),
             dram_extra_ns=v("llc.dram_extra_ns"),
         )
         if profile.has_llc
@@ -144,6 +154,18 @@ def platform_parts(profile: PlatformProfile) -> tuple[IommuParams, Memory, CoreC
     )
 
 
+class IommuOverrides(TypedDict, total=False):
+    """`IommuParams` fields a run sets instead of its platform profile (None: the profile's)."""
+
+    iotlb_entries: int | None
+    walk_ns: float | None
+    walk_busy_ns: float | None
+    walkers: int | None
+    iotlb_ways: int | None
+    replacement: str | None
+    pwc_entries: int | None
+
+
 def load_platform(
     path: Path = DEFAULT_CALIBRATION,
     *,
@@ -151,7 +173,7 @@ def load_platform(
     lanes: int = 8,
     profile: str | NicProfile = DEFAULT_PROFILE,
     platform: str | Path = DEFAULT_PLATFORM,
-    **iommu: object,
+    **iommu: Unpack[IommuOverrides],
 ) -> Platform:
     """The calibrated link and host on a `gen` x `lanes` link with the NIC of `profile` (a name,
     a .toml path or a loaded profile) and a platform profile's IOMMU, LLC and core (a built-in
@@ -174,6 +196,7 @@ def load_platform(
         )
     platform_profile = load_platform_profile(platform, path)
     params, memory, core = platform_parts(platform_profile)
+    overrides: dict[str, Any] = {k: v for k, v in iommu.items() if v is not None}
     return Platform(
         device=device,
         link=Link.of(ref, gen=gen, lanes=lanes, completion_policy=shared.completion_policy),
@@ -181,7 +204,7 @@ def load_platform(
         write_line_ns=shared.write_line_ns,
         partial_line_ns=shared.partial_line_ns,
         posted_credits=shared.posted_credits,
-        iommu=replace(params, **{k: v for k, v in iommu.items() if v is not None}),
+        iommu=replace(params, **overrides),
         name=platform_profile.name,
         memory=memory,
         core=core,

@@ -72,6 +72,10 @@ class PlatformProfile:
         v = self.params[key].value
         return int(v) if key in INTEGERS else float(v)
 
+    def count(self, key: str) -> int:
+        """A count's value (one of `INTEGERS`)."""
+        return int(self.params[key].value)
+
     @property
     def has_llc(self) -> bool:
         """Whether the platform's LLC takes device writes (DDIO)."""

@@ -3,7 +3,9 @@ IOTLB/DDIO miss counts, and what each transaction class costs (priced as `nic` p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -107,7 +109,7 @@ def port_params(
         "drop_per_fwd": load.drop_per_fwd,
         "poll_batch": setup.burst if load.state != "light" else poll_batch(setup, traffic, lcore),
         "llc": memory.llc.shape() if memory.llc else None,
-        "sizes": [int(s) for s in dma_bytes(traffic.mix.sizes)],
+        "sizes": [int(s) for s in np.asarray(dma_bytes(traffic.mix.sizes))],
         "weights": [float(w) for w in traffic.mix.weights],
         "ns_per_packet": 1e3 / admit,
         "wire_shares": wire_shares(traffic),
@@ -161,7 +163,7 @@ def count_misses(
     return per_packet_counts(core().port_misses(params))
 
 
-def per_packet_counts(out: dict[str, object]) -> MissCounts:
+def per_packet_counts(out: Mapping[str, Any]) -> MissCounts:
     """Per-packet counts of a Rust port run (`port_misses` or `port_simulate`)."""
     n, fwd = out["packets"], max(out["forwarded"], 1)
     return MissCounts(
@@ -214,7 +216,7 @@ def burst_transactions(setup: PortSetup) -> int:
 
 def transaction_classes(
     setup: PortSetup, traffic: Traffic, platform: Platform, costs: np.ndarray | None = None
-) -> list[dict[str, object]]:
+) -> list[TransactionClass]:
     """Costs of each transaction class, in the order `rust/core/src/dataplane.rs` numbers them:
     Rx descriptor line read, Rx write-back line, Tx descriptor line read, Tx RS write-back,
     then a packet write and a packet read per size of the mix.
@@ -232,9 +234,11 @@ def transaction_classes(
     per_occurrence = costs * occurrences[:, None, None]
     # Descriptor classes carry the mix's mean; packet class 4 + 2k (write) and 5 + 2k (read)
     # the k-th size's cost.
-    costs = [traffic.mix.weights @ per_occurrence[cls] for cls in range(4)]
-    costs += [per_occurrence[cls, (cls - 4) // 2] for cls in range(4, 4 + 2 * sizes)]
-    return [_class(platform, _is_read(cls), _is_tx(cls), *cost) for cls, cost in enumerate(costs)]
+    per_class = [traffic.mix.weights @ per_occurrence[cls] for cls in range(4)]
+    per_class += [per_occurrence[cls, (cls - 4) // 2] for cls in range(4, 4 + 2 * sizes)]
+    return [
+        _class(platform, _is_read(cls), _is_tx(cls), *cost) for cls, cost in enumerate(per_class)
+    ]
 
 
 def _is_read(cls: int) -> bool:
@@ -304,7 +308,7 @@ def resource_bounds(
         "pcie_up": 1e3 * capacity / total[UP],
         "pcie_down": 1e3 * capacity / total[DOWN],
         "root_complex": 1e3 / total[RC_NS] if total[RC_NS] else np.inf,
-        "read_requests": 1e3 * platform.device.device.read_requests / held_ns,
+        "read_requests": 1e3 * platform.facts.read_requests / held_ns,
     }
     if traffic.pace_mpps is not None:
         bounds["rx_pacing"] = traffic.pace_mpps
@@ -329,6 +333,21 @@ def _root_complex_ns(share: OpShare, platform: Platform) -> np.ndarray:
     return share.per_packet * (platform.write_line_ns * lines + platform.partial_line_ns * partial)
 
 
+class TransactionClass(TypedDict):
+    """What the simulator takes of a transaction class (rust/core/src/dataplane.rs)."""
+
+    read: bool
+    queue: int
+    tags: int
+    issue_ns: float
+    datapath_ns: float
+    up_bytes: float
+    down_bytes: float
+    write_ns: float
+    hit_ns: float
+    miss_ns: float
+
+
 def _class(
     platform: Platform,
     read: bool,
@@ -337,7 +356,7 @@ def _class(
     down: float,
     requests: float,
     rc_ns: float,
-) -> dict[str, object]:
+) -> TransactionClass:
     """One class for the simulator: Rx and Tx DMA are separate in-order queues, a NIC's DMA is
     pipelined (no per-transaction engine cost), a read holds a tag per request and its data are
     LLC hits (descriptors written by the core, packets written through DDIO moments before), a

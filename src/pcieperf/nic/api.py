@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pcieperf import _numpy
 from pcieperf._cache import cached
-from pcieperf._values import is_python
+from pcieperf._values import Value, is_python
 from pcieperf.errors import UsageError, param, warn
 from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
@@ -116,11 +116,11 @@ def nic(
     from pcieperf.nic.pricing import check_sizes
 
     if few is None:
-        rows: Sequence[Rows | FewRow] = [_array_rows(sizes, mix)]
+        priced: Sequence[Rows | FewRow] = [_array_rows(sizes, mix)]
     else:
-        rows = few  # checked together, so that an error names what the arrays would name
+        priced = few  # checked together, so that an error names what the arrays would name
         check_sizes(loaded, sorted({s for row in few for s in row.sizes}), chosen)
-    results = [evaluate(loaded, link, port, r, chosen, limit) for r in rows]
+    results = [evaluate(loaded, link, port, r, chosen, limit) for r in priced]
     columns = _nic_columns(results, rate, breakdown)
     head = (
         f"{loaded.name}: {loaded.description}"
@@ -135,10 +135,9 @@ def nic(
             Table(operations, OPERATION_COLUMNS, title=f"\nper packet at size {size}:")
             for size, operations in zip(columns["size"], columns["operations"], strict=True)
         ]
-    mpps = columns["max_pps"]
     shown = {
         **columns,
-        "mpps": [v / 1e6 for v in mpps] if isinstance(mpps, list) else mpps / 1e6,
+        **_columns_of(results, lambda r: {"mpps": r.max_pps / 1e6}),
         "limits": ["+".join(limits) for limits in columns["limited_by"]],
     }
     return Table(
@@ -298,7 +297,7 @@ def _nic_columns(
     scalars of one result per `FewRow`; one value per size, the rate's needs
     when `pps`, each operation's bytes when `breakdown`; warns once per capacity the rate
     exceeds."""
-    labels = [r.label for r in results] if _scalars(results) else results[0].label
+    labels = [name for r in results for name in _names(r.label)]
     columns: dict[str, Sequence[Any]] = {
         "size": [int(label) if label.isdigit() else label for label in labels]
     }
@@ -319,13 +318,18 @@ def _nic_columns(
     return columns
 
 
+def _names(label: list[str] | str) -> list[str]:
+    """A result's row names: its rows', or its `FewRow`'s one."""
+    return [label] if isinstance(label, str) else label
+
+
 def _columns_of(
-    results: list[NicResult], values: Callable[[NicResult], dict[str, object]]
+    results: list[NicResult], values: Callable[[NicResult], dict[str, Value]]
 ) -> dict[str, Sequence[Any]]:
     """`values` of one result of arrays as they are, or of results of scalars (one row each)
     as lists."""
     if not _scalars(results):
-        return values(results[0])  # type: ignore[return-value]
+        return values(results[0])
     rows = [values(r) for r in results]
     return {key: [row[key] for row in rows] for key in rows[0]}
 
@@ -413,6 +417,16 @@ def profile(name: str) -> Table:
     from pcieperf.nic.profile import load_profile  # no numpy: the profile is only read
 
     p = load_profile(name)
+    operations = [
+        {
+            "path": path,
+            "what": op.what,
+            "initiator": op.initiator,
+            "size": op.size,
+            "every": op.every,
+        }
+        for path, op in p.operations()
+    ]
     data = {
         "name": p.name,
         "description": p.description,
@@ -420,20 +434,11 @@ def profile(name: str) -> Table:
         "notes": p.notes.strip(),
         "params": p.params,
         "device": _device_json(p.device) if p.device else None,
-        "operations": [
-            {
-                "path": path,
-                "what": op.what,
-                "initiator": op.initiator,
-                "size": op.size,
-                "every": op.every,
-            }
-            for path, op in p.operations()
-        ],
+        "operations": operations,
     }
     title = f"{p.name}: {p.description}\nsource: {p.source}\n{p.notes.strip()}\n"
     details = [_device_table(p.device)] if p.device else []
-    return Table(data, OPS_COLUMNS, title=title, text_rows=data["operations"], details=details)
+    return Table(data, OPS_COLUMNS, title=title, text_rows=operations, details=details)
 
 
 def _device_json(device: DeviceFacts) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -51,6 +51,8 @@ from pcieperf.pciebench.bench import read_result_csv
 from pcieperf.pciebench.device import LATENCY_TEST_BYTES
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     import pandas
 
 
@@ -138,7 +140,8 @@ class Loopback:
 
     def total_ns(self, stat: str = "p50") -> NDArray[np.float64]:
         """End-to-end latency per size at one statistic: the sum of the terms."""
-        return np.sum([t.ns[stat] for t in self.terms], axis=0)
+        total: NDArray[np.float64] = np.sum([t.ns[stat] for t in self.terms], axis=0)
+        return total
 
     def kind_ns(self, kind: Kind, stat: str = "p50") -> NDArray[np.float64]:
         """The part of the latency one kind (`pcie`, `device`, `wire`, `host`) takes."""
@@ -178,19 +181,23 @@ class Loopback:
 
 def in_flight(rate_per_s: ArrayLike, latency_ns: ArrayLike) -> NDArray[np.float64]:
     """Little's law: mean number in flight = arrival rate x mean time in flight."""
-    return np.asarray(rate_per_s, dtype=np.float64) * np.asarray(latency_ns) / 1e9
+    mean: NDArray[np.float64] = (
+        np.asarray(rate_per_s, dtype=np.float64) * np.asarray(latency_ns) / 1e9
+    )
+    return mean
 
 
 def tag_bound_rate(tags: ArrayLike, latency_ns: ArrayLike) -> NDArray[np.float64]:
     """Little's law solved for the rate: what `tags` outstanding requests sustain when each
     is held for `latency_ns` (the same formula as `in_flight`)."""
     latency = np.asarray(latency_ns, dtype=np.float64)
-    return np.divide(
+    rate: NDArray[np.float64] = np.divide(
         np.asarray(tags, dtype=np.float64) * 1e9,
         latency,
         where=latency > 0,
         out=np.full(np.broadcast(tags, latency).shape, np.inf),
     )
+    return rate
 
 
 def check_params(overrides: dict[str, float] | None) -> dict[str, float]:
@@ -235,7 +242,7 @@ def loopback(
     low = path.terms({n: a.low for n, a in PARAMS.items()} | (params or {}))
     high = path.terms({n: a.high for n, a in PARAMS.items()} | (params or {}))
     requests, read_ns = path.read_requests()
-    rate = np.full(frame.shape, pps) if pps else eth.frames_per_second(frame)
+    rate = np.full(frame.shape, pps) if pps else np.asarray(eth.frames_per_second(frame))
     return Loopback(
         profile=nic.name,
         host=host,
@@ -251,7 +258,9 @@ def loopback(
 
 
 def _sum(terms: list[Term]) -> NDArray[np.float64]:
-    return np.sum([t.ns["p50"] for t in terms], axis=0)
+    """The terms' medians summed per size."""
+    total: NDArray[np.float64] = np.sum([t.ns["p50"] for t in terms], axis=0)
+    return total
 
 
 @dataclass(frozen=True)
@@ -266,7 +275,8 @@ class _Path:
 
     def size(self, expr: str) -> NDArray[np.float64]:
         """An operation's size or frequency expression for each frame."""
-        return evaluate_expression(expr, self.nic.names, dma_bytes(self.frame), self.frame)
+        values = evaluate_expression(expr, self.nic.names, dma_bytes(self.frame), self.frame)
+        return np.asarray(values)  # an array already, as the frames are
 
     def wire_ns(self, op: Operation) -> NDArray[np.float64]:
         """Link time of one occurrence's TLPs, both directions."""
@@ -294,7 +304,7 @@ class _Path:
             return link_ns + (0.0 if chained else self.host.write_ns[stat])
         return np.maximum(self.host.read_ns[stat] + link_ns - self.reference_read_ns(), 0.0)
 
-    def pcie_terms(self, side: str, stat: str) -> list[tuple[Operation, NDArray]]:
+    def pcie_terms(self, side: str, stat: str) -> list[tuple[Operation, NDArray[np.float64]]]:
         """The operations of one path on its critical path, each with its time."""
         out, last_posted = [], None
         for op in getattr(self.nic, side):
@@ -383,13 +393,13 @@ class _Path:
 # Rows and the DataFrame
 
 
-def rows(result: Loopback) -> list[dict[str, object]]:
+def rows(result: Loopback) -> list[dict[str, Any]]:
     """One record per frame size: the JSON contract of `pcieperf latency`."""
     share = result.pcie_share()
     low, high = result.total_range_ns
     out = []
     for i, frame in enumerate(result.frames):
-        row: dict[str, object] = {
+        row: dict[str, Any] = {
             "size": int(frame),
             "total_ns": float(result.total_ns()[i]),
             "pcie_ns": float(result.kind_ns("pcie")[i]),
@@ -423,11 +433,22 @@ def rows(result: Loopback) -> list[dict[str, object]]:
     return out
 
 
+class LoopbackOptions(TypedDict, total=False):
+    """The keywords `loopback` takes besides the profile, sizes and host, for type checkers
+    (`latency_table` hands them on)."""
+
+    link: Link | None
+    eth: Ethernet | None
+    pps: float | None
+    params: dict[str, float] | None
+    tags: int | None
+
+
 def latency_table(
     profile: NicProfile | str = DEFAULT_PROFILE,
     sizes: ArrayLike = (64, 128, 256, 512, 1024, 1500),
     host: HostLatency | str | Path | None = None,
-    **options: object,
+    **options: Unpack[LoopbackOptions],
 ) -> pandas.DataFrame:
     """`loopback` as a pandas DataFrame, one row per frame size: `pcieperf latency --format csv`'s
     columns, each term's median as `terms_<path>_<what>_ns`. `host` may be a pcie-bench result
@@ -436,7 +457,7 @@ def latency_table(
 
     if isinstance(host, str | Path):
         host = host_from_dir(Path(host))
-    return frame(rows(loopback(profile, sizes, host, **options)))  # type: ignore[arg-type]
+    return frame(rows(loopback(profile, sizes, host, **options)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -515,7 +536,7 @@ class TagCheck:
         return (self.predicted_gbps / float(np.median(self.sequential_gbps)) - 1) * 100
 
 
-def _bandwidth_rows(path: Path, file: str) -> dict[str, NDArray]:
+def _bandwidth_rows(path: Path, file: str) -> dict[str, NDArray[Any]]:
     """A bandwidth file's 64 B HWarm 8 KiB read rows."""
     bw = read_result_csv(path / file).columns
     keep = (

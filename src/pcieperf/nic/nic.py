@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from pcieperf._native import core
-from pcieperf._values import as_int, frozen, is_python, minimum, once, reciprocal
+from pcieperf._values import Value, as_int, frozen, is_python, minimum, once, reciprocal
 from pcieperf.errors import UsageError, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.net.wire import MIN_FRAME_BYTES
@@ -76,7 +76,8 @@ def check_tags(tags: int | None) -> None:
 
 
 class NicResult:
-    """What a NIC/driver model achieves on a link and Ethernet port, one row per size or mix.
+    """What a NIC/driver model achieves on a link and Ethernet port, one row per size or mix:
+    each value an array over the rows, or a Python scalar for one `FewRow`.
 
     Costs are priced once per distinct frame size and averaged per packet over each row's sizes
     (`Rows`), so a mix costs the mean of its packets' costs, never the cost of its mean size, and
@@ -86,7 +87,7 @@ class NicResult:
 
     def __init__(
         self,
-        rows: Rows,
+        rows: Rows | FewRow,
         costs: PacketCosts,
         line: LineRates,
         capacity_bytes_per_s: float,
@@ -107,14 +108,21 @@ class NicResult:
         self.limit = limit
 
     @property
-    def label(self) -> list[str]:
-        """Each row's name: the mix's, or its frame size."""
+    def label(self) -> list[str] | str:
+        """Each row's name: the mix's, or its frame size (one `FewRow`'s: its name)."""
         return self.rows.label
+
+    @property
+    def _arrays(self) -> Rows:
+        """The rows, where they are arrays: what per-size values take (a `FewRow` has none)."""
+        if not isinstance(self.rows, Rows):
+            raise TypeError("the result of a FewRow has no per-size arrays")
+        return self.rows
 
     @property
     def sizes(self) -> Int:
         """The distinct frame sizes the rows are made of."""
-        return self.rows.sizes
+        return self._arrays.sizes
 
     @once
     def shares(self) -> list[OpShare]:
@@ -123,45 +131,45 @@ class NicResult:
 
     def per_packet(self, per_size: ArrayLike) -> NDArray[np.float64]:
         """Mean per packet of each row, for a quantity given per distinct size."""
-        return self.rows.per_row(per_size)
+        return self._arrays.per_row(per_size)
 
     @property
-    def line_pps(self) -> NDArray[np.float64]:
+    def line_pps(self) -> Value:
         """Line-rate packet rate of each row: one over the mean wire time per packet."""
         return self.line.line_pps
 
     @property
-    def mean_frame_bytes(self) -> NDArray[np.float64]:
+    def mean_frame_bytes(self) -> Value:
         """Mean frame size of each row."""
         return self.line.mean_frame_bytes
 
     @property
-    def line_rate_gbps(self) -> NDArray[np.float64]:
+    def line_rate_gbps(self) -> Value:
         """Frame throughput (Gb/s) at Ethernet line rate for this size or mix."""
         return self.line.line_rate_gbps
 
     @property
-    def up_bytes_per_pkt(self) -> NDArray[np.float64]:
+    def up_bytes_per_pkt(self) -> Value:
         """PCIe wire bytes device to host per packet."""
         return self.costs.up_bytes
 
     @property
-    def down_bytes_per_pkt(self) -> NDArray[np.float64]:
+    def down_bytes_per_pkt(self) -> Value:
         """PCIe wire bytes host to device per packet."""
         return self.costs.down_bytes
 
     @property
-    def up_tlps_per_pkt(self) -> NDArray[np.float64]:
+    def up_tlps_per_pkt(self) -> Value:
         """TLPs device to host per packet."""
         return self.costs.up_tlps
 
     @property
-    def down_tlps_per_pkt(self) -> NDArray[np.float64]:
+    def down_tlps_per_pkt(self) -> Value:
         """TLPs host to device per packet."""
         return self.costs.down_tlps
 
     @once
-    def pcie_max_pps(self) -> NDArray[np.float64]:
+    def pcie_max_pps(self) -> Value:
         """Highest packet rate the link sustains: the busier direction binds."""
         return frozen(self.capacity_bytes_per_s * self.costs.per_busiest_byte)
 
@@ -181,14 +189,14 @@ class NicResult:
         return device.read_requests if device else math.inf
 
     @once
-    def tag_ns(self) -> NDArray[np.float64]:
+    def tag_ns(self) -> Value:
         """Tag-nanoseconds a packet's reads hold on this link and host (`PacketCosts.tag_ns`):
         Little's law makes them tags in flight at a rate, and the rate the tags sustain."""
         reference = read_wire_bytes(self.link, LATENCY_TEST_BYTES)
         return self.costs.tag_ns(self.read_ns, reference, self.capacity_bytes_per_s / 1e9)
 
     @once
-    def tag_max_pps(self) -> NDArray[np.float64]:
+    def tag_max_pps(self) -> Value:
         """Packets per second the device's read tags sustain: its tags over the
         tag-nanoseconds a packet's reads hold; infinite without reads or a `[device]` table."""
         return frozen(self.tags * 1e9 * reciprocal(self.tag_ns))
@@ -215,12 +223,12 @@ class NicResult:
         return Binds.VARIES
 
     @once
-    def falls_short(self) -> NDArray[np.bool_]:
+    def falls_short(self) -> Value:
         """Where PCIe does not keep up with the line (`KEEPS_UP`)."""
         return self.pcie_max_pps < self.line.keeps_up_pps
 
     @once
-    def max_pps(self) -> NDArray[np.float64]:
+    def max_pps(self) -> Value:
         """Packets per second actually reachable: the lowest of PCIe, Ethernet and the tags."""
         if self.binds is Binds.ETHERNET:
             return self.line_pps
@@ -230,32 +238,32 @@ class NicResult:
         return frozen(lower if self.tags_keep_up else minimum(lower, self.tag_max_pps))
 
     @once
-    def achievable_gbps(self) -> NDArray[np.float64]:
+    def achievable_gbps(self) -> Value:
         """Frame throughput (Gb/s, per direction) at `max_pps`."""
         if self.binds is Binds.ETHERNET:
             return self.line_rate_gbps
         return frozen(self.max_pps * self.line.frame_gbit)
 
     @once
-    def pcie_up_gbps(self) -> NDArray[np.float64]:
+    def pcie_up_gbps(self) -> Value:
         """PCIe wire bandwidth used device to host at `max_pps`, in Gb/s."""
         if self.binds is Binds.ETHERNET:
             return self.costs.gbps_at(self.line)[0]
         return frozen(self.max_pps * self.costs.up_gbit)
 
     @once
-    def pcie_down_gbps(self) -> NDArray[np.float64]:
+    def pcie_down_gbps(self) -> Value:
         """PCIe wire bandwidth used host to device at `max_pps`, in Gb/s."""
         if self.binds is Binds.ETHERNET:
             return self.costs.gbps_at(self.line)[1]
         return frozen(self.max_pps * self.costs.down_gbit)
 
-    def needed_gbps(self, pps: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def needed_gbps(self, pps: float) -> tuple[Value, Value]:
         """PCIe wire bandwidth (up, down) in Gb/s that `pps` packets per second would need."""
         return pps * self.costs.up_gbit, pps * self.costs.down_gbit
 
     @once
-    def bottleneck_code(self) -> NDArray[np.uint8]:
+    def bottleneck_code(self) -> Value:
         """`bottleneck` as an index into `BOTTLENECKS` (what a sweep can store)."""
         if self.binds is Binds.ETHERNET:
             return self.line.all_ethernet
@@ -270,7 +278,7 @@ class NicResult:
         return frozen(np.where(tags, np.uint8(READ_REQUESTS), code))
 
     @property
-    def bottleneck(self) -> NDArray[np.str_] | str:
+    def bottleneck(self) -> Value:
         """`ethernet`, `pcie_up`, `pcie_down` or `read_requests`; Ethernet wins when PCIe keeps
         up to within `KEEPS_UP`, so a link that just keeps up is not blamed, and the tags only
         where they are below both."""
@@ -278,7 +286,7 @@ class NicResult:
         return BOTTLENECKS[code] if is_python(code) else np.array(BOTTLENECKS)[code]
 
     @once
-    def limited_by_code(self) -> NDArray[np.int64]:
+    def limited_by_code(self) -> Value:
         """`limited_by` as a code of `limit_order`: which bounds are near, and their order."""
         per_up, per_down = self.costs.per_byte
         up, down = self.capacity_bytes_per_s * per_up, self.capacity_bytes_per_s * per_down
@@ -327,12 +335,12 @@ def _row_costs(
     if isinstance(rows, Rows):
         return _packet_costs(profile, rules, rows.key, paths).per_row(rows)
     check_sizes(profile, sorted(set(rows.sizes)), paths)
-    return PacketCosts(
-        *(
-            rows.mean_of(lambda s, f=f: getattr(_packet_costs(profile, rules, s, paths), f))
-            for f in _TOTALS
-        )
-    )
+
+    def per_size(total: str) -> Callable[[Value], Value]:
+        """One of `_TOTALS` at one size."""
+        return lambda size: getattr(_packet_costs(profile, rules, size, paths), total)
+
+    return PacketCosts(*(rows.mean_of(per_size(f)) for f in _TOTALS))
 
 
 def crossover_frame(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pcieperf._cache import ArrayKey, cached
 from pcieperf._values import (
+    Value,
     as_uint8,
     as_whole,
     frozen,
@@ -35,7 +36,7 @@ from pcieperf.nic.profile import (
     expression_names,
 )
 from pcieperf.pcie.link import Link
-from pcieperf.pcie.tlp import Op, TlpRules, WireCost, link_facts, range_wire_cost, wire_cost
+from pcieperf.pcie.tlp import Op, Rules, TlpRules, WireCost, link_facts, range_wire_cost, wire_cost
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,7 +69,7 @@ def operation_cost(
     return wire_cost(link, kind, size, offset, addr64=addr64), device_side
 
 
-def _initiated(link: Link, initiator: Initiator, addr64: bool | None) -> tuple[Op, bool, bool]:
+def _initiated(link: Rules, initiator: Initiator, addr64: bool | None) -> tuple[Op, bool, bool]:
     """(TLP kind, 64-bit addresses, whether the device initiates) of an operation."""
     device_side = initiator in ("dma_read", "dma_write", "interrupt")
     if addr64 is None:
@@ -99,7 +100,7 @@ def price_operations(
     link: Link, profile: NicProfile, frames: NDArray[np.int64], paths: tuple[str, ...] = PATHS
 ) -> list[OpShare]:
     """Per-packet wire bytes and TLPs of every operation for each frame size."""
-    pkt = dma_bytes(frames)
+    pkt: Value = dma_bytes(frames)  # an array, as `frames` is
     shares = []
     for path, op in profile.operations(paths):
         if _names_packet(op):
@@ -118,8 +119,8 @@ def _price(
     profile: NicProfile,
     path: str,
     op: Operation,
-    frames: NDArray[np.int64],
-    pkt: NDArray[np.int64],
+    frames: Int,
+    pkt: Int,
 ) -> OpShare:
     """One operation's per-packet cost for each frame size."""
     size = _op_size(profile, path, op, frames, pkt)
@@ -140,11 +141,11 @@ def _price(
 
 
 def _op_size(
-    profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
-) -> NDArray[np.float64]:
+    profile: NicProfile, path: str, op: Operation, frames: Int | int, pkt: Int | int
+) -> Value:
     """Bytes of one occurrence at each size, checked to be whole bytes from 1 to MAX_OP_BYTES
     (at one size: a Python float)."""
-    size = evaluate_expression(op.size, profile.names, pkt, frames)
+    size: Value = evaluate_expression(op.size, profile.names, pkt, frames)
     bad = _first_bad(size, (size >= 1) & (size <= MAX_OP_BYTES) & is_whole(size))
     if bad is not None:
         raise ProfileError(
@@ -155,10 +156,10 @@ def _op_size(
 
 
 def _op_rate(
-    profile: NicProfile, path: str, op: Operation, frames: Int, pkt: Int
-) -> NDArray[np.float64]:
+    profile: NicProfile, path: str, op: Operation, frames: Int | int, pkt: Int | int
+) -> Value:
     """Occurrences per packet (1 / every) at each size, `every` checked to be finite and > 0."""
-    every = evaluate_expression(op.every, profile.names, pkt, frames)
+    every: Value = evaluate_expression(op.every, profile.names, pkt, frames)
     bad = _first_bad(every, (every > 0) & (every < math.inf))  # NaN fails both
     if bad is not None:
         raise ProfileError(
@@ -168,14 +169,14 @@ def _op_rate(
     return 1 / every
 
 
-def _first_bad(values: NDArray | float, ok: NDArray[np.bool_] | bool) -> object:
+def _first_bad(values: Value, ok: Value) -> object:
     """The first of `values` where `ok` does not hold, or None where it holds at every one."""
     if is_python(values):
         return None if ok else values
     return None if ok.all() else values[~ok][0]
 
 
-def _op_wire(link: Link, op: Operation, size: NDArray[np.float64]) -> tuple[Int, Int, Int, Int]:
+def _op_wire(link: Rules, op: Operation, size: Value) -> tuple[Value, Value, Value, Value]:
     """Wire bytes up, wire bytes down, TLPs up and TLPs down of one occurrence at each size."""
     kind, addr64, device_side = _initiated(link, op.initiator, op.addr64)
     end = as_whole(size)  # checked by `_op_size`: whole bytes from 1
@@ -196,11 +197,11 @@ def _names_packet(op: Operation) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Totals per packet, shared by links that differ only in speed
 
-if TYPE_CHECKING:
-    Term = np.float64 | NDArray[np.float64] | NDArray[np.int64] | float
-    """One operation's share of a per-packet total: a scalar where it is the same at every
-    size (a Python float on the scalar path)."""
-    Totals = tuple[Term, Term, Term, Term, Term, Term]
+Term = Value
+"""One operation's share of a per-packet total: a scalar where it is the same at every size
+(a Python float on the scalar path)."""
+Totals = tuple[Term, ...]
+"""One `Term` for each of `_TOTALS`."""
 _TOTALS = ("up_bytes", "down_bytes", "up_tlps", "down_tlps", "read_requests", "read_hold_bytes")
 """Per-packet totals: wire bytes and TLPs each way; the device's DMA read requests, each of
 which holds a tag; and for the tags' hold time, each request counted with its whole read's
@@ -235,12 +236,12 @@ class PacketCosts:
 
     def __init__(
         self,
-        up_bytes: NDArray[np.float64],
-        down_bytes: NDArray[np.float64],
-        up_tlps: NDArray[np.float64],
-        down_tlps: NDArray[np.float64],
-        read_requests: NDArray[np.float64],
-        read_hold_bytes: NDArray[np.float64],
+        up_bytes: Value,
+        down_bytes: Value,
+        up_tlps: Value,
+        down_tlps: Value,
+        read_requests: Value,
+        read_hold_bytes: Value,
     ) -> None:
         self.up_bytes = up_bytes
         self.down_bytes = down_bytes
@@ -250,28 +251,28 @@ class PacketCosts:
         self.read_hold_bytes = read_hold_bytes
 
     @once
-    def per_busiest_byte(self) -> NDArray[np.float64]:
+    def per_busiest_byte(self) -> Value:
         """1 / the busier direction's bytes, which bind the packet rate: a link's packet rate
         is its byte rate times this."""
         return frozen(1 / maximum(self.up_bytes, self.down_bytes))
 
     @once
-    def per_byte(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def per_byte(self) -> tuple[Value, Value]:
         """(1 / bytes up, 1 / bytes down); infinite where no byte goes that way (no bound)."""
         return frozen(reciprocal(self.up_bytes)), frozen(reciprocal(self.down_bytes))
 
     @once
-    def up_gbit(self) -> NDArray[np.float64]:
+    def up_gbit(self) -> Value:
         """Gigabits up per packet (bytes * 8 / 1e9), what a packet rate is multiplied by."""
         return frozen(self.up_bytes * 8 / 1e9)
 
     @once
-    def down_gbit(self) -> NDArray[np.float64]:
+    def down_gbit(self) -> Value:
         """Gigabits down per packet."""
         return frozen(self.down_bytes * 8 / 1e9)
 
     @once
-    def pcie_side(self) -> NDArray[np.uint8]:
+    def pcie_side(self) -> Value:
         """`bottleneck_code` where PCIe binds: pcie_up, or pcie_down when more goes down."""
         return frozen(PCIE_DOWN - as_uint8(self.up_bytes >= self.down_bytes))
 
@@ -285,7 +286,7 @@ class PacketCosts:
         held = (read_ns - reference_ns) * self.read_requests + self.read_hold_bytes / bytes_per_ns
         return maximum(held, 0.0)
 
-    def gbps_at(self, line: LineRates) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def gbps_at(self, line: LineRates) -> tuple[Value, Value]:
         """PCIe Gb/s (up, down) at `line`'s packet rates: the rates of every link that keeps
         up with that port at every row (kept per costs and port)."""
         return _gbps_at(self, line)
@@ -298,9 +299,7 @@ class PacketCosts:
 
 
 @cached(16)
-def _gbps_at(
-    costs: PacketCosts, line: LineRates
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _gbps_at(costs: PacketCosts, line: LineRates) -> tuple[Value, Value]:
     """`PacketCosts.gbps_at`, read-only."""
     return frozen(line.line_pps * costs.up_gbit), frozen(line.line_pps * costs.down_gbit)
 
@@ -312,14 +311,12 @@ class _PlannedOp:
 
     __slots__ = ("op", "per_packet", "size")
 
-    def __init__(
-        self, op: Operation, size: NDArray[np.float64], per_packet: NDArray[np.float64]
-    ) -> None:
+    def __init__(self, op: Operation, size: Value, per_packet: Value) -> None:
         self.op = op
         self.size = size
         self.per_packet = per_packet
 
-    def terms(self, link: Link) -> Totals:
+    def terms(self, link: Rules) -> Totals:
         """The `_TOTALS` per packet on `link`, each `_price`'s value bit for bit: a scalar
         where it is the same at every size, and for an operation once per packet the integer
         counts themselves (n * 1.0 is n)."""
@@ -354,7 +351,7 @@ def _plan_op(
 
     def at(expr: str, values: Int | int) -> Int | int:
         """All `values` where `expr` names the packet, else the first (one int: itself)."""
-        if is_python(values) or expression_names(expr) & set(BUILTIN_NAMES):
+        if isinstance(values, int) or expression_names(expr) & set(BUILTIN_NAMES):
             return values
         return values[:1]
 
@@ -397,7 +394,7 @@ def check_sizes(profile: NicProfile, sizes: Iterable[Sizes], paths: tuple[str, .
     plans = [_plan(profile, s) for s in sizes]
     for path in paths:
         for index, (where, _) in enumerate(plans[0]):
-            failed = [p[index][1] for p in plans if isinstance(p[index][1], _Failure)]
+            failed = [f for p in plans if isinstance(f := p[index][1], _Failure)]
             if where == path and failed:
                 raise min(failed, key=lambda f: f.stage).error  # the first of the first stage
 
@@ -449,7 +446,7 @@ def _packet_costs(
     check_sizes(profile, [sizes], paths)
     sums = _sums(profile, sizes, rules, paths)
     frames = _values_of(sizes)
-    if not is_python(frames):
+    if not isinstance(frames, int):
         sums = tuple(np.full(frames.size, s) if ndim(s) == 0 else s for s in sums)
     return PacketCosts(*(frozen(a) for a in sums))
 

@@ -6,20 +6,18 @@ line (issue 27: the tag bound)."""
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, Field, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pcieperf._config import load_toml
-from pcieperf._values import maximum
+from pcieperf._values import Value, maximum
 from pcieperf.errors import ProfileError, UsageError, is_number
 from pcieperf.pcie.alignment import BURST_BYTES, WORD_BYTES
 from pcieperf.pcie.link import Link
 from pcieperf.pcie.tlp import read_wire_bytes
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
-
     from pcieperf.pcie.alignment import TransferShape
 
 LATENCY_TEST_BYTES = 64
@@ -67,7 +65,7 @@ class DeviceProfile:
                 f"burst_bytes {self.burst_bytes} must be a whole number of {WORD_BYTES}-byte words"
             )
 
-    def costs(self, lines: ArrayLike) -> tuple[Any, Any, Any]:
+    def costs(self, lines: Value) -> tuple[Value, Value, Value]:
         """Read-engine, write-engine and data-path time of an aligned transfer of `lines`
         64 B lines of data."""
         return (
@@ -76,7 +74,7 @@ class DeviceProfile:
             self.datapath_ns + self.datapath_line_ns * lines,
         )
 
-    def times(self, shape: TransferShape) -> tuple[Any, Any, Any]:
+    def times(self, shape: TransferShape) -> tuple[Value, Value, Value]:
         """Read-engine, write-engine and data-path time of transfers of this shape."""
         read, write, path = self.costs(shape.data_lines)
         read = (
@@ -104,10 +102,9 @@ def from_table(cls: type, table: dict[str, Any], origin: str) -> Any:
     if missing:
         raise ProfileError(f"{origin}: missing key {missing[0]!r}")
     for name, value in table.items():
-        if not _type_ok(known[name].type, value):
-            raise ProfileError(
-                f"{origin}: {name} = {value!r}; expected {_TYPE_WORDS[known[name].type]}"
-            )
+        kind = _declared_type(known[name])
+        if not _type_ok(kind, value):
+            raise ProfileError(f"{origin}: {name} = {value!r}; expected {_TYPE_WORDS[kind]}")
     try:
         return cls(**table)
     except UsageError as exc:
@@ -122,6 +119,13 @@ _TYPE_WORDS = {
     "list[str]": "a list of text",
     "list[float]": "a list of finite numbers >= 0",
 }
+
+
+def _declared_type(field: Field[Any]) -> str:
+    """A profile field's type as written: text, as the profile classes' modules postpone
+    their annotations (PEP 563)."""
+    assert isinstance(field.type, str), "profile classes postpone their annotations"
+    return field.type
 
 
 def _type_ok(kind: str, value: object) -> bool:
