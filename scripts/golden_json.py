@@ -37,6 +37,9 @@ VOLATILE_KEYS = frozenset({"seconds", "cpu_s", "imported_at"})  # clock readings
 READS_STORED_RESULTS = re.compile(r"data (ls|show|plot)")
 OUTPUT = re.compile(r"(?:-o|--out)\s+(\S+)")
 WORK = "<work>"
+# BLAS on one thread: a fit's last digits follow how many threads sum a product (`bench
+# calibrate`'s read_ns moved by 3e-9 once Dask had set OMP_NUM_THREADS=1 in the environment).
+ONE_BLAS_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def places(work: Path) -> dict[str, str]:
@@ -119,7 +122,9 @@ def steady(value: object, named: dict[str, str]) -> object:
 
 def run(line: str, work: Path) -> object:
     """One line's JSON, steadied; a failing line is recorded as its exit status and stderr."""
-    env = os.environ | {"PCIEPERF_DB": str(work / "store.duckdb"), "COLUMNS": "100"}
+    env = (
+        os.environ | ONE_BLAS_THREAD | {"PCIEPERF_DB": str(work / "store.duckdb"), "COLUMNS": "100"}
+    )
     done = subprocess.run(
         ["bash", "-c", command(line)],
         cwd=work,

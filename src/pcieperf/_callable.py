@@ -34,4 +34,4 @@ def callable_package(name: str, api: Callable[[], Callable[..., object]]) -> Non
     the call, so that importing the package stays light)."""
     package = sys.modules[name]
     package.__class__ = _CallablePackage
-    package._api = api  # type: ignore[attr-defined]
+    package._api = api  # type: ignore[attr-defined]  # set on the module object here

@@ -23,7 +23,7 @@ import itertools
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -242,7 +242,7 @@ def map_chunks(
     unit: str = "it",
     done: int = 0,
     total: int | None = None,
-) -> Iterator[Done[T, R]]:
+) -> Generator[Done[T, R], None, None]:
     """Run `func(shared, chunk)` for every chunk on the cluster and yield each result as it
     finishes (completion order; `index` tells where it belongs). `shared` goes to the workers
     once (inside every task where it is small: `_shared_arg`). A bar counts `weight(chunk)`

@@ -71,7 +71,7 @@ def bar(total: float | None, desc: str, unit: str = "it", **shape: Any) -> Itera
 def wrap(items: Iterable[T], desc: str, unit: str = "it", total: int | None = None) -> Iterator[T]:
     """Iterate over `items`, drawing a bar where one is wanted."""
     if total is None and hasattr(items, "__len__"):
-        total = len(items)  # type: ignore[arg-type]
+        total = len(items)  # type: ignore[arg-type]  # a sized iterable, or TypeError
     with bar(total, desc, unit) as drawn:
         for item in items:
             yield item

@@ -397,7 +397,7 @@ def is_numpy_scalar(value: object, kind: str = "generic") -> bool:
 def json_default(value: object) -> object:
     """JSON for what `json` cannot encode itself: numpy scalars and datetimes."""
     if is_numpy_scalar(value):
-        return value.item()  # type: ignore[attr-defined]
+        return value.item()  # type: ignore[attr-defined]  # a numpy scalar, by the check above
     datetime = sys.modules.get("datetime")  # a datetime exists only where it was imported
     if datetime is not None and isinstance(value, datetime.datetime):
         return value.isoformat()

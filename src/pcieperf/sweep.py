@@ -39,7 +39,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeGuard
 
 import numpy as np
 
@@ -101,7 +101,7 @@ def load_spec(path: Path, commands: Collection[str], default_chunk: Mapping[str,
     raw = load_toml(path, where)
     _reject_unknown(where, raw, _SPEC_KEYS)
     command = raw.get("command")
-    if command not in commands:
+    if not isinstance(command, str) or command not in commands:
         shown = ", ".join(repr(c) for c in commands)
         raise UsageError(f"{where}: command {command!r} is not allowed; choose one of {shown}")
     options = raw.get("options", {})
@@ -136,10 +136,14 @@ def _reject_unknown(where: str, table: dict, allowed: set[str]) -> None:
 
 def _scalar(where: str, value: object) -> Scalar:
     """`value` if it is a number, string or boolean (what a command-line option can take)."""
-    ok = isinstance(value, bool | int | str) or (isinstance(value, float) and math.isfinite(value))
-    if not ok:
-        raise UsageError(f"{where} = {value!r} is not allowed; give a number, string or boolean")
-    return value
+    if isinstance(value, bool | int | str) or (isinstance(value, float) and math.isfinite(value)):
+        return value
+    raise UsageError(f"{where} = {value!r} is not allowed; give a number, string or boolean")
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    """Whether `value` is an int (not a bool, not a float)."""
+    return type(value) is int
 
 
 def _axis_values(where: str, raw: object) -> list[Scalar]:
@@ -148,7 +152,7 @@ def _axis_values(where: str, raw: object) -> list[Scalar]:
     if isinstance(raw, dict):
         _reject_unknown(where, raw, {"from", "to", "step"})
         low, high, step = raw.get("from"), raw.get("to"), raw.get("step", 1)
-        if not all(type(v) is int for v in (low, high, step)) or step < 1 or high < low:
+        if not (_whole(low) and _whole(high) and _whole(step)) or step < 1 or high < low:
             raise UsageError(
                 f"{where} = {raw!r} is not allowed; give whole numbers from <= to, step >= 1"
             )
@@ -245,9 +249,14 @@ def plan(
         evaluate,
         base_values,
         tuple(axes),
-        vector if joinable and all("," not in str(v) for v in axes[vector].parsed) else None,
+        vector if vector is not None and joinable and _single(axes[vector]) else None,
         _fingerprint(spec),
     )
+
+
+def _single(axis: Axis) -> bool:
+    """Whether each value of the sizes axis is one size (a list of them cannot be joined)."""
+    return all("," not in str(v) for v in axis.parsed)
 
 
 def _absolute(value: object) -> object:
@@ -382,8 +391,9 @@ def evaluate_chunk(plan: Plan, bounds: tuple[int, int, int]) -> pa.Table:
     results = pa.concat_tables(tables, promote_options="permissive")
     repeat = np.repeat(idx, rows_per_point, axis=0)
     names = [a.dest for a in plan.axes]
-    columns = {
-        a.dest: pa.array(a.given).take(pa.array(repeat[:, j])) for j, a in enumerate(plan.axes)
+    columns: dict[str, Any] = {  # pyarrow's stubs know no list of mixed scalars
+        a.dest: pa.array(list[Any](a.given)).take(pa.array(repeat[:, j]))
+        for j, a in enumerate(plan.axes)
     }
     columns |= {n: results[n] for n in results.column_names if n not in names}
     return pa.table(columns)

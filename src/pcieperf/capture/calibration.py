@@ -196,7 +196,7 @@ class _Checker:
         value = table.get(key)
         if not is_number(value, low, high):
             raise self.fail(f"[{where}] {key}", value, f"use a number from {low:g} to {high:g}")
-        return float(value)  # type: ignore[arg-type]
+        return float(value)  # type: ignore[arg-type]  # a TOML number, checked above
 
     def ns(self, table: dict[str, Any], key: str, where: str) -> float:
         return self.number(table, key, where, 0, MAX_NS)

@@ -508,7 +508,7 @@ def _run_forwarding_ns(run_id: int, db: str | os.PathLike[str] | None) -> float:
     from pcieperf.capture.records import capture_show
 
     found = capture_show(run_id, db=db).to_json()
-    return float(found["fwd_cpu_ns_no_capture"])  # type: ignore[index]
+    return float(found["fwd_cpu_ns_no_capture"])  # type: ignore[index]  # a row dict
 
 
 def _provenance(cal: CaptureCalibration, setup: CaptureSetup, fwd_from: str) -> dict[str, object]:

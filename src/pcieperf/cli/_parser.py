@@ -113,7 +113,8 @@ class _Version(argparse.Action):
     importlib.metadata would slow every start-up)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
-        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)  # type: ignore[arg-type]
+        suppress = argparse.SUPPRESS  # `dest`: --version stores nothing
+        super().__init__(option_strings, suppress, 0, **kwargs)  # type: ignore[arg-type]  # argparse
 
     def __call__(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -27,21 +28,22 @@ from pcieperf.units import parse_int_list
 if TYPE_CHECKING:
     from pcieperf.results import Result
 
-Evaluate = Callable[[argparse.Namespace], dict[str, object]]
+Evaluate = Callable[[argparse.Namespace], sweep.Columns]
 
 
-class _Columns(NamedTuple):
+@dataclass(frozen=True)
+class _Columns:
     """A sweep point's evaluation: the command's own API call (`result_of`, what the command
     prints), its rows as columns, so that a row equals the command's --json by construction.
     `nic` points differ in two ways: Parquet holds one type per column, so `size` (a number,
     or a mix's name) is stored as text; and a --pps above what the line or link carries is
     not warned about (a warning per point, thousands of lines: the `fits_line` and
-    `fits_pcie` columns say it). A tuple of module-level functions: it is sent to workers."""
+    `fits_pcie` columns say it). Module-level functions only: it is sent to workers."""
 
     result_of: Callable[[argparse.Namespace], Result]
     nic: bool = False
 
-    def __call__(self, args: argparse.Namespace) -> dict[str, object]:
+    def __call__(self, args: argparse.Namespace) -> sweep.Columns:
         """The columns of the point (or run of sizes) `args`."""
         # catch_warnings is not thread-safe: nic's filter needs one worker thread per process
         # (engine.connect: not `gil_free`); the others change no filter.

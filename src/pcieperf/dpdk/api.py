@@ -202,9 +202,11 @@ def link_and_config(pkt: int | None, **options: object) -> tuple[Link, Forwardin
     """The link and the forwarding setup of `pkt` bytes DMA'd (default 64) that `options`
     (`make_link`'s and `forwarding_config`'s keywords) give."""
     link_keys = make_link.__kwdefaults__ or {}
-    link = make_link(**{k: v for k, v in options.items() if k in link_keys})  # type: ignore[arg-type]
+    given = {k: v for k, v in options.items() if k in link_keys}
+    link = make_link(**given)  # type: ignore[arg-type]  # make_link checks each keyword
     rest = {k: v for k, v in options.items() if k not in link_keys}
-    return link, forwarding_config(pkt=DEFAULT_PKT if pkt is None else pkt, **rest)  # type: ignore[arg-type]
+    size = DEFAULT_PKT if pkt is None else pkt
+    return link, forwarding_config(pkt=size, **rest)  # type: ignore[arg-type]  # checked there
 
 
 def _forwarding_table(

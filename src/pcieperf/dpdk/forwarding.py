@@ -99,7 +99,7 @@ class ForwardingConfig:
             rs_thresh=setup.rs_thresh,
             rx_free_thresh=setup.rx_free_thresh,
             batch=float(setup.burst),
-            **forwarding,  # type: ignore[arg-type]
+            **forwarding,  # type: ignore[arg-type]  # ForwardingConfig's own fields
         )
 
     def port(self, setup: PortSetup = DEFAULT_PORT) -> PortSetup:

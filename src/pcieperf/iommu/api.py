@@ -169,7 +169,7 @@ _STATE_WORDS = {
 def sim(**options: object) -> Report:
     """IOTLB misses per packet and the packet rate with and without the IOMMU for one setup
     (`pcieperf iommu sim`); `options` as `inputs` takes them."""
-    given = inputs(**options)  # type: ignore[arg-type]
+    given = inputs(**options)  # type: ignore[arg-type]  # inputs() checks each keyword
     result = given.with_setup(given.model().evaluate(given.setup).as_dict())
     text = sim_text(result)
     return Report(result, "\n".join(part for part in (given.setup_line(), text) if part))
@@ -231,7 +231,7 @@ def gain(
     """Packet rate with the IOMMU before and after shrinking the rings from `from_rxd` to
     `to_rxd` (each `*_txd` defaults to its rxd), one row per frame size or mix
     (`pcieperf iommu gain`); `options` as `inputs` takes them, less `rxd`, `txd`, `frame`."""
-    given = inputs(**options)  # type: ignore[arg-type]
+    given = inputs(**options)  # type: ignore[arg-type]  # inputs() checks each keyword
     setup = replace(given.setup, rxd=from_rxd, txd=from_txd or from_rxd)
     rows = ring_gains(
         given.platform,
@@ -261,7 +261,7 @@ def advise(
     """The smallest single change (rings, pool, pages, Rx pacing) that restores the IOMMU-free
     rate, and the sweep behind it (`pcieperf iommu advise`); `options` as `inputs` takes them;
     `progress` wraps the sweep (the CLI's progress bar); `source` is the model's `Advice`."""
-    given = inputs(**options)  # type: ignore[arg-type]
+    given = inputs(**options)  # type: ignore[arg-type]  # inputs() checks each keyword
     advice = advise_rings(
         given.platform,
         given.traffic,

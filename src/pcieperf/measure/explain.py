@@ -237,7 +237,8 @@ class Explanation:
     @property
     def cause(self) -> str:
         """What the diagnosis names: "none", "rate", "metrics" or "rate+metrics"."""
-        metrics = self.rate.outliers if self.rate_named else self.deviating
+        rate = self.rate if self.rate_named else None
+        metrics = rate.outliers if rate is not None else self.deviating
         parts = ["rate"] * self.rate_named + ["metrics"] * bool(metrics)
         return "+".join(parts) or "none"
 
@@ -267,7 +268,7 @@ def measured_series(
         keep = metric == name
         if keep.any():
             times, at = np.unique(t_s[keep], return_inverse=True)
-            sums = np.bincount(at, weights=value[keep], minlength=times.size)
+            sums = np.bincount(at, weights=value[keep], minlength=times.size).astype(np.float64)
             series[name] = Series(name, str(unit[keep][0]), times, sums)
     if not series:
         raise UsageError(

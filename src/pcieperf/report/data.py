@@ -474,7 +474,7 @@ def _capture_fact(design: str, frame: pd.DataFrame, column: str, limit: str) -> 
 def _capture_runs(cal: object, runs: pd.DataFrame) -> pd.DataFrame:
     """The runs' measured capture rate beside the calibration's prediction of each."""
     prepared = capture_fit.prepared(runs)
-    predicted = capture_fit.predict(cal, prepared)  # type: ignore[arg-type]
+    predicted = capture_fit.predict(cal, prepared)  # type: ignore[arg-type]  # runs' frame
     return pd.DataFrame(
         {
             "frame_bytes": prepared["frame_bytes"],

@@ -138,7 +138,7 @@ def synthetic(**kw: object) -> Trace:
     """An in-memory Ethernet trace (arguments of `plan_synthetic`): frames drawn from the mix,
     arriving by the arrival process from SYNTH_START_NS (captured lengths exclude the FCS, as
     on Linux). For long traces write a file with `synth`, which streams."""
-    plan = plan_synthetic(**kw)  # type: ignore[arg-type]
+    plan = plan_synthetic(**kw)  # type: ignore[arg-type]  # plan_synthetic's keywords
     ts, frames = (np.concatenate(part) for part in zip(*plan.chunks(), strict=True))
     captured = (frames - FCS_BYTES).astype(np.uint32)
     return Trace(
@@ -178,7 +178,7 @@ def synth(
     fmt = output_format(output)
     require_positive("flows", flows)
     _check_output(output, [], force)
-    plan = plan_synthetic(**kw)  # type: ignore[arg-type]
+    plan = plan_synthetic(**kw)  # type: ignore[arg-type]  # plan_synthetic's keywords
     _require_room(Path(output), fmt, plan)
 
     # numpy.random is imported here, before the temporary exists: a signal that lands while a
