@@ -315,6 +315,18 @@ def crash(*_):
     raise CrashError
 
 
+def crash_after_two(written):
+    """A part writer that writes two parts (their chunks appended to `written`), then dies."""
+
+    def write(parts, index, table):
+        if len(written) == 2:
+            raise CrashError
+        sweep.write_part(parts, index, table)
+        written.append(index)
+
+    return write
+
+
 def test_a_stopped_sweep_resumes_without_evaluating_written_chunks(specs, tmp_path):
     calls = tmp_path / "calls"
 
@@ -331,11 +343,7 @@ def test_a_stopped_sweep_resumes_without_evaluating_written_chunks(specs, tmp_pa
     out = tmp_path / "out.parquet"
     written = []
 
-    def write_two_then_crash(parts, index, table):
-        if len(written) == 2:
-            raise CrashError
-        sweep.write_part(parts, index, table)
-        written.append(index)
+    write_two_then_crash = crash_after_two(written)
 
     with engine.connect(engine.Scheduler()) as client:
         with pytest.raises(CrashError):
@@ -371,11 +379,7 @@ def test_a_part_a_crash_cut_short_is_done_again(specs, tmp_path):
     out = tmp_path / "out.parquet"
     written = []
 
-    def write_two_then_crash(parts, index, table):
-        if len(written) == 2:
-            raise CrashError
-        sweep.write_part(parts, index, table)
-        written.append(index)
+    write_two_then_crash = crash_after_two(written)
 
     with engine.connect(engine.Scheduler()) as client:
         with pytest.raises(CrashError):
