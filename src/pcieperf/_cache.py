@@ -18,6 +18,9 @@ point costs is shared with its neighbours):
 - `nic.api._profile_once`, `nic.host.assumed_host`, `nic.bounds`: files read once.
 - `_config._tables`: a TOML text's tables, by the text (files are still read: an edited file
   is a new text); `load_toml` hands out copies.
+- `pciebench.calibration_file._calibration` and `iommu.profiles._profile`: a calibration and a
+  platform profile parsed, by the file's text (and the calibration's time and size, for a
+  profile whose parameters come `from` it): an `iommu sim` point reads them three and two times.
 Every cache is bounded; what it returns is shared, so arrays in it are read-only.
 """
 

@@ -10,13 +10,14 @@ same shape from a host's own counters.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pcieperf._config import load_toml
+from pcieperf._cache import cached
+from pcieperf._config import loads_toml, read_text
 from pcieperf.errors import ProfileError, UsageError, is_number
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION, Calibration, load_calibration
 
@@ -159,7 +160,7 @@ def parse_param(table: Any, origin: str, calibration: Callable[[], Calibration])
 def parse_platform(data: dict[str, Any], origin: str, calibration: Path) -> PlatformProfile:
     """A profile from parsed TOML; `origin` names the file in errors. The calibration is read
     once, when a parameter first takes its value `from` it."""
-    loaded = functools.cache(lambda: load_calibration(calibration))
+    loaded = partial(load_calibration, calibration)  # read where a parameter is `from` it
     known = {"name", "title", *SECTIONS}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -193,7 +194,24 @@ def load_platform_profile(
 ) -> PlatformProfile:
     """A built-in profile by name, or a profile file (e.g. one `iommu fit` wrote)."""
     path = platform_path(name)
-    return parse_platform(load_toml(path), str(path), calibration)
+    return _profile(read_text(path, str(path)), str(path), calibration, _stamp(calibration))
+
+
+@cached(16)
+def _profile(text: str, origin: str, calibration: Path, stamp: object) -> PlatformProfile:
+    """The profile a file's text gives on a calibration as it stands (`stamp`): an `iommu sim`
+    point, a sweep's thousands, load the same one twice (shared: nothing changes a profile)."""
+    return parse_platform(loads_toml(text, origin), origin, calibration)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """A file's modification time and size (None where there is no such file): a calibration
+    edited since is read again."""
+    try:
+        found = Path(path).stat()
+    except OSError:
+        return None
+    return found.st_mtime_ns, found.st_size
 
 
 def _toml_text(text: str) -> str:

@@ -9,7 +9,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pcieperf._config import load_toml
+from pcieperf._cache import cached
+from pcieperf._config import loads_toml, read_text
 from pcieperf.errors import ProfileError
 from pcieperf.pciebench.device import DeviceProfile, from_table
 
@@ -136,8 +137,15 @@ CALIBRATION_TABLES = ("device", "host", "fit", "reference_host", "spread")
 
 
 def load_calibration(path: Path) -> Calibration:
-    """Read a calibration file written by `calibration_toml`."""
-    data = load_toml(path)
+    """Read a calibration file written by `calibration_toml` (each text parsed once: an `iommu
+    sim` point takes its link and host from it three times)."""
+    return _calibration(read_text(path, str(path)), path)
+
+
+@cached(8)
+def _calibration(text: str, path: Path) -> Calibration:
+    """The calibration a file's text gives (shared: a Calibration is frozen)."""
+    data = loads_toml(text, str(path))
     for table in ("device", "host", "fit"):
         if not isinstance(data.get(table), dict):
             raise ProfileError(f"{path}: missing [{table}] table; is this a calibration file?")
