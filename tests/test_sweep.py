@@ -343,8 +343,6 @@ def test_a_stopped_sweep_resumes_without_evaluating_written_chunks(specs, tmp_pa
     out = tmp_path / "out.parquet"
     written = []
 
-    write_two_then_crash = crash_after_two(written)
-
     with engine.connect(engine.Scheduler()) as client:
         with pytest.raises(CrashError):
             sweep.run(
@@ -353,7 +351,7 @@ def test_a_stopped_sweep_resumes_without_evaluating_written_chunks(specs, tmp_pa
                 out,
                 client,
                 force=False,
-                write=write_two_then_crash,
+                write=crash_after_two(written),
             )
         assert not out.exists()
         assert sorted(p.name for p in sweep.parts_dir(out).glob("part-*")) == [
@@ -379,11 +377,9 @@ def test_a_part_a_crash_cut_short_is_done_again(specs, tmp_path):
     out = tmp_path / "out.parquet"
     written = []
 
-    write_two_then_crash = crash_after_two(written)
-
     with engine.connect(engine.Scheduler()) as client:
         with pytest.raises(CrashError):
-            sweep.run(plan, out, client, force=False, write=write_two_then_crash)
+            sweep.run(plan, out, client, force=False, write=crash_after_two(written))
         cut = sweep.parts_dir(out) / f"part-{written[0]:08d}.parquet"
         cut.write_bytes(cut.read_bytes()[:10])  # what the page cache had not yet written
         summary = sweep.run(plan, out, client, force=False)

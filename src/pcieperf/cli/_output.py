@@ -5,12 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from pcieperf.results import Report, Result, csv_text, fit_lines, json_default
-
-if TYPE_CHECKING:
-    from pcieperf.net.trace.bandwidth import Demand
 
 
 def _emit(
@@ -40,8 +37,9 @@ def with_demand_plot(args: argparse.Namespace, result: Report) -> Report:
         return result
     from pathlib import Path  # here: the light commands print through this module
 
+    from pcieperf.net.trace.bandwidth import Demand
     from pcieperf.report.plots import plot_trace_demand
 
-    demand = cast("Demand", result.source)  # what nic_trace and dpdk_fwd_trace return
+    demand = result.source_as(Demand)  # what nic_trace and dpdk_fwd_trace return
     title = Path(cast("dict[str, str]", result.data)["trace"]).name
     return result.with_plot(plot_trace_demand(demand, Path(args.plot), title, force=args.force))
