@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pcieperf
+from pcieperf import outputs
 from pcieperf.cli.examples import ordered, readme_lines
 from pcieperf.iommu.profiles import builtin_platforms
 from pcieperf.nic.profile import builtin_profiles
@@ -201,7 +202,7 @@ def record() -> int:
     """Write every suite's replay to tests/data/golden/NAME.json."""
     GOLDEN.mkdir(parents=True, exist_ok=True)
     for name, replayed in replay_all().items():
-        (GOLDEN / f"{name}.json").write_text(canonical(replayed))
+        outputs.write_text(GOLDEN / f"{name}.json", canonical(replayed), force=True)
     return 0
 
 
