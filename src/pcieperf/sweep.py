@@ -59,6 +59,9 @@ MAX_AXIS_VALUES = 10**7
 MAX_POINTS = 10**12
 MAX_CHUNKS = 10**7  # parts on disk and tasks in the scheduler's history: beyond, raise `chunk`
 MAX_CHUNK = 10**8
+ROW_GROUP_ROWS = 1 << 16
+"""Parts are joined into row groups of at least this many rows (held in memory: some MB): a
+row group per small part (a few `iommu sim` points) cost the join a millisecond each."""
 MANIFEST = "manifest.json"
 PARTS_FORMAT = "pcieperf sweep parts 1"
 VECTOR = "sizes"
@@ -509,19 +512,38 @@ def _finalize(plan: Plan, parts: Path, output: Path, force: bool) -> tuple[int, 
     def write(tmp: Path) -> None:
         nonlocal rows
         with pq.ParquetWriter(tmp, schema) as writer:
+            waiting: list[pa.Table] = []  # small parts, written as one row group
+            waiting_rows = 0
             for f in files:
                 table = pq.ParquetFile(f).read()  # one file: no dataset discovery (half the time)
-                columns = [
-                    table[n].cast(schema.field(n).type)
-                    if n in table.column_names
-                    else pa.nulls(table.num_rows, schema.field(n).type)
-                    for n in schema.names
-                ]
-                writer.write_table(pa.Table.from_arrays(columns, schema=schema))
+                waiting.append(_conformed(table, schema))
                 rows += table.num_rows
+                waiting_rows += table.num_rows
+                if waiting_rows >= ROW_GROUP_ROWS:
+                    writer.write_table(pa.concat_tables(waiting))
+                    waiting, waiting_rows = [], 0
+            if waiting:
+                writer.write_table(pa.concat_tables(waiting))
 
     outputs.write_with(output, force, write)
     return rows, schema.names
+
+
+def _conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with the columns and types of `schema` (a column it lacks is null)."""
+    import pyarrow as pa
+
+    if table.schema.equals(schema):  # most parts: no column to add or cast
+        return table.replace_schema_metadata(schema.metadata)
+    columns = [
+        pa.nulls(table.num_rows, field.type)
+        if field.name not in table.column_names
+        else table[field.name]
+        if table.schema.field(field.name).type == field.type
+        else table[field.name].cast(field.type)
+        for field in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def run(

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from typing import Generic, TypeVar
 
 import numpy as np
 
+from pcieperf._cache import cached
 from pcieperf._native import core
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError, require_positive
@@ -31,6 +33,8 @@ from pcieperf.iommu.stream import (
     transaction_classes,
 )
 from pcieperf.nic.profile import DeviceFacts
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -201,8 +205,40 @@ LIMITS = {
 }
 
 
+class _Slot(Generic[T]):
+    """A value worked out once and shared: held by a cached function of its whole key."""
+
+    def __init__(self) -> None:
+        self.value: T | None = None
+
+
+Length = tuple[int, float]  # (most packets, relative error) of a timed run
+
+
+@cached(1024)
+def _reference(platform: Platform, traffic: Traffic, length: Length, key: object) -> _Slot[Run]:
+    """The run without IOMMU of a platform, traffic, run length and `Model._key` (every
+    model of them shares it: a sweep's points along rxd or page run it once)."""
+    return _Slot()
+
+
+@cached(1024)
+def _reference_limits(
+    platform: Platform, traffic: Traffic, length: Length, key: object
+) -> _Slot[list[str]]:
+    """What holds that run (`Model.no_iommu_limits`), shared as the run is."""
+    return _Slot()
+
+
+@cached(256)
+def _costs(platform: Platform, traffic: Traffic, key: object) -> _Slot[np.ndarray]:
+    """`costs_per_packet` of a platform, traffic and `pricing_key`, shared by every model."""
+    return _Slot()
+
+
 class Model:
-    """One platform and traffic; evaluates port setups, caching the IOMMU-less runs."""
+    """One platform and traffic; evaluates port setups (each once), sharing with every model
+    of the same platform, traffic and run length its runs without IOMMU and costs per packet."""
 
     def __init__(
         self,
@@ -220,16 +256,15 @@ class Model:
         if rel_error is None:
             rel_error = 0.0 if packets else REL_ERROR
         self.platform, self.traffic, self.packets = platform, traffic, packets
-        self._length = (packets or PACKETS, rel_error)
-        self._baseline: dict[tuple[float, ...], Run] = {}
+        self._length: Length = (packets or PACKETS, rel_error)
         self._evaluated: dict[tuple[PortSetup, int], IommuResult] = {}
-        self._costs: dict[tuple[int | float, ...], np.ndarray] = {}
-        self._baseline_limits: dict[tuple[float, ...], list[str]] = {}
 
     @staticmethod
-    def _key(setup: PortSetup) -> tuple[float, ...]:
-        """What sets the transactions per packet and their timing without IOMMU (addresses do
-        not matter then): ports, queues, descriptor sizes, thresholds, burst, poll delay."""
+    def _key(setup: PortSetup) -> tuple[object, ...]:
+        """What the run without IOMMU depends on: ports, queues, descriptor sizes, thresholds,
+        burst, poll delay, and where the mbufs lie (pool, cache, layout; with physical IOVAs
+        the page size), which moves it a little. Not the ring sizes, nor the page size with
+        virtual IOVAs: no packet waits in the light state (tests/iommu check both)."""
         return (
             setup.queues,
             setup.ports,
@@ -239,30 +274,35 @@ class Model:
             setup.rx_free_thresh,
             setup.burst,
             setup.poll_delay_us,
+            setup.pool,
+            setup.cache,
+            setup.layout,
+            setup.iova,
+            setup.page if setup.iova == "pa" else None,
         )
 
     def no_iommu(self, setup: PortSetup) -> Run:
         """The run without IOMMU."""
-        key = self._key(setup)
-        if key not in self._baseline:
+        slot = _reference(self.platform, self.traffic, self._length, self._key(setup))
+        if slot.value is None:
             costs = self.costs(setup)
-            self._baseline[key] = _timed_run(
+            slot.value = _timed_run(
                 setup, self.traffic, self.platform, False, self._length, 1, LIGHT, costs
             )
-        return self._baseline[key]
+        return slot.value
 
     def no_iommu_limits(self, setup: PortSetup, bounds: dict[str, float]) -> list[str]:
         """What holds the run without IOMMU. When no bound is near and no resource saturated,
         the read requests bind in bursts (a Tx burst asks for more than the tags, then the tags
         idle during Rx): it is named if the same run with unlimited read requests is faster."""
-        key = self._key(setup)
-        if key not in self._baseline_limits:
+        slot = _reference_limits(self.platform, self.traffic, self._length, self._key(setup))
+        if slot.value is None:
             base = self.no_iommu(setup)
             limits = _limits(bounds, base.mpps, base.utilization, base.mpps)
             if not limits and self._unlimited_reads(setup).mpps > base.mpps / SATURATED:
                 limits = ["read_requests"]
-            self._baseline_limits[key] = limits
-        return self._baseline_limits[key]
+            slot.value = limits
+        return slot.value
 
     def _unlimited_reads(self, setup: PortSetup) -> Run:
         facts = replace(self.platform.facts, read_requests=UNLIMITED_READS)
@@ -278,10 +318,12 @@ class Model:
     def costs(self, setup: PortSetup) -> np.ndarray:
         """`costs_per_packet` of a setup on this model's platform and traffic, priced once per
         descriptor and threshold setting (`pricing_key`)."""
-        key = pricing_key(setup)
-        if key not in self._costs:
-            self._costs[key] = costs_per_packet(setup, self.traffic, self.platform)
-        return self._costs[key]
+        slot = _costs(self.platform, self.traffic, pricing_key(setup))
+        if slot.value is None:
+            costs = costs_per_packet(setup, self.traffic, self.platform)
+            costs.flags.writeable = False  # shared
+            slot.value = costs
+        return slot.value
 
     def counts(self, setup: PortSetup, load: Load = LIGHT, seed: int = 1) -> MissCounts:
         """The misses of a load state in the stream's own order (no timing; `evaluate` reports

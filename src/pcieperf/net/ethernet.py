@@ -83,13 +83,25 @@ class Ethernet:
         return self.frames_per_second(frames) * 8 * np.asarray(frames) / 1e9
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PacketMix:
-    """A distribution of frame sizes; `weights` are fractions of packets and sum to 1."""
+    """A distribution of frame sizes; `weights` are fractions of packets and sum to 1. Equal
+    to another of the same name, sizes and weights, and hashable (a cache key's part)."""
 
     name: str
     sizes: NDArray[np.int64]
     weights: NDArray[np.float64]
+
+    def _values(self) -> tuple[str, tuple[int, ...], tuple[float, ...]]:
+        return self.name, tuple(self.sizes.tolist()), tuple(self.weights.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PacketMix):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
     @classmethod
     def fixed(cls, size: int) -> PacketMix:

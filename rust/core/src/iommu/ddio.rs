@@ -26,14 +26,8 @@ pub struct LlcShape {
     pub ddio_ways: u32,
 }
 
+/// What a way holds before any line was written to it.
 const EMPTY: u64 = u64::MAX;
-
-/// One I/O way: the line it holds (`EMPTY` if none) and when it was last written.
-#[derive(Clone, Copy)]
-struct Way {
-    line: u64,
-    stamp: u64,
-}
 
 /// 64-bit finaliser (SplitMix64's): spreads frame numbers and line addresses uniformly.
 pub fn mix(mut z: u64) -> u64 {
@@ -76,10 +70,10 @@ impl FastMod {
 pub struct Ddio {
     shape: LlcShape,
     slices: FastMod,
-    /// Each way's line and last-write stamp side by side: a set's ways share a cache line,
-    /// so a write touches one host cache line, not one in each of two arrays.
-    ways: Vec<Way>,
-    clock: u64,
+    /// The line each way holds, a set's ways most recently written first: the order is the
+    /// exact LRU state, so no stamps are kept (8 bytes a way: the simulated LLC's table is
+    /// half the size, and its lookups, cache misses on the host, the cheaper).
+    ways: Vec<u64>,
     /// Device writes that had to allocate (the line was not held) and device reads of lines
     /// that were no longer held, out of all device reads checked.
     pub allocations: u64,
@@ -98,14 +92,7 @@ impl Ddio {
         Ok(Self {
             shape,
             slices: FastMod::new(u64::from(shape.slices)),
-            ways: vec![
-                Way {
-                    line: EMPTY,
-                    stamp: 0
-                };
-                n
-            ],
-            clock: 0,
+            ways: vec![EMPTY; n],
             allocations: 0,
             read_misses: 0,
             reads: 0,
@@ -127,22 +114,20 @@ impl Ddio {
     }
 
     fn find(&self, ways: std::ops::Range<usize>, line: u64) -> Option<usize> {
-        ways.into_iter().find(|&i| self.ways[i].line == line)
+        ways.into_iter().find(|&i| self.ways[i] == line)
     }
 
-    /// A device write of one physical line: refreshes it, or allocates it over the LRU way.
+    /// A device write of one physical line: moves it to the front of its set, allocating it
+    /// over the least recently written way (the last) where the set does not hold it.
     pub fn write(&mut self, line: u64) {
-        self.clock += 1;
         let ways = self.ways_of(line);
         let slot = self.find(ways.clone(), line).unwrap_or_else(|| {
             self.allocations += 1;
-            ways.min_by_key(|&i| self.ways[i].stamp)
-                .expect("at least one way")
+            ways.end - 1
         });
-        self.ways[slot] = Way {
-            line,
-            stamp: self.clock,
-        };
+        let set = &mut self.ways[ways.start..=slot];
+        set.rotate_right(1);
+        set[0] = line;
     }
 
     /// A device read of one physical line: true when the LLC still holds it (no allocation
