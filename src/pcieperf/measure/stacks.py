@@ -30,12 +30,12 @@ class StackIndex:
     @classmethod
     def of(cls, samples: Samples) -> StackIndex:
         """Number the (socket, stack) pairs in order of appearance."""
-        seen: dict[tuple[int | None, str], int] = {}
-        pairs = zip(samples.socket, samples.stack, strict=True)
-        ids = np.fromiter(
-            (seen.setdefault(pair, len(seen)) for pair in pairs), dtype=np.int64, count=len(samples)
-        )
-        return cls([stack_key(*pair) for pair in seen], ids)
+        # dict and map walk the rows in C: a generator took 22 ms of an `explain` (57 600 rows)
+        pairs = dict.fromkeys(zip(samples.socket, samples.stack, strict=True))
+        number = {pair: i for i, pair in enumerate(pairs)}
+        rows = map(number.__getitem__, zip(samples.socket, samples.stack, strict=True))
+        ids = np.fromiter(rows, dtype=np.int64, count=len(samples))
+        return cls([stack_key(*pair) for pair in number], ids)
 
 
 def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None = None) -> str:

@@ -56,42 +56,43 @@ CAPTURE_RUN_COLUMNS = {
 start time (pcieperf.capture.records builds the rows)."""
 
 
-def schema() -> list[str]:
-    """The statements that make every table of the store (a no-op for those it has), and add
-    to an older store the columns added since."""
+def schema(columns: set[tuple[str, str]]) -> list[str]:
+    """The statements that bring a store whose tables have `columns` ((table, column) pairs)
+    up to date: the tables it lacks, and the columns added since to one it has (none for a
+    store made by this version: opening it runs no statement)."""
     capture_columns = ", ".join(f"{k} {v}" for k, v in CAPTURE_RUN_COLUMNS.items())
-    tables = [
-        "CREATE TABLE IF NOT EXISTS systems (system VARCHAR PRIMARY KEY, card VARCHAR, "
+    tables = {
+        "systems": "(system VARCHAR PRIMARY KEY, card VARCHAR, "
         "arch VARCHAR, cpu VARCHAR, machine VARCHAR, numa_device INTEGER, numa_memory INTEGER, "
         "numa_cpu INTEGER, iommu VARCHAR, source VARCHAR, imported_at TIMESTAMP)",
-        "CREATE TABLE IF NOT EXISTS host_facts (system VARCHAR, name VARCHAR, text VARCHAR)",
-        "CREATE TABLE IF NOT EXISTS counter_imports (import_id INTEGER PRIMARY KEY, "
+        "host_facts": "(system VARCHAR, name VARCHAR, text VARCHAR)",
+        "counter_imports": "(import_id INTEGER PRIMARY KEY, "
         "file VARCHAR, source VARCHAR, samples BIGINT, imported_at TIMESTAMP)",
-        "CREATE TABLE IF NOT EXISTS counter_samples (import_id INTEGER, t_s DOUBLE, "
+        "counter_samples": "(import_id INTEGER, t_s DOUBLE, "
         "wall_time TIMESTAMP, source VARCHAR, socket INTEGER, stack VARCHAR, part VARCHAR, "
         "metric VARCHAR, value DOUBLE, unit VARCHAR)",
         # an import's samples until one transaction moves them (`Store.import_counters`)
-        "CREATE TABLE IF NOT EXISTS counter_staging AS FROM counter_samples LIMIT 0",
-        "CREATE TABLE IF NOT EXISTS dpdk_runs (run_id INTEGER PRIMARY KEY, started TIMESTAMP, "
+        "counter_staging": "AS FROM counter_samples LIMIT 0",
+        "dpdk_runs": "(run_id INTEGER PRIMARY KEY, started TIMESTAMP, "
         "mode VARCHAR, source VARCHAR, extra_args VARCHAR, seconds DOUBLE, wall_s DOUBLE, "
         "interrupted BOOLEAN, version VARCHAR, command VARCHAR, rx_pps DOUBLE, tx_pps DOUBLE, "
         "pkt_bytes DOUBLE, output VARCHAR)",
-        "CREATE TABLE IF NOT EXISTS dpdk_run_ports (run_id INTEGER, port INTEGER, "
+        "dpdk_run_ports": "(run_id INTEGER, port INTEGER, "
         "rx_packets BIGINT, tx_packets BIGINT, rx_pps DOUBLE, tx_pps DOUBLE, "
         "rx_bursts BIGINT, rx_burst_shares VARCHAR)",
-        "CREATE TABLE IF NOT EXISTS dpdk_run_bursts (run_id INTEGER, burst INTEGER, calls DOUBLE)",
-        "CREATE TABLE IF NOT EXISTS capture_runs (run_id INTEGER PRIMARY KEY, "
-        f"started TIMESTAMP, {capture_columns})",
-        # a store made by an earlier version gains the columns added since (null there)
-        *(
-            f"ALTER TABLE capture_runs ADD COLUMN IF NOT EXISTS {name} {kind}"
-            for name, kind in CAPTURE_RUN_COLUMNS.items()
-        ),
-    ]
-    for kind, columns in COLUMNS.items():
-        cols = ", ".join(f"{STORE_NAMES[c]} {_sql_type(c)}" for c in columns)
+        "dpdk_run_bursts": "(run_id INTEGER, burst INTEGER, calls DOUBLE)",
+        "capture_runs": f"(run_id INTEGER PRIMARY KEY, started TIMESTAMP, {capture_columns})",
+    }
+    for kind, names in COLUMNS.items():
+        cols = ", ".join(f"{STORE_NAMES[c]} {_sql_type(c)}" for c in names)
         extra = ", section INTEGER" if kind == "cdf" else ""
-        tables.append(
-            f"CREATE TABLE IF NOT EXISTS {kind} (system VARCHAR, file VARCHAR, {cols}{extra})"
-        )
-    return tables
+        tables[kind] = f"(system VARCHAR, file VARCHAR, {cols}{extra})"
+    have = {table for table, _ in columns}
+    statements = [f"CREATE TABLE {name} {how}" for name, how in tables.items() if name not in have]
+    if "capture_runs" in have:  # made by an earlier version: it gains the columns added since
+        statements += [
+            f"ALTER TABLE capture_runs ADD COLUMN {name} {kind}"
+            for name, kind in CAPTURE_RUN_COLUMNS.items()
+            if ("capture_runs", name) not in columns
+        ]
+    return statements

@@ -1,0 +1,39 @@
+"""The store's tables made once: a new store gets every table, an older one the columns added
+since, and a current one runs no statement when opened (it was 50 per `explain`)."""
+
+import duckdb
+
+from pcieperf.measure.store import Store
+from pcieperf.measure.store_schema import CAPTURE_RUN_COLUMNS, schema
+
+
+def _columns(path):
+    con = duckdb.connect(str(path))
+    try:
+        query = "SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main'"
+        return set(con.execute(query).fetchall())
+    finally:
+        con.close()
+
+
+def test_a_new_store_has_every_table_and_opening_it_again_changes_nothing(tmp_path):
+    Store(tmp_path / "s.duckdb").close()
+    made = _columns(tmp_path / "s.duckdb")
+    assert {"systems", "counter_samples", "counter_staging", "capture_runs"} <= {t for t, _ in made}
+    assert schema(made) == []
+    Store(tmp_path / "s.duckdb").close()
+    assert _columns(tmp_path / "s.duckdb") == made
+
+
+def test_an_older_stores_capture_runs_gain_the_columns_added_since(tmp_path):
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE capture_runs (run_id INTEGER PRIMARY KEY, started TIMESTAMP)")
+    con.execute("INSERT INTO capture_runs VALUES (1, now())")
+    con.close()
+    Store(path).close()
+    capture = {c for t, c in _columns(path) if t == "capture_runs"}
+    assert capture == {"run_id", "started", *CAPTURE_RUN_COLUMNS}
+    con = duckdb.connect(str(path))
+    assert con.execute("SELECT run_id, dpdk_version FROM capture_runs").fetchall() == [(1, None)]
+    con.close()
