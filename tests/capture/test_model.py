@@ -218,7 +218,7 @@ def test_the_forwarding_cost_can_come_from_a_stored_run(tmp_path):
     found = pp.capture_model(sizes=[64], from_run=run_id, db=db).to_json()
     assert found["calibration"]["fwd_cost_from"] == f"capture run {run_id} (fwd_cpu_ns_no_capture)"
     assert found["rows"][0]["fwd_ns_per_packet"] == pytest.approx(row["fwd_cpu_ns_no_capture"])
-    with pytest.raises(UsageError, match="give --fwd-ns or --from-run, not both"):
+    with pytest.raises(UsageError, match="give `fwd_ns` or `from_run`, not both"):
         pp.capture_model(sizes=[64], from_run=run_id, fwd_ns=10, db=db)
     with pytest.raises(UsageError, match=f"no capture run {run_id + 1} in"):
         pp.capture_model(sizes=[64], from_run=run_id + 1, db=db)

@@ -3,6 +3,7 @@ reads `name` from the API and `--flag` from the command line, translated in one 
 (cli._words), and every parameter a library message names is set by a real option."""
 
 import ast
+import re
 
 import pytest
 
@@ -59,3 +60,31 @@ def test_every_parameter_a_message_names_is_a_real_option(name):
     shown = [(flag_namer(parser)(name), _long_options(parser)) for _, parser in command_paths()]
     assert any(flag in options for flag, options in shown) or name == "no_flit"
     assert str(UsageError(f"x {param(name)} y")) == f"x `{name}` y"
+
+
+ERRORS = {"UsageError", "PcieperfError", "ProfileError", "InputError"}
+FLAG = re.compile(r"(?:^|[\s(])--[a-z][a-z-]+")
+
+
+def _error_texts(path):
+    """The string pieces of every error a library module raises."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        raised = isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+        if raised and getattr(node.exc.func, "id", None) in ERRORS:
+            for part in ast.walk(node.exc):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    yield node.lineno, part.value
+
+
+def test_no_library_error_names_a_flag():
+    # A library error names a parameter with `param`, which the CLI shows as its flag; a
+    # literal "--flag" would read wrong from the API. A command line quoted in backticks (a
+    # `pcieperf ...` suggestion) is a command, not a parameter, and is allowed.
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {text!r}"
+        for path in (ROOT / "src" / "pcieperf").rglob("*.py")
+        if "cli" not in path.relative_to(ROOT / "src" / "pcieperf").parts
+        for line, text in _error_texts(path)
+        if FLAG.search(text) and "`" not in text
+    ]
+    assert found == []

@@ -37,8 +37,8 @@ def check(huge_dir: Path | None) -> None:
     if os.geteuid() != 0:
         raise UsageError(
             "a capture run needs hugepages: run as root (pcieperf reserves 2 MiB pages and "
-            "mounts hugetlbfs itself, and undoes both), or give --huge-dir with a hugetlbfs "
-            "mount that has free pages"
+            "mounts hugetlbfs itself, and undoes both), or give "
+            f"{param('huge_dir')} with a hugetlbfs mount that has free pages"
         )
     if not (POOL / "nr_hugepages").exists():
         raise UsageError(f"this kernel offers no 2 MiB hugepages ({POOL} is missing)")
@@ -155,7 +155,7 @@ def _reserve(pages: int, saving: Callable[[int], None]) -> int | None:
         total.write_text(str(previous))
         raise PcieperfError(
             f"only {got} of the {pages} 2 MiB hugepages a capture run needs could be reserved "
-            "(memory fragmented or too small); free memory or give --huge-dir"
+            f"(memory fragmented or too small); free memory or give {param('huge_dir')}"
         )
     return previous
 

@@ -34,7 +34,7 @@ from pcieperf.capture.path import (
     touches_bytes,
 )
 from pcieperf.dpdk.forwarding import ForwardingConfig, forwarding_profile
-from pcieperf.errors import UsageError, require_choice, require_positive
+from pcieperf.errors import UsageError, param, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.net.wire import FCS_BYTES
 from pcieperf.nic.nic import evaluate
@@ -460,7 +460,10 @@ def capture_model(
     fwd_from = "given (fwd_ns)" if fwd_ns is not None else "calibration"
     if from_run is not None:
         if fwd_ns is not None:
-            raise UsageError("give --fwd-ns or --from-run, not both: each sets the forwarding cost")
+            raise UsageError(
+                f"give {param('fwd_ns')} or {param('from_run')}, not both: each sets the "
+                "forwarding cost"
+            )
         fwd_ns = _run_forwarding_ns(from_run, db)
         fwd_from = f"capture run {from_run} (fwd_cpu_ns_no_capture)"
     link = make_link(**link_options)

@@ -6,14 +6,13 @@ writes it record by record (app/pdump/main.c, drivers/net/pcap)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pcieperf.errors import PcieperfError, UsageError
+from pcieperf.dpdk.testpmd import find_binary
+from pcieperf.errors import PcieperfError
 
 TOOLS = {"dumpcap": "dpdk-dumpcap", "pdump": "dpdk-pdump"}
 """Each tool's binary, as Debian's dpdk-dev package ships it (22.11: /usr/bin)."""
@@ -33,13 +32,7 @@ _PDUMP_WRITTEN = re.compile(r"-packets transmitted to vdev:\s*([0-9]+)")
 
 def find(tool: str) -> str:
     """The tool's binary: $PCIEPERF_DUMPCAP / $PCIEPERF_PDUMP, else on PATH."""
-    binary = os.environ.get(TOOL_ENV[tool]) or shutil.which(TOOLS[tool])
-    if not binary or not os.access(binary, os.X_OK):
-        raise UsageError(
-            f"{TOOLS[tool]} not found; install Debian's dpdk-dev (apt-get install "
-            f"--no-install-recommends dpdk-dev) or set {TOOL_ENV[tool]} to the binary"
-        )
-    return binary
+    return find_binary(TOOLS[tool], TOOL_ENV[tool])
 
 
 def mempool_preload(primary: str) -> str:

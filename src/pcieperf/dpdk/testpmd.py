@@ -293,11 +293,17 @@ def _read_line(raw: str, port: PortStats, final: bool) -> None:
 
 def find_testpmd() -> str:
     """The testpmd binary: $PCIEPERF_TESTPMD, else dpdk-testpmd on PATH."""
-    binary = os.environ.get(TESTPMD_ENV) or shutil.which(TESTPMD_BINARY)
+    return find_binary(TESTPMD_BINARY, TESTPMD_ENV)
+
+
+def find_binary(name: str, env: str) -> str:
+    """A DPDK program: $`env` if set, else `name` on PATH; missing, one line saying how to get
+    it (Debian's dpdk-dev ships testpmd, dumpcap and pdump)."""
+    binary = os.environ.get(env) or shutil.which(name)
     if not binary or not os.access(binary, os.X_OK):
         raise UsageError(
-            f"{TESTPMD_BINARY} not found; install Debian's dpdk-dev (apt-get install "
-            f"--no-install-recommends dpdk-dev) or set {TESTPMD_ENV} to the binary"
+            f"{name} not found; install Debian's dpdk-dev (`apt-get install "
+            f"--no-install-recommends dpdk-dev`) or set {env} to the binary"
         )
     return binary
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from pcieperf.dpdk import forwarding, port
 from pcieperf.dpdk.port import PortSetup
-from pcieperf.errors import UsageError, require_positive
+from pcieperf.errors import UsageError, param, require_positive
 from pcieperf.iommu.model import Model
 from pcieperf.iommu.platform import IommuParams, Platform, Traffic, load_platform
 from pcieperf.iommu.profiles import DEFAULT_PLATFORM, Param, PlatformProfile, load_platform_profile
@@ -155,7 +155,8 @@ def _entries_param(points: list[ReachPoint], measured: float, base: Param, file:
         shown = ", ".join(f"{p.entries}: {p.misses_per_fwd_pkt:.2f}" for p in points)
         raise UsageError(
             f"{file}: no IOTLB reach gives {measured:.3f} misses per packet for this setup "
-            f"(reach: misses per packet = {shown}); check --pps, --rxd/--txd, --page and --pkt"
+            f"(reach: misses per packet = {shown}); check {param('pps')}, {param('rxd')}/"
+            f"{param('txd')}, {param('page')} and {param('frame')}"
         )
     first, last = ok[0], ok[-1]
     low = points[first - 1].entries + 1 if first > 0 else points[first].entries

@@ -65,7 +65,7 @@ def pick_stack(known: list[str], busy: list[str], wanted: str | None, file: str)
         return matches[0]
     if len(busy) != 1:
         raise UsageError(
-            f"{file} has traffic on {len(busy)} stacks; choose one with --stack: "
+            f"{file} has traffic on {len(busy)} stacks; choose one with {param('stack')}: "
             + "; ".join(busy or known)
         )
     return busy[0]

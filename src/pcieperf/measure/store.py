@@ -155,7 +155,7 @@ class Store:
             "SELECT import_id FROM counter_imports WHERE file = ?", [file]
         ).fetchall()
         if old and not force:
-            raise UsageError(f"{path} is already imported; pass --force to replace it")
+            raise UsageError(f"{path} is already imported; pass {param('force')} to replace it")
         self.con.execute(f"SET memory_limit = '{IMPORT_MEMORY_LIMIT}'")
         self._empty_staging()
         try:

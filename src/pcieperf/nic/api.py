@@ -274,7 +274,9 @@ def frame_mixes(sizes: Sizes | None, mix: Sequence[str] | None) -> list[PacketMi
 
     mixes = [parse_mix(tok) for tok in _size_tokens(sizes)] + [parse_mix(m) for m in mix or []]
     if not mixes:
-        raise UsageError("give frame sizes with --sizes (e.g. 64,256,1518,imix) or --mix")
+        raise UsageError(
+            f"give frame sizes with {param('sizes')} (e.g. 64,256,1518,imix) or {param('mix')}"
+        )
     return mixes
 
 

@@ -95,7 +95,7 @@ def predict_files(
     ]
     clash = [p for p in [*targets, *extras] if p.exists()]
     if clash and not force:
-        raise UsageError(f"{clash[0]} exists; pass --force to overwrite predicted files")
+        raise UsageError(f"{clash[0]} exists; pass {param('force')} to overwrite predicted files")
     rows = [point for file_rows in plan.values() for point in file_rows]
     rates = [_simulate_all(h, device, rows, transactions, progress) for h in (host, *alternatives)]
     points = iter(rates[0])
