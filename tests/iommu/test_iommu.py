@@ -514,3 +514,27 @@ def test_the_run_without_iommu_is_shared_where_only_rings_or_pages_differ(platfo
     assert m.no_iommu(replace(PortSetup(), rxd=128, page="2m")) is m.no_iommu(PortSetup())
     pool = m.no_iommu(replace(PortSetup(), pool=32768))
     assert (pool.mpps, pool.mean_latency_ns) == uncached(pool=32768)
+
+
+@pytest.mark.parametrize("frame", ["64", "1518"])
+def test_the_read_request_bound_is_the_nic_models_tag_bound_at_the_platforms_latency(frame):
+    # One rule for how long reads hold tags (nic.pricing.tag_hold_ns, read_hold_bytes): given
+    # the platform's LLC latency as the host's (plus the reference read's own wire time, which
+    # `nic` takes out of a measured latency), `nic` bounds the rate where the IOMMU model does.
+    import pcieperf as pp
+    from pcieperf.iommu.api import inputs
+    from pcieperf.nic.nic import LATENCY_TEST_BYTES, read_wire_bytes
+
+    given = inputs(frame=frame)
+    link = given.platform.link
+    reference_ns = read_wire_bytes(link, LATENCY_TEST_BYTES) / (link.tlp_bytes_per_s / 1e9)
+    iommu = pp.iommu.sim(frame=frame, packets=PACKETS).to_json()
+    nic = pp.nic(
+        sizes=frame,
+        read_ns=given.platform.llc_latency_ns + reference_ns,
+        tags=iommu["read_requests"],
+        completion=link.completion_policy,
+    ).to_json()
+    assert iommu["bounds_mpps"]["read_requests"] == pytest.approx(
+        nic[0]["tag_bound_pps"] / 1e6, rel=1e-12
+    )

@@ -23,7 +23,7 @@ from pcieperf.iommu.platform import (
     Traffic,
 )
 from pcieperf.net.ethernet import dma_bytes
-from pcieperf.nic.pricing import OpShare, price_operations
+from pcieperf.nic.pricing import OpShare, price_operations, read_hold_bytes, tag_hold_ns
 from pcieperf.nic.profile import NicProfile, Operation
 from pcieperf.pciebench.sim import cache_lines
 
@@ -237,7 +237,8 @@ def transaction_classes(
     per_class = [traffic.mix.weights @ per_occurrence[cls] for cls in range(4)]
     per_class += [per_occurrence[cls, (cls - 4) // 2] for cls in range(4, 4 + 2 * sizes)]
     return [
-        _class(platform, _is_read(cls), _is_tx(cls), *cost) for cls, cost in enumerate(per_class)
+        _class(platform, _is_read(cls), _is_tx(cls), *cost[:HOLD])
+        for cls, cost in enumerate(per_class)
     ]
 
 
@@ -251,19 +252,27 @@ def _is_tx(cls: int) -> bool:
     return cls in (2, 3) or (cls >= 4 and cls % 2 == 1)
 
 
-UP, DOWN, REQUESTS, RC_NS = range(4)  # the cost axis of `costs_per_packet`
+UP, DOWN, REQUESTS, RC_NS, HOLD = range(5)  # the cost axis of `costs_per_packet`
 
 
 def costs_per_packet(setup: PortSetup, traffic: Traffic, platform: Platform) -> np.ndarray:
     """Per stream class and packet size, what a packet of that size costs through that class:
-    up bytes, down bytes, read requests and root-complex ns (`UP`, `DOWN`, `REQUESTS`, `RC_NS`).
-    Only the setup's descriptors, thresholds and burst matter (`pricing_key`)."""
+    up bytes, down bytes, read requests, root-complex ns and the bytes the requests hold their
+    tags across (`UP`, `DOWN`, `REQUESTS`, `RC_NS`, `HOLD`). Only the setup's descriptors,
+    thresholds and burst matter (`pricing_key`)."""
     shares = price_operations(platform.link, forwarding_nic(setup, platform), traffic.mix.sizes)
     sizes = traffic.mix.sizes.size
-    per_packet = np.zeros((4 + 2 * sizes, sizes, 4))
+    per_packet = np.zeros((4 + 2 * sizes, sizes, 5))
     for share in shares:
+        requests = _requests(share)
         costs = np.stack(
-            [share.up_bytes, share.down_bytes, _requests(share), _root_complex_ns(share, platform)],
+            [
+                share.up_bytes,
+                share.down_bytes,
+                requests,
+                _root_complex_ns(share, platform),
+                _hold_bytes(share, requests),
+            ],
             axis=-1,
         )
         cls = _stream_class(share.path, share.op)
@@ -292,15 +301,15 @@ def resource_bounds(
 ) -> dict[str, float]:
     """The packet rate (Mpps) each resource alone would allow, from the mean cost per packet:
     the line (all ports), the Rx pacing, each link direction (what `nic` computes), the root
-    complex's write retirement, and the read requests (tags held for the host's read latency
-    plus the request and completion on the link). `costs`: `costs_per_packet`, if priced."""
+    complex's write retirement, and the read requests (tags held for the platform's LLC
+    latency plus the read's bytes on the link: `tag_hold_ns`, the rule of `nic`). `costs`:
+    `costs_per_packet`, if priced."""
     per_packet = costs_per_packet(setup, traffic, platform) if costs is None else costs
     mean = np.einsum("csm,s->cm", per_packet, traffic.mix.weights)  # per class, per packet
     capacity = platform.link.tlp_bytes_per_s / 1e9  # bytes per ns
     reads = np.array([_is_read(cls) for cls in range(len(mean))])
-    held_ns = (
-        mean[reads, REQUESTS].sum() * platform.llc_latency_ns
-        + (mean[reads, UP].sum() + mean[reads, DOWN].sum()) / capacity
+    held_ns = tag_hold_ns(
+        mean[reads, REQUESTS].sum(), platform.llc_latency_ns, mean[reads, HOLD].sum(), capacity
     )
     total = mean.sum(axis=0)
     bounds = {
@@ -317,6 +326,14 @@ def resource_bounds(
             traffic.line_mpps(setup.ports) * traffic.offer_share, traffic.offer_mpps or np.inf
         )
     return {name: float(b) for name, b in bounds.items()}
+
+
+def _hold_bytes(share: OpShare, requests: np.ndarray) -> np.ndarray:
+    """Per packet, the bytes one operation's read requests hold their tags across
+    (`read_hold_bytes`, which takes one read's values: per packet / occurrences per packet)."""
+    occurrences = np.where(share.per_packet > 0, share.per_packet, 1.0)
+    per_read = [a / occurrences for a in (requests, share.up_bytes, share.down_bytes)]
+    return np.asarray(read_hold_bytes(*per_read) * occurrences, dtype=np.float64)
 
 
 def _requests(share: OpShare) -> np.ndarray:

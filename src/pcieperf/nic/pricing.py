@@ -209,6 +209,21 @@ wire bytes both ways (a request holds its tag while its read's TLPs cross the li
 `latency`, an upper bound where a read takes several requests; `PacketCosts.tag_ns`)."""
 
 
+def read_hold_bytes(requests: Term, up_bytes: Term, down_bytes: Term) -> Term:
+    """The wire bytes a read's requests hold their tags across: each request its whole read's
+    bytes both ways (a tag is held while the read's TLPs cross the link; an upper bound where
+    a read takes several requests). The rule of `nic`, `latency` and the IOMMU model."""
+    return requests * (up_bytes + down_bytes)
+
+
+def tag_hold_ns(requests: Term, request_ns: float, hold_bytes: Term, bytes_per_ns: float) -> Term:
+    """Tag-nanoseconds: each of `requests` holds its tag `request_ns` in the host, plus the
+    link time of `hold_bytes` (`read_hold_bytes`); not below 0. Little's law turns it into
+    tags in flight (rate x it) and a rate bound (tags / it). One rule for every model: each
+    gives its own host latency (`nic` a measured read's, the IOMMU model its platform's)."""
+    return maximum(requests * request_ns + hold_bytes / bytes_per_ns, 0.0)
+
+
 def _ordered_sum(terms: Iterable[Term], start: Term) -> Term:
     """`start + t0 + t1 + ...`, each term broadcast over the sizes, bit for bit in fewer passes:
     a term that is the same at every size is added as a scalar (into a scalar while no array
@@ -283,8 +298,9 @@ class PacketCosts:
         the reference's (`read_hold_bytes`). Little's law makes it tags in flight (rate x
         tag_ns) and a rate bound (tags / tag_ns). Not below 0, whatever `read_ns` is."""
         reference_ns = reference_read_bytes / bytes_per_ns
-        held = (read_ns - reference_ns) * self.read_requests + self.read_hold_bytes / bytes_per_ns
-        return maximum(held, 0.0)
+        return tag_hold_ns(
+            self.read_requests, read_ns - reference_ns, self.read_hold_bytes, bytes_per_ns
+        )
 
     def gbps_at(self, line: LineRates) -> tuple[Value, Value]:
         """PCIe Gb/s (up, down) at `line`'s packet rates: the rates of every link that keeps
@@ -324,7 +340,7 @@ class _PlannedOp:
         if self.op.initiator != "dma_read":
             return (*self._per_packet(wire), 0.0, 0.0)
         up, down, requests, _ = wire
-        return self._per_packet((*wire, requests, requests * (up + down)))
+        return self._per_packet((*wire, requests, read_hold_bytes(requests, up, down)))
 
     def _per_packet(self, per_occurrence: tuple[Term, ...]) -> tuple[Term, ...]:
         """Values per occurrence as values per packet (x occurrences per packet)."""
