@@ -19,7 +19,6 @@ import numpy as np
 import platformdirs
 from numpy.typing import NDArray
 
-from pcieperf.dpdk.testpmd import RunResult, StoredRun
 from pcieperf.errors import UsageError, param, require_choice
 from pcieperf.measure.counters.samples import BYTES_PER_S, Samples, Sink
 from pcieperf.measure.store_lock import connect
@@ -29,6 +28,8 @@ from pcieperf.progress import wrap as with_progress
 
 if TYPE_CHECKING:
     import pandas
+
+    from pcieperf.dpdk.testpmd import RunResult, StoredRun
 
 __all__ = ["open"]  # `pp.store`: the notebook's view; the CLI and records use `Store` by name
 
@@ -336,6 +337,8 @@ class Store:
 
     def dpdk_run(self, run_id: int) -> StoredRun:
         """One stored run, ready for the forwarding model."""
+        from pcieperf.dpdk.testpmd import StoredRun  # the runner: only where a run is read
+
         row: tuple[str, str, str, float, float] | None = self.con.execute(
             "SELECT mode, source, version, rx_pps, pkt_bytes FROM dpdk_runs WHERE run_id = ?",
             [run_id],
