@@ -6,12 +6,12 @@ use numpy::{IntoPyArray, PyReadonlyArray1};
 use pcieperf_core::parallel::in_parallel;
 use pcieperf_core::trace::archive::demand::DemandConfig;
 use pcieperf_core::trace::archive::files::{file_partial, files_partial, first_record};
-use pcieperf_core::trace::archive::{Partial, ReadFacts};
+use pcieperf_core::trace::archive::Partial;
 use pcieperf_core::trace::columns::read_columns;
 use pcieperf_core::trace::merge::{convert, merge_part, merge_with, scan, MergeOptions, Part};
 use pcieperf_core::trace::rate_windows;
 use pcieperf_core::trace::read::ReadOptions;
-use pcieperf_core::trace::stats::{columns_stats, file_stats, StatsConfig, Summary};
+use pcieperf_core::trace::stats::{columns_stats, file_stats, ReadFacts, StatsConfig, Summary};
 use pcieperf_core::trace::synth::{synthesize, Synthesizer};
 use pcieperf_core::trace::write::{Batch, OutFormat, Writer, DEFAULT_BUFFER_BYTES};
 use pcieperf_core::trace::Interface;
@@ -141,7 +141,7 @@ pub fn trace_stats<'py>(
         read_options(skip_bad, strict),
         threads,
         |p, read| file_stats(p, read, &config),
-        |stats| Ok(stats_dict(py, &stats.summary, &ReadFacts::from(&stats))?.into_any()),
+        |stats| Ok(stats_dict(py, &stats.summary, &stats.facts)?.into_any()),
     )
 }
 

@@ -435,17 +435,21 @@ fn gzip_and_zstd_captures_are_read_by_their_magic() {
     assert!(reader.cut_short().is_some());
 }
 
+/// `pcap` records of `data`, the k-th at k s.
+fn one_a_second(data: &[Vec<u8>]) -> Vec<(u32, u32, &[u8])> {
+    data.iter()
+        .enumerate()
+        .map(|(i, d)| (i as u32, 0, &d[..]))
+        .collect()
+}
+
 #[test]
 fn records_crossing_buffer_boundaries_read_whole() {
     // 4 KiB buffers and 1500-byte records: most records straddle a refill.
     let data: Vec<Vec<u8>> = (0..200u32)
         .map(|i| vec![i as u8; 1000 + (i as usize * 7) % 1500])
         .collect();
-    let records: Vec<(u32, u32, &[u8])> = data
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (i as u32, 0, &d[..]))
-        .collect();
+    let records = one_a_second(&data);
     let f = pcap(false, false, 0, &records);
     let options = ReadOptions {
         chunk: 4096,
@@ -466,11 +470,7 @@ fn reading_ahead_on_a_thread_gives_the_same_records_and_bytes() {
     let data: Vec<Vec<u8>> = (0..300u32)
         .map(|i| vec![i as u8; [0, 60, 1500, 9000, 70_000, 100_000][i as usize % 6]])
         .collect();
-    let records: Vec<(u32, u32, &[u8])> = data
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (i as u32, 0, &d[..]))
-        .collect();
+    let records = one_a_second(&data);
     let mut ng = shb(false);
     ng.extend(idb(false, 0, None, None));
     for (i, d) in data.iter().enumerate() {
@@ -798,7 +798,7 @@ fn stats_of_a_small_capture_by_hand() {
         (t.first_ts_ns, t.last_ts_ns),
         (1_000_000_000_000, 1_000_001_500_000)
     );
-    assert_eq!((s.summary.counted.out_of_order, s.reads), (0, 1));
+    assert_eq!((s.summary.counted.out_of_order, s.facts.reads), (0, 1));
     // 1 ms windows: [0, 1 ms) holds 3 packets (3 x 512 bits recorded, 3 x 544 bits of 68-byte
     // frames incl. FCS); the last covers 0.5 ms up to the last packet and holds 2. One 1 s
     // window covers the 1.5 ms span.
@@ -870,7 +870,7 @@ fn an_unsorted_capture_is_read_again_and_summarised_sorted() {
         &[(5, 100, &data), (5, 200, &data), (5, 300, &data)],
     );
     let s = stats_of("unsorted.pcap", &file, &stats_config());
-    assert_eq!((s.reads, s.summary.counted.out_of_order), (2, 1)); // 100 after 300; 200 after 100 is fine
+    assert_eq!((s.facts.reads, s.summary.counted.out_of_order), (2, 1)); // 100 after 300; 200 after 100 is fine
     assert_eq!(s.summary.counted.max_step_back_ns, 200);
     let in_order = stats_of("sorted.pcap", &sorted, &stats_config()).summary;
     assert_eq!(
@@ -901,7 +901,7 @@ fn an_interface_defined_late_sizes_every_frame_again() {
     file.extend(user);
     file.extend(epb(false, 0, 3_000, &[0; 10], 10));
     let s = stats_of("late.pcapng", &file, &stats_config());
-    assert_eq!(s.reads, 2);
+    assert_eq!(s.facts.reads, 2);
     // Wire lengths 60, 60 and 10 are all below 64: the first bucket ("<64").
     assert_eq!(s.summary.size_histogram, vec![3, 0, 0, 0, 0, 0, 0, 0]);
     assert_eq!(s.summary, stats_of_columns(file, &stats_config()));
@@ -930,7 +930,7 @@ fn gaps_beyond_the_distinct_limit_are_refined_by_a_second_read() {
     };
     let refined = stats_of("gaps.pcap", &file, &small);
     let exact = stats_of("gaps.pcap", &file, &stats_config());
-    assert_eq!((refined.reads, exact.reads), (2, 1));
+    assert_eq!((refined.facts.reads, exact.facts.reads), (2, 1));
     assert_eq!(refined.summary, exact.summary);
     // 299 gaps 70 007 .. 72 093 ns: the median is the 150th, 70 000 + 7 * 150.
     assert_eq!(exact.summary.bursts.unwrap().gap_percentiles[0], 71_050.0);
@@ -1259,7 +1259,7 @@ fn times_past_2262_are_read_modulo_2_64_counted_and_written_back_unchanged() {
     assert_eq!(got, ticks.to_vec());
     assert_eq!(reader.quirks().ts_wrapped, 2);
     let s = stats_of("wrap.pcapng", &file, &stats_config());
-    assert_eq!(s.quirks.ts_wrapped, 2);
+    assert_eq!(s.facts.quirks.ts_wrapped, 2);
     // In i64 the times are -2461139612190993578, -1, 0, 376e15: in order.
     assert_eq!(s.summary.counted.out_of_order, 0);
     let input = temp("wrap-in.pcapng");

@@ -9,10 +9,11 @@
 use super::demand::{DemandAcc, DemandPeaks, SizeCounts};
 use super::edges::Edges;
 use super::gaps::GapDist;
-use super::{Partial, ReadFacts};
+use super::Partial;
 use crate::trace::read::Quirks;
 use crate::trace::stats::bursts::Chain;
 use crate::trace::stats::window_peaks::Window;
+use crate::trace::stats::ReadFacts;
 use crate::trace::stats::{Counted, Totals};
 use crate::trace::Interface;
 use crate::CoreError;

@@ -4,11 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use super::demand::DemandConfig;
-use super::{Builder, Partial, ReadFacts};
+use super::{Builder, Partial};
 use crate::trace::read::{ReadOptions, Reader};
 use crate::trace::spill::{Packet, Sorter, RUN_PACKETS};
 use crate::trace::stats::counts::Counts;
 use crate::trace::stats::frames::{FrameRule, RuleWatch};
+use crate::trace::stats::ReadFacts;
 use crate::trace::stats::StatsConfig;
 use crate::trace::Interface;
 use crate::CoreError;

@@ -28,12 +28,10 @@ mod gaps;
 use self::demand::{DemandAcc, DemandConfig};
 use self::edges::{Edges, WindowCounter};
 use self::gaps::{GapCounter, GapDist};
-use super::read::{Quirks, Reader};
 use super::stats::bursts::Chain;
 use super::stats::counts::{add_at, Counts};
 use super::stats::frames::{back_to_back_ns, FrameRule};
-use super::stats::{Bursts, Counted, FileStats, StatsConfig, Summary, Ties};
-use super::Interface;
+use super::stats::{Bursts, Counted, ReadFacts, StatsConfig, Summary, Ties};
 use crate::CoreError;
 
 /// The time-ordered part of a partial while packets are pushed in time order.
@@ -119,73 +117,6 @@ fn size_bucket(frame: i64, config: &StatsConfig) -> usize {
         .size_bins
         .partition_point(|&b| b <= frame)
         .saturating_sub(1)
-}
-
-/// What the reader found in a file, added up over files.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadFacts {
-    pub format: String,
-    pub compression: String,
-    pub interfaces: Vec<Interface>,
-    pub skipped: u64,
-    pub untimed: u64,
-    pub quirks: Quirks,
-    pub cut_short: Option<String>,
-    pub reads: u32,
-}
-
-impl From<&FileStats> for ReadFacts {
-    /// What the reader of one file's statistics found.
-    fn from(f: &FileStats) -> Self {
-        ReadFacts {
-            format: f.format.to_owned(),
-            compression: f.compression.to_owned(),
-            interfaces: f.interfaces.clone(),
-            skipped: f.skipped,
-            untimed: f.untimed,
-            quirks: f.quirks,
-            cut_short: f.cut_short.clone(),
-            reads: f.reads,
-        }
-    }
-}
-
-impl ReadFacts {
-    fn of(reader: &Reader, reads: u32) -> Self {
-        ReadFacts {
-            format: reader.format().to_owned(),
-            compression: reader.compression().name().to_owned(),
-            interfaces: reader.interfaces().to_vec(),
-            skipped: reader.skipped(),
-            untimed: reader.untimed(),
-            quirks: reader.quirks(),
-            cut_short: reader.cut_short().map(ToString::to_string),
-            reads,
-        }
-    }
-
-    fn add(&mut self, next: &ReadFacts) {
-        for (mine, theirs) in [
-            (&mut self.format, &next.format),
-            (&mut self.compression, &next.compression),
-        ] {
-            if mine != theirs {
-                *mine = "mixed".to_owned();
-            }
-        }
-        if next.interfaces.len() > self.interfaces.len() {
-            self.interfaces = next.interfaces.clone();
-        }
-        self.skipped += next.skipped;
-        self.untimed += next.untimed;
-        self.quirks.snaplen_exceeded += next.quirks.snaplen_exceeded;
-        self.quirks.wirelen_below_caplen += next.quirks.wirelen_below_caplen;
-        self.quirks.ts_wrapped += next.quirks.ts_wrapped;
-        if self.cut_short.is_none() {
-            self.cut_short = next.cut_short.clone();
-        }
-        self.reads += next.reads;
-    }
 }
 
 /// The mergeable statistics of one file, or of consecutive files of one port.

@@ -240,8 +240,14 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileStats {
     pub summary: Summary,
-    pub format: &'static str,
-    pub compression: &'static str,
+    pub facts: ReadFacts,
+}
+
+/// What the reader found in a capture file (added up over files by `archive::Partial`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadFacts {
+    pub format: String,
+    pub compression: String,
     pub interfaces: Vec<Interface>,
     pub skipped: u64,
     pub untimed: u64,
@@ -249,6 +255,46 @@ pub struct FileStats {
     pub cut_short: Option<String>,
     /// How many times the capture was read (1 unless the module notes say otherwise).
     pub reads: u32,
+}
+
+impl ReadFacts {
+    /// What `reader` found in the `reads` reads of its file.
+    pub(super) fn of(reader: &Reader, reads: u32) -> Self {
+        ReadFacts {
+            format: reader.format().to_owned(),
+            compression: reader.compression().name().to_owned(),
+            interfaces: reader.interfaces().to_vec(),
+            skipped: reader.skipped(),
+            untimed: reader.untimed(),
+            quirks: reader.quirks(),
+            cut_short: reader.cut_short().map(ToString::to_string),
+            reads,
+        }
+    }
+
+    /// Adds what the reader found in the files that follow.
+    pub(super) fn add(&mut self, next: &ReadFacts) {
+        for (mine, theirs) in [
+            (&mut self.format, &next.format),
+            (&mut self.compression, &next.compression),
+        ] {
+            if mine != theirs {
+                *mine = "mixed".to_owned();
+            }
+        }
+        if next.interfaces.len() > self.interfaces.len() {
+            self.interfaces = next.interfaces.clone();
+        }
+        self.skipped += next.skipped;
+        self.untimed += next.untimed;
+        self.quirks.snaplen_exceeded += next.quirks.snaplen_exceeded;
+        self.quirks.wirelen_below_caplen += next.quirks.wirelen_below_caplen;
+        self.quirks.ts_wrapped += next.quirks.ts_wrapped;
+        if self.cut_short.is_none() {
+            self.cut_short = next.cut_short.clone();
+        }
+        self.reads += next.reads;
+    }
 }
 
 /// ns of timestamp resolution of an `if_tsresol` byte, rounded up, at least 1: 10^-n s, or
@@ -413,14 +459,7 @@ pub fn file_stats(
     };
     Ok(FileStats {
         summary,
-        format: reader.format(),
-        compression: reader.compression().name(),
-        interfaces: reader.interfaces().to_vec(),
-        skipped: reader.skipped(),
-        untimed: reader.untimed(),
-        quirks: reader.quirks(),
-        cut_short: reader.cut_short().map(ToString::to_string),
-        reads,
+        facts: ReadFacts::of(&reader, reads),
     })
 }
 
