@@ -90,6 +90,6 @@ fuzz_target!(|data: &[u8]| {
             &config(),
         )
         .expect("records name interfaces the reader defined");
-        assert_eq!(summary.totals.packets, records.len() as u64);
+        assert_eq!(summary.counted.totals.packets, records.len() as u64);
     }
 });

@@ -6,12 +6,12 @@ use numpy::{IntoPyArray, PyReadonlyArray1};
 use pcieperf_core::parallel::in_parallel;
 use pcieperf_core::trace::archive::demand::DemandConfig;
 use pcieperf_core::trace::archive::files::{file_partial, files_partial, first_record};
-use pcieperf_core::trace::archive::{Partial, ReadFacts};
+use pcieperf_core::trace::archive::Partial;
 use pcieperf_core::trace::columns::read_columns;
 use pcieperf_core::trace::merge::{convert, merge_part, merge_with, scan, MergeOptions, Part};
 use pcieperf_core::trace::rate_windows;
 use pcieperf_core::trace::read::ReadOptions;
-use pcieperf_core::trace::stats::{columns_stats, file_stats, StatsConfig, Summary};
+use pcieperf_core::trace::stats::{columns_stats, file_stats, ReadFacts, StatsConfig, Summary};
 use pcieperf_core::trace::synth::{synthesize, Synthesizer};
 use pcieperf_core::trace::write::{Batch, OutFormat, Writer, DEFAULT_BUFFER_BYTES};
 use pcieperf_core::trace::Interface;
@@ -32,6 +32,15 @@ fn out_format(text: &str) -> PyResult<OutFormat> {
     }
 }
 
+/// The reader's options from the `skip_bad` and `strict` arguments every reading function takes.
+fn read_options(skip_bad: bool, strict: bool) -> ReadOptions {
+    ReadOptions {
+        skip_bad,
+        strict,
+        ..ReadOptions::default()
+    }
+}
+
 /// Reads a pcap/pcapng file (`-`: standard input; gzip or zstd by magic) into numpy columns
 /// (ts_ns, caplen, wirelen, iface[, offset into the decompressed stream]).
 #[pyfunction]
@@ -43,11 +52,7 @@ pub fn trace_read<'py>(
     offsets: bool,
     strict: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let options = ReadOptions {
-        skip_bad,
-        strict,
-        ..ReadOptions::default()
-    };
+    let options = read_options(skip_bad, strict);
     let c = py
         .detach(|| read_columns(&path, options, offsets))
         .map_err(to_py_err)?;
@@ -85,13 +90,14 @@ fn stats_config(config: &Bound<'_, PyAny>) -> PyResult<StatsConfig> {
 /// per_interface, rates (window_ns, last_index, groups of (covered ns, packets, bits, frame
 /// bits)), size_histogram, frame_bytes (per interface) and bursts (or None).
 fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
-    let d = s.totals.into_pyobject(py)?;
-    d.set_item("out_of_order", s.out_of_order)?;
-    d.set_item("max_step_back_ns", s.max_step_back_ns)?;
-    d.set_item("directions", s.directions.clone())?;
+    let c = &s.counted;
+    let d = c.totals.into_pyobject(py)?;
+    d.set_item("out_of_order", c.out_of_order)?;
+    d.set_item("max_step_back_ns", c.max_step_back_ns)?;
+    d.set_item("directions", c.directions.clone())?;
     d.set_item("distinct_timestamps", s.ties.distinct_timestamps)?;
     d.set_item("max_equal_timestamps", s.ties.max_equal_timestamps)?;
-    d.set_item("per_interface", s.per_interface.clone())?;
+    d.set_item("per_interface", c.per_interface.clone())?;
     d.set_item("rates", s.rates.clone())?;
     d.set_item("size_histogram", s.size_histogram.clone())?;
     d.set_item("frame_bytes", s.frame_bytes.clone())?;
@@ -135,7 +141,7 @@ pub fn trace_stats<'py>(
         read_options(skip_bad, strict),
         threads,
         |p, read| file_stats(p, read, &config),
-        |stats| Ok(stats_dict(py, &stats.summary, &ReadFacts::from(&stats))?.into_any()),
+        |stats| Ok(stats_dict(py, &stats.summary, &stats.facts)?.into_any()),
     )
 }
 
@@ -165,6 +171,25 @@ fn per_file<'py, T: Send>(
 /// The conversion of a per-file result that Python takes as it is.
 fn as_is<'py, T: IntoPyObject<'py>>(py: Python<'py>) -> impl Fn(T) -> PyResult<Bound<'py, PyAny>> {
     move |value| value.into_bound_py_any(py)
+}
+
+/// Defines the Python function `$name(paths, skip_bad=False, strict=False, threads=1)`: `per_file`
+/// of `$work`, whose results Python takes as they are.
+macro_rules! per_file_function {
+    ($(#[$doc:meta])* $name:ident, $work:path) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (paths, skip_bad=false, strict=false, threads=1))]
+        pub fn $name<'py>(
+            py: Python<'py>,
+            paths: Vec<PathBuf>,
+            skip_bad: bool,
+            strict: bool,
+            threads: usize,
+        ) -> PyResult<Bound<'py, PyList>> {
+            per_file(py, &paths, read_options(skip_bad, strict), threads, $work, as_is(py))
+        }
+    };
 }
 
 /// Statistics of packets given as columns in file order (an in-memory trace); `interfaces`
@@ -399,14 +424,6 @@ pub struct TracePartial {
     inner: Partial,
 }
 
-fn read_options(skip_bad: bool, strict: bool) -> ReadOptions {
-    ReadOptions {
-        skip_bad,
-        strict,
-        ..ReadOptions::default()
-    }
-}
-
 #[pymethods]
 impl TracePartial {
     /// A partial from `to_bytes`.
@@ -471,13 +488,13 @@ impl TracePartial {
     /// Packets summarised.
     #[getter]
     fn packets(&self) -> u64 {
-        self.inner.totals.packets
+        self.inner.counted.totals.packets
     }
 
     /// Time of the earliest and latest packet (None without packets).
     #[getter]
     fn span_ns(&self) -> Option<(i64, i64)> {
-        let t = &self.inner.totals;
+        let t = &self.inner.counted.totals;
         (t.packets > 0).then_some((t.first_ts_ns, t.last_ts_ns))
     }
 
@@ -595,26 +612,13 @@ pub fn trace_windows<'py>(
     Ok(out)
 }
 
-/// Per file, (time of its first record or None, its interfaces then), or the file's error (the
-/// exception, not raised) in its place; files in parallel on up to `threads` threads, without the GIL.
-#[pyfunction]
-#[pyo3(signature = (paths, skip_bad=false, strict=false, threads=1))]
-pub fn trace_first_records<'py>(
-    py: Python<'py>,
-    paths: Vec<PathBuf>,
-    skip_bad: bool,
-    strict: bool,
-    threads: usize,
-) -> PyResult<Bound<'py, PyList>> {
-    per_file(
-        py,
-        &paths,
-        read_options(skip_bad, strict),
-        threads,
-        first_record,
-        as_is(py),
-    )
-}
+per_file_function!(
+    /// Per file, (time of its first record or None, its interfaces then), or the file's error
+    /// (the exception, not raised) in its place; files in parallel on up to `threads` threads,
+    /// without the GIL.
+    trace_first_records,
+    first_record
+);
 
 /// The records of `inputs` within [from_ns, to_ns) (to_ns = i64::MAX: to the end) merged into
 /// `output` with the whole merge's header and interfaces, reading only the inputs `selected`
@@ -650,23 +654,10 @@ pub fn trace_merge_part<'py>(
     s.into_pyobject(py)
 }
 
-/// Per file, its time span and order (`merge::scan`) as a dict, or its error (the exception,
-/// not raised) in its place; files in parallel on up to `threads` threads, without the GIL.
-#[pyfunction]
-#[pyo3(signature = (paths, skip_bad=false, strict=false, threads=1))]
-pub fn trace_scan<'py>(
-    py: Python<'py>,
-    paths: Vec<PathBuf>,
-    skip_bad: bool,
-    strict: bool,
-    threads: usize,
-) -> PyResult<Bound<'py, PyList>> {
-    per_file(
-        py,
-        &paths,
-        read_options(skip_bad, strict),
-        threads,
-        scan,
-        as_is(py),
-    )
-}
+per_file_function!(
+    /// Per file, its time span and order (`merge::scan`) as a dict, or its error (the
+    /// exception, not raised) in its place; files in parallel on up to `threads` threads,
+    /// without the GIL.
+    trace_scan,
+    scan
+);

@@ -30,6 +30,17 @@ pub struct CacheShape {
     pub replacement: Replacement,
 }
 
+impl CacheShape {
+    /// A fully associative cache of `entries` entries that evicts the least recently used.
+    pub const fn lru(entries: u32) -> Self {
+        CacheShape {
+            entries,
+            ways: 0,
+            replacement: Replacement::Lru,
+        }
+    }
+}
+
 const NONE: u32 = u32::MAX;
 
 /// A slot's neighbours on its set's recency list (`NONE` at either end).
@@ -307,11 +318,7 @@ impl Translator {
             });
         }
         let pages = span.div_ceil(page_bytes) + 1;
-        let pwc_shape = CacheShape {
-            entries: pwc_entries,
-            ways: 0,
-            replacement: Replacement::Lru,
-        };
+        let pwc_shape = CacheShape::lru(pwc_entries);
         let pwc = (pwc_entries > 0)
             .then(|| Iotlb::new(pwc_shape, pages.div_ceil(ENTRIES_PER_TABLE) + 1, seed ^ 1))
             .transpose()?;

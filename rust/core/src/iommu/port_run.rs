@@ -299,7 +299,6 @@ pub fn simulate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iommu::iotlb::Replacement;
     use crate::iommu::port_stream::tests::test_config;
 
     /// A NIC's classes for `sizes` packet sizes (rust/core/src/iommu/port_stream.rs numbers them):
@@ -345,11 +344,7 @@ mod tests {
 
     /// A 96-entry IOTLB with one walker busy 50 ns per walk: the e5-v4 calibration's shape.
     fn timed(port: PortConfig, run: &PortRun) -> (PortCounts, SimResult, RatePrecision) {
-        let iotlb = CacheShape {
-            entries: 96,
-            ways: 0,
-            replacement: Replacement::Lru,
-        };
+        let iotlb = CacheShape::lru(96);
         let walks = Walks {
             walk_ns: 320.0,
             walk_busy_ns: 50.0,

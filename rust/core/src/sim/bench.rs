@@ -3,7 +3,7 @@
 //! mixes and the one-queue machine and IOMMU its parameters describe.
 
 use crate::error::CoreError;
-use crate::iommu::iotlb::{CacheShape, Replacement, Translator};
+use crate::iommu::iotlb::{CacheShape, Translator};
 use crate::rng::Rng;
 
 use super::engine::{check, run, Machine, Measure, SimResult, Txn, TxnClass};
@@ -206,11 +206,7 @@ fn bench_machine(p: &SimParams) -> Result<(Machine, Option<Iommu>), CoreError> {
         lookahead: 1,
     };
     let iommu = if p.iotlb_entries > 0 {
-        let shape = CacheShape {
-            entries: p.iotlb_entries,
-            ways: 0,
-            replacement: Replacement::Lru,
-        };
+        let shape = CacheShape::lru(p.iotlb_entries);
         let walks = Walks {
             walk_ns: p.walk_ns,
             walk_busy_ns: p.walk_busy_ns,
@@ -430,44 +426,37 @@ mod tests {
         assert!((misses - 0.75).abs() < 0.01, "{misses}");
     }
 
-    #[test]
-    fn page_walkers_bound_writes_when_every_access_misses() {
-        // 64 MiB of 4 KiB pages through 64 entries: nearly every write misses; 4 walkers of
-        // 200 ns retire 20 M writes/s, and the posted credits pass that back to the link.
+    /// Writes per second over 64 MiB of 4 KiB pages through 64 IOTLB entries, where nearly
+    /// every write misses: the rate the page walkers allow.
+    fn missing_writes_per_s(walk_ns: f64, walk_busy_ns: f64, walkers: u32, credits: u32) -> f64 {
         let p = SimParams {
             ops: OpMix::Write,
             tags: 64,
             iotlb_entries: 64,
             window: 64 << 20,
-            walk_ns: 200.0,
-            walk_busy_ns: 200.0,
-            walkers: 4,
-            posted_credits: 32,
+            walk_ns,
+            walk_busy_ns,
+            walkers,
+            posted_credits: credits,
             transactions: 200_000,
             record_latencies: false,
             ..base()
         };
-        let rate = simulate(&p).unwrap().rate_per_s();
+        simulate(&p).unwrap().rate_per_s()
+    }
+
+    #[test]
+    fn page_walkers_bound_writes_when_every_access_misses() {
+        // 4 walkers of 200 ns retire 20 M writes/s, and the posted credits pass that back to
+        // the link.
+        let rate = missing_writes_per_s(200.0, 200.0, 4, 32);
         assert!((rate / 20e6 - 1.0).abs() < 0.02, "{rate}");
     }
 
     #[test]
     fn a_walker_takes_the_next_miss_after_its_busy_time_not_after_the_walk() {
         // One walker busy 50 ns per miss, walks of 300 ns: 20 M misses/s, each 300 ns late.
-        let p = SimParams {
-            ops: OpMix::Write,
-            tags: 64,
-            iotlb_entries: 64,
-            window: 64 << 20,
-            walk_ns: 300.0,
-            walk_busy_ns: 50.0,
-            walkers: 1,
-            posted_credits: 64,
-            transactions: 200_000,
-            record_latencies: false,
-            ..base()
-        };
-        let rate = simulate(&p).unwrap().rate_per_s();
+        let rate = missing_writes_per_s(300.0, 50.0, 1, 64);
         assert!((rate / 20e6 - 1.0).abs() < 0.02, "{rate}");
     }
 

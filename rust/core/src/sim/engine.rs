@@ -650,7 +650,7 @@ fn earliest_start(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iommu::iotlb::{CacheShape, Replacement, Translator};
+    use crate::iommu::iotlb::{CacheShape, Translator};
     use crate::rng::Rng;
     use crate::sim::translation::Walks;
 
@@ -940,11 +940,7 @@ mod tests {
             write_ns: 3.0,
             ..posted_write(1, 16.0)
         };
-        let shape = CacheShape {
-            entries: 16,
-            ways: 0,
-            replacement: Replacement::Lru,
-        };
+        let shape = CacheShape::lru(16);
         let walks = Walks {
             walk_ns: 200.0,
             walk_busy_ns: 100.0,

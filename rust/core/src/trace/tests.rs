@@ -10,8 +10,8 @@ use super::archive::Partial;
 use super::merge::{convert, merge, merge_with, MergeOptions};
 use super::read::{ReadOptions, Reader, Record};
 use super::stats::{
-    columns_stats, file_stats, read_unsorted_in, resolution_ns, FileStats, StatsConfig, Summary,
-    DISTINCT_GAP_LIMIT,
+    columns_stats, file_stats, read_unsorted_in, resolution_ns, Counted, FileStats, StatsConfig,
+    Summary, DISTINCT_GAP_LIMIT,
 };
 use super::synth::{fill_udp_frame, synthesize};
 use super::write::{OutFormat, Writer};
@@ -129,15 +129,17 @@ fn epb_with(
     block(6, &body, be)
 }
 
+/// Every record of `bytes` and the reader after them, read with the default options but
+/// `skip_bad`; the error as text.
 fn read_all(bytes: Vec<u8>, skip_bad: bool) -> Result<(Vec<Record>, Reader), String> {
-    let mut reader = Reader::from_bytes("t.cap", bytes, skip_bad).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    while let Some(r) = reader.next_record().map_err(|e| e.to_string())? {
-        out.push(r);
-    }
-    Ok((out, reader))
+    let options = ReadOptions {
+        skip_bad,
+        ..ReadOptions::default()
+    };
+    read_with(bytes, options)
 }
 
+/// Every record of `bytes` and the reader after them, read with `options`; the error as text.
 fn read_with(bytes: Vec<u8>, options: ReadOptions) -> Result<(Vec<Record>, Reader), String> {
     let mut reader = Reader::from_bytes_with("t.cap", bytes, options).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
@@ -433,17 +435,21 @@ fn gzip_and_zstd_captures_are_read_by_their_magic() {
     assert!(reader.cut_short().is_some());
 }
 
+/// `pcap` records of `data`, the k-th at k s.
+fn one_a_second(data: &[Vec<u8>]) -> Vec<(u32, u32, &[u8])> {
+    data.iter()
+        .enumerate()
+        .map(|(i, d)| (i as u32, 0, &d[..]))
+        .collect()
+}
+
 #[test]
 fn records_crossing_buffer_boundaries_read_whole() {
     // 4 KiB buffers and 1500-byte records: most records straddle a refill.
     let data: Vec<Vec<u8>> = (0..200u32)
         .map(|i| vec![i as u8; 1000 + (i as usize * 7) % 1500])
         .collect();
-    let records: Vec<(u32, u32, &[u8])> = data
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (i as u32, 0, &d[..]))
-        .collect();
+    let records = one_a_second(&data);
     let f = pcap(false, false, 0, &records);
     let options = ReadOptions {
         chunk: 4096,
@@ -464,11 +470,7 @@ fn reading_ahead_on_a_thread_gives_the_same_records_and_bytes() {
     let data: Vec<Vec<u8>> = (0..300u32)
         .map(|i| vec![i as u8; [0, 60, 1500, 9000, 70_000, 100_000][i as usize % 6]])
         .collect();
-    let records: Vec<(u32, u32, &[u8])> = data
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (i as u32, 0, &d[..]))
-        .collect();
+    let records = one_a_second(&data);
     let mut ng = shb(false);
     ng.extend(idb(false, 0, None, None));
     for (i, d) in data.iter().enumerate() {
@@ -790,13 +792,13 @@ fn stats_of_a_small_capture_by_hand() {
     let at = |usec: u32| (1000 + usec / 1_000_000, usec % 1_000_000, &data[..]);
     let file = pcap(false, false, 0, &[at(0), at(1), at(2), at(1000), at(1500)]);
     let s = stats_of("small.pcap", &file, &stats_config());
-    let t = s.summary.totals;
+    let t = s.summary.counted.totals;
     assert_eq!((t.packets, t.bytes_captured, t.bytes_wire), (5, 300, 320));
     assert_eq!(
         (t.first_ts_ns, t.last_ts_ns),
         (1_000_000_000_000, 1_000_001_500_000)
     );
-    assert_eq!((s.summary.out_of_order, s.reads), (0, 1));
+    assert_eq!((s.summary.counted.out_of_order, s.facts.reads), (0, 1));
     // 1 ms windows: [0, 1 ms) holds 3 packets (3 x 512 bits recorded, 3 x 544 bits of 68-byte
     // frames incl. FCS); the last covers 0.5 ms up to the last packet and holds 2. One 1 s
     // window covers the 1.5 ms span.
@@ -823,36 +825,24 @@ fn stats_of_a_small_capture_by_hand() {
 
 #[test]
 fn a_last_packet_on_a_window_start_belongs_to_the_window_before() {
-    // ns pcap at 0, 0.5 and exactly 1 ms: the span is one whole 1 ms window holding all three
-    // (not a second window covering nothing).
+    // ns pcap at 0, 0.5 ms and `last`: exactly 1 ms makes the span one whole 1 ms window
+    // holding all three (not a second window covering nothing); one ns earlier, the one window
+    // covers the 999 999 ns up to the last packet.
     let data = [0u8; 60];
-    let on_start = pcap(
-        false,
-        true,
-        0,
-        &[(7, 0, &data), (7, 500_000, &data), (7, 1_000_000, &data)],
-    );
-    let ms = &stats_of("edge.pcap", &on_start, &stats_config())
-        .summary
-        .rates[0];
-    assert_eq!(
-        (ms.last_index, ms.groups.clone()),
-        (0, vec![(1_000_000, 3, 1536, 1632)])
-    );
-    // One ns earlier, the one window covers the 999 999 ns up to the last packet.
-    let inside = pcap(
-        false,
-        true,
-        0,
-        &[(7, 0, &data), (7, 500_000, &data), (7, 999_999, &data)],
-    );
-    let ms = &stats_of("inside.pcap", &inside, &stats_config())
-        .summary
-        .rates[0];
-    assert_eq!(
-        (ms.last_index, ms.groups.clone()),
-        (0, vec![(999_999, 3, 1536, 1632)])
-    );
+    for (last, covered) in [(1_000_000, 1_000_000), (999_999, 999_999)] {
+        let file = pcap(
+            false,
+            true,
+            0,
+            &[(7, 0, &data), (7, 500_000, &data), (7, last, &data)],
+        );
+        let ms = &stats_of("edge.pcap", &file, &stats_config()).summary.rates[0];
+        assert_eq!(
+            (ms.last_index, ms.groups.clone()),
+            (0, vec![(covered, 3, 1536, 1632)]),
+            "last packet at {last} ns"
+        );
+    }
 }
 
 #[test]
@@ -880,13 +870,16 @@ fn an_unsorted_capture_is_read_again_and_summarised_sorted() {
         &[(5, 100, &data), (5, 200, &data), (5, 300, &data)],
     );
     let s = stats_of("unsorted.pcap", &file, &stats_config());
-    assert_eq!((s.reads, s.summary.out_of_order), (2, 1)); // 100 after 300; 200 after 100 is fine
-    assert_eq!(s.summary.max_step_back_ns, 200);
+    assert_eq!((s.facts.reads, s.summary.counted.out_of_order), (2, 1)); // 100 after 300; 200 after 100 is fine
+    assert_eq!(s.summary.counted.max_step_back_ns, 200);
     let in_order = stats_of("sorted.pcap", &sorted, &stats_config()).summary;
     assert_eq!(
         Summary {
-            out_of_order: 0,
-            max_step_back_ns: 0,
+            counted: Counted {
+                out_of_order: 0,
+                max_step_back_ns: 0,
+                ..s.summary.counted.clone()
+            },
             ..s.summary.clone()
         },
         in_order
@@ -908,7 +901,7 @@ fn an_interface_defined_late_sizes_every_frame_again() {
     file.extend(user);
     file.extend(epb(false, 0, 3_000, &[0; 10], 10));
     let s = stats_of("late.pcapng", &file, &stats_config());
-    assert_eq!(s.reads, 2);
+    assert_eq!(s.facts.reads, 2);
     // Wire lengths 60, 60 and 10 are all below 64: the first bucket ("<64").
     assert_eq!(s.summary.size_histogram, vec![3, 0, 0, 0, 0, 0, 0, 0]);
     assert_eq!(s.summary, stats_of_columns(file, &stats_config()));
@@ -937,7 +930,7 @@ fn gaps_beyond_the_distinct_limit_are_refined_by_a_second_read() {
     };
     let refined = stats_of("gaps.pcap", &file, &small);
     let exact = stats_of("gaps.pcap", &file, &stats_config());
-    assert_eq!((refined.reads, exact.reads), (2, 1));
+    assert_eq!((refined.facts.reads, exact.facts.reads), (2, 1));
     assert_eq!(refined.summary, exact.summary);
     // 299 gaps 70 007 .. 72 093 ns: the median is the 150th, 70 000 + 7 * 150.
     assert_eq!(exact.summary.bursts.unwrap().gap_percentiles[0], 71_050.0);
@@ -994,7 +987,7 @@ fn packets_sorted_through_run_files_summarise_as_sorted_in_memory() {
         ..config.clone()
     };
     let in_memory = stats_of_columns(file.clone(), &exact);
-    assert!(in_memory.out_of_order > 5000);
+    assert!(in_memory.counted.out_of_order > 5000);
     assert!(in_memory.ties.max_equal_timestamps > 5);
     assert!(in_memory.bursts.as_ref().unwrap().bursts > 100);
     // 20 runs of 1000 merged at once, 200 runs of 100 merged in groups first, and one run in
@@ -1111,8 +1104,8 @@ fn overlapping_files_sorted_through_run_files_give_the_in_memory_partial() {
         |run| files_partial_in(&paths, ReadOptions::default(), &config, None, run, &dir).unwrap();
     let (spilled, held) = (partial(1000), partial(1 << 20));
     assert_eq!(spilled, held);
-    assert_eq!(spilled.totals.packets, 27_000);
-    assert!(spilled.out_of_order > 5000);
+    assert_eq!(spilled.counted.totals.packets, 27_000);
+    assert!(spilled.counted.out_of_order > 5000);
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0); // every run file removed
 }
 
@@ -1234,7 +1227,7 @@ fn epb_flags_give_each_packet_its_direction() {
         let got: Vec<u8> = records.iter().map(|r| r.direction).collect();
         assert_eq!(got, vec![1, 2, 0, 0, 1, 2]);
         let s = stats_of("dir.pcapng", &file, &stats_config()).summary;
-        assert_eq!(s.directions, vec![[2, 2, 2]]);
+        assert_eq!(s.counted.directions, vec![[2, 2, 2]]);
         // A conversion keeps each known direction as an epb_flags option of its own.
         let (input, output) = (temp("dir-in.pcapng"), temp("dir-out.pcapng"));
         std::fs::write(&input, &file).unwrap();
@@ -1266,9 +1259,9 @@ fn times_past_2262_are_read_modulo_2_64_counted_and_written_back_unchanged() {
     assert_eq!(got, ticks.to_vec());
     assert_eq!(reader.quirks().ts_wrapped, 2);
     let s = stats_of("wrap.pcapng", &file, &stats_config());
-    assert_eq!(s.quirks.ts_wrapped, 2);
+    assert_eq!(s.facts.quirks.ts_wrapped, 2);
     // In i64 the times are -2461139612190993578, -1, 0, 376e15: in order.
-    assert_eq!(s.summary.out_of_order, 0);
+    assert_eq!(s.summary.counted.out_of_order, 0);
     let input = temp("wrap-in.pcapng");
     let output = temp("wrap-out.pcapng");
     std::fs::write(&input, &file).unwrap();
@@ -1294,15 +1287,18 @@ fn ties_and_steps_back_by_hand() {
         (s.ties.distinct_timestamps, s.ties.max_equal_timestamps),
         (4, 3)
     );
-    assert_eq!((s.out_of_order, s.max_step_back_ns), (1, 5));
+    assert_eq!((s.counted.out_of_order, s.counted.max_step_back_ns), (1, 5));
     // Columns carry no direction: the same summary but for that.
     let columns = stats_of_columns(file, &stats_config());
-    assert_eq!(columns.directions, vec![[7, 0, 0]]);
-    let directions = s.directions.clone();
+    assert_eq!(columns.counted.directions, vec![[7, 0, 0]]);
+    let directions = s.counted.directions.clone();
     assert_eq!(
         s,
         Summary {
-            directions,
+            counted: Counted {
+                directions,
+                ..columns.counted.clone()
+            },
             ..columns
         }
     );
@@ -1326,7 +1322,7 @@ fn ties_and_directions_of_two_files_merge_into_those_of_one() {
         ),
         (3, 3)
     );
-    assert_eq!(summary.directions, vec![[0, 4, 2]]);
+    assert_eq!(summary.counted.directions, vec![[0, 4, 2]]);
     let bytes = merged.to_bytes();
     assert_eq!(Partial::from_bytes(&bytes).unwrap(), merged);
 }

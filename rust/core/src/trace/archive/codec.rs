@@ -9,11 +9,12 @@
 use super::demand::{DemandAcc, DemandPeaks, SizeCounts};
 use super::edges::Edges;
 use super::gaps::GapDist;
-use super::{Partial, ReadFacts};
+use super::Partial;
 use crate::trace::read::Quirks;
 use crate::trace::stats::bursts::Chain;
 use crate::trace::stats::window_peaks::Window;
-use crate::trace::stats::Totals;
+use crate::trace::stats::ReadFacts;
+use crate::trace::stats::{Counted, Totals};
 use crate::trace::Interface;
 use crate::CoreError;
 
@@ -316,10 +317,11 @@ impl Partial {
         let mut e = Enc(MAGIC.to_vec());
         e.facts(&self.facts);
         e.i64(self.origin);
-        e.totals(&self.totals);
-        e.list(&self.per_interface, Enc::totals);
-        e.u64s([self.out_of_order, self.max_step_back_ns]);
-        e.list(&self.directions, |e, d| e.u64s(*d));
+        let c = &self.counted;
+        e.totals(&c.totals);
+        e.list(&c.per_interface, Enc::totals);
+        e.u64s([c.out_of_order, c.max_step_back_ns]);
+        e.list(&c.directions, |e, d| e.u64s(*d));
         e.i64(self.first_record_ts);
         e.i64(self.last_record_ts);
         e.list(&self.windows, Enc::edges);
@@ -349,11 +351,13 @@ impl Partial {
         let partial = Partial {
             facts: d.facts()?,
             origin: d.i64()?,
-            totals: d.totals()?,
-            per_interface: d.list(Dec::totals)?,
-            out_of_order: d.u64()?,
-            max_step_back_ns: d.u64()?,
-            directions: d.list(|d| Ok([d.u64()?, d.u64()?, d.u64()?]))?,
+            counted: Counted {
+                totals: d.totals()?,
+                per_interface: d.list(Dec::totals)?,
+                out_of_order: d.u64()?,
+                max_step_back_ns: d.u64()?,
+                directions: d.list(|d| Ok([d.u64()?, d.u64()?, d.u64()?]))?,
+            },
             first_record_ts: d.i64()?,
             last_record_ts: d.i64()?,
             windows: d.list(Dec::edges)?,

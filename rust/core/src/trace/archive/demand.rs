@@ -220,7 +220,7 @@ impl Partial {
         let Some(acc) = &self.demand else {
             return invalid("the partial was read without a demand".into());
         };
-        if self.totals.packets > 0 && self.origin != self.totals.first_ts_ns {
+        if self.counted.totals.packets > 0 && self.origin != self.counted.totals.first_ts_ns {
             return invalid("windows were not counted from the first packet".into());
         }
         if let Some(frame) = acc.unpriced {
@@ -229,7 +229,7 @@ impl Partial {
                 "a frame of {frame} bytes is larger than the {priced} priced"
             ));
         }
-        let windows = Span::of(self.totals.span_ns(), cost.window_ns);
+        let windows = Span::of(self.counted.totals.span_ns(), cost.window_ns);
         let (peaks, tail_rates) = acc.rates(&windows, cost);
         let (bytes_up, bytes_down, frame_bytes) = acc.bytes(cost);
         let partial = windows.has_tail();

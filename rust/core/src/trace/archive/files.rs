@@ -4,11 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use super::demand::DemandConfig;
-use super::{Builder, Partial, ReadFacts};
+use super::{Builder, Partial};
 use crate::trace::read::{ReadOptions, Reader};
 use crate::trace::spill::{Packet, Sorter, RUN_PACKETS};
 use crate::trace::stats::counts::Counts;
 use crate::trace::stats::frames::{FrameRule, RuleWatch};
+use crate::trace::stats::ReadFacts;
 use crate::trace::stats::StatsConfig;
 use crate::trace::Interface;
 use crate::CoreError;
@@ -34,7 +35,7 @@ fn read_in_order(
     let mut counts = Counts::default();
     let mut first_record = None;
     while let Some(r) = reader.next_record()? {
-        if let Some(rule) = watch.changed(reader, config, counts.totals.packets) {
+        if let Some(rule) = watch.changed(reader, config, counts.counted.totals.packets) {
             built.set_rule(rule.clone());
         }
         first_record.get_or_insert(r.ts_ns);
@@ -43,11 +44,11 @@ fn read_in_order(
         }
         built.push(r.ts_ns, r.wirelen, r.iface, config);
     }
-    let (last, stale) = watch.finish(reader, config, counts.totals.packets);
+    let (last, stale) = watch.finish(reader, config, counts.counted.totals.packets);
     if stale {
         return Ok(Pass::Again(last));
     }
-    let records = (first_record.unwrap_or(0), counts.totals.last_ts_ns);
+    let records = (first_record.unwrap_or(0), counts.counted.totals.last_ts_ns);
     let facts = ReadFacts::of(reader, reads);
     Ok(Pass::Done(Box::new(Partial::new(
         facts, &counts, records, built, origin,
@@ -96,7 +97,7 @@ impl Held {
         cost: Option<&DemandConfig>,
     ) -> Result<Partial, CoreError> {
         let sorted = self.sorter.finish()?;
-        let origin = origin.unwrap_or(self.counts.totals.first_ts_ns);
+        let origin = origin.unwrap_or(self.counts.counted.totals.first_ts_ns);
         let rule = FrameRule::new(&facts.interfaces, config);
         let mut built = Builder::new(config, origin, rule, cost);
         sorted.for_each(|p| built.push(p.ts_ns, p.wirelen, p.iface, config))?;

@@ -28,12 +28,10 @@ mod gaps;
 use self::demand::{DemandAcc, DemandConfig};
 use self::edges::{Edges, WindowCounter};
 use self::gaps::{GapCounter, GapDist};
-use super::read::{Quirks, Reader};
 use super::stats::bursts::Chain;
 use super::stats::counts::{add_at, Counts};
 use super::stats::frames::{back_to_back_ns, FrameRule};
-use super::stats::{Bursts, FileStats, StatsConfig, Summary, Ties, Totals};
-use super::Interface;
+use super::stats::{Bursts, Counted, ReadFacts, StatsConfig, Summary, Ties};
 use crate::CoreError;
 
 /// The time-ordered part of a partial while packets are pushed in time order.
@@ -121,87 +119,14 @@ fn size_bucket(frame: i64, config: &StatsConfig) -> usize {
         .saturating_sub(1)
 }
 
-/// What the reader found in a file, added up over files.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadFacts {
-    pub format: String,
-    pub compression: String,
-    pub interfaces: Vec<Interface>,
-    pub skipped: u64,
-    pub untimed: u64,
-    pub quirks: Quirks,
-    pub cut_short: Option<String>,
-    pub reads: u32,
-}
-
-impl From<&FileStats> for ReadFacts {
-    /// What the reader of one file's statistics found.
-    fn from(f: &FileStats) -> Self {
-        ReadFacts {
-            format: f.format.to_owned(),
-            compression: f.compression.to_owned(),
-            interfaces: f.interfaces.clone(),
-            skipped: f.skipped,
-            untimed: f.untimed,
-            quirks: f.quirks,
-            cut_short: f.cut_short.clone(),
-            reads: f.reads,
-        }
-    }
-}
-
-impl ReadFacts {
-    fn of(reader: &Reader, reads: u32) -> Self {
-        ReadFacts {
-            format: reader.format().to_owned(),
-            compression: reader.compression().name().to_owned(),
-            interfaces: reader.interfaces().to_vec(),
-            skipped: reader.skipped(),
-            untimed: reader.untimed(),
-            quirks: reader.quirks(),
-            cut_short: reader.cut_short().map(ToString::to_string),
-            reads,
-        }
-    }
-
-    fn add(&mut self, next: &ReadFacts) {
-        for (mine, theirs) in [
-            (&mut self.format, &next.format),
-            (&mut self.compression, &next.compression),
-        ] {
-            if mine != theirs {
-                *mine = "mixed".to_owned();
-            }
-        }
-        if next.interfaces.len() > self.interfaces.len() {
-            self.interfaces = next.interfaces.clone();
-        }
-        self.skipped += next.skipped;
-        self.untimed += next.untimed;
-        self.quirks.snaplen_exceeded += next.quirks.snaplen_exceeded;
-        self.quirks.wirelen_below_caplen += next.quirks.wirelen_below_caplen;
-        self.quirks.ts_wrapped += next.quirks.ts_wrapped;
-        if self.cut_short.is_none() {
-            self.cut_short = next.cut_short.clone();
-        }
-        self.reads += next.reads;
-    }
-}
-
 /// The mergeable statistics of one file, or of consecutive files of one port.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Partial {
     pub facts: ReadFacts,
     /// Where windows are counted from: the first packet of the port, as the caller said.
     pub origin: i64,
-    pub totals: Totals,
-    pub per_interface: Vec<Totals>,
-    /// Packets earlier than the one before them, in file order (across files too).
-    pub out_of_order: u64,
-    /// The largest step back from one packet to the next, in file order (ns).
-    pub max_step_back_ns: u64,
-    /// Packets per interface and direction (unknown, inbound, outbound).
-    pub directions: Vec<[u64; 3]>,
+    /// In file order across the files too.
+    pub counted: Counted,
     /// Time of the first and the last record in file order (0 without packets).
     pub first_record_ts: i64,
     pub last_record_ts: i64,
@@ -218,21 +143,6 @@ pub struct Partial {
     demand: Option<DemandAcc>,
 }
 
-fn add_totals(a: &mut Totals, b: &Totals) {
-    if b.packets == 0 {
-        return;
-    }
-    if a.packets == 0 {
-        *a = *b;
-        return;
-    }
-    a.packets += b.packets;
-    a.bytes_captured += b.bytes_captured;
-    a.bytes_wire += b.bytes_wire;
-    a.first_ts_ns = a.first_ts_ns.min(b.first_ts_ns);
-    a.last_ts_ns = a.last_ts_ns.max(b.last_ts_ns);
-}
-
 impl Partial {
     fn new(
         facts: ReadFacts,
@@ -245,11 +155,7 @@ impl Partial {
         Partial {
             facts,
             origin,
-            totals: counts.totals,
-            per_interface: counts.per_interface(interfaces),
-            out_of_order: counts.out_of_order,
-            max_step_back_ns: counts.max_step_back_ns,
-            directions: counts.directions(interfaces),
+            counted: counts.counted(interfaces),
             first_record_ts: records.0,
             last_record_ts: records.1,
             windows: built.windows.into_iter().map(|w| w.edges).collect(),
@@ -279,8 +185,10 @@ impl Partial {
             ));
         }
         let rule = FrameRule::new(&self.facts.interfaces, config);
-        if self.totals.packets > 0 && next.totals.packets > 0 {
-            if next.totals.first_ts_ns < self.totals.last_ts_ns {
+        // The totals before the two are added up.
+        let (mine, theirs) = (self.counted.totals, next.counted.totals);
+        if mine.packets > 0 && theirs.packets > 0 {
+            if theirs.first_ts_ns < mine.last_ts_ns {
                 return Err(CoreError::Unmergeable("the files overlap in time"));
             }
             if !rule.agrees(&FrameRule::new(&next.facts.interfaces, config)) {
@@ -294,41 +202,25 @@ impl Partial {
             self.equal.append(&next.equal, gap == 0);
             self.gaps.merge(&GapDist::one(gap));
             if next.first_record_ts < self.last_record_ts {
-                self.out_of_order += 1;
+                let c = &mut self.counted;
+                c.out_of_order += 1;
                 let step = self.last_record_ts.wrapping_sub(next.first_record_ts) as u64;
-                self.max_step_back_ns = self.max_step_back_ns.max(step);
+                c.max_step_back_ns = c.max_step_back_ns.max(step);
             }
-        } else if self.totals.packets == 0 {
+        } else if mine.packets == 0 {
             self.chain = next.chain;
             self.equal = next.equal;
             self.first = next.first;
         }
         self.gaps.merge(&next.gaps);
-        if next.totals.packets > 0 {
+        if theirs.packets > 0 {
             self.last = next.last;
             self.last_record_ts = next.last_record_ts;
-            if self.totals.packets == 0 {
+            if mine.packets == 0 {
                 self.first_record_ts = next.first_record_ts;
             }
         }
-        add_totals(&mut self.totals, &next.totals);
-        self.out_of_order += next.out_of_order;
-        self.max_step_back_ns = self.max_step_back_ns.max(next.max_step_back_ns);
-        if next.per_interface.len() > self.per_interface.len() {
-            self.per_interface
-                .resize(next.per_interface.len(), Totals::default());
-        }
-        for (mine, theirs) in self.per_interface.iter_mut().zip(&next.per_interface) {
-            add_totals(mine, theirs);
-        }
-        if next.directions.len() > self.directions.len() {
-            self.directions.resize(next.directions.len(), [0; 3]);
-        }
-        for (mine, theirs) in self.directions.iter_mut().zip(&next.directions) {
-            for (m, t) in mine.iter_mut().zip(theirs) {
-                *m += t;
-            }
-        }
+        self.counted.append(&next.counted);
         for (mine, theirs) in self.windows.iter_mut().zip(&next.windows) {
             mine.append(theirs);
         }
@@ -361,21 +253,17 @@ impl Partial {
     /// The statistics of the packets summarised, as `stats::file_stats` reports them for one
     /// file. Fails when the windows were not counted from the first packet.
     pub fn summary(&self, config: &StatsConfig) -> Result<Summary, CoreError> {
-        if self.totals.packets > 0 && self.origin != self.totals.first_ts_ns {
+        if self.counted.totals.packets > 0 && self.origin != self.counted.totals.first_ts_ns {
             return Err(CoreError::Invalid(format!(
                 "windows were counted from {} ns, but the first packet is at {} ns",
-                self.origin, self.totals.first_ts_ns
+                self.origin, self.counted.totals.first_ts_ns
             )));
         }
-        let span = self.totals.span_ns();
+        let span = self.counted.totals.span_ns();
         let (bursts, packets_in_bursts, max_burst) = self.chain.finish();
         Ok(Summary {
-            totals: self.totals,
-            per_interface: self.per_interface.clone(),
-            out_of_order: self.out_of_order,
-            max_step_back_ns: self.max_step_back_ns,
-            directions: self.directions.clone(),
-            ties: Ties::of(&self.equal, self.totals.packets),
+            counted: self.counted.clone(),
+            ties: Ties::of(&self.equal, self.counted.totals.packets),
             rates: self
                 .windows
                 .iter()
@@ -385,10 +273,10 @@ impl Partial {
             size_histogram: self.sizes.clone(),
             frame_bytes: {
                 let mut frame_bytes = self.frame_bytes.clone();
-                frame_bytes.resize(self.per_interface.len(), 0);
+                frame_bytes.resize(self.counted.per_interface.len(), 0);
                 frame_bytes
             },
-            bursts: (self.totals.packets >= 2).then(|| Bursts {
+            bursts: (self.counted.totals.packets >= 2).then(|| Bursts {
                 bursts,
                 packets_in_bursts,
                 max_burst,

@@ -1,32 +1,25 @@
 //! What needs no sorting: totals per file and interface, directions and the time order.
 
 use super::ordered::InTimeOrder;
-use super::{Summary, Totals};
+use super::{Counted, Summary, Totals};
 use crate::trace::read::Record;
 
-/// Totals per file and interface, directions and the time order, which need no sorting. While
-/// every packet is on interface 0 (a pcap file, most pcapng ones) its totals are the file's,
-/// and only those are counted.
+/// Counts packets in file order (`Counted`). While every packet is on interface 0 (a pcap
+/// file, most pcapng ones) its totals are the file's, and only those are counted.
 #[derive(Debug, Clone)]
 pub(in crate::trace) struct Counts {
-    pub(in crate::trace) totals: Totals,
-    per_interface: Vec<Totals>,
+    /// So far; `per_interface` is empty while `only_first`, and both per-interface lists
+    /// reach only the highest interface a packet named.
+    pub(in crate::trace) counted: Counted,
     only_first: bool,
-    pub(in crate::trace) out_of_order: u64,
-    pub(in crate::trace) max_step_back_ns: u64,
-    directions: Vec<[u64; 3]>,
     last_ts: i64,
 }
 
 impl Default for Counts {
     fn default() -> Self {
         Counts {
-            totals: Totals::default(),
-            per_interface: Vec::new(),
+            counted: Counted::default(),
             only_first: true,
-            out_of_order: 0,
-            max_step_back_ns: 0,
-            directions: Vec::new(),
             last_ts: 0,
         }
     }
@@ -36,49 +29,52 @@ impl Counts {
     #[inline(always)]
     pub(in crate::trace) fn push(&mut self, r: &Record) -> bool {
         let (ts, caplen, wirelen, iface) = (r.ts_ns, r.caplen, r.wirelen, r.iface);
-        let in_order = self.totals.packets == 0 || ts >= self.last_ts;
+        let c = &mut self.counted;
+        let in_order = c.totals.packets == 0 || ts >= self.last_ts;
         if !in_order {
-            self.out_of_order += 1;
+            c.out_of_order += 1;
             let step = self.last_ts.wrapping_sub(ts) as u64;
-            self.max_step_back_ns = self.max_step_back_ns.max(step);
+            c.max_step_back_ns = c.max_step_back_ns.max(step);
         }
         self.last_ts = ts;
         let i = iface as usize;
-        if self.directions.len() <= i {
-            self.directions.resize(i + 1, [0; 3]);
+        if c.directions.len() <= i {
+            c.directions.resize(i + 1, [0; 3]);
         }
-        self.directions[i][usize::from(r.direction)] += 1;
+        c.directions[i][usize::from(r.direction)] += 1;
         if iface != 0 && self.only_first {
             self.only_first = false;
-            self.per_interface = vec![self.totals];
+            c.per_interface = vec![c.totals];
         }
-        self.totals.add(ts, caplen, wirelen);
+        c.totals.add(ts, caplen, wirelen);
         if !self.only_first {
-            if self.per_interface.len() <= i {
-                self.per_interface.resize(i + 1, Totals::default());
+            if c.per_interface.len() <= i {
+                c.per_interface.resize(i + 1, Totals::default());
             }
-            self.per_interface[i].add(ts, caplen, wirelen);
+            c.per_interface[i].add(ts, caplen, wirelen);
         }
         in_order
     }
 
-    /// Totals per interface, one for each of `interfaces` interfaces (packets name only
-    /// interfaces that exist).
-    pub(in crate::trace) fn per_interface(&self, interfaces: usize) -> Vec<Totals> {
-        let mut per_interface = match (self.only_first, self.totals.packets) {
+    /// What was counted, with one per-interface entry for each of `interfaces` interfaces
+    /// (packets name only interfaces that exist).
+    pub(in crate::trace) fn counted(&self, interfaces: usize) -> Counted {
+        let c = &self.counted;
+        let mut per_interface = match (self.only_first, c.totals.packets) {
             (true, 0) => Vec::new(),
-            (true, _) => vec![self.totals],
-            (false, _) => self.per_interface.clone(),
+            (true, _) => vec![c.totals],
+            (false, _) => c.per_interface.clone(),
         };
         per_interface.resize(interfaces, Totals::default());
-        per_interface
-    }
-
-    /// Packets per direction (unknown, inbound, outbound) of each of `interfaces` interfaces.
-    pub(in crate::trace) fn directions(&self, interfaces: usize) -> Vec<[u64; 3]> {
-        let mut directions = self.directions.clone();
+        let mut directions = c.directions.clone();
         directions.resize(interfaces, [0; 3]);
-        directions
+        Counted {
+            totals: c.totals,
+            per_interface,
+            out_of_order: c.out_of_order,
+            max_step_back_ns: c.max_step_back_ns,
+            directions,
+        }
     }
 
     /// The summary of the counted packets with what their time order gave.
@@ -86,11 +82,7 @@ impl Counts {
         let (rates, size_histogram, bursts, ties, mut frame_bytes) = ordered;
         frame_bytes.resize(interfaces, 0);
         Summary {
-            totals: self.totals,
-            per_interface: self.per_interface(interfaces),
-            out_of_order: self.out_of_order,
-            max_step_back_ns: self.max_step_back_ns,
-            directions: self.directions(interfaces),
+            counted: self.counted(interfaces),
             ties,
             rates,
             size_histogram,

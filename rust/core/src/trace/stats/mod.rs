@@ -114,6 +114,22 @@ impl Totals {
         self.bytes_wire += u64::from(wirelen);
     }
 
+    /// Adds the totals of another set of packets.
+    fn append(&mut self, other: &Totals) {
+        if other.packets == 0 {
+            return;
+        }
+        if self.packets == 0 {
+            *self = *other;
+            return;
+        }
+        self.packets += other.packets;
+        self.bytes_captured += other.bytes_captured;
+        self.bytes_wire += other.bytes_wire;
+        self.first_ts_ns = self.first_ts_ns.min(other.first_ts_ns);
+        self.last_ts_ns = self.last_ts_ns.max(other.last_ts_ns);
+    }
+
     /// Last minus first timestamp (0 without packets); it fits u64 whatever the two are.
     pub fn span_ns(&self) -> u64 {
         self.last_ts_ns.wrapping_sub(self.first_ts_ns) as u64
@@ -166,9 +182,10 @@ impl Ties {
     }
 }
 
-/// Everything the statistics report about a set of packets.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
+/// What the statistics count in file order, needing no sort: totals per file and interface,
+/// the time order and directions (`counts::Counts` counts them, `archive::Partial` appends them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counted {
     pub totals: Totals,
     /// One per interface, in interface order.
     pub per_interface: Vec<Totals>,
@@ -178,6 +195,37 @@ pub struct Summary {
     pub max_step_back_ns: u64,
     /// Packets per interface (interface order) and direction: unknown, inbound, outbound.
     pub directions: Vec<[u64; 3]>,
+}
+
+impl Counted {
+    /// Adds the counts of the packets that follow in file order; a step back across the two
+    /// is the caller's to count, since only it knows the last record's time.
+    pub(super) fn append(&mut self, next: &Counted) {
+        self.totals.append(&next.totals);
+        self.out_of_order += next.out_of_order;
+        self.max_step_back_ns = self.max_step_back_ns.max(next.max_step_back_ns);
+        if next.per_interface.len() > self.per_interface.len() {
+            self.per_interface
+                .resize(next.per_interface.len(), Totals::default());
+        }
+        for (mine, theirs) in self.per_interface.iter_mut().zip(&next.per_interface) {
+            mine.append(theirs);
+        }
+        if next.directions.len() > self.directions.len() {
+            self.directions.resize(next.directions.len(), [0; 3]);
+        }
+        for (mine, theirs) in self.directions.iter_mut().zip(&next.directions) {
+            for (m, t) in mine.iter_mut().zip(theirs) {
+                *m += t;
+            }
+        }
+    }
+}
+
+/// Everything the statistics report about a set of packets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub counted: Counted,
     pub ties: Ties,
     pub rates: Vec<WindowPeaks>,
     pub size_histogram: Vec<u64>,
@@ -192,8 +240,14 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileStats {
     pub summary: Summary,
-    pub format: &'static str,
-    pub compression: &'static str,
+    pub facts: ReadFacts,
+}
+
+/// What the reader found in a capture file (added up over files by `archive::Partial`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadFacts {
+    pub format: String,
+    pub compression: String,
     pub interfaces: Vec<Interface>,
     pub skipped: u64,
     pub untimed: u64,
@@ -201,6 +255,46 @@ pub struct FileStats {
     pub cut_short: Option<String>,
     /// How many times the capture was read (1 unless the module notes say otherwise).
     pub reads: u32,
+}
+
+impl ReadFacts {
+    /// What `reader` found in the `reads` reads of its file.
+    pub(super) fn of(reader: &Reader, reads: u32) -> Self {
+        ReadFacts {
+            format: reader.format().to_owned(),
+            compression: reader.compression().name().to_owned(),
+            interfaces: reader.interfaces().to_vec(),
+            skipped: reader.skipped(),
+            untimed: reader.untimed(),
+            quirks: reader.quirks(),
+            cut_short: reader.cut_short().map(ToString::to_string),
+            reads,
+        }
+    }
+
+    /// Adds what the reader found in the files that follow.
+    pub(super) fn add(&mut self, next: &ReadFacts) {
+        for (mine, theirs) in [
+            (&mut self.format, &next.format),
+            (&mut self.compression, &next.compression),
+        ] {
+            if mine != theirs {
+                *mine = "mixed".to_owned();
+            }
+        }
+        if next.interfaces.len() > self.interfaces.len() {
+            self.interfaces = next.interfaces.clone();
+        }
+        self.skipped += next.skipped;
+        self.untimed += next.untimed;
+        self.quirks.snaplen_exceeded += next.quirks.snaplen_exceeded;
+        self.quirks.wirelen_below_caplen += next.quirks.wirelen_below_caplen;
+        self.quirks.ts_wrapped += next.quirks.ts_wrapped;
+        if self.cut_short.is_none() {
+            self.cut_short = next.cut_short.clone();
+        }
+        self.reads += next.reads;
+    }
 }
 
 /// ns of timestamp resolution of an `if_tsresol` byte, rounded up, at least 1: 10^-n s, or
@@ -245,7 +339,7 @@ fn read_in_order(
     );
     let mut counts = Counts::default();
     while let Some(r) = reader.next_record()? {
-        if let Some(rule) = watch.changed(reader, config, counts.totals.packets) {
+        if let Some(rule) = watch.changed(reader, config, counts.counted.totals.packets) {
             ordered.set_rule(rule.clone());
         }
         if !counts.push(&r) {
@@ -253,8 +347,8 @@ fn read_in_order(
         }
         ordered.push(r.ts_ns, r.wirelen, r.iface, config);
     }
-    let (_, stale) = watch.finish(reader, config, counts.totals.packets);
-    let finished = ordered.finish(&counts.totals, config);
+    let (_, stale) = watch.finish(reader, config, counts.counted.totals.packets);
+    let finished = ordered.finish(&counts.counted.totals, config);
     if stale {
         // Sizes and bursts counted under another rule: a second read with the final one.
         return Ok(Pass::Again {
@@ -281,7 +375,7 @@ fn summarise_sorted(
         let limit = Some(config.distinct_gap_limit);
         let mut ordered = Ordered::new(rule.clone(), config, limit, &collect);
         sorted.for_each(|p| ordered.push(p.ts_ns, p.wirelen, p.iface, config))?;
-        match ordered.finish(&counts.totals, config) {
+        match ordered.finish(&counts.counted.totals, config) {
             Ok(finished) => return Ok(counts.summary(interfaces.len(), finished)),
             Err(ranges) => collect = ranges,
         }
@@ -365,14 +459,7 @@ pub fn file_stats(
     };
     Ok(FileStats {
         summary,
-        format: reader.format(),
-        compression: reader.compression().name(),
-        interfaces: reader.interfaces().to_vec(),
-        skipped: reader.skipped(),
-        untimed: reader.untimed(),
-        quirks: reader.quirks(),
-        cut_short: reader.cut_short().map(ToString::to_string),
-        reads,
+        facts: ReadFacts::of(&reader, reads),
     })
 }
 
