@@ -271,7 +271,7 @@ def test_mount_paths_with_spaces_are_unescaped():
     cpu_ns=st.integers(1, 10**15),
     seconds=st.floats(1e-3, 1e5),
 )
-def test_a_windows_rate_cost_and_share_agree(packets, cpu_ns, seconds):
+def test_an_intervals_rate_cost_and_share_agree(packets, cpu_ns, seconds):
     # CPU ns per packet x packets per second = CPU ns per second (the share, in ns).
-    window = run.Window(run.Sample(0.0, 0, 0), run.Sample(seconds, packets, cpu_ns))
-    assert window.pps * window.cpu_ns_per_packet == pytest.approx(window.cpu_share * 1e9)
+    interval = run.Interval(run.Sample(0.0, 0, 0), run.Sample(seconds, packets, cpu_ns))
+    assert interval.pps * interval.cpu_ns_per_packet == pytest.approx(interval.cpu_share * 1e9)

@@ -1,9 +1,9 @@
 """A capture run: dpdk-testpmd forwards on a virtual port (the primary, on hugepages), first
 alone, then with a DPDK capture tool attached as a secondary; what each thread did per packet
-in both windows, what the tool wrote, and what it cost the forwarding.
+in both intervals, what the tool wrote, and what it cost the forwarding.
 
 The forwarding rate comes from testpmd's periodic statistics (cumulative Rx packets once a
-period); at each block the forwarding lcores' CPU time is read, so that every window has the
+period); at each block the forwarding lcores' CPU time is read, so that every interval has the
 packets and the CPU time its threads received between two blocks. The tool's CPU time and write
 calls are read when it starts capturing and after it exits (before it is reaped, so /proc still
 has them). Everything the run made is undone on the way out, also on Ctrl-C, SIGTERM or a
@@ -53,7 +53,7 @@ COPIES_PER_PACKET = 2  # dpdk-dumpcap 22.11 asks for both directions (RTE_PDUMP_
 class CaptureConfig:
     """One capture run: testpmd forwarding `frame`-byte net_null frames (FCS included, so
     packets of `frame` - 4 bytes) or replaying `pcap`, on `fwd_lcores` forwarding lcores; each
-    window lasts at least `seconds` and two statistics periods."""
+    interval lasts at least `seconds` and two statistics periods."""
 
     frame: int = 64
     pcap: Path | None = None
@@ -117,7 +117,7 @@ class Sample:
 
 
 @dataclass(frozen=True)
-class Window:
+class Interval:
     """Forwarding between two statistics blocks."""
 
     first: Sample
@@ -141,7 +141,7 @@ class Window:
 
 
 @dataclass(frozen=True)
-class ToolWindow:
+class ToolInterval:
     """The capture tool from its start of capture to its exit: CPU ns of its capture thread,
     its write calls and bytes and its closing counts (over its life), and the CPU time
     pcieperf itself (the harness: its polling loop and reading threads) took meanwhile, per
@@ -156,15 +156,15 @@ class ToolWindow:
 
 @dataclass
 class CaptureResult:
-    """A finished capture run: what ran, what each window measured, the file it wrote."""
+    """A finished capture run: what ran, what each interval measured, the file it wrote."""
 
     config: CaptureConfig
     version: str
     commands: dict[str, list[str]]
     outputs: dict[str, str]
-    baseline: Window
-    during: Window
-    tool: ToolWindow
+    baseline: Interval
+    during: Interval
+    tool: ToolInterval
     crashed: bool
     cross_cpu_slowdown: tuple[float, float]  # placement's probe before and after the run
     file: Path | None = None
@@ -291,7 +291,7 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
             command = _tool_command(cfg, binaries["tool"], prefix, target)
             tool = _Tool(cfg.tool, command, tools.mempool_preload(binaries["testpmd"]))
             stack.callback(tool.kill)
-            during, window = _measure_capture(primary, tool, cfg.seconds, tick)
+            during, tool_interval = _measure_capture(primary, tool, cfg.seconds, tick)
             crashed = primary.stop()
             probed = (probed_before, placement.cross_cpu_slowdown())
             result = CaptureResult(
@@ -301,7 +301,7 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
                 {"testpmd": "".join(primary.lines), cfg.tool: "".join(tool.lines)},
                 baseline,
                 during,
-                window,
+                tool_interval,
                 crashed,
                 probed,
             )
@@ -453,7 +453,7 @@ def _wait_for(
         time.sleep(testpmd.POLL_S)
 
 
-def _measure_baseline(primary: _Primary, seconds: float, tick: Tick | None) -> Window:
+def _measure_baseline(primary: _Primary, seconds: float, tick: Tick | None) -> Interval:
     """Forwarding alone: from the second statistics block (the first follows start-up) until
     `seconds` and at least two periods have passed."""
     samples = primary.samples
@@ -462,12 +462,12 @@ def _measure_baseline(primary: _Primary, seconds: float, tick: Tick | None) -> W
         return len(samples) >= 3 and samples[-1].t - samples[1].t >= seconds
 
     _wait_for("forwarding", enough, testpmd.deadline_s(seconds), tick, primary.check_alive)
-    return Window(samples[1], samples[-1])
+    return Interval(samples[1], samples[-1])
 
 
 def _measure_capture(
     primary: _Primary, tool: _Tool, seconds: float, tick: Tick | None
-) -> tuple[Window, ToolWindow]:
+) -> tuple[Interval, ToolInterval]:
     """Forwarding with the tool attached, and the tool: from its `Capturing on` until
     `seconds` and two statistics periods have passed, then the tool is stopped (SIGINT)."""
 
@@ -486,7 +486,7 @@ def _measure_capture(
         return len(samples) - first >= 2 and samples[-1].t - start >= seconds
 
     _wait_for("capturing", enough, testpmd.deadline_s(seconds), tick, watch)
-    during = Window(samples[first], samples[-1])
+    during = Interval(samples[first], samples[-1])
     tool.proc.send_signal(signal.SIGINT)
     _wait_for("capture stop", tool.exited, STOP_DEADLINE_S, tick)  # testpmd may crash now
     wall, harness = time.monotonic() - start, time.process_time() - harness
@@ -494,10 +494,10 @@ def _measure_capture(
     counts = _counts(tool.name, tool.reap(), during, wall)
     # Write calls and bytes over the tool's life, as its counts are: the records it wrote
     # before its "capturing" line count too (its start-up writes no more than a few lines).
-    return during, ToolWindow(wall, cpu, io, counts, harness / wall)
+    return during, ToolInterval(wall, cpu, io, counts, harness / wall)
 
 
-def _counts(name: str, output: str, during: Window, wall: float) -> tools.ToolCounts:
+def _counts(name: str, output: str, during: Interval, wall: float) -> tools.ToolCounts:
     """The tool's copies and drops: dumpcap's own counts (the primary's pdump statistics), or
     for dpdk-pdump, which never learns of ring-full drops, the copies that the forwarding rate
     while it ran implies (every forwarded packet copied on Rx and on Tx) less those written."""
