@@ -209,7 +209,7 @@ def test_an_existing_out_or_a_missing_folder_is_refused(tmp_path, capsys, monkey
 def test_missing_dumpcap_names_the_package(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv(testpmd.TESTPMD_ENV, sys.executable)
     monkeypatch.setenv(tools.TOOL_ENV["dumpcap"], str(tmp_path / "no-dumpcap"))
-    monkeypatch.setattr(tools.shutil, "which", lambda name: None)
+    monkeypatch.setattr(testpmd.shutil, "which", lambda name: None)  # testpmd.find_binary
     code, _, err = run_cli(capsys, "capture", "run", "--db", str(tmp_path / "s.duckdb"))
     assert code == 2
     assert "dpdk-dumpcap not found; install Debian's dpdk-dev" in err

@@ -177,16 +177,14 @@ def _output(proc: subprocess.Popen[str]) -> IO[str]:
     return proc.stdout
 
 
-class _Primary:
-    """testpmd as the primary process, its output read and sampled by a thread."""
+class _Watched:
+    """A process `testpmd.launch` starts, each line it prints kept (`lines`) and handed to
+    `_line` by a reader thread; a subclass sets what `_line` needs before this starts it."""
 
-    def __init__(self, command: list[str]) -> None:
+    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
         self.command = command
-        self.parsed = testpmd.OutputReader()
-        self.samples: list[Sample] = []
         self.lines: list[str] = []
-        self._workers: list[int] = []
-        self.proc = testpmd.launch(command)
+        self.proc = testpmd.launch(command, env)
         self._output = _output(self.proc)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -194,10 +192,31 @@ class _Primary:
     def _read(self) -> None:
         for line in self._output:
             self.lines.append(line)
-            before = self.parsed.blocks
-            self.parsed.feed(line)
-            if self.parsed.blocks != before:
-                self._sample()
+            self._line(line)
+
+    def _line(self, line: str) -> None:
+        """What a line read means (the subclass's)."""
+
+    def _close(self) -> None:
+        """Wait for the reader to see the end of the output, then close it."""
+        self._reader.join(timeout=STOP_DEADLINE_S)
+        self._output.close()
+
+
+class _Primary(_Watched):
+    """testpmd as the primary process, its output read and sampled by a thread."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.parsed = testpmd.OutputReader()
+        self.samples: list[Sample] = []
+        self._workers: list[int] = []
+        super().__init__(command)
+
+    def _line(self, line: str) -> None:
+        before = self.parsed.blocks
+        self.parsed.feed(line)
+        if self.parsed.blocks != before:
+            self._sample()
 
     def _sample(self) -> None:
         """Rx packets of the block just read, and the forwarding lcores' CPU time now."""
@@ -219,30 +238,21 @@ class _Primary:
     def stop(self) -> bool:
         """Stop testpmd (SIGINT, then SIGKILL); True if it had crashed instead of stopping."""
         testpmd.stop(self.proc)
-        self._reader.join(timeout=STOP_DEADLINE_S)
-        self._output.close()
+        self._close()
         return self.proc.returncode not in (0, -signal.SIGINT)
 
 
-class _Tool:
+class _Tool(_Watched):
     """A capture tool as a secondary process, its output read by a thread."""
 
     def __init__(self, name: str, command: list[str], preload: str) -> None:
         self.name = name
-        self.command = command
-        self.lines: list[str] = []
         self.capturing = threading.Event()
-        env = dict(os.environ, LD_PRELOAD=preload) if preload else None
-        self.proc = testpmd.launch(command, env)
-        self._output = _output(self.proc)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        super().__init__(command, dict(os.environ, LD_PRELOAD=preload) if preload else None)
 
-    def _read(self) -> None:
-        for line in self._output:
-            self.lines.append(line)
-            if tools.CAPTURING[self.name] in line:
-                self.capturing.set()
+    def _line(self, line: str) -> None:
+        if tools.CAPTURING[self.name] in line:
+            self.capturing.set()
 
     def exited(self) -> bool:
         """Whether the tool has exited; it stays unreaped, so /proc still shows its totals."""
@@ -252,15 +262,13 @@ class _Tool:
     def reap(self) -> str:
         """Collect the exited tool and return all it printed."""
         self.proc.wait()
-        self._reader.join(timeout=STOP_DEADLINE_S)
-        self._output.close()
+        self._close()
         return "".join(self.lines)
 
     def kill(self) -> None:
         """Stop the tool however it is, and close its output (cleanup)."""
         testpmd.stop(self.proc)
-        self._reader.join(timeout=STOP_DEADLINE_S)
-        self._output.close()
+        self._close()
 
 
 Tick = Callable[[str, float], None]
