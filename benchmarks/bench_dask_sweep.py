@@ -29,8 +29,10 @@ import pyarrow.parquet as pq
 from distributed import get_task_stream
 
 from _json_out import write_figures
-from pcieperf import engine, sweep
-from pcieperf.cli.sweep import sweep_plan
+from pcieperf import engine
+from pcieperf.sweep.api import checked_plan
+from pcieperf.sweep.plan import evaluate_chunk
+from pcieperf.sweep.run import finalize, run, write_part
 
 SPECS = {
     "dma": """command = "dma"
@@ -61,7 +63,7 @@ sizes = { from = 64, to = 1518 }
 
 
 def make_plan(path):
-    return sweep_plan(Path(path))
+    return checked_plan(Path(path))
 
 
 def timed_sweep(plan, scheduler, out):
@@ -73,7 +75,7 @@ def timed_sweep(plan, scheduler, out):
             client.wait_for_workers(int(scheduler.split(":")[1]), timeout=600)
         ready = time.perf_counter()
         with get_task_stream(client) as stream:
-            sweep.run(plan, out, client, force=True)
+            run(plan, out, client, force=True)
         done = time.perf_counter()
     chunks = [
         sum(s["stop"] - s["start"] for s in task["startstops"] if s["action"] == "compute")
@@ -132,15 +134,15 @@ def driver_costs(folder):
     path = folder / "nic.toml"
     path.write_text(SPECS["nic"])
     plan = make_plan(path)
-    table = sweep.evaluate_chunk(plan, plan.bounds(0))
+    table = evaluate_chunk(plan, plan.bounds(0))
     parts = folder / "parts"
     parts.mkdir()
     start = time.perf_counter()
     for i in range(plan.chunks):
-        sweep.write_part(parts, i, table)
+        write_part(parts, i, table)
     write_s = (time.perf_counter() - start) / plan.chunks
     start = time.perf_counter()
-    rows, _ = sweep._finalize(plan, parts, folder / "joined.parquet")
+    rows, _ = finalize(plan, parts, folder / "joined.parquet", force=True)
     join_s = time.perf_counter() - start
     print(
         f"\ndriver: {write_s * 1e3:.1f} ms to write a {table.num_rows:,}-row part; joining "

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pcieperf import _config, sweep
+from pcieperf import _config
 from pcieperf.errors import ProfileError, UsageError
 from pcieperf.iommu import profiles as platforms
 from pcieperf.iommu.platform import load_platform
@@ -20,6 +20,7 @@ from pcieperf.nic.profile import load_profile
 from pcieperf.pciebench import sim
 from pcieperf.pciebench.calibration_file import load_calibration
 from pcieperf.pciebench.device import load_device
+from pcieperf.sweep.spec import load_spec
 from tests.helpers.hosts import write_host_toml
 
 LOADERS = {
@@ -28,7 +29,7 @@ LOADERS = {
     "host": sim.load_host,
     "calibration": load_calibration,
     "platform": load_platform,
-    "spec": lambda path: sweep.load_spec(path, ["dma"], {"dma": 1}),
+    "spec": lambda path: load_spec(path, ["dma"], {"dma": 1}),
 }
 # Latin-1 "café": 0xe9 opens a 3-byte UTF-8 sequence that `"` cannot continue (RFC 3629 §3).
 NOT_UTF8 = b'name = "caf\xe9"\n'

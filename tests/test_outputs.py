@@ -230,14 +230,15 @@ def test_a_signal_mid_write_leaves_nothing(tmp_path, stop):
 
 
 def test_a_second_sweep_to_the_same_output_refuses(tmp_path):
-    from pcieperf import sweep
+    from pcieperf.sweep.run import _owned, parts_dir
 
     out = tmp_path / "s.parquet"
-    with sweep._owned(sweep.parts_dir(out)):  # a first sweep, still running
+    with _owned(parts_dir(out)):  # a first sweep, still running
         second = _cli(["sweep", str(DMA_SPEC), "-o", str(out)])
     assert second.returncode == 2, second.stderr
     assert second.stderr == (
-        f"pcieperf: error: another sweep is writing {out}.parts; wait for it or give another -o\n"
+        f"pcieperf: error: another sweep is writing {out}.parts; wait for it or give another "
+        "--output\n"
     )
     assert not out.exists()
 

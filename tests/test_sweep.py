@@ -20,12 +20,15 @@ pa = pytest.importorskip("pyarrow", reason="the dask extra (pyarrow)")
 
 import duckdb  # noqa: E402
 
-from pcieperf import engine, sweep  # noqa: E402
-from pcieperf.cli.sweep import _SWEEPABLE, sweep_plan  # noqa: E402
+from pcieperf import engine  # noqa: E402
+from pcieperf.sweep.api import checked_plan  # noqa: E402
+from pcieperf.sweep.commands import COMMANDS  # noqa: E402
+from pcieperf.sweep.plan import Axis, Plan, axis_indices, evaluate_chunk  # noqa: E402
+from pcieperf.sweep.run import parts_dir, run, write_part  # noqa: E402
+from pcieperf.sweep.spec import Spec  # noqa: E402
 from tests.helpers.cli import run_cli  # noqa: E402
 
-CHUNKS = {name: s.chunk for name, s in _SWEEPABLE.items()}
-_sweep_dma = _SWEEPABLE["dma"].evaluate  # `dma` points as the CLI evaluates them
+_sweep_dma = COMMANDS["dma"].evaluation  # `dma` points as `pp.sweep` evaluates them
 
 # A fast device and a host with a small IOTLB (the numbers of tests/helpers/hosts.py's profiles).
 DEVICE_TOML = """name = "dev"
@@ -121,8 +124,8 @@ def specs(tmp_path, monkeypatch):
 
 
 def make_plan(path, evaluate=None):
-    """The plan the CLI makes of a spec file (optionally with another evaluation)."""
-    return sweep_plan(Path(path), evaluate)
+    """The plan `pp.sweep` makes of a spec file (optionally with another evaluation)."""
+    return checked_plan(Path(path), evaluate)
 
 
 def sweep_cli(capsys, *argv):
@@ -207,12 +210,12 @@ def test_sizes_are_joined_into_one_call_per_run(specs):
     calls = []
 
     def counting(args):
-        calls.append(args.sizes)
-        return _SWEEPABLE["nic"].evaluate(args)
+        calls.append(args["sizes"])
+        return COMMANDS["nic"].evaluation(args)
 
     plan = make_plan(specs["nic"], counting)
     assert plan.vector == 3  # sizes, the last axis
-    table = sweep.evaluate_chunk(plan, plan.bounds(0))
+    table = evaluate_chunk(plan, plan.bounds(0))
     # chunk 0 = points 0..6: the five sizes of (gen 3, x8, no vlan), then two of the next run.
     assert calls == ["64,65,128,1518,imix", "64,65"]
     assert table.num_rows == 7
@@ -241,7 +244,7 @@ def test_a_mix_axis_keeps_sizes_apart(tmp_path, capsys, monkeypatch):
 
 def in_process_table(plan, out):
     with engine.connect(engine.Scheduler()) as client:
-        sweep.run(plan, out, client, force=False)
+        run(plan, out, client, force=False)
     return pq.read_table(out)
 
 
@@ -249,7 +252,7 @@ def test_local2_gives_the_in_process_table_for_every_command(specs, local2, tmp_
     for command, path in specs.items():
         plan = make_plan(path)
         expected = in_process_table(plan, tmp_path / f"{command}-1.parquet")
-        summary = sweep.run(plan, tmp_path / f"{command}-2.parquet", local2, force=False)
+        summary = run(plan, tmp_path / f"{command}-2.parquet", local2, force=False)
         assert summary["workers"] == 2
         assert pq.read_table(tmp_path / f"{command}-2.parquet").equals(expected), command
 
@@ -278,7 +281,7 @@ def test_a_worker_killed_mid_run_changes_nothing(specs, local2, tmp_path):
     plan = make_plan(specs["dma"])
     expected = in_process_table(plan, tmp_path / "expected.parquet")
     killing = make_plan(specs["dma"], killing_once(str(tmp_path / "killed")))
-    summary = sweep.run(killing, tmp_path / "out.parquet", local2, force=False)
+    summary = run(killing, tmp_path / "out.parquet", local2, force=False)
     assert (tmp_path / "killed").exists()  # a worker did die
     assert summary["chunks_evaluated"] == plan.chunks
     assert pq.read_table(tmp_path / "out.parquet").equals(expected)
@@ -321,7 +324,7 @@ def crash_after_two(written):
     def write(parts, index, table):
         if len(written) == 2:
             raise CrashError
-        sweep.write_part(parts, index, table)
+        write_part(parts, index, table)
         written.append(index)
 
     return write
@@ -333,7 +336,7 @@ def test_a_stopped_sweep_resumes_without_evaluating_written_chunks(specs, tmp_pa
     def counting_into(path):
         def counting(args):
             with path.open("a") as f:  # one line per evaluation, whatever thread runs it
-                f.write(f"{args.op} {args.mps} {args.sizes}\n")
+                f.write(f"{args['op']} {args['mps']} {args['sizes']}\n")
             return _sweep_dma(args)
 
         return counting
@@ -345,7 +348,7 @@ def test_a_stopped_sweep_resumes_without_evaluating_written_chunks(specs, tmp_pa
 
     with engine.connect(engine.Scheduler()) as client:
         with pytest.raises(CrashError):
-            sweep.run(
+            run(
                 # the crashed run's own file: its chunks still in flight may finish later
                 make_plan(specs["dma"], counting_into(tmp_path / "crashed")),
                 out,
@@ -354,10 +357,10 @@ def test_a_stopped_sweep_resumes_without_evaluating_written_chunks(specs, tmp_pa
                 write=crash_after_two(written),
             )
         assert not out.exists()
-        assert sorted(p.name for p in sweep.parts_dir(out).glob("part-*")) == [
+        assert sorted(p.name for p in parts_dir(out).glob("part-*")) == [
             f"part-{i:08d}.parquet" for i in sorted(written)
         ]
-        summary = sweep.run(make_plan(specs["dma"], counting_into(calls)), out, client, force=False)
+        summary = run(make_plan(specs["dma"], counting_into(calls)), out, client, force=False)
     # 18 points in chunks of 5 = 4 chunks (5, 5, 5, 3 points); 2 were written before the crash.
     assert summary["chunks_resumed"] == 2
     assert summary["chunks_evaluated"] == 2
@@ -379,10 +382,10 @@ def test_a_part_a_crash_cut_short_is_done_again(specs, tmp_path):
 
     with engine.connect(engine.Scheduler()) as client:
         with pytest.raises(CrashError):
-            sweep.run(plan, out, client, force=False, write=crash_after_two(written))
-        cut = sweep.parts_dir(out) / f"part-{written[0]:08d}.parquet"
+            run(plan, out, client, force=False, write=crash_after_two(written))
+        cut = parts_dir(out) / f"part-{written[0]:08d}.parquet"
         cut.write_bytes(cut.read_bytes()[:10])  # what the page cache had not yet written
-        summary = sweep.run(plan, out, client, force=False)
+        summary = run(plan, out, client, force=False)
     assert (summary["chunks_resumed"], summary["chunks_evaluated"]) == (1, 3)  # 4 chunks
     assert pq.read_table(out).equals(expected)
 
@@ -409,10 +412,10 @@ def test_progress_counts_points_and_starts_at_what_was_resumed(specs, tmp_path, 
     out = tmp_path / "out.parquet"
     with engine.connect(engine.Scheduler()) as client:
         with pytest.raises(CrashError):
-            sweep.run(plan, out, client, force=False, write=crash)
-        parts = sweep.parts_dir(out)
-        sweep.write_part(parts, 1, sweep.evaluate_chunk(plan, plan.bounds(1)))  # chunk 1 done
-        sweep.run(plan, out, client, force=False)
+            run(plan, out, client, force=False, write=crash)
+        parts = parts_dir(out)
+        write_part(parts, 1, evaluate_chunk(plan, plan.bounds(1)))  # chunk 1 done
+        run(plan, out, client, force=False)
     # 18 points in chunks of 5: chunk 1 (5 points) resumed, counted first; then 5, 5 and 3
     # as the futures of chunks 0, 2 and 3 finish (in any order).
     assert seen[-1].total == plan.points == 18
@@ -443,8 +446,9 @@ def write_spec(tmp_path, text, name="s.toml"):
         ('command = "dma"\n[options]\nmps = 128\n[axes]\nmps = [128]\n', "both a fixed option"),
         ('command = "dma"\n[axes]\nmtu = [1500]\n', "'mtu' is not a sweepable option of `dma`"),
         ('command = "nic"\n[axes]\ntrace = ["a.pcap"]\n', "'trace' is not a sweepable option"),
-        ('command = "dma"\n[axes]\ngen = [3, "x"]\n', "axes.gen = 'x': argument --gen: 'x' is"),
-        ('command = "dma"\n[axes]\nop = ["read", "fly"]\n', "invalid choice: 'fly'"),
+        # the API's own checks: the link's generation, dma's operation
+        ('command = "dma"\n[axes]\ngen = ["x"]\n', "(gen='x'): generation 'x' is not allowed"),
+        ('command = "dma"\n[axes]\nop = ["read", "fly"]\n', "(op='fly'): operation 'fly' is not"),
         ('command = "dma"\n[axes]\naddr32 = [1]\n', "addr32 = 1 is not allowed; use true/false"),
         ('command = "dma"\n[axes]\nmps = [100, 256]\n', "point 0 of 2 (mps=100): MPS 100"),
         ('command = "nic"\n[axes]\ngen = [3]\n', "give frame sizes with --sizes"),
@@ -459,7 +463,7 @@ def test_a_bad_spec_is_one_line_and_exit_2(tmp_path, capsys, text, message):
     assert err.count("\n") == 1, err
     assert message in err, err
     assert not (tmp_path / "o.parquet").exists()
-    assert not sweep.parts_dir(tmp_path / "o.parquet").exists()  # failed before any work
+    assert not parts_dir(tmp_path / "o.parquet").exists()  # failed before any work
 
 
 def test_nothing_the_user_gave_is_overwritten_without_force(specs, capsys, tmp_path):
@@ -481,7 +485,7 @@ def test_nothing_the_user_gave_is_overwritten_without_force(specs, capsys, tmp_p
 def test_parts_of_another_spec_are_kept_unless_forced(specs, capsys, tmp_path):
     plan = make_plan(specs["dma"])
     with engine.connect(engine.Scheduler()) as client, pytest.raises(CrashError):
-        sweep.run(plan, tmp_path / "o.parquet", client, force=False, write=crash)
+        run(plan, tmp_path / "o.parquet", client, force=False, write=crash)
     code, _, err = run_cli(capsys, "sweep", str(specs["nic"]), "-o", "o.parquet")
     assert code == 2
     assert "holds the parts of another sweep" in err
@@ -497,12 +501,12 @@ def test_parts_of_another_spec_are_kept_unless_forced(specs, capsys, tmp_path):
     data=st.data(),
 )
 def test_axis_indices_are_the_mixed_radix_digits_of_the_point(sizes, data):
-    axes = tuple(sweep.Axis(f"a{i}", list(range(n)), list(range(n))) for i, n in enumerate(sizes))
-    spec = sweep.Spec("s", "dma", {}, {a.dest: a.given for a in axes}, 1)
-    plan = sweep.Plan(spec, _sweep_dma, {}, axes, None, "")
+    axes = tuple(Axis(f"a{i}", list(range(n)), list(range(n))) for i, n in enumerate(sizes))
+    spec = Spec("s", "dma", {}, {a.dest: a.given for a in axes}, 1)
+    plan = Plan(spec, _sweep_dma, {}, axes, None, "")
     start = data.draw(st.integers(0, plan.points - 1))
     stop = data.draw(st.integers(start + 1, plan.points))
-    idx = sweep.axis_indices(plan, start, stop)
+    idx = axis_indices(plan, start, stop)
     for point, digits in zip(range(start, stop), idx.tolist(), strict=True):
         value = 0
         for digit, n in zip(digits, sizes, strict=True):
@@ -521,5 +525,5 @@ def test_the_table_does_not_depend_on_the_chunk_size(tmp_path_factory, chunk, da
     lines = "".join(f"{name} = {axes[name]}\n" for name in order)
     whole = make_plan(write_spec(folder, f'command = "dma"\nchunk = 16\n[axes]\n{lines}'))
     cut = make_plan(write_spec(folder, f'command = "dma"\nchunk = {chunk}\n[axes]\n{lines}', "c"))
-    tables = [sweep.evaluate_chunk(cut, cut.bounds(i)) for i in range(cut.chunks)]
-    assert pa.concat_tables(tables).equals(sweep.evaluate_chunk(whole, whole.bounds(0)))
+    tables = [evaluate_chunk(cut, cut.bounds(i)) for i in range(cut.chunks)]
+    assert pa.concat_tables(tables).equals(evaluate_chunk(whole, whole.bounds(0)))

@@ -8,9 +8,11 @@ import pytest
 pytest.importorskip("distributed", reason="the dask extra (pip install 'pcieperf[dask]')")
 pytest.importorskip("pyarrow", reason="the dask extra (pyarrow)")
 
-from pcieperf import sweep, sweep_check
-from pcieperf.cli import sweep as sweep_cli
 from pcieperf.errors import UsageError
+from pcieperf.sweep import check
+from pcieperf.sweep.api import checked_plan
+from pcieperf.sweep.commands import Command
+from pcieperf.sweep.run import parts_dir
 from tests.helpers.cli import run_cli
 
 # (spec, the point named): points are the axes' product, the last axis fastest.
@@ -39,7 +41,7 @@ def test_a_bad_point_anywhere_fails_before_any_work(tmp_path, capsys, monkeypatc
     def never(_args):
         raise AssertionError("a point was evaluated")
 
-    monkeypatch.setattr(sweep, "evaluate_chunk", never)
+    monkeypatch.setattr(check, "evaluate_chunk", never)  # the estimate's first point
     spec = tmp_path / "s.toml"
     spec.write_text(text)
     out = tmp_path / "o.parquet"
@@ -48,17 +50,17 @@ def test_a_bad_point_anywhere_fails_before_any_work(tmp_path, capsys, monkeypatc
     assert err.count("\n") == 1, err
     assert message in err, err
     assert not out.exists()
-    assert not sweep.parts_dir(out).exists()
+    assert not parts_dir(out).exists()
 
 
 def test_a_grid_too_large_to_check_point_by_point_has_each_value_checked(tmp_path, monkeypatch):
     # Above MAX_CHECKED_CALLS each axis value is checked with the other axes at their first
     # values: MPS 100 is found at the first point that has it.
-    monkeypatch.setattr(sweep_check, "MAX_CHECKED_CALLS", 1)
+    monkeypatch.setattr(check, "MAX_CHECKED_CALLS", 1)
     spec = tmp_path / "s.toml"
     spec.write_text(BAD[0][0])
     with pytest.raises(UsageError, match=r"point 4 of 6 \(mps=100, gen=3\)"):
-        sweep_cli.sweep_plan(spec)
+        checked_plan(spec)
 
 
 def test_a_good_grid_checks_each_point_once(tmp_path, monkeypatch):
@@ -66,10 +68,7 @@ def test_a_good_grid_checks_each_point_once(tmp_path, monkeypatch):
     spec = tmp_path / "s.toml"
     spec.write_text('command = "dma"\n[axes]\ngen = [3, 4, 5]\nsizes = [64, 128, 256, 512]\n')
     seen = []
-    how = sweep_cli._SWEEPABLE["dma"]
-    monkeypatch.setitem(
-        sweep_cli._SWEEPABLE, "dma", how._replace(check=lambda a: seen.append((a.gen, a.sizes)))
-    )
-    plan = sweep_cli.sweep_plan(spec)
+    monkeypatch.setattr(Command, "check", lambda _, a: seen.append((a["gen"], a["sizes"])))
+    plan = checked_plan(spec)
     assert plan.points == 12
     assert seen == [(3, "64,128,256,512"), (4, "64,128,256,512"), (5, "64,128,256,512")]

@@ -4,9 +4,10 @@ Packages, in the order data flows: `pcie` (a link per direction, the cost of one
 write) -> `net` (line rates, frame overheads, captures) -> `nic` (NIC/driver profiles priced per
 packet, loopback latency) -> `dpdk` (forwarding estimate, IOMMU/IOTLB, testpmd runner);
 `pciebench` (pcie-bench definitions, simulator, calibration, predict, validate); `measure`
-(counters, store, explain) -> `report` (figures, HTML). `cli` sits on top and nothing imports
-it. Top-level modules serve them all: errors, units, progress, engine (Dask), sweep and
-sweep_check (every point checked before any work), _native (the only caller of the Rust core).
+(counters, store, explain) -> `report` (figures, HTML); `sweep` (design-space sweeps of the
+model commands through their API functions, on Dask: `pp.sweep`). `cli` sits on top and nothing
+imports it. Top-level modules serve them all: errors, units, progress, engine (Dask), _native
+(the only caller of the Rust core).
 
 The names below are imported on first use (PEP 562), so that `import pcieperf.cli` and the
 light commands do not pay for numpy and duckdb: the `TYPE_CHECKING` imports are what type
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from pcieperf.pcie.link import Link
     from pcieperf.pciebench import api as bench
     from pcieperf.report.api import data_plot
+    from pcieperf.sweep.api import sweep
 
 __all__ = [
     "Ethernet",
@@ -106,6 +108,7 @@ __all__ = [
     "read_counters",
     "report",
     "store",
+    "sweep",
     "synth_capture",
 ]
 __version__ = "0.1.0"
@@ -115,8 +118,8 @@ def __getattr__(name: str) -> object:
     """The public names, each from the module that defines it, imported on first use.
     `pp.bench`, `pp.iommu` and `pp.store` are modules of API functions (`pp.bench` is
     pciebench.api, not the package: its submodules `sim`, `predict`, ... would shadow the
-    functions of those names); `pp.nic` and `pp.report` are packages callable as their API
-    function (nic/__init__.py, report/__init__.py)."""
+    functions of those names); `pp.nic`, `pp.report` and `pp.sweep` are packages callable as
+    their API function (nic/__init__.py, report/__init__.py, sweep/__init__.py)."""
     match name:
         case "bench":
             import pcieperf.pciebench.api
@@ -134,6 +137,10 @@ def __getattr__(name: str) -> object:
             import pcieperf.report  # not `from pcieperf import`: that asks this hook again
 
             return pcieperf.report
+        case "sweep":
+            import pcieperf.sweep  # not `from pcieperf import`: that asks this hook again
+
+            return pcieperf.sweep
         case "store":
             from pcieperf.measure import store
 

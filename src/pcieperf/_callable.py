@@ -17,9 +17,9 @@ class _CallablePackage(ModuleType):
 
     _api: Callable[[], Callable[..., object]]
 
-    def __call__(self, **options: object) -> object:
-        """The API function, with these keywords."""
-        return self._api()(**options)
+    def __call__(self, *args: object, **options: object) -> object:
+        """The API function, with these arguments (`pp.sweep` takes two positional ones)."""
+        return self._api()(*args, **options)
 
     @property
     def __signature__(self) -> inspect.Signature:

@@ -741,7 +741,7 @@ ASKED_ELSEWHERE = {
     ("data", "ls"): "test_bench_load_matches_the_store",
     ("data", "show"): "test_bench_load_matches_the_store",
     ("data", "plot"): "test_bench_load_matches_the_store",
-    ("sweep",): "tests/test_sweep.py (pcieperf.sweep.run, in-process against local:2)",
+    ("sweep",): "tests/test_sweep_api.py (pp.sweep of a mapping spec against the CLI's file)",
 }
 
 

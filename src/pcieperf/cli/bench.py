@@ -25,7 +25,7 @@ def cmd_bench_tests(args: argparse.Namespace) -> None:
 
 
 def bench_sim_result(args: argparse.Namespace, shown: Progress | None = None) -> Table:
-    """`pp.bench.sim` called with the `bench sim` options (`sweep` evaluates its points so)."""
+    """`pp.bench.sim` called with the `bench sim` options."""
     return api.sim(
         host=args.host,
         device=args.device,

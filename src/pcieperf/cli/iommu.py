@@ -169,7 +169,7 @@ def _add_platforms_command(sub: argparse._SubParsersAction) -> None:
 
 
 def iommu_sim_result(args: argparse.Namespace) -> Report:
-    """`pp.iommu.sim` called with the `iommu sim` options (`sweep` evaluates its points so)."""
+    """`pp.iommu.sim` called with the `iommu sim` options."""
     return sim(**iommu_options(args))
 
 

@@ -20,7 +20,7 @@ def cmd_link(args: argparse.Namespace) -> None:
 
 
 def dma_result(args: argparse.Namespace) -> Table:
-    """`pp.dma` called with the `dma` options (`sweep` evaluates its points so too)."""
+    """`pp.dma` called with the `dma` options."""
     sizes = parse_int_list(args.sizes, "transfer size")
     return api.dma(
         op=args.op, sizes=sizes, offset=args.offset, tlps=args.tlps, **link_options(args)

@@ -29,7 +29,7 @@ _NIC_OPTIONS += ("pps", "tags", "host", "calibration", "read_ns", "cache")
 
 
 def nic_result(args: argparse.Namespace) -> Table:
-    """`pp.nic` called with the `nic` options (`sweep` evaluates its points so too)."""
+    """`pp.nic` called with the `nic` options."""
     return api.nic(**{o: getattr(args, o) for o in _NIC_OPTIONS}, **link_options(args))
 
 

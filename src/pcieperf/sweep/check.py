@@ -1,30 +1,33 @@
-"""Every point of a sweep checked before any work (issue 28): the command's options of each
-point, as the evaluation would get them, go through the command's own checks without its model,
+"""Every point of a sweep checked before any work (issue 28): the options of each point, as the
+evaluation would get them, go through the API function's own checks without its model,
 so a bad point anywhere in the grid fails in one line before the first chunk, not after many
 chunks (and again on every resume); and what the whole grid will take (`estimate`), refused
 when it cannot fit on disk or runs over an hour of CPU unconfirmed."""
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pcieperf.errors import UsageError, param
-from pcieperf.sweep import (
+from pcieperf.sweep.plan import (
     Plan,
     axis_indices,
     axis_strides,
     call_groups,
     describe_point,
     evaluate_chunk,
-    point_namespace,
+    point_options,
 )
+
+if TYPE_CHECKING:
+    from pcieperf.sweep.commands import Options
 
 MAX_CHECKED_CALLS = 1 << 16
 """Configuration checks a sweep makes one by one, each point's (a run of sizes joined as in
@@ -34,14 +37,14 @@ axes at their first values instead (every value a point takes, not every combina
 CHECK_BLOCK = 1 << 16  # points whose axis indices are computed at once
 
 
-def check_points(plan: Plan, check: Callable[[argparse.Namespace], object]) -> None:
+def check_points(plan: Plan, check: Callable[[Options], object]) -> None:
     """Run `check` (a command's options checked as it checks them, without its model) on the
     options of every point, as `evaluate_chunk` would call the evaluation, before any work:
     the first bad one is one UsageError naming the point, its values and what is allowed."""
     _check_all(plan, check)  # the points' profiles load once (`_config._tables`)
 
 
-def _check_all(plan: Plan, check: Callable[[argparse.Namespace], object]) -> None:
+def _check_all(plan: Plan, check: Callable[[Options], object]) -> None:
     """`check_points` with the TOML files parsed once."""
     calls = plan.points // (1 if plan.vector is None else len(plan.axes[plan.vector].given))
     if calls <= MAX_CHECKED_CALLS:
@@ -62,20 +65,20 @@ def _check_all(plan: Plan, check: Callable[[argparse.Namespace], object]) -> Non
 
 def _check_group(
     plan: Plan,
-    check: Callable[[argparse.Namespace], object],
+    check: Callable[[Options], object],
     idx: np.ndarray,
     first: int,
     step: int = 1,
 ) -> None:
-    """Check the points `idx` (one call, as `_namespace` joins them); point k of them is
+    """Check the points `idx` (one call, as `point_options` joins them); point k of them is
     number `first + k * step` of the grid. A joined run that fails is checked point by point
     to name the first bad one."""
     try:
-        check(point_namespace(plan, idx))
+        check(point_options(plan, idx))
     except UsageError as exc:
         for k in range(len(idx) if len(idx) > 1 else 0):
             try:
-                check(point_namespace(plan, idx[k : k + 1]))
+                check(point_options(plan, idx[k : k + 1]))
             except UsageError as alone:
                 raise _bad_point(plan, idx[k], first + k * step, alone) from None
         raise _bad_point(plan, idx[0], first, exc) from None
@@ -83,12 +86,12 @@ def _check_group(
 
 def _bad_point(plan: Plan, row: np.ndarray, index: int, exc: UsageError) -> UsageError:
     return UsageError(
-        f"spec {plan.spec.path}: point {index:,} of {plan.points:,} "
+        f"{plan.spec.where}: point {index:,} of {plan.points:,} "
         f"({describe_point(plan, row)}): {exc}"
     )
 
 
-CONFIRM_CPU_S = 3600.0  # a sweep estimated above an hour of CPU starts only with --yes
+CONFIRM_CPU_S = 3600.0  # a sweep estimated above an hour of CPU starts only when confirmed (`yes`)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,28 @@
+"""Design-space sweeps: every combination of declared keyword values of `nic`, `dma`,
+`iommu sim` or `bench sim`, evaluated through their API functions in chunks on Dask and
+written to one Parquet file (docs/scale.md). `spec` (the TOML spec or a mapping of its keys),
+`commands` (the sweepable commands: API function, keywords, check, evaluation), `plan` (names
+and values checked, points, the calls a chunk makes, a chunk's evaluation), `check` (every
+point checked before any work; the estimate), `run` (parts, resume, lock, the joined file),
+`api` (`pp.sweep(spec, output)`, which `pcieperf sweep` calls).
+
+The package is callable, `pp.sweep(spec, output)`, as `api.sweep`.
+May import: pcie, net, nic, dpdk, iommu, pciebench, engine and the base modules (errors,
+units, progress, results, outputs, _config, _callable). Nothing imports the sweep but the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pcieperf._callable import callable_package
+
+
+def _api() -> Callable[..., object]:
+    """`pcieperf.sweep.api.sweep`, which calling the package `pp.sweep(...)` calls."""
+    from pcieperf.sweep.api import sweep
+
+    return sweep
+
+
+callable_package(__name__, _api)
