@@ -523,7 +523,8 @@ def test_the_read_request_bound_is_the_nic_models_tag_bound_at_the_platforms_lat
     # `nic` takes out of a measured latency), `nic` bounds the rate where the IOMMU model does.
     import pcieperf as pp
     from pcieperf.iommu.api import inputs
-    from pcieperf.nic.nic import LATENCY_TEST_BYTES, read_wire_bytes
+    from pcieperf.pcie.tlp import read_wire_bytes
+    from pcieperf.pciebench.device import LATENCY_TEST_BYTES
 
     given = inputs(frame=frame)
     link = given.platform.link

@@ -101,13 +101,15 @@ def _link_names() -> frozenset[str]:
 
 def _link(arguments: Mapping[str, object]) -> None:
     """Check the link the arguments describe (`make_link` refuses a bad one)."""
-    make_link(**{k: v for k, v in arguments.items() if k in _link_names()})  # type: ignore[arg-type]
+    link = {k: v for k, v in arguments.items() if k in _link_names()}
+    make_link(**link)  # type: ignore[arg-type]  # a spec's values: make_link checks each
 
 
 def _check_nic(arguments: Mapping[str, object]) -> None:
     _link(arguments)
     names = ("profile", "eth", "vlan", "paths", "pps", "sizes", "mix")
-    check_nic_options(*(arguments[name] for name in names))  # type: ignore[arg-type]
+    given = (arguments[name] for name in names)
+    check_nic_options(*given)  # type: ignore[arg-type]  # a spec's values: check() checks each
 
 
 def _check_dma(arguments: Mapping[str, object]) -> None:
@@ -120,7 +122,8 @@ def _check_iommu_sim(arguments: Mapping[str, object]) -> None:
 
 
 def _check_bench_sim(arguments: Mapping[str, object]) -> None:
-    sim_setup(arguments["host"], arguments["device"], arguments["test"])  # type: ignore[arg-type]
+    given = (arguments["host"], arguments["device"], arguments["test"])
+    sim_setup(*given)  # type: ignore[arg-type]  # a spec's values: sim_setup checks each
     require_choice("cache state", arguments["cache"], CACHE_STATES)  # as `sim` checks it
     require_choice("access pattern", arguments["pattern"], PATTERNS)  # the command line's choices
 
