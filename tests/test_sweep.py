@@ -451,7 +451,7 @@ def write_spec(tmp_path, text, name="s.toml"):
         ('command = "dma"\n[axes]\nop = ["read", "fly"]\n', "(op='fly'): operation 'fly' is not"),
         ('command = "dma"\n[axes]\naddr32 = [1]\n', "addr32 = 1 is not allowed; use true/false"),
         ('command = "dma"\n[axes]\nmps = [100, 256]\n', "point 0 of 2 (mps=100): MPS 100"),
-        ('command = "nic"\n[axes]\ngen = [3]\n', "give frame sizes with --sizes"),
+        ('command = "nic"\n[axes]\ngen = [3]\n', "give frame sizes with `sizes`"),
         ("command = [\n", ".toml: not valid TOML"),
     ],
 )

@@ -88,16 +88,27 @@ class PcieperfWarning(Worded, UserWarning):
 
 
 def require_choice(name: str, value: object, allowed: Iterable[object]) -> None:
-    """Raise UsageError unless `value` is one of `allowed`."""
+    """Raise UsageError unless `value` is one of `allowed`, and of its kind: True is not 1,
+    nor 8.0 the whole number 8 (Python's == says both are)."""
     options = list(allowed)
-    if value not in options:
+    if not any(_same_choice(value, option) for option in options):
         shown = ", ".join(str(o) for o in options)
         raise UsageError(f"{name} {value!r} is not allowed; choose one of {shown}")
 
 
+def _same_choice(value: object, option: object) -> bool:
+    """`value == option`, where a bool equals only a bool and a float no whole-number option."""
+    if isinstance(value, bool) != isinstance(option, bool):
+        return False
+    if isinstance(value, float) and isinstance(option, int):
+        return False
+    return bool(value == option)
+
+
 def require_power_of_two(name: str, value: int, low: int, high: int) -> None:
     """Raise UsageError unless `value` is a power of two within [low, high]."""
-    ok = isinstance(value, int) and low <= value <= high and value & (value - 1) == 0
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    ok = whole and low <= value <= high and value & (value - 1) == 0
     if not ok:
         raise UsageError(
             f"{name} {value!r} is not allowed; use a power of two from {low} to {high}"

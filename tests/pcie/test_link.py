@@ -119,3 +119,20 @@ def test_a_link_is_built_from_any_settings_of_the_same_names():
     assert Link.of(Reference(), gen=4, mps=256) == Link(gen=4, mps=256, mrrs=1024)
     given = Link(gen=5, lanes=16, mps=512, rcb=128, addr64=False, completion_policy="mps")
     assert Link.of(given) == given
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("gen", True),  # True == 1 in Python: not generation 1
+        ("lanes", 8.0),  # 8.0 == 8: a lane width is a whole number
+        ("mps", True),
+        ("flit", "x"),  # a switch: True, False or None (the generation's default)
+        ("ecrc", "yes"),
+        ("ack_interval_symbols", "x"),
+    ],
+)
+def test_a_setting_of_the_wrong_kind_is_refused_by_name(field, value):
+    # The API is the CLI's equal (issue 30): what argparse's types refused, the link refuses.
+    with pytest.raises(UsageError, match=f"{value!r} is not allowed"):
+        Link(**{field: value})

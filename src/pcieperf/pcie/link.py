@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Literal
 
-from pcieperf.errors import UsageError, param, require_choice, require_power_of_two
+from pcieperf.errors import UsageError, is_number, param, require_choice, require_power_of_two
 
 CompletionPolicy = Literal["rcb", "mps"]
 
@@ -158,12 +158,15 @@ class Link:
         # §7.5.3.7 Link Control: Read Completion Boundary is 64 or 128 bytes.
         require_choice("RCB", self.rcb, (64, 128))
         require_choice("completion policy", self.completion_policy, ("rcb", "mps"))
+        for switch in ("addr64", "ecrc"):
+            require_choice(switch, getattr(self, switch), (False, True))
+        require_choice("flit", self.flit, (None, False, True))
         if self.flit is False and GENERATIONS[self.gen].flit_only:
             off = param("no_flit")  # the CLI's --no-flit; the API's flit=False
             raise UsageError(f"generation {self.gen} runs only in Flit mode; drop {off}")
         for name in ("ack_interval_symbols", "fc_interval_symbols"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
+            if value is not None and not (is_number(value) and value > 0):
                 raise UsageError(f"{name} {value!r} is not allowed; it must be > 0 symbol times")
         if self.fc_dllps_per_interval < 0:
             raise UsageError(
