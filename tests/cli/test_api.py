@@ -332,6 +332,19 @@ def test_bench_sim_rows_are_size_times_rate(capsys, tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    ("keyword", "words"), [("pattern", "access pattern 'Zig'"), ("cache", "cache state 'Lukewarm'")]
+)
+def test_bench_sim_refuses_what_pcie_bench_has_no_name_for(tmp_path, keyword, words):
+    # pcie-bench's PAT is Seq or Rand and Cache one of its states (bench.PATTERNS, CACHE_STATES):
+    # anything else was simulated as sequential before (the CLI's choices alone refused it).
+    host = tmp_path / "host.toml"
+    write_host_toml(host)
+    value = words.split("'")[1]
+    with pytest.raises(pp.UsageError, match=f"{words} is not allowed"):
+        pp.bench.sim(host=host, device="nfp6000", **{keyword: value})
+
+
 def same_answer(capsys, argv, result):
     """The CLI's --json for `argv` equals the API `result`'s JSON."""
     code, out, err = run_cli(capsys, *argv, "--json")

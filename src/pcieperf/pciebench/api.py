@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pcieperf import outputs
-from pcieperf.errors import require_new_file
+from pcieperf.errors import require_choice, require_new_file
 from pcieperf.pciebench import bench
 from pcieperf.pciebench.bench import UNSTEADY_RATIO, Point
 from pcieperf.pciebench.calibration_file import (
@@ -138,6 +138,12 @@ def sim_setup(
     return _sim_host(Path(host)), bench_device(str(device)), bench.canonical_test(test)
 
 
+def check_access(cache: str, pattern: str) -> None:
+    """A point's host cache state and access pattern: one of pcie-bench's (`Cache`, `PAT`)."""
+    require_choice("cache state", cache, bench.CACHE_STATES)
+    require_choice("access pattern", pattern, bench.PATTERNS)
+
+
 def sim(
     *,
     host: str | Path,
@@ -159,6 +165,7 @@ def sim(
     from pcieperf.pciebench import sim as simulator
 
     loaded_host, loaded_device, test = sim_setup(host, device, test)
+    check_access(cache, pattern)
     grid = [(size, window) for size in sizes for window in windows]
     rows = []
     for size, window in _each(progress, grid):

@@ -23,9 +23,8 @@ from pcieperf.nic.api import check as check_nic_options
 from pcieperf.nic.api import nic
 from pcieperf.pcie.api import dma, make_link
 from pcieperf.pcie.tlp import OPS
+from pcieperf.pciebench.api import check_access, sim_setup
 from pcieperf.pciebench.api import sim as bench_sim
-from pcieperf.pciebench.api import sim_setup
-from pcieperf.pciebench.bench import CACHE_STATES, PATTERNS
 from pcieperf.units import parse_int_list
 
 if TYPE_CHECKING:
@@ -124,8 +123,7 @@ def _check_iommu_sim(arguments: Mapping[str, object]) -> None:
 def _check_bench_sim(arguments: Mapping[str, object]) -> None:
     given = (arguments["host"], arguments["device"], arguments["test"])
     sim_setup(*given)  # type: ignore[arg-type]  # a spec's values: sim_setup checks each
-    require_choice("cache state", arguments["cache"], CACHE_STATES)  # as `sim` checks it
-    require_choice("access pattern", arguments["pattern"], PATTERNS)  # the command line's choices
+    check_access(arguments["cache"], arguments["pattern"])  # type: ignore[arg-type]  # it checks
 
 
 def _without_mix(options: Options) -> bool:
