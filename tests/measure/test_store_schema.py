@@ -37,3 +37,25 @@ def test_an_older_stores_capture_runs_gain_the_columns_added_since(tmp_path):
     con = duckdb.connect(str(path))
     assert con.execute("SELECT run_id, dpdk_version FROM capture_runs").fetchall() == [(1, None)]
     con.close()
+
+
+def test_an_older_stores_counter_stacks_are_filled_from_its_samples(tmp_path):
+    # A store made before `counter_stacks` existed lists its imports' stacks from then on, as
+    # a scan of its samples would (explain picks its stack from this table).
+    path = tmp_path / "old.duckdb"
+    Store(path).close()
+    con = duckdb.connect(str(path))
+    rows = [(1, 0, "IIO Stack 1", "B/s", 5.0), (1, 0, "IIO Stack 2", "B/s", 0.0)]
+    for import_id, socket, stack, unit, value in rows:
+        con.execute(
+            "INSERT INTO counter_samples (import_id, socket, stack, unit, value) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [import_id, socket, stack, unit, value],
+        )
+    con.execute("DROP TABLE counter_stacks")
+    con.close()
+    with Store(path) as store:
+        found = store.con.execute(
+            "SELECT stack, moving FROM counter_stacks ORDER BY stack"
+        ).fetchall()
+    assert found == [("IIO Stack 1", True), ("IIO Stack 2", False)]

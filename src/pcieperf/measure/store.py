@@ -20,9 +20,9 @@ import platformdirs
 from numpy.typing import NDArray
 
 from pcieperf.errors import UsageError, param, require_choice
-from pcieperf.measure.counters.samples import BYTES_PER_S, Samples, Sink
+from pcieperf.measure.counters.samples import Samples, Sink
 from pcieperf.measure.store_lock import connect
-from pcieperf.measure.store_schema import CAPTURE_RUN_COLUMNS, schema
+from pcieperf.measure.store_schema import CAPTURE_RUN_COLUMNS, STACKS_OF, schema
 from pcieperf.pciebench.bench import COLUMNS, Kind, ParsedDir, canonical_test, parse_result_dir
 from pcieperf.progress import wrap as with_progress
 
@@ -167,8 +167,7 @@ class Store:
             raise
         with self._transaction():
             for (import_id,) in old:
-                self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [import_id])
-                self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
+                self._delete_counter_import(import_id)
             ((new_id,),) = self.con.execute(
                 "SELECT coalesce(max(import_id), 0) + 1 FROM counter_imports"
             ).fetchall()
@@ -178,6 +177,11 @@ class Store:
             )
             self.con.execute(
                 "INSERT INTO counter_samples SELECT ?, * EXCLUDE (import_id) FROM counter_staging",
+                [new_id],
+            )
+            self.con.execute(
+                f"INSERT INTO counter_stacks {STACKS_OF} counter_samples WHERE import_id = ? "
+                "GROUP BY ALL",
                 [new_id],
             )
             self.con.execute("DELETE FROM counter_staging")
@@ -237,8 +241,12 @@ class Store:
         """Delete one import and its samples, in one transaction."""
         self._require_counter_import(import_id)
         with self._transaction():
-            self.con.execute("DELETE FROM counter_samples WHERE import_id = ?", [import_id])
-            self.con.execute("DELETE FROM counter_imports WHERE import_id = ?", [import_id])
+            self._delete_counter_import(import_id)
+
+    def _delete_counter_import(self, import_id: int) -> None:
+        """Delete an import's samples, stacks and entry (in the caller's transaction)."""
+        for table in ("counter_samples", "counter_stacks", "counter_imports"):
+            self.con.execute(f"DELETE FROM {table} WHERE import_id = ?", [import_id])
 
     def _require_counter_import(self, import_id: int) -> tuple[str, str]:
         """The import's file and source (none: one line naming `counters ls`)."""
@@ -269,12 +277,9 @@ class Store:
         """One import's file and its (socket, stack) pairs; with `traffic`, only those with a
         non-zero B/s sample (`explain` picks a stack by them, and asks only where it must)."""
         file, _ = self._require_counter_import(import_id)
-        moving = " HAVING bool_or(unit = ? AND value <> 0)" if traffic else ""
-        query = (
-            f"SELECT socket, stack FROM counter_samples WHERE import_id = ? GROUP BY ALL{moving}"
-        )
-        found = self.con.execute(query, [import_id, BYTES_PER_S] if traffic else [import_id])
-        return file, found.fetchall()
+        moving = " AND moving" if traffic else ""
+        query = f"SELECT socket, stack FROM counter_stacks WHERE import_id = ?{moving}"
+        return file, self.con.execute(query, [import_id]).fetchall()
 
     def add_dpdk_run(self, run: RunResult) -> int:
         """Store one testpmd run (its ports, merged burst histogram and output) in one

@@ -3,6 +3,7 @@ statements that make them in a new store and bring an older one up to date."""
 
 from __future__ import annotations
 
+from pcieperf.measure.counters.samples import BYTES_PER_S
 from pcieperf.pciebench.bench import COLUMNS, INTEGER_COLUMNS, STORE_NAMES, TEXT_COLUMNS
 
 
@@ -56,6 +57,10 @@ CAPTURE_RUN_COLUMNS = {
 start time (pcieperf.capture.records builds the rows)."""
 
 
+STACKS_OF = f"SELECT import_id, socket, stack, bool_or(unit = '{BYTES_PER_S}' AND value <> 0) FROM"
+"""The `counter_stacks` rows of the samples in the table named next, with `GROUP BY ALL`."""
+
+
 def schema(columns: set[tuple[str, str]]) -> list[str]:
     """The statements that bring a store whose tables have `columns` ((table, column) pairs)
     up to date: the tables it lacks, and the columns added since to one it has (none for a
@@ -73,6 +78,9 @@ def schema(columns: set[tuple[str, str]]) -> list[str]:
         "metric VARCHAR, value DOUBLE, unit VARCHAR)",
         # an import's samples until one transaction moves them (`Store.import_counters`)
         "counter_staging": "AS FROM counter_samples LIMIT 0",
+        # each import's (socket, stack) pairs, and whether one carried traffic (a B/s sample
+        # other than 0): `explain` picks its stack here, not in a scan of every sample
+        "counter_stacks": "(import_id INTEGER, socket INTEGER, stack VARCHAR, moving BOOLEAN)",
         "dpdk_runs": "(run_id INTEGER PRIMARY KEY, started TIMESTAMP, "
         "mode VARCHAR, source VARCHAR, extra_args VARCHAR, seconds DOUBLE, wall_s DOUBLE, "
         "interrupted BOOLEAN, version VARCHAR, command VARCHAR, rx_pps DOUBLE, tx_pps DOUBLE, "
@@ -89,6 +97,8 @@ def schema(columns: set[tuple[str, str]]) -> list[str]:
         tables[kind] = f"(system VARCHAR, file VARCHAR, {cols}{extra})"
     have = {table for table, _ in columns}
     statements = [f"CREATE TABLE {name} {how}" for name, how in tables.items() if name not in have]
+    if "counter_samples" in have and "counter_stacks" not in have:  # an earlier version's
+        statements.append(f"INSERT INTO counter_stacks {STACKS_OF} counter_samples GROUP BY ALL")
     if "capture_runs" in have:  # made by an earlier version: it gains the columns added since
         statements += [
             f"ALTER TABLE capture_runs ADD COLUMN {name} {kind}"
