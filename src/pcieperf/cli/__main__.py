@@ -1,7 +1,5 @@
 """`python -m pcieperf.cli`: the same as the `pcieperf` command."""
 
-import sys
+from pcieperf.cli import run
 
-from pcieperf.cli import main
-
-sys.exit(main())
+run()
