@@ -22,8 +22,9 @@ point costs is shared with its neighbours):
   platform profile parsed, by the file's text (and the calibration's time and size, for a
   profile whose parameters come `from` it): an `iommu sim` point reads them three and two times.
 - `iommu.model`: a port's run without IOMMU and its limits, by (platform, traffic, run length,
-  `Model._key`), and its costs per packet, by (platform, traffic, `pricing_key`), each in a
-  `_Slot` the first model to need it fills: a sweep's points along rxd or page share them.
+  `Model._key`), in a `_Reference`, and its costs per packet, by (platform, traffic,
+  `pricing_key`), in a `_Priced`, each filled by the first model to need it: a sweep's points
+  along rxd or page share them.
 Every cache is bounded; what it returns is shared, so arrays in it are read-only.
 """
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
-from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -33,8 +32,6 @@ from pcieperf.iommu.stream import (
     transaction_classes,
 )
 from pcieperf.nic.profile import DeviceFacts
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -205,35 +202,37 @@ LIMITS = {
 }
 
 
-class _Slot(Generic[T]):
-    """A value worked out once and shared: held by a cached function of its whole key."""
+@dataclass
+class _Priced:
+    """Costs per packet worked out once and shared: held by `_costs`, a cached function of
+    their whole key."""
 
-    def __init__(self) -> None:
-        self.value: T | None = None
+    value: np.ndarray | None = None
 
 
 Length = tuple[int, float]  # (most packets, relative error) of a timed run
 
 
-@cached(1024)
-def _reference(platform: Platform, traffic: Traffic, length: Length, key: object) -> _Slot[Run]:
-    """The run without IOMMU of a platform, traffic, run length and `Model._key` (every
-    model of them shares it: a sweep's points along rxd or page run it once)."""
-    return _Slot()
+@dataclass
+class _Reference:
+    """The run without IOMMU and what holds it, each worked out once."""
+
+    run: Run | None = None
+    limits: list[str] | None = None
 
 
 @cached(1024)
-def _reference_limits(
-    platform: Platform, traffic: Traffic, length: Length, key: object
-) -> _Slot[list[str]]:
-    """What holds that run (`Model.no_iommu_limits`), shared as the run is."""
-    return _Slot()
+def _reference(platform: Platform, traffic: Traffic, length: Length, key: object) -> _Reference:
+    """The run without IOMMU and its limits of a platform, traffic, run length and
+    `Model._key` (every model of them shares it: a sweep's points along rxd or page run it
+    once)."""
+    return _Reference()
 
 
 @cached(256)
-def _costs(platform: Platform, traffic: Traffic, key: object) -> _Slot[np.ndarray]:
+def _costs(platform: Platform, traffic: Traffic, key: object) -> _Priced:
     """`costs_per_packet` of a platform, traffic and `pricing_key`, shared by every model."""
-    return _Slot()
+    return _Priced()
 
 
 class Model:
@@ -283,26 +282,26 @@ class Model:
 
     def no_iommu(self, setup: PortSetup) -> Run:
         """The run without IOMMU."""
-        slot = _reference(self.platform, self.traffic, self._length, self._key(setup))
-        if slot.value is None:
+        shared = _reference(self.platform, self.traffic, self._length, self._key(setup))
+        if shared.run is None:
             costs = self.costs(setup)
-            slot.value = _timed_run(
+            shared.run = _timed_run(
                 setup, self.traffic, self.platform, False, self._length, 1, LIGHT, costs
             )
-        return slot.value
+        return shared.run
 
     def no_iommu_limits(self, setup: PortSetup, bounds: dict[str, float]) -> list[str]:
         """What holds the run without IOMMU. When no bound is near and no resource saturated,
         the read requests bind in bursts (a Tx burst asks for more than the tags, then the tags
         idle during Rx): it is named if the same run with unlimited read requests is faster."""
-        slot = _reference_limits(self.platform, self.traffic, self._length, self._key(setup))
-        if slot.value is None:
+        shared = _reference(self.platform, self.traffic, self._length, self._key(setup))
+        if shared.limits is None:
             base = self.no_iommu(setup)
             limits = _limits(bounds, base.mpps, base.utilization, base.mpps)
             if not limits and self._unlimited_reads(setup).mpps > base.mpps / SATURATED:
                 limits = ["read_requests"]
-            slot.value = limits
-        return slot.value
+            shared.limits = limits
+        return shared.limits
 
     def _unlimited_reads(self, setup: PortSetup) -> Run:
         facts = replace(self.platform.facts, read_requests=UNLIMITED_READS)

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from pcieperf.errors import UsageError, param, require_choice
 from pcieperf.measure.counters.samples import Samples, Sink
 from pcieperf.measure.store_lock import connect
-from pcieperf.measure.store_schema import CAPTURE_RUN_COLUMNS, STACKS_OF, schema
+from pcieperf.measure.store_schema import CAPTURE_RUN_COLUMNS, insert_stacks, schema
 from pcieperf.pciebench.bench import COLUMNS, Kind, ParsedDir, canonical_test, parse_result_dir
 from pcieperf.progress import wrap as with_progress
 
@@ -179,11 +179,7 @@ class Store:
                 "INSERT INTO counter_samples SELECT ?, * EXCLUDE (import_id) FROM counter_staging",
                 [new_id],
             )
-            self.con.execute(
-                f"INSERT INTO counter_stacks {STACKS_OF} counter_samples WHERE import_id = ? "
-                "GROUP BY ALL",
-                [new_id],
-            )
+            self.con.execute(insert_stacks("WHERE import_id = ?"), [new_id])
             self.con.execute("DELETE FROM counter_staging")
         return int(new_id), samples
 

@@ -57,8 +57,14 @@ CAPTURE_RUN_COLUMNS = {
 start time (pcieperf.capture.records builds the rows)."""
 
 
-STACKS_OF = f"SELECT import_id, socket, stack, bool_or(unit = '{BYTES_PER_S}' AND value <> 0) FROM"
-"""The `counter_stacks` rows of the samples in the table named next, with `GROUP BY ALL`."""
+def insert_stacks(where: str = "") -> str:
+    """The statement that adds to `counter_stacks` the (socket, stack) pairs of the samples
+    `where` selects, and whether each carried traffic (a B/s sample other than 0)."""
+    moving = f"bool_or(unit = '{BYTES_PER_S}' AND value <> 0)"
+    return (
+        f"INSERT INTO counter_stacks SELECT import_id, socket, stack, {moving} "
+        f"FROM counter_samples {where} GROUP BY ALL"
+    )
 
 
 def schema(columns: set[tuple[str, str]]) -> list[str]:
@@ -98,7 +104,7 @@ def schema(columns: set[tuple[str, str]]) -> list[str]:
     have = {table for table, _ in columns}
     statements = [f"CREATE TABLE {name} {how}" for name, how in tables.items() if name not in have]
     if "counter_samples" in have and "counter_stacks" not in have:  # an earlier version's
-        statements.append(f"INSERT INTO counter_stacks {STACKS_OF} counter_samples GROUP BY ALL")
+        statements.append(insert_stacks())
     if "capture_runs" in have:  # made by an earlier version: it gains the columns added since
         statements += [
             f"ALTER TABLE capture_runs ADD COLUMN {name} {kind}"
