@@ -35,7 +35,7 @@ cost = st.floats(5, 500)
 @given(
     seed=st.integers(0, 2**16),
     fwd=st.floats(3, 60),
-    prod=st.tuples(cost, cost),
+    prod=st.tuples(cost, cost, cost),
     per_byte=st.floats(0.01, 0.2),  # from 15 ns a 1500 B copy: separable from the fixed part
     handoff=st.floats(5, 200),
     cons=st.tuples(st.floats(50, 400), st.floats(50, 400), st.floats(50, 400)),
@@ -46,7 +46,7 @@ def test_the_fit_recovers_the_costs_the_runs_were_made_from(
 ):
     true = TRUE | {
         "fwd_base_ns": fwd,
-        "prod_fixed_ns": dict(zip(("pcapng", "pcap"), prod, strict=True)),
+        "prod_fixed_ns": dict(zip(("pcapng", "pcap", "pdump"), prod, strict=True)),
         "prod_per_byte_ns": per_byte,
         "handoff_ns": handoff,
         "cons_fixed_ns": dict(zip(("pcapng", "pcap", "pdump"), cons, strict=True)),
@@ -57,7 +57,9 @@ def test_the_fit_recovers_the_costs_the_runs_were_made_from(
     assert _close(cal.forwarding.base_ns, fwd)
     assert all(_close(cal.producer.fixed_ns[k], v) for k, v in true["prod_fixed_ns"].items())
     assert _close(cal.producer.per_byte_ns, per_byte)
-    lost = (runs["loss"] > fit.SATURATED).groupby(runs["sink"]).sum()
+    # a small term over few runs: the runs' whole-packet counts limit it to ~1e-6 relative
+    assert cal.producer.cold_byte_ns == pytest.approx(TRUE["prod_cold_byte_ns"], rel=1e-4)
+    lost = fit.prepared(runs)["saturated"].groupby(runs["sink"]).sum()
     if runs["loss"].nunique() > 2:  # the delivered share moved: the hand-off is separable
         assert _close(cal.producer.handoff_ns, handoff)
     for sink, consumer in cal.consumers.items():
@@ -72,8 +74,13 @@ def test_the_fit_recovers_the_costs_the_runs_were_made_from(
         else:
             assert _close(consumer.write_call_ns, true["write_call_ns"][sink])
             assert _close(consumer.per_byte_ns, true["cons_per_byte_ns"][sink])
+            assert consumer.cold_byte_ns == pytest.approx(true["cons_cold_byte_ns"][sink], rel=1e-4)
             assert all(_close(consumer.fixed_ns[k], v) for k, v in true["cons_fixed_ns"].items())
     assert cal.writes.pcapng_options_bytes == 16.0
+    slept = runs["capture_sleeps_per_s"] > 0
+    if slept.any():  # dumpcap kept up in some runs: the copies they lost on waking
+        assert cal.wakeup.loss == pytest.approx(TRUE["wakeup_loss"], abs=1e-5)
+        assert cal.wakeup.runs == slept.sum()
 
 
 def test_a_share_that_never_moves_leaves_the_handoff_inseparable():
@@ -156,6 +163,9 @@ def _set(text: str, key: str, value: str) -> str:
         ("runs", "[-1.5]", "[meta] runs = [-1.5] is not allowed"),
         ("[writes]", None, "missing [writes] table"),
         ("[consumer.null]", None, "[consumer] sink = 'disk' is not allowed"),
+        ("cold_byte_ns", "-0.1", "[producer] cold_byte_ns = -0.1 is not allowed"),
+        ("loss_low", "0.5", "is not allowed; keep loss_low <= loss <= loss_high"),
+        ("cache_bytes", '"32M"', "[meta] cache_bytes = '32M' is not allowed"),
     ],
 )
 def test_a_bad_value_is_named_in_one_line(tmp_path, good_text, key, value, message):
@@ -180,8 +190,21 @@ def test_an_unknown_top_level_key_is_refused_in_one_line(tmp_path, good_text):
         load_calibration(path)
     assert str(found.value) == (
         f"calibration {path}: unknown key 'no_such_key'; allowed: meta, forwarding, producer, "
-        "consumer, writes"
+        "consumer, writes, wakeup"
     )
+
+
+def test_an_earlier_versions_file_loads_with_nothing_cold_or_lost_waking(tmp_path, good_text):
+    # written before the pool's footprint and dumpcap's sleeps were fitted (issue 26)
+    lines = good_text.split("\n[wakeup]")[0].splitlines()
+    path = tmp_path / "old.toml"
+    path.write_text("\n".join(k for k in lines if not k.startswith(("cold_byte_ns", "cache_"))))
+    old = load_calibration(path)
+    assert old.producer.cold_byte_ns == 0
+    assert old.meta.cache_bytes == 0
+    assert all(c.cold_byte_ns == 0 for c in old.consumers.values())
+    assert old.wakeup.loss == 0
+    assert old.wakeup.runs == 0
 
 
 @settings(max_examples=40, deadline=None)

@@ -19,6 +19,7 @@ from pcieperf.measure.store import Store
 from pcieperf.results import column_name, csv_text, json_rows
 from tests.helpers import PCIE_BENCH, ROOT, TESTS_DATA
 from tests.helpers.cli import ALL, run_cli
+from tests.helpers.dpdk import recorded_run_row
 from tests.helpers.hosts import write_host_toml
 
 PCM = TESTS_DATA / "counters" / "pcm-iio-skx.csv"
@@ -27,7 +28,6 @@ SHARED = f"the shared pcie-bench data ({PCIE_BENCH}) is absent"
 TESTPMD = "dpdk-testpmd (Debian's dpdk-dev) is not installed"
 CAPTURE = "a capture run needs root, hugepages and Debian's dpdk-dev (dpdk-testpmd, dpdk-dumpcap)"
 REAL_CAPTURE = bool(shutil.which("dpdk-dumpcap")) and os.geteuid() == 0
-CAPTURE_RUN = TESTS_DATA / "capture" / "dumpcap-64-null.json"  # `capture run` on the dev VM
 
 # One cheap, valid command line per command; {name} is a file from `inputs` or, for {out}, a
 # fresh folder of this run's own (the JSON and CSV runs write their outputs apart).
@@ -117,7 +117,7 @@ def prepared(inputs, tmp_path_factory):
     if HOST_DIR.is_dir():
         assert main(["data", "import", str(HOST_DIR), "--db", inputs["db"], "-q"]) == 0
     with Store(Path(inputs["db"])) as store:  # a real capture run, recorded on this machine
-        store.add_capture_run(json.loads(CAPTURE_RUN.read_text()))
+        store.add_capture_run(recorded_run_row())
     return inputs
 
 

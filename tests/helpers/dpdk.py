@@ -42,3 +42,19 @@ def leftovers() -> dict:
         "hugepages": (hugepages.POOL / "nr_hugepages").read_text().strip(),
         "null_is_a_device": stat.S_ISCHR(os.stat(os.devnull).st_mode),  # never removed
     }
+
+
+RECORDED_RUN = Path(__file__).parents[1] / "data" / "capture" / "dumpcap-64-null.json"
+"""A real `capture run` (dumpcap, 64 B, /dev/null), recorded on the dev VM by an earlier
+version: it lacks the columns added since."""
+
+
+def recorded_run_row() -> dict:
+    """RECORDED_RUN as a row of today's columns, those added since it was recorded left NULL
+    (as the store's migration leaves them for the runs it held)."""
+    import json
+
+    from pcieperf.measure.store_schema import CAPTURE_RUN_COLUMNS
+
+    row = json.loads(RECORDED_RUN.read_text())
+    return {name: row.get(name) for name in CAPTURE_RUN_COLUMNS}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pcieperf._config import load_toml
-from pcieperf.capture.path import COPY_KINDS, SINKS, WRITERS
+from pcieperf.capture.path import SINKS, WRITERS
 from pcieperf.errors import ProfileError, UsageError, is_number, require_new_file
 from pcieperf.outputs import write_text
 from pcieperf.results import Report
@@ -68,24 +68,44 @@ class Forwarding:
 
 @dataclass(frozen=True)
 class Producer:
-    """Forwarding-lcore CPU per copy (inside the Rx/Tx callbacks): fixed[copy kind] + per_byte
-    x captured bytes + handoff x (the share of copies that reach the consumer)."""
+    """Forwarding-lcore CPU per copy (inside the Rx/Tx callbacks): fixed[capture path] + per_byte
+    x captured bytes + (handoff + cold_byte x the bytes whose lines were no longer cached,
+    `capture.pool`) x (the share of copies that reach the consumer: only their mbufs go round
+    the pool)."""
 
     fixed_ns: dict[str, float]
     per_byte_ns: float
     handoff_ns: float
+    cold_byte_ns: float = 0.0
     band: Band = field(default_factory=Band)
 
 
 @dataclass(frozen=True)
 class Consumer:
     """Capture-thread CPU per written record into one sink: fixed[writer] + per_byte x record
-    bytes + write_call x write calls per record."""
+    bytes + write_call x write calls per record + cold_byte x the bytes it reads from lines
+    that were no longer cached (`capture.pool`)."""
 
     fixed_ns: dict[str, float]
     per_byte_ns: float
     write_call_ns: float
+    cold_byte_ns: float = 0.0
     band: Band = field(default_factory=Band)
+
+
+@dataclass(frozen=True)
+class Wakeup:
+    """Copies lost while a capture thread that keeps up wakes from its sleeps: dpdk-dumpcap
+    sleeps (usleep) once it finds its ring empty 1000 times running (app/dumpcap/main.c
+    SLEEP_THRESHOLD), and a copy that arrives while the ring is full meanwhile is dropped. The
+    share of copies lost by the runs whose thread slept, at their ring size; dpdk-pdump never
+    sleeps."""
+
+    loss: float = 0.0
+    loss_low: float = 0.0
+    loss_high: float = 0.0
+    ring_size: int = 0
+    runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,6 +132,7 @@ class Meta:
     # the placement probe's limit of the runs fitted (inf: one placement) and the runs left out
     placement_max_slowdown: float = math.inf
     other_placement_runs: list[int] = field(default_factory=list)
+    cache_bytes: int = 0  # the cache a pool kept in the runs (their probe's median; 0: unknown)
 
 
 @dataclass(frozen=True)
@@ -123,6 +144,7 @@ class CaptureCalibration:
     producer: Producer
     consumers: dict[str, Consumer]
     writes: Writes
+    wakeup: Wakeup = field(default_factory=Wakeup)
     path: str = ""
 
     def consumer(self, sink: str) -> Consumer:
@@ -146,10 +168,10 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
     for name in tables:
         if not isinstance(data.get(name), dict):
             raise ProfileError(f"calibration {where}: missing [{name}] table")
-    unknown = sorted(set(data) - set(tables))
+    unknown = sorted(set(data) - {*tables, "wakeup"})
     if unknown:
         raise ProfileError(
-            f"calibration {where}: unknown key {unknown[0]!r}; allowed: {', '.join(tables)}"
+            f"calibration {where}: unknown key {unknown[0]!r}; allowed: {', '.join(tables)}, wakeup"
         )
     check = _Checker(f"calibration {where}")
     return CaptureCalibration(
@@ -160,9 +182,10 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
             check.band(data["forwarding"], "forwarding"),
         ),
         producer=Producer(
-            check.costs(data["producer"], "fixed_ns", COPY_KINDS, "producer"),
+            check.costs(data["producer"], "fixed_ns", WRITERS, "producer"),
             check.per_byte(data["producer"], "per_byte_ns", "producer"),
             check.ns(data["producer"], "handoff_ns", "producer"),
+            check.per_byte({"cold_byte_ns": 0.0} | data["producer"], "cold_byte_ns", "producer"),
             check.band(data["producer"], "producer"),
         ),
         consumers={
@@ -170,10 +193,12 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
                 check.costs(table, "fixed_ns", WRITERS, f"consumer.{sink}"),
                 check.per_byte(table, "per_byte_ns", f"consumer.{sink}"),
                 check.ns(table, "write_call_ns", f"consumer.{sink}"),
+                check.per_byte({"cold_byte_ns": 0.0} | table, "cold_byte_ns", f"consumer.{sink}"),
                 check.band(table, f"consumer.{sink}"),
             )
             for sink, table in check.sinks(data["consumer"]).items()
         },
+        wakeup=check.wakeup(data.get("wakeup", {})),
         writes=Writes(
             check.costs(data["writes"], "per_record", WRITERS, "writes", high=100.0),
             check.costs(data["writes"], "per_byte", WRITERS, "writes", high=1.0),
@@ -249,7 +274,20 @@ class _Checker:
             {k: self.number(loso, k, "meta.loso", 0, 1e6) for k in loso},
             self.limit(table, "placement_max_slowdown"),
             self.ids(table, "other_placement_runs"),
+            int(self.number({"cache_bytes": 0} | table, "cache_bytes", "meta", 0, 2**40)),
         )
+
+    def wakeup(self, table: object) -> Wakeup:
+        """The [wakeup] table; none (an earlier version's file): nothing lost on waking."""
+        if not isinstance(table, dict):
+            raise self.fail("[wakeup]", table, "give a table")
+        if not table:
+            return Wakeup()
+        shares = [self.number(table, k, "wakeup", 0, 1) for k in ("loss", "loss_low", "loss_high")]
+        if not shares[1] <= shares[0] <= shares[2]:
+            raise self.fail("[wakeup] loss", shares[0], "keep loss_low <= loss <= loss_high")
+        counts = [int(self.number(table, k, "wakeup", 0, 2**31)) for k in ("ring_size", "runs")]
+        return Wakeup(shares[0], shares[1], shares[2], counts[0], counts[1])
 
     def limit(self, table: dict[str, Any], key: str) -> float:
         """A positive limit, or inf (TOML's `inf`) for none."""
@@ -286,6 +324,7 @@ def calibration_toml(cal: CaptureCalibration, header: str = "") -> str:
         ("producer", _costs(cal.producer)),
         *((f"consumer.{sink}", _costs(c)) for sink, c in cal.consumers.items()),
         ("writes", asdict(cal.writes)),
+        ("wakeup", asdict(cal.wakeup)),
     ]
     out = [
         "# Written by `pcieperf capture calibrate`; re-run it to regenerate (docs/capture.md).",
@@ -419,6 +458,7 @@ def capture_calibrate(
         "producer": _costs(cal.producer),
         "consumer": {sink: _costs(c) for sink, c in cal.consumers.items()},
         "writes": asdict(cal.writes),
+        "wakeup": asdict(cal.wakeup),
         "not_separable": cal.meta.not_separable,
         "loso": judged,
         "held_out": held.to_dict("records"),
@@ -430,19 +470,22 @@ def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
     """What was written, the fitted costs and the leave-one-size-out table."""
     from pcieperf.results import format_table
 
-    p, f = cal.producer, cal.forwarding
+    p, f, w = cal.producer, cal.forwarding, cal.wakeup
     lines = [
         f"wrote {cal.path} from {len(cal.meta.runs)} runs (beside it: {runs_file(cal.path).name}) "
         f"({cal.meta.dpdk_version}; {cal.meta.measured_on})",
         f"  forwarding  {f.base_ns:.2f} + {f.per_byte_ns:.4f}/B ns per packet "
         f"[x{f.band.low:.2f}-{f.band.high:.2f}]",
-        f"  producer    {_fixed(p.fixed_ns)} + {p.per_byte_ns:.4f}/B + {p.handoff_ns:.1f} x "
-        f"delivered ns per copy [x{p.band.low:.2f}-{p.band.high:.2f}]",
+        f"  producer    {_fixed(p.fixed_ns)} + {p.per_byte_ns:.4f}/B + {p.cold_byte_ns:.4f}/cold B"
+        f" + {p.handoff_ns:.1f} x delivered ns per copy [x{p.band.low:.2f}-{p.band.high:.2f}]",
         *(
             f"  consumer {sink:<6} {_fixed(c.fixed_ns)} + {c.per_byte_ns:.4f}/B + "
-            f"{c.write_call_ns:.0f} x calls ns per record [x{c.band.low:.2f}-{c.band.high:.2f}]"
+            f"{c.cold_byte_ns:.4f}/cold B + {c.write_call_ns:.0f} x calls ns per record "
+            f"[x{c.band.low:.2f}-{c.band.high:.2f}]"
             for sink, c in cal.consumers.items()
         ),
+        f"  wakeup      {100 * w.loss:.2f} % of copies lost by {w.runs} runs whose capture "
+        f"thread slept [{100 * w.loss_low:.2f}-{100 * w.loss_high:.2f} %], ring {w.ring_size}",
         *(f"  not separable: {n}" for n in cal.meta.not_separable),
         *_placement_lines(cal.meta),
         "leave one frame size out (each size predicted from the other sizes' runs):",

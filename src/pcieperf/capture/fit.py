@@ -8,14 +8,17 @@ alike) and costs kept >= 0 (scipy's NNLS):
 
   forwarding, per packet, no capture (net_null runs)   base + per_byte x bytes
   producer, per copy: (fwd_cpu_ns - fwd_cpu_ns_no_capture) / copies_per_packet
-                                                       fixed[copy kind] + per_byte x captured
-                                                       + handoff x delivered share
-  consumer, per record written, per sink (saturated runs: loss > 0; the capture thread
-  sleeps when its ring is empty, so an unsaturated run's CPU per record is an upper bound)
-                                                       fixed[writer] + per_byte x record bytes
+                                                       fixed[path] + per_byte x captured
+                                                       + (handoff + cold_byte x cold bytes,
+                                                       capture.pool) x delivered share
+  consumer, per record written, per sink (saturated runs: they lost copies and their capture
+  thread did not sleep; one that sleeps had CPU to spare, so its CPU per record is an upper
+  bound)                                               fixed[writer] + per_byte x record bytes
                                                        it touches (path.touches_bytes)
+                                                       + cold_byte x cold bytes it touches
                                                        + write_call x write calls per record
   write calls per record, per writer                   per_record + per_byte x record bytes
+  copies lost on waking (runs that lost copies and slept) their median share, lowest, highest
 
 A term the runs cannot separate from those before it (its column, weighted, lies within 1 %
 of their span: a delivered share that never moves, write calls that never vary apart from the
@@ -36,6 +39,7 @@ from pcieperf.capture.calibration import (
     Forwarding,
     Meta,
     Producer,
+    Wakeup,
     Writes,
 )
 from pcieperf.capture.model import (
@@ -45,15 +49,22 @@ from pcieperf.capture.model import (
     limited_by,
     record_bytes,
     solve,
+    wakeup_loss,
     write_calls,
 )
 from pcieperf.capture.path import FORMATS, SINKS, touches_bytes
+from pcieperf.capture.pool import cold_bytes
+from pcieperf.capture.tools import pool_mbufs
 from pcieperf.errors import UsageError
 from pcieperf.net.wire import FCS_BYTES
 
 Array = NDArray[np.float64]
 SEPARABLE = 0.01  # a term whose column lies within 1 % of the others' span is not separable
-SATURATED = 1e-3  # a run that lost more than 0.1 % of its copies had its consumer saturated
+SATURATED = 1e-3  # a run that lost more than 0.1 % of its copies had its consumer saturated...
+SLEPT_PER_S = 100.0
+"""...unless its capture thread slept this often per second or more: dumpcap with copies to
+spare slept 286-8419 times a second in 180 runs here, a saturated one 0.25-68 times (blocking
+calls), dpdk-pdump (which polls without sleeping) 0.25-1.4 (docs/capture.md)."""
 REQUIRED = (
     "run_id",
     "dpdk_version",
@@ -63,6 +74,7 @@ REQUIRED = (
     "copies_per_packet",
     "format",
     "snaplen",
+    "ring_size",
     "sink",
     "fwd_pps",
     "fwd_cpu_ns_no_capture",
@@ -79,8 +91,8 @@ REQUIRED = (
 
 
 def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataFrame:
-    """The runs with what the fit reads: bytes DMA'd and captured, record bytes, the copy kind
-    and writer, the delivered share and the producer's CPU per copy."""
+    """The runs with what the fit reads: bytes DMA'd and captured, record bytes, the capture
+    path (`writer`), the delivered share and the producer's CPU per copy."""
     missing = [c for c in REQUIRED if c not in runs.columns]
     if missing:
         raise UsageError(f"capture runs lack column {missing[0]!r}; see docs/capture.md")
@@ -90,7 +102,6 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     d = runs.copy()
     d["pkt"] = d["frame_bytes"].astype(float) - FCS_BYTES
     d["cap"] = np.where(d["snaplen"] > 0, np.minimum(d["pkt"], d["snaplen"]), d["pkt"])
-    d["kind"] = np.where((d["tool"] == "dumpcap") & (d["format"] == "pcapng"), "pcapng", "pcap")
     d["writer"] = np.where(d["tool"] == "pdump", "pdump", d["format"])
     options = pcapng_options(d) if options_bytes is None else options_bytes
     computed = np.where(
@@ -100,9 +111,22 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     )
     d["rec"] = np.where(d["bytes_per_record"] > 0, d["bytes_per_record"], computed)
     d["share"] = d["written"] / d["copies"].clip(lower=1)
+    tools_pool = [pool_mbufs(t, int(r)) for t, r in zip(d["tool"], d["ring_size"], strict=True)]
+    d["pool"] = _optional(d, "pool_mbufs").fillna(pd.Series(tools_pool, index=d.index))
+    d["cold"] = cold_bytes(
+        d["pool"].to_numpy(float), d["cap"].to_numpy(float), _optional(d, "cache_bytes").to_numpy()
+    )
+    d["slept"] = _optional(d, "capture_sleeps_per_s") >= SLEPT_PER_S  # NaN (not measured): no
+    d["saturated"] = (1 - d["share"] > SATURATED) & ~d["slept"]
     d["prod_ns"] = (d["fwd_cpu_ns"] - d["fwd_cpu_ns_no_capture"]) / d["copies_per_packet"]
     d.attrs["pcapng_options_bytes"] = options
     return d
+
+
+def _optional(d: pd.DataFrame, column: str) -> pd.Series:
+    """A column that runs stored by an earlier version lack (NaN there)."""
+    values = d[column] if column in d else pd.Series(np.nan, index=d.index)
+    return pd.to_numeric(values, errors="coerce").astype(float)
 
 
 CHOICES = {"tool": ("dumpcap", "pdump"), "port": ("null", "pcap"), "format": FORMATS, "sink": SINKS}
@@ -116,7 +140,14 @@ POSITIVE = (
     "capture_cpu_ns",
     "capture_cpu_share",
 )
-FINITE = ("snaplen", "written", "capture_pps", "bytes_per_record", "write_calls_per_packet")
+FINITE = (
+    "snaplen",
+    "ring_size",
+    "written",
+    "capture_pps",
+    "bytes_per_record",
+    "write_calls_per_packet",
+)
 
 
 def check_runs(runs: pd.DataFrame) -> None:
@@ -208,35 +239,58 @@ def _fit_costs(
 
 def fit_producer(d: pd.DataFrame) -> tuple[Producer, list[str]]:
     """The producer's CPU per copy, over every run."""
-    terms = {"per_byte": d["cap"].to_numpy(float), "handoff": d["share"].to_numpy(float)}
+    terms = {
+        "per_byte": d["cap"].to_numpy(float),
+        "handoff": d["share"].to_numpy(float),
+        # only delivered copies go round the whole pool; dropped ones return to the lcore's cache
+        "cold_byte": (d["cold"] * d["share"]).to_numpy(float),
+    }
     fixed, coef, band, dropped = _fit_costs(
-        d["prod_ns"].to_numpy(float), _keyed(d, "kind", "fixed"), terms
+        d["prod_ns"].to_numpy(float), _keyed(d, "writer", "fixed"), terms
     )
-    producer = Producer(fixed, coef.get("per_byte", 0.0), coef.get("handoff", 0.0), band)
+    producer = Producer(
+        fixed,
+        per_byte_ns=coef.get("per_byte", 0.0),
+        handoff_ns=coef.get("handoff", 0.0),
+        cold_byte_ns=coef.get("cold_byte", 0.0),
+        band=band,
+    )
     return producer, [f"producer.{k}" for k in dropped]
 
 
 def fit_consumer(d: pd.DataFrame, sink: str) -> tuple[Consumer, list[str]]:
-    """The consumer's CPU per record into one sink, over its saturated runs (all, if too few
-    are saturated to separate the terms)."""
+    """The consumer's CPU per record into one sink, over its saturated runs and the runs of
+    writers that never saturated it (their CPU per record, an upper bound, is all there is);
+    all its runs if too few are saturated to separate the terms."""
     runs = d[d["sink"] == sink]
-    saturated = runs[1 - runs["share"] > SATURATED]
-    notes = []
-    if len(saturated) < 3:
-        notes.append(f"consumer.{sink}: fewer than 3 saturated runs; all its runs used")
+    never = ~runs["writer"].isin(runs.loc[runs["saturated"], "writer"])
+    notes = [
+        f"consumer.{sink}.{w}: no saturated runs; its runs that kept up used (an upper bound)"
+        for w in sorted(runs.loc[never, "writer"].unique())
+    ]
+    saturated = runs[runs["saturated"] | never]
+    if runs["saturated"].sum() < 3:
+        notes = [f"consumer.{sink}: fewer than 3 saturated runs; all its runs used"]
         saturated = runs
-    touched = [touches_bytes(str(w), sink) for w in saturated["writer"]]
+    touched = np.array([touches_bytes(str(w), sink) for w in saturated["writer"]], dtype=float)
     # Write calls first: into /dev/null only stdio writers touch bytes, and they call write
     # once per 4 KiB, so the two are one term there; the per-call cost then carries it (what
     # the study's per-packet writes, priced per call, need).
     terms = {
         "write_call": saturated["write_calls_per_packet"].to_numpy(float),
-        "per_byte": saturated["rec"].to_numpy(float) * np.array(touched, dtype=float),
+        "per_byte": saturated["rec"].to_numpy(float) * touched,
+        "cold_byte": saturated["cold"].to_numpy(float) * touched,
     }
     fixed, coef, band, dropped = _fit_costs(
         saturated["capture_cpu_ns"].to_numpy(float), _keyed(saturated, "writer", "fixed"), terms
     )
-    consumer = Consumer(fixed, coef.get("per_byte", 0.0), coef.get("write_call", 0.0), band)
+    consumer = Consumer(
+        fixed,
+        per_byte_ns=coef.get("per_byte", 0.0),
+        write_call_ns=coef.get("write_call", 0.0),
+        cold_byte_ns=coef.get("cold_byte", 0.0),
+        band=band,
+    )
     return consumer, notes + [f"consumer.{sink}.{k}" for k in dropped]
 
 
@@ -252,6 +306,17 @@ def fit_writes(d: pd.DataFrame) -> Writes:
     return Writes(per_record, per_byte, float(d.attrs["pcapng_options_bytes"]))
 
 
+def fit_wakeup(d: pd.DataFrame) -> Wakeup:
+    """The share of copies lost by the runs whose capture thread slept (it had CPU to spare):
+    their median, lowest and highest, and the ring size they had (their most common)."""
+    runs = d[d["slept"]]
+    if runs.empty:
+        return Wakeup()
+    lost = 1 - runs["share"].clip(upper=1)
+    ring = int(runs["ring_size"].mode().iloc[0]) if "ring_size" in runs else 0
+    return Wakeup(float(lost.median()), float(lost.min()), float(lost.max()), ring, len(runs))
+
+
 def fit(runs: pd.DataFrame, measured_on: str) -> CaptureCalibration:
     """Every cost of the capture path, fitted to `runs` (the contract's columns)."""
     d = prepared(runs)
@@ -262,8 +327,17 @@ def fit(runs: pd.DataFrame, measured_on: str) -> CaptureCalibration:
         notes += dropped
     versions = sorted(d["dpdk_version"].astype(str).unique())
     runs_used = sorted(int(r) for r in d["run_id"])
-    meta = Meta(measured_on, ", ".join(versions), runs_used, not_separable=notes)
-    return CaptureCalibration(meta, fit_forwarding(d), producer, consumers, fit_writes(d))
+    cache = _optional(d, "cache_bytes").dropna()
+    meta = Meta(
+        measured_on,
+        ", ".join(versions),
+        runs_used,
+        not_separable=notes,
+        cache_bytes=int(cache.median()) if len(cache) else 0,
+    )
+    return CaptureCalibration(
+        meta, fit_forwarding(d), producer, consumers, fit_writes(d), fit_wakeup(d)
+    )
 
 
 # --- predicting stored runs, and the judgement ------------------------------------------------
@@ -271,21 +345,22 @@ def fit(runs: pd.DataFrame, measured_on: str) -> CaptureCalibration:
 
 def predict(cal: CaptureCalibration, d: pd.DataFrame) -> pd.DataFrame:
     """What the calibration predicts for each prepared run, given what the run itself had:
-    its own forwarding cost without capture, its threads' CPU shares, net_null's unlimited
-    arrivals. Columns: capture_pps, fwd_pps, penalty_ns (forwarding CPU added per packet),
+    its own forwarding cost without capture, its threads' CPU shares (a whole CPU for a
+    capture thread that slept: it had more than it used), net_null's unlimited arrivals.
+    Columns: capture_pps, fwd_pps, penalty_ns (forwarding CPU added per packet),
     limited_by."""
     out = []
-    for (sink, kind, writer), runs in d.groupby(["sink", "kind", "writer"]):
+    for (sink, writer), runs in d.groupby(["sink", "writer"]):
         rec = runs["rec"].to_numpy(float)
         costs = copy_costs(
             cal,
             str(sink),
-            str(kind),
             str(writer),
             runs["fwd_cpu_ns_no_capture"].to_numpy(float),
             runs["cap"].to_numpy(float),
             rec,
             write_calls(cal, str(writer), rec),
+            runs["cold"].to_numpy(float),
         )
         copies = runs["copies_per_packet"].to_numpy(float)
         flow = solve(
@@ -295,8 +370,9 @@ def predict(cal: CaptureCalibration, d: pd.DataFrame) -> pd.DataFrame:
             costs.cons_ns,
             copies=copies,
             lcores=runs["fwd_cpu_share"].to_numpy(float),
-            cores=runs["capture_cpu_share"].to_numpy(float),
+            cores=np.where(runs["slept"], 1.0, runs["capture_cpu_share"].to_numpy(float)),
             arrivals=np.inf,
+            wakeup_loss=wakeup_loss(cal, str(writer)),
         )
         inf = np.full(len(runs), np.inf)
         out.append(
@@ -314,9 +390,9 @@ def predict(cal: CaptureCalibration, d: pd.DataFrame) -> pd.DataFrame:
 
 
 def measured_limit(d: pd.DataFrame) -> NDArray[np.str_]:
-    """What limited each run: its consumer where it lost copies, else its forwarding lcores
-    (net_null arrivals have no line)."""
-    return np.where(1 - d["share"] > SATURATED, LIMITS[0], LIMITS[2])
+    """What limited each run: its consumer where it lost copies without sleeping, else its
+    forwarding lcores (net_null arrivals have no line)."""
+    return np.where(d["saturated"], LIMITS[0], LIMITS[2])
 
 
 def _ape(predicted: pd.Series, measured: pd.Series) -> pd.Series:

@@ -31,8 +31,11 @@ from pcieperf.capture.path import (
     DESIGNS,
     DIRECTIONS,
     FORMATS,
+    SLEEPING_WRITERS,
     touches_bytes,
 )
+from pcieperf.capture.pool import cold_bytes
+from pcieperf.capture.tools import pool_mbufs
 from pcieperf.dpdk.forwarding import ForwardingConfig, forwarding_profile
 from pcieperf.errors import UsageError, param, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
@@ -76,6 +79,8 @@ class CaptureSetup:
     snaplen: int = 0
     ring_size: int = 2048
     buffer_share: float = BUFFER_SHARE
+    pool_mbufs: int | None = None  # None: the design's tool's (dumpcap: 2 x ring; pdump: 65535)
+    cache_mib: float | None = None  # None: what the calibration's runs measured
 
     def __post_init__(self) -> None:
         require_choice("design", self.design, DESIGNS)
@@ -86,6 +91,9 @@ class CaptureSetup:
             raise UsageError("design per-packet is libpcap's pcap_dump: format pcap only")
         for name in ("fwd_lcores", "capture_cores", "ports", "capture_ports", "ring_size"):
             require_positive(name, getattr(self, name))
+        for name in ("pool_mbufs", "cache_mib"):
+            if getattr(self, name) is not None:
+                require_positive(name, getattr(self, name))
         if self.capture_ports > self.ports:
             raise UsageError(f"capture_ports {self.capture_ports} is more than ports {self.ports}")
         if self.sink_gbps is not None:
@@ -99,6 +107,16 @@ class CaptureSetup:
     def file_format(self) -> str:
         """The format written: as given, else the design's own."""
         return self.format or ("pcap" if self.design == "per-packet" else "pcapng")
+
+    @property
+    def pool(self) -> int:
+        """The capture pool's mbufs: as given, else what the design's tool makes."""
+        tool = "pdump" if self.design == "per-packet" else "dumpcap"
+        return self.pool_mbufs or pool_mbufs(tool, self.ring_size)
+
+    def cache_bytes(self, cal: CaptureCalibration) -> float:
+        """The cache the pool must fit: as given, else what the calibration's runs measured."""
+        return self.cache_mib * 2**20 if self.cache_mib is not None else cal.meta.cache_bytes
 
     @property
     def copies(self) -> float:
@@ -182,8 +200,18 @@ def path_costs(
     )
     forwarding = cal.forwarding.ns(pkt) if fwd_ns is None else np.full_like(pkt, fwd_ns)
     shared = (1 - buffer_share) + buffer_share / per_buffer  # of each fixed cost, per record
+    # a contiguous buffer holds per_buffer copies: its mbuf's lines are theirs
+    cold = cold_bytes(setup.pool, cap * per_buffer, setup.cache_bytes(cal)) / per_buffer
     costs = copy_costs(
-        cal, setup.sink, fmt, writer, np.asarray(forwarding, np.float64), cap, rec, calls, shared
+        cal,
+        setup.sink,
+        writer,
+        np.asarray(forwarding, np.float64),
+        cap,
+        rec,
+        calls,
+        cold,
+        shared,
     )
     return replace(costs, per_buffer=per_buffer)
 
@@ -203,21 +231,22 @@ def write_calls(
 def copy_costs(
     cal: CaptureCalibration,
     sink: str,
-    kind: str,
     writer: str,
     fwd_ns: Array,
     cap: Array,
     rec: Array,
     calls: Array,
+    cold: Array,
     shared: Array | float = 1.0,
 ) -> Costs:
-    """The threads' costs per item: forwarding as given, the producer's copy of `kind`, the
-    consumer's `writer` into `sink` with `calls` write calls per record; `shared` scales the
-    fixed costs (records per buffer, `path_costs`). One engine for the model and the fit's
-    predictions of stored runs (`capture.fit`)."""
+    """The threads' costs per item: forwarding as given, the producer's copy and the
+    consumer's writes of capture path `writer` into `sink` with `calls` write calls per
+    record, `cold` bytes of each copy on lines no longer cached (`capture.pool`); `shared`
+    scales the fixed costs (records per buffer, `path_costs`). One engine for the model and
+    the fit's predictions of stored runs (`capture.fit`)."""
     consumer, producer = cal.consumer(sink), cal.producer
     for what, have, key in (
-        ("copy", producer.fixed_ns, kind),
+        ("copy", producer.fixed_ns, writer),
         ("write", consumer.fixed_ns, writer),
     ):
         if key not in have:
@@ -226,10 +255,10 @@ def copy_costs(
             )
     return Costs(
         fwd_ns=fwd_ns,
-        prod_ns=producer.fixed_ns[kind] * shared + producer.per_byte_ns * cap,
-        handoff_ns=np.full_like(cap, producer.handoff_ns) * shared,
+        prod_ns=producer.fixed_ns[writer] * shared + producer.per_byte_ns * cap,
+        handoff_ns=producer.handoff_ns * shared + producer.cold_byte_ns * cold,
         cons_ns=consumer.fixed_ns[writer] * shared
-        + consumer.per_byte_ns * rec * touches_bytes(writer, sink)
+        + (consumer.per_byte_ns * rec + consumer.cold_byte_ns * cold) * touches_bytes(writer, sink)
         + consumer.write_call_ns * calls,
         record_bytes=rec,
         per_buffer=np.ones_like(rec),
@@ -242,13 +271,15 @@ def copy_costs(
 @dataclass(frozen=True)
 class Flow:
     """The rates the capture path settles at (arrays): forwarded packets, records written,
-    the share of copies delivered, and the consumer's own capacity."""
+    the share of copies delivered, the consumer's own capacity and where it is the limit (its
+    capacity, not its wake-ups, loses copies)."""
 
     fwd_pps: Array
     fwd_pps_no_capture: Array
     capture_pps: Array
     delivered: Array
     consumer_pps: Array
+    saturated: NDArray[np.bool_]
 
 
 def solve(
@@ -262,12 +293,14 @@ def solve(
     cores: Array | float,
     arrivals: Array | float,
     sink_pps: Array | float = np.inf,
+    wakeup_loss: Array | float = 0.0,
 ) -> Flow:
     """The delivered share s = min(1, W / (copies F(s))) in closed form. With the consumer
     saturated (W its capacity C), s is C / (copies x arrivals) while the lcores keep up, else
     the root of s = a + b s, a = C (fwd + copies x prod) / (copies L), b = C x handoff / L; s is
     the larger of the two, at most 1, and 1 where b >= 1 (delivering C copies would take more
-    than the lcores have: the consumer cannot be the limit)."""
+    than the lcores have: the consumer cannot be the limit). A consumer that keeps up still
+    loses `wakeup_loss` of the copies while it wakes from its sleeps (`Wakeup`)."""
     cpu = np.asarray(lcores, dtype=np.float64) * 1e9
     consumer = np.minimum(np.asarray(cores, dtype=np.float64) * 1e9 / cons_ns, sink_pps)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -275,7 +308,8 @@ def solve(
         a = consumer * (fwd_ns + copies * prod_ns) / (copies * cpu)
         b = consumer * handoff_ns / cpu
         cpu_bound = np.where(b < 1, a / (1 - b), np.inf)
-    share = np.minimum(1.0, np.maximum(kept_up, cpu_bound))
+    capacity = np.minimum(1.0, np.maximum(kept_up, cpu_bound))
+    share = np.minimum(capacity, 1 - np.asarray(wakeup_loss, dtype=np.float64))
     fwd = np.minimum(arrivals, cpu / (fwd_ns + copies * (prod_ns + handoff_ns * share)))
     return Flow(
         fwd_pps=fwd,
@@ -283,6 +317,7 @@ def solve(
         capture_pps=share * copies * fwd,
         delivered=share,
         consumer_pps=consumer,
+        saturated=capacity < 1 - LOSS_FLOOR,
     )
 
 
@@ -292,9 +327,9 @@ LIMITS = ("capture_cpu", "sink", "forwarding_cpu", "line", "pcie")
 def limited_by(
     flow: Flow, consumer_cpu_pps: Array, sink_pps: Array | float, line: Array, pcie: Array
 ) -> NDArray[np.str_]:
-    """What holds the capture back: the consumer (its CPU or the sink) where copies are lost,
-    else what holds the forwarding back (its lcores, the line or offer, PCIe)."""
-    lost = flow.delivered < 1 - LOSS_FLOOR
+    """What holds the capture back: the consumer (its CPU or the sink) where it cannot write
+    every copy, else what holds the forwarding back (its lcores, the line or offer, PCIe)."""
+    lost = flow.saturated
     consumer = np.where(np.asarray(sink_pps) < consumer_cpu_pps, "sink", "capture_cpu")
     arrivals = np.minimum(line, pcie)
     forwarding = np.where(
@@ -318,14 +353,23 @@ OUTPUTS = (
 )
 
 
+def wakeup_loss(cal: CaptureCalibration, writer: str) -> float:
+    """The share of copies a consumer that keeps up loses on waking: the calibration's for
+    dpdk-dumpcap's writers, none for dpdk-pdump (it never sleeps)."""
+    return cal.wakeup.loss if writer in SLEEPING_WRITERS else 0.0
+
+
 def _corners(cal: CaptureCalibration, setup: CaptureSetup) -> list[tuple[float, ...]]:
-    """(forwarding, producer, consumer) scales and buffer shares spanning the spread: each
-    thread's cost at its band's ends, the buffer share at 0 and 1 (contiguous only)."""
+    """(forwarding, producer, consumer) scales, buffer shares and wake-up losses spanning the
+    spread: each thread's cost at its band's ends, the buffer share at 0 and 1 (contiguous
+    only), the wake-up loss at its lowest and highest (a consumer that sleeps)."""
     bands = (cal.forwarding.band, cal.producer.band, cal.consumer(setup.sink).band)
     shares = (
         (0.0, setup.buffer_share, 1.0) if setup.design == "contiguous" else (setup.buffer_share,)
     )
-    return list(product(*((b.low, b.high) for b in bands), shares))
+    sleeps = writer_of(cal, setup, setup.sink) in SLEEPING_WRITERS
+    losses = (cal.wakeup.loss_low, cal.wakeup.loss_high) if sleeps else (0.0,)
+    return list(product(*((b.low, b.high) for b in bands), shares, losses))
 
 
 @dataclass(frozen=True)
@@ -364,8 +408,10 @@ def evaluate_capture(
     arrivals = np.minimum(offered, pcie)
     wire_bits = nic.per_packet(port.wire_bytes(nic.sizes)) * 8
 
+    central_loss = wakeup_loss(cal, writer_of(cal, setup, setup.sink))
+
     def rows_at(
-        share: float, scale: tuple[float, float, float]
+        share: float, scale: tuple[float, float, float], lost_waking: float = central_loss
     ) -> tuple[Costs, Flow, Array | float]:
         per_size = path_costs(cal, setup, nic.sizes, share, fwd_ns).scaled(*scale)
         costs = Costs(*(nic.per_packet(getattr(per_size, f)) for f in Costs.__dataclass_fields__))
@@ -382,6 +428,7 @@ def evaluate_capture(
             cores=setup.capture_cores,
             arrivals=arrivals,
             sink_pps=sink_pps,
+            wakeup_loss=lost_waking,
         )
         return costs, flow, sink_pps
 
@@ -397,7 +444,7 @@ def evaluate_capture(
 
     costs, flow, sink_pps = rows_at(setup.buffer_share, (1.0, 1.0, 1.0))
     central = outputs(costs, flow)
-    spread = [outputs(*rows_at(s, (f, p, c))[:2]) for f, p, c, s in _corners(cal, setup)]
+    spread = [outputs(*rows_at(s, (f, p, c), w)[:2]) for f, p, c, s, w in _corners(cal, setup)]
     values: dict[str, Array] = {}
     for key in OUTPUTS:
         stacked = np.stack([central[key], *(corner[key] for corner in spread)])
@@ -433,6 +480,8 @@ def capture_model(
     snaplen: int = 0,
     ring_size: int = 2048,
     buffer_share: float = BUFFER_SHARE,
+    pool_mbufs: int | None = None,
+    cache_mib: float | None = None,
     profile: str = DEFAULT_PROFILE,
     fwd_ns: float | None = None,
     from_run: int | None = None,
@@ -446,14 +495,15 @@ def capture_model(
     one port captured by one core, written to /dev/null. `pps` is the offer over all ports
     (default: line rate), `fwd_ns` replaces the calibration's forwarding cost per packet, and
     `from_run` takes it from stored capture run N instead (its forwarding lcores' CPU ns per
-    packet without capture; the store `db`)."""
+    packet without capture; the store `db`). `pool_mbufs` is the capture pool (default: the
+    design's tool's), `cache_mib` the cache it must fit (default: the calibration runs')."""
     from pcieperf.nic.api import frame_mixes
     from pcieperf.pcie.api import make_link
     from pcieperf.units import parse_rate
 
     setup = CaptureSetup(
         design, file_format, sink, sink_gbps, direction, capture_ports, ports, fwd_lcores,
-        capture_cores, snaplen, ring_size, buffer_share,
+        capture_cores, snaplen, ring_size, buffer_share, pool_mbufs, cache_mib,
     )  # fmt: skip
     if fwd_ns is not None:
         require_positive("fwd_ns", fwd_ns)
@@ -474,7 +524,7 @@ def capture_model(
         cal, setup, mixes, eth=eth, link=link, profile=profile, pps=offer, fwd_ns=fwd_ns
     )
     payload = {
-        "inputs": _inputs(setup, eth, offer, profile, link, fwd_ns),
+        "inputs": _inputs(setup, cal, eth, offer, profile, link, fwd_ns),
         "calibration": _provenance(cal, setup, fwd_from),
         "rows": _rows(found, setup),
     }
@@ -482,7 +532,13 @@ def capture_model(
 
 
 def _inputs(
-    setup: CaptureSetup, eth: int, offer: float | None, profile: str, link: Link, fwd: float | None
+    setup: CaptureSetup,
+    cal: CaptureCalibration,
+    eth: int,
+    offer: float | None,
+    profile: str,
+    link: Link,
+    fwd: float | None,
 ) -> dict[str, object]:
     """The inputs that decided the rows, as scalars."""
     return {
@@ -500,6 +556,8 @@ def _inputs(
         "capture_cores": setup.capture_cores,
         "snaplen": setup.snaplen,
         "ring_size": setup.ring_size,
+        "pool_mbufs": setup.pool,
+        "cache_mib": setup.cache_bytes(cal) / 2**20,
         "buffer_share": setup.buffer_share if setup.design == "contiguous" else None,
         "profile": profile,
         "link": f"Gen{link.gen} x{link.lanes}",
@@ -523,6 +581,8 @@ def _provenance(cal: CaptureCalibration, setup: CaptureSetup, fwd_from: str) -> 
         "runs": len(cal.meta.runs),
         "fwd_cost_from": fwd_from,
         "writes_from": writer_source(cal, setup),
+        "cache_from": "given (cache_mib)" if setup.cache_mib is not None else "calibration runs",
+        "wakeup_loss": wakeup_loss(cal, writer_of(cal, setup, setup.sink)),
     }
 
 
@@ -531,7 +591,8 @@ def _rows(found: CaptureRows, setup: CaptureSetup) -> list[dict[str, object]]:
     v = found.values
     dropped = found.copies * v["fwd_pps"] - v["capture_pps"]  # copies per second the ring drops
     with np.errstate(divide="ignore"):
-        ring_s = np.where(v["loss"] > LOSS_FLOOR, setup.ring_size / dropped, np.nan)
+        saturated = np.isin(found.limited_by, ("capture_cpu", "sink"))  # not wake-up losses
+        ring_s = np.where(saturated, setup.ring_size / dropped, np.nan)
     columns = {
         "size": np.array([int(x) if x.isdecimal() else x for x in found.labels], dtype=object),
         "frame_bytes": found.frame_bytes,

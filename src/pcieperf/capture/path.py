@@ -15,13 +15,14 @@ into one buffer (the study's what-if)."""
 FORMATS = ("pcapng", "pcap")
 DIRECTIONS = {"rx": 1, "tx": 1, "both": 2}  # copies per packet on each port captured
 SINKS = ("null", "tmpfs", "file")  # /dev/null, a file in a tmpfs, a file the user names
-COPY_KINDS = ("pcapng", "pcap")
-"""How the producer copies a packet: `pcapng` through rte_pcapng_copy (dumpcap's default: the
-pcapng block is built on the forwarding core), `pcap` through rte_pktmbuf_copy (dumpcap -P,
-dpdk-pdump)."""
 WRITERS = ("pcapng", "pcap", "pdump")
-"""How the consumer writes a record: dumpcap's pcapng writev of the blocks as copied, dumpcap
--P's libpcap pcap_dump through stdio, dpdk-pdump's net_pcap port (pcap_dump per packet)."""
+"""The capture paths, each with its own copy on the forwarding core and its own writes:
+dumpcap's pcapng (rte_pcapng_copy builds the block on the forwarding core; writev of the blocks
+as copied), dumpcap -P (rte_pktmbuf_copy; libpcap's pcap_dump through stdio), dpdk-pdump
+(rte_pktmbuf_copy into its own pool of 65535 mbufs; a net_pcap port's pcap_dump per packet)."""
+SLEEPING_WRITERS = ("pcapng", "pcap")
+"""dpdk-dumpcap's writers: it sleeps when its ring stays empty (app/dumpcap/main.c
+process_ring); dpdk-pdump polls its ring without sleeping (app/pdump/main.c dump_packets)."""
 STDIO_WRITERS = ("pcap", "pdump")  # libpcap's pcap_dump: fwrite copies each record's bytes
 
 

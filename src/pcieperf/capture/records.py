@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pcieperf.capture import threads, tools
 from pcieperf.capture.placement import PROBES
 from pcieperf.capture.run import COPIES_PER_PACKET, CaptureConfig, CaptureResult
 from pcieperf.measure.records import open_store
@@ -95,6 +96,9 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "format": cfg.format,
         "snaplen": cfg.snaplen or 0,
         "ring_size": cfg.ring_size,
+        "pool_mbufs": tools.pool_mbufs(cfg.tool, cfg.ring_size),
+        "llc_bytes": threads.llc_bytes(),
+        "cache_bytes": result.cache_bytes,
         "sink": cfg.sink,
         "seconds": cfg.seconds,
         "fwd_pps_no_capture": result.baseline.pps,
@@ -113,6 +117,7 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "capture_gbps": written / tool.wall_s * (frame + overhead_bytes()) * 8 / 1e9,
         "capture_cpu_ns": tool.cpu_ns / written if written else math.nan,
         "capture_cpu_share": tool.cpu_ns / 1e9 / tool.wall_s,
+        "capture_sleeps_per_s": tool.sleeps / tool.wall_s,
         "bytes_per_record": tool.io.bytes / written if written else math.nan,
         "write_calls_per_packet": tool.io.calls / written if written else math.nan,
         "packets_per_timestamp": stats.get("packets_per_timestamp"),

@@ -142,13 +142,14 @@ class Interval:
 
 @dataclass(frozen=True)
 class ToolInterval:
-    """The capture tool from its start of capture to its exit: CPU ns of its capture thread,
-    its write calls and bytes and its closing counts (over its life), and the CPU time
-    pcieperf itself (the harness: its polling loop and reading threads) took meanwhile, per
-    wall second."""
+    """The capture tool from its start of capture to its exit: CPU ns of its capture thread
+    and the times it slept, its write calls and bytes and its closing counts
+    (over its life), and the CPU time pcieperf itself (the harness: its polling loop and
+    reading threads) took meanwhile, per wall second."""
 
     wall_s: float
     cpu_ns: int
+    sleeps: int
     io: threads.IoCounts
     counts: tools.ToolCounts
     harness_cpu_share: float
@@ -167,6 +168,7 @@ class CaptureResult:
     tool: ToolInterval
     crashed: bool
     cross_cpu_slowdown: tuple[float, float]  # placement's probe before and after the run
+    cache_bytes: int  # the cache a pool keeps (capture.pool's probe), before and after: mean
     file: Path | None = None
     file_stats: dict = field(default_factory=dict)
 
@@ -277,6 +279,8 @@ Tick = Callable[[str, float], None]
 def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
     """Measure testpmd's forwarding without and with the capture tool attached, and the tool
     itself; `tick` gets the phase and its seconds elapsed, for a progress bar."""
+    from pcieperf.capture.pool import effective_cache_bytes  # numpy: for this command alone
+
     binaries = _binaries(cfg)
     _check_cpus()
     hugepages.check(cfg.huge_dir)
@@ -290,6 +294,7 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
             huge = stack.enter_context(hugepages.hugepages(_pages(pool[1], cfg), cfg.huge_dir))
             stack.callback(_remove_runtime_dir, prefix)
             probed_before = placement.cross_cpu_slowdown()
+            cache_before = effective_cache_bytes()
             primary = _Primary(_primary_command(cfg, binaries["testpmd"], prefix, huge, pool))
             stack.callback(primary.stop)
             target = _target(cfg, prefix)
@@ -302,6 +307,7 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
             during, tool_interval = _measure_capture(primary, tool, cfg.seconds, tick)
             crashed = primary.stop()
             probed = (probed_before, placement.cross_cpu_slowdown())
+            cache = (cache_before + effective_cache_bytes()) // 2
             result = CaptureResult(
                 cfg,
                 primary.parsed.version,
@@ -312,6 +318,7 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
                 tool_interval,
                 crashed,
                 probed,
+                cache,
             )
             _finish_file(result, target)
         finally:
@@ -487,6 +494,7 @@ def _measure_capture(
     _wait_for("capture start", tool.capturing.is_set, START_DEADLINE_S, tick, watch)
     start, harness = time.monotonic(), time.process_time()
     cpu0 = threads.cpu_ns(tool.proc.pid)  # EAL's start-up is not the capture's work
+    sleeps0 = threads.sleeps(tool.proc.pid)
     samples = primary.samples
     first = len(samples)
 
@@ -499,10 +507,11 @@ def _measure_capture(
     _wait_for("capture stop", tool.exited, STOP_DEADLINE_S, tick)  # testpmd may crash now
     wall, harness = time.monotonic() - start, time.process_time() - harness
     cpu, io = threads.cpu_ns(tool.proc.pid) - cpu0, threads.io_counts(tool.proc.pid)
+    slept = threads.sleeps(tool.proc.pid) - sleeps0
     counts = _counts(tool.name, tool.reap(), during, wall)
     # Write calls and bytes over the tool's life, as its counts are: the records it wrote
     # before its "capturing" line count too (its start-up writes no more than a few lines).
-    return during, ToolInterval(wall, cpu, io, counts, harness / wall)
+    return during, ToolInterval(wall, cpu, slept, io, counts, harness / wall)
 
 
 def _counts(name: str, output: str, during: Interval, wall: float) -> tools.ToolCounts:

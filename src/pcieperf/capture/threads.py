@@ -4,12 +4,14 @@ packet, not wall-clock rates (proc(5): /proc/PID/task/TID/schedstat, /proc/PID/i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 # How DPDK names the threads of its worker lcores: "rte-worker-N" in 22.11 (lib/eal/linux/eal.c,
 # rte_eal_init), "lcore-worker-N" before it, "dpdk-worker<N>" from 23.11 on.
 WORKER_PREFIXES = ("rte-worker-", "lcore-worker-", "dpdk-worker")
+CACHE_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}  # sysfs cache `size`, e.g. "32768K"
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,35 @@ def _schedstat(path: Path) -> int:
         return int(path.read_text().split()[0])
     except (OSError, IndexError, ValueError):
         return 0
+
+
+def sleeps(pid: int) -> int:
+    """Times the main thread of `pid` gave up its CPU by itself so far (proc(5) status
+    `voluntary_ctxt_switches`: a sleep or a blocking call); 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^voluntary_ctxt_switches:\s*([0-9]+)", status, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+CPU0_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def llc_bytes(caches: Path = CPU0_CACHES) -> int | None:
+    """The size of the host's last-level cache as CPU 0 sees it (sysfs cache/indexN of the
+    highest level), None where sysfs does not say."""
+    found: dict[int, int] = {}
+    for index in caches.glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            size = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if size[:-1].isdigit() and size[-1] in CACHE_UNITS:
+            found[level] = max(found.get(level, 0), int(size[:-1]) * CACHE_UNITS[size[-1]])
+    return found[max(found)] if found else None
 
 
 def io_counts(pid: int) -> IoCounts:

@@ -27,6 +27,7 @@ CAPTURING = {
     "pdump": "capture for (",  # app/pdump/main.c dump_packets: " core (N), capture for (K) tuples"
 }
 """The line each tool prints once it is capturing."""
+PDUMP_POOL_MBUFS = 65535  # app/pdump/main.c MBUFS_PER_POOL: total-num-mbufs unless given
 _PDUMP_WRITTEN = re.compile(r"-packets transmitted to vdev:\s*([0-9]+)")
 
 
@@ -42,6 +43,12 @@ def mempool_preload(primary: str) -> str:
     if done.returncode != 0:
         raise PcieperfError(f"ldd {primary} failed: {done.stderr.strip()}")
     return ":".join(_MEMPOOL_DRIVER.findall(done.stdout + "\n"))
+
+
+def pool_mbufs(tool: str, ring_size: int) -> int:
+    """The mbufs of the pool a tool's copies are made in: dumpcap's twice its ring
+    (app/dumpcap/main.c create_mempool), dpdk-pdump's own default."""
+    return 2 * ring_size if tool == "dumpcap" else PDUMP_POOL_MBUFS
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ MODEL_OPTIONS = (
     "snaplen",
     "ring_size",
     "buffer_share",
+    "pool_mbufs",
+    "cache_mib",
     "profile",
     "fwd_ns",
     "from_run",
@@ -81,6 +83,18 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--capture-cores", type=_real(), default=1, help="capture cores (CPUs)")
     p.add_argument("--snaplen", type=_whole(0, 2**18), default=0, help="bytes kept (0: all)")
     p.add_argument("--ring-size", type=_whole(1, 2**20), default=2048, help="capture ring")
+    p.add_argument(
+        "--pool-mbufs",
+        type=_whole(1, 2**32),
+        default=None,
+        help="capture pool (default: the tool's: dumpcap 2 x ring, pdump 65535)",
+    )
+    p.add_argument(
+        "--cache-mib",
+        type=_real(),
+        default=None,
+        help="cache the pool's lines keep (default: the calibration runs' probe)",
+    )
     p.add_argument(
         "--buffer-share",
         type=_real(1),

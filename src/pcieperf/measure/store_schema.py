@@ -52,6 +52,10 @@ CAPTURE_RUN_COLUMNS = {
     "crashed": "BOOLEAN",
     "commands": "VARCHAR",
     "outputs": "VARCHAR",
+    "pool_mbufs": "INTEGER",
+    "llc_bytes": "BIGINT",
+    "cache_bytes": "BIGINT",
+    "capture_sleeps_per_s": "DOUBLE",
 }
 """The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
 start time (pcieperf.capture.records builds the rows)."""

@@ -1,0 +1,79 @@
+"""The capture pool's footprint in the cache (capture.pool) and the host facts a capture run
+records beside it (capture.threads)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from subprocess import PIPE
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pcieperf.capture import threads
+from pcieperf.capture.pool import cold_bytes, cold_share
+from pcieperf.capture.tools import PDUMP_POOL_MBUFS, pool_mbufs
+
+LLC = 32 * 2**20  # this VM's L3 (sysfs cpu0/cache/index3/size: 32768K)
+
+
+def test_pdumps_default_pool_outgrows_the_cache_from_512_bytes():
+    # dpdk-pdump's 65535 mbufs (app/pdump/main.c MBUFS_PER_POOL), each touching its 128 B
+    # header and the copy's lines: 256 B copies 65535 x 384 B = 24 MiB fit a 32 MiB cache;
+    # 508 B copies (512 B frames) 65535 x 640 B = 40 MiB do not: 1 - 32 / 40 = 0.2 of them cold.
+    assert pool_mbufs("pdump", 2048) == PDUMP_POOL_MBUFS == 65535
+    assert cold_share(65535, 252, LLC) == 0
+    assert cold_share(65535, 508, LLC) == pytest.approx(1 - LLC / (65535 * 640))
+    # 1496 B copies: 65535 x (128 + 1536) B = 104 MiB, 69 % cold, of 1536 B of lines
+    assert cold_bytes(65535, 1496, LLC) == pytest.approx((1 - LLC / (65535 * 1664)) * 1536)
+
+
+def test_dumpcaps_pool_of_twice_its_ring_stays_cached():
+    # app/dumpcap/main.c create_mempool: 2 x ring (-N, 2048) = 4096 mbufs, 6.5 MiB at 1500 B
+    assert pool_mbufs("dumpcap", 2048) == 4096
+    assert cold_bytes(4096, 1496, LLC) == 0
+
+
+def test_an_unknown_cache_makes_nothing_cold():
+    assert cold_bytes(65535, 1496, np.nan) == 0
+    assert cold_bytes(65535, 1496, 0) == 0
+
+
+@given(
+    pool=st.integers(1, 2**20),
+    more=st.integers(0, 2**20),
+    captured=st.floats(1, 9000),
+    llc=st.floats(2**10, 2**31),
+)
+def test_a_larger_pool_is_never_warmer(pool, more, captured, llc):
+    share = cold_share(pool, captured, llc)
+    assert 0 <= share <= 1
+    assert cold_share(pool + more, captured, llc) >= share
+    assert cold_bytes(pool, captured, llc) <= captured + 64
+
+
+def test_the_last_level_cache_is_the_highest_levels(tmp_path):
+    for index, (level, size) in enumerate([(1, "48K"), (1, "32K"), (2, "1024K"), (3, "32768K")]):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        (folder / "level").write_text(f"{level}\n")
+        (folder / "size").write_text(f"{size}\n")
+    assert threads.llc_bytes(tmp_path) == 32 * 2**20
+    assert threads.llc_bytes(tmp_path / "none") is None
+
+
+def test_a_thread_that_sleeps_counts_its_sleeps():
+    # 50 sleeps of 1 ms, each a voluntary context switch (proc(5) status)
+    code = "import sys, time\nfor _ in range(50): time.sleep(0.001)\nprint(1, flush=True)\n"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code + "sys.stdin.read()"], stdin=PIPE, stdout=PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "1\n"
+        assert threads.sleeps(child.pid) >= 50
+    finally:
+        child.communicate("")
+    assert threads.sleeps(child.pid) == 0  # reaped: no such process
