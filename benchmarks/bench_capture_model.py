@@ -19,7 +19,8 @@ import numpy as np
 
 from _json_out import write_figures
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, load_calibration
-from pcieperf.capture.model import CaptureSetup, evaluate_capture, solve
+from pcieperf.capture.flow import solve
+from pcieperf.capture.model import CaptureSetup, evaluate_capture
 from pcieperf.capture.path import DESIGNS
 from pcieperf.net.ethernet import PacketMix
 

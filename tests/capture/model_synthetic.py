@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pcieperf.capture.model import record_bytes, solve
+from pcieperf.capture.flow import solve
+from pcieperf.capture.model import record_bytes
 from pcieperf.capture.path import SLEEPING_WRITERS, touches_bytes
 from pcieperf.capture.pool import cold_bytes
 from pcieperf.capture.tools import pool_mbufs

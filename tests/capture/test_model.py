@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import pcieperf as pp
 from pcieperf.capture.calibration import capture_calibrate
-from pcieperf.capture.model import CaptureSetup, limited_by, record_bytes, solve
+from pcieperf.capture.flow import limited_by, solve
+from pcieperf.capture.model import CaptureSetup, record_bytes
 from pcieperf.errors import UsageError
 from tests.capture.model_synthetic import TRUE, synthetic_runs
 

@@ -11,6 +11,7 @@ import pytest
 
 from pcieperf.capture import hugepages, run
 from pcieperf.dpdk import testpmd
+from tests.helpers import TESTS_DATA
 
 HAVE_TESTPMD = shutil.which("dpdk-testpmd") is not None and len(os.sched_getaffinity(0)) >= 2
 needs_testpmd = pytest.mark.skipif(
@@ -44,7 +45,7 @@ def leftovers() -> dict:
     }
 
 
-RECORDED_RUN = Path(__file__).parents[1] / "data" / "capture" / "dumpcap-64-null.json"
+RECORDED_RUN = TESTS_DATA / "capture" / "dumpcap-64-null.json"
 """A real `capture run` (dumpcap, 64 B, /dev/null), recorded on the dev VM by an earlier
 version: it lacks the columns added since."""
 

@@ -42,13 +42,11 @@ from pcieperf.capture.calibration import (
     Wakeup,
     Writes,
 )
+from pcieperf.capture.flow import LIMITS, limited_by, solve
 from pcieperf.capture.model import (
-    LIMITS,
     PCAPNG_EPB_BYTES,
     copy_costs,
-    limited_by,
     record_bytes,
-    solve,
     wakeup_loss,
     write_calls,
 )
