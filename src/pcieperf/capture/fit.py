@@ -27,6 +27,9 @@ bytes) is left out, its cost counted in the others, and named in [meta] not_sepa
 
 from __future__ import annotations
 
+from dataclasses import fields
+from typing import TypeVar
+
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
@@ -235,6 +238,18 @@ def _fit_costs(
     return fixed, coef, _band(y, fitted), dropped
 
 
+Costed = TypeVar("Costed", Producer, Consumer)
+
+
+def _fitted(
+    kind: type[Costed], fixed: dict[str, float], coef: dict[str, float], band: Band
+) -> Costed:
+    """A cost table from a fit: its fixed costs, its band and each term's coefficient (term
+    `x` is field `x_ns`; 0 where the runs left it out)."""
+    names = [f.name for f in fields(kind) if f.name not in ("fixed_ns", "band")]
+    return kind(fixed, band=band, **{n: coef.get(n.removesuffix("_ns"), 0.0) for n in names})
+
+
 def fit_producer(d: pd.DataFrame) -> tuple[Producer, list[str]]:
     """The producer's CPU per copy, over every run."""
     terms = {
@@ -246,14 +261,7 @@ def fit_producer(d: pd.DataFrame) -> tuple[Producer, list[str]]:
     fixed, coef, band, dropped = _fit_costs(
         d["prod_ns"].to_numpy(float), _keyed(d, "writer", "fixed"), terms
     )
-    producer = Producer(
-        fixed,
-        per_byte_ns=coef.get("per_byte", 0.0),
-        handoff_ns=coef.get("handoff", 0.0),
-        cold_byte_ns=coef.get("cold_byte", 0.0),
-        band=band,
-    )
-    return producer, [f"producer.{k}" for k in dropped]
+    return _fitted(Producer, fixed, coef, band), [f"producer.{k}" for k in dropped]
 
 
 def fit_consumer(d: pd.DataFrame, sink: str) -> tuple[Consumer, list[str]]:
@@ -282,14 +290,7 @@ def fit_consumer(d: pd.DataFrame, sink: str) -> tuple[Consumer, list[str]]:
     fixed, coef, band, dropped = _fit_costs(
         saturated["capture_cpu_ns"].to_numpy(float), _keyed(saturated, "writer", "fixed"), terms
     )
-    consumer = Consumer(
-        fixed,
-        per_byte_ns=coef.get("per_byte", 0.0),
-        write_call_ns=coef.get("write_call", 0.0),
-        cold_byte_ns=coef.get("cold_byte", 0.0),
-        band=band,
-    )
-    return consumer, notes + [f"consumer.{sink}.{k}" for k in dropped]
+    return _fitted(Consumer, fixed, coef, band), notes + [f"consumer.{sink}.{k}" for k in dropped]
 
 
 def fit_writes(d: pd.DataFrame) -> Writes:
