@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from pcieperf.capture import threads
 from pcieperf.capture.pool import cold_bytes, cold_share
+from pcieperf.capture.records import _pool_lines
 from pcieperf.capture.tools import PDUMP_POOL_MBUFS, pool_mbufs
 
 LLC = 32 * 2**20  # this VM's L3 (sysfs cpu0/cache/index3/size: 32768K)
@@ -77,3 +78,18 @@ def test_a_thread_that_sleeps_counts_its_sleeps():
     finally:
         child.communicate("")
     assert threads.sleeps(child.pid) == 0  # reaped: no such process
+
+
+def test_capture_show_says_whether_the_thread_slept_and_how_cold_the_pool_ran():
+    # dpdk-pdump at 1500 B: 65535 x (128 + 1536) B = 104 MiB of lines in a 16 MiB cache,
+    # 1 - 16 / 104 = 85 % cold; it polls without sleeping (0.25 sleeps/s in the calibration runs)
+    row = {"capture_sleeps_per_s": 0.25, "pool_mbufs": 65535, "cache_bytes": 16 * 2**20}
+    lines = _pool_lines(row | {"frame_bytes": 1500.0})
+    assert lines[0].endswith("slept 0.2 times/s: it never found its ring empty for long")
+    assert "65535 mbufs in a 16.0 MiB cache (probed): 85 % of a copy's lines cold" in lines[1]
+    # dumpcap with copies to spare sleeps hundreds of times a second; its pool stays cached
+    row = {"capture_sleeps_per_s": 457.1, "pool_mbufs": 4096, "cache_bytes": 16 * 2**20}
+    lines = _pool_lines(row | {"frame_bytes": 1500.0})
+    assert lines[0].endswith("slept 457.1 times/s: it had CPU to spare")
+    assert ": 0 % of a copy's lines cold" in lines[1]
+    assert _pool_lines({"frame_bytes": 64.0}) == []  # stored before runs counted either

@@ -255,7 +255,7 @@ def _text(data: dict[str, Any]) -> str:
         f"{data['write_calls_per_packet']:.4f} write calls/record, "
         f"{data['bytes_per_record']:.1f} B/record",
     ]
-    lines += _placement_line(data)
+    lines += _placement_line(data) + _pool_lines(data)
     lines += [
         f"  {e['essential']:<10} {_verdict(e['met']):<9} {e['shown']}" for e in data["essentials"]
     ]
@@ -280,6 +280,27 @@ def _placement_line(data: dict[str, Any]) -> list[str]:
     return [
         f"placement   cache lines shared by the two CPUs cost x{probes[0]:.2f} before, "
         f"x{probes[1]:.2f} after: {verdict}"
+    ]
+
+
+def _pool_lines(data: dict[str, Any]) -> list[str]:
+    """Whether the capture thread had CPU to spare (its sleeps) and how much of the copies'
+    pool the cache kept (docs/capture.md, "Model"); nothing for a run stored before either."""
+    from pcieperf.capture.fit import SLEPT_PER_S
+    from pcieperf.capture.pool import cold_share
+    from pcieperf.net.wire import FCS_BYTES
+
+    sleeps, pool, cache = (
+        data.get(k) for k in ("capture_sleeps_per_s", "pool_mbufs", "cache_bytes")
+    )
+    if sleeps is None or pool is None or cache is None:
+        return []
+    spare = "had CPU to spare" if sleeps >= SLEPT_PER_S else "never found its ring empty for long"
+    cold = float(cold_share(pool, data["frame_bytes"] - FCS_BYTES, cache))
+    return [
+        f"sleeps      the capture thread slept {sleeps:.1f} times/s: it {spare}",
+        f"pool        {pool} mbufs in a {cache / 2**20:.1f} MiB cache (probed): "
+        f"{100 * cold:.0f} % of a copy's lines cold when its mbuf comes round again",
     ]
 
 
