@@ -48,6 +48,7 @@ from pcieperf.capture.calibration import (
 from pcieperf.capture.flow import LIMITS, limited_by, solve
 from pcieperf.capture.model import (
     PCAPNG_EPB_BYTES,
+    captured_bytes,
     copy_costs,
     record_bytes,
     wakeup_loss,
@@ -102,7 +103,7 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     check_runs(runs)
     d = runs.copy()
     d["pkt"] = d["frame_bytes"].astype(float) - FCS_BYTES
-    d["cap"] = np.where(d["snaplen"] > 0, np.minimum(d["pkt"], d["snaplen"]), d["pkt"])
+    d["cap"] = captured_bytes(d["frame_bytes"].to_numpy(float), d["snaplen"].to_numpy())
     d["writer"] = np.where(d["tool"] == "pdump", "pdump", d["format"])
     options = pcapng_options(d) if options_bytes is None else options_bytes
     computed = np.where(
@@ -117,11 +118,17 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     d["cold"] = cold_bytes(
         d["pool"].to_numpy(float), d["cap"].to_numpy(float), _optional(d, "cache_bytes").to_numpy()
     )
-    d["slept"] = _optional(d, "capture_sleeps_per_s") >= SLEPT_PER_S  # NaN (not measured): no
+    d["slept"] = slept(_optional(d, "capture_sleeps_per_s").to_numpy())
     d["saturated"] = (1 - d["share"] > SATURATED) & ~d["slept"]
     d["prod_ns"] = (d["fwd_cpu_ns"] - d["fwd_cpu_ns_no_capture"]) / d["copies_per_packet"]
     d.attrs["pcapng_options_bytes"] = options
     return d
+
+
+def slept(sleeps_per_s: Array | float) -> NDArray[np.bool_]:
+    """Whether a capture thread that slept this often had CPU to spare (SLEPT_PER_S; NaN,
+    not measured: no)."""
+    return np.asarray(sleeps_per_s, dtype=np.float64) >= SLEPT_PER_S
 
 
 def _optional(d: pd.DataFrame, column: str) -> pd.Series:
@@ -312,7 +319,7 @@ def fit_wakeup(d: pd.DataFrame) -> Wakeup:
     if runs.empty:
         return Wakeup()
     lost = 1 - runs["share"].clip(upper=1)
-    ring = int(runs["ring_size"].mode().iloc[0]) if "ring_size" in runs else 0
+    ring = int(runs["ring_size"].mode().iloc[0])
     return Wakeup(float(lost.median()), float(lost.min()), float(lost.max()), ring, len(runs))
 
 

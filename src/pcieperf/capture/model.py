@@ -22,9 +22,14 @@ from itertools import product
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from pcieperf.capture.calibration import DEFAULT_CALIBRATION, CaptureCalibration, load_calibration
+from pcieperf.capture.calibration import (
+    DEFAULT_CALIBRATION,
+    CaptureCalibration,
+    Wakeup,
+    load_calibration,
+)
 from pcieperf.capture.flow import Flow, limited_by, solve
 from pcieperf.capture.model_text import model_table
 from pcieperf.capture.path import (
@@ -129,6 +134,13 @@ class CaptureSetup:
 # --- costs per packet ------------------------------------------------------------------------
 
 
+def captured_bytes(frame_bytes: ArrayLike, snaplen: ArrayLike) -> Array:
+    """Bytes a copy keeps of each frame: the mbuf holds the frame less its FCS, cut at
+    `snaplen` where one is set (0: all)."""
+    pkt = np.asarray(frame_bytes, dtype=np.float64) - FCS_BYTES
+    return np.where(np.asarray(snaplen) > 0, np.minimum(pkt, snaplen), pkt)
+
+
 def record_bytes(fmt: str, captured: Array, options_bytes: float) -> Array:
     """File bytes per record: pcap's header + data, or pcapng's EPB, padded data and options."""
     if fmt == "pcap":
@@ -187,7 +199,7 @@ def path_costs(
 ) -> Costs:
     """Each thread's cost per item at each frame size (incl. FCS) for `setup`'s design."""
     pkt = frames.astype(np.float64) - FCS_BYTES  # the mbuf holds the frame less its FCS
-    cap = pkt if setup.snaplen == 0 else np.minimum(pkt, setup.snaplen)
+    cap = captured_bytes(frames, setup.snaplen)
     fmt = setup.file_format
     rec = record_bytes(fmt, cap, cal.writes.pcapng_options_bytes)
     writer = writer_of(cal, setup, setup.sink)
@@ -279,10 +291,15 @@ OUTPUTS = (
 )
 
 
-def wakeup_loss(cal: CaptureCalibration, writer: str) -> float:
-    """The share of copies a consumer that keeps up loses on waking: the calibration's for
+def wakeup_of(cal: CaptureCalibration, writer: str) -> Wakeup:
+    """What a consumer that keeps up loses on waking: the calibration's wake-up loss for
     dpdk-dumpcap's writers, none for dpdk-pdump (it never sleeps)."""
-    return cal.wakeup.loss if writer in SLEEPING_WRITERS else 0.0
+    return cal.wakeup if writer in SLEEPING_WRITERS else Wakeup()
+
+
+def wakeup_loss(cal: CaptureCalibration, writer: str) -> float:
+    """The share of copies a consumer that keeps up loses on waking (`wakeup_of`)."""
+    return wakeup_of(cal, writer).loss
 
 
 def _corners(cal: CaptureCalibration, setup: CaptureSetup) -> list[tuple[float, ...]]:
@@ -293,9 +310,9 @@ def _corners(cal: CaptureCalibration, setup: CaptureSetup) -> list[tuple[float, 
     shares = (
         (0.0, setup.buffer_share, 1.0) if setup.design == "contiguous" else (setup.buffer_share,)
     )
-    sleeps = writer_of(cal, setup, setup.sink) in SLEEPING_WRITERS
-    losses = (cal.wakeup.loss_low, cal.wakeup.loss_high) if sleeps else (0.0,)
-    return list(product(*((b.low, b.high) for b in bands), shares, losses))
+    wakeup = wakeup_of(cal, writer_of(cal, setup, setup.sink))
+    losses = {wakeup.loss_low, wakeup.loss_high}  # one corner where they are one (pdump: 0)
+    return list(product(*((b.low, b.high) for b in bands), shares, sorted(losses)))
 
 
 @dataclass(frozen=True)
@@ -307,6 +324,7 @@ class CaptureRows:
     frame_bytes: Array
     values: dict[str, Array]
     limited_by: NDArray[np.str_]
+    saturated: NDArray[np.bool_]  # the consumer cannot write every copy (not its wake-ups)
     costs: Costs
     copies: float
 
@@ -381,6 +399,7 @@ def evaluate_capture(
         frame_bytes=nic.mean_frame_bytes,
         values=values,
         limited_by=limited_by(flow, consumer_cpu, sink_pps, offered, pcie),
+        saturated=flow.saturated,
         costs=costs,
         copies=setup.copies,
     )
@@ -517,8 +536,7 @@ def _rows(found: CaptureRows, setup: CaptureSetup) -> list[dict[str, object]]:
     v = found.values
     dropped = found.copies * v["fwd_pps"] - v["capture_pps"]  # copies per second the ring drops
     with np.errstate(divide="ignore"):
-        saturated = np.isin(found.limited_by, ("capture_cpu", "sink"))  # not wake-up losses
-        ring_s = np.where(saturated, setup.ring_size / dropped, np.nan)
+        ring_s = np.where(found.saturated, setup.ring_size / dropped, np.nan)
     columns = {
         "size": np.array([int(x) if x.isdecimal() else x for x in found.labels], dtype=object),
         "frame_bytes": found.frame_bytes,

@@ -286,17 +286,17 @@ def _placement_line(data: dict[str, Any]) -> list[str]:
 def _pool_lines(data: dict[str, Any]) -> list[str]:
     """Whether the capture thread had CPU to spare (its sleeps) and how much of the copies'
     pool the cache kept (docs/capture.md, "Model"); nothing for a run stored before either."""
-    from pcieperf.capture.fit import SLEPT_PER_S
+    from pcieperf.capture.fit import slept
+    from pcieperf.capture.model import captured_bytes
     from pcieperf.capture.pool import cold_share
-    from pcieperf.net.wire import FCS_BYTES
 
     sleeps, pool, cache = (
         data.get(k) for k in ("capture_sleeps_per_s", "pool_mbufs", "cache_bytes")
     )
     if sleeps is None or pool is None or cache is None:
         return []
-    spare = "had CPU to spare" if sleeps >= SLEPT_PER_S else "never found its ring empty for long"
-    cold = float(cold_share(pool, data["frame_bytes"] - FCS_BYTES, cache))
+    spare = "had CPU to spare" if slept(sleeps) else "never found its ring empty for long"
+    cold = float(cold_share(pool, captured_bytes(data["frame_bytes"], data["snaplen"]), cache))
     return [
         f"sleeps      the capture thread slept {sleeps:.1f} times/s: it {spare}",
         f"pool        {pool} mbufs in a {cache / 2**20:.1f} MiB cache (probed): "
