@@ -10,12 +10,12 @@ repeats=${2:-2}
 for _ in $(seq "$repeats"); do
     for frame in 64 128 256 512 1024 1500; do
         for sink in null tmpfs; do
-            pcieperf capture run --frame "$frame" --sink "$sink" --seconds 2 --db "$db" -q >/dev/null
+            pcieperf capture run --frame "$frame" --sink "$sink" --seconds 4 --db "$db" -q >/dev/null
         done
-        pcieperf capture run --frame "$frame" --capture-format pcap --seconds 2 --db "$db" -q >/dev/null
+        pcieperf capture run --frame "$frame" --capture-format pcap --seconds 4 --db "$db" -q >/dev/null
         for sink in null tmpfs; do
             pcieperf capture run --frame "$frame" --tool pdump --capture-format pcap --sink "$sink" \
-                --seconds 2 --db "$db" -q >/dev/null
+                --seconds 4 --db "$db" -q >/dev/null
         done
     done
 done

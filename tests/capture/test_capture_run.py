@@ -4,6 +4,7 @@ left behind (processes, hugetlbfs mounts, hugepages, EAL runtime folders, tempor
 also after SIGTERM. The runs assert relations, never speeds: the machine may be loaded."""
 
 import json
+import math
 import shutil
 import signal
 import subprocess
@@ -273,5 +274,30 @@ def test_mount_paths_with_spaces_are_unescaped():
 )
 def test_an_intervals_rate_cost_and_share_agree(packets, cpu_ns, seconds):
     # CPU ns per packet x packets per second = CPU ns per second (the share, in ns).
-    interval = run.Interval(run.Sample(0.0, 0, 0), run.Sample(seconds, packets, cpu_ns))
+    interval = run.Interval((run.Sample(0.0, 0, 0), run.Sample(seconds, packets, cpu_ns)))
     assert interval.pps * interval.cpu_ns_per_packet == pytest.approx(interval.cpu_share * 1e9)
+
+
+@given(
+    periods=st.lists(st.tuples(st.integers(1, 10**9), st.integers(1, 10**12)), min_size=2),
+    scale=st.floats(1.0, 10.0),
+)
+def test_an_intervals_spread_is_its_periods_cost_range(periods, scale):
+    # Periods of (packets, ns per packet): the spread is the costliest over the cheapest, 1 when
+    # every period costs the same, and never below 1.
+    samples, packets, cpu = [run.Sample(0.0, 0, 0)], 0, 0
+    for count, ns in periods:
+        packets, cpu = packets + count, cpu + count * ns
+        samples.append(run.Sample(float(len(samples)), packets, cpu))
+    spread = run.Interval(tuple(samples)).cpu_ns_spread
+    costs = [ns for _, ns in periods]
+    assert spread == pytest.approx(max(costs) / min(costs))
+    steady = [run.Sample(float(i), i * 100, round(i * 100 * scale)) for i in range(4)]
+    assert run.Interval(tuple(steady)).cpu_ns_spread == pytest.approx(1.0, rel=1e-2)
+
+
+def test_one_period_has_no_spread_and_steal_is_per_wall_second():
+    first, last = run.Sample(0.0, 0, 0, 0), run.Sample(2.0, 1000, 5000, 10**9)
+    interval = run.Interval((first, last))
+    assert math.isnan(interval.cpu_ns_spread)
+    assert interval.steal_share == pytest.approx(0.5)  # 1 s of the host's in 2 wall seconds

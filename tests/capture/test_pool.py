@@ -3,6 +3,7 @@ records beside it (capture.threads)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from subprocess import PIPE
@@ -98,3 +99,11 @@ def test_capture_show_says_whether_the_thread_slept_and_how_cold_the_pool_ran():
     lines = _pool_lines(row | {"frame_bytes": 1500.0, "snaplen": 128})
     assert ": 0 % of a copy's lines cold" in lines[1]
     assert _pool_lines({"frame_bytes": 64.0, "snaplen": 0}) == []  # stored before either
+
+
+def test_steal_is_read_from_the_cpu_line_in_ns(tmp_path):
+    # proc(5): the "cpu" line's 8th number is steal, in USER_HZ ticks (sysconf SC_CLK_TCK)
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  6442644 6992 981619 5315758 33958 0 6482 40884 0 0\ncpu0 1 2 3\n")
+    assert threads.steal_ns(stat) == 40884 * 10**9 // os.sysconf("SC_CLK_TCK")
+    assert threads.steal_ns(tmp_path / "none") == 0

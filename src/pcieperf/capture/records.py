@@ -107,6 +107,9 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "fwd_cpu_ns": result.during.cpu_ns_per_packet,
         "fwd_cpu_share_no_capture": result.baseline.cpu_share,
         "fwd_cpu_share": result.during.cpu_share,
+        "fwd_cpu_ns_spread_no_capture": result.baseline.cpu_ns_spread,
+        "fwd_cpu_ns_spread": result.during.cpu_ns_spread,
+        "steal_cpu_share": result.during.steal_share,
         "copies": tool.counts.received,
         "copies_counted": cfg.tool == "dumpcap",  # pdump's are inferred from the rate
         "dropped": tool.counts.dropped,

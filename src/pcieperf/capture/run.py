@@ -13,6 +13,7 @@ published removed, hugepages unmounted and their count restored.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -108,20 +109,30 @@ class CaptureConfig:
 
 @dataclass(frozen=True)
 class Sample:
-    """One statistics block: when it arrived, testpmd's cumulative Rx packets, and the CPU ns
-    the forwarding lcores had run by then."""
+    """One statistics block: when it arrived, testpmd's cumulative Rx packets, the CPU ns
+    the forwarding lcores had run by then, and the host's steal so far (all CPUs, ns)."""
 
     t: float
     packets: int
     cpu_ns: int
+    steal_ns: int = 0
 
 
 @dataclass(frozen=True)
 class Interval:
-    """Forwarding between two statistics blocks."""
+    """Forwarding over consecutive statistics blocks (two or more): its periods in between."""
 
-    first: Sample
-    last: Sample
+    samples: tuple[Sample, ...]
+
+    @property
+    def first(self) -> Sample:
+        """The block the interval starts at."""
+        return self.samples[0]
+
+    @property
+    def last(self) -> Sample:
+        """The block the interval ends at."""
+        return self.samples[-1]
 
     @property
     def pps(self) -> float:
@@ -131,13 +142,31 @@ class Interval:
     @property
     def cpu_ns_per_packet(self) -> float:
         """CPU ns the forwarding lcores spent per forwarded packet."""
-        packets = self.last.packets - self.first.packets
-        return (self.last.cpu_ns - self.first.cpu_ns) / packets if packets else float("nan")
+        return _ns_per_packet(self.first, self.last)
+
+    @property
+    def cpu_ns_spread(self) -> float:
+        """The costliest period's CPU ns per packet over the cheapest's: near 1 when the
+        forwarding ran alike throughout, more when its CPUs changed under it (NaN: one period)."""
+        costs = [_ns_per_packet(a, b) for a, b in itertools.pairwise(self.samples)]
+        costs = [c for c in costs if c > 0]
+        return max(costs) / min(costs) if len(costs) >= 2 else float("nan")
 
     @property
     def cpu_share(self) -> float:
         """CPUs the forwarding lcores had: their CPU seconds per wall second."""
         return (self.last.cpu_ns - self.first.cpu_ns) / 1e9 / (self.last.t - self.first.t)
+
+    @property
+    def steal_share(self) -> float:
+        """CPUs the host took from this machine meanwhile (steal seconds per wall second)."""
+        return (self.last.steal_ns - self.first.steal_ns) / 1e9 / (self.last.t - self.first.t)
+
+
+def _ns_per_packet(first: Sample, last: Sample) -> float:
+    """CPU ns per packet between two blocks (NaN: none forwarded)."""
+    packets = last.packets - first.packets
+    return (last.cpu_ns - first.cpu_ns) / packets if packets else float("nan")
 
 
 @dataclass(frozen=True)
@@ -221,12 +250,13 @@ class _Primary(_Watched):
             self._sample()
 
     def _sample(self) -> None:
-        """Rx packets of the block just read, and the forwarding lcores' CPU time now."""
+        """Rx packets of the block just read, the forwarding lcores' CPU time and the
+        host's steal now."""
         if not self._workers:
             self._workers = threads.worker_threads(self.proc.pid)
         packets = sum(p.nic_rx_packets for p in self.parsed.ports.values())
         cpu = threads.cpu_ns(self.proc.pid, self._workers)
-        self.samples.append(Sample(time.monotonic(), packets, cpu))
+        self.samples.append(Sample(time.monotonic(), packets, cpu, threads.steal_ns()))
 
     def check_alive(self) -> None:
         """A primary that exited on its own ends the run, with its reason."""
@@ -477,7 +507,7 @@ def _measure_baseline(primary: _Primary, seconds: float, tick: Tick | None) -> I
         return len(samples) >= 3 and samples[-1].t - samples[1].t >= seconds
 
     _wait_for("forwarding", enough, testpmd.deadline_s(seconds), tick, primary.check_alive)
-    return Interval(samples[1], samples[-1])
+    return Interval(tuple(samples[1:]))
 
 
 def _measure_capture(
@@ -502,7 +532,7 @@ def _measure_capture(
         return len(samples) - first >= 2 and samples[-1].t - start >= seconds
 
     _wait_for("capturing", enough, testpmd.deadline_s(seconds), tick, watch)
-    during = Interval(samples[first], samples[-1])
+    during = Interval(tuple(samples[first:]))
     tool.proc.send_signal(signal.SIGINT)
     _wait_for("capture stop", tool.exited, STOP_DEADLINE_S, tick)  # testpmd may crash now
     wall, harness = time.monotonic() - start, time.process_time() - harness

@@ -4,6 +4,7 @@ packet, not wall-clock rates (proc(5): /proc/PID/task/TID/schedstat, /proc/PID/i
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,20 @@ def sleeps(pid: int) -> int:
         return 0
     found = re.search(r"^voluntary_ctxt_switches:\s*([0-9]+)", status, re.MULTILINE)
     return int(found.group(1)) if found else 0
+
+
+PROC_STAT = Path("/proc/stat")
+STEAL_FIELD = 8  # of the "cpu" line: user nice system idle iowait irq softirq steal (proc(5))
+
+
+def steal_ns(stat: Path = PROC_STAT) -> int:
+    """The time the hypervisor ran something else while this machine's CPUs wanted to run
+    (proc(5) /proc/stat `steal`, all CPUs, in ns); 0 where the kernel does not count it."""
+    try:
+        fields = stat.read_text().split("\n", 1)[0].split()
+        return int(fields[STEAL_FIELD]) * 10**9 // os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 CPU0_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")

@@ -56,6 +56,9 @@ CAPTURE_RUN_COLUMNS = {
     "llc_bytes": "BIGINT",
     "cache_bytes": "BIGINT",
     "capture_sleeps_per_s": "DOUBLE",
+    "fwd_cpu_ns_spread_no_capture": "DOUBLE",
+    "fwd_cpu_ns_spread": "DOUBLE",
+    "steal_cpu_share": "DOUBLE",
 }
 """The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
 start time (pcieperf.capture.records builds the rows)."""
