@@ -24,6 +24,7 @@ __all__ = [
     "bench_addresses",
     "port_misses",
     "port_simulate",
+    "round_trip_ns",
     "shared_store_slowdown",
     "simulate",
     "split_aligned",
@@ -72,6 +73,9 @@ def port_simulate(
     params: Mapping[str, Any], classes: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
     """A DPDK port's DMA stream played through device, link and IOMMU: counts and busy times."""
+
+def round_trip_ns(first: int, second: int, bursts: int, trips: int) -> float:
+    """Median wall ns per round trip of one cache line between two CPUs (NaN: no answer)."""
 
 def shared_store_slowdown(first: int, second: int, stores: int) -> float:
     """CPU ns per store with two CPUs storing into one buffer over one CPU alone."""

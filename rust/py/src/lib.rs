@@ -192,6 +192,20 @@ fn shared_store_slowdown(
         .map_err(to_py_err)
 }
 
+/// Wall ns per round trip of one cache line between CPUs `first` and `second`: the median of
+/// `bursts` bursts of `trips` (NaN when the second CPU did not answer; see `cores`).
+#[pyfunction]
+fn round_trip_ns(
+    py: Python<'_>,
+    first: usize,
+    second: usize,
+    bursts: u32,
+    trips: u32,
+) -> PyResult<f64> {
+    py.detach(|| cores::round_trip_ns([first, second], bursts, trips))
+        .map_err(to_py_err)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -204,6 +218,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(port_misses, m)?)?;
     m.add_function(wrap_pyfunction!(port_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(shared_store_slowdown, m)?)?;
+    m.add_function(wrap_pyfunction!(round_trip_ns, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_read, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_merge, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_convert, m)?)?;

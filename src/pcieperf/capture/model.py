@@ -89,25 +89,35 @@ class CaptureSetup:
     cache_mib: float | None = None  # None: what the calibration's runs measured
 
     def __post_init__(self) -> None:
-        require_choice("design", self.design, DESIGNS)
-        require_choice("direction", self.direction, tuple(DIRECTIONS))
+        require_choice(param("design"), self.design, DESIGNS)
+        require_choice(param("direction"), self.direction, tuple(DIRECTIONS))
         if self.format is not None:
-            require_choice("format", self.format, FORMATS)
+            require_choice(param("file_format"), self.format, FORMATS)
         if self.design == "per-packet" and self.format == "pcapng":
-            raise UsageError("design per-packet is libpcap's pcap_dump: format pcap only")
+            raise UsageError(
+                f"{param('design')} per-packet is libpcap's pcap_dump: {param('file_format')} "
+                "pcap only"
+            )
         for name in ("fwd_lcores", "capture_cores", "ports", "capture_ports", "ring_size"):
-            require_positive(name, getattr(self, name))
+            require_positive(param(name), getattr(self, name))
         for name in ("pool_mbufs", "cache_mib"):
             if getattr(self, name) is not None:
-                require_positive(name, getattr(self, name))
+                require_positive(param(name), getattr(self, name))
         if self.capture_ports > self.ports:
-            raise UsageError(f"capture_ports {self.capture_ports} is more than ports {self.ports}")
+            raise UsageError(
+                f"{param('capture_ports')} {self.capture_ports} is more than "
+                f"{param('ports')} {self.ports}"
+            )
         if self.sink_gbps is not None:
-            require_positive("sink_gbps", self.sink_gbps)
+            require_positive(param("sink_gbps"), self.sink_gbps)
         if not (isinstance(self.snaplen, int) and self.snaplen >= 0):
-            raise UsageError(f"snaplen {self.snaplen!r} is not allowed; use bytes >= 0 (0: all)")
+            raise UsageError(
+                f"{param('snaplen')} {self.snaplen!r} is not allowed; use bytes >= 0 (0: all)"
+            )
         if not 0 <= self.buffer_share <= 1:
-            raise UsageError(f"buffer_share {self.buffer_share!r} is not allowed; use 0 to 1")
+            raise UsageError(
+                f"{param('buffer_share')} {self.buffer_share!r} is not allowed; use 0 to 1"
+            )
 
     @property
     def file_format(self) -> str:
@@ -451,7 +461,7 @@ def capture_model(
         capture_cores, snaplen, ring_size, buffer_share, pool_mbufs, cache_mib,
     )  # fmt: skip
     if fwd_ns is not None:
-        require_positive("fwd_ns", fwd_ns)
+        require_positive(param("fwd_ns"), fwd_ns)
     fwd_from = "given (fwd_ns)" if fwd_ns is not None else "calibration"
     if from_run is not None:
         if fwd_ns is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import os
+import threading
+import time
 from typing import TYPE_CHECKING
 
 from pcieperf import _native
@@ -31,6 +33,46 @@ def cross_cpu_slowdown() -> float:
     (1.0: sharing lines costs nothing)."""
     first, second = run_cpus()
     return _native.core().shared_store_slowdown(first, second, PROBE_STORES)
+
+
+ROUND_TRIP_BURSTS = 21  # bursts per probe: the median ignores those a CPU was taken away in
+ROUND_TRIPS = 50  # per burst: ~2.5 us near, ~25 us far; a probe holds both CPUs ~0.1-1 ms
+
+
+def round_trip_ns() -> float:
+    """Wall ns per round trip of a cache line between the run's two CPUs now, also while busy
+    threads hold them (NaN: the second CPU did not answer)."""
+    first, second = run_cpus()
+    return _native.core().round_trip_ns(first, second, ROUND_TRIP_BURSTS, ROUND_TRIPS)
+
+
+ROUND_TRIP_PERIOD_S = 0.5  # a probe each: ~0.05 % of the two CPUs' time
+
+
+class RoundTripSampler:
+    """`round_trip_ns` every half second on a thread of its own while a run forwards (the
+    probes before and after it see idle CPUs only), each value kept with its monotonic time."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._probe, daemon=True)
+        self._thread.start()
+
+    def _probe(self) -> None:
+        while not self._stopped.wait(ROUND_TRIP_PERIOD_S):
+            self.samples.append((time.monotonic(), round_trip_ns()))
+
+    def stop(self) -> None:
+        """Stop probing (after the probe under way, if any)."""
+        self._stopped.set()
+        self._thread.join()
+
+    def worst(self, start: float, end: float) -> float:
+        """The highest round trip probed between monotonic times `start` and `end` (NaN: none
+        answered): a window in which the CPUs moved apart shows their far value."""
+        found = [ns for t, ns in self.samples if start <= t <= end and math.isfinite(ns)]
+        return max(found, default=math.nan)
 
 
 PROBES = ("cross_cpu_slowdown_before", "cross_cpu_slowdown_after")

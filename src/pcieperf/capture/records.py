@@ -110,6 +110,8 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "fwd_cpu_ns_spread_no_capture": result.baseline.cpu_ns_spread,
         "fwd_cpu_ns_spread": result.during.cpu_ns_spread,
         "steal_cpu_share": result.during.steal_share,
+        "round_trip_ns_no_capture": result.round_trip_ns[0],
+        "round_trip_ns": result.round_trip_ns[1],
         "copies": tool.counts.received,
         "copies_counted": cfg.tool == "dumpcap",  # pdump's are inferred from the rate
         "dropped": tool.counts.dropped,

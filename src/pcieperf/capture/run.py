@@ -198,6 +198,7 @@ class CaptureResult:
     crashed: bool
     cross_cpu_slowdown: tuple[float, float]  # placement's probe before and after the run
     cache_bytes: int  # the cache a pool keeps (capture.pool's probe), before and after: mean
+    round_trip_ns: tuple[float, float]  # the worst line round trip alone and while capturing
     file: Path | None = None
     file_stats: dict = field(default_factory=dict)
 
@@ -327,6 +328,8 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
             cache_before = effective_cache_bytes()
             primary = _Primary(_primary_command(cfg, binaries["testpmd"], prefix, huge, pool))
             stack.callback(primary.stop)
+            round_trips = placement.RoundTripSampler()
+            stack.callback(round_trips.stop)
             target = _target(cfg, prefix)
             if target != NULL_SINK:  # a file of the run's own, removed unless published
                 stack.callback(target.unlink, missing_ok=True)
@@ -336,6 +339,7 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
             stack.callback(tool.kill)
             during, tool_interval = _measure_capture(primary, tool, cfg.seconds, tick)
             crashed = primary.stop()
+            round_trips.stop()
             probed = (probed_before, placement.cross_cpu_slowdown())
             cache = (cache_before + effective_cache_bytes()) // 2
             result = CaptureResult(
@@ -349,12 +353,18 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
                 crashed,
                 probed,
                 cache,
+                (_worst(round_trips, baseline), _worst(round_trips, during)),
             )
             _finish_file(result, target)
         finally:
             with interrupts.signals_held():
                 stack.close()
     return result
+
+
+def _worst(round_trips: placement.RoundTripSampler, interval: Interval) -> float:
+    """The highest cache-line round trip probed during `interval`."""
+    return round_trips.worst(interval.first.t, interval.last.t)
 
 
 def _recover() -> None:

@@ -59,6 +59,8 @@ CAPTURE_RUN_COLUMNS = {
     "fwd_cpu_ns_spread_no_capture": "DOUBLE",
     "fwd_cpu_ns_spread": "DOUBLE",
     "steal_cpu_share": "DOUBLE",
+    "round_trip_ns_no_capture": "DOUBLE",
+    "round_trip_ns": "DOUBLE",
 }
 """The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
 start time (pcieperf.capture.records builds the rows)."""
