@@ -15,6 +15,7 @@ from pcieperf.capture.flow import limited_by, solve
 from pcieperf.capture.model import CaptureSetup, record_bytes
 from pcieperf.errors import UsageError
 from tests.capture.model_synthetic import TRUE, synthetic_runs
+from tests.helpers.cli import run_cli
 
 # The first measurements (a loaded 2-core VM, DPDK 22.11): forwarding 7.5 ns per packet,
 # 28.5 + 0.019 x len ns per copy + 73 ns per copy delivered, dumpcap 107 + 0.028 x (len + 48)
@@ -116,13 +117,13 @@ def test_record_bytes_follow_the_formats():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"design": "batch"}, "design 'batch' is not allowed"),
-        ({"design": "per-packet", "format": "pcapng"}, "format pcap only"),
-        ({"capture_ports": 3}, "capture_ports 3 is more than ports 2"),
-        ({"snaplen": -1}, "snaplen -1 is not allowed"),
-        ({"buffer_share": 1.5}, "buffer_share 1.5 is not allowed"),
-        ({"fwd_lcores": 0}, "fwd_lcores 0 is not allowed"),
-        ({"direction": "up"}, "direction 'up' is not allowed"),
+        ({"design": "batch"}, "`design` 'batch' is not allowed"),
+        ({"design": "per-packet", "format": "pcapng"}, "`file_format` pcap only"),
+        ({"capture_ports": 3}, "`capture_ports` 3 is more than `ports` 2"),
+        ({"snaplen": -1}, "`snaplen` -1 is not allowed"),
+        ({"buffer_share": 1.5}, "`buffer_share` 1.5 is not allowed"),
+        ({"fwd_lcores": 0}, "`fwd_lcores` 0 is not allowed"),
+        ({"direction": "up"}, "`direction` 'up' is not allowed"),
     ],
 )
 def test_bad_setups_are_named(options, message):
@@ -237,3 +238,20 @@ def test_the_forwarding_cost_can_come_from_a_stored_run(tmp_path):
         pp.capture_model(sizes=[64], from_run=run_id, fwd_ns=10, db=db)
     with pytest.raises(UsageError, match=f"no capture run {run_id + 1} in"):
         pp.capture_model(sizes=[64], from_run=run_id + 1, db=db)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--cache-mib", "-1"], "--cache-mib -1.0 is not allowed"),
+        (["--capture-ports", "3"], "--capture-ports 3 is more than --ports 2"),
+        (["--sink-gbps", "0"], "--sink-gbps 0.0 is not allowed"),
+        (["--fwd-ns", "-3"], "--fwd-ns -3.0 is not allowed"),
+    ],
+)
+def test_the_cli_names_its_flags_in_the_models_checks(capsys, argv, message):
+    # a value argparse accepts but the model refuses: one line in the CLI's words, exit 2
+    code, out, err = run_cli(capsys, "capture", "model", *argv)
+    assert (code, out) == (2, "")
+    assert err == f"pcieperf: error: {message}" + err.split(message, 1)[1]
+    assert len(err.splitlines()) == 1

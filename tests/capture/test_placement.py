@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcieperf.capture import placement
-from pcieperf.capture.calibration import capture_calibrate, load_calibration
+from pcieperf.capture.calibration import capture_calibrate, load_calibration, runs_file
 from tests.capture.model_synthetic import synthetic_runs
 from tests.helpers import TESTS_DATA
 
@@ -117,3 +118,51 @@ def test_the_probe_splits_real_runs_and_the_far_placement_costs_more():
         per_copy[at_256 & runs.index.isin(far.index)].min()
         > 2 * per_copy[at_256 & runs.index.isin(near.index)].max()
     )
+
+
+def test_the_in_run_round_trip_decides_where_a_run_has_it():
+    # Run 0: probes near, round trip far while capturing (the host moved the CPUs between
+    # the probes); run 1: probes far, round trip near; run 2: stored before the round trip.
+    runs = _probed(synthetic_runs().iloc[:3], ([1.1, 5.0, 1.2], [1.2, 5.5, 1.3]))
+    runs["round_trip_ns"] = [430.0, 50.0, math.nan]
+    assert placement.in_placement(runs, 3.0, 150.0).tolist() == [False, True, True]
+    # the probes before and after split only the runs without a round trip: here one run
+    assert placement.placement_limit(runs) == math.inf
+
+
+SHIPPED_RUNS = runs_file(Path(load_calibration().path))
+
+
+def test_the_round_trip_splits_the_shipped_runs_and_the_far_ones_cost_more():
+    import pandas as pd
+
+    runs = pd.read_csv(SHIPPED_RUNS, keep_default_na=False, na_values=["", "NaN", "nan"])
+    # The shipped calibration's 90 runs (2026-11-28, 12:00-12:26 UTC): round trips of 46-62 ns
+    # in one placement and 393-465 ns in the other, nothing between.
+    limit = placement.round_trip_limit(runs)
+    assert 62 < limit < 393
+    near = placement.in_placement(runs, math.inf, limit)
+    assert near.sum() == len(load_calibration().meta.runs)
+    # dumpcap pcapng into /dev/null hands each copy over on the forwarding lcore: per copy it
+    # cost 36-40 ns near (runs 1, 31, 36, 66 at 64-128 B) and 71-111 ns far (runs 6, 61)
+    per_copy = (runs["fwd_cpu_ns"] - runs["fwd_cpu_ns_no_capture"]) / runs["copies_per_packet"]
+    small = (runs["format"] == "pcapng") & (runs["sink"] == "null") & (runs["frame_bytes"] <= 128)
+    assert per_copy[small & ~near].median() > 1.5 * per_copy[small & near].median()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the probe needs two CPUs")
+def test_the_round_trip_probe_answers_and_leaves_this_process_where_it_was():
+    allowed = os.sched_getaffinity(0)
+    ns = placement.round_trip_ns()
+    # a line moving between two CPUs takes tens of ns at least (NaN: the other CPU never ran)
+    assert math.isnan(ns) or ns > 1.0
+    assert os.sched_getaffinity(0) == allowed
+
+
+def test_a_windows_worst_round_trip_is_its_highest_answer():
+    sampler = placement.RoundTripSampler()
+    sampler.stop()  # before its first probe: what it holds is the test's
+    sampler.samples = [(1.0, 50.0), (2.0, 430.0), (3.0, math.nan), (4.0, 52.0)]
+    assert sampler.worst(0.5, 1.5) == 50.0
+    assert sampler.worst(0.5, 4.5) == 430.0
+    assert sampler.worst(2.5, 3.5) != sampler.worst(2.5, 3.5)  # only NaN: no answer

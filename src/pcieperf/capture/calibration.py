@@ -133,6 +133,7 @@ class Meta:
     placement_max_slowdown: float = math.inf
     other_placement_runs: list[int] = field(default_factory=list)
     cache_bytes: int = 0  # the cache a pool kept in the runs (their probe's median; 0: unknown)
+    placement_max_round_trip_ns: float = math.inf  # the in-run probe's limit (inf: none)
 
 
 @dataclass(frozen=True)
@@ -275,6 +276,7 @@ class _Checker:
             self.limit(table, "placement_max_slowdown"),
             self.ids(table, "other_placement_runs"),
             int(self.number({"cache_bytes": 0} | table, "cache_bytes", "meta", 0, 2**40)),
+            self.limit(table, "placement_max_round_trip_ns"),
         )
 
     def wakeup(self, table: object) -> Wakeup:
@@ -436,14 +438,18 @@ def capture_calibrate(
     require_new_file(runs_file(out), rewrite_runs)
     table = stored_runs(runs, db=db, csv=csv)
     where = measured_on or machine_kind()
-    limit = placement.placement_limit(table)
-    near = placement.in_placement(table, limit)
+    limit, round_trip = placement.placement_limit(table), placement.round_trip_limit(table)
+    near = placement.in_placement(table, limit, round_trip)
     fitted = fit.fit(table[near], where)
     held = fit.leave_one_size_out(table[near], where)
     judged = fit.judgement(held) | fit.other_placement(fitted, table[~near])
     others = sorted(int(r) for r in table.loc[~near, "run_id"])
     meta = replace(
-        fitted.meta, loso=judged, placement_max_slowdown=limit, other_placement_runs=others
+        fitted.meta,
+        loso=judged,
+        placement_max_slowdown=limit,
+        other_placement_runs=others,
+        placement_max_round_trip_ns=round_trip,
     )
     cal = replace(fitted, meta=meta, path=str(out))
     write_text(runs_file(out), table.to_csv(index=False), rewrite_runs)
@@ -512,9 +518,18 @@ def _placement_lines(meta: Meta) -> list[str]:
     if not meta.other_placement_runs:
         return []
     ratio = meta.loso.get("other_placement_penalty_ratio", math.nan)
+    limits = [
+        f"a cache line's round trip between them above {limit:.0f} ns while capturing"
+        for limit in [meta.placement_max_round_trip_ns]
+        if math.isfinite(limit)
+    ] + [
+        f"shared cache lines more than {limit:.2f}x slower than alone before or after"
+        for limit in [meta.placement_max_slowdown]
+        if math.isfinite(limit)
+    ]
     return [
-        f"  left out: {len(meta.other_placement_runs)} runs whose CPUs shared cache lines more "
-        f"than {meta.placement_max_slowdown:.2f}x slower than alone (another placement: "
+        f"  left out: {len(meta.other_placement_runs)} runs whose CPUs had "
+        f"{' or '.join(limits) or 'another placement'} (another placement: "
         f"docs/capture.md#placement); their forwarding penalty was {ratio:.2f}x the fit's"
     ]
 

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 from pcieperf import _native
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
+    from numpy.typing import NDArray
 
 PROBE_STORES = 4_000_000  # per loop and CPU: ~4 ms alone here, at most ~40 ms far apart
 
@@ -83,14 +85,17 @@ geometric means differ by this factor or more: within one placement they spread 
 3.5-4.5x apart (docs/capture.md, "Placement")."""
 
 
-def placement_limit(runs: pd.DataFrame) -> float:
-    """The highest probe value of the nearer placement among `runs`: the geometric middle of
-    the widest jump between consecutive sorted probe values, when the values below and above
-    it differ by SPLIT_RATIO or more (geometric means); infinity when the runs show one
-    placement only (or were not probed)."""
-    import numpy as np  # here: `capture run` imports this module for the probe alone
+ROUND_TRIP = "round_trip_ns"
+"""The in-run probe of a stored run: the worst round trip while capturing. Where a run has it,
+it decides the run's placement; the probes before and after decide only for older runs."""
 
-    values = runs.reindex(columns=list(PROBES)).to_numpy(float).ravel()
+
+def _split(values: NDArray[np.float64]) -> float:
+    """The highest value of the lower group: the geometric middle of the widest jump between
+    consecutive sorted values, when the values below and above it differ by SPLIT_RATIO or
+    more (geometric means); infinity when they form one group (or are fewer than two)."""
+    import numpy as np  # here: `capture run` imports this module for the probes alone
+
     logs = np.sort(np.log(values[np.isfinite(values) & (values > 0)]))
     if len(logs) < 2:
         return math.inf
@@ -101,8 +106,28 @@ def placement_limit(runs: pd.DataFrame) -> float:
     return float(math.exp((logs[widest] + logs[widest + 1]) / 2))
 
 
-def in_placement(runs: pd.DataFrame, limit: float) -> pd.Series:
-    """Runs whose probes before and after both stay within `limit` (a run not probed counts as
-    within: nothing says otherwise)."""
+def _round_trips(runs: pd.DataFrame) -> pd.Series:
+    """Each run's in-run round trip (NaN: a run stored before the probe, or none answered)."""
+    return runs.reindex(columns=[ROUND_TRIP])[ROUND_TRIP].astype(float)
+
+
+def placement_limit(runs: pd.DataFrame) -> float:
+    """The highest before-and-after probe value of the nearer placement among the `runs` that
+    have no in-run round trip (`_split`); infinity for one placement (or no such runs)."""
+    older = runs[_round_trips(runs).isna()]
+    return _split(older.reindex(columns=list(PROBES)).to_numpy(float).ravel())
+
+
+def round_trip_limit(runs: pd.DataFrame) -> float:
+    """The highest in-run round trip (ns) of the nearer placement among `runs` (`_split`)."""
+    return _split(_round_trips(runs).to_numpy(float))
+
+
+def in_placement(runs: pd.DataFrame, limit: float, round_trip_ns: float = math.inf) -> pd.Series:
+    """Runs whose in-run round trip stays within `round_trip_ns`, or, without one, whose
+    probes before and after both stay within `limit` (a run not probed counts as within:
+    nothing says otherwise)."""
+    trips = _round_trips(runs)
     probes = runs.reindex(columns=list(PROBES)).astype(float)
-    return (probes.isna() | (probes <= limit)).all(axis=1)
+    by_probes = (probes.isna() | (probes <= limit)).all(axis=1)
+    return by_probes.where(trips.isna(), trips <= round_trip_ns)

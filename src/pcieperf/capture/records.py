@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pcieperf.capture import threads, tools
-from pcieperf.capture.placement import PROBES
+from pcieperf.capture.placement import PROBES, ROUND_TRIP
 from pcieperf.capture.run import COPIES_PER_PACKET, CaptureConfig, CaptureResult
 from pcieperf.measure.records import open_store
 from pcieperf.net.trace.statistics import stats_files
@@ -268,24 +268,37 @@ def _text(data: dict[str, Any]) -> str:
 
 
 def _placement_line(data: dict[str, Any]) -> list[str]:
-    """The placement probe's values, against the shipped calibration's placement."""
+    """Where the host had the two CPUs, by the in-run round trip or, for a run stored before
+    it, the probes before and after: against the shipped calibration's placement."""
     from pcieperf.capture.calibration import load_calibration
 
-    found = [data.get(key) for key in PROBES]
-    probes: list[float] = [p for p in found if p is not None and math.isfinite(p)]
-    if len(probes) < len(found):
-        return []  # a run stored before the probe existed
-    limit = load_calibration().meta.placement_max_slowdown
+    meta = load_calibration().meta
+    trips = _finite(data, ("round_trip_ns_no_capture", ROUND_TRIP))
+    probes = _finite(data, PROBES)
+    if trips:
+        shown = f"a cache line's round trip between the two CPUs took {trips[0]:.0f} ns alone, "
+        found, limit = f"{trips[1]:.0f} ns while capturing", meta.placement_max_round_trip_ns
+        judged = trips[1]  # the window whose costs are compared, as `capture calibrate` does
+    elif probes:
+        shown = f"cache lines shared by the two CPUs cost x{probes[0]:.2f} before, "
+        found, limit = f"x{probes[1]:.2f} after", meta.placement_max_slowdown
+        judged = max(probes)
+    else:
+        return []  # a run stored before the probes existed
     verdict = (
         "the calibration's placement"
-        if max(probes) <= limit
+        if judged <= limit
         else "another placement than the calibration's: its costs per packet are not "
         "comparable (docs/capture.md#placement)"
     )
-    return [
-        f"placement   cache lines shared by the two CPUs cost x{probes[0]:.2f} before, "
-        f"x{probes[1]:.2f} after: {verdict}"
-    ]
+    return [f"placement   {shown}{found}: {verdict}"]
+
+
+def _finite(data: dict[str, Any], keys: tuple[str, ...]) -> list[float]:
+    """The values of `keys`, or none when one is missing or not finite."""
+    values = [data.get(key) for key in keys]
+    found = [float(v) for v in values if v is not None and math.isfinite(v)]
+    return found if len(found) == len(keys) else []
 
 
 def _pool_lines(data: dict[str, Any]) -> list[str]:
