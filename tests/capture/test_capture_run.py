@@ -5,6 +5,7 @@ also after SIGTERM. The runs assert relations, never speeds: the machine may be 
 
 import json
 import math
+import os
 import shutil
 import signal
 import subprocess
@@ -111,6 +112,11 @@ def test_a_capture_to_dev_null_measures_the_tool_but_not_the_file(tmp_path, noth
     assert got["bytes_per_record"] > 124
     assert got["file_packets"] is None
     assert [e["met"] for e in got["essentials"][:2]] == [False, None]
+    # A line moving between two CPUs takes tens of ns (46-465 here); the probe answers while
+    # both CPUs are busy because its threads run at SCHED_FIFO (capture run runs as root).
+    assert got["round_trip_ns_no_capture"] > 1
+    assert got["round_trip_ns"] > 1
+    assert 0 <= got["steal_cpu_share"] <= len(os.sched_getaffinity(0))
 
 
 @needs_dpdk
