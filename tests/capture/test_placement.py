@@ -79,6 +79,11 @@ def test_calibrate_fits_one_placement_and_reports_the_other(tmp_path):
     assert cal.meta.other_placement_runs == sorted(runs.loc[far, "run_id"])
     assert 1.2 < cal.meta.placement_max_slowdown < 3.8
     assert result["loso"]["other_placement_penalty_ratio"] == pytest.approx(3, rel=0.1)
+    assert result["placement"] == {
+        "max_round_trip_ns": None,  # no run has an in-run round trip
+        "max_slowdown": cal.meta.placement_max_slowdown,
+        "other_placement_runs": cal.meta.other_placement_runs,
+    }
     assert result["loso"]["penalty_mape_pct_all"] < 15
 
 

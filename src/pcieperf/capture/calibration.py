@@ -468,8 +468,18 @@ def capture_calibrate(
         "not_separable": cal.meta.not_separable,
         "loso": judged,
         "held_out": held.to_dict("records"),
+        "placement": {
+            "max_round_trip_ns": _limit(meta.placement_max_round_trip_ns),
+            "max_slowdown": _limit(meta.placement_max_slowdown),
+            "other_placement_runs": others,
+        },
     }
     return Report(payload, _calibration_text(cal, held))
+
+
+def _limit(value: float) -> float | None:
+    """A placement limit for JSON: null where the runs showed one placement (inf)."""
+    return value if math.isfinite(value) else None
 
 
 def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
