@@ -75,7 +75,8 @@ def port_simulate(
     """A DPDK port's DMA stream played through device, link and IOMMU: counts and busy times."""
 
 def round_trip_ns(first: int, second: int, bursts: int, trips: int) -> float:
-    """Median wall ns per round trip of one cache line between two CPUs (NaN: no answer)."""
+    """Median wall ns per round trip of one cache line between two CPUs (NaN: no answer,
+    or no real-time priority)."""
 
 def shared_store_slowdown(first: int, second: int, stores: int) -> float:
     """CPU ns per store with two CPUs storing into one buffer over one CPU alone."""

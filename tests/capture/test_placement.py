@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from pcieperf.capture import placement
 from pcieperf.capture.calibration import capture_calibrate, load_calibration, runs_file
+from pcieperf.capture.records import _placement_line
 from tests.capture.model_synthetic import synthetic_runs
 from tests.helpers import TESTS_DATA
 
@@ -131,8 +132,8 @@ def test_the_in_run_round_trip_decides_where_a_run_has_it():
     runs = _probed(synthetic_runs().iloc[:3], ([1.1, 5.0, 1.2], [1.2, 5.5, 1.3]))
     runs["round_trip_ns"] = [430.0, 50.0, math.nan]
     assert placement.in_placement(runs, 3.0, 150.0).tolist() == [False, True, True]
-    # the probes before and after split only the runs without a round trip: here one run
-    assert placement.placement_limit(runs) == math.inf
+    # every run's probes find the split, though they decide only for run 2
+    assert 1.3 < placement.placement_limit(runs) < 5.0
 
 
 SHIPPED_RUNS = runs_file(Path(load_calibration().path))
@@ -165,9 +166,30 @@ def test_the_round_trip_probe_answers_and_leaves_this_process_where_it_was():
 
 
 def test_a_windows_worst_round_trip_is_its_highest_answer():
-    sampler = placement.RoundTripSampler()
-    sampler.stop()  # before its first probe: what it holds is the test's
+    sampler = placement.RoundTripSampler()  # not started: what it holds is the test's
     sampler.samples = [(1.0, 50.0), (2.0, 430.0), (3.0, math.nan), (4.0, 52.0)]
     assert sampler.worst(0.5, 1.5) == 50.0
     assert sampler.worst(0.5, 4.5) == 430.0
-    assert sampler.worst(2.5, 3.5) != sampler.worst(2.5, 3.5)  # only NaN: no answer
+    assert math.isnan(sampler.worst(2.5, 3.5))  # only NaN: no answer
+
+
+@pytest.mark.parametrize(
+    ("row", "verdict"),
+    [
+        # the shipped runs: 46-62 ns near, 393-465 far (split at 156); probes 0.9-1.9 near
+        ({"round_trip_ns_no_capture": 55.0, "round_trip_ns": 53.0}, "the calibration's"),
+        ({"round_trip_ns_no_capture": 51.0, "round_trip_ns": 443.0}, "another placement"),
+        # no answer alone: the capturing window decides, as it does for `capture calibrate`
+        ({"round_trip_ns_no_capture": None, "round_trip_ns": 53.0}, "the calibration's"),
+        # a run stored before the round trip: its probes before and after decide
+        ({"cross_cpu_slowdown_before": 1.2, "cross_cpu_slowdown_after": 7.2}, "another placement"),
+        ({"cross_cpu_slowdown_before": 1.2, "cross_cpu_slowdown_after": 1.6}, "the calibration's"),
+    ],
+)
+def test_capture_show_judges_a_runs_placement_as_calibrate_does(row, verdict):
+    (line,) = _placement_line(row)
+    assert f": {verdict}" in line
+
+
+def test_capture_show_says_nothing_of_a_run_without_probes():
+    assert _placement_line({"round_trip_ns": None, "cross_cpu_slowdown_before": None}) == []

@@ -121,8 +121,9 @@ pub fn shared_store_slowdown(cpus: [usize; 2], stores: u64) -> Result<f64, CoreE
 struct Line(AtomicU64);
 
 /// How long the first CPU waits for the second to answer, over all bursts: on a busy machine
-/// the second may not get its CPU (then the probe has no answer rather than a wrong one).
-const ANSWER_LIMIT: Duration = Duration::from_millis(200);
+/// the second may not get its CPU (then the probe has no answer rather than a wrong one). A
+/// probe takes 0.05-1 ms; the wait spins at real-time priority, so it stays short.
+const ANSWER_LIMIT: Duration = Duration::from_millis(20);
 
 /// Spins between two looks at the clock while waiting: reading it costs about as much as a
 /// line moving between CPUs, so it is read seldom.
@@ -131,8 +132,9 @@ const SPINS_PER_CLOCK: u32 = 1024;
 /// Wall ns per round trip of one cache line between the two CPUs (one writes, the other
 /// answers), the median of `bursts` bursts of `trips` round trips: a burst in which the
 /// host or the kernel took a CPU away is an outlier the median ignores. NaN when the second
-/// CPU did not answer within 200 ms (it was not given to the probe). What the lines of a
-/// capture ring and pool cost now, also while both CPUs are busy (it takes them for ~1 ms).
+/// CPU did not answer within 20 ms in all, or when either side could not run at real-time
+/// priority (then busy threads' time slices, not the line, would decide the answer). What the
+/// lines of a capture ring and pool cost now, also while both CPUs are busy.
 pub fn round_trip_ns(cpus: [usize; 2], bursts: u32, trips: u32) -> Result<f64, CoreError> {
     if bursts == 0 || trips == 0 || cpus[0] == cpus[1] {
         return Err(CoreError::Invalid(format!(
@@ -142,16 +144,19 @@ pub fn round_trip_ns(cpus: [usize; 2], bursts: u32, trips: u32) -> Result<f64, C
     }
     let ball = Line(AtomicU64::new(0));
     let done = AtomicBool::new(false);
+    let refused = AtomicBool::new(false);
     let found = on_two_cpus(
         cpus,
         |_| {
-            first_in_line();
+            let _done = SetOnDrop(&done); // the other side stops however this one ends
+            let granted = first_in_line();
             let median = ping(&ball, bursts, trips);
-            done.store(true, Ordering::Release);
-            median
+            median.filter(|_| granted && !refused.load(Ordering::Acquire))
         },
         |_| {
-            first_in_line();
+            if !first_in_line() {
+                refused.store(true, Ordering::Release);
+            }
             pong(&ball, &done)
         },
     );
@@ -159,15 +164,24 @@ pub fn round_trip_ns(cpus: [usize; 2], bursts: u32, trips: u32) -> Result<f64, C
     Ok(median.unwrap_or(f64::NAN))
 }
 
+/// Sets its flag when dropped, also while unwinding from a panic.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 /// Puts the calling thread before every thread of the normal policy on its CPU (SCHED_FIFO,
 /// the lowest real-time priority), so that both sides of the ping-pong run at once although
-/// busy threads (a forwarding lcore, a capture tool) hold both CPUs; left as it is without the
-/// privilege (then the busy threads' time slices delay the answers).
-fn first_in_line() {
+/// busy threads (a forwarding lcore, a capture tool) hold both CPUs; false without the
+/// privilege (CAP_SYS_NICE, or a cgroup without real-time time).
+fn first_in_line() -> bool {
     let param = libc::sched_param { sched_priority: 1 };
     // SAFETY: sched_setscheduler only reads the parameter passed by reference; pid 0 is the
     // calling thread.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
 }
 
 /// The first CPU's side: throws odd values and waits for each to come back one higher; the
@@ -184,7 +198,7 @@ fn ping(ball: &Line, bursts: u32, trips: u32) -> Option<f64> {
             let mut spins = 0u32;
             while ball.0.load(Ordering::Acquire) != value {
                 spins = spins.wrapping_add(1);
-                if spins % SPINS_PER_CLOCK == 0 && begun.elapsed() > ANSWER_LIMIT {
+                if spins.is_multiple_of(SPINS_PER_CLOCK) && begun.elapsed() > ANSWER_LIMIT {
                     return None;
                 }
                 spin_loop();
@@ -250,7 +264,8 @@ mod tests {
         let cpus = thread::available_parallelism().map_or(1, |n| n.get());
         if cpus >= 2 {
             // a line that moves between two CPUs: tens of ns at least on any machine, NaN
-            // only when the other CPU was not given to the probe for 200 ms
+            // only when the other CPU was not given to the probe for 20 ms, or without the
+            // privilege of real-time priority
             let ns = round_trip_ns([0, 1], 9, 100).unwrap();
             assert!(ns.is_nan() || ns > 1.0, "{ns}");
         }

@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pcieperf import _native
+from pcieperf.errors import PcieperfError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,32 +44,41 @@ ROUND_TRIPS = 50  # per burst: ~2.5 us near, ~25 us far; a probe holds both CPUs
 
 def round_trip_ns() -> float:
     """Wall ns per round trip of a cache line between the run's two CPUs now, also while busy
-    threads hold them (NaN: the second CPU did not answer)."""
+    threads hold them (NaN: the second CPU did not answer, or real-time priority was refused)."""
     first, second = run_cpus()
     return _native.core().round_trip_ns(first, second, ROUND_TRIP_BURSTS, ROUND_TRIPS)
 
 
-ROUND_TRIP_PERIOD_S = 0.5  # a probe each: ~0.05 % of the two CPUs' time
+ROUND_TRIP_PERIOD_S = 0.5  # a probe each: 0.02-0.2 % of the two CPUs' time
 
 
 class RoundTripSampler:
     """`round_trip_ns` every half second on a thread of its own while a run forwards (the
-    probes before and after it see idle CPUs only), each value kept with its monotonic time."""
+    probes before and after it see idle CPUs only), each value kept with its monotonic time;
+    `start` it once its `stop` is sure to be called."""
 
     def __init__(self) -> None:
         self.samples: list[tuple[float, float]] = []
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._probe, daemon=True)
+
+    def start(self) -> None:
+        """Start probing."""
         self._thread.start()
 
     def _probe(self) -> None:
         while not self._stopped.wait(ROUND_TRIP_PERIOD_S):
-            self.samples.append((time.monotonic(), round_trip_ns()))
+            try:
+                found = round_trip_ns()
+            except PcieperfError:  # the CPUs are no longer this process's: no answer
+                found = math.nan
+            self.samples.append((time.monotonic(), found))
 
     def stop(self) -> None:
         """Stop probing (after the probe under way, if any)."""
         self._stopped.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def worst(self, start: float, end: float) -> float:
         """The highest round trip probed between monotonic times `start` and `end` (NaN: none
@@ -112,10 +122,10 @@ def _round_trips(runs: pd.DataFrame) -> pd.Series:
 
 
 def placement_limit(runs: pd.DataFrame) -> float:
-    """The highest before-and-after probe value of the nearer placement among the `runs` that
-    have no in-run round trip (`_split`); infinity for one placement (or no such runs)."""
-    older = runs[_round_trips(runs).isna()]
-    return _split(older.reindex(columns=list(PROBES)).to_numpy(float).ravel())
+    """The highest before-and-after probe value of the nearer placement among `runs`
+    (`_split` of every run's probes; they decide only for runs without an in-run round trip);
+    infinity for one placement (or runs not probed)."""
+    return _split(runs.reindex(columns=list(PROBES)).to_numpy(float).ravel())
 
 
 def round_trip_limit(runs: pd.DataFrame) -> float:

@@ -279,12 +279,14 @@ def _placement_line(data: dict[str, Any]) -> list[str]:
     from pcieperf.capture.calibration import load_calibration
 
     meta = load_calibration().meta
-    trips = _finite(data, ("round_trip_ns_no_capture", ROUND_TRIP))
+    trips = _finite(data, (ROUND_TRIP,))
     probes = _finite(data, PROBES)
     if trips:
-        shown = f"a cache line's round trip between the two CPUs took {trips[0]:.0f} ns alone, "
-        found, limit = f"{trips[1]:.0f} ns while capturing", meta.placement_max_round_trip_ns
-        judged = trips[1]  # the window whose costs are compared, as `capture calibrate` does
+        (trip,) = trips
+        alone = "".join(f"{ns:.0f} ns" for ns in _finite(data, ("round_trip_ns_no_capture",)))
+        shown = f"a cache line's round trip between the CPUs: {alone or 'no answer'} alone, "
+        found, limit = f"{trip:.0f} ns while capturing", meta.placement_max_round_trip_ns
+        judged = trip  # the window whose costs are compared, as `capture calibrate` does
     elif probes:
         shown = f"cache lines shared by the two CPUs cost x{probes[0]:.2f} before, "
         found, limit = f"x{probes[1]:.2f} after", meta.placement_max_slowdown

@@ -173,8 +173,8 @@ def _ns_per_packet(first: Sample, last: Sample) -> float:
 class ToolInterval:
     """The capture tool from its start of capture to its exit: CPU ns of its capture thread
     and the times it slept, its write calls and bytes and its closing counts
-    (over its life), and the CPU time pcieperf itself (the harness: its polling loop and
-    reading threads) took meanwhile, per wall second."""
+    (over its life), and the CPU time pcieperf itself (the harness: its polling loop, reading
+    threads and round-trip probe) took meanwhile, per wall second."""
 
     wall_s: float
     cpu_ns: int
@@ -330,6 +330,7 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
             stack.callback(primary.stop)
             round_trips = placement.RoundTripSampler()
             stack.callback(round_trips.stop)
+            round_trips.start()
             target = _target(cfg, prefix)
             if target != NULL_SINK:  # a file of the run's own, removed unless published
                 stack.callback(target.unlink, missing_ok=True)
