@@ -6,6 +6,7 @@ from pcieperf.dpdk import forwarding
 from pcieperf.errors import UsageError
 from pcieperf.nic.pricing import price_operations
 from pcieperf.pcie.link import Link
+from tests.helpers.cli import run_cli
 
 RECIPE = forwarding.ForwardingConfig(
     pkt_bytes=64, rx_desc_bytes=32, tx_desc_bytes=16, rs_thresh=32, rx_free_thresh=32, batch=32
@@ -88,3 +89,19 @@ def test_max_forwarding_rate_on_gen3_x8():
 def test_bad_forwarding_config(kwargs):
     with pytest.raises(UsageError):
         forwarding.ForwardingConfig(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--rs-thresh", "0"], "--rs-thresh 0 is not allowed"),
+        (["--rx-free-thresh", "-1"], "--rx-free-thresh -1 is not allowed"),
+        (["--batch", "0"], "--batch 0.0 is not allowed"),
+        (["--doorbell-bytes", "0"], "--doorbell-bytes 0 is not allowed"),
+    ],
+)
+def test_the_forwarding_checks_name_the_flags(capsys, argv, message):
+    # values argparse accepts but the forwarding model refuses: one line in the CLI's words
+    code, out, err = run_cli(capsys, "dpdk-fwd", *argv)
+    assert (code, out) == (2, "")
+    assert err == f"pcieperf: error: {message}; it must be a positive number\n"

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from pcieperf.dpdk.port import DEFAULT_PORT, DESCRIPTOR_BYTES, PortSetup
-from pcieperf.errors import UsageError, require_choice, require_positive
+from pcieperf.errors import UsageError, param, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.net.trace.bandwidth import Demand, Rates, demand, poll_batches
 from pcieperf.net.trace.files import Trace
@@ -87,7 +87,7 @@ class ForwardingConfig:
         require_choice("Rx descriptor size", self.rx_desc_bytes, DESCRIPTOR_BYTES)
         require_choice("Tx descriptor size", self.tx_desc_bytes, DESCRIPTOR_BYTES)
         for name in ("rs_thresh", "rx_free_thresh", "batch", "doorbell_bytes"):
-            require_positive(name, getattr(self, name))
+            require_positive(param(name), getattr(self, name))
 
     @classmethod
     def from_port(cls, setup: PortSetup, **forwarding: object) -> ForwardingConfig:
@@ -256,7 +256,7 @@ def batch_from_args(batch: float | None, hist: dict[int, float] | None) -> float
     if hist is not None:
         return mean_tx_batch(hist)
     value = 32.0 if batch is None else batch
-    require_positive("batch", value)
+    require_positive(param("batch"), value)
     return float(value)
 
 
