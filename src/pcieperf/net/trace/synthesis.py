@@ -118,10 +118,10 @@ def plan_synthetic(
 ) -> SynthPlan:
     """Check a synthetic-traffic request before any work: positive rate, duration and burst, at
     least one packet, and a mean rate the line carries for the mix's mean frame."""
-    require_positive("packet rate", pps)
-    require_positive("duration", duration_s)
-    require_positive("burst", burst)
-    require_choice("arrival process", arrival, ARRIVALS)
+    require_positive(param("pps"), pps)
+    require_positive(param("duration"), duration_s)
+    require_positive(param("burst"), burst)
+    require_choice(param("arrival"), arrival, ARRIVALS)
     n = round(pps * duration_s)
     if n < 1:
         raise UsageError(f"{pps:g} pps for {duration_s:g} s is less than one packet")
@@ -176,7 +176,7 @@ def synth(
     generated and written chunk by chunk (bounded memory at any duration), with a progress
     bar where one is seen."""
     fmt = output_format(output)
-    require_positive("flows", flows)
+    require_positive(param("flows"), flows)
     _check_output(output, [], force)
     plan = plan_synthetic(**kw)  # type: ignore[arg-type]  # plan_synthetic's keywords
     _require_room(Path(output), fmt, plan)
