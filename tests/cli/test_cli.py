@@ -11,6 +11,7 @@ from tests.helpers.cli import run_cli as run
 
 CAPTURE = TESTS_DATA / "dpdk2211" / "one-lcore-640.pcapng"
 SWEEP_SPEC = TESTS_DATA / "sweep-dma.toml"
+PCM_SKX = str(TESTS_DATA / "counters" / "pcm-iio-skx.csv")  # a pcm-iio sample
 
 
 def run_json(capsys, *argv):
@@ -155,6 +156,7 @@ def test_profiles_listing(capsys):
         (["iommu", "sim", "--poll-delay", "-1"], "poll delay -1.0 us is not allowed"),
         (["iommu", "sim", "--iova", "io"], "invalid choice: 'io'"),
         (["iommu", "fit", "--counters", "none.csv", "--pps", "1M"], "cannot read none.csv"),
+        (["iommu", "fit", "--counters", PCM_SKX, "--pps", "0"], "--pps 0.0 is not allowed"),
         (["frobnicate"], "invalid choice"),
         # issue 28: values that once ended in an internal error or silently wrong output
         (["dma", "--sizes", "64,0"], "transfer size 0 is not allowed; give whole numbers >= 1"),

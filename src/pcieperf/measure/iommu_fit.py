@@ -217,7 +217,7 @@ def fit(
     packets: int | None = FIT_PACKETS,
 ) -> Fit:
     """Fit the IOTLB reach and walk throughput of the host the counters come from."""
-    require_positive("packet rate (--pps)", pps)
+    require_positive(param("pps"), pps)
     measured = measured_iotlb(samples, stack)
     per_pkt = measured.misses_per_s / pps
     model = Model(platform, traffic, packets)
