@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pcieperf as pp
 from pcieperf.dpdk.port import IOVA_MODES, LAYOUTS, PAGE_SIZES, PortSetup, parse_page
 from pcieperf.errors import UsageError
 from pcieperf.iommu.advice import advise, gain
@@ -539,3 +540,9 @@ def test_the_read_request_bound_is_the_nic_models_tag_bound_at_the_platforms_lat
     assert iommu["bounds_mpps"]["read_requests"] == pytest.approx(
         nic[0]["tag_bound_pps"] / 1e6, rel=1e-12
     )
+
+
+def test_a_run_of_no_packets_is_refused_by_its_parameters_name():
+    # the library names its parameter; the CLI shows the flag (--packets) through param()
+    with pytest.raises(UsageError, match=r"^`packets` 0 is not allowed"):
+        pp.iommu.sim(packets=0)

@@ -11,7 +11,7 @@ import numpy as np
 from pcieperf._cache import cached
 from pcieperf._native import core
 from pcieperf.dpdk.port import PortSetup
-from pcieperf.errors import UsageError, require_positive
+from pcieperf.errors import UsageError, param, require_positive
 from pcieperf.iommu.platform import Platform, Traffic
 from pcieperf.iommu.profiles import DEFAULT_PLATFORM
 from pcieperf.iommu.stream import (
@@ -251,7 +251,7 @@ class Model:
         `REL_ERROR` without `packets`, else 0, exactly `packets`). Runs with a target report
         the rates' standard errors."""
         if packets is not None:
-            require_positive("packets", packets)
+            require_positive(param("packets"), packets)
         if rel_error is None:
             rel_error = 0.0 if packets else REL_ERROR
         self.platform, self.traffic, self.packets = platform, traffic, packets

@@ -12,7 +12,7 @@ import numpy as np
 from pcieperf._native import core
 from pcieperf.dpdk import forwarding
 from pcieperf.dpdk.port import DATA_OFFSET, ELEMENT_BYTES, LINE, PortSetup
-from pcieperf.errors import require_positive
+from pcieperf.errors import param, require_positive
 from pcieperf.iommu.platform import (
     HOST_MEMORY,
     LCORE,
@@ -156,7 +156,7 @@ def count_misses(
 ) -> MissCounts:
     """IOTLB misses per packet, pages touched and DDIO losses, from the address stream alone
     (no timing)."""
-    require_positive("packets", packets)
+    require_positive(param("packets"), packets)
     params = port_params(
         setup, traffic, iommu, packets, seed, load=load, memory=memory, lcore=lcore
     )
