@@ -9,6 +9,7 @@ these to print (`--format table|json|csv`), so the API and the CLI cannot disagr
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -392,6 +393,12 @@ def is_numpy_scalar(value: object, kind: str = "generic") -> bool:
     exists only where numpy was loaded)."""
     numpy = sys.modules.get("numpy") if type(value).__module__ == "numpy" else None
     return numpy is not None and isinstance(value, getattr(numpy, kind))
+
+
+def finite_or_none(value: float) -> float | None:
+    """A figure for JSON, which has no NaN or infinity: None (null) where it is no figure (not
+    measured, no bound, one group)."""
+    return value if math.isfinite(value) else None
 
 
 def json_default(value: object) -> object:

@@ -19,7 +19,7 @@ from pcieperf._config import load_toml
 from pcieperf.capture.path import SINKS, WRITERS
 from pcieperf.errors import ProfileError, UsageError, is_number, require_new_file
 from pcieperf.outputs import write_text
-from pcieperf.results import Report
+from pcieperf.results import Report, finite_or_none
 
 if TYPE_CHECKING:
     import pandas
@@ -469,17 +469,12 @@ def capture_calibrate(
         "loso": judged,
         "held_out": held.to_dict("records"),
         "placement": {
-            "max_round_trip_ns": _limit(meta.placement_max_round_trip_ns),
-            "max_slowdown": _limit(meta.placement_max_slowdown),
+            "max_round_trip_ns": finite_or_none(meta.placement_max_round_trip_ns),
+            "max_slowdown": finite_or_none(meta.placement_max_slowdown),
             "other_placement_runs": others,
         },
     }
     return Report(payload, _calibration_text(cal, held))
-
-
-def _limit(value: float) -> float | None:
-    """A placement limit for JSON: null where the runs showed one placement (inf)."""
-    return value if math.isfinite(value) else None
 
 
 def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
@@ -529,14 +524,15 @@ def _placement_lines(meta: Meta) -> list[str]:
         return []
     ratio = meta.loso.get("other_placement_penalty_ratio", math.nan)
     limits = [
-        f"a cache line's round trip between them above {limit:.0f} ns while capturing"
-        for limit in [meta.placement_max_round_trip_ns]
+        text.format(limit)
+        for text, limit in (
+            ("a cache line's round trip between them above {:.0f} ns while capturing",
+             meta.placement_max_round_trip_ns),
+            ("shared cache lines more than {:.2f}x slower than alone before or after",
+             meta.placement_max_slowdown),
+        )
         if math.isfinite(limit)
-    ] + [
-        f"shared cache lines more than {limit:.2f}x slower than alone before or after"
-        for limit in [meta.placement_max_slowdown]
-        if math.isfinite(limit)
-    ]
+    ]  # fmt: skip
     return [
         f"  left out: {len(meta.other_placement_runs)} runs whose CPUs had "
         f"{' or '.join(limits) or 'another placement'} (another placement: "

@@ -17,7 +17,7 @@ from pcieperf.capture.run import COPIES_PER_PACKET, CaptureConfig, CaptureResult
 from pcieperf.measure.records import open_store
 from pcieperf.net.trace.statistics import stats_files
 from pcieperf.net.wire import overhead_bytes
-from pcieperf.results import Column, Report, Table
+from pcieperf.results import Column, Report, Table, finite_or_none
 
 
 def capture_run(
@@ -79,12 +79,6 @@ def _run_with_progress(cfg: CaptureConfig) -> CaptureResult:
         return run.run(cfg, tick)
 
 
-def _known(value: float) -> float | None:
-    """A figure a window may lack (one statistics period, no probe answered): NULL then, so
-    that JSON says null rather than NaN."""
-    return None if math.isnan(value) else value
-
-
 def run_row(result: CaptureResult) -> dict[str, Any]:
     """A capture run as the store keeps it (measure.store.CAPTURE_RUN_COLUMNS)."""
     cfg, tool, stats = result.config, result.tool, result.file_stats
@@ -113,11 +107,11 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "fwd_cpu_ns": result.during.cpu_ns_per_packet,
         "fwd_cpu_share_no_capture": result.baseline.cpu_share,
         "fwd_cpu_share": result.during.cpu_share,
-        "fwd_cpu_ns_spread_no_capture": _known(result.baseline.cpu_ns_spread),
-        "fwd_cpu_ns_spread": _known(result.during.cpu_ns_spread),
+        "fwd_cpu_ns_spread_no_capture": finite_or_none(result.baseline.cpu_ns_spread),
+        "fwd_cpu_ns_spread": finite_or_none(result.during.cpu_ns_spread),
         "steal_cpu_share": result.during.steal_share,
-        "round_trip_ns_no_capture": _known(result.round_trip_ns[0]),
-        "round_trip_ns": _known(result.round_trip_ns[1]),
+        "round_trip_ns_no_capture": finite_or_none(result.round_trip_ns[0]),
+        "round_trip_ns": finite_or_none(result.round_trip_ns[1]),
         "copies": tool.counts.received,
         "copies_counted": cfg.tool == "dumpcap",  # pdump's are inferred from the rate
         "dropped": tool.counts.dropped,

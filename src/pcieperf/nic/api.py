@@ -17,7 +17,7 @@ from pcieperf._values import Value, is_python
 from pcieperf.errors import UsageError, param, warn
 from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
-from pcieperf.results import Column, Columnar, Table, as_list
+from pcieperf.results import Column, Columnar, Table, as_list, finite_or_none
 from pcieperf.units import parse_int_list, parse_rate
 
 if TYPE_CHECKING:
@@ -306,9 +306,7 @@ def _nic_columns(
     fields = NIC_FIELDS.items()
     columns |= _columns_of(results, lambda r: {key: getattr(r, a or key) for key, a in fields})
     # No bound (no reads, or no [device] table) is null, as JSON has no infinity.
-    columns["tag_bound_pps"] = [
-        v if math.isfinite(v) else None for v in as_list(columns["tag_bound_pps"])
-    ]
+    columns["tag_bound_pps"] = [finite_or_none(v) for v in as_list(columns["tag_bound_pps"])]
     columns["host_read_ns"] = [results[0].read_ns] * len(labels)
     if pps is not None:
         _warn_rate_over(pps, labels, columns["line_rate_pps"], "the line")
