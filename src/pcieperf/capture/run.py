@@ -135,9 +135,14 @@ class Interval:
         return self.samples[-1]
 
     @property
+    def wall_s(self) -> float:
+        """Wall seconds from the first block to the last."""
+        return self.last.t - self.first.t
+
+    @property
     def pps(self) -> float:
         """Packets forwarded per wall second."""
-        return (self.last.packets - self.first.packets) / (self.last.t - self.first.t)
+        return (self.last.packets - self.first.packets) / self.wall_s
 
     @property
     def cpu_ns_per_packet(self) -> float:
@@ -155,12 +160,12 @@ class Interval:
     @property
     def cpu_share(self) -> float:
         """CPUs the forwarding lcores had: their CPU seconds per wall second."""
-        return (self.last.cpu_ns - self.first.cpu_ns) / 1e9 / (self.last.t - self.first.t)
+        return (self.last.cpu_ns - self.first.cpu_ns) / 1e9 / self.wall_s
 
     @property
     def steal_share(self) -> float:
         """CPUs the host took from this machine meanwhile (steal seconds per wall second)."""
-        return (self.last.steal_ns - self.first.steal_ns) / 1e9 / (self.last.t - self.first.t)
+        return (self.last.steal_ns - self.first.steal_ns) / 1e9 / self.wall_s
 
 
 def _ns_per_packet(first: Sample, last: Sample) -> float:
