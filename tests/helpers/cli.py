@@ -18,6 +18,15 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
+def refused(capsys, *argv) -> str:
+    """Run the CLI on input it must refuse: exit code 2, nothing on stdout and one line on
+    stderr, which is returned."""
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (2, ""), err
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
 def command_paths(
     parser: argparse.ArgumentParser | None = None, prefix: tuple[str, ...] = ()
 ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
