@@ -6,6 +6,8 @@ HYPOTHESIS_PROFILE=explore to draw new examples, as a fuzzing session would.
 """
 
 import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -35,6 +37,21 @@ def local2():
     with engine.connect(engine.parse_scheduler("local:2")) as client:
         client.wait_for_workers(2, timeout=300)
         yield client
+
+
+@pytest.fixture
+def cpu_hog():
+    """A busy loop on every CPU while the test runs (issue 41: a killed run must take its DPDK
+    processes down under load too); stopped, whatever the test does, at its end."""
+    spin = "while True: pass"
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", spin], start_new_session=True)
+        for _ in range(len(os.sched_getaffinity(0)))
+    ]
+    yield
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
 
 
 def pytest_report_header(config) -> str:

@@ -18,7 +18,7 @@ PACKAGE = Path(pcieperf.__file__).parent
 BASE = {"errors", "units", "progress", "results", "_native", "_numpy", "_values", "_config"}
 BASE |= {"_cache"}
 BASE |= {"_callable"}
-BASE |= {"outputs", "interrupts"}
+BASE |= {"outputs", "interrupts", "statedir"}
 # What each package or top-level module may import, as its __init__ docstring says.
 ALLOWED = {
     "errors": set(),
@@ -33,6 +33,7 @@ ALLOWED = {
     "_config": {"errors", "_cache"},
     "outputs": {"errors"},
     "interrupts": set(),
+    "statedir": {"errors"},
     "engine": {"errors", "progress"},
     "pcie": BASE,
     "net": BASE | {"pcie", "engine"},

@@ -35,7 +35,7 @@ def test_a_busy_mount_is_detached_not_left(tmp_path):
     )
     try:
         assert holder.stdout.readline() == "held\n"  # the mount is busy from here on
-        hugepages._unmount(folder)
+        hugepages.unmount(folder)
         assert not hugepages.is_hugetlbfs(folder)  # detached: gone from /proc/mounts
     finally:
         holder.communicate("\n", timeout=60)

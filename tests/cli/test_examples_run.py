@@ -11,7 +11,7 @@ import pytest
 
 from pcieperf.cli.examples import AFTER, EXAMPLES, ordered, readme_lines
 from tests.helpers import ROOT, SHARED
-from tests.helpers.dpdk import leftovers, needs_dpdk, needs_testpmd
+from tests.helpers.dpdk import NOTHING_LEFT, leftovers_of, needs_dpdk, needs_testpmd
 from tests.helpers.scripts import golden_json
 
 RUN_S = 600  # a generous deadline per example on a loaded 2-core machine
@@ -48,14 +48,26 @@ def readme_clone(tmp_path_factory):
     return _clone(tmp_path_factory, "readme"), set()
 
 
-def _run(line: str, work: Path) -> None:
-    """One pasted line in `work`, with a store of its own: exit 0 and some output."""
+def _run(line: str, work: Path) -> int:
+    """One pasted line in `work`, with a store of its own: exit 0 and some output. Its process
+    id: bash replaces itself by the line's one command (`exec`), so it is pcieperf's."""
     env = os.environ | {"PCIEPERF_DB": str(work / "store.duckdb"), "COLUMNS": "100"}
-    done = subprocess.run(
-        ["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True, timeout=RUN_S
-    )
-    assert done.returncode == 0, f"{line}\n{done.stderr}"
-    assert done.stdout.strip(), line
+    with subprocess.Popen(
+        ["bash", "-c", f"exec {line}"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=RUN_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # no process outlives its test
+            raise
+    assert proc.returncode == 0, f"{line}\n{err}"
+    assert out.strip(), line
+    return proc.pid
 
 
 def test_every_example_is_run_once():
@@ -70,10 +82,9 @@ def test_example_runs_as_pasted(key, line, clone):
     mark = NEEDS.get(key) or NEEDS.get(" ".join(line.split()[1:3]))
     if mark is not None and mark.args[0]:
         pytest.skip(mark.kwargs["reason"])
-    before = leftovers() if mark is needs_dpdk else None
-    _run(line, clone)
-    if before is not None:
-        assert leftovers() == before
+    pid = _run(line, clone)
+    if mark is needs_dpdk:
+        assert leftovers_of(pid) == NOTHING_LEFT
 
 
 @pytest.mark.parametrize("line", readme_lines((ROOT / "README.md").read_text()))
@@ -88,7 +99,6 @@ def test_readme_line_runs_as_pasted(line, readme_clone):
     if why:
         not_made.update(OUTPUT.findall(line))
         pytest.skip("; ".join(why))
-    before = leftovers() if needs_dpdk in marks else None
-    _run(line, work)
-    if before is not None:
-        assert leftovers() == before
+    pid = _run(line, work)
+    if needs_dpdk in marks:
+        assert leftovers_of(pid) == NOTHING_LEFT

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pcieperf.capture import hugepages, run
+from pcieperf import statedir
+from pcieperf.capture import hugepages, leftovers, run
 from pcieperf.dpdk import testpmd
 from tests.helpers import TESTS_DATA
 
@@ -25,24 +26,43 @@ needs_dpdk = pytest.mark.skipif(
     reason="needs root, 2 MiB hugepages and Debian's dpdk-dev (dpdk-testpmd, dpdk-dumpcap); "
     ".ci/run installs dpdk-dev and runs as root",
 )
-PREFIX = "pcieperf-capture-"
+PREFIX = leftovers.RUN_PREFIX
 
 
-def leftovers() -> dict:
-    """What a capture run could leave behind: its processes, hugetlbfs mounts of its own,
-    runtime folders, tmpfs files, and the hugepage count."""
+def leftovers_of(pid: int) -> dict:
+    """What the capture run of process `pid` could leave behind, and only that (other runs may
+    go on beside the test): its DPDK processes, its hugetlbfs mount, its record in the state
+    folder, its private folders (links, tmpfs sink) and EAL's runtime folder of its prefix. Its
+    hugepage count is put back before its record goes (`leftovers.Recorder.close`)."""
+    tag = f"{PREFIX}{pid}-"
+    state = statedir.folder()
+    huge = str(state / f"huge-{pid}-")
     mounts = [
-        line for line in Path("/proc/mounts").read_text().splitlines() if "pcieperf-huge" in line
+        line.split()[1]
+        for line in Path("/proc/mounts").read_text().splitlines()
+        if line.split()[1].startswith(huge)
     ]
-    procs = subprocess.run(["pgrep", "-f", PREFIX], capture_output=True, text=True).stdout.split()
+    procs = subprocess.run(["pgrep", "-f", tag], capture_output=True, text=True).stdout.split()
     return {
         "processes": procs,
         "mounts": mounts,
-        "runtime": sorted(p.name for p in testpmd.runtime_dir(PREFIX).parent.glob(PREFIX + "*")),
-        "tmpfs": sorted(p.name for p in run.TMPFS.glob(f".{PREFIX}*")),
-        "hugepages": (hugepages.POOL / "nr_hugepages").read_text().strip(),
+        "records": statedir.names(f"capture-{pid}-*.json"),
+        "folders": sorted(p.name for p in [*state.glob(f".{tag}*"), *state.glob(f"huge-{pid}-*")]),
+        "runtime": sorted(p.name for p in testpmd.runtime_dir(PREFIX).parent.glob(tag + "*")),
+        "tmpfs": sorted(p.name for p in run.TMPFS.glob(f".{tag}*")),
         "null_is_a_device": stat.S_ISCHR(os.stat(os.devnull).st_mode),  # never removed
     }
+
+
+NOTHING_LEFT = {
+    "processes": [],
+    "mounts": [],
+    "records": [],
+    "folders": [],
+    "runtime": [],
+    "tmpfs": [],
+    "null_is_a_device": True,
+}
 
 
 RECORDED_RUN = TESTS_DATA / "capture" / "dumpcap-64-null.json"

@@ -6,17 +6,30 @@ undone afterwards."""
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
+from pcieperf import statedir
 from pcieperf.errors import PcieperfError, UsageError, param
+
+
+class Recorder(Protocol):
+    """Where a run writes down what it makes as it makes it (`leftovers.Recorder`)."""
+
+    def folder(self, path: Path) -> None:
+        """A private folder of the run's."""
+
+    def mount(self, path: Path | None) -> None:
+        """Its hugetlbfs mount (None: unmounted)."""
+
+    def pages(self, found: int | None, set_to: int | None) -> None:
+        """The hugepage count it found and set (None, None: put back)."""
+
 
 PAGE_MB = 2  # the x86-64 2 MiB page size (Documentation/admin-guide/mm/hugetlbpage.rst)
 POOL = Path("/sys/kernel/mm/hugepages/hugepages-2048kB")
@@ -59,111 +72,77 @@ def _unescape(field: str) -> str:
     return field.encode().decode("unicode_escape")
 
 
-LOCK = Path(tempfile.gettempdir()) / "pcieperf-capture.lock"
-
-
-@contextmanager
-def exclusive() -> Iterator[None]:
-    """One capture run at a time on a machine: a second waits for the first (flock(2)). Two
-    at once would take each other's hugepages (each reserves what it sees missing and puts
-    back the count it found) and each other's CPU time."""
-    fd = os.open(LOCK, os.O_RDONLY | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def pages_for(megabytes: int) -> int:
     """2 MiB pages that hold `megabytes`."""
     return -(-megabytes // PAGE_MB)
 
 
 @contextmanager
-def hugepages(pages: int, huge_dir: Path | None) -> Iterator[Path]:
+def hugepages(pages: int, huge_dir: Path | None, record: Recorder) -> Iterator[Path]:
     """A hugetlbfs folder with `pages` free pages for the run: `huge_dir` as it is, or pages
-    reserved and a private mount made here, unmounted and the page count put back on exit
-    (and by the next run's `recover` if this one is killed outright: STATE says what to undo)."""
+    reserved and a mount of the run's own made in a private folder, unmounted and the page
+    count put back on exit (and by the next run's recovery if this one is killed outright:
+    `record` says what to undo)."""
     if huge_dir is not None:
         yield huge_dir
         return
-    state: dict = {"previous": None, "mount": None}
+    found = _reserve(pages, record)
     try:
-        state["previous"] = _reserve(pages, lambda previous: _save(state | {"previous": previous}))
-        folder = Path(tempfile.mkdtemp(prefix="pcieperf-huge-"))
-        _save(state | {"mount": str(folder)})
+        folder = statedir.private_folder(f"huge-{os.getpid()}-")
+        record.folder(folder)
         try:
-            _run(["mount", "-t", "hugetlbfs", "-o", f"pagesize={PAGE_MB}M", "nodev", str(folder)])
+            record.mount(folder)
+            options = f"pagesize={PAGE_MB}M,mode=0700"  # private, as the folder under it
+            _run(["mount", "-t", "hugetlbfs", "-o", options, "nodev", str(folder)])
             try:
                 yield folder
             finally:
-                _unmount(folder)
+                unmount(folder)
+                record.mount(None)
         finally:
             folder.rmdir()
     finally:
-        if state["previous"] is not None:
-            (POOL / "nr_hugepages").write_text(str(state["previous"]))
-        STATE.unlink(missing_ok=True)
+        if found is not None:
+            set_page_count(found)
+            record.pages(None, None)
 
 
-STATE = Path(tempfile.gettempdir()) / "pcieperf-capture.state"
-"""What the running capture run has changed (the page count it found, its mount), so that a
-run killed outright (SIGKILL) can be undone by the next one."""
+def page_count() -> int:
+    """The 2 MiB hugepages the kernel holds now (nr_hugepages)."""
+    return int((POOL / "nr_hugepages").read_text())
 
 
-def _save(state: dict) -> None:
-    """Write STATE whole (a temporary file renamed over it)."""
-    tmp = STATE.with_name(STATE.name + ".tmp")
-    tmp.write_text(json.dumps(state))
-    tmp.replace(STATE)
+def set_page_count(count: int) -> None:
+    """Ask the kernel to hold `count` 2 MiB hugepages."""
+    (POOL / "nr_hugepages").write_text(str(count))
 
 
-def recover() -> list[str]:
-    """Undo what a killed run left: called under `exclusive()`, when no other run can be going
-    on, so a STATE file is a dead run's. Returns what was undone, one phrase each."""
-    try:
-        state = json.loads(STATE.read_text())
-    except (OSError, ValueError):
-        return []
-    undone = []
-    folder = state.get("mount")
-    if folder and is_hugetlbfs(Path(folder)):
-        _unmount(Path(folder))
-        undone.append(f"unmounted {folder}")
-    if folder and Path(folder).is_dir():
-        Path(folder).rmdir()
-    if state.get("previous") is not None:
-        (POOL / "nr_hugepages").write_text(str(state["previous"]))
-        undone.append(f"hugepages back to {state['previous']}")
-    STATE.unlink()
-    return undone
-
-
-def _reserve(pages: int, saving: Callable[[int], None]) -> int | None:
-    """Make `pages` free 2 MiB pages; the page count before, to restore (handed to `saving`
-    before it changes), or None if enough were free already."""
+def _reserve(pages: int, record: Recorder) -> int | None:
+    """Make `pages` free 2 MiB pages; the page count before, to restore (recorded before it
+    changes, and again with what the kernel gave), or None if enough were free already."""
     free = int((POOL / "free_hugepages").read_text())
     if free >= pages:
         return None
-    total = POOL / "nr_hugepages"
-    previous = int(total.read_text())
-    saving(previous)
-    total.write_text(str(previous + pages - free))
+    found = page_count()
+    wanted = found + pages - free
+    record.pages(found, wanted)
+    set_page_count(wanted)
+    record.pages(found, page_count())
     got = int((POOL / "free_hugepages").read_text())
     if got < pages:
-        total.write_text(str(previous))
+        set_page_count(found)
+        record.pages(None, None)
         raise PcieperfError(
             f"only {got} of the {pages} 2 MiB hugepages a capture run needs could be reserved "
             f"(memory fragmented or too small); free memory or give {param('huge_dir')}"
         )
-    return previous
+    return found
 
 
 UNMOUNT_TRIES = 20  # 0.1 s apart: a DPDK process starting elsewhere scans every hugetlbfs mount
 
 
-def _unmount(folder: Path) -> None:
+def unmount(folder: Path) -> None:
     """Unmount the run's hugetlbfs. Another DPDK process starting meanwhile opens every
     hugetlbfs mount it finds (EAL's hugepage_info scan) and so keeps ours busy for a moment:
     wait for it, then detach the mount lazily (umount -l), which the kernel completes once the

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pcieperf.capture import threads, tools
+from pcieperf.capture.lock import WAIT_S
 from pcieperf.capture.placement import PROBES, ROUND_TRIP
 from pcieperf.capture.run import COPIES_PER_PACKET, CaptureConfig, CaptureResult
 from pcieperf.measure.records import open_store
@@ -34,12 +35,14 @@ def capture_run(
     out: str | os.PathLike[str] | None = None,
     force: bool = False,
     huge_dir: str | os.PathLike[str] | None = None,
+    wait: float = WAIT_S,
     db: str | os.PathLike[str] | None = None,
 ) -> Report:
     """Run dpdk-testpmd forwarding `frame`-byte frames (FCS included) on net_null, or
     replaying `pcap`, on `lcores` forwarding lcores: first alone, then with dpdk-dumpcap
     writing `format` into the `sink` (null, tmpfs, or `out` for a file); store what each
-    thread did per packet and what capture cost the forwarding (`pcieperf capture run`)."""
+    thread did per packet and what capture cost the forwarding (`pcieperf capture run`). One
+    capture run at a time on a machine: this one waits up to `wait` seconds for another."""
     cfg = CaptureConfig(
         frame=frame,
         pcap=Path(pcap) if pcap else None,
@@ -53,6 +56,7 @@ def capture_run(
         out=Path(out) if out is not None else None,
         force=force,
         huge_dir=Path(huge_dir) if huge_dir else None,
+        wait=wait,
     )
     result = _run_with_progress(cfg)
     row = run_row(result)

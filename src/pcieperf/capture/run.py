@@ -13,27 +13,26 @@ published removed, hugepages unmounted and their count restored.
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import signal
-import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
-from pcieperf import interrupts, outputs
-from pcieperf.capture import hugepages, placement, threads, tools
+from pcieperf import interrupts, outputs, statedir
+from pcieperf.capture import hugepages, leftovers, lock, placement, processes, threads, tools
+from pcieperf.capture.intervals import Interval
 from pcieperf.dpdk import testpmd
 from pcieperf.errors import PcieperfError, UsageError, param, require_choice, require_new_file, warn
 from pcieperf.net.trace.statistics import stats_files
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
 
 if TYPE_CHECKING:
-    import subprocess
+    pass
 
 SINKS = ("null", "tmpfs", "file")
 FORMATS = ("pcapng", "pcap")
@@ -45,8 +44,6 @@ TMPFS = Path("/dev/shm")  # a tmpfs on every systemd and Debian system (hier(7))
 NULL_SINK = Path(os.devnull)  # the system's: never removed
 RING_SIZES = (64, 1 << 20)  # rte_ring sizes are powers of two (lib/ring/rte_ring.h)
 START_DEADLINE_S = 60.0  # testpmd's first block or the tool's start, on a busy machine
-STOP_DEADLINE_S = 30.0
-RUN_PREFIX = "pcieperf-capture-"  # EAL file prefix of a run, and its tmpfs file's name
 COPIES_PER_PACKET = 2  # dpdk-dumpcap 22.11 asks for both directions (RTE_PDUMP_FLAG_RXTX)
 
 
@@ -68,6 +65,7 @@ class CaptureConfig:
     out: Path | None = None
     force: bool = False
     huge_dir: Path | None = None
+    wait: float = lock.WAIT_S
 
     def __post_init__(self) -> None:
         if not MIN_FRAME_BYTES <= self.frame <= MAX_FRAME_BYTES:
@@ -95,6 +93,12 @@ class CaptureConfig:
             )
         if self.snaplen is not None and not 1 <= self.snaplen <= 65535:
             raise UsageError(f"{param('snaplen')} {self.snaplen!r} is not allowed; give 1 to 65535")
+        if self.snaplen is not None and self.tool == "pdump":
+            raise UsageError(
+                f"{param('tool')} pdump has no snap length (app/pdump/main.c writes whole "
+                f"packets): leave out {param('snaplen')}"
+            )
+        lock.check_wait(self.wait)
         if (self.sink == "file") != (self.out is not None):
             raise UsageError(
                 f"{param('out')} names the capture file of {param('sink')} file, and only it "
@@ -105,73 +109,6 @@ class CaptureConfig:
     def mode(self) -> str:
         """The port testpmd forwards on: `null` frames or a `pcap` replayed."""
         return "pcap" if self.pcap else "null"
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One statistics block: when it arrived, testpmd's cumulative Rx packets, the CPU ns
-    the forwarding lcores had run by then, and the host's steal so far (all CPUs, ns)."""
-
-    t: float
-    packets: int
-    cpu_ns: int
-    steal_ns: int = 0
-
-
-@dataclass(frozen=True)
-class Interval:
-    """Forwarding over consecutive statistics blocks (two or more): its periods in between."""
-
-    samples: tuple[Sample, ...]
-
-    @property
-    def first(self) -> Sample:
-        """The block the interval starts at."""
-        return self.samples[0]
-
-    @property
-    def last(self) -> Sample:
-        """The block the interval ends at."""
-        return self.samples[-1]
-
-    @property
-    def wall_s(self) -> float:
-        """Wall seconds from the first block to the last."""
-        return self.last.t - self.first.t
-
-    @property
-    def pps(self) -> float:
-        """Packets forwarded per wall second."""
-        return (self.last.packets - self.first.packets) / self.wall_s
-
-    @property
-    def cpu_ns_per_packet(self) -> float:
-        """CPU ns the forwarding lcores spent per forwarded packet."""
-        return _ns_per_packet(self.first, self.last)
-
-    @property
-    def cpu_ns_spread(self) -> float:
-        """The costliest period's CPU ns per packet over the cheapest's: near 1 when the
-        forwarding ran alike throughout, more when its CPUs changed under it (NaN: one period)."""
-        costs = [_ns_per_packet(a, b) for a, b in itertools.pairwise(self.samples)]
-        costs = [c for c in costs if c > 0]
-        return max(costs) / min(costs) if len(costs) >= 2 else float("nan")
-
-    @property
-    def cpu_share(self) -> float:
-        """CPUs the forwarding lcores had: their CPU seconds per wall second."""
-        return (self.last.cpu_ns - self.first.cpu_ns) / 1e9 / self.wall_s
-
-    @property
-    def steal_share(self) -> float:
-        """CPUs the host took from this machine meanwhile (steal seconds per wall second)."""
-        return (self.last.steal_ns - self.first.steal_ns) / 1e9 / self.wall_s
-
-
-def _ns_per_packet(first: Sample, last: Sample) -> float:
-    """CPU ns per packet between two blocks (NaN: none forwarded)."""
-    packets = last.packets - first.packets
-    return (last.cpu_ns - first.cpu_ns) / packets if packets else float("nan")
 
 
 @dataclass(frozen=True)
@@ -208,107 +145,6 @@ class CaptureResult:
     file_stats: dict = field(default_factory=dict)
 
 
-def _output(proc: subprocess.Popen[str]) -> IO[str]:
-    """What a process `testpmd.launch` started prints (it always pipes it)."""
-    assert proc.stdout is not None, "testpmd.launch pipes the output"
-    return proc.stdout
-
-
-class _Watched:
-    """A process `testpmd.launch` starts, each line it prints kept (`lines`) and handed to
-    `_line` by a reader thread; a subclass sets what `_line` needs before this starts it."""
-
-    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
-        self.command = command
-        self.lines: list[str] = []
-        self.proc = testpmd.launch(command, env)
-        self._output = _output(self.proc)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self._output:
-            self.lines.append(line)
-            self._line(line)
-
-    def _line(self, line: str) -> None:
-        """What a line read means (the subclass's)."""
-
-    def _close(self) -> None:
-        """Wait for the reader to see the end of the output, then close it."""
-        self._reader.join(timeout=STOP_DEADLINE_S)
-        self._output.close()
-
-
-class _Primary(_Watched):
-    """testpmd as the primary process, its output read and sampled by a thread."""
-
-    def __init__(self, command: list[str]) -> None:
-        self.parsed = testpmd.OutputReader()
-        self.samples: list[Sample] = []
-        self._workers: list[int] = []
-        super().__init__(command)
-
-    def _line(self, line: str) -> None:
-        before = self.parsed.blocks
-        self.parsed.feed(line)
-        if self.parsed.blocks != before:
-            self._sample()
-
-    def _sample(self) -> None:
-        """Rx packets of the block just read, the forwarding lcores' CPU time and the
-        host's steal now."""
-        if not self._workers:
-            self._workers = threads.worker_threads(self.proc.pid)
-        packets = sum(p.nic_rx_packets for p in self.parsed.ports.values())
-        cpu = threads.cpu_ns(self.proc.pid, self._workers)
-        self.samples.append(Sample(time.monotonic(), packets, cpu, threads.steal_ns()))
-
-    def check_alive(self) -> None:
-        """A primary that exited on its own ends the run, with its reason."""
-        if self.proc.poll() is not None:
-            self._reader.join(timeout=STOP_DEADLINE_S)
-            raise PcieperfError(
-                f"testpmd exited (code {self.proc.returncode}): "
-                f"{testpmd.cause(''.join(self.lines))}"
-            )
-
-    def stop(self) -> bool:
-        """Stop testpmd (SIGINT, then SIGKILL); True if it had crashed instead of stopping."""
-        testpmd.stop(self.proc)
-        self._close()
-        return self.proc.returncode not in (0, -signal.SIGINT)
-
-
-class _Tool(_Watched):
-    """A capture tool as a secondary process, its output read by a thread."""
-
-    def __init__(self, name: str, command: list[str], preload: str) -> None:
-        self.name = name
-        self.capturing = threading.Event()
-        super().__init__(command, dict(os.environ, LD_PRELOAD=preload) if preload else None)
-
-    def _line(self, line: str) -> None:
-        if tools.CAPTURING[self.name] in line:
-            self.capturing.set()
-
-    def exited(self) -> bool:
-        """Whether the tool has exited; it stays unreaped, so /proc still shows its totals."""
-        info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        return info is not None
-
-    def reap(self) -> str:
-        """Collect the exited tool and return all it printed."""
-        self.proc.wait()
-        self._close()
-        return "".join(self.lines)
-
-    def kill(self) -> None:
-        """Stop the tool however it is, and close its output (cleanup)."""
-        testpmd.stop(self.proc)
-        self._close()
-
-
 Tick = Callable[[str, float], None]
 
 
@@ -321,27 +157,33 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
     _check_cpus()
     hugepages.check(cfg.huge_dir)
     _check_sink(cfg)
-    prefix = f"{RUN_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
     pool = _pool(cfg)  # a replayed capture is read for it: once
-    with interrupts.stop_as_interrupt(), hugepages.exclusive():
+    with interrupts.stop_as_interrupt(), lock.machine_lock(cfg.wait):
         _recover()
+        prefix = f"{leftovers.RUN_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
         stack = ExitStack()
         try:
-            huge = stack.enter_context(hugepages.hugepages(_pages(pool[1], cfg), cfg.huge_dir))
+            record = leftovers.Recorder(prefix)
+            stack.callback(record.close)  # last: once everything it lists is undone
+            links = _private_folder(stack, record, statedir.folder())
+            huge = stack.enter_context(
+                hugepages.hugepages(_pages(pool[1], cfg), cfg.huge_dir, record)
+            )
             stack.callback(_remove_runtime_dir, prefix)
             probed_before = placement.cross_cpu_slowdown()
             cache_before = effective_cache_bytes()
-            primary = _Primary(_primary_command(cfg, binaries["testpmd"], prefix, huge, pool))
+            command = _primary_command(cfg, binaries["testpmd"], prefix, huge, pool, links)
+            primary = processes.Primary(command)
+            record.child(primary.proc.pid)
             stack.callback(primary.stop)
             round_trips = placement.RoundTripSampler()
             stack.callback(round_trips.stop)
             round_trips.start()
-            target = _target(cfg, prefix)
-            if target != NULL_SINK:  # a file of the run's own, removed unless published
-                stack.callback(target.unlink, missing_ok=True)
+            target = _target(cfg, stack, record)
             baseline = _measure_baseline(primary, cfg.seconds, tick)
-            command = _tool_command(cfg, binaries["tool"], prefix, target)
-            tool = _Tool(cfg.tool, command, tools.mempool_preload(binaries["testpmd"]))
+            command = _tool_command(cfg, binaries["tool"], prefix, target, links)
+            tool = processes.Tool(cfg.tool, command, tools.mempool_preload(binaries["testpmd"]))
+            record.child(tool.proc.pid)
             stack.callback(tool.kill)
             during, tool_interval = _measure_capture(primary, tool, cfg.seconds, tick)
             crashed = primary.stop()
@@ -368,23 +210,24 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
     return result
 
 
+def _private_folder(stack: ExitStack, record: leftovers.Recorder, parent: Path) -> Path:
+    """A private folder of the run's in `parent`, recorded, and removed at its end."""
+    folder = statedir.private_folder(f".{leftovers.RUN_PREFIX}{os.getpid()}-", parent)
+    record.folder(folder)
+    stack.callback(statedir.remove_private_folder, folder)
+    return folder
+
+
 def _worst(round_trips: placement.RoundTripSampler, interval: Interval) -> float:
     """The highest cache-line round trip probed during `interval`."""
     return round_trips.worst(interval.first.t, interval.last.t)
 
 
 def _recover() -> None:
-    """Remove what an earlier run left when it was killed outright (SIGKILL: no cleanup ran),
-    and say so; under the machine's capture lock, so nothing found is another run's."""
-    undone = hugepages.recover()
-    stale = [*testpmd.runtime_dir(RUN_PREFIX).parent.glob(RUN_PREFIX + "*")]
-    stale += TMPFS.glob(f".{RUN_PREFIX}*")
-    for path in stale:
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-        undone.append(f"removed {path}")
+    """Undo what earlier runs left when they were killed outright (SIGKILL: no cleanup ran),
+    and say so; under the machine's capture lock, and only what their records prove they
+    made, once their owner is dead (`leftovers`)."""
+    undone = leftovers.recover()
     if undone:
         warn(f"an earlier capture run was killed; undone: {', '.join(undone)}")
 
@@ -443,7 +286,7 @@ def _lcores(fwd_lcores: int) -> str:
 
 
 def _primary_command(
-    cfg: CaptureConfig, binary: str, prefix: str, huge: Path, pool: tuple[int, int]
+    cfg: CaptureConfig, binary: str, prefix: str, huge: Path, pool: tuple[int, int], links: Path
 ) -> list[str]:
     """The primary: testpmd on hugepages with a file prefix of its own (for secondaries)."""
     mbufs, memory = pool
@@ -460,27 +303,34 @@ def _primary_command(
         "--no-pci",
         f"--file-prefix={prefix}",
         f"--lcores={_lcores(cfg.fwd_lcores)}",
-        f"--vdev={testpmd.vdev(cfg.mode, cfg.pcap, cfg.frame - FCS_BYTES)}",
+        f"--vdev={testpmd.vdev(cfg.mode, cfg.pcap, cfg.frame - FCS_BYTES, links)}",
         "--",
         *testpmd.app_args(mbufs),
         *queues,
     ]
 
 
-def _target(cfg: CaptureConfig, prefix: str) -> Path:
-    """Where the tool writes: /dev/null, a tmpfs file of the run, or a temporary sibling of
-    --out that is published (no-clobber) only once complete."""
+def _target(cfg: CaptureConfig, stack: ExitStack, record: leftovers.Recorder) -> Path:
+    """Where the tool writes: /dev/null, a file in a private tmpfs folder of the run's, or a
+    temporary sibling of --out that is published (no-clobber) only once complete; all but
+    /dev/null are removed at the end unless published."""
     if cfg.out is not None:  # sink `file`, the one with --out
-        return outputs.temporary_beside(cfg.out)
+        target = outputs.temporary_beside(cfg.out)
+        stack.callback(target.unlink, missing_ok=True)
+        return target
     if cfg.sink == "tmpfs":
-        return TMPFS / f".{prefix}.{cfg.format}"
+        return _private_folder(stack, record, TMPFS) / f"capture.{cfg.format}"
     return NULL_SINK
 
 
-def _tool_command(cfg: CaptureConfig, binary: str, prefix: str, target: Path) -> list[str]:
-    """The capture tool's command line."""
+def _tool_command(
+    cfg: CaptureConfig, binary: str, prefix: str, target: Path, links: Path
+) -> list[str]:
+    """The capture tool's command line (dpdk-pdump's file through a link: its device argument
+    holds at most PDUMP_PATH_BYTES)."""
     if cfg.tool == "pdump":
-        return tools.pdump_command(binary, prefix, target, ring_size=cfg.ring_size)
+        out = testpmd.devarg_path(target, links, "out", tools.PDUMP_PATH_BYTES)
+        return tools.pdump_command(binary, prefix, out, ring_size=cfg.ring_size)
     port = f"net_{cfg.mode}0"
     return tools.dumpcap_command(
         binary,
@@ -514,7 +364,7 @@ def _wait_for(
         time.sleep(testpmd.POLL_S)
 
 
-def _measure_baseline(primary: _Primary, seconds: float, tick: Tick | None) -> Interval:
+def _measure_baseline(primary: processes.Primary, seconds: float, tick: Tick | None) -> Interval:
     """Forwarding alone: from the second statistics block (the first follows start-up) until
     `seconds` and at least two periods have passed."""
     samples = primary.samples
@@ -527,7 +377,7 @@ def _measure_baseline(primary: _Primary, seconds: float, tick: Tick | None) -> I
 
 
 def _measure_capture(
-    primary: _Primary, tool: _Tool, seconds: float, tick: Tick | None
+    primary: processes.Primary, tool: processes.Tool, seconds: float, tick: Tick | None
 ) -> tuple[Interval, ToolInterval]:
     """Forwarding with the tool attached, and the tool: from its `Capturing on` until
     `seconds` and two statistics periods have passed, then the tool is stopped (SIGINT)."""
@@ -550,7 +400,7 @@ def _measure_capture(
     _wait_for("capturing", enough, testpmd.deadline_s(seconds), tick, watch)
     during = Interval(tuple(samples[first:]))
     tool.proc.send_signal(signal.SIGINT)
-    _wait_for("capture stop", tool.exited, STOP_DEADLINE_S, tick)  # testpmd may crash now
+    _wait_for("capture stop", tool.exited, processes.STOP_DEADLINE_S, tick)  # testpmd may crash now
     wall, harness = time.monotonic() - start, time.process_time() - harness
     cpu, io = threads.cpu_ns(tool.proc.pid) - cpu0, threads.io_counts(tool.proc.pid)
     slept = threads.sleeps(tool.proc.pid) - sleeps0
@@ -580,9 +430,21 @@ def _finish_file(result: CaptureResult, target: Path) -> None:
 
     (stats,) = stats_files([target])
     result.file_stats = stats
+    _check_file(stats["packets"], result.tool.counts.written, cfg)
     if cfg.out is not None:  # sink `file`, the one with --out
         outputs.publish(target, Path(cfg.out), cfg.force)
         result.file = Path(cfg.out)
+
+
+def _check_file(packets: int, written: int, cfg: CaptureConfig) -> None:
+    """The file must hold what the tool says it wrote, give or take what its rings held when it
+    counted (`tools.rings`); fewer is a failed capture, and nothing is stored or published."""
+    short = written - packets
+    if short > tools.rings(cfg.tool) * cfg.ring_size:
+        raise PcieperfError(
+            f"the capture file holds {packets} records, {short} fewer than the {written} that "
+            f"{tools.TOOLS[cfg.tool]} says it wrote; nothing stored"
+        )
 
 
 def _remove_runtime_dir(prefix: str) -> None:

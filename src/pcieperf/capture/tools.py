@@ -27,6 +27,9 @@ CAPTURING = {
     "pdump": "capture for (",  # app/pdump/main.c dump_packets: " core (N), capture for (K) tuples"
 }
 """The line each tool prints once it is capturing."""
+# app/pdump/main.c copies rx-dev/tx-dev into char[TX_STREAM_SIZE] (64) with strlcpy: a longer
+# path is cut short silently, and the capture goes to a file of that name.
+PDUMP_PATH_BYTES = 63
 PDUMP_POOL_MBUFS = 65535  # app/pdump/main.c MBUFS_PER_POOL: total-num-mbufs unless given
 _PDUMP_WRITTEN = re.compile(r"-packets transmitted to vdev:\s*([0-9]+)")
 
@@ -49,6 +52,12 @@ def pool_mbufs(tool: str, ring_size: int) -> int:
     """The mbufs of the pool a tool's copies are made in: dumpcap's twice its ring
     (app/dumpcap/main.c create_mempool), dpdk-pdump's own default."""
     return 2 * ring_size if tool == "dumpcap" else PDUMP_POOL_MBUFS
+
+
+def rings(tool: str) -> int:
+    """The rings a tool's copies wait in: dumpcap's one, dpdk-pdump's two (Rx copies and Tx
+    copies, app/pdump/main.c create_mp_ring_vdev)."""
+    return 1 if tool == "dumpcap" else 2
 
 
 @dataclass(frozen=True)
@@ -84,7 +93,7 @@ def dumpcap_command(
     return command + (["-P"] if pcap else [])
 
 
-def pdump_command(binary: str, prefix: str, out: Path, *, ring_size: int) -> list[str]:
+def pdump_command(binary: str, prefix: str, out: str, *, ring_size: int) -> list[str]:
     """dpdk-pdump copying port 0's Rx and Tx (every queue) of the primary `prefix` into one
     net_pcap port writing `out` (pcap only) until SIGINT; stdout line-buffered."""
     spec = f"port=0,queue=*,rx-dev={out},tx-dev={out},ring-size={ring_size}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.capture import records
+from pcieperf.capture import lock, records
 from pcieperf.capture.run import FORMATS, SINKS, TOOL_NAMES
 from pcieperf.cli._common import _real, _whole
 from pcieperf.cli._output import emit
@@ -34,6 +34,7 @@ def cmd_capture_run(args: argparse.Namespace) -> None:
         out=args.out,
         force=args.force,
         huge_dir=args.huge_dir,
+        wait=args.wait,
         db=args.db,
     )
     emit(args, result)
@@ -84,6 +85,21 @@ def _add_capture_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, help="keep the capture in this file (--sink file)")
     p.add_argument("--force", action="store_true", help="overwrite --out")
     p.add_argument("--huge-dir", default=None, help="a hugetlbfs mount to use (not root)")
+    waiting = p.add_mutually_exclusive_group()
+    waiting.add_argument(
+        "--wait",
+        type=_real(high=SECONDS_PER_DAY),
+        default=lock.WAIT_S,
+        metavar="SECONDS",
+        help="wait this long for another capture run on this machine to finish (%(default)g)",
+    )
+    waiting.add_argument(
+        "--no-wait",
+        dest="wait",
+        action="store_const",
+        const=0.0,
+        help="refuse at once if another capture run is going on",
+    )
     _add_command(capture_sub, "runs", cmd_capture_runs, store=True)
     p = _add_command(capture_sub, "show", cmd_capture_show, store=True)
     p.add_argument("run_id", type=_whole(1), metavar="N", help="the run's id (capture runs)")

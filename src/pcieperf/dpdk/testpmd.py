@@ -6,9 +6,12 @@ testpmd runs with `--no-huge -m M --no-pci` and one `net_null` or `net_pcap` (re
 with `infinite_rx=1`) port looped back on itself, `--record-burst-stats` for the burst
 histogram and `--stats-period 1` for the rates. A run lasts its `--seconds` and until two
 periodic statistics blocks have arrived (the first has no rate), however slowly a busy machine
-starts testpmd, up to a deadline. testpmd gets its own session and dies with us
-(PR_SET_PDEATHSIG), is stopped with SIGINT (its own handler prints the final statistics) after
-the run or on Ctrl-C, and its EAL runtime directory is removed afterwards.
+starts testpmd, up to a deadline. testpmd gets its own session and is killed when pcieperf
+dies (PR_SET_PDEATHSIG with SIGKILL, which no handler can delay), is stopped with SIGINT (its
+own handler prints the final statistics) after the run or on Ctrl-C, and its EAL runtime
+directory is removed afterwards (or by the next run, if pcieperf was killed outright). No path
+of the user's reaches a device argument: DPDK splits them at `,` and `=`
+(lib/kvargs/rte_kvargs.c), so a capture is handed over as a link in a private folder.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pcieperf import interrupts
+from pcieperf import interrupts, statedir
 from pcieperf.errors import PcieperfError, UsageError, param, require_choice, require_positive
 from pcieperf.net.trace.files import read
 
@@ -328,8 +331,9 @@ def pool(cfg: RunConfig) -> tuple[int, int]:
     return mbufs, max(MIN_MEMORY_MB, memory)
 
 
-def testpmd_command(cfg: RunConfig, binary: str, prefix: str) -> list[str]:
-    """The full command line: EAL options, one looped virtual port, then the user's args."""
+def testpmd_command(cfg: RunConfig, binary: str, prefix: str, links: Path) -> list[str]:
+    """The full command line: EAL options, one looped virtual port (its capture through a
+    link in `links`), then the user's args."""
     mbufs, memory = pool(cfg)
     eal = ["-v", "--no-huge", "-m", str(memory), "--no-pci", f"--file-prefix={prefix}"]
     return [
@@ -337,19 +341,46 @@ def testpmd_command(cfg: RunConfig, binary: str, prefix: str) -> list[str]:
         *eal,
         "-l",
         _lcores(),
-        f"--vdev={vdev(cfg.mode, cfg.pcap, cfg.null_size)}",
+        f"--vdev={vdev(cfg.mode, cfg.pcap, cfg.null_size, links)}",
         "--",
         *app_args(mbufs),
         *cfg.extra_args,
     ]
 
 
-def vdev(mode: str, pcap: Path | None, null_size: int) -> str:
-    """The one virtual port: net_pcap replaying `pcap` forever, or net_null packets."""
+def vdev(mode: str, pcap: Path | None, null_size: int, links: Path) -> str:
+    """The one virtual port: net_pcap replaying `pcap` forever (through a link in `links`), or
+    net_null packets."""
     if mode == "pcap":
         assert pcap is not None  # the pcap mode is chosen by giving a file
-        return f"net_pcap0,rx_pcap={Path(pcap).resolve()},infinite_rx=1"
+        return f"net_pcap0,rx_pcap={devarg_path(pcap, links, 'in')},infinite_rx=1"
     return f"net_null0,size={null_size}"
+
+
+LINKS = "links-"  # the private folders of device-argument links: links-PID-RANDOM
+SEPARATORS = ",=[];"  # rte_kvargs splits at , and =, and reads [..] as a list
+
+
+def link_folder() -> Path:
+    """A private folder (`statedir`) for this run's device-argument links, after removing
+    those that pcieperf processes now gone left."""
+    statedir.remove_stale(LINKS)
+    return statedir.private_folder(f"{LINKS}{os.getpid()}-")
+
+
+def devarg_path(path: Path, links: Path, name: str, limit: int = 4096) -> str:
+    """A name for `path` that is safe inside a device argument: a link `name` in the private
+    folder `links`; refused in one line if even that is longer than `limit` bytes."""
+    link = links / name
+    link.symlink_to(Path(path).absolute())
+    text = str(link)
+    if len(text.encode()) > limit or any(c in SEPARATORS for c in text):
+        raise UsageError(
+            f"the private folder {links} makes a device argument of {len(text.encode())} bytes, "
+            f"more than DPDK's {limit}, or with one of {SEPARATORS!r}; set XDG_RUNTIME_DIR "
+            "to a short folder"
+        )
+    return text
 
 
 def app_args(mbufs: int) -> list[str]:
@@ -367,9 +398,10 @@ def app_args(mbufs: int) -> list[str]:
 def die_with_parent() -> Callable[[], None]:
     """What the child runs before exec: SIGINT back to its default (pcieperf run as a background
     job of a script has it ignored, and testpmd would then ignore the SIGINT that stops it),
-    ask for SIGINT when pcieperf dies, so testpmd never outlives it, and exit if pcieperf is
-    already gone. The libc functions are looked up here, in the parent: between fork and exec
-    the child may only call them (no dlopen, no allocation)."""
+    ask for SIGKILL when pcieperf dies, so testpmd never outlives it (SIGINT is not enough: a
+    testpmd stuck in its own SIGINT handler under load ignores every other signal), and exit
+    if pcieperf is already gone. The libc functions are looked up here, in the parent: between
+    fork and exec the child may only call them (no dlopen, no allocation)."""
     libc = ctypes.CDLL(None, use_errno=True)
     prctl, set_handler = libc.prctl, libc.signal
     set_handler.argtypes = (ctypes.c_int, ctypes.c_void_p)
@@ -378,7 +410,7 @@ def die_with_parent() -> Callable[[], None]:
 
     def arm() -> None:
         set_handler(signal.SIGINT, None)  # None is SIG_DFL, the null handler
-        prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:
             os._exit(1)
 
@@ -411,6 +443,18 @@ def runtime_dir(prefix: str) -> Path:
     return base / "dpdk" / prefix
 
 
+RUN_PREFIX = "pcieperf-"  # EAL file prefix of a `dpdk run`: RUN_PREFIX + pid + '-' + ns
+
+
+def remove_stale_runtime_dirs(prefix: str) -> None:
+    """Remove EAL's runtime folders that runs of `prefix` left when pcieperf was killed outright
+    (its process id, in the folder's name, is gone)."""
+    for found in runtime_dir(prefix).parent.glob(f"{prefix}*-*"):
+        pid = found.name.removeprefix(prefix).split("-", 1)[0]
+        if pid.isdigit() and statedir.Process.of(int(pid)) is None:
+            shutil.rmtree(found, ignore_errors=True)
+
+
 def deadline_s(seconds: float) -> float:
     """When a run that still has no rate gives up, in seconds from its start."""
     return max(DEADLINE_FACTOR * seconds, seconds + DEADLINE_SLACK_S)
@@ -421,8 +465,20 @@ def run(cfg: RunConfig, tick: Callable[[float, int], None] | None = None) -> Run
     and return what it measured; `tick` gets the seconds elapsed and the statistics blocks
     printed so far, for a progress bar."""
     binary = find_testpmd()
-    prefix = f"pcieperf-{os.getpid()}-{time.monotonic_ns()}"
-    command = testpmd_command(cfg, binary, prefix)
+    remove_stale_runtime_dirs(RUN_PREFIX)
+    prefix = f"{RUN_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
+    links = link_folder()
+    try:
+        command = testpmd_command(cfg, binary, prefix, links)
+        return _run(cfg, command, prefix, tick)
+    finally:
+        statedir.remove_private_folder(links)
+
+
+def _run(
+    cfg: RunConfig, command: list[str], prefix: str, tick: Callable[[float, int], None] | None
+) -> RunResult:
+    """`run` once its command line is made."""
     lines: list[str] = []
     parsed = OutputReader()
     start = time.monotonic()
