@@ -34,10 +34,21 @@ RUN_S = 600  # a generous deadline per line on a loaded 2-core machine
 # Lines left out: real DPDK runs and what reads them, and the figure report (its JSON lists files).
 LEFT_OUT = re.compile(r"dpdk run |capture (run|show)|--from-run|pcieperf report")
 VOLATILE_KEYS = frozenset({"seconds", "cpu_s", "imported_at"})  # clock readings
+# Values that describe the machine the replay runs on (issue 41): checked for their form, then
+# replaced by a placeholder, so that the recording holds on any machine.
+MACHINE_FORMS = {
+    "this_machine": lambda v: isinstance(v, str) and re.fullmatch(r".+, [0-9]+ CPUs", v),
+    "measured_here": lambda v: v is None or isinstance(v, bool),
+}
 # Lines that read what `data import` stored from the measured data.
 READS_STORED_RESULTS = re.compile(r"data (ls|show|plot)")
 OUTPUT = re.compile(r"(?:-o|--out)\s+(\S+)")
 WORK = "<work>"
+# Floats compared with a tolerance are also equal within this of each other: the values are ns,
+# ns per byte, Gb/s, Mpps and shares, and a fit's parameter at its bound of 0 comes out as
+# rounding noise (`bench calibrate`'s partial_line_ns: 1.15e-36 on one replay, 1.39e-36 on
+# the next).
+ABS_TOL = 1e-12
 # BLAS on one thread: a fit's last digits follow how many threads sum a product (`bench
 # calibrate`'s read_ns moved by 3e-9 once Dask had set OMP_NUM_THREADS=1 in the environment).
 ONE_BLAS_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -110,15 +121,23 @@ def steady(value: object, named: dict[str, str]) -> object:
     """The JSON value with wall-clock figures and the folders of `named` (`places`) replaced by
     placeholders."""
     if isinstance(value, dict):
-        return {
-            k: "<volatile>" if k in VOLATILE_KEYS else steady(v, named) for k, v in value.items()
-        }
+        return {k: _steady_item(k, v, named) for k, v in value.items()}
     if isinstance(value, list):
         return [steady(v, named) for v in value]
     if isinstance(value, str):
         for folder, placeholder in named.items():
             value = value.replace(folder, placeholder)
     return value
+
+
+def _steady_item(key: str, value: object, named: dict[str, str]) -> object:
+    """One key's value steadied: a clock reading or a machine's description of the right form
+    becomes a placeholder (one of the wrong form stays, for the comparison to show)."""
+    if key in VOLATILE_KEYS:
+        return "<volatile>"
+    if key in MACHINE_FORMS and MACHINE_FORMS[key](value):
+        return "<machine>"
+    return steady(value, named)
 
 
 def run(line: str, work: Path) -> object:
@@ -162,7 +181,8 @@ def difference(got: object, want: object, rel: float, where: str = "") -> str | 
     """Where two JSON values first differ (a key path and both values), floats within `rel` of
     each other counting as equal (0: bit for bit); None where they are equal."""
     if isinstance(got, float) and isinstance(want, float) and rel > 0:
-        same = math.isclose(got, want, rel_tol=rel) or (math.isnan(got) and math.isnan(want))
+        near = math.isclose(got, want, rel_tol=rel, abs_tol=ABS_TOL)
+        same = near or (math.isnan(got) and math.isnan(want))
         return None if same else f"{where or '/'}: {got!r} != {want!r}"
     if isinstance(got, dict) and isinstance(want, dict) and got.keys() == want.keys():
         found = (difference(got[k], want[k], rel, f"{where}/{k}") for k in got)

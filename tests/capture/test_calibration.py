@@ -13,14 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcieperf.capture import fit
+from pcieperf.capture import fit, machine
 from pcieperf.capture.calibration import (
     calibration_toml,
     capture_calibrate,
     load_calibration,
 )
+from pcieperf.capture.model import capture_model
 from pcieperf.errors import ProfileError, UsageError
 from tests.capture.model_synthetic import TRUE, synthetic_runs
+from tests.helpers import TESTS_DATA
 from tests.helpers.cli import run_cli
 
 
@@ -320,3 +322,48 @@ def test_capture_calibrate_answers_as_the_api(capsys, tmp_path, runs_csv):
     ).to_json()
     assert json.loads(json.dumps(answer)) == json.loads(text)
     assert answer["runs"] == [3, 4, 5, 9]
+
+
+def test_a_calibration_names_the_machine_its_runs_came_from(tmp_path, monkeypatch):
+    # Issue 41: a fit from an exported CSV names the machine the runs were made on, not the
+    # machine the fit runs on (tests/data/capture/probed-runs.csv: made on the dev VM, whose
+    # /proc/cpuinfo model name is "AMD EPYC", 2 CPUs, Linux 6.18.44).
+    intel = machine.Machine("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", 16, "6.1.0")
+    monkeypatch.setattr(machine.Machine, "here", classmethod(lambda cls: intel))
+    out = tmp_path / "cal.toml"
+    got = capture_calibrate(csv=TESTS_DATA / "capture" / "probed-runs.csv", output=out).to_json()
+    assert got["measured_on"] == "AMD EPYC, 2 CPUs, Linux 6.18.44"
+    meta = load_calibration(out).meta
+    assert (meta.cpu_model, meta.cpus) == ("AMD EPYC", 2)
+
+
+def test_runs_that_name_no_machine_give_an_unknown_one(tmp_path):
+    runs = synthetic_runs(noise=0.02).drop(columns=list(machine.COLUMNS), errors="ignore")
+    got = capture_calibrate(runs, output=tmp_path / "cal.toml").to_json()
+    assert got["measured_on"].startswith("an unknown machine")
+    assert load_calibration(tmp_path / "cal.toml").meta.cpu_model == ""
+
+
+def test_runs_of_two_kinds_of_machine_are_not_fitted_together(tmp_path):
+    runs = synthetic_runs(noise=0.02)
+    runs["cpu_model"], runs["cpus"], runs["kernel"] = "AMD EPYC", 2, "6.18"
+    runs.loc[runs.index[:5], "cpu_model"] = "Intel(R) Xeon(R) Gold 6338"
+    with pytest.raises(UsageError, match="the runs were made on 2 kinds of machine"):
+        capture_calibrate(runs, output=tmp_path / "cal.toml")
+    assert not (tmp_path / "cal.toml").exists()
+
+
+@pytest.mark.parametrize(
+    ("here", "said"),
+    [
+        (machine.Machine("AMD EPYC", 2, "6.1"), False),  # the calibration's kind: no line
+        (machine.Machine("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", 2, "6.1"), True),
+        (machine.Machine("AMD EPYC", 16, "6.18"), True),  # as many CPUs is part of the kind
+    ],
+)
+def test_capture_model_says_when_its_costs_come_from_another_machine(monkeypatch, here, said):
+    monkeypatch.setattr(machine.Machine, "here", classmethod(lambda cls: here))
+    result = capture_model(sizes="64")
+    assert result.to_json()["calibration"]["measured_here"] is (not said)
+    line = "these costs were measured on another kind of machine (AMD EPYC, 2 CPUs)"
+    assert (line in result.to_text()) is said

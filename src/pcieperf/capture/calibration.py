@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pcieperf._config import load_toml
+from pcieperf.capture.machine import Machine, of_rows
 from pcieperf.capture.path import SINKS, WRITERS
 from pcieperf.errors import ProfileError, UsageError, is_number, require_new_file
 from pcieperf.outputs import write_text
@@ -134,6 +135,8 @@ class Meta:
     other_placement_runs: list[int] = field(default_factory=list)
     cache_bytes: int = 0  # the cache a pool kept in the runs (their probe's median; 0: unknown)
     placement_max_round_trip_ns: float = math.inf  # the in-run probe's limit (inf: none)
+    cpu_model: str = ""  # the kind of machine the runs were made on ('': not recorded)
+    cpus: int = 0
 
 
 @dataclass(frozen=True)
@@ -277,7 +280,15 @@ class _Checker:
             self.ids(table, "other_placement_runs"),
             int(self.number({"cache_bytes": 0} | table, "cache_bytes", "meta", 0, 2**40)),
             self.limit(table, "placement_max_round_trip_ns"),
+            self.text({"cpu_model": ""} | table, "cpu_model"),
+            int(self.number({"cpus": 0} | table, "cpus", "meta", 0, 2**20)),
         )
+
+    def text(self, table: dict[str, Any], key: str) -> str:
+        value = table.get(key)
+        if not isinstance(value, str):
+            raise self.fail(f"[meta] {key}", value, "give text")
+        return value
 
     def wakeup(self, table: object) -> Wakeup:
         """The [wakeup] table; none (an earlier version's file): nothing lost on waking."""
@@ -347,28 +358,6 @@ def _costs(costs: Forwarding | Producer | Consumer) -> dict[str, object]:
 # --- capture calibrate -----------------------------------------------------------------------
 
 
-def machine_kind() -> str:
-    """The machine in words: CPU model, CPUs, kernel (what `measured_on` says by default)."""
-    import platform
-
-    model = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in _cpuinfo().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.machine(),
-    )
-    return f"{model}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}"
-
-
-def _cpuinfo() -> str:
-    try:
-        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
 def stored_runs(
     runs: Iterable[int] | pandas.DataFrame = (),
     *,
@@ -395,6 +384,23 @@ def stored_runs(
             f"{len(table)} runs"
         )
     return table[table["run_id"].isin(ids)] if ids else table
+
+
+NO_MACHINE = "an unknown machine (the runs were stored before pcieperf recorded machines)"
+
+
+def runs_machine(table: pandas.DataFrame) -> Machine | None:
+    """The one kind of machine (CPU model and count) the runs were made on; None if they
+    predate machine records; runs of several kinds are refused in one line (fit one kind's)."""
+    found = of_rows(table.to_dict("records"))
+    kinds = {m.kind for m in found}
+    if len(kinds) > 1:
+        raise UsageError(
+            f"the runs were made on {len(kinds)} kinds of machine ("
+            + "; ".join(m.words for m in found)
+            + "): costs differ between machines, so fit one machine's runs at a time"
+        )
+    return found[0] if found else None
 
 
 def _runs_csv(csv: Path) -> pandas.DataFrame:
@@ -437,7 +443,8 @@ def capture_calibrate(
     rewrite_runs = force or runs_file(out) == Path(csv or "")  # its own runs, read back
     require_new_file(runs_file(out), rewrite_runs)
     table = stored_runs(runs, db=db, csv=csv)
-    where = measured_on or machine_kind()
+    made_on = runs_machine(table)
+    where = measured_on or (made_on.words if made_on else NO_MACHINE)
     limit, round_trip = placement.placement_limit(table), placement.round_trip_limit(table)
     near = placement.in_placement(table, limit, round_trip)
     fitted = fit.fit(table[near], where)
@@ -450,6 +457,8 @@ def capture_calibrate(
         placement_max_slowdown=limit,
         other_placement_runs=others,
         placement_max_round_trip_ns=round_trip,
+        cpu_model=made_on.cpu_model if made_on else "",
+        cpus=made_on.cpus if made_on else 0,
     )
     cal = replace(fitted, meta=meta, path=str(out))
     write_text(runs_file(out), table.to_csv(index=False), rewrite_runs)

@@ -31,6 +31,7 @@ from pcieperf.capture.calibration import (
     load_calibration,
 )
 from pcieperf.capture.flow import Flow, limited_by, solve
+from pcieperf.capture.machine import Machine
 from pcieperf.capture.model_text import model_table
 from pcieperf.capture.path import (
     BUFFER_SHARE,
@@ -528,7 +529,9 @@ def _run_forwarding_ns(run_id: int, db: str | os.PathLike[str] | None) -> float:
 
 
 def _provenance(cal: CaptureCalibration, setup: CaptureSetup, fwd_from: str) -> dict[str, object]:
-    """Which calibration the costs came from, and where the forwarding cost did."""
+    """Which calibration the costs came from, where the forwarding cost did, and whether its
+    runs were made on this kind of machine."""
+    here = Machine.here()
     return {
         "file": cal.path,
         "measured_on": cal.meta.measured_on,
@@ -538,7 +541,18 @@ def _provenance(cal: CaptureCalibration, setup: CaptureSetup, fwd_from: str) -> 
         "writes_from": writer_source(cal, setup),
         "cache_from": "given (cache_mib)" if setup.cache_mib is not None else "calibration runs",
         "wakeup_loss": wakeup_loss(cal, writer_of(cal, setup, setup.sink)),
+        "machine": f"{cal.meta.cpu_model}, {cal.meta.cpus} CPUs" if cal.meta.cpu_model else None,
+        "this_machine": f"{here.cpu_model}, {here.cpus} CPUs",
+        "measured_here": measured_here(cal),
     }
+
+
+def measured_here(cal: CaptureCalibration) -> bool | None:
+    """Whether the calibration's runs were made on this kind of machine (CPU model and count);
+    None if it does not say which machine."""
+    if not cal.meta.cpu_model:
+        return None
+    return (cal.meta.cpu_model, cal.meta.cpus) == Machine.here().kind
 
 
 def _rows(found: CaptureRows, setup: CaptureSetup) -> list[dict[str, object]]:

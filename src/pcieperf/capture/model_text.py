@@ -40,7 +40,22 @@ def _title(payload: dict) -> str:
         f"{i['fwd_lcores']:g} lcores, offered {offer}\n"
         f"costs: {c['file']} ({c['runs']} runs, {c['measured_on']}, {c['dpdk_version']}); "
         f"forwarding cost from the {c['fwd_cost_from']}, writes from {c['writes_from']}"
+        + _elsewhere(c)
     )
+
+
+ANOTHER_MACHINE = (
+    "\nthese costs were measured on another kind of machine ({}); this one is {}: its costs "
+    "may differ several-fold (docs/capture.md#another-machine); measure its own with "
+    "`pcieperf capture run` and `pcieperf capture calibrate`"
+)
+
+
+def _elsewhere(c: dict) -> str:
+    """One line when the calibration comes from another kind of machine than this one."""
+    if c["measured_here"] is not False:
+        return ""
+    return ANOTHER_MACHINE.format(c["machine"], c["this_machine"])
 
 
 def _text_row(r: dict) -> dict[str, object]:

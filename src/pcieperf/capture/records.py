@@ -13,6 +13,7 @@ from typing import Any
 
 from pcieperf.capture import threads, tools
 from pcieperf.capture.lock import WAIT_S
+from pcieperf.capture.machine import Machine
 from pcieperf.capture.placement import PROBES, ROUND_TRIP
 from pcieperf.capture.run import COPIES_PER_PACKET, CaptureConfig, CaptureResult
 from pcieperf.measure.records import open_store
@@ -137,6 +138,7 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "crashed": result.crashed,
         "commands": json.dumps(result.commands),
         "outputs": json.dumps(result.outputs),
+        **Machine.here().row(),
     }
 
 

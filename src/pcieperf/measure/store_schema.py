@@ -61,6 +61,9 @@ CAPTURE_RUN_COLUMNS = {
     "steal_cpu_share": "DOUBLE",
     "round_trip_ns_no_capture": "DOUBLE",
     "round_trip_ns": "DOUBLE",
+    "cpu_model": "VARCHAR",  # the machine the run was made on (pcieperf.capture.machine)
+    "cpus": "INTEGER",
+    "kernel": "VARCHAR",
 }
 """The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
 start time (pcieperf.capture.records builds the rows)."""
