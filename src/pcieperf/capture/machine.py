@@ -10,6 +10,7 @@ import platform
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 UNKNOWN = "unknown"  # runs stored before the machine was (their CSV has no cpu_model column)
 COLUMNS = ("cpu_model", "cpus", "kernel")  # a run's columns that name its machine
@@ -55,14 +56,14 @@ def _cpu_model() -> str:
     return platform.machine()
 
 
-def of_rows(rows: Iterable[Mapping[str, object]]) -> list[Machine]:
+def of_rows(rows: Iterable[Mapping[Any, object]]) -> list[Machine]:
     """The machines stored runs name, each once, in the order first seen; runs stored before
     machines were recorded name none."""
     found: dict[Machine, None] = {}
     for row in rows:
         model, cpus, kernel = (row.get(c) for c in COLUMNS)
-        if isinstance(model, str) and model and _is_count(cpus):
-            found[Machine(model, int(cpus), str(kernel or UNKNOWN))] = None  # type: ignore[arg-type]
+        if isinstance(model, str) and model and isinstance(cpus, int | float) and _is_count(cpus):
+            found[Machine(model, int(cpus), str(kernel or UNKNOWN))] = None
     return list(found)
 
 
