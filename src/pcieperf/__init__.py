@@ -3,7 +3,8 @@
 Packages, in the order data flows: `pcie` (a link per direction, the cost of one read or
 write) -> `net` (line rates, frame overheads, captures) -> `nic` (NIC/driver profiles priced per
 packet, loopback latency) -> `dpdk` (forwarding estimate, IOMMU/IOTLB, testpmd runner);
-`pciebench` (pcie-bench definitions, simulator, calibration, predict, validate); `measure`
+`pciebench` (pcie-bench definitions, simulator, calibration, predict, validate); `devices`
+(this machine's PCI devices and their links, each NIC priced by the models above); `measure`
 (counters, store, explain) -> `report` (figures, HTML); `sweep` (design-space sweeps of the
 model commands through their API functions, on Dask: `pp.sweep`). `cli` sits on top and nothing
 imports it. Top-level modules serve them all: errors, units, progress, engine (Dask), _native
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from pcieperf.capture.calibration import capture_calibrate
     from pcieperf.capture.model import capture_model
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
+    from pcieperf.devices.api import device_options, devices
     from pcieperf.dpdk.api import dpdk_forwarding, dpdk_fwd_trace
     from pcieperf.errors import PcieperfError, ProfileError, UsageError
     from pcieperf.iommu.api import platforms
@@ -83,6 +85,8 @@ __all__ = [
     "data_ls",
     "data_plot",
     "data_show",
+    "device_options",
+    "devices",
     "dma",
     "dpdk_forwarding",
     "dpdk_fwd_trace",
@@ -119,7 +123,8 @@ def __getattr__(name: str) -> object:
     `pp.bench`, `pp.iommu` and `pp.store` are modules of API functions (`pp.bench` is
     pciebench.api, not the package: its submodules `sim`, `predict`, ... would shadow the
     functions of those names); `pp.nic`, `pp.report` and `pp.sweep` are packages callable as
-    their API function (nic/__init__.py, report/__init__.py, sweep/__init__.py)."""
+    their API function (nic/__init__.py, report/__init__.py, sweep/__init__.py), and so is
+    `pp.devices` (devices/__init__.py)."""
     match name:
         case "bench":
             import pcieperf.pciebench.api
@@ -157,6 +162,14 @@ def __getattr__(name: str) -> object:
             import pcieperf.capture.records
 
             return getattr(pcieperf.capture.records, name)
+        case "devices":
+            import pcieperf.devices  # not `from pcieperf import`: that asks this hook again
+
+            return pcieperf.devices
+        case "device_options":
+            from pcieperf.devices import api as devices_api  # `pcieperf.devices`: a function
+
+            return devices_api.device_options
         case "dpdk_forwarding" | "dpdk_fwd_trace":
             import pcieperf.dpdk.api
 

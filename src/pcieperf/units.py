@@ -81,6 +81,26 @@ def parse_int_list(text: str, what: str) -> list[int]:
     return values
 
 
+MAX_CPU = (1 << 16) - 1  # Linux's NR_CPUS is at most 8192 (arch Kconfigs): a higher one is a typo
+
+
+def parse_cpu_list(text: str, what: str = "CPU list") -> list[int]:
+    """Parse a CPU list as Linux's cpulist files and DPDK's `-l` write it: `0-3,8,10-11`."""
+    cpus: set[int] = set()
+    for token in str(text).split(","):
+        low, sep, high = token.strip().partition("-")
+        try:
+            first, last = int(low), int(high if sep else low)
+        except ValueError:
+            raise UsageError(
+                f"{what} {text!r} is not understood; write CPUs and ranges like 0-3,8"
+            ) from None
+        if not 0 <= first <= last <= MAX_CPU:
+            raise UsageError(f"{what} {token.strip()!r} is not allowed; use CPUs 0 to {MAX_CPU}")
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)
+
+
 def parse_batch_histogram(text: str) -> dict[int, float]:
     """Parse an Rx batch histogram `batch:calls,batch:calls` (e.g. `0:1000,4:5000,8:200`)."""
     hist: dict[int, float] = {}

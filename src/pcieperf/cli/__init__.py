@@ -35,6 +35,7 @@ _TOP_LEVEL = (
     "nic",
     "latency",
     "profiles",
+    "devices",
     "dpdk-fwd",
     "explain",
     "dpdk",
@@ -65,6 +66,8 @@ def _add_top_level(name: str, sub: argparse._SubParsersAction) -> None:
             from pcieperf.cli.latency import _add_latency_command as add
         case "profiles":
             from pcieperf.cli.profiles import _add_profiles_command as add
+        case "devices":
+            from pcieperf.cli.devices import _add_devices_command as add
         case "dpdk-fwd":
             from pcieperf.cli.dpdk_fwd import _add_dpdk_fwd_command as add
         case "explain":

@@ -185,6 +185,8 @@ _COMMANDS = {
     "in flight that its rate needs against the device's tags, per frame size (the paper's "
     "Figure 2; docs/latency.md)",
     "profiles": "List the built-in NIC profiles, or show one",
+    "devices": "Every PCI device of this machine (sysfs) or of a saved `lspci -vv` text, and "
+    "what its link costs each NIC",
     "dpdk-fwd": "The VTune-recipe estimate of DPDK forwarding traffic, term by term",
     "explain": "Measured PCIe counters against the DPDK forwarding model: the rate hypothesis "
     "first (is the packet rate given the one the counters imply?), then measured, predicted and "

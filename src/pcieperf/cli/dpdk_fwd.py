@@ -17,6 +17,7 @@ from pcieperf.cli._common import (
 )
 from pcieperf.cli._output import emit, with_demand_plot
 from pcieperf.cli._parser import _add_command
+from pcieperf.cli.devices import add_device_options, apply_device, with_device
 from pcieperf.dpdk.api import dpdk_forwarding, dpdk_fwd_trace
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
@@ -44,6 +45,7 @@ def forwarding_options(args: argparse.Namespace) -> dict:
 
 def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
     """The VTune-recipe estimate of DPDK forwarding traffic, term by term."""
+    found = apply_device(args)
     run = "--from-run" if args.from_run is not None else None
     if args.mix is not None and (mixed := _given(args, size_option(args), run)):
         raise UsageError(f"--mix sets the frame sizes; drop {', '.join(mixed)}")
@@ -63,7 +65,7 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
             pkt=pkt,
             **options,
         )
-        emit(args, with_demand_plot(args, fwd))
+        emit(args, with_device(with_demand_plot(args, fwd), found))
         return
     result = dpdk_forwarding(
         pps=wire.DEFAULT_PPS if pps is None else pps,
@@ -74,7 +76,7 @@ def cmd_dpdk_fwd(args: argparse.Namespace) -> None:
         from_run=args.from_run,
         **options,
     )
-    emit(args, result)
+    emit(args, with_device(result, found))
 
 
 def _given(args: argparse.Namespace, *names: str | None) -> tuple[str, ...]:
@@ -141,3 +143,4 @@ def _add_dpdk_fwd_command(sub: argparse._SubParsersAction, name: str = "dpdk-fwd
     p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     _add_trace_replay_options(p)
     p.add_argument("--poll", default="1us", help="with --trace: the PMD's poll period")
+    add_device_options(p, "dpdk-fwd")

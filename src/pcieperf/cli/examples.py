@@ -10,6 +10,7 @@ EXAMPLES = {
     "dma": "pcieperf dma --op read --sizes 64,256,1500 --mrrs 512",
     "nic": "pcieperf nic --profile dpdk --eth 100 --sizes 64,256,1518,imix",
     "profiles": "pcieperf profiles mlx5-dpdk",
+    "devices": "pcieperf devices --lspci ../shared/data/lspci/11-cx4lx-x8-to-x4-okmarkers.txt",
     "latency": f"pcieperf latency --profile bypass --sizes 64,128,512,1500 --host {HOST}",
     "dpdk-fwd": "pcieperf dpdk-fwd --pps 14.88M --frame 64 --batch-hist 0:1000,4:5000,32:200",
     "explain": f"pcieperf explain --counters {PCM} --pps 10M --frame 64",

@@ -11,7 +11,9 @@ from pcieperf import progress
 from pcieperf.cli._common import _real, _warn, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
+from pcieperf.cli.devices import add_device_options, apply_device, with_device
 from pcieperf.dpdk.port import IOVA_MODES, LAYOUTS, POLL_DELAY_MAX_US, PortSetup
+from pcieperf.errors import UsageError
 from pcieperf.iommu.api import advise, gain, platforms, sim
 from pcieperf.iommu.platform import OVERLOADS, REPLACEMENTS
 from pcieperf.iommu.profiles import DEFAULT_PLATFORM, builtin_platforms
@@ -175,7 +177,10 @@ def iommu_sim_result(args: argparse.Namespace) -> Report:
 
 def cmd_iommu_sim(args: argparse.Namespace) -> None:
     """IOTLB misses per packet and packet rate with and without the IOMMU for one setup."""
-    emit(args, iommu_sim_result(args))
+    if args.device is not None and args.setup is not None:
+        raise UsageError("--setup and --device both give the link and the line rate; give one")
+    found = apply_device(args)
+    emit(args, with_device(iommu_sim_result(args), found))
 
 
 def cmd_iommu_gain(args: argparse.Namespace) -> None:
@@ -211,6 +216,7 @@ def _add_iommu_commands(sub: argparse._SubParsersAction) -> None:
     iommu_sub = _add_group(sub, "iommu", _GROUPS["iommu"])
     p = _add_command(iommu_sub, "sim", cmd_iommu_sim)
     _add_iommu_options(p)
+    add_device_options(p, "iommu sim")
     p = _add_command(iommu_sub, "gain", cmd_iommu_gain)
     _add_iommu_options(p)
     p.add_argument("--from-rxd", type=_whole(), default=1024, help="ring size before")

@@ -8,6 +8,7 @@ import argparse
 from pcieperf.cli._common import _real, _whole, add_tag_options, link_options
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.cli.devices import add_device_options, apply_device, with_device
 from pcieperf.net import wire
 from pcieperf.nic import api
 from pcieperf.nic.profile import DEFAULT_PROFILE
@@ -17,9 +18,11 @@ def cmd_latency(args: argparse.Namespace) -> None:
     """Where one packet's loopback latency goes (PCIe, device, wire, host), and the DMAs in
     flight that its rate needs against the device's tags, per frame size (the paper's Figure
     2; docs/latency.md)."""
+    found = apply_device(args)
     options: tuple[str, ...] = ("profile", "sizes", "eth", "pps", "tags", "host")
     options += ("calibration", "read_ns", "write_ns", "cache", "set", "breakdown")
-    emit(args, api.latency(**{o: getattr(args, o) for o in options}, **link_options(args)))
+    result = api.latency(**{o: getattr(args, o) for o in options}, **link_options(args))
+    emit(args, with_device(result, found))
 
 
 def _add_latency_command(sub: argparse._SubParsersAction) -> None:
@@ -35,3 +38,4 @@ def _add_latency_command(sub: argparse._SubParsersAction) -> None:
         "--set", action="append", metavar="NAME=NS", help="an assumed parameter, e.g. poll_ns=100"
     )
     p.add_argument("--breakdown", action="store_true", help="every term of every size")
+    add_device_options(p, "latency")

@@ -15,13 +15,14 @@ from pcieperf.cli._common import (
 )
 from pcieperf.cli._output import emit, with_demand_plot
 from pcieperf.cli._parser import _add_command
+from pcieperf.cli.devices import add_device_options, apply_device, with_device
 from pcieperf.net import wire
 from pcieperf.nic import api
 from pcieperf.nic.captures import nic_trace
 from pcieperf.nic.profile import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
-    from pcieperf.results import Table
+    from pcieperf.results import Report, Table
 
 
 _NIC_OPTIONS: tuple[str, ...] = ("profile", "eth", "vlan", "sizes", "mix", "paths", "breakdown")
@@ -36,13 +37,14 @@ def nic_result(args: argparse.Namespace) -> Table:
 def cmd_nic(args: argparse.Namespace) -> None:
     """What a NIC/driver profile achieves per frame size or mix, or what a trace needs."""
     require_trace_for_companions(args)
+    found = apply_device(args)
     if args.trace:
-        _nic_trace(args)
+        emit(args, with_device(_nic_trace(args), found))
         return
-    emit(args, nic_result(args))
+    emit(args, with_device(nic_result(args), found))
 
 
-def _nic_trace(args: argparse.Namespace) -> None:
+def _nic_trace(args: argparse.Namespace) -> Report:
     """Nic --trace: the PCIe bandwidth a capture needs per window (`pp.nic_trace`)."""
     found = nic_trace(
         args.trace,
@@ -52,7 +54,7 @@ def _nic_trace(args: argparse.Namespace) -> None:
         skip_bad=args.skip_bad,
         **link_options(args),
     )
-    emit(args, with_demand_plot(args, found))
+    return with_demand_plot(args, found)
 
 
 def _add_nic_command(sub: argparse._SubParsersAction) -> None:
@@ -75,3 +77,4 @@ def _add_nic_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pps", default=None, help="also report the PCIe bandwidth this rate needs")
     add_tag_options(p)
     _add_trace_replay_options(p)
+    add_device_options(p, "nic")

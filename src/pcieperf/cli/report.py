@@ -29,6 +29,8 @@ def cmd_report(args: argparse.Namespace) -> None:
             eth=args.eth,
             force=args.force,
             explanation=explanation,
+            devices=args.devices,
+            lspci=args.lspci,
             **link_options(args),
         ),
     )
@@ -40,4 +42,11 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", dest="out", default="pcieperf-report", help="output folder")
     p.add_argument("--eth", type=_whole(), default=40, help="Ethernet Gb/s for the NIC figure")
     p.add_argument("--force", action="store_true", help="overwrite a non-empty output folder")
+    p.add_argument(
+        "--devices",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="this machine's devices and findings (default: where it has a PCI Express NIC)",
+    )
+    p.add_argument("--lspci", metavar="FILE", help="the devices of a saved `lspci -vv` instead")
     _add_explain_options(p.add_argument_group("measured counters (adds a section)"), False)

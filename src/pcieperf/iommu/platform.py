@@ -166,6 +166,20 @@ class IommuOverrides(TypedDict, total=False):
     pwc_entries: int | None
 
 
+def port_profile_problem(device: NicProfile) -> str | None:
+    """Why the DPDK port model cannot take `device` (it needs a descriptor-ring forwarding
+    profile), or None where it can."""
+    missing = [name for name in forwarding.FORWARDING_PARAMS if name not in device.params]
+    if not missing and device.device is not None:
+        return None
+    lacks = f"the parameters {', '.join(missing)}" if missing else "a [device] table"
+    return (
+        f"profile {device.name!r} lacks {lacks}; the DPDK port model needs a descriptor-ring "
+        f"forwarding profile with [device] and {', '.join(forwarding.FORWARDING_PARAMS)}, "
+        f"such as {DEFAULT_PROFILE}"
+    )
+
+
 def load_platform(
     path: Path = DEFAULT_CALIBRATION,
     *,
@@ -186,14 +200,9 @@ def load_platform(
             "IOMMU host); re-run `pcieperf bench calibrate` with one"
         )
     device = load_profile(profile) if isinstance(profile, str) else profile
-    missing = [name for name in forwarding.FORWARDING_PARAMS if name not in device.params]
-    if missing or device.device is None:
-        lacks = f"the parameters {', '.join(missing)}" if missing else "a [device] table"
-        raise UsageError(
-            f"profile {device.name!r} lacks {lacks}; the DPDK port model needs a descriptor-ring "
-            f"forwarding profile with [device] and {', '.join(forwarding.FORWARDING_PARAMS)}, "
-            f"such as {DEFAULT_PROFILE}"
-        )
+    problem = port_profile_problem(device)
+    if problem:
+        raise UsageError(problem)
     platform_profile = load_platform_profile(platform, path)
     params, memory, core = platform_parts(platform_profile)
     overrides: dict[str, Any] = {k: v for k, v in iommu.items() if v is not None}

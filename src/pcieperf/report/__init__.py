@@ -3,8 +3,9 @@
 self-contained index.html), `api` (`pp.report(out=...)`, which `pcieperf report` calls).
 
 The package is callable, `pp.report(out="DIR")`, as `api.report`.
-May import: every model package (pcie, net, nic, dpdk, iommu, pciebench), measure (the store) and
-capture. Nothing imports the report but the CLI.
+May import: every model package (pcie, net, nic, dpdk, iommu, pciebench), measure (the store),
+capture and devices (this machine's NICs, `report --devices`). Nothing imports the report but
+the CLI.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pcieperf.errors import UsageError, require_new_folder
+from pcieperf.errors import UsageError, param, require_new_folder
 from pcieperf.pcie.api import make_link
-from pcieperf.results import Report, csv_text, frame_html
+from pcieperf.results import Report, Table, csv_text, frame_html
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -62,22 +62,44 @@ def report(
     eth: int = 40,
     force: bool = False,
     explanation: Explanation | None = None,
+    devices: bool | None = None,
+    lspci: str | Path | None = None,
+    sysfs: str | Path = "/sys",
     **link_options: Unpack[LinkOptions],
 ) -> ReportResult:
     """Write the report (figures as PNG + SVG, their CSVs, a self-contained index.html) into
     `out` (`pcieperf report -o OUT`): `link_options` as `pp.make_link` takes them, `eth` the
     Ethernet rate in Gb/s, `explanation` (from `pcieperf explain`'s model) adds the measured
-    counters' section. A non-empty `out` is refused unless `force`."""
+    counters' section; `devices` adds this machine's devices and findings (`pp.devices`; None:
+    where `sysfs` shows a PCI Express NIC), or a saved `lspci` text's. A non-empty `out` is
+    refused unless `force`."""
     if isinstance(eth, bool) or not isinstance(eth, int) or eth <= 0:
         raise UsageError(f"eth {eth!r} is not allowed; give a whole number of Gb/s > 0")
     link = make_link(**link_options)
     folder = Path(out)
     require_new_folder(folder, force)
+    found = _devices(devices, lspci, sysfs)
     from pcieperf.report.data import ReportConfig  # matplotlib: only after the checks
     from pcieperf.report.html import write_report
 
-    write_report(ReportConfig(link=link, eth_gbps=eth, explanation=explanation), folder, force)
+    cfg = ReportConfig(link=link, eth_gbps=eth, explanation=explanation, devices=found)
+    write_report(cfg, folder, force)
     return ReportResult(folder / "index.html", tuple(sorted(p.name for p in folder.iterdir())))
+
+
+def _devices(devices: bool | None, lspci: str | Path | None, sysfs: str | Path) -> Table | None:
+    """The devices section's result: asked for, given as a text, or (None) where this machine
+    has a PCI Express NIC."""
+    from pcieperf.devices.api import devices as read_devices
+    from pcieperf.devices.api import pcie_nics_present
+
+    if devices is False:
+        if lspci is not None:
+            raise UsageError(f"{param('lspci')} is the devices section's input; drop one of them")
+        return None
+    if devices is None and lspci is None and not pcie_nics_present(sysfs):
+        return None
+    return read_devices(lspci=lspci, sysfs=sysfs)
 
 
 def data_plot(

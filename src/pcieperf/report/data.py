@@ -42,6 +42,7 @@ from pcieperf.pcie.link import Link
 
 if TYPE_CHECKING:
     from pcieperf.measure.explain import Explanation
+    from pcieperf.results import Table
 
 PAPER = (
     "Neugebauer, Antichi, Zazo, Audzevich, López-Buedo and Moore, “Understanding PCIe "
@@ -78,6 +79,7 @@ class ReportConfig:
     explanation: Explanation | None = None  # measured counters explained, for their section
     capture_calibration: Path = DEFAULT_CALIBRATION
     capture_runs: pd.DataFrame | None = None  # None: the runs beside the calibration, if any
+    devices: Table | None = None  # `pp.devices`: this machine's devices, for their section
 
 
 @dataclass

@@ -17,6 +17,7 @@ STYLE = (
     "body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
     "figure{margin:1em 0}img{max-width:100%;height:auto}"
     "p.read{font-weight:bold}figcaption{color:#444}"
+    "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
 )
 
 
@@ -39,8 +40,59 @@ def _section(d: FigureData, out: Path) -> str:
     )
 
 
+DEVICE_CELLS = ("bdf", "class", "name", "link", "max", "mps", "mrrs", "tags", "numa_node", "driver")
+NIC_CELLS = ("bdf", "nic", "profile", "eth_gbps", "ceiling_mpps_64", "ceiling_mpps_64_capable")
+
+
+def _cells(names: tuple[str, ...], rows: list[dict]) -> str:
+    """An HTML table of `names` over `rows` (missing values as -)."""
+    head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_shown(r.get(n)))}</td>" for n in names) + "</tr>"
+        for r in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _shown(value: object) -> str:
+    """A cell: floats with 2 decimals, None as -."""
+    return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def devices_section(devices: list[dict], title: str) -> str:
+    """The devices (`pp.devices`), the network controllers priced, their findings; `title`
+    says whose they are."""
+    rows = [
+        r
+        | {
+            "link": f"Gen{r['gen']} x{r['lanes']}" if r["lanes"] else "-",
+            "max": f"Gen{r['gen_cap']} x{r['lanes_cap']}" if r["lanes_cap"] else "-",
+        }
+        for r in devices
+    ]
+    nics = [r for r in rows if "advice" in r]
+    findings = "".join(
+        f"<li>{html.escape(r['bdf'])}: {html.escape(line)}</li>"
+        for r in nics
+        for line in r["advice"]
+    )
+    return (
+        f"<h2 id='devices'>PCI devices</h2><p>{html.escape(title)}</p><p class='read'>Read each "
+        "network controller's 64 B ceiling on the link it has against the one it could train "
+        "to, then the findings.</p>"
+        + _cells(DEVICE_CELLS, rows)
+        + (
+            f"<h3>Network controllers</h3>{_cells(NIC_CELLS, nics)}<ul>{findings}</ul>"
+            if nics
+            else ""
+        )
+        + "<p>Data: <a href='devices.csv'>devices.csv</a> (pcieperf devices --format csv)</p>"
+    )
+
+
 def page(cfg: ReportConfig, figures: list[FigureData], out: Path) -> str:
-    """index.html: the link's numbers, then every figure's section."""
+    """index.html: the link's numbers, this machine's devices where asked, then every figure's
+    section."""
     link = cfg.link
     head = (
         "<!doctype html><html><head><meta charset='utf-8'><title>pcieperf report</title>"
@@ -51,7 +103,14 @@ def page(cfg: ReportConfig, figures: list[FigureData], out: Path) -> str:
         "of the same quantity come from one device model, so they agree where they overlap; "
         f"Figures 1 and 2 are redrawn from {html.escape(data.PAPER)}.</p>"
     )
-    return "\n".join([head, *(_section(d, out) for d in figures), "</body></html>"])
+    found = cfg.devices
+    devices = [] if found is None else [devices_section(_rows(found.to_json()), found.title)]
+    return "\n".join([head, *devices, *(_section(d, out) for d in figures), "</body></html>"])
+
+
+def _rows(data: object) -> list[dict]:
+    """`pp.devices`'s JSON: its rows."""
+    return data if isinstance(data, list) else []
 
 
 def write_report(cfg: ReportConfig, out: Path, force: bool = False) -> list[Path]:
@@ -68,6 +127,8 @@ def write_report(cfg: ReportConfig, out: Path, force: bool = False) -> list[Path
         for make in progress.wrap(makers, "report", "figure"):
             figures.append(make(cfg))
             _write_figure(figures[-1], cfg, work)
+        if cfg.devices is not None:
+            (work / "devices.csv").write_text(cfg.devices.to_csv(), encoding="utf-8")
         (work / "index.html").write_text(page(cfg, figures, work), encoding="utf-8")
         made = sorted(work.iterdir())
     return [out / path.name for path in made]
