@@ -39,6 +39,7 @@ SAME_QUESTION = [
         {"gen": 4, "addr32": True, "ecrc": True},
     ),
     (["dma"], pp.dma, {}),
+    (["devices", "--rxd", "512"], pp.devices, {"rxd": 512}),  # this machine's, read twice
     (
         ["dma", "--op", "read", "--sizes", "64,1500", "--mrrs", "256", "--tlps"],
         pp.dma,

@@ -36,6 +36,7 @@ RUNS = {
     "dma": "dma --sizes 64,1500",
     "nic": "nic --sizes 64,256,imix",
     "profiles": "profiles",
+    "devices": "devices",
     "latency": "latency --sizes 64,128 --read-ns 560",
     "dpdk-fwd": "dpdk-fwd --pps 10M --pkt 64",
     "dpdk fwd": "dpdk fwd --pps 14.88M --frame 64 --batch 8",
@@ -126,9 +127,9 @@ RUN_ELSEWHERE = {"counters rm": "tests/measure/test_counters.py, on a store of i
 
 
 def test_every_command_has_a_run():
-    # 41 commands: the 48 of test_cli_help less the seven groups, which print their help.
+    # 42 commands: the 49 of test_cli_help less the seven groups, which print their help.
     assert sorted([*RUNS, *RUN_ELSEWHERE]) == COMMANDS
-    assert len(COMMANDS) == 41
+    assert len(COMMANDS) == 42
 
 
 # One observation whose list of objects is its parts (a forwarding estimate's terms): one row.

@@ -14,7 +14,7 @@ from pcieperf.devices.device import Device
 from pcieperf.devices.findings import Host, findings
 from pcieperf.devices.inventory import Inventory, load_inventory
 from pcieperf.devices.pricing import price_nic
-from pcieperf.devices.settings import settings_of
+from pcieperf.devices.settings import iommu_profile, settings_of
 from pcieperf.devices.text import devices_table
 from pcieperf.dpdk.port import DEFAULT_PORT, PortSetup
 from pcieperf.errors import UsageError, param
@@ -159,7 +159,7 @@ class DeviceOptions:
     defaults: dict[str, str]
 
     def to_json(self) -> dict[str, Any]:
-        """The provenance, as the commands' JSON holds it under `device`."""
+        """The provenance, as the commands' JSON holds it under `provenance`."""
         return {
             "bdf": self.bdf,
             "source": self.source,
@@ -200,7 +200,7 @@ def device_options(
     from_device, evidence, defaults = {}, {}, {}
     for name in names:
         value = settings.value(name)
-        unfit = _unfit_profile(value) if name == "profile" and command == "iommu sim" else ""
+        unfit = iommu_profile(str(value))[1] if name == "profile" and command == "iommu sim" else ""
         if name in chosen:
             continue
         if value is not None and not unfit:
@@ -225,30 +225,19 @@ def device_options(
     )
 
 
-def _unfit_profile(profile: object) -> str:
-    """Why the IOMMU model cannot take a NIC's profile, or ""."""
-    from pcieperf.iommu.platform import port_profile_problem
-    from pcieperf.nic.profile import load_profile
-
-    problem = port_profile_problem(load_profile(str(profile)))
-    return (
-        f"the NIC's profile {profile} does not fit the IOMMU model ({problem})" if problem else ""
-    )
-
-
 def with_provenance(result: Table | Report, options: DeviceOptions) -> Table | Report:
-    """`result` with where its device options came from: a `device` key in its JSON (in each
-    row of a list) and a line of text."""
+    """`result` with where its device options came from: a `provenance` key in its JSON (in
+    each row of a list) and a line of text."""
     block = options.to_json()
     if isinstance(result, Report):
-        data = {**result.data, "device": block} if isinstance(result.data, dict) else result.data
+        data = {**result.data, "provenance": block} if isinstance(result.data, dict) else result.data
         return replace(result, data=data, text=f"{options.to_text()}\n{result.text}")
     data = result.data
     if isinstance(data, Columnar):
         count = len(next(iter(data.values.values()), []))
-        data = Columnar({**data.values, "device": [block] * count})
+        data = Columnar({**data.values, "provenance": [block] * count})
     elif isinstance(data, list):
-        data = [{**row, "device": block} for row in data]
+        data = [{**row, "provenance": block} for row in data]
     elif isinstance(data, dict):
-        data = {**data, "device": block}
+        data = {**data, "provenance": block}
     return replace(result, data=data, title=f"{options.to_text()}\n{result.title}")

@@ -14,9 +14,9 @@ from typing import Any
 from pcieperf.devices.device import Device
 from pcieperf.devices.express import MRRS_RESET_BYTES, TAGS_8BIT, link_text
 from pcieperf.devices.pricing import NicPrice, ceiling
-from pcieperf.devices.settings import LINK_OPTIONS, Settings
+from pcieperf.devices.settings import LINK_OPTIONS, Settings, iommu_profile
 from pcieperf.dpdk.port import DEFAULT_PORT
-from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
+from pcieperf.nic.profile import DEFAULT_PROFILE
 
 FULL_FRAME = 1518  # the largest untagged Ethernet frame (IEEE 802.3 §3.2.7): the most bytes
 DMA_BYTES = 1500  # a full frame's payload as the DMA model's sizes count it
@@ -203,15 +203,12 @@ def _iommu(device: Device, price: NicPrice, host: Host) -> list[str]:
     if not translated:
         return [f"IOMMU group {device.iommu_group} is {device.iommu_mode}: no translation cost"]
     from pcieperf.iommu.api import sim
-    from pcieperf.iommu.platform import port_profile_problem
 
     profile = str(price.options.get("profile", DEFAULT_PROFILE))
-    stand_in = port_profile_problem(load_profile(profile)) is not None
+    priced_with, stand_in = iommu_profile(profile)
     options = {
-        "gen": price.options["gen"],
-        "lanes": price.options["lanes"],
-        "eth": price.options.get("eth", 40),
-        "profile": DEFAULT_PROFILE if stand_in else profile,
+        **{k: price.options[k] for k in ("gen", "lanes", "eth") if k in price.options},
+        "profile": priced_with,
         "rxd": host.rxd,
         "frame": "64",
     }
@@ -224,7 +221,7 @@ def _iommu(device: Device, price: NicPrice, host: Host) -> list[str]:
         f" 64 B on {page} pages at rxd {host.rxd}: {found['mpps_iommu']:.2f} Mpps of "
         f"{found['mpps_no_iommu']:.2f} untranslated (limited by "
         f"{' + '.join(found['limited_by'])}; IOMMU model"
-        + (f", {DEFAULT_PROFILE} standing in for {profile})" if stand_in else ")")
+        + (f", {priced_with} standing in for {profile})" if stand_in else ")")
     )
     if page == "4k":
         huge_run = sim(page="2m", **options).to_json()

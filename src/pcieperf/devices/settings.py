@@ -74,6 +74,19 @@ def settings_of(device: Device, port: Device | None = None) -> Settings:
     return Settings(device, found, unknown, match, gen_capable, lanes_capable, capable_source)
 
 
+def iommu_profile(profile: str) -> tuple[str, str]:
+    """The profile the IOMMU model prices a NIC of `profile` with: its own, or the default one
+    where it is no descriptor-ring forwarding profile, and then why ("" where its own)."""
+    from pcieperf.iommu.platform import port_profile_problem
+    from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
+
+    if port_profile_problem(load_profile(profile)) is None:
+        return profile, ""
+    return DEFAULT_PROFILE, (
+        f"the NIC's profile {profile} is no descriptor-ring profile the IOMMU model takes"
+    )
+
+
 def _why_unknown(device: Device) -> str:
     """Why no PCI Express field of `device` is known, or "" where some may be."""
     if device.has_express is False:
