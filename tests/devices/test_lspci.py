@@ -5,6 +5,7 @@ exactly what lspci printed: link speed and width now and at most, MPS (both), MR
 and `downgraded` as lspci's own markers say. What lspci printed is read here by regexes over
 each raw block, independently of the parser."""
 
+import itertools
 import os
 import re
 import shutil
@@ -58,7 +59,7 @@ def printed(block):
 def raw_blocks(text):
     """The raw text of each device block, by address."""
     starts = [m.start() for m in BLOCK_START.finditer(text)] + [len(text)]
-    blocks = [text[a:b] for a, b in zip(starts, starts[1:], strict=False)]
+    blocks = [text[a:b] for a, b in itertools.pairwise(starts)]
     return {normal_bdf(b.split()[0].lstrip(">")): b for b in blocks}
 
 
@@ -142,8 +143,12 @@ def test_a_run_without_root_leaves_the_capability_unknown():
     assert "access denied" in device.notes[0]
 
 
-BLOCK = """\
-03:00.0 Ethernet controller [0200]: Intel Corporation 82599ES 10-Gigabit SFI/SFP+ Network Connection [8086:10fb] (rev 01)
+BLOCK = (
+    (
+        "03:00.0 Ethernet controller [0200]: Intel Corporation 82599ES 10-Gigabit SFI/SFP+ Network "
+        "Connection [8086:10fb] (rev 01)\n"
+    )
+    + """\
 \tSubsystem: Intel Corporation Ethernet Server Adapter X520-2
 \tNUMA node: 1
 \tIOMMU group: 27
@@ -158,6 +163,7 @@ BLOCK = """\
 \t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-
 \tKernel driver in use: vfio-pci
 """
+)
 
 
 def one(text):

@@ -71,7 +71,7 @@ def test_each_device_as_its_files_say(sysfs):
 
 
 def test_sixty_four_bytes_leave_the_registers_unknown_and_say_so(sysfs):
-    root, ids = sysfs
+    root, _ = sysfs
     nvme = {d.bdf: d for d in read_devices(root, PciIds())}["0000:00:02.0"]
     assert nvme.has_express is True  # Linux shows link attributes for PCIe devices only
     assert (nvme.express.gen, nvme.express.lanes, nvme.express.gen_cap) == (3, 4, 4)
@@ -81,7 +81,7 @@ def test_sixty_four_bytes_leave_the_registers_unknown_and_say_so(sysfs):
 
 
 def test_a_device_without_the_capability_is_listed_as_such(sysfs):
-    root, ids = sysfs
+    root, _ = sysfs
     virtio = {d.bdf: d for d in read_devices(root, PciIds())}["0000:00:03.0"]
     assert (virtio.has_express, virtio.express, virtio.notes) == (False, None, ())
 

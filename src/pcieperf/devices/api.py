@@ -230,7 +230,8 @@ def with_provenance(result: Table | Report, options: DeviceOptions) -> Table | R
     each row of a list) and a line of text."""
     block = options.to_json()
     if isinstance(result, Report):
-        data = {**result.data, "provenance": block} if isinstance(result.data, dict) else result.data
+        given = result.data
+        data = {**given, "provenance": block} if isinstance(given, dict) else given
         return replace(result, data=data, text=f"{options.to_text()}\n{result.text}")
     data = result.data
     if isinstance(data, Columnar):
