@@ -106,6 +106,16 @@ def startup_rows(figures: dict) -> list[Row]:
     return rows
 
 
+def devices_rows(figures: dict) -> list[Row]:
+    """bench_devices: `pcieperf devices` beside `lspci -vv` (seconds, lower is better), the
+    machine's run with issue 42's target."""
+    rows = side_by_side_rows(figures)
+    for row in rows:
+        if "sysfs" in str(row["figure"]):
+            row["target"] = "< 0.3 s"
+    return rows
+
+
 def sweep_rows(figures: dict) -> list[Row]:
     """bench_sweep's evaluations per second (higher is better), the baseline as the peer."""
     rows = []
@@ -238,6 +248,9 @@ BENCHMARKS = {
         "bench_iommu.py", lambda o: ["--runs", str(o.runs), *_baseline(o)], iommu_rows, False
     ),
     "counters": Benchmark("bench_counters.py", lambda o: [], repeated_rows, repeat=True),
+    "devices": Benchmark(
+        "bench_devices.py", lambda o: ["--runs", str(max(o.runs, 5))], devices_rows, False
+    ),
     "capture_model": Benchmark("bench_capture_model.py", lambda o: [], repeated_rows, repeat=True),
     "archive": Benchmark(
         "bench_archive.py",

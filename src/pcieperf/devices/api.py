@@ -11,12 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from pcieperf.devices.device import Device
-from pcieperf.devices.findings import Host, findings
-from pcieperf.devices.inventory import Inventory, load_inventory
-from pcieperf.devices.pricing import price_nic
-from pcieperf.devices.settings import iommu_profile, settings_of
+from pcieperf.devices.inventory import Host, Inventory, load_inventory
 from pcieperf.devices.text import devices_table
-from pcieperf.dpdk.port import DEFAULT_PORT, PortSetup
+from pcieperf.dpdk.port import DEFAULT_PORT
 from pcieperf.errors import UsageError, param
 from pcieperf.results import Columnar, Report, Table
 from pcieperf.units import parse_cpu_list
@@ -34,6 +31,8 @@ def devices(
     for standard input): class, ids, driver, NUMA node, link now and at most, MPS, MRRS, tags,
     IOMMU group; each network controller priced on its link with findings (`advice`) at the
     Rx ring `rxd` and, with `lcores` (`0-3,8`), their NUMA node (`pcieperf devices`)."""
+    from pcieperf.dpdk.port import PortSetup
+
     PortSetup(rxd=rxd, txd=rxd)  # the ring is checked as the IOMMU model checks it
     inventory = load_inventory(lspci=lspci, sysfs=sysfs, pci_ids=pci_ids)
     host = replace(inventory.host, lcores=_lcores(lcores, inventory), rxd=rxd)
@@ -106,7 +105,18 @@ def _row(device: Device, port: Device | None, host: Host) -> dict[str, Any]:
 
 
 def _nic_row(device: Device, port: Device | None, host: Host) -> dict[str, Any]:
-    """A network controller's price on its link and its findings."""
+    """A network controller's price on its link and its findings (the models are imported for
+    one with a link only: a machine without one, a VM, starts light)."""
+    if device.has_express is False:
+        return dict.fromkeys(NIC_KEYS) | {
+            "limited_by": [],
+            "limited_by_capable": [],
+            "advice": ["no PCI Express link to price: it has no PCI Express capability"],
+        }
+    from pcieperf.devices.findings import findings
+    from pcieperf.devices.pricing import price_nic
+    from pcieperf.devices.settings import settings_of
+
     settings = settings_of(device, port)
     price = price_nic(settings)
     match = settings.match
@@ -133,6 +143,19 @@ def pcie_nics_present(sysfs: str | Path = "/sys") -> bool:
     from pcieperf.devices.sysfs import pcie_network_devices
 
     return bool(pcie_network_devices(Path(sysfs)))
+
+
+NIC_KEYS: tuple[str, ...] = (
+    "nic",
+    "nic_match",
+    "profile",
+    "eth_gbps",
+    "pcie_gbps_up",
+    "pcie_gbps_down",
+)
+NIC_KEYS += ("ceiling_mpps_64", "ceiling_mpps_64_capable", "gen_capable", "lanes_capable")
+NIC_KEYS += ("limited_by", "limited_by_capable", "advice")
+"""The keys a network controller's row adds, in order."""
 
 
 COMMAND_OPTIONS = {
@@ -190,6 +213,8 @@ def device_options(
     """The options `command` (`nic`, `latency`, `dpdk-fwd`, `iommu sim`) takes from `device`
     (`03:00.0`; this machine's, or `lspci`'s): its link, MPS, MRRS, tags, NIC profile and line
     rate; `given` options stand over the device's (`pcieperf nic --device 03:00.0 --gen 4`)."""
+    from pcieperf.devices.settings import iommu_profile, settings_of
+
     if command not in COMMAND_OPTIONS:
         raise UsageError(f"command {command!r}: choose one of {', '.join(COMMAND_OPTIONS)}")
     inventory = load_inventory(lspci=lspci, sysfs=sysfs, pci_ids=pci_ids)

@@ -5,6 +5,7 @@ Base Specification, Revision 6.0, §7.5.1 (header) and §7.5.3 (the PCI Express 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from pcieperf.devices.express import (
@@ -24,7 +25,7 @@ CAP_LIST_BIT = 0x10  # §7.5.1.1.4 Status register bit 4: Capabilities List
 CAP_POINTER = {0: 0x34, 1: 0x34, 2: 0x14}  # §7.5.1.1.11 by header type (2: CardBus)
 EXPRESS_ID = 0x10  # §7.5.3: PCI Express Capability ID
 MAX_CAPABILITIES = 48  # (256 - 64) / 4: a longer list loops (pciutils stops the same way)
-EXPRESS_V2_BYTES = 0x30  # §7.5.3: the capability's length once it has the *2 registers
+EXPRESS_V2_BYTES = 0x2C  # §7.5.3: the capability up to DevCtl2 and DevSta2 (+28h..+2Bh)
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,20 @@ class ConfigSpace:
     notes: list[str] = field(default_factory=list)
 
 
+Fetch = Callable[[int, int], bytes]
+"""Reads `n` bytes of configuration space at an offset (fewer, or none, past what can be
+read): a slice of a dump, or `os.pread` on a sysfs `config` file, which reads only those."""
+
+
 def parse_config(data: bytes) -> ConfigSpace:
-    """Decode configuration space bytes (a sysfs `config` file, an lspci hex dump)."""
+    """Decode configuration space bytes (an lspci hex dump, a file)."""
+    return decode_config(lambda at, n: data[at : at + n])
+
+
+def decode_config(fetch: Fetch) -> ConfigSpace:
+    """Decode configuration space read through `fetch`: the header, then only the bytes the
+    capability list and the PCI Express capability take (a VM traps every access)."""
+    data = fetch(0, HEADER_BYTES)
     if len(data) < HEADER_BYTES:
         return ConfigSpace(None, None, False, [f"configuration space holds {len(data)} bytes"])
     header = _header(data)
@@ -62,10 +75,10 @@ def parse_config(data: bytes) -> ConfigSpace:
     pointer_at = CAP_POINTER.get(header.header_type)
     if pointer_at is None:
         return ConfigSpace(header, None, False, [f"header type {header.header_type} is unknown"])
-    where = _find_express(data, data[pointer_at] & 0xFC, notes)
+    where = _find_express(fetch, data[pointer_at] & 0xFC, notes)
     if where is None:
         return ConfigSpace(header, None, not notes, notes)
-    return ConfigSpace(header, _express(data, where, notes), True, notes)
+    return ConfigSpace(header, _express(fetch(where, EXPRESS_V2_BYTES), where, notes), True, notes)
 
 
 def _u16(data: bytes, at: int) -> int:
@@ -91,37 +104,39 @@ def _header(data: bytes) -> ConfigHeader:
     )
 
 
-def _find_express(data: bytes, pointer: int, notes: list[str]) -> int | None:
+def _find_express(fetch: Fetch, pointer: int, notes: list[str]) -> int | None:
     """The offset of the PCI Express capability, walking the list from `pointer` (§7.5.1.1.11:
     each entry is an ID byte and the next pointer, whose two low bits are reserved); None where
-    the list ends without one, with a note where it ran past the bytes read or looped."""
+    the list ends without one, with a note where it ran past the bytes readable or looped."""
     seen: set[int] = set()
     while pointer:
-        if pointer + 2 > len(data):
+        entry = fetch(pointer, 2)
+        if len(entry) < 2:
             notes.append(
-                f"the capability list goes on at {pointer:#x}, past the {len(data)} bytes "
-                "read: PCI Express registers not read"
+                f"the capability list goes on at {pointer:#x}, past the bytes readable: "
+                "PCI Express registers not read"
             )
             return None
         if pointer in seen or len(seen) >= MAX_CAPABILITIES:
             notes.append(f"the capability list loops at {pointer:#x}")
             return None
         seen.add(pointer)
-        if data[pointer] == EXPRESS_ID:
+        if entry[0] == EXPRESS_ID:
             return pointer
-        pointer = data[pointer + 1] & 0xFC
+        pointer = entry[1] & 0xFC
     return None
 
 
-def _express(data: bytes, at: int, notes: list[str]) -> Express | None:
-    """The capability at `at` (§7.5.3): PCI Express Capabilities (+02h), DevCap (+04h), DevCtl
-    (+08h), LnkCap (+0Ch), LnkSta (+12h), and from version 2 on DevCap2 (+24h), DevCtl2 (+28h)."""
-    if at + 0x14 > len(data):
+def _express(cap: bytes, at: int, notes: list[str]) -> Express | None:
+    """The capability's bytes `cap`, read at `at` (§7.5.3): PCI Express Capabilities (+02h),
+    DevCap (+04h), DevCtl (+08h), LnkCap (+0Ch), LnkSta (+12h), and from version 2 on DevCap2
+    (+24h), DevCtl2 (+28h)."""
+    if len(cap) < 0x14:
         notes.append(f"the PCI Express capability at {at:#x} is cut short by the bytes read")
         return None
-    flags = _u16(data, at + 0x02)
+    flags = _u16(cap, 0x02)
     kind = PORT_TYPES.get((flags >> 4) & 0xF)
-    devcap, devctl = _u32(data, at + 0x04), _u16(data, at + 0x08)
+    devcap, devctl = _u32(cap, 0x04), _u16(cap, 0x08)
     found = Express(
         port_type=kind,
         mps_cap=_size(devcap & 0x7, "DevCap Max_Payload_Size Supported", notes),
@@ -133,7 +148,7 @@ def _express(data: bytes, at: int, notes: list[str]) -> Express | None:
         no_snoop=bool(devctl & (1 << 11)),
     )
     if kind not in NO_LINK:
-        lnkcap, lnksta = _u32(data, at + 0x0C), _u16(data, at + 0x12)
+        lnkcap, lnksta = _u32(cap, 0x0C), _u16(cap, 0x12)
         found = replace(
             found,
             speed_cap_gts=_speed(lnkcap & 0xF, "LnkCap", notes),
@@ -141,8 +156,8 @@ def _express(data: bytes, at: int, notes: list[str]) -> Express | None:
             speed_gts=_speed(lnksta & 0xF, "LnkSta", notes),
             lanes=_width((lnksta >> 4) & 0x3F, "LnkSta", notes),
         )
-    if flags & 0xF >= 2 and at + EXPRESS_V2_BYTES <= len(data):
-        devcap2, devctl2 = _u32(data, at + 0x24), _u16(data, at + 0x28)
+    if flags & 0xF >= 2 and len(cap) >= EXPRESS_V2_BYTES:
+        devcap2, devctl2 = _u32(cap, 0x24), _u16(cap, 0x28)
         found = replace(
             found,
             ten_bit_tag_cap=bool(devcap2 & (1 << 17)),

@@ -8,31 +8,19 @@ number comes from the model that owns the question; nothing here models anything
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from pcieperf.devices.device import Device
 from pcieperf.devices.express import MRRS_RESET_BYTES, TAGS_8BIT, link_text
+from pcieperf.devices.inventory import Host
 from pcieperf.devices.pricing import NicPrice, ceiling
 from pcieperf.devices.settings import LINK_OPTIONS, Settings, iommu_profile
-from pcieperf.dpdk.port import DEFAULT_PORT
 from pcieperf.nic.profile import DEFAULT_PROFILE
 
 FULL_FRAME = 1518  # the largest untagged Ethernet frame (IEEE 802.3 §3.2.7): the most bytes
 DMA_BYTES = 1500  # a full frame's payload as the DMA model's sizes count it
 TRANSLATED = ("DMA", "DMA-FQ")  # /sys/kernel/iommu_groups/*/type: the kernel translates DMA
 USER_DRIVERS = ("vfio-pci",)  # VFIO maps a user process's memory: translation on whatever type
-
-
-@dataclass(frozen=True)
-class Host:
-    """What the findings know of the machine: hugepages reserved per size and each CPU's NUMA
-    node (None: not this machine's input, an lspci text), the lcores named, the Rx ring."""
-
-    hugepages: dict[str, int] | None = None
-    cpu_nodes: dict[int, int] | None = None
-    lcores: tuple[int, ...] = ()
-    rxd: int = DEFAULT_PORT.rxd
 
 
 def findings(
@@ -206,7 +194,7 @@ def _iommu(device: Device, price: NicPrice, host: Host) -> list[str]:
 
     profile = str(price.options.get("profile", DEFAULT_PROFILE))
     priced_with, stand_in = iommu_profile(profile)
-    options = {
+    options: dict[str, Any] = {
         **{k: price.options[k] for k in ("gen", "lanes", "eth") if k in price.options},
         "profile": priced_with,
         "rxd": host.rxd,

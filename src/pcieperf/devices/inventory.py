@@ -8,11 +8,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pcieperf.devices.device import Device, normal_bdf
-from pcieperf.devices.findings import Host
 from pcieperf.devices.lspci import parse_lspci, read_lspci_text
 from pcieperf.devices.pci_ids import load_ids
 from pcieperf.devices.sysfs import cpu_nodes, devices_folder, hugepages, read_devices
+from pcieperf.dpdk.port import DEFAULT_PORT
 from pcieperf.errors import UsageError, param
+
+
+@dataclass(frozen=True)
+class Host:
+    """What the findings know of the machine: hugepages reserved per size and each CPU's NUMA
+    node (None: not this machine's input, an lspci text), the lcores named, the Rx ring."""
+
+    hugepages: dict[str, int] | None = None
+    cpu_nodes: dict[int, int] | None = None
+    lcores: tuple[int, ...] = ()
+    rxd: int = DEFAULT_PORT.rxd
 
 
 @dataclass(frozen=True)

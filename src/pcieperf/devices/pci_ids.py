@@ -5,7 +5,8 @@ names by id, written as lspci writes them where the database has none (`Device 1
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 IDS_PATHS = (
@@ -24,10 +25,23 @@ class PciIds:
     """The database's text (empty: none found, every name written from its ids)."""
 
     text: str = ""
+    found: dict[str, tuple[str, str] | None] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def _classes(self) -> int:
+        """Where the class section starts (`C 00`): class lookups search from there only."""
+        return max(self.text.find("\nC 00  "), 0)
 
     def _section(self, head: str) -> tuple[str, str] | None:
-        """The name on the top-level line `head` and the lines below it up to the next one."""
-        at = self.text.find(f"\n{head}  ")
+        """The name on the top-level line `head` and the lines below it up to the next one
+        (each looked up once)."""
+        if head not in self.found:
+            self.found[head] = self._look_up(head)
+        return self.found[head]
+
+    def _look_up(self, head: str) -> tuple[str, str] | None:
+        """`_section`, searched in the text."""
+        at = self.text.find(f"\n{head}  ", self._classes if head.startswith("C ") else 0)
         if at < 0:
             return None
         end = TOP_LEVEL.search(self.text, at + 1)
