@@ -110,13 +110,14 @@ def _payload(device: Device, price: NicPrice, port: Device | None) -> list[str]:
     slot = port.express.mps_cap if port is not None and port.express is not None else None
     own = device.express.mps_cap if device.express is not None else None
     best = min((c for c in (own, slot) if c is not None), default=None)
-    ends = "both ends support" if slot is not None else "the device supports (its port's: unknown)"
+    ends = "both ends support" if slot is not None else "the device supports"
+    unknown = "" if slot is not None else " (its port's limit is not in the input)"
     mps = options.get("mps")
     if mps is not None and best is not None and mps < best:
         writes = _dma_row("write", link)
         fixed = _dma_row("write", link | {"mps": best})
         lines.append(
-            f"MPS {mps} B where {ends} {best} B: {DMA_BYTES} B writes reach "
+            f"MPS {mps} B where {ends} {best} B{unknown}: {DMA_BYTES} B writes reach "
             f"{writes['effective_gbps']:.1f} Gb/s of {price.pcie_gbps:.1f} "
             f"({fixed['effective_gbps']:.1f} at {best} B); {FULL_FRAME} B frames: "
             f"{_mpps(ceiling(options, FULL_FRAME))}, "

@@ -71,7 +71,7 @@ def _nic_row(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "at": short(row["bdf"]),
         "nic_shown": row["nic"] or "not in the table",
-        "profile": row["profile"],
+        "profile": row["profile"] or "-",
         "eth_shown": row["eth_gbps"] or "-",
         "now": f"{row['ceiling_mpps_64']:.2f}" if priced else "-",
         "capable": f"{row['ceiling_mpps_64_capable']:.2f}" if priced else "-",
