@@ -49,7 +49,7 @@ def config_space(
     if caps:
         struct.pack_into("<H", data, 0x06, 0x10)  # Status: Capabilities List
         data[0x34] = places[0]
-    for ident, here, nxt in zip(caps, places, [*places[1:], 0], strict=True):
+    for ident, here, nxt in zip(caps, places, [*places[1:], 0][: len(caps)], strict=True):
         if here + 2 <= size:
             data[here], data[here + 1] = ident, nxt
     e = places[-1] if express else 0

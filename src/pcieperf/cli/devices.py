@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from pcieperf.cli._common import _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
-from pcieperf.devices.api import COMMAND_OPTIONS, DeviceOptions, device_options, devices
-from pcieperf.dpdk.port import DEFAULT_PORT
+from pcieperf.devices.options import COMMAND_OPTIONS
 from pcieperf.errors import UsageError
 
 if TYPE_CHECKING:
+    from pcieperf.devices.api import DeviceOptions
     from pcieperf.results import Report, Table
 
 
@@ -24,6 +24,8 @@ def cmd_devices(args: argparse.Namespace) -> None:
     link costs each NIC. Per device: its link now and at most, MPS, MRRS, tags, NUMA node,
     IOMMU group; per network controller: the 64 B ceiling on its link and retrained, and
     findings with the numbers behind them."""
+    from pcieperf.devices.api import devices
+
     found = devices(
         lspci=args.lspci, sysfs=args.sysfs, pci_ids=args.pci_ids, lcores=args.lcores, rxd=args.rxd
     )
@@ -32,6 +34,8 @@ def cmd_devices(args: argparse.Namespace) -> None:
 
 def _add_devices_command(sub: argparse._SubParsersAction) -> None:
     """The `devices` command and its options."""
+    from pcieperf.dpdk.port import DEFAULT_PORT
+
     p = _add_command(sub, "devices", cmd_devices)
     p.add_argument(
         "--lspci", metavar="FILE", help="a saved `lspci -vv` text (- reads standard input)"
@@ -68,6 +72,8 @@ def apply_device(args: argparse.Namespace) -> DeviceOptions | None:
             if getattr(args, name) is None:
                 setattr(args, name, args.device_defaults[name])
         return None
+    from pcieperf.devices.api import device_options
+
     given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     found = device_options(args.device, command=args.device_command, given=given, lspci=args.lspci)
     for name in names:
@@ -77,6 +83,8 @@ def apply_device(args: argparse.Namespace) -> DeviceOptions | None:
 
 def with_device(result: Table | Report, found: DeviceOptions | None) -> Table | Report:
     """The result with its device provenance, where `--device` was given."""
+    if found is None:
+        return result
     from pcieperf.devices.api import with_provenance
 
-    return result if found is None else with_provenance(result, found)
+    return with_provenance(result, found)

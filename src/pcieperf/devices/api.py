@@ -12,6 +12,7 @@ from typing import Any
 
 from pcieperf.devices.device import Device
 from pcieperf.devices.inventory import Host, Inventory, load_inventory
+from pcieperf.devices.options import COMMAND_OPTIONS
 from pcieperf.devices.text import devices_table
 from pcieperf.dpdk.port import DEFAULT_PORT
 from pcieperf.errors import UsageError, param
@@ -156,15 +157,6 @@ NIC_KEYS: tuple[str, ...] = (
 NIC_KEYS += ("ceiling_mpps_64", "ceiling_mpps_64_capable", "gen_capable", "lanes_capable")
 NIC_KEYS += ("limited_by", "limited_by_capable", "advice")
 """The keys a network controller's row adds, in order."""
-
-
-COMMAND_OPTIONS = {
-    "nic": ("gen", "lanes", "mps", "mrrs", "tags", "profile", "eth"),
-    "latency": ("gen", "lanes", "mps", "mrrs", "tags", "profile", "eth"),
-    "dpdk-fwd": ("gen", "lanes", "mps", "mrrs", "profile", "eth"),
-    "iommu sim": ("gen", "lanes", "profile", "eth"),
-}
-"""The options each command takes from a device (`--device`)."""
 
 
 @dataclass(frozen=True)
