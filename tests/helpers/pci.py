@@ -10,6 +10,16 @@ EXPRESS_ID = 0x10  # §7.5.3: the PCI Express capability's ID
 CAP_STRIDE = 0x40  # these configs place capabilities at 40h, 80h, C0h, ...
 
 
+EXPRESS_FIELDS = {
+    **{"version": 2, "port_type": 0, "mps_cap": 2, "mps": 1, "mrrs": 2},
+    **{"ext_tag_cap": True, "ext_tag": True, "relaxed": True, "no_snoop": True},
+    **{"speed_cap": 3, "width_cap": 8, "speed": 3, "width": 8},
+    **{"ten_bit_cap": False, "ten_bit": False},
+}
+"""The PCI Express capability's fields as `config_space` writes them unless told: a Gen3 x8
+endpoint, MPS 256 of 512, MRRS 512, extended tags, as an XL710 trains."""
+
+
 def config_space(
     *,
     vendor=0x8086,
@@ -17,27 +27,14 @@ def config_space(
     class_code=0x0200,
     size=4096,
     express=True,
-    version=2,
-    port_type=0,
-    mps_cap=2,
-    mps=1,
-    mrrs=2,
-    ext_tag_cap=True,
-    ext_tag=True,
-    relaxed=True,
-    no_snoop=True,
-    speed_cap=3,
-    width_cap=8,
-    speed=3,
-    width=8,
-    ten_bit_cap=False,
-    ten_bit=False,
     bridge_buses=None,
     caps_before=(),
+    **changes,
 ):
-    """A device's configuration space: encodings as the registers hold them (`mps` 1 is 256
-    B, `speed` 3 is 8 GT/s); `caps_before` are capability IDs linked ahead of the PCI
-    Express one (or alone, `express=False`)."""
+    """A device's configuration space: `changes` to `EXPRESS_FIELDS` as the registers encode
+    them (`mps` 1 is 256 B, `speed` 3 is 8 GT/s); `caps_before` are capability IDs linked
+    ahead of the PCI Express one (or alone, `express=False`)."""
+    f = EXPRESS_FIELDS | changes
     data = bytearray(size)
     struct.pack_into("<HH", data, 0x00, vendor, device)
     struct.pack_into("<H", data, 0x0A, class_code)  # subclass at 0Ah, base class at 0Bh
@@ -54,14 +51,14 @@ def config_space(
             data[here], data[here + 1] = ident, nxt
     e = places[-1] if express else 0
     if express and e + 0x2C <= size:
-        struct.pack_into("<H", data, e + 0x02, version | port_type << 4)
-        struct.pack_into("<I", data, e + 0x04, mps_cap | ext_tag_cap << 5)
-        devctl = relaxed << 4 | mps << 5 | ext_tag << 8 | no_snoop << 11 | mrrs << 12
-        struct.pack_into("<H", data, e + 0x08, devctl)
-        struct.pack_into("<I", data, e + 0x0C, speed_cap | width_cap << 4)
-        struct.pack_into("<H", data, e + 0x12, speed | width << 4)
-        struct.pack_into("<I", data, e + 0x24, ten_bit_cap << 17)
-        struct.pack_into("<H", data, e + 0x28, ten_bit << 12)
+        struct.pack_into("<H", data, e + 0x02, f["version"] | f["port_type"] << 4)
+        struct.pack_into("<I", data, e + 0x04, f["mps_cap"] | f["ext_tag_cap"] << 5)
+        devctl = f["relaxed"] << 4 | f["mps"] << 5 | f["ext_tag"] << 8 | f["no_snoop"] << 11
+        struct.pack_into("<H", data, e + 0x08, devctl | f["mrrs"] << 12)
+        struct.pack_into("<I", data, e + 0x0C, f["speed_cap"] | f["width_cap"] << 4)
+        struct.pack_into("<H", data, e + 0x12, f["speed"] | f["width"] << 4)
+        struct.pack_into("<I", data, e + 0x24, f["ten_bit_cap"] << 17)
+        struct.pack_into("<H", data, e + 0x28, f["ten_bit"] << 12)
     return bytes(data)
 
 

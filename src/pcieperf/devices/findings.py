@@ -79,6 +79,20 @@ def _link(device: Device, settings: Settings, price: NicPrice, port: Device | No
     return lines
 
 
+def _changed(
+    options: dict[str, Any], op: str, name: str, value: int
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A full frame's DMA `op` now and with option `name` at `value` (the DMA model), and the
+    full-frame ceilings of both (the NIC model), as words."""
+    link = {k: options[k] for k in LINK_OPTIONS if k in options}
+    then = options | {name: value}
+    frames = (
+        f"{FULL_FRAME} B frames: {_mpps(ceiling(options, FULL_FRAME))}, "
+        f"{_mpps(ceiling(then, FULL_FRAME))} at {value} B"
+    )
+    return _dma_row(op, link), _dma_row(op, link | {name: value}), frames
+
+
 def _dma_row(op: str, link: dict[str, Any]) -> dict[str, Any]:
     """The DMA model's row for one full frame's `op` ("read" or "write") on `link`."""
     from pcieperf.pcie.api import dma
@@ -94,18 +108,14 @@ def _payload(device: Device, price: NicPrice, port: Device | None) -> list[str]:
     """MRRS below the reset default, MPS below what both ends support: the DMA model's cost of
     a full frame and the NIC model's full-frame ceiling, now and changed."""
     options, lines = price.options, []
-    link = {k: options[k] for k in LINK_OPTIONS if k in options}
     mrrs = options.get("mrrs")
     if mrrs is not None and mrrs < MRRS_RESET_BYTES:
-        reads = _dma_row("read", link)
-        fixed = _dma_row("read", link | {"mrrs": MRRS_RESET_BYTES})
+        dma_now, dma_then, frames = _changed(options, "read", "mrrs", MRRS_RESET_BYTES)
         lines.append(
             f"MRRS {mrrs} B: a 64 B read is one request, a {DMA_BYTES} B Tx read "
-            f"{reads['tlps_up']} ({fixed['tlps_up']} at {MRRS_RESET_BYTES} B, the PCIe "
-            f"default), {reads['bytes_up']} B upstream instead of {fixed['bytes_up']}; "
-            f"{FULL_FRAME} B frames: {_mpps(ceiling(options, FULL_FRAME))}, "
-            f"{_mpps(ceiling(options | {'mrrs': MRRS_RESET_BYTES}, FULL_FRAME))} at "
-            f"{MRRS_RESET_BYTES} B (setpci, or the driver's MRRS setting)"
+            f"{dma_now['tlps_up']} ({dma_then['tlps_up']} at {MRRS_RESET_BYTES} B, the PCIe "
+            f"default), {dma_now['bytes_up']} B upstream instead of {dma_then['bytes_up']}; "
+            f"{frames} (setpci, or the driver's MRRS setting)"
         )
     slot = port.express.mps_cap if port is not None and port.express is not None else None
     own = device.express.mps_cap if device.express is not None else None
@@ -114,14 +124,11 @@ def _payload(device: Device, price: NicPrice, port: Device | None) -> list[str]:
     unknown = "" if slot is not None else " (its port's limit is not in the input)"
     mps = options.get("mps")
     if mps is not None and best is not None and mps < best:
-        writes = _dma_row("write", link)
-        fixed = _dma_row("write", link | {"mps": best})
+        dma_now, dma_then, frames = _changed(options, "write", "mps", best)
         lines.append(
             f"MPS {mps} B where {ends} {best} B{unknown}: {DMA_BYTES} B writes reach "
-            f"{writes['effective_gbps']:.1f} Gb/s of {price.pcie_gbps:.1f} "
-            f"({fixed['effective_gbps']:.1f} at {best} B); {FULL_FRAME} B frames: "
-            f"{_mpps(ceiling(options, FULL_FRAME))}, "
-            f"{_mpps(ceiling(options | {'mps': best}, FULL_FRAME))} at {best} B "
+            f"{dma_now['effective_gbps']:.1f} Gb/s of {price.pcie_gbps:.1f} "
+            f"({dma_then['effective_gbps']:.1f} at {best} B); {frames} "
             "(Linux sets MPS at boot: pci=pcie_bus_perf)"
         )
     return lines
