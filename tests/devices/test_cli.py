@@ -2,6 +2,7 @@
 every saved lspci text at 80 columns, a model given a device equal to the same model given the
 device's values by hand, the provenance of each value, and bad input refused in one line."""
 
+import io
 import json
 
 import pytest
@@ -169,3 +170,18 @@ def test_bad_input_is_refused_in_one_line(tmp_path, capsys, content, argv):
 )
 def test_bad_options_are_refused_in_one_line(capsys, argv):
     refused(capsys, *argv)
+
+
+@needs_shared
+def test_a_text_on_standard_input(capsys, monkeypatch):
+    # `lspci -vv | pcieperf devices --lspci -`
+    data = (LSPCI / "09-e810xxv-gen4-x8.txt").read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+    code, out, _ = run_cli(capsys, "devices", "--lspci", "-", "--json")
+    (row,) = json.loads(out)
+    assert (code, row["nic"], row["gen"], row["lanes"]) == (
+        0,
+        "Intel E810-XXV 25 GbE (SFP28)",
+        4,
+        8,
+    )
