@@ -30,7 +30,7 @@ def test_every_json_is_the_recorded_one(suite, replayed):
 def test_the_replay_covers_the_docs_and_every_shipped_profile_and_platform(replayed):
     # 6 NIC profiles and 6 platforms shipped (nic/profiles/, iommu/platforms/) at recording.
     assert len(replayed["recorded"]) == len(golden_json.golden("recorded")) == 12
-    # every runnable README line replayed: 48 of 55 (6 need DPDK or report, one reads the
+    # every runnable README line replayed: 48 of 56 (7 need DPDK or report, one reads the
     # machine it runs on: `pcieperf devices`)
     if SHARED.is_dir():
         assert len(replayed["readme"]) == len(golden_json.golden("readme")) == 48
