@@ -1,6 +1,6 @@
 """`pcieperf devices` timed as a user runs it (issue 42): the whole command on this machine's
 sysfs beside `lspci -vv` on the same machine, and on a saved 201-device server's text
-(../shared/data/lspci/18-...: its 13 network controllers priced), median of --runs runs with
+(../shared/data/lspci/18-...: its six network controllers priced), median of --runs runs with
 the spread, alternating so that a load change hits both alike.
 Target: `pcieperf devices` below 0.3 s (median).
 Run: python3 benchmarks/bench_devices.py [--runs 9] [--json-out F.json]
