@@ -3,8 +3,6 @@ machine's capture lock, says for whom, and gives up after --wait seconds in one 
 is taken in pcieperf's state folder, never in TMPDIR."""
 
 import json
-import subprocess
-import sys
 import threading
 import time
 
@@ -13,6 +11,7 @@ import pytest
 from pcieperf import statedir
 from pcieperf.capture import lock
 from pcieperf.errors import PcieperfError, UsageError
+from tests.helpers.processes import holding
 
 WAIT_S = 300.0  # a generous deadline for conditions on a loaded 2-core machine
 HOLD = """
@@ -37,16 +36,8 @@ def own_folder(tmp_path, monkeypatch):
 @pytest.fixture
 def holder(own_folder):
     """Another process holding the lock until the test lets it go (a line on its stdin)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(own_folder)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout.readline() == "held\n"
-    yield proc
-    if proc.poll() is None:
-        proc.communicate("\n", timeout=WAIT_S)
+    with holding(HOLD, str(own_folder), ready="held") as proc:
+        yield proc
 
 
 def test_a_held_lock_is_refused_at_once_naming_its_holder(holder):
@@ -80,15 +71,10 @@ def test_a_waiting_run_says_for_whom_and_goes_on_once_it_is_free(holder, capsys)
     assert statedir.read_text(lock.HOLDER) is None  # gone with its holder
 
 
-def test_a_dead_holder_does_not_hold_the_lock(own_folder):
+def test_a_dead_holder_does_not_hold_the_lock(holder):
     # flock(2) is released with the holder's last descriptor, even by kill -9.
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(own_folder)], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stdout.readline() == "held\n"
-    proc.kill()
-    proc.communicate()
+    holder.kill()
+    holder.wait()
     with lock.machine_lock(0):
         pass
 

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from tests.helpers.processes import holding
+
 WAIT_S = 120.0  # generous: a loaded 2-core CI machine
 HOLD = """import duckdb, sys
 con = duckdb.connect(sys.argv[1])
@@ -22,16 +24,8 @@ sys.stdin.readline()
 def holder(tmp_path):
     """A process that holds the store open until its stdin gets a line."""
     db = tmp_path / "s.duckdb"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout.readline() == "holding\n"
-    yield db, proc
-    if proc.poll() is None:
-        proc.communicate("\n", timeout=WAIT_S)
+    with holding(HOLD, str(db), ready="holding") as proc:
+        yield db, proc
 
 
 def _cli(db, wait_s, **kw):
