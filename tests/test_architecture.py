@@ -18,11 +18,12 @@ PACKAGE = Path(pcieperf.__file__).parent
 BASE = {"errors", "units", "progress", "results", "_native", "_numpy", "_values", "_config"}
 BASE |= {"_cache"}
 BASE |= {"_callable"}
-BASE |= {"outputs", "interrupts", "statedir"}
+BASE |= {"outputs", "interrupts", "statedir", "text"}
 # What each package or top-level module may import, as its __init__ docstring says.
 ALLOWED = {
     "errors": set(),
-    "results": set(),
+    "results": {"text"},
+    "text": {"units"},
     "units": {"errors"},
     "progress": set(),
     "_numpy": set(),

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import sys
-import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from pcieperf.text import format_table
 
 if TYPE_CHECKING:
     import pandas
@@ -91,10 +91,11 @@ class Table:
     table of `columns`, with a line above (`title`), one below (`footer`) and further tables
     after it (`details`). The text shows `text_rows` where they differ from the JSON's rows
     (an object shown as a list, or columns only the text shows). `optional` names the keys of
-    columns the text may leave out, least wanted first, until the table fits the width without
-    wrapping; a line says which were left out. `expand` as `json_rows` takes it: False where
+    columns the text leaves out first, least wanted first, where the table is wider than the
+    terminal (`text.format_table`; a line says which were left out). `expand` as `json_rows` takes it: False where
     the data is one observation whose list of objects is its parts (a forwarding estimate's
-    terms), so the DataFrame is one row."""
+    terms), so the DataFrame is one row. `empty` is what the text says in place of a table
+    without rows (what to run to make some)."""
 
     data: object
     columns: Sequence[Column]
@@ -104,6 +105,7 @@ class Table:
     details: Sequence[Table] = ()
     optional: Sequence[str] = ()
     expand: bool = True
+    empty: str = ""
 
     @cached_property
     def _json(self) -> object:
@@ -115,22 +117,20 @@ class Table:
         return self._json
 
     def to_text(self) -> str:
-        """The title, the table of `columns` (one line per row; `optional` ones left out where
-        it would not fit), the footer, the details."""
+        """The title, the table of `columns` (one line per row, fitted to the terminal: the
+        `optional` ones left out first, `text.format_table`), the footer, the details."""
         rows = self._text_rows()
-        columns, left_out = list(self.columns), []
-        width = text_width()
-        for key in self.optional:
-            cells = [[row[c.key] for c in columns] for row in rows]
-            if table_width([c.header for c in columns], cells) <= width:
-                break
-            left_out += [c.header for c in columns if c.key == key]
-            columns = [c for c in columns if c.key != key]
-        table = format_table(
-            [c.header for c in columns], [[row[c.key] for c in columns] for row in rows], width
+        keys = [c.key for c in self.columns]
+        table = (
+            format_table(
+                [c.header for c in self.columns],
+                [[row[k] for k in keys] for row in rows],
+                drop=[keys.index(k) for k in self.optional if k in keys],
+            )
+            if rows or not self.empty
+            else self.empty
         )
-        note = f"left out to fit {width} columns: {', '.join(left_out)}" if left_out else ""
-        parts = [self.title, table, self.footer, note, *(d.to_text() for d in self.details)]
+        parts = [self.title, table, self.footer, *(d.to_text() for d in self.details)]
         return "\n".join(part for part in parts if part)
 
     def _text_rows(self) -> Sequence[dict]:
@@ -171,12 +171,13 @@ class Table:
 
 @dataclass(frozen=True)
 class Report:
-    """A result whose text for people is a short report rather than one table (`text`); its
-    JSON, CSV and DataFrame are those of `data`, as for a `Table`. `source` is the model's own
-    result behind it, for a plot of it (`with_plot`)."""
+    """A result whose text for people is a short report rather than one table (`text`, or a
+    function that writes it when it is printed, so that its tables fit the terminal of that
+    moment); its JSON, CSV and DataFrame are those of `data`, as for a `Table`. `source` is the
+    model's own result behind it, for a plot of it (`with_plot`)."""
 
     data: object
-    text: str
+    text: str | Callable[[], str]
     source: object = None
 
     def with_plot(self, path: object) -> Report:
@@ -185,7 +186,7 @@ class Report:
         if not isinstance(self.data, Mapping):
             raise TypeError(f"a plot is named in a JSON object, not in {type(self.data).__name__}")
         data = {**self.data, "plot": str(path)}
-        return replace(self, data=data, text=f"{self.text}\nplot: {path}")
+        return replace(self, data=data, text=lambda: f"{self.to_text()}\nplot: {path}")
 
     def source_as(self, kind: type[T]) -> T:
         """The model's result behind this one (`source`), checked to be the `kind` that the
@@ -200,7 +201,7 @@ class Report:
 
     def to_text(self) -> str:
         """The report."""
-        return self.text
+        return self.text() if callable(self.text) else self.text
 
     def to_frame(self) -> pandas.DataFrame:
         """The JSON's rows as a DataFrame (`frame`)."""
@@ -409,109 +410,3 @@ def json_default(value: object) -> object:
     if datetime is not None and isinstance(value, datetime.datetime):
         return value.isoformat()
     raise TypeError(f"cannot encode {type(value).__name__}")
-
-
-DEFAULT_WIDTH = 100  # the width of text that is not going to a terminal (a log, a pipe)
-
-
-def text_width() -> int:
-    """The width text is fitted to: $COLUMNS where set, the terminal's where stdout is one,
-    else DEFAULT_WIDTH."""
-    given = os.environ.get("COLUMNS", "")
-    if given.isdigit() and int(given) >= 20:
-        return int(given)
-    if sys.stdout.isatty():
-        import shutil  # only for a terminal: the light commands' start-up stays without it
-
-        return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
-    return DEFAULT_WIDTH
-
-
-def _table_cell(v: object) -> str:
-    """A table cell's text: floats with 2 decimals, anything else as `str` gives it."""
-    return f"{v:,.2f}" if isinstance(v, float) or is_numpy_scalar(v, "floating") else str(v)
-
-
-def _layout(
-    headers: Sequence[str], rows: Sequence[Sequence[object]]
-) -> tuple[list[list[str]], list[bool], list[int]]:
-    """A table's cells as text, which columns are numbers, and each column's full width."""
-    text = [[_table_cell(v) for v in row] for row in rows]
-    numeric = [
-        all(_is_number(row[i]) or row[i] is None for row in rows) for i in range(len(headers))
-    ]
-    widths = [max([len(h), *(len(r[i]) for r in text)]) for i, h in enumerate(headers)]
-    return text, numeric, widths
-
-
-def table_width(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> int:
-    """The width `format_table` gives a table whose text it need not wrap."""
-    widths = _layout(headers, rows)[2]
-    return sum(widths) + 2 * (len(widths) - 1)
-
-
-def format_table(
-    headers: Sequence[str], rows: Sequence[Sequence[object]], width: int | None = None
-) -> str:
-    """A text table: numbers right-aligned (floats with 2 decimals), text left-aligned; text
-    columns wrapped between words onto more lines where the table is wider than `width`
-    (text_width())."""
-    text, numeric, widths = _layout(headers, rows)
-    words = [
-        max([len(h), *(len(w) for r in text for w in r[i].split())]) for i, h in enumerate(headers)
-    ]
-    widths = _fitted(widths, numeric, width or text_width(), words)
-    lines = [_line(headers, widths, numeric)]
-    for row in text:
-        wrapped = [
-            [c] if numeric[i] else (textwrap.wrap(c, widths[i]) or [""]) for i, c in enumerate(row)
-        ]
-        for k in range(max(len(w) for w in wrapped)):
-            lines.append(_line([w[k] if k < len(w) else "" for w in wrapped], widths, numeric))
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def _is_number(value: object) -> bool:
-    """A number, or a number with its unit ("92.702 B/pkt", "66.3 of 32"), or "-" for one
-    that is missing: right-aligned."""
-    if isinstance(value, str):
-        return value.lstrip("+-")[:1].isdigit() or value == "-"
-    return (isinstance(value, int | float) and not isinstance(value, bool)) or is_numpy_scalar(
-        value, "number"
-    )
-
-
-def _line(cells: Sequence[str], widths: Sequence[int], numeric: Sequence[bool]) -> str:
-    return "  ".join(
-        c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric, strict=True)
-    )
-
-
-def _fitted(widths: list[int], numeric: list[bool], width: int, least: list[int]) -> list[int]:
-    """Column widths whose sum (and the gaps) fits `width`: the widest text column gives up
-    one character at a time (so wide ones end up alike), none below `least` (its header and
-    its longest word: a word is never cut) or 12."""
-    widths = list(widths)
-    over = sum(widths) + 2 * (len(widths) - 1) - width
-    while over > 0:
-        text = [i for i, n in enumerate(numeric) if not n and widths[i] > max(least[i], 12)]
-        if not text:
-            break
-        widths[max(text, key=lambda i: widths[i])] -= 1
-        over -= 1
-    return widths
-
-
-def fit_lines(text: str, width: int | None = None) -> str:
-    """Every line of `text` wrapped to `width` (text_width()), its indentation kept."""
-    limit = width or text_width()
-    out = []
-    for line in text.splitlines():
-        if len(line) <= limit:
-            out.append(line)
-            continue
-        indent = line[: len(line) - len(line.lstrip())]
-        out += textwrap.wrap(
-            line.strip(), limit, initial_indent=indent, subsequent_indent=indent + "  "
-        ) or [line]
-    return "\n".join(out)

@@ -125,6 +125,35 @@ def parse_batch_histogram(text: str) -> dict[int, float]:
 
 # --- printing for people ----------------------------------------------------------------------
 
+ZERO = 1e-12
+"""Below this a model's or a fit's float is rounding noise (a bounded fit's 3.3e-36 ns), shown
+as 0: no quantity pcieperf prints is that small in its unit (ns, Gb/s, per packet)."""
+
+
+def decimal(value: float, places: int = 2) -> str:
+    """A table's number: `places` decimals, thousands separated (1,234.50); noise (`ZERO`) as
+    0.00; a value that is not 0 but would show as 0.00, with two significant digits (0.0042,
+    and below a millionth 3.1e-07); NaN as "-"."""
+    if math.isnan(value):
+        return "-"
+    if abs(value) < ZERO:
+        return f"{0:.{places}f}"
+    if abs(value) >= 0.5 * 10**-places or math.isinf(value):
+        return f"{value:,.{places}f}"
+    return significant(value, 2)
+
+
+def significant(value: float, digits: int = 4) -> str:
+    """`value` with `digits` significant digits, without an exponent from a millionth to a
+    billion (7.330, 147.9, 0.0001234, 12,350,000), noise (`ZERO`) as 0: a fitted parameter."""
+    if not math.isfinite(value) or abs(value) < ZERO:
+        return "0" if math.isfinite(value) else str(value)
+    exponent = int(f"{value:.{digits - 1}e}".partition("e")[2])
+    if not -6 <= exponent < 9:
+        return f"{value:.{digits - 1}e}"
+    return f"{value:,.{max(digits - 1 - exponent, 0)}f}"
+
+
 _PREFIXES = ("", "k", "M", "G", "T")  # SI: 10^3 steps (docs/units.md: k = 10³, M = 10⁶, G = 10⁹)
 
 

@@ -483,30 +483,35 @@ def capture_calibrate(
             "other_placement_runs": others,
         },
     }
-    return Report(payload, _calibration_text(cal, held))
+    return Report(payload, lambda: _calibration_text(cal, held))
 
 
 def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
     """What was written, the fitted costs and the leave-one-size-out table."""
-    from pcieperf.results import format_table
+    from pcieperf.text import format_table, pairs
+    from pcieperf.units import significant as sig
 
     p, f, w = cal.producer, cal.forwarding, cal.wakeup
+    costs = [
+        ("forwarding", f"{f.base_ns:.2f} + {sig(f.per_byte_ns, 3)}/B ns per packet "
+         f"[x{f.band.low:.2f}-{f.band.high:.2f}]"),
+        ("producer", f"{_fixed(p.fixed_ns)} + {sig(p.per_byte_ns, 3)}/B + "
+         f"{sig(p.cold_byte_ns, 3)}/cold B + {p.handoff_ns:.1f} x delivered ns per copy "
+         f"[x{p.band.low:.2f}-{p.band.high:.2f}]"),
+        *(
+            (f"consumer {sink}", f"{_fixed(c.fixed_ns)} + {sig(c.per_byte_ns, 3)}/B + "
+             f"{sig(c.cold_byte_ns, 3)}/cold B + {c.write_call_ns:.0f} x calls ns per record "
+             f"[x{c.band.low:.2f}-{c.band.high:.2f}]")
+            for sink, c in cal.consumers.items()
+        ),
+        ("wakeup", f"{100 * w.loss:.2f} % of copies lost by {w.runs} runs whose capture "
+         f"thread slept [{100 * w.loss_low:.2f}-{100 * w.loss_high:.2f} %], ring {w.ring_size}"),
+        *(("not separable", n) for n in cal.meta.not_separable),
+    ]  # fmt: skip
     lines = [
         f"wrote {cal.path} from {len(cal.meta.runs)} runs (beside it: {runs_file(cal.path).name}) "
         f"({cal.meta.dpdk_version}; {cal.meta.measured_on})",
-        f"  forwarding  {f.base_ns:.2f} + {f.per_byte_ns:.4f}/B ns per packet "
-        f"[x{f.band.low:.2f}-{f.band.high:.2f}]",
-        f"  producer    {_fixed(p.fixed_ns)} + {p.per_byte_ns:.4f}/B + {p.cold_byte_ns:.4f}/cold B"
-        f" + {p.handoff_ns:.1f} x delivered ns per copy [x{p.band.low:.2f}-{p.band.high:.2f}]",
-        *(
-            f"  consumer {sink:<6} {_fixed(c.fixed_ns)} + {c.per_byte_ns:.4f}/B + "
-            f"{c.cold_byte_ns:.4f}/cold B + {c.write_call_ns:.0f} x calls ns per record "
-            f"[x{c.band.low:.2f}-{c.band.high:.2f}]"
-            for sink, c in cal.consumers.items()
-        ),
-        f"  wakeup      {100 * w.loss:.2f} % of copies lost by {w.runs} runs whose capture "
-        f"thread slept [{100 * w.loss_low:.2f}-{100 * w.loss_high:.2f} %], ring {w.ring_size}",
-        *(f"  not separable: {n}" for n in cal.meta.not_separable),
+        pairs(costs),
         *_placement_lines(cal.meta),
         "leave one frame size out (each size predicted from the other sizes' runs):",
     ]

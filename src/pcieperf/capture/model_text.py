@@ -3,6 +3,9 @@ their bounds (pcieperf.capture.model builds the rows)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pcieperf.capture.calibration import CALIBRATIONS
 from pcieperf.results import Column, Table
 
 COLUMNS = (
@@ -15,6 +18,8 @@ COLUMNS = (
     Column("penalty", "fwd +ns/pkt"),
     Column("limited_by", "limited by"),
 )
+OPTIONAL = ("fwd_no_capture", "capture_mpps", "penalty", "fwd")
+"""The columns a narrow terminal leaves out, least wanted first."""
 
 
 FOOTER = (
@@ -38,7 +43,7 @@ def _title(payload: dict) -> str:
         f"{i['capture_ports']} of {i['ports']} ports), capture cores {i['capture_cores']:g}\n"
         f"forwarding: {i['profile']} on {i['ports']}x{i['eth_gbps']} GbE ({i['link']}), "
         f"{i['fwd_lcores']:g} lcores, offered {offer}\n"
-        f"costs: {c['file']} ({c['runs']} runs, {c['measured_on']}, {c['dpdk_version']}); "
+        f"costs: {_calibration_file(c['file'])} ({c['runs']} runs, {c['measured_on']}, {c['dpdk_version']}); "
         f"forwarding cost from the {c['fwd_cost_from']}, writes from {c['writes_from']}"
         + _elsewhere(c)
     )
@@ -56,6 +61,12 @@ def _elsewhere(c: dict) -> str:
     if c["measured_here"] is not False:
         return ""
     return ANOTHER_MACHINE.format(c["machine"], c["this_machine"])
+
+
+def _calibration_file(path: str) -> str:
+    """A calibration file: a shipped one by its name (not its path among the site packages),
+    the user's as given."""
+    return f"shipped {Path(path).name}" if Path(path).parent == CALIBRATIONS else path
 
 
 def _text_row(r: dict) -> dict[str, object]:
@@ -83,4 +94,5 @@ def model_table(payload: dict) -> Table:
         title=_title(payload),
         footer=FOOTER + (CONTIGUOUS if contiguous else ""),
         text_rows=[_text_row(r) for r in payload["rows"]],
+        optional=OPTIONAL,
     )

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import NoReturn, TextIO
 
-from pcieperf import interrupts, progress
+from pcieperf import interrupts, progress, text
 from pcieperf.cli._parser import (
     _COMMANDS,
     _GROUPS,
@@ -187,6 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.help_of.print_help()
         return 0
     progress.configure(quiet=args.quiet or args.output_format != "table")
+    text.configure(wide=args.wide)
     flag = flag_namer(args.command_parser)
     try:
         with warnings.catch_warnings():

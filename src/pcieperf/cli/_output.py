@@ -7,7 +7,8 @@ import json
 from collections.abc import Callable
 from typing import cast
 
-from pcieperf.results import Report, Result, csv_text, fit_lines, json_default
+from pcieperf.results import Report, Result, csv_text, json_default
+from pcieperf.text import fit_lines
 
 
 def _emit(

@@ -94,6 +94,11 @@ def _add_command(
         help="the same as --format json",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="tables whole, whatever the terminal's width (as when output goes to a pipe)",
+    )
     p.set_defaults(command_parser=p)  # how its errors name parameters (cli._words)
     if link:
         _add_link_options(p)

@@ -84,6 +84,9 @@ TERM_COLUMNS = (
     Column("wire_up_gbps", "wire up Gb/s"),
     Column("wire_down_gbps", "wire down Gb/s"),
 )
+TERM_DROP = ("data_gbps", "data_bytes_per_pkt", "metric", "wire_down_gbps")
+"""The terms' columns a narrow terminal leaves out, least wanted first (the term and its wire
+bytes up stay)."""
 
 
 def dpdk_fwd_trace(
@@ -230,11 +233,13 @@ def _forwarding_table(
     )
     limit = (
         f"on {eth:g} GbE at most {data['max_pps'] / 1e6:.2f} Mpps, limited by "
-        f"{' + '.join(data['limited_by'])} (bottleneck {data['bottleneck']})"
+        f"{' + '.join(data['limited_by'])}"
     )
-    # The metrics table above the terms, a blank line between them.
-    title = f"{head}\n{Table(metrics, METRIC_COLUMNS).to_text()}\n"
-    footer = f"{wire}\n{limit}"
+    # The metrics table, then the terms' (a blank line between them), the wire and the limit.
+    terms = Table(
+        data["terms"], TERM_COLUMNS, title="\nterm by term:", footer=f"{wire}\n{limit}",
+        optional=TERM_DROP,
+    )  # fmt: skip
     return Table(
-        data, TERM_COLUMNS, title=title, footer=footer, text_rows=data["terms"], expand=False
+        data, METRIC_COLUMNS, title=head, text_rows=metrics, details=[terms], expand=False
     )

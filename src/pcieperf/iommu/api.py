@@ -23,6 +23,7 @@ from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
 from pcieperf.results import Column, Report, Table
+from pcieperf.text import pairs
 
 GAIN_SIZES = ("64", "128", "256", "imix")  # `iommu gain --sizes`
 
@@ -171,8 +172,9 @@ def sim(**options: object) -> Report:
     (`pcieperf iommu sim`); `options` as `inputs` takes them."""
     given = inputs(**options)  # type: ignore[arg-type]  # inputs() checks each keyword
     result = given.with_setup(given.model().evaluate(given.setup).as_dict())
-    text = sim_text(result)
-    return Report(result, "\n".join(part for part in (given.setup_line(), text) if part))
+    return Report(
+        result, lambda: "\n".join(part for part in (given.setup_line(), sim_text(result)) if part)
+    )
 
 
 def sim_text(r: dict[str, Any]) -> str:
@@ -180,27 +182,44 @@ def sim_text(r: dict[str, Any]) -> str:
     bounds = ", ".join(
         f"{k} {v:.1f}" for k, v in sorted(r["bounds_mpps"].items(), key=lambda kv: kv[1])
     )
+    head = (
+        f"{r['mix']} B frames, {r['page']} pages, rxd/txd {r['rxd']}/{r['txd']}, pool "
+        f"{r['pool']}, IOVA as {r['iova'].upper()}: {r['working_set_pages']} pages touched, "
+        f"{r['iotlb_entries']}-entry IOTLB ({r['platform']})"
+    )
     return "\n".join(
         [
-            f"{r['mix']} B frames, {r['page']} pages, rxd/txd {r['rxd']}/{r['txd']}, pool "
-            f"{r['pool']}, IOVA as {r['iova'].upper()}: {r['working_set_pages']} pages touched, "
-            f"{r['iotlb_entries']}-entry IOTLB ({r['platform']})",
-            f"  NIC                      {r['device']} ({r['profile']}, "
-            f"{r['read_requests']} read requests)",
-            f"  rings                    {_STATE_WORDS[r['state']]}",
-            f"  IOTLB misses per packet  {r['iotlb_misses_per_pkt']:.3f} received, "
-            f"{r['iotlb_misses_per_fwd_pkt']:.3f} forwarded",
-            f"  line rate                {r['line_mpps']:.2f} Mpps",
-            f"  nic model                {r['nic_mpps']:.2f} Mpps (`nic --profile {r['profile']}`: "
-            "line and PCIe only)",
-            f"  without IOMMU            {r['mpps_no_iommu']:.2f} Mpps, limited by "
-            f"{' + '.join(r['limited_by_no_iommu']) or 'nothing reached'}",
-            f"  with IOMMU               {r['mpps_iommu']:.2f} Mpps "
-            f"(x{r['throughput_ratio']:.2f}, +{r['added_latency_ns']:.0f} ns per DMA, walkers "
-            f"{100 * r['walker_utilization']:.0f} % busy)",
-            f"  bottleneck               {r['bottleneck']}",
-            f"  limited by               {' + '.join(r['limited_by']) or 'nothing reached'}",
-            f"  bounds (Mpps)            {bounds}",
+            head,
+            pairs(
+                [
+                    ("NIC", f"{r['device']} ({r['profile']}, {r['read_requests']} read requests)"),
+                    ("rings", _STATE_WORDS[r["state"]]),
+                    (
+                        "IOTLB misses per packet",
+                        f"{r['iotlb_misses_per_pkt']:.3f} received, "
+                        f"{r['iotlb_misses_per_fwd_pkt']:.3f} forwarded",
+                    ),
+                    ("line rate", f"{r['line_mpps']:.2f} Mpps"),
+                    (
+                        "nic model",
+                        f"{r['nic_mpps']:.2f} Mpps (`nic --profile {r['profile']}`: line and "
+                        "PCIe only)",
+                    ),
+                    (
+                        "without IOMMU",
+                        f"{r['mpps_no_iommu']:.2f} Mpps, limited by "
+                        f"{' + '.join(r['limited_by_no_iommu']) or 'nothing reached'}",
+                    ),
+                    (
+                        "with IOMMU",
+                        f"{r['mpps_iommu']:.2f} Mpps (x{r['throughput_ratio']:.2f}, "
+                        f"+{r['added_latency_ns']:.0f} ns per DMA, walkers "
+                        f"{100 * r['walker_utilization']:.0f} % busy)",
+                    ),
+                    ("limited by", " + ".join(r["limited_by"]) or "nothing reached"),
+                    ("bounds (Mpps)", bounds),
+                ]
+            ),
         ]
     )
 
@@ -277,7 +296,7 @@ def advise(
         title=f"{setup_line}recommendation: {payload['recommendation']}\n{payload['reason']}",
         text_rows=payload["options"],
     )
-    return Report(payload, table.to_text(), source=advice)
+    return Report(payload, table.to_text, source=advice)
 
 
 # --- platforms -----------------------------------------------------------------------------------

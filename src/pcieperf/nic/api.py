@@ -63,7 +63,6 @@ NIC_COLUMNS = (
     Column("mpps", "Mpps"),
     Column("achievable_gbps", "Gb/s"),
     Column("line_rate_gbps", "line Gb/s"),
-    Column("bottleneck", "bottleneck"),
     Column("limits", "limited by"),
     Column("pcie_up_gbps", "up Gb/s"),
     Column("pcie_down_gbps", "down Gb/s"),

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from pcieperf.net.api import priced_demand
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.pcie.api import make_link
-from pcieperf.results import Report, format_table
-from pcieperf.units import parse_duration_ns
+from pcieperf.results import Report
+from pcieperf.text import format_table
+from pcieperf.units import duration_text, duration_token, parse_duration_ns
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -100,7 +101,7 @@ def demand_report(
         **extra,
         **found.summary(),
     }
-    return Report(data, _demand_text(data, link, note), source=found)
+    return Report(data, lambda: _demand_text(data, link, note), source=found)
 
 
 def _demand_text(s: dict[str, Any], link: Link, note: str) -> str:
@@ -108,7 +109,7 @@ def _demand_text(s: dict[str, Any], link: Link, note: str) -> str:
     tail = ""
     if s["tail_ns"] and s["tail_up_gbps"] is not None:  # a last, shorter window with rates
         tail = (
-            f"; the last {s['tail_ns'] / 1e6:g} ms: {s['tail_up_gbps']:.3f} up / "
+            f"; the last {duration_text(s['tail_ns'])}: {s['tail_up_gbps']:.3f} up / "
             f"{s['tail_down_gbps']:.3f} down Gb/s"
         )
     return (
@@ -116,7 +117,7 @@ def _demand_text(s: dict[str, Any], link: Link, note: str) -> str:
         f"{s['mean_frame_bytes']:.1f} B, Gen{link.gen} x{link.lanes} carries "
         f"{s['capacity_gbps']:.2f} Gb/s per direction\n{note}"
         + format_table(
-            ("direction", "mean Gb/s", f"peak Gb/s per {s['window_ns'] / 1e6:g} ms"),
+            ("direction", "mean Gb/s", f"peak Gb/s per {duration_token(s['window_ns'], ' ')}"),
             [
                 ("up (device to host)", s["mean_up_gbps"], s["peak_up_gbps"]),
                 ("down (host to device)", s["mean_down_gbps"], s["peak_down_gbps"]),

@@ -19,7 +19,9 @@ from pcieperf.pciebench.calibration_file import (
     load_calibration,
 )
 from pcieperf.pciebench.host import load_run
-from pcieperf.results import Column, Report, Table, format_table, frame_html
+from pcieperf.results import Column, Report, Table, frame_html
+from pcieperf.text import format_table
+from pcieperf.units import significant
 
 if TYPE_CHECKING:
     import pandas
@@ -95,15 +97,18 @@ def tests() -> Report:
         "cache_states": bench.CACHE_STATES,
         "patterns": bench.PATTERNS,
     }
-    text = (
-        format_table(
-            ("test", "kind", "meaning"),
-            [(t.name, t.kind, t.description) for t in bench.TESTS.values()],
-        )
-        + "\n\n"
-        + format_table(("cache", "meaning"), list(bench.CACHE_STATES.items()))
+    return Report(out, _tests_text)
+
+
+def _tests_text() -> str:
+    """The tests and the cache states, a table of each."""
+    tests = [(t.name, t.kind, t.description) for t in bench.TESTS.values()]
+    return "\n\n".join(
+        [
+            format_table(("test", "kind", "meaning"), tests),
+            format_table(("cache", "meaning"), list(bench.CACHE_STATES.items())),
+        ]
     )
-    return Report(out, text)
 
 
 BW_COLUMNS = (Column("size", "size (B)"), Column("window", "window (B)"), Column("bw_gbps", "Gb/s"))
@@ -214,7 +219,7 @@ def calibrate(
         "points": result.points,
         "unsteady_hosts_left_out": result.left_out,
     }
-    return Report(payload, _calibration_text(payload))
+    return Report(payload, lambda: _calibration_text(payload))
 
 
 def _calibration_text(payload: dict[str, Any]) -> str:
@@ -222,7 +227,7 @@ def _calibration_text(payload: dict[str, Any]) -> str:
     rows = [[name, pct] for name, pct in payload["fit_mape_pct"].items()]
     lines = [
         f"wrote {payload['output']} ({payload['points']} points)",
-        *(f"  {t}.{k} = {v}" for t in ("device", "host") for k, v in payload[t].items()),
+        *(f"  {t}.{k} = {_value(v)}" for t in ("device", "host") for k, v in payload[t].items()),
         format_table(("host", "fit MAPE %"), rows),
     ]
     if payload["unsteady_hosts_left_out"]:
@@ -231,6 +236,12 @@ def _calibration_text(payload: dict[str, Any]) -> str:
             + ", ".join(payload["unsteady_hosts_left_out"])
         )
     return "\n".join(lines)
+
+
+def _value(value: object) -> object:
+    """A fitted parameter for people: a float with 4 significant digits (`units.significant`:
+    no 3.3e-36 for what fitted to 0), anything else as it is."""
+    return significant(value) if isinstance(value, float) else value
 
 
 def _sim_host(host: Path) -> HostProfile:
@@ -320,7 +331,7 @@ def predict(
         "steadiness": steady,
         "steady": steady <= UNSTEADY_RATIO,
     }
-    return Report(payload, _prediction_text(payload, out))
+    return Report(payload, lambda: _prediction_text(payload, out))
 
 
 def _prediction_text(payload: dict[str, Any], out: str | Path) -> str:
@@ -368,16 +379,29 @@ def validate(
 
     matched = validating.match(Path(measured), Path(predicted))
     result = validating.summary(matched, worst=worst)
-    text = _validation_text(result)
+    wrote = ""
     if points is not None:
         outputs.write_text(points, csv_text(validating.point_rows(matched)), force)
         result["points_file"] = str(points)
-        text += f"\nwrote {points}: every point, its interval and how far beyond it"
-    return Report(result, text, source=matched)
+        wrote = f"\nwrote {points}: every point, its interval and how far beyond it"
+    return Report(result, lambda: _validation_text(result) + wrote, source=matched)
 
 
-WORST_KEYS: tuple[str, ...] = ("file", "test", "cache", "window_bytes", "size_bytes")
-WORST_KEYS += ("measured_gbps", "predicted_gbps", "error_pct", "beyond_bound_pct")
+WORST_COLUMNS = {  # the worst points' table: key -> header, and the keys a narrow one leaves out
+    "file": "file",
+    "test": "test",
+    "pattern": "pattern",
+    "cache": "cache",
+    "window_bytes": "window",
+    "size_bytes": "size",
+    "host_offset": "host off",
+    "dev_offset": "dev off",
+    "measured_gbps": "measured",
+    "predicted_gbps": "predicted",
+    "error_pct": "err %",
+    "beyond_bound_pct": "beyond bound %",
+}
+WORST_DROP = ("pattern", "cache", "beyond_bound_pct", "test", "window_bytes")
 
 
 def _validation_text(result: dict[str, Any]) -> str:
@@ -403,11 +427,9 @@ def _validation_text(result: dict[str, Any]) -> str:
             format_table(("file", "MAPE %"), [[f, v] for f, v in result["per_file"].items()]),
             "worst points:",
             format_table(
-                (
-                    *("file", "test", "cache", "window", "size", "measured", "predicted"),
-                    *("err %", "beyond bound %"),
-                ),
-                [[w[k] for k in WORST_KEYS] for w in result["worst"]],
+                list(WORST_COLUMNS.values()),
+                [[w[k] for k in WORST_COLUMNS] for w in result["worst"]],
+                drop=[list(WORST_COLUMNS).index(k) for k in WORST_DROP],
             ),
         ]
     )
