@@ -92,10 +92,10 @@ class Table:
     after it (`details`). The text shows `text_rows` where they differ from the JSON's rows
     (an object shown as a list, or columns only the text shows). `optional` names the keys of
     columns the text leaves out first, least wanted first, where the table is wider than the
-    terminal (`text.format_table`; a line says which were left out). `expand` as `json_rows` takes it: False where
-    the data is one observation whose list of objects is its parts (a forwarding estimate's
-    terms), so the DataFrame is one row. `empty` is what the text says in place of a table
-    without rows (what to run to make some)."""
+    terminal (`text.format_table`; a line says which were left out). `expand` as `json_rows`
+    takes it: False where the data is one observation whose list of objects is its parts (a
+    forwarding estimate's terms), so the DataFrame is one row. `empty` is what the text says
+    in place of a table without rows (what to run to make some)."""
 
     data: object
     columns: Sequence[Column]

@@ -84,13 +84,13 @@ def is_number(value: object) -> bool:
 
 
 def shorten(text: str, limit: int) -> str:
-    """`text` in at most `limit` characters: cut at the end with an ellipsis, or, for a path
-    (no spaces, a "/"), in the middle, so that the file's name stays."""
+    """`text` in at most `limit` characters: words cut at the end with an ellipsis; a name
+    without spaces (a path, a host) in the middle, so that its end (a file's name) stays."""
     if len(text) <= limit:
         return text
     if limit <= 1:
         return ELLIPSIS[:limit]
-    if "/" in text and " " not in text:
+    if " " not in text:
         head = min(8, (limit - 1) // 3)
         return text[:head] + ELLIPSIS + text[len(text) - (limit - 1 - head) :]
     return text[: limit - 1].rstrip() + ELLIPSIS
@@ -125,10 +125,14 @@ def format_table(
     return "\n".join(lines)
 
 
-def _line(cells: Sequence[str], kept: Sequence[int], widths: dict[int, int], numeric: list[bool]) -> str:
+def _line(
+    cells: Sequence[str], kept: Sequence[int], widths: dict[int, int], numeric: list[bool]
+) -> str:
     """One line of a table: each cell cut to its column's width and aligned in it."""
     parts = [
-        shorten(c, widths[i]).rjust(widths[i]) if numeric[i] else shorten(c, widths[i]).ljust(widths[i])
+        shorten(c, widths[i]).rjust(widths[i])
+        if numeric[i]
+        else shorten(c, widths[i]).ljust(widths[i])
         for c, i in zip(cells, kept, strict=True)
     ]
     return (" " * GAP).join(parts).rstrip()
@@ -229,7 +233,8 @@ def fit_lines(text: str, limit: int | None = TERMINAL) -> str:
     return "\n".join(out)
 
 
-def plural(count: int, noun: str, many: str | None = None) -> str:
-    """`count` and its noun, singular for 1: "1 file", "3 files", "1 lcore" (`many`: an
-    irregular plural)."""
-    return f"{count} {noun if count == 1 else many or noun + 's'}"
+def plural(count: float, noun: str, many: str | None = None) -> str:
+    """`count` and its noun, singular for 1: "1 file", "3 files", "1 lcore", "2.5 copies"
+    (`many`: an irregular plural)."""
+    number = f"{count:g}" if isinstance(count, float) else str(count)
+    return f"{number} {noun if count == 1 else many or noun + 's'}"

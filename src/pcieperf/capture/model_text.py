@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pcieperf.capture.calibration import CALIBRATIONS
 from pcieperf.results import Column, Table
+from pcieperf.text import plural
 
 COLUMNS = (
     Column("size", "size (B)"),
@@ -40,10 +41,12 @@ def _title(payload: dict) -> str:
         f"capture model, design {i['design']}: {i['format']} to {i['sink']}"
         + (f" at most {i['sink_gbps']:g} Gb/s" if i["sink_gbps"] else "")
         + f", copies per forwarded packet {i['copies_per_packet']:g} ({i['direction']} on "
-        f"{i['capture_ports']} of {i['ports']} ports), capture cores {i['capture_cores']:g}\n"
+        f"{i['capture_ports']} of {i['ports']} ports), "
+        f"{plural(i['capture_cores'], 'capture core')}\n"
         f"forwarding: {i['profile']} on {i['ports']}x{i['eth_gbps']} GbE ({i['link']}), "
-        f"{i['fwd_lcores']:g} lcores, offered {offer}\n"
-        f"costs: {_calibration_file(c['file'])} ({c['runs']} runs, {c['measured_on']}, {c['dpdk_version']}); "
+        f"{plural(i['fwd_lcores'], 'lcore')}, offered {offer}\n"
+        f"costs: {_calibration_file(c['file'])} ({c['runs']} runs, {c['measured_on']}, "
+        f"{c['dpdk_version']}); "
         f"forwarding cost from the {c['fwd_cost_from']}, writes from {c['writes_from']}"
         + _elsewhere(c)
     )

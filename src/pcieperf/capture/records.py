@@ -178,7 +178,13 @@ def capture_runs(*, db: str | os.PathLike[str] | None = None) -> Table:
     them as a DataFrame, one row per run."""
     with open_store(db) as store:
         rows = store.capture_runs()
-    return Table(rows, RUNS_COLUMNS, text_rows=[_text_row(r) for r in rows])
+    return Table(
+        rows,
+        RUNS_COLUMNS,
+        text_rows=[_text_row(r) for r in rows],
+        optional=("started", "fwd_cpu_ns", "capture_cpu_ns", "fwd_lcores", "tool"),
+        empty="no capture runs stored yet; `pcieperf capture run` makes one (root, DPDK)",
+    )
 
 
 def _text_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -240,6 +240,4 @@ def _forwarding_table(
         data["terms"], TERM_COLUMNS, title="\nterm by term:", footer=f"{wire}\n{limit}",
         optional=TERM_DROP,
     )  # fmt: skip
-    return Table(
-        data, METRIC_COLUMNS, title=head, text_rows=metrics, details=[terms], expand=False
-    )
+    return Table(data, METRIC_COLUMNS, title=head, text_rows=metrics, details=[terms], expand=False)

@@ -16,6 +16,7 @@ from pcieperf.iommu.model import SATURATED, IommuResult, Model
 from pcieperf.iommu.platform import Platform, Traffic
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.progress import wrap as with_progress
+from pcieperf.units import decimal
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -180,7 +181,7 @@ def _traffic_name(mix: str) -> str:
 def _reason_ok(current: IommuResult) -> str:
     return (
         f"With {current.page.upper()} pages and rxd/txd {current.rxd}/{current.txd} the IOMMU "
-        f"costs {current.iotlb_misses_per_pkt:.2f} page walks per packet, which the walkers "
+        f"costs {decimal(current.iotlb_misses_per_pkt)} page walks per packet, which the walkers "
         f"absorb at {current.mpps_iommu:.1f} Mpps, so nothing needs to change."
     )
 
@@ -194,10 +195,10 @@ def _reason(current: IommuResult, choice: Candidate, chosen: IommuResult, restor
     )
     return (
         f"{current.working_set_pages} pages in flight against {current.iotlb_entries} IOTLB "
-        f"entries cost {current.iotlb_misses_per_fwd_pkt:.2f} page walks per forwarded packet"
+        f"entries cost {decimal(current.iotlb_misses_per_fwd_pkt)} page walks per forwarded packet"
         f"{_state_note(current)} and cap {_traffic_name(current.mix)} forwarding at "
         f"{current.mpps_iommu:.1f} Mpps; {choice.description} cuts that to "
-        f"{chosen.iotlb_misses_per_fwd_pkt:.2f} walks per forwarded packet "
+        f"{decimal(chosen.iotlb_misses_per_fwd_pkt)} walks per forwarded packet "
         f"({chosen.working_set_pages} pages) and {verdict}."
     )
 
@@ -207,7 +208,7 @@ def _state_note(result: IommuResult) -> str:
     if result.state == "tx-full":
         return (
             " (the walks outrun the walkers, so the Tx ring fills, every Tx read misses again "
-            f"and the lcore drops {result.drops_per_fwd_pkt:.2f} received packets per "
+            f"and the lcore drops {decimal(result.drops_per_fwd_pkt)} received packets per "
             "forwarded one)"
         )
     if result.state in ("rx-full", "both-full"):

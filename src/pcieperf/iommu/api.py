@@ -24,6 +24,7 @@ from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pciebench.calibration_file import DEFAULT_CALIBRATION
 from pcieperf.results import Column, Report, Table
 from pcieperf.text import pairs
+from pcieperf.units import decimal
 
 GAIN_SIZES = ("64", "128", "256", "imix")  # `iommu gain --sizes`
 
@@ -196,8 +197,8 @@ def sim_text(r: dict[str, Any]) -> str:
                     ("rings", _STATE_WORDS[r["state"]]),
                     (
                         "IOTLB misses per packet",
-                        f"{r['iotlb_misses_per_pkt']:.3f} received, "
-                        f"{r['iotlb_misses_per_fwd_pkt']:.3f} forwarded",
+                        f"{decimal(r['iotlb_misses_per_pkt'], 3)} received, "
+                        f"{decimal(r['iotlb_misses_per_fwd_pkt'], 3)} forwarded",
                     ),
                     ("line rate", f"{r['line_mpps']:.2f} Mpps"),
                     (
@@ -347,4 +348,6 @@ def platforms(name: str | None = None, *, calibration: str | Path = DEFAULT_CALI
         }
         for p in profiles
     ]
-    return Table([p.as_dict() for p in profiles], PLATFORM_COLUMNS, text_rows=rows)
+    return Table(
+        [p.as_dict() for p in profiles], PLATFORM_COLUMNS, text_rows=rows, optional=("evidence",)
+    )

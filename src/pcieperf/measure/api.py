@@ -19,7 +19,8 @@ from pcieperf.iommu.profiles import DEFAULT_PLATFORM
 from pcieperf.measure.records import open_store
 from pcieperf.net.wire import FCS_BYTES, frames_text
 from pcieperf.results import Column, Report, Table
-from pcieperf.units import parse_rate
+from pcieperf.text import plural
+from pcieperf.units import decimal, parse_rate
 
 if TYPE_CHECKING:
     from pcieperf.dpdk.testpmd import StoredRun
@@ -126,7 +127,7 @@ def data_ls(*, db: str | Path | None = None) -> Table | Report:
         return Report(rows, "the store is empty; run `pcieperf data import DIR...`")
     numa = ("numa_device", "numa_memory", "numa_cpu")
     text_rows = [r | {"numa": "-".join(str(r[k]) for k in numa)} for r in rows]
-    return Table(rows, SYSTEM_COLUMNS, text_rows=text_rows)
+    return Table(rows, SYSTEM_COLUMNS, text_rows=text_rows, optional=("lat_rows", "bw_rows", "cpu"))
 
 
 _SHOWN = ("file", "pattern", "cache", "host_offset")
@@ -134,6 +135,16 @@ SHOWN = {  # the columns `data show` prints, per kind of test
     "bw": (*_SHOWN, "dev_offset", "window_bytes", "size_bytes", "bw_gbps"),
     "lat": (*_SHOWN, "window_bytes", "size_bytes", "med_ns", "p999_ns"),
 }
+HEADERS = {
+    "host_offset": "host off",
+    "dev_offset": "dev off",
+    "window_bytes": "window B",
+    "size_bytes": "size B",
+    "bw_gbps": "Gb/s",
+    "med_ns": "median ns",
+    "p999_ns": "p99.9 ns",
+}
+"""The headers of `data show`'s columns whose JSON key is not one already."""
 
 
 def data_show(
@@ -154,7 +165,8 @@ def data_show(
         {k: json_default(v) if is_numpy_scalar(v := found[k][i]) else v for k in keys}
         for i in range(found["test"].size)
     ]
-    return Table(rows, [Column(k, k) for k in SHOWN[kind]], title=f"{system} {test}")
+    columns = [Column(k, HEADERS.get(k, k)) for k in SHOWN[kind]]
+    return Table(rows, columns, title=f"{system} {test}", optional=("pattern", "cache"))
 
 
 # --- explain -------------------------------------------------------------------------------------
@@ -354,7 +366,7 @@ def _explained(data: dict[str, Any], result: Explanation, fit_lines: str) -> Exp
     by_metric = {m["metric"]: m["diagnosis"] for m in data["metrics"]}
     if rate:
         outliers = [f"- {name}: {by_metric[name]}" for name in rate["outliers"]]
-        many = f"{len(outliers)} metric(s) deviate beyond 15 % at that rate:"
+        many = f"{_deviate(len(outliers))} beyond 15 % at that rate:"
         lines = [f"cause: {rate['rule']}", *([many] if outliers else []), *outliers]
         title = "\n".join(filter(None, [rate["headline"], head, result.page.text()]))
     else:
@@ -362,7 +374,7 @@ def _explained(data: dict[str, Any], result: Explanation, fit_lines: str) -> Exp
         verdict = (
             "every metric agrees with the model within 15 %"
             if data["agreement"]
-            else f"{len(notes)} metric(s) deviate beyond 15 %:"
+            else f"{_deviate(len(notes))} beyond 15 %:"
         )
         lines, title = [verdict, *notes], f"{head}\n{result.page.text()}"
     return Explained(
@@ -375,13 +387,19 @@ def _explained(data: dict[str, Any], result: Explanation, fit_lines: str) -> Exp
     )
 
 
+def _deviate(count: int) -> str:
+    """How many metrics deviate, in words: "1 metric deviates", "2 metrics deviate"."""
+    return f"{plural(count, 'metric')} deviate{'s' if count == 1 else ''}"
+
+
 def _shown(metric: dict[str, Any]) -> dict[str, Any]:
     """One metric as the text table shows it: per packet, with its unit."""
     per_pkt = "B/pkt" if metric["unit"] == "B/s" else "/pkt"
+    ratio = metric["ratio"]  # None: none predicted, some measured
     return {
         "metric": metric["metric"],
-        "measured": f"{metric['measured_per_pkt']:.3f} {per_pkt}",
-        "predicted": f"{metric['predicted_per_pkt']:.3f} {per_pkt}",
-        "ratio": "inf" if metric["ratio"] is None else f"{metric['ratio']:.2f}",
-        "status": metric["status"],
+        "measured": f"{decimal(metric['measured_per_pkt'], 3)} {per_pkt}",
+        "predicted": f"{decimal(metric['predicted_per_pkt'], 3)} {per_pkt}",
+        "ratio": "-" if ratio is None else f"{ratio:.2f}",
+        "status": metric["status"] + (" (noise)" if ratio is None else ""),
     }

@@ -36,6 +36,7 @@ from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.net.wire import FCS_BYTES
 from pcieperf.nic.profile import NicProfile
 from pcieperf.pcie.link import Link
+from pcieperf.units import decimal
 
 TOLERANCE = 0.15  # the threshold: a metric deviates beyond +-15 % of its prediction
 # Counter noise floor: a difference under 0.01 B or 0.001 IOTLB misses per packet is not a
@@ -314,11 +315,12 @@ class PageChoice:
         if self.measured_per_pkt is None:
             return f"pages: {self.page} (the port's default; the file counts no IOTLB misses)"
         others = ", ".join(
-            f"{v:.3f} with {p}" for p, v in self.model_per_pkt.items() if p != self.page
+            f"{decimal(v, 3)} with {p}" for p, v in self.model_per_pkt.items() if p != self.page
         )
         return (
-            f"pages: {self.page} (the file's {self.measured_per_pkt:.3f} IOTLB misses per packet "
-            f"are nearest the model's {self.model_per_pkt[self.page]:.3f} with {self.page} "
+            f"pages: {self.page} (the file's {decimal(self.measured_per_pkt, 3)} IOTLB misses per "
+            f"packet are nearest the model's {decimal(self.model_per_pkt[self.page], 3)} with "
+            f"{self.page} "
             f"pages; {others})"
         )
 

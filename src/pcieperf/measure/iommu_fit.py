@@ -31,6 +31,7 @@ from pcieperf.iommu.profiles import DEFAULT_PLATFORM, Param, PlatformProfile, lo
 from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.explain import Explanation, port_setup, port_traffic
 from pcieperf.measure.stacks import StackIndex, choose_stack
+from pcieperf.units import significant
 
 # Reaches tried: powers of two and their 1.5x, 16 to 16 Ki entries.
 REACH_GRID = tuple(sorted({int(b * f) for b in (2**k for k in range(4, 15)) for f in (1, 1.5)}))
@@ -281,7 +282,8 @@ def fit_text(result: Fit, out: str | None) -> str:
     e, w = result.entries, result.walkers
     lines = [
         f"{result.measured.stack}: {result.measured.misses_per_s:,.0f} IOTLB misses/s at "
-        f"{result.pps:,.0f} packets/s = {result.misses_per_pkt:.3f} per forwarded packet",
+        f"{result.pps:,.0f} packets/s = {significant(result.misses_per_pkt, 3)} per forwarded "
+        "packet",
         f"  IOTLB reach   {e.value:g} entries (consistent: {e.low:g}-{e.high:g})",
         f"  walkers       {w.value:g} ({w.low:g}-{w.high:g}; "
         + ("the walks bound the rate)" if result.walk_bound else "a lower bound)"),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pcieperf.net.wire import frames_text
 from pcieperf.results import Column, Report, Table
+from pcieperf.units import scaled
 
 if TYPE_CHECKING:
     import pandas
@@ -118,7 +119,12 @@ def counter_imports(*, db: str | os.PathLike[str] | None = None) -> Table:
     """The counter files imported into the store (`pcieperf counters ls`)."""
     with open_store(db) as store:
         rows = store.counter_imports()
-    return Table(rows, IMPORT_COLUMNS)
+    return Table(
+        rows,
+        IMPORT_COLUMNS,
+        optional=("metrics",),
+        empty="no counter files imported yet; `pcieperf counters import FILE` stores one",
+    )
 
 
 def counter_show(import_id: int, *, db: str | os.PathLike[str] | None = None) -> Table:
@@ -126,7 +132,21 @@ def counter_show(import_id: int, *, db: str | os.PathLike[str] | None = None) ->
     and max (`pcieperf counters show N`)."""
     with open_store(db) as store:
         rows = store.counter_summary(import_id)
-    return Table(rows, SUMMARY_COLUMNS, title=f"counter import {import_id}")
+    scaled_rows = [
+        r | {k: _per_second(r[k], r["unit"]) for k in ("mean", "min", "max")} for r in rows
+    ]
+    return Table(
+        rows,
+        SUMMARY_COLUMNS,
+        title=f"counter import {import_id}",
+        text_rows=scaled_rows,
+        optional=("samples", "socket", "min", "stack"),
+    )
+
+
+def _per_second(value: float, unit: str) -> str:
+    """A counter's rate with its unit, scaled (1.19 GB/s, 190 /s)."""
+    return scaled(value, unit.removeprefix("1"))
 
 
 def counter_remove(import_id: int, *, db: str | os.PathLike[str] | None = None) -> Report:
@@ -145,7 +165,6 @@ SUMMARY_COLUMNS = (
     Column("mean", "mean"),
     Column("min", "min"),
     Column("max", "max"),
-    Column("unit", "unit"),
 )
 
 
@@ -269,4 +288,10 @@ def dpdk_runs(*, db: str | os.PathLike[str] | None = None) -> Table:
     with open_store(db) as store:
         rows = store.dpdk_runs()
     text = [r | {"started": str(r["started"])[:19], "rx_mpps": r["rx_pps"] / 1e6} for r in rows]
-    return Table(rows, RUNS_COLUMNS, text_rows=text)
+    return Table(
+        rows,
+        RUNS_COLUMNS,
+        text_rows=text,
+        optional=("extra_args", "started", "source", "mode"),
+        empty="no testpmd runs stored yet; `pcieperf dpdk run` makes one",
+    )

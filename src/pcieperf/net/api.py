@@ -20,7 +20,8 @@ from pcieperf.net.trace.rewrite import convert, merge
 from pcieperf.net.trace.statistics import WINDOWS_NS, StatsOptions, stats_config, stats_files
 from pcieperf.net.trace.synthesis import synth
 from pcieperf.results import Report, Table
-from pcieperf.units import parse_duration_ns, parse_rate
+from pcieperf.text import plural
+from pcieperf.units import duration_text, duration_token, parse_duration_ns, parse_rate, scaled
 
 if TYPE_CHECKING:
     import pandas
@@ -192,29 +193,35 @@ def priced_demand(
 
 
 def _demand_line(r: dict[str, Any]) -> str:
-    """One file's (or port's) demand as a line of text."""
+    """One file's (or port's) demand as a line of text, rates and times scaled."""
     mean = (
-        f"mean {r['mean_up_gbps']:.3f} up / {r['mean_down_gbps']:.3f} down Gb/s, "
+        f"mean {_up_down(r['mean_up_gbps'], r['mean_down_gbps'])}, "
         if r["mean_up_gbps"] is not None
         else ""
     )
-    window = f"{r['window_ns'] / 1e6:g} ms"
+    window = duration_token(r["window_ns"], " ")
     peak = (
-        f"peak {r['peak_up_gbps']:.3f} up / {r['peak_down_gbps']:.3f} down Gb/s per {window}"
+        f"peak {_up_down(r['peak_up_gbps'], r['peak_down_gbps'])} per {window}"
         if r["peak_up_gbps"] is not None
         else ("no duration, no rate" if not r["duration_s"] else f"no whole {window} window")
     )
     tail = (
-        f" (the last {r['tail_ns'] / 1e6:g} ms: {r['tail_up_gbps']:.3f} up / "
-        f"{r['tail_down_gbps']:.3f} down)"
+        f" (the last {duration_text(r['tail_ns'])}: "
+        f"{_up_down(r['tail_up_gbps'], r['tail_down_gbps'])})"
         if r["tail_ns"]
         else ""
     )
     return (
-        f"{stats_text.archive_label(r)['file']}: {r['packets']} packets; {mean}{peak}{tail}; "
+        f"{stats_text.archive_label(r)['file']}: {plural(r['packets'], 'packet')}; "
+        f"{mean}{peak}{tail}; "
         f"{r['windows_over_capacity']} of {r['full_windows']} whole windows exceed the link's "
         f"{r['capacity_gbps']:.2f} Gb/s"
     )
+
+
+def _up_down(up_gbps: float, down_gbps: float) -> str:
+    """Two rates in Gb/s, scaled: "41.8 Gb/s up / 43.6 Gb/s down"."""
+    return f"{scaled(up_gbps * 1e9, 'b/s')} up / {scaled(down_gbps * 1e9, 'b/s')} down"
 
 
 def merge_captures(
@@ -256,8 +263,8 @@ def merge_captures(
     how = "appended in the order given" if append else "merged in time order"
     return Report(
         data,
-        f"{data['packets']} packets from {len(paths)} files, {how}, {data['interfaces']} "
-        f"interfaces -> {out} ({data['writes']} writes{notes})",
+        f"{plural(data['packets'], 'packet')} from {plural(len(paths), 'file')}, {how}, "
+        f"{plural(data['interfaces'], 'interface')} -> {out} ({data['writes']} writes{notes})",
     )
 
 
@@ -291,7 +298,8 @@ def synth_capture(
         seed=seed,
         force=force,
     )
-    return Report(data, f"{data['packets']} packets ({data['arrival']}) -> {data['file']}")
+    made = f"{plural(data['packets'], 'packet')} ({data['arrival']}) -> {data['file']}"
+    return Report(data, made)
 
 
 def convert_capture(
@@ -314,5 +322,5 @@ def convert_capture(
     shifted = f", times shifted by {shift_ns / 1e9:g} s" if shift_ns else ""
     return Report(
         {"input": source, "output": out, "shift_ns": shift_ns, **result},
-        f"{result['packets']} packets -> {out}{shifted}",
+        f"{plural(result['packets'], 'packet')} -> {out}{shifted}",
     )

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from pcieperf.net.trace.files import LINK_HEADER_BYTES
 from pcieperf.results import Column, Table
+from pcieperf.text import plural
 from pcieperf.units import duration_text, duration_token, scaled
 
 
@@ -17,7 +18,7 @@ def archive_label(result: dict) -> dict:
     """An archive port's result with a `file` line for the text output."""
     if "port" not in result:
         return result
-    files = f"{result['files']} files, {result['first_file']} .. {result['last_file']}"
+    files = f"{plural(result['files'], 'file')}, {result['first_file']} .. {result['last_file']}"
     return result | {"file": f"port {result['port']} ({files})"}
 
 
@@ -61,22 +62,23 @@ def stats_text(r: dict) -> str:
     b = r["bursts"]
     stored = "" if r["compression"] == "none" else f", {r['compression']}"
     lines = [
-        f"{r['file']} ({r['format']}{stored}): {r['packets']} packets over {_duration(r)}",
+        f"{r['file']} ({r['format']}{stored}): {plural(r['packets'], 'packet')} over "
+        f"{_duration(r)}",
         *_times_lines(r),
         _bytes_line(r),
         _mean_line(r),
         *(_window_line(w) for w in r["rates"] if r["mean_pps"]),
         f"  strict time order: {_STRICT_ORDER[r['strict_time_order']]} "
-        f"({r['out_of_order']} packets earlier than the one before{_step_back_text(r)})",
+        f"({plural(r['out_of_order'], 'packet')} earlier than the one before{_step_back_text(r)})",
         _ties_text(r),
-        f"  bursts at {b['eth_gbps']} GbE: {b['bursts']} ({b['packets_in_bursts']} packets, "
-        f"longest {b['max_burst']})",
+        f"  bursts at {b['eth_gbps']} GbE: {b['bursts']} "
+        f"({plural(b['packets_in_bursts'], 'packet')}, longest {b['max_burst']})",
         f"  frame sizes{' (incl. FCS)' if _is_ethernet(r) else ''}: "
         + ", ".join(f"{k}: {v}" for k, v in r["size_histogram"].items() if v),
     ]
     lines += [
         f"  interface {i['id']} ({i['name'] or 'unnamed'}, {i['linktype_name']}): "
-        f"{i['packets']} packets{_directions_text(i)}"
+        f"{plural(i['packets'], 'packet')}{_directions_text(i)}"
         for i in r["interfaces"]
     ]
     if r["implausible_epoch"]:
@@ -92,7 +94,8 @@ def _times_lines(r: dict) -> list[str]:
     if not r["packets"]:
         return []
     if r["first_time"] is None:
-        return [f"  first and last packet: unknown ({r['untimed']} packets carry no time)"]
+        untimed = plural(r["untimed"], "packet")
+        return [f"  first and last packet: unknown ({untimed} without a time)"]
     return [f"  first packet: {r['first_time']}", f"  last packet:  {r['last_time']}"]
 
 
@@ -127,7 +130,7 @@ def _window_line(w: dict) -> str:
 
 def _step_back_text(r: dict) -> str:
     """The largest step back in time, where there is one."""
-    return f", by at most {r['max_step_back_ns']} ns" if r["out_of_order"] else ""
+    return f", by at most {duration_text(r['max_step_back_ns'])}" if r["out_of_order"] else ""
 
 
 def _ties_text(r: dict) -> str:

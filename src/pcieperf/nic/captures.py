@@ -14,7 +14,7 @@ from pcieperf.net.api import priced_demand
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.pcie.api import make_link
 from pcieperf.results import Report
-from pcieperf.text import format_table
+from pcieperf.text import format_table, plural
 from pcieperf.units import duration_text, duration_token, parse_duration_ns
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def _demand_text(s: dict[str, Any], link: Link, note: str) -> str:
             f"{s['tail_down_gbps']:.3f} down Gb/s"
         )
     return (
-        f"{Path(s['trace']).name}: {s['packets']} packets, mean frame "
+        f"{Path(s['trace']).name}: {plural(s['packets'], 'packet')}, mean frame "
         f"{s['mean_frame_bytes']:.1f} B, Gen{link.gen} x{link.lanes} carries "
         f"{s['capacity_gbps']:.2f} Gb/s per direction\n{note}"
         + format_table(

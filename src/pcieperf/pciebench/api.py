@@ -20,7 +20,7 @@ from pcieperf.pciebench.calibration_file import (
 )
 from pcieperf.pciebench.host import load_run
 from pcieperf.results import Column, Report, Table, frame_html
-from pcieperf.text import format_table
+from pcieperf.text import format_table, plural
 from pcieperf.units import significant
 
 if TYPE_CHECKING:
@@ -338,7 +338,7 @@ def _prediction_text(payload: dict[str, Any], out: str | Path) -> str:
     """What `bench predict` wrote, the first parameters' provenance, and its warnings."""
     from pcieperf.pciebench.predict import BOUNDS_FILE
 
-    text = f"wrote {len(payload['files'])} files, {BOUNDS_FILE} and provenance to {out}"
+    text = f"wrote {plural(len(payload['files']), 'file')}, {BOUNDS_FILE} and provenance to {out}"
     text += "\n" + format_table(
         ("parameter", "value", "source", "why"),
         [[r["parameter"], r["value"], r["source"], r["why"]] for r in payload["provenance"][:7]],
