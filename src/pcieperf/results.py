@@ -174,11 +174,13 @@ class Report:
     """A result whose text for people is a short report rather than one table (`text`, or a
     function that writes it when it is printed, so that its tables fit the terminal of that
     moment); its JSON, CSV and DataFrame are those of `data`, as for a `Table`. `source` is the
-    model's own result behind it, for a plot of it (`with_plot`)."""
+    model's own result behind it, for a plot of it (`with_plot`); `confirms`: the text only
+    says which files were written (the CLI's `--quiet` leaves it out)."""
 
     data: object
     text: str | Callable[[], str]
     source: object = None
+    confirms: bool = False  # the text only says what was written: `--quiet` prints none of it
 
     def with_plot(self, path: object) -> Report:
         """The same result naming the plot drawn of it (`plot` in the JSON, a last line of the

@@ -17,8 +17,11 @@ _RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmg]?)\s*(pps|p/
 
 
 def parse_rate(text: str, what: str = "packet rate") -> float:
-    """Parse `10e6`, `10M`, `14.88Mpps` or `500k` into a number per second (>= 0)."""
+    """Parse `10e6`, `10M`, `14.88Mpps` or `500k` into a number per second (> 0: every
+    command's one check of a rate it is given)."""
     match = _RATE.match(str(text))
+    if str(text).strip().startswith("-") or (match and float(match.group(1)) == 0):
+        raise UsageError(f"{what} {text!r} is not allowed; give a rate above 0, e.g. 10M")
     if not match:
         raise UsageError(
             f"{what} {text!r} is not understood; write e.g. 10e6, 10M, 14.88Mpps or 500k"

@@ -103,7 +103,7 @@ def test_nic_warns_for_the_sizes_the_rate_does_not_fit(capsys):
         (["bench", "sim", "--host", "h", "--device", "d", "--transactions", "-1"], "use 1 to"),
         (["link", "--ack-interval", "nan"], "give a finite number"),
         (["dpdk-fwd", "--batch", "inf"], "give a finite number"),
-        (["dma", "--offset", "1e3"], "is not a whole number"),
+        (["dma", "--offset", "1.5"], "is not a whole number"),
         # Found by the CLI property test: an empty path name with --trace was an AttributeError.
         (["nic", "--trace", "x.pcap", "--paths", ""], "path '' is not allowed"),
         # The CLI property test found `dpdk run --seconds 2305843009213693952` forwarding forever.

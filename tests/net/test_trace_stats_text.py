@@ -172,7 +172,9 @@ def test_brief_text_is_one_line_per_file_that_fits(monkeypatch, capsys):
     code, out, _ = run_cli(capsys, "trace", "stats", "--brief", *map(str, BRIEF_INPUTS))
     assert code == 0
     assert max(len(line) for line in out.splitlines()) <= 80
-    assert "left out to fit 80 columns: bit/s 1s, peak pkt/s 1s, last packet (UTC)" in out
+    # Rows stay whole: the least wanted columns go (the later windows' first), named below.
+    assert "not shown: format, first packet (UTC), last packet (UTC)," in out
+    assert len(out.splitlines()) == len(BRIEF_INPUTS) + 4  # folder, header, rows, note, footer
 
 
 def test_a_brief_row_of_an_archive_port_names_the_port():

@@ -183,9 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_top_level_word(argv))
     args = parser.parse_args(argv)
-    if getattr(args, "func", None) is None:  # `pcieperf` or a group alone: show what it offers
-        args.help_of.print_help()
-        return 0
+    if getattr(args, "func", None) is None:  # `pcieperf` or a group alone: a command is missing
+        args.help_of.print_help(sys.stderr)
+        return 2
     progress.configure(quiet=args.quiet or args.output_format != "table")
     text.configure(wide=args.wide)
     flag = flag_namer(args.command_parser)

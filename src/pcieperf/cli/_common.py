@@ -26,8 +26,8 @@ def _add_link_options(p: argparse.ArgumentParser) -> None:
     from pcieperf.pcie.link import GENERATIONS, LANE_WIDTHS
 
     g = p.add_argument_group("PCIe link")
-    g.add_argument("--gen", type=_whole(), default=3, help=f"generation {sorted(GENERATIONS)}")
-    g.add_argument("--lanes", type=_whole(), default=8, help=f"lane width {LANE_WIDTHS}")
+    g.add_argument("--gen", type=GEN, default=3, help=f"generation {sorted(GENERATIONS)}")
+    g.add_argument("--lanes", type=LANES, default=8, help=f"lane width {LANE_WIDTHS}")
     g.add_argument("--mps", type=_whole(), default=256, help="Max_Payload_Size, bytes (128..4096)")
     g.add_argument("--mrrs", type=_whole(), default=512, help="Max_Read_Request_Size (128..4096)")
     g.add_argument("--rcb", type=_whole(), default=64, help="Read Completion Boundary (64 or 128)")
@@ -61,20 +61,36 @@ def _add_link_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _whole(low: int = -(2**62), high: int = 2**62) -> Callable[[str], int]:
+def _whole(
+    low: int = -(2**62), high: int = 2**62, *, prefix: str = "", units: tuple[str, ...] = ()
+) -> Callable[[str], int]:
     """An argparse type: a whole number from `low` to `high` (huge values are typos, and would
-    overflow the 64-bit arithmetic of the models)."""
+    overflow the 64-bit arithmetic of the models), written as people write it: `3.0` is 3, and
+    an optional `prefix` (x16) or unit (25G, 25GbE) is read past (case aside)."""
 
     def parse(text: str) -> int:
+        token = text.strip().lower().removeprefix(prefix) if prefix else text.strip()
+        token = next((token[: -len(u)] for u in units if token.lower().endswith(u)), token)
         try:
-            value = int(text)
-        except ValueError:
+            number = float(token)
+            value = int(number) if number.is_integer() else None
+        except (ValueError, OverflowError):
+            value = None
+        if value is None:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{text} is not allowed; use {low} to {high}")
         return value
 
     return parse
+
+
+ETH = _whole(units=("gbe", "gb/s", "gbps", "g"))
+"""`--eth`: Gb/s per port, as 25, 25G, 25GbE or 25Gb/s (every command's one reader)."""
+GEN = _whole(prefix="gen")
+"""`--gen`: a PCIe generation, as 3, 3.0 or gen3."""
+LANES = _whole(prefix="x")
+"""`--lanes`: a link width, as 16 or x16."""
 
 
 def _real(high: float = math.inf) -> Callable[[str], float]:

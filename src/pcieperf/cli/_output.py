@@ -28,7 +28,10 @@ def _emit(
 
 
 def emit(args: argparse.Namespace, result: Result) -> None:
-    """Print an API result as --format asks (pcieperf.results): its text, JSON or CSV."""
+    """Print an API result as --format asks (pcieperf.results): its text, JSON or CSV; under
+    --quiet, no text that only confirms what was written (a capture, a plot, a sweep)."""
+    if args.quiet and args.output_format == "table" and getattr(result, "confirms", False):
+        return
     _emit(args, result.to_json(), result.to_text, result.to_csv)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pcieperf.cli._common import _add_link_options
 from pcieperf.cli.examples import EXAMPLES
@@ -16,10 +17,24 @@ from pcieperf.cli.examples import EXAMPLES
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     """argparse's help layout (descriptions kept as written) at the terminal's width as argparse
     finds it, without importing shutil for it: shutil brings bz2 and lzma, ~16 M instructions
-    of every command's start-up (argparse makes a formatter for each option it adds)."""
+    of every command's start-up (argparse makes a formatter for each option it adds). Every
+    option that takes a value shows its default, where its help does not say it."""
 
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24) -> None:
         super().__init__(prog, indent_increment, max_help_position, _terminal_columns() - 2)
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or action.nargs == 0
+            or default in (None, argparse.SUPPRESS)
+            or "default" in text
+        ):
+            return action.help
+        shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
+        return f"{text} (default: {_help_text(str(shown))})"
 
 
 def _terminal_columns() -> int:
@@ -40,7 +55,12 @@ def _terminal_columns() -> int:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error in one line and exits 2."""
+    """argparse that reports a usage error in one line and exits 2, and takes a value that
+    starts with a minus and a digit (`--pps -5M`) as a value, for its option to refuse."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -61,7 +81,7 @@ def _parser_options(subparsers: argparse._SubParsersAction, name: str, summary: 
     first_sentence = " ".join(summary.split()).split(". ")[0].rstrip(".")
     return {
         "help": _help_text(first_sentence),
-        "description": _help_text(summary),
+        "description": summary,  # printed as written: argparse %-formats only the help
         "epilog": f"example:\n  {EXAMPLES[path]}",
         "formatter_class": _Formatter,
     }
@@ -93,7 +113,12 @@ def _add_command(
         const="json",
         help="the same as --format json",
     )
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bars, and no line that only confirms a file written",
+    )
     p.add_argument(
         "--wide",
         action="store_true",

@@ -9,7 +9,7 @@ import argparse
 from pcieperf.capture import path
 from pcieperf.capture.calibration import capture_calibrate
 from pcieperf.capture.model import capture_model
-from pcieperf.cli._common import _real, _whole, link_options
+from pcieperf.cli._common import ETH, _real, _whole, link_options
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.net import wire
@@ -77,7 +77,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--direction", choices=tuple(path.DIRECTIONS), default="both", help="copied")
     p.add_argument("--capture-ports", type=_whole(1, 64), default=1, help="ports captured")
     p.add_argument("--ports", type=_whole(1, 64), default=2, help="ports forwarding")
-    p.add_argument("--eth", type=_whole(), default=10, help=f"Gb/s per port {wire.RATES_GBPS}")
+    p.add_argument("--eth", type=ETH, default=10, help=f"Gb/s per port {wire.RATES_GBPS}")
     p.add_argument("--pps", default=None, help="packets offered over all ports (default: line)")
     p.add_argument("--fwd-lcores", type=_real(), default=2, help="forwarding lcores (CPUs)")
     p.add_argument("--capture-cores", type=_real(), default=1, help="capture cores (CPUs)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from pcieperf.cli._common import (
+    ETH,
     _add_trace_replay_options,
     _real,
     _whole,
@@ -140,7 +141,7 @@ def _add_dpdk_fwd_command(sub: argparse._SubParsersAction, name: str = "dpdk-fwd
         default=None,
         help="frame sizes incl. FCS instead of --frame: imix, a size, or size:count,...",
     )
-    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
+    p.add_argument("--eth", type=ETH, default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     _add_trace_replay_options(p)
     p.add_argument("--poll", default="1us", help="with --trace: the PMD's poll period")
     add_device_options(p, "dpdk-fwd")

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from pcieperf import progress
-from pcieperf.cli._common import _real, _warn, _whole
+from pcieperf.cli._common import ETH, GEN, LANES, _real, _warn, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.devices import add_device_options, apply_device, with_device
@@ -114,12 +114,10 @@ def _add_iommu_options(p: argparse.ArgumentParser) -> None:
         "--frame", default="64", help="Ethernet frame bytes incl. FCS, imix, or size:count,..."
     )
     sizes.add_argument("--pkt", default=None, help="deprecated: the same as --frame here")
-    p.add_argument(
-        "--eth", type=_whole(), default=40, help=f"Ethernet Gb/s per port {wire.RATES_GBPS}"
-    )
+    p.add_argument("--eth", type=ETH, default=40, help=f"Ethernet Gb/s per port {wire.RATES_GBPS}")
     p.add_argument("--pace", type=_real(), default=None, help="Rx pacing: cap the Rx rate (Mpps)")
-    p.add_argument("--gen", type=_whole(), default=3, help="PCIe generation")
-    p.add_argument("--lanes", type=_whole(), default=8, help="PCIe lanes")
+    p.add_argument("--gen", type=GEN, default=3, help="PCIe generation")
+    p.add_argument("--lanes", type=LANES, default=8, help="PCIe lanes")
     p.add_argument(
         "--iotlb", type=_whole(), default=None, help="IOTLB entries (default: calibrated)"
     )

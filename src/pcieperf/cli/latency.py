@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _real, _whole, add_tag_options, link_options
+from pcieperf.cli._common import ETH, _real, add_tag_options, link_options
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.cli.devices import add_device_options, apply_device, with_device
@@ -30,7 +30,7 @@ def _add_latency_command(sub: argparse._SubParsersAction) -> None:
     p = _add_command(sub, "latency", cmd_latency, link=True)
     p.add_argument("--profile", default=DEFAULT_PROFILE, help="built-in name or a .toml file")
     p.add_argument("--sizes", default="64,128,256,512,1024,1500", help="frame sizes incl. FCS")
-    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
+    p.add_argument("--eth", type=ETH, default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     p.add_argument("--pps", default=None, help="rate for the concurrency (default: line rate)")
     add_tag_options(p)
     p.add_argument("--write-ns", type=_real(), default=None, help="posted write latency (ns)")

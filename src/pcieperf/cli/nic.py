@@ -7,8 +7,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from pcieperf.cli._common import (
+    ETH,
     _add_trace_replay_options,
-    _whole,
     add_tag_options,
     link_options,
     require_trace_for_companions,
@@ -61,7 +61,7 @@ def _add_nic_command(sub: argparse._SubParsersAction) -> None:
     """The `nic` command and its options."""
     p = _add_command(sub, "nic", cmd_nic, link=True)
     p.add_argument("--profile", default=DEFAULT_PROFILE, help="built-in name or a .toml file")
-    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
+    p.add_argument("--eth", type=ETH, default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     p.add_argument("--vlan", action="store_true", help="frames carry a VLAN tag on the wire")
     p.add_argument(
         "--sizes", default=None, help="frame sizes incl. FCS and named mixes, e.g. 64,256,1518,imix"

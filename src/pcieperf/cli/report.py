@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _whole, link_options
+from pcieperf.cli._common import ETH, link_options
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
 from pcieperf.cli.explain import _add_explain_options, _explanation
@@ -40,7 +40,7 @@ def _add_report_command(sub: argparse._SubParsersAction) -> None:
     """The `report` command and its options."""
     p = _add_command(sub, "report", cmd_report, link=True)
     p.add_argument("-o", "--output", dest="out", default="pcieperf-report", help="output folder")
-    p.add_argument("--eth", type=_whole(), default=40, help="Ethernet Gb/s for the NIC figure")
+    p.add_argument("--eth", type=ETH, default=40, help="Ethernet Gb/s for the NIC figure")
     p.add_argument("--force", action="store_true", help="overwrite a non-empty output folder")
     p.add_argument(
         "--devices",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.cli._common import _add_link_options, _add_scheduler_option, _whole
+from pcieperf.cli._common import ETH, _add_link_options, _add_scheduler_option, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
 from pcieperf.cli.trace_files import (
@@ -51,7 +51,7 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     trace_sub = _add_group(sub, "trace", _GROUPS["trace"])
     p = _add_command(trace_sub, "stats", cmd_trace_stats)
     p.add_argument("files", nargs="+", help="pcap or pcapng files (.gz/.zst too; - is stdin)")
-    p.add_argument("--eth", type=_whole(), default=40, help="line rate (Gb/s) that defines bursts")
+    p.add_argument("--eth", type=ETH, default=40, help="line rate (Gb/s) that defines bursts")
     p.add_argument(
         "--windows", default=None, help="peak-rate windows, comma-separated (default 1ms,1s)"
     )
@@ -94,7 +94,7 @@ def _add_trace_commands(sub: argparse._SubParsersAction) -> None:
     _add_capture_read_options(p)
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
     p = _add_command(trace_sub, "synth", cmd_trace_synth)
-    p.add_argument("--eth", type=_whole(), default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
+    p.add_argument("--eth", type=ETH, default=40, help=f"Ethernet Gb/s {wire.RATES_GBPS}")
     p.add_argument("--sizes", default="64", help="frame size incl. FCS, imix, or 64:7,594:4,...")
     p.add_argument("--pps", default="1M", help="mean packet rate: 10e6, 10M, 500k")
     p.add_argument("--duration", default="10ms", help="capture length: 1s, 10ms, ...")

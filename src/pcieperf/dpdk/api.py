@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pcieperf.dpdk.port import DEFAULT_PORT
 from pcieperf.errors import UsageError, param, warn
-from pcieperf.net.ethernet import Ethernet, parse_mix
+from pcieperf.net.ethernet import Ethernet, check_frame, parse_mix
 from pcieperf.net.wire import DEFAULT_FRAME_BYTES, DEFAULT_PPS, FCS_BYTES, frames_text
 from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.api import make_link
@@ -32,16 +32,9 @@ def packet_size(frame: int | None, pkt: int | None) -> int | None:
     them, or None for neither."""
     if frame is not None and pkt is not None:
         raise UsageError(f"frame {frame} and pkt {pkt} both give the packet size; give one")
-    if frame is None:
-        return pkt
-    from pcieperf.dpdk.forwarding import MAX_PKT_BYTES
-
-    if not (isinstance(frame, int) and FCS_BYTES < frame <= MAX_PKT_BYTES + FCS_BYTES):
-        raise UsageError(
-            f"frame {frame!r} is not allowed; use {FCS_BYTES + 1} to "
-            f"{MAX_PKT_BYTES + FCS_BYTES} bytes (incl. its {FCS_BYTES} B FCS)"
-        )
-    return frame - FCS_BYTES
+    if frame is None and pkt is not None:  # checked as the frame it is
+        frame = pkt + FCS_BYTES if type(pkt) is int else pkt
+    return None if frame is None else check_frame(frame) - FCS_BYTES
 
 
 def forwarding_config(

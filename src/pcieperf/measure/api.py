@@ -49,7 +49,7 @@ def iommu_fit(
 
     if out:
         require_new_file(out, force)
-    rate = parse_rate(pps) if isinstance(pps, str) else float(pps)
+    rate = parse_rate(str(pps))
     given = iommu_api.inputs(**options)  # type: ignore[arg-type]  # inputs() checks each
     result = fitting.fit(
         counter_files.parse(Path(counters), counters_format),

@@ -153,7 +153,7 @@ def counter_remove(import_id: int, *, db: str | os.PathLike[str] | None = None) 
     """Delete one counter import and its samples from the store (`pcieperf counters rm N`)."""
     with open_store(db, write=True) as store:
         store.remove_counter_import(import_id)
-    return Report({"removed": import_id}, f"removed counter import {import_id}")
+    return Report({"removed": import_id}, f"removed counter import {import_id}", confirms=True)
 
 
 SUMMARY_COLUMNS = (

@@ -265,6 +265,7 @@ def merge_captures(
         data,
         f"{plural(data['packets'], 'packet')} from {plural(len(paths), 'file')}, {how}, "
         f"{plural(data['interfaces'], 'interface')} -> {out} ({data['writes']} writes{notes})",
+        confirms=True,
     )
 
 
@@ -290,7 +291,7 @@ def synth_capture(
         output,
         eth=Ethernet(eth),
         mix=parse_mix(sizes),
-        pps=parse_rate(pps) if isinstance(pps, str) else float(pps),
+        pps=parse_rate(str(pps)),
         duration_s=parse_duration_ns(duration) / NS_PER_S,
         arrival=arrival,
         burst=burst,
@@ -299,7 +300,7 @@ def synth_capture(
         force=force,
     )
     made = f"{plural(data['packets'], 'packet')} ({data['arrival']}) -> {data['file']}"
-    return Report(data, made)
+    return Report(data, made, confirms=True)
 
 
 def convert_capture(
@@ -323,4 +324,5 @@ def convert_capture(
     return Report(
         {"input": source, "output": out, "shift_ns": shift_ns, **result},
         f"{plural(result['packets'], 'packet')} -> {out}{shifted}",
+        confirms=True,
     )

@@ -31,11 +31,19 @@ def check_frame_sizes(sizes: ArrayLike) -> NDArray[np.int64]:
         raise UsageError(f"frame sizes must be whole bytes, got {arr.tolist()[:3]}")
     bad = (arr < MIN_FRAME_BYTES) | (arr > MAX_FRAME_BYTES)
     if np.any(bad):
+        check_frame(int(arr[bad][0]))
+    return arr.astype(np.int64)
+
+
+def check_frame(frame: object) -> int:
+    """One frame size (bytes incl. FCS), checked: every command's one rule for a frame
+    (`--frame`, `--sizes`), what `check_frame_sizes` applies to many."""
+    if type(frame) is not int or not MIN_FRAME_BYTES <= frame <= MAX_FRAME_BYTES:
         raise UsageError(
-            f"frame size {int(arr[bad][0])} is not allowed; use {MIN_FRAME_BYTES} to "
+            f"frame size {frame!r} is not allowed; use {MIN_FRAME_BYTES} to "
             f"{MAX_FRAME_BYTES} bytes (Ethernet frame incl. FCS)"
         )
-    return arr.astype(np.int64)
+    return frame
 
 
 def dma_bytes(frames: ArrayLike | int) -> NDArray[np.int64] | int:

@@ -283,7 +283,8 @@ def host(
     )
     outputs.write_text(out, profile_toml(profile, header), force)
     payload = {"system": name, "output": str(out), "host": asdict(profile)}
-    return Report(payload, f"wrote {out}: the host profile of {name} (bench sim --host)")
+    made = f"wrote {out}: the host profile of {name} (bench sim --host)"
+    return Report(payload, made, confirms=True)
 
 
 def predict(

@@ -27,6 +27,7 @@ class ReportResult:
 
     index: Path
     files: tuple[str, ...]
+    confirms = True  # its text only says where the report went: `--quiet` prints none of it
 
     def to_json(self) -> dict[str, Any]:
         """`pcieperf report --json`: the index and the folder's file names."""
@@ -119,4 +120,4 @@ def data_plot(
 
     with open_store(db) as store:
         path = plot_measured(store, list(systems), view, Path(output), size, direction, force)
-    return Report({"plot": str(path)}, f"plot written to {path}")
+    return Report({"plot": str(path)}, f"plot written to {path}", confirms=True)

@@ -61,7 +61,7 @@ def sweep(
     with engine.connect(chosen, quiet_logs=quiet_logs, gil_free=gil_free) as client:
         summary = {"scheduler": str(chosen), **run(made, out, client, force=force, label=label)}
     summary["estimate"] = {"cpu_s": found.cpu_s, "output_bytes": found.output_bytes}
-    return Report(summary, _human(summary))
+    return Report(summary, _human(summary), confirms=True)
 
 
 def _human(summary: dict[str, object]) -> str:
