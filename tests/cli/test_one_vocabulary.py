@@ -101,4 +101,5 @@ def test_quiet_leaves_out_what_only_confirms_a_written_file(capsys, tmp_path):
     assert run_cli(capsys, *synth, "-q") == (0, "", "")
     assert out.stat().st_size > 0
     code, said, _ = run_cli(capsys, *synth, "--force")
+    assert code == 0
     assert said.startswith("1000 packets")  # 1 ms at the default 1 Mpps
