@@ -18,13 +18,12 @@ checkers and editors read, `__getattr__` imports the same names from the same mo
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pcieperf import (
-        iommu,  # `pp.iommu`: the package is the namespace
-        report,
-    )
+    from pcieperf import iommu  # `pp.iommu`: the package is the namespace
     from pcieperf.capture.calibration import capture_calibrate
     from pcieperf.capture.model import capture_model
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
@@ -59,7 +58,7 @@ if TYPE_CHECKING:
     from pcieperf.pcie.api import dma, link, make_link
     from pcieperf.pcie.link import Link
     from pcieperf.pciebench import api as bench
-    from pcieperf.report.api import data_plot
+    from pcieperf.report.api import data_plot, report
     from pcieperf.sweep.api import sweep
 
 __all__ = [
@@ -117,14 +116,35 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
+FUNCTIONS_NAMED_AS_PACKAGES = frozenset({"devices", "nic", "report", "sweep"})
+"""`pp.devices`, `pp.nic`, `pp.report` and `pp.sweep` are API functions named as the packages
+that hold them."""
+
+
+class _Pcieperf(ModuleType):
+    """The `pcieperf` module, whose `devices`, `nic`, `report` and `sweep` stay the API functions:
+    importing the package `pcieperf.nic` would otherwise set `pcieperf.nic` to it (the import
+    system names a subpackage on its parent), and `help(pp.nic)` would show the package."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in FUNCTIONS_NAMED_AS_PACKAGES and isinstance(value, ModuleType):
+            return  # the package stays in sys.modules["pcieperf.<name>"]
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Pcieperf
+
 
 def __getattr__(name: str) -> object:
     """The public names, each from the module that defines it, imported on first use.
     `pp.bench`, `pp.iommu` and `pp.store` are modules of API functions (`pp.bench` is
     pciebench.api, not the package: its submodules `sim`, `predict`, ... would shadow the
-    functions of those names); `pp.nic`, `pp.report` and `pp.sweep` are packages callable as
-    their API function (nic/__init__.py, report/__init__.py, sweep/__init__.py), and so is
-    `pp.devices` (devices/__init__.py)."""
+    functions of those names); `pp.nic`, `pp.report`, `pp.sweep` and `pp.devices` are the
+    functions of their packages' `api` (`_Pcieperf`), kept here once found."""
+    found = _function_of_package(name)
+    if found is not None:
+        globals()[name] = found  # not through __setattr__, which keeps packages out
+        return found
     match name:
         case "bench":
             import pcieperf.pciebench.api
@@ -134,18 +154,6 @@ def __getattr__(name: str) -> object:
             import pcieperf.iommu  # not `from pcieperf import`: that asks this hook again
 
             return pcieperf.iommu
-        case "nic":
-            import pcieperf.nic  # not `from pcieperf import`: that asks this hook again
-
-            return pcieperf.nic
-        case "report":
-            import pcieperf.report  # not `from pcieperf import`: that asks this hook again
-
-            return pcieperf.report
-        case "sweep":
-            import pcieperf.sweep  # not `from pcieperf import`: that asks this hook again
-
-            return pcieperf.sweep
         case "store":
             from pcieperf.measure import store
 
@@ -162,10 +170,6 @@ def __getattr__(name: str) -> object:
             import pcieperf.capture.records
 
             return getattr(pcieperf.capture.records, name)
-        case "devices":
-            import pcieperf.devices  # not `from pcieperf import`: that asks this hook again
-
-            return pcieperf.devices
         case "device_options":
             from pcieperf.devices import api as devices_api  # `pcieperf.devices`: a function
 
@@ -241,10 +245,33 @@ def __getattr__(name: str) -> object:
 
             return getattr(link, name)
         case "data_plot":
-            import pcieperf.report.api
+            from pcieperf.report.api import data_plot
 
-            return getattr(pcieperf.report.api, name)
+            return data_plot
     raise AttributeError(f"module 'pcieperf' has no attribute {name!r}")
+
+
+def _function_of_package(name: str) -> object:
+    """`pp.devices`, `pp.nic`, `pp.report` or `pp.sweep`: the API function of the package of
+    that name."""
+    match name:
+        case "devices":
+            from pcieperf.devices.api import devices
+
+            return devices
+        case "nic":
+            from pcieperf.nic.api import nic
+
+            return nic
+        case "report":
+            from pcieperf.report.api import report
+
+            return report
+        case "sweep":
+            from pcieperf.sweep.api import sweep
+
+            return sweep
+    return None
 
 
 def __dir__() -> list[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pcieperf._cache import cached
-from pcieperf.errors import ProfileError, UsageError
+from pcieperf.errors import ProfileError, UsageError, unreadable
 
 MAX_TEXT_BYTES = 16 << 20  # the largest shipped file is a few KiB; /dev/zero never ends
 CACHED_TEXT_CHARS = 1 << 20  # texts kept parsed (`_tables`): shipped files are a few KiB
@@ -36,7 +36,7 @@ def read_bounded(
         with path.open("rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
-        raise UsageError(f"cannot read {where}: {exc.strerror}") from None
+        raise unreadable(where, exc) from None
     if len(data) > limit:
         raise UsageError(
             f"{where} is larger than {limit >> 20} MiB; it should be text of {expected} "

@@ -15,12 +15,19 @@ unknown name of an enumeration, is a ParameterError in one line naming the field
 
 from __future__ import annotations
 
+import errno
 import functools
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from pcieperf.errors import InternalError, PcieperfError, TraceFileError, UsageError
+from pcieperf.errors import (
+    CaptureNotFoundError,
+    InternalError,
+    PcieperfError,
+    TraceFileError,
+    UsageError,
+)
 
 
 @functools.cache
@@ -39,8 +46,9 @@ def _module() -> ModuleType:
 def _mapped(exc: Exception) -> Exception:
     """The pcieperf exception for an exception the core raised (a `_core.Error`)."""
     native = _module()
-    if isinstance(exc, native.FileError):
-        return TraceFileError(str(exc))
+    if isinstance(exc, native.FileError):  # ENOENT's text (Rust's io::Error) names it missing
+        missing = str(exc).endswith(f"(os error {errno.ENOENT})")
+        return (CaptureNotFoundError if missing else TraceFileError)(str(exc))
     if isinstance(exc, native.ParameterError):
         return UsageError(str(exc))
     return InternalError(str(exc))

@@ -7,7 +7,9 @@ PcieperfError              anything pcieperf reports on purpose (CLI exit code 1
     ├── ProfileError       a TOML file (profile, calibration, platform, sweep spec) is
     │                      unreadable as TOML or malformed: names file and key
     ├── TraceFileError     a capture file is missing, unreadable or damaged: names the file and
-    │                      the byte offset
+    │   │                  the byte offset
+    │   └── CaptureNotFoundError   a capture file that does not exist (a FileNotFoundError too)
+    ├── InputNotFoundError another input file that does not exist (a FileNotFoundError too)
     └── CounterFileError   a counter export is truncated or foreign: names the file and line
 
 InternalError              pcieperf broke a rule of its own (a bug, so no PcieperfError: the CLI
@@ -73,6 +75,22 @@ class ProfileError(UsageError):
 
 class TraceFileError(UsageError):
     """A capture file is missing, unreadable or damaged; the message names file and offset."""
+
+
+class CaptureNotFoundError(TraceFileError, FileNotFoundError):
+    """A capture file that does not exist: also a FileNotFoundError, for `except` clauses that
+    expect one (`open()`'s)."""
+
+
+class InputNotFoundError(UsageError, FileNotFoundError):
+    """An input file (a configuration, a counter export, a result file) that does not exist:
+    also a FileNotFoundError."""
+
+
+def unreadable(what: object, exc: OSError) -> UsageError:
+    """The error for an input that could not be read: `InputNotFoundError` where it is missing."""
+    kind = InputNotFoundError if isinstance(exc, FileNotFoundError) else UsageError
+    return kind(f"cannot read {what}: {exc.strerror}")
 
 
 class CounterFileError(UsageError):

@@ -104,6 +104,20 @@ def parse_cpu_list(text: str, what: str = "CPU list") -> list[int]:
     return sorted(cpus)
 
 
+def whole_number(text: str, prefix: str = "", units: tuple[str, ...] = ()) -> int | None:
+    """A whole number as people write it: 3, 3.0, with a `prefix` (x16) or one of `units`
+    (25G, 25GbE), case aside; None where `text` is none (2.5, inf, a word)."""
+    token = text.strip().lower().removeprefix(prefix)
+    token = next((token[: -len(u)] for u in units if token.endswith(u)), token)
+    if token.lstrip("+-").isdigit():
+        return int(token)
+    try:
+        number = float(token)
+    except ValueError:
+        return None
+    return int(number) if number.is_integer() else None
+
+
 def parse_batch_histogram(text: str) -> dict[int, float]:
     """Parse an Rx batch histogram `batch:calls,batch:calls` (e.g. `0:1000,4:5000,8:200`)."""
     hist: dict[int, float] = {}

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pcieperf.errors import PcieperfWarning, UsageError
 from pcieperf.net.wire import DEFAULT_FRAME_BYTES, FCS_BYTES
+from pcieperf.units import whole_number
 
 if TYPE_CHECKING:
     from pcieperf.pcie.link import Link
@@ -65,19 +66,13 @@ def _whole(
     low: int = -(2**62), high: int = 2**62, *, prefix: str = "", units: tuple[str, ...] = ()
 ) -> Callable[[str], int]:
     """An argparse type: a whole number from `low` to `high` (huge values are typos, and would
-    overflow the 64-bit arithmetic of the models), written as people write it: `3.0` is 3, and
-    an optional `prefix` (x16) or unit (25G, 25GbE) is read past (case aside)."""
+    overflow the 64-bit arithmetic of the models), as people write it: 3.0, x16 (`prefix`),
+    25G (`units`)."""
 
     def parse(text: str) -> int:
-        token = text.strip().lower().removeprefix(prefix) if prefix else text.strip()
-        token = next((token[: -len(u)] for u in units if token.lower().endswith(u)), token)
-        try:
-            number = float(token)
-            value = int(number) if number.is_integer() else None
-        except (ValueError, OverflowError):
-            value = None
+        value = whole_number(text, prefix, units)
         if value is None:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{text} is not allowed; use {low} to {high}")
         return value
@@ -85,12 +80,9 @@ def _whole(
     return parse
 
 
-ETH = _whole(units=("gbe", "gb/s", "gbps", "g"))
-"""`--eth`: Gb/s per port, as 25, 25G, 25GbE or 25Gb/s (every command's one reader)."""
-GEN = _whole(prefix="gen")
-"""`--gen`: a PCIe generation, as 3, 3.0 or gen3."""
-LANES = _whole(prefix="x")
-"""`--lanes`: a link width, as 16 or x16."""
+ETH = _whole(units=("gbe", "gb/s", "gbps", "g"))  # --eth: 25, 25G, 25GbE or 25Gb/s
+GEN = _whole(prefix="gen")  # --gen: 3, 3.0 or gen3
+LANES = _whole(prefix="x")  # --lanes: 16 or x16
 
 
 def _real(high: float = math.inf) -> Callable[[str], float]:

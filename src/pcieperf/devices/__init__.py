@@ -12,21 +12,5 @@ May import: pcie, net, nic, dpdk (the port's ring limits), iommu (the IOMMU mode
 units, results. It models nothing itself: every number is the pcie, nic, latency or iommu
 model's. No store, runner or report.
 
-The package is callable, `pp.devices()`, as `api.devices`.
+`pp.devices()` is `api.devices`.
 """
-
-from __future__ import annotations
-
-from collections.abc import Callable
-
-from pcieperf._callable import callable_package
-
-
-def _api() -> Callable[..., object]:
-    """`pcieperf.devices.api.devices`, which calling the package `pp.devices(...)` calls."""
-    from pcieperf.devices.api import devices
-
-    return devices
-
-
-callable_package(__name__, _api)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from pcieperf._keywords import forwards
 from pcieperf.dpdk.port import DEFAULT_PORT
 from pcieperf.errors import UsageError, param, warn
 from pcieperf.net.ethernet import Ethernet, check_frame, parse_mix
@@ -82,6 +83,7 @@ TERM_DROP = ("data_gbps", "data_bytes_per_pkt", "metric", "wire_down_gbps")
 bytes up stay)."""
 
 
+@forwards(forwarding_config, make_link, skip=("pkt",))
 def dpdk_fwd_trace(
     trace: str | os.PathLike[str],
     *,
@@ -120,6 +122,7 @@ def dpdk_fwd_trace(
     return demand_report(captured, fwd.demand, link, extra, note)
 
 
+@forwards(forwarding_config, make_link, skip=("pkt",))
 def dpdk_forwarding(
     *,
     pps: float | str = DEFAULT_PPS,

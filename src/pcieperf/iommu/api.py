@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pcieperf._keywords import forwards
 from pcieperf.dpdk.port import DEFAULT_PORT, PortSetup, parse_page
 from pcieperf.errors import UsageError
 from pcieperf.iommu import profiles as platform_profiles
@@ -168,6 +169,7 @@ _STATE_WORDS = {
 }
 
 
+@forwards(inputs)
 def sim(**options: object) -> Report:
     """IOTLB misses per packet and the packet rate with and without the IOMMU for one setup
     (`pcieperf iommu sim`); `options` as `inputs` takes them."""
@@ -239,6 +241,7 @@ GAIN_COLUMNS = (
 )
 
 
+@forwards(inputs)
 def gain(
     *,
     from_rxd: int = DEFAULT_PORT.rxd,
@@ -275,6 +278,7 @@ ADVICE_COLUMNS = (
 )
 
 
+@forwards(inputs)
 def advise(
     *, progress: Callable[[list[Any]], Iterable[Any]] | None = None, **options: object
 ) -> Report:

@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pcieperf import outputs
-from pcieperf.dpdk.api import link_and_config, packet_size
+from pcieperf._keywords import forwards
+from pcieperf.dpdk.api import forwarding_config, link_and_config, packet_size
 from pcieperf.errors import UsageError, param, require_new_file
+from pcieperf.iommu.api import inputs
 from pcieperf.iommu.profiles import DEFAULT_PLATFORM
 from pcieperf.measure.records import open_store
 from pcieperf.net.wire import FCS_BYTES, frames_text
+from pcieperf.pcie.api import make_link
 from pcieperf.results import Column, Report, Table
 from pcieperf.text import plural
 from pcieperf.units import decimal, parse_rate
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
     from pcieperf.measure.explain import Explanation
 
 
+@forwards(inputs)
 def iommu_fit(
     *,
     counters: str | Path,
@@ -42,7 +46,6 @@ def iommu_fit(
     """Fit the host's IOTLB reach and walk throughput to its measured IOTLB counters (pcm-iio)
     at the forwarding rate `pps` (`pcieperf iommu fit`); with `out`, write the fitted platform
     profile there for `platform=`. `options` describe the port as `pp.iommu.sim` takes them."""
-    from pcieperf.iommu import api as iommu_api
     from pcieperf.iommu import profiles as platforms
     from pcieperf.measure import counters as counter_files
     from pcieperf.measure import iommu_fit as fitting
@@ -50,7 +53,7 @@ def iommu_fit(
     if out:
         require_new_file(out, force)
     rate = parse_rate(str(pps))
-    given = iommu_api.inputs(**options)  # type: ignore[arg-type]  # inputs() checks each
+    given = inputs(**options)  # type: ignore[arg-type]  # `forwards` checked each
     result = fitting.fit(
         counter_files.parse(Path(counters), counters_format),
         stack=stack,
@@ -232,6 +235,7 @@ def _stored_counters(
         return store.counter_set(import_id, stacks[chosen])
 
 
+@forwards(forwarding_config, make_link, skip=("pkt",))
 def explain(
     *,
     counters: str | Path | None = None,

@@ -6,22 +6,6 @@ need, priced by a profile (`captures`: `pp.capture_demand`). The public function
 (`pp.nic`, `pp.profiles`, `pp.profile`, `pp.latency`).
 
 May import: pcie, net, pciebench (pcie-bench latency files and the calibration a host's latency
-comes from), errors, units, _native, _config, _numpy, _callable, _values. No store, runner or
+comes from), errors, units, _native, _config, _numpy, _values. No store, runner or
 report.
 """
-
-from __future__ import annotations
-
-from collections.abc import Callable
-
-from pcieperf._callable import callable_package
-
-
-def _api() -> Callable[..., object]:
-    """`pcieperf.nic.api.nic`, which calling the package `pp.nic(...)` calls."""
-    from pcieperf.nic.api import nic
-
-    return nic
-
-
-callable_package(__name__, _api)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from types import CodeType
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from pcieperf._keywords import unknown_keyword
 from pcieperf.errors import UsageError, param
 from pcieperf.pcie.link import CompletionPolicy, Link
 from pcieperf.results import Column, Columnar, Table
@@ -61,10 +62,7 @@ def _unknown_keyword(caller: CodeType, name: str) -> str:
     own = caller.co_varnames[: caller.co_argcount + caller.co_kwonlyargcount]
     link_keys = make_link.__code__.co_varnames[: make_link.__code__.co_kwonlyargcount]
     function = caller.co_name if not caller.co_name.startswith("<") else "make_link"
-    return (
-        f"{function}() got an unexpected keyword argument {name!r}; it takes "
-        f"{', '.join([*own, *link_keys])}"
-    )
+    return unknown_keyword(f"pp.{function}", name, [*own, *link_keys])
 
 
 class LinkOptions(TypedDict, total=False):

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pcieperf._config import read_bounded
-from pcieperf.errors import UsageError, warn
+from pcieperf.errors import UsageError, unreadable, warn
 
 Kind = Literal["bw", "lat", "cdf"]
 
@@ -216,7 +216,7 @@ def read_result_csv(path: Path) -> ResultTable:
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not a text CSV file ({exc.reason})") from None
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        raise unreadable(path, exc) from None
     if not rows:
         raise UsageError(f"{path} line 2: no data rows")
     columns: dict[str, NDArray] = {}

@@ -6,23 +6,7 @@ and values checked, points, the calls a chunk makes, a chunk's evaluation), `che
 point checked before any work; the estimate), `run` (parts, resume, lock, the joined file),
 `api` (`pp.sweep(spec, output)`, which `pcieperf sweep` calls).
 
-The package is callable, `pp.sweep(spec, output)`, as `api.sweep`.
+`pp.sweep(spec, output)` is `api.sweep`.
 May import: pcie, net, nic, dpdk, iommu, pciebench, engine and the base modules (errors,
-units, progress, results, outputs, _config, _callable). Nothing imports the sweep but the CLI.
+units, progress, results, outputs, _config). Nothing imports the sweep but the CLI.
 """
-
-from __future__ import annotations
-
-from collections.abc import Callable
-
-from pcieperf._callable import callable_package
-
-
-def _api() -> Callable[..., object]:
-    """`pcieperf.sweep.api.sweep`, which calling the package `pp.sweep(...)` calls."""
-    from pcieperf.sweep.api import sweep
-
-    return sweep
-
-
-callable_package(__name__, _api)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from pcieperf.errors import CounterFileError, UsageError
+from pcieperf.errors import CounterFileError, unreadable
 
 BLOCK_BYTES = 1 << 20
 """Bytes read at a time; the first block is also the head the formats are detected from."""
@@ -34,7 +34,7 @@ class CounterText:
         try:
             return self._fh.read(BLOCK_BYTES)
         except OSError as exc:
-            raise UsageError(f"cannot read {self._file}: {exc.strerror}") from None
+            raise unreadable(self._file, exc) from None
 
     def _decode(self, block: bytes) -> str:
         """`block` as text (a character cut at its end waits for the next one)."""
@@ -75,6 +75,6 @@ def counter_text(path: Path, file: str) -> Iterator[CounterText]:
     try:
         fh = path.open("rb")
     except OSError as exc:
-        raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+        raise unreadable(file, exc) from None
     with fh:
         yield CounterText(fh, file)
