@@ -2,13 +2,15 @@
 
 Packages, in the order data flows: `pcie` (a link per direction, the cost of one read or
 write) -> `net` (line rates, frame overheads, captures) -> `nic` (NIC/driver profiles priced per
-packet, loopback latency) -> `dpdk` (forwarding estimate, IOMMU/IOTLB, testpmd runner);
-`pciebench` (pcie-bench definitions, simulator, calibration, predict, validate); `devices`
-(this machine's PCI devices and their links, each NIC priced by the models above); `measure`
-(counters, store, explain) -> `report` (figures, HTML); `sweep` (design-space sweeps of the
-model commands through their API functions, on Dask: `pp.sweep`). `cli` sits on top and nothing
-imports it. Top-level modules serve them all: errors, units, progress, engine (Dask), _native
-(the only caller of the Rust core).
+packet, loopback latency) -> `dpdk` (forwarding estimate, port setup, testpmd runner) -> `iommu`
+(IOMMU/IOTLB + DDIO port model, platforms); `pciebench` (pcie-bench definitions, simulator,
+calibration, predict, validate); `devices` (this machine's PCI devices and their links, each NIC
+priced by the models above); `measure` (counters, store, explain) -> `capture` (DPDK packet
+capture: runs, model, calibration) -> `report` (figures, HTML); `sweep` (design-space sweeps of
+the model commands through their API functions, on Dask: `pp.sweep`). `cli` sits on top and
+nothing imports it. Top-level modules serve them all: errors, units, text (tables for people),
+results, progress, engine (Dask), outputs, interrupts, statedir, _native (the only caller of the
+Rust core), _config, _keywords, _numpy, _values, _cache.
 
 The names below are imported on first use (PEP 562), so that `import pcieperf.cli` and the
 light commands do not pay for numpy and duckdb: the `TYPE_CHECKING` imports are what type

@@ -125,7 +125,7 @@ def fig1(cfg: ReportConfig) -> FigureData:
         "fig1_nic_models",
         "Effective PCIe bandwidth and NIC models (Figure 1 of the paper)",
         "Read where each NIC's curve meets the dashed Ethernet line: from that frame size on, "
-        "the NIC forwards at line rate; below it, PCIe is the bottleneck.",
+        "the NIC forwards at line rate; below it, PCIe limits it (limited_by pcie_up).",
         f"Redrawn from {PAPER}, Figure 1. Per-direction throughput of each NIC/driver model on "
         "a full-duplex port (receive and transmit at once), against the Ethernet frame "
         "throughput. The first three are the paper's (the DPDK driver on an 82599); the fourth "
