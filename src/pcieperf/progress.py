@@ -62,9 +62,22 @@ def bar(total: float | None, desc: str, unit: str = "it", **shape: Any) -> Itera
     if not enabled():
         yield _Silent()
         return
-    from tqdm import tqdm  # only where a bar is drawn: tqdm costs import time
+    import shutil  # only where a bar is drawn, as tqdm: both cost import time
 
-    with tqdm(total=total, desc=desc, unit=unit, leave=False, **shape) as drawn:
+    from tqdm import tqdm
+
+    # The terminal's size as `shutil` reads it ($COLUMNS, then the terminal, 80x24 where it
+    # says 0): tqdm, asking the terminal alone, draws nothing in one that reports 0 rows.
+    size = shutil.get_terminal_size((80, 24))
+    with tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        leave=False,
+        ncols=size.columns,
+        nrows=size.lines,
+        **shape,
+    ) as drawn:
         yield drawn
 
 
