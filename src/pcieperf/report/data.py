@@ -33,12 +33,13 @@ from pcieperf.iommu.platform import load_platform
 from pcieperf.net.ethernet import Ethernet, PacketMix, dma_bytes, parse_mix
 from pcieperf.net.trace.bandwidth import Demand
 from pcieperf.net.trace.synthesis import synthetic
-from pcieperf.net.wire import frames_text
+from pcieperf.net.wire import DEFAULT_FRAME_BYTES, FCS_BYTES, frames_text
 from pcieperf.nic import latency, nic
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.nic.rows import fixed_rows
 from pcieperf.pcie import tlp
 from pcieperf.pcie.link import Link
+from pcieperf.units import decimal
 
 if TYPE_CHECKING:
     from pcieperf.measure.explain import Explanation
@@ -75,7 +76,6 @@ class ReportConfig:
     eth_gbps: float = 40
     frame_sizes: tuple[int, int] = (64, 1500)
     dma_sizes: tuple[int, int] = (64, 2048)
-    max_mpps: float = 15.0
     explanation: Explanation | None = None  # measured counters explained, for their section
     capture_calibration: Path = DEFAULT_CALIBRATION
     capture_runs: pd.DataFrame | None = None  # None: the runs beside the calibration, if any
@@ -168,16 +168,18 @@ def dma(cfg: ReportConfig) -> FigureData:
 
 def dpdk_forwarding(cfg: ReportConfig) -> FigureData:
     """The DPDK forwarding estimate versus packet rate, and Figure 1's rate at the same frame."""
-    pps = np.linspace(0, cfg.max_mpps * 1e6, 151)
-    fwd = forwarding.ForwardingConfig()
+    # Every command's default frame (64 B, 60 B DMA'd), the rate axis past both limits.
+    fwd = forwarding.ForwardingConfig(pkt_bytes=DEFAULT_FRAME_BYTES - FCS_BYTES)
+    fig1_mpps = forwarding.forwarding_rate(fwd, cfg.link, Ethernet(cfg.eth_gbps)).max_pps[0]
+    top = 1.1 * max(forwarding.estimate(fwd, cfg.link, 1e6).max_pps, fig1_mpps)
+    pps = np.linspace(0, np.ceil(top / 5e6) * 5e6, 151)
     est = forwarding.estimate(fwd, cfg.link, pps)
     frame = pd.DataFrame({"pps": pps})
     for metric in forwarding.METRICS:
         frame[f"{metric}_gbps"] = est.metric_gbps(metric)
     frame["pcie_up_gbps"] = est.wire_up_gbps
     frame["pcie_down_gbps"] = est.wire_down_gbps
-    wire_frame = fwd.pkt_bytes + 4  # the packet DMA'd, plus the 4 B FCS the NIC strips
-    fig1_mpps = forwarding.forwarding_rate(fwd, cfg.link, Ethernet(cfg.eth_gbps)).max_pps[0]
+    wire_frame = fwd.pkt_bytes + FCS_BYTES  # the packet DMA'd, plus the FCS the NIC strips
     at10 = replace(est, pps=np.array(10e6))
     facts = [
         "at 10 Mpps: "
@@ -193,11 +195,16 @@ def dpdk_forwarding(cfg: ReportConfig) -> FigureData:
         f"Counted data bandwidth per metric (solid) and PCIe wire bandwidth per direction "
         f"(dotted) of {fwd.pkt_bytes} B packets as DMA'd ({wire_frame} B frames with the FCS): "
         "Rx descriptor 32 B, Tx descriptor 16 B, RS threshold 32, Rx free threshold 32. Its "
-        "limit is Figure 1's fourth curve at the same frame; the IOMMU figure's '64' is a 64 B "
-        "frame (60 B DMA'd), so its rate there is a little higher.",
+        "limit is Figure 1's fourth curve at the same frame, the IOMMU figure's '64'; the "
+        "dashed verticals mark both limits.",
         frame,
         facts,
-        {"capacity_gbps": cfg.link.tlp_gbps, "pkt_bytes": fwd.pkt_bytes, "batch": fwd.batch},
+        {
+            "capacity_gbps": cfg.link.tlp_gbps,
+            "pkt_bytes": fwd.pkt_bytes,
+            "batch": fwd.batch,
+            "limits_mpps": {"link": est.max_pps / 1e6, f"{cfg.eth_gbps:g} GbE": fig1_mpps / 1e6},
+        },
     )
 
 
@@ -399,12 +406,6 @@ def counters(cfg: ReportConfig) -> FigureData:
         ],
         ignore_index=True,
     )
-    facts = [
-        f"{v.metric}: measured {v.measured / result.pps:.3f}, predicted "
-        f"{v.predicted / result.pps:.3f} per packet ({v.status})"
-        + (f" — {v.diagnosis}" if v.diagnosis else "")
-        for v in result.verdicts
-    ]
     return FigureData(
         "counters",
         f"Measured counters: {result.file}",
@@ -414,9 +415,26 @@ def counters(cfg: ReportConfig) -> FigureData:
         f"{result.pps / 1e6:.3f} Mpps, {frames_text(result.pkt)}, mean batch "
         f"{result.mean_batch:.2f}; the grey band is the prediction ±15 %.",
         frame,
-        facts,
+        _counter_facts(result),
         {"explanation": result},
     )
+
+
+def _counter_facts(result: Explanation) -> list[str]:
+    """Each metric per packet with its unit and verdict, then each diagnosis once, with the
+    metrics it explains."""
+    facts = []
+    for v in result.verdicts:
+        unit = "B/pkt" if result.series[v.metric].unit == "B/s" else "per packet"
+        facts.append(
+            f"{v.metric}: measured {decimal(v.measured / result.pps, 3)} {unit}, predicted "
+            f"{decimal(v.predicted / result.pps, 3)} {unit} ({v.status})"
+        )
+    diagnoses: dict[str, list[str]] = {}
+    for v in result.verdicts:
+        if v.diagnosis:
+            diagnoses.setdefault(v.diagnosis, []).append(v.metric)
+    return facts + [f"{', '.join(names)}: {text}" for text, names in diagnoses.items()]
 
 
 CAPTURE_FRAMES = np.arange(64, 1519, 2)  # the study's 64-512 B and on to full-size frames

@@ -2,9 +2,11 @@
 write with `--plot` (`explain`, `data plot`, `validate`, `iommu advise`, `nic`/`dpdk-fwd
 --trace`).
 
-House style: units in every axis label, legends outside the data, reference lines (Ethernet,
-link capacity, tags) drawn above the model curves, curves that coincide told apart by line
-style and markers, log axes only with plain-number ticks.
+House style: units in every axis label, legends outside the data (in columns that fit the
+figure's height), reference lines (Ethernet, link capacity, tags) drawn above the model curves,
+curves that coincide told apart by line style and markers, log axes only with plain-number
+ticks, and one style per series: the Okabe-Ito colours (safe for colour-blind readers), then
+the same colours dashed and dotted (`CYCLE`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter, LogLocator
+from cycler import cycler
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from pcieperf import outputs
 from pcieperf.dpdk import forwarding
@@ -40,6 +44,13 @@ if TYPE_CHECKING:
 REFERENCE = 5  # z-order of reference lines: above every model curve (matplotlib's lines: 2)
 SAME_CURVE_RTOL = 0.02  # IOMMU curves within the sweep's +-1 % noise of each other coincide
 PLAIN = FuncFormatter(lambda v, _: f"{v:g}")  # 1, 10, 100 rather than 10^0, 10^1, 10^2
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000")
+"""Okabe & Ito's palette (Color Universal Design, 2008): told apart in every common colour
+vision deficiency."""
+CYCLE = cycler(linestyle=["-", "--", ":"]) * cycler(color=OKABE_ITO)
+"""24 styles, one per series: each colour solid, then dashed, then dotted."""
+plt.rcParams["axes.prop_cycle"] = CYCLE
+LEGEND_ROW_PT = 8 * 1.45  # a legend entry's height at font size 8 (matplotlib's spacing)
 
 
 def _figure(width: float, height: float, ncols: int = 1) -> tuple[plt.Figure, np.ndarray]:
@@ -48,9 +59,25 @@ def _figure(width: float, height: float, ncols: int = 1) -> tuple[plt.Figure, np
     return fig, axes[0]
 
 
-def _legend_outside(ax: plt.Axes, **kwargs: object) -> None:
-    """The axes' legend to the right of its data."""
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, **kwargs)
+def _legend_outside(ax: plt.Axes, widen: bool = False) -> None:
+    """The axes' legend to the right of its data, within the figure's height: in up to two
+    columns, and past what they hold, one last entry saying how many more series there are;
+    `widen` makes the figure wider by the legend's width (the axes keep theirs)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig = ax.figure
+    rows = max(int(fig.get_figheight() * 72 * 0.85 / LEGEND_ROW_PT), 2)
+    ncol = min(-(-len(labels) // rows), 2)
+    room = rows * ncol
+    if len(labels) > room:
+        left = len(labels) - room + 1
+        handles = [*handles[: room - 1], Line2D([], [], linestyle="none")]
+        labels = [*labels[: room - 1], f"... and {left} more (name fewer to see all)"]
+    legend = ax.legend(
+        handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, ncol=ncol
+    )
+    if widen:
+        width = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+        fig.set_figwidth(fig.get_figwidth() + width)
 
 
 def _legend_below(ax: plt.Axes, ncol: int = 2) -> None:
@@ -105,27 +132,37 @@ def draw_fig1(d: FigureData, cfg: ReportConfig) -> plt.Figure:
 
 
 def draw_dma(d: FigureData, cfg: ReportConfig) -> plt.Figure:
-    """DMA read/write/rw effective bandwidth; the x16 links dashed with markers, since Gen3
-    x16 lies on Gen4 x8 (and Gen4 x16 on Gen5 x8)."""
-    fig, axes = _figure(15, 4.6, ncols=3)
-    x = d.frame["size"]
-    for ax, op in zip(axes, tlp.OPS, strict=True):
-        for gen, lanes in data.DMA_LINKS:
+    """DMA read/write/rw effective bandwidth: every link on a log scale (the x16 links dashed
+    with markers, since Gen3 x16 lies on Gen4 x8 and Gen4 x16 on Gen5 x8), and below, the
+    report's link alone on its own scale, where its saw-teeth show."""
+    fig, grid = plt.subplots(2, 3, figsize=(15, 8), layout="constrained", squeeze=False)
+    x, link = d.frame["size"], cfg.link
+    for ax, op in zip(grid[0], tlp.OPS, strict=True):
+        for k, (gen, lanes) in enumerate(data.DMA_LINKS):
             wide = lanes == 16
             ax.plot(
                 x,
                 d.frame[f"{op}_gen{gen}_x{lanes}_effective_gbps"],
                 "--" if wide else "-",
+                color=OKABE_ITO[k],
                 marker="o" if wide else None,
                 markevery=(100, 250),
                 markersize=4,
                 linewidth=1,
                 label=f"Gen{gen} x{lanes}",
             )
-        ax.set(title=f"DMA {op}", xlabel="Transfer size (B)", ylim=(0, None))
+        ax.set(title=f"DMA {op}, every link", xlabel="Transfer size (B)", yscale="log")
+        ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+        ax.yaxis.set_major_formatter(PLAIN)
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.grid(alpha=0.3, which="both")
+    for ax, op in zip(grid[1], tlp.OPS, strict=True):
+        ax.plot(x, tlp.effective_gbps(link, op, x.to_numpy()), color=OKABE_ITO[0], linewidth=1)
+        ax.set(title=f"DMA {op}, Gen{link.gen} x{link.lanes} alone", xlabel="Transfer size (B)")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("Effective bandwidth (Gb/s)")
-    _legend_outside(axes[-1])
+    for row in grid:
+        row[0].set_ylabel("Effective bandwidth (Gb/s)")
+    _legend_outside(grid[0][-1])
     return fig
 
 
@@ -141,6 +178,8 @@ def draw_dpdk_forwarding(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     ax.axhline(
         d.extra["capacity_gbps"], color="black", linewidth=1, zorder=REFERENCE, label="link (TLPs)"
     )
+    for (what, mpps), style in zip(d.extra["limits_mpps"].items(), ("--", "-."), strict=True):
+        ax.axvline(mpps, color="dimgrey", linestyle=style, zorder=REFERENCE, label=f"{what} limit")
     ax.set(
         xlabel="Packet rate (Mpps)",
         ylabel="Bandwidth (Gb/s)",
@@ -318,15 +357,16 @@ def _draw_explanation(result: Explanation) -> plt.Figure:
     )
     for ax, name in zip(axes[:, 0], names, strict=True):
         series, verdict = result.series[name], verdicts[name]
-        scale, unit = (8 / 1e9, "Gb/s") if series.unit == "B/s" else (1e-6, "M/s")
         low, high = verdict.predicted * (1 - TOLERANCE), verdict.predicted * (1 + TOLERANCE)
+        scale, unit = _rate_unit(max(high, float(series.value.max(initial=0))), series.unit)
         ax.axhspan(low * scale, high * scale, color="grey", alpha=0.25, label="prediction ±15 %")
         ax.axhline(verdict.predicted * scale, color="black", linestyle="--", label="predicted")
         ax.plot(series.t_s, series.value * scale, marker=".", label="measured")
         if max(high, float(series.value.max(initial=0))) <= 0:
             ax.set_ylim(-0.05, 1)  # all zero: a readable axis, not matplotlib's 1e-17 ticks
-        colour = "black" if verdict.status == "agrees" else "tab:red"
-        ax.set_title(f"{name}: {verdict.status}", fontsize=9, loc="left", color=colour)
+        colour = "black" if verdict.status == "agrees" else OKABE_ITO[3]
+        noise = " (noise: none predicted)" if verdict.predicted == 0 < verdict.measured else ""
+        ax.set_title(f"{name}: {verdict.status}{noise}", fontsize=9, loc="left", color=colour)
         ax.set_ylabel(f"{name} ({unit})", fontsize=8)
         ax.grid(alpha=0.3)
     # Above the first panel, right of its title: outside every panel's data.
@@ -335,6 +375,18 @@ def _draw_explanation(result: Explanation) -> plt.Figure:
     fig.suptitle(f"{result.source}, {result.stack}: measured vs predicted", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+RATE_UNITS = {"B/s": (8, ("b/s", "kb/s", "Mb/s", "Gb/s")), "1/s": (1, ("/s", "k/s", "M/s", "G/s"))}
+"""A counter's unit, the factor to the plotted base unit and its scaled names (10^3 apart)."""
+
+
+def _rate_unit(peak: float, unit: str) -> tuple[float, str]:
+    """The factor and the unit an axis of a counter rate up to `peak` reads in: the largest
+    that keeps the peak at 1 or above (0.0002 M/s reads 190 /s)."""
+    factor, names = RATE_UNITS.get(unit, (1, (unit,) * 4))
+    step = min(max(int(np.log10(max(peak * factor, 1))) // 3, 0), len(names) - 1)
+    return factor / 1000**step, names[step]
 
 
 def draw_counters(d: FigureData, cfg: ReportConfig) -> plt.Figure:
@@ -448,7 +500,7 @@ def plot_measured(
             f"nothing to plot: the store has no {view} data for size {size} B, direction "
             f"{direction}; `pcieperf data show SYSTEM` lists what is there"
         )
-    fig.tight_layout()
+    _legend_outside(fig.axes[-1], widen=True)
     return _write_plot(fig, out, force)
 
 
@@ -457,7 +509,7 @@ def _short(name: str) -> str:
 
 
 def _plot_size(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True, layout="constrained")
     for ax, test in zip(axes, ("BW_DMA_RD", "BW_DMA_WR", "BW_DMA_RW"), strict=True):
         for name in names:
             rows = store.rows("bw", name, test=test, file="bw_dma_sz_sweep.csv")
@@ -465,13 +517,12 @@ def _plot_size(store: Store, names: list[str], size: int, direction: str) -> plt
         ax.set(title=test, xlabel="Transfer size (B)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("Bandwidth (Gb/s)")
-    axes[0].legend(fontsize=7)
     return fig
 
 
 def _plot_window(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
     file = f"bw_dma_win_sweep_{direction}_rnd_{size}.csv"
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4.5), sharey=True)
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4.5), sharey=True, layout="constrained")
     measured = {name: store.rows("bw", name, file=file) for name in names}
     for ax, cache in zip(axes, CACHE_STATES, strict=True):
         for name, rows in measured.items():
@@ -482,12 +533,11 @@ def _plot_window(store: Store, names: list[str], size: int, direction: str) -> p
         ax.set(title=f"{cache}, {size} B random {direction}", xlabel="Window (B)", xscale="log")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("Bandwidth (Gb/s)")
-    axes[0].legend(fontsize=7)
     return fig
 
 
 def _plot_offset(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True, layout="constrained")
     for name in names:
         rows = store.rows("bw", name, file=f"bw_dma_off_{direction}.csv")
         keep = rows["size_bytes"] == size
@@ -499,12 +549,11 @@ def _plot_offset(store: Store, names: list[str], size: int, direction: str) -> p
         ax.set(title=f"{what} sweep, {size} B {direction}", xlabel=f"{what} (B)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("Bandwidth (Gb/s)")
-    axes[0].legend(fontsize=7)
     return fig
 
 
 def _plot_cdf(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(9, 5))
+    fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
     for name in names:
         details = store.rows("lat", name, file="lat_dma_details.csv")
         cdf = store.rows("cdf", name, file="lat_dma_details_cdf.csv")
@@ -518,9 +567,13 @@ def _plot_cdf(store: Store, names: list[str], size: int, direction: str) -> plt.
                 f"{details['cache'][section]}"
             )
             ax.plot(cdf["ns"][keep], cdf["cdf"][keep], label=label)
-    ax.set(title=f"DMA latency CDF, {size} B", xlabel="Latency (ns)", ylabel="CDF", xscale="log")
+    ax.set(
+        title=f"DMA latency CDF, {size} B",
+        xlabel="Latency (ns)",
+        ylabel="Share of transfers at most that long",
+        xscale="log",
+    )
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6)
     return fig
 
 
