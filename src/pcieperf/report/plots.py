@@ -64,7 +64,8 @@ def _legend_outside(ax: plt.Axes, widen: bool = False) -> None:
     columns, and past what they hold, one last entry saying how many more series there are;
     `widen` makes the figure wider by the legend's width (the axes keep theirs)."""
     handles, labels = ax.get_legend_handles_labels()
-    fig = ax.figure
+    fig = ax.get_figure(root=True)
+    assert fig is not None  # an axes drawn here belongs to a figure
     rows = max(int(fig.get_figheight() * 72 * 0.85 / LEGEND_ROW_PT), 2)
     ncol = min(-(-len(labels) // rows), 2)
     room = rows * ncol
@@ -76,7 +77,7 @@ def _legend_outside(ax: plt.Axes, widen: bool = False) -> None:
         handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, ncol=ncol
     )
     if widen:
-        width = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+        width = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi  # type: ignore[attr-defined]  # Agg's canvas (matplotlib.use above)
         fig.set_figwidth(fig.get_figwidth() + width)
 
 
