@@ -98,7 +98,7 @@ def test_a_legend_of_many_series_stays_inside_the_figure():
     fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
     for k in range(120):
         ax.plot([1, 2], [k, k + 1], label=f"host-{k:03d} LAT_DMA_RD 8 KiB HWarm")
-    plots._legend_outside(ax, widen=True)
+    plots.legend_outside(ax, widen=True)
     fig.canvas.draw()
     box = ax.get_legend().get_window_extent()
     try:

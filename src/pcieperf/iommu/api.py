@@ -266,7 +266,12 @@ def gain(
         given.packets,
         offer_from=given.traffic,
     )
-    return Table([given.with_setup(row) for row in rows], GAIN_COLUMNS, title=given.setup_line())
+    return Table(
+        [given.with_setup(row) for row in rows],
+        GAIN_COLUMNS,
+        title=given.setup_line(),
+        optional=("misses_per_pkt_from", "misses_per_pkt_to"),
+    )
 
 
 # --- iommu advise ---------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def data_plot(
     """Plot pcie-bench results from the store (`pcieperf data plot`): bandwidth against transfer
     size, window or offset, or latency CDFs, one line per system (all of them by default)."""
     from pcieperf.measure.records import open_store
-    from pcieperf.report.plots import plot_measured
+    from pcieperf.report.measured import plot_measured
 
     with open_store(db) as store:
         path = plot_measured(store, list(systems), view, Path(output), size, direction, force)

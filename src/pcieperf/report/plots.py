@@ -1,6 +1,6 @@
 """Matplotlib drawings: each report figure from its `FigureData`, and the figures other commands
-write with `--plot` (`explain`, `data plot`, `validate`, `iommu advise`, `nic`/`dpdk-fwd
---trace`).
+write with `--plot` (`explain`, `validate`, `iommu advise`, `nic`/`dpdk-fwd --trace`; `data
+plot`'s are `measured`'s, in this style).
 
 House style: units in every axis label, legends outside the data (in columns that fit the
 figure's height), reference lines (Ethernet, link capacity, tags) drawn above the model curves,
@@ -27,11 +27,9 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from pcieperf import outputs
 from pcieperf.dpdk import forwarding
-from pcieperf.errors import UsageError, require_plot_file
-from pcieperf.measure.store import Store
+from pcieperf.errors import require_plot_file
 from pcieperf.net.wire import frames_text
 from pcieperf.pcie import tlp
-from pcieperf.pciebench.bench import CACHE_STATES
 from pcieperf.pciebench.validate import Matched
 from pcieperf.report import data
 from pcieperf.report.data import FigureData, ReportConfig
@@ -59,7 +57,7 @@ def _figure(width: float, height: float, ncols: int = 1) -> tuple[plt.Figure, np
     return fig, axes[0]
 
 
-def _legend_outside(ax: plt.Axes, widen: bool = False) -> None:
+def legend_outside(ax: plt.Axes, widen: bool = False) -> None:
     """The axes' legend to the right of its data, within the figure's height: in up to two
     columns, and past what they hold, one last entry saying how many more series there are;
     `widen` makes the figure wider by the legend's width (the axes keep theirs)."""
@@ -94,7 +92,7 @@ def _freeze_layout(fig: plt.Figure) -> None:
         fig.set_layout_engine("none")
 
 
-def _write_plot(fig: plt.Figure, out: Path, force: bool, dpi: float | None = 120) -> Path:
+def write_plot(fig: plt.Figure, out: Path, force: bool, dpi: float | None = 120) -> Path:
     """Save and close a figure, published whole (pcieperf.outputs); returns where it went."""
     try:
         # the format from the output's suffix: the temporary's name ends in .part
@@ -128,7 +126,7 @@ def draw_fig1(d: FigureData, cfg: ReportConfig) -> plt.Figure:
         title=f"PCIe Gen{link.gen} x{link.lanes}, MPS {link.mps} B, MRRS {link.mrrs} B",
     )
     ax.grid(alpha=0.3)
-    _legend_outside(ax)
+    legend_outside(ax)
     return fig
 
 
@@ -163,7 +161,7 @@ def draw_dma(d: FigureData, cfg: ReportConfig) -> plt.Figure:
         ax.grid(alpha=0.3)
     for row in grid:
         row[0].set_ylabel("Effective bandwidth (Gb/s)")
-    _legend_outside(grid[0][-1])
+    legend_outside(grid[0][-1])
     return fig
 
 
@@ -276,7 +274,7 @@ def _draw_demand(ax: plt.Axes, found: Demand) -> None:
         ylim=(0, max(found.capacity_gbps, found.up_gbps.max(), found.down_gbps.max()) * 1.1),
     )
     ax.grid(alpha=0.3)
-    _legend_outside(ax)
+    legend_outside(ax)
 
 
 def draw_trace(d: FigureData, cfg: ReportConfig) -> plt.Figure:
@@ -293,7 +291,7 @@ def plot_trace_demand(found: Demand, out: Path, title: str, force: bool = False)
     fig, (ax,) = _figure(11, 4.2)
     _draw_demand(ax, found)
     ax.set_title(title)
-    return _write_plot(fig, out, force, dpi=None)
+    return write_plot(fig, out, force, dpi=None)
 
 
 def draw_latency(d: FigureData, cfg: ReportConfig) -> plt.Figure:
@@ -321,7 +319,7 @@ def draw_latency(d: FigureData, cfg: ReportConfig) -> plt.Figure:
         fontsize=8,
     )
     ax.grid(alpha=0.3)
-    _legend_outside(ax)
+    legend_outside(ax)
     return fig
 
 
@@ -343,7 +341,7 @@ def draw_concurrency(d: FigureData, cfg: ReportConfig) -> plt.Figure:
     ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
     ax.yaxis.set_major_formatter(PLAIN)
     ax.grid(alpha=0.3, which="both")
-    _legend_outside(ax)
+    legend_outside(ax)
     return fig
 
 
@@ -398,7 +396,7 @@ def draw_counters(d: FigureData, cfg: ReportConfig) -> plt.Figure:
 def plot_explanation(result: Explanation, out: Path, force: bool = False) -> Path:
     """`explain --plot`: measured vs predicted over time; returns the file."""
     require_plot_file(out, force)
-    return _write_plot(_draw_explanation(result), out, force)
+    return write_plot(_draw_explanation(result), out, force)
 
 
 DESIGN_STYLE = {"per_packet": "C3", "batched": "C0", "contiguous": "C2"}
@@ -466,119 +464,6 @@ def save_figure(fig: plt.Figure, out: Path, slug: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Measured data (pcieperf data plot)
-
-MEASURED_VIEWS = ("size", "window", "offset", "cdf")
-
-
-def plot_measured(
-    store: Store,
-    systems: list[str],
-    view: str,
-    out: Path,
-    size: int = 64,
-    direction: str = "rd",
-    force: bool = False,
-) -> Path:
-    """Plot one view of measured pcie-bench data, one line per system; returns the file."""
-    if view not in MEASURED_VIEWS:
-        raise UsageError(
-            f"plot view {view!r} is not allowed; choose one of {', '.join(MEASURED_VIEWS)}"
-        )
-    if direction not in ("rd", "wr"):
-        raise UsageError(f"direction {direction!r} is not allowed; choose rd or wr")
-    require_plot_file(out, force)
-    names = [store.resolve(s) for s in systems] or store.system_names()
-    if not names:
-        raise UsageError(f"the store {store.path} holds no systems; run `pcieperf data import`")
-    draw = {"size": _plot_size, "window": _plot_window, "offset": _plot_offset, "cdf": _plot_cdf}[
-        view
-    ]
-    fig = draw(store, names, size, direction)
-    if not any(ax.has_data() for ax in fig.axes):  # e.g. a --size the store has no rows of
-        plt.close(fig)
-        raise UsageError(
-            f"nothing to plot: the store has no {view} data for size {size} B, direction "
-            f"{direction}; `pcieperf data show SYSTEM` lists what is there"
-        )
-    _legend_outside(fig.axes[-1], widen=True)
-    return _write_plot(fig, out, force)
-
-
-def _short(name: str) -> str:
-    return name.split("_", 1)[-1]
-
-
-def _plot_size(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True, layout="constrained")
-    for ax, test in zip(axes, ("BW_DMA_RD", "BW_DMA_WR", "BW_DMA_RW"), strict=True):
-        for name in names:
-            rows = store.rows("bw", name, test=test, file="bw_dma_sz_sweep.csv")
-            ax.plot(rows["size_bytes"], rows["bw_gbps"], marker=".", label=_short(name))
-        ax.set(title=test, xlabel="Transfer size (B)")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("Bandwidth (Gb/s)")
-    return fig
-
-
-def _plot_window(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
-    file = f"bw_dma_win_sweep_{direction}_rnd_{size}.csv"
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4.5), sharey=True, layout="constrained")
-    measured = {name: store.rows("bw", name, file=file) for name in names}
-    for ax, cache in zip(axes, CACHE_STATES, strict=True):
-        for name, rows in measured.items():
-            keep = rows["cache"] == cache
-            ax.plot(
-                rows["window_bytes"][keep], rows["bw_gbps"][keep], marker=".", label=_short(name)
-            )
-        ax.set(title=f"{cache}, {size} B random {direction}", xlabel="Window (B)", xscale="log")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("Bandwidth (Gb/s)")
-    return fig
-
-
-def _plot_offset(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True, layout="constrained")
-    for name in names:
-        rows = store.rows("bw", name, file=f"bw_dma_off_{direction}.csv")
-        keep = rows["size_bytes"] == size
-        half = int(keep.sum()) // 2  # the host-offset sweep comes first, then the device one
-        ho, do, bw = rows["host_offset"][keep], rows["dev_offset"][keep], rows["bw_gbps"][keep]
-        axes[0].plot(ho[:half], bw[:half], marker=".", label=_short(name))
-        axes[1].plot(do[half:], bw[half:], marker=".", label=_short(name))
-    for ax, what in zip(axes, ("Host offset", "Device offset"), strict=True):
-        ax.set(title=f"{what} sweep, {size} B {direction}", xlabel=f"{what} (B)")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("Bandwidth (Gb/s)")
-    return fig
-
-
-def _plot_cdf(store: Store, names: list[str], size: int, direction: str) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(9, 5), layout="constrained")
-    for name in names:
-        details = store.rows("lat", name, file="lat_dma_details.csv")
-        cdf = store.rows("cdf", name, file="lat_dma_details_cdf.csv")
-        for section in range(details["test"].size):
-            if details["size_bytes"][section] != size:
-                continue
-            keep = cdf["section"] == section
-            label = (
-                f"{_short(name)} {details['test'][section]} "
-                f"{details['window_bytes'][section] // 1024} KiB "
-                f"{details['cache'][section]}"
-            )
-            ax.plot(cdf["ns"][keep], cdf["cdf"][keep], label=label)
-    ax.set(
-        title=f"DMA latency CDF, {size} B",
-        xlabel="Latency (ns)",
-        ylabel="Share of transfers at most that long",
-        xscale="log",
-    )
-    ax.grid(alpha=0.3)
-    return fig
-
-
-# ---------------------------------------------------------------------------------------------
 # Validation (pcieperf validate --plot) and advice (pcieperf iommu advise --plot)
 
 
@@ -595,7 +480,7 @@ def plot_validation(matched: Matched, out: Path, force: bool = False) -> Path:
     ax.set(xlabel="Measured (Gb/s)", ylabel="Predicted (Gb/s)", xlim=(0, top), ylim=(0, top))
     ax.set_title(f"MAPE {100 * matched.error.mean():.1f} % over {matched.error.size} points")
     ax.legend(fontsize=6)
-    return _write_plot(fig, out, force)
+    return write_plot(fig, out, force)
 
 
 def plot_advice(advice: Advice, out: Path, force: bool = False) -> Path:
@@ -611,4 +496,4 @@ def plot_advice(advice: Advice, out: Path, force: bool = False) -> Path:
     ax.invert_yaxis()
     ax.set(xlabel="Forwarded rate, IOMMU on (Mpps)", title="iommu advise: single changes")
     ax.legend(fontsize=8)
-    return _write_plot(fig, out, force, dpi=None)
+    return write_plot(fig, out, force, dpi=None)
