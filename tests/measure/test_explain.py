@@ -222,7 +222,7 @@ def test_shared_pcm_file_with_a_wrong_rate_names_the_rate_alone(capsys, pps, mis
     # The table is at the implied rate: per-packet numbers stay sane for any --pps.
     assert "forwarding at 12.853 Mpps as the counters imply" in lines[int(mistake)]
     # 1191.5e6 B/s / 12.853 Mpps = 92.702 B/packet, 0.83x the model's 112 B.
-    assert "inbound_read     92.702 B/pkt  112.000 B/pkt  0.83   below" in "\n".join(lines)
+    assert "inbound_read     92.702 B/pkt  112.000 B/pkt   0.83  below" in "\n".join(lines)
     assert not [line for line in lines if line.startswith("- ")]  # no per-metric rule
 
 
@@ -283,7 +283,7 @@ def test_cli_json_stack_choice_plot_and_errors(tmp_path, capsys):
     # Human output names the deviation with its diagnosis.
     assert main([*base, "--batch-hist", HIST, "--stack", "PCIe0"]) == 0
     text = capsys.readouterr().out
-    assert "1 metric(s) deviate beyond 15 %" in text
+    assert "1 metric deviates beyond 15 %" in text
     assert "- inbound_write: inbound writes 2.0" in text
     # Errors: no rate, a stack that matches nothing, the plot exists.
     assert main(["explain", "--counters", str(path), "--frame", "68"]) == 2
