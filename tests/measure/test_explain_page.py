@@ -73,7 +73,8 @@ def test_the_shared_pcm_file_says_hugepages_at_any_rate(capsys, request):
         )
         assert evidence["model_iotlb_misses_per_pkt"] == {"2m": 0.0, "4k": model_page("4k")}
     assert main(args) == 0  # --pps 0.001: the input-mistake line, the heading, then the page's
-    assert capsys.readouterr().out.splitlines()[2].startswith("pages: 2m (the file's 0.000015 IOTLB")
+    page = capsys.readouterr().out.splitlines()[2]
+    assert page.startswith("pages: 2m (the file's 0.000015 IOTLB")
 
 
 def test_model_made_4k_misses_choose_4k_and_then_agree(tmp_path):
