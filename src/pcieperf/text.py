@@ -84,13 +84,13 @@ def is_number(value: object) -> bool:
 
 
 def shorten(text: str, limit: int) -> str:
-    """`text` in at most `limit` characters: words cut at the end with an ellipsis; a name
-    without spaces (a path, a host) in the middle, so that its end (a file's name) stays."""
+    """`text` in at most `limit` characters: words cut at the end with an ellipsis; a path or a
+    host's name (no spaces, a "/" or "-") in the middle, so that its end (a file's name) stays."""
     if len(text) <= limit:
         return text
     if limit <= 1:
         return ELLIPSIS[:limit]
-    if " " not in text:
+    if " " not in text and ("/" in text or "-" in text):
         head = min(8, (limit - 1) // 3)
         return text[:head] + ELLIPSIS + text[len(text) - (limit - 1 - head) :]
     return text[: limit - 1].rstrip() + ELLIPSIS

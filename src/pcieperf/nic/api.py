@@ -437,7 +437,14 @@ def profile(name: str) -> Table:
     }
     title = f"{p.name}: {p.description}\nsource: {p.source}\n{p.notes.strip()}\n"
     details = [_device_table(p.device)] if p.device else []
-    return Table(data, OPS_COLUMNS, title=title, text_rows=operations, details=details)
+    return Table(
+        data,
+        OPS_COLUMNS,
+        title=title,
+        text_rows=operations,
+        details=details,
+        optional=("initiator",),
+    )
 
 
 def _device_json(device: DeviceFacts) -> dict[str, Any]:
