@@ -156,7 +156,7 @@ def test_profiles_listing(capsys):
         (["iommu", "sim", "--poll-delay", "-1"], "poll delay -1.0 us is not allowed"),
         (["iommu", "sim", "--iova", "io"], "invalid choice: 'io'"),
         (["iommu", "fit", "--counters", "none.csv", "--pps", "1M"], "cannot read none.csv"),
-        (["iommu", "fit", "--counters", PCM_SKX, "--pps", "0"], "--pps 0.0 is not allowed"),
+        (["iommu", "fit", "--counters", PCM_SKX, "--pps", "0"], "packet rate '0' is not allowed"),
         (["frobnicate"], "invalid choice"),
         # issue 28: values that once ended in an internal error or silently wrong output
         (["dma", "--sizes", "64,0"], "transfer size 0 is not allowed; give whole numbers >= 1"),
