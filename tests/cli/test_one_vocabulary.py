@@ -77,8 +77,8 @@ def test_counted_nouns_agree_with_their_count():
 @pytest.mark.parametrize(
     ("command", "shown"),
     [
-        (["nic"], "(default: 40)"),
-        (["nic"], "(default: testpmd-fwd)"),
+        (["nic"], "(default: 40, or --device's)"),
+        (["nic"], "(default: testpmd-fwd, or --device's)"),
         (["trace", "demand"], "(default: 3)"),
         (["iommu", "gain"], "(default: 64,128,256,imix)"),
     ],

@@ -58,6 +58,9 @@ def add_device_options(p: argparse.ArgumentParser, command: str) -> None:
     group.add_argument("--lspci", metavar="FILE", help="the --device of a saved `lspci -vv` text")
     names = COMMAND_OPTIONS[command]
     defaults = {a.dest: a.default for a in p._actions if a.dest in names}
+    for action in p._actions:  # their help still shows the default, which None now hides
+        if action.dest in names and action.default is not None and action.help:
+            action.help += f" (default: {action.default}, or --device's)"
     p.set_defaults(**dict.fromkeys(names), device_command=command, device_defaults=defaults)
 
 
