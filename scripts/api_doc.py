@@ -29,7 +29,8 @@ def target(name: str) -> object:
 
 def literal(value: object, module: str) -> str:
     """A default as the docs write it: a Python literal (strings in double quotes), or the name
-    under which the function's module holds it (a path of shipped data)."""
+    under which the function's module (else another module of pcieperf's) holds it (a path of
+    shipped data: its text would name the folder pcieperf is installed in)."""
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, tuple | list):
@@ -38,8 +39,14 @@ def literal(value: object, module: str) -> str:
         return f"({inside})" if isinstance(value, tuple) else f"[{inside}]"
     if value is None or isinstance(value, bool | int | float):
         return repr(value)
-    held = vars(sys.modules[module])
-    return next((name for name, v in held.items() if v is value and name.isupper()), repr(value))
+    homes = [module, *sorted(m for m in sys.modules if m.startswith("pcieperf."))]
+    names = (
+        name
+        for home in homes
+        for name, v in vars(sys.modules[home]).items()
+        if v is value and name.isupper()
+    )
+    return next(names, repr(value))
 
 
 def signature_text(name: str) -> str:
