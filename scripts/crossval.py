@@ -218,8 +218,9 @@ def main() -> None:
         "",
         "The same, with one measured row beside the latency files: the 64 B random-read window",
         f"sweep ({PIN_FILE}) at {PIN_ROW[0]}, 64 MiB, past every IOTLB knee. `bench predict`",
-        "fits the walker's busy time to it (docs/bench.md, *What one bandwidth row pins*) where",
-        "the host misses in its IOTLB, and ignores it elsewhere. The row itself is not scored.",
+        "weighs it where the host misses in its IOTLB and, where it can tell the walker, fits",
+        "the walker's busy time to it (docs/bench.md, *What one bandwidth row pins*); it",
+        "ignores it elsewhere. The row itself is not scored.",
         "",
         "| host | window sweeps (latency only) | window sweeps (+ row) | accept (latency only) "
         "| accept (+ row) | everything (+ row) | coverage / width (+ row) |",

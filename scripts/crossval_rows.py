@@ -138,18 +138,17 @@ def rows_table_row(host: str, out: RowsOut) -> str:
 
 
 def rows_summary(outs: list[tuple[str, RowsOut]]) -> list[str]:
-    """The claim over all hosts: the largest excess against each host's interval width."""
-    host, out = max(outs, key=lambda o: o[1].excess.max() - o[1].width)
+    """The claim over all hosts: the largest excess against its host's interval width."""
+    host, out = max(outs, key=lambda o: o[1].excess.max())
     holds = all(o.excess.max() <= o.width for _, o in outs)
-    rows = sum(o.given for _, o in outs)
+    moved = sum(o.moved for _, o in outs)
     return [
-        f"- {rows} single rows over {len(outs)} hosts; no host gets worse than from its latency "
-        f"files alone by more than its interval's width: {'holds' if holds else 'FAILS'}. "
-        f"Closest: {host}, {out.worst} makes the rest {out.excess.max():+.1f} points against "
-        f"a width of {out.width:.0f} %",
-        f"- rows that moved the walker: {sum(o.moved for _, o in outs)}; used without moving it "
-        f"(they agree with the latency-derived point): "
-        f"{sum(o.used for _, o in outs) - sum(o.moved for _, o in outs)}",
+        f"- {sum(o.given for _, o in outs)} single rows over {len(outs)} hosts: no host gets "
+        "worse than from its latency files alone by more than its interval's width with any "
+        f"one of them: {'holds' if holds else '**fails**'}. The largest excess: {host}, "
+        f"{out.worst}, {out.excess.max():+.1f} points against a width of {out.width:.0f} %",
+        f"- rows that moved the walker: {moved}; used without moving it (they agree with the "
+        f"latency-derived point): {sum(o.used for _, o in outs) - moved}",
     ]
 
 
