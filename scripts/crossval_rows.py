@@ -31,8 +31,7 @@ class RowsOut:
     window sweeps' MAPE (%) from latency files alone and with each row, and the latency-only
     interval's median relative width (%) there."""
 
-    given: int
-    past_knee: int
+    past: np.ndarray  # per row given: whether its window misses in the IOTLB (weighed)
     used: int
     moved: int
     alone: float
@@ -78,13 +77,12 @@ def leave_one_row_out(run: HostRun, calibration: Calibration, alone: validate.Ma
     latency = {k: v for k, v in run.tables.items() if file_kind(k) != "bw"}
     prior = pin.prepare(replace(run, tables=latency), calibration).host
     cache: dict[HostProfile, np.ndarray] = {prior: sweeps.predicted}
-    with_row, without, labels = [], [], []
-    given = used = moved = past_knee = 0
+    with_row, without, labels, past = [], [], [], []
+    used = moved = 0
     for name, j, one in one_row_runs(run):
         prepared = pin.prepare(one, calibration)
         weighed = prepared.pins[0].rows if prepared.pins else ()
-        given += 1
-        past_knee += bool(weighed)
+        past.append(bool(weighed))
         used += any(r.used for r in weighed)
         moved += prepared.host != prior
         if prepared.host not in cache:
@@ -96,8 +94,7 @@ def leave_one_row_out(run: HostRun, calibration: Calibration, alone: validate.Ma
         labels.append(_label(name, row_key))
     excess = np.array(with_row) - np.array(without)
     return RowsOut(
-        given,
-        past_knee,
+        np.array(past),
         used,
         moved,
         _mape(sweeps.predicted, sweeps.measured, np.ones(window.sum(), bool)),
@@ -130,10 +127,12 @@ def _label(file: str, key: tuple) -> str:
 def rows_table_row(host: str, out: RowsOut) -> str:
     """A host's line of the leave-one-row-out table."""
     worst = out.excess.max()
+    past = out.with_row[out.past] if out.past.any() else np.array([out.alone])
     return (
-        f"| {host} | {out.given} | {out.past_knee} | {out.used} | {out.moved} | {out.alone:.1f} "
-        f"| {np.median(out.with_row):.1f} | {out.with_row.max():.1f} | {out.worst} "
-        f"| {worst:+.1f} | {out.width:.0f} | {'yes' if worst <= out.width else '**no**'} |"
+        f"| {host} | {out.past.size} | {out.past.sum()} | {out.used} | {out.moved} "
+        f"| {out.alone:.1f} | {past.min():.1f} | {np.median(past):.1f} | {out.with_row.max():.1f} "
+        f"| {out.worst} | {worst:+.1f} | {out.width:.0f} "
+        f"| {'yes' if worst <= out.width else '**no**'} |"
     )
 
 
@@ -143,7 +142,7 @@ def rows_summary(outs: list[tuple[str, RowsOut]]) -> list[str]:
     holds = all(o.excess.max() <= o.width for _, o in outs)
     moved = sum(o.moved for _, o in outs)
     return [
-        f"- {sum(o.given for _, o in outs)} single rows over {len(outs)} hosts: no host gets "
+        f"- {sum(o.past.size for _, o in outs)} single rows over {len(outs)} hosts: no host gets "
         "worse than from its latency files alone by more than its interval's width with any "
         f"one of them: {'holds' if holds else '**fails**'}. The largest excess: {host}, "
         f"{out.worst}, {out.excess.max():+.1f} points against a width of {out.width:.0f} %",

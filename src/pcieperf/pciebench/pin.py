@@ -49,7 +49,7 @@ class Pin:
     high: float
     search: tuple[float, float]
     rows: tuple[PinRow, ...]
-    used: bool = True
+    used: bool
     why: str = ""
 
     def to_json(self) -> dict:
