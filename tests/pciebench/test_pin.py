@@ -174,6 +174,6 @@ def test_bench_predict_reports_the_pin(tmp_path, capsys):
     assert pinned["search_high"] == pytest.approx(254, abs=1)  # one walk at a time
     assert [r["file"] for r in pinned["rows"]] == [PIN_FILE]
     assert (pinned["used"], pinned["rows"][0]["used"]) == (True, True)
-    assert pinned["why"].startswith("1 row(s) given, 1 past the IOTLB knee; used")
+    assert pinned["why"].startswith("1 row given, 1 past the IOTLB knee; used")
     provenance = json.loads((tmp_path / "out" / "provenance.json").read_text())
     assert {r["parameter"]: r["source"] for r in provenance}["walkers"] == pin.HOST_BANDWIDTH

@@ -348,8 +348,8 @@ def _prediction_text(payload: dict[str, Any], out: str | Path) -> str:
         used = sum(row["used"] for row in pinned["rows"])
         text += (
             f"\nweighed by the folder's bandwidth rows: {name} = {pinned['value']}"
-            f" ({pinned['low']}..{pinned['high']}), {used} of {len(pinned['rows'])} row(s) "
-            "past the IOTLB knee used"
+            f" ({pinned['low']}..{pinned['high']}), {used} of {plural(len(pinned['rows']), 'row')}"
+            " past the IOTLB knee used"
             if pinned["used"]
             else f"\nbandwidth rows not used for {name}: {pinned['why']}"
         )

@@ -33,6 +33,7 @@ from pcieperf.pciebench.weigh import (
     weigh,
     with_busy,
 )
+from pcieperf.text import plural
 
 HOST_BANDWIDTH = "host bandwidth fit"  # a provenance source beside calibrate's
 
@@ -128,7 +129,7 @@ def _pin_why(pin: Pin, host: HostProfile, calibration: Calibration, given: int) 
     which rows were not used and why."""
     shared = calibration.shared
     used = [r for r in pin.rows if r.used]
-    head = f"{given} row(s) given, {len(pin.rows)} past the IOTLB knee"
+    head = f"{plural(given, 'row')} given, {len(pin.rows)} past the IOTLB knee"
     unused = _unused_text(list(pin.rows))
     if not used:
         return (
