@@ -1,4 +1,4 @@
-"""Cross validation of `pcieperf bench predict` (issues 3, 14 and 29), and the baseline.
+"""Cross validation of `pcieperf bench predict` (issues 3, 14, 29 and 45), and the baseline.
 
 Leave one host out: for each of the data set's hosts, calibrate on the other hosts, copy only the
 left-out host's latency files (lat_*.csv) and host facts (sys-*.txt) into a scratch directory of
@@ -6,7 +6,9 @@ the same name, predict its bandwidth files and intervals from that, and compare 
 measured; then again with one measured bandwidth row beside them (PIN_ROW, issue 29), which is
 not scored. Leave one microarchitecture out: calibrate on the hosts of the other CPU generations
 (from cpuinfo) and predict every host of the held-out one, its IOMMU hosts also with the
-row. The baseline is the plain link model
+row. Leave one row out (issue 45, scripts/crossval_rows.py): every measured row of a held-out
+host given alone beside its latency files; and how far each host's 64 B window sweeps climb
+back past their trough. The baseline is the plain link model
 (pcieperf.pcie.tlp.effective_gbps with the host's MPS/MRRS: no latency, caches or IOMMU) on the same
 points. Writes the tables to docs/crossval.md.
 
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+import crossval_rows
 from pcieperf.pcie import tlp
 from pcieperf.pciebench import calibrate, pin, predict, validate
 from pcieperf.pciebench.bench import UNSTEADY_RATIO
@@ -159,7 +162,7 @@ def main() -> None:
     runs = [load_run(d) for d in dirs]
     started = time.perf_counter()
     rows, knee_rows, results, base_err, matches = [], [], [], [], []
-    pin_rows, pin_results = [], []
+    pin_rows, pin_results, row_rows, row_outs, tail_rows = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i, (source, run) in enumerate(zip(dirs, runs, strict=True)):
             fit = calibrate.fit_device(runs[:i] + runs[i + 1 :])
@@ -181,6 +184,10 @@ def main() -> None:
                 f"{score['width']:.0f} | {b.mean():.1f} |"
             )
             knee_rows += knee_table(source, matched)
+            row_out = crossval_rows.leave_one_row_out(run, fit, matched)
+            row_outs.append((short(source), row_out))
+            row_rows.append(crossval_rows.rows_table_row(short(source), row_out))
+            tail_rows.append(crossval_rows.tail_row(short(source), steadiness(run), run, matched))
             pinned = predict_host(source, fit, Path(tmp) / f"{i}-pin", pin_row=True)
             pin_results.append((steady, pinned))
             pin_rows.append(pin_row(source, score, scores(pinned)))
@@ -188,7 +195,7 @@ def main() -> None:
         arch_rows, held_rows = microarchitecture_table(dirs, runs, Path(tmp) / "arch")
     elapsed = time.perf_counter() - started
     text = [
-        "# Cross validation (issues 3, 14 and 29)",
+        "# Cross validation (issues 3, 14, 29 and 45)",
         "",
         "Regenerate with `python3 scripts/crossval.py` (needs `../shared/data/pcie-bench`).",
         "Each host is predicted from its latency files and host facts only, with the device",
@@ -211,8 +218,9 @@ def main() -> None:
         "",
         "The same, with one measured row beside the latency files: the 64 B random-read window",
         f"sweep ({PIN_FILE}) at {PIN_ROW[0]}, 64 MiB, past every IOTLB knee. `bench predict`",
-        "fits the walker's busy time to it (docs/bench.md, *What one bandwidth row pins*) where",
-        "the host misses in its IOTLB, and ignores it elsewhere. The row itself is not scored.",
+        "weighs it where the host misses in its IOTLB and, where it can tell the walker, fits",
+        "the walker's busy time to it (docs/bench.md, *What one bandwidth row pins*); it",
+        "ignores it elsewhere. The row itself is not scored.",
         "",
         "| host | window sweeps (latency only) | window sweeps (+ row) | accept (latency only) "
         "| accept (+ row) | everything (+ row) | coverage / width (+ row) |",
@@ -221,6 +229,8 @@ def main() -> None:
         "",
         *pin_summary(pin_results),
         "",
+        *rows_section(row_rows, row_outs),
+        *tail_section(tail_rows),
         "## Leave one microarchitecture out",
         "",
         "Calibrate on the hosts of the other CPU generations (from sys-cpuinfo.txt), predict",
@@ -361,6 +371,53 @@ def pin_row(source: Path, alone: dict, pinned: dict) -> str:
         f"{alone['accept']:.1f} | **{pinned['accept']:.1f}** | {pinned['every']:.1f} | "
         f"{pinned['coverage']:.0f} % / {pinned['width']:.0f} % |"
     )
+
+
+def rows_section(rows: list[str], outs: list) -> list[str]:
+    """The leave-one-row-out table (issue 45) and its claim."""
+    return [
+        "## Leave one row out (issue 45)",
+        "",
+        "Every measured row of a held-out host's bw_*.csv files, given alone beside its latency",
+        "files and facts (what `bench predict --host` gets from a folder holding that one row),",
+        "against the latency files alone; MAPE (%) over the eight window sweeps without that",
+        "row. *past knee*: rows whose window misses in the IOTLB (the only ones weighed);",
+        "*used*: rows the pin kept (docs/bench.md, *Weighing a row*); *moved*: rows that moved",
+        "the walker off the latency-derived point; *best* and *median*: over the rows past the",
+        "knee, *worst* over all. *worse by*: the largest MAPE with one row minus the latency",
+        "files alone on the same points; *width*: the latency-only interval's median relative",
+        "width over the window sweeps; *holds*: worse by <= width.",
+        "",
+        "| host | rows | past knee | used | moved | latency only | best | median | worst "
+        "| worst row | worse by | width % | holds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        *crossval_rows.rows_summary(outs),
+        "",
+    ]
+
+
+def tail_section(rows: list[str]) -> list[str]:
+    """The rising-tail table (issue 45 item 3)."""
+    return [
+        "## Rising tails (issue 45)",
+        "",
+        "How far each host's 64 B window sweeps climb back from their trough past the IOTLB knee",
+        "(windows from 1 MiB) to 64 MiB (%): the cache state that climbs most, and the most",
+        "any other state climbs (a mechanism of the window moves all four); *Cold vs",
+        "DThrash*: their largest difference (%) on the same sweeps past the knee, two",
+        "preparations the steady hosts do not tell apart there (one run's scatter); *latency",
+        "span*: max - min of the Cold median latency from 4 to 64 MiB (ns; a walk that got",
+        "cheaper with the window would lower it); *coverage*: share (%) of those sweeps' points",
+        "past the knee inside the latency-only interval. docs/bench.md, *The rising tail*.",
+        "",
+        "| host | steadiness | 64 B reads: rise | 64 B writes: rise | Cold vs DThrash "
+        "| latency span | coverage |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def pin_summary(results: list[tuple[bool, validate.Matched]]) -> list[str]:

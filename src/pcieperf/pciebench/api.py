@@ -299,7 +299,7 @@ def predict(
     """Predict a host's bandwidth results from its latency files and host facts (`pcieperf
     bench predict`): pcie-bench's bw_*.csv files, their bounds and the provenance of every
     parameter, written to `out`; `host` is the host's pcie-bench directory, whose bw_*.csv
-    rows past the IOTLB knee, if any, pin the walker (`pciebench.pin`)."""
+    rows past the IOTLB knee, if any, are weighed and may pin the walker (`pciebench.pin`)."""
     from pcieperf.pciebench import pin
     from pcieperf.pciebench import predict as predicting
     from pcieperf.pciebench.host import steadiness
@@ -345,9 +345,13 @@ def _prediction_text(payload: dict[str, Any], out: str | Path) -> str:
         [[r["parameter"], r["value"], r["source"], r["why"]] for r in payload["provenance"][:7]],
     )
     for name, pinned in payload["pinned"].items():
+        used = sum(row["used"] for row in pinned["rows"])
         text += (
-            f"\npinned by the folder's bandwidth rows: {name} = {pinned['value']}"
-            f" ({pinned['low']}..{pinned['high']}) from {len(pinned['rows'])} row(s)"
+            f"\nweighed by the folder's bandwidth rows: {name} = {pinned['value']}"
+            f" ({pinned['low']}..{pinned['high']}), {used} of {plural(len(pinned['rows']), 'row')}"
+            " past the IOTLB knee used"
+            if pinned["used"]
+            else f"\nbandwidth rows not used for {name}: {pinned['why']}"
         )
     if payload["iommu_conflicts"]:
         text += "\nnote: the latency sweep overrules " + "; ".join(payload["iommu_conflicts"])
