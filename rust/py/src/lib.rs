@@ -6,12 +6,13 @@ use pcieperf_core::iommu::iotlb::CacheShape;
 use pcieperf_core::iommu::port_run::{self, PortRun};
 use pcieperf_core::iommu::port_stream::config::PortConfig;
 use pcieperf_core::sim::{self, Machine, SimParams, TxnClass, Walks};
-use pcieperf_core::{cores, tlp, CoreError};
+use pcieperf_core::{cores, interrupt, tlp, CoreError};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+mod interruptible;
 mod trace;
 
 create_exception!(
@@ -41,6 +42,12 @@ fn to_py_err(err: CoreError) -> PyErr {
         ErrorKind::Parameter => ParameterError::new_err(text),
         ErrorKind::File => FileError::new_err(text),
         ErrorKind::Internal => Error::new_err(text),
+        // Where Python takes signals, the caller's Ctrl-C; elsewhere (a Dask worker thread)
+        // a task that failed because the work it belongs to was stopped.
+        ErrorKind::Interrupted if interrupt::on_main_thread() => {
+            PyKeyboardInterrupt::new_err(text)
+        }
+        ErrorKind::Interrupted => Error::new_err(text),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Capture-file glue: reading into numpy columns, the buffered writer, merge and synthesis.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pcieperf_core::parallel::in_parallel;
@@ -20,6 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3::IntoPyObjectExt;
 
+use crate::interruptible::{interruptible, load_numpy};
 use crate::{invalid, parameters, to_py_err};
 
 fn out_format(text: &str) -> PyResult<OutFormat> {
@@ -53,9 +55,8 @@ pub fn trace_read<'py>(
     strict: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = read_options(skip_bad, strict);
-    let c = py
-        .detach(|| read_columns(&path, options, offsets))
-        .map_err(to_py_err)?;
+    load_numpy(py)?;
+    let c = interruptible(py, move || read_columns(&path, options, offsets))?.map_err(to_py_err)?;
     let out = PyDict::new(py);
     out.set_item("ts_ns", c.ts_ns.into_pyarray(py))?;
     out.set_item("caplen", c.caplen.into_pyarray(py))?;
@@ -137,27 +138,30 @@ pub fn trace_stats<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     per_file(
         py,
-        &paths,
+        paths,
         read_options(skip_bad, strict),
         threads,
-        |p, read| file_stats(p, read, &config),
+        move |p, read| file_stats(p, read, &config),
         |stats| Ok(stats_dict(py, &stats.summary, &stats.facts)?.into_any()),
     )
 }
 
 /// `work` on each capture of `paths` read with `read`, in parallel on up to `threads` threads
-/// without the GIL, as a list in path order: each success converted by `to_py`, each failure
-/// as its exception (not raised), so that one bad file does not hide the others' results. The
-/// one body of the per-file functions (`trace_stats`, `trace_first_records`, `trace_scan`).
-fn per_file<'py, T: Send>(
+/// without the GIL (stopped by a signal: `interruptible`), as a list in path order: each
+/// success converted by `to_py`, each failure as its exception (not raised), so that one bad
+/// file does not hide the others' results. The one body of the per-file functions
+/// (`trace_stats`, `trace_first_records`, `trace_scan`).
+fn per_file<'py, T: Send + 'static>(
     py: Python<'py>,
-    paths: &[PathBuf],
+    paths: Vec<PathBuf>,
     read: ReadOptions,
     threads: usize,
-    work: impl Fn(&Path, ReadOptions) -> Result<T, CoreError> + Sync + Send,
+    work: impl Fn(&Path, ReadOptions) -> Result<T, CoreError> + Sync + Send + 'static,
     to_py: impl Fn(T) -> PyResult<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let results = py.detach(|| in_parallel(paths, threads, |path| work(path, read)));
+    let results = interruptible(py, move || {
+        in_parallel(&paths, threads, |path| work(path, read))
+    })?;
     let out = PyList::empty(py);
     for result in results {
         match result {
@@ -187,7 +191,7 @@ macro_rules! per_file_function {
             strict: bool,
             threads: usize,
         ) -> PyResult<Bound<'py, PyList>> {
-            per_file(py, &paths, read_options(skip_bad, strict), threads, $work, as_is(py))
+            per_file(py, paths, read_options(skip_bad, strict), threads, $work, as_is(py))
         }
     };
 }
@@ -244,8 +248,7 @@ pub fn trace_merge<'py>(
         keep_names: false,
         append,
     };
-    let s = py
-        .detach(|| merge_with(&inputs, &output, format, options))
+    let s = interruptible(py, move || merge_with(&inputs, &output, format, options))?
         .map_err(to_py_err)?;
     s.into_pyobject(py)
 }
@@ -264,9 +267,10 @@ pub fn trace_convert<'py>(
     shift_ns: i64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = out_format(format)?;
-    let s = py
-        .detach(|| convert(&input, &output, format, skip_bad, strict, shift_ns))
-        .map_err(to_py_err)?;
+    let s = interruptible(py, move || {
+        convert(&input, &output, format, skip_bad, strict, shift_ns)
+    })?
+    .map_err(to_py_err)?;
     s.into_pyobject(py)
 }
 
@@ -458,7 +462,7 @@ impl TracePartial {
         demand: Option<&TraceDemandCost>,
     ) -> PyResult<()> {
         self.inner
-            .append(&next.inner, &config, demand.map(|d| &d.inner))
+            .append(&next.inner, &config, demand.map(|d| &*d.inner))
             .map_err(to_py_err)
     }
 
@@ -512,7 +516,7 @@ type CostArgs = (u64, Vec<f64>, Vec<f64>, f64);
 /// frame size (index: frame bytes incl. FCS), the window and the link capacity per direction.
 #[pyclass(module = "pcieperf._core")]
 pub struct TraceDemandCost {
-    inner: DemandConfig,
+    inner: Arc<DemandConfig>,
 }
 
 #[pymethods]
@@ -520,7 +524,9 @@ impl TraceDemandCost {
     #[new]
     fn new(window_ns: u64, up: Vec<f64>, down: Vec<f64>, capacity_gbps: f64) -> PyResult<Self> {
         DemandConfig::new(window_ns, up, down, capacity_gbps)
-            .map(|inner| TraceDemandCost { inner })
+            .map(|cost| TraceDemandCost {
+                inner: Arc::new(cost),
+            })
             .map_err(to_py_err)
     }
 
@@ -551,10 +557,12 @@ pub fn trace_partial(
     read_ahead: bool,
 ) -> PyResult<TracePartial> {
     let read = read_options(skip_bad, strict);
-    let cost = demand.map(|d| &d.inner);
-    py.detach(|| file_partial(&path, read, &config, origin, cost, read_ahead))
-        .map(|inner| TracePartial { inner })
-        .map_err(to_py_err)
+    let cost = demand.map(|d| Arc::clone(&d.inner));
+    interruptible(py, move || {
+        file_partial(&path, read, &config, origin, cost.as_deref(), read_ahead)
+    })?
+    .map(|inner| TracePartial { inner })
+    .map_err(to_py_err)
 }
 
 /// The partial of files that overlap in time, concatenated in the order given (every packet
@@ -570,8 +578,8 @@ pub fn trace_partial_files(
     demand: Option<&TraceDemandCost>,
 ) -> PyResult<TracePartial> {
     let read = read_options(skip_bad, strict);
-    let cost = demand.map(|d| &d.inner);
-    py.detach(|| files_partial(&paths, read, &config, cost))
+    let cost = demand.map(|d| Arc::clone(&d.inner));
+    interruptible(py, move || files_partial(&paths, read, &config, cost.as_deref()))?
         .map(|inner| TracePartial { inner })
         .map_err(to_py_err)
 }
@@ -648,8 +656,7 @@ pub fn trace_merge_part<'py>(
         to_ns,
         inputs: Some(selected),
     };
-    let s = py
-        .detach(|| merge_part(&inputs, &output, format, options, &part))
+    let s = interruptible(py, move || merge_part(&inputs, &output, format, options, &part))?
         .map_err(to_py_err)?;
     s.into_pyobject(py)
 }
