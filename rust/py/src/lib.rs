@@ -44,9 +44,7 @@ fn to_py_err(err: CoreError) -> PyErr {
         ErrorKind::Internal => Error::new_err(text),
         // Where Python takes signals, the caller's Ctrl-C; elsewhere (a Dask worker thread)
         // a task that failed because the work it belongs to was stopped.
-        ErrorKind::Interrupted if interrupt::on_main_thread() => {
-            PyKeyboardInterrupt::new_err(text)
-        }
+        ErrorKind::Interrupted if interrupt::on_main_thread() => PyKeyboardInterrupt::new_err(text),
         ErrorKind::Interrupted => Error::new_err(text),
     }
 }
@@ -237,10 +235,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::trace_first_records, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_merge_part, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_scan, m)?)?;
-    m.add_function(wrap_pyfunction!(trace::trace_windows, m)?)?;
     m.add_class::<trace::TracePartial>()?;
     m.add_class::<trace::TraceDemandCost>()?;
     m.add_class::<trace::TraceWriter>()?;
     m.add_class::<trace::TraceSynth>()?;
+    m.add_class::<trace::TraceTimeline>()?;
     Ok(())
 }

@@ -10,10 +10,11 @@ use pcieperf_core::trace::archive::files::{file_partial, files_partial, first_re
 use pcieperf_core::trace::archive::Partial;
 use pcieperf_core::trace::columns::read_columns;
 use pcieperf_core::trace::merge::{convert, merge_part, merge_with, scan, MergeOptions, Part};
-use pcieperf_core::trace::rate_windows;
+use pcieperf_core::trace::rate_windows::{Series, Span};
 use pcieperf_core::trace::read::ReadOptions;
 use pcieperf_core::trace::stats::{columns_stats, file_stats, ReadFacts, StatsConfig, Summary};
 use pcieperf_core::trace::synth::{synthesize, Synthesizer};
+use pcieperf_core::trace::timeline::Timeline;
 use pcieperf_core::trace::write::{Batch, OutFormat, Writer, DEFAULT_BUFFER_BYTES};
 use pcieperf_core::trace::Interface;
 use pcieperf_core::CoreError;
@@ -579,30 +580,20 @@ pub fn trace_partial_files(
 ) -> PyResult<TracePartial> {
     let read = read_options(skip_bad, strict);
     let cost = demand.map(|d| Arc::clone(&d.inner));
-    interruptible(py, move || files_partial(&paths, read, &config, cost.as_deref()))?
-        .map(|inner| TracePartial { inner })
-        .map_err(to_py_err)
+    interruptible(py, move || {
+        files_partial(&paths, read, &config, cost.as_deref())
+    })?
+    .map(|inner| TracePartial { inner })
+    .map_err(to_py_err)
 }
 
-/// Per-window rates of byte counts given per packet (`bytes`: one array per series, each as
-/// long as `ts_ns`), by the one rule of rate windows (rate_windows.rs): the windows' Gb/s and
-/// each series' mean, peak over whole windows and tail.
-#[pyfunction]
-pub fn trace_windows<'py>(
+/// Windows and their series' rates: count, whole ones, what the last covers, and per series
+/// its Gb/s per window, mean, peak and tail.
+fn windows_dict<'py>(
     py: Python<'py>,
-    ts_ns: PyReadonlyArray1<'py, i64>,
-    bytes: Vec<PyReadonlyArray1<'py, f64>>,
-    window_ns: u64,
-    max_windows: u64,
+    span: &Span,
+    series: Vec<Series>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let columns: Vec<&[f64]> = bytes
-        .iter()
-        .map(|b| b.as_slice())
-        .collect::<Result<_, _>>()
-        .map_err(|e| invalid(e.to_string()))?;
-    let ts = ts_ns.as_slice().map_err(|e| invalid(e.to_string()))?;
-    let (span, series) =
-        rate_windows::series(ts, &columns, window_ns, max_windows).map_err(to_py_err)?;
     let out = PyDict::new(py);
     out.set_item("windows", span.count())?;
     out.set_item("full_windows", span.full())?;
@@ -656,8 +647,10 @@ pub fn trace_merge_part<'py>(
         to_ns,
         inputs: Some(selected),
     };
-    let s = interruptible(py, move || merge_part(&inputs, &output, format, options, &part))?
-        .map_err(to_py_err)?;
+    let s = interruptible(py, move || {
+        merge_part(&inputs, &output, format, options, &part)
+    })?
+    .map_err(to_py_err)?;
     s.into_pyobject(py)
 }
 
@@ -668,3 +661,89 @@ per_file_function!(
     trace_scan,
     scan
 );
+
+/// One capture's packets in time order for passes over them in bounded memory
+/// (`pcieperf_core::trace::timeline`): read (and sorted where it must be) when made, without
+/// the GIL and stopped by a signal, as each pass is.
+#[pyclass(module = "pcieperf._core", frozen)]
+pub struct TraceTimeline {
+    inner: Arc<Timeline>,
+    config: Arc<StatsConfig>,
+}
+
+#[pymethods]
+impl TraceTimeline {
+    /// Reads `path` (`-`: standard input); `config` sizes the frames (as `trace_stats`).
+    #[new]
+    #[pyo3(signature = (path, config, skip_bad=false, strict=false))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        #[pyo3(from_py_with = stats_config)] config: StatsConfig,
+        skip_bad: bool,
+        strict: bool,
+    ) -> PyResult<Self> {
+        let read = read_options(skip_bad, strict);
+        let timeline =
+            interruptible(py, move || Timeline::open(&path, read))?.map_err(to_py_err)?;
+        Ok(TraceTimeline {
+            inner: Arc::new(timeline),
+            config: Arc::new(config),
+        })
+    }
+
+    /// What was read: `stats_dict`'s reader keys, and packets, per_interface (packets per
+    /// interface), first_ts_ns and last_ts_ns (the earliest and the latest), max_wirelen.
+    fn facts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (t, f) = (&self.inner, &self.inner.facts);
+        let d = PyDict::new(py);
+        d.set_item("format", &f.format)?;
+        d.set_item("compression", &f.compression)?;
+        d.set_item("interfaces", f.interfaces.clone())?;
+        d.set_item("skipped", f.skipped)?;
+        d.set_item("untimed", f.untimed)?;
+        d.set_item("snaplen_exceeded", f.quirks.snaplen_exceeded)?;
+        d.set_item("wirelen_below_caplen", f.quirks.wirelen_below_caplen)?;
+        d.set_item("ts_wrapped", f.quirks.ts_wrapped)?;
+        d.set_item("cut_short", f.cut_short.clone())?;
+        d.set_item("reads", f.reads)?;
+        d.set_item("packets", t.packets)?;
+        d.set_item("per_interface", t.per_interface.clone())?;
+        d.set_item("first_ts_ns", t.first_ts_ns)?;
+        d.set_item("last_ts_ns", t.last_ts_ns)?;
+        d.set_item("max_wirelen", t.max_wirelen)?;
+        Ok(d)
+    }
+
+    /// Per-window rates of per-frame-size byte costs (`costs[k][frame bytes]`), as
+    /// `windows_dict` gives them, and `frame_bytes`, the frames' bytes summed.
+    fn windows<'py>(
+        &self,
+        py: Python<'py>,
+        costs: Vec<Vec<f64>>,
+        window_ns: u64,
+        max_windows: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        load_numpy(py)?;
+        let (timeline, config) = (Arc::clone(&self.inner), Arc::clone(&self.config));
+        let (span, series, frame_bytes) = interruptible(py, move || {
+            timeline.windows(&config, &costs, window_ns, max_windows)
+        })?
+        .map_err(to_py_err)?;
+        let out = windows_dict(py, &span, series)?;
+        out.set_item("frame_bytes", frame_bytes)?;
+        Ok(out)
+    }
+
+    /// The Rx batches of a PMD polling every `poll_ns` that takes up to `burst` packets a
+    /// call: (calls of `burst` packets, [(batch, calls) of the smaller batches, ascending]).
+    fn poll_batches(
+        &self,
+        py: Python<'_>,
+        poll_ns: u64,
+        burst: u64,
+    ) -> PyResult<(u64, Vec<(u64, u64)>)> {
+        let timeline = Arc::clone(&self.inner);
+        interruptible(py, move || timeline.poll_batches(poll_ns, burst))?.map_err(to_py_err)
+    }
+}
