@@ -25,6 +25,7 @@ __all__ = [
     "bench_addresses",
     "port_misses",
     "port_simulate",
+    "request_stop",
     "round_trip_ns",
     "shared_store_slowdown",
     "simulate",
@@ -73,6 +74,9 @@ def port_simulate(
     params: Mapping[str, Any], classes: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
     """A DPDK port's DMA stream played through device, link and IOMMU: counts and busy times."""
+
+def request_stop() -> None:
+    """Ask the core's work in flight, in every thread, to stop at its next check."""
 
 def round_trip_ns(first: int, second: int, bursts: int, trips: int) -> float:
     """Median wall ns per round trip of one cache line between two CPUs (NaN: no answer,

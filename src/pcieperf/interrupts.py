@@ -1,7 +1,9 @@
 """Stopping on a signal the way Ctrl-C stops: SIGTERM (`timeout`, `kill`) and SIGHUP (a closed
 terminal) raise the same KeyboardInterrupt inside the work, so every cleanup that Ctrl-C runs
 (temporaries, child processes, mounts) runs for them too, and the CLI exits 128 + the signal's
-number, as a shell reports a process killed by it."""
+number, as a shell reports a process killed by it. A terminal sends its signals to every
+process of the job: helper processes started under `kept_from_children` ignore them, and this
+process stops them (pcieperf.engine's Dask workers)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,28 @@ def stop_as_interrupt() -> Iterator[None]:
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def kept_from_children() -> Iterator[None]:
+    """Processes started within the block ignore Ctrl-C, SIGTERM and SIGHUP (an ignored
+    signal stays ignored across exec), so that a terminal's signal, sent to the whole job,
+    reaches this process alone, which then stops them (no traceback of theirs, no half-done
+    work of theirs racing its cleanup). A signal that arrives meanwhile is held, not lost:
+    this thread blocks them for the block (a blocked signal is never ignored: Linux keeps it
+    pending), and acts on it after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = (signal.SIGINT, *STOPPING)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, kept)
+    before = {sig: signal.signal(sig, signal.SIG_IGN) for sig in kept}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 @contextmanager

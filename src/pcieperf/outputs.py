@@ -29,7 +29,12 @@ def temporary_beside(output: str | os.PathLike) -> Path:
     any new file, so it gets the user's umask (a mkstemp file would stay 0600)."""
     out = Path(output)
     remove_stale(out)
-    return out.parent / f".{out.name}.{MARK}-{os.getpid()}-{os.urandom(4).hex()}.part"
+    return _fresh_name(out)
+
+
+def _fresh_name(output: Path) -> Path:
+    """A temporary's name for `output` that no other has (this process's id, random bytes)."""
+    return output.parent / f".{output.name}.{MARK}-{os.getpid()}-{os.urandom(4).hex()}.part"
 
 
 def remove_stale(output: Path) -> None:
@@ -50,6 +55,19 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
+
+
+def discard(tmp: Path, output: str | os.PathLike) -> None:
+    """Remove `output`'s temporary folder `tmp`, which other processes (Dask workers) may
+    still be writing into: it is renamed first, to another of `output`'s temporary names, so
+    that a file they open by its old path fails instead of appearing after the removal (and a
+    run killed meanwhile leaves what the next run removes); then removed with what it holds."""
+    doomed = _fresh_name(Path(output))
+    try:
+        tmp.rename(doomed)
+    except FileNotFoundError:
+        return
+    _remove(doomed)
 
 
 def _remove(path: Path) -> None:

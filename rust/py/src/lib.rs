@@ -211,6 +211,13 @@ fn round_trip_ns(
         .map_err(to_py_err)
 }
 
+/// Asks the core's work in flight, in every thread, to stop at its next check
+/// (`interrupt::request_stop`; work started later is not affected).
+#[pyfunction]
+fn request_stop() {
+    interrupt::request_stop();
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -224,6 +231,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(port_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(shared_store_slowdown, m)?)?;
     m.add_function(wrap_pyfunction!(round_trip_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(request_stop, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_read, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_merge, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_convert, m)?)?;
