@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
 
 WAIT_S = 120.0  # generous: a loaded 2-core CI machine
@@ -29,13 +30,12 @@ def _as_from_a_terminal() -> None:
 
 def start(argv: Sequence[str], cwd: Path, **kw: object) -> subprocess.Popen:
     """`pcieperf ARGV` in `cwd`, as a terminal's foreground job: a process group of its own,
-    the stopping signals at their defaults; stderr captured as text."""
+    the stopping signals at their defaults; stderr captured (bytes, as every pipe)."""
     return subprocess.Popen(
         [sys.executable, "-m", "pcieperf.cli", *argv],
         cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        text=True,
         start_new_session=True,
         preexec_fn=_as_from_a_terminal,
         **kw,  # type: ignore[arg-type]  # Popen's own keywords
@@ -55,19 +55,58 @@ def cpu_ms(pid: int) -> float:
     return total * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def read_mb(pid: int) -> float:
+    """MB the process has read so far (read(2) and the like, from any file: proc(5) rchar)."""
+    try:
+        with open(f"/proc/{pid}/io") as fh:
+            fields = dict(line.split(": ") for line in fh.read().splitlines())
+    except OSError:
+        return 0.0
+    return int(fields["rchar"]) / 1e6
+
+
+def temporary_bytes(folder: Path, output: str) -> int:
+    """Bytes in the temporaries of `output` in `folder` (`.OUTPUT.pcieperf-PID-RANDOM.part`,
+    files or folders) and, for a folder `output`, in it (a sweep's parts)."""
+    found = [*folder.glob(f".{output}.pcieperf-*.part"), folder / output]
+    total = 0
+    for path in found:
+        with suppress(FileNotFoundError):  # published, renamed or removed meanwhile
+            files = path.rglob("*") if path.is_dir() else [path] if path.exists() else []
+            total += sum(f.stat().st_size for f in files if f.is_file())
+    return total
+
+
+def synth_captures(folder: Path) -> tuple[Path, Path]:
+    """Two captures of 2 M 64-byte frames each (152 MB apiece), interleaved in time."""
+    paths = []
+    for k, pps in enumerate(("10M", "9M")):
+        path = folder / f"in{k}.pcap"
+        argv = ["trace", "synth", "--sizes", "64", "--pps", pps, "--duration", "220ms"]
+        done = subprocess.run(
+            [sys.executable, "-m", "pcieperf.cli", *argv, "-o", str(path), "-q"],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        paths.append(path)
+    return paths[0], paths[1]
+
+
 def wait_for(proc: subprocess.Popen, condition: Callable[[], bool], what: str) -> None:
     """Wait until `condition()` holds while `proc` runs; fail naming `what` if it ends first
     or the deadline passes."""
     deadline = time.monotonic() + WAIT_S
     while not condition():
-        assert proc.poll() is None, f"it ended before {what}: {proc.stderr.read()}"
+        assert proc.poll() is None, f"it ended before {what}: {proc.stderr.read().decode()}"
         assert time.monotonic() < deadline, f"no {what} within {WAIT_S} s"
         time.sleep(0.01)
 
 
 def stop(proc: subprocess.Popen, sig: int, still_mid_work: Callable[[], bool]) -> tuple[float, str]:
     """Freeze `proc`'s group, check it is still mid-work, send `sig` to the group and let it
-    go on; returns the seconds from the signal to its exit and what it wrote on stderr."""
+    go on; returns the seconds from the signal to its exit and what it wrote on stderr.
+    A pipe to its standard input is closed once it has exited."""
     os.killpg(proc.pid, signal.SIGSTOP)
     try:
         assert still_mid_work(), "the work ended before the signal"
@@ -76,12 +115,18 @@ def stop(proc: subprocess.Popen, sig: int, still_mid_work: Callable[[], bool]) -
     finally:
         os.killpg(proc.pid, signal.SIGCONT)
     try:
-        _, err = proc.communicate(timeout=WAIT_S)
+        proc.wait(timeout=WAIT_S)
+        exited = time.monotonic() - sent
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-    return time.monotonic() - sent, err
+            proc.wait()
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    if proc.stdin:
+        with suppress(BrokenPipeError):
+            proc.stdin.close()
+    return exited, err
 
 
 def leftovers(folder: Path, keep: Sequence[str]) -> list[str]:

@@ -24,20 +24,7 @@ MID_WORK_BYTES = 4 << 20  # the workers are writing their parts
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> list[str]:
-    """Two captures of 2 M 64-byte frames each (152 MB apiece), interleaved in time."""
-    folder = tmp_path_factory.mktemp("inputs")
-    paths = []
-    for k, pps in enumerate(("10M", "9M")):
-        path = folder / f"in{k}.pcap"
-        argv = ["trace", "synth", "--sizes", "64", "--pps", pps, "--duration", "220ms"]
-        done = subprocess.run(
-            [sys.executable, "-m", "pcieperf.cli", *argv, "-o", str(path), "-q"],
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stderr
-        paths.append(str(path))
-    return paths
+    return [str(p) for p in signals.synth_captures(tmp_path_factory.mktemp("inputs"))]
 
 
 def _merge(inputs: list[str], folder: Path, **kw: object) -> subprocess.Popen:
@@ -77,7 +64,7 @@ def test_a_killed_merges_parts_are_removed_by_the_next(tmp_path, inputs):
     assert left, "the killed run left no part"
     assert all(name.startswith(f".{OUT}.{outputs.MARK}-{proc.pid}-") for name in left)
     again = _merge(inputs, tmp_path)
-    _, err = again.communicate(timeout=signals.WAIT_S)
+    err = again.communicate(timeout=signals.WAIT_S)[1].decode()
     assert again.returncode == 0, err
     assert f"left by pcieperf process {proc.pid}, which is gone" in err
     assert signals.leftovers(tmp_path, ()) == [OUT]
@@ -114,7 +101,7 @@ def test_a_live_runs_parts_are_kept_and_a_dead_ones_removed(tmp_path, inputs):
         folder.mkdir()
         (folder / "00001").write_bytes(b"half a part")
     proc = _merge(inputs[:1], tmp_path)
-    _, err = proc.communicate(timeout=signals.WAIT_S)
+    err = proc.communicate(timeout=signals.WAIT_S)[1].decode()
     assert proc.returncode == 0, err
     assert "left by pcieperf process 4194999, which is gone" in err
     assert signals.leftovers(tmp_path, ()) == sorted([live.name, OUT])
