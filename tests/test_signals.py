@@ -3,7 +3,7 @@ item 3): sent to its process group mid-work, as a terminal sends it to a job, ea
 within 2 s with 128 + the signal, says so in one line (no traceback, no panic), publishes
 nothing and leaves no temporary. Long reads are stopped too: a capture fed endlessly on
 standard input, a capture of 4 M packets (whose reading ignored SIGTERM until done, or
-crashed the Rust core), a counter file of 30 MB."""
+crashed the Rust core), a counter file of 31 MB."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import PCIE_BENCH, ROOT, signals
-from tests.helpers.scripts import load
+from tests.helpers import PCIE_BENCH, signals
+from tests.helpers.counters import repeated
 
 pytestmark = pytest.mark.slow
 STOPS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -91,8 +91,7 @@ def inputs(tmp_path_factory) -> dict[str, str]:
     a sweep spec, the shared pcie-bench folders."""
     folder = tmp_path_factory.mktemp("inputs")
     a, b = signals.synth_captures(folder)
-    counters = folder / "pcm-iio.csv"
-    load(ROOT / "benchmarks" / "_inputs.py").repeated_pcm(counters, 30 << 20)
+    counters = repeated(folder / "pcm-iio.csv", 30_000)  # 31 MB
     spec = folder / "sweep.toml"
     spec.write_text(SWEEP_SPEC)
     hosts = " ".join(str(p) for p in sorted(PCIE_BENCH.glob("nfp*")))

@@ -17,7 +17,7 @@ from pcieperf.cli import main
 from pcieperf.dpdk import forwarding
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.measure import explain
-from pcieperf.measure.counters import parse
+from pcieperf.measure.api import stack_counters
 from pcieperf.pcie.link import Link
 
 SHARED_PCM = "tests/data/counters/pcm-iio-skx.csv"  # from the checkout (pytest's rootpath)
@@ -54,7 +54,7 @@ def write_counters(path: Path, pps: float, misses_per_pkt: float | None) -> Path
 
 
 def run(path: Path, pps: float = PPS, **kwargs: object) -> explain.Explanation:
-    return explain.explain(parse(path, None), CFG, Link(), pps, **kwargs)
+    return explain.explain(stack_counters(path), CFG, Link(), pps, **kwargs)
 
 
 def test_the_shared_pcm_file_says_hugepages_at_any_rate(capsys, request):
