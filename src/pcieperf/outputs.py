@@ -12,7 +12,7 @@ import ctypes
 import errno
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -112,6 +112,61 @@ def write_text(output: str | os.PathLike, text: str, force: bool) -> None:
     """Publish `text` as the file `output` (UTF-8), whole or not at all."""
     with written(output, force) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def write_texts(files: Sequence[tuple[str | os.PathLike, str, bool]]) -> None:
+    """Publish several texts (output, text, force), each as UTF-8, together or not at all:
+    every one is written to its temporary and flushed first (a failure there publishes none);
+    then each is given its name in turn, and a name that cannot be given undoes those given
+    before it (what was new removed, what `force` replaced put back), so that a failure
+    leaves every output as it was (`capture calibrate`'s calibration and its runs)."""
+    made: list[tuple[Path, Path, bool]] = []
+    try:
+        for output, text, force in files:
+            out = Path(output)
+            made.append((temporary_beside(out), out, force))
+            with os_errors(out):
+                made[-1][0].write_text(text, encoding="utf-8")
+                _sync(made[-1][0])
+        _publish_all(made)
+    finally:
+        for tmp, _, _ in made:
+            _remove(tmp)
+
+
+def _publish_all(made: Sequence[tuple[Path, Path, bool]]) -> None:
+    """`publish` each (temporary, output, force), undoing the ones done if one fails."""
+    done: list[tuple[Path, Path | None]] = []  # (output, the file it replaced, kept aside)
+    try:
+        for tmp, out, force in made:
+            kept = _kept_aside(out) if force and out.is_file() else None
+            try:
+                publish(tmp, out, force)
+            except BaseException:
+                if kept is not None:
+                    _remove(kept)
+                raise
+            done.append((out, kept))
+    except BaseException:
+        for out, kept in reversed(done):
+            if kept is None:
+                _remove(out)
+            else:
+                kept.replace(out)
+        raise
+    finally:
+        for _, kept in done:
+            if kept is not None:
+                _remove(kept)
+
+
+def _kept_aside(output: Path) -> Path:
+    """A second name for the file `output` is, under one of its temporaries' names (a hard
+    link: the file stays where it is until it is replaced)."""
+    kept = _fresh_name(output)
+    with os_errors(output):
+        os.link(output, kept)
+    return kept
 
 
 def write_with(
