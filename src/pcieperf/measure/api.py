@@ -20,7 +20,7 @@ from pcieperf.dpdk.api import forwarding_config, link_and_config, packet_size
 from pcieperf.errors import UsageError, param, require_new_file
 from pcieperf.iommu.api import inputs
 from pcieperf.iommu.profiles import DEFAULT_PLATFORM
-from pcieperf.measure.records import _samples, open_store
+from pcieperf.measure.records import open_store, parsed_counters
 from pcieperf.net.wire import FCS_BYTES, frames_text
 from pcieperf.pcie.api import make_link
 from pcieperf.results import Column, Report, Table
@@ -235,7 +235,7 @@ def stack_counters(
         tempfile.TemporaryDirectory(prefix="pcieperf-counters-") as folder,
         open_store(Path(folder) / "counters.duckdb", write=True) as store,
     ):
-        new_id, _ = store.import_counters(file, lambda sink: _samples(file, *options, sink))
+        new_id, _ = store.import_counters(file, lambda sink: parsed_counters(file, *options, sink))
         return _chosen_stack(store, new_id, stack, os.fspath(counters))
 
 
