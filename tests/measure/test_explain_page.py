@@ -18,6 +18,7 @@ from pcieperf.dpdk import forwarding
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.measure import explain
 from pcieperf.measure.api import stack_counters
+from pcieperf.measure.stacks import Series
 from pcieperf.pcie.link import Link
 
 SHARED_PCM = "tests/data/counters/pcm-iio-skx.csv"  # from the checkout (pytest's rootpath)
@@ -118,12 +119,10 @@ def test_a_given_page_is_used_whatever_the_counters_say(tmp_path):
     assert result.page.source == "given"
 
 
-def series_of(rates: dict[str, float]) -> dict[str, explain.Series]:
+def series_of(rates: dict[str, float]) -> dict[str, Series]:
     """One sample per metric at the given rate (bytes/s; IOTLB misses/s)."""
     unit = {m: "/s" if m == "iotlb_miss" else "B/s" for m in rates}
-    return {
-        m: explain.Series(m, unit[m], np.zeros(1), np.array([value])) for m, value in rates.items()
-    }
+    return {m: Series(m, unit[m], np.zeros(1), np.array([value])) for m, value in rates.items()}
 
 
 @settings(max_examples=20, deadline=None)
