@@ -43,7 +43,8 @@ class StackCounters:
 
 
 def pick_stack(known: list[str], busy: list[str], wanted: str | None, file: str) -> str:
-    """`choose_stack` from the stacks' names and those carrying traffic (sorted, `stack_key`)."""
+    """The stack to explain or fit, from the stacks' names and those carrying traffic (sorted,
+    `stack_key`): the one matching `wanted`, else the only one carrying traffic."""
     if wanted is not None:
         matches = _matching(known, wanted)
         if len(matches) > 1:
