@@ -310,8 +310,16 @@ def explain(
         run = stored_run(from_run, db, given)
         pps, size, options = run.rx_pps, run.pkt, options | {"batch_hist": run.batch_hist}
     link, cfg = link_and_config(size, **options)
-    read = {"format": format, "delimiter": delimiter, "interval": interval, "lenient": lenient}
-    measured = stack_counters(counters, import_id, db=db, stack=stack, **read)
+    measured = stack_counters(
+        counters,
+        import_id,
+        db=db,
+        stack=stack,
+        format=format,
+        delimiter=delimiter,
+        interval=interval,
+        lenient=lenient,
+    )
     txd = rxd if txd is None else txd
     setup = PortSetup(rxd=rxd, txd=txd) if page is None else PortSetup(parse_page(page), rxd, txd)
     result = model.explain(

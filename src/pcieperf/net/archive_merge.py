@@ -113,10 +113,10 @@ def merge(
     count = parts or MERGE_PARTS_PER_WORKER * workers
     mergeable = all(s["in_order"] and s["interfaces_up_front"] for s in scans)
     ranges = time_ranges(scans, count if mergeable else 1)
-    parts = outputs.temporary_beside(os.path.abspath(output))
+    folder = outputs.temporary_beside(os.path.abspath(output))  # the parts' own
     with outputs.os_errors(Path(output)):
-        parts.mkdir()
-    names = [str(parts / f"{k:05d}") for k in range(len(ranges) + 1)]
+        folder.mkdir()
+    names = [str(folder / f"{k:05d}") for k in range(len(ranges) + 1)]
     chunks = [(names[0], INT64_MIN, INT64_MAX, [False] * len(paths))]  # header only
     chunks += [
         (
@@ -140,7 +140,7 @@ def merge(
             results[done.index] = done.result
         written = _write_atomically(output, force, lambda tmp: _concatenate(names, tmp))
     finally:
-        outputs.discard(parts, output)
+        outputs.discard(folder, output)
     return {
         "packets": sum(r["packets"] for r in results[1:]),
         "interfaces": results[0]["interfaces"],
