@@ -116,14 +116,11 @@ def kept_from_children() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    kept = (signal.SIGINT, *STOPPING)
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, kept)
-    before = {sig: signal.signal(sig, signal.SIG_IGN) for sig in kept}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, *STOPPING))
     try:
-        yield
+        with signals_held():  # ignored: what the children inherit
+            yield
     finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 

@@ -223,29 +223,20 @@ def test_onoff_bursts_are_back_to_back_at_line_rate(tmp_path):
     assert s["mean_pps"] == pytest.approx(5e6, rel=0.05)
 
 
-def _synthetic(folder: Path, **plan: object) -> Path:
-    """A synthetic capture (`synth`'s plan) in `folder`."""
+def _synthetic(folder: Path, mix: str = "64", eth: int = 40, **plan: object) -> Path:
+    """A synthetic capture of frames of `mix` at `eth` GbE (`synth`'s plan) in `folder`."""
     path = folder / "synthetic.pcap"
-    synth(path, **plan)
+    synth(path, eth=Ethernet(eth), mix=parse_mix(mix), **plan)
     return path
 
 
 def _timeline(folder: Path, **plan: object) -> Timeline:
-    """A synthetic capture read for passes in time order."""
+    """A synthetic capture of 64-byte frames at 40 GbE read for passes in time order."""
     return timeline(_synthetic(folder, **plan))
 
 
 def test_poisson_arrivals_have_the_mean_rate_and_exponential_gaps(tmp_path):
-    t = read(
-        _synthetic(
-            tmp_path,
-            eth=Ethernet(100),
-            mix=parse_mix("imix"),
-            pps=2e6,
-            duration_s=0.05,
-            arrival="poisson",
-        )
-    )
+    t = read(_synthetic(tmp_path, "imix", 100, pps=2e6, duration_s=0.05, arrival="poisson"))
     gaps = np.diff(t.ts_ns)
     assert gaps.mean() == pytest.approx(500, rel=0.02)  # 1 / 2 Mpps = 500 ns
     # An exponential distribution's standard deviation equals its mean.
@@ -265,7 +256,7 @@ def test_nic_trace_demand_conserves_bytes(tmp_path):
     # the demand equals 2 Mpps times the per-packet cost of `nic` at 64 bytes.
     link = Link()
     profile = load_profile("dpdk")
-    t = _timeline(tmp_path, eth=Ethernet(40), mix=parse_mix("64"), pps=2e6, duration_s=0.005)
+    t = _timeline(tmp_path, pps=2e6, duration_s=0.005)
     found = nic.trace_demand(profile, link, t, 1_000_000)
     fixed = nic.evaluate(profile, link, Ethernet(40), fixed_rows([64]))
     # The trace spans 4.9995 ms: the last window covers 0.9995 ms with its 2000 packets.
@@ -281,7 +272,7 @@ def test_dpdk_trace_batches_come_from_arrivals(tmp_path):
     # 10 Mpps evenly spaced (100 ns apart) with a 1 us poll: every poll finds 10 packets, so the
     # batch histogram is {10: calls} and the traffic equals the fixed estimate at batch 10.
     link = Link()
-    t = _timeline(tmp_path, eth=Ethernet(40), mix=parse_mix("64"), pps=10e6, duration_s=0.002)
+    t = _timeline(tmp_path, pps=10e6, duration_s=0.002)
     fwd = forwarding.trace_forwarding(forwarding.ForwardingConfig(), link, t, 1_000_000, 1000)
     assert fwd.batch_hist == {10: 2000.0}
     est = forwarding.estimate(forwarding.ForwardingConfig(pkt_bytes=60, batch=10), link, 10e6)

@@ -110,6 +110,13 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
 /// A summary with what the reader found, as `trace_stats` gives it for one file.
 fn stats_dict<'py>(py: Python<'py>, s: &Summary, f: &ReadFacts) -> PyResult<Bound<'py, PyDict>> {
     let d = summary_dict(py, s)?;
+    add_read_facts(&d, f)?;
+    Ok(d)
+}
+
+/// What the reader found: format, compression, interfaces, skipped, untimed, the quirks,
+/// cut_short and reads.
+fn add_read_facts(d: &Bound<'_, PyDict>, f: &ReadFacts) -> PyResult<()> {
     d.set_item("format", &f.format)?;
     d.set_item("compression", &f.compression)?;
     d.set_item("interfaces", f.interfaces.clone())?;
@@ -120,7 +127,7 @@ fn stats_dict<'py>(py: Python<'py>, s: &Summary, f: &ReadFacts) -> PyResult<Boun
     d.set_item("ts_wrapped", f.quirks.ts_wrapped)?;
     d.set_item("cut_short", f.cut_short.clone())?;
     d.set_item("reads", f.reads)?;
-    Ok(d)
+    Ok(())
 }
 
 /// Statistics of capture files, each read while it is decoded (no columns), files in parallel
@@ -695,18 +702,9 @@ impl TraceTimeline {
     /// What was read: `stats_dict`'s reader keys, and packets, per_interface (packets per
     /// interface), first_ts_ns and last_ts_ns (the earliest and the latest), max_wirelen.
     fn facts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (t, f) = (&self.inner, &self.inner.facts);
+        let t = &self.inner;
         let d = PyDict::new(py);
-        d.set_item("format", &f.format)?;
-        d.set_item("compression", &f.compression)?;
-        d.set_item("interfaces", f.interfaces.clone())?;
-        d.set_item("skipped", f.skipped)?;
-        d.set_item("untimed", f.untimed)?;
-        d.set_item("snaplen_exceeded", f.quirks.snaplen_exceeded)?;
-        d.set_item("wirelen_below_caplen", f.quirks.wirelen_below_caplen)?;
-        d.set_item("ts_wrapped", f.quirks.ts_wrapped)?;
-        d.set_item("cut_short", f.cut_short.clone())?;
-        d.set_item("reads", f.reads)?;
+        add_read_facts(&d, &t.facts)?;
         d.set_item("packets", t.packets)?;
         d.set_item("per_interface", t.per_interface.clone())?;
         d.set_item("first_ts_ns", t.first_ts_ns)?;
