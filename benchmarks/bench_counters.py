@@ -53,12 +53,15 @@ def main() -> None:
         parse_s = time.perf_counter() - start
         start = time.perf_counter()
         with Store(Path(tmp) / "s.duckdb") as store:
-            store.import_counters(path, lambda sink: counters.parse(path, "pcm-iio", sink=sink))
-        store_s = time.perf_counter() - start
-        cfg = forwarding.ForwardingConfig(pkt_bytes=64)
-        start = time.perf_counter()
-        explain.explain(samples, cfg, Link(), 10e6, stack="socket 0: IIO Stack 3 - PCIe0")
-        explain_s = time.perf_counter() - start
+            imported, _ = store.import_counters(
+                path, lambda sink: counters.parse(path, "pcm-iio", sink=sink)
+            )
+            store_s = time.perf_counter() - start
+            cfg = forwarding.ForwardingConfig(pkt_bytes=64)
+            start = time.perf_counter()
+            stack = store.stack_counters(imported, (0, "IIO Stack 3 - PCIe0"))
+            explain.explain(stack, cfg, Link(), 10e6)
+            explain_s = time.perf_counter() - start
     print(
         f"file: {SECONDS} s of samples, {rows:,} rows, {len(samples):,} values, {size / 1e6:.1f} MB"
     )

@@ -193,6 +193,23 @@ def _peak(ours: dict, peer: dict | None) -> Row:
     return {k: v for k, v in peaks.items() if v is not None}
 
 
+def memory_rows(figures: dict) -> list[Row]:
+    """bench_memory's whole commands: peak resident memory (MiB) beside the input's size in the
+    figure's name, then wall seconds; lower is better; the --baseline-src code as the peer."""
+    rows = []
+    for name, got in figures.items():
+        for key, unit, what in (("peak_mib", "MiB", "peak"), ("seconds", "s", "time")):
+            row = {"figure": f"{name}: {what}", "unit": unit, "peer": None, "ratio": None}
+            row |= _spread(got[key])
+            if f"baseline_{key}" in got:
+                peer = _spread(got[f"baseline_{key}"])
+                row |= {"peer": "pcieperf --baseline-src"} | _peer(peer, row, lower=True)
+            if unit == "MiB":
+                row["target"] = f"< {got['target_mib']} MiB"
+            rows.append(row)
+    return rows
+
+
 def _spread_of(median: float, bounds: list[float] | None = None) -> dict[str, float]:
     """A figure reported as its median and (min, max), or as one value."""
     low, high = bounds or (median, median)
@@ -260,6 +277,15 @@ BENCHMARKS = {
         quick=False,
     ),
     "capture": Benchmark("bench_capture.py", lambda o: [], repeated_rows, True, quick=False),
+    "memory": Benchmark(
+        "bench_memory.py",
+        lambda o: (
+            ["--runs", str(o.runs), *_baseline(o)]
+            + (["--packets", "1000000", "--counter-mb", "20"] if o.quick else [])
+        ),
+        memory_rows,
+        repeat=False,
+    ),
     "dask_sweep": Benchmark(
         "bench_dask_sweep.py", lambda o: ["--workers", "1,2"], repeated_rows, True, quick=False
     ),
@@ -329,7 +355,10 @@ def with_previous(results: dict, previous: dict) -> None:
 
 
 def _scale(x: float, unit: str) -> tuple[float, str]:
-    """A divisor and the unit to show `x` with: ms or s for seconds, k/M/G per second."""
+    """A divisor and the unit to show `x` with: ms or s for seconds, MiB as they are, k/M/G
+    per second."""
+    if unit == "MiB":
+        return 1.0, unit
     if unit == "s":
         return (1e-3, "ms") if x < 1 else (1.0, "s")
     for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):

@@ -34,7 +34,7 @@ ALLOWED = {
     "outputs": {"errors"},
     "interrupts": set(),
     "statedir": {"errors"},
-    "engine": {"errors", "progress"},
+    "engine": {"errors", "progress", "interrupts", "_native"},
     "pcie": BASE,
     "net": BASE | {"pcie", "engine"},
     "pciebench": BASE | {"pcie"},

@@ -114,6 +114,26 @@ def test_a_killed_writers_temporary_is_removed_by_the_next(tmp_path):
     assert _temporaries(tmp_path) == [theirs.name]
 
 
+def test_texts_published_together_are_undone_together(tmp_path, monkeypatch):
+    # write_texts (capture calibrate's pair): the second cannot be published (a file of its
+    # name appeared meanwhile), so the first, published already over an older one with force,
+    # is put back as it was; no temporary stays.
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("old a")
+    publish = outputs.publish
+
+    def racing(tmp: Path, output: Path, force: bool) -> None:
+        if output == second:
+            second.write_text("theirs")
+        publish(tmp, output, force)
+
+    monkeypatch.setattr(outputs, "publish", racing)
+    with pytest.raises(UsageError, match=r"b\.txt exists"):
+        outputs.write_texts([(first, "new a", True), (second, "new b", False)])
+    assert (first.read_text(), second.read_text()) == ("old a", "theirs")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]
+
+
 # --- the commands, run as a user runs them ---------------------------------------------------
 
 

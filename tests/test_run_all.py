@@ -115,3 +115,23 @@ def test_model_rates_keep_every_run_and_the_target():
     (row,) = run_all.rates_rows(figures)
     assert (row["median"], row["min"], row["max"]) == (2e7, 1e7, 3e7)
     assert row["target"] == ">= 5e+07 /s"
+
+
+def test_memory_rows_put_the_peak_beside_its_target_and_the_time_apart():
+    # bench_memory's figures: medians 30 MiB (pcieperf) and 690 MiB (baseline): 23x less.
+    figures = {
+        "nic --trace, 10 M packets (760 MB)": {
+            "input_bytes": 760_000_024,
+            "target_mib": 64,
+            "peak_mib": [31.0, 30.0, 29.0],
+            "seconds": [1.0, 2.0, 3.0],
+            "baseline_peak_mib": [690.0, 700.0, 680.0],
+            "baseline_seconds": [5.0, 4.0, 6.0],
+        }
+    }
+    peak, seconds = run_all.memory_rows(figures)
+    assert (peak["unit"], peak["median"], peak["target"]) == ("MiB", 30.0, "< 64 MiB")
+    assert peak["ratio"] == pytest.approx(690 / 30)
+    assert (seconds["unit"], seconds["median"], seconds["ratio"]) == ("s", 2.0, 2.5)
+    assert "target" not in seconds
+    assert run_all._cell(peak) == "30 MiB [29-31]"

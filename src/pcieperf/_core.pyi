@@ -20,10 +20,12 @@ __all__ = [
     "TraceDemandCost",
     "TracePartial",
     "TraceSynth",
+    "TraceTimeline",
     "TraceWriter",
     "bench_addresses",
     "port_misses",
     "port_simulate",
+    "request_stop",
     "round_trip_ns",
     "shared_store_slowdown",
     "simulate",
@@ -39,7 +41,6 @@ __all__ = [
     "trace_stats",
     "trace_stats_columns",
     "trace_synth",
-    "trace_windows",
 ]
 
 _Path = str | PathLike[str]
@@ -73,6 +74,9 @@ def port_simulate(
     params: Mapping[str, Any], classes: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
     """A DPDK port's DMA stream played through device, link and IOMMU: counts and busy times."""
+
+def request_stop() -> None:
+    """Ask the core's work in flight, in every thread, to stop at its next check."""
 
 def round_trip_ns(first: int, second: int, bursts: int, trips: int) -> float:
     """Median wall ns per round trip of one cache line between two CPUs (NaN: no answer,
@@ -156,14 +160,6 @@ def trace_scan(
 ) -> list[dict[str, Any] | Error]:
     """Per file, what a pass over it finds (span, order, interfaces)."""
 
-def trace_windows(
-    ts_ns: NDArray[np.int64],
-    bytes: Sequence[NDArray[np.float64]],
-    window_ns: int,
-    max_windows: int,
-) -> dict[str, Any]:
-    """Per-window Gb/s of per-packet byte series by the one rule of rate windows."""
-
 @final
 class TraceSynth:
     """A synthetic capture written in batches."""
@@ -205,6 +201,19 @@ class TraceDemandCost:
     def __new__(
         cls, window_ns: int, up: Sequence[float], down: Sequence[float], capacity_gbps: float
     ) -> TraceDemandCost: ...
+
+@final
+class TraceTimeline:
+    """One capture's packets in time order, for passes over them in bounded memory."""
+
+    def __new__(
+        cls, path: _Path, config: _Config, skip_bad: bool = False, strict: bool = False
+    ) -> TraceTimeline: ...
+    def facts(self) -> dict[str, Any]: ...
+    def windows(
+        self, costs: Sequence[Sequence[float]], window_ns: int, max_windows: int
+    ) -> dict[str, Any]: ...
+    def poll_batches(self, poll_ns: int, burst: int) -> tuple[int, list[tuple[int, int]]]: ...
 
 @final
 class TracePartial:

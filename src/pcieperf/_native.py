@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -83,6 +84,13 @@ class _Core:
         wrapped = functools.wraps(value)(functools.partial(call, value))
         setattr(self, name, wrapped)  # built once per name
         return wrapped
+
+
+def stop_work() -> None:
+    """Ask the core's work in flight, in any thread, to stop at its next check (a signal
+    stopped the command; work in other threads than the one that took it must end too)."""
+    if "pcieperf._core" in sys.modules:  # nothing runs in a core that was never loaded
+        _module().request_stop()
 
 
 @functools.cache

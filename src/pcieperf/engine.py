@@ -22,17 +22,19 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import signal
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pcieperf import progress
+from pcieperf import interrupts, progress
+from pcieperf._native import stop_work
 from pcieperf.errors import PcieperfError, UsageError, param
 
 if TYPE_CHECKING:  # distributed is the optional `dask` extra: imported where it is used
-    from distributed import Client, Future
+    from distributed import Client, Future, LocalCluster
 
 INSTALL = "pip install 'pcieperf[dask]'"
 """How to get the optional engine; every error about it says this."""
@@ -140,19 +142,37 @@ def connect(
         return
     import logging  # here, not at the top: the CLI reads INSTALL at every start-up
 
-    cluster = LocalCluster(
-        processes=not scheduler.in_process,
-        n_workers=scheduler.workers or 1,
-        # The models are single-threaded: one task per core (in this process, where the
-        # tasks release the GIL, a thread per core: no process to start or send the plan to).
-        threads_per_worker=_usable_cores() if gil_free and scheduler.in_process else 1,
-        dashboard_address="127.0.0.1:0",  # any free port: 8787 may belong to another cluster
-        # Errors reach the caller as exceptions; what workers log besides is noise on stderr
-        # (a heartbeat racing the shutdown logs a traceback at ERROR on a loaded host).
-        silence_logs=logging.CRITICAL if quiet_logs else logging.INFO,
-    )
-    with cluster, Client(cluster) as client:
-        yield client
+    with interrupts.kept_from_children():  # a Ctrl-C reaches this process, which stops them
+        cluster = LocalCluster(
+            processes=not scheduler.in_process,
+            n_workers=scheduler.workers or 1,
+            # The models are single-threaded: one task per core (in this process, where the
+            # tasks release the GIL, a thread per core: no process to start or send the plan to).
+            threads_per_worker=_usable_cores() if gil_free and scheduler.in_process else 1,
+            dashboard_address="127.0.0.1:0",  # any free port: 8787 may belong to another one
+            # Errors reach the caller as exceptions; what workers log besides is noise on
+            # stderr (a heartbeat racing the shutdown logs a traceback at ERROR on a loaded host).
+            silence_logs=logging.CRITICAL if quiet_logs else logging.INFO,
+        )
+    with cluster:
+        try:
+            with Client(cluster) as client:
+                yield client
+        except KeyboardInterrupt:
+            _abandon(cluster)
+            raise
+
+
+def _abandon(cluster: LocalCluster) -> None:
+    """Stop a local cluster's work at once (Ctrl-C, SIGTERM, SIGHUP): the core's work in its
+    threads is asked to stop, its worker processes (which ignore the signals) are killed, so
+    that closing it does not wait for the tasks they hold."""
+    stop_work()
+    for nanny in list(cluster.workers.values()):
+        pid = getattr(nanny, "pid", None)  # a Nanny's worker process (None: none, or threads)
+        if pid:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _usable_cores() -> int:

@@ -12,7 +12,7 @@ import ctypes
 import errno
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,7 +29,12 @@ def temporary_beside(output: str | os.PathLike) -> Path:
     any new file, so it gets the user's umask (a mkstemp file would stay 0600)."""
     out = Path(output)
     remove_stale(out)
-    return out.parent / f".{out.name}.{MARK}-{os.getpid()}-{os.urandom(4).hex()}.part"
+    return _fresh_name(out)
+
+
+def _fresh_name(output: Path) -> Path:
+    """A temporary's name for `output` that no other has (this process's id, random bytes)."""
+    return output.parent / f".{output.name}.{MARK}-{os.getpid()}-{os.urandom(4).hex()}.part"
 
 
 def remove_stale(output: Path) -> None:
@@ -50,6 +55,19 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
+
+
+def discard(tmp: Path, output: str | os.PathLike) -> None:
+    """Remove `output`'s temporary folder `tmp`, which other processes (Dask workers) may
+    still be writing into: it is renamed first, to another of `output`'s temporary names, so
+    that a file they open by its old path fails instead of appearing after the removal (and a
+    run killed meanwhile leaves what the next run removes); then removed with what it holds."""
+    doomed = _fresh_name(Path(output))
+    try:
+        tmp.rename(doomed)
+    except FileNotFoundError:
+        return
+    _remove(doomed)
 
 
 def _remove(path: Path) -> None:
@@ -94,6 +112,61 @@ def write_text(output: str | os.PathLike, text: str, force: bool) -> None:
     """Publish `text` as the file `output` (UTF-8), whole or not at all."""
     with written(output, force) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def write_texts(files: Sequence[tuple[str | os.PathLike, str, bool]]) -> None:
+    """Publish several texts (output, text, force), each as UTF-8, together or not at all:
+    every one is written to its temporary and flushed first (a failure there publishes none);
+    then each is given its name in turn, and a name that cannot be given undoes those given
+    before it (what was new removed, what `force` replaced put back), so that a failure
+    leaves every output as it was (`capture calibrate`'s calibration and its runs)."""
+    made: list[tuple[Path, Path, bool]] = []
+    try:
+        for output, text, force in files:
+            out = Path(output)
+            made.append((temporary_beside(out), out, force))
+            with os_errors(out):
+                made[-1][0].write_text(text, encoding="utf-8")
+                _sync(made[-1][0])
+        _publish_all(made)
+    finally:
+        for tmp, _, _ in made:
+            _remove(tmp)
+
+
+def _publish_all(made: Sequence[tuple[Path, Path, bool]]) -> None:
+    """`publish` each (temporary, output, force), undoing the ones done if one fails."""
+    done: list[tuple[Path, Path | None]] = []  # (output, the file it replaced, kept aside)
+    try:
+        for tmp, out, force in made:
+            kept = _kept_aside(out) if force and out.is_file() else None
+            try:
+                publish(tmp, out, force)
+            except BaseException:
+                if kept is not None:
+                    _remove(kept)
+                raise
+            done.append((out, kept))
+    except BaseException:
+        for out, kept in reversed(done):
+            if kept is None:
+                _remove(out)
+            else:
+                kept.replace(out)
+        raise
+    finally:
+        for _, kept in done:
+            if kept is not None:
+                _remove(kept)
+
+
+def _kept_aside(output: Path) -> Path:
+    """A second name for the file `output` is, under one of its temporaries' names (a hard
+    link: the file stays where it is until it is replaced)."""
+    kept = _fresh_name(output)
+    with os_errors(output):
+        os.link(output, kept)
+    return kept
 
 
 def write_with(

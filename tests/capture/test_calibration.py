@@ -4,8 +4,10 @@ its file is written atomically and checked value by value when read."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pcieperf import outputs
 from pcieperf.capture import fit, machine
 from pcieperf.capture.calibration import (
     calibration_toml,
@@ -130,6 +133,43 @@ def test_the_runs_written_beside_it_fit_the_same_calibration(tmp_path):
     capture_calibrate(synthetic_runs(noise=0.02), output=first, measured_on="a VM")
     capture_calibrate(csv=tmp_path / "c-runs.csv", output=again, measured_on="a VM")
     assert replace(load_calibration(again), path="") == replace(load_calibration(first), path="")
+
+
+def test_the_calibration_and_its_runs_are_published_together(tmp_path, monkeypatch):
+    # Issue 46 F10: the runs file was published first and stayed when the calibration could
+    # not be (here its flush fails, as on a full disk); the next run then refused ("exists").
+    # Both are written, then both published, or neither.
+    out, runs = tmp_path / "c.toml", tmp_path / "c-runs.csv"
+    flush = outputs._sync
+
+    def full_disk(path: Path) -> None:
+        if path.name.startswith(".c.toml."):  # the calibration's temporary
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        flush(path)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(outputs, "_sync", full_disk)
+        with pytest.raises(UsageError, match=r"cannot write .*c\.toml: No space left on device"):
+            capture_calibrate(synthetic_runs(), output=out, measured_on="a VM")
+    assert sorted(tmp_path.iterdir()) == []
+    # What a failed run of before left, a runs file without its calibration, is replaced.
+    runs.write_text("run_id,frame_bytes\n1,64\n")
+    capture_calibrate(synthetic_runs(), output=out, measured_on="a VM")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c-runs.csv", "c.toml"]
+    assert len(runs.read_text().splitlines()) == len(synthetic_runs()) + 1
+    # Replacing both (--force) and failing at the second puts the first back as it was.
+    before = {p.name: p.read_bytes() for p in (out, runs)}
+    with monkeypatch.context() as patched:
+        patched.setattr(outputs, "_sync", full_disk)
+        with pytest.raises(UsageError, match="No space left on device"):
+            capture_calibrate(synthetic_runs(noise=0.1), output=out, force=True)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    # A file of that name that is no runs export is someone's: kept unless forced.
+    out.unlink()
+    runs.write_text("mine")
+    with pytest.raises(UsageError, match=r"c-runs\.csv exists; pass `force`"):
+        capture_calibrate(synthetic_runs(), output=out)
+    assert runs.read_text() == "mine"
 
 
 def test_an_existing_file_is_kept_unless_forced(tmp_path):

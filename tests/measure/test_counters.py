@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pcieperf.cli import main
-from pcieperf.errors import CounterFileError, UsageError
+from pcieperf.errors import CounterFileError, PcieperfWarning, UsageError
 from pcieperf.measure import counters
 from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.store import Store
@@ -282,12 +282,8 @@ def test_every_test_file_is_detected_and_round_trips_exactly(tmp_path, capsys, n
         DATA / name, None, interval_s=10.0 if options else None, lenient=bool(options)
     )
     assert out["source"] == parsed.source
-    with Store(Path(db)) as store:
-        stored = store.counter_set(out["import_id"])
-    assert stored.source == parsed.source
-    names = ("t_s", "socket", "stack", "part", "metric", "value", "unit")
-    rows = zip(*(getattr(stored, name) for name in names), strict=True)
-    assert list(rows) == list(
+    stored = _stored_rows(db, out["import_id"])
+    assert stored == list(
         zip(
             parsed.t_s,
             parsed.socket,
@@ -299,7 +295,18 @@ def test_every_test_file_is_detected_and_round_trips_exactly(tmp_path, capsys, n
             strict=True,
         )
     )
-    assert set(stored.unit) <= {"B/s", "1/s"}
+    assert {row[-1] for row in stored} <= {"B/s", "1/s"}
+
+
+def _stored_rows(db: str | Path, import_id: int) -> list[tuple]:
+    """The samples the store holds for an import, in file order: time, socket, stack, part,
+    metric, value, unit."""
+    query = (
+        "SELECT t_s, socket, stack, part, metric, value, unit FROM counter_samples "
+        "WHERE import_id = ? ORDER BY rowid"
+    )
+    with Store(Path(db)) as store:
+        return store.con.execute(query, [import_id]).fetchall()
 
 
 def test_store_round_trip_is_exact_and_imports_are_all_or_nothing(tmp_path, capsys):
@@ -312,10 +319,8 @@ def test_store_round_trip_is_exact_and_imports_are_all_or_nothing(tmp_path, caps
     out = json.loads(capsys.readouterr().out)
     assert out["samples"] == 46
     parsed = counters.parse(source, "pcm-iio")
-    with Store(db) as store:
-        stored = store.counter_set(out["import_id"])
-    rows = zip(stored.stack, stored.part, stored.metric, stored.value, stored.unit, strict=True)
-    assert list(rows) == list(
+    rows = [row[2:] for row in _stored_rows(db, out["import_id"])]
+    assert rows == list(
         zip(parsed.stack, parsed.part, parsed.metric, parsed.value, parsed.unit, strict=True)
     )
     # The same file again needs --force; a broken file changes nothing.
@@ -440,20 +445,20 @@ def test_the_store_lists_an_imports_stacks_and_which_carry_traffic(tmp_path):
 
 
 def test_explain_of_an_import_reads_only_the_stack_it_explains(tmp_path, capsys, monkeypatch):
-    # The store path chooses the stack as the file path does (the same answer for an exact
-    # --stack, the same errors for an ambiguous one and for none with several busy), from the
-    # store's summary, and then reads that stack's samples alone.
+    # A file goes through the store as an import does (issue 46): the stack chosen by one
+    # rule (the same answer for an exact --stack, the same errors for an ambiguous one and for
+    # none with several busy), from the store's summary, then that stack's sums alone read.
     source, db = _two_socket_file(tmp_path / "two.csv"), str(tmp_path / "s.duckdb")
     assert main(["counters", "import", str(source), "--db", db, "-q"]) == 0
     capsys.readouterr()
     read = []
-    counter_set = Store.counter_set
+    stack_counters = Store.stack_counters
 
-    def spy(self, import_id, stack=None):
+    def spy(self, import_id, stack, file=None):
         read.append(stack)
-        return counter_set(self, import_id, stack)
+        return stack_counters(self, import_id, stack, file)
 
-    monkeypatch.setattr(Store, "counter_set", spy)
+    monkeypatch.setattr(Store, "stack_counters", spy)
     setup = ["--pps", "10M", "--frame", "64", "--json"]
     for stack in (["--stack", "socket 1: IIO Stack 3"], ["--stack", "Stack 3"], []):
         answers = [
@@ -464,4 +469,29 @@ def test_explain_of_an_import_reads_only_the_stack_it_explains(tmp_path, capsys,
     code, _, err = answers[0]
     assert code == 2
     assert "two.csv has traffic on 4 stacks" in err
-    assert read == [(1, "IIO Stack 3 - PCIe0")]
+    assert read == [(1, "IIO Stack 3 - PCIe0")] * 2  # the file (imported for the run), the import
+
+
+def test_repeated_rows_are_skipped_and_said_once(tmp_path, capsys):
+    # Issue 46: the pcm-iio sample written twice (46 samples, then the same 46 again) was
+    # imported as 92, and explained with every sample counted twice. The repeats (a counter at
+    # a time already read, or a time before the latest) are skipped, in one warning line.
+    twice = tmp_path / "twice.csv"
+    twice.write_text(PCM_FILE.read_text() * 2)
+    db = str(tmp_path / "s.duckdb")
+    code, out, err = run_cli(capsys, "counters", "import", str(twice), "--db", db, "--json")
+    assert code == 0, err
+    assert json.loads(out)["samples"] == 46
+    assert err == (
+        f"pcieperf: warning: {twice}: 46 samples repeat the file's earlier ones (a counter at a "
+        "time already read, or a time before the latest: rows written twice, or files joined); "
+        "they are skipped\n"
+    )
+    once = run_cli(capsys, "explain", "--counters", str(PCM_FILE), "--pps", "10M", "--frame", "64")
+    again = run_cli(capsys, "explain", "--counters", str(twice), "--pps", "10M", "--frame", "64")
+    assert again[1] == once[1].replace(str(PCM_FILE), str(twice))
+    # A row repeated within its own sample (Part1: 4 counters) is one too.
+    lines = PCM_FILE.read_text().splitlines()
+    (tmp_path / "row.csv").write_text("\n".join([*lines[:3], lines[2], *lines[3:]]) + "\n")
+    with pytest.warns(PcieperfWarning, match="row.csv: 4 samples repeat"):
+        assert len(counters.parse(tmp_path / "row.csv", None)) == 46

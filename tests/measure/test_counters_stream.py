@@ -2,7 +2,6 @@
 handed to the store a chunk at a time, so memory stays bounded whatever the file's size, the
 samples are those of reading the file whole, and the import stays all or nothing."""
 
-import datetime as dt
 import json
 from pathlib import Path
 
@@ -16,31 +15,14 @@ from pcieperf.measure.counters import samples as samples_module
 from pcieperf.measure.counters import text as text_module
 from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.store import Store
-from tests.helpers import TESTS_DATA
+from tests.helpers.counters import PCM_SAMPLE, repeated
 from tests.helpers.limits import run_limited
 
-PCM_FILE = TESTS_DATA / "counters" / "pcm-iio-skx.csv"  # 2 blocks 1.001 s apart, 46 samples
 COLUMNS = ("t_s", "wall", "socket", "stack", "part", "metric", "value", "unit")
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/status").exists(), reason="peak memory is read from Linux /proc"
 )
-
-
-def repeated(path: Path, copies: int) -> Path:
-    """PCM_FILE's blocks `copies` times over, each copy 2 s after the one before (pcm-iio -csv
-    prints a header before every block, so a copy is its text with the times moved)."""
-    lines = PCM_FILE.read_text().splitlines()
-    stamp = "%Y-%m-%d,%H:%M:%S.%f"
-    with path.open("w") as out:
-        for k in range(copies):
-            for line in lines:
-                if line.startswith("Date"):
-                    out.write(line + "\n")
-                    continue
-                when = dt.datetime.strptime(line[:23], stamp) + dt.timedelta(seconds=2 * k)
-                out.write(when.strftime(stamp)[:-3] + line[23:] + "\n")
-    return path
 
 
 def shown(db: Path) -> list[dict]:
@@ -56,7 +38,7 @@ def test_a_large_import_stays_bounded_and_equals_the_small_one_repeated(tmp_path
     # small import's; streamed, a 21 MB and a 200 MB file both peak ~40 MB over it.
     copies = 22_000
     small_db, large_db = tmp_path / "small.duckdb", tmp_path / "large.duckdb"
-    small = run_limited(["counters", "import", str(PCM_FILE), "--db", str(small_db), "--json"])
+    small = run_limited(["counters", "import", str(PCM_SAMPLE), "--db", str(small_db), "--json"])
     assert small.code == 0, small.stderr
     large_file = repeated(tmp_path / "large.csv", copies)
     limit = small.address_kib + 128 * 1024  # the hard limit: 128 MiB over the small import
@@ -88,10 +70,10 @@ def test_blocks_and_chunks_of_any_size_give_the_whole_files_samples(
     # Lines cut by a block's end (a \r\n too) and samples cut into chunks change nothing. (The
     # format is named: it is detected from the first block, here shorter than a line.)
     folder = tmp_path_factory.mktemp("stream")
-    text = PCM_FILE.read_text()
+    text = PCM_SAMPLE.read_text()
     path = folder / "pcm.csv"
     path.write_bytes(text.replace("\n", "\r\n" if crlf else "\n").encode())
-    whole = counters.parse(PCM_FILE, None)
+    whole = counters.parse(PCM_SAMPLE, None)
     handed: list[tuple] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(text_module, "BLOCK_BYTES", block)
@@ -106,9 +88,27 @@ def test_blocks_and_chunks_of_any_size_give_the_whole_files_samples(
     assert streamed.metrics() == sorted(set(whole.metric))
 
 
+@pytest.mark.slow
+def test_explain_and_iommu_fit_of_a_large_file_stay_bounded(tmp_path):
+    # Issue 46 F9: explain --counters and iommu fit --counters read the whole file into
+    # samples (2.2 GB for 200 MB). They go through the store as an import does, and read the
+    # stack's sums alone: 22 000 copies (24 MB, 1 M samples) stay within a small file's peaks.
+    large_file = repeated(tmp_path / "large.csv", 22_000)
+    for command in (
+        ["explain", "--pps", "10M", "--frame", "64", "--json"],
+        ["iommu", "fit", "--pps", "7M", "--packets", "20000", "--json"],
+    ):
+        small = run_limited([*command, "--counters", str(PCM_SAMPLE)])
+        assert small.code == 0, small.stderr
+        limit = small.address_kib + 128 * 1024  # the hard limit: 128 MiB over the small run
+        large = run_limited([*command, "--counters", str(large_file)], limit)
+        assert large.code == 0, large.stderr
+        assert large.rss_kib < small.rss_kib + 96 * 1024, command
+
+
 def test_a_failed_import_leaves_nothing_and_a_killed_ones_rows_are_dropped(tmp_path):
     db = tmp_path / "s.duckdb"
-    assert main(["counters", "import", str(PCM_FILE), "--db", str(db), "-q"]) == 0
+    assert main(["counters", "import", str(PCM_SAMPLE), "--db", str(db), "-q"]) == 0
     broken = repeated(tmp_path / "broken.csv", 3000)  # 138 000 samples, several chunks
     with broken.open("a") as fh:
         fh.write("2026-11-21,23:08:10.123,Socket0,IIO Stack 2 - PCIe1,Part1,x\n")
@@ -119,7 +119,7 @@ def test_a_failed_import_leaves_nothing_and_a_killed_ones_rows_are_dropped(tmp_p
         # What an import killed mid-way leaves: staged rows no transaction moved.
         store.con.execute("INSERT INTO counter_staging (value) VALUES (1.0)")
     # --force replaces import 1 by a new import 1, as before the staging.
-    argv = ["counters", "import", str(PCM_FILE), "--db", str(db), "--force", "--json"]
+    argv = ["counters", "import", str(PCM_SAMPLE), "--db", str(db), "--force", "--json"]
     done = run_limited(argv)
     assert (done.code, json.loads(done.stdout)["import_id"]) == (0, 1), done.stderr
     with Store(db) as store:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pcieperf.cli import main
 from pcieperf.dpdk import forwarding, testpmd
 from pcieperf.measure import explain
-from pcieperf.measure.counters import parse
+from pcieperf.measure.api import stack_counters
 from pcieperf.measure.store import Store
 from pcieperf.pcie.link import Link
 from tests.helpers import TESTS_DATA
@@ -32,7 +32,7 @@ def model_rates(
 
 def run_explain(path: Path, pps: float = PPS, **kwargs) -> explain.Explanation:
     cfg = forwarding.ForwardingConfig(pkt_bytes=PKT, batch=33600 / 1100)
-    return explain.explain(parse(path, None), cfg, Link(), pps, **kwargs)
+    return explain.explain(stack_counters(path), cfg, Link(), pps, **kwargs)
 
 
 def test_unperturbed_file_agrees(tmp_path):

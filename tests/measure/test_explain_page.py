@@ -17,7 +17,8 @@ from pcieperf.cli import main
 from pcieperf.dpdk import forwarding
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.measure import explain
-from pcieperf.measure.counters import parse
+from pcieperf.measure.api import stack_counters
+from pcieperf.measure.stacks import Series
 from pcieperf.pcie.link import Link
 
 SHARED_PCM = "tests/data/counters/pcm-iio-skx.csv"  # from the checkout (pytest's rootpath)
@@ -54,7 +55,7 @@ def write_counters(path: Path, pps: float, misses_per_pkt: float | None) -> Path
 
 
 def run(path: Path, pps: float = PPS, **kwargs: object) -> explain.Explanation:
-    return explain.explain(parse(path, None), CFG, Link(), pps, **kwargs)
+    return explain.explain(stack_counters(path), CFG, Link(), pps, **kwargs)
 
 
 def test_the_shared_pcm_file_says_hugepages_at_any_rate(capsys, request):
@@ -118,12 +119,10 @@ def test_a_given_page_is_used_whatever_the_counters_say(tmp_path):
     assert result.page.source == "given"
 
 
-def series_of(rates: dict[str, float]) -> dict[str, explain.Series]:
+def series_of(rates: dict[str, float]) -> dict[str, Series]:
     """One sample per metric at the given rate (bytes/s; IOTLB misses/s)."""
     unit = {m: "/s" if m == "iotlb_miss" else "B/s" for m in rates}
-    return {
-        m: explain.Series(m, unit[m], np.zeros(1), np.array([value])) for m, value in rates.items()
-    }
+    return {m: Series(m, unit[m], np.zeros(1), np.array([value])) for m, value in rates.items()}
 
 
 @settings(max_examples=20, deadline=None)

@@ -11,7 +11,8 @@ from pcieperf.errors import UsageError
 from pcieperf.iommu import profiles as platforms
 from pcieperf.iommu.model import Model
 from pcieperf.iommu.platform import Traffic, load_platform
-from pcieperf.measure import counters, explain, iommu_fit
+from pcieperf.measure import explain, iommu_fit
+from pcieperf.measure.api import stack_counters
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.pcie.link import Link
 from tests.helpers.cli import run_cli
@@ -60,8 +61,7 @@ def run_fit(tmp_path, skx, result, setup=None, base="e5-v4"):
         3e7,
     )
     return iommu_fit.fit(
-        counters.parse(path, None),
-        stack=None,
+        stack_counters(path),
         pps=result.mpps_iommu * 1e6,
         setup=setup or PortSetup(),
         traffic=Traffic(parse_mix("64"), Ethernet(40)),
@@ -105,8 +105,7 @@ def test_a_miss_rate_no_reach_gives_is_refused(tmp_path, skx):
     path = write_skx(tmp_path / "pcm.csv", 5e8, 3e7)  # 50 misses per packet at 10 Mpps
     with pytest.raises(UsageError, match=r"no IOTLB reach gives 50\.0"):
         iommu_fit.fit(
-            counters.parse(path, None),
-            stack=None,
+            stack_counters(path),
             pps=1e7,
             setup=PortSetup(),
             traffic=Traffic(parse_mix("64"), Ethernet(40)),

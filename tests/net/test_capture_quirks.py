@@ -23,11 +23,11 @@ from pcieperf import progress
 from pcieperf.cli import main
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.net.trace import synthesis
-from pcieperf.net.trace.bandwidth import window_rates
 from pcieperf.net.trace.files import Interface, Trace, linktype_name, read
 from pcieperf.net.trace.rewrite import convert, merge
 from pcieperf.net.trace.statistics import stats
 from pcieperf.net.trace.synthesis import synth
+from pcieperf.net.trace.timeline import timeline
 from tests.helpers import CAPTURES
 from tests.helpers.captures import CUT_PCAP, QUIRKS, epb, epoch_ns, idb, pcap, shb, tshark_fields
 
@@ -330,11 +330,14 @@ def test_stats_windows_are_the_ones_asked_for(tmp_path, capsys):
     )
 
 
-def test_demand_does_not_dip_in_a_part_filled_last_window():
+def test_demand_does_not_dip_in_a_part_filled_last_window(tmp_path):
     # 1 Mpps for 10.5 ms with 1 ms windows: the last window covers 0.499 ms (up to the last
     # packet at 10.499 ms) and holds 500 packets, so it shows 500 / 0.499 ms, not half a window.
-    t = synthesis.synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.0105)
-    gbps = window_rates(t.ts_ns, [np.ones(t.packets)], 1_000_000).series[0].gbps
+    path = tmp_path / "t.pcap"
+    synth(path, eth=Ethernet(40), mix=parse_mix("64"), pps=1e6, duration_s=0.0105)
+    t = timeline(path)
+    windows, _ = t.windows([np.ones(t.frame_sizes().size)], 1_000_000)
+    gbps = windows.series[0].gbps
     assert gbps.size == 11
     assert gbps[:10] == pytest.approx(1000 * 8 / 1e6)  # 1000 bytes per 1 ms window
     assert gbps[10] == pytest.approx(500 * 8 / 499_000)

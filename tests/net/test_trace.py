@@ -19,7 +19,8 @@ from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.net.trace import statistics
 from pcieperf.net.trace.files import Trace, read
 from pcieperf.net.trace.rewrite import convert, merge
-from pcieperf.net.trace.synthesis import synth, synthetic
+from pcieperf.net.trace.synthesis import synth
+from pcieperf.net.trace.timeline import Timeline, timeline
 from pcieperf.nic import nic
 from pcieperf.nic.profile import load_profile
 from pcieperf.nic.rows import fixed_rows
@@ -222,10 +223,20 @@ def test_onoff_bursts_are_back_to_back_at_line_rate(tmp_path):
     assert s["mean_pps"] == pytest.approx(5e6, rel=0.05)
 
 
+def _synthetic(folder: Path, mix: str = "64", eth: int = 40, **plan: object) -> Path:
+    """A synthetic capture of frames of `mix` at `eth` GbE (`synth`'s plan) in `folder`."""
+    path = folder / "synthetic.pcap"
+    synth(path, eth=Ethernet(eth), mix=parse_mix(mix), **plan)
+    return path
+
+
+def _timeline(folder: Path, **plan: object) -> Timeline:
+    """A synthetic capture of 64-byte frames at 40 GbE read for passes in time order."""
+    return timeline(_synthetic(folder, **plan))
+
+
 def test_poisson_arrivals_have_the_mean_rate_and_exponential_gaps(tmp_path):
-    t = synthetic(
-        eth=Ethernet(100), mix=parse_mix("imix"), pps=2e6, duration_s=0.05, arrival="poisson"
-    )
+    t = read(_synthetic(tmp_path, "imix", 100, pps=2e6, duration_s=0.05, arrival="poisson"))
     gaps = np.diff(t.ts_ns)
     assert gaps.mean() == pytest.approx(500, rel=0.02)  # 1 / 2 Mpps = 500 ns
     # An exponential distribution's standard deviation equals its mean.
@@ -240,12 +251,12 @@ def test_synth_refuses_rates_beyond_line_rate(tmp_path):
         )
 
 
-def test_nic_trace_demand_conserves_bytes():
+def test_nic_trace_demand_conserves_bytes(tmp_path):
     # A constant 64-byte trace at 2 Mpps for 5 ms: every 1 ms window carries 2000 packets, so
     # the demand equals 2 Mpps times the per-packet cost of `nic` at 64 bytes.
     link = Link()
     profile = load_profile("dpdk")
-    t = synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=2e6, duration_s=0.005)
+    t = _timeline(tmp_path, pps=2e6, duration_s=0.005)
     found = nic.trace_demand(profile, link, t, 1_000_000)
     fixed = nic.evaluate(profile, link, Ethernet(40), fixed_rows([64]))
     # The trace spans 4.9995 ms: the last window covers 0.9995 ms with its 2000 packets.
@@ -254,13 +265,14 @@ def test_nic_trace_demand_conserves_bytes():
     assert found.up_gbps == pytest.approx(2e6 * up * 8 / 1e9 / covered)
     assert found.down_gbps == pytest.approx(2e6 * down * 8 / 1e9 / covered)
     assert found.capacity_gbps == pytest.approx(link.tlp_gbps)
+    assert found.frame_bytes == 10_000 * 64
 
 
-def test_dpdk_trace_batches_come_from_arrivals():
+def test_dpdk_trace_batches_come_from_arrivals(tmp_path):
     # 10 Mpps evenly spaced (100 ns apart) with a 1 us poll: every poll finds 10 packets, so the
     # batch histogram is {10: calls} and the traffic equals the fixed estimate at batch 10.
     link = Link()
-    t = synthetic(eth=Ethernet(40), mix=parse_mix("64"), pps=10e6, duration_s=0.002)
+    t = _timeline(tmp_path, pps=10e6, duration_s=0.002)
     fwd = forwarding.trace_forwarding(forwarding.ForwardingConfig(), link, t, 1_000_000, 1000)
     assert fwd.batch_hist == {10: 2000.0}
     est = forwarding.estimate(forwarding.ForwardingConfig(pkt_bytes=60, batch=10), link, 10e6)

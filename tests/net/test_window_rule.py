@@ -1,8 +1,8 @@
 """One rule for rate windows in every command (issue 27): windows from the first packet, peaks
 over whole windows only, a last window that covers less (up to the last packet) reported apart
 as the tail, means over the capture's duration. `trace stats` (Rust stats), `trace demand`
-(Rust archive partials) and `nic --trace`/`dpdk-fwd --trace` (Rust `trace_windows` over the
-trace's columns) must agree."""
+(Rust archive partials) and `nic --trace`/`dpdk-fwd --trace` (Rust timeline passes over the
+capture) must agree."""
 
 from __future__ import annotations
 

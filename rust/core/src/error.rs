@@ -36,6 +36,8 @@ pub enum CoreError {
         offset: Option<u64>,
         problem: String,
     },
+    /// The work was asked to stop (`interrupt::request_stop`: a signal the caller caught).
+    Interrupted,
 }
 
 /// What kind of failure an error is, which decides the exception the user sees.
@@ -47,6 +49,8 @@ pub enum ErrorKind {
     File,
     /// The caller broke the core's contract (a bug in pcieperf, not a bad input).
     Internal,
+    /// The caller asked the work to stop.
+    Interrupted,
 }
 
 impl CoreError {
@@ -73,6 +77,7 @@ impl CoreError {
         match self {
             Self::File { .. } => ErrorKind::File,
             Self::LengthMismatch { .. } => ErrorKind::Internal,
+            Self::Interrupted => ErrorKind::Interrupted,
             _ => ErrorKind::Parameter,
         }
     }
@@ -106,6 +111,7 @@ impl fmt::Display for CoreError {
             Self::BadParameter { what } => write!(f, "bad simulation parameter: {what}"),
             Self::Invalid(what) | Self::Undecodable(what) => f.write_str(what),
             Self::Unmergeable(why) => f.write_str(why),
+            Self::Interrupted => f.write_str("stopped on request (a signal)"),
             Self::File {
                 file,
                 offset: Some(offset),

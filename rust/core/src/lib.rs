@@ -13,6 +13,8 @@
 //! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis).
 //! - `rng`: the pseudo-random generator they share (a leaf, so no two of them import each
 //!   other for it).
+//! - [`interrupt`]: requests to stop long work (a signal the caller caught), checked between
+//!   chunks.
 //! - [`error`]: the one error type every public function returns (a capture file's errors name
 //!   the file and byte offset).
 //! - `py` (feature `pyo3`, enabled by the glue only): the parameter types' conversions from
@@ -20,6 +22,7 @@
 
 pub mod cores;
 pub mod error;
+pub mod interrupt;
 pub mod iommu;
 pub mod parallel;
 #[cfg(feature = "pyo3")]

@@ -6,12 +6,13 @@ use pcieperf_core::iommu::iotlb::CacheShape;
 use pcieperf_core::iommu::port_run::{self, PortRun};
 use pcieperf_core::iommu::port_stream::config::PortConfig;
 use pcieperf_core::sim::{self, Machine, SimParams, TxnClass, Walks};
-use pcieperf_core::{cores, tlp, CoreError};
+use pcieperf_core::{cores, interrupt, tlp, CoreError};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+mod interruptible;
 mod trace;
 
 create_exception!(
@@ -41,6 +42,10 @@ fn to_py_err(err: CoreError) -> PyErr {
         ErrorKind::Parameter => ParameterError::new_err(text),
         ErrorKind::File => FileError::new_err(text),
         ErrorKind::Internal => Error::new_err(text),
+        // Where Python takes signals, the caller's Ctrl-C; elsewhere (a Dask worker thread)
+        // a task that failed because the work it belongs to was stopped.
+        ErrorKind::Interrupted if interrupt::on_main_thread() => PyKeyboardInterrupt::new_err(text),
+        ErrorKind::Interrupted => Error::new_err(text),
     }
 }
 
@@ -206,6 +211,13 @@ fn round_trip_ns(
         .map_err(to_py_err)
 }
 
+/// Asks the core's work in flight, in every thread, to stop at its next check
+/// (`interrupt::request_stop`; work started later is not affected).
+#[pyfunction]
+fn request_stop() {
+    interrupt::request_stop();
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -219,6 +231,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(port_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(shared_store_slowdown, m)?)?;
     m.add_function(wrap_pyfunction!(round_trip_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(request_stop, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_read, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_merge, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_convert, m)?)?;
@@ -230,10 +243,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::trace_first_records, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_merge_part, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_scan, m)?)?;
-    m.add_function(wrap_pyfunction!(trace::trace_windows, m)?)?;
     m.add_class::<trace::TracePartial>()?;
     m.add_class::<trace::TraceDemandCost>()?;
     m.add_class::<trace::TraceWriter>()?;
     m.add_class::<trace::TraceSynth>()?;
+    m.add_class::<trace::TraceTimeline>()?;
     Ok(())
 }

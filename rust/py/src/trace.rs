@@ -1,6 +1,7 @@
 //! Capture-file glue: reading into numpy columns, the buffered writer, merge and synthesis.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyReadonlyArray1};
 use pcieperf_core::parallel::in_parallel;
@@ -9,10 +10,11 @@ use pcieperf_core::trace::archive::files::{file_partial, files_partial, first_re
 use pcieperf_core::trace::archive::Partial;
 use pcieperf_core::trace::columns::read_columns;
 use pcieperf_core::trace::merge::{convert, merge_part, merge_with, scan, MergeOptions, Part};
-use pcieperf_core::trace::rate_windows;
+use pcieperf_core::trace::rate_windows::{Series, Span};
 use pcieperf_core::trace::read::ReadOptions;
 use pcieperf_core::trace::stats::{columns_stats, file_stats, ReadFacts, StatsConfig, Summary};
 use pcieperf_core::trace::synth::{synthesize, Synthesizer};
+use pcieperf_core::trace::timeline::Timeline;
 use pcieperf_core::trace::write::{Batch, OutFormat, Writer, DEFAULT_BUFFER_BYTES};
 use pcieperf_core::trace::Interface;
 use pcieperf_core::CoreError;
@@ -20,6 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3::IntoPyObjectExt;
 
+use crate::interruptible::{interruptible, load_numpy};
 use crate::{invalid, parameters, to_py_err};
 
 fn out_format(text: &str) -> PyResult<OutFormat> {
@@ -53,9 +56,8 @@ pub fn trace_read<'py>(
     strict: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = read_options(skip_bad, strict);
-    let c = py
-        .detach(|| read_columns(&path, options, offsets))
-        .map_err(to_py_err)?;
+    load_numpy(py)?;
+    let c = interruptible(py, move || read_columns(&path, options, offsets))?.map_err(to_py_err)?;
     let out = PyDict::new(py);
     out.set_item("ts_ns", c.ts_ns.into_pyarray(py))?;
     out.set_item("caplen", c.caplen.into_pyarray(py))?;
@@ -108,6 +110,13 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
 /// A summary with what the reader found, as `trace_stats` gives it for one file.
 fn stats_dict<'py>(py: Python<'py>, s: &Summary, f: &ReadFacts) -> PyResult<Bound<'py, PyDict>> {
     let d = summary_dict(py, s)?;
+    add_read_facts(&d, f)?;
+    Ok(d)
+}
+
+/// What the reader found: format, compression, interfaces, skipped, untimed, the quirks,
+/// cut_short and reads.
+fn add_read_facts(d: &Bound<'_, PyDict>, f: &ReadFacts) -> PyResult<()> {
     d.set_item("format", &f.format)?;
     d.set_item("compression", &f.compression)?;
     d.set_item("interfaces", f.interfaces.clone())?;
@@ -118,7 +127,7 @@ fn stats_dict<'py>(py: Python<'py>, s: &Summary, f: &ReadFacts) -> PyResult<Boun
     d.set_item("ts_wrapped", f.quirks.ts_wrapped)?;
     d.set_item("cut_short", f.cut_short.clone())?;
     d.set_item("reads", f.reads)?;
-    Ok(d)
+    Ok(())
 }
 
 /// Statistics of capture files, each read while it is decoded (no columns), files in parallel
@@ -137,27 +146,30 @@ pub fn trace_stats<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     per_file(
         py,
-        &paths,
+        paths,
         read_options(skip_bad, strict),
         threads,
-        |p, read| file_stats(p, read, &config),
+        move |p, read| file_stats(p, read, &config),
         |stats| Ok(stats_dict(py, &stats.summary, &stats.facts)?.into_any()),
     )
 }
 
 /// `work` on each capture of `paths` read with `read`, in parallel on up to `threads` threads
-/// without the GIL, as a list in path order: each success converted by `to_py`, each failure
-/// as its exception (not raised), so that one bad file does not hide the others' results. The
-/// one body of the per-file functions (`trace_stats`, `trace_first_records`, `trace_scan`).
-fn per_file<'py, T: Send>(
+/// without the GIL (stopped by a signal: `interruptible`), as a list in path order: each
+/// success converted by `to_py`, each failure as its exception (not raised), so that one bad
+/// file does not hide the others' results. The one body of the per-file functions
+/// (`trace_stats`, `trace_first_records`, `trace_scan`).
+fn per_file<'py, T: Send + 'static>(
     py: Python<'py>,
-    paths: &[PathBuf],
+    paths: Vec<PathBuf>,
     read: ReadOptions,
     threads: usize,
-    work: impl Fn(&Path, ReadOptions) -> Result<T, CoreError> + Sync + Send,
+    work: impl Fn(&Path, ReadOptions) -> Result<T, CoreError> + Sync + Send + 'static,
     to_py: impl Fn(T) -> PyResult<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let results = py.detach(|| in_parallel(paths, threads, |path| work(path, read)));
+    let results = interruptible(py, move || {
+        in_parallel(&paths, threads, |path| work(path, read))
+    })?;
     let out = PyList::empty(py);
     for result in results {
         match result {
@@ -187,7 +199,7 @@ macro_rules! per_file_function {
             strict: bool,
             threads: usize,
         ) -> PyResult<Bound<'py, PyList>> {
-            per_file(py, &paths, read_options(skip_bad, strict), threads, $work, as_is(py))
+            per_file(py, paths, read_options(skip_bad, strict), threads, $work, as_is(py))
         }
     };
 }
@@ -244,8 +256,7 @@ pub fn trace_merge<'py>(
         keep_names: false,
         append,
     };
-    let s = py
-        .detach(|| merge_with(&inputs, &output, format, options))
+    let s = interruptible(py, move || merge_with(&inputs, &output, format, options))?
         .map_err(to_py_err)?;
     s.into_pyobject(py)
 }
@@ -264,9 +275,10 @@ pub fn trace_convert<'py>(
     shift_ns: i64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = out_format(format)?;
-    let s = py
-        .detach(|| convert(&input, &output, format, skip_bad, strict, shift_ns))
-        .map_err(to_py_err)?;
+    let s = interruptible(py, move || {
+        convert(&input, &output, format, skip_bad, strict, shift_ns)
+    })?
+    .map_err(to_py_err)?;
     s.into_pyobject(py)
 }
 
@@ -458,7 +470,7 @@ impl TracePartial {
         demand: Option<&TraceDemandCost>,
     ) -> PyResult<()> {
         self.inner
-            .append(&next.inner, &config, demand.map(|d| &d.inner))
+            .append(&next.inner, &config, demand.map(|d| &*d.inner))
             .map_err(to_py_err)
     }
 
@@ -512,7 +524,7 @@ type CostArgs = (u64, Vec<f64>, Vec<f64>, f64);
 /// frame size (index: frame bytes incl. FCS), the window and the link capacity per direction.
 #[pyclass(module = "pcieperf._core")]
 pub struct TraceDemandCost {
-    inner: DemandConfig,
+    inner: Arc<DemandConfig>,
 }
 
 #[pymethods]
@@ -520,7 +532,9 @@ impl TraceDemandCost {
     #[new]
     fn new(window_ns: u64, up: Vec<f64>, down: Vec<f64>, capacity_gbps: f64) -> PyResult<Self> {
         DemandConfig::new(window_ns, up, down, capacity_gbps)
-            .map(|inner| TraceDemandCost { inner })
+            .map(|cost| TraceDemandCost {
+                inner: Arc::new(cost),
+            })
             .map_err(to_py_err)
     }
 
@@ -551,10 +565,12 @@ pub fn trace_partial(
     read_ahead: bool,
 ) -> PyResult<TracePartial> {
     let read = read_options(skip_bad, strict);
-    let cost = demand.map(|d| &d.inner);
-    py.detach(|| file_partial(&path, read, &config, origin, cost, read_ahead))
-        .map(|inner| TracePartial { inner })
-        .map_err(to_py_err)
+    let cost = demand.map(|d| Arc::clone(&d.inner));
+    interruptible(py, move || {
+        file_partial(&path, read, &config, origin, cost.as_deref(), read_ahead)
+    })?
+    .map(|inner| TracePartial { inner })
+    .map_err(to_py_err)
 }
 
 /// The partial of files that overlap in time, concatenated in the order given (every packet
@@ -570,31 +586,21 @@ pub fn trace_partial_files(
     demand: Option<&TraceDemandCost>,
 ) -> PyResult<TracePartial> {
     let read = read_options(skip_bad, strict);
-    let cost = demand.map(|d| &d.inner);
-    py.detach(|| files_partial(&paths, read, &config, cost))
-        .map(|inner| TracePartial { inner })
-        .map_err(to_py_err)
+    let cost = demand.map(|d| Arc::clone(&d.inner));
+    interruptible(py, move || {
+        files_partial(&paths, read, &config, cost.as_deref())
+    })?
+    .map(|inner| TracePartial { inner })
+    .map_err(to_py_err)
 }
 
-/// Per-window rates of byte counts given per packet (`bytes`: one array per series, each as
-/// long as `ts_ns`), by the one rule of rate windows (rate_windows.rs): the windows' Gb/s and
-/// each series' mean, peak over whole windows and tail.
-#[pyfunction]
-pub fn trace_windows<'py>(
+/// Windows and their series' rates: count, whole ones, what the last covers, and per series
+/// its Gb/s per window, mean, peak and tail.
+fn windows_dict<'py>(
     py: Python<'py>,
-    ts_ns: PyReadonlyArray1<'py, i64>,
-    bytes: Vec<PyReadonlyArray1<'py, f64>>,
-    window_ns: u64,
-    max_windows: u64,
+    span: &Span,
+    series: Vec<Series>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let columns: Vec<&[f64]> = bytes
-        .iter()
-        .map(|b| b.as_slice())
-        .collect::<Result<_, _>>()
-        .map_err(|e| invalid(e.to_string()))?;
-    let ts = ts_ns.as_slice().map_err(|e| invalid(e.to_string()))?;
-    let (span, series) =
-        rate_windows::series(ts, &columns, window_ns, max_windows).map_err(to_py_err)?;
     let out = PyDict::new(py);
     out.set_item("windows", span.count())?;
     out.set_item("full_windows", span.full())?;
@@ -648,9 +654,10 @@ pub fn trace_merge_part<'py>(
         to_ns,
         inputs: Some(selected),
     };
-    let s = py
-        .detach(|| merge_part(&inputs, &output, format, options, &part))
-        .map_err(to_py_err)?;
+    let s = interruptible(py, move || {
+        merge_part(&inputs, &output, format, options, &part)
+    })?
+    .map_err(to_py_err)?;
     s.into_pyobject(py)
 }
 
@@ -661,3 +668,80 @@ per_file_function!(
     trace_scan,
     scan
 );
+
+/// One capture's packets in time order for passes over them in bounded memory
+/// (`pcieperf_core::trace::timeline`): read (and sorted where it must be) when made, without
+/// the GIL and stopped by a signal, as each pass is.
+#[pyclass(module = "pcieperf._core", frozen)]
+pub struct TraceTimeline {
+    inner: Arc<Timeline>,
+    config: Arc<StatsConfig>,
+}
+
+#[pymethods]
+impl TraceTimeline {
+    /// Reads `path` (`-`: standard input); `config` sizes the frames (as `trace_stats`).
+    #[new]
+    #[pyo3(signature = (path, config, skip_bad=false, strict=false))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        #[pyo3(from_py_with = stats_config)] config: StatsConfig,
+        skip_bad: bool,
+        strict: bool,
+    ) -> PyResult<Self> {
+        let read = read_options(skip_bad, strict);
+        let timeline =
+            interruptible(py, move || Timeline::open(&path, read))?.map_err(to_py_err)?;
+        Ok(TraceTimeline {
+            inner: Arc::new(timeline),
+            config: Arc::new(config),
+        })
+    }
+
+    /// What was read: `stats_dict`'s reader keys, and packets, per_interface (packets per
+    /// interface), first_ts_ns and last_ts_ns (the earliest and the latest), max_wirelen.
+    fn facts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let t = &self.inner;
+        let d = PyDict::new(py);
+        add_read_facts(&d, &t.facts)?;
+        d.set_item("packets", t.packets)?;
+        d.set_item("per_interface", t.per_interface.clone())?;
+        d.set_item("first_ts_ns", t.first_ts_ns)?;
+        d.set_item("last_ts_ns", t.last_ts_ns)?;
+        d.set_item("max_wirelen", t.max_wirelen)?;
+        Ok(d)
+    }
+
+    /// Per-window rates of per-frame-size byte costs (`costs[k][frame bytes]`), as
+    /// `windows_dict` gives them, and `frame_bytes`, the frames' bytes summed.
+    fn windows<'py>(
+        &self,
+        py: Python<'py>,
+        costs: Vec<Vec<f64>>,
+        window_ns: u64,
+        max_windows: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        load_numpy(py)?;
+        let (timeline, config) = (Arc::clone(&self.inner), Arc::clone(&self.config));
+        let (span, series, frame_bytes) = interruptible(py, move || {
+            timeline.windows(&config, &costs, window_ns, max_windows)
+        })?
+        .map_err(to_py_err)?;
+        let out = windows_dict(py, &span, series)?;
+        out.set_item("frame_bytes", frame_bytes)?;
+        Ok(out)
+    }
+
+    /// The Rx batches of a PMD polling every `poll_ns` that takes up to `burst` packets a
+    /// call: (calls of `burst` packets, [(batch, calls) of the smaller batches, ascending]).
+    fn poll_batches(
+        &self,
+        py: Python<'_>,
+        poll_ns: u64,
+        burst: u64,
+    ) -> PyResult<(u64, Vec<(u64, u64)>)> {
+        let timeline = Arc::clone(&self.inner);
+        interruptible(py, move || timeline.poll_batches(poll_ns, burst))?.map_err(to_py_err)
+    }
+}

@@ -19,7 +19,7 @@ from pcieperf._config import load_toml
 from pcieperf.capture.machine import Machine, of_rows
 from pcieperf.capture.path import SINKS, WRITERS
 from pcieperf.errors import ProfileError, UsageError, is_number, require_new_file
-from pcieperf.outputs import write_text
+from pcieperf.outputs import write_texts
 from pcieperf.results import Report, finite_or_none
 
 if TYPE_CHECKING:
@@ -422,6 +422,18 @@ def _runs_csv(csv: Path) -> pandas.DataFrame:
     return table
 
 
+def _left_runs(calibration: Path) -> bool:
+    """Whether the runs file of `calibration` is one a calibrate left without it: a runs export
+    beside no calibration."""
+    if calibration.exists() or not runs_file(calibration).is_file():
+        return False
+    try:
+        _runs_csv(runs_file(calibration))
+    except UsageError:
+        return False  # someone's other file: kept unless --force
+    return True
+
+
 def capture_calibrate(
     runs: Iterable[int] | pandas.DataFrame = (),
     *,
@@ -440,7 +452,9 @@ def capture_calibrate(
 
     out = Path(output)
     require_new_file(out, force)
-    rewrite_runs = force or runs_file(out) == Path(csv or "")  # its own runs, read back
+    # Its own runs, read back; or what a calibrate that failed left (before issue 46 the runs
+    # were published first, and stayed when the calibration could not be).
+    rewrite_runs = force or runs_file(out) == Path(csv or "") or _left_runs(out)
     require_new_file(runs_file(out), rewrite_runs)
     table = stored_runs(runs, db=db, csv=csv)
     made_on = runs_machine(table)
@@ -461,8 +475,12 @@ def capture_calibrate(
         cpus=made_on.cpus if made_on else 0,
     )
     cal = replace(fitted, meta=meta, path=str(out))
-    write_text(runs_file(out), table.to_csv(index=False), rewrite_runs)
-    write_text(out, calibration_toml(cal), force)
+    write_texts(
+        [
+            (runs_file(out), table.to_csv(index=False), rewrite_runs),
+            (out, calibration_toml(cal), force),
+        ]
+    )
     payload = {
         "output": str(out),
         "runs_file": str(runs_file(out)),

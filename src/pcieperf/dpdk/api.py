@@ -100,15 +100,15 @@ def dpdk_fwd_trace(
     Gb/s per `window` up and down (`nic.captures.demand_report`); `options` as
     `dpdk_forwarding` takes them; `source` is the `Demand`, for a plot of it."""
     from pcieperf.dpdk.forwarding import trace_forwarding
-    from pcieperf.net.trace.files import read
+    from pcieperf.net.trace.timeline import timeline
     from pcieperf.nic.captures import demand_report
     from pcieperf.nic.profile import load_profile
 
     link, cfg = link_and_config(packet_size(frame, pkt), **options)
-    captured = read(trace, skip_bad=skip_bad)
     window_ns = parse_duration_ns(window, "window")
     poll_ns = parse_duration_ns(poll, "poll period")
     loaded = load_profile(profile or DEFAULT_PROFILE)
+    captured = timeline(trace, skip_bad=skip_bad)
     fwd = trace_forwarding(cfg, link, captured, window_ns, poll_ns, loaded)
     extra = {
         "poll_ns": poll_ns,

@@ -25,9 +25,9 @@ from numpy.typing import ArrayLike, NDArray
 from pcieperf.dpdk.port import DEFAULT_PORT, DESCRIPTOR_BYTES, PortSetup
 from pcieperf.errors import UsageError, param, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
-from pcieperf.net.trace.bandwidth import Demand, Rates, demand, poll_batches
-from pcieperf.net.trace.files import Trace
-from pcieperf.net.wire import FCS_BYTES
+from pcieperf.net.trace.bandwidth import Demand, Rates
+from pcieperf.net.trace.timeline import Timeline
+from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
 from pcieperf.nic.nic import NicResult, evaluate, per_packet_wire_bytes, price_packets
 from pcieperf.nic.pricing import price_operations
 from pcieperf.nic.profile import (
@@ -277,23 +277,25 @@ class TraceForwarding:
 def trace_forwarding(
     cfg: ForwardingConfig,
     link: Link,
-    trace: Trace,
+    timeline: Timeline,
     window_ns: int,
     poll_ns: int,
     profile: NicProfile | None = None,
 ) -> TraceForwarding:
-    """Forward the trace's packets at their capture times: batches come from the arrival
-    pattern (`poll_batches`), each packet is priced at its own size."""
-    hist = poll_batches(trace.ts_ns, poll_ns, RX_BURST)
+    """Forward a capture's packets at their capture times: batches come from the arrival
+    pattern (`Timeline.poll_batches`), each packet is priced at its own size; the capture is
+    read as it streams, once per pass."""
+    hist = timeline.poll_batches(poll_ns, RX_BURST)
     batched = replace(cfg, batch=mean_tx_batch(hist))
     fwd = forwarding_profile(batched, profile)
-    shares, index = price_packets(fwd, link, trace.frame_bytes())
+    shares, index = price_packets(fwd, link, np.maximum(timeline.frame_sizes(), MIN_FRAME_BYTES))
     up, down = per_packet_wire_bytes(shares, index)
     metric_bytes = []
     for metric in METRICS:
         counted = [s.counted_bytes for s in shares if METRIC_OF_INITIATOR[s.op.initiator] == metric]
         metric_bytes.append(np.sum(counted, axis=0)[index] if counted else np.zeros(index.size))
-    found = demand(trace.ts_ns, up, down, window_ns, link.tlp_bytes_per_s, *metric_bytes)
+    windows, frame_bytes = timeline.windows((up, down, *metric_bytes), window_ns)
+    found = Demand(windows, link.tlp_bytes_per_s * 8 / 1e9, frame_bytes)
     return TraceForwarding(
         found,
         hist,

@@ -7,6 +7,8 @@ bytes the NIC DMAs (docs/units.md)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +20,7 @@ from pcieperf.dpdk.api import forwarding_config, link_and_config, packet_size
 from pcieperf.errors import UsageError, param, require_new_file
 from pcieperf.iommu.api import inputs
 from pcieperf.iommu.profiles import DEFAULT_PLATFORM
-from pcieperf.measure.records import open_store
+from pcieperf.measure.records import open_store, parsed_counters
 from pcieperf.net.wire import FCS_BYTES, frames_text
 from pcieperf.pcie.api import make_link
 from pcieperf.results import Column, Report, Table
@@ -27,8 +29,9 @@ from pcieperf.units import decimal, parse_rate
 
 if TYPE_CHECKING:
     from pcieperf.dpdk.testpmd import StoredRun
-    from pcieperf.measure.counters.samples import Samples
     from pcieperf.measure.explain import Explanation
+    from pcieperf.measure.stacks import StackCounters
+    from pcieperf.measure.store import Store
 
 
 @forwards(inputs)
@@ -47,7 +50,6 @@ def iommu_fit(
     at the forwarding rate `pps` (`pcieperf iommu fit`); with `out`, write the fitted platform
     profile there for `platform=`. `options` describe the port as `pp.iommu.sim` takes them."""
     from pcieperf.iommu import profiles as platforms
-    from pcieperf.measure import counters as counter_files
     from pcieperf.measure import iommu_fit as fitting
 
     if out:
@@ -55,8 +57,7 @@ def iommu_fit(
     rate = parse_rate(str(pps))
     given = inputs(**options)  # type: ignore[arg-type]  # `forwards` checked each
     result = fitting.fit(
-        counter_files.parse(Path(counters), counters_format),
-        stack=stack,
+        stack_counters(counters, stack=stack, format=counters_format),
         pps=rate,
         setup=given.setup,
         traffic=given.traffic,
@@ -202,37 +203,59 @@ EXPLAIN_COLUMNS = (
 )
 
 
-def _counter_file(counters: str | Path | None) -> Path:
-    """The counter file to explain, required where no stored import is named."""
+def stack_counters(
+    counters: str | Path | None = None,
+    import_id: int | None = None,
+    *,
+    db: str | Path | None = None,
+    stack: str | None = None,
+    format: str | None = None,
+    delimiter: str | None = None,
+    interval: float | None = None,
+    lenient: bool = False,
+) -> StackCounters:
+    """The counters of the stack to explain or fit (`stacks.pick_stack`: the one asked for,
+    else the only one with traffic), from a counter file or from `import_id`, a set imported
+    into the store `db`: summed by the store per metric and time, so that only that stack's
+    sums are read into memory. A file is imported, streamed, into a store of its own in a
+    temporary folder, removed after."""
+    if import_id is not None:
+        if counters is not None:
+            raise UsageError(
+                f"{param('counters')} {counters} and {param('import_id')} {import_id} each "
+                "give the counters; give one"
+            )
+        with open_store(db) as store:
+            return _chosen_stack(store, import_id, stack)
     if counters is None:
         raise UsageError("give the counters: --counters FILE, or --import N (`counters ls`)")
-    return Path(counters)
+    file = Path(counters)
+    options = (format, lenient, delimiter, interval)
+    with (
+        tempfile.TemporaryDirectory(prefix="pcieperf-counters-") as folder,
+        open_store(Path(folder) / "counters.duckdb", write=True) as store,
+    ):
+        new_id, _ = store.import_counters(file, lambda sink: parsed_counters(file, *options, sink))
+        return _chosen_stack(store, new_id, stack, os.fspath(counters))
 
 
-def _stored_counters(
-    counters: str | Path | None, import_id: int, db: str | Path | None, stack: str | None
-) -> Samples:
-    """The samples of the stack explain takes from a counter set imported into the store, as
-    its file gave them: the stack chosen as `stacks.choose_stack` chooses, from the store's
-    list of stacks (and which carry traffic, where that decides), so no other stack's samples
-    are read; a file as well is an error."""
+def _chosen_stack(
+    store: Store, import_id: int, stack: str | None, file: str | None = None
+) -> StackCounters:
+    """The counters of the stack `pick_stack` chooses among an import's (which carry traffic
+    summed up only where that decides), read alone; `file` names them (default: the file
+    imported)."""
     from pcieperf.measure.stacks import needs_traffic, pick_stack, stack_key
 
-    if counters is not None:
-        raise UsageError(
-            f"{param('counters')} {counters} and {param('import_id')} {import_id} each give the "
-            "counters; give one"
-        )
-    with open_store(db) as store:
-        file, found = store.counter_stacks(import_id)
-        stacks = {stack_key(*pair): pair for pair in found}
-        known = sorted(stacks)
-        busy: list[str] = []  # the busy ones summed up only where they decide
-        if needs_traffic(known, stack):
-            _, moving = store.counter_stacks(import_id, traffic=True)
-            busy = sorted(stack_key(*pair) for pair in moving)
-        chosen = pick_stack(known, busy, stack, file)
-        return store.counter_set(import_id, stacks[chosen])
+    stored, found = store.counter_stacks(import_id)
+    stacks = {stack_key(*pair): pair for pair in found}
+    known = sorted(stacks)
+    busy: list[str] = []
+    if needs_traffic(known, stack):
+        _, moving = store.counter_stacks(import_id, traffic=True)
+        busy = sorted(stack_key(*pair) for pair in moving)
+    chosen = pick_stack(known, busy, stack, file or stored)
+    return store.stack_counters(import_id, stacks[chosen], file)
 
 
 @forwards(forwarding_config, make_link, skip=("pkt",))
@@ -270,7 +293,6 @@ def explain(
     `fit_iommu` (or `fit_out`, a profile file to write) adds `iommu fit` on the same
     counters; `options` are the forwarding setup's and the link's keywords (pcieperf.dpdk.api)."""
     from pcieperf.dpdk.port import PortSetup, parse_page
-    from pcieperf.measure import counters as importers
     from pcieperf.measure import explain as model
     from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 
@@ -288,25 +310,24 @@ def explain(
         run = stored_run(from_run, db, given)
         pps, size, options = run.rx_pps, run.pkt, options | {"batch_hist": run.batch_hist}
     link, cfg = link_and_config(size, **options)
-    if import_id is not None:
-        samples = _stored_counters(counters, import_id, db, stack)
-    else:
-        samples = importers.parse(
-            _counter_file(counters),
-            format,
-            lenient=lenient,
-            delimiter=delimiter,
-            interval_s=interval,
-        )
+    measured = stack_counters(
+        counters,
+        import_id,
+        db=db,
+        stack=stack,
+        format=format,
+        delimiter=delimiter,
+        interval=interval,
+        lenient=lenient,
+    )
     txd = rxd if txd is None else txd
     setup = PortSetup(rxd=rxd, txd=txd) if page is None else PortSetup(parse_page(page), rxd, txd)
     result = model.explain(
-        samples,
+        measured,
         cfg,
         link,
         parse_rate(str(pps)),
         profile=load_profile(profile or DEFAULT_PROFILE),
-        stack=stack,
         iommu_setup=setup,
         page_from_counters=page is None,
     )
@@ -317,7 +338,7 @@ def explain(
         from pcieperf.measure import iommu_fit
 
         fitted = iommu_fit.fit_explained(
-            samples, result, cfg, result.port, platform=platform, name=name
+            measured, result, cfg, result.port, platform=platform, name=name
         )
         data["iommu_fit"] = fitted.as_dict()
         if fit_out:

@@ -15,14 +15,12 @@ from dataclasses import dataclass, field, replace
 from math import inf
 
 import numpy as np
-from numpy.typing import NDArray
 
 from pcieperf.dpdk import forwarding
 from pcieperf.dpdk.port import PortSetup
 from pcieperf.errors import UsageError
 from pcieperf.iommu.platform import IommuParams, Traffic, load_platform
 from pcieperf.iommu.stream import count_misses
-from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.explain_rules import (
     MISTAKE_RULE,
     RATE_EXPLAINS_ALL,
@@ -31,7 +29,7 @@ from pcieperf.measure.explain_rules import (
     RATE_UNRESOLVED,
     RULES,
 )
-from pcieperf.measure.stacks import StackIndex, choose_stack
+from pcieperf.measure.stacks import Series, StackCounters
 from pcieperf.net.ethernet import Ethernet, parse_mix
 from pcieperf.net.wire import FCS_BYTES
 from pcieperf.nic.profile import NicProfile
@@ -65,16 +63,6 @@ DIRECTION_METRICS: dict[str, tuple[forwarding.Metric, ...]] = {
     "host_to_device": ("inbound_read", "outbound_write"),
 }
 EXPLAINED = (*forwarding.METRICS, *DIRECTION_METRICS, MISS_METRIC)
-
-
-@dataclass(frozen=True)
-class Series:
-    """One metric of the chosen stack over time (summed over parts)."""
-
-    metric: str
-    unit: str
-    t_s: NDArray[np.float64]
-    value: NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -254,27 +242,13 @@ class Explanation:
         return [v.metric for v in self.verdicts if v.status != "agrees"]
 
 
-def measured_series(
-    samples: Samples, stack: str, index: StackIndex | None = None
-) -> dict[str, Series]:
-    """Per explained metric, the stack's value at each time, summed over its parts."""
-    index = index or StackIndex.of(samples)
-    in_stack = index.ids == index.names.index(stack)
-    metric = np.asarray(samples.metric)[in_stack]
-    t_s = np.asarray(samples.t_s, dtype=np.float64)[in_stack]
-    value = np.asarray(samples.value, dtype=np.float64)[in_stack]
-    unit = np.asarray(samples.unit)[in_stack]
-    series = {}
-    for name in EXPLAINED:
-        keep = metric == name
-        if keep.any():
-            times, at = np.unique(t_s[keep], return_inverse=True)
-            sums = np.bincount(at, weights=value[keep], minlength=times.size).astype(np.float64)
-            series[name] = Series(name, str(unit[keep][0]), times, sums)
+def measured_series(counters: StackCounters) -> dict[str, Series]:
+    """The stack's explained metrics, each its value at each time summed over its parts."""
+    series = {name: counters.series[name] for name in EXPLAINED if name in counters.series}
     if not series:
         raise UsageError(
-            f"{samples.file}: stack {stack!r} has none of the metrics explain compares "
-            f"({', '.join(EXPLAINED)})"
+            f"{counters.file}: stack {counters.stack!r} has none of the metrics explain "
+            f"compares ({', '.join(EXPLAINED)})"
         )
     return series
 
@@ -518,25 +492,22 @@ def _rule(v: Verdict) -> str:
 
 
 def explain(
-    samples: Samples,
+    counters: StackCounters,
     cfg: forwarding.ForwardingConfig,
     link: Link,
     pps: float,
     *,
     profile: NicProfile | None = None,
-    stack: str | None = None,
     iommu_setup: PortSetup | None = None,
     page_from_counters: bool | None = None,
 ) -> Explanation:
-    """Explain one counter file's stack against forwarding at `pps` with `cfg`. IOTLB misses
-    are predicted for the port `iommu_setup` (PortSetup's defaults if None) with its page size,
-    or with the one the counters imply (`choose_page`) when `page_from_counters` (by default:
+    """Explain one stack's counters against forwarding at `pps` with `cfg`. IOTLB misses are
+    predicted for the port `iommu_setup` (PortSetup's defaults if None) with its page size, or
+    with the one the counters imply (`choose_page`) when `page_from_counters` (by default:
     when no setup is given)."""
     if not 0 < pps < inf:
         raise UsageError(f"packet rate {pps!r} is not allowed; explain needs a finite rate > 0")
-    index = StackIndex.of(samples)
-    chosen = choose_stack(samples, stack, index)
-    series = measured_series(samples, chosen, index)
+    series = measured_series(counters)
     port = iommu_setup or PortSetup()
     predicted = predict(cfg, link, pps, profile)
     from_counters = iommu_setup is None if page_from_counters is None else page_from_counters
@@ -551,9 +522,9 @@ def explain(
         predicted = _with_misses(predicted, misses, pps)
     verdicts, finding = judge(series, predicted, pps, doorbell_range(cfg, link, profile))
     return Explanation(
-        samples.file,
-        samples.source,
-        chosen,
+        counters.file,
+        counters.source,
+        counters.stack,
         pps,
         cfg.pkt_bytes,
         cfg.batch,

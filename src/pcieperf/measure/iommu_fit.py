@@ -28,9 +28,8 @@ from pcieperf.errors import UsageError, param, require_positive
 from pcieperf.iommu.model import Model
 from pcieperf.iommu.platform import IommuParams, Platform, Traffic, load_platform
 from pcieperf.iommu.profiles import DEFAULT_PLATFORM, Param, PlatformProfile, load_platform_profile
-from pcieperf.measure.counters.samples import Samples
 from pcieperf.measure.explain import Explanation, port_setup, port_traffic
-from pcieperf.measure.stacks import StackIndex, choose_stack
+from pcieperf.measure.stacks import StackCounters
 from pcieperf.units import significant
 
 # Reaches tried: powers of two and their 1.5x, 16 to 16 Ki entries.
@@ -53,35 +52,23 @@ class Measured:
     lookups_per_s: float | None
 
 
-def _per_time(metric: np.ndarray, t_s: np.ndarray, value: np.ndarray, name: str) -> np.ndarray:
-    """A metric's value per sample time, summed over the stack's parts."""
-    keep = metric == name
-    times, at = np.unique(t_s[keep], return_inverse=True)
-    return np.bincount(at, weights=value[keep], minlength=times.size)
-
-
-def measured_iotlb(samples: Samples, stack: str | None) -> Measured:
+def measured_iotlb(counters: StackCounters) -> Measured:
     """Mean IOTLB misses and lookups per second of one stack (lookups = hits + misses where
     the tool counts hits: pcm-iio on Skylake-SP / Cascade Lake)."""
-    index = StackIndex.of(samples)
-    chosen = choose_stack(samples, stack, index)
-    in_stack = index.ids == index.names.index(chosen)
-    metric = np.asarray(samples.metric)[in_stack]
-    t_s = np.asarray(samples.t_s, dtype=np.float64)[in_stack]
-    value = np.asarray(samples.value, dtype=np.float64)[in_stack]
-    if not (metric == "iotlb_miss").any():
+    series = counters.series
+    if "iotlb_miss" not in series:
         raise UsageError(
-            f"{samples.file}: stack {chosen!r} has no IOTLB miss counter; iommu fit needs "
-            "pcm-iio (IOTLB Miss) or another source that counts IOTLB misses"
+            f"{counters.file}: stack {counters.stack!r} has no IOTLB miss counter; iommu fit "
+            "needs pcm-iio (IOTLB Miss) or another source that counts IOTLB misses"
         )
-    misses = _per_time(metric, t_s, value, "iotlb_miss")
+    misses = series["iotlb_miss"].value
     lookups = None
-    if (metric == "iotlb_lookup").any():
-        lookups = float(np.mean(_per_time(metric, t_s, value, "iotlb_lookup")))
-    elif (metric == "iotlb_hit").any():
-        lookups = float(np.mean(_per_time(metric, t_s, value, "iotlb_hit") + misses))
+    if "iotlb_lookup" in series:
+        lookups = float(np.mean(series["iotlb_lookup"].value))
+    elif "iotlb_hit" in series:
+        lookups = float(np.mean(series["iotlb_hit"].value + misses))
     return Measured(
-        chosen,
+        counters.stack,
         int(misses.size),
         float(np.mean(misses)),
         float(np.min(misses)),
@@ -206,9 +193,8 @@ def _walkers_param(
 
 
 def fit(
-    samples: Samples,
+    counters: StackCounters,
     *,
-    stack: str | None,
     pps: float,
     setup: port.PortSetup,
     traffic: Traffic,
@@ -219,21 +205,21 @@ def fit(
 ) -> Fit:
     """Fit the IOTLB reach and walk throughput of the host the counters come from."""
     require_positive(param("pps"), pps)
-    measured = measured_iotlb(samples, stack)
+    measured = measured_iotlb(counters)
     per_pkt = measured.misses_per_s / pps
     model = Model(platform, traffic, packets)
     no_iommu = min(model.no_iommu(setup).mpps, traffic.line_mpps(setup.ports))
     points = reach_curve(model, setup)
-    entries = _entries_param(points, per_pkt, base.params["iommu.iotlb_entries"], samples.file)
+    entries = _entries_param(points, per_pkt, base.params["iommu.iotlb_entries"], counters.file)
     bound = per_pkt > MATCH_ABS and pps * 1e-6 < BOUND_SHARE * no_iommu
     walkers = _walkers_param(
-        measured.misses_per_s, bound, platform.iommu, base.params["iommu.walkers"], samples.file
+        measured.misses_per_s, bound, platform.iommu, base.params["iommu.walkers"], counters.file
     )
     params = dict(base.params)
     params["iommu.iotlb_entries"] = entries
     params["iommu.walkers"] = walkers
     profile = PlatformProfile(
-        name, f"{base.title}, fitted to {Path(samples.file).name}", samples.file, params
+        name, f"{base.title}, fitted to {Path(counters.file).name}", counters.file, params
     )
     return Fit(
         measured,
@@ -250,7 +236,7 @@ def fit(
 
 
 def fit_explained(
-    samples: Samples,
+    counters: StackCounters,
     explanation: Explanation,
     cfg: forwarding.ForwardingConfig,
     setup: PortSetup,
@@ -265,8 +251,7 @@ def fit_explained(
     rate = explanation.rate
     pps = rate.implied_pps if explanation.rate_named and rate else explanation.pps
     return fit(
-        samples,
-        stack=explanation.stack,
+        counters,
         pps=pps,
         setup=port_setup(cfg, setup),
         traffic=port_traffic(cfg),

@@ -34,7 +34,7 @@ def open_store(db: str | os.PathLike[str] | None, *, write: bool = False) -> Sto
     return Store(Path(db) if db else None, create=write)
 
 
-def _samples(
+def parsed_counters(
     file: str | os.PathLike[str],
     format: str | None,
     lenient: bool,
@@ -65,7 +65,7 @@ def read_counters(
     `value` and its `unit` (B/s or 1/s). Nothing is stored (see `import_counters`)."""
     import pandas
 
-    samples = _samples(path, format, lenient, delimiter, interval)
+    samples = parsed_counters(path, format, lenient, delimiter, interval)
     columns = {name: getattr(samples, name) for name in COUNTER_COLUMNS if name != "source"}
     frame = pandas.DataFrame({"source": samples.source, **columns}, columns=COUNTER_COLUMNS)
     frame.attrs = {
@@ -92,7 +92,7 @@ def import_counters(
     with open_store(db, write=True) as store:
         import_id, samples = store.import_counters(
             Path(file),
-            lambda sink: _samples(file, format, lenient, delimiter, interval, sink),
+            lambda sink: parsed_counters(file, format, lenient, delimiter, interval, sink),
             force=force,
         )
     path, metrics = os.fspath(file), samples.metrics()

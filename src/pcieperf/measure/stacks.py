@@ -1,17 +1,19 @@
-"""Which IIO stack (root port) of a counter file to explain or fit: each stack named once
-(`stack_key`: its socket first, where the file has sockets), and the one the user asked for or
-the one that carries traffic (`choose_stack`, `pick_stack`: the rule `explain`, `iommu fit` and
-a stored import share)."""
+"""Which IIO stack (root port) of a counter file to explain or fit, and what is read of it: each
+stack named once (`stack_key`: its socket first, where the file has sockets), the one the user
+asked for or the one that carries traffic (`pick_stack`: the rule `explain`, `iommu fit` and
+a stored import share), and that stack's counters over time (`StackCounters`, which the store
+sums up: a counter file of any size is read in bounded memory)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING
 
 from pcieperf.errors import UsageError, param
-from pcieperf.measure.counters.samples import BYTES_PER_S, Samples
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 
 def stack_key(socket: int | None, stack: str) -> str:
@@ -20,39 +22,29 @@ def stack_key(socket: int | None, stack: str) -> str:
 
 
 @dataclass(frozen=True)
-class StackIndex:
-    """Each sample's stack as a small integer, and the stacks' names: one pass over the file's
-    samples, then numpy."""
+class Series:
+    """One metric of a stack over time (summed over its parts at each sample time)."""
 
-    names: list[str]
-    ids: NDArray[np.int64]
-
-    @classmethod
-    def of(cls, samples: Samples) -> StackIndex:
-        """Number the (socket, stack) pairs in order of appearance."""
-        # dict and map walk the rows in C: a generator took 22 ms of an `explain` (57 600 rows)
-        pairs = dict.fromkeys(zip(samples.socket, samples.stack, strict=True))
-        number = {pair: i for i, pair in enumerate(pairs)}
-        rows = map(number.__getitem__, zip(samples.socket, samples.stack, strict=True))
-        ids = np.fromiter(rows, dtype=np.int64, count=len(samples))
-        return cls([stack_key(*pair) for pair in number], ids)
+    metric: str
+    unit: str
+    t_s: NDArray[np.float64]
+    value: NDArray[np.float64]
 
 
-def choose_stack(samples: Samples, wanted: str | None, index: StackIndex | None = None) -> str:
-    """The stack to explain: the one matching `wanted`, else the only one carrying traffic."""
-    index = index or StackIndex.of(samples)
-    known = sorted(index.names)
-    busy: list[str] = []  # the busy ones found only where they decide
-    if needs_traffic(known, wanted):
-        moving = (np.asarray(samples.value) != 0) & (np.asarray(samples.unit) == BYTES_PER_S)
-        # Counted, not np.unique: its first call loads numpy.ma (~10 ms of an `explain`).
-        traffic = np.bincount(index.ids[moving], minlength=len(index.names))
-        busy = sorted(index.names[i] for i in np.flatnonzero(traffic))
-    return pick_stack(known, busy, wanted, samples.file)
+@dataclass(frozen=True)
+class StackCounters:
+    """One stack's counters: each metric over time (`Series`, by name), the stack's name
+    (`stack_key`), and the file and tool they come from."""
+
+    file: str
+    source: str
+    stack: str
+    series: dict[str, Series]
 
 
 def pick_stack(known: list[str], busy: list[str], wanted: str | None, file: str) -> str:
-    """`choose_stack` from the stacks' names and those carrying traffic (sorted, `stack_key`)."""
+    """The stack to explain or fit, from the stacks' names and those carrying traffic (sorted,
+    `stack_key`): the one matching `wanted`, else the only one carrying traffic."""
     if wanted is not None:
         matches = _matching(known, wanted)
         if len(matches) > 1:

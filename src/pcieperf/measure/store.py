@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from pcieperf.errors import UsageError, param, require_choice
 from pcieperf.measure.counters.samples import Samples, Sink
+from pcieperf.measure.stacks import Series, StackCounters, stack_key
 from pcieperf.measure.store_lock import connect
 from pcieperf.measure.store_schema import CAPTURE_RUN_COLUMNS, insert_stacks, schema
 from pcieperf.pciebench.bench import COLUMNS, Kind, ParsedDir, canonical_test, parse_result_dir
@@ -253,19 +254,30 @@ class Store:
             )
         return found
 
-    def counter_set(self, import_id: int, stack: tuple[int | None, str] | None = None) -> Samples:
-        """One import's samples (one (socket, stack)'s if given) in file order (`explain`)."""
-        file, source = self._require_counter_import(import_id)
-        only = "AND socket IS NOT DISTINCT FROM ? AND stack = ? " if stack else ""
-        # In file order without an ORDER BY (a third of the query): a SELECT ... WHERE from
-        # one table keeps the rows' order (DuckDB docs, SQL dialect, "Order preservation").
-        columns = self.con.execute(
-            "SELECT t_s, wall_time, socket, stack, part, metric, value, unit FROM counter_samples "
-            f"WHERE import_id = ? {only}",
-            [import_id, *(stack or ())],
-        ).fetchnumpy()  # by column: half fetchall's time (a NULL is masked, None in tolist)
-        listed: list[Any] = [column.tolist() for column in columns.values()]  # t_s .. unit
-        return Samples(source, file, *listed)
+    def stack_counters(
+        self, import_id: int, stack: tuple[int | None, str], file: str | None = None
+    ) -> StackCounters:
+        """One (socket, stack)'s counters of an import, each metric summed over the stack's
+        parts at each sample time, in time order: what explain and iommu fit read of a counter
+        file, whatever its size (the samples stay here; a metric's sums are read at a time).
+        `file` names the counters where not the file imported (a temporary import's)."""
+        stored, source = self._require_counter_import(import_id)
+        where = "import_id = ? AND socket IS NOT DISTINCT FROM ? AND stack = ?"
+        units = self.con.execute(
+            f"SELECT metric, any_value(unit) FROM counter_samples WHERE {where} "
+            "GROUP BY metric ORDER BY metric",
+            [import_id, *stack],
+        ).fetchall()
+        series = {}
+        for metric, unit in units:
+            sums = self.con.execute(
+                f"SELECT t_s, sum(value) AS value FROM counter_samples WHERE {where} "
+                "AND metric = ? GROUP BY t_s ORDER BY t_s",
+                [import_id, *stack, metric],
+            ).fetchnumpy()
+            t_s, value = (np.asarray(sums[k], dtype=np.float64) for k in ("t_s", "value"))
+            series[metric] = Series(metric, unit, t_s, value)
+        return StackCounters(file or stored, source, stack_key(*stack), series)
 
     def counter_stacks(
         self, import_id: int, *, traffic: bool = False

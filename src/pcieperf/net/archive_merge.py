@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pcieperf import engine
+from pcieperf import engine, outputs
 from pcieperf._native import checked, core
 from pcieperf.errors import TraceFileError, UsageError
 from pcieperf.net.archive import _batched, is_url
@@ -94,7 +94,9 @@ def merge(
     """`trace.merge` cut into time ranges merged by the workers and concatenated here: the
     output is byte for byte `trace.merge`'s. Every input is first scanned for its time span;
     where one is not in time order or defines an interface after its first packet, the merge
-    is one range. Workers write the parts beside `output`, so they must see that folder."""
+    is one range. Workers write the parts into a temporary folder beside `output`, so they
+    must see that folder; it is removed whatever happens (a stopped or failed run's, by the
+    next run to the same output once its process is gone: `outputs.temporary_beside`)."""
     fmt = output_format(output)
     paths = _check_inputs(inputs)
     if not paths:
@@ -111,9 +113,10 @@ def merge(
     count = parts or MERGE_PARTS_PER_WORKER * workers
     mergeable = all(s["in_order"] and s["interfaces_up_front"] for s in scans)
     ranges = time_ranges(scans, count if mergeable else 1)
-    base = Path(os.path.abspath(output))
-    stem = f".{base.name}.{os.urandom(8).hex()}"
-    names = [str(base.parent / f"{stem}.part{k:05d}") for k in range(len(ranges) + 1)]
+    folder = outputs.temporary_beside(os.path.abspath(output))  # the parts' own
+    with outputs.os_errors(Path(output)):
+        folder.mkdir()
+    names = [str(folder / f"{k:05d}") for k in range(len(ranges) + 1)]
     chunks = [(names[0], INT64_MIN, INT64_MAX, [False] * len(paths))]  # header only
     chunks += [
         (
@@ -137,8 +140,7 @@ def merge(
             results[done.index] = done.result
         written = _write_atomically(output, force, lambda tmp: _concatenate(names, tmp))
     finally:
-        for name in names:
-            Path(name).unlink(missing_ok=True)
+        outputs.discard(folder, output)
     return {
         "packets": sum(r["packets"] for r in results[1:]),
         "interfaces": results[0]["interfaces"],

@@ -17,6 +17,9 @@ MIN_FRAME_BYTES = 64  # §4.4.2: minFrameSize 512 bits
 DEFAULT_FRAME_BYTES = MIN_FRAME_BYTES  # every command's frame where none is given (docs/units.md)
 DEFAULT_PPS = 10e6  # the packet rate of dpdk-fwd where none is given
 MAX_FRAME_BYTES = 9216  # not in 802.3: the usual jumbo-frame maximum of switches and NICs
+# The largest frame a capture's packets are priced at: a 64 KiB GSO/TSO packet (an IPv4 total
+# length's maximum, RFC 791) with its 14-byte Ethernet header (§3.1.1) and FCS.
+MAX_PRICED_FRAME_BYTES = 65_535 + 14 + FCS_BYTES
 
 
 def check_rate(rate_gbps: float) -> None:

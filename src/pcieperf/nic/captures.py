@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Unpack
 
     from pcieperf.net.trace.bandwidth import Demand
-    from pcieperf.net.trace.files import Trace
+    from pcieperf.net.trace.timeline import Timeline
     from pcieperf.pcie.api import LinkOptions
     from pcieperf.pcie.link import Link
 
@@ -74,22 +74,23 @@ def nic_trace(
 ) -> Report:
     """Mean and peak PCIe Gb/s up and down per `window` that replaying one capture through NIC
     `profile` needs, each packet priced at its own size at the time it was captured
-    (`pcieperf nic --trace`); `source` is the `Demand`, for a plot of it."""
-    from pcieperf.net.trace.files import read
+    (`pcieperf nic --trace`), the capture read as it streams; `source` is the `Demand`, for a
+    plot of it."""
+    from pcieperf.net.trace.timeline import timeline
     from pcieperf.nic import nic
     from pcieperf.nic.api import dma_paths
 
     link = make_link(**link_options)
     nic_profile = load_profile(profile)
     dma = dma_paths(paths)  # checked before the capture is read
-    captured = read(trace, skip_bad=skip_bad)
     window_ns = parse_duration_ns(window, "window")
+    captured = timeline(trace, skip_bad=skip_bad)
     found = nic.trace_demand(nic_profile, link, captured, window_ns, dma)
     return demand_report(captured, found, link, {"profile": nic_profile.name})
 
 
 def demand_report(
-    captured: Trace, found: Demand, link: Link, extra: dict[str, object], note: str = ""
+    captured: Timeline, found: Demand, link: Link, extra: dict[str, object], note: str = ""
 ) -> Report:
     """The report of a capture's PCIe demand: the capture, `extra` (what priced it) and the
     windows' summary as JSON; the mean and peak per direction as text, after `note`."""
@@ -97,7 +98,7 @@ def demand_report(
         "trace": captured.path,
         "packets": captured.packets,
         "skipped": captured.skipped,
-        "mean_frame_bytes": float(captured.frame_bytes().mean()),
+        "mean_frame_bytes": found.frame_bytes / captured.packets,
         **extra,
         **found.summary(),
     }

@@ -17,7 +17,7 @@ from pcieperf._native import core
 from pcieperf._values import Value, as_int, frozen, is_python, minimum, once, reciprocal
 from pcieperf.errors import UsageError, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
-from pcieperf.net.wire import MIN_FRAME_BYTES
+from pcieperf.net.wire import MAX_PRICED_FRAME_BYTES, MIN_FRAME_BYTES
 from pcieperf.nic.host import assumed_read_ns
 from pcieperf.pcie.link import Link
 from pcieperf.pcie.tlp import TlpRules, link_facts, read_wire_bytes
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # trace loads the Rust core: imported where a trace is priced
     from numpy.typing import ArrayLike, NDArray
 
     from pcieperf.net.trace.bandwidth import Demand
-    from pcieperf.net.trace.files import Trace
+    from pcieperf.net.trace.timeline import Timeline
     from pcieperf.nic.profile import Int
 else:
     from pcieperf._numpy import np
@@ -372,35 +372,39 @@ def per_packet_wire_bytes(
     return up[index], down[index]
 
 
+def frame_costs(
+    profile: NicProfile, link: Link, frames: NDArray[np.int64], paths: tuple[str, ...] = PATHS
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """PCIe wire bytes (up, down) a packet costs at each frame size of `frames` (one below
+    the minimum frame is priced as the minimum): the costs by which a capture is priced."""
+    return per_packet_wire_bytes(
+        *price_packets(profile, link, np.maximum(frames, MIN_FRAME_BYTES), paths)
+    )
+
+
 def trace_demand(
     profile: NicProfile,
     link: Link,
-    trace: Trace,
+    timeline: Timeline,
     window_ns: int,
     paths: tuple[str, ...] = PATHS,
 ) -> Demand:
-    """PCIe bandwidth per time window that this NIC needs to carry the trace's packets at the
-    times they were captured (each packet priced at its own size)."""
-    up, down = per_packet_wire_bytes(*price_packets(profile, link, trace.frame_bytes(), paths))
-    from pcieperf.net.trace.bandwidth import demand
+    """PCIe bandwidth per time window that this NIC needs to carry a capture's packets at the
+    times they were captured (each packet priced at its own size), read as it streams."""
+    from pcieperf.net.trace.bandwidth import Demand
 
-    return demand(trace.ts_ns, up, down, window_ns, link.tlp_bytes_per_s)
-
-
-# --- PCIe demand of capture archives --------------------------------------------------------
-
-MAX_DEMAND_FRAME = 65_535 + 18
-"""Largest frame priced for `trace demand`: a 64 KiB GSO/TSO packet with its Ethernet header
-and FCS; a larger frame is an error naming it."""
+    up, down = frame_costs(profile, link, timeline.frame_sizes(), paths)
+    windows, frame_bytes = timeline.windows((up, down), window_ns)
+    return Demand(windows, link.tlp_bytes_per_s * 8 / 1e9, frame_bytes)
 
 
 def demand_cost(
     profile: NicProfile, link: Link, window_ns: int, dma_paths: tuple[str, ...]
 ) -> object:
     """What each frame size costs the link up and down, priced as `nic --trace` prices a
-    packet (`price_packets`), for the workers of `trace demand` (`TraceDemandCost`)."""
+    packet (`frame_costs`), for the workers of `trace demand` (`TraceDemandCost`)."""
     require_positive("window", window_ns)
-    frames = np.maximum(np.arange(MAX_DEMAND_FRAME + 1), MIN_FRAME_BYTES)
-    up, down = per_packet_wire_bytes(*price_packets(profile, link, frames, dma_paths))
+    frames = np.arange(MAX_PRICED_FRAME_BYTES + 1)
+    up, down = frame_costs(profile, link, frames, dma_paths)
     capacity = link.tlp_bytes_per_s * 8 / 1e9
     return core().TraceDemandCost(window_ns, up.tolist(), down.tolist(), capacity)

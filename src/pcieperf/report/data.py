@@ -13,6 +13,7 @@ counters against the model's prediction band.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -32,7 +33,8 @@ from pcieperf.iommu.model import IommuResult
 from pcieperf.iommu.platform import load_platform
 from pcieperf.net.ethernet import Ethernet, PacketMix, dma_bytes, parse_mix
 from pcieperf.net.trace.bandwidth import Demand
-from pcieperf.net.trace.synthesis import synthetic
+from pcieperf.net.trace.synthesis import synth
+from pcieperf.net.trace.timeline import timeline
 from pcieperf.net.wire import DEFAULT_FRAME_BYTES, FCS_BYTES, frames_text
 from pcieperf.nic import latency, nic
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
@@ -265,18 +267,14 @@ def _result_frame(rows: list[IommuResult]) -> pd.DataFrame:
 
 def trace_demand(cfg: ReportConfig) -> FigureData:
     """DPDK forwarding of a bursty IMIX trace: PCIe bandwidth per window against the link."""
-    eth = Ethernet(cfg.eth_gbps)
-    demo = synthetic(
-        eth=eth,
-        mix=parse_mix(TRACE_MIX),
-        pps=TRACE_MPPS * 1e6 * cfg.eth_gbps / 40,
-        duration_s=0.01,
-        arrival="onoff",
-        burst=256,
-    )
-    fwd = forwarding.trace_forwarding(
-        forwarding.ForwardingConfig(), cfg.link, demo, TRACE_WINDOW_NS, 1000
-    )
+    pps = TRACE_MPPS * 1e6 * cfg.eth_gbps / 40
+    with tempfile.TemporaryDirectory(prefix="pcieperf-report-") as folder:
+        demo = Path(folder) / "demo.pcap"
+        mix, eth = parse_mix(TRACE_MIX), Ethernet(cfg.eth_gbps)
+        synth(demo, eth=eth, mix=mix, pps=pps, duration_s=0.01, arrival="onoff", burst=256)
+        fwd = forwarding.trace_forwarding(
+            forwarding.ForwardingConfig(), cfg.link, timeline(demo), TRACE_WINDOW_NS, 1000
+        )
     found = fwd.demand
     s = found.summary()
     facts = [
@@ -298,7 +296,7 @@ def trace_demand(cfg: ReportConfig) -> FigureData:
         "FILE --plot` draws the same for a real capture.",
         demand_frame(found),
         facts,
-        {"demand": found, "path": demo.path},
+        {"demand": found, "path": f"synthetic {TRACE_MIX} onoff {pps / 1e6:g} Mpps"},
     )
 
 

@@ -22,6 +22,7 @@ mod spill;
 pub mod stats;
 pub mod stream;
 pub mod synth;
+pub mod timeline;
 pub mod write;
 
 #[cfg(test)]

@@ -6,8 +6,10 @@
 //! then covers up to it, so the covered times add up to the capture's duration. A capture
 //! without duration has one window, counted as whole, and no rate.
 //!
-//! `trace stats` (stats.rs `peaks`), archives (archive.rs `Partial::demand`) and per-window
-//! PCIe demand of a trace in memory (`series`: `nic --trace`, `dpdk-fwd --trace`) all apply it.
+//! `trace stats` (stats.rs `peaks`), archives (archive.rs `Partial::demand`) and the per-window
+//! PCIe demand of a capture in time order (timeline.rs: `nic --trace`, `dpdk-fwd --trace`) all
+//! apply it; `series`, the rule over per-packet columns in memory, is what the tests hold the
+//! streamed passes to.
 
 use crate::CoreError;
 
@@ -80,17 +82,13 @@ pub struct Series {
 /// Per-window rates of byte counts given per packet, by the rule: `bytes[k][i]` is packet `i`'s
 /// bytes of series `k`; the timestamps need not be sorted. More than `max_windows` windows is
 /// a bad window length for the trace, refused before any memory is taken for them.
+#[cfg(test)]
 pub fn series(
     ts_ns: &[i64],
     bytes: &[&[f64]],
     window_ns: u64,
     max_windows: u64,
 ) -> Result<(Span, Vec<Series>), CoreError> {
-    if window_ns == 0 {
-        return Err(CoreError::Invalid(
-            "window 0 ns is not allowed; give a window > 0".into(),
-        ));
-    }
     if let Some(bad) = bytes.iter().find(|b| b.len() != ts_ns.len()) {
         return Err(CoreError::LengthMismatch {
             left: ts_ns.len(),
@@ -98,11 +96,41 @@ pub fn series(
         });
     }
     let (Some(&first), Some(&end)) = (ts_ns.iter().min(), ts_ns.iter().max()) else {
-        return Err(CoreError::Invalid(
-            "the trace has no packets; nothing to replay".into(),
-        ));
+        return Err(no_packets());
     };
     let span_ns = end.wrapping_sub(first) as u64;
+    let span = windows_over(span_ns, window_ns, max_windows)?;
+    let index: Vec<usize> = ts_ns
+        .iter()
+        .map(|&t| span.index(t.wrapping_sub(first) as u64))
+        .collect();
+    let out = bytes
+        .iter()
+        .map(|b| {
+            let mut sums = vec![0.0; span.count() as usize];
+            for (&i, &b) in index.iter().zip(*b) {
+                sums[i] += b;
+            }
+            Series::of_sums(&span, span_ns, sums)
+        })
+        .collect();
+    Ok((span, out))
+}
+
+/// The error of a trace without packets: there is nothing to put in windows.
+pub fn no_packets() -> CoreError {
+    CoreError::Invalid("the trace has no packets; nothing to replay".into())
+}
+
+/// The windows of `window_ns` over `span_ns` from the first to the last packet, or why not: a
+/// window of 0 ns, or more than `max_windows` of them (a bad window length for the trace,
+/// refused before any memory is taken for them).
+pub fn windows_over(span_ns: u64, window_ns: u64, max_windows: u64) -> Result<Span, CoreError> {
+    if window_ns == 0 {
+        return Err(CoreError::Invalid(
+            "window 0 ns is not allowed; give a window > 0".into(),
+        ));
+    }
     let span = Span::of(span_ns, window_ns);
     if span.count() > max_windows {
         return Err(CoreError::Invalid(format!(
@@ -112,36 +140,36 @@ pub fn series(
             span.count()
         )));
     }
-    let index: Vec<usize> = ts_ns
-        .iter()
-        .map(|&t| ((t.wrapping_sub(first) as u64 / window_ns).min(span.last)) as usize)
-        .collect();
-    let out = bytes
-        .iter()
-        .map(|b| rates(&span, span_ns, &index, b))
-        .collect();
-    Ok((span, out))
+    Ok(span)
 }
 
-/// One series' sums per window (in packet order) and its rates.
-fn rates(span: &Span, span_ns: u64, index: &[usize], bytes: &[f64]) -> Series {
-    let mut sums = vec![0.0; span.count() as usize];
-    for (&i, &b) in index.iter().zip(bytes) {
-        sums[i] += b;
+impl Span {
+    /// The window of a packet `offset_ns` after the first (the last one takes the packet on
+    /// its end).
+    #[inline]
+    pub fn index(&self, offset_ns: u64) -> usize {
+        (offset_ns / self.window_ns).min(self.last) as usize
     }
-    let gbps: Vec<f64> = sums
-        .iter()
-        .enumerate()
-        .map(|(i, s)| s * 8.0 / span.covered_ns(i as u64) as f64)
-        .collect();
-    let timed = span_ns > 0;
-    let whole = &gbps[..span.full() as usize];
-    Series {
-        mean_gbps: timed.then(|| sums.iter().sum::<f64>() * 8.0 / span_ns as f64),
-        peak_gbps: (timed && !whole.is_empty())
-            .then(|| whole.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
-        tail_gbps: span.has_tail().then(|| gbps[gbps.len() - 1]),
-        gbps,
+}
+
+impl Series {
+    /// One series' rates from its bytes summed per window (`span.count()` sums) over a span of
+    /// `span_ns`.
+    pub fn of_sums(span: &Span, span_ns: u64, sums: Vec<f64>) -> Series {
+        let gbps: Vec<f64> = sums
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s * 8.0 / span.covered_ns(i as u64) as f64)
+            .collect();
+        let timed = span_ns > 0;
+        let whole = &gbps[..span.full() as usize];
+        Series {
+            mean_gbps: timed.then(|| sums.iter().sum::<f64>() * 8.0 / span_ns as f64),
+            peak_gbps: (timed && !whole.is_empty())
+                .then(|| whole.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+            tail_gbps: span.has_tail().then(|| gbps[gbps.len() - 1]),
+            gbps,
+        }
     }
 }
 

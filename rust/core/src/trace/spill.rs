@@ -230,15 +230,20 @@ impl Sorted {
     /// Calls `f` with every packet in time order (equal times in file order); it can be
     /// called again.
     pub(super) fn for_each(&self, mut f: impl FnMut(&Packet)) -> Result<(), CoreError> {
+        self.try_for_each(|p| {
+            f(p);
+            Ok(())
+        })
+    }
+
+    /// `for_each` with an `f` that can fail, which ends the walk with its error.
+    pub(super) fn try_for_each(
+        &self,
+        mut f: impl FnMut(&Packet) -> Result<(), CoreError>,
+    ) -> Result<(), CoreError> {
         match self {
-            Sorted::Memory(packets) => {
-                packets.iter().for_each(f);
-                Ok(())
-            }
-            Sorted::Runs(runs) => merge(runs, |p| {
-                f(&p);
-                Ok(())
-            }),
+            Sorted::Memory(packets) => packets.iter().try_for_each(f),
+            Sorted::Runs(runs) => merge(runs, |p| f(&p)),
         }
     }
 

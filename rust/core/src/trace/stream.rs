@@ -13,6 +13,7 @@ use std::thread;
 use flate2::read::MultiGzDecoder;
 
 use super::shared_buffer::{Pool, SharedBuffer};
+use crate::interrupt::Watch;
 use crate::CoreError;
 
 /// gzip member header ID1 ID2 (RFC 1952 §2.3.1).
@@ -43,7 +44,7 @@ struct ReadAhead {
 }
 
 impl ReadAhead {
-    fn start(mut source: Box<dyn Read + Send>, chunk: usize) -> Self {
+    fn start(mut source: Box<dyn Read + Send>, chunk: usize, watch: Watch) -> Self {
         let (to_parse, full) = sync_channel::<io::Result<Block>>(1);
         let (empty, returned) = sync_channel::<Vec<u8>>(2);
         // The thread ends when the source does, fails, or the stream is dropped (a send fails).
@@ -60,6 +61,9 @@ impl ReadAhead {
             let outcome = loop {
                 if end == block.len() {
                     break Ok(());
+                }
+                if let Err(stop) = watch.check_io() {
+                    break Err(stop);
                 }
                 match source.read(&mut block[end..]) {
                     Ok(0) => break Ok(()),
@@ -125,6 +129,8 @@ pub struct Stream {
     /// bytes, not to `buf`) and the buffers that shared buffers give back.
     shared: Option<Arc<SharedBuffer>>,
     pool: Option<Pool>,
+    /// Checked before every read: the work reading the stream may be asked to stop.
+    watch: Watch,
 }
 
 impl Stream {
@@ -188,6 +194,7 @@ impl Stream {
             ahead: None,
             shared: None,
             pool: None,
+            watch: Watch::start(),
         }
     }
 
@@ -196,7 +203,7 @@ impl Stream {
     pub fn read_ahead(&mut self) {
         if self.ahead.is_none() && !self.eof && self.pool.is_none() {
             let source = std::mem::replace(&mut self.source, Box::new(io::empty()));
-            self.ahead = Some(ReadAhead::start(source, self.chunk));
+            self.ahead = Some(ReadAhead::start(source, self.chunk, self.watch));
         }
     }
 
@@ -305,6 +312,7 @@ impl Stream {
             self.buf.resize(want, 0);
         }
         while self.end < need {
+            self.watch.check_io()?;
             match self.source.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
@@ -331,6 +339,7 @@ impl Stream {
         self.buf = Vec::new(); // the buffer before pool, if any: not needed any more
         let mut filled = left;
         while filled < need {
+            self.watch.check_io()?;
             match self.source.read(&mut buf[filled..]) {
                 Ok(0) => {
                     self.eof = true;
@@ -351,6 +360,7 @@ impl Stream {
     /// bytes copied into its headroom; a record longer than that is assembled by copying.
     fn refill_ahead(&mut self, need: usize) -> io::Result<usize> {
         while self.end - self.start < need && !self.eof {
+            self.watch.check_io()?;
             let ahead = self
                 .ahead
                 .as_ref()

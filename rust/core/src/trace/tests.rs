@@ -19,6 +19,7 @@ use super::Interface;
 use crate::CoreError;
 
 mod shared_buffers;
+mod timeline;
 
 fn u16b(v: u16, be: bool) -> [u8; 2] {
     if be {

@@ -14,14 +14,15 @@ One module per tool's importer (`pcm_iio` for its `-csv` form, `pcm_iio_table` f
 table, `perf`, `vtune`); `samples` holds the table they fill, `text` reads the file as a stream
 of lines, and `formats` lists every format with how it is recognised and read: `parse` picks
 the importer there; with a `sink` (the store's import) it hands the samples on chunk by chunk,
-so a file of any size is imported in bounded memory (issue 28).
+so a file of any size is imported in bounded memory (issue 28). A sample that repeats one
+(rows written twice, a file joined to itself) is passed over and said in one warning.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pcieperf.errors import UsageError, param, require_choice, require_positive
+from pcieperf.errors import UsageError, param, require_choice, require_positive, warn
 from pcieperf.measure.counters import formats
 from pcieperf.measure.counters.samples import Samples, Sink
 from pcieperf.measure.counters.text import counter_text
@@ -58,4 +59,10 @@ def parse(
             fmt, text.lines(), file, {**options, "lenient": lenient, "sink": sink}
         )
     found.flush()
+    if found.repeated:
+        warn(
+            f"{file}: {found.repeated} samples repeat the file's earlier ones (a counter at a "
+            "time already read, or a time before the latest: rows written twice, or files "
+            "joined); they are skipped"
+        )
     return found

@@ -50,6 +50,11 @@ class Samples:
     sink: Sink | None = field(default=None, repr=False, compare=False)
     flushed: int = 0  # samples handed to the sink
     flushed_metrics: set[str] = field(default_factory=set)
+    # Samples passed over as repeats (`add`), and what tells one: the latest time read and the
+    # counters read at it (a file's rows come in time order: only these are kept).
+    repeated: int = 0
+    _latest: float | None = field(default=None, repr=False, compare=False)
+    _at_latest: set[tuple[object, ...]] = field(default_factory=set, repr=False, compare=False)
 
     def add(
         self,
@@ -62,7 +67,20 @@ class Samples:
         value: float,
         unit: str,
     ) -> None:
-        """Append one sample."""
+        """Append one sample, unless it repeats one: the same counter (socket, stack, part,
+        metric) at the same time again, or a time before the latest one read (the tools write
+        in time order: rows written twice, or a file joined to itself); those are counted in
+        `repeated` and passed over."""
+        if t_s != self._latest:
+            if self._latest is not None and t_s < self._latest:
+                self.repeated += 1
+                return
+            self._latest, self._at_latest = t_s, set()
+        counter = (socket, stack, part, metric)
+        if counter in self._at_latest:
+            self.repeated += 1
+            return
+        self._at_latest.add(counter)
         self.t_s.append(t_s)
         self.wall.append(wall)
         self.socket.append(socket)

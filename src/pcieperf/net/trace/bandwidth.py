@@ -1,15 +1,12 @@
-"""The PCIe bandwidth a trace needs: per-window Gb/s from a per-packet cost, and the Rx
-batches a polling driver would see."""
+"""The PCIe bandwidth a trace needs: per-window Gb/s of what its packets cost, as the Rust
+core's passes over a capture count them (`timeline`), against the link."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pcieperf._native import core
 from pcieperf._numpy import np
-from pcieperf.errors import require_positive
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -47,28 +44,19 @@ class Windows:
         """Time the last window covers where it is shorter than a window, else 0."""
         return self.last_covered_ns if self.count > self.full else 0
 
-
-def window_rates(
-    ts_ns: NDArray[np.int64], per_packet_bytes: Sequence[NDArray[np.float64]], window_ns: int
-) -> Windows:
-    """Gb/s per window of `window_ns` of each series of bytes attributed to each packet."""
-    require_positive("window", window_ns)
-    found = core().trace_windows(
-        np.ascontiguousarray(ts_ns, dtype=np.int64),
-        [np.ascontiguousarray(b, dtype=np.float64) for b in per_packet_bytes],
-        int(window_ns),
-        MAX_WINDOWS,
-    )
-    return Windows(
-        window_ns=int(window_ns),
-        count=found["windows"],
-        full=found["full_windows"],
-        last_covered_ns=found["last_covered_ns"],
-        series=tuple(
-            Rates(s["gbps"], s["mean_gbps"], s["peak_gbps"], s["tail_gbps"])
-            for s in found["series"]
-        ),
-    )
+    @classmethod
+    def of(cls, found: dict, window_ns: int) -> Windows:
+        """The windows of `window_ns` as the core's passes give them (`TraceTimeline.windows`)."""
+        return cls(
+            window_ns=window_ns,
+            count=found["windows"],
+            full=found["full_windows"],
+            last_covered_ns=found["last_covered_ns"],
+            series=tuple(
+                Rates(s["gbps"], s["mean_gbps"], s["peak_gbps"], s["tail_gbps"])
+                for s in found["series"]
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -77,6 +65,7 @@ class Demand:
 
     windows: Windows  # the up and down series, in that order
     capacity_gbps: float
+    frame_bytes: int  # of all packets: the trace's mean frame is frame_bytes / packets
 
     @property
     def window_ns(self) -> int:
@@ -115,32 +104,3 @@ class Demand:
             "tail_up_gbps": up.tail,
             "tail_down_gbps": down.tail,
         }
-
-
-def demand(
-    ts_ns: NDArray[np.int64],
-    up_bytes: NDArray[np.float64],
-    down_bytes: NDArray[np.float64],
-    window_ns: int,
-    capacity_bytes_per_s: float,
-    *more_bytes: NDArray[np.float64],
-) -> Demand:
-    """Per-window bandwidth from per-packet PCIe wire bytes up and down (and `more_bytes`,
-    further per-packet series over the same windows, after them in `windows.series`)."""
-    return Demand(
-        window_rates(ts_ns, (up_bytes, down_bytes, *more_bytes), window_ns),
-        capacity_gbps=capacity_bytes_per_s * 8 / 1e9,
-    )
-
-
-def poll_batches(ts_ns: NDArray[np.int64], poll_ns: int, burst: int = 32) -> dict[int, float]:
-    """Rx batch histogram {batch: rx_burst calls} of a PMD that polls every `poll_ns` and takes
-    up to `burst` packets per call: packets that arrive within one poll period share a call."""
-    require_positive("poll period", poll_ns)
-    slot = (ts_ns - ts_ns.min()) // poll_ns
-    _, per_slot = np.unique(slot, return_counts=True)
-    full, rest = np.divmod(per_slot, burst)
-    hist = {burst: float(full.sum())} if full.sum() else {}
-    sizes, calls = np.unique(rest[rest > 0], return_counts=True)
-    hist.update({int(s): float(c) for s, c in zip(sizes, calls, strict=True)})
-    return hist

@@ -1,5 +1,5 @@
 """Synthetic traffic (`trace synth`): a frame-size mix arriving constant, Poisson or in on/off
-bursts, in memory or streamed to a capture file chunk by chunk."""
+bursts, streamed to a capture file chunk by chunk."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pcieperf import progress
 from pcieperf._native import call, core
 from pcieperf._numpy import np
 from pcieperf.errors import UsageError, param, require_choice, require_positive
-from pcieperf.net.trace.files import NS_PER_S, Interface, Trace
+from pcieperf.net.trace.files import NS_PER_S
 from pcieperf.net.trace.rewrite import _check_output, _write_atomically, output_format
 from pcieperf.net.wire import FCS_BYTES
 
@@ -134,24 +134,6 @@ def plan_synthetic(
     return SynthPlan(eth, mix, float(pps), arrival, int(burst), int(seed), n)
 
 
-def synthetic(**kw: object) -> Trace:
-    """An in-memory Ethernet trace (arguments of `plan_synthetic`): frames drawn from the mix,
-    arriving by the arrival process from SYNTH_START_NS (captured lengths exclude the FCS, as
-    on Linux). For long traces write a file with `synth`, which streams."""
-    plan = plan_synthetic(**kw)  # type: ignore[arg-type]  # plan_synthetic's keywords
-    ts, frames = (np.concatenate(part) for part in zip(*plan.chunks(), strict=True))
-    captured = (frames - FCS_BYTES).astype(np.uint32)
-    return Trace(
-        path=f"synthetic {plan.mix.name} {plan.arrival} {plan.pps / 1e6:g} Mpps",
-        format="synthetic",
-        ts_ns=SYNTH_START_NS + ts,
-        caplen=captured,
-        wirelen=captured,
-        iface=np.zeros(plan.packets, dtype=np.uint32),
-        interfaces=(Interface(1, 0, 9, 0, None, 0),),
-    )
-
-
 # Bytes a record adds to its data: pcap record header; pcapng EPB header and trailer (+ padding).
 RECORD_OVERHEAD_BYTES = {"pcap": 16, "pcapng": 32 + 3}
 
@@ -172,7 +154,9 @@ def _require_room(output: Path, fmt: str, plan: SynthPlan) -> None:
 def synth(
     output: str | os.PathLike, *, flows: int = 1024, force: bool = False, **kw: object
 ) -> dict:
-    """Write `synthetic(**kw)` as Ethernet/IPv4/UDP frames cycling over `flows` UDP flows,
+    """Write the traffic `plan_synthetic(**kw)` plans (frames drawn from the mix, arriving by
+    the arrival process from SYNTH_START_NS) as Ethernet/IPv4/UDP frames cycling over `flows`
+    UDP flows,
     generated and written chunk by chunk (bounded memory at any duration), with a progress
     bar where one is seen."""
     fmt = output_format(output)

@@ -23,6 +23,7 @@ use pcap_parser::parse_pcap_header;
 use super::shared_buffer::SharedBuffer;
 use super::stream::{Compression, Stream, DEFAULT_CHUNK_BYTES};
 use super::{linktype_known, Interface};
+use crate::interrupt;
 use crate::CoreError;
 
 /// Section Header Block type: a byte palindrome, so it reads the same in either byte order.
@@ -270,7 +271,9 @@ impl Reader {
         self.stream.fill(need).map_err(|e| {
             let at = self.stream.offset();
             let problem = format!("reading failed: {e}");
-            if e.kind() == io::ErrorKind::UnexpectedEof {
+            if interrupt::is_stop(&e) {
+                Fault::Source(CoreError::Interrupted)
+            } else if e.kind() == io::ErrorKind::UnexpectedEof {
                 // A compressed stream that stops mid-way is a capture cut short.
                 Fault::CutShort(self.error(at, problem))
             } else {

@@ -38,6 +38,16 @@ impl FrameRule {
         }
     }
 
+    /// The rule of a file whose packets are all on Ethernet or a link type with an Ethernet
+    /// equivalent, checked by the caller (an interface of another type that carries no packet
+    /// does not change it).
+    pub(in crate::trace) fn ethernet(interfaces: &[Interface], config: &StatsConfig) -> Self {
+        FrameRule {
+            ethernet: true,
+            ..Self::new(interfaces, config)
+        }
+    }
+
     /// Whether a later rule sizes and times the packets already counted as this one did.
     pub(in crate::trace) fn agrees(&self, later: &FrameRule) -> bool {
         self.ethernet == later.ethernet && self.resolution_ns == later.resolution_ns
