@@ -9,9 +9,9 @@ import pandas as pd
 
 from pcieperf.capture.flow import solve
 from pcieperf.capture.model import record_bytes
-from pcieperf.capture.path import SLEEPING_WRITERS, touches_bytes
+from pcieperf.capture.path import touches_bytes
 from pcieperf.capture.pool import cold_bytes
-from pcieperf.capture.tools import pool_mbufs
+from pcieperf.capture.tools import tool_of, writer_name
 
 SIZES = (64, 128, 256, 512, 1500)
 WRITERS = (("dumpcap", "pcapng"), ("dumpcap", "pcap"), ("pdump", "pcap"))
@@ -50,14 +50,15 @@ def synthetic_runs(
     run_id = 0
     for sink in sinks:
         for tool, fmt in WRITERS:
-            writer = "pdump" if tool == "pdump" else fmt
+            writer = writer_name(tool, fmt)
+            row = tool_of(writer)
             for frame in SIZES:
                 run_id += 1
                 pkt = frame - 4.0
                 rec = float(record_bytes(fmt, np.array(pkt), true["options_bytes"]))
                 calls = float(calls_per_record(writer, np.array(rec)))
                 fwd = true["fwd_base_ns"] + true["fwd_per_byte_ns"] * pkt
-                cold = float(cold_bytes(pool_mbufs(tool, 2048), pkt, CACHE_BYTES))
+                cold = float(cold_bytes(row.pool_mbufs(2048), pkt, CACHE_BYTES))
                 prod = true["prod_fixed_ns"][writer] + true["prod_per_byte_ns"] * pkt
                 # a delivered copy's mbuf comes round the whole pool: its cold lines with it
                 handoff = true["handoff_ns"] + true["prod_cold_byte_ns"] * cold
@@ -80,11 +81,11 @@ def synthetic_runs(
                     lcores=fwd_share,
                     cores=cap_share,
                     arrivals=np.inf,
-                    wakeup_loss=true["wakeup_loss"] if writer in SLEEPING_WRITERS else 0.0,
+                    wakeup_loss=true["wakeup_loss"] if row.sleeps else 0.0,
                 )
                 share = float(flow.delivered)
                 # dumpcap sleeps when it keeps up; dpdk-pdump polls without sleeping
-                slept = writer in SLEEPING_WRITERS and not bool(flow.saturated)
+                slept = row.sleeps and not bool(flow.saturated)
                 jitter = rng.uniform(1 - noise, 1 + noise, 3)
                 fwd_cpu = (fwd + prod + handoff * share) * jitter[0]
                 seconds = 3.0
@@ -125,7 +126,7 @@ def synthetic_runs(
                         "bytes_per_record": -1.0 if sink == "null" else rec,
                         "write_calls_per_packet": calls,
                         "capture_sleeps_per_s": 1000.0 if slept else 0.0,
-                        "pool_mbufs": pool_mbufs(tool, 2048),
+                        "pool_mbufs": row.pool_mbufs(2048),
                         "cache_bytes": CACHE_BYTES,
                         "packets_per_timestamp": 32.0,
                         "inversions": 0,

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from pcieperf._config import load_toml
 from pcieperf.capture.machine import Machine, of_rows
-from pcieperf.capture.path import SINKS, WRITERS
+from pcieperf.capture.path import SINKS
+from pcieperf.capture.tools import writers
 from pcieperf.errors import ProfileError, UsageError, is_number, require_new_file
 from pcieperf.outputs import write_text
 from pcieperf.results import Report, finite_or_none
@@ -178,6 +179,7 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
             f"calibration {where}: unknown key {unknown[0]!r}; allowed: {', '.join(tables)}, wakeup"
         )
     check = _Checker(f"calibration {where}")
+    known = tuple(writers())
     return CaptureCalibration(
         meta=check.meta(data["meta"]),
         forwarding=Forwarding(
@@ -186,7 +188,7 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
             check.band(data["forwarding"], "forwarding"),
         ),
         producer=Producer(
-            check.costs(data["producer"], "fixed_ns", WRITERS, "producer"),
+            check.costs(data["producer"], "fixed_ns", known, "producer"),
             check.per_byte(data["producer"], "per_byte_ns", "producer"),
             check.ns(data["producer"], "handoff_ns", "producer"),
             check.per_byte({"cold_byte_ns": 0.0} | data["producer"], "cold_byte_ns", "producer"),
@@ -194,7 +196,7 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
         ),
         consumers={
             sink: Consumer(
-                check.costs(table, "fixed_ns", WRITERS, f"consumer.{sink}"),
+                check.costs(table, "fixed_ns", known, f"consumer.{sink}"),
                 check.per_byte(table, "per_byte_ns", f"consumer.{sink}"),
                 check.ns(table, "write_call_ns", f"consumer.{sink}"),
                 check.per_byte({"cold_byte_ns": 0.0} | table, "cold_byte_ns", f"consumer.{sink}"),
@@ -204,8 +206,8 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
         },
         wakeup=check.wakeup(data.get("wakeup", {})),
         writes=Writes(
-            check.costs(data["writes"], "per_record", WRITERS, "writes", high=100.0),
-            check.costs(data["writes"], "per_byte", WRITERS, "writes", high=1.0),
+            check.costs(data["writes"], "per_record", known, "writes", high=100.0),
+            check.costs(data["writes"], "per_byte", known, "writes", high=1.0),
             check.number(data["writes"], "pcapng_options_bytes", "writes", 0, 1024),
         ),
         path=where,

@@ -56,7 +56,7 @@ from pcieperf.capture.model import (
 )
 from pcieperf.capture.path import FORMATS, SINKS, touches_bytes
 from pcieperf.capture.pool import cold_bytes
-from pcieperf.capture.tools import pool_mbufs
+from pcieperf.capture.tools import names, tool, writer_name
 from pcieperf.errors import UsageError
 from pcieperf.net.wire import FCS_BYTES
 
@@ -104,7 +104,7 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     d = runs.copy()
     d["pkt"] = d["frame_bytes"].astype(float) - FCS_BYTES
     d["cap"] = captured_bytes(d["frame_bytes"].to_numpy(float), d["snaplen"].to_numpy())
-    d["writer"] = np.where(d["tool"] == "pdump", "pdump", d["format"])
+    d["writer"] = [writer_name(t, f) for t, f in zip(d["tool"], d["format"], strict=True)]
     options = pcapng_options(d) if options_bytes is None else options_bytes
     computed = np.where(
         d["format"] == "pcap",
@@ -113,8 +113,8 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     )
     d["rec"] = np.where(d["bytes_per_record"] > 0, d["bytes_per_record"], computed)
     d["share"] = d["written"] / d["copies"].clip(lower=1)
-    tools_pool = [pool_mbufs(t, int(r)) for t, r in zip(d["tool"], d["ring_size"], strict=True)]
-    d["pool"] = _optional(d, "pool_mbufs").fillna(pd.Series(tools_pool, index=d.index))
+    pools = [tool(t).pool_mbufs(int(r)) for t, r in zip(d["tool"], d["ring_size"], strict=True)]
+    d["pool"] = _optional(d, "pool_mbufs").fillna(pd.Series(pools, index=d.index))
     d["cold"] = cold_bytes(
         d["pool"].to_numpy(float), d["cap"].to_numpy(float), _optional(d, "cache_bytes").to_numpy()
     )
@@ -137,7 +137,11 @@ def _optional(d: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(values, errors="coerce").astype(float)
 
 
-CHOICES = {"tool": ("dumpcap", "pdump"), "port": ("null", "pcap"), "format": FORMATS, "sink": SINKS}
+def _choices() -> dict[str, tuple[str, ...]]:
+    """The values a run's text columns may have."""
+    return {"tool": names(), "port": ("null", "pcap"), "format": FORMATS, "sink": SINKS}
+
+
 POSITIVE = (
     "frame_bytes",
     "copies_per_packet",
@@ -160,10 +164,13 @@ FINITE = (
 
 def check_runs(runs: pd.DataFrame) -> None:
     """Refuse a run the fit cannot read, in one line naming it and the value."""
-    for column, allowed in CHOICES.items():
+    for column, allowed in _choices().items():
         bad = runs[~runs[column].isin(allowed)]
         if len(bad):
             _refuse(bad, column, f"use one of {', '.join(allowed)}")
+    for run, name, fmt in zip(runs["run_id"], runs["tool"], runs["format"], strict=True):
+        if fmt not in tool(name).formats:
+            raise UsageError(f"capture run {run}: {name} writes no {fmt}")
     for columns, low, words in ((POSITIVE, 0, "> 0"), (FINITE, -np.inf, "finite")):
         for column in columns:
             values = pd.to_numeric(runs[column], errors="coerce")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pcieperf.capture import tools
 from pcieperf.capture.calibration import (
     DEFAULT_CALIBRATION,
     CaptureCalibration,
@@ -39,11 +40,11 @@ from pcieperf.capture.path import (
     DESIGNS,
     DIRECTIONS,
     FORMATS,
-    SLEEPING_WRITERS,
+    Design,
+    design,
     touches_bytes,
 )
 from pcieperf.capture.pool import cold_bytes
-from pcieperf.capture.tools import pool_mbufs
 from pcieperf.dpdk.forwarding import ForwardingConfig, forwarding_profile
 from pcieperf.errors import UsageError, param, require_choice, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
@@ -65,8 +66,6 @@ PCAP_RECORD_HEADER = 16  # pcap-savefile(5): ts_sec, ts_usec, caplen, len, 4 B e
 PCAPNG_EPB_BYTES = 32  # pcapng (draft-ietf-opsawg-pcapng §4.3) Enhanced Packet Block: type, length,
 # interface, timestamp (2 x 4 B), captured and original length, trailing length; the data is
 # padded to 32 bits and options follow (their bytes are calibrated: Writes.pcapng_options_bytes)
-PER_PACKET_WRITES = 2.0  # the study: pcap_dump fwrite()s the 16 B header, then the packet, "and
-# these two fwrite(s) cause two kernel traps" per packet (used where no dpdk-pdump run was fitted)
 BURST = 32  # app/dumpcap/main.c BURST_SIZE: one ring dequeue, one writev per burst
 
 
@@ -75,7 +74,7 @@ class CaptureSetup:
     """How the capture runs: the design, what is copied, where it is written, the cores."""
 
     design: str = "batched"
-    format: str | None = None  # None: pcap for per-packet, else pcapng
+    format: str | None = None  # None: the design's (pcap for per-packet, else pcapng)
     sink: str = "null"
     sink_gbps: float | None = None  # a bandwidth the sink writes at most (None: CPU only)
     direction: str = "both"
@@ -94,10 +93,10 @@ class CaptureSetup:
         require_choice(param("direction"), self.direction, tuple(DIRECTIONS))
         if self.format is not None:
             require_choice(param("file_format"), self.format, FORMATS)
-        if self.design == "per-packet" and self.format == "pcapng":
+        if self.format is not None and self.format not in self.tool.formats:
             raise UsageError(
-                f"{param('design')} per-packet is libpcap's pcap_dump: {param('file_format')} "
-                "pcap only"
+                f"{param('design')} {self.design} is {self.tool.binary}'s: {param('file_format')} "
+                f"{' or '.join(self.tool.formats)} only"
             )
         for name in ("fwd_lcores", "capture_cores", "ports", "capture_ports", "ring_size"):
             require_positive(param(name), getattr(self, name))
@@ -121,15 +120,24 @@ class CaptureSetup:
             )
 
     @property
+    def shape(self) -> Design:
+        """The design's row (`capture.path`)."""
+        return design(self.design)
+
+    @property
+    def tool(self) -> tools.CaptureTool:
+        """The tool whose copies and writes the design is."""
+        return tools.tool(self.shape.tool)
+
+    @property
     def file_format(self) -> str:
         """The format written: as given, else the design's own."""
-        return self.format or ("pcap" if self.design == "per-packet" else "pcapng")
+        return self.format or self.shape.format
 
     @property
     def pool(self) -> int:
         """The capture pool's mbufs: as given, else what the design's tool makes."""
-        tool = "pdump" if self.design == "per-packet" else "dumpcap"
-        return self.pool_mbufs or pool_mbufs(tool, self.ring_size)
+        return self.pool_mbufs or self.tool.pool_mbufs(self.ring_size)
 
     def cache_bytes(self, cal: CaptureCalibration) -> float:
         """The cache the pool must fit: as given, else what the calibration's runs measured."""
@@ -159,24 +167,33 @@ def record_bytes(fmt: str, captured: Array, options_bytes: float) -> Array:
     return PCAPNG_EPB_BYTES + 4 * np.ceil(captured / 4) + options_bytes
 
 
-STUDY_WRITES = "pcap_dump with the study's 2 write calls per record (no dpdk-pdump runs)"
+def writer_of(cal: CaptureCalibration, setup: CaptureSetup, sink: str) -> str:
+    """The consumer's write path: the design's tool's writer of its format where the
+    calibration has it for `sink`, else the design's stand-in (per-packet: dumpcap -P's
+    pcap_dump for dpdk-pdump's)."""
+    own = setup.tool.writer(setup.file_format).name
+    stand_in = setup.shape.stand_in
+    if stand_in is None or own in cal.consumer(sink).fixed_ns:
+        return own
+    return stand_in
+
+
+def stood_in(cal: CaptureCalibration, setup: CaptureSetup) -> bool:
+    """Whether the design's writes are its stand-in's, at the study's write calls per record
+    (its tool was not calibrated)."""
+    return writer_of(cal, setup, setup.sink) != setup.tool.writer(setup.file_format).name
 
 
 def writer_source(cal: CaptureCalibration, setup: CaptureSetup) -> str:
-    """Where the design's writes come from: the runs of its writer, or, for per-packet writes
-    without a dpdk-pdump run, libpcap's pcap_dump as the study describes it."""
+    """Where the design's writes come from: the runs of its writer, or, for a design whose
+    tool was not calibrated, its stand-in with the study's write calls per record."""
     writer = writer_of(cal, setup, setup.sink)
-    if setup.design == "per-packet" and writer != "pdump":
-        return STUDY_WRITES
+    if stood_in(cal, setup):
+        return (
+            f"{writer}'s costs with the study's {setup.shape.stand_in_writes:g} write calls "
+            f"per record (no {setup.tool.name} runs)"
+        )
     return f"the {writer} runs' write calls"
-
-
-def writer_of(cal: CaptureCalibration, setup: CaptureSetup, sink: str) -> str:
-    """The consumer's write path: dpdk-pdump's where calibrated for per-packet (the contract's
-    per-packet design), else the format's."""
-    if setup.design == "per-packet" and "pdump" in cal.consumer(sink).fixed_ns:
-        return "pdump"
-    return setup.file_format
 
 
 @dataclass(frozen=True)
@@ -215,11 +232,11 @@ def path_costs(
     rec = record_bytes(fmt, cap, cal.writes.pcapng_options_bytes)
     writer = writer_of(cal, setup, setup.sink)
     per_buffer = np.ones_like(rec)
-    if setup.design == "contiguous":
+    if setup.shape.contiguous:
         per_buffer = np.maximum(1.0, np.floor(MBUF_DATA_ROOM / rec))
     calls = (
-        np.full_like(rec, PER_PACKET_WRITES)
-        if writer_source(cal, setup) == STUDY_WRITES
+        np.full_like(rec, setup.shape.stand_in_writes)
+        if stood_in(cal, setup)
         else write_calls(cal, writer, rec, per_buffer)
     )
     forwarding = cal.forwarding.ns(pkt) if fwd_ns is None else np.full_like(pkt, fwd_ns)
@@ -303,9 +320,9 @@ OUTPUTS = (
 
 
 def wakeup_of(cal: CaptureCalibration, writer: str) -> Wakeup:
-    """What a consumer that keeps up loses on waking: the calibration's wake-up loss for
-    dpdk-dumpcap's writers, none for dpdk-pdump (it never sleeps)."""
-    return cal.wakeup if writer in SLEEPING_WRITERS else Wakeup()
+    """What a consumer that keeps up loses on waking: the calibration's wake-up loss for the
+    writers of a tool that sleeps, none for one that polls without sleeping."""
+    return cal.wakeup if tools.tool_of(writer).sleeps else Wakeup()
 
 
 def wakeup_loss(cal: CaptureCalibration, writer: str) -> float:
@@ -318,9 +335,7 @@ def _corners(cal: CaptureCalibration, setup: CaptureSetup) -> list[tuple[float, 
     spread: each thread's cost at its band's ends, the buffer share at 0 and 1 (contiguous
     only), the wake-up loss at its lowest and highest (a consumer that sleeps)."""
     bands = (cal.forwarding.band, cal.producer.band, cal.consumer(setup.sink).band)
-    shares = (
-        (0.0, setup.buffer_share, 1.0) if setup.design == "contiguous" else (setup.buffer_share,)
-    )
+    shares = (0.0, setup.buffer_share, 1.0) if setup.shape.contiguous else (setup.buffer_share,)
     wakeup = wakeup_of(cal, writer_of(cal, setup, setup.sink))
     losses = {wakeup.loss_low, wakeup.loss_high}  # one corner where they are one (pdump: 0)
     return list(product(*((b.low, b.high) for b in bands), shares, sorted(losses)))
@@ -514,7 +529,7 @@ def _inputs(
         "ring_size": setup.ring_size,
         "pool_mbufs": setup.pool,
         "cache_mib": setup.cache_bytes(cal) / 2**20,
-        "buffer_share": setup.buffer_share if setup.design == "contiguous" else None,
+        "buffer_share": setup.buffer_share if setup.shape.contiguous else None,
         "profile": profile,
         "link": f"Gen{link.gen} x{link.lanes}",
     }

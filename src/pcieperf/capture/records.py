@@ -28,8 +28,8 @@ def capture_run(
     pcap: str | os.PathLike[str] | None = None,
     seconds: float = 3.0,
     lcores: int = 1,
-    tool: str = "dumpcap",
-    format: str = "pcapng",
+    tool: str = tools.TOOLS[0].name,
+    format: str | None = None,
     snaplen: int | None = None,
     ring_size: int = 2048,
     sink: str = "null",
@@ -40,9 +40,10 @@ def capture_run(
     db: str | os.PathLike[str] | None = None,
 ) -> Report:
     """Run dpdk-testpmd forwarding `frame`-byte frames (FCS included) on net_null, or
-    replaying `pcap`, on `lcores` forwarding lcores: first alone, then with dpdk-dumpcap
-    writing `format` into the `sink` (null, tmpfs, or `out` for a file); store what each
-    thread did per packet and what capture cost the forwarding (`pcieperf capture run`). One
+    replaying `pcap`, on `lcores` forwarding lcores: first alone, then with the capture
+    `tool` writing `format` (default: the tool's own) into the `sink` (null, tmpfs, or `out`
+    for a file); store what each thread did per packet and what capture cost the forwarding
+    (`pcieperf capture run`). One
     capture run at a time on a machine: this one waits up to `wait` seconds for another."""
     cfg = CaptureConfig(
         frame=frame,
@@ -98,10 +99,10 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "fwd_lcores": cfg.fwd_lcores,
         "direction": "both",
         "copies_per_packet": COPIES_PER_PACKET,
-        "format": cfg.format,
+        "format": cfg.file_format,
         "snaplen": cfg.snaplen or 0,
         "ring_size": cfg.ring_size,
-        "pool_mbufs": tools.pool_mbufs(cfg.tool, cfg.ring_size),
+        "pool_mbufs": cfg.capture_tool.pool_mbufs(cfg.ring_size),
         "llc_bytes": threads.llc_bytes(),
         "cache_bytes": result.cache_bytes,
         "sink": cfg.sink,
@@ -118,7 +119,7 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "round_trip_ns_no_capture": finite_or_none(result.round_trip_ns[0]),
         "round_trip_ns": finite_or_none(result.round_trip_ns[1]),
         "copies": tool.counts.received,
-        "copies_counted": cfg.tool == "dumpcap",  # pdump's are inferred from the rate
+        "copies_counted": cfg.capture_tool.counts_drops,  # else inferred from the rate
         "dropped": tool.counts.dropped,
         "written": written,
         "loss": tool.counts.dropped / tool.counts.received if tool.counts.received else 0.0,
@@ -205,13 +206,6 @@ def _shown(row: dict[str, Any]) -> Report:
     return Report(data, _text(data))
 
 
-STAMPED = {
-    "dumpcap": "stamped per burst when copied",  # one TSC read a burst: rte_pcapng_copy
-    "pdump": "stamped when written",  # by the net_pcap port, in the capture process
-}
-"""Where each tool's timestamps come from: neither stamps a packet when it reaches the port."""
-
-
 def essentials(row: dict[str, Any]) -> list[dict[str, Any]]:
     """The study's four essentials of a capture, judged from one run: what it showed and
     whether that meets the essential (None where the run could not show it)."""
@@ -222,7 +216,7 @@ def essentials(row: dict[str, Any]) -> list[dict[str, Any]]:
         {
             "essential": "timestamps",
             "met": False,
-            "shown": measured + STAMPED[row["tool"]] + ", not on arrival",
+            "shown": measured + tools.tool(row["tool"]).stamped + ", not on arrival",
         },
         {
             "essential": "ordering",
