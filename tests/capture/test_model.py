@@ -224,13 +224,14 @@ def synthetic_cal(folder):
 def test_the_forwarding_cost_can_come_from_a_stored_run(tmp_path):
     # A real run recorded on this machine (tests/data/capture): its forwarding lcore spent
     # 6.140 CPU ns per packet alone, and that is the model's forwarding cost with --from-run.
+    from pcieperf.capture.stored import add_run
     from pcieperf.measure.store import Store
     from tests.helpers.dpdk import recorded_run_row
 
     row = recorded_run_row()
     db = tmp_path / "s.duckdb"
     with Store(db) as store:
-        run_id = store.add_capture_run(row)
+        run_id = add_run(store, row)
     found = pp.capture_model(sizes=[64], from_run=run_id, db=db).to_json()
     assert found["calibration"]["fwd_cost_from"] == f"capture run {run_id} (fwd_cpu_ns_no_capture)"
     assert found["rows"][0]["fwd_ns_per_packet"] == pytest.approx(row["fwd_cpu_ns_no_capture"])

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pcieperf.capture import threads, tools
+from pcieperf.capture import stored, threads, tools
 from pcieperf.capture.lock import WAIT_S
 from pcieperf.capture.machine import Machine
 from pcieperf.capture.placement import PROBES, ROUND_TRIP
@@ -63,8 +63,8 @@ def capture_run(
     result = _run_with_progress(cfg)
     row = run_row(result)
     with open_store(db, write=True) as store:
-        (stored,) = store.capture_runs([store.add_capture_run(row)])
-    return _shown(stored)
+        (kept,) = stored.runs_of(store, [stored.add_run(store, row)])
+    return _shown(kept)
 
 
 def _run_with_progress(cfg: CaptureConfig) -> CaptureResult:
@@ -86,7 +86,7 @@ def _run_with_progress(cfg: CaptureConfig) -> CaptureResult:
 
 
 def run_row(result: CaptureResult) -> dict[str, Any]:
-    """A capture run as the store keeps it (measure.store.CAPTURE_RUN_COLUMNS)."""
+    """A capture run as the store keeps it (`capture.stored.RUN_COLUMNS`)."""
     cfg, tool, stats = result.config, result.tool, result.file_stats
     written = tool.counts.written
     frame = _frame_bytes(result)
@@ -177,8 +177,7 @@ RUNS_COLUMNS = (
 def capture_runs(*, db: str | os.PathLike[str] | None = None) -> Table:
     """The capture runs stored, oldest first (`pcieperf capture runs`); `.to_frame()` gives
     them as a DataFrame, one row per run."""
-    with open_store(db) as store:
-        rows = store.capture_runs()
+    rows = stored.stored_runs(db=db)
     return Table(rows, RUNS_COLUMNS, text_rows=[_text_row(r) for r in rows])
 
 
@@ -195,8 +194,7 @@ def _text_row(row: dict[str, Any]) -> dict[str, Any]:
 def capture_show(run_id: int, *, db: str | os.PathLike[str] | None = None) -> Report:
     """One stored capture run: what it measured and the study's four essentials (timestamps,
     ordering, Rx/Tx merging, zero loss) as the run showed them (`pcieperf capture show`)."""
-    with open_store(db) as store:
-        (row,) = store.capture_runs([run_id])
+    (row,) = stored.stored_runs([run_id], db)
     return _shown(row)
 
 
