@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         iommu,  # `pp.iommu`: the package is the namespace
         report,
     )
-    from pcieperf.capture.calibration import capture_calibrate
+    from pcieperf.capture.calibrate import capture_calibrate
     from pcieperf.capture.model import capture_model
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
     from pcieperf.dpdk.api import dpdk_forwarding, dpdk_fwd_trace
@@ -146,9 +146,9 @@ def __getattr__(name: str) -> object:
 
             return store
         case "capture_calibrate":
-            from pcieperf.capture import calibration
+            from pcieperf.capture import calibrate
 
-            return getattr(calibration, name)
+            return getattr(calibrate, name)
         case "capture_model":
             from pcieperf.capture import model
 

@@ -14,11 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcieperf.capture import fit, machine
-from pcieperf.capture.calibration import (
-    calibration_toml,
-    capture_calibrate,
-    load_calibration,
-)
+from pcieperf.capture.calibrate import capture_calibrate
+from pcieperf.capture.calibration import calibration_toml, load_calibration
 from pcieperf.capture.model import capture_model
 from pcieperf.errors import ProfileError, UsageError
 from tests.capture.model_synthetic import TRUE, synthetic_runs

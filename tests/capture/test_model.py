@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pcieperf as pp
-from pcieperf.capture.calibration import capture_calibrate
+from pcieperf.capture.calibrate import capture_calibrate
 from pcieperf.capture.flow import limited_by, solve
 from pcieperf.capture.model import CaptureSetup, record_bytes
 from pcieperf.errors import UsageError

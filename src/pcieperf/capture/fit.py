@@ -57,16 +57,12 @@ from pcieperf.capture.model import (
 from pcieperf.capture.path import FORMATS, SINKS, touches_bytes
 from pcieperf.capture.pool import cold_bytes
 from pcieperf.capture.tools import names, tool, writer_name
+from pcieperf.capture.verdicts import SATURATED, slept
 from pcieperf.errors import UsageError
 from pcieperf.net.wire import FCS_BYTES
 
 Array = NDArray[np.float64]
 SEPARABLE = 0.01  # a term whose column lies within 1 % of the others' span is not separable
-SATURATED = 1e-3  # a run that lost more than 0.1 % of its copies had its consumer saturated...
-SLEPT_PER_S = 100.0
-"""...unless its capture thread slept this often per second or more: dumpcap with copies to
-spare slept 286-8419 times a second in 180 runs here, a saturated one 0.25-68 times (blocking
-calls), dpdk-pdump (which polls without sleeping) 0.25-1.4 (docs/capture.md)."""
 REQUIRED = (
     "run_id",
     "dpdk_version",
@@ -123,12 +119,6 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     d["prod_ns"] = (d["fwd_cpu_ns"] - d["fwd_cpu_ns_no_capture"]) / d["copies_per_packet"]
     d.attrs["pcapng_options_bytes"] = options
     return d
-
-
-def slept(sleeps_per_s: Array | float) -> NDArray[np.bool_]:
-    """Whether a capture thread that slept this often had CPU to spare (SLEPT_PER_S; NaN,
-    not measured: no)."""
-    return np.asarray(sleeps_per_s, dtype=np.float64) >= SLEPT_PER_S
 
 
 def _optional(d: pd.DataFrame, column: str) -> pd.Series:

@@ -537,10 +537,10 @@ def _inputs(
 
 def _run_forwarding_ns(run_id: int, db: str | os.PathLike[str] | None) -> float:
     """A stored capture run's forwarding cost: its lcores' CPU ns per packet, alone."""
-    from pcieperf.capture.records import capture_show
+    from pcieperf.capture.stored import read_runs
 
-    found = capture_show(run_id, db=db).to_json()
-    return float(found["fwd_cpu_ns_no_capture"])  # type: ignore[index]  # a row dict
+    (found,) = read_runs([run_id], db)
+    return float(found["fwd_cpu_ns_no_capture"])
 
 
 def _provenance(cal: CaptureCalibration, setup: CaptureSetup, fwd_from: str) -> dict[str, object]:

@@ -177,7 +177,7 @@ RUNS_COLUMNS = (
 def capture_runs(*, db: str | os.PathLike[str] | None = None) -> Table:
     """The capture runs stored, oldest first (`pcieperf capture runs`); `.to_frame()` gives
     them as a DataFrame, one row per run."""
-    rows = stored.stored_runs(db=db)
+    rows = stored.read_runs(db=db)
     return Table(rows, RUNS_COLUMNS, text_rows=[_text_row(r) for r in rows])
 
 
@@ -194,7 +194,7 @@ def _text_row(row: dict[str, Any]) -> dict[str, Any]:
 def capture_show(run_id: int, *, db: str | os.PathLike[str] | None = None) -> Report:
     """One stored capture run: what it measured and the study's four essentials (timestamps,
     ordering, Rx/Tx merging, zero loss) as the run showed them (`pcieperf capture show`)."""
-    (row,) = stored.stored_runs([run_id], db)
+    (row,) = stored.read_runs([run_id], db)
     return _shown(row)
 
 
@@ -304,9 +304,9 @@ def _finite(data: dict[str, Any], keys: tuple[str, ...]) -> list[float]:
 def _pool_lines(data: dict[str, Any]) -> list[str]:
     """Whether the capture thread had CPU to spare (its sleeps) and how much of the copies'
     pool the cache kept (docs/capture.md, "Model"); nothing for a run stored before either."""
-    from pcieperf.capture.fit import slept
     from pcieperf.capture.model import captured_bytes
     from pcieperf.capture.pool import cold_share
+    from pcieperf.capture.verdicts import slept
 
     sleeps, pool, cache = (
         data.get(k) for k in ("capture_sleeps_per_s", "pool_mbufs", "cache_bytes")

@@ -69,6 +69,8 @@ RUN_COLUMNS = {
 """The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
 start time; a store made by an earlier version gains those added since when next used."""
 TEXTS = ("commands", "outputs")  # kept, not listed: the run's command lines and what they printed
+LISTED = ("run_id", "started", *(c for c in RUN_COLUMNS if c not in TEXTS))
+"""The columns of a run as `runs_of` lists it."""
 
 
 def add_run(store: Store, row: dict[str, Any]) -> int:
@@ -91,7 +93,7 @@ def runs_of(store: Store, run_ids: list[int] | None = None) -> list[dict[str, An
     return rows
 
 
-def stored_runs(
+def read_runs(
     run_ids: list[int] | None = None, db: str | os.PathLike[str] | None = None
 ) -> list[dict[str, Any]]:
     """`runs_of` the store `db` (None: the user's)."""

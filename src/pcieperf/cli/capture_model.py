@@ -1,5 +1,5 @@
 """`pcieperf capture model` and `capture calibrate`: the capture path as a model and its
-calibration from stored runs (pcieperf.capture.model, pcieperf.capture.calibration:
+calibration from stored runs (pcieperf.capture.model, pcieperf.capture.calibrate:
 `pp.capture_model`, `pp.capture_calibrate`)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from pcieperf.capture import path
-from pcieperf.capture.calibration import capture_calibrate
+from pcieperf.capture.calibrate import capture_calibrate
 from pcieperf.capture.model import capture_model
 from pcieperf.cli._common import _real, _whole, link_options
 from pcieperf.cli._output import emit
