@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from pcieperf.capture.costs import record_bytes
 from pcieperf.capture.flow import solve
-from pcieperf.capture.model import record_bytes
 from pcieperf.capture.path import touches_bytes
 from pcieperf.capture.pool import cold_bytes
 from pcieperf.capture.tools import tool_of, writer_name

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 import pcieperf as pp
 from pcieperf.capture.calibrate import capture_calibrate
+from pcieperf.capture.costs import record_bytes
 from pcieperf.capture.flow import limited_by, solve
-from pcieperf.capture.model import CaptureSetup, record_bytes
+from pcieperf.capture.setup import CaptureSetup
 from pcieperf.errors import UsageError
 from tests.capture.model_synthetic import TRUE, synthetic_runs
 from tests.helpers.cli import refused
@@ -253,3 +254,25 @@ def test_the_forwarding_cost_can_come_from_a_stored_run(tmp_path):
 def test_the_cli_names_its_flags_in_the_models_checks(capsys, argv, message):
     # a value argparse accepts but the model refuses: one line in the CLI's words, exit 2
     assert refused(capsys, "capture", "model", *argv).startswith(f"pcieperf: error: {message}")
+
+
+@pytest.mark.parametrize("setup", [{}, {"batch": 1, "rs_thresh": 1, "rx_free_thresh": 1}])
+def test_the_pcie_ceiling_is_dpdk_fwds_with_its_settings(setup):
+    # Issue 43: the model calls the shared forwarding model with dpdk-fwd's settings. With a
+    # forwarding cost that never binds, one 100 GbE port of 64 B frames on Gen3 x8 forwards
+    # what dpdk-fwd says the link carries: 42.4 Mpps with its defaults (batch 32), 35.0 with
+    # a doorbell and a descriptor write-back per packet.
+    link = {"gen": 3, "lanes": 8}
+    fwd = pp.dpdk_forwarding(frame=64, eth=100, **link, **setup).to_json()
+    row = pp.capture_model(
+        sizes=64, eth=100, ports=1, capture_ports=1, fwd_ns=1e-3, **link, **setup
+    ).to_json()["rows"][0]
+    assert row["fwd_pps_no_capture"] == pytest.approx(fwd["max_pps"], rel=1e-12)
+    assert fwd["limited_by"] == ["pcie_up"]
+    assert fwd["max_pps"] == pytest.approx(42.44e6 if not setup else 35.03e6, rel=1e-3)
+
+
+def test_the_forwarding_setup_is_checked_as_dpdk_fwd_checks_it(capsys):
+    # one checker per parameter: the same line as `dpdk-fwd --rs-thresh 0`
+    said = refused(capsys, "capture", "model", "--rs-thresh", "0")
+    assert said == refused(capsys, "dpdk-fwd", "--rs-thresh", "0")

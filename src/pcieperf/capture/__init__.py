@@ -9,7 +9,8 @@ Modules, in three rooms; a module imports only modules named before it here, nev
   `machine` (the machine a run was made on), `stored` (a run's stored columns; the store makes
   the table from them), `verdicts` (what a run's own measurements say about it).
 - the model and its calibration: `flow` (the fixed point), `pool` (the copies' pool in the
-  cache), `calibration` (the calibration file), `model_text`, `model` (`pp.capture_model`),
+  cache), `calibration` (the calibration file), `setup` (the model's inputs), `costs` (what each
+  thread spends per item), `model_text`, `model` (`pp.capture_model`),
   `fit` (costs fitted to runs), `placement` (where the host put the two CPUs), `calibrate`
   (`pp.capture_calibrate`; the shipped calibration in `calibrations/`). `import
   pcieperf.capture.model` loads no runner and no store.

@@ -45,8 +45,7 @@ from pcieperf.capture.calibration import (
     Wakeup,
     Writes,
 )
-from pcieperf.capture.flow import LIMITS, limited_by, solve
-from pcieperf.capture.model import (
+from pcieperf.capture.costs import (
     PCAPNG_EPB_BYTES,
     captured_bytes,
     copy_costs,
@@ -54,6 +53,7 @@ from pcieperf.capture.model import (
     wakeup_loss,
     write_calls,
 )
+from pcieperf.capture.flow import LIMITS, limited_by, solve
 from pcieperf.capture.path import FORMATS, SINKS, touches_bytes
 from pcieperf.capture.pool import cold_bytes
 from pcieperf.capture.tools import names, tool, writer_name

@@ -304,7 +304,7 @@ def _finite(data: dict[str, Any], keys: tuple[str, ...]) -> list[float]:
 def _pool_lines(data: dict[str, Any]) -> list[str]:
     """Whether the capture thread had CPU to spare (its sleeps) and how much of the copies'
     pool the cache kept (docs/capture.md, "Model"); nothing for a run stored before either."""
-    from pcieperf.capture.model import captured_bytes
+    from pcieperf.capture.costs import captured_bytes
     from pcieperf.capture.pool import cold_share
     from pcieperf.capture.verdicts import slept
 

@@ -9,9 +9,10 @@ import argparse
 from pcieperf.capture import path
 from pcieperf.capture.calibrate import capture_calibrate
 from pcieperf.capture.model import capture_model
-from pcieperf.cli._common import _real, _whole, link_options
+from pcieperf.cli._common import _real, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.cli.dpdk_fwd import add_forwarding_setup, forwarding_options
 from pcieperf.net import wire
 
 MODEL_OPTIONS = (
@@ -45,7 +46,7 @@ def cmd_capture_model(args: argparse.Namespace) -> None:
     from the calibration's spread and what limits each (docs/capture.md)."""
     chosen = {name: getattr(args, name) for name in MODEL_OPTIONS}
     calibrated = {"calibration": args.calibration} if args.calibration else {}
-    emit(args, capture_model(**chosen, **calibrated, db=args.db, **link_options(args)))
+    emit(args, capture_model(**chosen, **calibrated, db=args.db, **forwarding_options(args)))
 
 
 def cmd_capture_calibrate(args: argparse.Namespace) -> None:
@@ -102,6 +103,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
         help="contiguous: share of fixed costs paid per buffer, 0-1 (bounds take 0 and 1)",
     )
     p.add_argument("--profile", default="testpmd-fwd", help="the NIC's forwarding profile")
+    add_forwarding_setup(p.add_argument_group("forwarding setup (as dpdk-fwd's)"))
     p.add_argument(
         "--fwd-ns", type=_real(), default=None, help="forwarding CPU ns per packet (default: cal.)"
     )
