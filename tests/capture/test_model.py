@@ -15,7 +15,7 @@ from pcieperf.capture.costs import record_bytes
 from pcieperf.capture.flow import limited_by, solve
 from pcieperf.capture.setup import CaptureSetup
 from pcieperf.errors import UsageError
-from tests.capture.model_synthetic import TRUE, synthetic_runs
+from tests.capture.model_synthetic import synthetic_runs, wakeup_loss
 from tests.helpers.cli import refused
 
 # The issue's first measurements (a loaded 2-core VM, DPDK 22.11): forwarding 7.5 ns per packet,
@@ -166,13 +166,31 @@ def test_rows_carry_the_contract_and_its_bounds(designs):
             assert row[key] <= row[f"{key}_high"] * (1 + 1e-12)
         assert row["limited_by"] in ("capture_cpu", "sink", "forwarding_cpu", "line", "pcie")
     # 1518 B frames at line rate on 2x10 GbE: 2 x 812.74 kpps, 20 Gb/s counted on the wire
-    # (1538 B with preamble, SFD and gap: 10e9 / (1538 x 8) per port), all captured but the
-    # 1.5 % dumpcap loses on waking (the synthetic runs' wake-up loss).
+    # (1538 B with preamble, SFD and gap: 10e9 / (1538 x 8) per port), all captured but what
+    # dumpcap loses on waking while its 2048 copies hold 1.26 ms of them (the synthetic runs'
+    # rule: 0.2 x exp(-1.26 ms / 150 us) = 4.5e-5).
     big = rows[4]
-    assert big["fwd_pps_no_capture"] == pytest.approx(2 * 10e9 / (1538 * 8), rel=1e-12)
-    assert big["loss"] == pytest.approx(TRUE["wakeup_loss"], rel=1e-5)
-    assert big["capture_gbps"] == pytest.approx(20.0 * (1 - TRUE["wakeup_loss"]), rel=1e-5)
+    line = 2 * 10e9 / (1538 * 8)
+    assert big["fwd_pps_no_capture"] == pytest.approx(line, rel=1e-12)
+    assert big["ring_holds_s"] == pytest.approx(2048 / line, rel=1e-12)
+    assert big["loss"] == pytest.approx(wakeup_loss(2048 / line), rel=1e-4)
+    assert big["capture_gbps"] == pytest.approx(20.0 * (1 - big["loss"]), rel=1e-12)
     assert big["limited_by"] == "line"
+
+
+def test_the_loss_waking_falls_with_the_time_the_ring_holds(synthetic_calibration):
+    # Issue 43: a ring that holds milliseconds of copies loses nothing while its thread wakes.
+    # 1518 B at line rate: 256 copies hold 157 us (7 % lost), 2048 hold 1.26 ms; at 100 kpps
+    # 2048 copies hold 20 ms (nothing).
+    def row(**given):
+        found = pp.capture_model(sizes=1518, calibration=synthetic_calibration, **given)
+        return found.to_json()["rows"][0]
+
+    short, line, slow = row(ring_size=256), row(), row(pps="100k")
+    assert slow["ring_holds_s"] == pytest.approx(2048 / 1e5)
+    for found in (short, line, slow):
+        assert found["loss"] == pytest.approx(wakeup_loss(found["ring_holds_s"]), rel=1e-4)
+    assert short["loss"] > 0.05 > line["loss"] > 1e-5 > 1e-60 > slow["loss"]
 
 
 def test_designs_rank_as_the_study_found_at_64_bytes(designs):

@@ -142,7 +142,7 @@ def capture_calibrate(
         "producer": cost_table(cal.producer),
         "consumer": {sink: cost_table(c) for sink, c in cal.consumers.items()},
         "writes": asdict(cal.writes),
-        "wakeup": asdict(cal.wakeup),
+        "wakeup": cost_table(cal.wakeup),
         "not_separable": cal.meta.not_separable,
         "loso": judged,
         "held_out": held.to_dict("records"),
@@ -173,8 +173,10 @@ def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
             f"[x{c.band.low:.2f}-{c.band.high:.2f}]"
             for sink, c in cal.consumers.items()
         ),
-        f"  wakeup      {100 * w.loss:.2f} % of copies lost by {w.runs} runs whose capture "
-        f"thread slept [{100 * w.loss_low:.2f}-{100 * w.loss_high:.2f} %], ring {w.ring_size}",
+        f"  wakeup      {100 * w.at_zero:.2f} % x exp(-hold / {1e6 * w.scale_s:.0f} us) of copies "
+        f"lost by {w.runs} runs whose capture thread slept, their ring holding "
+        f"{1e6 * w.hold_min_s:.0f}-{1e6 * w.hold_max_s:.0f} us of copies "
+        f"[x{w.band.low:.2f}-{w.band.high:.2f}]",
         *(f"  not separable: {n}" for n in cal.meta.not_separable),
         *_placement_lines(cal.meta),
         "leave one frame size out (each size predicted from the other sizes' runs):",

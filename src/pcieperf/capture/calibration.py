@@ -94,15 +94,28 @@ class Consumer:
 class Wakeup:
     """Copies lost while a capture thread that keeps up wakes from its sleeps: dpdk-dumpcap
     sleeps (usleep) once it finds its ring empty 1000 times running (app/dumpcap/main.c
-    SLEEP_THRESHOLD), and a copy that arrives while the ring is full meanwhile is dropped. The
-    share of copies lost by the runs whose thread slept, at their ring size; dpdk-pdump never
-    sleeps."""
+    SLEEP_THRESHOLD), and the copies that arrive while it is away longer than its ring holds
+    are dropped. So the share lost falls with the time the ring holds copies at their rate
+    (`hold_s` = ring size / copies per second): at_zero x exp(-hold_s / scale_s), an exponential
+    tail of the time the thread is away, fitted to the runs whose thread slept (their hold
+    times from hold_min_s to hold_max_s; `scale_s` inf: a loss the runs showed not to fall with
+    it); `band`, their lowest and highest measured over fitted. A tool that never sleeps
+    (dpdk-pdump) loses nothing this way."""
 
-    loss: float = 0.0
-    loss_low: float = 0.0
-    loss_high: float = 0.0
-    ring_size: int = 0
+    at_zero: float = 0.0
+    scale_s: float = math.inf
+    band: Band = field(default_factory=Band)
+    hold_min_s: float = 0.0
+    hold_max_s: float = 0.0
     runs: int = 0
+
+    def loss(self, hold_s: Value, scale: float = 1.0) -> Value:
+        """The share of copies lost with a ring that holds `hold_s` seconds of them (`scale`: a
+        corner of the band)."""
+        import numpy as np
+
+        with np.errstate(over="ignore"):
+            return np.minimum(1.0, scale * self.at_zero * np.exp(-np.divide(hold_s, self.scale_s)))
 
 
 @dataclass(frozen=True)
@@ -288,22 +301,39 @@ class _Checker:
         return value
 
     def wakeup(self, table: object) -> Wakeup:
-        """The [wakeup] table; none (an earlier version's file): nothing lost on waking."""
+        """The [wakeup] table; none (an earlier version's file): nothing lost on waking; an
+        earlier version's constant share (`loss` and its lowest and highest): the same share
+        at any hold time."""
         if not isinstance(table, dict):
             raise self.fail("[wakeup]", table, "give a table")
         if not table:
             return Wakeup()
-        shares = [self.number(table, k, "wakeup", 0, 1) for k in ("loss", "loss_low", "loss_high")]
-        if not shares[1] <= shares[0] <= shares[2]:
-            raise self.fail("[wakeup] loss", shares[0], "keep loss_low <= loss <= loss_high")
-        counts = [int(self.number(table, k, "wakeup", 0, 2**31)) for k in ("ring_size", "runs")]
-        return Wakeup(shares[0], shares[1], shares[2], counts[0], counts[1])
+        if "loss" in table:
+            shares = [
+                self.number(table, k, "wakeup", 0, 1) for k in ("loss", "loss_low", "loss_high")
+            ]
+            if not shares[1] <= shares[0] <= shares[2]:
+                raise self.fail("[wakeup] loss", shares[0], "keep loss_low <= loss <= loss_high")
+            band = Band(*(s / shares[0] if shares[0] else 1.0 for s in shares[1:]))
+            runs = int(self.number(table, "runs", "wakeup", 0, 2**31))
+            return Wakeup(shares[0], math.inf, band, runs=runs)
+        holds = [self.number(table, k, "wakeup", 0, 1e3) for k in ("hold_min_s", "hold_max_s")]
+        return Wakeup(
+            self.number(table, "at_zero", "wakeup", 0, 1),
+            self.limit({"scale_s": math.inf} | table, "scale_s", "wakeup", low=1e-9),
+            self.band(table, "wakeup"),
+            holds[0],
+            holds[1],
+            int(self.number(table, "runs", "wakeup", 0, 2**31)),
+        )
 
-    def limit(self, table: dict[str, Any], key: str) -> float:
+    def limit(
+        self, table: dict[str, Any], key: str, where: str = "meta", low: float = 1e-3
+    ) -> float:
         """A positive limit, or inf (TOML's `inf`) for none."""
         if table.get(key, math.inf) == math.inf:
             return math.inf
-        return self.number(table, key, "meta", 1e-3, 1e6)
+        return self.number(table, key, where, low, 1e6)
 
     def ids(self, table: dict[str, Any], key: str) -> list[int]:
         ids = table.get(key, [])
@@ -334,7 +364,7 @@ def calibration_toml(cal: CaptureCalibration, header: str = "") -> str:
         ("producer", cost_table(cal.producer)),
         *((f"consumer.{sink}", cost_table(c)) for sink, c in cal.consumers.items()),
         ("writes", asdict(cal.writes)),
-        ("wakeup", asdict(cal.wakeup)),
+        ("wakeup", cost_table(cal.wakeup)),
     ]
     out = [
         "# Written by `pcieperf capture calibrate`; re-run it to regenerate (docs/capture.md).",
@@ -346,7 +376,7 @@ def calibration_toml(cal: CaptureCalibration, header: str = "") -> str:
     return "\n".join(out) + "\n"
 
 
-def cost_table(costs: Forwarding | Producer | Consumer) -> dict[str, object]:
+def cost_table(costs: Forwarding | Producer | Consumer | Wakeup) -> dict[str, object]:
     """A cost table's keys, its band as band_low and band_high."""
     out = {f.name: getattr(costs, f.name) for f in fields(costs) if f.name != "band"}
     return out | {"band_low": costs.band.low, "band_high": costs.band.high}

@@ -185,8 +185,3 @@ def wakeup_of(cal: CaptureCalibration, writer: str) -> Wakeup:
     """What a consumer that keeps up loses on waking: the calibration's wake-up loss for the
     writers of a tool that sleeps, none for one that polls without sleeping."""
     return cal.wakeup if tools.tool_of(writer).sleeps else Wakeup()
-
-
-def wakeup_loss(cal: CaptureCalibration, writer: str) -> float:
-    """The share of copies a consumer that keeps up loses on waking (`wakeup_of`)."""
-    return wakeup_of(cal, writer).loss

@@ -26,12 +26,12 @@ from numpy.typing import NDArray
 from pcieperf.capture.calibration import (
     DEFAULT_CALIBRATION,
     CaptureCalibration,
+    Wakeup,
     load_calibration,
 )
 from pcieperf.capture.costs import (
     Costs,
     path_costs,
-    wakeup_loss,
     wakeup_of,
     writer_of,
     writer_source,
@@ -46,7 +46,7 @@ from pcieperf.errors import UsageError, param, require_positive
 from pcieperf.net.ethernet import Ethernet, PacketMix
 from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
 from pcieperf.pcie.link import Link
-from pcieperf.results import Table
+from pcieperf.results import Table, finite_or_none
 
 Array = NDArray[np.float64]
 
@@ -65,13 +65,13 @@ OUTPUTS = (
 
 
 def _corners(cal: CaptureCalibration, setup: CaptureSetup) -> list[tuple[float, ...]]:
-    """(forwarding, producer, consumer) scales, buffer shares and wake-up losses spanning the
-    spread: each thread's cost at its band's ends, the buffer share at 0 and 1 (contiguous
-    only), the wake-up loss at its lowest and highest (a consumer that sleeps)."""
+    """(forwarding, producer, consumer) scales, buffer shares and wake-up loss scales spanning
+    the spread: each thread's cost at its band's ends, the buffer share at 0 and 1 (contiguous
+    only), the wake-up loss at its band's ends."""
     bands = (cal.forwarding.band, cal.producer.band, cal.consumer(setup.sink).band)
     shares = (0.0, setup.buffer_share, 1.0) if setup.shape.contiguous else (setup.buffer_share,)
     wakeup = wakeup_of(cal, writer_of(cal, setup, setup.sink))
-    losses = {wakeup.loss_low, wakeup.loss_high}  # one corner where they are one (pdump: 0)
+    losses = {wakeup.band.low, wakeup.band.high}  # one corner where they are one
     return list(product(*((b.low, b.high) for b in bands), shares, sorted(losses)))
 
 
@@ -87,6 +87,7 @@ class CaptureRows:
     saturated: NDArray[np.bool_]  # the consumer cannot write every copy (not its wake-ups)
     costs: Costs
     copies: float
+    ring_holds_s: Array  # how long the ring holds the copies that arrive (central)
 
 
 def evaluate_capture(
@@ -114,29 +115,35 @@ def evaluate_capture(
     arrivals = np.minimum(offered, pcie)
     wire_bits = nic.per_packet(port.wire_bytes(nic.sizes)) * 8
 
-    central_loss = wakeup_loss(cal, writer_of(cal, setup, setup.sink))
+    wakeup = wakeup_of(cal, writer_of(cal, setup, setup.sink))
 
     def rows_at(
-        share: float, scale: tuple[float, float, float], lost_waking: float = central_loss
-    ) -> tuple[Costs, Flow, Array | float]:
+        share: float, scale: tuple[float, float, float], waking: float = 1.0
+    ) -> tuple[Costs, Flow, Array | float, Array]:
         per_size = path_costs(cal, setup, nic.sizes, share, fwd_ns).scaled(*scale)
         costs = Costs(*(nic.per_packet(getattr(per_size, f)) for f in Costs.__dataclass_fields__))
         sink_pps = (
             np.inf if setup.sink_gbps is None else setup.sink_gbps * 1e9 / 8 / costs.record_bytes
         )
-        flow = solve(
-            costs.fwd_ns,
-            costs.prod_ns,
-            costs.handoff_ns,
-            costs.cons_ns,
-            copies=setup.copies,
-            lcores=setup.fwd_lcores,
-            cores=setup.capture_cores,
-            arrivals=arrivals,
-            sink_pps=sink_pps,
-            wakeup_loss=lost_waking,
-        )
-        return costs, flow, sink_pps
+
+        def settle(lost_waking: Array | float) -> Flow:
+            return solve(
+                costs.fwd_ns,
+                costs.prod_ns,
+                costs.handoff_ns,
+                costs.cons_ns,
+                copies=setup.copies,
+                lcores=setup.fwd_lcores,
+                cores=setup.capture_cores,
+                arrivals=arrivals,
+                sink_pps=sink_pps,
+                wakeup_loss=lost_waking,
+            )
+
+        # how long the ring holds the copies that arrive, and what is lost waking with that
+        with np.errstate(divide="ignore"):
+            hold = setup.ring_size / (setup.copies * settle(0.0).fwd_pps)
+        return costs, settle(wakeup.loss(hold, waking)), sink_pps, hold
 
     def outputs(costs: Costs, flow: Flow) -> dict[str, Array]:
         rates = {k: getattr(flow, k) for k in ("capture_pps", "fwd_pps_no_capture", "fwd_pps")}
@@ -148,7 +155,7 @@ def evaluate_capture(
             "fwd_penalty_ns_per_packet": penalty,
         }
 
-    costs, flow, sink_pps = rows_at(setup.buffer_share, (1.0, 1.0, 1.0))
+    costs, flow, sink_pps, hold = rows_at(setup.buffer_share, (1.0, 1.0, 1.0))
     central = outputs(costs, flow)
     spread = [outputs(*rows_at(s, (f, p, c), w)[:2]) for f, p, c, s, w in _corners(cal, setup)]
     values: dict[str, Array] = {}
@@ -164,6 +171,7 @@ def evaluate_capture(
         saturated=flow.saturated,
         costs=costs,
         copies=setup.copies,
+        ring_holds_s=hold,
     )
 
 
@@ -303,10 +311,21 @@ def _provenance(cal: CaptureCalibration, setup: CaptureSetup, fwd_from: str) -> 
         "fwd_cost_from": fwd_from,
         "writes_from": writer_source(cal, setup),
         "cache_from": "given (cache_mib)" if setup.cache_mib is not None else "calibration runs",
-        "wakeup_loss": wakeup_loss(cal, writer_of(cal, setup, setup.sink)),
+        "wakeup": _wakeup(wakeup_of(cal, writer_of(cal, setup, setup.sink))),
         "machine": f"{cal.meta.cpu_model}, {cal.meta.cpus} CPUs" if cal.meta.cpu_model else None,
         "this_machine": f"{here.cpu_model}, {here.cpus} CPUs",
         "measured_here": measured_here(cal),
+    }
+
+
+def _wakeup(wakeup: Wakeup) -> dict[str, object]:
+    """The wake-up loss rule the rows used: its share at no hold time, its scale (None: a
+    constant share) and the hold times of the runs it was fitted to."""
+    return {
+        "at_zero": wakeup.at_zero,
+        "scale_us": finite_or_none(1e6 * wakeup.scale_s),
+        "runs": wakeup.runs,
+        "hold_us_measured": [1e6 * wakeup.hold_min_s, 1e6 * wakeup.hold_max_s],
     }
 
 
@@ -336,12 +355,13 @@ def _rows(found: CaptureRows, setup: CaptureSetup) -> list[dict[str, object]]:
         "record_bytes": found.costs.record_bytes,
         "records_per_buffer": found.costs.per_buffer,
         "ring_full_after_s": ring_s,  # how long the ring hides the loss from a fresh start
+        "ring_holds_s": found.ring_holds_s,  # the ring's copies at the rate they arrive
     }
     rows = [
         dict(zip(columns, row, strict=True))
         for row in zip(*(c.tolist() for c in columns.values()), strict=True)
     ]
-    for row in rows:
-        if row["ring_full_after_s"] != row["ring_full_after_s"]:  # NaN: it never fills
-            row["ring_full_after_s"] = None
+    for row in rows:  # NaN: the ring never fills; inf: nothing arrives
+        for key in ("ring_full_after_s", "ring_holds_s"):
+            row[key] = finite_or_none(row[key])
     return rows
