@@ -164,7 +164,14 @@ def test_rows_carry_the_contract_and_its_bounds(designs):
         for key in ("capture_pps", "capture_gbps", "loss", "fwd_pps_no_capture", "fwd_pps"):
             assert row[f"{key}_low"] <= row[key] * (1 + 1e-12)
             assert row[key] <= row[f"{key}_high"] * (1 + 1e-12)
-        assert row["limited_by"] in ("capture_cpu", "sink", "forwarding_cpu", "line", "pcie")
+        assert row["limited_by"] in (
+            "capture_cpu",
+            "sink",
+            "forwarding_cpu",
+            "line",
+            "pcie",
+            "offered",
+        )
     # 1518 B frames at line rate on 2x10 GbE: 2 x 812.74 kpps, 20 Gb/s counted on the wire
     # (1538 B with preamble, SFD and gap: 10e9 / (1538 x 8) per port), all captured but what
     # dumpcap loses on waking while its 2048 copies hold 1.26 ms of them (the synthetic runs'
@@ -191,6 +198,9 @@ def test_the_loss_waking_falls_with_the_time_the_ring_holds(synthetic_calibratio
     for found in (short, line, slow):
         assert found["loss"] == pytest.approx(wakeup_loss(found["ring_holds_s"]), rel=1e-4)
     assert short["loss"] > 0.05 > line["loss"] > 1e-5 > 1e-60 > slow["loss"]
+    # everything offered is forwarded: the offer below line rate is the limit (issue 43)
+    assert (line["limited_by"], slow["limited_by"]) == ("line", "offered")
+    assert slow["fwd_pps"] == pytest.approx(1e5, rel=1e-12)
 
 
 def test_designs_rank_as_the_study_found_at_64_bytes(designs):

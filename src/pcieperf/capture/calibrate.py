@@ -142,7 +142,7 @@ def capture_calibrate(
         "producer": cost_table(cal.producer),
         "consumer": {sink: cost_table(c) for sink, c in cal.consumers.items()},
         "writes": asdict(cal.writes),
-        "wakeup": cost_table(cal.wakeup),
+        "wakeup": {k: _json(v) for k, v in cost_table(cal.wakeup).items()},
         "not_separable": cal.meta.not_separable,
         "loso": judged,
         "held_out": held.to_dict("records"),
@@ -218,6 +218,11 @@ def _placement_lines(meta: Meta) -> list[str]:
         f"{' or '.join(limits) or 'another placement'} (another placement: "
         f"docs/capture.md#placement); their forwarding penalty was {ratio:.2f}x the fit's"
     ]
+
+
+def _json(value: object) -> object:
+    """A value as JSON holds it (an infinite scale: null)."""
+    return finite_or_none(value) if isinstance(value, float) else value
 
 
 def _fixed(fixed: dict[str, float]) -> str:

@@ -167,7 +167,7 @@ def evaluate_capture(
         labels=list(nic.label),
         frame_bytes=nic.mean_frame_bytes,
         values=values,
-        limited_by=limited_by(flow, consumer_cpu, sink_pps, offered, pcie),
+        limited_by=limited_by(flow, consumer_cpu, sink_pps, line, pcie, offered),
         saturated=flow.saturated,
         costs=costs,
         copies=setup.copies,
