@@ -16,7 +16,7 @@ from pcieperf.capture.flow import limited_by, solve
 from pcieperf.capture.setup import CaptureSetup
 from pcieperf.errors import UsageError
 from tests.capture.model_synthetic import synthetic_runs, wakeup_loss
-from tests.helpers.cli import refused
+from tests.helpers.cli import refused, run_cli
 
 # The issue's first measurements (a loaded 2-core VM, DPDK 22.11): forwarding 7.5 ns per packet,
 # 28.5 + 0.019 x len ns per copy + 73 ns per copy delivered, dumpcap 107 + 0.028 x (len + 48)
@@ -125,6 +125,10 @@ def test_record_bytes_follow_the_formats():
         ({"buffer_share": 1.5}, "`buffer_share` 1.5 is not allowed"),
         ({"fwd_lcores": 0}, "`fwd_lcores` 0 is not allowed"),
         ({"direction": "up"}, "`direction` 'up' is not allowed"),
+        # issue 43: dumpcap and dpdk-pdump dequeue and write on one thread each
+        ({"capture_cores": 2}, r"`capture_cores` 2 is more than the 1 capture thread\(s\) dpdk-"),
+        ({"design": "per-packet", "snaplen": 96}, "writes whole packets: leave out `snaplen`"),
+        ({"sink": "file"}, "`sink` 'file' is not allowed; choose one of null, tmpfs"),
     ],
 )
 def test_bad_setups_are_named(options, message):
@@ -304,3 +308,16 @@ def test_the_forwarding_setup_is_checked_as_dpdk_fwd_checks_it(capsys):
     # one checker per parameter: the same line as `dpdk-fwd --rs-thresh 0`
     said = refused(capsys, "capture", "model", "--rs-thresh", "0")
     assert said == refused(capsys, "dpdk-fwd", "--rs-thresh", "0")
+
+
+def test_every_sink_offered_is_priced_or_refused_before_any_work(capsys):
+    # Issue 43: `--sink file` was offered and failed; a disk is a tmpfs file at the disk's
+    # bandwidth. The shipped calibration has no dumpcap -P runs into tmpfs: one line says
+    # which runs would price it.
+    assert "invalid choice: 'file'" in refused(capsys, "capture", "model", "--sink", "file")
+    for sink in ("null", "tmpfs"):
+        code, _, err = run_cli(capsys, "capture", "model", "--sink", sink, "--sizes", "64")
+        assert code == 0, err
+    said = refused(capsys, "capture", "model", "--file-format", "pcap", "--sink", "tmpfs")
+    assert "has no runs of dumpcap writing pcap into tmpfs (it has pcapng, pdump there)" in said
+    assert "`pcieperf capture run --tool dumpcap --capture-format pcap --sink tmpfs`" in said

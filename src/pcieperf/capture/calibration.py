@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pcieperf._config import load_toml
-from pcieperf.capture.path import SINKS
+from pcieperf.capture.path import MODEL_SINKS
 from pcieperf.capture.tools import writers
 from pcieperf.errors import ProfileError, UsageError, is_number
 
@@ -264,10 +264,10 @@ class _Checker:
         return {k: self.number(found, k, f"{place}.{key}", 0, high) for k in found}
 
     def sinks(self, table: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        bad = [s for s, t in table.items() if s not in SINKS or not isinstance(t, dict)]
+        bad = [s for s, t in table.items() if s not in MODEL_SINKS or not isinstance(t, dict)]
         if bad or not table:
             shown = bad[0] if bad else "(none)"
-            raise self.fail("[consumer] sink", shown, f"give [consumer.SINK] for {SINKS}")
+            raise self.fail("[consumer] sink", shown, f"give [consumer.SINK] for {MODEL_SINKS}")
         return table
 
     def meta(self, table: dict[str, Any]) -> Meta:

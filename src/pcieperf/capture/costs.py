@@ -161,14 +161,8 @@ def copy_costs(
     scales the fixed costs (records per buffer, `path_costs`). One engine for the model and
     the fit's predictions of stored runs (`capture.fit`)."""
     consumer, producer = cal.consumer(sink), cal.producer
-    for what, have, key in (
-        ("copy", producer.fixed_ns, writer),
-        ("write", consumer.fixed_ns, writer),
-    ):
-        if key not in have:
-            raise UsageError(
-                f"calibration {cal.path or '(given)'} has no {key} runs: no {what} cost for it"
-            )
+    if writer not in producer.fixed_ns or writer not in consumer.fixed_ns:
+        raise UsageError(_unmeasured(cal, writer, sink))
     return Costs(
         fwd_ns=fwd_ns,
         prod_ns=producer.fixed_ns[writer] * shared + producer.per_byte_ns * cap,
@@ -178,6 +172,19 @@ def copy_costs(
         + consumer.write_call_ns * calls,
         record_bytes=rec,
         per_buffer=np.ones_like(rec),
+    )
+
+
+def _unmeasured(cal: CaptureCalibration, writer: str, sink: str) -> str:
+    """Why a capture path into a sink has no price, and the runs that would give it one."""
+    tool = tools.tool_of(writer)
+    fmt = tool.writers[[w.name for w in tool.writers].index(writer)].format
+    has = ", ".join(cal.consumer(sink).fixed_ns)
+    return (
+        f"calibration {cal.path or '(given)'} has no runs of {tool.name} writing {fmt} into "
+        f"{sink} (it has {has} there): measure them with `pcieperf capture run --tool "
+        f"{tool.name} --capture-format {fmt} --sink {sink}` at two frame sizes or more and "
+        "`pcieperf capture calibrate`"
     )
 
 

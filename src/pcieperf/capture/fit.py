@@ -56,7 +56,7 @@ from pcieperf.capture.costs import (
     write_calls,
 )
 from pcieperf.capture.flow import LIMITS, limited_by, solve
-from pcieperf.capture.path import FORMATS, SINKS, touches_bytes
+from pcieperf.capture.path import FORMATS, MODEL_SINKS, SINKS, touches_bytes
 from pcieperf.capture.pool import cold_bytes
 from pcieperf.capture.tools import names, tool, writer_name
 from pcieperf.capture.verdicts import SATURATED, slept
@@ -349,7 +349,7 @@ def fit(runs: pd.DataFrame, measured_on: str) -> CaptureCalibration:
     d = prepared(runs)
     producer, notes = fit_producer(d)
     consumers = {}
-    for sink in sorted(d["sink"].unique()):
+    for sink in sorted(set(d["sink"]) & set(MODEL_SINKS)):  # a user's file: its disk's costs
         consumers[str(sink)], dropped = fit_consumer(d, str(sink))
         notes += dropped
     wakeup, constant = fit_wakeup(d)
@@ -436,7 +436,9 @@ def leave_one_size_out(runs: pd.DataFrame, measured_on: str = "") -> pd.DataFram
         raise UsageError("leaving one size out needs runs of at least two frame sizes")
     held = []
     for size in sorted(sizes.unique()):
-        train, test = d[sizes != size], d[sizes == size]
+        train, test = d[sizes != size], d[(sizes == size) & d["sink"].isin(MODEL_SINKS)]
+        if test.empty:
+            continue
         try:
             cal = fit(runs.loc[train.index], measured_on)
             found = predict(cal, prepared(runs.loc[test.index], d.attrs["pcapng_options_bytes"]))
@@ -466,6 +468,7 @@ def leave_one_size_out(runs: pd.DataFrame, measured_on: str = "") -> pd.DataFram
 def other_placement(cal: CaptureCalibration, runs: pd.DataFrame) -> dict[str, float]:
     """How runs in another placement of the two CPUs compare with a fit to the calibration's
     placement: their median measured over predicted forwarding penalty (none: no key)."""
+    runs = runs[runs["sink"].isin(MODEL_SINKS)]
     if runs.empty:
         return {}
     d = prepared(runs, cal.writes.pcapng_options_bytes)

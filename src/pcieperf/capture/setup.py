@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 from pcieperf.capture import tools
 from pcieperf.capture.calibration import CaptureCalibration
-from pcieperf.capture.path import BUFFER_SHARE, DESIGNS, DIRECTIONS, FORMATS, Design, design
+from pcieperf.capture.path import (
+    BUFFER_SHARE,
+    DESIGNS,
+    DIRECTIONS,
+    FORMATS,
+    MODEL_SINKS,
+    Design,
+    design,
+)
 from pcieperf.errors import UsageError, param, require_choice, require_positive
 
 
@@ -33,6 +41,7 @@ class CaptureSetup:
     def __post_init__(self) -> None:
         require_choice(param("design"), self.design, DESIGNS)
         require_choice(param("direction"), self.direction, tuple(DIRECTIONS))
+        require_choice(param("sink"), self.sink, MODEL_SINKS)
         if self.format is not None:
             require_choice(param("file_format"), self.format, FORMATS)
         if self.format is not None and self.format not in self.tool.formats:
@@ -45,6 +54,17 @@ class CaptureSetup:
         for name in ("pool_mbufs", "cache_mib"):
             if getattr(self, name) is not None:
                 require_positive(param(name), getattr(self, name))
+        if self.capture_cores > self.tool.capture_threads:
+            raise UsageError(
+                f"{param('capture_cores')} {self.capture_cores:g} is more than the "
+                f"{self.tool.capture_threads} capture thread(s) {self.tool.binary} has (design "
+                f"{self.design}): give at most {self.tool.capture_threads}"
+            )
+        if self.snaplen and not self.tool.snaplen:
+            raise UsageError(
+                f"{param('design')} {self.design} is {self.tool.binary}'s, which writes whole "
+                f"packets: leave out {param('snaplen')}"
+            )
         if self.capture_ports > self.ports:
             raise UsageError(
                 f"{param('capture_ports')} {self.capture_ports} is more than "

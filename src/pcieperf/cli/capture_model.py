@@ -73,7 +73,12 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="format written (default: pcap for per-packet, else pcapng)",
     )
-    p.add_argument("--sink", choices=path.SINKS, default="null", help="where records go")
+    p.add_argument(
+        "--sink",
+        choices=path.MODEL_SINKS,
+        default="null",
+        help="where records go (a disk file: tmpfs with --sink-gbps the disk's)",
+    )
     p.add_argument("--sink-gbps", type=_real(), default=None, help="the sink's bandwidth cap")
     p.add_argument("--direction", choices=tuple(path.DIRECTIONS), default="both", help="copied")
     p.add_argument("--capture-ports", type=_whole(1, 64), default=1, help="ports captured")
@@ -81,7 +86,12 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eth", type=_whole(), default=10, help=f"Gb/s per port {wire.RATES_GBPS}")
     p.add_argument("--pps", default=None, help="packets offered over all ports (default: line)")
     p.add_argument("--fwd-lcores", type=_real(), default=2, help="forwarding lcores (CPUs)")
-    p.add_argument("--capture-cores", type=_real(), default=1, help="capture cores (CPUs)")
+    p.add_argument(
+        "--capture-cores",
+        type=_real(),
+        default=1,
+        help="CPU share of the capture thread, at most the tool's capture threads (1)",
+    )
     p.add_argument("--snaplen", type=_whole(0, 2**18), default=0, help="bytes kept (0: all)")
     p.add_argument("--ring-size", type=_whole(1, 2**20), default=2048, help="capture ring")
     p.add_argument(
