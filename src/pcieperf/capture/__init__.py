@@ -10,10 +10,10 @@ Modules, in three rooms; a module imports only modules named before it here, nev
   the table from them), `verdicts` (what a run's own measurements say about it).
 - the model and its calibration: `flow` (the fixed point), `pool` (the copies' pool in the
   cache), `calibration` (the calibration file), `setup` (the model's inputs), `costs` (what each
-  thread spends per item), `model_text`, `model` (`pp.capture_model`),
-  `fit` (costs fitted to runs), `placement` (where the host put the two CPUs), `calibrate`
-  (`pp.capture_calibrate`; the shipped calibration in `calibrations/`). `import
-  pcieperf.capture.model` loads no runner and no store.
+  thread spends per item), `evaluate` (the path per frame size, with bounds), `model_text`,
+  `model` (`pp.capture_model`), `fit` (costs fitted to runs), `placement` (where the host put
+  the two CPUs), `calibrate` (`pp.capture_calibrate`; the shipped calibration in
+  `calibrations/`). `import pcieperf.capture.model` loads no runner and no store.
 - the runner: `threads` (CPU time per thread from /proc), `intervals`, `processes`,
   `hugepages`, `lock` (one capture run at a time on a machine), `leftovers` (what a run makes,
   recorded, and undone by the next run if it is killed), `run` (a capture run: testpmd as

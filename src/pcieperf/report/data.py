@@ -23,7 +23,7 @@ import pandas as pd
 
 from pcieperf.capture import fit as capture_fit
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, load_calibration, runs_file
-from pcieperf.capture.model import evaluate_capture
+from pcieperf.capture.evaluate import evaluate_capture
 from pcieperf.capture.path import DESIGNS
 from pcieperf.capture.setup import CaptureSetup
 from pcieperf.dpdk import forwarding
