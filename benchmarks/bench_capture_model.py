@@ -19,9 +19,10 @@ import numpy as np
 
 from _json_out import write_figures
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, load_calibration
+from pcieperf.capture.evaluate import evaluate_capture
 from pcieperf.capture.flow import solve
-from pcieperf.capture.model import CaptureSetup, evaluate_capture
 from pcieperf.capture.path import DESIGNS
+from pcieperf.capture.setup import CaptureSetup
 from pcieperf.net.ethernet import PacketMix
 
 FRAMES = range(64, 1519, 2)

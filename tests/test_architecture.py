@@ -301,23 +301,35 @@ def test_the_public_api_imports_each_name_from_its_home():
     )
 
 
+def _type_only(tree):
+    """The ids of the nodes under `if TYPE_CHECKING:` blocks of a module."""
+    return {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for stmt in node.body
+        for n in ast.walk(stmt)
+    }
+
+
 def _graph(include_type_only):
-    """Module -> the pcieperf modules it imports at its top level (with `include_type_only`,
-    also under `if TYPE_CHECKING`); imports inside functions run later and make no cycle at
-    import time, but a type-only one does for a type checker."""
+    """Module -> the pcieperf modules it imports, at its top level or inside a function (a
+    function-local import runs when its function does, and a loop through one is a loop of
+    the design all the same: issue 43 found calibration -> fit -> model -> records -> ...);
+    with `include_type_only`, also under `if TYPE_CHECKING`, which make a cycle for a type
+    checker."""
     graph = {}
     for path in SOURCES:
         name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(
             ".__init__"
         )
-        edges, todo = set(), list(ast.parse(path.read_text()).body)
-        while todo:
-            node = todo.pop()
-            if isinstance(node, ast.If) and (
-                include_type_only or "TYPE_CHECKING" not in ast.dump(node.test)
-            ):
-                todo += node.body + node.orelse
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pcieperf"):
+        tree = ast.parse(path.read_text())
+        skipped = set() if include_type_only else _type_only(tree)
+        edges = set()
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pcieperf"):
                 for alias in node.names:
                     sub = f"{node.module}.{alias.name}"
                     edges.add(sub if module_file(sub) else node.module)
@@ -350,20 +362,53 @@ def _cycle(graph):
 def test_the_import_graph_has_no_cycle(include_type_only):
     # Issue 30's acceptance: no cycle, the imports under `if TYPE_CHECKING` included (a
     # package's __init__ importing its own submodules is no cycle: the submodule's import of
-    # the package does not import the submodule back).
+    # the package does not import the submodule back); issue 43: function-local imports too.
     assert _cycle(_graph(include_type_only)) == []
+
+
+def test_the_cycle_test_sees_imports_inside_functions(tmp_path, monkeypatch):
+    # Two modules that import each other only inside functions are a cycle (issue 43).
+    root = tmp_path / "pcieperf"
+    root.mkdir()
+    (root / "a.py").write_text("def f():\n    from pcieperf import b\n")
+    (root / "b.py").write_text("def g():\n    import pcieperf.a\n")
+    monkeypatch.setattr(sys.modules[__name__], "SOURCES", sorted(root.glob("*.py")))
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", root)
+    assert _cycle(_graph(False)) == ["pcieperf.a", "pcieperf.b", "pcieperf.a"]
+
+
+def test_capture_modules_import_only_those_named_before_them():
+    # Issue 43: the capture room in order. Its package docstring lists every module once, and
+    # each imports (also inside a function) only modules listed before it.
+    init = PACKAGE / "capture" / "__init__.py"
+    text = ast.get_docstring(ast.parse(init.read_text())).split("May import:")[0]
+    modules = {p.stem for p in init.parent.glob("*.py")} - {"__init__"}
+    order = [w for w in re.findall(r"`(\w+)`", text) if w in modules]
+    assert sorted(order) == sorted(modules)  # each named once
+    graph = _graph(include_type_only=False)
+    for k, name in enumerate(order):
+        found = graph[f"pcieperf.capture.{name}"]
+        imported = {m.split(".")[2] for m in found if m.startswith("pcieperf.capture.")}
+        later = (imported & modules) - set(order[:k])
+        assert not later, f"capture.{name} imports {sorted(later)}, named after it"
+
+
+def test_the_capture_model_loads_no_runner_and_no_store():
+    # Issue 43: `import pcieperf.capture.model` loaded the testpmd runner (through the capture
+    # tools' table) and, through function-local imports, could reach the store.
+    code = (
+        "import sys, pcieperf.capture.model, pcieperf.capture.fit; "
+        "print(sorted(m for m in ('duckdb', 'pcieperf.dpdk.testpmd', 'pcieperf.capture.run', "
+        "'pcieperf.capture.records', 'pcieperf.measure.store') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def runtime_imports(tree):
     """(module, name) of every `from pcieperf... import name` outside `if TYPE_CHECKING:`
     blocks, function-local ones included (they run when their function does)."""
-    typing_only = {
-        id(n)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for stmt in node.body
-        for n in ast.walk(stmt)
-    }
+    typing_only = _type_only(tree)
     for node in ast.walk(tree):
         ours = isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pcieperf")
         if ours and id(node) not in typing_only and not node.level:

@@ -1,7 +1,8 @@
 """CONTRIBUTING.md is followed to the letter (issue 30: a newcomer adds a NIC profile and a
 platform by the guide alone): its profile, saved as the guide says, loads and prices in every
 command it names; a platform copied and renamed as it says runs the IOMMU commands. The counter
-format recipe is tests/measure/test_counter_formats.py's."""
+format recipe is tests/measure/test_counter_formats.py's, the capture tool recipe
+tests/capture/test_tools.py's."""
 
 import json
 import re

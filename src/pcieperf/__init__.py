@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pcieperf import iommu  # `pp.iommu`: the package is the namespace
-    from pcieperf.capture.calibration import capture_calibrate
+    from pcieperf.capture.calibrate import capture_calibrate
     from pcieperf.capture.model import capture_model
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
     from pcieperf.devices.api import device_options, devices
@@ -161,9 +161,9 @@ def __getattr__(name: str) -> object:
 
             return store
         case "capture_calibrate":
-            from pcieperf.capture import calibration
+            from pcieperf.capture import calibrate
 
-            return getattr(calibration, name)
+            return getattr(calibrate, name)
         case "capture_model":
             from pcieperf.capture import model
 

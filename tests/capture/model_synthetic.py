@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from pcieperf.capture.costs import record_bytes
 from pcieperf.capture.flow import solve
-from pcieperf.capture.model import record_bytes
-from pcieperf.capture.path import SLEEPING_WRITERS, touches_bytes
+from pcieperf.capture.path import touches_bytes
 from pcieperf.capture.pool import cold_bytes
-from pcieperf.capture.tools import pool_mbufs
+from pcieperf.capture.tools import tool_of, writer_name
 
 SIZES = (64, 128, 256, 512, 1500)
 WRITERS = (("dumpcap", "pcapng"), ("dumpcap", "pcap"), ("pdump", "pcap"))
@@ -27,10 +27,17 @@ TRUE = {
     "options_bytes": 16.0,
     "prod_cold_byte_ns": 0.02,
     "cons_cold_byte_ns": {"null": 0.2, "tmpfs": 0.1},
-    "wakeup_loss": 0.015,
+    "wakeup_at_zero": 0.2,  # of the copies, with a ring that holds none...
+    "wakeup_scale_s": 150e-6,  # ...falling e-fold per 150 us of copies it holds
 }
 CACHE_BYTES = 16 * 2**20  # what capture.pool's probe measured on this VM (docs/capture.md)
 """The issue's first measurements where it gives them (docs/capture.md); the rest made up."""
+
+
+def wakeup_loss(hold_s: float, true: dict = TRUE) -> float:
+    """The share of copies a thread that sleeps loses waking, with a ring that holds `hold_s`
+    seconds of them."""
+    return true["wakeup_at_zero"] * float(np.exp(-hold_s / true["wakeup_scale_s"]))
 
 
 def calls_per_record(writer: str, rec: np.ndarray) -> np.ndarray:
@@ -40,24 +47,35 @@ def calls_per_record(writer: str, rec: np.ndarray) -> np.ndarray:
     return per_burst + per_byte * rec
 
 
+QUIET = ((0.85, 1.0), (0.85, 1.0))
+"""The CPU shares a quiet machine gives the forwarding lcore and the capture thread (no run
+starved: `capture.verdicts`)."""
+
+
 def synthetic_runs(
-    seed: int = 0, noise: float = 0.0, sinks=("null", "tmpfs"), true: dict = TRUE
+    seed: int = 0,
+    noise: float = 0.0,
+    sinks=("null", "tmpfs"),
+    true: dict = TRUE,
+    shares: tuple[tuple[float, float], tuple[float, float]] = QUIET,
 ) -> pd.DataFrame:
-    """One run per sink, writer and size, CPU shares drawn at random; `noise` multiplies each
-    measured CPU cost by 1 +- noise (uniform)."""
+    """One run per sink, writer and size, the forwarding lcore's and capture thread's CPU
+    shares drawn at random from `shares`; `noise` multiplies each measured CPU cost by 1 +-
+    noise (uniform)."""
     rng = np.random.default_rng(seed)
     rows = []
     run_id = 0
     for sink in sinks:
         for tool, fmt in WRITERS:
-            writer = "pdump" if tool == "pdump" else fmt
+            writer = writer_name(tool, fmt)
+            row = tool_of(writer)
             for frame in SIZES:
                 run_id += 1
                 pkt = frame - 4.0
                 rec = float(record_bytes(fmt, np.array(pkt), true["options_bytes"]))
                 calls = float(calls_per_record(writer, np.array(rec)))
                 fwd = true["fwd_base_ns"] + true["fwd_per_byte_ns"] * pkt
-                cold = float(cold_bytes(pool_mbufs(tool, 2048), pkt, CACHE_BYTES))
+                cold = float(cold_bytes(row.pool_mbufs(2048), pkt, CACHE_BYTES))
                 prod = true["prod_fixed_ns"][writer] + true["prod_per_byte_ns"] * pkt
                 # a delivered copy's mbuf comes round the whole pool: its cold lines with it
                 handoff = true["handoff_ns"] + true["prod_cold_byte_ns"] * cold
@@ -70,21 +88,26 @@ def synthetic_runs(
                     * touches_bytes(writer, sink)
                     + true["write_call_ns"][sink] * calls
                 )
-                fwd_share, cap_share = rng.uniform(0.6, 1.0), rng.uniform(0.15, 1.0)
-                flow = solve(
-                    np.array(fwd),
-                    np.array(prod),
-                    np.array(handoff),
-                    np.array(cons),
-                    copies=1.0,
-                    lcores=fwd_share,
-                    cores=cap_share,
-                    arrivals=np.inf,
-                    wakeup_loss=true["wakeup_loss"] if writer in SLEEPING_WRITERS else 0.0,
-                )
+                fwd_share, cap_share = rng.uniform(*shares[0]), rng.uniform(*shares[1])
+                lost_waking = 0.0
+                for _ in range(20):  # the loss waking follows the copies' rate, which follows it
+                    flow = solve(
+                        np.array(fwd),
+                        np.array(prod),
+                        np.array(handoff),
+                        np.array(cons),
+                        copies=1.0,
+                        lcores=fwd_share,
+                        cores=cap_share,
+                        arrivals=np.inf,
+                        wakeup_loss=lost_waking,
+                    )
+                    fwd_cpu = fwd + prod + handoff * float(flow.delivered)
+                    hold = 2048 / (fwd_share * 1e9 / fwd_cpu)  # ring over copies per second
+                    lost_waking = wakeup_loss(hold) if row.sleeps else 0.0
                 share = float(flow.delivered)
                 # dumpcap sleeps when it keeps up; dpdk-pdump polls without sleeping
-                slept = writer in SLEEPING_WRITERS and not bool(flow.saturated)
+                slept = row.sleeps and not bool(flow.saturated)
                 jitter = rng.uniform(1 - noise, 1 + noise, 3)
                 fwd_cpu = (fwd + prod + handoff * share) * jitter[0]
                 seconds = 3.0
@@ -125,7 +148,7 @@ def synthetic_runs(
                         "bytes_per_record": -1.0 if sink == "null" else rec,
                         "write_calls_per_packet": calls,
                         "capture_sleeps_per_s": 1000.0 if slept else 0.0,
-                        "pool_mbufs": pool_mbufs(tool, 2048),
+                        "pool_mbufs": row.pool_mbufs(2048),
                         "cache_bytes": CACHE_BYTES,
                         "packets_per_timestamp": 32.0,
                         "inversions": 0,

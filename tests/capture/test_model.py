@@ -10,12 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pcieperf as pp
-from pcieperf.capture.calibration import capture_calibrate
+from pcieperf.capture.calibrate import capture_calibrate
+from pcieperf.capture.costs import record_bytes
 from pcieperf.capture.flow import limited_by, solve
-from pcieperf.capture.model import CaptureSetup, record_bytes
+from pcieperf.capture.setup import CaptureSetup
 from pcieperf.errors import UsageError
-from tests.capture.model_synthetic import TRUE, synthetic_runs
-from tests.helpers.cli import refused
+from tests.capture.model_synthetic import synthetic_runs, wakeup_loss
+from tests.helpers.cli import refused, run_cli
 
 # The issue's first measurements (a loaded 2-core VM, DPDK 22.11): forwarding 7.5 ns per packet,
 # 28.5 + 0.019 x len ns per copy + 73 ns per copy delivered, dumpcap 107 + 0.028 x (len + 48)
@@ -124,6 +125,10 @@ def test_record_bytes_follow_the_formats():
         ({"buffer_share": 1.5}, "`buffer_share` 1.5 is not allowed"),
         ({"fwd_lcores": 0}, "`fwd_lcores` 0 is not allowed"),
         ({"direction": "up"}, "`direction` 'up' is not allowed"),
+        # issue 43: dumpcap and dpdk-pdump dequeue and write on one thread each
+        ({"capture_cores": 2}, r"`capture_cores` 2 is more than the 1 capture thread\(s\) dpdk-"),
+        ({"design": "per-packet", "snaplen": 96}, "writes whole packets: leave out `snaplen`"),
+        ({"sink": "file"}, "`sink` 'file' is not allowed; choose one of null, tmpfs"),
     ],
 )
 def test_bad_setups_are_named(options, message):
@@ -163,15 +168,43 @@ def test_rows_carry_the_contract_and_its_bounds(designs):
         for key in ("capture_pps", "capture_gbps", "loss", "fwd_pps_no_capture", "fwd_pps"):
             assert row[f"{key}_low"] <= row[key] * (1 + 1e-12)
             assert row[key] <= row[f"{key}_high"] * (1 + 1e-12)
-        assert row["limited_by"] in ("capture_cpu", "sink", "forwarding_cpu", "line", "pcie")
+        assert row["limited_by"] in (
+            "capture_cpu",
+            "sink",
+            "forwarding_cpu",
+            "line",
+            "pcie",
+            "offered",
+        )
     # 1518 B frames at line rate on 2x10 GbE: 2 x 812.74 kpps, 20 Gb/s counted on the wire
-    # (1538 B with preamble, SFD and gap: 10e9 / (1538 x 8) per port), all captured but the
-    # 1.5 % dumpcap loses on waking (the synthetic runs' wake-up loss).
+    # (1538 B with preamble, SFD and gap: 10e9 / (1538 x 8) per port), all captured but what
+    # dumpcap loses on waking while its 2048 copies hold 1.26 ms of them (the synthetic runs'
+    # rule: 0.2 x exp(-1.26 ms / 150 us) = 4.5e-5).
     big = rows[4]
-    assert big["fwd_pps_no_capture"] == pytest.approx(2 * 10e9 / (1538 * 8), rel=1e-12)
-    assert big["loss"] == pytest.approx(TRUE["wakeup_loss"], rel=1e-5)
-    assert big["capture_gbps"] == pytest.approx(20.0 * (1 - TRUE["wakeup_loss"]), rel=1e-5)
+    line = 2 * 10e9 / (1538 * 8)
+    assert big["fwd_pps_no_capture"] == pytest.approx(line, rel=1e-12)
+    assert big["ring_holds_s"] == pytest.approx(2048 / line, rel=1e-12)
+    assert big["loss"] == pytest.approx(wakeup_loss(2048 / line), rel=1e-4)
+    assert big["capture_gbps"] == pytest.approx(20.0 * (1 - big["loss"]), rel=1e-12)
     assert big["limited_by"] == "line"
+
+
+def test_the_loss_waking_falls_with_the_time_the_ring_holds(synthetic_calibration):
+    # Issue 43: a ring that holds milliseconds of copies loses nothing while its thread wakes.
+    # 1518 B at line rate: 256 copies hold 157 us (7 % lost), 2048 hold 1.26 ms; at 100 kpps
+    # 2048 copies hold 20 ms (nothing).
+    def row(**given):
+        found = pp.capture_model(sizes=1518, calibration=synthetic_calibration, **given)
+        return found.to_json()["rows"][0]
+
+    short, line, slow = row(ring_size=256), row(), row(pps="100k")
+    assert slow["ring_holds_s"] == pytest.approx(2048 / 1e5)
+    for found in (short, line, slow):
+        assert found["loss"] == pytest.approx(wakeup_loss(found["ring_holds_s"]), rel=1e-4)
+    assert short["loss"] > 0.05 > line["loss"] > 1e-5 > 1e-60 > slow["loss"]
+    # everything offered is forwarded: the offer below line rate is the limit (issue 43)
+    assert (line["limited_by"], slow["limited_by"]) == ("line", "offered")
+    assert slow["fwd_pps"] == pytest.approx(1e5, rel=1e-12)
 
 
 def test_designs_rank_as_the_study_found_at_64_bytes(designs):
@@ -224,13 +257,14 @@ def synthetic_cal(folder):
 def test_the_forwarding_cost_can_come_from_a_stored_run(tmp_path):
     # A real run recorded on this machine (tests/data/capture): its forwarding lcore spent
     # 6.140 CPU ns per packet alone, and that is the model's forwarding cost with --from-run.
+    from pcieperf.capture.stored import add_run
     from pcieperf.measure.store import Store
     from tests.helpers.dpdk import recorded_run_row
 
     row = recorded_run_row()
     db = tmp_path / "s.duckdb"
     with Store(db) as store:
-        run_id = store.add_capture_run(row)
+        run_id = add_run(store, row)
     found = pp.capture_model(sizes=[64], from_run=run_id, db=db).to_json()
     assert found["calibration"]["fwd_cost_from"] == f"capture run {run_id} (fwd_cpu_ns_no_capture)"
     assert found["rows"][0]["fwd_ns_per_packet"] == pytest.approx(row["fwd_cpu_ns_no_capture"])
@@ -252,3 +286,38 @@ def test_the_forwarding_cost_can_come_from_a_stored_run(tmp_path):
 def test_the_cli_names_its_flags_in_the_models_checks(capsys, argv, message):
     # a value argparse accepts but the model refuses: one line in the CLI's words, exit 2
     assert refused(capsys, "capture", "model", *argv).startswith(f"pcieperf: error: {message}")
+
+
+@pytest.mark.parametrize("setup", [{}, {"batch": 1, "rs_thresh": 1, "rx_free_thresh": 1}])
+def test_the_pcie_ceiling_is_dpdk_fwds_with_its_settings(setup):
+    # Issue 43: the model calls the shared forwarding model with dpdk-fwd's settings. With a
+    # forwarding cost that never binds, one 100 GbE port of 64 B frames on Gen3 x8 forwards
+    # what dpdk-fwd says the link carries: 42.4 Mpps with its defaults (batch 32), 35.0 with
+    # a doorbell and a descriptor write-back per packet.
+    link = {"gen": 3, "lanes": 8}
+    fwd = pp.dpdk_forwarding(frame=64, eth=100, **link, **setup).to_json()
+    row = pp.capture_model(
+        sizes=64, eth=100, ports=1, capture_ports=1, fwd_ns=1e-3, **link, **setup
+    ).to_json()["rows"][0]
+    assert row["fwd_pps_no_capture"] == pytest.approx(fwd["max_pps"], rel=1e-12)
+    assert fwd["limited_by"] == ["pcie_up"]
+    assert fwd["max_pps"] == pytest.approx(42.44e6 if not setup else 35.03e6, rel=1e-3)
+
+
+def test_the_forwarding_setup_is_checked_as_dpdk_fwd_checks_it(capsys):
+    # one checker per parameter: the same line as `dpdk-fwd --rs-thresh 0`
+    said = refused(capsys, "capture", "model", "--rs-thresh", "0")
+    assert said == refused(capsys, "dpdk-fwd", "--rs-thresh", "0")
+
+
+def test_every_sink_offered_is_priced_or_refused_before_any_work(capsys):
+    # Issue 43: `--sink file` was offered and failed; a disk is a tmpfs file at the disk's
+    # bandwidth. The shipped calibration has no dumpcap -P runs into tmpfs: one line says
+    # which runs would price it.
+    assert "invalid choice: 'file'" in refused(capsys, "capture", "model", "--sink", "file")
+    for sink in ("null", "tmpfs"):
+        code, _, err = run_cli(capsys, "capture", "model", "--sink", sink, "--sizes", "64")
+        assert code == 0, err
+    said = refused(capsys, "capture", "model", "--file-format", "pcap", "--sink", "tmpfs")
+    assert "has no runs of dumpcap writing pcap into tmpfs (it has pcapng, pdump there)" in said
+    assert "`pcieperf capture run --tool dumpcap --capture-format pcap --sink tmpfs`" in said

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 import pcieperf as pp
-from pcieperf.capture.calibration import capture_calibrate
+from pcieperf.capture.calibrate import capture_calibrate
 from pcieperf.report import data, plots
 from tests.capture.model_synthetic import synthetic_runs
 

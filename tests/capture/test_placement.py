@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcieperf.capture import placement
-from pcieperf.capture.calibration import capture_calibrate, load_calibration, runs_file
+from pcieperf.capture.calibrate import capture_calibrate
+from pcieperf.capture.calibration import load_calibration, runs_file
 from pcieperf.capture.records import _placement_line
 from tests.capture.model_synthetic import synthetic_runs
 from tests.helpers import TESTS_DATA

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pcieperf.capture import threads
 from pcieperf.capture.pool import cold_bytes, cold_share
 from pcieperf.capture.records import _pool_lines
-from pcieperf.capture.tools import PDUMP_POOL_MBUFS, pool_mbufs
+from pcieperf.capture.tools import PDUMP_POOL_MBUFS, tool
 
 LLC = 32 * 2**20  # this VM's L3 (sysfs cpu0/cache/index3/size: 32768K)
 
@@ -25,7 +25,7 @@ def test_pdumps_default_pool_outgrows_the_cache_from_512_bytes():
     # dpdk-pdump's 65535 mbufs (app/pdump/main.c MBUFS_PER_POOL), each touching its 128 B
     # header and the copy's lines: 256 B copies 65535 x 384 B = 24 MiB fit a 32 MiB cache;
     # 508 B copies (512 B frames) 65535 x 640 B = 40 MiB do not: 1 - 32 / 40 = 0.2 of them cold.
-    assert pool_mbufs("pdump", 2048) == PDUMP_POOL_MBUFS == 65535
+    assert tool("pdump").pool_mbufs(2048) == PDUMP_POOL_MBUFS == 65535
     assert cold_share(65535, 252, LLC) == 0
     assert cold_share(65535, 508, LLC) == pytest.approx(1 - LLC / (65535 * 640))
     # 1496 B copies: 65535 x (128 + 1536) B = 104 MiB, 69 % cold, of 1536 B of lines
@@ -34,7 +34,7 @@ def test_pdumps_default_pool_outgrows_the_cache_from_512_bytes():
 
 def test_dumpcaps_pool_of_twice_its_ring_stays_cached():
     # app/dumpcap/main.c create_mempool: 2 x ring (-N, 2048) = 4096 mbufs, 6.5 MiB at 1500 B
-    assert pool_mbufs("dumpcap", 2048) == 4096
+    assert tool("dumpcap").pool_mbufs(2048) == 4096
     assert cold_bytes(4096, 1496, LLC) == 0
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, runs_file
+from pcieperf.capture.stored import add_run
 from pcieperf.cli import main
 from pcieperf.measure.store import Store
 from pcieperf.results import column_name, csv_text, json_rows
@@ -118,7 +119,7 @@ def prepared(inputs, tmp_path_factory):
     if HOST_DIR.is_dir():
         assert main(["data", "import", str(HOST_DIR), "--db", inputs["db"], "-q"]) == 0
     with Store(Path(inputs["db"])) as store:  # a real capture run, recorded on this machine
-        store.add_capture_run(recorded_run_row())
+        add_run(store, recorded_run_row())
     return inputs
 
 

@@ -75,7 +75,7 @@ def recorded_run_row() -> dict:
     (as the store's migration leaves them for the runs it held)."""
     import json
 
-    from pcieperf.measure.store_schema import CAPTURE_RUN_COLUMNS
+    from pcieperf.capture.stored import RUN_COLUMNS
 
     row = json.loads(RECORDED_RUN.read_text())
-    return {name: row.get(name) for name in CAPTURE_RUN_COLUMNS}
+    return {name: row.get(name) for name in RUN_COLUMNS}

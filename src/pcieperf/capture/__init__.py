@@ -1,14 +1,24 @@
 """DPDK packet capture (pdump, dpdk-dumpcap): real capture runs measured beside testpmd, the
 capture path as a model, and its calibration from stored runs (issue 26).
 
-Modules: `run` (a capture run: testpmd as primary, the tool as secondary, what each thread did
-per packet), `lock` (one capture run at a time on a machine), `leftovers` (what a run makes,
-recorded, and undone by the next run if it is killed), `hugepages` (the run's hugepage memory,
-made and undone), `tools` (the capture
-tools' command lines and output), `threads` (CPU time per thread from /proc), `records`
-(`pp.capture_run`, `pp.capture_runs`, `pp.capture_show`: runs stored and judged), `model`
-(the capture path as a model, `pp.capture_model`) and `calibration` (its costs fitted from
-stored runs, `pp.capture_calibrate`; the shipped one in `calibrations/`).
+Modules, in three rooms; a module imports only modules named before it here, never one after
+(also not inside a function: tests/test_architecture.py checks the order):
+
+- shared: `tools` (one row per capture tool: binary, command line, output, writers, and what
+  the run and the model need to know of it), `path` (the designs, formats and sinks),
+  `machine` (the machine a run was made on), `stored` (a run's stored columns; the store makes
+  the table from them), `verdicts` (what a run's own measurements say about it).
+- the model and its calibration: `flow` (the fixed point), `pool` (the copies' pool in the
+  cache), `calibration` (the calibration file), `setup` (the model's inputs), `costs` (what each
+  thread spends per item), `evaluate` (the path per frame size, with bounds), `model_text`,
+  `model` (`pp.capture_model`), `fit` (costs fitted to runs), `placement` (where the host put
+  the two CPUs), `calibrate` (`pp.capture_calibrate`; the shipped calibration in
+  `calibrations/`). `import pcieperf.capture.model` loads no runner and no store.
+- the runner: `threads` (CPU time per thread from /proc), `intervals`, `processes`,
+  `hugepages`, `lock` (one capture run at a time on a machine), `leftovers` (what a run makes,
+  recorded, and undone by the next run if it is killed), `run` (a capture run: testpmd as
+  primary, the tool as secondary, what each thread did per packet), and on top `records`
+  (`pp.capture_run`, `pp.capture_runs`, `pp.capture_show`: runs stored and judged).
 
 May import: every model package (pcie, net, nic, dpdk, iommu, pciebench), measure (the store),
 errors, units, outputs, interrupts, statedir. No report, no CLI.

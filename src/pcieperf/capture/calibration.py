@@ -1,6 +1,7 @@
 """The capture path's calibration file: the costs `capture model` prices, fitted by `capture
-calibrate` from stored runs (`capture.fit`), with their spread and how well they predicted runs
-they were not fitted to. Every number is checked when loaded (one line naming the key).
+calibrate` from stored runs (`capture.calibrate`, `capture.fit`), with their spread and how
+well they predicted runs they were not fitted to. Every number is checked when loaded (one line
+naming the key).
 
 Costs are CPU nanoseconds per item of the thread that pays them, never wall rates: the runs
 come from a shared machine whose threads get a varying share of a CPU (docs/capture.md).
@@ -10,21 +11,16 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pcieperf._config import load_toml
-from pcieperf.capture.machine import Machine, of_rows
-from pcieperf.capture.path import SINKS, WRITERS
-from pcieperf.errors import ProfileError, UsageError, is_number, require_new_file
-from pcieperf.outputs import write_texts
-from pcieperf.results import Report, finite_or_none
+from pcieperf.capture.path import MODEL_SINKS
+from pcieperf.capture.tools import writers
+from pcieperf.errors import ProfileError, UsageError, is_number
 
 if TYPE_CHECKING:
-    import pandas
-
     from pcieperf._values import Value
 
 CALIBRATIONS = Path(__file__).parent / "calibrations"
@@ -98,15 +94,30 @@ class Consumer:
 class Wakeup:
     """Copies lost while a capture thread that keeps up wakes from its sleeps: dpdk-dumpcap
     sleeps (usleep) once it finds its ring empty 1000 times running (app/dumpcap/main.c
-    SLEEP_THRESHOLD), and a copy that arrives while the ring is full meanwhile is dropped. The
-    share of copies lost by the runs whose thread slept, at their ring size; dpdk-pdump never
-    sleeps."""
+    SLEEP_THRESHOLD), and the copies that arrive while it is away longer than its ring holds
+    are dropped. So the share lost falls with the time the ring holds copies at their rate
+    (`hold_s` = ring size / copies per second): loss_at_zero x exp(-hold_s / scale_s), an
+    exponential tail of the time the thread is away, fitted to the runs whose thread slept
+    (their hold times from hold_min_s to hold_max_s; `scale_s` inf: a loss the runs showed not
+    to fall with it); `band`, their lowest and highest measured over fitted. A tool that never
+    sleeps (dpdk-pdump) loses nothing this way."""
 
-    loss: float = 0.0
-    loss_low: float = 0.0
-    loss_high: float = 0.0
-    ring_size: int = 0
+    loss_at_zero: float = 0.0
+    scale_s: float = math.inf
+    band: Band = field(default_factory=Band)
+    hold_min_s: float = 0.0
+    hold_max_s: float = 0.0
     runs: int = 0
+
+    def loss(self, hold_s: Value, scale: float = 1.0) -> Value:
+        """The share of copies lost with a ring that holds `hold_s` seconds of them (`scale`: a
+        corner of the band)."""
+        import numpy as np
+
+        with np.errstate(over="ignore"):
+            return np.minimum(
+                1.0, scale * self.loss_at_zero * np.exp(-np.divide(hold_s, self.scale_s))
+            )
 
 
 @dataclass(frozen=True)
@@ -178,6 +189,7 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
             f"calibration {where}: unknown key {unknown[0]!r}; allowed: {', '.join(tables)}, wakeup"
         )
     check = _Checker(f"calibration {where}")
+    known = tuple(writers())
     return CaptureCalibration(
         meta=check.meta(data["meta"]),
         forwarding=Forwarding(
@@ -186,7 +198,7 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
             check.band(data["forwarding"], "forwarding"),
         ),
         producer=Producer(
-            check.costs(data["producer"], "fixed_ns", WRITERS, "producer"),
+            check.costs(data["producer"], "fixed_ns", known, "producer"),
             check.per_byte(data["producer"], "per_byte_ns", "producer"),
             check.ns(data["producer"], "handoff_ns", "producer"),
             check.per_byte({"cold_byte_ns": 0.0} | data["producer"], "cold_byte_ns", "producer"),
@@ -194,7 +206,7 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
         ),
         consumers={
             sink: Consumer(
-                check.costs(table, "fixed_ns", WRITERS, f"consumer.{sink}"),
+                check.costs(table, "fixed_ns", known, f"consumer.{sink}"),
                 check.per_byte(table, "per_byte_ns", f"consumer.{sink}"),
                 check.ns(table, "write_call_ns", f"consumer.{sink}"),
                 check.per_byte({"cold_byte_ns": 0.0} | table, "cold_byte_ns", f"consumer.{sink}"),
@@ -204,8 +216,8 @@ def load_calibration(path: str | os.PathLike[str] = DEFAULT_CALIBRATION) -> Capt
         },
         wakeup=check.wakeup(data.get("wakeup", {})),
         writes=Writes(
-            check.costs(data["writes"], "per_record", WRITERS, "writes", high=100.0),
-            check.costs(data["writes"], "per_byte", WRITERS, "writes", high=1.0),
+            check.costs(data["writes"], "per_record", known, "writes", high=100.0),
+            check.costs(data["writes"], "per_byte", known, "writes", high=1.0),
             check.number(data["writes"], "pcapng_options_bytes", "writes", 0, 1024),
         ),
         path=where,
@@ -254,10 +266,10 @@ class _Checker:
         return {k: self.number(found, k, f"{place}.{key}", 0, high) for k in found}
 
     def sinks(self, table: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        bad = [s for s, t in table.items() if s not in SINKS or not isinstance(t, dict)]
+        bad = [s for s, t in table.items() if s not in MODEL_SINKS or not isinstance(t, dict)]
         if bad or not table:
             shown = bad[0] if bad else "(none)"
-            raise self.fail("[consumer] sink", shown, f"give [consumer.SINK] for {SINKS}")
+            raise self.fail("[consumer] sink", shown, f"give [consumer.SINK] for {MODEL_SINKS}")
         return table
 
     def meta(self, table: dict[str, Any]) -> Meta:
@@ -291,22 +303,39 @@ class _Checker:
         return value
 
     def wakeup(self, table: object) -> Wakeup:
-        """The [wakeup] table; none (an earlier version's file): nothing lost on waking."""
+        """The [wakeup] table; none (an earlier version's file): nothing lost on waking; an
+        earlier version's constant share (`loss` and its lowest and highest): the same share
+        at any hold time."""
         if not isinstance(table, dict):
             raise self.fail("[wakeup]", table, "give a table")
         if not table:
             return Wakeup()
-        shares = [self.number(table, k, "wakeup", 0, 1) for k in ("loss", "loss_low", "loss_high")]
-        if not shares[1] <= shares[0] <= shares[2]:
-            raise self.fail("[wakeup] loss", shares[0], "keep loss_low <= loss <= loss_high")
-        counts = [int(self.number(table, k, "wakeup", 0, 2**31)) for k in ("ring_size", "runs")]
-        return Wakeup(shares[0], shares[1], shares[2], counts[0], counts[1])
+        if "loss" in table:
+            shares = [
+                self.number(table, k, "wakeup", 0, 1) for k in ("loss", "loss_low", "loss_high")
+            ]
+            if not shares[1] <= shares[0] <= shares[2]:
+                raise self.fail("[wakeup] loss", shares[0], "keep loss_low <= loss <= loss_high")
+            band = Band(*(s / shares[0] if shares[0] else 1.0 for s in shares[1:]))
+            runs = int(self.number(table, "runs", "wakeup", 0, 2**31))
+            return Wakeup(shares[0], math.inf, band, runs=runs)
+        holds = [self.number(table, k, "wakeup", 0, 1e3) for k in ("hold_min_s", "hold_max_s")]
+        return Wakeup(
+            self.number(table, "loss_at_zero", "wakeup", 0, 1),
+            self.limit({"scale_s": math.inf} | table, "scale_s", "wakeup", low=1e-9),
+            self.band(table, "wakeup"),
+            holds[0],
+            holds[1],
+            int(self.number(table, "runs", "wakeup", 0, 2**31)),
+        )
 
-    def limit(self, table: dict[str, Any], key: str) -> float:
+    def limit(
+        self, table: dict[str, Any], key: str, where: str = "meta", low: float = 1e-3
+    ) -> float:
         """A positive limit, or inf (TOML's `inf`) for none."""
         if table.get(key, math.inf) == math.inf:
             return math.inf
-        return self.number(table, key, "meta", 1e-3, 1e6)
+        return self.number(table, key, where, low, 1e6)
 
     def ids(self, table: dict[str, Any], key: str) -> list[int]:
         ids = table.get(key, [])
@@ -333,11 +362,11 @@ def calibration_toml(cal: CaptureCalibration, header: str = "") -> str:
     """The calibration as TOML that `load_calibration` reads back to the same values."""
     tables = [
         ("meta", asdict(cal.meta)),
-        ("forwarding", _costs(cal.forwarding)),
-        ("producer", _costs(cal.producer)),
-        *((f"consumer.{sink}", _costs(c)) for sink, c in cal.consumers.items()),
+        ("forwarding", cost_table(cal.forwarding)),
+        ("producer", cost_table(cal.producer)),
+        *((f"consumer.{sink}", cost_table(c)) for sink, c in cal.consumers.items()),
         ("writes", asdict(cal.writes)),
-        ("wakeup", asdict(cal.wakeup)),
+        ("wakeup", cost_table(cal.wakeup)),
     ]
     out = [
         "# Written by `pcieperf capture calibrate`; re-run it to regenerate (docs/capture.md).",
@@ -349,228 +378,7 @@ def calibration_toml(cal: CaptureCalibration, header: str = "") -> str:
     return "\n".join(out) + "\n"
 
 
-def _costs(costs: Forwarding | Producer | Consumer) -> dict[str, object]:
+def cost_table(costs: Forwarding | Producer | Consumer | Wakeup) -> dict[str, object]:
     """A cost table's keys, its band as band_low and band_high."""
     out = {f.name: getattr(costs, f.name) for f in fields(costs) if f.name != "band"}
     return out | {"band_low": costs.band.low, "band_high": costs.band.high}
-
-
-# --- capture calibrate -----------------------------------------------------------------------
-
-
-def stored_runs(
-    runs: Iterable[int] | pandas.DataFrame = (),
-    *,
-    db: str | os.PathLike[str] | None = None,
-    csv: str | os.PathLike[str] | None = None,
-) -> pandas.DataFrame:
-    """The capture runs asked for: a DataFrame as given, or the ids from an exported CSV or
-    the store (`pp.capture_runs`); no ids: every run there."""
-    import pandas
-
-    if isinstance(runs, pandas.DataFrame):
-        return runs
-    if csv is not None:
-        table = _runs_csv(Path(csv))
-    else:
-        from pcieperf.capture.records import capture_runs
-
-        table = capture_runs(db=db).to_frame()
-    ids = [int(r) for r in runs]
-    unknown = sorted(set(ids) - set(table["run_id"].astype(int)))
-    if unknown:
-        raise UsageError(
-            f"capture run {unknown[0]} is not stored; `pcieperf capture runs` lists "
-            f"{len(table)} runs"
-        )
-    return table[table["run_id"].isin(ids)] if ids else table
-
-
-NO_MACHINE = "an unknown machine (the runs were stored before pcieperf recorded machines)"
-
-
-def runs_machine(table: pandas.DataFrame) -> Machine | None:
-    """The one kind of machine (CPU model and count) the runs were made on; None if they
-    predate machine records; runs of several kinds are refused in one line (fit one kind's)."""
-    found = of_rows(table.to_dict("records"))
-    kinds = {m.kind for m in found}
-    if len(kinds) > 1:
-        raise UsageError(
-            f"the runs were made on {len(kinds)} kinds of machine ("
-            + "; ".join(m.words for m in found)
-            + "): costs differ between machines, so fit one machine's runs at a time"
-        )
-    return found[0] if found else None
-
-
-def _runs_csv(csv: Path) -> pandas.DataFrame:
-    """An exported runs CSV (`capture runs --format csv`, or the runs file a calibration
-    keeps); anything else (empty, text, another CSV) is refused in one line."""
-    import pandas
-
-    if not csv.is_file():
-        raise UsageError(f"runs file {csv} does not exist")
-    try:  # "null" names a port and a sink here, not a missing value
-        table = pandas.read_csv(csv, keep_default_na=False, na_values=["", "NaN", "nan"])
-    except ValueError as exc:  # pandas' EmptyDataError and ParserError, UnicodeDecodeError
-        reason = str(exc).strip().splitlines()[0]
-        raise UsageError(f"runs file {csv} is not a CSV of capture runs: {reason}") from None
-    if "run_id" not in table.columns:
-        raise UsageError(
-            f"runs file {csv} has no run_id column; `pcieperf capture runs --format csv` writes one"
-        )
-    return table
-
-
-def _left_runs(calibration: Path) -> bool:
-    """Whether the runs file of `calibration` is one a calibrate left without it: a runs export
-    beside no calibration."""
-    if calibration.exists() or not runs_file(calibration).is_file():
-        return False
-    try:
-        _runs_csv(runs_file(calibration))
-    except UsageError:
-        return False  # someone's other file: kept unless --force
-    return True
-
-
-def capture_calibrate(
-    runs: Iterable[int] | pandas.DataFrame = (),
-    *,
-    output: str | os.PathLike[str],
-    force: bool = False,
-    db: str | os.PathLike[str] | None = None,
-    csv: str | os.PathLike[str] | None = None,
-    measured_on: str | None = None,
-) -> Report:
-    """Fit the capture path's costs to stored capture runs and write the calibration file
-    `output` (`pcieperf capture calibrate`), judged by leaving one frame size out: each
-    size's runs predicted from a fit to the others'. `runs`: run ids (none: all) from the
-    store `db` or an exported `csv`, or a DataFrame of runs; the runs used are written beside
-    `output` (`runs_file`), so that the fit can be re-run from them."""
-    from pcieperf.capture import fit, placement
-
-    out = Path(output)
-    require_new_file(out, force)
-    # Its own runs, read back; or what a calibrate that failed left (before issue 46 the runs
-    # were published first, and stayed when the calibration could not be).
-    rewrite_runs = force or runs_file(out) == Path(csv or "") or _left_runs(out)
-    require_new_file(runs_file(out), rewrite_runs)
-    table = stored_runs(runs, db=db, csv=csv)
-    made_on = runs_machine(table)
-    where = measured_on or (made_on.words if made_on else NO_MACHINE)
-    limit, round_trip = placement.placement_limit(table), placement.round_trip_limit(table)
-    near = placement.in_placement(table, limit, round_trip)
-    fitted = fit.fit(table[near], where)
-    held = fit.leave_one_size_out(table[near], where)
-    judged = fit.judgement(held) | fit.other_placement(fitted, table[~near])
-    others = sorted(int(r) for r in table.loc[~near, "run_id"])
-    meta = replace(
-        fitted.meta,
-        loso=judged,
-        placement_max_slowdown=limit,
-        other_placement_runs=others,
-        placement_max_round_trip_ns=round_trip,
-        cpu_model=made_on.cpu_model if made_on else "",
-        cpus=made_on.cpus if made_on else 0,
-    )
-    cal = replace(fitted, meta=meta, path=str(out))
-    write_texts(
-        [
-            (runs_file(out), table.to_csv(index=False), rewrite_runs),
-            (out, calibration_toml(cal), force),
-        ]
-    )
-    payload = {
-        "output": str(out),
-        "runs_file": str(runs_file(out)),
-        "runs": cal.meta.runs,
-        "measured_on": cal.meta.measured_on,
-        "dpdk_version": cal.meta.dpdk_version,
-        "forwarding": _costs(cal.forwarding),
-        "producer": _costs(cal.producer),
-        "consumer": {sink: _costs(c) for sink, c in cal.consumers.items()},
-        "writes": asdict(cal.writes),
-        "wakeup": asdict(cal.wakeup),
-        "not_separable": cal.meta.not_separable,
-        "loso": judged,
-        "held_out": held.to_dict("records"),
-        "placement": {
-            "max_round_trip_ns": finite_or_none(meta.placement_max_round_trip_ns),
-            "max_slowdown": finite_or_none(meta.placement_max_slowdown),
-            "other_placement_runs": others,
-        },
-    }
-    return Report(payload, lambda: _calibration_text(cal, held))
-
-
-def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
-    """What was written, the fitted costs and the leave-one-size-out table."""
-    from pcieperf.text import format_table, pairs
-    from pcieperf.units import significant as sig
-
-    p, f, w = cal.producer, cal.forwarding, cal.wakeup
-    costs = [
-        ("forwarding", f"{f.base_ns:.2f} + {sig(f.per_byte_ns, 3)}/B ns per packet "
-         f"[x{f.band.low:.2f}-{f.band.high:.2f}]"),
-        ("producer", f"{_fixed(p.fixed_ns)} + {sig(p.per_byte_ns, 3)}/B + "
-         f"{sig(p.cold_byte_ns, 3)}/cold B + {p.handoff_ns:.1f} x delivered ns per copy "
-         f"[x{p.band.low:.2f}-{p.band.high:.2f}]"),
-        *(
-            (f"consumer {sink}", f"{_fixed(c.fixed_ns)} + {sig(c.per_byte_ns, 3)}/B + "
-             f"{sig(c.cold_byte_ns, 3)}/cold B + {c.write_call_ns:.0f} x calls ns per record "
-             f"[x{c.band.low:.2f}-{c.band.high:.2f}]")
-            for sink, c in cal.consumers.items()
-        ),
-        ("wakeup", f"{100 * w.loss:.2f} % of copies lost by {w.runs} runs whose capture "
-         f"thread slept [{100 * w.loss_low:.2f}-{100 * w.loss_high:.2f} %], ring {w.ring_size}"),
-        *(("not separable", n) for n in cal.meta.not_separable),
-    ]  # fmt: skip
-    lines = [
-        f"wrote {cal.path} from {len(cal.meta.runs)} runs (beside it: {runs_file(cal.path).name}) "
-        f"({cal.meta.dpdk_version}; {cal.meta.measured_on})",
-        pairs(costs),
-        *_placement_lines(cal.meta),
-        "leave one frame size out (each size predicted from the other sizes' runs):",
-    ]
-    rows = []
-    for (sink, size), runs in held.groupby(["sink", "frame_bytes"]):
-        ape = 100 * (runs["capture_pps_predicted"] / runs["capture_pps"] - 1).abs()
-        pen = 100 * (runs["penalty_ns_predicted"] / runs["penalty_ns"] - 1).abs()
-        right = (runs["limited_by"] == runs["limited_by_predicted"]).sum()
-        rows.append([sink, size, len(runs), ape.mean(), pen.mean(), f"{right}/{len(runs)}"])
-    headers = ("sink", "frame (B)", "runs", "capture pps APE %", "penalty APE %", "limit right")
-    loso = cal.meta.loso
-    total = [
-        f"MAPE {sink}: capture pps {loso[f'capture_pps_mape_pct_{sink}']:.1f} %, forwarding "
-        f"penalty {loso[f'penalty_mape_pct_{sink}']:.1f} %, limit right "
-        f"{loso[f'limited_by_right_pct_{sink}']:.0f} %"
-        for sink in ["all", *sorted(held["sink"].unique())]
-    ]
-    return "\n".join([*lines, format_table(headers, rows), *total])
-
-
-def _placement_lines(meta: Meta) -> list[str]:
-    """The runs left out for another placement of the two CPUs, and what they cost."""
-    if not meta.other_placement_runs:
-        return []
-    ratio = meta.loso.get("other_placement_penalty_ratio", math.nan)
-    limits = [
-        text.format(limit)
-        for text, limit in (
-            ("a cache line's round trip between them above {:.0f} ns while capturing",
-             meta.placement_max_round_trip_ns),
-            ("shared cache lines more than {:.2f}x slower than alone before or after",
-             meta.placement_max_slowdown),
-        )
-        if math.isfinite(limit)
-    ]  # fmt: skip
-    return [
-        f"  left out: {len(meta.other_placement_runs)} runs whose CPUs had "
-        f"{' or '.join(limits) or 'another placement'} (another placement: "
-        f"docs/capture.md#placement); their forwarding penalty was {ratio:.2f}x the fit's"
-    ]
-
-
-def _fixed(fixed: dict[str, float]) -> str:
-    return "{" + ", ".join(f"{k} {v:.1f}" for k, v in fixed.items()) + "}"

@@ -18,7 +18,8 @@ alike) and costs kept >= 0 (scipy's NNLS):
                                                        + cold_byte x cold bytes it touches
                                                        + write_call x write calls per record
   write calls per record, per writer                   per_record + per_byte x record bytes
-  copies lost on waking (runs that lost copies and slept) their median share, lowest, highest
+  copies lost on waking (runs that slept), against       at_zero x exp(-hold / scale)
+  the time their ring held copies (hold)
 
 A term the runs cannot separate from those before it (its column, weighted, lies within 1 %
 of their span: a delivered share that never moves, write calls that never vary apart from the
@@ -27,7 +28,8 @@ bytes) is left out, its cost counted in the others, and named in [meta] not_sepa
 
 from __future__ import annotations
 
-from dataclasses import fields
+import math
+from dataclasses import fields, replace
 from typing import TypeVar
 
 import numpy as np
@@ -45,28 +47,25 @@ from pcieperf.capture.calibration import (
     Wakeup,
     Writes,
 )
-from pcieperf.capture.flow import LIMITS, limited_by, solve
-from pcieperf.capture.model import (
+from pcieperf.capture.costs import (
     PCAPNG_EPB_BYTES,
     captured_bytes,
     copy_costs,
     record_bytes,
-    wakeup_loss,
+    wakeup_of,
     write_calls,
 )
-from pcieperf.capture.path import FORMATS, SINKS, touches_bytes
+from pcieperf.capture.flow import LIMITS, limited_by, solve
+from pcieperf.capture.path import FORMATS, MODEL_SINKS, SINKS, touches_bytes
 from pcieperf.capture.pool import cold_bytes
-from pcieperf.capture.tools import pool_mbufs
+from pcieperf.capture.tools import names, tool, writer_name
+from pcieperf.capture.verdicts import SATURATED, slept
 from pcieperf.errors import UsageError
 from pcieperf.net.wire import FCS_BYTES
 
 Array = NDArray[np.float64]
 SEPARABLE = 0.01  # a term whose column lies within 1 % of the others' span is not separable
-SATURATED = 1e-3  # a run that lost more than 0.1 % of its copies had its consumer saturated...
-SLEPT_PER_S = 100.0
-"""...unless its capture thread slept this often per second or more: dumpcap with copies to
-spare slept 286-8419 times a second in 180 runs here, a saturated one 0.25-68 times (blocking
-calls), dpdk-pdump (which polls without sleeping) 0.25-1.4 (docs/capture.md)."""
+COUNTED = 100  # copies lost: a count of 100 is sure to +-10 % (1 / sqrt), fewer are less
 REQUIRED = (
     "run_id",
     "dpdk_version",
@@ -104,7 +103,7 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     d = runs.copy()
     d["pkt"] = d["frame_bytes"].astype(float) - FCS_BYTES
     d["cap"] = captured_bytes(d["frame_bytes"].to_numpy(float), d["snaplen"].to_numpy())
-    d["writer"] = np.where(d["tool"] == "pdump", "pdump", d["format"])
+    d["writer"] = [writer_name(t, f) for t, f in zip(d["tool"], d["format"], strict=True)]
     options = pcapng_options(d) if options_bytes is None else options_bytes
     computed = np.where(
         d["format"] == "pcap",
@@ -113,22 +112,19 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     )
     d["rec"] = np.where(d["bytes_per_record"] > 0, d["bytes_per_record"], computed)
     d["share"] = d["written"] / d["copies"].clip(lower=1)
-    tools_pool = [pool_mbufs(t, int(r)) for t, r in zip(d["tool"], d["ring_size"], strict=True)]
-    d["pool"] = _optional(d, "pool_mbufs").fillna(pd.Series(tools_pool, index=d.index))
+    pools = [tool(t).pool_mbufs(int(r)) for t, r in zip(d["tool"], d["ring_size"], strict=True)]
+    d["pool"] = _optional(d, "pool_mbufs").fillna(pd.Series(pools, index=d.index))
     d["cold"] = cold_bytes(
         d["pool"].to_numpy(float), d["cap"].to_numpy(float), _optional(d, "cache_bytes").to_numpy()
     )
     d["slept"] = slept(_optional(d, "capture_sleeps_per_s").to_numpy())
     d["saturated"] = (1 - d["share"] > SATURATED) & ~d["slept"]
     d["prod_ns"] = (d["fwd_cpu_ns"] - d["fwd_cpu_ns_no_capture"]) / d["copies_per_packet"]
+    # the time the ring held copies at the rate the primary made them (copies over the tool's
+    # wall seconds: written / capture_pps)
+    d["hold_s"] = d["ring_size"] * d["written"] / (d["copies"].clip(lower=1) * d["capture_pps"])
     d.attrs["pcapng_options_bytes"] = options
     return d
-
-
-def slept(sleeps_per_s: Array | float) -> NDArray[np.bool_]:
-    """Whether a capture thread that slept this often had CPU to spare (SLEPT_PER_S; NaN,
-    not measured: no)."""
-    return np.asarray(sleeps_per_s, dtype=np.float64) >= SLEPT_PER_S
 
 
 def _optional(d: pd.DataFrame, column: str) -> pd.Series:
@@ -137,7 +133,11 @@ def _optional(d: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(values, errors="coerce").astype(float)
 
 
-CHOICES = {"tool": ("dumpcap", "pdump"), "port": ("null", "pcap"), "format": FORMATS, "sink": SINKS}
+def _choices() -> dict[str, tuple[str, ...]]:
+    """The values a run's text columns may have."""
+    return {"tool": names(), "port": ("null", "pcap"), "format": FORMATS, "sink": SINKS}
+
+
 POSITIVE = (
     "frame_bytes",
     "copies_per_packet",
@@ -160,10 +160,13 @@ FINITE = (
 
 def check_runs(runs: pd.DataFrame) -> None:
     """Refuse a run the fit cannot read, in one line naming it and the value."""
-    for column, allowed in CHOICES.items():
+    for column, allowed in _choices().items():
         bad = runs[~runs[column].isin(allowed)]
         if len(bad):
             _refuse(bad, column, f"use one of {', '.join(allowed)}")
+    for run, name, fmt in zip(runs["run_id"], runs["tool"], runs["format"], strict=True):
+        if fmt not in tool(name).formats:
+            raise UsageError(f"capture run {run}: {name} writes no {fmt}")
     for columns, low, words in ((POSITIVE, 0, "> 0"), (FINITE, -np.inf, "finite")):
         for column in columns:
             values = pd.to_numeric(runs[column], errors="coerce")
@@ -312,15 +315,33 @@ def fit_writes(d: pd.DataFrame) -> Writes:
     return Writes(per_record, per_byte, float(d.attrs["pcapng_options_bytes"]))
 
 
-def fit_wakeup(d: pd.DataFrame) -> Wakeup:
-    """The share of copies lost by the runs whose capture thread slept (it had CPU to spare):
-    their median, lowest and highest, and the ring size they had (their most common)."""
+def fit_wakeup(d: pd.DataFrame) -> tuple[Wakeup, list[str]]:
+    """The share of copies lost on waking by the runs whose capture thread slept (it had CPU to
+    spare), against the time their ring held copies: log(lost) = log(at_zero) - hold / scale,
+    least squares, each run weighted as the count of copies it lost is sure (its relative error
+    1 / sqrt(count)), one that lost none counted as losing one; one hold time, or a loss that
+    does not fall with it, gives a constant share (their weighted geometric mean), named in the
+    second value."""
     runs = d[d["slept"]]
     if runs.empty:
-        return Wakeup()
-    lost = 1 - runs["share"].clip(upper=1)
-    ring = int(runs["ring_size"].mode().iloc[0])
-    return Wakeup(float(lost.median()), float(lost.min()), float(lost.max()), ring, len(runs))
+        return Wakeup(), []
+    hold = runs["hold_s"].to_numpy(float)
+    copies = runs["copies"].clip(lower=1).to_numpy(float)
+    lost = np.maximum(1 - runs["share"].clip(upper=1).to_numpy(float), 1 / copies)
+    logs = np.log(lost)
+    weights = np.sqrt(lost * copies)  # a count's relative error: 1 / sqrt(copies lost)
+    spread = np.ptp(hold) > 0.01 * hold.max()
+    slope, at_zero = np.polyfit(hold, logs, 1, w=weights) if spread else (0.0, 0.0)
+    notes = []
+    if slope >= 0:
+        held = f"{1e6 * hold.min():.0f}-{1e6 * hold.max():.0f} us"
+        notes = [f"wakeup.scale: the runs' loss does not fall with their ring's hold ({held})"]
+        slope, at_zero = 0.0, float(np.average(logs, weights=weights**2))
+    found = Wakeup(float(np.exp(at_zero)), -1 / slope if slope < 0 else math.inf)
+    counted = lost * copies >= COUNTED  # a ratio of fewer copies lost is the counting's
+    band = _band(lost[counted], np.asarray(found.loss(hold[counted]))) if counted.any() else Band()
+    fitted = replace(found, band=band, hold_min_s=hold.min(), hold_max_s=hold.max(), runs=len(runs))
+    return fitted, notes
 
 
 def fit(runs: pd.DataFrame, measured_on: str) -> CaptureCalibration:
@@ -328,9 +349,11 @@ def fit(runs: pd.DataFrame, measured_on: str) -> CaptureCalibration:
     d = prepared(runs)
     producer, notes = fit_producer(d)
     consumers = {}
-    for sink in sorted(d["sink"].unique()):
+    for sink in sorted(set(d["sink"]) & set(MODEL_SINKS)):  # a user's file: its disk's costs
         consumers[str(sink)], dropped = fit_consumer(d, str(sink))
         notes += dropped
+    wakeup, constant = fit_wakeup(d)
+    notes += constant
     versions = sorted(d["dpdk_version"].astype(str).unique())
     runs_used = sorted(int(r) for r in d["run_id"])
     cache = _optional(d, "cache_bytes").dropna()
@@ -341,9 +364,7 @@ def fit(runs: pd.DataFrame, measured_on: str) -> CaptureCalibration:
         not_separable=notes,
         cache_bytes=int(cache.median()) if len(cache) else 0,
     )
-    return CaptureCalibration(
-        meta, fit_forwarding(d), producer, consumers, fit_writes(d), fit_wakeup(d)
-    )
+    return CaptureCalibration(meta, fit_forwarding(d), producer, consumers, fit_writes(d), wakeup)
 
 
 # --- predicting stored runs, and the judgement ------------------------------------------------
@@ -378,7 +399,7 @@ def predict(cal: CaptureCalibration, d: pd.DataFrame) -> pd.DataFrame:
             lcores=runs["fwd_cpu_share"].to_numpy(float),
             cores=np.where(runs["slept"], 1.0, runs["capture_cpu_share"].to_numpy(float)),
             arrivals=np.inf,
-            wakeup_loss=wakeup_loss(cal, str(writer)),
+            wakeup_loss=wakeup_of(cal, str(writer)).loss(runs["hold_s"].to_numpy(float)),
         )
         inf = np.full(len(runs), np.inf)
         out.append(
@@ -415,7 +436,9 @@ def leave_one_size_out(runs: pd.DataFrame, measured_on: str = "") -> pd.DataFram
         raise UsageError("leaving one size out needs runs of at least two frame sizes")
     held = []
     for size in sorted(sizes.unique()):
-        train, test = d[sizes != size], d[sizes == size]
+        train, test = d[sizes != size], d[(sizes == size) & d["sink"].isin(MODEL_SINKS)]
+        if test.empty:
+            continue
         try:
             cal = fit(runs.loc[train.index], measured_on)
             found = predict(cal, prepared(runs.loc[test.index], d.attrs["pcapng_options_bytes"]))
@@ -445,6 +468,7 @@ def leave_one_size_out(runs: pd.DataFrame, measured_on: str = "") -> pd.DataFram
 def other_placement(cal: CaptureCalibration, runs: pd.DataFrame) -> dict[str, float]:
     """How runs in another placement of the two CPUs compare with a fit to the calibration's
     placement: their median measured over predicted forwarding penalty (none: no key)."""
+    runs = runs[runs["sink"].isin(MODEL_SINKS)]
     if runs.empty:
         return {}
     d = prepared(runs, cal.writes.pcapng_options_bytes)

@@ -67,20 +67,26 @@ def solve(
     )
 
 
-LIMITS = ("capture_cpu", "sink", "forwarding_cpu", "line", "pcie")
+LIMITS = ("capture_cpu", "sink", "forwarding_cpu", "line", "pcie", "offered")
 
 
 def limited_by(
-    flow: Flow, consumer_cpu_pps: Array, sink_pps: Array | float, line: Array, pcie: Array
+    flow: Flow,
+    consumer_cpu_pps: Array,
+    sink_pps: Array | float,
+    line: Array | float,
+    pcie: Array | float,
+    offered: Array | float = np.inf,
 ) -> NDArray[np.str_]:
     """What holds the capture back: the consumer (its CPU or the sink) where it cannot write
-    every copy, else what holds the forwarding back (its lcores, the line or offer, PCIe)."""
+    every copy, else what holds the forwarding back: its lcores, or the lowest of what arrives
+    (the NIC's PCIe ceiling, the offer below line rate, the line)."""
     lost = flow.saturated
     consumer = np.where(np.asarray(sink_pps) < consumer_cpu_pps, "sink", "capture_cpu")
-    arrivals = np.minimum(line, pcie)
+    given = np.minimum(line, offered)
     forwarding = np.where(
-        flow.fwd_pps < arrivals * (1 - LOSS_FLOOR),
+        flow.fwd_pps < np.minimum(given, pcie) * (1 - LOSS_FLOOR),
         "forwarding_cpu",
-        np.where(pcie < line, "pcie", "line"),
+        np.where(pcie < given, "pcie", np.where(offered < line, "offered", "line")),
     )
     return np.where(lost, consumer, forwarding)

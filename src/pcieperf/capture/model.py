@@ -17,12 +17,9 @@ pcie_max_pps).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
-from itertools import product
-from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from pcieperf.capture.calibration import (
     DEFAULT_CALIBRATION,
@@ -30,393 +27,19 @@ from pcieperf.capture.calibration import (
     Wakeup,
     load_calibration,
 )
-from pcieperf.capture.flow import Flow, limited_by, solve
+from pcieperf.capture.costs import wakeup_of, writer_of, writer_source
+from pcieperf.capture.evaluate import CaptureRows, evaluate_capture
 from pcieperf.capture.machine import Machine
 from pcieperf.capture.model_text import model_table
-from pcieperf.capture.path import (
-    BUFFER_SHARE,
-    CAPTURE_SIZES,
-    DESIGNS,
-    DIRECTIONS,
-    FORMATS,
-    SLEEPING_WRITERS,
-    touches_bytes,
-)
-from pcieperf.capture.pool import cold_bytes
-from pcieperf.capture.tools import pool_mbufs
-from pcieperf.dpdk.forwarding import ForwardingConfig, forwarding_profile
-from pcieperf.errors import UsageError, param, require_choice, require_positive
-from pcieperf.net.ethernet import Ethernet, PacketMix
-from pcieperf.net.wire import FCS_BYTES
-from pcieperf.nic.nic import evaluate
-from pcieperf.nic.profile import DEFAULT_PROFILE, load_profile
-from pcieperf.nic.rows import mix_rows
+from pcieperf.capture.path import BUFFER_SHARE, CAPTURE_SIZES
+from pcieperf.capture.setup import CaptureSetup
+from pcieperf.dpdk.forwarding import ForwardingConfig
+from pcieperf.errors import UsageError, param, require_positive
+from pcieperf.nic.profile import DEFAULT_PROFILE
 from pcieperf.pcie.link import Link
-from pcieperf.results import Table
-
-if TYPE_CHECKING:
-    from typing import Unpack
-
-    from pcieperf.pcie.api import LinkOptions
+from pcieperf.results import Table, finite_or_none
 
 Array = NDArray[np.float64]
-MBUF_DATA_ROOM = 2048  # RTE_MBUF_DEFAULT_DATAROOM (lib/mbuf/rte_mbuf.h): contiguous buffers
-PCAP_RECORD_HEADER = 16  # pcap-savefile(5): ts_sec, ts_usec, caplen, len, 4 B each
-PCAPNG_EPB_BYTES = 32  # pcapng (draft-ietf-opsawg-pcapng §4.3) Enhanced Packet Block: type, length,
-# interface, timestamp (2 x 4 B), captured and original length, trailing length; the data is
-# padded to 32 bits and options follow (their bytes are calibrated: Writes.pcapng_options_bytes)
-PER_PACKET_WRITES = 2.0  # the study: pcap_dump fwrite()s the 16 B header, then the packet, "and
-# these two fwrite(s) cause two kernel traps" per packet (used where no dpdk-pdump run was fitted)
-BURST = 32  # app/dumpcap/main.c BURST_SIZE: one ring dequeue, one writev per burst
-
-
-@dataclass(frozen=True)
-class CaptureSetup:
-    """How the capture runs: the design, what is copied, where it is written, the cores."""
-
-    design: str = "batched"
-    format: str | None = None  # None: pcap for per-packet, else pcapng
-    sink: str = "null"
-    sink_gbps: float | None = None  # a bandwidth the sink writes at most (None: CPU only)
-    direction: str = "both"
-    capture_ports: int = 1
-    ports: int = 2
-    fwd_lcores: float = 2
-    capture_cores: float = 1
-    snaplen: int = 0
-    ring_size: int = 2048
-    buffer_share: float = BUFFER_SHARE
-    pool_mbufs: int | None = None  # None: the design's tool's (dumpcap: 2 x ring; pdump: 65535)
-    cache_mib: float | None = None  # None: what the calibration's runs measured
-
-    def __post_init__(self) -> None:
-        require_choice(param("design"), self.design, DESIGNS)
-        require_choice(param("direction"), self.direction, tuple(DIRECTIONS))
-        if self.format is not None:
-            require_choice(param("file_format"), self.format, FORMATS)
-        if self.design == "per-packet" and self.format == "pcapng":
-            raise UsageError(
-                f"{param('design')} per-packet is libpcap's pcap_dump: {param('file_format')} "
-                "pcap only"
-            )
-        for name in ("fwd_lcores", "capture_cores", "ports", "capture_ports", "ring_size"):
-            require_positive(param(name), getattr(self, name))
-        for name in ("pool_mbufs", "cache_mib"):
-            if getattr(self, name) is not None:
-                require_positive(param(name), getattr(self, name))
-        if self.capture_ports > self.ports:
-            raise UsageError(
-                f"{param('capture_ports')} {self.capture_ports} is more than "
-                f"{param('ports')} {self.ports}"
-            )
-        if self.sink_gbps is not None:
-            require_positive(param("sink_gbps"), self.sink_gbps)
-        if not (isinstance(self.snaplen, int) and self.snaplen >= 0):
-            raise UsageError(
-                f"{param('snaplen')} {self.snaplen!r} is not allowed; use bytes >= 0 (0: all)"
-            )
-        if not 0 <= self.buffer_share <= 1:
-            raise UsageError(
-                f"{param('buffer_share')} {self.buffer_share!r} is not allowed; use 0 to 1"
-            )
-
-    @property
-    def file_format(self) -> str:
-        """The format written: as given, else the design's own."""
-        return self.format or ("pcap" if self.design == "per-packet" else "pcapng")
-
-    @property
-    def pool(self) -> int:
-        """The capture pool's mbufs: as given, else what the design's tool makes."""
-        tool = "pdump" if self.design == "per-packet" else "dumpcap"
-        return self.pool_mbufs or pool_mbufs(tool, self.ring_size)
-
-    def cache_bytes(self, cal: CaptureCalibration) -> float:
-        """The cache the pool must fit: as given, else what the calibration's runs measured."""
-        return self.cache_mib * 2**20 if self.cache_mib is not None else cal.meta.cache_bytes
-
-    @property
-    def copies(self) -> float:
-        """Copies per forwarded packet: each captured port's directions, over all ports (the
-        study captures Rx and Tx of one port of two: one copy per forwarded packet)."""
-        return DIRECTIONS[self.direction] * self.capture_ports / self.ports
-
-
-# --- costs per packet ------------------------------------------------------------------------
-
-
-def captured_bytes(frame_bytes: ArrayLike, snaplen: ArrayLike) -> Array:
-    """Bytes a copy keeps of each frame: the mbuf holds the frame less its FCS, cut at
-    `snaplen` where one is set (0: all)."""
-    pkt = np.asarray(frame_bytes, dtype=np.float64) - FCS_BYTES
-    return np.where(np.asarray(snaplen) > 0, np.minimum(pkt, snaplen), pkt)
-
-
-def record_bytes(fmt: str, captured: Array, options_bytes: float) -> Array:
-    """File bytes per record: pcap's header + data, or pcapng's EPB, padded data and options."""
-    if fmt == "pcap":
-        return PCAP_RECORD_HEADER + captured
-    return PCAPNG_EPB_BYTES + 4 * np.ceil(captured / 4) + options_bytes
-
-
-STUDY_WRITES = "pcap_dump with the study's 2 write calls per record (no dpdk-pdump runs)"
-
-
-def writer_source(cal: CaptureCalibration, setup: CaptureSetup) -> str:
-    """Where the design's writes come from: the runs of its writer, or, for per-packet writes
-    without a dpdk-pdump run, libpcap's pcap_dump as the study describes it."""
-    writer = writer_of(cal, setup, setup.sink)
-    if setup.design == "per-packet" and writer != "pdump":
-        return STUDY_WRITES
-    return f"the {writer} runs' write calls"
-
-
-def writer_of(cal: CaptureCalibration, setup: CaptureSetup, sink: str) -> str:
-    """The consumer's write path: dpdk-pdump's where calibrated for per-packet (the contract's
-    per-packet design), else the format's."""
-    if setup.design == "per-packet" and "pdump" in cal.consumer(sink).fixed_ns:
-        return "pdump"
-    return setup.file_format
-
-
-@dataclass(frozen=True)
-class Costs:
-    """CPU ns per item of each thread, per distinct frame size (arrays), and record sizes."""
-
-    fwd_ns: Array  # forwarding lcore, per forwarded packet, without capture
-    prod_ns: Array  # forwarding lcore, per copy, whether delivered or dropped
-    handoff_ns: Array  # forwarding lcore, per copy delivered
-    cons_ns: Array  # capture core, per record written
-    record_bytes: Array
-    per_buffer: Array  # records per buffer, ring slot and hand-off (1 but for contiguous)
-
-    def scaled(self, fwd: float, prod: float, cons: float) -> Costs:
-        """The costs with each thread's scaled (a corner of the calibration's spread)."""
-        return replace(
-            self,
-            fwd_ns=self.fwd_ns * fwd,
-            prod_ns=self.prod_ns * prod,
-            handoff_ns=self.handoff_ns * prod,
-            cons_ns=self.cons_ns * cons,
-        )
-
-
-def path_costs(
-    cal: CaptureCalibration,
-    setup: CaptureSetup,
-    frames: NDArray[np.int64],
-    buffer_share: float,
-    fwd_ns: float | None = None,
-) -> Costs:
-    """Each thread's cost per item at each frame size (incl. FCS) for `setup`'s design."""
-    pkt = frames.astype(np.float64) - FCS_BYTES  # the mbuf holds the frame less its FCS
-    cap = captured_bytes(frames, setup.snaplen)
-    fmt = setup.file_format
-    rec = record_bytes(fmt, cap, cal.writes.pcapng_options_bytes)
-    writer = writer_of(cal, setup, setup.sink)
-    per_buffer = np.ones_like(rec)
-    if setup.design == "contiguous":
-        per_buffer = np.maximum(1.0, np.floor(MBUF_DATA_ROOM / rec))
-    calls = (
-        np.full_like(rec, PER_PACKET_WRITES)
-        if writer_source(cal, setup) == STUDY_WRITES
-        else write_calls(cal, writer, rec, per_buffer)
-    )
-    forwarding = cal.forwarding.ns(pkt) if fwd_ns is None else np.full_like(pkt, fwd_ns)
-    shared = (1 - buffer_share) + buffer_share / per_buffer  # of each fixed cost, per record
-    # a contiguous buffer holds per_buffer copies: its mbuf's lines are theirs
-    cold = cold_bytes(setup.pool, cap * per_buffer, setup.cache_bytes(cal)) / per_buffer
-    costs = copy_costs(
-        cal,
-        setup.sink,
-        writer,
-        np.asarray(forwarding, np.float64),
-        cap,
-        rec,
-        calls,
-        cold,
-        shared,
-    )
-    return replace(costs, per_buffer=per_buffer)
-
-
-def write_calls(
-    cal: CaptureCalibration, writer: str, rec: Array, per_buffer: Array | float = 1.0
-) -> Array:
-    """Write calls per record as the calibration measured them for `writer`: its calls per
-    burst spread over the records a buffer holds, and its calls per byte."""
-    writes = cal.writes
-    return (
-        writes.per_record.get(writer, 1 / BURST) / per_buffer
-        + writes.per_byte.get(writer, 0.0) * rec
-    )
-
-
-def copy_costs(
-    cal: CaptureCalibration,
-    sink: str,
-    writer: str,
-    fwd_ns: Array,
-    cap: Array,
-    rec: Array,
-    calls: Array,
-    cold: Array,
-    shared: Array | float = 1.0,
-) -> Costs:
-    """The threads' costs per item: forwarding as given, the producer's copy and the
-    consumer's writes of capture path `writer` into `sink` with `calls` write calls per
-    record, `cold` bytes of each copy on lines no longer cached (`capture.pool`); `shared`
-    scales the fixed costs (records per buffer, `path_costs`). One engine for the model and
-    the fit's predictions of stored runs (`capture.fit`)."""
-    consumer, producer = cal.consumer(sink), cal.producer
-    for what, have, key in (
-        ("copy", producer.fixed_ns, writer),
-        ("write", consumer.fixed_ns, writer),
-    ):
-        if key not in have:
-            raise UsageError(
-                f"calibration {cal.path or '(given)'} has no {key} runs: no {what} cost for it"
-            )
-    return Costs(
-        fwd_ns=fwd_ns,
-        prod_ns=producer.fixed_ns[writer] * shared + producer.per_byte_ns * cap,
-        handoff_ns=producer.handoff_ns * shared + producer.cold_byte_ns * cold,
-        cons_ns=consumer.fixed_ns[writer] * shared
-        + (consumer.per_byte_ns * rec + consumer.cold_byte_ns * cold) * touches_bytes(writer, sink)
-        + consumer.write_call_ns * calls,
-        record_bytes=rec,
-        per_buffer=np.ones_like(rec),
-    )
-
-
-# --- per size or mix, with bounds ------------------------------------------------------------
-
-OUTPUTS = (
-    "capture_pps",
-    "capture_gbps",
-    "loss",
-    "fwd_pps_no_capture",
-    "fwd_pps",
-    "fwd_gbps",
-    "fwd_penalty_ns_per_packet",  # forwarding-lcore CPU the copies add per forwarded packet
-)
-
-
-def wakeup_of(cal: CaptureCalibration, writer: str) -> Wakeup:
-    """What a consumer that keeps up loses on waking: the calibration's wake-up loss for
-    dpdk-dumpcap's writers, none for dpdk-pdump (it never sleeps)."""
-    return cal.wakeup if writer in SLEEPING_WRITERS else Wakeup()
-
-
-def wakeup_loss(cal: CaptureCalibration, writer: str) -> float:
-    """The share of copies a consumer that keeps up loses on waking (`wakeup_of`)."""
-    return wakeup_of(cal, writer).loss
-
-
-def _corners(cal: CaptureCalibration, setup: CaptureSetup) -> list[tuple[float, ...]]:
-    """(forwarding, producer, consumer) scales, buffer shares and wake-up losses spanning the
-    spread: each thread's cost at its band's ends, the buffer share at 0 and 1 (contiguous
-    only), the wake-up loss at its lowest and highest (a consumer that sleeps)."""
-    bands = (cal.forwarding.band, cal.producer.band, cal.consumer(setup.sink).band)
-    shares = (
-        (0.0, setup.buffer_share, 1.0) if setup.design == "contiguous" else (setup.buffer_share,)
-    )
-    wakeup = wakeup_of(cal, writer_of(cal, setup, setup.sink))
-    losses = {wakeup.loss_low, wakeup.loss_high}  # one corner where they are one (pdump: 0)
-    return list(product(*((b.low, b.high) for b in bands), shares, sorted(losses)))
-
-
-@dataclass(frozen=True)
-class CaptureRows:
-    """The model's outputs per row (size or mix), each with `_low`/`_high` bounds, what limits
-    each row, and the central costs behind them."""
-
-    labels: list[str]
-    frame_bytes: Array
-    values: dict[str, Array]
-    limited_by: NDArray[np.str_]
-    saturated: NDArray[np.bool_]  # the consumer cannot write every copy (not its wake-ups)
-    costs: Costs
-    copies: float
-
-
-def evaluate_capture(
-    cal: CaptureCalibration,
-    setup: CaptureSetup,
-    mixes: list[PacketMix],
-    *,
-    eth: float = 10,
-    link: Link | None = None,
-    profile: str = DEFAULT_PROFILE,
-    pps: float | None = None,
-    fwd_ns: float | None = None,
-) -> CaptureRows:
-    """The capture path at each size or mix: arrivals from the offer (default: line rate on
-    every port), the ports' line and the NIC's PCIe ceiling; costs central and at every corner
-    of the calibration's spread (bounds: the lowest and highest value over them)."""
-    port, rows = Ethernet(eth), mix_rows(mixes)
-    nic = evaluate(
-        forwarding_profile(ForwardingConfig(), load_profile(profile)), link or Link(), port, rows
-    )
-    line, pcie = setup.ports * nic.line_pps, nic.pcie_max_pps
-    offered = line if pps is None else np.minimum(pps, line)  # more than the line never arrives
-    arrivals = np.minimum(offered, pcie)
-    wire_bits = nic.per_packet(port.wire_bytes(nic.sizes)) * 8
-
-    central_loss = wakeup_loss(cal, writer_of(cal, setup, setup.sink))
-
-    def rows_at(
-        share: float, scale: tuple[float, float, float], lost_waking: float = central_loss
-    ) -> tuple[Costs, Flow, Array | float]:
-        per_size = path_costs(cal, setup, nic.sizes, share, fwd_ns).scaled(*scale)
-        costs = Costs(*(nic.per_packet(getattr(per_size, f)) for f in Costs.__dataclass_fields__))
-        sink_pps = (
-            np.inf if setup.sink_gbps is None else setup.sink_gbps * 1e9 / 8 / costs.record_bytes
-        )
-        flow = solve(
-            costs.fwd_ns,
-            costs.prod_ns,
-            costs.handoff_ns,
-            costs.cons_ns,
-            copies=setup.copies,
-            lcores=setup.fwd_lcores,
-            cores=setup.capture_cores,
-            arrivals=arrivals,
-            sink_pps=sink_pps,
-            wakeup_loss=lost_waking,
-        )
-        return costs, flow, sink_pps
-
-    def outputs(costs: Costs, flow: Flow) -> dict[str, Array]:
-        rates = {k: getattr(flow, k) for k in ("capture_pps", "fwd_pps_no_capture", "fwd_pps")}
-        penalty = setup.copies * (costs.prod_ns + costs.handoff_ns * flow.delivered)
-        return rates | {
-            "capture_gbps": flow.capture_pps * wire_bits / 1e9,
-            "fwd_gbps": flow.fwd_pps * wire_bits / 1e9,
-            "loss": 1 - flow.delivered,
-            "fwd_penalty_ns_per_packet": penalty,
-        }
-
-    costs, flow, sink_pps = rows_at(setup.buffer_share, (1.0, 1.0, 1.0))
-    central = outputs(costs, flow)
-    spread = [outputs(*rows_at(s, (f, p, c), w)[:2]) for f, p, c, s, w in _corners(cal, setup)]
-    values: dict[str, Array] = {}
-    for key in OUTPUTS:
-        stacked = np.stack([central[key], *(corner[key] for corner in spread)])
-        values |= {key: central[key], f"{key}_low": stacked.min(0), f"{key}_high": stacked.max(0)}
-    consumer_cpu = setup.capture_cores * 1e9 / costs.cons_ns
-    return CaptureRows(
-        labels=rows.label,
-        frame_bytes=nic.mean_frame_bytes,
-        values=values,
-        limited_by=limited_by(flow, consumer_cpu, sink_pps, offered, pcie),
-        saturated=flow.saturated,
-        costs=costs,
-        copies=setup.copies,
-    )
-
-
-# --- the public function ---------------------------------------------------------------------
 
 
 def capture_model(
@@ -443,7 +66,7 @@ def capture_model(
     from_run: int | None = None,
     db: str | os.PathLike[str] | None = None,
     calibration: str | os.PathLike[str] = DEFAULT_CALIBRATION,
-    **link_options: Unpack[LinkOptions],
+    **options: object,
 ) -> Table:
     """Will a capture keep up, and what does it cost the forwarding? Capture and forwarding
     rates per frame size or mix for one design (`pcieperf capture model`); defaults are the
@@ -452,9 +75,11 @@ def capture_model(
     (default: line rate), `fwd_ns` replaces the calibration's forwarding cost per packet, and
     `from_run` takes it from stored capture run N instead (its forwarding lcores' CPU ns per
     packet without capture; the store `db`). `pool_mbufs` is the capture pool (default: the
-    design's tool's), `cache_mib` the cache it must fit (default: the calibration runs')."""
+    design's tool's), `cache_mib` the cache it must fit (default: the calibration runs').
+    `options` are `dpdk-fwd`'s forwarding setup (`rs_thresh`, `batch`, ...:
+    `dpdk.api.forwarding_config`'s keywords) and the link (`make_link`'s), checked as there."""
+    from pcieperf.dpdk.api import link_and_config
     from pcieperf.nic.api import frame_mixes
-    from pcieperf.pcie.api import make_link
     from pcieperf.units import parse_rate
 
     setup = CaptureSetup(
@@ -472,15 +97,16 @@ def capture_model(
             )
         fwd_ns = _run_forwarding_ns(from_run, db)
         fwd_from = f"capture run {from_run} (fwd_cpu_ns_no_capture)"
-    link = make_link(**link_options)
+    link, forwarding = link_and_config(None, **options)
     offer = None if pps is None else parse_rate(str(pps))
     mixes = frame_mixes(sizes, None)
     cal = load_calibration(calibration)
     found = evaluate_capture(
-        cal, setup, mixes, eth=eth, link=link, profile=profile, pps=offer, fwd_ns=fwd_ns
-    )
+        cal, setup, mixes, eth=eth, link=link, profile=profile, pps=offer, fwd_ns=fwd_ns,
+        forwarding=forwarding,
+    )  # fmt: skip
     payload = {
-        "inputs": _inputs(setup, cal, eth, offer, profile, link, fwd_ns),
+        "inputs": _inputs(setup, cal, eth, offer, profile, link, forwarding),
         "calibration": _provenance(cal, setup, fwd_from),
         "rows": _rows(found, setup),
     }
@@ -494,7 +120,7 @@ def _inputs(
     offer: float | None,
     profile: str,
     link: Link,
-    fwd: float | None,
+    forwarding: ForwardingConfig,
 ) -> dict[str, object]:
     """The inputs that decided the rows, as scalars."""
     return {
@@ -514,18 +140,27 @@ def _inputs(
         "ring_size": setup.ring_size,
         "pool_mbufs": setup.pool,
         "cache_mib": setup.cache_bytes(cal) / 2**20,
-        "buffer_share": setup.buffer_share if setup.design == "contiguous" else None,
+        "buffer_share": setup.buffer_share if setup.shape.contiguous else None,
         "profile": profile,
         "link": f"Gen{link.gen} x{link.lanes}",
+        "forwarding": {  # the forwarding setup the PCIe ceiling is priced with (dpdk-fwd's)
+            "rx_desc_bytes": forwarding.rx_desc_bytes,
+            "tx_desc_bytes": forwarding.tx_desc_bytes,
+            "rs_thresh_txd": forwarding.rs_thresh,
+            "rx_free_thresh_rxd": forwarding.rx_free_thresh,
+            "batch": forwarding.batch,
+            "doorbell_bytes": forwarding.doorbell_bytes,
+            "tx_wb_full_line": forwarding.full_line_tx_writeback,
+        },
     }
 
 
 def _run_forwarding_ns(run_id: int, db: str | os.PathLike[str] | None) -> float:
     """A stored capture run's forwarding cost: its lcores' CPU ns per packet, alone."""
-    from pcieperf.capture.records import capture_show
+    from pcieperf.capture.stored import read_runs
 
-    found = capture_show(run_id, db=db).to_json()
-    return float(found["fwd_cpu_ns_no_capture"])  # type: ignore[index]  # a row dict
+    (found,) = read_runs([run_id], db)
+    return float(found["fwd_cpu_ns_no_capture"])
 
 
 def _provenance(cal: CaptureCalibration, setup: CaptureSetup, fwd_from: str) -> dict[str, object]:
@@ -540,10 +175,21 @@ def _provenance(cal: CaptureCalibration, setup: CaptureSetup, fwd_from: str) -> 
         "fwd_cost_from": fwd_from,
         "writes_from": writer_source(cal, setup),
         "cache_from": "given (cache_mib)" if setup.cache_mib is not None else "calibration runs",
-        "wakeup_loss": wakeup_loss(cal, writer_of(cal, setup, setup.sink)),
+        "wakeup": _wakeup(wakeup_of(cal, writer_of(cal, setup, setup.sink))),
         "machine": f"{cal.meta.cpu_model}, {cal.meta.cpus} CPUs" if cal.meta.cpu_model else None,
         "this_machine": f"{here.cpu_model}, {here.cpus} CPUs",
         "measured_here": measured_here(cal),
+    }
+
+
+def _wakeup(wakeup: Wakeup) -> dict[str, object]:
+    """The wake-up loss rule the rows used: its share at no hold time, its scale (None: a
+    constant share) and the hold times of the runs it was fitted to."""
+    return {
+        "loss_at_zero": wakeup.loss_at_zero,
+        "scale_us": finite_or_none(1e6 * wakeup.scale_s),
+        "runs": wakeup.runs,
+        "hold_us_measured": [1e6 * wakeup.hold_min_s, 1e6 * wakeup.hold_max_s],
     }
 
 
@@ -573,12 +219,13 @@ def _rows(found: CaptureRows, setup: CaptureSetup) -> list[dict[str, object]]:
         "record_bytes": found.costs.record_bytes,
         "records_per_buffer": found.costs.per_buffer,
         "ring_full_after_s": ring_s,  # how long the ring hides the loss from a fresh start
+        "ring_holds_s": found.ring_holds_s,  # the ring's copies at the rate they arrive
     }
     rows = [
         dict(zip(columns, row, strict=True))
         for row in zip(*(c.tolist() for c in columns.values()), strict=True)
     ]
-    for row in rows:
-        if row["ring_full_after_s"] != row["ring_full_after_s"]:  # NaN: it never fills
-            row["ring_full_after_s"] = None
+    for row in rows:  # NaN: the ring never fills; inf: nothing arrives
+        for key in ("ring_full_after_s", "ring_holds_s"):
+            row[key] = finite_or_none(row[key])
     return rows

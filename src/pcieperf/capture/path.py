@@ -2,28 +2,54 @@
 designs the study compares, what the producer copies and the consumer writes, where to.
 
 In DPDK 22.11 (lib/pdump/rte_pdump.c) the forwarding lcore's Rx/Tx callbacks copy each packet
-into the capture pool and enqueue the copies on a ring; the capture process (dpdk-dumpcap or
-dpdk-pdump) dequeues them and writes records.
+into the capture pool and enqueue the copies on a ring; the capture process (a tool of
+`capture.tools`) dequeues them and writes records.
 """
 
 from __future__ import annotations
 
-DESIGNS = ("per-packet", "batched", "contiguous")
-"""The study's three designs: libpcap's pcap_dump per packet (dpdk-pdump out of the box),
-buffered writes of whole bursts (today's dpdk-dumpcap), and contiguous batching of small packets
-into one buffer (the study's what-if)."""
-FORMATS = ("pcapng", "pcap")
+from dataclasses import dataclass
+
+from pcieperf.capture import tools
+
+
+@dataclass(frozen=True)
+class Design:
+    """One of the study's designs: the tool whose copies and writes it is, the format it
+    writes unless told, whether it packs records into shared buffers (the study's what-if) and,
+    where its tool was not calibrated, the capture path that stands in for it with the write
+    calls per record the study counted (None: none stands in)."""
+
+    name: str
+    tool: str
+    format: str
+    contiguous: bool = False
+    stand_in: str | None = None
+    stand_in_writes: float = 0.0
+
+
+DESIGN_TABLE = (
+    # the study's out-of-the-box dpdk-pdump: libpcap's pcap_dump per packet, "a fwrite(pcap
+    # header of 16Bytes) followed by a fwrite(packet payload) and these two fwrite(s) cause two
+    # kernel traps"; dumpcap -P's pcap_dump stands in where no dpdk-pdump run was calibrated
+    Design("per-packet", "pdump", "pcap", stand_in="pcap", stand_in_writes=2.0),
+    Design("batched", "dumpcap", "pcapng"),  # today's dpdk-dumpcap: a writev per burst
+    # contiguous batching of small packets into one buffer: dumpcap's writes, fewer buffers
+    Design("contiguous", "dumpcap", "pcapng", contiguous=True),
+)
+DESIGNS = tuple(d.name for d in DESIGN_TABLE)
+FORMATS = ("pcapng", "pcap")  # what pcieperf's reader reads back: a tool writes one of them
 DIRECTIONS = {"rx": 1, "tx": 1, "both": 2}  # copies per packet on each port captured
 SINKS = ("null", "tmpfs", "file")  # /dev/null, a file in a tmpfs, a file the user names
-WRITERS = ("pcapng", "pcap", "pdump")
-"""The capture paths, each with its own copy on the forwarding core and its own writes:
-dumpcap's pcapng (rte_pcapng_copy builds the block on the forwarding core; writev of the blocks
-as copied), dumpcap -P (rte_pktmbuf_copy; libpcap's pcap_dump through stdio), dpdk-pdump
-(rte_pktmbuf_copy into its own pool of 65535 mbufs; a net_pcap port's pcap_dump per packet)."""
-SLEEPING_WRITERS = ("pcapng", "pcap")
-"""dpdk-dumpcap's writers: it sleeps when its ring stays empty (app/dumpcap/main.c
-process_ring); dpdk-pdump polls its ring without sleeping (app/pdump/main.c dump_packets)."""
-STDIO_WRITERS = ("pcap", "pdump")  # libpcap's pcap_dump: fwrite copies each record's bytes
+MODEL_SINKS = ("null", "tmpfs")
+"""The sinks the model prices: the null device and a tmpfs file (a file on a disk is a tmpfs
+file at the disk's bandwidth: `sink_gbps`). A run's `file` sink is wherever the user's file is,
+so its consumer costs are not fitted."""
+
+
+def design(name: str) -> Design:
+    """The design of that name."""
+    return next(d for d in DESIGN_TABLE if d.name == name)
 
 
 def touches_bytes(writer: str, sink: str) -> bool:
@@ -32,7 +58,7 @@ def touches_bytes(writer: str, sink: str) -> bool:
     copies them into a stdio buffer, and a file's write(2) copies them into the page cache;
     dumpcap's pcapng writev to /dev/null touches none (write_null returns the length unread,
     drivers/char/mem.c)."""
-    return writer in STDIO_WRITERS or sink != "null"
+    return tools.writers()[writer].stdio or sink != "null"
 
 
 CAPTURE_SIZES = "64,128,256,320,384,512,1024,1518"  # the study's sizes, and two larger

@@ -97,13 +97,13 @@ class Primary(Watched):
 class Tool(Watched):
     """A capture tool as a secondary process, its output read by a thread."""
 
-    def __init__(self, name: str, command: list[str], preload: str) -> None:
-        self.name = name
+    def __init__(self, row: tools.CaptureTool, command: list[str], preload: str) -> None:
+        self.row = row
         self.capturing = threading.Event()
         super().__init__(command, dict(os.environ, LD_PRELOAD=preload) if preload else None)
 
     def _line(self, line: str) -> None:
-        if tools.CAPTURING[self.name] in line:
+        if self.row.capturing in line:
             self.capturing.set()
 
     def exited(self) -> bool:

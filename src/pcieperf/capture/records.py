@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pcieperf.capture import threads, tools
+from pcieperf.capture import stored, threads, tools
 from pcieperf.capture.lock import WAIT_S
 from pcieperf.capture.machine import Machine
 from pcieperf.capture.placement import PROBES, ROUND_TRIP
@@ -28,8 +28,8 @@ def capture_run(
     pcap: str | os.PathLike[str] | None = None,
     seconds: float = 3.0,
     lcores: int = 1,
-    tool: str = "dumpcap",
-    format: str = "pcapng",
+    tool: str = tools.TOOLS[0].name,
+    format: str | None = None,
     snaplen: int | None = None,
     ring_size: int = 2048,
     sink: str = "null",
@@ -40,9 +40,10 @@ def capture_run(
     db: str | os.PathLike[str] | None = None,
 ) -> Report:
     """Run dpdk-testpmd forwarding `frame`-byte frames (FCS included) on net_null, or
-    replaying `pcap`, on `lcores` forwarding lcores: first alone, then with dpdk-dumpcap
-    writing `format` into the `sink` (null, tmpfs, or `out` for a file); store what each
-    thread did per packet and what capture cost the forwarding (`pcieperf capture run`). One
+    replaying `pcap`, on `lcores` forwarding lcores: first alone, then with the capture
+    `tool` writing `format` (default: the tool's own) into the `sink` (null, tmpfs, or `out`
+    for a file); store what each thread did per packet and what capture cost the forwarding
+    (`pcieperf capture run`). One
     capture run at a time on a machine: this one waits up to `wait` seconds for another."""
     cfg = CaptureConfig(
         frame=frame,
@@ -62,8 +63,8 @@ def capture_run(
     result = _run_with_progress(cfg)
     row = run_row(result)
     with open_store(db, write=True) as store:
-        (stored,) = store.capture_runs([store.add_capture_run(row)])
-    return _shown(stored)
+        (kept,) = stored.runs_of(store, [stored.add_run(store, row)])
+    return _shown(kept)
 
 
 def _run_with_progress(cfg: CaptureConfig) -> CaptureResult:
@@ -85,7 +86,7 @@ def _run_with_progress(cfg: CaptureConfig) -> CaptureResult:
 
 
 def run_row(result: CaptureResult) -> dict[str, Any]:
-    """A capture run as the store keeps it (measure.store.CAPTURE_RUN_COLUMNS)."""
+    """A capture run as the store keeps it (`capture.stored.RUN_COLUMNS`)."""
     cfg, tool, stats = result.config, result.tool, result.file_stats
     written = tool.counts.written
     frame = _frame_bytes(result)
@@ -98,10 +99,10 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "fwd_lcores": cfg.fwd_lcores,
         "direction": "both",
         "copies_per_packet": COPIES_PER_PACKET,
-        "format": cfg.format,
+        "format": cfg.file_format,
         "snaplen": cfg.snaplen or 0,
         "ring_size": cfg.ring_size,
-        "pool_mbufs": tools.pool_mbufs(cfg.tool, cfg.ring_size),
+        "pool_mbufs": cfg.capture_tool.pool_mbufs(cfg.ring_size),
         "llc_bytes": threads.llc_bytes(),
         "cache_bytes": result.cache_bytes,
         "sink": cfg.sink,
@@ -118,7 +119,7 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "round_trip_ns_no_capture": finite_or_none(result.round_trip_ns[0]),
         "round_trip_ns": finite_or_none(result.round_trip_ns[1]),
         "copies": tool.counts.received,
-        "copies_counted": cfg.tool == "dumpcap",  # pdump's are inferred from the rate
+        "copies_counted": cfg.capture_tool.counts_drops,  # else inferred from the rate
         "dropped": tool.counts.dropped,
         "written": written,
         "loss": tool.counts.dropped / tool.counts.received if tool.counts.received else 0.0,
@@ -176,8 +177,7 @@ RUNS_COLUMNS = (
 def capture_runs(*, db: str | os.PathLike[str] | None = None) -> Table:
     """The capture runs stored, oldest first (`pcieperf capture runs`); `.to_frame()` gives
     them as a DataFrame, one row per run."""
-    with open_store(db) as store:
-        rows = store.capture_runs()
+    rows = stored.read_runs(db=db)
     return Table(
         rows,
         RUNS_COLUMNS,
@@ -200,8 +200,7 @@ def _text_row(row: dict[str, Any]) -> dict[str, Any]:
 def capture_show(run_id: int, *, db: str | os.PathLike[str] | None = None) -> Report:
     """One stored capture run: what it measured and the study's four essentials (timestamps,
     ordering, Rx/Tx merging, zero loss) as the run showed them (`pcieperf capture show`)."""
-    with open_store(db) as store:
-        (row,) = store.capture_runs([run_id])
+    (row,) = stored.read_runs([run_id], db)
     return _shown(row)
 
 
@@ -209,13 +208,6 @@ def _shown(row: dict[str, Any]) -> Report:
     """A stored run's JSON (its row and the essentials) and its text."""
     data = row | {"essentials": essentials(row)}
     return Report(data, _text(data))
-
-
-STAMPED = {
-    "dumpcap": "stamped per burst when copied",  # one TSC read a burst: rte_pcapng_copy
-    "pdump": "stamped when written",  # by the net_pcap port, in the capture process
-}
-"""Where each tool's timestamps come from: neither stamps a packet when it reaches the port."""
 
 
 def essentials(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -228,7 +220,7 @@ def essentials(row: dict[str, Any]) -> list[dict[str, Any]]:
         {
             "essential": "timestamps",
             "met": False,
-            "shown": measured + STAMPED[row["tool"]] + ", not on arrival",
+            "shown": measured + tools.tool(row["tool"]).stamped + ", not on arrival",
         },
         {
             "essential": "ordering",
@@ -318,9 +310,9 @@ def _finite(data: dict[str, Any], keys: tuple[str, ...]) -> list[float]:
 def _pool_lines(data: dict[str, Any]) -> list[str]:
     """Whether the capture thread had CPU to spare (its sleeps) and how much of the copies'
     pool the cache kept (docs/capture.md, "Model"); nothing for a run stored before either."""
-    from pcieperf.capture.fit import slept
-    from pcieperf.capture.model import captured_bytes
+    from pcieperf.capture.costs import captured_bytes
     from pcieperf.capture.pool import cold_share
+    from pcieperf.capture.verdicts import slept
 
     sleeps, pool, cache = (
         data.get(k) for k in ("capture_sleeps_per_s", "pool_mbufs", "cache_bytes")

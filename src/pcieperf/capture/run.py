@@ -21,22 +21,16 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pcieperf import interrupts, outputs, statedir
 from pcieperf.capture import hugepages, leftovers, lock, placement, processes, threads, tools
 from pcieperf.capture.intervals import Interval
+from pcieperf.capture.path import FORMATS, SINKS
 from pcieperf.dpdk import testpmd
 from pcieperf.errors import PcieperfError, UsageError, param, require_choice, require_new_file, warn
 from pcieperf.net.trace.statistics import stats_files
 from pcieperf.net.wire import FCS_BYTES, MIN_FRAME_BYTES
 
-if TYPE_CHECKING:
-    pass
-
-SINKS = ("null", "tmpfs", "file")
-FORMATS = ("pcapng", "pcap")
-TOOL_NAMES = tuple(tools.TOOLS)
 # testpmd's mbufs carry at most RTE_MBUF_DEFAULT_DATAROOM (2048) bytes in one segment
 # (lib/mbuf/rte_mbuf_core.h), so a net_null packet is at most that and its frame 4 B more.
 MAX_FRAME_BYTES = 2048 + FCS_BYTES
@@ -57,8 +51,8 @@ class CaptureConfig:
     pcap: Path | None = None
     seconds: float = 3.0
     fwd_lcores: int = 1
-    tool: str = "dumpcap"
-    format: str = "pcapng"
+    tool: str = tools.TOOLS[0].name
+    format: str | None = None  # None: the tool's own (its first)
     snaplen: int | None = None
     ring_size: int = 2048
     sink: str = "null"
@@ -74,13 +68,10 @@ class CaptureConfig:
                 f"{MAX_FRAME_BYTES} bytes (FCS included; one mbuf of 2048 B)"
             )
         testpmd.RunConfig(seconds=self.seconds)  # the same --seconds rule as `dpdk run`
-        require_choice(param("tool"), self.tool, TOOL_NAMES)
-        require_choice(param("format"), self.format, FORMATS)
-        if self.tool == "pdump" and self.format != "pcap":
-            raise UsageError(
-                f"{param('tool')} pdump writes pcap only (its net_pcap port): "
-                f"add {param('format')} pcap"
-            )
+        tool = tools.tool(self.tool)
+        if self.format is not None:
+            require_choice(param("format"), self.format, FORMATS)
+        tool.writer(self.file_format)
         require_choice(param("sink"), self.sink, SINKS)
         if self.fwd_lcores not in (1, 2):
             raise UsageError(f"{param('lcores')} {self.fwd_lcores!r} is not allowed; give 1 or 2")
@@ -93,10 +84,10 @@ class CaptureConfig:
             )
         if self.snaplen is not None and not 1 <= self.snaplen <= 65535:
             raise UsageError(f"{param('snaplen')} {self.snaplen!r} is not allowed; give 1 to 65535")
-        if self.snaplen is not None and self.tool == "pdump":
+        if self.snaplen is not None and not tool.snaplen:
             raise UsageError(
-                f"{param('tool')} pdump has no snap length (app/pdump/main.c writes whole "
-                f"packets): leave out {param('snaplen')}"
+                f"{param('tool')} {tool.name} has no snap length (it writes whole packets): "
+                f"leave out {param('snaplen')}"
             )
         lock.check_wait(self.wait)
         if (self.sink == "file") != (self.out is not None):
@@ -104,6 +95,16 @@ class CaptureConfig:
                 f"{param('out')} names the capture file of {param('sink')} file, and only it "
                 "takes one"
             )
+
+    @property
+    def capture_tool(self) -> tools.CaptureTool:
+        """The tool's row (`capture.tools`)."""
+        return tools.tool(self.tool)
+
+    @property
+    def file_format(self) -> str:
+        """The format the tool writes (the tool's own unless given)."""
+        return self.format or self.capture_tool.formats[0]
 
     @property
     def mode(self) -> str:
@@ -182,7 +183,8 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
             target = _target(cfg, stack, record)
             baseline = _measure_baseline(primary, cfg.seconds, tick)
             command = _tool_command(cfg, binaries["tool"], prefix, target, links)
-            tool = processes.Tool(cfg.tool, command, tools.mempool_preload(binaries["testpmd"]))
+            preload = tools.mempool_preload(binaries["testpmd"])
+            tool = processes.Tool(cfg.capture_tool, command, preload)
             record.child(tool.proc.pid)
             stack.callback(tool.kill)
             during, tool_interval = _measure_capture(primary, tool, cfg.seconds, tick)
@@ -234,7 +236,8 @@ def _recover() -> None:
 
 def _binaries(cfg: CaptureConfig) -> dict[str, str]:
     """The testpmd and tool binaries, or a one-line refusal naming the package."""
-    return {"testpmd": testpmd.find_testpmd(), "tool": tools.find(cfg.tool)}
+    tool = cfg.capture_tool
+    return {"testpmd": testpmd.find_testpmd(), "tool": testpmd.find_binary(tool.binary, tool.env)}
 
 
 def _check_sink(cfg: CaptureConfig) -> None:
@@ -319,28 +322,23 @@ def _target(cfg: CaptureConfig, stack: ExitStack, record: leftovers.Recorder) ->
         stack.callback(target.unlink, missing_ok=True)
         return target
     if cfg.sink == "tmpfs":
-        return _private_folder(stack, record, TMPFS) / f"capture.{cfg.format}"
+        return _private_folder(stack, record, TMPFS) / f"capture.{cfg.file_format}"
     return NULL_SINK
 
 
 def _tool_command(
     cfg: CaptureConfig, binary: str, prefix: str, target: Path, links: Path
 ) -> list[str]:
-    """The capture tool's command line (dpdk-pdump's file through a link: its device argument
-    holds at most PDUMP_PATH_BYTES)."""
-    if cfg.tool == "pdump":
-        out = testpmd.devarg_path(target, links, "out", tools.PDUMP_PATH_BYTES)
-        return tools.pdump_command(binary, prefix, out, ring_size=cfg.ring_size)
-    port = f"net_{cfg.mode}0"
-    return tools.dumpcap_command(
-        binary,
-        prefix,
-        port,
-        target,
-        pcap=cfg.format == "pcap",
-        snaplen=cfg.snaplen,
-        ring_size=cfg.ring_size,
+    """The capture tool's command line; its file through a link in the private folder `links`
+    where the tool keeps a path in a device argument of limited length (`path_bytes`)."""
+    tool = cfg.capture_tool
+    out = str(target)
+    if tool.path_bytes is not None:
+        out = testpmd.devarg_path(target, links, "out", tool.path_bytes)
+    spec = tools.ToolRun(
+        binary, prefix, f"net_{cfg.mode}0", 0, out, cfg.file_format, cfg.snaplen, cfg.ring_size
     )
+    return tool.command(spec)
 
 
 def _wait_for(
@@ -385,7 +383,7 @@ def _measure_capture(
     def watch() -> None:
         primary.check_alive()
         if tool.proc.poll() is not None:
-            raise PcieperfError(f"{tool.command[2]} exited: {tools.last_lines(tool.lines)}")
+            raise PcieperfError(f"{tool.row.binary} exited: {tools.last_lines(tool.lines)}")
 
     _wait_for("capture start", tool.capturing.is_set, START_DEADLINE_S, tick, watch)
     start, harness = time.monotonic(), time.process_time()
@@ -404,21 +402,23 @@ def _measure_capture(
     wall, harness = time.monotonic() - start, time.process_time() - harness
     cpu, io = threads.cpu_ns(tool.proc.pid) - cpu0, threads.io_counts(tool.proc.pid)
     slept = threads.sleeps(tool.proc.pid) - sleeps0
-    counts = _counts(tool.name, tool.reap(), during, wall)
+    counts = _counts(tool.row, tool.reap(), during, wall)
     # Write calls and bytes over the tool's life, as its counts are: the records it wrote
     # before its "capturing" line count too (its start-up writes no more than a few lines).
     return during, ToolInterval(wall, cpu, slept, io, counts, harness / wall)
 
 
-def _counts(name: str, output: str, during: Interval, wall: float) -> tools.ToolCounts:
-    """The tool's copies and drops: dumpcap's own counts (the primary's pdump statistics), or
-    for dpdk-pdump, which never learns of ring-full drops, the copies that the forwarding rate
-    while it ran implies (every forwarded packet copied on Rx and on Tx) less those written."""
-    if name == "dumpcap":
-        return tools.parse_dumpcap(output)
-    written = tools.parse_pdump(output)
-    copies = max(written, round(COPIES_PER_PACKET * during.pps * wall))
-    return tools.ToolCounts(copies, copies - written)
+def _counts(
+    tool: tools.CaptureTool, output: str, during: Interval, wall: float
+) -> tools.ToolCounts:
+    """The tool's copies and drops: its own counts where it learns the ring-full drops (the
+    primary's pdump statistics), else the copies that the forwarding rate while it ran implies
+    (every forwarded packet copied on Rx and on Tx) less those it wrote."""
+    said = tool.parse(output)
+    copies = said.received
+    if copies is None:
+        copies = max(said.written, round(COPIES_PER_PACKET * during.pps * wall))
+    return tools.ToolCounts(copies, copies - said.written)
 
 
 def _finish_file(result: CaptureResult, target: Path) -> None:
@@ -438,12 +438,12 @@ def _finish_file(result: CaptureResult, target: Path) -> None:
 
 def _check_file(packets: int, written: int, cfg: CaptureConfig) -> None:
     """The file must hold what the tool says it wrote, give or take what its rings held when it
-    counted (`tools.rings`); fewer is a failed capture, and nothing is stored or published."""
+    counted (its `rings`); fewer is a failed capture, and nothing is stored or published."""
     short = written - packets
-    if short > tools.rings(cfg.tool) * cfg.ring_size:
+    if short > cfg.capture_tool.rings * cfg.ring_size:
         raise PcieperfError(
             f"the capture file holds {packets} records, {short} fewer than the {written} that "
-            f"{tools.TOOLS[cfg.tool]} says it wrote; nothing stored"
+            f"{cfg.capture_tool.binary} says it wrote; nothing stored"
         )
 
 

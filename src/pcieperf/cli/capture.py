@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from pcieperf.capture import lock, records
-from pcieperf.capture.run import FORMATS, SINKS, TOOL_NAMES
+from pcieperf.capture import lock, records, tools
+from pcieperf.capture.path import FORMATS, SINKS
 from pcieperf.cli._common import _real, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _GROUPS, _add_command, _add_group
@@ -65,12 +65,13 @@ def _add_capture_commands(sub: argparse._SubParsersAction) -> None:
         help="each window (alone, capturing) lasts at least this long and two statistics periods",
     )
     p.add_argument("--lcores", type=_whole(), default=1, help="forwarding lcores, 1 or 2")
-    p.add_argument("--tool", choices=TOOL_NAMES, default="dumpcap", help="the capture tool")
+    names = tools.names()
+    p.add_argument("--tool", choices=names, default=names[0], help="the capture tool")
     p.add_argument(
         "--capture-format",
         choices=FORMATS,
-        default="pcapng",
-        help="what the tool writes (pcap: dumpcap -P)",
+        default=None,
+        help="what the tool writes (default: its own, the first it writes; pcap: dumpcap -P)",
     )
     p.add_argument("--snaplen", type=_whole(), default=None, help="bytes kept per packet")
     p.add_argument(

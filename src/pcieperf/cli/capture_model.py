@@ -1,5 +1,5 @@
 """`pcieperf capture model` and `capture calibrate`: the capture path as a model and its
-calibration from stored runs (pcieperf.capture.model, pcieperf.capture.calibration:
+calibration from stored runs (pcieperf.capture.model, pcieperf.capture.calibrate:
 `pp.capture_model`, `pp.capture_calibrate`)."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 
 from pcieperf.capture import path
-from pcieperf.capture.calibration import capture_calibrate
+from pcieperf.capture.calibrate import capture_calibrate
 from pcieperf.capture.model import capture_model
-from pcieperf.cli._common import ETH, _real, _whole, link_options
+from pcieperf.cli._common import ETH, _real, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.cli.dpdk_fwd import add_forwarding_setup, forwarding_options
 from pcieperf.net import wire
 
 MODEL_OPTIONS = (
@@ -45,7 +46,7 @@ def cmd_capture_model(args: argparse.Namespace) -> None:
     from the calibration's spread and what limits each (docs/capture.md)."""
     chosen = {name: getattr(args, name) for name in MODEL_OPTIONS}
     calibrated = {"calibration": args.calibration} if args.calibration else {}
-    emit(args, capture_model(**chosen, **calibrated, db=args.db, **link_options(args)))
+    emit(args, capture_model(**chosen, **calibrated, db=args.db, **forwarding_options(args)))
 
 
 def cmd_capture_calibrate(args: argparse.Namespace) -> None:
@@ -72,7 +73,12 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="format written (default: pcap for per-packet, else pcapng)",
     )
-    p.add_argument("--sink", choices=path.SINKS, default="null", help="where records go")
+    p.add_argument(
+        "--sink",
+        choices=path.MODEL_SINKS,
+        default="null",
+        help="where records go (a disk file: tmpfs with --sink-gbps the disk's)",
+    )
     p.add_argument("--sink-gbps", type=_real(), default=None, help="the sink's bandwidth cap")
     p.add_argument("--direction", choices=tuple(path.DIRECTIONS), default="both", help="copied")
     p.add_argument("--capture-ports", type=_whole(1, 64), default=1, help="ports captured")
@@ -80,7 +86,12 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eth", type=ETH, default=10, help=f"Gb/s per port {wire.RATES_GBPS}")
     p.add_argument("--pps", default=None, help="packets offered over all ports (default: line)")
     p.add_argument("--fwd-lcores", type=_real(), default=2, help="forwarding lcores (CPUs)")
-    p.add_argument("--capture-cores", type=_real(), default=1, help="capture cores (CPUs)")
+    p.add_argument(
+        "--capture-cores",
+        type=_real(),
+        default=1,
+        help="CPU share of the capture thread, at most the tool's capture threads (1)",
+    )
     p.add_argument("--snaplen", type=_whole(0, 2**18), default=0, help="bytes kept (0: all)")
     p.add_argument("--ring-size", type=_whole(1, 2**20), default=2048, help="capture ring")
     p.add_argument(
@@ -102,6 +113,7 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
         help="contiguous: share of fixed costs paid per buffer, 0-1 (bounds take 0 and 1)",
     )
     p.add_argument("--profile", default="testpmd-fwd", help="the NIC's forwarding profile")
+    add_forwarding_setup(p.add_argument_group("forwarding setup (as dpdk-fwd's)"))
     p.add_argument(
         "--fwd-ns", type=_real(), default=None, help="forwarding CPU ns per packet (default: cal.)"
     )

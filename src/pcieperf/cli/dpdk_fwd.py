@@ -86,6 +86,36 @@ def _given(args: argparse.Namespace, *names: str | None) -> tuple[str, ...]:
     return given + (("--trace",) if getattr(args, "trace", None) else ())
 
 
+def add_forwarding_setup(
+    p: argparse.ArgumentParser | argparse._ArgumentGroup,
+) -> argparse._MutuallyExclusiveGroup:
+    """The forwarding setup's options (FORWARDING_OPTIONS: descriptors, thresholds, batches,
+    doorbells), as dpdk-fwd, explain and capture model take them; the group of the batch
+    options, for another way to give the batch."""
+    d = PortSetup()  # the one port setup's defaults, as the iommu commands have them
+    p.add_argument("--rx-desc", type=_whole(), default=d.rx_desc_bytes, help="Rx descriptor bytes")
+    p.add_argument("--tx-desc", type=_whole(), default=d.tx_desc_bytes, help="Tx descriptor bytes")
+    p.add_argument("--rs-thresh", type=_whole(), default=d.rs_thresh, help="Tx RS-bit threshold")
+    p.add_argument(
+        "--rx-free-thresh", type=_whole(), default=d.rx_free_thresh, help="Rx free threshold"
+    )
+    p.add_argument("--doorbell-bytes", type=_whole(), default=4, help="bytes per tail write")
+    p.add_argument(
+        "--tx-wb-full-line",
+        action="store_true",
+        help="count each Tx write-back as a full 64 B line (partial-line write)",
+    )
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--batch", type=_real(), default=None, help="mean burst size (default 32)")
+    group.add_argument(
+        "--batch-hist",
+        default=None,
+        metavar="BATCH:CALLS,...",
+        help="Rx batch histogram, e.g. 0:1000,4:5000,8:200",
+    )
+    return group
+
+
 def _add_forwarding_options(
     p: argparse.ArgumentParser | argparse._ArgumentGroup, defaults: bool = True
 ) -> None:
@@ -96,21 +126,7 @@ def _add_forwarding_options(
     default = f" (default {pps})" if defaults else " (required, or --from-run)"
     p.add_argument("--pps", default=None, help=f"packet rate: 10e6, 10M, 14.88Mpps{default}")
     add_size_options(p, wire.DEFAULT_FRAME_BYTES if defaults else None)
-    d = PortSetup()  # the one port setup's defaults, as the iommu commands have them
-    p.add_argument("--rx-desc", type=_whole(), default=d.rx_desc_bytes, help="Rx descriptor bytes")
-    p.add_argument("--tx-desc", type=_whole(), default=d.tx_desc_bytes, help="Tx descriptor bytes")
-    p.add_argument("--rs-thresh", type=_whole(), default=d.rs_thresh, help="Tx RS-bit threshold")
-    p.add_argument(
-        "--rx-free-thresh", type=_whole(), default=d.rx_free_thresh, help="Rx free threshold"
-    )
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--batch", type=_real(), default=None, help="mean burst size (default 32)")
-    group.add_argument(
-        "--batch-hist",
-        default=None,
-        metavar="BATCH:CALLS,...",
-        help="Rx batch histogram, e.g. 0:1000,4:5000,8:200",
-    )
+    group = add_forwarding_setup(p)
     group.add_argument(
         "--from-run",
         type=_whole(),
@@ -119,12 +135,6 @@ def _add_forwarding_options(
         help="rate, packet size and batch histogram of a stored `dpdk run`",
     )
     p.add_argument("--db", default=None, help="store file for --from-run (default: user data dir)")
-    p.add_argument("--doorbell-bytes", type=_whole(), default=4, help="bytes per tail write")
-    p.add_argument(
-        "--tx-wb-full-line",
-        action="store_true",
-        help="count each Tx write-back as a full 64 B line (partial-line write)",
-    )
     p.add_argument(
         "--profile",
         default=DEFAULT_PROFILE,

@@ -16,6 +16,7 @@ PCIe wire bytes per direction (TLP headers, framing, completions), from `pcieper
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -197,11 +198,13 @@ def forwarding_rate(
     link: Link,
     eth: Ethernet,
     profile: NicProfile | None = None,
-    mix: PacketMix | None = None,
+    mix: PacketMix | Sequence[PacketMix] | None = None,
 ) -> NicResult:
-    """The highest forwarding rate on an `eth` port and what limits it: the `nic` model of the
-    same profile with `cfg`'s parameters, so `dpdk-fwd` and `nic` cannot disagree."""
-    return evaluate(forwarding_profile(cfg, profile), link, eth, [mix or packet_mix(cfg)])
+    """The highest forwarding rate on an `eth` port and what limits it, at `mix` (several: a
+    row each) or `cfg.pkt_bytes`: the `nic` model of the same profile with `cfg`'s parameters,
+    so `dpdk-fwd`, `nic` and `capture model` cannot disagree."""
+    mixes = [mix] if isinstance(mix, PacketMix) else list(mix or [packet_mix(cfg)])
+    return evaluate(forwarding_profile(cfg, profile), link, eth, mixes)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ of samples at a time, and nothing of it stays if it fails).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,7 @@ from pcieperf.errors import UsageError, param, require_choice
 from pcieperf.measure.counters.samples import Samples, Sink
 from pcieperf.measure.stacks import Series, StackCounters, stack_key
 from pcieperf.measure.store_lock import connect
-from pcieperf.measure.store_schema import CAPTURE_RUN_COLUMNS, insert_stacks, schema
+from pcieperf.measure.store_schema import insert_stacks, schema
 from pcieperf.pciebench.bench import COLUMNS, Kind, ParsedDir, canonical_test, parse_result_dir
 from pcieperf.progress import wrap as with_progress
 
@@ -363,44 +363,47 @@ class Store:
         ).fetchall()
         return StoredRun(run_id, *row, batch_hist=dict(hist))
 
-    def add_capture_run(self, row: dict[str, Any]) -> int:
-        """Store one capture run (a row of CAPTURE_RUN_COLUMNS) in one transaction; returns
-        its run id."""
-        names = list(CAPTURE_RUN_COLUMNS)
-        with self._transaction():
-            (run_id,) = self._one("SELECT coalesce(max(run_id), 0) + 1 FROM capture_runs")
+    def numbered_table(self, name: str, columns: Mapping[str, str]) -> None:
+        """Make table `name` of numbered rows (`run_id`, `started`, then `columns`: name -> SQL
+        type, as its caller owns them) if the store lacks it, or give one an earlier version
+        made the columns added since; nothing to do for a current one."""
+        query = "SELECT column_name FROM duckdb_columns() WHERE table_name = ?"
+        have = {c for (c,) in self.con.execute(query, [name]).fetchall()}
+        if not have:
+            declared = ", ".join(f"{k} {v}" for k, v in columns.items())
             self.con.execute(
-                f"INSERT INTO capture_runs (run_id, started, {', '.join(names)}) "
+                f"CREATE TABLE {name} (run_id INTEGER PRIMARY KEY, started TIMESTAMP, {declared})"
+            )
+            return
+        for column, kind in columns.items():
+            if column not in have:
+                self.con.execute(f"ALTER TABLE {name} ADD COLUMN {column} {kind}")
+
+    def add_numbered(self, name: str, row: Mapping[str, Any]) -> int:
+        """Add `row` (its columns by name) to the numbered table `name` in one transaction, as
+        the next run id, started now; returns that id."""
+        names = list(row)
+        with self._transaction():
+            (run_id,) = self._one(f"SELECT coalesce(max(run_id), 0) + 1 FROM {name}")
+            self.con.execute(
+                f"INSERT INTO {name} (run_id, started, {', '.join(names)}) "
                 f"VALUES (?, now(), {', '.join('?' * len(names))})",
-                [run_id, *(row[name] for name in names)],
+                [run_id, *row.values()],
             )
         return int(run_id)
 
-    def capture_runs(self, run_ids: list[int] | None = None) -> list[dict[str, Any]]:
-        """Stored capture runs (all, or those of `run_ids`), oldest first, without the
-        commands and outputs."""
+    def numbered(
+        self, name: str, run_ids: list[int] | None = None, hidden: tuple[str, ...] = ()
+    ) -> list[dict[str, Any]]:
+        """The rows of the numbered table `name` (all, or those of `run_ids` that it has),
+        oldest first, without the columns `hidden`."""
         where = f"WHERE run_id IN ({', '.join('?' * len(run_ids))})" if run_ids else ""
-        rows = self._records(
+        exclude = f"EXCLUDE ({', '.join(hidden)})" if hidden else ""
+        return self._records(
             self.con.execute(
-                f"SELECT * EXCLUDE (commands, outputs) FROM capture_runs {where} ORDER BY run_id",
-                run_ids or [],
+                f"SELECT * {exclude} FROM {name} {where} ORDER BY run_id", run_ids or []
             )
         )
-        missing = sorted(set(run_ids or ()) - {r["run_id"] for r in rows})
-        if missing:
-            raise UsageError(
-                f"no capture run {', '.join(map(str, missing))} in {self.path}; see "
-                "`pcieperf capture runs`"
-            )
-        return rows
-
-    def capture_run_texts(self, run_id: int) -> dict[str, Any]:
-        """The commands and outputs of one stored capture run (JSON text each)."""
-        self.capture_runs([run_id])
-        commands, outputs = self._one(
-            "SELECT commands, outputs FROM capture_runs WHERE run_id = ?", [run_id]
-        )
-        return {"commands": commands, "outputs": outputs}
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

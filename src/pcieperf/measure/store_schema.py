@@ -1,5 +1,7 @@
 """The measured-data store's tables (`pcieperf.measure.store`): what each holds, and the
-statements that make them in a new store and bring an older one up to date."""
+statements that make them in a new store and bring an older one up to date. A package above
+the store keeps its own table's columns and asks the store to make it
+(`Store.numbered_table`: capture runs, pcieperf.capture.stored)."""
 
 from __future__ import annotations
 
@@ -11,62 +13,6 @@ def _sql_type(csv_name: str) -> str:
     if csv_name in TEXT_COLUMNS:
         return "VARCHAR"
     return "BIGINT" if csv_name in INTEGER_COLUMNS else "DOUBLE"
-
-
-CAPTURE_RUN_COLUMNS = {
-    "dpdk_version": "VARCHAR",
-    "tool": "VARCHAR",
-    "port": "VARCHAR",
-    "frame_bytes": "DOUBLE",
-    "fwd_lcores": "INTEGER",
-    "direction": "VARCHAR",
-    "copies_per_packet": "INTEGER",
-    "format": "VARCHAR",
-    "snaplen": "INTEGER",
-    "ring_size": "INTEGER",
-    "sink": "VARCHAR",
-    "seconds": "DOUBLE",
-    "fwd_pps_no_capture": "DOUBLE",
-    "fwd_pps": "DOUBLE",
-    "fwd_cpu_ns_no_capture": "DOUBLE",
-    "fwd_cpu_ns": "DOUBLE",
-    "fwd_cpu_share_no_capture": "DOUBLE",
-    "fwd_cpu_share": "DOUBLE",
-    "copies": "BIGINT",
-    "copies_counted": "BOOLEAN",
-    "dropped": "BIGINT",
-    "written": "BIGINT",
-    "loss": "DOUBLE",
-    "file_packets": "BIGINT",
-    "capture_pps": "DOUBLE",
-    "capture_gbps": "DOUBLE",
-    "capture_cpu_ns": "DOUBLE",
-    "capture_cpu_share": "DOUBLE",
-    "bytes_per_record": "DOUBLE",
-    "write_calls_per_packet": "DOUBLE",
-    "packets_per_timestamp": "DOUBLE",
-    "inversions": "BIGINT",
-    "harness_cpu_share": "DOUBLE",
-    "cross_cpu_slowdown_before": "DOUBLE",
-    "cross_cpu_slowdown_after": "DOUBLE",
-    "crashed": "BOOLEAN",
-    "commands": "VARCHAR",
-    "outputs": "VARCHAR",
-    "pool_mbufs": "INTEGER",
-    "llc_bytes": "BIGINT",
-    "cache_bytes": "BIGINT",
-    "capture_sleeps_per_s": "DOUBLE",
-    "fwd_cpu_ns_spread_no_capture": "DOUBLE",
-    "fwd_cpu_ns_spread": "DOUBLE",
-    "steal_cpu_share": "DOUBLE",
-    "round_trip_ns_no_capture": "DOUBLE",
-    "round_trip_ns": "DOUBLE",
-    "cpu_model": "VARCHAR",  # the machine the run was made on (pcieperf.capture.machine)
-    "cpus": "INTEGER",
-    "kernel": "VARCHAR",
-}
-"""The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
-start time (pcieperf.capture.records builds the rows)."""
 
 
 def insert_stacks(where: str = "") -> str:
@@ -83,7 +29,6 @@ def schema(columns: set[tuple[str, str]]) -> list[str]:
     """The statements that bring a store whose tables have `columns` ((table, column) pairs)
     up to date: the tables it lacks, and the columns added since to one it has (none for a
     store made by this version: opening it runs no statement)."""
-    capture_columns = ", ".join(f"{k} {v}" for k, v in CAPTURE_RUN_COLUMNS.items())
     tables = {
         "systems": "(system VARCHAR PRIMARY KEY, card VARCHAR, "
         "arch VARCHAR, cpu VARCHAR, machine VARCHAR, numa_device INTEGER, numa_memory INTEGER, "
@@ -107,7 +52,6 @@ def schema(columns: set[tuple[str, str]]) -> list[str]:
         "rx_packets BIGINT, tx_packets BIGINT, rx_pps DOUBLE, tx_pps DOUBLE, "
         "rx_bursts BIGINT, rx_burst_shares VARCHAR)",
         "dpdk_run_bursts": "(run_id INTEGER, burst INTEGER, calls DOUBLE)",
-        "capture_runs": f"(run_id INTEGER PRIMARY KEY, started TIMESTAMP, {capture_columns})",
     }
     for kind, names in COLUMNS.items():
         cols = ", ".join(f"{STORE_NAMES[c]} {_sql_type(c)}" for c in names)
@@ -117,10 +61,4 @@ def schema(columns: set[tuple[str, str]]) -> list[str]:
     statements = [f"CREATE TABLE {name} {how}" for name, how in tables.items() if name not in have]
     if "counter_samples" in have and "counter_stacks" not in have:  # an earlier version's
         statements.append(insert_stacks())
-    if "capture_runs" in have:  # made by an earlier version: it gains the columns added since
-        statements += [
-            f"ALTER TABLE capture_runs ADD COLUMN {name} {kind}"
-            for name, kind in CAPTURE_RUN_COLUMNS.items()
-            if ("capture_runs", name) not in columns
-        ]
     return statements

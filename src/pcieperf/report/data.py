@@ -24,8 +24,9 @@ import pandas as pd
 
 from pcieperf.capture import fit as capture_fit
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, load_calibration, runs_file
-from pcieperf.capture.model import CaptureSetup, evaluate_capture
+from pcieperf.capture.evaluate import evaluate_capture
 from pcieperf.capture.path import DESIGNS
+from pcieperf.capture.setup import CaptureSetup
 from pcieperf.dpdk import forwarding
 from pcieperf.errors import ProfileError
 from pcieperf.iommu.advice import ring_sweep

@@ -1,0 +1,252 @@
+"""`capture calibrate` (`pp.capture_calibrate`): the runs asked for, from the store or an
+exported CSV, one kind of machine at a time, fitted (`capture.fit`), judged by leaving one
+frame size out, and written as a calibration file (`capture.calibration`) with its runs beside
+it."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pcieperf.capture.calibration import (
+    CaptureCalibration,
+    Meta,
+    calibration_toml,
+    cost_table,
+    runs_file,
+)
+from pcieperf.capture.machine import Machine, of_rows
+from pcieperf.capture.stored import LISTED, read_runs
+from pcieperf.errors import UsageError, require_new_file
+from pcieperf.outputs import write_texts
+from pcieperf.results import Report, finite_or_none
+
+if TYPE_CHECKING:
+    import pandas
+
+
+def runs_asked(
+    runs: Iterable[int] | pandas.DataFrame = (),
+    *,
+    db: str | os.PathLike[str] | None = None,
+    csv: str | os.PathLike[str] | None = None,
+) -> pandas.DataFrame:
+    """The capture runs asked for: a DataFrame as given, or the ids from an exported CSV or
+    the store; no ids: every run there."""
+    import pandas
+
+    if isinstance(runs, pandas.DataFrame):
+        return runs
+    if csv is not None:
+        table = _runs_csv(Path(csv))
+    else:
+        table = pandas.DataFrame(read_runs(db=db), columns=list(LISTED))
+    ids = [int(r) for r in runs]
+    unknown = sorted(set(ids) - set(table["run_id"].astype(int)))
+    if unknown:
+        raise UsageError(
+            f"capture run {unknown[0]} is not stored; `pcieperf capture runs` lists "
+            f"{len(table)} runs"
+        )
+    return table[table["run_id"].isin(ids)] if ids else table
+
+
+NO_MACHINE = "an unknown machine (the runs were stored before pcieperf recorded machines)"
+
+
+def runs_machine(table: pandas.DataFrame) -> Machine | None:
+    """The one kind of machine (CPU model and count) the runs were made on; None if they
+    predate machine records; runs of several kinds are refused in one line (fit one kind's)."""
+    found = of_rows(table.to_dict("records"))
+    kinds = {m.kind for m in found}
+    if len(kinds) > 1:
+        raise UsageError(
+            f"the runs were made on {len(kinds)} kinds of machine ("
+            + "; ".join(m.words for m in found)
+            + "): costs differ between machines, so fit one machine's runs at a time"
+        )
+    return found[0] if found else None
+
+
+def _runs_csv(csv: Path) -> pandas.DataFrame:
+    """An exported runs CSV (`capture runs --format csv`, or the runs file a calibration
+    keeps); anything else (empty, text, another CSV) is refused in one line."""
+    import pandas
+
+    if not csv.is_file():
+        raise UsageError(f"runs file {csv} does not exist")
+    try:  # "null" names a port and a sink here, not a missing value
+        table = pandas.read_csv(csv, keep_default_na=False, na_values=["", "NaN", "nan"])
+    except ValueError as exc:  # pandas' EmptyDataError and ParserError, UnicodeDecodeError
+        reason = str(exc).strip().splitlines()[0]
+        raise UsageError(f"runs file {csv} is not a CSV of capture runs: {reason}") from None
+    if "run_id" not in table.columns:
+        raise UsageError(
+            f"runs file {csv} has no run_id column; `pcieperf capture runs --format csv` writes one"
+        )
+    return table
+
+
+def _left_runs(calibration: Path) -> bool:
+    """Whether the runs file of `calibration` is one a calibrate left without it: a runs export
+    beside no calibration."""
+    if calibration.exists() or not runs_file(calibration).is_file():
+        return False
+    try:
+        _runs_csv(runs_file(calibration))
+    except UsageError:
+        return False  # someone's other file: kept unless --force
+    return True
+
+
+def capture_calibrate(
+    runs: Iterable[int] | pandas.DataFrame = (),
+    *,
+    output: str | os.PathLike[str],
+    force: bool = False,
+    db: str | os.PathLike[str] | None = None,
+    csv: str | os.PathLike[str] | None = None,
+    measured_on: str | None = None,
+) -> Report:
+    """Fit the capture path's costs to stored capture runs and write the calibration file
+    `output` (`pcieperf capture calibrate`), judged by leaving one frame size out: each
+    size's runs predicted from a fit to the others'. `runs`: run ids (none: all) from the
+    store `db` or an exported `csv`, or a DataFrame of runs; the runs used are written beside
+    `output` (`runs_file`), so that the fit can be re-run from them."""
+    from pcieperf.capture import fit, placement
+
+    out = Path(output)
+    require_new_file(out, force)
+    # Its own runs, read back; or what a calibrate that failed left (before issue 46 the runs
+    # were published first, and stayed when the calibration could not be).
+    rewrite_runs = force or runs_file(out) == Path(csv or "") or _left_runs(out)
+    require_new_file(runs_file(out), rewrite_runs)
+    table = runs_asked(runs, db=db, csv=csv)
+    made_on = runs_machine(table)
+    where = measured_on or (made_on.words if made_on else NO_MACHINE)
+    limit, round_trip = placement.placement_limit(table), placement.round_trip_limit(table)
+    near = placement.in_placement(table, limit, round_trip)
+    fitted = fit.fit(table[near], where)
+    held = fit.leave_one_size_out(table[near], where)
+    judged = fit.judgement(held) | fit.other_placement(fitted, table[~near])
+    others = sorted(int(r) for r in table.loc[~near, "run_id"])
+    meta = replace(
+        fitted.meta,
+        loso=judged,
+        placement_max_slowdown=limit,
+        other_placement_runs=others,
+        placement_max_round_trip_ns=round_trip,
+        cpu_model=made_on.cpu_model if made_on else "",
+        cpus=made_on.cpus if made_on else 0,
+    )
+    cal = replace(fitted, meta=meta, path=str(out))
+    write_texts(
+        [
+            (runs_file(out), table.to_csv(index=False), rewrite_runs),
+            (out, calibration_toml(cal), force),
+        ]
+    )
+    payload = {
+        "output": str(out),
+        "runs_file": str(runs_file(out)),
+        "runs": cal.meta.runs,
+        "measured_on": cal.meta.measured_on,
+        "dpdk_version": cal.meta.dpdk_version,
+        "forwarding": cost_table(cal.forwarding),
+        "producer": cost_table(cal.producer),
+        "consumer": {sink: cost_table(c) for sink, c in cal.consumers.items()},
+        "writes": asdict(cal.writes),
+        "wakeup": {k: _json(v) for k, v in cost_table(cal.wakeup).items()},
+        "not_separable": cal.meta.not_separable,
+        "loso": judged,
+        "held_out": held.to_dict("records"),
+        "placement": {
+            "max_round_trip_ns": finite_or_none(meta.placement_max_round_trip_ns),
+            "max_slowdown": finite_or_none(meta.placement_max_slowdown),
+            "other_placement_runs": others,
+        },
+    }
+    return Report(payload, lambda: _calibration_text(cal, held))
+
+
+def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
+    """What was written, the fitted costs and the leave-one-size-out table."""
+    from pcieperf.text import format_table, pairs
+    from pcieperf.units import significant as sig
+
+    p, f, w = cal.producer, cal.forwarding, cal.wakeup
+    costs = [
+        ("forwarding", f"{f.base_ns:.2f} + {sig(f.per_byte_ns, 3)}/B ns per packet "
+         f"[x{f.band.low:.2f}-{f.band.high:.2f}]"),
+        ("producer", f"{_fixed(p.fixed_ns)} + {sig(p.per_byte_ns, 3)}/B + "
+         f"{sig(p.cold_byte_ns, 3)}/cold B + {p.handoff_ns:.1f} x delivered ns per copy "
+         f"[x{p.band.low:.2f}-{p.band.high:.2f}]"),
+        *(
+            (f"consumer {sink}", f"{_fixed(c.fixed_ns)} + {sig(c.per_byte_ns, 3)}/B + "
+             f"{sig(c.cold_byte_ns, 3)}/cold B + {c.write_call_ns:.0f} x calls ns per record "
+             f"[x{c.band.low:.2f}-{c.band.high:.2f}]")
+            for sink, c in cal.consumers.items()
+        ),
+        ("wakeup", f"{100 * w.loss_at_zero:.2f} % x exp(-hold / {1e6 * w.scale_s:.0f} us) of "
+         f"copies lost by {w.runs} runs whose capture thread slept, their ring holding "
+         f"{1e6 * w.hold_min_s:.0f}-{1e6 * w.hold_max_s:.0f} us of copies "
+         f"[x{w.band.low:.2f}-{w.band.high:.2f}]"),
+        *(("not separable", n) for n in cal.meta.not_separable),
+    ]  # fmt: skip
+    lines = [
+        f"wrote {cal.path} from {len(cal.meta.runs)} runs (beside it: {runs_file(cal.path).name}) "
+        f"({cal.meta.dpdk_version}; {cal.meta.measured_on})",
+        pairs(costs),
+        *_placement_lines(cal.meta),
+        "leave one frame size out (each size predicted from the other sizes' runs):",
+    ]
+    rows = []
+    for (sink, size), runs in held.groupby(["sink", "frame_bytes"]):
+        ape = 100 * (runs["capture_pps_predicted"] / runs["capture_pps"] - 1).abs()
+        pen = 100 * (runs["penalty_ns_predicted"] / runs["penalty_ns"] - 1).abs()
+        right = (runs["limited_by"] == runs["limited_by_predicted"]).sum()
+        rows.append([sink, size, len(runs), ape.mean(), pen.mean(), f"{right}/{len(runs)}"])
+    headers = ("sink", "frame (B)", "runs", "capture pps APE %", "penalty APE %", "limit right")
+    loso = cal.meta.loso
+    total = [
+        f"MAPE {sink}: capture pps {loso[f'capture_pps_mape_pct_{sink}']:.1f} %, forwarding "
+        f"penalty {loso[f'penalty_mape_pct_{sink}']:.1f} %, limit right "
+        f"{loso[f'limited_by_right_pct_{sink}']:.0f} %"
+        for sink in ["all", *sorted(held["sink"].unique())]
+    ]
+    return "\n".join([*lines, format_table(headers, rows), *total])
+
+
+def _placement_lines(meta: Meta) -> list[str]:
+    """The runs left out for another placement of the two CPUs, and what they cost."""
+    if not meta.other_placement_runs:
+        return []
+    ratio = meta.loso.get("other_placement_penalty_ratio", math.nan)
+    limits = [
+        text.format(limit)
+        for text, limit in (
+            ("a cache line's round trip between them above {:.0f} ns while capturing",
+             meta.placement_max_round_trip_ns),
+            ("shared cache lines more than {:.2f}x slower than alone before or after",
+             meta.placement_max_slowdown),
+        )
+        if math.isfinite(limit)
+    ]  # fmt: skip
+    return [
+        f"  left out: {len(meta.other_placement_runs)} runs whose CPUs had "
+        f"{' or '.join(limits) or 'another placement'} (another placement: "
+        f"docs/capture.md#placement); their forwarding penalty was {ratio:.2f}x the fit's"
+    ]
+
+
+def _json(value: object) -> object:
+    """A value as JSON holds it (an infinite scale: null)."""
+    return finite_or_none(value) if isinstance(value, float) else value
+
+
+def _fixed(fixed: dict[str, float]) -> str:
+    return "{" + ", ".join(f"{k} {v:.1f}" for k, v in fixed.items()) + "}"
