@@ -8,11 +8,12 @@ HYPOTHESIS_PROFILE=explore to draw new examples, as a fuzzing session would.
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.helpers import SHARED
+from tests.helpers import SHARED, durations
 
 _NOT_ABOUT_SPEED = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
@@ -63,3 +64,25 @@ def pytest_report_header(config) -> str:
         f"measured data: {SHARED} is absent: the tests that read it skip; "
         "set PCIEPERF_SHARED_DATA=DIR to point at a copy"
     )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """--record-durations FILE: each test's seconds, for the fast tier (tests/helpers/durations)."""
+    parser.addoption(
+        "--record-durations",
+        metavar="FILE",
+        default=None,
+        help="write each test's seconds here (the fast tier's tests/durations.json)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Record the durations where asked."""
+    path = config.getoption("--record-durations")
+    if path is not None:
+        config.pluginmanager.register(durations.Recorder(Path(path)), "pcieperf-durations")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests the recorded run found slow are marked `slow` (the fast tier leaves them out)."""
+    durations.mark_slow(items)

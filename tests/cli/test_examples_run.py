@@ -14,6 +14,10 @@ from tests.helpers import ROOT, SHARED
 from tests.helpers.dpdk import NOTHING_LEFT, leftovers_of, needs_dpdk, needs_testpmd
 from tests.helpers.scripts import golden_json
 
+# The examples run in order in one clone (a later one reads what an earlier one made): the
+# whole walk or none of it, so the fast tier leaves the module out.
+pytestmark = pytest.mark.slow
+
 RUN_S = 600  # a generous deadline per example on a loaded 2-core machine
 NEEDS = {"capture run": needs_dpdk, "capture show": needs_dpdk, "dpdk run": needs_testpmd}
 README_NEEDS = (  # what a README line needs besides the files earlier lines write
