@@ -2,6 +2,7 @@
 imports the CLI, and the model packages import no store, runner or report."""
 
 import ast
+import functools
 import itertools
 import re
 import subprocess
@@ -193,6 +194,7 @@ PUBLIC_API = PACKAGE / "__init__.py"
 NAMESPACES = {PACKAGE / "iommu" / "__init__.py"}
 
 
+@functools.cache
 def module_file(name):
     """The source file of module `name` (a dotted pcieperf name; the Rust extension's is its
     stub, `_core.pyi`), or None for none."""
@@ -201,8 +203,10 @@ def module_file(name):
     return next((f for f in files if f.exists()), None)
 
 
+@functools.cache
 def reexported_by(path):
-    """The names a module binds by importing them from another pcieperf module."""
+    """The names a module binds by importing them from another pcieperf module (each module
+    parsed once: every import of every file asks)."""
     return {
         alias.asname or alias.name
         for node in ast.walk(ast.parse(path.read_text()))
