@@ -110,13 +110,18 @@ def test_no_module_imports_the_cli():
 def test_the_iommu_model_loads_no_store_and_no_runner():
     # Issue 16's acceptance: `import pcieperf.iommu` imports neither duckdb nor the
     # testpmd runner (it used to reach both through calibrate -> store -> testpmd).
-    code = (
-        "import sys, pcieperf.iommu; "
-        "print(sorted(m for m in ('duckdb', 'pcieperf.dpdk.testpmd', 'pcieperf.measure.store') "
-        "if m in sys.modules))"
+    assert (
+        loaded_by("pcieperf.iommu", ("duckdb", "pcieperf.dpdk.testpmd", "pcieperf.measure.store"))
+        == []
     )
+
+
+def loaded_by(modules, watched):
+    """Which of the `watched` modules a fresh interpreter has loaded after importing `modules`
+    (comma-separated)."""
+    code = f"import sys, {modules}; print([m for m in {watched!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    return ast.literal_eval(out.stdout.strip())
 
 
 def test_command_modules_stay_thin():
@@ -400,13 +405,9 @@ def test_capture_modules_import_only_those_named_before_them():
 def test_the_capture_model_loads_no_runner_and_no_store():
     # Issue 43: `import pcieperf.capture.model` loaded the testpmd runner (through the capture
     # tools' table) and, through function-local imports, could reach the store.
-    code = (
-        "import sys, pcieperf.capture.model, pcieperf.capture.fit; "
-        "print(sorted(m for m in ('duckdb', 'pcieperf.dpdk.testpmd', 'pcieperf.capture.run', "
-        "'pcieperf.capture.records', 'pcieperf.measure.store') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    watched = ("duckdb", "pcieperf.dpdk.testpmd", "pcieperf.capture.run")
+    watched += ("pcieperf.capture.records", "pcieperf.measure.store")
+    assert loaded_by("pcieperf.capture.model, pcieperf.capture.fit", watched) == []
 
 
 def runtime_imports(tree):
