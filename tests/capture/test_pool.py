@@ -85,18 +85,23 @@ def test_capture_show_says_whether_the_thread_slept_and_how_cold_the_pool_ran():
     # dpdk-pdump at 1500 B: 65535 x (128 + 1536) B = 104 MiB of lines in a 16 MiB cache,
     # 1 - 16 / 104 = 85 % cold; it polls without sleeping (0.25 sleeps/s in the calibration runs)
     row = {"capture_sleeps_per_s": 0.25, "pool_mbufs": 65535, "cache_bytes": 16 * 2**20}
-    lines = _pool_lines(row | {"frame_bytes": 1500.0, "snaplen": 0})
+    lines = _pool_lines(row | {"frame_bytes": 1500.0, "snaplen": 0, "loss": 0.5})
     assert lines[0].endswith("slept 0.2 times/s: it never found its ring empty for long")
     assert "65535 mbufs in a 16.0 MiB cache (probed): 85 % of a copy's lines cold" in lines[1]
     # dumpcap with copies to spare sleeps hundreds of times a second; its pool stays cached
     row = {"capture_sleeps_per_s": 457.1, "pool_mbufs": 4096, "cache_bytes": 16 * 2**20}
-    lines = _pool_lines(row | {"frame_bytes": 1500.0, "snaplen": 0})
+    lines = _pool_lines(row | {"frame_bytes": 1500.0, "snaplen": 0, "loss": 0.0})
     assert lines[0].endswith("slept 457.1 times/s: it had CPU to spare")
     assert ": 0 % of a copy's lines cold" in lines[1]
+    # ...but one that slept and lost copies (40-92 % on issue 43's loaded VM) woke too late:
+    # a thread that lost copies never had CPU to spare
+    lines = _pool_lines(row | {"frame_bytes": 1500.0, "snaplen": 0, "loss": 0.4})
+    assert "CPU to spare" not in lines[0]
+    assert lines[0].endswith("it lost 40.00 % of its copies all the same: it woke too late")
     # a snaplen of 128 B keeps 65535 x (128 + 128) B = 16 MiB: all cached, as the model
     # prices it (capture.model.captured_bytes: one rule for the model, the fit and this line)
     row = {"capture_sleeps_per_s": 0.25, "pool_mbufs": 65535, "cache_bytes": 16 * 2**20}
-    lines = _pool_lines(row | {"frame_bytes": 1500.0, "snaplen": 128})
+    lines = _pool_lines(row | {"frame_bytes": 1500.0, "snaplen": 128, "loss": 0.0})
     assert ": 0 % of a copy's lines cold" in lines[1]
     assert _pool_lines({"frame_bytes": 64.0, "snaplen": 0}) == []  # stored before either
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pcieperf.capture import verdicts
 from pcieperf.capture.calibration import (
     CaptureCalibration,
     Meta,
@@ -21,7 +22,7 @@ from pcieperf.capture.calibration import (
 )
 from pcieperf.capture.machine import Machine, of_rows
 from pcieperf.capture.stored import LISTED, read_runs
-from pcieperf.errors import UsageError, require_new_file
+from pcieperf.errors import UsageError, param, require_new_file
 from pcieperf.outputs import write_texts
 from pcieperf.results import Report, finite_or_none
 
@@ -111,12 +112,15 @@ def capture_calibrate(
     db: str | os.PathLike[str] | None = None,
     csv: str | os.PathLike[str] | None = None,
     measured_on: str | None = None,
+    keep_starved: bool = False,
 ) -> Report:
     """Fit the capture path's costs to stored capture runs and write the calibration file
     `output` (`pcieperf capture calibrate`), judged by leaving one frame size out: each
     size's runs predicted from a fit to the others'. `runs`: run ids (none: all) from the
     store `db` or an exported `csv`, or a DataFrame of runs; the runs used are written beside
-    `output` (`runs_file`), so that the fit can be re-run from them."""
+    `output` (`runs_file`), so that the fit can be re-run from them. Runs the machine starved
+    (`capture.verdicts.starved`) are left out, each named with why, unless `keep_starved`;
+    runs whose measurements contradict each other are refused."""
     from pcieperf.capture import fit, placement
 
     out = Path(output)
@@ -128,12 +132,13 @@ def capture_calibrate(
     table = runs_asked(runs, db=db, csv=csv)
     made_on = runs_machine(table)
     where = measured_on or (made_on.words if made_on else NO_MACHINE)
-    limit, round_trip = placement.placement_limit(table), placement.round_trip_limit(table)
-    near = placement.in_placement(table, limit, round_trip)
-    fitted = fit.fit(table[near], where)
-    held = fit.leave_one_size_out(table[near], where)
-    judged = fit.judgement(held) | fit.other_placement(fitted, table[~near])
-    others = sorted(int(r) for r in table.loc[~near, "run_id"])
+    fed, starved = _fed(table, keep_starved)
+    limit, round_trip = _placement_limit(fed), placement.round_trip_limit(fed)
+    near = placement.in_placement(fed, limit, round_trip)
+    fitted = fit.fit(fed[near], where)
+    held = fit.leave_one_size_out(fed[near], where)
+    judged = fit.judgement(held) | fit.other_placement(fitted, fed[~near])
+    others = sorted(int(r) for r in fed.loc[~near, "run_id"])
     meta = replace(
         fitted.meta,
         loso=judged,
@@ -169,11 +174,13 @@ def capture_calibrate(
             "max_slowdown": finite_or_none(meta.placement_max_slowdown),
             "other_placement_runs": others,
         },
+        "starved_runs": [{"run_id": r, "why": w} for r, w in starved.why.items()],
+        "starved_kept": keep_starved,
     }
-    return Report(payload, lambda: _calibration_text(cal, held))
+    return Report(payload, lambda: _calibration_text(cal, held, starved.line))
 
 
-def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
+def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame, starved: str) -> str:
     """What was written, the fitted costs and the leave-one-size-out table."""
     from pcieperf.text import format_table, pairs
     from pcieperf.units import significant as sig
@@ -201,6 +208,7 @@ def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
         f"wrote {cal.path} from {len(cal.meta.runs)} runs (beside it: {runs_file(cal.path).name}) "
         f"({cal.meta.dpdk_version}; {cal.meta.measured_on})",
         pairs(costs),
+        *([starved] if starved else []),
         *_placement_lines(cal.meta),
         "leave one frame size out (each size predicted from the other sizes' runs):",
     ]
@@ -219,6 +227,66 @@ def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame) -> str:
         for sink in ["all", *sorted(held["sink"].unique())]
     ]
     return "\n".join([*lines, format_table(headers, rows), *total])
+
+
+@dataclass(frozen=True)
+class StarvedRuns:
+    """The runs asked for that the machine starved: why, each; and the line that says so."""
+
+    why: dict[int, str]
+    line: str
+
+
+def _fed(table: pandas.DataFrame, keep: bool) -> tuple[pandas.DataFrame, StarvedRuns]:
+    """The runs to fit: those the machine starved left out unless `keep` (all starved:
+    refused), none whose measurements contradict each other (refused, naming the first)."""
+    found = verdicts.starved(table)
+    flagged = found.flagged
+    ids = table["run_id"].astype(int).to_numpy()
+    why = {int(r): w for r, w in zip(ids, found.reasons, strict=True) if w}
+    rules = "; ".join(
+        f"{rule}: {', '.join(map(str, ids[flags]))}"
+        for rule, flags in found.rules.items()
+        if flags.any()
+    )
+    if flagged.all() and not keep:
+        raise UsageError(
+            f"all {len(ids)} runs were starved by a busy machine ({rules}); fit runs made on a "
+            f"quieter machine, or give {param('keep_starved')} to fit these"
+        )
+    fed = table if keep else table[~flagged]
+    line = ""
+    if why:
+        done = "kept, as asked" if keep else "left out"
+        busy = "a busy machine starved (docs/capture.md#a-busy-machine)"
+        line = f"  {done}: {len(why)} runs {busy}: {rules}"
+    bad = [(r, w) for r, w in zip(fed["run_id"], verdicts.contradictions(fed), strict=True) if w]
+    if bad:
+        others = (
+            f" ({len(bad)} runs do: {', '.join(str(r) for r, _ in bad)})" if len(bad) > 1 else ""
+        )
+        raise UsageError(
+            f"capture run {bad[0][0]}'s measurements contradict each other: {bad[0][1]}{others}; "
+            "leave it out (give the ids of the runs to fit)"
+        )
+    return fed, StarvedRuns(why, line)
+
+
+def _placement_limit(runs: pandas.DataFrame) -> float:
+    """`placement.placement_limit` of the runs; a limit below 1 (sharing lines faster than
+    not, which cannot be: an outlier probe split the runs) is refused, naming the runs below."""
+    from pcieperf.capture.placement import PROBES, placement_limit
+
+    limit = placement_limit(runs)
+    if limit >= 1:
+        return limit
+    probes = runs.reindex(columns=list(PROBES)).astype(float).min(axis=1)
+    low = ", ".join(str(int(r)) for r in runs.loc[probes <= limit, "run_id"])
+    raise UsageError(
+        f"the runs' placement probes split at x{limit:.3f}, a slowdown below 1, which cannot be "
+        f"(shared cache lines are never faster than lines alone): the probes of run(s) {low} "
+        "are outliers; leave them out (give the ids of the runs to fit)"
+    )
 
 
 def _placement_lines(meta: Meta) -> list[str]:

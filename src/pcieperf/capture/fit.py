@@ -59,13 +59,14 @@ from pcieperf.capture.flow import LIMITS, limited_by, solve
 from pcieperf.capture.path import FORMATS, MODEL_SINKS, SINKS, touches_bytes
 from pcieperf.capture.pool import cold_bytes
 from pcieperf.capture.tools import names, tool, writer_name
-from pcieperf.capture.verdicts import SATURATED, slept
+from pcieperf.capture.verdicts import SATURATED, ring_hold_s, slept
 from pcieperf.errors import UsageError
 from pcieperf.net.wire import FCS_BYTES
 
 Array = NDArray[np.float64]
 SEPARABLE = 0.01  # a term whose column lies within 1 % of the others' span is not separable
 COUNTED = 100  # copies lost: a count of 100 is sure to +-10 % (1 / sqrt), fewer are less
+HOLD_COLUMNS = ("ring_size", "copies", "written", "capture_pps")  # verdicts.ring_hold_s's
 REQUIRED = (
     "run_id",
     "dpdk_version",
@@ -120,9 +121,7 @@ def prepared(runs: pd.DataFrame, options_bytes: float | None = None) -> pd.DataF
     d["slept"] = slept(_optional(d, "capture_sleeps_per_s").to_numpy())
     d["saturated"] = (1 - d["share"] > SATURATED) & ~d["slept"]
     d["prod_ns"] = (d["fwd_cpu_ns"] - d["fwd_cpu_ns_no_capture"]) / d["copies_per_packet"]
-    # the time the ring held copies at the rate the primary made them (copies over the tool's
-    # wall seconds: written / capture_pps)
-    d["hold_s"] = d["ring_size"] * d["written"] / (d["copies"].clip(lower=1) * d["capture_pps"])
+    d["hold_s"] = ring_hold_s(*(d[c].to_numpy(float) for c in HOLD_COLUMNS))
     d.attrs["pcapng_options_bytes"] = options
     return d
 

@@ -95,6 +95,12 @@ geometric means differ by this factor or more: within one placement they spread 
 3.5-4.5x apart (docs/capture.md, "Placement")."""
 
 
+def moved(first: float, second: float) -> bool:
+    """Whether two probes of one run (round trips, or slowdowns) say two placements: one is
+    SPLIT_RATIO or more times the other."""
+    return max(first, second) >= SPLIT_RATIO * min(first, second)
+
+
 ROUND_TRIP = "round_trip_ns"
 """The in-run probe of a stored run: the worst round trip while capturing. Where a run has it,
 it decides the run's placement; the probes before and after decide only for older runs."""

@@ -91,7 +91,7 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
     written = tool.counts.written
     frame = _frame_bytes(result)
     packets = stats.get("packets")
-    return {
+    row = {
         "dpdk_version": result.version,
         "tool": cfg.tool,
         "port": cfg.mode,
@@ -134,6 +134,9 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "packets_per_timestamp": stats.get("packets_per_timestamp"),
         "inversions": stats.get("out_of_order"),
         "harness_cpu_share": tool.harness_cpu_share,
+        "run_queue": finite_or_none(tool.run_queue),
+        "capture_wait_ns": tool.waits.ns / tool.waits.timeslices if tool.waits.timeslices else None,
+        "capture_wait_share": tool.waits.ns / 1e9 / tool.wall_s,
         "cross_cpu_slowdown_before": result.cross_cpu_slowdown[0],
         "cross_cpu_slowdown_after": result.cross_cpu_slowdown[1],
         "crashed": result.crashed,
@@ -141,6 +144,7 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "outputs": json.dumps(result.outputs),
         **Machine.here().row(),
     }
+    return row | {"starved": starved_why(row)}
 
 
 def _frame_bytes(result: CaptureResult) -> float:
@@ -205,9 +209,21 @@ def capture_show(run_id: int, *, db: str | os.PathLike[str] | None = None) -> Re
 
 
 def _shown(row: dict[str, Any]) -> Report:
-    """A stored run's JSON (its row and the essentials) and its text."""
-    data = row | {"essentials": essentials(row)}
+    """A stored run's JSON (its row, whether the machine starved it, judged from what it
+    recorded, and the essentials) and its text."""
+    data = row | {"starved": starved_why(row), "essentials": essentials(row)}
     return Report(data, _text(data))
+
+
+def starved_why(row: dict[str, Any]) -> str:
+    """Why the machine starved a run (`capture.verdicts.starved`), in one line; '' if it did
+    not, or if the run recorded nothing that says so."""
+    import pandas as pd
+
+    from pcieperf.capture.verdicts import starved
+
+    (why,) = starved(pd.DataFrame([row])).reasons
+    return why
 
 
 def essentials(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -264,6 +280,11 @@ def _text(data: dict[str, Any]) -> str:
         f"{data['write_calls_per_packet']:.4f} write calls/record, "
         f"{data['bytes_per_record']:.1f} B/record",
     ]
+    if data["starved"]:
+        lines.append(
+            f"starved     {data['starved']}: what it measured is the machine's load as much "
+            "as the capture's (docs/capture.md#a-busy-machine)"
+        )
     lines += _placement_line(data) + _pool_lines(data)
     lines += [
         f"  {e['essential']:<10} {_verdict(e['met']):<9} {e['shown']}" for e in data["essentials"]
@@ -272,32 +293,63 @@ def _text(data: dict[str, Any]) -> str:
 
 
 def _placement_line(data: dict[str, Any]) -> list[str]:
-    """Where the host had the two CPUs, by the in-run round trip or, for a run stored before
-    it, the probes before and after: against the shipped calibration's placement."""
-    from pcieperf.capture.calibration import load_calibration
-
-    meta = load_calibration().meta
+    """Where the host had the two CPUs, judged first by the run's own probes on this machine
+    (the in-run round trip against the one alone or, for a run stored before it, the probes
+    before and after), then against the calibration's placement only where the calibration
+    was made on the run's kind of machine: another CPU's limit says nothing of this one's."""
     trips = _finite(data, (ROUND_TRIP,))
     probes = _finite(data, PROBES)
     if trips:
         (trip,) = trips
-        alone = "".join(f"{ns:.0f} ns" for ns in _finite(data, ("round_trip_ns_no_capture",)))
-        shown = f"a cache line's round trip between the CPUs: {alone or 'no answer'} alone, "
-        found, limit = f"{trip:.0f} ns while capturing", meta.placement_max_round_trip_ns
-        judged = trip  # the window whose costs are compared, as `capture calibrate` does
+        alone = _finite(data, ("round_trip_ns_no_capture",))
+        shown = (
+            "a cache line's round trip between the CPUs: "
+            f"{f'{alone[0]:.0f} ns' if alone else 'no answer'} alone, {trip:.0f} ns while capturing"
+        )
+        own, judged, limit = [*alone, trip], trip, "placement_max_round_trip_ns"
     elif probes:
-        shown = f"cache lines shared by the two CPUs cost x{probes[0]:.2f} before, "
-        found, limit = f"x{probes[1]:.2f} after", meta.placement_max_slowdown
-        judged = max(probes)
+        before, after = probes
+        shown = f"cache lines shared by the two CPUs cost x{before:.2f} before, x{after:.2f} after"
+        own, judged, limit = probes, max(probes), "placement_max_slowdown"
     else:
         return []  # a run stored before the probes existed
-    verdict = (
-        "the calibration's placement"
-        if judged <= limit
-        else "another placement than the calibration's: its costs per packet are not "
+    verdicts = [_own_placement(own), _calibration_placement(data, judged, limit)]
+    return [f"placement   {shown}: {'; '.join(v for v in verdicts if v)}"]
+
+
+def _own_placement(values: list[float]) -> str:
+    """The run's own verdict: its probes in one placement, or the CPUs moved meanwhile."""
+    from pcieperf.capture.placement import moved
+
+    if len(values) < 2:
+        return ""
+    if moved(*values):
+        return (
+            "the host moved the CPUs between its probes: its costs with and without capture "
+            "are not comparable"
+        )
+    return "one placement throughout, by its own probes"
+
+
+def _calibration_placement(data: dict[str, Any], judged: float, limit: str) -> str:
+    """The run against the calibration's placement, where both come from one kind of machine."""
+    from pcieperf.capture.calibration import load_calibration
+
+    meta = load_calibration().meta
+    bound = getattr(meta, limit)
+    if not data.get("cpu_model"):
+        return "the run recorded no machine: the calibration's limit not compared"
+    if (data["cpu_model"], data.get("cpus")) != (meta.cpu_model, meta.cpus):
+        other = f"{meta.cpu_model or 'not recorded'}, {meta.cpus} CPUs"
+        return f"the calibration's placement limit is another machine's ({other}): not compared"
+    if not math.isfinite(bound):
+        return "the calibration's runs had one placement: nothing to compare"
+    if judged <= bound:
+        return "the calibration's placement"
+    return (
+        "another placement than the calibration's: its costs per packet are not "
         "comparable (docs/capture.md#placement)"
     )
-    return [f"placement   {shown}{found}: {verdict}"]
 
 
 def _finite(data: dict[str, Any], keys: tuple[str, ...]) -> list[float]:
@@ -312,17 +364,22 @@ def _pool_lines(data: dict[str, Any]) -> list[str]:
     pool the cache kept (docs/capture.md, "Model"); nothing for a run stored before either."""
     from pcieperf.capture.costs import captured_bytes
     from pcieperf.capture.pool import cold_share
-    from pcieperf.capture.verdicts import slept
+    from pcieperf.capture.verdicts import slept, spare
 
     sleeps, pool, cache = (
         data.get(k) for k in ("capture_sleeps_per_s", "pool_mbufs", "cache_bytes")
     )
     if sleeps is None or pool is None or cache is None:
         return []
-    spare = "had CPU to spare" if slept(sleeps) else "never found its ring empty for long"
+    if spare(sleeps, data["loss"]):
+        had = "had CPU to spare"
+    elif slept(sleeps):
+        had = f"lost {100 * data['loss']:.2f} % of its copies all the same: it woke too late"
+    else:
+        had = "never found its ring empty for long"
     cold = float(cold_share(pool, captured_bytes(data["frame_bytes"], data["snaplen"]), cache))
     return [
-        f"sleeps      the capture thread slept {sleeps:.1f} times/s: it {spare}",
+        f"sleeps      the capture thread slept {sleeps:.1f} times/s: it {had}",
         f"pool        {pool} mbufs in a {cache / 2**20:.1f} MiB cache (probed): "
         f"{100 * cold:.0f} % of a copy's lines cold when its mbuf comes round again",
     ]

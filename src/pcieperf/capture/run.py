@@ -114,10 +114,11 @@ class CaptureConfig:
 
 @dataclass(frozen=True)
 class ToolInterval:
-    """The capture tool from its start of capture to its exit: CPU ns of its capture thread
-    and the times it slept, its write calls and bytes and its closing counts
-    (over its life), and the CPU time pcieperf itself (the harness: its polling loop, reading
-    threads and round-trip probe) took meanwhile, per wall second."""
+    """The capture tool from its start of capture to its exit: CPU ns of its capture thread,
+    the times it slept and its waits for a CPU, its write calls and bytes and its closing
+    counts (over its life), the CPU time pcieperf itself (the harness: its polling loop,
+    reading threads and round-trip probe) took meanwhile, per wall second, and the machine's
+    mean run queue while it captured (NaN: not read)."""
 
     wall_s: float
     cpu_ns: int
@@ -125,6 +126,8 @@ class ToolInterval:
     io: threads.IoCounts
     counts: tools.ToolCounts
     harness_cpu_share: float
+    waits: threads.Waits
+    run_queue: float
 
 
 @dataclass
@@ -388,11 +391,13 @@ def _measure_capture(
     _wait_for("capture start", tool.capturing.is_set, START_DEADLINE_S, tick, watch)
     start, harness = time.monotonic(), time.process_time()
     cpu0 = threads.cpu_ns(tool.proc.pid)  # EAL's start-up is not the capture's work
-    sleeps0 = threads.sleeps(tool.proc.pid)
+    sleeps0, waits0 = threads.sleeps(tool.proc.pid), threads.waits(tool.proc.pid)
     samples = primary.samples
     first = len(samples)
+    queue: list[int] = []
 
     def enough() -> bool:
+        queue.append(threads.run_queue())  # sampled each poll (testpmd.POLL_S)
         return len(samples) - first >= 2 and samples[-1].t - start >= seconds
 
     _wait_for("capturing", enough, testpmd.deadline_s(seconds), tick, watch)
@@ -402,10 +407,14 @@ def _measure_capture(
     wall, harness = time.monotonic() - start, time.process_time() - harness
     cpu, io = threads.cpu_ns(tool.proc.pid) - cpu0, threads.io_counts(tool.proc.pid)
     slept = threads.sleeps(tool.proc.pid) - sleeps0
+    waits = threads.waits(tool.proc.pid)
+    waited = threads.Waits(waits.ns - waits0.ns, waits.timeslices - waits0.timeslices)
     counts = _counts(tool.row, tool.reap(), during, wall)
     # Write calls and bytes over the tool's life, as its counts are: the records it wrote
     # before its "capturing" line count too (its start-up writes no more than a few lines).
-    return during, ToolInterval(wall, cpu, slept, io, counts, harness / wall)
+    queued = [n for n in queue if n >= 0]
+    run_queue = sum(queued) / len(queued) if queued else float("nan")
+    return during, ToolInterval(wall, cpu, slept, io, counts, harness / wall, waited, run_queue)
 
 
 def _counts(

@@ -65,6 +65,11 @@ RUN_COLUMNS = {
     "cpu_model": "VARCHAR",  # the machine the run was made on (pcieperf.capture.machine)
     "cpus": "INTEGER",
     "kernel": "VARCHAR",
+    # what the machine gave the run while it captured (capture.verdicts.starved)
+    "run_queue": "DOUBLE",
+    "capture_wait_ns": "DOUBLE",
+    "capture_wait_share": "DOUBLE",
+    "starved": "VARCHAR",
 }
 """The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
 start time; a store made by an earlier version gains those added since when next used."""

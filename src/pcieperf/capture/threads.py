@@ -45,12 +45,29 @@ def cpu_ns(pid: int, tids: list[int] | None = None) -> int:
     return sum(_schedstat(Path(f"/proc/{pid}/task/{tid}/schedstat")) for tid in tids)
 
 
-def _schedstat(path: Path) -> int:
-    """The run time in ns of one schedstat file; 0 for a thread that is gone."""
+def _schedstat(path: Path, field: int = 0) -> int:
+    """One field of a schedstat file (0: ns run, 1: ns waited on a run queue, 2: timeslices
+    run); 0 for a thread that is gone."""
     try:
-        return int(path.read_text().split()[0])
+        return int(path.read_text().split()[field])
     except (OSError, IndexError, ValueError):
         return 0
+
+
+@dataclass(frozen=True)
+class Waits:
+    """The ns the main thread of a process waited on a run queue (runnable, not running) and
+    the timeslices it ran, so far (schedstat's second and third fields): their quotient is its
+    mean wait for a CPU each time it woke or was preempted."""
+
+    ns: int
+    timeslices: int
+
+
+def waits(pid: int) -> Waits:
+    """The main thread of `pid`'s waits for a CPU so far (zeros once it is gone)."""
+    path = Path(f"/proc/{pid}/schedstat")
+    return Waits(_schedstat(path, 1), _schedstat(path, 2))
 
 
 def sleeps(pid: int) -> int:
@@ -76,6 +93,23 @@ def steal_ns(stat: Path = PROC_STAT) -> int:
         return int(fields[STEAL_FIELD]) * 10**9 // os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return 0
+
+
+def run_queue(stat: Path = PROC_STAT) -> int:
+    """Threads running or waiting for a CPU now, machine-wide, less the one reading (proc(5)
+    /proc/stat `procs_running`); -1 where the kernel does not say."""
+    for line in _lines(stat):
+        if line.startswith("procs_running "):
+            return int(line.split()[1]) - 1
+    return -1
+
+
+def _lines(path: Path) -> list[str]:
+    """The lines of a /proc file (none where it cannot be read)."""
+    try:
+        return path.read_text().splitlines()
+    except OSError:
+        return []
 
 
 CPU0_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")

@@ -59,6 +59,7 @@ def cmd_capture_calibrate(args: argparse.Namespace) -> None:
         db=args.db,
         csv=args.csv,
         measured_on=args.measured_on,
+        keep_starved=args.keep_starved,
     )
     emit(args, result)
 
@@ -138,3 +139,8 @@ def _add_capture_model_commands(capture_sub: argparse._SubParsersAction) -> None
     p.add_argument("--csv", default=None, help="read the runs from this export, not the store")
     p.add_argument("--measured-on", default=None, help="the machine in words (default: this one)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p.add_argument(
+        "--keep-starved",
+        action="store_true",
+        help="fit the runs a busy machine starved too (default: left out, each named)",
+    )
