@@ -341,7 +341,7 @@ def _calibration_placement(data: dict[str, Any], judged: float, limit: str) -> s
         return "the run recorded no machine: the calibration's limit not compared"
     if (data["cpu_model"], data.get("cpus")) != (meta.cpu_model, meta.cpus):
         other = f"{meta.cpu_model or 'not recorded'}, {meta.cpus} CPUs"
-        return f"the calibration's placement limit is another machine's ({other}): not compared"
+        return f"the calibration's limit is another machine's ({other}): not compared"
     if not math.isfinite(bound):
         return "the calibration's runs had one placement: nothing to compare"
     if judged <= bound:
