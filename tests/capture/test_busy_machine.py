@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pcieperf as pp
 from pcieperf.capture import threads, verdicts
 from pcieperf.capture.calibrate import capture_calibrate
 from pcieperf.capture.calibration import load_calibration, runs_file
@@ -23,6 +24,7 @@ from pcieperf.errors import UsageError
 from tests.capture.model_synthetic import synthetic_runs
 from tests.helpers import TESTS_DATA
 from tests.helpers.cli import run_cli
+from tests.helpers.dpdk import NOTHING_LEFT, leftovers_of, needs_dpdk
 
 PROBED = TESTS_DATA / "capture" / "probed-runs.csv"
 SHIPPED = runs_file(Path(load_calibration().path))
@@ -166,7 +168,7 @@ def test_calibrate_refuses_runs_that_are_all_starved_naming_the_flag(capsys, tmp
     out = tmp_path / "c.toml"
     code, _, err = run_cli(capsys, "capture", "calibrate", "--csv", str(runs), "-o", str(out))
     assert code == 2
-    assert err.startswith("pcieperf: error: all 30 runs were starved by a busy machine")
+    assert err.startswith("pcieperf: error: every run given (30) was starved by a busy machine")
     assert "give --keep-starved to fit these" in err
     assert err.count("\n") == 1
     assert not out.exists()
@@ -229,3 +231,29 @@ def test_a_threads_waits_for_a_cpu_are_read_from_schedstat():
     assert waits.timeslices > 0  # this process has run...
     assert waits.ns >= 0  # ...and may have waited
     assert threads.waits(2**22 + 1) == threads.Waits(0, 0)  # beyond pid_max: no such process
+
+
+@needs_dpdk
+@pytest.mark.slow
+def test_a_run_beside_a_cpu_hog_is_starved_and_calibrate_leaves_it_out(tmp_path, capsys, cpu_hog):
+    # Issue 43's acceptance. A busy loop on every CPU (tests/conftest.py) and testpmd's
+    # forwarding lcore, which polls without sleeping, are always runnable: more threads than
+    # CPUs wait for them, whatever else the machine runs, and the run says so.
+    db = tmp_path / "s.duckdb"
+    got = pp.capture_run(frame=64, seconds=1, db=db).to_json()
+    assert got["run_queue"] > got["cpus"]
+    assert f"threads ran or waited for its {got['cpus']} CPUs" in got["starved"]
+    code, text, err = run_cli(capsys, "capture", "show", str(got["run_id"]), "--db", str(db))
+    assert code == 0, err
+    assert f"starved     {got['starved']}: " in text
+    if got["loss"] > verdicts.SATURATED:  # a thread that lost copies never had CPU to spare
+        assert "CPU to spare" not in text
+    (stored,) = pp.capture_runs(db=db).to_frame().to_dict("records")
+    assert stored["starved"] == got["starved"]
+    out = tmp_path / "c.toml"
+    code, _, err = run_cli(capsys, "capture", "calibrate", "--db", str(db), "-o", str(out))
+    assert code == 2
+    assert err.startswith("pcieperf: error: every run given (1) was starved by a busy machine")
+    assert f"a run queue longer than the CPUs: {got['run_id']}" in err
+    assert not out.exists()
+    assert leftovers_of(os.getpid()) == NOTHING_LEFT

@@ -251,8 +251,8 @@ def _fed(table: pandas.DataFrame, keep: bool) -> tuple[pandas.DataFrame, Starved
     )
     if flagged.all() and not keep:
         raise UsageError(
-            f"all {len(ids)} runs were starved by a busy machine ({rules}); fit runs made on a "
-            f"quieter machine, or give {param('keep_starved')} to fit these"
+            f"every run given ({len(ids)}) was starved by a busy machine ({rules}); fit runs "
+            f"made on a quieter machine, or give {param('keep_starved')} to fit these"
         )
     fed = table if keep else table[~flagged]
     line = ""
