@@ -53,8 +53,10 @@ def test_quiet_runs_are_neither_starved_nor_contradictory():
 @pytest.mark.parametrize(
     ("changes", "why"),
     [
-        ({"fwd_cpu_share": 0.5}, "the forwarding lcore(s) had 0.50 of their 1 CPU(s)"),
-        ({"fwd_cpu_share": 1.2, "fwd_lcores": 2}, "had 0.60 of their 2 CPU(s)"),
+        ({"fwd_cpu_share": 0.5}, "the forwarding lcore(s) had 0.50 of the 1 CPU(s) they asked"),
+        ({"fwd_cpu_share": 1.2, "fwd_lcores": 2}, "had 0.60 of the 2 CPU(s) they asked for"),
+        # two lcores and the capture thread on 2 CPUs: the lcores' even part is 4/3 CPUs
+        ({"fwd_cpu_share": 0.9, "fwd_lcores": 2, "cpus": 2}, "had 0.68 of the 1.33 CPU(s)"),
         (
             {"capture_sleeps_per_s": 0.3, "capture_cpu_share": 0.5, "loss": 0.4},
             "the capture thread had 0.50 of the CPU it asked for while it lost 40.0 %",
@@ -87,6 +89,8 @@ def test_each_rule_says_why_a_run_was_starved(changes, why):
         {"capture_sleeps_per_s": 0.3, "capture_cpu_share": 0.5, "loss": 0.0},
         {"steal_cpu_share": 0.13, "cpus": 2},  # the shipped runs' most (0.065 of each CPU)
         {"run_queue": 2.0, "cpus": 2},
+        # the run's own threads outnumber its CPUs: two lcores and the capture thread on 2
+        {"run_queue": 3.0, "cpus": 2, "fwd_lcores": 2, "fwd_cpu_share": 1.2},
         {"capture_wait_ns": 5e4},
         {"run_queue": 9.0},  # the run did not record its CPUs: not judged
     ],
@@ -106,6 +110,7 @@ def test_getting_less_never_unstarves_a_run(share, less, queue, more):
     base = _one({"fwd_cpu_share": share, "run_queue": queue, "cpus": 2})
     worse = _one({"fwd_cpu_share": share * (1 - less), "run_queue": queue + more, "cpus": 2})
     assert verdicts.starved(worse).flagged >= verdicts.starved(base).flagged
+    # one forwarding lcore and the capture thread: the run's own threads fill the 2 CPUs
     assert bool(verdicts.starved(base).flagged[0]) == (share < verdicts.GOT or queue > 2)
 
 
@@ -137,11 +142,13 @@ def test_calibrate_leaves_out_the_probed_runs_a_busy_machine_starved(tmp_path):
     got = capture_calibrate(csv=PROBED, output=tmp_path / "cal.toml")
     data = got.to_json()
     assert [r["run_id"] for r in data["starved_runs"]] == PROBED_STARVED
-    assert data["starved_runs"][3]["why"] == "the forwarding lcore(s) had 0.53 of their 1 CPU(s)"
+    assert data["starved_runs"][3]["why"] == (
+        "the forwarding lcore(s) had 0.53 of the 1 CPU(s) they asked for"
+    )
     assert not set(PROBED_STARVED) & set(data["runs"])
     (line,) = [s for s in str(got).splitlines() if "starved" in s]
     assert line.startswith("  left out: 11 runs a busy machine starved")
-    assert line.endswith(f"under 3/4 of their CPUs: {', '.join(map(str, PROBED_STARVED))}")
+    assert line.endswith(f"they asked for: {', '.join(map(str, PROBED_STARVED))}")
 
 
 def _with_starved(ids: list[int]) -> pd.DataFrame:
@@ -211,8 +218,8 @@ def test_calibrate_refuses_a_placement_limit_below_one(tmp_path):
 def test_a_stored_rows_starved_verdict_is_one_line():
     row = _one({"fwd_cpu_share": 0.36, "run_queue": 8.0, "cpus": 2}).iloc[0].to_dict()
     assert starved_why(row) == (
-        "the forwarding lcore(s) had 0.36 of their 1 CPU(s); 8.0 threads ran or waited for "
-        "its 2 CPUs"
+        "the forwarding lcore(s) had 0.36 of the 1 CPU(s) they asked for; 8.0 threads ran or "
+        "waited for its 2 CPUs"
     )
     assert starved_why(row | {"fwd_cpu_share": 1.0, "run_queue": None}) == ""
 

@@ -76,27 +76,31 @@ def starved(runs: pd.DataFrame) -> Starved:
     and why."""
     col = _columns(runs)
     lost = col("loss") > SATURATED
-    lcores = col("fwd_lcores")
-    fwd = col("fwd_cpu_share") / lcores
+    lcores, cpus = col("fwd_lcores"), col("cpus")
+    # they poll, so each asks for a whole CPU, unless the run's own threads (they and the
+    # capture thread) outnumber the CPUs: then for their even part (a run of unknown CPUs: all)
+    asked_cpus = np.fmin(lcores, cpus * lcores / (lcores + 1))
+    fwd = col("fwd_cpu_share") / asked_cpus
+    own = np.maximum(cpus, lcores + 1)  # the threads the run keeps busy, or the CPUs if more
     waited = col("capture_wait_share")
     asked = np.where(np.isnan(waited), np.nan, col("capture_cpu_share") + waited)
     cap = np.where(np.isnan(asked), col("capture_cpu_share"), col("capture_cpu_share") / asked)
     judged = ~np.isnan(waited) | (col("capture_sleeps_per_s") < SLEPT_PER_S)  # busy: asked 1
-    cpus = col("cpus")
     steal = col("steal_cpu_share") / cpus
     queue = col("run_queue")
     hold_us = 1e6 * ring_hold_s(col("ring_size"), col("copies"), col("written"), col("capture_pps"))
     wake_us = col("capture_wait_ns") / 1e3
     rules = {
-        "forwarding lcores with under 3/4 of their CPUs": (fwd < GOT, lambda i: (
-            f"the forwarding lcore(s) had {fwd[i]:.2f} of their {lcores[i]:.0f} CPU(s)")),
+        "forwarding lcores with under 3/4 of the CPUs they asked for": (fwd < GOT, lambda i: (
+            f"the forwarding lcore(s) had {fwd[i]:.2f} of the {asked_cpus[i]:.3g} CPU(s) they "
+            "asked for")),
         "a capture thread with under 3/4 of the CPU it asked while losing copies": (
             lost & judged & (cap < GOT), lambda i: (
                 f"the capture thread had {cap[i]:.2f} of the CPU it asked for while it lost "
                 f"{100 * col('loss')[i]:.1f} % of the copies")),
         "steal above 1/4 of the CPUs": (steal > 1 - GOT, lambda i: (
             f"the host took {steal[i]:.2f} of each of its {cpus[i]:.0f} CPUs (steal)")),
-        "a run queue longer than the CPUs": (queue > cpus, lambda i: (
+        "a run queue longer than the CPUs": (queue > own, lambda i: (
             f"{queue[i]:.1f} threads ran or waited for its {cpus[i]:.0f} CPUs")),
         "a capture thread waking later than half its ring's hold": (
             wake_us >= WAKE_OF_HOLD * hold_us, lambda i: (
