@@ -45,13 +45,18 @@ def cpu_ns(pid: int, tids: list[int] | None = None) -> int:
     return sum(_schedstat(Path(f"/proc/{pid}/task/{tid}/schedstat")) for tid in tids)
 
 
-def _schedstat(path: Path, field: int = 0) -> int:
-    """One field of a schedstat file (0: ns run, 1: ns waited on a run queue, 2: timeslices
-    run); 0 for a thread that is gone."""
+def _schedstat(path: Path) -> int:
+    """The run time in ns of one schedstat file; 0 for a thread that is gone."""
+    return (_schedstat_fields(path) or [0])[0]
+
+
+def _schedstat_fields(path: Path) -> list[int]:
+    """A schedstat file's fields (ns run, ns waited on a run queue, timeslices run); none for a
+    thread that is gone."""
     try:
-        return int(path.read_text().split()[field])
-    except (OSError, IndexError, ValueError):
-        return 0
+        return [int(v) for v in path.read_text().split()]
+    except (OSError, ValueError):
+        return []
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,8 @@ class Waits:
 
 def waits(pid: int) -> Waits:
     """The main thread of `pid`'s waits for a CPU so far (zeros once it is gone)."""
-    path = Path(f"/proc/{pid}/schedstat")
-    return Waits(_schedstat(path, 1), _schedstat(path, 2))
+    fields = _schedstat_fields(Path(f"/proc/{pid}/schedstat"))
+    return Waits(*fields[1:3]) if len(fields) >= 3 else Waits(0, 0)
 
 
 def sleeps(pid: int) -> int:
