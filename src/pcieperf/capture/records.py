@@ -9,7 +9,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pcieperf.capture import stored, threads, tools
 from pcieperf.capture.lock import WAIT_S
@@ -20,6 +20,9 @@ from pcieperf.measure.records import open_store
 from pcieperf.net.trace.statistics import stats_files
 from pcieperf.net.wire import overhead_bytes
 from pcieperf.results import Column, Report, Table, finite_or_none
+
+if TYPE_CHECKING:
+    from pcieperf.capture.calibration import Meta
 
 
 def capture_run(
@@ -297,6 +300,9 @@ def _placement_line(data: dict[str, Any]) -> list[str]:
     (the in-run round trip against the one alone or, for a run stored before it, the probes
     before and after), then against the calibration's placement only where the calibration
     was made on the run's kind of machine: another CPU's limit says nothing of this one's."""
+    from pcieperf.capture.calibration import load_calibration
+
+    meta = load_calibration().meta
     trips = _finite(data, (ROUND_TRIP,))
     probes = _finite(data, PROBES)
     if trips:
@@ -306,14 +312,14 @@ def _placement_line(data: dict[str, Any]) -> list[str]:
             "a cache line's round trip between the CPUs: "
             f"{f'{alone[0]:.0f} ns' if alone else 'no answer'} alone, {trip:.0f} ns while capturing"
         )
-        own, judged, limit = [*alone, trip], trip, "placement_max_round_trip_ns"
+        own, judged, limit = [*alone, trip], trip, meta.placement_max_round_trip_ns
     elif probes:
         before, after = probes
         shown = f"cache lines shared by the two CPUs cost x{before:.2f} before, x{after:.2f} after"
-        own, judged, limit = probes, max(probes), "placement_max_slowdown"
+        own, judged, limit = probes, max(probes), meta.placement_max_slowdown
     else:
         return []  # a run stored before the probes existed
-    verdicts = [_own_placement(own), _calibration_placement(data, judged, limit)]
+    verdicts = [_own_placement(own), _calibration_placement(data, meta, judged, limit)]
     return [f"placement   {shown}: {'; '.join(v for v in verdicts if v)}"]
 
 
@@ -331,20 +337,17 @@ def _own_placement(values: list[float]) -> str:
     return "one placement throughout, by its own probes"
 
 
-def _calibration_placement(data: dict[str, Any], judged: float, limit: str) -> str:
-    """The run against the calibration's placement, where both come from one kind of machine."""
-    from pcieperf.capture.calibration import load_calibration
-
-    meta = load_calibration().meta
-    bound = getattr(meta, limit)
+def _calibration_placement(data: dict[str, Any], meta: Meta, judged: float, limit: float) -> str:
+    """The run's probe `judged` against the calibration's `limit`, where both come from one
+    kind of machine."""
     if not data.get("cpu_model"):
         return "the run recorded no machine: the calibration's limit not compared"
     if (data["cpu_model"], data.get("cpus")) != (meta.cpu_model, meta.cpus):
         other = f"{meta.cpu_model or 'not recorded'}, {meta.cpus} CPUs"
         return f"the calibration's limit is another machine's ({other}): not compared"
-    if not math.isfinite(bound):
+    if not math.isfinite(limit):
         return "the calibration's runs had one placement: nothing to compare"
-    if judged <= bound:
+    if judged <= limit:
         return "the calibration's placement"
     return (
         "another placement than the calibration's: its costs per packet are not "
