@@ -226,6 +226,8 @@ def _set(text: str, key: str, value: str) -> str:
         ("loss_at_zero", "1.5", "[wakeup] loss_at_zero = 1.5 is not allowed"),
         ("scale_s", "-1.0", "[wakeup] scale_s = -1.0 is not allowed"),
         ("cache_bytes", '"32M"', "[meta] cache_bytes = '32M' is not allowed"),
+        # issue 43: an outlier probe wrote this limit; sharing lines is never faster than not
+        ("placement_max_slowdown", "0.577", "[meta] placement_max_slowdown = 0.577 is not allowed"),
     ],
 )
 def test_a_bad_value_is_named_in_one_line(tmp_path, good_text, key, value, message):

@@ -288,7 +288,7 @@ class _Checker:
             str(table.get("procedure", Meta.procedure)),
             [str(v) for v in table.get("not_separable", [])],
             {k: self.number(loso, k, "meta.loso", 0, 1e6) for k in loso},
-            self.limit(table, "placement_max_slowdown"),
+            self.limit(table, "placement_max_slowdown", low=1.0),  # below 1 cannot be
             self.ids(table, "other_placement_runs"),
             int(self.number({"cache_bytes": 0} | table, "cache_bytes", "meta", 0, 2**40)),
             self.limit(table, "placement_max_round_trip_ns"),
