@@ -15,7 +15,7 @@ from pcieperf.capture import stored, threads, tools
 from pcieperf.capture.lock import WAIT_S
 from pcieperf.capture.machine import Machine
 from pcieperf.capture.placement import PROBES, ROUND_TRIP
-from pcieperf.capture.run import COPIES_PER_PACKET, CaptureConfig, CaptureResult
+from pcieperf.capture.run import CaptureConfig, CaptureResult
 from pcieperf.measure.records import open_store
 from pcieperf.net.trace.statistics import stats_files
 from pcieperf.net.wire import overhead_bytes
@@ -40,13 +40,19 @@ def capture_run(
     force: bool = False,
     huge_dir: str | os.PathLike[str] | None = None,
     wait: float = WAIT_S,
+    port: str | None = None,
+    direction: str = "both",
+    queue: int | None = None,
+    filter: str | None = None,
     db: str | os.PathLike[str] | None = None,
 ) -> Report:
     """Run dpdk-testpmd forwarding `frame`-byte frames (FCS included) on net_null, or
-    replaying `pcap`, on `lcores` forwarding lcores: first alone, then with the capture
-    `tool` writing `format` (default: the tool's own) into the `sink` (null, tmpfs, or `out`
-    for a file); store what each thread did per packet and what capture cost the forwarding
-    (`pcieperf capture run`). One
+    replaying `pcap`, or what a real `port` receives (a PCI address bound for DPDK, or a
+    network interface through net_af_packet), on `lcores` forwarding lcores: first alone, then
+    with the capture `tool` copying `direction` (both, rx, tx) of one `queue` (None: all)
+    through its capture `filter`, writing `format` (default: the tool's own) into the `sink`
+    (null, tmpfs, or `out` for a file); store what each thread did per packet and what capture
+    cost the forwarding (`pcieperf capture run`). One
     capture run at a time on a machine: this one waits up to `wait` seconds for another."""
     cfg = CaptureConfig(
         frame=frame,
@@ -62,6 +68,10 @@ def capture_run(
         force=force,
         huge_dir=Path(huge_dir) if huge_dir else None,
         wait=wait,
+        port=port,
+        direction=direction,
+        queue=queue,
+        filter=filter,
     )
     result = _run_with_progress(cfg)
     row = run_row(result)
@@ -98,10 +108,13 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "dpdk_version": result.version,
         "tool": cfg.tool,
         "port": cfg.mode,
+        "device": cfg.port,
+        "queue": cfg.queue,
+        "capture_filter": cfg.filter,
         "frame_bytes": frame,
         "fwd_lcores": cfg.fwd_lcores,
-        "direction": "both",
-        "copies_per_packet": COPIES_PER_PACKET,
+        "direction": cfg.direction,
+        "copies_per_packet": cfg.copies_per_packet,
         "format": cfg.file_format,
         "snaplen": cfg.snaplen or 0,
         "ring_size": cfg.ring_size,
@@ -151,13 +164,19 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
 
 
 def _frame_bytes(result: CaptureResult) -> float:
-    """Mean frame bytes, FCS included: the configured net_null frame, or a replayed capture's
-    mean wire length plus the FCS its records lack."""
-    cfg = result.config
-    if cfg.pcap is None:
-        return float(cfg.frame)
+    """Mean frame bytes, FCS included: the configured net_null frame, a replayed capture's
+    mean wire length plus the FCS its records lack, or the bytes a real port received per
+    packet as testpmd counted them, without FCS (NaN: it received none)."""
+    from pcieperf.dpdk.testpmd import parse_output
     from pcieperf.net.wire import FCS_BYTES
 
+    cfg = result.config
+    if cfg.port is not None:
+        _, ports = parse_output(result.outputs["testpmd"])
+        packets = sum(p.nic_rx_packets for p in ports)
+        return sum(p.nic_rx_bytes for p in ports) / packets + FCS_BYTES if packets else math.nan
+    if cfg.pcap is None:
+        return float(cfg.frame)
     (stats,) = stats_files([cfg.pcap])
     mean_bytes: float = stats["bytes_wire"] / stats["packets"] + FCS_BYTES
     return mean_bytes

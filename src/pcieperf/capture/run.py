@@ -19,13 +19,22 @@ import signal
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pcieperf import interrupts, outputs, statedir
-from pcieperf.capture import hugepages, leftovers, lock, placement, processes, threads, tools
+from pcieperf.capture import (
+    hugepages,
+    leftovers,
+    lock,
+    placement,
+    port,
+    processes,
+    threads,
+    tools,
+)
 from pcieperf.capture.intervals import Interval
-from pcieperf.capture.path import FORMATS, SINKS
+from pcieperf.capture.path import DIRECTIONS, FORMATS, SINKS
 from pcieperf.dpdk import testpmd
 from pcieperf.errors import PcieperfError, UsageError, param, require_choice, require_new_file, warn
 from pcieperf.net.trace.statistics import stats_files
@@ -38,14 +47,15 @@ TMPFS = Path("/dev/shm")  # a tmpfs on every systemd and Debian system (hier(7))
 NULL_SINK = Path(os.devnull)  # the system's: never removed
 RING_SIZES = (64, 1 << 20)  # rte_ring sizes are powers of two (lib/ring/rte_ring.h)
 START_DEADLINE_S = 60.0  # testpmd's first block or the tool's start, on a busy machine
-COPIES_PER_PACKET = 2  # dpdk-dumpcap 22.11 asks for both directions (RTE_PDUMP_FLAG_RXTX)
 
 
 @dataclass(frozen=True)
 class CaptureConfig:
     """One capture run: testpmd forwarding `frame`-byte net_null frames (FCS included, so
-    packets of `frame` - 4 bytes) or replaying `pcap`, on `fwd_lcores` forwarding lcores; each
-    interval lasts at least `seconds` and two statistics periods."""
+    packets of `frame` - 4 bytes), replaying `pcap`, or forwarding what a real `port` receives
+    (`capture.port`), on `fwd_lcores` forwarding lcores; each interval lasts at least `seconds`
+    and two statistics periods. The tool copies `direction` (`capture.path.DIRECTIONS`) of one
+    `queue` (None: all) that its capture `filter` (None: all) lets through."""
 
     frame: int = 64
     pcap: Path | None = None
@@ -60,6 +70,10 @@ class CaptureConfig:
     force: bool = False
     huge_dir: Path | None = None
     wait: float = lock.WAIT_S
+    port: str | None = None
+    direction: str = "both"
+    queue: int | None = None
+    filter: str | None = None
 
     def __post_init__(self) -> None:
         if not MIN_FRAME_BYTES <= self.frame <= MAX_FRAME_BYTES:
@@ -90,11 +104,51 @@ class CaptureConfig:
                 f"leave out {param('snaplen')}"
             )
         lock.check_wait(self.wait)
+        self._check_copies()
+        if self.port is not None:
+            if self.pcap is not None:
+                raise UsageError(f"give {param('port')} or {param('pcap')}, not both")
+            port.port(self.port)  # checked in sysfs now, before anything starts
         if (self.sink == "file") != (self.out is not None):
             raise UsageError(
                 f"{param('out')} names the capture file of {param('sink')} file, and only it "
                 "takes one"
             )
+
+    def _check_copies(self) -> None:
+        """Direction, queue and filter: each one the tool can honour (its `CaptureTool` row)."""
+        require_choice(param("direction"), self.direction, tuple(DIRECTIONS))
+        if self.queue is not None and not 0 <= self.queue < self.fwd_lcores:
+            raise UsageError(
+                f"{param('queue')} {self.queue!r} is not allowed; the port has {self.fwd_lcores} "
+                f"queue(s) (one per forwarding lcore): give 0 to {self.fwd_lcores - 1}"
+            )
+        if self.filter is not None and not self.filter.strip():
+            raise UsageError(f"{param('filter')} is empty; give a libpcap filter, like 'udp'")
+        self.capture_tool.check_copies(self.direction, self.queue, self.filter)
+        if self.filter is not None and self.sink == "null":
+            raise UsageError(
+                f"{param('filter')} needs a file to count what passed it (the tool's own count "
+                f"takes in what it refused): give {param('sink')} tmpfs or {param('out')}"
+            )
+
+    @property
+    def real_port(self) -> port.Port | None:
+        """The real port forwarded on, checked (None: net_null or a replayed capture)."""
+        return port.port(self.port) if self.port is not None else None
+
+    @property
+    def copies_per_packet(self) -> int:
+        """Copies the tool gets per forwarded packet: every packet is received and sent on the
+        one port (testpmd's loop topology), and copied in each direction captured."""
+        return DIRECTIONS[self.direction]
+
+    @property
+    def copies_per_forwarded(self) -> float:
+        """Copies the tool gets per packet forwarded on all queues: those of one queue of the
+        `fwd_lcores` (each lcore polls a queue of its own, given equal shares) where it copies
+        one."""
+        return self.copies_per_packet / (self.fwd_lcores if self.queue is not None else 1)
 
     @property
     def capture_tool(self) -> tools.CaptureTool:
@@ -108,7 +162,10 @@ class CaptureConfig:
 
     @property
     def mode(self) -> str:
-        """The port testpmd forwards on: `null` frames or a `pcap` replayed."""
+        """The port testpmd forwards on: `null` frames, a `pcap` replayed, or a real port's
+        kind (`pci`, `af_packet`)."""
+        if self.port is not None:
+            return port.port(self.port).kind
         return "pcap" if self.pcap else "null"
 
 
@@ -190,7 +247,9 @@ def run(cfg: CaptureConfig, tick: Tick | None = None) -> CaptureResult:
             tool = processes.Tool(cfg.capture_tool, command, preload)
             record.child(tool.proc.pid)
             stack.callback(tool.kill)
-            during, tool_interval = _measure_capture(primary, tool, cfg.seconds, tick)
+            during, tool_interval = _measure_capture(
+                primary, tool, cfg.seconds, cfg.copies_per_forwarded, tick
+            )
             crashed = primary.stop()
             round_trips.stop()
             probed = (probed_before, placement.cross_cpu_slowdown())
@@ -260,7 +319,10 @@ def _pool(cfg: CaptureConfig) -> tuple[int, int]:
     """(mbufs, -m megabytes) of testpmd's pool: `dpdk run`'s sizing (a replayed capture is
     preloaded into mbufs)."""
     run_cfg = testpmd.RunConfig(
-        mode=cfg.mode, pcap=cfg.pcap, seconds=cfg.seconds, null_size=cfg.frame - FCS_BYTES
+        mode="pcap" if cfg.pcap else "null",  # a real port's packets come from its wire
+        pcap=cfg.pcap,
+        seconds=cfg.seconds,
+        null_size=cfg.frame - FCS_BYTES,
     )
     return testpmd.pool(run_cfg)
 
@@ -300,16 +362,21 @@ def _primary_command(
     if cfg.fwd_lcores > 1:  # one Rx and Tx queue per forwarding lcore on the one port
         n = cfg.fwd_lcores
         queues = [f"--nb-cores={n}", f"--rxq={n}", f"--txq={n}"]
+    real = cfg.real_port
+    if real is not None:
+        ports = real.eal_args(cfg.fwd_lcores)
+    else:
+        vdev = testpmd.vdev(cfg.mode, cfg.pcap, cfg.frame - FCS_BYTES, links)
+        ports = ["--no-pci", f"--vdev={vdev}"]
     return [
         binary,
         "-v",
         f"--huge-dir={huge}",
         "-m",
         str(memory),
-        "--no-pci",
         f"--file-prefix={prefix}",
         f"--lcores={_lcores(cfg.fwd_lcores)}",
-        f"--vdev={testpmd.vdev(cfg.mode, cfg.pcap, cfg.frame - FCS_BYTES, links)}",
+        *ports,
         "--",
         *testpmd.app_args(mbufs),
         *queues,
@@ -338,8 +405,19 @@ def _tool_command(
     out = str(target)
     if tool.path_bytes is not None:
         out = testpmd.devarg_path(target, links, "out", tool.path_bytes)
+    real = cfg.real_port
     spec = tools.ToolRun(
-        binary, prefix, f"net_{cfg.mode}0", 0, out, cfg.file_format, cfg.snaplen, cfg.ring_size
+        binary,
+        prefix,
+        real.name if real is not None else f"net_{cfg.mode}0",
+        0,
+        out,
+        cfg.file_format,
+        cfg.snaplen,
+        cfg.ring_size,
+        cfg.direction,
+        cfg.queue,
+        cfg.filter,
     )
     return tool.command(spec)
 
@@ -378,10 +456,15 @@ def _measure_baseline(primary: processes.Primary, seconds: float, tick: Tick | N
 
 
 def _measure_capture(
-    primary: processes.Primary, tool: processes.Tool, seconds: float, tick: Tick | None
+    primary: processes.Primary,
+    tool: processes.Tool,
+    seconds: float,
+    copies: float,
+    tick: Tick | None,
 ) -> tuple[Interval, ToolInterval]:
-    """Forwarding with the tool attached, and the tool: from its `Capturing on` until
-    `seconds` and two statistics periods have passed, then the tool is stopped (SIGINT)."""
+    """Forwarding with the tool attached, and the tool (`copies` per forwarded packet): from its
+    `Capturing on` until `seconds` and two statistics periods have passed, then the tool is
+    stopped (SIGINT)."""
 
     def watch() -> None:
         primary.check_alive()
@@ -409,7 +492,7 @@ def _measure_capture(
     slept = threads.sleeps(tool.proc.pid) - sleeps0
     waits = threads.waits(tool.proc.pid)
     waited = threads.Waits(waits.ns - waits0.ns, waits.timeslices - waits0.timeslices)
-    counts = _counts(tool.row, tool.reap(), during, wall)
+    counts = _counts(tool.row, tool.reap(), during.pps * wall * copies)
     # Write calls and bytes over the tool's life, as its counts are: the records it wrote
     # before its "capturing" line count too (its start-up writes no more than a few lines).
     queued = [n for n in queue if n >= 0]
@@ -417,16 +500,14 @@ def _measure_capture(
     return during, ToolInterval(wall, cpu, slept, io, counts, harness / wall, waited, run_queue)
 
 
-def _counts(
-    tool: tools.CaptureTool, output: str, during: Interval, wall: float
-) -> tools.ToolCounts:
+def _counts(tool: tools.CaptureTool, output: str, implied: float) -> tools.ToolCounts:
     """The tool's copies and drops: its own counts where it learns the ring-full drops (the
-    primary's pdump statistics), else the copies that the forwarding rate while it ran implies
-    (every forwarded packet copied on Rx and on Tx) less those it wrote."""
+    primary's pdump statistics), else the copies that the forwarding while it ran `implied`
+    less those it wrote."""
     said = tool.parse(output)
     copies = said.received
     if copies is None:
-        copies = max(said.written, round(COPIES_PER_PACKET * during.pps * wall))
+        copies = max(said.written, round(implied))
     return tools.ToolCounts(copies, copies - said.written)
 
 
@@ -439,10 +520,20 @@ def _finish_file(result: CaptureResult, target: Path) -> None:
 
     (stats,) = stats_files([target])
     result.file_stats = stats
+    if cfg.filter is not None:
+        result.tool = _filtered(result.tool, stats["packets"])
     _check_file(stats["packets"], result.tool.counts.written, cfg)
     if cfg.out is not None:  # sink `file`, the one with --out
         outputs.publish(target, Path(cfg.out), cfg.force)
         result.file = Path(cfg.out)
+
+
+def _filtered(tool: ToolInterval, packets: int) -> ToolInterval:
+    """A filtered capture's counts: the file's records are those written (the tool's own count
+    of what it received takes in what its filter refused: app/dumpcap/main.c counts
+    `accepted + filtered`), and its copies are those and the ones its ring dropped."""
+    dropped = tool.counts.dropped
+    return replace(tool, counts=tools.ToolCounts(packets + dropped, dropped))
 
 
 def _check_file(packets: int, written: int, cfg: CaptureConfig) -> None:

@@ -70,6 +70,9 @@ RUN_COLUMNS = {
     "capture_wait_ns": "DOUBLE",
     "capture_wait_share": "DOUBLE",
     "starved": "VARCHAR",
+    "device": "VARCHAR",  # a real port's PCI address or interface (None: net_null, pcap)
+    "queue": "INTEGER",  # the one queue copied (None: all)
+    "capture_filter": "VARCHAR",  # the tool's BPF filter (None: none)
 }
 """The columns of a stored capture run (`capture runs`) and their SQL types, after its id and
 start time; a store made by an earlier version gains those added since when next used."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pcieperf.errors import PcieperfError, UsageError, param, require_choice
 
@@ -43,6 +43,9 @@ class ToolRun:
     format: str
     snaplen: int | None
     ring_size: int
+    direction: str = "both"
+    queue: int | None = None
+    filter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,10 @@ class CaptureTool:
     while it wakes); `counts_drops` (whether it learns the copies dropped at a full ring);
     `stamped` (where its timestamps come from); `snaplen` (whether it cuts packets);
     `path_bytes` (the longest output path it keeps, None: a plain argument) and
-    `capture_threads` (threads that dequeue and write)."""
+    `capture_threads` (threads that dequeue and write); what it can be asked to copy:
+    `directions` (of `capture.path.DIRECTIONS`, the first what it copies unless asked),
+    `queues` (whether it copies one queue, else every queue) and `filters` (whether it takes a
+    BPF capture filter)."""
 
     name: str
     binary: str
@@ -96,6 +102,9 @@ class CaptureTool:
     snaplen: bool
     path_bytes: int | None
     capture_threads: int
+    directions: tuple[str, ...] = ("both",)
+    queues: bool = False
+    filters: bool = False
 
     @property
     def formats(self) -> tuple[str, ...]:
@@ -111,6 +120,46 @@ class CaptureTool:
                 f"{param('format')} {self.formats[0]}"
             )
         return found[fmt]
+
+    def check_copies(self, direction: str, queue: int | None, filter: str | None) -> None:
+        """What the tool is asked to copy must be what it can copy, or one line saying what it
+        does instead and which tool can."""
+        if direction not in self.directions:
+            raise UsageError(
+                f"{self.binary} copies {' or '.join(_COPIED[d] for d in self.directions)}, not "
+                f"{_COPIED[direction]}: leave out {param('direction')} "
+                f"({_able(self, 'directions')})"
+            )
+        if queue is not None and not self.queues:
+            raise UsageError(
+                f"{self.binary} copies every queue of the port, not one: leave out "
+                f"{param('queue')} ({_able(self, 'queues')})"
+            )
+        if filter is not None and not self.filters:
+            raise UsageError(
+                f"{self.binary} takes no capture filter: leave out {param('filter')} "
+                f"({_able(self, 'filters')})"
+            )
+
+
+_COPIED = {"both": "Rx and Tx together", "rx": "Rx alone", "tx": "Tx alone"}
+
+
+CHOOSABLE = ("directions", "queues", "filters")
+"""The `CaptureTool` fields that say what a tool can be asked to copy."""
+
+
+def able(field: str) -> tuple[str, ...]:
+    """The tools that can choose what they copy by `field` (`directions`, `queues`,
+    `filters`): those whose row sets it beyond what a tool copies unless asked."""
+    (plain,) = (f.default for f in fields(CaptureTool) if f.name == field)
+    return tuple(t.name for t in TOOLS if getattr(t, field) != plain)
+
+
+def _able(row: CaptureTool, field: str) -> str:
+    """The tools that can do what `row` cannot, as a hint."""
+    found = able(field)
+    return f"{param('tool')} {' or '.join(found)} can" if found else "no capture tool here can"
 
 
 def last_lines(lines: list[str], count: int = 3) -> str:
@@ -131,6 +180,8 @@ def dumpcap_command(run: ToolRun) -> list[str]:
     command += ["-w", run.out, "-N", str(run.ring_size)]
     if run.snaplen:
         command += ["-s", str(run.snaplen)]
+    if run.filter is not None:  # compiled by libpcap, run by the primary (rte_pdump_enable_bpf)
+        command += ["-f", run.filter]
     return command + (["-P"] if run.format == "pcap" else [])
 
 
@@ -155,9 +206,15 @@ PDUMP_POOL_MBUFS = 65535  # app/pdump/main.c MBUFS_PER_POOL: total-num-mbufs unl
 
 
 def pdump_command(run: ToolRun) -> list[str]:
-    """dpdk-pdump copying the port's Rx and Tx (every queue) of the primary into one net_pcap
-    port writing `out` (pcap only) until SIGINT; stdout line-buffered."""
-    spec = f"port={run.port_id},queue=*,rx-dev={run.out},tx-dev={run.out},ring-size={run.ring_size}"
+    """dpdk-pdump copying the port's Rx, Tx or both (of one queue, or every queue: `*`) of the
+    primary into one net_pcap port writing `out` (pcap only) until SIGINT; stdout
+    line-buffered. It copies the directions it is given a device for (app/pdump/main.c
+    parse_pdump: rx-dev sets RTE_PDUMP_FLAG_RX, tx-dev RTE_PDUMP_FLAG_TX)."""
+    devices = [f"{d}-dev={run.out}" for d in ("rx", "tx") if run.direction in (d, "both")]
+    queue = "*" if run.queue is None else str(run.queue)
+    spec = ",".join(
+        [f"port={run.port_id}", f"queue={queue}", *devices, f"ring-size={run.ring_size}"]
+    )
     return ["stdbuf", "-oL", run.binary, f"--file-prefix={run.prefix}", "--", "--pdump", spec]
 
 
@@ -196,6 +253,11 @@ TOOLS: list[CaptureTool] = [
         snaplen=True,  # -s
         path_bytes=None,  # -w takes a path of any length
         capture_threads=1,  # its main thread dequeues and writes
+        # 22.11 asks for RTE_PDUMP_FLAG_RXTX on RTE_PDUMP_ALL_QUEUES and has no option for
+        # either; -f compiles a libpcap filter into the BPF the primary runs per packet
+        directions=("both",),
+        queues=False,
+        filters=True,
     ),
     CaptureTool(
         name="pdump",
@@ -215,6 +277,9 @@ TOOLS: list[CaptureTool] = [
         # is cut short silently, and the capture goes to a file of that name
         path_bytes=63,
         capture_threads=1,  # one core dequeues both rings
+        directions=("both", "rx", "tx"),  # rx-dev, tx-dev or both
+        queues=True,  # queue=N, or * for all
+        filters=False,  # 22.11's pdump has no filter option
     ),
 ]
 """The capture tools `capture run --tool` offers, the first its default."""

@@ -10,6 +10,7 @@ from collections.abc import Callable
 # Parameters whose name is not the dest of the option that sets them.
 FLAG_OF_PARAM = {
     "format": "--capture-format",  # capture_run(format=...)
+    "direction": "--rx-only/--tx-only",  # capture_run(direction=...)
     "interval_s": "--interval",  # counter imports
 }
 

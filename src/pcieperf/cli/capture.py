@@ -35,6 +35,10 @@ def cmd_capture_run(args: argparse.Namespace) -> None:
         force=args.force,
         huge_dir=args.huge_dir,
         wait=args.wait,
+        port=args.port,
+        direction="rx" if args.rx_only else "tx" if args.tx_only else "both",
+        queue=args.queue,
+        filter=args.filter,
         db=args.db,
     )
     emit(args, result)
@@ -58,6 +62,29 @@ def _add_capture_commands(sub: argparse._SubParsersAction) -> None:
         "--frame", type=_whole(), default=64, help="net_null frame bytes, FCS included (64)"
     )
     p.add_argument("--pcap", default=None, help="replay this capture instead (net_pcap)")
+    p.add_argument(
+        "--port",
+        default=None,
+        help="forward a real port's traffic instead: a PCI address bound to vfio-pci (or an "
+        "mlx5), or a network interface (net_af_packet); docs/capture.md, 'A real port'",
+    )
+    direction = p.add_mutually_exclusive_group()
+    by = {field: "--tool " + " or ".join(tools.able(field)) for field in tools.CHOOSABLE}
+    direction.add_argument(
+        "--rx-only", action="store_true", help=f"copy received packets only ({by['directions']})"
+    )
+    direction.add_argument(
+        "--tx-only", action="store_true", help=f"copy sent packets only ({by['directions']})"
+    )
+    p.add_argument(
+        "--queue", type=_whole(0), default=None, help=f"copy this queue only ({by['queues']})"
+    )
+    p.add_argument(
+        "--filter",
+        default=None,
+        metavar="EXPR",
+        help=f"copy what this libpcap filter lets through ({by['filters']})",
+    )
     p.add_argument(
         "--seconds",
         type=_real(high=SECONDS_PER_DAY),
