@@ -135,10 +135,8 @@ def nothing_left():
 @needs_ip
 @pytest.mark.slow
 def test_dumpcap_captures_a_wires_frames_through_af_packet(veth, sending, tmp_path, nothing_left):
-    out, kept = tmp_path / "wire.pcapng", f"udp dst port {KEPT[0]}"
-    got = pp.capture_run(
-        port=veth.host, filter=kept, out=out, seconds=1, db=tmp_path / "s.duckdb"
-    ).to_json()
+    out, kept, db = tmp_path / "wire.pcapng", f"udp dst port {KEPT[0]}", tmp_path / "s.duckdb"
+    got = pp.capture_run(port=veth.host, filter=kept, out=out, seconds=1, db=db).to_json()
     assert (got["port"], got["device"], got["capture_filter"]) == ("af_packet", veth.host, kept)
     # testpmd received the sender's frames (about 1000/s) and counted their bytes; with IPv6
     # off on both ends nothing else crosses the pair: half of each length, and the FCS.
@@ -151,13 +149,15 @@ def test_dumpcap_captures_a_wires_frames_through_af_packet(veth, sending, tmp_pa
     assert abs(got["file_packets"] - got["written"]) <= got["ring_size"]
     assert set(frames["len"]) == {KEPT[1]}
     assert got["dropped"] == 0  # a thousand frames a second never fill a 2048-copy ring
+    shown = pp.capture_show(got["run_id"], db=db).to_text()
+    assert f"copied      port {veth.host} (af_packet), filter '{kept}'" in shown
 
 
 @needs_dpdk
 @needs_ip
 @pytest.mark.slow
 def test_pdump_captures_one_direction_of_a_wire(veth, sending, tmp_path, nothing_left):
-    got = pp.capture_run(
+    run = pp.capture_run(
         port=veth.host,
         tool="pdump",
         format="pcap",
@@ -166,8 +166,10 @@ def test_pdump_captures_one_direction_of_a_wire(veth, sending, tmp_path, nothing
         sink="tmpfs",
         seconds=1,
         db=tmp_path / "s.duckdb",
-    ).to_json()
+    )
+    got, got_text = run.to_json(), run.to_text()
     assert (got["direction"], got["copies_per_packet"], got["queue"]) == ("rx", 1, 0)
+    assert f"copied      port {veth.host} (af_packet), Rx only, queue 0" in got_text
     # Rx copies only, one record a frame received while it ran: what pdump says it wrote, give
     # or take its two rings, drained into the file after it counts (app/pdump/main.c).
     assert got["file_packets"] > 0

@@ -4,13 +4,16 @@ capture tool can be asked to copy (direction, queue, filter) read from its `Capt
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from pcieperf.capture import port, run, threads, tools
+from pcieperf.capture import fit, port, records, run, threads, tools
 from pcieperf.errors import UsageError
+from tests.capture.model_synthetic import synthetic_runs
 from tests.helpers.cli import refused
+from tests.helpers.dpdk import recorded_run_row
 
 ADDRESS = "0000:3b:00.1"
 
@@ -120,3 +123,28 @@ def test_the_cli_names_the_flags_and_the_tool_that_can(capsys):
     # 17 characters: longer than any interface name can be (IFNAMSIZ 16, its NUL included)
     err = refused(capsys, "capture", "run", "--port", "no-such-port-here")
     assert "--port no-such-port-here is neither a PCI address" in err
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("port", "af_packet", "capture run 4: port = 'af_packet' is not allowed; use one of null"),
+        ("capture_filter", "udp", "capture run 4: capture_filter = 'udp' is not allowed; the"),
+        ("queue", 0, "capture run 4: queue = 0.0 is not allowed; the model prices copies of"),
+    ],
+)
+def test_a_wire_or_a_part_of_the_copies_is_not_fitted(column, value, message):
+    # A wire's rate is not the CPU's, and the model prices every copy of every queue unfiltered
+    runs = synthetic_runs()
+    runs.loc[3, column] = value
+    with pytest.raises(UsageError, match=re.escape(message)):
+        fit.fit(runs, "synthetic")
+
+
+def test_a_run_says_what_it_chose_to_copy_and_nothing_when_it_copied_all():
+    row = recorded_run_row()  # a net_null run of every copy, stored before these columns
+    assert records._copied_line(row) == []
+    row |= {"port": "pci", "device": ADDRESS, "direction": "tx", "queue": 1}
+    assert records._copied_line(row | {"capture_filter": "udp"}) == [
+        f"copied      port {ADDRESS} (pci), Tx only, queue 1, filter 'udp'"
+    ]

@@ -163,6 +163,9 @@ def check_runs(runs: pd.DataFrame) -> None:
         bad = runs[~runs[column].isin(allowed)]
         if len(bad):
             _refuse(bad, column, f"use one of {', '.join(allowed)}")
+    for column in ("queue", "capture_filter"):  # a run stored before them has neither
+        if column in runs and len(bad := runs[runs[column].notna()]):
+            _refuse(bad, column, "the model prices copies of every queue, unfiltered")
     for run, name, fmt in zip(runs["run_id"], runs["tool"], runs["format"], strict=True):
         if fmt not in tool(name).formats:
             raise UsageError(f"capture run {run}: {name} writes no {fmt}")

@@ -301,6 +301,7 @@ def _text(data: dict[str, Any]) -> str:
         f"            {data['capture_cpu_ns']:.1f} CPU ns/record, "
         f"{data['write_calls_per_packet']:.4f} write calls/record, "
         f"{data['bytes_per_record']:.1f} B/record",
+        *_copied_line(data),
     ]
     if data["starved"]:
         lines.append(
@@ -312,6 +313,21 @@ def _text(data: dict[str, Any]) -> str:
         f"  {e['essential']:<10} {_verdict(e['met']):<9} {e['shown']}" for e in data["essentials"]
     ]
     return "\n".join(lines)
+
+
+def _copied_line(data: dict[str, Any]) -> list[str]:
+    """What the run chose to forward and copy, where it chose: a real port, one direction,
+    one queue, a filter (nothing for net_null's or a replay's every copy)."""
+    chosen = []
+    if data.get("device") is not None:
+        chosen.append(f"port {data['device']} ({data['port']})")
+    if data.get("direction", "both") != "both":
+        chosen.append(f"{data['direction'].capitalize()} only")
+    if data.get("queue") is not None:
+        chosen.append(f"queue {data['queue']}")
+    if data.get("capture_filter") is not None:
+        chosen.append(f"filter {data['capture_filter']!r}")
+    return [f"copied      {', '.join(chosen)}"] if chosen else []
 
 
 def _placement_line(data: dict[str, Any]) -> list[str]:
