@@ -35,6 +35,7 @@ from pcieperf.capture import (
 )
 from pcieperf.capture.intervals import Interval
 from pcieperf.capture.path import DIRECTIONS, FORMATS, SINKS
+from pcieperf.capture.port import Port
 from pcieperf.dpdk import testpmd
 from pcieperf.errors import PcieperfError, UsageError, param, require_choice, require_new_file, warn
 from pcieperf.net.trace.statistics import stats_files
@@ -133,7 +134,7 @@ class CaptureConfig:
             )
 
     @property
-    def real_port(self) -> port.Port | None:
+    def real_port(self) -> Port | None:
         """The real port forwarded on, checked (None: net_null or a replayed capture)."""
         return port.port(self.port) if self.port is not None else None
 
