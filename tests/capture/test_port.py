@@ -44,6 +44,9 @@ def test_a_pci_device_on_a_kernel_driver_is_refused_with_how_to_bind_it(tmp_path
     sysfs = fake_sysfs(tmp_path, "ixgbe")
     with pytest.raises(UsageError, match=r"bound to ixgbe, a kernel driver DPDK cannot share: "):
         port.port(ADDRESS, sysfs)
+    (sysfs / "bus" / "pci" / "devices" / ADDRESS / "net" / "ens1f1").mkdir(parents=True)
+    with pytest.raises(UsageError, match="or give its interface ens1f1 to capture through"):
+        port.port(ADDRESS, sysfs)
     with pytest.raises(UsageError, match=rf"dpdk-devbind.py --bind=vfio-pci {ADDRESS}"):
         port.port(ADDRESS, sysfs)
 

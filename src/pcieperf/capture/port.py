@@ -78,8 +78,11 @@ def _checked_pci(address: str, sysfs: Path) -> str:
         raise UsageError(f"{param('port')} {address} is bound to no driver: {bind}")
     bound = driver.resolve().name
     if bound not in USERSPACE_DRIVERS + BIFURCATED_DRIVERS:
+        # its interfaces: under the device, or a virtio device's under its virtioN child
+        names = sorted({p.name for p in [*device.glob("net/*"), *device.glob("*/net/*")]})
+        interface = f"its interface {' or '.join(names)}" if names else "its interface"
         raise UsageError(
             f"{param('port')} {address} is bound to {bound}, a kernel driver DPDK cannot "
-            f"share: {bind}, or give its interface to capture through net_af_packet"
+            f"share: {bind}, or give {interface} to capture through net_af_packet"
         )
     return address
