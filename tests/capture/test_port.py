@@ -99,7 +99,9 @@ def test_what_a_tool_cannot_copy_is_refused_by_its_row():
         run.CaptureConfig(queue=0)
     with pytest.raises(UsageError, match="dpdk-pdump takes no capture filter"):
         run.CaptureConfig(tool="pdump", format="pcap", filter="udp")
-    with pytest.raises(UsageError, match=r"`queue` 2 is not allowed; .* give 0 to 1"):
+    with pytest.raises(
+        UsageError, match=r"`queue` 2 is not allowed; .* \(`lcores` 2\): give 0 to 1"
+    ):
         run.CaptureConfig(tool="pdump", format="pcap", fwd_lcores=2, queue=2)
     with pytest.raises(UsageError, match="`filter` needs a file to count what passed it"):
         run.CaptureConfig(filter="udp")

@@ -120,9 +120,10 @@ class CaptureConfig:
         """Direction, queue and filter: each one the tool can honour (its `CaptureTool` row)."""
         require_choice(param("direction"), self.direction, tuple(DIRECTIONS))
         if self.queue is not None and not 0 <= self.queue < self.fwd_lcores:
+            allowed = "0" if self.fwd_lcores == 1 else f"0 to {self.fwd_lcores - 1}"
             raise UsageError(
-                f"{param('queue')} {self.queue!r} is not allowed; the port has {self.fwd_lcores} "
-                f"queue(s) (one per forwarding lcore): give 0 to {self.fwd_lcores - 1}"
+                f"{param('queue')} {self.queue!r} is not allowed; the port has one queue per "
+                f"forwarding lcore ({param('lcores')} {self.fwd_lcores}): give {allowed}"
             )
         if self.filter is not None and not self.filter.strip():
             raise UsageError(f"{param('filter')} is empty; give a libpcap filter, like 'udp'")
