@@ -6,6 +6,7 @@ names carry the test process's id, so that two test runs never collide."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import pcieperf as pp
+from tests.helpers.cli import run_cli
 from tests.helpers.dpdk import NOTHING_LEFT, leftovers_of, needs_dpdk
 
 WAIT_S = 120.0  # a generous deadline for conditions on a loaded 2-core machine
@@ -158,18 +160,17 @@ def test_dumpcap_captures_a_wires_frames_through_af_packet(veth, sending, tmp_pa
 @needs_dpdk
 @needs_ip
 @pytest.mark.slow
-def test_pdump_captures_one_direction_of_a_wire(veth, sending, tmp_path, nothing_left):
-    run = pp.capture_run(
-        port=veth.host,
-        tool="pdump",
-        format="pcap",
-        direction="rx",
-        queue=0,
-        sink="tmpfs",
-        seconds=1,
-        db=tmp_path / "s.duckdb",
-    )
-    got, got_text = run.to_json(), run.to_text()
+def test_pdump_captures_one_direction_of_a_wire(veth, sending, tmp_path, capsys, nothing_left):
+    db = str(tmp_path / "s.duckdb")
+    code, text, err = run_cli(
+        capsys, "capture", "run", "--port", veth.host, "--tool", "pdump", "--capture-format",
+        "pcap", "--rx-only", "--queue", "0", "--sink", "tmpfs", "--seconds", "1", "--db", db,
+        "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    got = json.loads(text)
+    code, got_text, err = run_cli(capsys, "capture", "show", str(got["run_id"]), "--db", db)
+    assert code == 0, err
     assert (got["direction"], got["copies_per_packet"], got["queue"]) == ("rx", 1, 0)
     assert f"copied      port {veth.host} (af_packet), Rx only, queue 0" in got_text
     # Rx copies only, one record a frame received while it ran: what pdump says it wrote, give
