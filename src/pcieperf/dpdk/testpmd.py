@@ -487,7 +487,7 @@ def _run(
         reader.start()
         try:
             with interrupts.stop_as_interrupt():
-                interrupted = _wait(proc, cfg.seconds, start, parsed, tick)
+                stopped_by = _wait(proc, cfg.seconds, start, parsed, tick)
         finally:
             with interrupts.signals_held():
                 stop(proc)
@@ -495,13 +495,16 @@ def _run(
                 shutil.rmtree(runtime_dir(prefix), ignore_errors=True)
     output = "".join(lines)
     wall = time.monotonic() - start
+    if stopped_by is not None and parsed.blocks < RATE_BLOCKS:
+        raise stopped_by  # nothing to keep: an interruption, wherever it landed
+    interrupted = stopped_by is not None
     if proc.returncode not in (0, -signal.SIGINT) and not interrupted:
         reason = cause(output)
         # testpmd's own argument checks (launch_args_parse, EAL) end in these words.
         failure = UsageError if re.search(COMMAND_LINE_ERROR, reason) else PcieperfError
         raise failure(f"testpmd failed (exit {proc.returncode}): {reason}")
     version, ports = parsed.result()
-    _check(ports, parsed.blocks, output, interrupted)
+    _check(ports, parsed.blocks, output)
     return RunResult(cfg, command, output, wall, interrupted, version, ports)
 
 
@@ -518,10 +521,10 @@ def _wait(
     start: float,
     parsed: OutputReader,
     tick: Callable[[float, int], None] | None,
-) -> bool:
-    """Wait until `seconds` have passed and testpmd has printed a rate; True if Ctrl-C cut it
-    short. testpmd exiting by itself ends the wait (what it printed is judged afterwards); no
-    rate by the deadline is an error."""
+) -> KeyboardInterrupt | None:
+    """Wait until `seconds` have passed and testpmd has printed a rate; the interruption
+    (Ctrl-C, SIGTERM, SIGHUP) that cut it short, if one did. testpmd exiting by itself ends the
+    wait (what it printed is judged afterwards); no rate by the deadline is an error."""
     deadline = deadline_s(seconds)
     try:
         while (elapsed := time.monotonic() - start) < seconds or parsed.blocks < RATE_BLOCKS:
@@ -535,12 +538,12 @@ def _wait(
                 tick(elapsed, parsed.blocks)
             try:
                 proc.wait(timeout=POLL_S)
-                return False
+                return None
             except subprocess.TimeoutExpired:
                 pass
-    except KeyboardInterrupt:
-        return True
-    return False
+    except KeyboardInterrupt as stopped:
+        return stopped
+    return None
 
 
 def _blocks(count: int) -> str:
@@ -566,13 +569,12 @@ def cause(output: str) -> str:
     return (causes or lines or ["no output"])[-1]
 
 
-def _check(ports: list[PortStats], blocks: int, output: str, interrupted: bool) -> None:
+def _check(ports: list[PortStats], blocks: int, output: str) -> None:
     """A run must have a rate (two periodic blocks for every port) and burst statistics."""
     if blocks < RATE_BLOCKS:
-        ended = "stopped early" if interrupted else "testpmd exited"
         raise PcieperfError(
-            f"{ended} after {_blocks(blocks)}; a rate needs {RATE_BLOCKS}, {STATS_PERIOD_S} s "
-            "apart (the first has none); nothing stored"
+            f"testpmd exited after {_blocks(blocks)}; a rate needs {RATE_BLOCKS}, "
+            f"{STATS_PERIOD_S} s apart (the first has none); nothing stored"
         )
     if not any(p.rx_bursts for p in ports):
         raise PcieperfError(
