@@ -7,11 +7,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from pcieperf.capture import fit, port, records, run, threads, tools
+from pcieperf.capture.calibrate import capture_calibrate
 from pcieperf.errors import UsageError
 from tests.capture.model_synthetic import synthetic_runs
+from tests.helpers import TESTS_DATA
 from tests.helpers.cli import refused
 from tests.helpers.dpdk import recorded_run_row
 
@@ -153,3 +156,26 @@ def test_a_run_says_what_it_chose_to_copy_and_nothing_when_it_copied_all():
     assert records._copied_line(row | {"capture_filter": "udp"}) == [
         f"copied      port {ADDRESS} (pci), Tx only, queue 1, filter 'udp'"
     ]
+
+
+def test_calibrate_leaves_out_stored_runs_the_model_does_not_price(tmp_path):
+    # A wire port's, one queue's or a filtered run is a real measurement the model cannot
+    # price: "every stored run" leaves them out, saying which; asked for by id, it is refused.
+    runs = pd.read_csv(
+        TESTS_DATA / "capture" / "probed-runs.csv",
+        keep_default_na=False,
+        na_values=["", "NaN", "nan"],
+    )
+    first = runs["run_id"].iloc[:3].tolist()
+    runs["queue"] = pd.array([0, None, None] + [None] * (len(runs) - 3), dtype="Int64")
+    runs["capture_filter"] = [None, "udp", None] + [None] * (len(runs) - 3)
+    runs.loc[runs.index[2], "port"] = "af_packet"
+    csv = tmp_path / "runs.csv"
+    runs.to_csv(csv, index=False)
+    got = capture_calibrate(csv=csv, output=tmp_path / "cal.toml")
+    assert got.to_json()["unpriced_runs"] == first
+    assert not set(first) & set(got.to_json()["runs"])
+    said = "left out: 3 runs of a wire port, one queue or a filter, which the model does not price"
+    assert f"{said}: {', '.join(map(str, first))}" in str(got)
+    with pytest.raises(UsageError, match=rf"capture run {first[2]} is of a wire port"):
+        capture_calibrate([first[2]], csv=csv, output=tmp_path / "one.toml")

@@ -16,6 +16,7 @@ from pcieperf.capture import verdicts
 from pcieperf.capture.calibration import (
     CaptureCalibration,
     Meta,
+    Wakeup,
     calibration_toml,
     cost_table,
     runs_file,
@@ -130,6 +131,7 @@ def capture_calibrate(
     rewrite_runs = force or runs_file(out) == Path(csv or "") or _left_runs(out)
     require_new_file(runs_file(out), rewrite_runs)
     table = runs_asked(runs, db=db, csv=csv)
+    table, unpriced = _priced(table, asked=_is_frame(runs) or bool(runs))
     made_on = runs_machine(table)
     where = measured_on or (made_on.words if made_on else NO_MACHINE)
     fed, starved = _fed(table, keep_starved)
@@ -176,11 +178,13 @@ def capture_calibrate(
         },
         "starved_runs": [{"run_id": r, "why": w} for r, w in starved.why.items()],
         "starved_kept": keep_starved,
+        "unpriced_runs": unpriced,
     }
-    return Report(payload, lambda: _calibration_text(cal, held, starved.line))
+    notes = [line for line in (starved.line, _unpriced_line(unpriced)) if line]
+    return Report(payload, lambda: _calibration_text(cal, held, notes))
 
 
-def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame, starved: str) -> str:
+def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame, notes: list[str]) -> str:
     """What was written, the fitted costs and the leave-one-size-out table."""
     from pcieperf.text import format_table, pairs
     from pcieperf.units import significant as sig
@@ -198,17 +202,14 @@ def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame, starved: 
              f"[x{c.band.low:.2f}-{c.band.high:.2f}]")
             for sink, c in cal.consumers.items()
         ),
-        ("wakeup", f"{100 * w.loss_at_zero:.2f} % x exp(-hold / {1e6 * w.scale_s:.0f} us) of "
-         f"copies lost by {w.runs} runs whose capture thread slept, their ring holding "
-         f"{1e6 * w.hold_min_s:.0f}-{1e6 * w.hold_max_s:.0f} us of copies "
-         f"[x{w.band.low:.2f}-{w.band.high:.2f}]"),
+        ("wakeup", _wakeup_text(w)),
         *(("not separable", n) for n in cal.meta.not_separable),
     ]  # fmt: skip
     lines = [
         f"wrote {cal.path} from {len(cal.meta.runs)} runs (beside it: {runs_file(cal.path).name}) "
         f"({cal.meta.dpdk_version}; {cal.meta.measured_on})",
         pairs(costs),
-        *([starved] if starved else []),
+        *notes,
         *_placement_lines(cal.meta),
         "leave one frame size out (each size predicted from the other sizes' runs):",
     ]
@@ -227,6 +228,42 @@ def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame, starved: 
         for sink in ["all", *sorted(held["sink"].unique())]
     ]
     return "\n".join([*lines, format_table(headers, rows), *total])
+
+
+def _is_frame(runs: object) -> bool:
+    """Whether `runs` is a DataFrame of runs (given whole: every row asked for)."""
+    return hasattr(runs, "columns")
+
+
+def _priced(table: pandas.DataFrame, *, asked: bool) -> tuple[pandas.DataFrame, list[int]]:
+    """The runs the model prices (net_null or a pcap replay, every queue, unfiltered) and the
+    ids of the others, left out of "every stored run"; one asked for by id is refused by name."""
+    unpriced = ~table["port"].isin(("null", "pcap"))
+    for column in ("queue", "capture_filter"):  # a run stored before them has neither
+        if column in table:
+            unpriced |= table[column].notna()
+    ids = sorted(int(r) for r in table.loc[unpriced, "run_id"])
+    if ids and asked:
+        raise UsageError(
+            f"capture run {ids[0]} is of a wire port, one queue or a filter, which the model does "
+            "not price (it prices net_null or a pcap replay, every queue, unfiltered); leave it out"
+        )
+    if len(table) and unpriced.all():
+        raise UsageError(
+            f"none of the {len(table)} stored runs is one the model prices (net_null or a pcap "
+            "replay, every queue, unfiltered); `pcieperf capture run` without --port makes one"
+        )
+    return table[~unpriced], ids
+
+
+def _unpriced_line(ids: list[int]) -> str:
+    """The line that names the stored runs left out as the model does not price them."""
+    if not ids:
+        return ""
+    return (
+        f"  left out: {len(ids)} runs of a wire port, one queue or a filter, which the model "
+        f"does not price: {', '.join(map(str, ids))}"
+    )
 
 
 @dataclass(frozen=True)
@@ -309,6 +346,18 @@ def _placement_lines(meta: Meta) -> list[str]:
         f"{' or '.join(limits) or 'another placement'} (another placement: "
         f"docs/capture.md#placement); their forwarding penalty was {ratio:.2f}x the fit's"
     ]
+
+
+def _wakeup_text(w: Wakeup) -> str:
+    """The wake-up loss rule fitted, or that no run's capture thread slept."""
+    if not w.runs:
+        return "none fitted: no run's capture thread slept"
+    scale = "" if math.isinf(w.scale_s) else f" x exp(-hold / {1e6 * w.scale_s:.0f} us)"
+    return (
+        f"{100 * w.loss_at_zero:.2f} %{scale} of copies lost by {w.runs} runs whose capture "
+        f"thread slept, their ring holding {1e6 * w.hold_min_s:.0f}-{1e6 * w.hold_max_s:.0f} us "
+        f"of copies [x{w.band.low:.2f}-{w.band.high:.2f}]"
+    )
 
 
 def _json(value: object) -> object:
