@@ -15,10 +15,10 @@ then, with both machines' files in one place:
     python3 scripts/capture_travel.py A/cal.toml A/runs.csv B/cal.toml B/runs.csv
 
 The runs predicted are those each machine's calibration was fitted to (of one placement of its
-two CPUs, docs/capture.md#placement). Each run is predicted as `capture calibrate` judges its fit (pcieperf.capture.fit.predict:
-given the run's own forwarding cost, CPU shares and ring hold time), from the other machine's
-calibration with its costs scaled by this machine's probe over that one's
-(pcieperf.capture.travel). The issue asks for 25 % or less both ways.
+two CPUs, docs/capture.md#placement). Each run is predicted as `capture calibrate` judges its
+fit (pcieperf.capture.fit.predict: given the run's own forwarding cost, CPU shares and ring hold
+time), from the other machine's calibration with its costs scaled by this machine's probe over
+that one's (pcieperf.capture.travel). The issue asks for 25 % or less both ways.
 """
 
 import argparse
