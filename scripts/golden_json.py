@@ -33,7 +33,9 @@ SHARED = Path(os.environ.get("PCIEPERF_SHARED_DATA") or ROOT.parent / "shared" /
 RUN_S = 600  # a generous deadline per line on a loaded 2-core machine
 # Lines left out: real DPDK runs and what reads them, the figure report (its JSON lists files),
 # and `devices` of the machine it runs on (its own devices; a saved lspci text stays in).
-LEFT_OUT = re.compile(r"dpdk run |capture (run|show)|--from-run|pcieperf report|devices\s*(#|$)")
+LEFT_OUT = re.compile(
+    r"dpdk run |capture (run|show|probe)|--from-run|pcieperf report|devices\s*(#|$)"
+)
 VOLATILE_KEYS = frozenset({"seconds", "cpu_s", "imported_at"})  # clock readings
 # Values that describe the machine the replay runs on (issue 41): checked for their form, then
 # replaced by a placeholder, so that the recording holds on any machine.

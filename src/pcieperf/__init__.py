@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pcieperf import iommu  # `pp.iommu`: the package is the namespace
     from pcieperf.capture.calibrate import capture_calibrate
     from pcieperf.capture.model import capture_model
+    from pcieperf.capture.probe import capture_probe
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
     from pcieperf.devices.api import device_options, devices
     from pcieperf.dpdk.api import dpdk_forwarding, dpdk_fwd_trace
@@ -74,6 +75,7 @@ __all__ = [
     "capture_calibrate",
     "capture_demand",
     "capture_model",
+    "capture_probe",
     "capture_run",
     "capture_runs",
     "capture_show",
@@ -168,6 +170,10 @@ def __getattr__(name: str) -> object:
             from pcieperf.capture import model
 
             return getattr(model, name)
+        case "capture_probe":
+            from pcieperf.capture import probe
+
+            return getattr(probe, name)
         case "capture_run" | "capture_runs" | "capture_show":
             import pcieperf.capture.records
 

@@ -23,9 +23,12 @@ __all__ = [
     "TraceTimeline",
     "TraceWriter",
     "bench_addresses",
+    "copy_ns_per_byte",
     "port_misses",
     "port_simulate",
     "request_stop",
+    "ring_local_ns",
+    "ring_ns",
     "round_trip_ns",
     "shared_store_slowdown",
     "simulate",
@@ -41,6 +44,7 @@ __all__ = [
     "trace_stats",
     "trace_stats_columns",
     "trace_synth",
+    "write_call_ns",
 ]
 
 _Path = str | PathLike[str]
@@ -81,6 +85,18 @@ def request_stop() -> None:
 def round_trip_ns(first: int, second: int, bursts: int, trips: int) -> float:
     """Median wall ns per round trip of one cache line between two CPUs (NaN: no answer,
     or no real-time priority)."""
+
+def copy_ns_per_byte(pool_bytes: int, chunk: int, total: int) -> float:
+    """CPU ns per byte copying chunks out of a pool in pseudo-random order."""
+
+def write_call_ns(path: str, record_bytes: int, calls: int) -> float:
+    """CPU ns per `write` call of one record into a path (a device or a file it empties)."""
+
+def ring_local_ns(items: int) -> float:
+    """CPU ns per item through a ring on one CPU, in bursts of 32."""
+
+def ring_ns(first: int, second: int, items: int) -> float:
+    """Wall ns per item through a ring between two CPUs (NaN: no answer)."""
 
 def shared_store_slowdown(first: int, second: int, stores: int) -> float:
     """CPU ns per store with two CPUs storing into one buffer over one CPU alone."""

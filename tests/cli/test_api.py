@@ -741,6 +741,7 @@ def test_a_frame_is_its_dma_bytes_plus_the_fcs(frame, batch):
 ASKED_ELSEWHERE = {
     ("bench", "calibrate"): "test_bench_calibrate_answers_as_the_cli (writes a calibration)",
     ("capture", "calibrate"): "tests/capture/test_calibration.py (writes a calibration)",
+    ("capture", "probe"): "tests/capture/test_probe.py (times this machine, keeps the probe)",
     ("bench", "predict"): "test_bench_predict_old_spellings_still_work (writes pcie-bench files)",
     ("bench", "sim"): "test_bench_sim_rows_are_size_times_rate (needs a host file)",
     ("bench", "host"): "tests/pciebench/test_predict.py (needs the shared pcie-bench data)",

@@ -16,10 +16,10 @@ def test_every_command_is_walked():
     # `platforms` and `iommu fit` added with the platform profiles, `sweep` with the engine,
     # `latency` with issue 18, `trace demand` with the archives, `dpdk fwd` with issue 16,
     # the `capture` group and its run, runs and show with issue 26, `bench host` and
-    # `counters show|rm` with 27, `devices` with 42).
+    # `counters show|rm` with 27, `devices` with 42, `capture probe` with 43).
     names = {" ".join(path) for path, _ in ALL}
     assert {"link", "trace stats", "dpdk run", "iommu advise", "bench predict"} <= names
-    assert len(names) == 49 == len(EXAMPLES)
+    assert len(names) == 50 == len(EXAMPLES)
 
 
 @pytest.mark.parametrize(("argv", "status"), [([], 2), (["--help"], 0)], ids=["bare", "help"])

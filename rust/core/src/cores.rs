@@ -19,7 +19,7 @@ const BUFFER_BYTES: usize = 1 << 20;
 
 /// The thread CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`), in ns: a preempted
 /// thread's wait does not count, so the ratio is not the machine's load.
-fn thread_cpu_ns() -> f64 {
+pub(crate) fn thread_cpu_ns() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -30,7 +30,7 @@ fn thread_cpu_ns() -> f64 {
 }
 
 /// Pins the calling thread to `cpu`; false when the process may not run there.
-fn pin(cpu: usize) -> bool {
+pub(crate) fn pin(cpu: usize) -> bool {
     if cpu >= libc::CPU_SETSIZE as usize {
         return false;
     }
@@ -62,7 +62,7 @@ fn store_loop(buffer: &[AtomicU8], stores: u64, seed: u64) -> f64 {
 /// Runs `first` on a thread pinned to `cpus[0]` and `second` on one pinned to `cpus[1]`, each
 /// given a barrier of two that they first pass together (so the caller's affinity is left as
 /// it was); None when the process may not run on one of the CPUs (a failed pin ends both).
-fn on_two_cpus<A: Send, B: Send>(
+pub(crate) fn on_two_cpus<A: Send, B: Send>(
     cpus: [usize; 2],
     first: impl FnOnce(&Barrier) -> A + Send,
     second: impl FnOnce(&Barrier) -> B + Send,
@@ -85,7 +85,7 @@ fn on_two_cpus<A: Send, B: Send>(
 }
 
 /// The error of a probe whose CPUs are not both ones this process may run on.
-fn not_allowed(cpus: [usize; 2]) -> CoreError {
+pub(crate) fn not_allowed(cpus: [usize; 2]) -> CoreError {
     CoreError::Invalid(format!(
         "CPUs {cpus:?} are not both ones this process may run on (sched_setaffinity)"
     ))
@@ -177,7 +177,7 @@ impl Drop for SetOnDrop<'_> {
 /// the lowest real-time priority), so that both sides of the ping-pong run at once although
 /// busy threads (a forwarding lcore, a capture tool) hold both CPUs; false without the
 /// privilege (CAP_SYS_NICE, or a cgroup without real-time time).
-fn first_in_line() -> bool {
+pub(crate) fn first_in_line() -> bool {
     let param = libc::sched_param { sched_priority: 1 };
     // SAFETY: sched_setscheduler only reads the parameter passed by reference; pid 0 is the
     // calling thread.

@@ -10,6 +10,8 @@
 //!   the stream run through the IOMMU.
 //! - [`parallel`]: the thread pool that works on files in parallel.
 //! - [`cores`]: what sharing cache lines between two CPUs costs on this machine now.
+//! - [`probe`]: the primitives capture costs are made of (copies, write calls, a ring between
+//!   two CPUs), timed on this machine so that costs fitted on another can travel.
 //! - [`trace`]: capture files (pcap/pcapng reading, writing, merging, synthesis).
 //! - `rng`: the pseudo-random generator they share (a leaf, so no two of them import each
 //!   other for it).
@@ -25,6 +27,7 @@ pub mod error;
 pub mod interrupt;
 pub mod iommu;
 pub mod parallel;
+pub mod probe;
 #[cfg(feature = "pyo3")]
 mod py;
 mod rng;

@@ -6,7 +6,7 @@ use pcieperf_core::iommu::iotlb::CacheShape;
 use pcieperf_core::iommu::port_run::{self, PortRun};
 use pcieperf_core::iommu::port_stream::config::PortConfig;
 use pcieperf_core::sim::{self, Machine, SimParams, TxnClass, Walks};
-use pcieperf_core::{cores, interrupt, tlp, CoreError};
+use pcieperf_core::{cores, interrupt, probe, tlp, CoreError};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyError, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
@@ -211,6 +211,35 @@ fn round_trip_ns(
         .map_err(to_py_err)
 }
 
+/// CPU ns per byte copying `chunk` bytes at a time from a pool of `pool_bytes`, `total` bytes
+/// in all, in pseudo-random order (see `probe`).
+#[pyfunction]
+fn copy_ns_per_byte(py: Python<'_>, pool_bytes: usize, chunk: usize, total: u64) -> PyResult<f64> {
+    py.detach(|| probe::copy_ns_per_byte(pool_bytes, chunk, total))
+        .map_err(to_py_err)
+}
+
+/// CPU ns per `write` call of a `record_bytes` record into `path`, `calls` calls (see `probe`).
+#[pyfunction]
+fn write_call_ns(py: Python<'_>, path: &str, record_bytes: usize, calls: u64) -> PyResult<f64> {
+    py.detach(|| probe::write_call_ns(path, record_bytes, calls))
+        .map_err(to_py_err)
+}
+
+/// CPU ns per item through a ring on one CPU, `items` in bursts of 32 (see `probe`).
+#[pyfunction]
+fn ring_local_ns(py: Python<'_>, items: u64) -> PyResult<f64> {
+    py.detach(|| probe::ring_local_ns(items)).map_err(to_py_err)
+}
+
+/// Wall ns per item through a ring from CPU `first` to CPU `second` (NaN: no answer; see
+/// `probe`).
+#[pyfunction]
+fn ring_ns(py: Python<'_>, first: usize, second: usize, items: u64) -> PyResult<f64> {
+    py.detach(|| probe::ring_ns([first, second], items))
+        .map_err(to_py_err)
+}
+
 /// Asks the core's work in flight, in every thread, to stop at its next check
 /// (`interrupt::request_stop`; work started later is not affected).
 #[pyfunction]
@@ -231,6 +260,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(port_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(shared_store_slowdown, m)?)?;
     m.add_function(wrap_pyfunction!(round_trip_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_ns_per_byte, m)?)?;
+    m.add_function(wrap_pyfunction!(write_call_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(ring_local_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(ring_ns, m)?)?;
     m.add_function(wrap_pyfunction!(request_stop, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_read, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace_merge, m)?)?;

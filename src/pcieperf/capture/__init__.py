@@ -6,15 +6,18 @@ Modules, in three rooms; a module imports only modules named before it here, nev
 
 - shared: `tools` (one row per capture tool: binary, command line, output, writers, and what
   the run and the model need to know of it), `path` (the designs, formats and sinks),
+  `primitives` (a machine's probe: the primitives its costs are made of),
   `machine` (the machine a run was made on), `stored` (a run's stored columns; the store makes
   the table from them), `verdicts` (what a run's own measurements say about it).
 - the model and its calibration: `flow` (the fixed point), `pool` (the copies' pool in the
-  cache), `calibration` (the calibration file), `setup` (the model's inputs), `costs` (what each
+  cache), `calibration` (the calibration file), `setup` (the model's inputs), `travel` (costs
+  carried to another kind of machine by the ratio of their primitives), `costs` (what each
   thread spends per item), `evaluate` (the path per frame size, with bounds), `model_text`,
   `model` (`pp.capture_model`), `fit` (costs fitted to runs), `placement` (where the host put
   the two CPUs), `calibrate` (`pp.capture_calibrate`; the shipped calibration in
   `calibrations/`). `import pcieperf.capture.model` loads no runner and no store.
-- the runner: `threads` (CPU time per thread from /proc), `intervals`, `processes`,
+- the runner: `threads` (CPU time per thread from /proc), `probe` (`pp.capture_probe`: the
+  primitives timed here), `intervals`, `processes`,
   `hugepages`, `lock` (one capture run at a time on a machine), `leftovers` (what a run makes,
   recorded, and undone by the next run if it is killed), `port` (a real port to forward on,
   checked in sysfs), `run` (a capture run: testpmd as primary, the tool as secondary, what

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pcieperf._config import load_toml
 from pcieperf.capture.path import MODEL_SINKS
+from pcieperf.capture.primitives import Probe, probe_of
 from pcieperf.capture.tools import writers
 from pcieperf.errors import ProfileError, UsageError, is_number
 
@@ -148,6 +149,7 @@ class Meta:
     placement_max_round_trip_ns: float = math.inf  # the in-run probe's limit (inf: none)
     cpu_model: str = ""  # the kind of machine the runs were made on ('': not recorded)
     cpus: int = 0
+    probe: Probe | None = None  # that machine's primitives (`capture probe`; None: not probed)
 
 
 @dataclass(frozen=True)
@@ -294,6 +296,7 @@ class _Checker:
             self.limit(table, "placement_max_round_trip_ns"),
             self.text({"cpu_model": ""} | table, "cpu_model"),
             int(self.number({"cpus": 0} | table, "cpus", "meta", 0, 2**20)),
+            probe_of(table["probe"], self.origin) if "probe" in table else None,
         )
 
     def text(self, table: dict[str, Any], key: str) -> str:
@@ -361,7 +364,7 @@ def _toml_value(value: object) -> str:
 def calibration_toml(cal: CaptureCalibration, header: str = "") -> str:
     """The calibration as TOML that `load_calibration` reads back to the same values."""
     tables = [
-        ("meta", asdict(cal.meta)),
+        ("meta", meta_table(cal.meta)),
         ("forwarding", cost_table(cal.forwarding)),
         ("producer", cost_table(cal.producer)),
         *((f"consumer.{sink}", cost_table(c)) for sink, c in cal.consumers.items()),
@@ -376,6 +379,12 @@ def calibration_toml(cal: CaptureCalibration, header: str = "") -> str:
         out.append(f"\n[{title}]")
         out.extend(f"{key} = {_toml_value(value)}" for key, value in table.items())
     return "\n".join(out) + "\n"
+
+
+def meta_table(meta: Meta) -> dict[str, object]:
+    """The [meta] table's keys, the probe as its table (none without one)."""
+    out = {f.name: getattr(meta, f.name) for f in fields(meta) if f.name != "probe"}
+    return out | ({"probe": meta.probe.table()} if meta.probe else {})
 
 
 def cost_table(costs: Forwarding | Producer | Consumer | Wakeup) -> dict[str, object]:

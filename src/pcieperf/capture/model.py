@@ -32,7 +32,9 @@ from pcieperf.capture.evaluate import CaptureRows, evaluate_capture
 from pcieperf.capture.machine import Machine
 from pcieperf.capture.model_text import model_table
 from pcieperf.capture.path import BUFFER_SHARE, CAPTURE_SIZES
+from pcieperf.capture.primitives import cache_file, cached, probe_folder
 from pcieperf.capture.setup import CaptureSetup
+from pcieperf.capture.travel import travelled
 from pcieperf.dpdk.forwarding import ForwardingConfig
 from pcieperf.errors import UsageError, param, require_positive
 from pcieperf.nic.profile import DEFAULT_PROFILE
@@ -100,14 +102,14 @@ def capture_model(
     link, forwarding = link_and_config(None, **options)
     offer = None if pps is None else parse_rate(str(pps))
     mixes = frame_mixes(sizes, None)
-    cal = load_calibration(calibration)
+    cal, scaled = carried(load_calibration(calibration), db)
     found = evaluate_capture(
         cal, setup, mixes, eth=eth, link=link, profile=profile, pps=offer, fwd_ns=fwd_ns,
         forwarding=forwarding,
     )  # fmt: skip
     payload = {
         "inputs": _inputs(setup, cal, eth, offer, profile, link, forwarding),
-        "calibration": _provenance(cal, setup, fwd_from),
+        "calibration": _provenance(cal, setup, fwd_from) | scaled,
         "rows": _rows(found, setup),
     }
     return model_table(payload)
@@ -180,6 +182,22 @@ def _provenance(cal: CaptureCalibration, setup: CaptureSetup, fwd_from: str) -> 
         "this_machine": f"{here.cpu_model}, {here.cpus} CPUs",
         "measured_here": measured_here(cal),
     }
+
+
+def carried(
+    cal: CaptureCalibration, db: str | os.PathLike[str] | None
+) -> tuple[CaptureCalibration, dict[str, object]]:
+    """`cal` as it prices this machine: on another kind of machine than its runs', its costs
+    scaled by this machine's kept probe (`capture probe`) over the one it records
+    (`capture.travel`), with which probe and ratios; on its own kind, itself and nothing."""
+    if measured_here(cal) is not False:
+        return cal, {}
+    kind = Machine.here().kind
+    here = cached(probe_folder(db), kind)
+    if here is None or cal.meta.probe is None:
+        return cal, {"scaled_by": {}, "probe_here": None}
+    moved, ratios = travelled(cal, here)
+    return moved, {"scaled_by": ratios, "probe_here": str(cache_file(probe_folder(db), kind))}
 
 
 def _wakeup(wakeup: Wakeup) -> dict[str, object]:

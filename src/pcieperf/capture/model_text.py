@@ -59,11 +59,25 @@ ANOTHER_MACHINE = (
 )
 
 
+CARRIED = (
+    "\nthese costs were measured on another kind of machine ({}); this one is {}: {} of them "
+    "scaled by this machine's probe over that one's, bounds widened (docs/capture.md#costs-that-"
+    "travel)"
+)
+UNPROBED = (
+    "; or scale them by the two machines' primitives: `pcieperf capture probe` here, with a "
+    "calibration that records its machine's probe"
+)
+
+
 def _elsewhere(c: dict) -> str:
-    """One line when the calibration comes from another kind of machine than this one."""
+    """One line when the calibration comes from another kind of machine than this one: its
+    costs scaled by the probes, or not (and how to)."""
     if c["measured_here"] is not False:
         return ""
-    return ANOTHER_MACHINE.format(c["machine"], c["this_machine"])
+    if c.get("scaled_by"):
+        return CARRIED.format(c["machine"], c["this_machine"], len(c["scaled_by"]))
+    return ANOTHER_MACHINE.format(c["machine"], c["this_machine"]) + UNPROBED
 
 
 def _calibration_file(path: str) -> str:

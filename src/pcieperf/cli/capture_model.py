@@ -1,6 +1,7 @@
-"""`pcieperf capture model` and `capture calibrate`: the capture path as a model and its
-calibration from stored runs (pcieperf.capture.model, pcieperf.capture.calibrate:
-`pp.capture_model`, `pp.capture_calibrate`)."""
+"""`pcieperf capture model`, `capture calibrate` and `capture probe`: the capture path as a
+model, its calibration from stored runs and the machine's primitives that carry it to another
+kind of machine (pcieperf.capture.model, pcieperf.capture.calibrate, pcieperf.capture.probe:
+`pp.capture_model`, `pp.capture_calibrate`, `pp.capture_probe`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import argparse
 from pcieperf.capture import path
 from pcieperf.capture.calibrate import capture_calibrate
 from pcieperf.capture.model import capture_model
+from pcieperf.capture.probe import REPEATS, capture_probe
 from pcieperf.cli._common import ETH, _real, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
@@ -62,6 +64,14 @@ def cmd_capture_calibrate(args: argparse.Namespace) -> None:
         keep_starved=args.keep_starved,
     )
     emit(args, result)
+
+
+def cmd_capture_probe(args: argparse.Namespace) -> None:
+    """Time the primitives a capture path's costs are made of on this machine in about a
+    second, without DPDK (cache line round trip, ring, copies warm and cold, a write into each
+    sink), keep them per kind of machine, and let `capture model` carry a calibration made on
+    another kind here (docs/capture.md#costs-that-travel)."""
+    emit(args, capture_probe(fresh=args.fresh, repeats=args.repeats, db=args.db))
 
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
@@ -143,4 +153,9 @@ def _add_capture_model_commands(capture_sub: argparse._SubParsersAction) -> None
         "--keep-starved",
         action="store_true",
         help="fit the runs a busy machine starved too (default: left out, each named)",
+    )
+    p = _add_command(capture_sub, "probe", cmd_capture_probe, store=True)
+    p.add_argument("--fresh", action="store_true", help="measure again, not the kept probe")
+    p.add_argument(
+        "--repeats", type=_whole(1, 1000), default=REPEATS, help="each primitive's repeats"
     )

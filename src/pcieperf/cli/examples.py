@@ -22,6 +22,7 @@ EXAMPLES = {
     "capture runs": "pcieperf capture runs --json",
     "capture show": "pcieperf capture show 1",
     "capture model": "pcieperf capture model --design contiguous --sizes 64,128,imix --sink tmpfs",
+    "capture probe": "pcieperf capture probe --repeats 3",
     "capture calibrate": "pcieperf capture calibrate --csv tests/data/capture/probed-runs.csv "
     "-o capture.toml",
     "dpdk fwd": "pcieperf dpdk fwd --pps 14.88Mpps --frame 64 --batch 32",
