@@ -30,6 +30,16 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 os.environ["COLUMNS"] = "1000"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_store(tmp_path_factory):
+    """The store and the user's data folder beside it (`PCIEPERF_DB`) are the tests' own: no
+    test reads the user's stored runs or the calibration `capture calibrate --here` made for
+    this machine (a test that wants one sets its own)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PCIEPERF_DB", str(tmp_path_factory.mktemp("data") / "store.duckdb"))
+        yield
+
+
 @pytest.fixture(scope="module")
 def local2():
     """A local cluster of two worker processes, as `--scheduler local:2` starts it."""

@@ -30,6 +30,15 @@ DEFAULT_CALIBRATION = CALIBRATIONS / "debian12-dpdk22.11-2core.toml"
 [meta] names them; the runs themselves are the CSV beside it)."""
 
 
+def machine_calibration(slug: str) -> Path:
+    """Where `capture calibrate --here` keeps a machine's calibration and `capture model` looks
+    for it: `capture/SLUG.toml` in the user's data folder, the store's (`PCIEPERF_DB`'s folder
+    where that is set; `Machine.slug` names the kind)."""
+    from pcieperf.measure.store import default_db_path  # the store's folder: only its path
+
+    return default_db_path().parent / "capture" / f"{slug}.toml"
+
+
 def runs_file(calibration: str | os.PathLike[str]) -> Path:
     """The runs a calibration was fitted to, as `capture calibrate` writes them beside it:
     `NAME-runs.csv` for `NAME.toml` (re-run the fit with `capture calibrate --csv` on it)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,12 @@ class Machine:
     def kind(self) -> tuple[str, int]:
         """What makes two machines alike for a calibration: CPU model and count."""
         return (self.cpu_model, self.cpus)
+
+    @property
+    def slug(self) -> str:
+        """The kind as a file name: CPU model and count, lower case, dashes between words."""
+        words = re.findall(r"[a-z0-9]+", self.cpu_model.lower())
+        return "-".join([*words, f"{self.cpus}cpu"])
 
     def row(self) -> dict[str, object]:
         """The run's columns that name its machine."""

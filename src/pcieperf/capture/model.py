@@ -21,11 +21,13 @@ import os
 import numpy as np
 from numpy.typing import NDArray
 
+from pcieperf.capture.advice import advice, verdict
 from pcieperf.capture.calibration import (
     DEFAULT_CALIBRATION,
     CaptureCalibration,
     Wakeup,
     load_calibration,
+    machine_calibration,
 )
 from pcieperf.capture.costs import wakeup_of, writer_of, writer_source
 from pcieperf.capture.evaluate import CaptureRows, evaluate_capture
@@ -67,7 +69,7 @@ def capture_model(
     fwd_ns: float | None = None,
     from_run: int | None = None,
     db: str | os.PathLike[str] | None = None,
-    calibration: str | os.PathLike[str] = DEFAULT_CALIBRATION,
+    calibration: str | os.PathLike[str] | None = None,
     **options: object,
 ) -> Table:
     """Will a capture keep up, and what does it cost the forwarding? Capture and forwarding
@@ -78,8 +80,10 @@ def capture_model(
     `from_run` takes it from stored capture run N instead (its forwarding lcores' CPU ns per
     packet without capture; the store `db`). `pool_mbufs` is the capture pool (default: the
     design's tool's), `cache_mib` the cache it must fit (default: the calibration runs').
-    `options` are `dpdk-fwd`'s forwarding setup (`rs_thresh`, `batch`, ...:
-    `dpdk.api.forwarding_config`'s keywords) and the link (`make_link`'s), checked as there."""
+    `calibration`: a `capture calibrate` file; default this machine's (`capture calibrate
+    --here`) where there is one, else the shipped one. `options` are `dpdk-fwd`'s forwarding
+    setup (`rs_thresh`, `batch`, ...: `dpdk.api.forwarding_config`'s keywords) and the link
+    (`make_link`'s), checked as there."""
     from pcieperf.dpdk.api import link_and_config
     from pcieperf.nic.api import frame_mixes
     from pcieperf.units import parse_rate
@@ -102,17 +106,38 @@ def capture_model(
     link, forwarding = link_and_config(None, **options)
     offer = None if pps is None else parse_rate(str(pps))
     mixes = frame_mixes(sizes, None)
-    cal, scaled = carried(load_calibration(calibration), db)
-    found = evaluate_capture(
-        cal, setup, mixes, eth=eth, link=link, profile=profile, pps=offer, fwd_ns=fwd_ns,
-        forwarding=forwarding,
-    )  # fmt: skip
+    loaded, chosen = chosen_calibration(calibration)
+    cal, scaled = carried(loaded, db)
+
+    def evaluate(at: CaptureSetup) -> CaptureRows:
+        return evaluate_capture(
+            cal, at, mixes, eth=eth, link=link, profile=profile, pps=offer, fwd_ns=fwd_ns,
+            forwarding=forwarding,
+        )  # fmt: skip
+
+    found = evaluate(setup)
+    provenance = _provenance(cal, setup, fwd_from) | scaled | {"chosen": chosen}
     payload = {
         "inputs": _inputs(setup, cal, eth, offer, profile, link, forwarding),
-        "calibration": _provenance(cal, setup, fwd_from) | scaled,
+        "calibration": provenance,
+        "verdict": verdict(found, setup, provenance),
+        "advice": advice(found, setup, cal, evaluate),
         "rows": _rows(found, setup),
     }
     return model_table(payload)
+
+
+def chosen_calibration(
+    calibration: str | os.PathLike[str] | None,
+) -> tuple[CaptureCalibration, str]:
+    """The calibration to price with, and why it: the one given, else this machine's own
+    (`capture calibrate --here`) where it exists, else the shipped one."""
+    if calibration is not None:
+        return load_calibration(calibration), "given"
+    own = machine_calibration(Machine.here().slug)
+    if own.is_file():
+        return load_calibration(own), "this machine's (capture calibrate --here)"
+    return load_calibration(DEFAULT_CALIBRATION), "shipped"
 
 
 def _inputs(

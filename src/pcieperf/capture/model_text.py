@@ -25,7 +25,7 @@ OPTIONAL = ("fwd_no_capture", "capture_mpps", "penalty", "fwd")
 
 FOOTER = (
     "Gb/s count wire bits (frame + 20 B preamble, SFD and gap), as the study does: 64 B at "
-    "line rate on 2x10 GbE is 20 Gb/s. [low-high]: the calibration's spread"
+    "line rate on {ports}x{eth} GbE is {gbps:g} Gb/s. [low-high]: the calibration's spread"
 )
 CONTIGUOUS = (
     "; and the share of fixed costs saved per buffer, 0 to 1 (runs cannot tell it: "
@@ -49,13 +49,14 @@ def _title(payload: dict) -> str:
         f"{c['dpdk_version']}); "
         f"forwarding cost from the {c['fwd_cost_from']}, writes from {c['writes_from']}"
         + _elsewhere(c)
+        + f"\nverdict: {payload['verdict']['text']}"
     )
 
 
 ANOTHER_MACHINE = (
     "\nthese costs were measured on another kind of machine ({}); this one is {}: its costs "
-    "may differ several-fold (docs/capture.md#another-machine); measure its own with "
-    "`pcieperf capture run` and `pcieperf capture calibrate`"
+    "may differ several-fold (docs/capture.md#another-machine); measure its own in minutes "
+    "with `pcieperf capture calibrate --here`"
 )
 
 
@@ -104,12 +105,15 @@ def _text_row(r: dict) -> dict[str, object]:
 
 def model_table(payload: dict) -> Table:
     """The result of `capture model`: its JSON `payload` and the text of it."""
-    contiguous = payload["inputs"]["design"] == "contiguous"
+    i = payload["inputs"]
+    footer = FOOTER.format(ports=i["ports"], eth=i["eth_gbps"], gbps=i["ports"] * i["eth_gbps"])
+    contiguous = i["design"] == "contiguous"
+    advice = "".join(f"\nadvice: {line}" for line in payload["advice"])
     return Table(
         payload,
         COLUMNS,
         title=_title(payload),
-        footer=FOOTER + (CONTIGUOUS if contiguous else ""),
+        footer=footer + (CONTIGUOUS if contiguous else "") + advice,
         text_rows=[_text_row(r) for r in payload["rows"]],
         optional=OPTIONAL,
     )
