@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pcieperf import iommu  # `pp.iommu`: the package is the namespace
     from pcieperf.capture.calibrate import capture_calibrate
+    from pcieperf.capture.here import capture_calibrate_here
     from pcieperf.capture.model import capture_model
     from pcieperf.capture.probe import capture_probe
     from pcieperf.capture.records import capture_run, capture_runs, capture_show
@@ -73,6 +74,7 @@ __all__ = [
     "UsageError",
     "bench",
     "capture_calibrate",
+    "capture_calibrate_here",
     "capture_demand",
     "capture_model",
     "capture_probe",
@@ -166,6 +168,10 @@ def __getattr__(name: str) -> object:
             from pcieperf.capture import calibrate
 
             return getattr(calibrate, name)
+        case "capture_calibrate_here":
+            from pcieperf.capture import here
+
+            return getattr(here, name)
         case "capture_model":
             from pcieperf.capture import model
 

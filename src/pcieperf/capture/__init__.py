@@ -21,8 +21,9 @@ Modules, in three rooms; a module imports only modules named before it here, nev
   `hugepages`, `lock` (one capture run at a time on a machine), `leftovers` (what a run makes,
   recorded, and undone by the next run if it is killed), `port` (a real port to forward on,
   checked in sysfs), `run` (a capture run: testpmd as primary, the tool as secondary, what
-  each thread did per packet), and on top `records`
-  (`pp.capture_run`, `pp.capture_runs`, `pp.capture_show`: runs stored and judged).
+  each thread did per packet), `records` (`pp.capture_run`, `pp.capture_runs`,
+  `pp.capture_show`: runs stored and judged), and on top `here` (`pp.capture_calibrate_here`:
+  the runs a calibration needs, made on this machine).
 
 May import: every model package (pcie, net, nic, dpdk, iommu, pciebench), measure (the store),
 errors, units, outputs, interrupts, statedir. No report, no CLI.

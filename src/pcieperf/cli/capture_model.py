@@ -9,12 +9,16 @@ import argparse
 
 from pcieperf.capture import path
 from pcieperf.capture.calibrate import capture_calibrate
+from pcieperf.capture.here import SECONDS, capture_calibrate_here
+from pcieperf.capture.lock import WAIT_S
 from pcieperf.capture.model import capture_model
 from pcieperf.capture.probe import REPEATS, capture_probe
 from pcieperf.cli._common import ETH, _real, _whole
 from pcieperf.cli._output import emit
 from pcieperf.cli._parser import _add_command
+from pcieperf.cli.dpdk import SECONDS_PER_DAY
 from pcieperf.cli.dpdk_fwd import add_forwarding_setup, forwarding_options
+from pcieperf.errors import UsageError
 from pcieperf.net import wire
 
 MODEL_OPTIONS = (
@@ -53,7 +57,24 @@ def cmd_capture_model(args: argparse.Namespace) -> None:
 
 def cmd_capture_calibrate(args: argparse.Namespace) -> None:
     """Fit the capture path's costs (CPU ns per packet of each thread) to stored capture runs,
-    judge them by leaving one frame size out, and write the calibration file."""
+    judge them by leaving one frame size out, and write the calibration file; with --here,
+    first make the runs on this machine (a designed set, a few minutes; root and DPDK)."""
+    if args.here:
+        given = [flag for flag, value in (("RUNS", args.runs), ("--csv", args.csv)) if value]
+        if given:
+            raise UsageError(f"--here makes its own runs: leave out {given[0]}")
+        result = capture_calibrate_here(
+            output=args.output,
+            force=args.force,
+            seconds=args.seconds,
+            busy=args.busy,
+            wait=args.wait,
+            db=args.db,
+        )
+        emit(args, result)
+        return
+    if args.output is None:
+        raise UsageError("give -o/--output, the calibration file to write (or --here)")
     result = capture_calibrate(
         args.runs,
         output=args.output,
@@ -145,7 +166,12 @@ def _add_capture_model_commands(capture_sub: argparse._SubParsersAction) -> None
     _add_model_options(p)
     p = _add_command(capture_sub, "calibrate", cmd_capture_calibrate, store=True)
     p.add_argument("runs", nargs="*", type=_whole(0), help="stored run ids (default: all)")
-    p.add_argument("-o", "--output", required=True, help="calibration file to write (.toml)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="calibration file to write (.toml; --here: default this machine's, for capture model)",
+    )
     p.add_argument("--csv", default=None, help="read the runs from this export, not the store")
     p.add_argument("--measured-on", default=None, help="the machine in words (default: this one)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
@@ -153,6 +179,23 @@ def _add_capture_model_commands(capture_sub: argparse._SubParsersAction) -> None
         "--keep-starved",
         action="store_true",
         help="fit the runs a busy machine starved too (default: left out, each named)",
+    )
+    here = p.add_argument_group("--here: the runs made on this machine first")
+    here.add_argument(
+        "--here",
+        action="store_true",
+        help="run the designed set of capture runs here (root, DPDK; minutes), then fit them",
+    )
+    here.add_argument(
+        "--seconds", type=_real(high=60), default=SECONDS, help="each run's windows (%(default)g)"
+    )
+    here.add_argument("--busy", action="store_true", help="measure even if the machine is busy")
+    here.add_argument(
+        "--wait",
+        type=_real(high=SECONDS_PER_DAY),
+        default=WAIT_S,
+        metavar="SECONDS",
+        help="wait this long for another capture run on this machine (%(default)g)",
     )
     p = _add_command(capture_sub, "probe", cmd_capture_probe, store=True)
     p.add_argument("--fresh", action="store_true", help="measure again, not the kept probe")
