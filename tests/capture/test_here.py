@@ -13,7 +13,9 @@ import pytest
 from pcieperf.capture import here
 from pcieperf.capture.calibrate import capture_calibrate
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, load_calibration, runs_file
+from pcieperf.capture.machine import Machine
 from pcieperf.capture.model import capture_model
+from pcieperf.errors import UsageError
 from tests.helpers.cli import refused
 from tests.helpers.dpdk import needs_dpdk
 
@@ -64,7 +66,7 @@ def test_the_designed_set_of_real_runs_separates_the_costs(tmp_path):
 @pytest.mark.parametrize(("load", "busy"), [(0.0, False), (1.0, False), (1.01, True), (9.7, True)])
 def test_a_busy_machine_is_refused_in_one_line(load, busy):
     if busy:
-        with pytest.raises(here.UsageError, match=f"load average {load:.1f} over a minute on 2"):
+        with pytest.raises(UsageError, match=f"load average {load:.1f} over a minute on 2"):
             here.check_quiet(2, load)
     else:
         here.check_quiet(2, load)
@@ -119,7 +121,7 @@ def test_runs_outside_the_fitted_placement_are_made_again():
 
 
 def test_a_set_of_one_size_is_refused():
-    with pytest.raises(here.UsageError, match="give two frame sizes or more"):
+    with pytest.raises(UsageError, match="give two frame sizes or more"):
         here.capture_calibrate_here(sizes=(64, 64), output="x.toml")
 
 
@@ -132,9 +134,9 @@ def test_a_calibration_made_here_is_the_one_capture_model_uses(tmp_path, monkeyp
     monkeypatch.setenv("PCIEPERF_DB", str(tmp_path / "s.duckdb"))
     try:
         got = here.capture_calibrate_here(sizes=(64, 1500), busy=True).to_json()
-    except here.UsageError as refusal:  # a VM that moved its CPUs for most runs
+    except UsageError as refusal:  # a VM that moved its CPUs for most runs
         pytest.skip(f"the runs gave no calibration here: {refusal}")
-    own = tmp_path / "capture" / f"{here.Machine.here().slug}.toml"
+    own = tmp_path / "capture" / f"{Machine.here().slug}.toml"
     assert got["output"] == str(own)
     assert got["here"]["runs"] == len(got["runs"]) + len(got["placement"]["other_placement_runs"])
     assert got["here"]["runs"] >= 2 * len(here.SETTINGS) + len(here.REPEATED)
