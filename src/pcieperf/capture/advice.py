@@ -77,9 +77,11 @@ def verdict(found: CaptureRows, setup: CaptureSetup, calibration: dict) -> dict[
         else "forwarding keeps its rate"
     )
     penalty = float(np.max(v["fwd_penalty_ns_per_packet"]))
+    one_size = spread or len(keeps) == 1
+    where = f"at {_at(found.labels[hard])}{spread}" if one_size else "at every size"
     text = (
-        f"{setup.tool.binary} keeps up to {keeps[hard] / 1e6:.3g} Mpps at "
-        f"{_at(found.labels[hard])}{spread} on {costs_from(calibration)}; {at_rate}; "
+        f"{setup.tool.binary} keeps up to {keeps[hard] / 1e6:.3g} Mpps {where} on "
+        f"{costs_from(calibration)}; {at_rate}; "
         f"{forwarding} (its CPU: up to +{penalty:.0f} ns per packet)"
     )
     return {

@@ -6,6 +6,7 @@ after a check that the machine is quiet; then `capture calibrate` on them, writt
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ SIZES = (64, 256, 512, 1500)
 # Run twice: each tool's smallest and largest frame into tmpfs, its costliest sink.
 REPEATED = ((64, SETTINGS[1]), (1500, SETTINGS[1]), (64, SETTINGS[4]), (1500, SETTINGS[4]))
 AGAIN = 2  # rounds of runs made again where the fitted placement has none of a planned run
+BUDGET_S = 300.0  # no run is made again once the set has taken 5 minutes (issue 43's target)
 SECONDS = 1.0  # each window: two testpmd statistics periods (1 s each) are the least a rate has
 BUSY_LOAD = 0.5  # a 1-minute load average above half the CPUs: the runs' threads would share
 
@@ -120,8 +122,12 @@ def capture_calibrate_here(
     start = time.monotonic()
     planned = designed_runs(tuple(sizes))
 
-    def made(runs: list[PlannedRun], words: str) -> list[int]:
-        return [_made(run, seconds, wait, db) for run in progress.wrap(runs, words, unit="run")]
+    def made(runs: list[PlannedRun], words: str, until: float = math.inf) -> list[int]:
+        return [
+            _made(run, seconds, wait, db)
+            for run in progress.wrap(runs, words, unit="run")
+            if time.monotonic() < until
+        ]
 
     import pandas
 
@@ -132,7 +138,7 @@ def capture_calibrate_here(
         again = elsewhere(table, planned)
         if not again:
             break
-        ids += made(again, "calibrate here: again, in the fitted placement")
+        ids += made(again, "calibrate here: again, in the fitted placement", start + BUDGET_S)
     fitted = capture_calibrate(
         ids,
         output=out,
