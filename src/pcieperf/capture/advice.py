@@ -44,11 +44,11 @@ def keeps_pps(found: CaptureRows) -> np.ndarray:
 
 
 def costs_from(calibration: dict) -> str:
-    """Whose costs the rows are priced with, in words (from `capture model`'s provenance)."""
-    here = calibration["measured_here"]
-    if here is None:
-        return f"costs of an unnamed machine ({calibration['file']})"
-    return "this machine's costs" if here else f"another machine's costs ({calibration['machine']})"
+    """Whose costs the rows are priced with, in words (from `capture model`'s provenance): the
+    calibration's machine and which calibration it is (whether that is this machine's kind,
+    `capture model`'s line on another machine says)."""
+    machine = calibration["machine"] or "an unnamed machine"
+    return f"the costs of {machine} ({calibration['chosen']})"
 
 
 def verdict(found: CaptureRows, setup: CaptureSetup, calibration: dict) -> dict[str, object]:
