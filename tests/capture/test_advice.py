@@ -41,7 +41,7 @@ def test_the_verdict_is_the_rows_numbers():
     assert got["keeps_pps_at"] == str(slowest["size"])
     worst = max(rows.values(), key=lambda r: 1 - r["fwd_pps"] / r["fwd_pps_no_capture"])
     assert got["fwd_loss"] == pytest.approx(1 - worst["fwd_pps"] / worst["fwd_pps_no_capture"])
-    assert got["losing_at"] == [str(s) for s, r in rows.items() if r["loss"] > LOSS_TARGET]
+    assert got["loss_at_size"] == [str(s) for s, r in rows.items() if r["loss"] > LOSS_TARGET]
     assert f"verdict: {got['text']}" in result.to_text()
     assert got["costs_from"] == "the costs of AMD EPYC, 2 CPUs (shipped)"
 

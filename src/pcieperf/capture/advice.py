@@ -91,7 +91,7 @@ def verdict(found: CaptureRows, setup: CaptureSetup, calibration: dict) -> dict[
         "keeps_pps_at": found.labels[hard],
         "keeps_pps_largest": float(keeps[easy]),
         "keeps_pps_largest_at": found.labels[easy],
-        "losing_at": [label for label, lost in zip(found.labels, losing, strict=True) if lost],
+        "loss_at_size": [label for label, lost in zip(found.labels, losing, strict=True) if lost],
         "fwd_loss": float(fwd_loss[worst]),
         "fwd_loss_at": found.labels[worst],
         "costs_from": costs_from(calibration),
