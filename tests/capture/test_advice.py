@@ -14,6 +14,7 @@ from pcieperf.capture import machine
 from pcieperf.capture.advice import LOSS_TARGET
 from pcieperf.capture.calibration import DEFAULT_CALIBRATION, machine_calibration
 from pcieperf.capture.model import capture_model
+from pcieperf.capture.primitives import probe_folder
 
 
 def rows_of(result) -> dict:
@@ -92,7 +93,7 @@ def test_capture_model_uses_this_machines_calibration_where_there_is_one(tmp_pat
     before = capture_model(sizes="64")
     assert before.to_json()["calibration"]["chosen"] == "shipped"
     assert "`pcieperf capture calibrate --here`" in before.to_text()
-    own = machine_calibration(here.slug)
+    own = machine_calibration(probe_folder(None), here.slug)
     assert own == tmp_path / "capture" / "intel-r-xeon-r-gold-6338-cpu-2-00ghz-2cpu.toml"
     own.parent.mkdir()
     text = DEFAULT_CALIBRATION.read_text().replace('"AMD EPYC"', f'"{here.cpu_model}"')

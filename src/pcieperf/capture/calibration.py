@@ -30,13 +30,11 @@ DEFAULT_CALIBRATION = CALIBRATIONS / "debian12-dpdk22.11-2core.toml"
 [meta] names them; the runs themselves are the CSV beside it)."""
 
 
-def machine_calibration(slug: str) -> Path:
+def machine_calibration(folder: Path, slug: str) -> Path:
     """Where `capture calibrate --here` keeps a machine's calibration and `capture model` looks
-    for it: `capture/SLUG.toml` in the user's data folder, the store's (`PCIEPERF_DB`'s folder
-    where that is set; `Machine.slug` names the kind)."""
-    from pcieperf.measure.store import default_db_path  # the store's folder: only its path
-
-    return default_db_path().parent / "capture" / f"{slug}.toml"
+    for it: `capture/SLUG.toml` in `folder`, the store's (`primitives.probe_folder`, where
+    probes are kept too; `Machine.slug` names the kind)."""
+    return folder / "capture" / f"{slug}.toml"
 
 
 def runs_file(calibration: str | os.PathLike[str]) -> Path:

@@ -19,6 +19,7 @@ from pcieperf.capture.calibrate import capture_calibrate
 from pcieperf.capture.calibration import machine_calibration, runs_file
 from pcieperf.capture.lock import WAIT_S
 from pcieperf.capture.machine import Machine
+from pcieperf.capture.primitives import probe_folder
 from pcieperf.capture.records import capture_run
 from pcieperf.capture.stored import read_runs
 from pcieperf.errors import UsageError, param, require_new_file, require_positive
@@ -97,12 +98,14 @@ def capture_calibrate_here(
     seconds: float = SECONDS,
     sizes: tuple[int, ...] = SIZES,
     busy: bool = False,
+    keep_starved: bool = False,
     wait: float = WAIT_S,
     db: str | os.PathLike[str] | None = None,
 ) -> Report:
     """Run the designed set of capture runs on this machine (`seconds` each window), store them
-    in `db`, fit them and write this machine's calibration (`pcieperf capture calibrate
-    --here`): `output`, default where `capture model` looks for it (`machine_calibration`).
+    in `db`, fit them (`keep_starved` as `capture_calibrate` takes it) and write this machine's
+    calibration (`pcieperf capture calibrate --here`): `output`, default where `capture model`
+    looks for it (`machine_calibration` beside the store).
     `sizes`: the set's frame sizes (two or more). A machine whose load is above half its CPUs
     is refused unless `busy`."""
     require_positive(param("seconds"), seconds)
@@ -114,7 +117,8 @@ def capture_calibrate_here(
     machine = Machine.here()
     if not busy:
         check_quiet(machine.cpus, os.getloadavg()[0])
-    out = Path(output) if output is not None else machine_calibration(machine.slug)
+    own = machine_calibration(probe_folder(db), machine.slug)
+    out = Path(output) if output is not None else own
     if output is None:  # the user's data folder: pcieperf's own, made where it is not yet
         out.parent.mkdir(parents=True, exist_ok=True)
     require_new_file(out, force)
@@ -144,6 +148,7 @@ def capture_calibrate_here(
         output=out,
         force=force,
         db=db,
+        keep_starved=keep_starved,
         measured_on=f"{machine.words}: `pcieperf capture calibrate --here`, {len(ids)} runs "
         f"of {seconds:g} s windows",
     )

@@ -106,7 +106,7 @@ def capture_model(
     link, forwarding = link_and_config(None, **options)
     offer = None if pps is None else parse_rate(str(pps))
     mixes = frame_mixes(sizes, None)
-    loaded, chosen = chosen_calibration(calibration)
+    loaded, chosen = chosen_calibration(calibration, db)
     cal, scaled = carried(loaded, db)
 
     def evaluate(at: CaptureSetup) -> CaptureRows:
@@ -128,13 +128,13 @@ def capture_model(
 
 
 def chosen_calibration(
-    calibration: str | os.PathLike[str] | None,
+    calibration: str | os.PathLike[str] | None, db: str | os.PathLike[str] | None = None
 ) -> tuple[CaptureCalibration, str]:
     """The calibration to price with, and why it: the one given, else this machine's own
-    (`capture calibrate --here`) where it exists, else the shipped one."""
+    (`capture calibrate --here`) beside the store `db` where it exists, else the shipped one."""
     if calibration is not None:
         return load_calibration(calibration), "given"
-    own = machine_calibration(Machine.here().slug)
+    own = machine_calibration(probe_folder(db), Machine.here().slug)
     if own.is_file():
         return load_calibration(own), "this machine's (capture calibrate --here)"
     return load_calibration(DEFAULT_CALIBRATION), "shipped"

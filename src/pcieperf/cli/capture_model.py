@@ -68,6 +68,7 @@ def cmd_capture_calibrate(args: argparse.Namespace) -> None:
             force=args.force,
             seconds=args.seconds,
             busy=args.busy,
+            keep_starved=args.keep_starved,
             wait=args.wait,
             db=args.db,
         )
