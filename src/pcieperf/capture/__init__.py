@@ -15,7 +15,8 @@ Modules, in three rooms; a module imports only modules named before it here, nev
   thread spends per item), `evaluate` (the path per frame size, with bounds), `advice` (the
   verdict and what to change), `model_text`, `model` (`pp.capture_model`), `fit` (costs
   fitted to runs), `placement` (where the host put the two CPUs), `calibrate`
-  (`pp.capture_calibrate`; the shipped calibration in `calibrations/`). `import pcieperf.capture.model` loads no runner and no store.
+  (`pp.capture_calibrate`; the shipped calibration in `calibrations/`). `import
+  pcieperf.capture.model` loads no runner and no store.
 - the runner: `threads` (CPU time per thread from /proc), `probe` (`pp.capture_probe`: the
   primitives timed here), `intervals`, `processes`,
   `hugepages`, `lock` (one capture run at a time on a machine), `leftovers` (what a run makes,
