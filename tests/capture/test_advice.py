@@ -99,7 +99,7 @@ def test_capture_model_uses_this_machines_calibration_where_there_is_one(tmp_pat
     text = DEFAULT_CALIBRATION.read_text().replace('"AMD EPYC"', f'"{here.cpu_model}"')
     own.write_text(text)
     after = capture_model(sizes="64").to_json()["calibration"]
-    assert after["chosen"] == "this machine's (capture calibrate --here)"
+    assert after["chosen"] == "this machine's: capture calibrate --here"
     assert (after["file"], after["measured_here"]) == (str(own), True)
     assert "another kind of machine" not in capture_model(sizes="64").to_text()
     given = capture_model(sizes="64", calibration=DEFAULT_CALIBRATION).to_json()["calibration"]

@@ -136,7 +136,7 @@ def chosen_calibration(
         return load_calibration(calibration), "given"
     own = machine_calibration(probe_folder(db), Machine.here().slug)
     if own.is_file():
-        return load_calibration(own), "this machine's (capture calibrate --here)"
+        return load_calibration(own), "this machine's: capture calibrate --here"
     return load_calibration(DEFAULT_CALIBRATION), "shipped"
 
 
