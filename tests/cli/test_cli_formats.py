@@ -69,6 +69,7 @@ RUNS = {
     "trace convert": "trace convert {pcap} -o {out}/c.pcapng",
     "capture model": "capture model --design per-packet --sizes 64,imix",
     "capture calibrate": "capture calibrate --csv {capture_runs} -o {out}/capture.toml",
+    "capture probe": "capture probe --fresh --repeats 3 --db {out}/probe.duckdb",
     "counters import": "counters import {pcm} --db {out}/c.duckdb",
     "counters ls": "counters ls --db {db}",
     "counters show": "counters show 1 --db {db}",
@@ -128,9 +129,9 @@ RUN_ELSEWHERE = {"counters rm": "tests/measure/test_counters.py, on a store of i
 
 
 def test_every_command_has_a_run():
-    # 42 commands: the 49 of test_cli_help less the seven groups, which print their help.
+    # 43 commands: the 50 of test_cli_help less the seven groups, which print their help.
     assert sorted([*RUNS, *RUN_ELSEWHERE]) == COMMANDS
-    assert len(COMMANDS) == 42
+    assert len(COMMANDS) == 43
 
 
 # One observation whose list of objects is its parts (a forwarding estimate's terms): one row.
@@ -218,11 +219,12 @@ def test_csv_holds_the_rows_of_the_json(capsys, prepared, tmp_path, command):
     header = text.splitlines()[0].split(",")
     assert len(header) == len(set(header))  # one column per key
     assert_tidy(rows)
-    # The first row's plain fields are columns with the JSON's values (dpdk run measures
-    # anew each time; sweep says how long it took and what it estimated from one point).
+    # The first row's plain fields are columns with the JSON's values (dpdk run, capture run
+    # and capture probe measure anew each time; sweep says how long it took and what it
+    # estimated from one point).
     scalars = first_row_scalars(payload)
     assert scalars.keys() <= rows[0].keys()
-    if command not in ("dpdk run", "capture run"):
+    if command not in ("dpdk run", "capture run", "capture probe"):
         timed = {k for k in scalars if k == "seconds" or k.startswith("estimate_")}
         shown = {k: type(v)(rows[0][k]) for k, v in scalars.items() if k not in timed}
         assert shown == {k: v for k, v in scalars.items() if k not in timed}

@@ -150,7 +150,7 @@ def run_row(result: CaptureResult) -> dict[str, Any]:
         "packets_per_timestamp": stats.get("packets_per_timestamp"),
         "inversions": stats.get("out_of_order"),
         "harness_cpu_share": tool.harness_cpu_share,
-        "run_queue": finite_or_none(tool.run_queue),
+        "run_queue_threads": finite_or_none(tool.run_queue),
         "capture_wait_ns": tool.waits.ns / tool.waits.timeslices if tool.waits.timeslices else None,
         "capture_wait_share": tool.waits.ns / 1e9 / tool.wall_s,
         "cross_cpu_slowdown_before": result.cross_cpu_slowdown[0],

@@ -66,7 +66,7 @@ RUN_COLUMNS = {
     "cpus": "INTEGER",
     "kernel": "VARCHAR",
     # what the machine gave the run while it captured (capture.verdicts.starved)
-    "run_queue": "DOUBLE",
+    "run_queue_threads": "DOUBLE",
     "capture_wait_ns": "DOUBLE",
     "capture_wait_share": "DOUBLE",
     "starved": "VARCHAR",
