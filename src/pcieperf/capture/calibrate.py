@@ -238,10 +238,9 @@ def _is_frame(runs: object) -> bool:
 def _priced(table: pandas.DataFrame, *, asked: bool) -> tuple[pandas.DataFrame, list[int]]:
     """The runs the model prices (net_null or a pcap replay, every queue, unfiltered) and the
     ids of the others, left out of "every stored run"; one asked for by id is refused by name."""
-    unpriced = ~table["port"].isin(("null", "pcap"))
-    for column in ("queue", "capture_filter"):  # a run stored before them has neither
-        if column in table:
-            unpriced |= table[column].notna()
+    from pcieperf.capture import fit
+
+    unpriced = fit.unpriced(table)
     ids = sorted(int(r) for r in table.loc[unpriced, "run_id"])
     if ids and asked:
         raise UsageError(

@@ -132,9 +132,22 @@ def _optional(d: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(values, errors="coerce").astype(float)
 
 
+PRICED_PORTS = ("null", "pcap")
+"""The ports whose runs the model prices: net_null and a pcap replay (not a wire's)."""
+
+
 def _choices() -> dict[str, tuple[str, ...]]:
     """The values a run's text columns may have."""
-    return {"tool": names(), "port": ("null", "pcap"), "format": FORMATS, "sink": SINKS}
+    return {"tool": names(), "port": PRICED_PORTS, "format": FORMATS, "sink": SINKS}
+
+
+def unpriced(runs: pd.DataFrame) -> pd.Series:
+    """The runs the model does not price: a wire port's, one queue's or a filtered run."""
+    found = ~runs["port"].isin(PRICED_PORTS)
+    for column in ("queue", "capture_filter"):  # a run stored before them has neither
+        if column in runs:
+            found |= runs[column].notna()
+    return found
 
 
 POSITIVE = (
