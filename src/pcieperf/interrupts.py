@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
+_SWALLOWED: list[KeyboardInterrupt] = []  # interruptions Python could only print
 
 
 class Stopped(KeyboardInterrupt):
@@ -41,7 +43,10 @@ def stop_as_interrupt() -> Iterator[None]:
     of them arrived is that interruption (a library that caught it turned it into its own
     error: DuckDB's "Query interrupted"). A signal ignored when pcieperf started stays
     ignored (`nohup pcieperf ...` must survive its terminal closing), as Python itself leaves
-    an ignored SIGINT alone; a SIGINT handler other than Python's own is left as it is."""
+    an ignored SIGINT alone; a SIGINT handler other than Python's own is left as it is. One
+    raised where Python can only print it (a weakref callback, a `__del__`) is not lost: the
+    block ends with it, and `raise_if_stopped` (called before anything is published) raises
+    it at once."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -59,16 +64,41 @@ def stop_as_interrupt() -> Iterator[None]:
         caught.append(signal.SIGINT)
     before = {sig: signal.signal(sig, stop) for sig in caught}
     builtins.__import__ = imports.wrap(builtins.__import__)
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _keeping_interruptions(unraisable)
     try:
         yield
+        raise_if_stopped()
     except Exception as exc:
         if received:
             raise _interruption(received[0]) from exc
         raise
     finally:
+        sys.unraisablehook = unraisable
         builtins.__import__ = imports.original
         for sig, handler in before.items():
             signal.signal(sig, handler)
+        _SWALLOWED.clear()
+
+
+def raise_if_stopped() -> None:
+    """Raise an interruption that Python swallowed (raised in a weakref callback or a
+    `__del__`, it can only be printed): call it before a result becomes visible."""
+    if _SWALLOWED and threading.current_thread() is threading.main_thread():
+        raise _SWALLOWED[0]
+
+
+def _keeping_interruptions(previous: Callable[[Any], object]) -> Callable[[Any], None]:
+    """A `sys.unraisablehook` that keeps an interruption Python could not raise for
+    `raise_if_stopped`, instead of printing it, and hands everything else to `previous`."""
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _SWALLOWED.append(unraisable.exc_value)
+        else:
+            previous(unraisable)
+
+    return hook
 
 
 class _Imports:

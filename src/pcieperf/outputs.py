@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from pcieperf import interrupts
 from pcieperf.errors import UsageError, param, warn
 
 MARK = "pcieperf"  # a temporary's name: .OUTPUT.pcieperf-PID-RANDOM.part
@@ -193,6 +194,7 @@ def publish(tmp: Path, output: Path, force: bool) -> None:
     """Give the complete file or folder `tmp` the name `output` in one step: refused if `output`
     exists by now, unless `force`, which replaces a file atomically; `tmp` is gone either way."""
     try:
+        interrupts.raise_if_stopped()
         with os_errors(output):
             if force:
                 tmp.replace(output)

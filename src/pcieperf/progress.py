@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
+from pcieperf import interrupts
+
 T = TypeVar("T")
 
 _quiet = False
@@ -82,10 +84,12 @@ def bar(total: float | None, desc: str, unit: str = "it", **shape: Any) -> Itera
 
 
 def wrap(items: Iterable[T], desc: str, unit: str = "it", total: int | None = None) -> Iterator[T]:
-    """Iterate over `items`, drawing a bar where one is wanted."""
+    """Iterate over `items`, drawing a bar where one is wanted; an interruption Python
+    swallowed meanwhile stops it before the next item."""
     if total is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]  # a sized iterable, or TypeError
     with bar(total, desc, unit) as drawn:
         for item in items:
+            interrupts.raise_if_stopped()
             yield item
             drawn.update(1)
