@@ -117,7 +117,8 @@ def capture_calibrate(
 ) -> Report:
     """Fit the capture path's costs to stored capture runs and write the calibration file
     `output` (`pcieperf capture calibrate`), judged by leaving one frame size out: each
-    size's runs predicted from a fit to the others'. `runs`: run ids (none: all) from the
+    size's runs predicted from a fit to the others' (where no size can be, the calibration is
+    written unjudged and says why). `runs`: run ids (none: all) from the
     store `db` or an exported `csv`, or a DataFrame of runs; the runs used are written beside
     `output` (`runs_file`), so that the fit can be re-run from them. Runs the machine starved
     (`capture.verdicts.starved`) are left out, each named with why, unless `keep_starved`;
@@ -138,8 +139,10 @@ def capture_calibrate(
     limit, round_trip = _placement_limit(fed), placement.round_trip_limit(fed)
     near = placement.in_placement(fed, limit, round_trip)
     fitted = fit.fit(fed[near], where)
-    held = fit.leave_one_size_out(fed[near], where)
-    judged = fit.judgement(held) | fit.other_placement(fitted, fed[~near])
+    held, unjudged = _held_out(fed[near], where)
+    judged = (fit.judgement(held) if unjudged is None else {}) | fit.other_placement(
+        fitted, fed[~near]
+    )
     others = sorted(int(r) for r in fed.loc[~near, "run_id"])
     meta = replace(
         fitted.meta,
@@ -170,6 +173,7 @@ def capture_calibrate(
         "wakeup": {k: _json(v) for k, v in cost_table(cal.wakeup).items()},
         "not_separable": cal.meta.not_separable,
         "loso": judged,
+        "loso_not_judged": unjudged,
         "held_out": held.to_dict("records"),
         "placement": {
             "max_round_trip_ns": finite_or_none(meta.placement_max_round_trip_ns),
@@ -181,10 +185,25 @@ def capture_calibrate(
         "unpriced_runs": unpriced,
     }
     notes = [line for line in (starved.line, _unpriced_line(unpriced)) if line]
-    return Report(payload, lambda: _calibration_text(cal, held, notes))
+    return Report(payload, lambda: _calibration_text(cal, held, notes, unjudged))
 
 
-def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame, notes: list[str]) -> str:
+def _held_out(runs: pandas.DataFrame, where: str) -> tuple[pandas.DataFrame, str | None]:
+    """The leave-one-size-out rows, and why there are none where no size could be predicted
+    from the others (two sizes: neither leaves two to fit per-byte costs from)."""
+    import pandas
+
+    from pcieperf.capture import fit
+
+    try:
+        return fit.leave_one_size_out(runs, where), None
+    except UsageError as why:
+        return pandas.DataFrame(columns=fit.HELD_OUT_COLUMNS), str(why)
+
+
+def _calibration_text(
+    cal: CaptureCalibration, held: pandas.DataFrame, notes: list[str], unjudged: str | None
+) -> str:
     """What was written, the fitted costs and the leave-one-size-out table."""
     from pcieperf.text import format_table, pairs
     from pcieperf.units import significant as sig
@@ -211,8 +230,10 @@ def _calibration_text(cal: CaptureCalibration, held: pandas.DataFrame, notes: li
         pairs(costs),
         *notes,
         *_placement_lines(cal.meta),
-        "leave one frame size out (each size predicted from the other sizes' runs):",
     ]
+    if unjudged is not None:
+        return "\n".join([*lines, f"leave one frame size out: not judged ({unjudged})"])
+    lines.append("leave one frame size out (each size predicted from the other sizes' runs):")
     rows = []
     for (sink, size), runs in held.groupby(["sink", "frame_bytes"]):
         ape = 100 * (runs["capture_pps_predicted"] / runs["capture_pps"] - 1).abs()

@@ -160,9 +160,9 @@ def copy_costs(
     record, `cold` bytes of each copy on lines no longer cached (`capture.pool`); `shared`
     scales the fixed costs (records per buffer, `path_costs`). One engine for the model and
     the fit's predictions of stored runs (`capture.fit`)."""
-    consumer, producer = cal.consumer(sink), cal.producer
-    if writer not in producer.fixed_ns or writer not in consumer.fixed_ns:
+    if not prices(cal, writer, sink):
         raise UsageError(_unmeasured(cal, writer, sink))
+    consumer, producer = cal.consumer(sink), cal.producer
     return Costs(
         fwd_ns=fwd_ns,
         prod_ns=producer.fixed_ns[writer] * shared + producer.per_byte_ns * cap,
@@ -173,6 +173,12 @@ def copy_costs(
         record_bytes=rec,
         per_buffer=np.ones_like(rec),
     )
+
+
+def prices(cal: CaptureCalibration, writer: str, sink: str) -> bool:
+    """Whether `cal`'s runs measured capture path `writer` into `sink`."""
+    consumer = cal.consumers.get(sink)
+    return writer in cal.producer.fixed_ns and consumer is not None and writer in consumer.fixed_ns
 
 
 def _unmeasured(cal: CaptureCalibration, writer: str, sink: str) -> str:

@@ -51,6 +51,7 @@ from pcieperf.capture.costs import (
     PCAPNG_EPB_BYTES,
     captured_bytes,
     copy_costs,
+    prices,
     record_bytes,
     wakeup_of,
     write_calls,
@@ -133,6 +134,18 @@ def _optional(d: pd.DataFrame, column: str) -> pd.Series:
 
 
 PRICED_PORTS = ("null", "pcap")
+HELD_OUT_COLUMNS = (  # leave_one_size_out's rows
+    "run_id",
+    "frame_bytes",
+    "sink",
+    "writer",
+    "capture_pps",
+    "capture_pps_predicted",
+    "penalty_ns",
+    "penalty_ns_predicted",
+    "limited_by",
+    "limited_by_predicted",
+)
 """The ports whose runs the model prices: net_null and a pcap replay (not a wire's)."""
 
 
@@ -334,9 +347,11 @@ def fit_wakeup(d: pd.DataFrame) -> tuple[Wakeup, list[str]]:
     """The share of copies lost on waking by the runs whose capture thread slept (it had CPU to
     spare), against the time their ring held copies: log(lost) = log(at_zero) - hold / scale,
     least squares, each run weighted as the count of copies it lost is sure (its relative error
-    1 / sqrt(count)), one that lost none counted as losing one; one hold time, or a loss that
-    does not fall with it, gives a constant share (their weighted geometric mean), named in the
-    second value."""
+    1 / sqrt(count)), one that lost none counted as losing one; a line that would lose more than
+    every copy at no hold is made to lose all of them there (at_zero = 1: the runs' holds far
+    from zero, the free line's extrapolation gave 301); one hold time, or a loss that does not
+    fall with it, gives a constant share (their weighted geometric mean), named in the second
+    value."""
     runs = d[d["slept"]]
     if runs.empty:
         return Wakeup(), []
@@ -347,6 +362,8 @@ def fit_wakeup(d: pd.DataFrame) -> tuple[Wakeup, list[str]]:
     weights = np.sqrt(lost * copies)  # a count's relative error: 1 / sqrt(copies lost)
     spread = np.ptp(hold) > 0.01 * hold.max()
     slope, at_zero = np.polyfit(hold, logs, 1, w=weights) if spread else (0.0, 0.0)
+    if at_zero > 0:  # log(1): through it, least squares with the same weights
+        slope, at_zero = np.sum(weights**2 * hold * logs) / np.sum(weights**2 * hold**2), 0.0
     notes = []
     if slope >= 0:
         held = f"{1e6 * hold.min():.0f}-{1e6 * hold.max():.0f} us"
@@ -477,16 +494,20 @@ def leave_one_size_out(runs: pd.DataFrame, measured_on: str = "") -> pd.DataFram
         )
     if not held:
         raise UsageError("no frame size could be predicted from the others' runs")
-    return pd.concat(held, ignore_index=True)
+    return pd.concat(held, ignore_index=True)[list(HELD_OUT_COLUMNS)]
 
 
 def other_placement(cal: CaptureCalibration, runs: pd.DataFrame) -> dict[str, float]:
     """How runs in another placement of the two CPUs compare with a fit to the calibration's
-    placement: their median measured over predicted forwarding penalty (none: no key)."""
+    placement: their median measured over predicted forwarding penalty (none: no key), of
+    the runs whose capture path and sink the calibration prices."""
     runs = runs[runs["sink"].isin(MODEL_SINKS)]
     if runs.empty:
         return {}
     d = prepared(runs, cal.writes.pcapng_options_bytes)
+    d = d[[prices(cal, w, s) for w, s in zip(d["writer"], d["sink"], strict=True)]]
+    if d.empty:
+        return {}
     penalty = predict(cal, d)["penalty_ns"]
     ratio = d["prod_ns"] * d["copies_per_packet"] / penalty
     return {"other_placement_penalty_ratio": float(ratio.median())}

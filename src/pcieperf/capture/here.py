@@ -22,6 +22,7 @@ from pcieperf.capture.machine import Machine
 from pcieperf.capture.primitives import probe_folder
 from pcieperf.capture.records import capture_run
 from pcieperf.capture.stored import read_runs
+from pcieperf.dpdk.port import require_count
 from pcieperf.errors import UsageError, param, require_new_file, require_positive
 from pcieperf.results import Report
 
@@ -56,6 +57,7 @@ SIZES = (64, 256, 512, 1500)
 # Run twice: each tool's smallest and largest frame into tmpfs, its costliest sink.
 REPEATED = ((64, SETTINGS[1]), (1500, SETTINGS[1]), (64, SETTINGS[4]), (1500, SETTINGS[4]))
 AGAIN = 2  # rounds of runs made again where the fitted placement has none of a planned run
+MAX_AGAIN = 10  # more rounds than the time budget (BUDGET_S) lets run
 BUDGET_S = 300.0  # no run is made again once the set has taken 5 minutes (issue 43's target)
 SECONDS = 1.0  # each window: two testpmd statistics periods (1 s each) are the least a rate has
 BUSY_LOAD = 0.5  # a 1-minute load average above half the CPUs: the runs' threads would share
@@ -97,6 +99,7 @@ def capture_calibrate_here(
     force: bool = False,
     seconds: float = SECONDS,
     sizes: tuple[int, ...] = SIZES,
+    again: int = AGAIN,
     busy: bool = False,
     keep_starved: bool = False,
     wait: float = WAIT_S,
@@ -106,9 +109,11 @@ def capture_calibrate_here(
     in `db`, fit them (`keep_starved` as `capture_calibrate` takes it) and write this machine's
     calibration (`pcieperf capture calibrate --here`): `output`, default where `capture model`
     looks for it (`machine_calibration` beside the store).
-    `sizes`: the set's frame sizes (two or more). A machine whose load is above half its CPUs
+    `sizes`: the set's frame sizes (two or more); `again`: rounds of runs made again where the
+    fitted placement has none of a planned run. A machine whose load is above half its CPUs
     is refused unless `busy`."""
     require_positive(param("seconds"), seconds)
+    require_count(param("again"), again, 0, MAX_AGAIN)
     if len(set(sizes)) < 2:
         raise UsageError(
             f"{param('sizes')} {list(sizes)} is not allowed; give two frame sizes or more: "
@@ -137,7 +142,7 @@ def capture_calibrate_here(
 
     ids = made(planned, "calibrate here")
     first = pandas.DataFrame(read_runs(ids, db))
-    for _ in range(AGAIN):
+    for _ in range(again):
         table = pandas.DataFrame(read_runs(ids, db))
         again = elsewhere(table, planned)
         if not again:

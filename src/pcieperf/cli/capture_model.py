@@ -9,7 +9,7 @@ import argparse
 
 from pcieperf.capture import path
 from pcieperf.capture.calibrate import capture_calibrate
-from pcieperf.capture.here import SECONDS, capture_calibrate_here
+from pcieperf.capture.here import AGAIN, MAX_AGAIN, SECONDS, capture_calibrate_here
 from pcieperf.capture.lock import WAIT_S
 from pcieperf.capture.model import capture_model
 from pcieperf.capture.probe import REPEATS, capture_probe
@@ -67,6 +67,7 @@ def cmd_capture_calibrate(args: argparse.Namespace) -> None:
             output=args.output,
             force=args.force,
             seconds=args.seconds,
+            again=args.again,
             busy=args.busy,
             keep_starved=args.keep_starved,
             wait=args.wait,
@@ -189,6 +190,13 @@ def _add_capture_model_commands(capture_sub: argparse._SubParsersAction) -> None
     )
     here.add_argument(
         "--seconds", type=_real(high=60), default=SECONDS, help="each run's windows (%(default)g)"
+    )
+    here.add_argument(
+        "--again",
+        type=_whole(0, MAX_AGAIN),
+        default=AGAIN,
+        metavar="ROUNDS",
+        help="rounds of runs made again in the fitted placement (%(default)s; 0: none)",
     )
     here.add_argument("--busy", action="store_true", help="measure even if the machine is busy")
     here.add_argument(
