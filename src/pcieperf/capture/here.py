@@ -144,10 +144,10 @@ def capture_calibrate_here(
     first = pandas.DataFrame(read_runs(ids, db))
     for _ in range(again):
         table = pandas.DataFrame(read_runs(ids, db))
-        again = elsewhere(table, planned)
-        if not again:
+        missing = elsewhere(table, planned)
+        if not missing:
             break
-        ids += made(again, "calibrate here: again, in the fitted placement", start + BUDGET_S)
+        ids += made(missing, "calibrate here: again, in the fitted placement", start + BUDGET_S)
     fitted = capture_calibrate(
         ids,
         output=out,
