@@ -247,6 +247,13 @@ def test_two_runs_at_once_take_turns(tmp_path):
             "--tool pdump has no snap length",
         ),
         (["--wait", "-1"], "--wait -1.0 is not allowed; give seconds from 0 on"),
+        # a replay's frames and a port's are their own: --frame was ignored without a word
+        (
+            ["--frame", "128", "--pcap", "a.pcap"],
+            "--frame sizes net_null's frames; with --pcap the frames are what it forwards: "
+            "leave out --frame",
+        ),
+        (["--frame", "1500", "--port", "eth0"], "with --port the frames are what it forwards"),
     ],
 )
 def test_bad_values_are_refused_before_anything_starts(args, message, tmp_path, capsys):

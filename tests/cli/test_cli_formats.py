@@ -5,9 +5,7 @@ with the csv module into the rows its JSON holds (same count, same keys, same va
 import csv
 import io
 import json
-import os
 import re
-import shutil
 from importlib.metadata import version
 from pathlib import Path
 
@@ -20,15 +18,12 @@ from pcieperf.measure.store import Store
 from pcieperf.results import column_name, csv_text, json_rows
 from tests.helpers import PCIE_BENCH, ROOT, TESTS_DATA
 from tests.helpers.cli import ALL, run_cli
-from tests.helpers.dpdk import recorded_run_row
+from tests.helpers.dpdk import needs_dpdk, needs_testpmd, recorded_run_row
 from tests.helpers.hosts import write_host_toml
 
 PCM = TESTS_DATA / "counters" / "pcm-iio-skx.csv"
 HOST_DIR = PCIE_BENCH / "nfp6000-1.2GHz_hsw-Xeon-E5-2620v3_dell-t630"
 SHARED = f"the shared pcie-bench data ({PCIE_BENCH}) is absent"
-TESTPMD = "dpdk-testpmd (Debian's dpdk-dev) is not installed"
-CAPTURE = "a capture run needs root, hugepages and Debian's dpdk-dev (dpdk-testpmd, dpdk-dumpcap)"
-REAL_CAPTURE = bool(shutil.which("dpdk-dumpcap")) and os.geteuid() == 0
 
 # One cheap, valid command line per command; {name} is a file from `inputs` or, for {out}, a
 # fresh folder of this run's own (the JSON and CSV runs write their outputs apart).
@@ -200,14 +195,15 @@ def assert_tidy(rows):
             assert words & WORDS or name.startswith(("per_file_", "per_test_")), name
 
 
-@pytest.mark.parametrize("command", sorted(RUNS))
+REAL = {"dpdk run": needs_testpmd, "capture run": needs_dpdk}
+
+
+@pytest.mark.parametrize(
+    "command", [pytest.param(c, marks=REAL.get(c, ())) for c in sorted(RUNS)], ids=sorted(RUNS)
+)
 def test_csv_holds_the_rows_of_the_json(capsys, prepared, tmp_path, command):
     if command in NEEDS_SHARED and not HOST_DIR.is_dir():
         pytest.skip(SHARED)
-    if command == "dpdk run" and shutil.which("dpdk-testpmd") is None:
-        pytest.skip(TESTPMD)
-    if command == "capture run" and not REAL_CAPTURE:
-        pytest.skip(CAPTURE)
     payload = json.loads(run(capsys, f"{RUNS[command]} --json", prepared, tmp_path / "json"))
     text = run(capsys, f"{RUNS[command]} --format csv", prepared, tmp_path / "csv")
     text = text.replace(str(tmp_path / "csv"), str(tmp_path / "json"))  # its own outputs

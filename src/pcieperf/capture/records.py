@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 def capture_run(
     *,
-    frame: int = 64,
+    frame: int | None = None,
     pcap: str | os.PathLike[str] | None = None,
     seconds: float = 3.0,
     lcores: int = 1,
@@ -46,7 +46,7 @@ def capture_run(
     filter: str | None = None,
     db: str | os.PathLike[str] | None = None,
 ) -> Report:
-    """Run dpdk-testpmd forwarding `frame`-byte frames (FCS included) on net_null, or
+    """Run dpdk-testpmd forwarding `frame`-byte frames (FCS included; None: 64) on net_null, or
     replaying `pcap`, or what a real `port` receives (a PCI address bound for DPDK, or a
     network interface through net_af_packet), on `lcores` forwarding lcores: first alone, then
     with the capture `tool` copying `direction` (both, rx, tx) of one `queue` (None: all)
@@ -176,7 +176,7 @@ def _frame_bytes(result: CaptureResult) -> float:
         packets = sum(p.nic_rx_packets for p in ports)
         return sum(p.nic_rx_bytes for p in ports) / packets + FCS_BYTES if packets else math.nan
     if cfg.pcap is None:
-        return float(cfg.frame)
+        return float(cfg.null_frame)
     (stats,) = stats_files([cfg.pcap])
     mean_bytes: float = stats["bytes_wire"] / stats["packets"] + FCS_BYTES
     return mean_bytes

@@ -58,7 +58,7 @@ class CaptureConfig:
     and two statistics periods. The tool copies `direction` (`capture.path.DIRECTIONS`) of one
     `queue` (None: all) that its capture `filter` (None: all) lets through."""
 
-    frame: int = 64
+    frame: int | None = None  # None: MIN_FRAME_BYTES, net_null's; a replay's or port's: its own
     pcap: Path | None = None
     seconds: float = 3.0
     fwd_lcores: int = 1
@@ -77,11 +77,8 @@ class CaptureConfig:
     filter: str | None = None
 
     def __post_init__(self) -> None:
-        if not MIN_FRAME_BYTES <= self.frame <= MAX_FRAME_BYTES:
-            raise UsageError(
-                f"frame {self.frame!r} is not allowed; give {MIN_FRAME_BYTES} to "
-                f"{MAX_FRAME_BYTES} bytes (FCS included; one mbuf of 2048 B)"
-            )
+        if self.frame is not None:
+            self._check_frame(self.frame)
         testpmd.RunConfig(seconds=self.seconds)  # the same --seconds rule as `dpdk run`
         tool = tools.tool(self.tool)
         if self.format is not None:
@@ -115,6 +112,25 @@ class CaptureConfig:
                 f"{param('out')} names the capture file of {param('sink')} file, and only it "
                 "takes one"
             )
+
+    def _check_frame(self, frame: int) -> None:
+        """A net_null frame size, given only where net_null makes the frames."""
+        if not MIN_FRAME_BYTES <= frame <= MAX_FRAME_BYTES:
+            raise UsageError(
+                f"frame {frame!r} is not allowed; give {MIN_FRAME_BYTES} to "
+                f"{MAX_FRAME_BYTES} bytes (FCS included; one mbuf of 2048 B)"
+            )
+        given = param("port") if self.port is not None else param("pcap") if self.pcap else None
+        if given is not None:
+            raise UsageError(
+                f"{param('frame')} sizes net_null's frames; with {given} the frames are what "
+                f"it forwards: leave out {param('frame')}"
+            )
+
+    @property
+    def null_frame(self) -> int:
+        """The bytes of each net_null frame, FCS included."""
+        return self.frame if self.frame is not None else MIN_FRAME_BYTES
 
     def _check_copies(self) -> None:
         """Direction, queue and filter: each one the tool can honour (its `CaptureTool` row)."""
@@ -324,7 +340,7 @@ def _pool(cfg: CaptureConfig) -> tuple[int, int]:
         mode="pcap" if cfg.pcap else "null",  # a real port's packets come from its wire
         pcap=cfg.pcap,
         seconds=cfg.seconds,
-        null_size=cfg.frame - FCS_BYTES,
+        null_size=cfg.null_frame - FCS_BYTES,
     )
     return testpmd.pool(run_cfg)
 
@@ -368,7 +384,7 @@ def _primary_command(
     if real is not None:
         ports = real.eal_args(cfg.fwd_lcores)
     else:
-        vdev = testpmd.vdev(cfg.mode, cfg.pcap, cfg.frame - FCS_BYTES, links)
+        vdev = testpmd.vdev(cfg.mode, cfg.pcap, cfg.null_frame - FCS_BYTES, links)
         ports = ["--no-pci", f"--vdev={vdev}"]
     return [
         binary,

@@ -59,7 +59,10 @@ def _add_capture_commands(sub: argparse._SubParsersAction) -> None:
     capture_sub = _add_group(sub, "capture", _GROUPS["capture"])
     p = _add_command(capture_sub, "run", cmd_capture_run, store=True)
     p.add_argument(
-        "--frame", type=_whole(), default=64, help="net_null frame bytes, FCS included (64)"
+        "--frame",
+        type=_whole(),
+        default=None,
+        help="net_null frame bytes, FCS included (64; not with --pcap or --port)",
     )
     p.add_argument("--pcap", default=None, help="replay this capture instead (net_pcap)")
     p.add_argument(
