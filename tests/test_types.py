@@ -3,6 +3,7 @@
 against the built Rust extension (every name, parameter and default as the module has them).
 Both need mypy, which the `test` extra installs; without it they skip, saying so."""
 
+import shutil
 import subprocess
 import sys
 
@@ -26,7 +27,15 @@ def test_mypy_finds_no_error():
     assert done.stdout.startswith("Success: no issues found"), done.stdout
 
 
-def test_the_core_stub_matches_the_built_module():
-    done = _run("mypy.stubtest", "pcieperf._core", "--mypy-config-file", "pyproject.toml")
+def test_the_core_stub_matches_the_built_module(tmp_path):
+    # The stub alone, beside an empty package stub: stubtest type-checks the package of the
+    # module it tests, and pcieperf's own 176 files took 22.5 s of its 27 (the stub: 4.5 s).
+    stubs = tmp_path / "pcieperf"
+    stubs.mkdir()
+    shutil.copy(ROOT / "src" / "pcieperf" / "_core.pyi", stubs)
+    (stubs / "__init__.pyi").touch()
+    config = tmp_path / "mypy.ini"
+    config.write_text(f"[mypy]\nmypy_path = {tmp_path}\npython_version = 3.11\n")
+    done = _run("mypy.stubtest", "pcieperf._core", "--mypy-config-file", str(config))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Success: no issues found in 1 module" in done.stdout, done.stdout
