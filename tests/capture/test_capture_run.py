@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import warnings
+from ctypes.util import find_library
 from pathlib import Path
 
 import pytest
@@ -254,6 +255,12 @@ def test_two_runs_at_once_take_turns(tmp_path):
             "leave out --frame",
         ),
         (["--frame", "1500", "--port", "eth0"], "with --port the frames are what it forwards"),
+        # libpcap's own words, before the baseline window (dumpcap said it only after it)
+        pytest.param(
+            ["--filter", "udp dst port banana", "--sink", "tmpfs"],
+            "--filter 'udp dst port banana' is not a filter libpcap can compile: ",
+            marks=pytest.mark.skipif(not find_library("pcap"), reason="libpcap is not installed"),
+        ),
     ],
 )
 def test_bad_values_are_refused_before_anything_starts(args, message, tmp_path, capsys):

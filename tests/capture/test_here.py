@@ -30,6 +30,27 @@ def test_the_set_is_every_setting_at_every_size_once_then_the_repeats():
     assert not any(p.repeat for p in planned[:20])  # repeats after the set: drift shows
 
 
+def test_one_tools_set_is_its_settings_and_its_repeats():
+    planned = here.designed_runs((64, 1500), ("pdump",))
+    assert [(p.frame, p.setting.sink, p.repeat) for p in planned] == [
+        (64, "null", False),
+        (64, "tmpfs", False),
+        (1500, "null", False),
+        (1500, "tmpfs", False),
+        (64, "tmpfs", True),
+        (1500, "tmpfs", True),
+    ]
+    assert {p.setting.tool for p in planned} == {"pdump"}
+
+
+@pytest.mark.parametrize(
+    ("tools", "message"), [((), r"tools\W* is empty"), (("tcpdump",), "tcpdump")]
+)
+def test_tools_it_has_no_settings_of_are_refused(tools, message):
+    with pytest.raises(UsageError, match=message):
+        here.capture_calibrate_here(tools=tools, output="x.toml")
+
+
 def shipped_subset() -> pd.DataFrame:
     """The designed set cut from the shipped calibration's real runs (two of each setting and
     size there): a first run per planned run, the second for a repeat."""
@@ -137,20 +158,23 @@ def test_rounds_made_again_are_a_whole_number_in_range(again):
 @needs_dpdk
 @pytest.mark.slow
 def test_a_calibration_made_here_is_the_one_capture_model_uses(tmp_path, monkeypatch):
-    # two sizes of the set (14 runs, about 2.5 minutes; none made again: the whole set is
-    # measured in the issue's closing note): the machine may be loaded, so busy=True, and the
-    # test asserts what the calibration is, never how fast or how close its fit is
+    # pdump's settings at two sizes (6 runs, about a minute; none made again: the whole set
+    # is measured in the issue's closing note): the machine may be loaded, so busy=True, and
+    # the test asserts what the calibration is, never how fast or how close its fit is
     monkeypatch.setenv("PCIEPERF_DB", str(tmp_path / "s.duckdb"))
+    planned = here.designed_runs((64, 1500), ("pdump",))
     try:
-        got = here.capture_calibrate_here(sizes=(64, 1500), again=0, busy=True).to_json()
+        got = here.capture_calibrate_here(
+            sizes=(64, 1500), tools=("pdump",), again=0, busy=True
+        ).to_json()
     except UsageError as refusal:  # a VM that moved its CPUs for most runs
         pytest.skip(f"the runs gave no calibration here: {refusal}")
     own = tmp_path / "capture" / f"{Machine.here().slug}.toml"
     assert got["output"] == str(own)
     left_out = len(got["placement"]["other_placement_runs"]) + len(got["starved_runs"])
     assert got["here"]["runs"] == len(got["runs"]) + left_out
-    assert got["here"]["runs"] == 2 * len(here.SETTINGS) + len(here.REPEATED)
+    assert got["here"]["runs"] == len(planned) == 6
     assert got["here"]["made_again"] == 0
-    assert got["here"]["repeatability"]["pairs"] == len(here.REPEATED)
-    provenance = capture_model(sizes="64").to_json()["calibration"]
+    assert got["here"]["repeatability"]["pairs"] == 2
+    provenance = capture_model(sizes="64", design="per-packet").to_json()["calibration"]
     assert (provenance["file"], provenance["measured_here"]) == (str(own), True)

@@ -21,7 +21,8 @@ Modules, in three rooms; a module imports only modules named before it here, nev
   primitives timed here), `intervals`, `processes`,
   `hugepages`, `lock` (one capture run at a time on a machine), `leftovers` (what a run makes,
   recorded, and undone by the next run if it is killed), `port` (a real port to forward on,
-  checked in sysfs), `run` (a capture run: testpmd as primary, the tool as secondary, what
+  checked in sysfs), `bpf` (a capture filter compiled by libpcap before a run), `run` (a
+  capture run: testpmd as primary, the tool as secondary, what
   each thread did per packet), `records` (`pp.capture_run`, `pp.capture_runs`,
   `pp.capture_show`: runs stored and judged), and on top `here` (`pp.capture_calibrate_here`:
   the runs a calibration needs, made on this machine).

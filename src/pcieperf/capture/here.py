@@ -23,7 +23,7 @@ from pcieperf.capture.primitives import probe_folder
 from pcieperf.capture.records import capture_run
 from pcieperf.capture.stored import read_runs
 from pcieperf.dpdk.port import require_count
-from pcieperf.errors import UsageError, param, require_new_file, require_positive
+from pcieperf.errors import UsageError, param, require_choice, require_new_file, require_positive
 from pcieperf.results import Report
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ SETTINGS = (
     Setting("pdump", "pcap", "null"),
     Setting("pdump", "pcap", "tmpfs"),
 )
+TOOLS = tuple(dict.fromkeys(setting.tool for setting in SETTINGS))  # dumpcap, pdump
 # Four sizes: the shipped runs cut to 3 sizes leave per-byte and cold-byte costs unseparated or
 # a size's LOSO above 100 %; 64, 256, 512 and 1500 B separate all but what no size tells
 # (dumpcap never saturates /dev/null), LOSO 15-19 % (tests/capture/test_here.py).
@@ -74,12 +75,18 @@ class PlannedRun:
 
 def designed_runs(
     sizes: tuple[int, ...] = SIZES,
+    tools: tuple[str, ...] = TOOLS,
     repeated: tuple[tuple[int, Setting], ...] = REPEATED,
 ) -> list[PlannedRun]:
-    """Every setting at every size once, then the repeats of those sizes (after the set, so
-    that a drift of the machine during it shows as a spread)."""
-    once = [PlannedRun(size, setting) for size in sizes for setting in SETTINGS]
-    again = [PlannedRun(size, setting, True) for size, setting in repeated if size in sizes]
+    """Every setting of `tools` at every size once, then the repeats of those sizes (after the
+    set, so that a drift of the machine during it shows as a spread)."""
+    settings = [setting for setting in SETTINGS if setting.tool in tools]
+    once = [PlannedRun(size, setting) for size in sizes for setting in settings]
+    again = [
+        PlannedRun(size, setting, True)
+        for size, setting in repeated
+        if size in sizes and setting in settings
+    ]
     return once + again
 
 
@@ -99,6 +106,7 @@ def capture_calibrate_here(
     force: bool = False,
     seconds: float = SECONDS,
     sizes: tuple[int, ...] = SIZES,
+    tools: tuple[str, ...] = TOOLS,
     again: int = AGAIN,
     busy: bool = False,
     keep_starved: bool = False,
@@ -109,11 +117,16 @@ def capture_calibrate_here(
     in `db`, fit them (`keep_starved` as `capture_calibrate` takes it) and write this machine's
     calibration (`pcieperf capture calibrate --here`): `output`, default where `capture model`
     looks for it (`machine_calibration` beside the store).
-    `sizes`: the set's frame sizes (two or more); `again`: rounds of runs made again where the
-    fitted placement has none of a planned run. A machine whose load is above half its CPUs
+    `sizes`: the set's frame sizes (two or more); `tools`: the capture tools whose settings
+    it runs (a calibration prices only their paths); `again`: rounds of runs made again where
+    the fitted placement has none of a planned run. A machine whose load is above half its CPUs
     is refused unless `busy`."""
     require_positive(param("seconds"), seconds)
     require_count(param("again"), again, 0, MAX_AGAIN)
+    if not tools:
+        raise UsageError(f"{param('tools')} is empty; give {', '.join(TOOLS)} or both")
+    for tool in tools:
+        require_choice(param("tools"), tool, TOOLS)
     if len(set(sizes)) < 2:
         raise UsageError(
             f"{param('sizes')} {list(sizes)} is not allowed; give two frame sizes or more: "
@@ -129,7 +142,7 @@ def capture_calibrate_here(
     require_new_file(out, force)
     require_new_file(runs_file(out), force)
     start = time.monotonic()
-    planned = designed_runs(tuple(sizes))
+    planned = designed_runs(tuple(sizes), tuple(tools))
 
     def made(runs: list[PlannedRun], words: str, until: float = math.inf) -> list[int]:
         return [

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pcieperf import interrupts, outputs, statedir
 from pcieperf.capture import (
+    bpf,
     hugepages,
     leftovers,
     lock,
@@ -47,6 +48,7 @@ MAX_FRAME_BYTES = 2048 + FCS_BYTES
 TMPFS = Path("/dev/shm")  # a tmpfs on every systemd and Debian system (hier(7))
 NULL_SINK = Path(os.devnull)  # the system's: never removed
 RING_SIZES = (64, 1 << 20)  # rte_ring sizes are powers of two (lib/ring/rte_ring.h)
+MAX_SNAPLEN = 65535  # --snaplen up to the largest IPv4 packet (a 16-bit total length)
 START_DEADLINE_S = 60.0  # testpmd's first block or the tool's start, on a busy machine
 
 
@@ -94,8 +96,10 @@ class CaptureConfig:
                 f"{param('ring_size')} {ring!r} is not allowed; use a power of two from {low} "
                 f"to {high}"
             )
-        if self.snaplen is not None and not 1 <= self.snaplen <= 65535:
-            raise UsageError(f"{param('snaplen')} {self.snaplen!r} is not allowed; give 1 to 65535")
+        if self.snaplen is not None and not 1 <= self.snaplen <= MAX_SNAPLEN:
+            raise UsageError(
+                f"{param('snaplen')} {self.snaplen!r} is not allowed; give 1 to {MAX_SNAPLEN}"
+            )
         if self.snaplen is not None and not tool.snaplen:
             raise UsageError(
                 f"{param('tool')} {tool.name} has no snap length (it writes whole packets): "
@@ -149,6 +153,8 @@ class CaptureConfig:
                 f"{param('filter')} needs a file to count what passed it (the tool's own count "
                 f"takes in what it refused): give {param('sink')} tmpfs or {param('out')}"
             )
+        if self.filter is not None:
+            bpf.check_filter(self.filter, self.snaplen or MAX_SNAPLEN)
 
     @property
     def real_port(self) -> Port | None:

@@ -9,7 +9,7 @@ import argparse
 
 from pcieperf.capture import path
 from pcieperf.capture.calibrate import capture_calibrate
-from pcieperf.capture.here import AGAIN, MAX_AGAIN, SECONDS, capture_calibrate_here
+from pcieperf.capture.here import AGAIN, MAX_AGAIN, SECONDS, TOOLS, capture_calibrate_here
 from pcieperf.capture.lock import WAIT_S
 from pcieperf.capture.model import capture_model
 from pcieperf.capture.probe import REPEATS, capture_probe
@@ -67,6 +67,7 @@ def cmd_capture_calibrate(args: argparse.Namespace) -> None:
             output=args.output,
             force=args.force,
             seconds=args.seconds,
+            tools=tuple(args.tools.split(",")),
             again=args.again,
             busy=args.busy,
             keep_starved=args.keep_starved,
@@ -190,6 +191,12 @@ def _add_capture_model_commands(capture_sub: argparse._SubParsersAction) -> None
     )
     here.add_argument(
         "--seconds", type=_real(high=60), default=SECONDS, help="each run's windows (%(default)g)"
+    )
+    here.add_argument(
+        "--tools",
+        default=",".join(TOOLS),
+        metavar="TOOL,...",
+        help="the capture tools whose settings it runs (%(default)s)",
     )
     here.add_argument(
         "--again",
