@@ -45,3 +45,24 @@ def test_the_fast_tier_touches_every_package():
     folders -= {"helpers", "data"}
     touched = {t.split("/")[1] for t in fast if t.count("/") > 1}
     assert folders <= touched, f"no fast test in tests/{sorted(folders - touched)}"
+
+
+class _Item:
+    """What `longest_first` reads of a pytest item."""
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+
+
+def test_modules_run_longest_first_each_whole_and_in_its_order(tmp_path):
+    seconds = {"tests/a.py::t1": 1.0, "tests/a.py::t2": 1.0, "tests/b.py::long": 5.0}
+    items = [_Item(n) for n in ("tests/a.py::t1", "tests/a.py::t2", "tests/new.py::x")]
+    items += [_Item("tests/b.py::long"), _Item("tests/b.py::new")]
+    durations.longest_first(items, _recording(tmp_path, seconds))
+    assert [i.nodeid for i in items] == [
+        "tests/b.py::long",
+        "tests/b.py::new",
+        "tests/a.py::t1",
+        "tests/a.py::t2",
+        "tests/new.py::x",  # not recorded: none, last
+    ]

@@ -7,6 +7,11 @@ was slow (a module-scoped fixture: a replay, a built store). A test is slow when
 `SLOW_SHARE` of that run's total: a share, not seconds, so that a file recorded on a busy or a
 quiet machine draws the same line. A test the file does not know (new, renamed) is fast until
 the next recording; a test that knows it is slow says so itself (`@pytest.mark.slow`).
+
+The same recording orders the modules, the longest first (`longest_first`): xdist hands a worker
+the next module in collection order as it finishes one (`--dist loadfile`), so a long module
+collected last ran on one worker while the other was idle (the hostile probe's 64 s, at the end
+of a run beside a CPU hog); longest first leaves the short ones to even out the end.
 """
 
 from __future__ import annotations
@@ -35,6 +40,33 @@ def recorded(path: Path = DURATIONS) -> tuple[set[str], set[str]]:
     line = SLOW_SHARE * sum(seconds.values())
     slow = {test for test, s in seconds.items() if s >= line}
     return slow, {test.split("::")[0] for test, s in setups.items() if s >= line}
+
+
+def module_seconds(path: Path = DURATIONS) -> Counter[str]:
+    """Each module's seconds in a recording (none without one)."""
+    if not path.is_file():
+        return Counter()
+    seconds = json.loads(path.read_text(encoding="utf-8"))["seconds"]
+    modules: Counter[str] = Counter()
+    for test, s in seconds.items():
+        modules[test.split("::")[0]] += s
+    return modules
+
+
+def longest_first(items: list[pytest.Item], path: Path = DURATIONS) -> None:
+    """Order `items` module by module, the longest recorded module first (a module the file
+    does not know counts as none); within a module, as collected."""
+    modules = module_seconds(path)
+    first = {}
+    for index, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::")[0], index)
+    position = {item.nodeid: index for index, item in enumerate(items)}
+
+    def key(item: pytest.Item) -> tuple[float, int, int]:
+        module = item.nodeid.split("::")[0]
+        return (-modules[module], first[module], position[item.nodeid])
+
+    items.sort(key=key)
 
 
 def mark_slow(items: list[pytest.Item], path: Path = DURATIONS) -> None:
