@@ -134,6 +134,7 @@ def _optional(d: pd.DataFrame, column: str) -> pd.Series:
 
 
 PRICED_PORTS = ("null", "pcap")
+"""The ports whose runs the model prices: net_null and a pcap replay (not a wire's)."""
 HELD_OUT_COLUMNS = (  # leave_one_size_out's rows
     "run_id",
     "frame_bytes",
@@ -146,7 +147,6 @@ HELD_OUT_COLUMNS = (  # leave_one_size_out's rows
     "limited_by",
     "limited_by_predicted",
 )
-"""The ports whose runs the model prices: net_null and a pcap replay (not a wire's)."""
 
 
 def _choices() -> dict[str, tuple[str, ...]]:

@@ -154,13 +154,13 @@ def capture_calibrate_here(
     import pandas
 
     ids = made(planned, "calibrate here")
-    first = pandas.DataFrame(read_runs(ids, db))
+    table = first = pandas.DataFrame(read_runs(ids, db))
     for _ in range(again):
-        table = pandas.DataFrame(read_runs(ids, db))
         missing = elsewhere(table, planned)
         if not missing:
             break
         ids += made(missing, "calibrate here: again, in the fitted placement", start + BUDGET_S)
+        table = pandas.DataFrame(read_runs(ids, db))
     fitted = capture_calibrate(
         ids,
         output=out,
