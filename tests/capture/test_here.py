@@ -177,5 +177,8 @@ def test_a_calibration_made_here_is_the_one_capture_model_uses(tmp_path, monkeyp
     assert got["here"]["runs"] == len(planned) == 6
     assert got["here"]["made_again"] == 0
     assert got["here"]["repeatability"]["pairs"] == 2
-    provenance = capture_model(sizes="64", design="per-packet").to_json()["calibration"]
+    # a sink its runs priced: the VM may have put one sink's runs all in its other placement
+    sink = sorted(got["consumer"])[0]
+    model = capture_model(sizes="64", design="per-packet", sink=sink)
+    provenance = model.to_json()["calibration"]
     assert (provenance["file"], provenance["measured_here"]) == (str(own), True)
